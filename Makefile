@@ -1,0 +1,137 @@
+# podsync Makefile. Run `make help` for the targets.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DELETE_ON_ERROR:
+.SUFFIXES:
+MAKEFLAGS += --warn-undefined-variables --no-builtin-rules
+.DEFAULT_GOAL := all
+
+# Pinned tool versions, installed from the Go module proxy into .tmp/bin.
+BUF_VERSION                ?= v1.75.0
+PROTOC_GEN_GO_VERSION      ?= v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
+GOLANGCI_LINT_VERSION      ?= v2.15.0
+CRICTL_VERSION             ?= v1.37.0
+
+TMP    := $(CURDIR)/.tmp
+BIN    := $(TMP)/bin
+STAMPS := $(TMP)/stamps
+export PATH := $(BIN):$(PATH):/usr/local/go/bin
+export GOBIN := $(BIN)
+
+GO          ?= go
+GO_TEST     ?= $(GO) test
+# Packages with tests that need no runtime (everything but test/integration).
+UNIT_PKGS   := ./...
+INTEG_PKGS  := ./test/integration/...
+INTEG_FLAGS ?= -count=1 -timeout 20m
+
+BUF           := $(BIN)/buf
+GOLANGCI_LINT := $(BIN)/golangci-lint
+
+.PHONY: help
+help: ## Describe the targets
+	@awk 'BEGIN {FS = ":.*##"; printf "Targets:\n"} /^[a-zA-Z0-9_-]+:.*##/ { printf "  %-18s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+.PHONY: all
+all: generate lint check-deps build test-unit ## Generate, lint, check dependencies, build and run unit tests
+
+.PHONY: tools
+tools: $(STAMPS)/buf-$(BUF_VERSION) $(STAMPS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(STAMPS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) $(STAMPS)/golangci-lint-$(GOLANGCI_LINT_VERSION) ## Install the pinned tools into .tmp/bin
+
+$(STAMPS)/buf-%:
+	$(GO) install github.com/bufbuild/buf/cmd/buf@$*
+	@mkdir -p $(@D) && touch $@
+$(STAMPS)/protoc-gen-go-%:
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$*
+	@mkdir -p $(@D) && touch $@
+$(STAMPS)/protoc-gen-go-grpc-%:
+	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$*
+	@mkdir -p $(@D) && touch $@
+$(STAMPS)/golangci-lint-%:
+	$(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$*
+	@mkdir -p $(@D) && touch $@
+$(STAMPS)/crictl-%:
+	$(GO) install sigs.k8s.io/cri-tools/cmd/crictl@$*
+	@mkdir -p $(@D) && touch $@
+
+.PHONY: generate
+generate: $(STAMPS)/buf-$(BUF_VERSION) $(STAMPS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(STAMPS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) ## Regenerate api/ from proto/
+	$(BUF) format -w
+	$(BUF) generate
+
+.PHONY: check-generate
+check-generate: generate ## Fail when generated code or formatting differs from what is committed
+	@if [ -n "$$(git status --porcelain -- api proto)" ]; then \
+		git status --porcelain -- api proto; git diff --stat -- api proto; \
+		echo "check-generate: regenerated code differs: run 'make generate' and commit" >&2; exit 1; fi
+
+.PHONY: lint
+lint: $(STAMPS)/buf-$(BUF_VERSION) $(STAMPS)/golangci-lint-$(GOLANGCI_LINT_VERSION) ## gofmt, go vet, golangci-lint, buf lint/format/breaking
+	@out="$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' | grep -v '^api/'))"; \
+		if [ -n "$$out" ]; then echo "gofmt would change:" >&2; echo "$$out" >&2; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags integration ./test/...
+	$(GOLANGCI_LINT) run ./...
+	$(BUF) lint
+	$(BUF) format -d --exit-code
+	@$(MAKE) --no-print-directory breaking
+
+.PHONY: lint-fix
+lint-fix: $(STAMPS)/buf-$(BUF_VERSION) $(STAMPS)/golangci-lint-$(GOLANGCI_LINT_VERSION) ## Fix what the linters can fix
+	gofmt -w $$(git ls-files --cached --others --exclude-standard '*.go' | grep -v '^api/')
+	$(GOLANGCI_LINT) run --fix ./...
+	$(BUF) format -w
+
+.PHONY: breaking
+breaking: $(STAMPS)/buf-$(BUF_VERSION) ## buf breaking against the latest v* tag, once one exists
+	@tag="$$(git describe --tags --abbrev=0 --match 'v*' 2>/dev/null || true)"; \
+	if [ -z "$$tag" ]; then echo "breaking: no v* tag yet, nothing to compare against"; \
+	else echo "breaking: against $$tag"; $(BUF) breaking --against ".git#tag=$$tag"; fi
+
+.PHONY: check-deps
+check-deps: ## Enforce the package boundaries of STYLE.md
+	@bad="$$($(GO) list -deps ./engine/... | grep -E '^github.com/podsync/podsync/(api|server|client|internal)(/|$$)' || true)"; \
+	if [ -n "$$bad" ]; then echo "check-deps: engine must not import:" >&2; echo "$$bad" >&2; exit 1; fi
+	@direct="$$($(GO) list -f '{{.ImportPath}}: {{join .Imports " "}}' $$($(GO) list ./engine/... | grep -v /enginetest) | grep -E 'google.golang.org/grpc( |/|$$)' || true)"; \
+	if [ -n "$$direct" ]; then echo "check-deps: engine imports grpc directly:" >&2; echo "$$direct" >&2; exit 1; fi
+	@bad="$$($(GO) list -deps ./convert/... | grep -E '^github.com/podsync/podsync/(server|engine|client|internal)(/|$$)' || true)"; \
+	if [ -n "$$bad" ]; then echo "check-deps: convert must not import:" >&2; echo "$$bad" >&2; exit 1; fi
+	@echo "check-deps: ok"
+
+.PHONY: build
+build: ## Build every package and command
+	$(GO) build ./...
+
+.PHONY: test
+test: ## All tests: unit (-race), then integration on containerd 2.x and 1.6
+	@start=$$(date +%s); $(MAKE) --no-print-directory test-unit; \
+		echo "stage unit: $$(( $$(date +%s) - start ))s"
+	@start=$$(date +%s); PODSYNC_CONTAINERD=2 $(MAKE) --no-print-directory test-integration; \
+		echo "stage integration (containerd 2.x): $$(( $$(date +%s) - start ))s"
+	@start=$$(date +%s); PODSYNC_CONTAINERD=1.6 $(MAKE) --no-print-directory test-integration; \
+		echo "stage integration (containerd 1.6): $$(( $$(date +%s) - start ))s"
+
+.PHONY: test-unit
+test-unit: ## Unit tests with -race (no runtime needed)
+	$(GO_TEST) -race -count=1 $(UNIT_PKGS)
+
+.PHONY: test-short
+test-short: ## The quick loop: unit tests in -short mode
+	$(GO_TEST) -short $(UNIT_PKGS)
+
+.PHONY: test-integration
+test-integration: ## Integration tests against a private containerd (PODSYNC_CONTAINERD=2|1.6)
+	$(GO_TEST) -race -tags integration $(INTEG_FLAGS) $(INTEG_PKGS)
+
+.PHONY: runtime-up
+runtime-up: ## Start a private containerd, registry and images; print the CRI socket and a crictl line
+	$(GO) run ./internal/localcri/cmd/localcri up
+
+.PHONY: runtime-down
+runtime-down: ## Stop what runtime-up started
+	$(GO) run ./internal/localcri/cmd/localcri down
+
+.PHONY: clean
+clean: ## Remove build outputs and the tools dir (keeps the Go caches)
+	rm -rf $(TMP)

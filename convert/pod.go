@@ -1,0 +1,461 @@
+package convert
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+)
+
+// PodToProto converts a core/v1 Pod, spec and status, to the API's Pod.
+//
+// Every field of the pod must be one podsync supports: a field that would
+// be lost in the conversion is reported in an *InvalidError naming its path
+// (such as "spec.tolerations"), never dropped. The pod is not defaulted;
+// call Default first where the API server's defaults are wanted.
+func PodToProto(pod *corev1.Pod) (*podsyncv1.Pod, error) {
+	if pod == nil {
+		return nil, nil
+	}
+	out := podToProto(pod)
+	back, err := PodFromProto(out)
+	if err != nil {
+		return nil, fmt.Errorf("convert pod %q back from proto: %w", pod.Name, err)
+	}
+	if errs := unsupportedFields(pod, back); len(errs) > 0 {
+		return nil, &InvalidError{Kind: "Pod", Name: pod.Name, Errors: errs}
+	}
+	return out, nil
+}
+
+// PodFromProto converts the API's Pod to a core/v1 Pod. It fails with an
+// *InvalidError when a value cannot be represented in core/v1, such as a
+// malformed quantity or a port given both by number and by name.
+func PodFromProto(in *podsyncv1.Pod) (*corev1.Pod, error) {
+	if in == nil {
+		return nil, nil
+	}
+	c := &fromProto{}
+	pod := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: in.GetApiVersion(), Kind: in.GetKind()},
+		ObjectMeta: objectMetaFromProto(in.GetMetadata()),
+	}
+	if in.Spec != nil {
+		pod.Spec = c.podSpec(field.NewPath("spec"), in.Spec)
+	}
+	if in.Status != nil {
+		pod.Status = podStatusFromProto(in.Status)
+	}
+	if len(c.errs) > 0 {
+		return nil, &InvalidError{Kind: "Pod", Name: pod.Name, Errors: c.errs}
+	}
+	return pod, nil
+}
+
+// PodStatusToProto converts a core/v1 PodStatus. podsync's own status
+// fields (sandbox, node name) are left for the caller to set.
+func PodStatusToProto(in *corev1.PodStatus) *podsyncv1.PodStatus {
+	if in == nil {
+		return nil
+	}
+	return &podsyncv1.PodStatus{
+		Phase:                 string(in.Phase),
+		Conditions:            toSlice(in.Conditions, podConditionToProto),
+		Message:               in.Message,
+		Reason:                in.Reason,
+		HostIp:                in.HostIP,
+		HostIps:               toSlice(in.HostIPs, func(h corev1.HostIP) *podsyncv1.HostIP { return &podsyncv1.HostIP{Ip: h.IP} }),
+		PodIp:                 in.PodIP,
+		PodIps:                toSlice(in.PodIPs, func(p corev1.PodIP) *podsyncv1.PodIP { return &podsyncv1.PodIP{Ip: p.IP} }),
+		StartTime:             timePtrToProto(in.StartTime),
+		InitContainerStatuses: toSlice(in.InitContainerStatuses, containerStatusToProto),
+		ContainerStatuses:     toSlice(in.ContainerStatuses, containerStatusToProto),
+		QosClass:              string(in.QOSClass),
+		ObservedGeneration:    in.ObservedGeneration,
+	}
+}
+
+// InvalidError reports fields of an object that podsync cannot accept: a
+// field it does not support, or a value that cannot be converted. Each
+// entry names the field's path within the object.
+type InvalidError struct {
+	// Kind of the object: Pod, ConfigMap or Secret.
+	Kind string
+	// Name of the object.
+	Name string
+	// Errors, one per field, with paths relative to the object.
+	Errors field.ErrorList
+}
+
+func (e *InvalidError) Error() string {
+	msgs := make([]string, len(e.Errors))
+	for i, fe := range e.Errors {
+		msgs[i] = fe.Error()
+	}
+	return fmt.Sprintf("%s %q: %s", e.Kind, e.Name, strings.Join(msgs, "; "))
+}
+
+func podToProto(pod *corev1.Pod) *podsyncv1.Pod {
+	out := &podsyncv1.Pod{
+		ApiVersion: pod.APIVersion,
+		Kind:       pod.Kind,
+		Metadata:   objectMetaToProto(&pod.ObjectMeta),
+		Spec:       podSpecToProto(&pod.Spec),
+	}
+	if !isZeroPodStatus(&pod.Status) {
+		out.Status = PodStatusToProto(&pod.Status)
+	}
+	return out
+}
+
+func isZeroPodStatus(st *corev1.PodStatus) bool {
+	return st.Phase == "" && len(st.Conditions) == 0 && st.Message == "" && st.Reason == "" &&
+		st.HostIP == "" && len(st.HostIPs) == 0 && st.PodIP == "" && len(st.PodIPs) == 0 &&
+		st.StartTime == nil && len(st.InitContainerStatuses) == 0 && len(st.ContainerStatuses) == 0 &&
+		st.QOSClass == "" && st.ObservedGeneration == 0
+}
+
+func objectMetaToProto(in *metav1.ObjectMeta) *podsyncv1.ObjectMeta {
+	return &podsyncv1.ObjectMeta{
+		Name:              in.Name,
+		Namespace:         in.Namespace,
+		Uid:               string(in.UID),
+		Labels:            in.Labels,
+		Annotations:       in.Annotations,
+		CreationTimestamp: timeToProto(in.CreationTimestamp),
+	}
+}
+
+func objectMetaFromProto(in *podsyncv1.ObjectMeta) metav1.ObjectMeta {
+	if in == nil {
+		return metav1.ObjectMeta{}
+	}
+	return metav1.ObjectMeta{
+		Name:              in.Name,
+		Namespace:         in.Namespace,
+		UID:               types.UID(in.Uid),
+		Labels:            in.Labels,
+		Annotations:       in.Annotations,
+		CreationTimestamp: timeFromProto(in.CreationTimestamp),
+	}
+}
+
+func podSpecToProto(in *corev1.PodSpec) *podsyncv1.PodSpec {
+	return &podsyncv1.PodSpec{
+		Containers:                    toSlice(in.Containers, containerToProto),
+		InitContainers:                toSlice(in.InitContainers, containerToProto),
+		RestartPolicy:                 string(in.RestartPolicy),
+		TerminationGracePeriodSeconds: in.TerminationGracePeriodSeconds,
+		ActiveDeadlineSeconds:         in.ActiveDeadlineSeconds,
+		HostNetwork:                   in.HostNetwork,
+		HostPid:                       in.HostPID,
+		HostIpc:                       in.HostIPC,
+		Hostname:                      in.Hostname,
+		Subdomain:                     in.Subdomain,
+		DnsPolicy:                     string(in.DNSPolicy),
+		DnsConfig:                     dnsConfigToProto(in.DNSConfig),
+		HostAliases: toSlice(in.HostAliases, func(h corev1.HostAlias) *podsyncv1.HostAlias {
+			return &podsyncv1.HostAlias{Ip: h.IP, Hostnames: h.Hostnames}
+		}),
+		Volumes:            toSlice(in.Volumes, volumeToProto),
+		SecurityContext:    podSecurityContextToProto(in.SecurityContext),
+		NodeName:           in.NodeName,
+		EnableServiceLinks: in.EnableServiceLinks,
+		SchedulerName:      in.SchedulerName,
+	}
+}
+
+func dnsConfigToProto(in *corev1.PodDNSConfig) *podsyncv1.PodDNSConfig {
+	if in == nil {
+		return nil
+	}
+	return &podsyncv1.PodDNSConfig{
+		Nameservers: in.Nameservers,
+		Searches:    in.Searches,
+		Options: toSlice(in.Options, func(o corev1.PodDNSConfigOption) *podsyncv1.PodDNSConfigOption {
+			return &podsyncv1.PodDNSConfigOption{Name: o.Name, Value: o.Value}
+		}),
+	}
+}
+
+func podSecurityContextToProto(in *corev1.PodSecurityContext) *podsyncv1.PodSecurityContext {
+	if in == nil {
+		return nil
+	}
+	return &podsyncv1.PodSecurityContext{
+		RunAsUser:          in.RunAsUser,
+		RunAsGroup:         in.RunAsGroup,
+		RunAsNonRoot:       in.RunAsNonRoot,
+		FsGroup:            in.FSGroup,
+		SupplementalGroups: in.SupplementalGroups,
+		Sysctls: toSlice(in.Sysctls, func(s corev1.Sysctl) *podsyncv1.Sysctl {
+			return &podsyncv1.Sysctl{Name: s.Name, Value: s.Value}
+		}),
+	}
+}
+
+func volumeToProto(in corev1.Volume) *podsyncv1.Volume {
+	out := &podsyncv1.Volume{Name: in.Name}
+	if s := in.EmptyDir; s != nil {
+		out.EmptyDir = &podsyncv1.EmptyDirVolumeSource{Medium: string(s.Medium), SizeLimit: quantityPtrToString(s.SizeLimit)}
+	}
+	if s := in.HostPath; s != nil {
+		out.HostPath = &podsyncv1.HostPathVolumeSource{Path: s.Path, Type: (*string)(s.Type)}
+	}
+	if s := in.ConfigMap; s != nil {
+		out.ConfigMap = &podsyncv1.ConfigMapVolumeSource{
+			Name:        s.Name,
+			Items:       toSlice(s.Items, keyToPathToProto),
+			DefaultMode: s.DefaultMode,
+			Optional:    s.Optional,
+		}
+	}
+	if s := in.Secret; s != nil {
+		out.Secret = &podsyncv1.SecretVolumeSource{
+			SecretName:  s.SecretName,
+			Items:       toSlice(s.Items, keyToPathToProto),
+			DefaultMode: s.DefaultMode,
+			Optional:    s.Optional,
+		}
+	}
+	return out
+}
+
+func keyToPathToProto(in corev1.KeyToPath) *podsyncv1.KeyToPath {
+	return &podsyncv1.KeyToPath{Key: in.Key, Path: in.Path, Mode: in.Mode}
+}
+
+func containerToProto(in corev1.Container) *podsyncv1.Container {
+	return &podsyncv1.Container{
+		Name:            in.Name,
+		Image:           in.Image,
+		ImagePullPolicy: string(in.ImagePullPolicy),
+		Command:         in.Command,
+		Args:            in.Args,
+		WorkingDir:      in.WorkingDir,
+		Env:             toSlice(in.Env, envVarToProto),
+		EnvFrom:         toSlice(in.EnvFrom, envFromToProto),
+		Ports: toSlice(in.Ports, func(p corev1.ContainerPort) *podsyncv1.ContainerPort {
+			return &podsyncv1.ContainerPort{
+				Name: p.Name, ContainerPort: p.ContainerPort, HostPort: p.HostPort,
+				HostIp: p.HostIP, Protocol: string(p.Protocol),
+			}
+		}),
+		Resources: resourcesToProto(&in.Resources),
+		VolumeMounts: toSlice(in.VolumeMounts, func(m corev1.VolumeMount) *podsyncv1.VolumeMount {
+			return &podsyncv1.VolumeMount{Name: m.Name, MountPath: m.MountPath, SubPath: m.SubPath, ReadOnly: m.ReadOnly}
+		}),
+		Lifecycle:                lifecycleToProto(in.Lifecycle),
+		LivenessProbe:            probeToProto(in.LivenessProbe),
+		ReadinessProbe:           probeToProto(in.ReadinessProbe),
+		StartupProbe:             probeToProto(in.StartupProbe),
+		TerminationMessagePath:   in.TerminationMessagePath,
+		TerminationMessagePolicy: string(in.TerminationMessagePolicy),
+		SecurityContext:          securityContextToProto(in.SecurityContext),
+		RestartPolicy:            (*string)(in.RestartPolicy),
+		Stdin:                    in.Stdin,
+		Tty:                      in.TTY,
+	}
+}
+
+func envVarToProto(in corev1.EnvVar) *podsyncv1.EnvVar {
+	out := &podsyncv1.EnvVar{Name: in.Name, Value: in.Value}
+	if src := in.ValueFrom; src != nil {
+		out.ValueFrom = &podsyncv1.EnvVarSource{}
+		if r := src.FieldRef; r != nil {
+			out.ValueFrom.FieldRef = &podsyncv1.ObjectFieldSelector{ApiVersion: r.APIVersion, FieldPath: r.FieldPath}
+		}
+		if r := src.ConfigMapKeyRef; r != nil {
+			out.ValueFrom.ConfigMapKeyRef = &podsyncv1.ConfigMapKeySelector{Name: r.Name, Key: r.Key, Optional: r.Optional}
+		}
+		if r := src.SecretKeyRef; r != nil {
+			out.ValueFrom.SecretKeyRef = &podsyncv1.SecretKeySelector{Name: r.Name, Key: r.Key, Optional: r.Optional}
+		}
+	}
+	return out
+}
+
+func envFromToProto(in corev1.EnvFromSource) *podsyncv1.EnvFromSource {
+	out := &podsyncv1.EnvFromSource{Prefix: in.Prefix}
+	if r := in.ConfigMapRef; r != nil {
+		out.ConfigMapRef = &podsyncv1.ConfigMapEnvSource{Name: r.Name, Optional: r.Optional}
+	}
+	if r := in.SecretRef; r != nil {
+		out.SecretRef = &podsyncv1.SecretEnvSource{Name: r.Name, Optional: r.Optional}
+	}
+	return out
+}
+
+func resourcesToProto(in *corev1.ResourceRequirements) *podsyncv1.ResourceRequirements {
+	if in.Requests == nil && in.Limits == nil {
+		return nil
+	}
+	return &podsyncv1.ResourceRequirements{
+		Requests: resourceListToProto(in.Requests),
+		Limits:   resourceListToProto(in.Limits),
+	}
+}
+
+func resourceListToProto(in corev1.ResourceList) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for name, q := range in {
+		out[string(name)] = q.String()
+	}
+	return out
+}
+
+func lifecycleToProto(in *corev1.Lifecycle) *podsyncv1.Lifecycle {
+	if in == nil {
+		return nil
+	}
+	return &podsyncv1.Lifecycle{PostStart: handlerToProto(in.PostStart), PreStop: handlerToProto(in.PreStop)}
+}
+
+func handlerToProto(in *corev1.LifecycleHandler) *podsyncv1.LifecycleHandler {
+	if in == nil {
+		return nil
+	}
+	return &podsyncv1.LifecycleHandler{Exec: execToProto(in.Exec)}
+}
+
+func execToProto(in *corev1.ExecAction) *podsyncv1.ExecAction {
+	if in == nil {
+		return nil
+	}
+	return &podsyncv1.ExecAction{Command: in.Command}
+}
+
+func probeToProto(in *corev1.Probe) *podsyncv1.Probe {
+	if in == nil {
+		return nil
+	}
+	out := &podsyncv1.Probe{
+		Exec:                          execToProto(in.Exec),
+		InitialDelaySeconds:           in.InitialDelaySeconds,
+		TimeoutSeconds:                in.TimeoutSeconds,
+		PeriodSeconds:                 in.PeriodSeconds,
+		SuccessThreshold:              in.SuccessThreshold,
+		FailureThreshold:              in.FailureThreshold,
+		TerminationGracePeriodSeconds: in.TerminationGracePeriodSeconds,
+	}
+	if h := in.HTTPGet; h != nil {
+		out.HttpGet = &podsyncv1.HTTPGetAction{
+			Path: h.Path, Port: portToProto(h.Port), Host: h.Host, Scheme: string(h.Scheme),
+			HttpHeaders: toSlice(h.HTTPHeaders, func(hd corev1.HTTPHeader) *podsyncv1.HTTPHeader {
+				return &podsyncv1.HTTPHeader{Name: hd.Name, Value: hd.Value}
+			}),
+		}
+	}
+	if t := in.TCPSocket; t != nil {
+		out.TcpSocket = &podsyncv1.TCPSocketAction{Port: portToProto(t.Port), Host: t.Host}
+	}
+	return out
+}
+
+func portToProto(p intstr.IntOrString) *structpb.Value {
+	if p.Type == intstr.String {
+		return structpb.NewStringValue(p.StrVal)
+	}
+	return structpb.NewNumberValue(float64(p.IntVal))
+}
+
+func securityContextToProto(in *corev1.SecurityContext) *podsyncv1.SecurityContext {
+	if in == nil {
+		return nil
+	}
+	out := &podsyncv1.SecurityContext{
+		Privileged:               in.Privileged,
+		RunAsUser:                in.RunAsUser,
+		RunAsGroup:               in.RunAsGroup,
+		RunAsNonRoot:             in.RunAsNonRoot,
+		ReadOnlyRootFilesystem:   in.ReadOnlyRootFilesystem,
+		AllowPrivilegeEscalation: in.AllowPrivilegeEscalation,
+	}
+	if c := in.Capabilities; c != nil {
+		out.Capabilities = &podsyncv1.Capabilities{
+			Add:  toSlice(c.Add, func(c corev1.Capability) string { return string(c) }),
+			Drop: toSlice(c.Drop, func(c corev1.Capability) string { return string(c) }),
+		}
+	}
+	return out
+}
+
+func podConditionToProto(in corev1.PodCondition) *podsyncv1.PodCondition {
+	return &podsyncv1.PodCondition{
+		Type:               string(in.Type),
+		Status:             string(in.Status),
+		LastProbeTime:      timeToProto(in.LastProbeTime),
+		LastTransitionTime: timeToProto(in.LastTransitionTime),
+		Reason:             in.Reason,
+		Message:            in.Message,
+	}
+}
+
+func containerStatusToProto(in corev1.ContainerStatus) *podsyncv1.ContainerStatus {
+	return &podsyncv1.ContainerStatus{
+		Name:         in.Name,
+		State:        containerStateToProto(&in.State),
+		LastState:    containerStateToProto(&in.LastTerminationState),
+		Ready:        in.Ready,
+		RestartCount: in.RestartCount,
+		Image:        in.Image,
+		ImageId:      in.ImageID,
+		ContainerId:  in.ContainerID,
+		Started:      in.Started,
+	}
+}
+
+func containerStateToProto(in *corev1.ContainerState) *podsyncv1.ContainerState {
+	if in.Waiting == nil && in.Running == nil && in.Terminated == nil {
+		return nil
+	}
+	out := &podsyncv1.ContainerState{}
+	if w := in.Waiting; w != nil {
+		out.Waiting = &podsyncv1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+	}
+	if r := in.Running; r != nil {
+		out.Running = &podsyncv1.ContainerStateRunning{StartedAt: timeToProto(r.StartedAt)}
+	}
+	if t := in.Terminated; t != nil {
+		out.Terminated = &podsyncv1.ContainerStateTerminated{
+			ExitCode:    t.ExitCode,
+			Signal:      t.Signal,
+			Reason:      t.Reason,
+			Message:     t.Message,
+			StartedAt:   timeToProto(t.StartedAt),
+			FinishedAt:  timeToProto(t.FinishedAt),
+			ContainerId: t.ContainerID,
+		}
+	}
+	return out
+}
+
+func quantityPtrToString(q *resource.Quantity) string {
+	if q == nil {
+		return ""
+	}
+	return q.String()
+}
+
+// toSlice maps a slice, keeping nil as nil.
+func toSlice[T, U any](in []T, f func(T) U) []U {
+	if in == nil {
+		return nil
+	}
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
+	}
+	return out
+}

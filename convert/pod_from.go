@@ -1,0 +1,433 @@
+package convert
+
+import (
+	"math"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+)
+
+// fromProto converts API messages to core/v1, collecting the values that
+// core/v1 cannot represent.
+type fromProto struct {
+	errs field.ErrorList
+}
+
+func (c *fromProto) podSpec(path *field.Path, in *podsyncv1.PodSpec) corev1.PodSpec {
+	return corev1.PodSpec{
+		Containers:                    c.containers(path.Child("containers"), in.Containers),
+		InitContainers:                c.containers(path.Child("initContainers"), in.InitContainers),
+		RestartPolicy:                 corev1.RestartPolicy(in.RestartPolicy),
+		TerminationGracePeriodSeconds: in.TerminationGracePeriodSeconds,
+		ActiveDeadlineSeconds:         in.ActiveDeadlineSeconds,
+		HostNetwork:                   in.HostNetwork,
+		HostPID:                       in.HostPid,
+		HostIPC:                       in.HostIpc,
+		Hostname:                      in.Hostname,
+		Subdomain:                     in.Subdomain,
+		DNSPolicy:                     corev1.DNSPolicy(in.DnsPolicy),
+		DNSConfig:                     dnsConfigFromProto(in.DnsConfig),
+		HostAliases: toSlice(in.HostAliases, func(h *podsyncv1.HostAlias) corev1.HostAlias {
+			return corev1.HostAlias{IP: h.GetIp(), Hostnames: h.GetHostnames()}
+		}),
+		Volumes:            c.volumes(path.Child("volumes"), in.Volumes),
+		SecurityContext:    podSecurityContextFromProto(in.SecurityContext),
+		NodeName:           in.NodeName,
+		EnableServiceLinks: in.EnableServiceLinks,
+		SchedulerName:      in.SchedulerName,
+	}
+}
+
+func dnsConfigFromProto(in *podsyncv1.PodDNSConfig) *corev1.PodDNSConfig {
+	if in == nil {
+		return nil
+	}
+	return &corev1.PodDNSConfig{
+		Nameservers: in.Nameservers,
+		Searches:    in.Searches,
+		Options: toSlice(in.Options, func(o *podsyncv1.PodDNSConfigOption) corev1.PodDNSConfigOption {
+			return corev1.PodDNSConfigOption{Name: o.GetName(), Value: o.Value}
+		}),
+	}
+}
+
+func podSecurityContextFromProto(in *podsyncv1.PodSecurityContext) *corev1.PodSecurityContext {
+	if in == nil {
+		return nil
+	}
+	return &corev1.PodSecurityContext{
+		RunAsUser:          in.RunAsUser,
+		RunAsGroup:         in.RunAsGroup,
+		RunAsNonRoot:       in.RunAsNonRoot,
+		FSGroup:            in.FsGroup,
+		SupplementalGroups: in.SupplementalGroups,
+		Sysctls: toSlice(in.Sysctls, func(s *podsyncv1.Sysctl) corev1.Sysctl {
+			return corev1.Sysctl{Name: s.GetName(), Value: s.GetValue()}
+		}),
+	}
+}
+
+func (c *fromProto) volumes(path *field.Path, in []*podsyncv1.Volume) []corev1.Volume {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.Volume, len(in))
+	for i, v := range in {
+		p := path.Index(i)
+		out[i].Name = v.GetName()
+		if s := v.GetEmptyDir(); s != nil {
+			out[i].EmptyDir = &corev1.EmptyDirVolumeSource{
+				Medium:    corev1.StorageMedium(s.Medium),
+				SizeLimit: c.quantityPtr(p.Child("emptyDir", "sizeLimit"), s.SizeLimit),
+			}
+		}
+		if s := v.GetHostPath(); s != nil {
+			out[i].HostPath = &corev1.HostPathVolumeSource{Path: s.Path, Type: (*corev1.HostPathType)(s.Type)}
+		}
+		if s := v.GetConfigMap(); s != nil {
+			out[i].ConfigMap = &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: s.Name},
+				Items:                toSlice(s.Items, keyToPathFromProto),
+				DefaultMode:          s.DefaultMode,
+				Optional:             s.Optional,
+			}
+		}
+		if s := v.GetSecret(); s != nil {
+			out[i].Secret = &corev1.SecretVolumeSource{
+				SecretName:  s.SecretName,
+				Items:       toSlice(s.Items, keyToPathFromProto),
+				DefaultMode: s.DefaultMode,
+				Optional:    s.Optional,
+			}
+		}
+	}
+	return out
+}
+
+func keyToPathFromProto(in *podsyncv1.KeyToPath) corev1.KeyToPath {
+	return corev1.KeyToPath{Key: in.GetKey(), Path: in.GetPath(), Mode: in.Mode}
+}
+
+func (c *fromProto) containers(path *field.Path, in []*podsyncv1.Container) []corev1.Container {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(in))
+	for i, ct := range in {
+		out[i] = c.container(path.Index(i), ct)
+	}
+	return out
+}
+
+func (c *fromProto) container(path *field.Path, in *podsyncv1.Container) corev1.Container {
+	return corev1.Container{
+		Name:            in.GetName(),
+		Image:           in.GetImage(),
+		ImagePullPolicy: corev1.PullPolicy(in.GetImagePullPolicy()),
+		Command:         in.GetCommand(),
+		Args:            in.GetArgs(),
+		WorkingDir:      in.GetWorkingDir(),
+		Env:             toSlice(in.GetEnv(), envVarFromProto),
+		EnvFrom:         toSlice(in.GetEnvFrom(), envFromFromProto),
+		Ports: toSlice(in.GetPorts(), func(p *podsyncv1.ContainerPort) corev1.ContainerPort {
+			return corev1.ContainerPort{
+				Name: p.GetName(), ContainerPort: p.GetContainerPort(), HostPort: p.GetHostPort(),
+				HostIP: p.GetHostIp(), Protocol: corev1.Protocol(p.GetProtocol()),
+			}
+		}),
+		Resources: c.resources(path.Child("resources"), in.GetResources()),
+		VolumeMounts: toSlice(in.GetVolumeMounts(), func(m *podsyncv1.VolumeMount) corev1.VolumeMount {
+			return corev1.VolumeMount{Name: m.GetName(), MountPath: m.GetMountPath(), SubPath: m.GetSubPath(), ReadOnly: m.GetReadOnly()}
+		}),
+		Lifecycle:                lifecycleFromProto(in.GetLifecycle()),
+		LivenessProbe:            c.probe(path.Child("livenessProbe"), in.GetLivenessProbe()),
+		ReadinessProbe:           c.probe(path.Child("readinessProbe"), in.GetReadinessProbe()),
+		StartupProbe:             c.probe(path.Child("startupProbe"), in.GetStartupProbe()),
+		TerminationMessagePath:   in.GetTerminationMessagePath(),
+		TerminationMessagePolicy: corev1.TerminationMessagePolicy(in.GetTerminationMessagePolicy()),
+		SecurityContext:          securityContextFromProto(in.GetSecurityContext()),
+		RestartPolicy:            (*corev1.ContainerRestartPolicy)(in.RestartPolicy),
+		Stdin:                    in.GetStdin(),
+		TTY:                      in.GetTty(),
+	}
+}
+
+func envVarFromProto(in *podsyncv1.EnvVar) corev1.EnvVar {
+	out := corev1.EnvVar{Name: in.GetName(), Value: in.GetValue()}
+	if src := in.GetValueFrom(); src != nil {
+		out.ValueFrom = &corev1.EnvVarSource{}
+		if r := src.GetFieldRef(); r != nil {
+			out.ValueFrom.FieldRef = &corev1.ObjectFieldSelector{APIVersion: r.ApiVersion, FieldPath: r.FieldPath}
+		}
+		if r := src.GetConfigMapKeyRef(); r != nil {
+			out.ValueFrom.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: r.Name}, Key: r.Key, Optional: r.Optional,
+			}
+		}
+		if r := src.GetSecretKeyRef(); r != nil {
+			out.ValueFrom.SecretKeyRef = &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: r.Name}, Key: r.Key, Optional: r.Optional,
+			}
+		}
+	}
+	return out
+}
+
+func envFromFromProto(in *podsyncv1.EnvFromSource) corev1.EnvFromSource {
+	out := corev1.EnvFromSource{Prefix: in.GetPrefix()}
+	if r := in.GetConfigMapRef(); r != nil {
+		out.ConfigMapRef = &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: r.Name}, Optional: r.Optional,
+		}
+	}
+	if r := in.GetSecretRef(); r != nil {
+		out.SecretRef = &corev1.SecretEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: r.Name}, Optional: r.Optional,
+		}
+	}
+	return out
+}
+
+func (c *fromProto) resources(path *field.Path, in *podsyncv1.ResourceRequirements) corev1.ResourceRequirements {
+	if in == nil {
+		return corev1.ResourceRequirements{}
+	}
+	return corev1.ResourceRequirements{
+		Requests: c.resourceList(path.Child("requests"), in.Requests),
+		Limits:   c.resourceList(path.Child("limits"), in.Limits),
+	}
+}
+
+func (c *fromProto) resourceList(path *field.Path, in map[string]string) corev1.ResourceList {
+	if in == nil {
+		return nil
+	}
+	out := make(corev1.ResourceList, len(in))
+	for name, v := range in {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			c.errs = append(c.errs, field.Invalid(path.Key(name), v, err.Error()))
+			continue
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	return out
+}
+
+func (c *fromProto) quantityPtr(path *field.Path, v string) *resource.Quantity {
+	if v == "" {
+		return nil
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil {
+		c.errs = append(c.errs, field.Invalid(path, v, err.Error()))
+		return nil
+	}
+	return &q
+}
+
+func lifecycleFromProto(in *podsyncv1.Lifecycle) *corev1.Lifecycle {
+	if in == nil {
+		return nil
+	}
+	return &corev1.Lifecycle{PostStart: handlerFromProto(in.PostStart), PreStop: handlerFromProto(in.PreStop)}
+}
+
+func handlerFromProto(in *podsyncv1.LifecycleHandler) *corev1.LifecycleHandler {
+	if in == nil {
+		return nil
+	}
+	return &corev1.LifecycleHandler{Exec: execFromProto(in.Exec)}
+}
+
+func execFromProto(in *podsyncv1.ExecAction) *corev1.ExecAction {
+	if in == nil {
+		return nil
+	}
+	return &corev1.ExecAction{Command: in.Command}
+}
+
+func (c *fromProto) probe(path *field.Path, in *podsyncv1.Probe) *corev1.Probe {
+	if in == nil {
+		return nil
+	}
+	out := &corev1.Probe{
+		ProbeHandler:                  corev1.ProbeHandler{Exec: execFromProto(in.Exec)},
+		InitialDelaySeconds:           in.InitialDelaySeconds,
+		TimeoutSeconds:                in.TimeoutSeconds,
+		PeriodSeconds:                 in.PeriodSeconds,
+		SuccessThreshold:              in.SuccessThreshold,
+		FailureThreshold:              in.FailureThreshold,
+		TerminationGracePeriodSeconds: in.TerminationGracePeriodSeconds,
+	}
+	if h := in.HttpGet; h != nil {
+		out.HTTPGet = &corev1.HTTPGetAction{
+			Path:   h.Path,
+			Port:   c.port(path.Child("httpGet", "port"), h.Port),
+			Host:   h.Host,
+			Scheme: corev1.URIScheme(h.Scheme),
+			HTTPHeaders: toSlice(h.HttpHeaders, func(hd *podsyncv1.HTTPHeader) corev1.HTTPHeader {
+				return corev1.HTTPHeader{Name: hd.GetName(), Value: hd.GetValue()}
+			}),
+		}
+	}
+	if t := in.TcpSocket; t != nil {
+		out.TCPSocket = &corev1.TCPSocketAction{Port: c.port(path.Child("tcpSocket", "port"), t.Port), Host: t.Host}
+	}
+	return out
+}
+
+// port converts a probe port: a whole number in int32 range or a port name.
+func (c *fromProto) port(path *field.Path, v *structpb.Value) intstr.IntOrString {
+	switch k := v.GetKind().(type) {
+	case nil:
+		return intstr.IntOrString{}
+	case *structpb.Value_StringValue:
+		return intstr.FromString(k.StringValue)
+	case *structpb.Value_NumberValue:
+		n := k.NumberValue
+		if n == math.Trunc(n) && n >= math.MinInt32 && n <= math.MaxInt32 {
+			return intstr.FromInt32(int32(n))
+		}
+		c.errs = append(c.errs, field.Invalid(path, n, "must be a whole number or a port name"))
+	default:
+		c.errs = append(c.errs, field.Invalid(path, v.AsInterface(), "must be a whole number or a port name"))
+	}
+	return intstr.IntOrString{}
+}
+
+func securityContextFromProto(in *podsyncv1.SecurityContext) *corev1.SecurityContext {
+	if in == nil {
+		return nil
+	}
+	out := &corev1.SecurityContext{
+		Privileged:               in.Privileged,
+		RunAsUser:                in.RunAsUser,
+		RunAsGroup:               in.RunAsGroup,
+		RunAsNonRoot:             in.RunAsNonRoot,
+		ReadOnlyRootFilesystem:   in.ReadOnlyRootFilesystem,
+		AllowPrivilegeEscalation: in.AllowPrivilegeEscalation,
+	}
+	if c := in.Capabilities; c != nil {
+		out.Capabilities = &corev1.Capabilities{
+			Add:  toSlice(c.Add, func(s string) corev1.Capability { return corev1.Capability(s) }),
+			Drop: toSlice(c.Drop, func(s string) corev1.Capability { return corev1.Capability(s) }),
+		}
+	}
+	return out
+}
+
+func podStatusFromProto(in *podsyncv1.PodStatus) corev1.PodStatus {
+	return corev1.PodStatus{
+		Phase:                 corev1.PodPhase(in.Phase),
+		Conditions:            toSlice(in.Conditions, podConditionFromProto),
+		Message:               in.Message,
+		Reason:                in.Reason,
+		HostIP:                in.HostIp,
+		HostIPs:               toSlice(in.HostIps, func(h *podsyncv1.HostIP) corev1.HostIP { return corev1.HostIP{IP: h.GetIp()} }),
+		PodIP:                 in.PodIp,
+		PodIPs:                toSlice(in.PodIps, func(p *podsyncv1.PodIP) corev1.PodIP { return corev1.PodIP{IP: p.GetIp()} }),
+		StartTime:             timePtrFromProto(in.StartTime),
+		InitContainerStatuses: toSlice(in.InitContainerStatuses, containerStatusFromProto),
+		ContainerStatuses:     toSlice(in.ContainerStatuses, containerStatusFromProto),
+		QOSClass:              corev1.PodQOSClass(in.QosClass),
+		ObservedGeneration:    in.ObservedGeneration,
+	}
+}
+
+// PodStatusFromProto converts the API's PodStatus to core/v1. podsync's own
+// fields (sandbox, node name) have no place in core/v1 and are not copied.
+func PodStatusFromProto(in *podsyncv1.PodStatus) *corev1.PodStatus {
+	if in == nil {
+		return nil
+	}
+	st := podStatusFromProto(in)
+	return &st
+}
+
+func podConditionFromProto(in *podsyncv1.PodCondition) corev1.PodCondition {
+	return corev1.PodCondition{
+		Type:               corev1.PodConditionType(in.GetType()),
+		Status:             corev1.ConditionStatus(in.GetStatus()),
+		LastProbeTime:      timeFromProto(in.GetLastProbeTime()),
+		LastTransitionTime: timeFromProto(in.GetLastTransitionTime()),
+		Reason:             in.GetReason(),
+		Message:            in.GetMessage(),
+	}
+}
+
+func containerStatusFromProto(in *podsyncv1.ContainerStatus) corev1.ContainerStatus {
+	return corev1.ContainerStatus{
+		Name:                 in.GetName(),
+		State:                containerStateFromProto(in.GetState()),
+		LastTerminationState: containerStateFromProto(in.GetLastState()),
+		Ready:                in.GetReady(),
+		RestartCount:         in.GetRestartCount(),
+		Image:                in.GetImage(),
+		ImageID:              in.GetImageId(),
+		ContainerID:          in.GetContainerId(),
+		Started:              in.Started,
+	}
+}
+
+func containerStateFromProto(in *podsyncv1.ContainerState) corev1.ContainerState {
+	var out corev1.ContainerState
+	if in == nil {
+		return out
+	}
+	if w := in.Waiting; w != nil {
+		out.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+	}
+	if r := in.Running; r != nil {
+		out.Running = &corev1.ContainerStateRunning{StartedAt: timeFromProto(r.StartedAt)}
+	}
+	if t := in.Terminated; t != nil {
+		out.Terminated = &corev1.ContainerStateTerminated{
+			ExitCode:    t.ExitCode,
+			Signal:      t.Signal,
+			Reason:      t.Reason,
+			Message:     t.Message,
+			StartedAt:   timeFromProto(t.StartedAt),
+			FinishedAt:  timeFromProto(t.FinishedAt),
+			ContainerID: t.ContainerId,
+		}
+	}
+	return out
+}
+
+func timeToProto(t metav1.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t.Time)
+}
+
+func timePtrToProto(t *metav1.Time) *timestamppb.Timestamp {
+	if t == nil {
+		return nil
+	}
+	return timestamppb.New(t.Time)
+}
+
+func timeFromProto(t *timestamppb.Timestamp) metav1.Time {
+	if t == nil {
+		return metav1.Time{}
+	}
+	return metav1.NewTime(t.AsTime().In(time.Local))
+}
+
+func timePtrFromProto(t *timestamppb.Timestamp) *metav1.Time {
+	if t == nil {
+		return nil
+	}
+	mt := timeFromProto(t)
+	return &mt
+}

@@ -1,0 +1,93 @@
+package convert
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// unsupportedFields reports every field set in orig that did not survive
+// the trip through the API, i.e. every core/v1 field podsync does not
+// support. Both objects are compared in their JSON form, so paths use
+// Kubernetes' field names ("spec.containers[0].lifecycle.postStart.httpGet")
+// and new core/v1 fields are caught without a list to maintain.
+func unsupportedFields(orig, roundTripped any) field.ErrorList {
+	a, errA := toJSONValue(orig)
+	b, errB := toJSONValue(roundTripped)
+	if err := errors.Join(errA, errB); err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	var errs field.ErrorList
+	diffJSON(nil, a, b, &errs)
+	return errs
+}
+
+func toJSONValue(v any) (any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, json.Unmarshal(raw, &out)
+}
+
+func diffJSON(path *field.Path, orig, back any, errs *field.ErrorList) {
+	switch o := orig.(type) {
+	case map[string]any:
+		b, _ := back.(map[string]any)
+		keys := make([]string, 0, len(o))
+		for k := range o {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if isEmptyJSON(o[k]) {
+				continue
+			}
+			child := childPath(path, k)
+			// An object that survived, even empty, is compared field by
+			// field; a field that did not survive is reported whole.
+			bv, ok := b[k]
+			if !ok || bv == nil {
+				*errs = append(*errs, field.Forbidden(child, "not supported by podsync"))
+				continue
+			}
+			diffJSON(child, o[k], bv, errs)
+		}
+	case []any:
+		b, _ := back.([]any)
+		for i, v := range o {
+			if i >= len(b) {
+				*errs = append(*errs, field.Forbidden(path.Index(i), "not supported by podsync"))
+				continue
+			}
+			diffJSON(path.Index(i), v, b[i], errs)
+		}
+	default:
+		if !reflect.DeepEqual(orig, back) {
+			*errs = append(*errs, field.Forbidden(path, "not supported by podsync"))
+		}
+	}
+}
+
+func childPath(path *field.Path, name string) *field.Path {
+	if path == nil {
+		return field.NewPath(name)
+	}
+	return path.Child(name)
+}
+
+func isEmptyJSON(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(t) == 0
+	case []any:
+		return len(t) == 0
+	}
+	return false
+}
