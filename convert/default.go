@@ -1,0 +1,331 @@
+package convert
+
+import (
+	// Digest algorithms must be linked in for image references with a
+	// digest to parse; the API server binary links both.
+	_ "crypto/sha256"
+	_ "crypto/sha512"
+
+	"github.com/distribution/reference"
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// The functions in this file mirror the defaulting the Kubernetes API server
+// applies to a Pod on create: SetObjectDefaults_Pod in
+// k8s.io/kubernetes/pkg/apis/core/v1/zz_generated.defaults.go, which calls the
+// SetDefaults_* functions of defaults.go in the same package, plus what the
+// generic registry (k8s.io/apiserver rest.BeforeCreate) fills in. Each default
+// names the function it mirrors. They run in the API server's order.
+//
+// Defaults deliberately skipped, because podsync rejects the field they
+// default, so they can never change a pod podsync accepts:
+//   - ephemeral containers (SetDefaults_EphemeralContainer);
+//   - probe grpc.service (declarative +default=""), lifecycle httpGet
+//     hooks (SetDefaults_HTTPGetAction; podsync accepts exec hooks only);
+//   - volume sources other than emptyDir, hostPath, configMap and secret
+//     (SetDefaults_DownwardAPIVolumeSource, SetDefaults_ProjectedVolumeSource,
+//     SetDefaults_ServiceAccountTokenProjection, ISCSI, RBD, AzureDisk,
+//     ScaleIO, ephemeral PVC templates, and image volumes' pullPolicy in
+//     SetDefaults_Volume);
+//   - pod-level resources (defaultHugePagePodLimits, defaultPodRequests,
+//     defaultPodLimits in SetDefaults_Pod) and spec.overhead
+//     (SetDefaults_ResourceList);
+//   - status (SetDefaults_ResourceList on container statuses).
+//
+// Skipped because they belong to a full cluster, not to the API server's
+// defaulting of the object: admission plugins (ServiceAccount, which sets
+// serviceAccountName and mounts a token podsync has no API server to issue;
+// Priority; DefaultTolerationSeconds; LimitRanger), the registry strategy's
+// status (phase Pending, qosClass) and generation, and creationTimestamp,
+// which would make Default neither deterministic nor idempotent.
+
+// PodUIDNamespace is the UUID namespace in which PodUID derives pod UIDs. It
+// is the name-based UUID of "https://podsync.io/pod-uid" in the URL
+// namespace, uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://podsync.io/pod-uid")).
+// It must never change: pod UIDs name runtime state that outlives podsync.
+const PodUIDNamespace = "e7e107f4-3de7-5b59-a684-9ac4b0101aa1"
+
+var podUIDNamespace = uuid.MustParse(PodUIDNamespace)
+
+// PodUID returns the UID Default gives a pod that has none: the version 5
+// (SHA-1, name-based) UUID of "<namespace>/<name>" in PodUIDNamespace. An
+// empty namespace is taken as "default", as Default does, so a manifest
+// without a namespace and one naming "default" get the same UID. Kubernetes
+// names and namespaces cannot contain "/", so distinct pods get distinct UIDs.
+func PodUID(namespace, name string) types.UID {
+	if namespace == "" {
+		namespace = metav1.NamespaceDefault
+	}
+	return types.UID(uuid.NewSHA1(podUIDNamespace, []byte(namespace+"/"+name)).String())
+}
+
+// Default applies, in place, the defaults the Kubernetes API server applies
+// to a Pod on create, for the fields podsync accepts, and derives a missing
+// metadata.uid with PodUID. Fields already set are never changed, so Default
+// is idempotent. Default does nothing if pod is nil.
+func Default(pod *corev1.Pod) {
+	if pod == nil {
+		return
+	}
+	defaultObjectMeta(&pod.ObjectMeta)
+	defaultPod(pod)
+	defaultPodSpec(&pod.Spec)
+	for i := range pod.Spec.Volumes {
+		defaultVolume(&pod.Spec.Volumes[i])
+	}
+	for i := range pod.Spec.InitContainers {
+		defaultContainer(&pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		defaultContainer(&pod.Spec.Containers[i])
+	}
+}
+
+// DefaultConfigMap applies, in place, the defaults the Kubernetes API server
+// applies to a ConfigMap on create. It does nothing if cm is nil.
+func DefaultConfigMap(cm *corev1.ConfigMap) {
+	if cm == nil {
+		return
+	}
+	defaultNamespace(&cm.ObjectMeta)
+	// SetDefaults_ConfigMap: data is an empty map, never null.
+	if cm.Data == nil {
+		cm.Data = make(map[string]string)
+	}
+}
+
+// DefaultSecret applies, in place, the defaults the Kubernetes API server
+// applies to a Secret on create, and folds stringData into data as the API
+// server does: stringData is write-only, its entries overwrite those of data
+// with the same key, and it is cleared. It does nothing if s is nil.
+func DefaultSecret(s *corev1.Secret) {
+	if s == nil {
+		return
+	}
+	defaultNamespace(&s.ObjectMeta)
+	// SetDefaults_Secret: the type is Opaque.
+	if s.Type == "" {
+		s.Type = corev1.SecretTypeOpaque
+	}
+	// Convert_v1_Secret_To_core_Secret: stringData overwrites data; the
+	// internal type has no stringData, so it never comes back.
+	if len(s.StringData) > 0 {
+		if s.Data == nil {
+			s.Data = make(map[string][]byte, len(s.StringData))
+		}
+		for k, v := range s.StringData {
+			s.Data[k] = []byte(v)
+		}
+	}
+	s.StringData = nil
+}
+
+// defaultNamespace mirrors the API server taking the namespace from the
+// request path (rest.BeforeCreate), which kubectl sets to "default" when the
+// manifest and the context name none.
+func defaultNamespace(meta *metav1.ObjectMeta) {
+	if meta.Namespace == "" {
+		meta.Namespace = metav1.NamespaceDefault
+	}
+}
+
+func defaultObjectMeta(meta *metav1.ObjectMeta) {
+	defaultNamespace(meta)
+	// rest.BeforeCreate draws a random UID; podsync derives one so that
+	// re-sending a manifest addresses the same pod.
+	if meta.UID == "" {
+		meta.UID = PodUID(meta.Namespace, meta.Name)
+	}
+}
+
+// defaultPod mirrors SetDefaults_Pod.
+func defaultPod(pod *corev1.Pod) {
+	// SetDefaults_Pod: requests default to limits, per resource, for
+	// regular and init containers (sidecars included).
+	for i := range pod.Spec.Containers {
+		defaultRequestsFromLimits(&pod.Spec.Containers[i].Resources)
+	}
+	for i := range pod.Spec.InitContainers {
+		defaultRequestsFromLimits(&pod.Spec.InitContainers[i].Resources)
+	}
+	// SetDefaults_Pod: enableServiceLinks is true.
+	if pod.Spec.EnableServiceLinks == nil {
+		pod.Spec.EnableServiceLinks = ptr.To(corev1.DefaultEnableServiceLinks)
+	}
+	// SetDefaults_Pod (defaultHostNetworkPorts): with host networking, each
+	// container port without a hostPort is published on the same host port.
+	if pod.Spec.HostNetwork {
+		defaultHostNetworkPorts(pod.Spec.Containers)
+		defaultHostNetworkPorts(pod.Spec.InitContainers)
+	}
+}
+
+// defaultRequestsFromLimits mirrors the per-container loop of SetDefaults_Pod.
+// As there, a non-nil but empty limits map still yields a non-nil requests map.
+func defaultRequestsFromLimits(r *corev1.ResourceRequirements) {
+	if r.Limits == nil {
+		return
+	}
+	if r.Requests == nil {
+		r.Requests = make(corev1.ResourceList, len(r.Limits))
+	}
+	for name, limit := range r.Limits {
+		if _, ok := r.Requests[name]; !ok {
+			r.Requests[name] = limit.DeepCopy()
+		}
+	}
+}
+
+// defaultHostNetworkPorts mirrors defaultHostNetworkPorts.
+func defaultHostNetworkPorts(containers []corev1.Container) {
+	for i := range containers {
+		for j := range containers[i].Ports {
+			p := &containers[i].Ports[j]
+			if p.HostPort == 0 {
+				p.HostPort = p.ContainerPort
+			}
+		}
+	}
+}
+
+// defaultPodSpec mirrors SetDefaults_PodSpec.
+func defaultPodSpec(spec *corev1.PodSpec) {
+	if spec.DNSPolicy == "" {
+		spec.DNSPolicy = corev1.DNSClusterFirst
+	}
+	if spec.RestartPolicy == "" {
+		spec.RestartPolicy = corev1.RestartPolicyAlways
+	}
+	if spec.SecurityContext == nil {
+		spec.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	if spec.TerminationGracePeriodSeconds == nil {
+		spec.TerminationGracePeriodSeconds = ptr.To(int64(corev1.DefaultTerminationGracePeriodSeconds))
+	}
+	if spec.SchedulerName == "" {
+		spec.SchedulerName = corev1.DefaultSchedulerName
+	}
+}
+
+// defaultVolume mirrors SetDefaults_Volume and the defaulters of the volume
+// sources podsync accepts.
+func defaultVolume(v *corev1.Volume) {
+	// SetDefaults_Volume: a volume with no source is an emptyDir.
+	if ptr.AllPtrFieldsNil(&v.VolumeSource) {
+		v.VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	}
+	// SetDefaults_HostPathVolumeSource: the type is set, to "" (no check).
+	if v.HostPath != nil && v.HostPath.Type == nil {
+		v.HostPath.Type = ptr.To(corev1.HostPathUnset)
+	}
+	// SetDefaults_SecretVolumeSource: files are 0644. Items keep a nil mode,
+	// which means defaultMode.
+	if v.Secret != nil && v.Secret.DefaultMode == nil {
+		v.Secret.DefaultMode = ptr.To(corev1.SecretVolumeSourceDefaultMode)
+	}
+	// SetDefaults_ConfigMapVolumeSource: files are 0644, as for secrets.
+	if v.ConfigMap != nil && v.ConfigMap.DefaultMode == nil {
+		v.ConfigMap.DefaultMode = ptr.To(corev1.ConfigMapVolumeSourceDefaultMode)
+	}
+}
+
+// defaultContainer mirrors what SetObjectDefaults_Pod applies to each regular
+// and init container. Sidecars (init containers with restartPolicy Always) get
+// exactly the same defaults; the API server has none specific to them.
+func defaultContainer(c *corev1.Container) {
+	// SetDefaults_Container: the pull policy follows the image reference.
+	if c.ImagePullPolicy == "" {
+		c.ImagePullPolicy = defaultPullPolicy(c.Image)
+	}
+	// SetDefaults_Container: termination message location and policy.
+	if c.TerminationMessagePath == "" {
+		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
+	}
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	}
+	// ContainerPort.Protocol is declared +default="TCP".
+	for i := range c.Ports {
+		if c.Ports[i].Protocol == "" {
+			c.Ports[i].Protocol = corev1.ProtocolTCP
+		}
+	}
+	// SetDefaults_ObjectFieldSelector: fieldRef.apiVersion is "v1".
+	for i := range c.Env {
+		if from := c.Env[i].ValueFrom; from != nil && from.FieldRef != nil && from.FieldRef.APIVersion == "" {
+			from.FieldRef.APIVersion = "v1"
+		}
+	}
+	// SetDefaults_ResourceList, after SetDefaults_Pod copied limits into
+	// requests.
+	roundResourceList(c.Resources.Limits)
+	roundResourceList(c.Resources.Requests)
+	defaultProbe(c.LivenessProbe)
+	defaultProbe(c.ReadinessProbe)
+	defaultProbe(c.StartupProbe)
+}
+
+// defaultPullPolicy mirrors SetDefaults_Container's use of
+// parsers.ParseImageName: Always when the tag is "latest", explicit or implied
+// by a reference with neither tag nor digest; IfNotPresent otherwise, which
+// includes a reference that does not parse (validation reports it). As in the
+// API server, "name:latest@digest" is Always: the tag decides, not the digest.
+func defaultPullPolicy(image string) corev1.PullPolicy {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return corev1.PullIfNotPresent
+	}
+	var tag string
+	if t, ok := named.(reference.Tagged); ok {
+		tag = t.Tag()
+	}
+	if _, digested := named.(reference.Digested); tag == "" && !digested {
+		tag = "latest"
+	}
+	if tag == "latest" {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
+}
+
+// roundResourceList mirrors SetDefaults_ResourceList: quantities are rounded
+// up to milli-units, so "100u" of CPU becomes "1m".
+func roundResourceList(rl corev1.ResourceList) {
+	for name, q := range rl {
+		const milliScale = -3
+		q.RoundUp(milliScale)
+		rl[name] = q
+	}
+}
+
+// defaultProbe mirrors SetDefaults_Probe and, for httpGet probes,
+// SetDefaults_HTTPGetAction.
+func defaultProbe(p *corev1.Probe) {
+	if p == nil {
+		return
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = 1
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = 10
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = 1
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = 3
+	}
+	if h := p.HTTPGet; h != nil {
+		if h.Path == "" {
+			h.Path = "/"
+		}
+		if h.Scheme == "" {
+			h.Scheme = corev1.URISchemeHTTP
+		}
+	}
+}
