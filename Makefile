@@ -91,13 +91,7 @@ breaking: $(STAMPS)/buf-$(BUF_VERSION) ## buf breaking against the latest v* tag
 
 .PHONY: check-deps
 check-deps: ## Enforce the package boundaries of STYLE.md
-	@bad="$$($(GO) list -deps ./engine/... | grep -E '^github.com/podsync/podsync/(api|server|client|internal)(/|$$)' || true)"; \
-	if [ -n "$$bad" ]; then echo "check-deps: engine must not import:" >&2; echo "$$bad" >&2; exit 1; fi
-	@direct="$$($(GO) list -f '{{.ImportPath}}: {{join .Imports " "}}' $$($(GO) list ./engine/... | grep -v /enginetest) | grep -E 'google.golang.org/grpc( |/|$$)' || true)"; \
-	if [ -n "$$direct" ]; then echo "check-deps: engine imports grpc directly:" >&2; echo "$$direct" >&2; exit 1; fi
-	@bad="$$($(GO) list -deps ./convert/... | grep -E '^github.com/podsync/podsync/(server|engine|client|internal)(/|$$)' || true)"; \
-	if [ -n "$$bad" ]; then echo "check-deps: convert must not import:" >&2; echo "$$bad" >&2; exit 1; fi
-	@echo "check-deps: ok"
+	hack/check-deps.sh
 
 .PHONY: build
 build: ## Build every package and command

@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The kubelet's back-off defaults (pkg/kubelet/kubelet.go backOffPeriod and
+// MaxContainerBackOff; images.NewImageManager uses the same).
+const (
+	DefaultBackoffBase = 10 * time.Second
+	DefaultBackoffCap  = 300 * time.Second
+)
+
+// BackoffPolicy is the crash-loop and image-pull back-off: Base doubling
+// per failure up to Cap. The zero value means the kubelet's defaults.
+type BackoffPolicy struct {
+	// Base is the first delay; 0 means DefaultBackoffBase.
+	Base time.Duration
+	// Cap is the largest delay; 0 means DefaultBackoffCap.
+	Cap time.Duration
+	// ResetAfter is how long a container must run for its back-off to
+	// start over; 0 means 2×Cap (10 minutes by default), the window after
+	// which the kubelet's flowcontrol.Backoff forgets an entry.
+	ResetAfter time.Duration
+}
+
+func (p BackoffPolicy) base() time.Duration {
+	if p.Base > 0 {
+		return p.Base
+	}
+	return DefaultBackoffBase
+}
+
+func (p BackoffPolicy) cap() time.Duration {
+	if p.Cap > 0 {
+		return p.Cap
+	}
+	return DefaultBackoffCap
+}
+
+func (p BackoffPolicy) resetAfter() time.Duration {
+	if p.ResetAfter > 0 {
+		return p.ResetAfter
+	}
+	return 2 * p.cap()
+}
+
+// Delay returns the delay after n consecutive failures, n ≥ 1: Base×2^(n−1),
+// at most Cap. It is 0 for n ≤ 0.
+func (p BackoffPolicy) Delay(n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	d := p.base()
+	for i := 1; i < n; i++ {
+		d *= 2
+		if d >= p.cap() {
+			return p.cap()
+		}
+	}
+	return min(d, p.cap())
+}
+
+// BackoffKey identifies a back-off: the kubelet keys crash-loop back-off by
+// pod and container hash (getStableKey), so a changed spec starts over.
+type BackoffKey struct {
+	PodUID    types.UID
+	Container string
+	SpecHash  string
+}
+
+// Backoff is the state of one container's back-off.
+type Backoff struct {
+	Key BackoffKey
+	// Failures is the length of the current run of failures.
+	Failures int
+	// Delay is the delay the current failure imposes.
+	Delay time.Duration
+	// Until is when the next attempt may be made; zero if none is pending.
+	Until time.Time
+}
+
+// Active reports whether an attempt at now must wait.
+func (b Backoff) Active(now time.Time) bool { return now.Before(b.Until) }
+
+// CrashLoopBackoff computes the crash-loop back-off of container c from
+// the runtime view alone, as the kubelet's doBackOff with its
+// flowcontrol.Backoff would have it: the kubelet restarts a container the
+// first time it exits at once, then waits Base, 2×Base, … up to Cap,
+// measured from the newest exited instance's FinishedAt. An instance that
+// ran longer than ResetAfter starts the count over, and so does a changed
+// spec hash (the key changes).
+//
+// The run of failures is counted from the restart-count annotations of the
+// newest exited instances with the current hash, so instances removed by
+// garbage collection in between still count.
+func CrashLoopBackoff(pod *corev1.Pod, c *corev1.Container, view *RuntimeView, p BackoffPolicy) Backoff {
+	hash := ContainerHash(pod, c)
+	b := Backoff{Key: BackoffKey{PodUID: pod.UID, Container: c.Name, SpecHash: hash}}
+	var newest, first *ContainerInstance
+	for i := range view.Containers {
+		inst := &view.Containers[i]
+		if inst.Name != c.Name {
+			continue
+		}
+		if newest == nil {
+			// doBackOff looks at the newest exited instance.
+			if inst.State != ContainerExited {
+				continue
+			}
+			if inst.Hash != hash {
+				return b
+			}
+			newest = inst
+		}
+		if inst.State != ContainerExited || inst.Hash != hash {
+			break
+		}
+		first = inst
+		if !inst.StartedAt.IsZero() && inst.FinishedAt.Sub(inst.StartedAt) > p.resetAfter() {
+			break
+		}
+	}
+	if newest == nil {
+		return b
+	}
+	b.Failures = int(newest.RestartCount-first.RestartCount) + 1
+	if b.Failures < 1 {
+		b.Failures = 1
+	}
+	// The first failure of a run restarts at once.
+	b.Delay = p.Delay(b.Failures - 1)
+	if b.Delay > 0 {
+		b.Until = newest.FinishedAt.Add(b.Delay)
+	}
+	return b
+}
+
+// ImagePullBackoff computes the image-pull back-off of container c from
+// the pull failures the view records: after n consecutive failures the
+// next pull waits Base×2^(n−1), at most Cap, from the last failure, as the
+// kubelet's image manager does with its flowcontrol.Backoff.
+func ImagePullBackoff(pod *corev1.Pod, c *corev1.Container, view *RuntimeView, p BackoffPolicy) Backoff {
+	b := Backoff{Key: BackoffKey{PodUID: pod.UID, Container: c.Name, SpecHash: c.Image}}
+	f := view.pullFailure(c.Name, c.Image)
+	if f == nil || f.Failures <= 0 {
+		return b
+	}
+	b.Failures = f.Failures
+	b.Delay = p.Delay(f.Failures)
+	b.Until = f.At.Add(b.Delay)
+	return b
+}
+
+// crashLoopMessage is the kubelet's doBackOff message.
+func crashLoopMessage(pod *corev1.Pod, name string, d time.Duration) string {
+	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, name, podString(pod))
+}
+
+// podString is the kubelet's format.Pod: name_namespace(uid).
+func podString(pod *corev1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}

@@ -1,0 +1,45 @@
+// Package engine runs Kubernetes Pods on a CRI runtime with the kubelet's
+// semantics (reference: kubelet v1.37.2, pkg/kubelet/kuberuntime and
+// pkg/kubelet/kubelet_pods.go).
+//
+// The engine is split, like the kubelet's SyncPod, into a planner and an
+// executor, but unlike the kubelet the planner is a pure function:
+//
+//   - ComputePodActions (plan.go) takes the desired *corev1.Pod, the
+//     runtime's view of the pod (RuntimeView: every sandbox and container
+//     instance, newest first, decoded from CRI statuses by NewRuntimeView),
+//     probe results, the current time and a back-off policy, and returns
+//     PodActions: which sandbox to create or kill, which containers to kill
+//     and start, each named (never indexed) and with a reason and message.
+//   - ComputePodStatus (status.go) derives the pod's status (phase,
+//     conditions, container statuses) from the same inputs, with the
+//     kubelet's getPhase and status generation rules.
+//   - SandboxConfig and ContainerConfig (config.go) build the CRI configs as
+//     the kubelet's generatePodSandboxConfig and generateContainerConfig do.
+//
+// None of these does I/O, logs, or reads feature gates; everything they
+// need is an argument. Whatever a restart of podsync needs to recover (the
+// pod a CRI object belongs to, a container's restart count, its spec hash
+// and hashed spec) lives in CRI labels and annotations, encoded and decoded
+// in pairs in labels.go. Crash-loop and image-pull back-off (backoff.go) are
+// pure functions of what the runtime holds, so they survive a restart too.
+//
+// # Differences from the kubelet
+//
+// The kubelet (since v1.31) hashes only a container's name and image, so a
+// changed command, args, env or mounts of a static pod is silently ignored
+// (kubernetes issue 136931). podsync specs are mutable by their callers, so
+// podsync hashes every field that shapes the created container (see
+// ContainerHash) and stores the hashed fields in an annotation; a running
+// container whose hash changed is killed and restarted, and the plan names
+// the fields that changed ("image", "env[FOO]", "volumeMounts[/data]").
+//
+// Smaller differences, all for determinism or because podsync has no API
+// server: environment variables are ordered (envFrom sources in order, keys
+// sorted within a source, then env in declaration order) where the kubelet
+// ranges over a map; merged DNS options are sorted; the termination-log file
+// of a container is named after its restart count instead of a random
+// number; container-level restart policies of regular containers (KEP-5307)
+// are not supported; the host's resolv.conf is passed in Options rather than
+// read.
+package engine

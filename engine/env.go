@@ -1,0 +1,293 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Expand is the Kubernetes $(VAR) expansion (third_party/forked/golang/
+// expansion): $(NAME) is replaced by vars[NAME], an unknown reference is
+// left as written, and $$ is an escaped $.
+func Expand(input string, vars map[string]string) string {
+	var buf bytes.Buffer
+	checkpoint := 0
+	for cursor := 0; cursor < len(input); cursor++ {
+		if input[cursor] == '$' && cursor+1 < len(input) {
+			buf.WriteString(input[checkpoint:cursor])
+			read, isVar, advance := tryReadVariableName(input[cursor+1:])
+			if isVar {
+				if v, ok := vars[read]; ok {
+					buf.WriteString(v)
+				} else {
+					buf.WriteString("$(" + read + ")")
+				}
+			} else {
+				buf.WriteString(read)
+			}
+			cursor += advance
+			checkpoint = cursor + 1
+		}
+	}
+	return buf.String() + input[checkpoint:]
+}
+
+func tryReadVariableName(input string) (string, bool, int) {
+	switch input[0] {
+	case '$':
+		return input[0:1], false, 1
+	case '(':
+		for i := 1; i < len(input); i++ {
+			if input[i] == ')' {
+				return input[1:i], true, i + 1
+			}
+		}
+		return "$(", false, 1
+	default:
+		return "$" + string(input[0]), false, 1
+	}
+}
+
+// MakeEnvironment is the kubelet's makeEnvironmentVariables: envFrom
+// sources, then env with $(VAR) expansion against the variables defined
+// before it, downward-API fieldRef and resourceFieldRef values, and
+// configMapKeyRef and secretKeyRef values from in.ConfigMaps and
+// in.Secrets. podsync has no services, so no service links are added.
+//
+// NOTE(podsync): the kubelet returns the variables in map order; podsync
+// keeps the order of definition (envFrom sources in order with keys
+// sorted, then env), a variable defined again keeping its first place.
+func MakeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, error) {
+	pod, c := in.Pod, in.Container
+	vars := map[string]string{}
+	var order []string
+	set := func(k, v string) {
+		if _, ok := vars[k]; !ok {
+			order = append(order, k)
+		}
+		vars[k] = v
+	}
+	for _, from := range c.EnvFrom {
+		var data map[string]string
+		switch {
+		case from.ConfigMapRef != nil:
+			ref := from.ConfigMapRef
+			cm := findConfigMap(in.ConfigMaps, pod.Namespace, ref.Name)
+			if cm == nil {
+				if ref.Optional != nil && *ref.Optional {
+					continue
+				}
+				return nil, fmt.Errorf("configmap %s/%s: %w", pod.Namespace, ref.Name, ErrNotFound)
+			}
+			data = cm.Data
+		case from.SecretRef != nil:
+			ref := from.SecretRef
+			s := findSecret(in.Secrets, pod.Namespace, ref.Name)
+			if s == nil {
+				if ref.Optional != nil && *ref.Optional {
+					continue
+				}
+				return nil, fmt.Errorf("secret %s/%s: %w", pod.Namespace, ref.Name, ErrNotFound)
+			}
+			data = make(map[string]string, len(s.Data))
+			for k, v := range s.Data {
+				data[k] = string(v)
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(data)) {
+			name := from.Prefix + k
+			// The kubelet skips keys that are not valid variable names.
+			if len(validation.IsEnvVarName(name)) != 0 {
+				continue
+			}
+			set(name, data[k])
+		}
+	}
+	for _, e := range c.Env {
+		val := e.Value
+		switch from := e.ValueFrom; {
+		case val != "":
+			val = Expand(val, vars)
+		case from == nil:
+		case from.FieldRef != nil:
+			v, err := fieldRefValue(pod, from.FieldRef.FieldPath, in.PodIPs, opts)
+			if err != nil {
+				return nil, err
+			}
+			val = v
+		case from.ResourceFieldRef != nil:
+			v, err := resourceFieldValue(pod, c, from.ResourceFieldRef, opts)
+			if err != nil {
+				return nil, err
+			}
+			val = v
+		case from.ConfigMapKeyRef != nil:
+			ref := from.ConfigMapKeyRef
+			optional := ref.Optional != nil && *ref.Optional
+			cm := findConfigMap(in.ConfigMaps, pod.Namespace, ref.Name)
+			if cm == nil {
+				if optional {
+					continue
+				}
+				return nil, fmt.Errorf("configmap %s/%s: %w", pod.Namespace, ref.Name, ErrNotFound)
+			}
+			v, ok := cm.Data[ref.Key]
+			if !ok {
+				if optional {
+					continue
+				}
+				return nil, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s: %w", ref.Key, pod.Namespace, ref.Name, ErrNotFound)
+			}
+			val = v
+		case from.SecretKeyRef != nil:
+			ref := from.SecretKeyRef
+			optional := ref.Optional != nil && *ref.Optional
+			s := findSecret(in.Secrets, pod.Namespace, ref.Name)
+			if s == nil {
+				if optional {
+					continue
+				}
+				return nil, fmt.Errorf("secret %s/%s: %w", pod.Namespace, ref.Name, ErrNotFound)
+			}
+			v, ok := s.Data[ref.Key]
+			if !ok {
+				if optional {
+					continue
+				}
+				return nil, fmt.Errorf("couldn't find key %s in Secret %s/%s: %w", ref.Key, pod.Namespace, ref.Name, ErrNotFound)
+			}
+			val = string(v)
+		default:
+			return nil, fmt.Errorf("env %q: unsupported valueFrom: %w", e.Name, ErrInvalidSpec)
+		}
+		set(e.Name, val)
+	}
+	out := make([]corev1.EnvVar, len(order))
+	for i, k := range order {
+		out[i] = corev1.EnvVar{Name: k, Value: vars[k]}
+	}
+	return out, nil
+}
+
+func findConfigMap(cms []*corev1.ConfigMap, ns, name string) *corev1.ConfigMap {
+	for _, cm := range cms {
+		if cm != nil && cm.Name == name && (cm.Namespace == ns || cm.Namespace == "") {
+			return cm
+		}
+	}
+	return nil
+}
+
+func findSecret(ss []*corev1.Secret, ns, name string) *corev1.Secret {
+	for _, s := range ss {
+		if s != nil && s.Name == name && (s.Namespace == ns || s.Namespace == "") {
+			return s
+		}
+	}
+	return nil
+}
+
+// fieldRefValue is the kubelet's podFieldSelectorRuntimeValue with
+// fieldpath.ExtractFieldPathAsString.
+func fieldRefValue(pod *corev1.Pod, fieldPath string, podIPs []string, opts Options) (string, error) {
+	switch fieldPath {
+	case "spec.nodeName":
+		if pod.Spec.NodeName != "" {
+			return pod.Spec.NodeName, nil
+		}
+		return opts.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.hostIP":
+		if len(opts.NodeIPs) == 0 {
+			return "", nil
+		}
+		return opts.NodeIPs[0], nil
+	case "status.hostIPs":
+		return strings.Join(opts.NodeIPs, ","), nil
+	case "status.podIP":
+		if pod.Spec.HostNetwork {
+			podIPs = opts.NodeIPs
+		}
+		if len(podIPs) == 0 {
+			return "", nil
+		}
+		return podIPs[0], nil
+	case "status.podIPs":
+		if pod.Spec.HostNetwork {
+			podIPs = opts.NodeIPs
+		}
+		return strings.Join(podIPs, ","), nil
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "metadata.labels":
+		return formatMap(pod.Labels), nil
+	case "metadata.annotations":
+		return formatMap(pod.Annotations), nil
+	}
+	for _, p := range []struct {
+		prefix string
+		m      map[string]string
+	}{{"metadata.labels", pod.Labels}, {"metadata.annotations", pod.Annotations}} {
+		if rest, ok := strings.CutPrefix(fieldPath, p.prefix+"['"); ok {
+			if key, ok := strings.CutSuffix(rest, "']"); ok {
+				return p.m[key], nil
+			}
+		}
+	}
+	return "", fmt.Errorf("unsupported fieldPath %q: %w", fieldPath, ErrInvalidSpec)
+}
+
+// formatMap is the kubelet's fieldpath.FormatMap.
+func formatMap(m map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "%v=%q\n", k, m[k])
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// resourceFieldValue is the kubelet's containerResourceRuntimeValue:
+// limits fall back to node allocatable.
+func resourceFieldValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFieldSelector, opts Options) (string, error) {
+	target := c
+	if ref.ContainerName != "" {
+		target = specContainer(pod, ref.ContainerName)
+		if target == nil {
+			return "", fmt.Errorf("resourceFieldRef: container %q: %w", ref.ContainerName, ErrInvalidSpec)
+		}
+	}
+	divisor := ref.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	var q resource.Quantity
+	switch ref.Resource {
+	case "limits.cpu", "limits.memory", "limits.ephemeral-storage":
+		name := corev1.ResourceName(strings.TrimPrefix(ref.Resource, "limits."))
+		var ok bool
+		if q, ok = target.Resources.Limits[name]; !ok || q.IsZero() {
+			q = opts.NodeAllocatable[name]
+		}
+	case "requests.cpu", "requests.memory", "requests.ephemeral-storage":
+		q = target.Resources.Requests[corev1.ResourceName(strings.TrimPrefix(ref.Resource, "requests."))]
+	default:
+		return "", fmt.Errorf("resourceFieldRef: unsupported resource %q: %w", ref.Resource, ErrInvalidSpec)
+	}
+	if strings.HasSuffix(ref.Resource, ".cpu") {
+		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
+	}
+	return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
+}

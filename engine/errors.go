@@ -1,0 +1,22 @@
+package engine
+
+import "errors"
+
+// Error classes of the engine. Callers test them with errors.Is; the server
+// maps each to one gRPC code (server/errors.go toStatus).
+var (
+	// ErrInvalidSpec reports a pod spec the engine cannot act on, such as an
+	// invalid hostname or an unknown DNS policy.
+	ErrInvalidSpec = errors.New("invalid pod spec")
+	// ErrNotFound reports a missing object: a pod, a CRI object, or a
+	// ConfigMap, Secret or key a container refers to without optional.
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists reports an object that already exists.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrAdmission reports a pod the node refuses to run.
+	ErrAdmission = errors.New("pod not admitted")
+	// ErrConflict reports that a sync is already running for the pod UID.
+	ErrConflict = errors.New("conflict")
+	// ErrRuntimeUnavailable reports that the container runtime did not answer.
+	ErrRuntimeUnavailable = errors.New("container runtime unavailable")
+)

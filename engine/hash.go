@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"hash/fnv"
+	"reflect"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+// ContainerSpec is every field that shapes a created container: the
+// container's own fields that reach its CRI ContainerConfig, the pod
+// volumes it mounts, and the pod security context it inherits. Probes,
+// lifecycle hooks, the pull policy and the resize and restart policies are
+// left out: changing them does not change the created container.
+//
+// NOTE(podsync): this is the deliberate deviation from the kubelet, which
+// hashes only the name and image (see the package documentation).
+type ContainerSpec struct {
+	Image                    string                          `json:"image"`
+	Command                  []string                        `json:"command,omitempty"`
+	Args                     []string                        `json:"args,omitempty"`
+	WorkingDir               string                          `json:"workingDir,omitempty"`
+	Ports                    []corev1.ContainerPort          `json:"ports,omitempty"`
+	EnvFrom                  []corev1.EnvFromSource          `json:"envFrom,omitempty"`
+	Env                      []corev1.EnvVar                 `json:"env,omitempty"`
+	Resources                corev1.ResourceRequirements     `json:"resources"`
+	VolumeMounts             []corev1.VolumeMount            `json:"volumeMounts,omitempty"`
+	VolumeDevices            []corev1.VolumeDevice           `json:"volumeDevices,omitempty"`
+	SecurityContext          *corev1.SecurityContext         `json:"securityContext,omitempty"`
+	Stdin                    bool                            `json:"stdin,omitempty"`
+	StdinOnce                bool                            `json:"stdinOnce,omitempty"`
+	TTY                      bool                            `json:"tty,omitempty"`
+	TerminationMessagePath   string                          `json:"terminationMessagePath,omitempty"`
+	TerminationMessagePolicy corev1.TerminationMessagePolicy `json:"terminationMessagePolicy,omitempty"`
+	// Volumes are the pod volumes the container mounts, in the order of
+	// their first mount.
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+	// PodSecurityContext is the pod's security context, which the
+	// container inherits.
+	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+}
+
+// NewContainerSpec collects the fields of c (a container of pod) that
+// ContainerHash covers.
+func NewContainerSpec(pod *corev1.Pod, c *corev1.Container) *ContainerSpec {
+	s := &ContainerSpec{
+		Image:                    c.Image,
+		Command:                  c.Command,
+		Args:                     c.Args,
+		WorkingDir:               c.WorkingDir,
+		Ports:                    c.Ports,
+		EnvFrom:                  c.EnvFrom,
+		Env:                      c.Env,
+		Resources:                c.Resources,
+		VolumeMounts:             c.VolumeMounts,
+		VolumeDevices:            c.VolumeDevices,
+		SecurityContext:          c.SecurityContext,
+		Stdin:                    c.Stdin,
+		StdinOnce:                c.StdinOnce,
+		TTY:                      c.TTY,
+		TerminationMessagePath:   c.TerminationMessagePath,
+		TerminationMessagePolicy: c.TerminationMessagePolicy,
+		PodSecurityContext:       pod.Spec.SecurityContext,
+	}
+	seen := map[string]bool{}
+	for _, m := range c.VolumeMounts {
+		if seen[m.Name] {
+			continue
+		}
+		seen[m.Name] = true
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == m.Name {
+				s.Volumes = append(s.Volumes, v)
+			}
+		}
+	}
+	return s
+}
+
+// Hash returns the FNV-64a hash of the spec's JSON, in hex.
+func (s *ContainerSpec) Hash() string {
+	h := fnv.New64a()
+	h.Write(mustJSON(s))
+	return strconv.FormatUint(h.Sum64(), 16)
+}
+
+// ContainerHash returns the hash podsync records in a container's
+// io.kubernetes.container.hash annotation: the hash of NewContainerSpec.
+func ContainerHash(pod *corev1.Pod, c *corev1.Container) string {
+	return NewContainerSpec(pod, c).Hash()
+}
+
+// ChangedFields names the fields that differ between old and new, in the
+// order of ContainerSpec, with env vars, mounts and volumes named by key:
+// "image", "env[FOO]", "volumeMounts[/data]", "volumes[cache]". It returns
+// nil if old is nil (the annotation was lost) or nothing differs.
+func ChangedFields(old, new *ContainerSpec) []string {
+	if old == nil || new == nil {
+		return nil
+	}
+	var out []string
+	field := func(name string, a, b any) {
+		if !equality.Semantic.DeepEqual(a, b) {
+			out = append(out, name)
+		}
+	}
+	field("image", old.Image, new.Image)
+	field("command", old.Command, new.Command)
+	field("args", old.Args, new.Args)
+	field("workingDir", old.WorkingDir, new.WorkingDir)
+	field("ports", old.Ports, new.Ports)
+	field("envFrom", old.EnvFrom, new.EnvFrom)
+	out = append(out, keyedChanges("env", old.Env, new.Env, func(e corev1.EnvVar) string { return e.Name })...)
+	field("resources", old.Resources, new.Resources)
+	out = append(out, keyedChanges("volumeMounts", old.VolumeMounts, new.VolumeMounts, func(m corev1.VolumeMount) string { return m.MountPath })...)
+	field("volumeDevices", old.VolumeDevices, new.VolumeDevices)
+	field("securityContext", old.SecurityContext, new.SecurityContext)
+	field("stdin", old.Stdin, new.Stdin)
+	field("stdinOnce", old.StdinOnce, new.StdinOnce)
+	field("tty", old.TTY, new.TTY)
+	field("terminationMessagePath", old.TerminationMessagePath, new.TerminationMessagePath)
+	field("terminationMessagePolicy", old.TerminationMessagePolicy, new.TerminationMessagePolicy)
+	out = append(out, keyedChanges("volumes", old.Volumes, new.Volumes, func(v corev1.Volume) string { return v.Name })...)
+	field("podSecurityContext", old.PodSecurityContext, new.PodSecurityContext)
+	return out
+}
+
+// keyedChanges names the keys whose entries were added, removed or changed
+// (new order first, then removed keys in old order), or the field as a
+// whole if only the order changed.
+func keyedChanges[T any](field string, old, new []T, key func(T) string) []string {
+	oldBy := make(map[string]T, len(old))
+	for _, o := range old {
+		oldBy[key(o)] = o
+	}
+	newKeys := make(map[string]bool, len(new))
+	var out []string
+	for _, n := range new {
+		k := key(n)
+		newKeys[k] = true
+		if o, ok := oldBy[k]; !ok || !equality.Semantic.DeepEqual(o, n) {
+			out = append(out, field+"["+k+"]")
+		}
+	}
+	for _, o := range old {
+		if !newKeys[key(o)] {
+			out = append(out, field+"["+key(o)+"]")
+		}
+	}
+	if len(out) == 0 && !reflect.DeepEqual(mustJSON(old), mustJSON(new)) {
+		out = append(out, field)
+	}
+	return slices.Compact(out)
+}

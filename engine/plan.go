@@ -1,0 +1,687 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ProbeResult is the last result of a probe of one container instance.
+type ProbeResult int
+
+// Probe results. ProbeUnknown means the probe has not run (or the
+// container has no such probe).
+const (
+	ProbeUnknown ProbeResult = iota
+	ProbeSuccess
+	ProbeFailure
+)
+
+// ProbeResults holds the prober's last results, by container ID. Nil maps
+// are empty.
+type ProbeResults struct {
+	Liveness  map[string]ProbeResult
+	Readiness map[string]ProbeResult
+	Startup   map[string]ProbeResult
+}
+
+// Reasons for a SandboxDecision.
+const (
+	SandboxReasonNone            = "NoSandbox"
+	SandboxReasonMultipleReady   = "MultipleReadySandboxes"
+	SandboxReasonNotReady        = "SandboxNotReady"
+	SandboxReasonNetworkChanged  = "NetworkNamespaceChanged"
+	SandboxReasonNoIP            = "SandboxWithoutIP"
+	SandboxReasonReady           = "SandboxReady"
+	SandboxReasonNotRecreated    = "SandboxNotRecreated"
+	SandboxReasonPodNotRunnable  = "PodNotRunnable"
+	SandboxReasonInitializedDone = "PodCompleted"
+)
+
+// Reasons for killing the whole pod (PodActions.KillPodReason).
+const (
+	KillReasonSandboxChanged      = "SandboxChanged"
+	KillReasonInitContainerFailed = "InitContainerFailed"
+	KillReasonAllContainersDone   = "AllContainersDone"
+	KillReasonPodDeleted          = "PodDeleted"
+	KillReasonPodTerminal         = "PodTerminal"
+	KillReasonDeadlineExceeded    = "DeadlineExceeded"
+)
+
+// Reasons for a ContainerAction.
+const (
+	ReasonNotStarted        = "NotStarted"
+	ReasonExited            = "Exited"
+	ReasonCreated           = "Created"
+	ReasonUnknownState      = "Unknown"
+	ReasonDefinitionChanged = "DefinitionChanged"
+	ReasonLivenessProbe     = "LivenessProbeFailed"
+	ReasonStartupProbe      = "StartupProbeFailed"
+	ReasonNewSandbox        = "NewSandbox"
+	ReasonNextInitContainer = "NextInitContainer"
+	ReasonInitFailed        = "InitContainerFailed"
+	ReasonSidecarExited     = "SidecarExited"
+	ReasonSidecarMissing    = "SidecarMissing"
+	ReasonPodKilled         = "PodKilled"
+	ReasonNotInSpec         = "NotInSpec"
+	ReasonCrashLoopBackOff  = "CrashLoopBackOff"
+	ReasonImagePullBackOff  = "ImagePullBackOff"
+)
+
+// SandboxDecision says what to do with the pod's sandbox.
+type SandboxDecision struct {
+	// Create is set when a new sandbox must be created, with Attempt.
+	Create  bool
+	Attempt uint32
+	// ID is the sandbox the containers run in when none is created.
+	ID string
+	// KillIDs are the ready sandboxes to stop (when the pod is killed).
+	KillIDs []string
+	Reason  string
+	Message string
+}
+
+// ContainerAction is one decision about one container, named as in the
+// spec.
+type ContainerAction struct {
+	Name string
+	// ContainerID is the instance to kill (kills only).
+	ContainerID string `json:",omitempty"`
+	// Attempt is the restart count of the instance to create (starts and
+	// back-offs only): the newest instance's plus one, or 0.
+	Attempt uint32 `json:",omitempty"`
+	Reason  string
+	Message string
+	// ChangedFields names what changed, for ReasonDefinitionChanged.
+	ChangedFields []string `json:",omitempty"`
+	// NextAttempt is when a backed-off start may happen.
+	NextAttempt time.Time `json:",omitzero"`
+}
+
+// PodActions is the plan for one pod, the kubelet's podActions with
+// containers named and a reason for every decision. The executor runs it
+// in kubelet order: kill the pod (or the containers in Kill), create the
+// sandbox, start StartInit in order, then Start.
+type PodActions struct {
+	// KillPod stops every running container and every ready sandbox.
+	KillPod        bool
+	KillPodReason  string `json:",omitempty"`
+	KillPodMessage string `json:",omitempty"`
+	Sandbox        SandboxDecision
+	// Kill lists the containers to stop: with KillPod, every running
+	// container (regular ones first, then init containers in reverse
+	// order); otherwise those not to keep.
+	Kill []ContainerAction
+	// StartInit lists the init containers to start, in spec order.
+	StartInit []ContainerAction
+	// Start lists the regular containers to start, in spec order.
+	Start []ContainerAction
+	// BackOff lists the containers due to start that must wait (reason
+	// CrashLoopBackOff or ImagePullBackOff, with NextAttempt).
+	BackOff []ContainerAction
+}
+
+// IsRestartableInitContainer reports whether c is a native sidecar: an
+// init container with restartPolicy Always.
+func IsRestartableInitContainer(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// shouldRestartOnFailure is the kubelet's: restartPolicy is not Never.
+func shouldRestartOnFailure(pod *corev1.Pod) bool {
+	return pod.Spec.RestartPolicy != corev1.RestartPolicyNever
+}
+
+// networkModeForPod is the kubelet's NetworkNamespaceForPod.
+func networkModeForPod(pod *corev1.Pod) runtimeapi.NamespaceMode {
+	if pod.Spec.HostNetwork {
+		return runtimeapi.NamespaceMode_NODE
+	}
+	return runtimeapi.NamespaceMode_POD
+}
+
+// PodSandboxChanged is the kubelet's PodSandboxChanged: whether a new
+// sandbox is needed, with which attempt, and why. A new sandbox is needed
+// when there is none (attempt 0), more than one is ready, the newest is not
+// ready, its network namespace mode does not match hostNetwork, or a
+// non-host-network sandbox has no IP; the attempt is then one more than
+// the highest seen.
+func PodSandboxChanged(pod *corev1.Pod, view *RuntimeView) SandboxDecision {
+	if len(view.Sandboxes) == 0 {
+		return SandboxDecision{Create: true, Reason: SandboxReasonNone,
+			Message: "No sandbox for pod can be found. Need to start a new one"}
+	}
+	ready := 0
+	var highest uint32
+	for _, s := range view.Sandboxes {
+		if s.State == SandboxReady {
+			ready++
+		}
+		highest = max(highest, s.Attempt)
+	}
+	s := view.Sandboxes[0]
+	next := highest + 1
+	switch {
+	case ready > 1:
+		return SandboxDecision{Create: true, Attempt: next, Reason: SandboxReasonMultipleReady,
+			Message: "Multiple sandboxes are ready for Pod. Need to reconcile them"}
+	case s.State != SandboxReady:
+		return SandboxDecision{Create: true, Attempt: next, Reason: SandboxReasonNotReady,
+			Message: "No ready sandbox for pod can be found. Need to start a new one"}
+	case s.NetworkMode != networkModeForPod(pod):
+		return SandboxDecision{Create: true, Attempt: next, Reason: SandboxReasonNetworkChanged,
+			Message: "Sandbox for pod has changed. Need to start a new one"}
+	case !pod.Spec.HostNetwork && len(s.IPs) == 0:
+		return SandboxDecision{Create: true, Attempt: next, Reason: SandboxReasonNoIP,
+			Message: "Sandbox for pod has no IP address. Need to start a new one"}
+	}
+	return SandboxDecision{ID: s.ID, Attempt: s.Attempt, Reason: SandboxReasonReady}
+}
+
+// ComputePodActions plans one sync of pod against what the runtime holds,
+// as the kubelet's computePodActions (with computeInitContainerActions)
+// followed by the back-off checks of its SyncPod. It is pure.
+//
+// Beyond the kubelet's rules it handles what the kubelet's pod workers
+// handle before SyncPod: a pod being deleted, in a terminal phase or past
+// its activeDeadlineSeconds is killed and nothing restarts; and, as podsync
+// specs are mutable, running containers no longer in the spec are killed.
+func ComputePodActions(pod *corev1.Pod, view RuntimeView, probes ProbeResults, now time.Time, bo BackoffPolicy) PodActions {
+	p := planner{pod: pod, view: &view, probes: probes}
+	if reason, msg := podNotRunnable(pod, now); reason != "" {
+		sb := PodSandboxChanged(pod, &view)
+		a := PodActions{Sandbox: SandboxDecision{Reason: SandboxReasonPodNotRunnable, Message: msg}}
+		if !sb.Create {
+			a.Sandbox.ID = sb.ID
+		}
+		p.killPod(&a, reason, msg)
+		return a
+	}
+	a := p.compute()
+	p.finish(&a, now, bo)
+	return a
+}
+
+// podNotRunnable returns why the pod must only be stopped, if it must.
+func podNotRunnable(pod *corev1.Pod, now time.Time) (reason, message string) {
+	switch {
+	case pod.DeletionTimestamp != nil:
+		return KillReasonPodDeleted, "Pod is being deleted"
+	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+		return KillReasonPodTerminal, fmt.Sprintf("Pod phase is %s", pod.Status.Phase)
+	case activeDeadlineExceeded(pod, now):
+		return KillReasonDeadlineExceeded, activeDeadlineMessage
+	}
+	return "", ""
+}
+
+const activeDeadlineMessage = "Pod was active on the node longer than the specified deadline"
+
+// activeDeadlineExceeded is the kubelet's activeDeadlineHandler.
+func activeDeadlineExceeded(pod *corev1.Pod, now time.Time) bool {
+	d := pod.Spec.ActiveDeadlineSeconds
+	if d == nil || pod.Status.StartTime == nil {
+		return false
+	}
+	return now.Sub(pod.Status.StartTime.Time) >= time.Duration(*d)*time.Second
+}
+
+type planner struct {
+	pod    *corev1.Pod
+	view   *RuntimeView
+	probes ProbeResults
+	// kills and starts keyed by container name, for dedup.
+	kills map[string]ContainerAction
+}
+
+func (p *planner) kill(c *corev1.Container, inst *ContainerInstance, reason, msg string, changed []string) {
+	if p.kills == nil {
+		p.kills = map[string]ContainerAction{}
+	}
+	p.kills[c.Name] = ContainerAction{Name: c.Name, ContainerID: inst.ID, Reason: reason, Message: msg, ChangedFields: changed}
+}
+
+func (p *planner) startAction(c *corev1.Container, reason, msg string) ContainerAction {
+	var attempt uint32
+	if inst := p.view.FindContainer(c.Name); inst != nil {
+		attempt = uint32(inst.RestartCount) + 1
+	}
+	return ContainerAction{Name: c.Name, Attempt: attempt, Reason: reason, Message: msg}
+}
+
+// killPod sets a whole-pod kill: every running instance, every ready
+// sandbox.
+func (p *planner) killPod(a *PodActions, reason, msg string) {
+	a.KillPod = true
+	a.KillPodReason = reason
+	a.KillPodMessage = msg
+	a.Kill = nil
+	a.StartInit = nil
+	for _, s := range p.view.Sandboxes {
+		if s.State == SandboxReady {
+			a.Sandbox.KillIDs = append(a.Sandbox.KillIDs, s.ID)
+		}
+	}
+	// Regular containers first, then init containers in reverse, as the
+	// kubelet's termination ordering stops sidecars last.
+	order := make([]string, 0, len(p.pod.Spec.Containers)+len(p.pod.Spec.InitContainers))
+	for _, c := range p.pod.Spec.Containers {
+		order = append(order, c.Name)
+	}
+	for i := len(p.pod.Spec.InitContainers) - 1; i >= 0; i-- {
+		order = append(order, p.pod.Spec.InitContainers[i].Name)
+	}
+	rank := func(name string) int {
+		if i := slices.Index(order, name); i >= 0 {
+			return i
+		}
+		return len(order)
+	}
+	var running []ContainerInstance
+	for _, inst := range p.view.Containers {
+		if inst.State == ContainerRunning {
+			running = append(running, inst)
+		}
+	}
+	slices.SortStableFunc(running, func(x, y ContainerInstance) int { return rank(x.Name) - rank(y.Name) })
+	for _, inst := range running {
+		a.Kill = append(a.Kill, ContainerAction{Name: inst.Name, ContainerID: inst.ID, Reason: ReasonPodKilled, Message: msg})
+	}
+}
+
+func (p *planner) compute() PodActions {
+	pod := p.pod
+	sb := PodSandboxChanged(pod, p.view)
+	a := PodActions{Sandbox: sb}
+	if sb.Create {
+		return p.computeNewSandbox(a)
+	}
+
+	initialized := p.computeInitContainerActions(&a)
+	if a.KillPod {
+		return a
+	}
+	if !initialized {
+		p.collectKills(&a)
+		return a
+	}
+
+	keep := 0
+	restart := shouldRestartOnFailure(pod)
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		inst := p.view.FindContainer(c.Name)
+		if inst == nil || inst.State != ContainerRunning {
+			if reason, ok := shouldContainerBeRestarted(c, pod, p.view); ok {
+				a.Start = append(a.Start, p.startAction(c, reason, "Container is not in the desired state and shall be started"))
+				if inst != nil && inst.State == ContainerUnknown {
+					p.kill(c, inst, ReasonUnknownState,
+						fmt.Sprintf("Container is in %q state, try killing it before restart", inst.State), nil)
+				}
+			}
+			continue
+		}
+		var reason, msg string
+		var changed []string
+		willRestart := restart
+		if hash := ContainerHash(pod, c); hash != inst.Hash {
+			changed = ChangedFields(inst.Spec, NewContainerSpec(pod, c))
+			reason, msg = ReasonDefinitionChanged, fmt.Sprintf("Container %s definition changed", c.Name)
+			willRestart = true
+		} else if p.probes.Liveness[inst.ID] == ProbeFailure {
+			reason, msg = ReasonLivenessProbe, fmt.Sprintf("Container %s failed liveness probe", c.Name)
+		} else if p.probes.Startup[inst.ID] == ProbeFailure {
+			reason, msg = ReasonStartupProbe, fmt.Sprintf("Container %s failed startup probe", c.Name)
+		} else {
+			keep++
+			continue
+		}
+		if willRestart {
+			msg += ", will be restarted"
+			a.Start = append(a.Start, p.startAction(c, reason, msg))
+		}
+		p.kill(c, inst, reason, msg, changed)
+	}
+	p.killNotInSpec()
+	if keep == 0 && len(a.Start) == 0 {
+		// Nothing to keep or start: stop the pod, sidecars included.
+		p.killPod(&a, KillReasonAllContainersDone, "Stopping pod because all other containers are dead")
+		return a
+	}
+	p.collectKills(&a)
+	return a
+}
+
+// computeNewSandbox is computePodActions' branch for a pod that needs a new
+// sandbox: everything is killed, and init containers start from the first.
+func (p *planner) computeNewSandbox(a PodActions) PodActions {
+	pod := p.pod
+	attempt := a.Sandbox.Attempt
+	p.killPod(&a, KillReasonSandboxChanged, a.Sandbox.Message)
+	a.Sandbox.Create = true
+	a.Sandbox.Attempt = attempt
+	if !shouldRestartOnFailure(pod) && attempt != 0 && len(p.view.Containers) != 0 {
+		// restartPolicy Never: a dead sandbox is not recreated once
+		// containers have run.
+		a.Sandbox.Create = false
+		a.Sandbox.Reason = SandboxReasonNotRecreated
+		a.Sandbox.Message = "Pod with restartPolicy Never has run; its sandbox is not recreated"
+		return a
+	}
+	var starts []ContainerAction
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && containerSucceeded(c, p.view) {
+			continue
+		}
+		starts = append(starts, p.startAction(c, ReasonNewSandbox, "Container will be started in a new sandbox"))
+	}
+	if len(starts) == 0 && hasAnyRegularContainerCreated(pod, p.view) {
+		a.Sandbox.Create = false
+		a.Sandbox.Reason = SandboxReasonInitializedDone
+		a.Sandbox.Message = "Pod has completed; its sandbox is not recreated"
+		return a
+	}
+	if len(pod.Spec.InitContainers) != 0 {
+		a.StartInit = []ContainerAction{p.startAction(&pod.Spec.InitContainers[0], ReasonNewSandbox,
+			"Init containers start from the first in a new sandbox")}
+		return a
+	}
+	a.Start = starts
+	return a
+}
+
+// containerSucceeded is the kubelet's: the newest instance exited 0.
+func containerSucceeded(c *corev1.Container, view *RuntimeView) bool {
+	inst := view.FindContainer(c.Name)
+	return inst != nil && inst.State == ContainerExited && inst.ExitCode == 0
+}
+
+// hasAnyRegularContainerCreated is the kubelet's.
+func hasAnyRegularContainerCreated(pod *corev1.Pod, view *RuntimeView) bool {
+	for i := range pod.Spec.Containers {
+		inst := view.FindContainer(pod.Spec.Containers[i].Name)
+		if inst == nil {
+			continue
+		}
+		switch inst.State {
+		case ContainerCreated, ContainerRunning, ContainerExited:
+			return true
+		}
+	}
+	return false
+}
+
+// shouldContainerBeRestarted is the kubelet's ShouldContainerBeRestarted,
+// returning the reason.
+func shouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, view *RuntimeView) (string, bool) {
+	if pod.DeletionTimestamp != nil {
+		return "", false
+	}
+	inst := view.FindContainer(c.Name)
+	if inst == nil {
+		return ReasonNotStarted, true
+	}
+	switch inst.State {
+	case ContainerRunning:
+		return "", false
+	case ContainerUnknown:
+		return ReasonUnknownState, true
+	case ContainerCreated:
+		return ReasonCreated, true
+	}
+	switch pod.Spec.RestartPolicy {
+	case corev1.RestartPolicyNever:
+		return "", false
+	case corev1.RestartPolicyOnFailure:
+		if inst.ExitCode == 0 {
+			return "", false
+		}
+	}
+	return ReasonExited, true
+}
+
+// isInitContainerFailed is the kubelet's.
+func isInitContainerFailed(inst *ContainerInstance) bool {
+	if inst.State == ContainerExited && inst.ExitCode != 0 {
+		return true
+	}
+	// An unknown state is a failure: the container did not run to
+	// completion.
+	return inst.State == ContainerUnknown
+}
+
+// computeInitContainerActions is the kubelet's function of that name: it
+// starts the first init container not yet started, one at a time, keeps
+// restartable init containers (sidecars) running, and reports whether the
+// pod has been initialized.
+func (p *planner) computeInitContainerActions(a *PodActions) bool {
+	pod := p.pod
+	inits := pod.Spec.InitContainers
+	if len(inits) == 0 {
+		return true
+	}
+	podHasInitialized := false
+	for i := range pod.Spec.Containers {
+		inst := p.view.FindContainer(pod.Spec.Containers[i].Name)
+		if inst != nil && (inst.State == ContainerCreated || inst.State == ContainerRunning) {
+			podHasInitialized = true
+			break
+		}
+	}
+	prevInitialized := podHasInitialized
+	restartOnFailure := shouldRestartOnFailure(pod)
+	var starts []ContainerAction
+	start := func(c *corev1.Container, reason, msg string) {
+		starts = append(starts, p.startAction(c, reason, msg))
+	}
+
+	for i := len(inits) - 1; i >= 0; i-- {
+		c := &inits[i]
+		sidecar := IsRestartableInitContainer(c)
+		inst := p.view.FindContainer(c.Name)
+		if inst == nil {
+			if prevInitialized && sidecar {
+				start(c, ReasonSidecarMissing, "Sidecar container was initialized but is missing; restarting it")
+			}
+			continue
+		}
+		if prevInitialized && !sidecar {
+			continue
+		}
+		switch inst.State {
+		case ContainerCreated:
+			start(c, ReasonCreated, "Init container is stuck in the created state; restarting it")
+		case ContainerRunning:
+			if !sidecar {
+				break
+			}
+			if c.StartupProbe != nil {
+				r := p.probes.Startup[inst.ID]
+				if r == ProbeUnknown {
+					break
+				}
+				if r == ProbeFailure {
+					msg := fmt.Sprintf("Init container %s failed startup probe", c.Name)
+					p.kill(c, inst, ReasonStartupProbe, msg, nil)
+					start(c, ReasonStartupProbe, msg)
+					break
+				}
+			}
+			if i == len(inits)-1 {
+				podHasInitialized = true
+			} else if !prevInitialized {
+				next := &inits[i+1]
+				start(next, ReasonNextInitContainer, fmt.Sprintf("Init container %s has started; starting %s", c.Name, next.Name))
+			}
+			if hash := ContainerHash(pod, c); hash != inst.Hash {
+				msg := fmt.Sprintf("Init container %s definition changed", c.Name)
+				p.kill(c, inst, ReasonDefinitionChanged, msg, ChangedFields(inst.Spec, NewContainerSpec(pod, c)))
+				start(c, ReasonDefinitionChanged, msg)
+				break
+			}
+			if c.LivenessProbe != nil && p.probes.Liveness[inst.ID] == ProbeFailure {
+				msg := fmt.Sprintf("Init container %s failed liveness probe", c.Name)
+				p.kill(c, inst, ReasonLivenessProbe, msg, nil)
+				start(c, ReasonLivenessProbe, msg)
+			}
+		case ContainerExited:
+			if sidecar {
+				start(c, ReasonSidecarExited, "Sidecar container exited; restarting it")
+				break
+			}
+			if isInitContainerFailed(inst) {
+				if !restartOnFailure {
+					p.killPod(a, KillReasonInitContainerFailed,
+						fmt.Sprintf("Init container %s failed with exit code %d and restartPolicy is Never", c.Name, inst.ExitCode))
+					return false
+				}
+				start(c, ReasonInitFailed, fmt.Sprintf("Init container %s failed with exit code %d; retrying", c.Name, inst.ExitCode))
+				break
+			}
+			if i == len(inits)-1 {
+				podHasInitialized = true
+			} else {
+				next := &inits[i+1]
+				start(next, ReasonNextInitContainer, fmt.Sprintf("Init container %s completed; starting %s", c.Name, next.Name))
+			}
+		default:
+			msg := fmt.Sprintf("Init container is in %q state, try killing it before restart", inst.State)
+			if !sidecar && !restartOnFailure {
+				p.killPod(a, KillReasonInitContainerFailed,
+					fmt.Sprintf("Init container %s is in an unknown state and restartPolicy is Never", c.Name))
+				return false
+			}
+			p.kill(c, inst, ReasonUnknownState, msg, nil)
+			start(c, ReasonUnknownState, msg)
+		}
+		if !prevInitialized {
+			prevInitialized = true
+		}
+	}
+	if !prevInitialized {
+		start(&inits[0], ReasonNotStarted, "No init container has started; starting the first")
+	}
+	// Spec order, once each (the kubelet reverses its list).
+	slices.Reverse(starts)
+	for _, s := range starts {
+		if !slices.ContainsFunc(a.StartInit, func(x ContainerAction) bool { return x.Name == s.Name }) {
+			a.StartInit = append(a.StartInit, s)
+		}
+	}
+	slices.SortStableFunc(a.StartInit, func(x, y ContainerAction) int {
+		return initIndex(pod, x.Name) - initIndex(pod, y.Name)
+	})
+	return podHasInitialized
+}
+
+func initIndex(pod *corev1.Pod, name string) int {
+	return slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == name })
+}
+
+// killNotInSpec kills running instances of containers the spec no longer
+// names (podsync specs are mutable; the kubelet's are not).
+func (p *planner) killNotInSpec() {
+	for i := range p.view.Containers {
+		inst := &p.view.Containers[i]
+		if inst.State != ContainerRunning || specContainer(p.pod, inst.Name) != nil {
+			continue
+		}
+		if _, dup := p.kills[inst.Name]; dup {
+			continue
+		}
+		if p.kills == nil {
+			p.kills = map[string]ContainerAction{}
+		}
+		p.kills[inst.Name] = ContainerAction{Name: inst.Name, ContainerID: inst.ID, Reason: ReasonNotInSpec,
+			Message: fmt.Sprintf("Container %s is no longer in the pod spec", inst.Name)}
+	}
+}
+
+// collectKills moves the kill decisions into a, init containers first,
+// then regular containers, each in spec order, then others by name.
+func (p *planner) collectKills(a *PodActions) {
+	var order []string
+	for _, c := range p.pod.Spec.InitContainers {
+		order = append(order, c.Name)
+	}
+	for _, c := range p.pod.Spec.Containers {
+		order = append(order, c.Name)
+	}
+	for _, name := range order {
+		if k, ok := p.kills[name]; ok {
+			a.Kill = append(a.Kill, k)
+			delete(p.kills, name)
+		}
+	}
+	var rest []string
+	for name := range p.kills {
+		rest = append(rest, name)
+	}
+	slices.Sort(rest)
+	for _, name := range rest {
+		a.Kill = append(a.Kill, p.kills[name])
+	}
+	p.kills = nil
+}
+
+// specContainer returns the init or regular container named name, or nil.
+func specContainer(pod *corev1.Pod, name string) *corev1.Container {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// finish applies the back-off checks the kubelet's SyncPod makes before
+// each start (doBackOff, then the image manager's pull back-off). A
+// regular init container in back-off stops the rest of the sync, as in
+// SyncPod; a sidecar or regular container in back-off is skipped.
+func (p *planner) finish(a *PodActions, now time.Time, bo BackoffPolicy) {
+	var inits []ContainerAction
+	for _, s := range a.StartInit {
+		c := specContainer(p.pod, s.Name)
+		if w, ok := p.backedOff(c, s, now, bo); ok {
+			a.BackOff = append(a.BackOff, w)
+			if !IsRestartableInitContainer(c) {
+				a.StartInit = inits
+				a.Start = nil
+				return
+			}
+			continue
+		}
+		inits = append(inits, s)
+	}
+	a.StartInit = inits
+	var starts []ContainerAction
+	for _, s := range a.Start {
+		if w, ok := p.backedOff(specContainer(p.pod, s.Name), s, now, bo); ok {
+			a.BackOff = append(a.BackOff, w)
+			continue
+		}
+		starts = append(starts, s)
+	}
+	a.Start = starts
+}
+
+func (p *planner) backedOff(c *corev1.Container, s ContainerAction, now time.Time, bo BackoffPolicy) (ContainerAction, bool) {
+	if b := CrashLoopBackoff(p.pod, c, p.view, bo); b.Active(now) {
+		return ContainerAction{Name: c.Name, Attempt: s.Attempt, Reason: ReasonCrashLoopBackOff,
+			Message: crashLoopMessage(p.pod, c.Name, b.Delay), NextAttempt: b.Until}, true
+	}
+	if b := ImagePullBackoff(p.pod, c, p.view, bo); b.Active(now) {
+		return ContainerAction{Name: c.Name, Attempt: s.Attempt, Reason: ReasonImagePullBackOff,
+			Message: fmt.Sprintf("Back-off pulling image %q", c.Image), NextAttempt: b.Until}, true
+	}
+	return ContainerAction{}, false
+}

@@ -1,0 +1,916 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+)
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func basePod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			Containers: []corev1.Container{
+				{Name: "app", Image: "busybox:1", Command: []string{"sleep", "3600"}, TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile},
+				{Name: "helper", Image: "busybox:1", TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile},
+			},
+		},
+	}
+}
+
+func sandbox(id string, attempt uint32, ready bool, age time.Duration) Sandbox {
+	s := Sandbox{ID: id, Attempt: attempt, CreatedAt: t0.Add(-age), IPs: []string{"10.0.0.5"}, NetworkMode: runtimeapi.NamespaceMode_POD}
+	if ready {
+		s.State = SandboxReady
+	}
+	return s
+}
+
+// inst builds an instance of the container named name in pod, with the
+// hash pod gives it.
+func inst(pod *corev1.Pod, name, id string, state ContainerState, restarts int32, age time.Duration) ContainerInstance {
+	c := specContainer(pod, name)
+	i := ContainerInstance{ID: id, Name: name, State: state, RestartCount: restarts, CreatedAt: t0.Add(-age), StartedAt: t0.Add(-age)}
+	if c != nil {
+		i.Hash = ContainerHash(pod, c)
+		i.Spec = NewContainerSpec(pod, c)
+		i.Image = c.Image
+	}
+	if state == ContainerExited {
+		i.FinishedAt = t0.Add(-age / 2)
+	}
+	return i
+}
+
+func exited(i ContainerInstance, code int32, finishedAgo time.Duration) ContainerInstance {
+	i.State = ContainerExited
+	i.ExitCode = code
+	i.FinishedAt = t0.Add(-finishedAgo)
+	return i
+}
+
+func baseView() RuntimeView {
+	p := basePod()
+	return RuntimeView{
+		Sandboxes: []Sandbox{sandbox("sb1", 0, true, time.Hour)},
+		Containers: []ContainerInstance{
+			inst(p, "helper", "c-helper", ContainerRunning, 0, 50*time.Minute),
+			inst(p, "app", "c-app", ContainerRunning, 0, 55*time.Minute),
+		},
+	}
+}
+
+// planSummary is the part of PodActions most cases assert on.
+type planSummary struct {
+	KillPod   string
+	Sandbox   string
+	KillIDs   []string
+	Kill      []string
+	StartInit []string
+	Start     []string
+	BackOff   []string
+}
+
+func summarize(a PodActions) planSummary {
+	s := planSummary{KillPod: a.KillPodReason, KillIDs: a.Sandbox.KillIDs}
+	switch {
+	case a.Sandbox.Create:
+		s.Sandbox = fmt.Sprintf("create@%d:%s", a.Sandbox.Attempt, a.Sandbox.Reason)
+	case a.Sandbox.ID != "":
+		s.Sandbox = "use:" + a.Sandbox.ID
+	default:
+		s.Sandbox = "none:" + a.Sandbox.Reason
+	}
+	for _, k := range a.Kill {
+		s.Kill = append(s.Kill, k.Name+"/"+k.ContainerID+":"+k.Reason)
+	}
+	for _, k := range a.StartInit {
+		s.StartInit = append(s.StartInit, fmt.Sprintf("%s#%d:%s", k.Name, k.Attempt, k.Reason))
+	}
+	for _, k := range a.Start {
+		s.Start = append(s.Start, fmt.Sprintf("%s#%d:%s", k.Name, k.Attempt, k.Reason))
+	}
+	for _, k := range a.BackOff {
+		s.BackOff = append(s.BackOff, fmt.Sprintf("%s:%s@+%s", k.Name, k.Reason, k.NextAttempt.Sub(t0)))
+	}
+	return s
+}
+
+func keep() planSummary { return planSummary{Sandbox: "use:sb1"} }
+
+// withInit gives the pod init containers: "init-a" and "init-b" run to
+// completion; names ending in "-sidecar" are restartable.
+func withInit(names ...string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		for _, n := range names {
+			c := corev1.Container{Name: n, Image: "busybox:1"}
+			if strings.HasSuffix(n, "-sidecar") {
+				c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+			}
+			p.Spec.InitContainers = append(p.Spec.InitContainers, c)
+		}
+	}
+}
+
+func chain(fs ...func(*corev1.Pod)) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		for _, f := range fs {
+			f(p)
+		}
+	}
+}
+
+func policy(rp corev1.RestartPolicy) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Spec.RestartPolicy = rp }
+}
+
+// setContainers replaces the view's containers, newest first.
+func setContainers(is ...ContainerInstance) func(*corev1.Pod, *RuntimeView) {
+	return func(_ *corev1.Pod, v *RuntimeView) { v.Containers = is }
+}
+
+func TestComputePodActions(t *testing.T) {
+	mp := basePod // the unmutated pod, for hashes of instances
+	withSidecarStartup := func(p *corev1.Pod) {
+		p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{}
+	}
+	tests := []struct {
+		name       string
+		mutatePod  func(*corev1.Pod)
+		mutateView func(*corev1.Pod, *RuntimeView)
+		probes     ProbeResults
+		want       planSummary
+	}{
+		// Sandbox rules (PodSandboxChanged).
+		{
+			name:       "no sandbox creates one with attempt 0 and starts every container",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { *v = RuntimeView{} },
+			want:       planSummary{KillPod: KillReasonSandboxChanged, Sandbox: "create@0:NoSandbox", Start: []string{"app#0:NewSandbox", "helper#0:NewSandbox"}},
+		},
+		{
+			name: "all running with unchanged spec keeps everything",
+			want: keep(),
+		},
+		{
+			name: "newest sandbox not ready recreates with attempt plus one and kills the pod",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Sandboxes = []Sandbox{sandbox("sb2", 3, false, time.Minute), sandbox("sb1", 2, false, time.Hour)}
+				v.Containers = []ContainerInstance{exited(v.Containers[0], 137, time.Minute), exited(v.Containers[1], 137, time.Minute)}
+			},
+			want: planSummary{KillPod: KillReasonSandboxChanged, Sandbox: "create@4:SandboxNotReady", Start: []string{"app#1:NewSandbox", "helper#1:NewSandbox"}},
+		},
+		{
+			name: "two ready sandboxes recreate and stop both",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Sandboxes = []Sandbox{sandbox("sb2", 1, true, time.Minute), sandbox("sb1", 0, true, time.Hour)}
+			},
+			want: planSummary{KillPod: KillReasonSandboxChanged, Sandbox: "create@2:MultipleReadySandboxes", KillIDs: []string{"sb2", "sb1"},
+				Kill:  []string{"app/c-app:PodKilled", "helper/c-helper:PodKilled"},
+				Start: []string{"app#1:NewSandbox", "helper#1:NewSandbox"}},
+		},
+		{
+			name: "attempt is the highest seen plus one",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Sandboxes = []Sandbox{sandbox("sb3", 1, false, time.Minute), sandbox("sb2", 7, false, time.Hour)}
+				v.Containers = nil
+			},
+			want: planSummary{KillPod: KillReasonSandboxChanged, Sandbox: "create@8:SandboxNotReady", Start: []string{"app#0:NewSandbox", "helper#0:NewSandbox"}},
+		},
+		{
+			name:      "hostNetwork changed to true recreates the sandbox",
+			mutatePod: func(p *corev1.Pod) { p.Spec.HostNetwork = true },
+			want: planSummary{KillPod: KillReasonSandboxChanged, Sandbox: "create@1:NetworkNamespaceChanged", KillIDs: []string{"sb1"},
+				Kill:  []string{"app/c-app:PodKilled", "helper/c-helper:PodKilled"},
+				Start: []string{"app#1:NewSandbox", "helper#1:NewSandbox"}},
+		},
+		{
+			name: "host-network sandbox for a pod network pod is recreated",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Sandboxes[0].NetworkMode = runtimeapi.NamespaceMode_NODE
+				v.Sandboxes[0].IPs = nil
+			},
+			want: planSummary{KillPod: KillReasonSandboxChanged, Sandbox: "create@1:NetworkNamespaceChanged", KillIDs: []string{"sb1"},
+				Kill:  []string{"app/c-app:PodKilled", "helper/c-helper:PodKilled"},
+				Start: []string{"app#1:NewSandbox", "helper#1:NewSandbox"}},
+		},
+		{
+			name:       "sandbox without IP is recreated",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Sandboxes[0].IPs = nil },
+			want: planSummary{KillPod: KillReasonSandboxChanged, Sandbox: "create@1:SandboxWithoutIP", KillIDs: []string{"sb1"},
+				Kill:  []string{"app/c-app:PodKilled", "helper/c-helper:PodKilled"},
+				Start: []string{"app#1:NewSandbox", "helper#1:NewSandbox"}},
+		},
+		{
+			name:      "host-network sandbox without IP is kept",
+			mutatePod: func(p *corev1.Pod) { p.Spec.HostNetwork = true },
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Sandboxes[0].NetworkMode = runtimeapi.NamespaceMode_NODE
+				v.Sandboxes[0].IPs = nil
+			},
+			want: keep(),
+		},
+		{
+			name:      "restartPolicy Never does not recreate a dead sandbox once containers ran",
+			mutatePod: policy(corev1.RestartPolicyNever),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Sandboxes[0].State = SandboxNotReady
+				v.Containers = []ContainerInstance{exited(v.Containers[0], 1, time.Minute), exited(v.Containers[1], 0, time.Minute)}
+			},
+			want: planSummary{KillPod: KillReasonSandboxChanged, Sandbox: "none:SandboxNotRecreated"},
+		},
+		{
+			name:      "restartPolicy Never retries a sandbox when no container was ever created",
+			mutatePod: policy(corev1.RestartPolicyNever),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Sandboxes[0].State = SandboxNotReady
+				v.Containers = nil
+			},
+			want: planSummary{KillPod: KillReasonSandboxChanged, Sandbox: "create@1:SandboxNotReady", Start: []string{"app#0:NewSandbox", "helper#0:NewSandbox"}},
+		},
+		{
+			name:       "restartPolicy Never creates the first sandbox",
+			mutatePod:  policy(corev1.RestartPolicyNever),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { *v = RuntimeView{} },
+			want:       planSummary{KillPod: KillReasonSandboxChanged, Sandbox: "create@0:NoSandbox", Start: []string{"app#0:NewSandbox", "helper#0:NewSandbox"}},
+		},
+		{
+			name:      "restartPolicy OnFailure with every container succeeded does not recreate the sandbox",
+			mutatePod: policy(corev1.RestartPolicyOnFailure),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Sandboxes[0].State = SandboxNotReady
+				v.Containers = []ContainerInstance{exited(v.Containers[0], 0, time.Minute), exited(v.Containers[1], 0, time.Minute)}
+			},
+			want: planSummary{KillPod: KillReasonSandboxChanged, Sandbox: "none:PodCompleted"},
+		},
+		{
+			name:      "restartPolicy OnFailure recreates the sandbox for failed containers only",
+			mutatePod: policy(corev1.RestartPolicyOnFailure),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Sandboxes[0].State = SandboxNotReady
+				v.Containers = []ContainerInstance{exited(v.Containers[0], 0, time.Minute), exited(v.Containers[1], 2, 20*time.Minute)}
+			},
+			want: planSummary{KillPod: KillReasonSandboxChanged, Sandbox: "create@1:SandboxNotReady", Start: []string{"app#1:NewSandbox"}},
+		},
+		{
+			name:      "new sandbox starts init containers from the first",
+			mutatePod: withInit("init-a", "init-b"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Sandboxes[0].State = SandboxNotReady
+				v.Containers = []ContainerInstance{
+					exited(inst(p, "app", "c-app", ContainerExited, 0, time.Hour), 137, time.Minute),
+					exited(inst(p, "init-b", "c-b", ContainerExited, 0, 2*time.Hour), 0, 2*time.Hour),
+					exited(inst(p, "init-a", "c-a", ContainerExited, 0, 3*time.Hour), 0, 3*time.Hour),
+				}
+			},
+			want: planSummary{KillPod: KillReasonSandboxChanged, Sandbox: "create@1:SandboxNotReady", StartInit: []string{"init-a#1:NewSandbox"}},
+		},
+		{
+			name:       "new sandbox with a sidecar starts the sidecar first",
+			mutatePod:  withInit("log-sidecar"),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { *v = RuntimeView{} },
+			want:       planSummary{KillPod: KillReasonSandboxChanged, Sandbox: "create@0:NoSandbox", StartInit: []string{"log-sidecar#0:NewSandbox"}},
+		},
+
+		// Regular containers.
+		{
+			name:       "missing container is started",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers = v.Containers[1:] },
+			want:       planSummary{Sandbox: "use:sb1", Start: []string{"helper#0:NotStarted"}},
+		},
+		{
+			name:       "exited container restarts under Always",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers[0] = exited(v.Containers[0], 0, time.Minute) },
+			want:       planSummary{Sandbox: "use:sb1", Start: []string{"helper#1:Exited"}},
+		},
+		{
+			name:       "failed container restarts under OnFailure",
+			mutatePod:  policy(corev1.RestartPolicyOnFailure),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers[0] = exited(v.Containers[0], 1, time.Minute) },
+			want:       planSummary{Sandbox: "use:sb1", Start: []string{"helper#1:Exited"}},
+		},
+		{
+			name:       "succeeded container is not restarted under OnFailure",
+			mutatePod:  policy(corev1.RestartPolicyOnFailure),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers[0] = exited(v.Containers[0], 0, time.Minute) },
+			want:       keep(),
+		},
+		{
+			name:       "failed container is not restarted under Never",
+			mutatePod:  policy(corev1.RestartPolicyNever),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers[0] = exited(v.Containers[0], 1, time.Minute) },
+			want:       keep(),
+		},
+		{
+			name:       "container never started is started under Never",
+			mutatePod:  policy(corev1.RestartPolicyNever),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers = v.Containers[1:] },
+			want:       planSummary{Sandbox: "use:sb1", Start: []string{"helper#0:NotStarted"}},
+		},
+		{
+			name:       "created container is restarted without a kill",
+			mutatePod:  policy(corev1.RestartPolicyNever),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers[0].State = ContainerCreated },
+			want:       planSummary{Sandbox: "use:sb1", Start: []string{"helper#1:Created"}},
+		},
+		{
+			name:       "unknown container is killed and restarted",
+			mutatePod:  policy(corev1.RestartPolicyNever),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers[0].State = ContainerUnknown },
+			want:       planSummary{Sandbox: "use:sb1", Kill: []string{"helper/c-helper:Unknown"}, Start: []string{"helper#1:Unknown"}},
+		},
+		{
+			name:      "changed image kills and restarts a running container",
+			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[0].Image = "busybox:2" },
+			want:      planSummary{Sandbox: "use:sb1", Kill: []string{"app/c-app:DefinitionChanged"}, Start: []string{"app#1:DefinitionChanged"}},
+		},
+		{
+			name:      "changed command restarts, unlike the kubelet",
+			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[0].Command = []string{"sleep", "1"} },
+			want:      planSummary{Sandbox: "use:sb1", Kill: []string{"app/c-app:DefinitionChanged"}, Start: []string{"app#1:DefinitionChanged"}},
+		},
+		{
+			name:      "changed env restarts, unlike the kubelet",
+			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "FOO", Value: "1"}} },
+			want:      planSummary{Sandbox: "use:sb1", Kill: []string{"helper/c-helper:DefinitionChanged"}, Start: []string{"helper#1:DefinitionChanged"}},
+		},
+		{
+			name:      "changed spec restarts even under Never",
+			mutatePod: chain(policy(corev1.RestartPolicyNever), func(p *corev1.Pod) { p.Spec.Containers[0].Args = []string{"x"} }),
+			want:      planSummary{Sandbox: "use:sb1", Kill: []string{"app/c-app:DefinitionChanged"}, Start: []string{"app#1:DefinitionChanged"}},
+		},
+		{
+			name:      "changed readiness probe does not restart",
+			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 3} },
+			want:      keep(),
+		},
+		{
+			name:      "changed pull policy does not restart",
+			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways },
+			want:      keep(),
+		},
+		{
+			name:   "liveness failure kills and restarts",
+			probes: ProbeResults{Liveness: map[string]ProbeResult{"c-app": ProbeFailure}},
+			want:   planSummary{Sandbox: "use:sb1", Kill: []string{"app/c-app:LivenessProbeFailed"}, Start: []string{"app#1:LivenessProbeFailed"}},
+		},
+		{
+			name:   "startup failure kills and restarts",
+			probes: ProbeResults{Startup: map[string]ProbeResult{"c-helper": ProbeFailure}},
+			want:   planSummary{Sandbox: "use:sb1", Kill: []string{"helper/c-helper:StartupProbeFailed"}, Start: []string{"helper#1:StartupProbeFailed"}},
+		},
+		{
+			name:   "liveness success keeps the container",
+			probes: ProbeResults{Liveness: map[string]ProbeResult{"c-app": ProbeSuccess}},
+			want:   keep(),
+		},
+		{
+			name:   "readiness failure does not restart",
+			probes: ProbeResults{Readiness: map[string]ProbeResult{"c-app": ProbeFailure}},
+			want:   keep(),
+		},
+		{
+			name:      "liveness failure under Never kills without restart",
+			mutatePod: policy(corev1.RestartPolicyNever),
+			probes:    ProbeResults{Liveness: map[string]ProbeResult{"c-app": ProbeFailure}},
+			want:      planSummary{Sandbox: "use:sb1", Kill: []string{"app/c-app:LivenessProbeFailed"}},
+		},
+		{
+			name:       "liveness failure of the last running container under Never kills the pod",
+			mutatePod:  policy(corev1.RestartPolicyNever),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers[0] = exited(v.Containers[0], 0, time.Minute) },
+			probes:     ProbeResults{Liveness: map[string]ProbeResult{"c-app": ProbeFailure}},
+			want:       planSummary{KillPod: KillReasonAllContainersDone, Sandbox: "use:sb1", KillIDs: []string{"sb1"}, Kill: []string{"app/c-app:PodKilled"}},
+		},
+		{
+			name:      "all containers exited under Never kills the pod",
+			mutatePod: policy(corev1.RestartPolicyNever),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{exited(v.Containers[0], 0, time.Minute), exited(v.Containers[1], 1, time.Minute)}
+			},
+			want: planSummary{KillPod: KillReasonAllContainersDone, Sandbox: "use:sb1", KillIDs: []string{"sb1"}},
+		},
+		{
+			name:      "all containers succeeded under OnFailure kills the pod",
+			mutatePod: policy(corev1.RestartPolicyOnFailure),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{exited(v.Containers[0], 0, time.Minute), exited(v.Containers[1], 0, time.Minute)}
+			},
+			want: planSummary{KillPod: KillReasonAllContainersDone, Sandbox: "use:sb1", KillIDs: []string{"sb1"}},
+		},
+		{
+			name:      "running container removed from the spec is killed",
+			mutatePod: func(p *corev1.Pod) { p.Spec.Containers = p.Spec.Containers[:1] },
+			want:      planSummary{Sandbox: "use:sb1", Kill: []string{"helper/c-helper:NotInSpec"}},
+		},
+
+		// Pods that must only stop.
+		{
+			name:       "deleted pod is killed and nothing restarts",
+			mutatePod:  func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} },
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers[0] = exited(v.Containers[0], 1, time.Minute) },
+			want:       planSummary{KillPod: KillReasonPodDeleted, Sandbox: "use:sb1", KillIDs: []string{"sb1"}, Kill: []string{"app/c-app:PodKilled"}},
+		},
+		{
+			name:       "deleted pod without sandbox creates none",
+			mutatePod:  func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} },
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { *v = RuntimeView{} },
+			want:       planSummary{KillPod: KillReasonPodDeleted, Sandbox: "none:PodNotRunnable"},
+		},
+		{
+			name:      "terminal phase Failed is sticky and nothing restarts",
+			mutatePod: func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed },
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Sandboxes[0].State = SandboxNotReady
+				v.Containers = []ContainerInstance{exited(v.Containers[0], 1, time.Minute), exited(v.Containers[1], 1, time.Minute)}
+			},
+			want: planSummary{KillPod: KillReasonPodTerminal, Sandbox: "none:PodNotRunnable"},
+		},
+		{
+			name:      "terminal phase Succeeded kills running containers",
+			mutatePod: func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded },
+			want: planSummary{KillPod: KillReasonPodTerminal, Sandbox: "use:sb1", KillIDs: []string{"sb1"},
+				Kill: []string{"app/c-app:PodKilled", "helper/c-helper:PodKilled"}},
+		},
+		{
+			name: "active deadline exceeded kills the pod",
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.ActiveDeadlineSeconds = ptr.To[int64](60)
+				p.Status.StartTime = &metav1.Time{Time: t0.Add(-time.Minute)}
+			},
+			want: planSummary{KillPod: KillReasonDeadlineExceeded, Sandbox: "use:sb1", KillIDs: []string{"sb1"},
+				Kill: []string{"app/c-app:PodKilled", "helper/c-helper:PodKilled"}},
+		},
+		{
+			name: "active deadline not yet reached keeps the pod",
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.ActiveDeadlineSeconds = ptr.To[int64](61)
+				p.Status.StartTime = &metav1.Time{Time: t0.Add(-time.Minute)}
+			},
+			want: keep(),
+		},
+
+		// Crash-loop back-off.
+		{
+			name:       "first crash restarts at once",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers[1] = exited(v.Containers[1], 1, time.Second) },
+			want:       planSummary{Sandbox: "use:sb1", Start: []string{"app#1:Exited"}},
+		},
+		{
+			name: "second crash within 10s is in CrashLoopBackOff",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				p := mp()
+				v.Containers = []ContainerInstance{
+					exited(inst(p, "app", "c-app2", ContainerExited, 1, 5*time.Second), 1, 3*time.Second),
+					v.Containers[0],
+					exited(inst(p, "app", "c-app", ContainerExited, 0, time.Minute), 1, 30*time.Second),
+				}
+			},
+			want: planSummary{Sandbox: "use:sb1", BackOff: []string{"app:CrashLoopBackOff@+7s"}},
+		},
+		{
+			name: "second crash after 10s restarts",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				p := mp()
+				v.Containers = []ContainerInstance{
+					exited(inst(p, "app", "c-app2", ContainerExited, 1, 15*time.Second), 1, 11*time.Second),
+					v.Containers[0],
+				}
+			},
+			want: planSummary{Sandbox: "use:sb1", Start: []string{"app#2:Exited"}},
+		},
+		{
+			name: "back-off doubles per restart count",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				p := mp()
+				v.Containers = []ContainerInstance{
+					exited(inst(p, "app", "c-app4", ContainerExited, 4, 5*time.Second), 1, time.Second),
+					v.Containers[0],
+					exited(inst(p, "app", "c-app3", ContainerExited, 3, 2*time.Minute), 1, 100*time.Second),
+				}
+			},
+			// restart counts 3 and 4: two failures in the retained run, 10s.
+			want: planSummary{Sandbox: "use:sb1", BackOff: []string{"app:CrashLoopBackOff@+9s"}},
+		},
+		{
+			name: "back-off counts restarts across garbage-collected instances",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				p := mp()
+				v.Containers = []ContainerInstance{
+					exited(inst(p, "app", "c-app9", ContainerExited, 9, 5*time.Second), 1, time.Second),
+					exited(inst(p, "app", "c-app6", ContainerExited, 6, 10*time.Minute), 1, 9*time.Minute),
+				}
+			},
+			// restarts 6..9 are four failures: 10s×2^2 = 40s.
+			want: planSummary{Sandbox: "use:sb1", Start: []string{"helper#0:NotStarted"}, BackOff: []string{"app:CrashLoopBackOff@+39s"}},
+		},
+		{
+			name: "back-off is capped at 300s",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				p := mp()
+				v.Containers = []ContainerInstance{
+					exited(inst(p, "app", "c-app30", ContainerExited, 30, 5*time.Second), 1, time.Second),
+					v.Containers[0],
+					exited(inst(p, "app", "c-app1", ContainerExited, 1, 5*time.Minute), 1, 5*time.Minute-time.Second),
+				}
+			},
+			want: planSummary{Sandbox: "use:sb1", BackOff: []string{"app:CrashLoopBackOff@+4m59s"}},
+		},
+		{
+			name: "back-off resets after 10 minutes of running",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				p := mp()
+				long := exited(inst(p, "app", "c-app5", ContainerExited, 5, 11*time.Minute), 1, time.Second)
+				v.Containers = []ContainerInstance{
+					long,
+					v.Containers[0],
+					exited(inst(p, "app", "c-app4", ContainerExited, 4, 12*time.Minute), 1, 11*time.Minute+time.Second),
+				}
+			},
+			want: planSummary{Sandbox: "use:sb1", Start: []string{"app#6:Exited"}},
+		},
+		{
+			name:      "changed spec starts a new back-off",
+			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[0].Image = "busybox:2" },
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				p := mp()
+				v.Containers = []ContainerInstance{
+					exited(inst(p, "app", "c-app2", ContainerExited, 1, 5*time.Second), 1, 3*time.Second),
+					v.Containers[0],
+					exited(inst(p, "app", "c-app", ContainerExited, 0, time.Minute), 1, 30*time.Second),
+				}
+			},
+			want: planSummary{Sandbox: "use:sb1", Start: []string{"app#2:Exited"}},
+		},
+		{
+			name: "image pull back-off after a failed pull",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Containers = v.Containers[1:]
+				v.PullFailures = []PullFailure{{Container: "helper", Image: "busybox:1", Failures: 2, At: t0.Add(-5 * time.Second)}}
+			},
+			want: planSummary{Sandbox: "use:sb1", BackOff: []string{"helper:ImagePullBackOff@+15s"}},
+		},
+		{
+			name: "image pull retried once its back-off passed",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Containers = v.Containers[1:]
+				v.PullFailures = []PullFailure{{Container: "helper", Image: "busybox:1", Failures: 1, At: t0.Add(-10 * time.Second)}}
+			},
+			want: planSummary{Sandbox: "use:sb1", Start: []string{"helper#0:NotStarted"}},
+		},
+		{
+			name:      "pull failure of an old image does not hold back a new one",
+			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[1].Image = "busybox:2" },
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Containers = v.Containers[1:]
+				v.PullFailures = []PullFailure{{Container: "helper", Image: "busybox:1", Failures: 3, At: t0}}
+			},
+			want: planSummary{Sandbox: "use:sb1", Start: []string{"helper#0:NotStarted"}},
+		},
+
+		// Init containers.
+		{
+			name:       "first init container starts when none ran",
+			mutatePod:  withInit("init-a", "init-b"),
+			mutateView: setContainers(),
+			want:       planSummary{Sandbox: "use:sb1", StartInit: []string{"init-a#0:NotStarted"}},
+		},
+		{
+			name:      "running init container is waited for",
+			mutatePod: withInit("init-a", "init-b"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{inst(p, "init-a", "c-a", ContainerRunning, 0, time.Second)}
+			},
+			want: planSummary{Sandbox: "use:sb1"},
+		},
+		{
+			name:      "next init container starts after the previous succeeded",
+			mutatePod: withInit("init-a", "init-b"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{exited(inst(p, "init-a", "c-a", ContainerExited, 0, time.Minute), 0, time.Second)}
+			},
+			want: planSummary{Sandbox: "use:sb1", StartInit: []string{"init-b#0:NextInitContainer"}},
+		},
+		{
+			name:      "regular containers start after the last init container succeeded",
+			mutatePod: withInit("init-a", "init-b"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{
+					exited(inst(p, "init-b", "c-b", ContainerExited, 0, time.Minute), 0, time.Second),
+					exited(inst(p, "init-a", "c-a", ContainerExited, 0, 2*time.Minute), 0, time.Minute),
+				}
+			},
+			want: planSummary{Sandbox: "use:sb1", Start: []string{"app#0:NotStarted", "helper#0:NotStarted"}},
+		},
+		{
+			name:      "failed init container under Never fails the pod",
+			mutatePod: chain(withInit("init-a", "init-b"), policy(corev1.RestartPolicyNever)),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{exited(inst(p, "init-a", "c-a", ContainerExited, 0, time.Minute), 2, time.Second)}
+			},
+			want: planSummary{KillPod: KillReasonInitContainerFailed, Sandbox: "use:sb1", KillIDs: []string{"sb1"}},
+		},
+		{
+			name:      "failed init container under OnFailure is retried",
+			mutatePod: chain(withInit("init-a", "init-b"), policy(corev1.RestartPolicyOnFailure)),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{exited(inst(p, "init-a", "c-a", ContainerExited, 0, time.Minute), 2, time.Minute)}
+			},
+			want: planSummary{Sandbox: "use:sb1", StartInit: []string{"init-a#1:InitContainerFailed"}},
+		},
+		{
+			name:      "failed init container is retried with back-off",
+			mutatePod: withInit("init-a", "init-b"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{
+					exited(inst(p, "init-a", "c-a2", ContainerExited, 1, 5*time.Second), 2, 2*time.Second),
+					exited(inst(p, "init-a", "c-a1", ContainerExited, 0, time.Minute), 2, 30*time.Second),
+				}
+			},
+			want: planSummary{Sandbox: "use:sb1", BackOff: []string{"init-a:CrashLoopBackOff@+8s"}},
+		},
+		{
+			name:      "unknown init container under Never fails the pod",
+			mutatePod: chain(withInit("init-a"), policy(corev1.RestartPolicyNever)),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{inst(p, "init-a", "c-a", ContainerUnknown, 0, time.Minute)}
+			},
+			want: planSummary{KillPod: KillReasonInitContainerFailed, Sandbox: "use:sb1", KillIDs: []string{"sb1"}},
+		},
+		{
+			name:      "unknown init container is killed and restarted",
+			mutatePod: withInit("init-a"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{inst(p, "init-a", "c-a", ContainerUnknown, 0, time.Minute)}
+			},
+			want: planSummary{Sandbox: "use:sb1", Kill: []string{"init-a/c-a:Unknown"}, StartInit: []string{"init-a#1:Unknown"}},
+		},
+		{
+			name:      "created init container is restarted",
+			mutatePod: withInit("init-a"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{inst(p, "init-a", "c-a", ContainerCreated, 0, time.Minute)}
+			},
+			want: planSummary{Sandbox: "use:sb1", StartInit: []string{"init-a#1:Created"}},
+		},
+		{
+			name:      "init containers are not rerun once regular containers run",
+			mutatePod: withInit("init-a", "init-b"),
+			want:      keep(),
+		},
+		{
+			name:      "removed init container instances do not rerun init once initialized",
+			mutatePod: withInit("init-a"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{inst(p, "app", "c-app", ContainerRunning, 0, time.Minute)}
+			},
+			want: planSummary{Sandbox: "use:sb1", Start: []string{"helper#0:NotStarted"}},
+		},
+		{
+			name:      "exited regular containers do not count as initialized",
+			mutatePod: withInit("init-a"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{exited(inst(p, "app", "c-app", ContainerExited, 0, time.Minute), 1, time.Minute)}
+			},
+			want: planSummary{Sandbox: "use:sb1", StartInit: []string{"init-a#0:NotStarted"}},
+		},
+
+		// Native sidecars.
+		{
+			name:      "sidecar without startup probe gates the next init container on running",
+			mutatePod: withInit("log-sidecar", "init-b"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{inst(p, "log-sidecar", "c-s", ContainerRunning, 0, time.Second)}
+			},
+			want: planSummary{Sandbox: "use:sb1", StartInit: []string{"init-b#0:NextInitContainer"}},
+		},
+		{
+			name:      "sidecar with startup probe not yet run holds the next container",
+			mutatePod: chain(withInit("log-sidecar"), withSidecarStartup),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{inst(p, "log-sidecar", "c-s", ContainerRunning, 0, time.Second)}
+			},
+			want: planSummary{Sandbox: "use:sb1"},
+		},
+		{
+			name:      "sidecar startup success starts regular containers",
+			mutatePod: chain(withInit("log-sidecar"), withSidecarStartup),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{inst(p, "log-sidecar", "c-s", ContainerRunning, 0, time.Second)}
+			},
+			probes: ProbeResults{Startup: map[string]ProbeResult{"c-s": ProbeSuccess}},
+			want:   planSummary{Sandbox: "use:sb1", Start: []string{"app#0:NotStarted", "helper#0:NotStarted"}},
+		},
+		{
+			name:      "sidecar startup failure kills and restarts it",
+			mutatePod: chain(withInit("log-sidecar"), withSidecarStartup),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{inst(p, "log-sidecar", "c-s", ContainerRunning, 0, time.Second)}
+			},
+			probes: ProbeResults{Startup: map[string]ProbeResult{"c-s": ProbeFailure}},
+			want:   planSummary{Sandbox: "use:sb1", Kill: []string{"log-sidecar/c-s:StartupProbeFailed"}, StartInit: []string{"log-sidecar#1:StartupProbeFailed"}},
+		},
+		{
+			name:      "exited sidecar restarts regardless of restartPolicy Never",
+			mutatePod: chain(withInit("log-sidecar"), policy(corev1.RestartPolicyNever)),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = append([]ContainerInstance{exited(inst(p, "log-sidecar", "c-s", ContainerExited, 0, time.Hour), 0, time.Minute)}, v.Containers...)
+			},
+			want: planSummary{Sandbox: "use:sb1", StartInit: []string{"log-sidecar#1:SidecarExited"}},
+		},
+		{
+			name:      "missing sidecar is restarted once the pod initialized",
+			mutatePod: withInit("log-sidecar"),
+			want:      planSummary{Sandbox: "use:sb1", StartInit: []string{"log-sidecar#0:SidecarMissing"}},
+		},
+		{
+			name:      "sidecar liveness failure kills and restarts it",
+			mutatePod: chain(withInit("log-sidecar"), func(p *corev1.Pod) { p.Spec.InitContainers[0].LivenessProbe = &corev1.Probe{} }),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = append([]ContainerInstance{inst(p, "log-sidecar", "c-s", ContainerRunning, 0, time.Hour)}, v.Containers...)
+			},
+			probes: ProbeResults{Liveness: map[string]ProbeResult{"c-s": ProbeFailure}},
+			want:   planSummary{Sandbox: "use:sb1", Kill: []string{"log-sidecar/c-s:LivenessProbeFailed"}, StartInit: []string{"log-sidecar#1:LivenessProbeFailed"}},
+		},
+		{
+			name:      "sidecar with changed definition is restarted",
+			mutatePod: chain(withInit("log-sidecar"), func(p *corev1.Pod) { p.Spec.InitContainers[0].Image = "busybox:2" }),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				old := p.DeepCopy()
+				old.Spec.InitContainers[0].Image = "busybox:1"
+				v.Containers = append([]ContainerInstance{inst(old, "log-sidecar", "c-s", ContainerRunning, 0, time.Hour)}, v.Containers...)
+			},
+			want: planSummary{Sandbox: "use:sb1", Kill: []string{"log-sidecar/c-s:DefinitionChanged"}, StartInit: []string{"log-sidecar#1:DefinitionChanged"}},
+		},
+		{
+			name:      "sidecars are stopped once all regular containers are done",
+			mutatePod: chain(withInit("log-sidecar"), policy(corev1.RestartPolicyNever)),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{
+					exited(v.Containers[0], 0, time.Minute), exited(v.Containers[1], 0, time.Minute),
+					inst(p, "log-sidecar", "c-s", ContainerRunning, 0, time.Hour),
+				}
+			},
+			want: planSummary{KillPod: KillReasonAllContainersDone, Sandbox: "use:sb1", KillIDs: []string{"sb1"}, Kill: []string{"log-sidecar/c-s:PodKilled"}},
+		},
+		{
+			name:      "killing the pod stops regular containers before sidecars in reverse order",
+			mutatePod: chain(withInit("a-sidecar", "b-sidecar"), func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} }),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = append(v.Containers,
+					inst(p, "b-sidecar", "c-b", ContainerRunning, 0, 2*time.Hour),
+					inst(p, "a-sidecar", "c-a", ContainerRunning, 0, 3*time.Hour))
+			},
+			want: planSummary{KillPod: KillReasonPodDeleted, Sandbox: "use:sb1", KillIDs: []string{"sb1"},
+				Kill: []string{"app/c-app:PodKilled", "helper/c-helper:PodKilled", "b-sidecar/c-b:PodKilled", "a-sidecar/c-a:PodKilled"}},
+		},
+		{
+			name:      "sidecar in back-off does not hold back regular containers",
+			mutatePod: withInit("log-sidecar"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{
+					v.Containers[0],
+					exited(inst(p, "log-sidecar", "c-s2", ContainerExited, 1, 5*time.Second), 1, 2*time.Second),
+					exited(inst(p, "log-sidecar", "c-s1", ContainerExited, 0, time.Minute), 1, 20*time.Second),
+					v.Containers[1],
+				}
+				v.Containers[0] = exited(v.Containers[0], 0, time.Minute)
+			},
+			want: planSummary{Sandbox: "use:sb1", Start: []string{"helper#1:Exited"}, BackOff: []string{"log-sidecar:CrashLoopBackOff@+8s"}},
+		},
+		{
+			name:      "init container in back-off holds back everything after it",
+			mutatePod: withInit("init-a"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Sandboxes[0].State = SandboxNotReady
+				v.Containers = []ContainerInstance{
+					exited(inst(p, "init-a", "c-a2", ContainerExited, 1, 5*time.Second), 1, 2*time.Second),
+					exited(inst(p, "init-a", "c-a1", ContainerExited, 0, time.Minute), 1, 20*time.Second),
+				}
+			},
+			want: planSummary{KillPod: KillReasonSandboxChanged, Sandbox: "create@1:SandboxNotReady", BackOff: []string{"init-a:CrashLoopBackOff@+8s"}},
+		},
+	}
+	if len(tests) < 60 {
+		t.Errorf("only %d planner cases; the issue asks for at least 60", len(tests))
+	}
+	seen := map[string]bool{}
+	for _, tt := range tests {
+		if seen[tt.name] {
+			t.Fatalf("duplicate case name %q", tt.name)
+		}
+		seen[tt.name] = true
+		t.Run(tt.name, func(t *testing.T) {
+			pod := basePod()
+			if tt.mutatePod != nil {
+				tt.mutatePod(pod)
+			}
+			view := baseView()
+			if tt.mutateView != nil {
+				tt.mutateView(pod, &view)
+			}
+			before := pod.DeepCopy()
+			got := ComputePodActions(pod, view, tt.probes, t0, BackoffPolicy{})
+			if diff := cmp.Diff(tt.want, summarize(got)); diff != "" {
+				t.Errorf("ComputePodActions() mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, pod); diff != "" {
+				t.Errorf("ComputePodActions() mutated the pod:\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestComputePodActionsDetails(t *testing.T) {
+	pod := basePod()
+	pod.Spec.Containers[0].Image = "busybox:2"
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "FOO", Value: "1"}}
+	got := ComputePodActions(pod, baseView(), ProbeResults{}, t0, BackoffPolicy{})
+	want := []ContainerAction{{
+		Name: "app", ContainerID: "c-app", Reason: ReasonDefinitionChanged,
+		Message:       "Container app definition changed, will be restarted",
+		ChangedFields: []string{"image", "env[FOO]"},
+	}}
+	if diff := cmp.Diff(want, got.Kill); diff != "" {
+		t.Errorf("Kill mismatch (-want +got):\n%s", diff)
+	}
+
+	view := baseView()
+	p := basePod()
+	view.Containers = []ContainerInstance{
+		exited(inst(p, "app", "c-app2", ContainerExited, 1, 5*time.Second), 1, 3*time.Second),
+		view.Containers[0],
+		exited(inst(p, "app", "c-app", ContainerExited, 0, time.Minute), 1, 30*time.Second),
+	}
+	got = ComputePodActions(basePod(), view, ProbeResults{}, t0, BackoffPolicy{})
+	wantBO := []ContainerAction{{
+		Name: "app", Attempt: 2, Reason: ReasonCrashLoopBackOff,
+		Message:     "back-off 10s restarting failed container=app pod=web_shop(uid-1)",
+		NextAttempt: t0.Add(7 * time.Second),
+	}}
+	if diff := cmp.Diff(wantBO, got.BackOff); diff != "" {
+		t.Errorf("BackOff mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestBackoffPolicyDelay(t *testing.T) {
+	tests := []struct {
+		p    BackoffPolicy
+		n    int
+		want time.Duration
+	}{
+		{BackoffPolicy{}, 0, 0},
+		{BackoffPolicy{}, 1, 10 * time.Second},
+		{BackoffPolicy{}, 2, 20 * time.Second},
+		{BackoffPolicy{}, 5, 160 * time.Second},
+		{BackoffPolicy{}, 6, 300 * time.Second},
+		{BackoffPolicy{}, 100, 300 * time.Second},
+		{BackoffPolicy{Base: time.Second, Cap: 5 * time.Second}, 3, 4 * time.Second},
+		{BackoffPolicy{Base: time.Second, Cap: 5 * time.Second}, 4, 5 * time.Second},
+	}
+	for _, tt := range tests {
+		if got := tt.p.Delay(tt.n); got != tt.want {
+			t.Errorf("%+v.Delay(%d) = %s, want %s", tt.p, tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestChangedFields(t *testing.T) {
+	pod := basePod()
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/a"}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}}
+	old := NewContainerSpec(pod, &pod.Spec.Containers[0])
+
+	changed := pod.DeepCopy()
+	changed.Spec.Volumes[0].HostPath.Path = "/b"
+	changed.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "B", Value: "3"}, {Name: "C", Value: "1"}}
+	changed.Spec.Containers[0].VolumeMounts[0].ReadOnly = true
+	changed.Spec.Containers[0].Args = []string{"x"}
+	got := ChangedFields(old, NewContainerSpec(changed, &changed.Spec.Containers[0]))
+	want := []string{"args", "env[B]", "env[C]", "env[A]", "volumeMounts[/data]", "volumes[data]"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ChangedFields mismatch (-want +got):\n%s", diff)
+	}
+	if got := ChangedFields(old, old); got != nil {
+		t.Errorf("ChangedFields(same) = %v, want nil", got)
+	}
+	reordered := pod.DeepCopy()
+	reordered.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "B", Value: "2"}, {Name: "A", Value: "1"}}
+	if got := ChangedFields(old, NewContainerSpec(reordered, &reordered.Spec.Containers[0])); !cmp.Equal(got, []string{"env"}) {
+		t.Errorf("ChangedFields(reordered env) = %v, want [env]", got)
+	}
+	if ContainerHash(pod, &pod.Spec.Containers[0]) == ContainerHash(changed, &changed.Spec.Containers[0]) {
+		t.Error("ContainerHash did not change with the spec")
+	}
+}

@@ -1,0 +1,185 @@
+package engine
+
+import (
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// CPU constants of the kubelet's pkg/kubelet/cm (helpers_linux.go).
+const (
+	MinShares       = 2
+	MaxShares       = 262144
+	SharesPerCPU    = 1024
+	MilliCPUToCPU   = 1000
+	QuotaPeriod     = 100000 // µs
+	MinQuotaPeriod  = 1000   // µs
+	guaranteedOOM   = -997
+	besteffortOOM   = 1000
+	cgroupfsDriver  = "cgroupfs"
+	systemdDriver   = "systemd"
+	kubepodsCgroup  = "kubepods"
+	podCgroupPrefix = "pod"
+)
+
+// MilliCPUToShares is the kubelet's: CPU shares for a CPU request in
+// millicores, clamped to [MinShares, MaxShares].
+func MilliCPUToShares(milliCPU int64) uint64 {
+	if milliCPU == 0 {
+		return MinShares
+	}
+	shares := (milliCPU * SharesPerCPU) / MilliCPUToCPU
+	if shares < MinShares {
+		return MinShares
+	}
+	if shares > MaxShares {
+		return MaxShares
+	}
+	return uint64(shares)
+}
+
+// MilliCPUToQuota is the kubelet's: the CFS quota for a CPU limit in
+// millicores over period µs, at least MinQuotaPeriod; 0 for no limit.
+func MilliCPUToQuota(milliCPU, period int64) int64 {
+	if milliCPU == 0 {
+		return 0
+	}
+	quota := (milliCPU * period) / MilliCPUToCPU
+	if quota < MinQuotaPeriod {
+		quota = MinQuotaPeriod
+	}
+	return quota
+}
+
+// GetPodQOS returns the pod's QoS class: pod.Status.QOSClass if set (it is
+// immutable), otherwise computed as the kubelet's ComputePodQOS does from
+// the CPU and memory requests and limits of all containers.
+func GetPodQOS(pod *corev1.Pod) corev1.PodQOSClass {
+	if pod.Status.QOSClass != "" {
+		return pod.Status.QOSClass
+	}
+	return ComputePodQOS(pod)
+}
+
+// ComputePodQOS is the kubelet's ComputePodQOS (without pod-level
+// resources, which podsync rejects).
+func ComputePodQOS(pod *corev1.Pod) corev1.PodQOSClass {
+	requests := corev1.ResourceList{}
+	limits := corev1.ResourceList{}
+	zero := resource.MustParse("0")
+	guaranteed := true
+	all := append(append([]corev1.Container{}, pod.Spec.Containers...), pod.Spec.InitContainers...)
+	for _, c := range all {
+		for name, q := range c.Resources.Requests {
+			if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+				continue
+			}
+			if q.Cmp(zero) == 1 {
+				d := q.DeepCopy()
+				if cur, ok := requests[name]; ok {
+					d.Add(cur)
+				}
+				requests[name] = d
+			}
+		}
+		found := map[corev1.ResourceName]bool{}
+		for name, q := range c.Resources.Limits {
+			if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+				continue
+			}
+			if q.Cmp(zero) == 1 {
+				found[name] = true
+				d := q.DeepCopy()
+				if cur, ok := limits[name]; ok {
+					d.Add(cur)
+				}
+				limits[name] = d
+			}
+		}
+		if !found[corev1.ResourceCPU] || !found[corev1.ResourceMemory] {
+			guaranteed = false
+		}
+	}
+	if len(requests) == 0 && len(limits) == 0 {
+		return corev1.PodQOSBestEffort
+	}
+	if guaranteed {
+		for name, req := range requests {
+			if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
+				guaranteed = false
+				break
+			}
+		}
+	}
+	if guaranteed && len(requests) == len(limits) {
+		return corev1.PodQOSGuaranteed
+	}
+	return corev1.PodQOSBurstable
+}
+
+// PodCgroupParent returns the pod's cgroup, as the kubelet's
+// GetPodCgroupParent: kubepods[/burstable|/besteffort]/pod<uid> under the
+// cgroup root, as a cgroupfs path or, for the systemd driver, the expanded
+// slice path (/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice).
+func PodCgroupParent(pod *corev1.Pod, opts Options) string {
+	opts = opts.withDefaults()
+	var name []string
+	for _, p := range strings.Split(opts.CgroupRoot, "/") {
+		if p != "" {
+			name = append(name, p)
+		}
+	}
+	name = append(name, kubepodsCgroup)
+	switch GetPodQOS(pod) {
+	case corev1.PodQOSBurstable:
+		name = append(name, "burstable")
+	case corev1.PodQOSBestEffort:
+		name = append(name, "besteffort")
+	}
+	name = append(name, podCgroupPrefix+string(pod.UID))
+	if opts.CgroupDriver == systemdDriver {
+		return toSystemd(name)
+	}
+	return "/" + path.Join(name...)
+}
+
+// toSystemd is the kubelet's CgroupName.ToSystemd with runc's ExpandSlice.
+func toSystemd(name []string) string {
+	parts := make([]string, len(name))
+	for i, p := range name {
+		parts[i] = strings.ReplaceAll(p, "-", "_")
+	}
+	var b strings.Builder
+	prefix := ""
+	for _, p := range parts {
+		slice := prefix + p
+		b.WriteString("/" + slice + ".slice")
+		prefix = slice + "-"
+	}
+	return b.String()
+}
+
+// ContainerOOMScoreAdjust is the kubelet's GetContainerOOMScoreAdjust.
+// memoryCapacity 0 (unknown) scores a burstable container 999.
+func ContainerOOMScoreAdjust(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) int64 {
+	switch GetPodQOS(pod) {
+	case corev1.PodQOSGuaranteed:
+		return guaranteedOOM
+	case corev1.PodQOSBestEffort:
+		return besteffortOOM
+	}
+	if memoryCapacity <= 0 {
+		return besteffortOOM - 1
+	}
+	req := c.Resources.Requests.Memory().Value()
+	adj := 1000 - (1000*req)/memoryCapacity
+	if adj < 1000+guaranteedOOM {
+		return 1000 + guaranteedOOM
+	}
+	if adj == besteffortOOM {
+		return adj - 1
+	}
+	return adj
+}

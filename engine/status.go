@@ -1,0 +1,588 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The kubelet's container waiting and terminated reasons.
+const (
+	ReasonContainerCreating = "ContainerCreating"
+	ReasonPodInitializing   = "PodInitializing"
+	ReasonErrImagePull      = "ErrImagePull"
+	ReasonCompleted         = "Completed"
+	ReasonError             = "Error"
+	ReasonOOMKilled         = "OOMKilled"
+	ReasonStatusUnknown     = "ContainerStatusUnknown"
+)
+
+// StatusOptions are the node facts ComputePodStatus needs.
+type StatusOptions struct {
+	// Backoff is the crash-loop and image-pull back-off policy.
+	Backoff BackoffPolicy
+	// HostIPs are the node's IPs, primary first; host-network pods report
+	// them as pod IPs.
+	HostIPs []string
+	// RuntimeName prefixes container IDs ("containerd://…"); empty means
+	// "containerd".
+	RuntimeName string
+}
+
+// ComputePodStatus derives pod's status from the runtime view, probe
+// results and the time, as the kubelet's generateAPIPodStatus with its
+// prober's UpdatePodStatus: container statuses, phase (getPhase; terminal
+// phases stick; an exceeded activeDeadlineSeconds fails the pod),
+// conditions, pod IPs and start time. pod.Status is read as the previous
+// status. It is pure.
+func ComputePodStatus(pod *corev1.Pod, view RuntimeView, probes ProbeResults, now time.Time, opts StatusOptions) corev1.PodStatus {
+	old := pod.Status
+	s := corev1.PodStatus{QOSClass: GetPodQOS(pod)}
+	hasInit := len(pod.Spec.InitContainers) > 0
+	sc := statusConverter{pod: pod, view: &view, probes: probes, now: now, opts: opts}
+	s.InitContainerStatuses = sc.convert(pod.Spec.InitContainers, old.InitContainerStatuses, hasInit, true)
+	s.ContainerStatuses = sc.convert(pod.Spec.Containers, old.ContainerStatuses, hasInit, false)
+
+	podIsTerminal := pod.DeletionTimestamp != nil && !anyRunning(&view)
+	all := append(slices.Clone(s.ContainerStatuses), s.InitContainerStatuses...)
+	s.Phase = getPhase(pod, all, podIsTerminal, hasAnyActiveRegularContainerStarted(pod, &view))
+	if s.Phase != corev1.PodFailed && s.Phase != corev1.PodSucceeded &&
+		(old.Phase == corev1.PodFailed || old.Phase == corev1.PodSucceeded) {
+		s.Phase = old.Phase
+	}
+	if s.Phase == old.Phase {
+		s.Reason, s.Message = old.Reason, old.Message
+	}
+	if activeDeadlineExceeded(pod, now) {
+		s.Phase = corev1.PodFailed
+		s.Reason, s.Message = KillReasonDeadlineExceeded, activeDeadlineMessage
+	}
+
+	conds := []corev1.PodCondition{
+		podReadyToStartContainersCondition(pod, &view),
+		podInitializedCondition(pod, all, s.Phase),
+		podReadyCondition(pod, all, s.Phase),
+		containersReadyCondition(pod, all, s.Phase),
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+	}
+	for i := range conds {
+		conds[i].LastTransitionTime = metav1.NewTime(now)
+		for _, o := range old.Conditions {
+			if o.Type == conds[i].Type && o.Status == conds[i].Status {
+				conds[i].LastTransitionTime = o.LastTransitionTime
+			}
+		}
+	}
+	s.Conditions = conds
+
+	for _, ip := range opts.HostIPs {
+		s.HostIPs = append(s.HostIPs, corev1.HostIP{IP: ip})
+	}
+	if len(opts.HostIPs) > 0 {
+		s.HostIP = opts.HostIPs[0]
+	}
+	var ips []string
+	switch {
+	case pod.Spec.HostNetwork:
+		ips = opts.HostIPs
+	case len(view.Sandboxes) > 0 && view.Sandboxes[0].State == SandboxReady:
+		ips = view.Sandboxes[0].IPs
+	}
+	for _, ip := range ips {
+		s.PodIPs = append(s.PodIPs, corev1.PodIP{IP: ip})
+	}
+	if len(s.PodIPs) == 0 {
+		s.PodIPs = old.PodIPs
+	}
+	if len(s.PodIPs) > 0 {
+		s.PodIP = s.PodIPs[0].IP
+	}
+
+	switch {
+	case old.StartTime != nil:
+		s.StartTime = old.StartTime
+	case len(view.Sandboxes) > 0:
+		t := metav1.NewTime(view.Sandboxes[len(view.Sandboxes)-1].CreatedAt)
+		s.StartTime = &t
+	default:
+		t := metav1.NewTime(now)
+		s.StartTime = &t
+	}
+	return s
+}
+
+func anyRunning(view *RuntimeView) bool {
+	return slices.ContainsFunc(view.Containers, func(c ContainerInstance) bool { return c.State == ContainerRunning })
+}
+
+// hasAnyActiveRegularContainerStarted is the kubelet's.
+func hasAnyActiveRegularContainerStarted(pod *corev1.Pod, view *RuntimeView) bool {
+	for i := range pod.Spec.Containers {
+		if inst := view.FindContainer(pod.Spec.Containers[i].Name); inst != nil && inst.State == ContainerRunning {
+			return true
+		}
+	}
+	return false
+}
+
+type statusConverter struct {
+	pod    *corev1.Pod
+	view   *RuntimeView
+	probes ProbeResults
+	now    time.Time
+	opts   StatusOptions
+}
+
+func (sc *statusConverter) containerID(id string) string {
+	rt := sc.opts.RuntimeName
+	if rt == "" {
+		rt = "containerd"
+	}
+	return rt + "://" + id
+}
+
+// state converts one instance (the kubelet's convertContainerStatus).
+func (sc *statusConverter) state(inst *ContainerInstance) corev1.ContainerState {
+	switch inst.State {
+	case ContainerRunning:
+		return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(inst.StartedAt)}}
+	case ContainerExited:
+		reason := inst.Reason
+		if reason == "" {
+			// containerd always sets one; default as it does.
+			reason = ReasonCompleted
+			if inst.ExitCode != 0 {
+				reason = ReasonError
+			}
+		}
+		msg := inst.Message
+		if inst.TerminationMessage != "" {
+			if msg != "" {
+				msg += ": "
+			}
+			msg += inst.TerminationMessage
+		}
+		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode:    inst.ExitCode,
+			Reason:      reason,
+			Message:     msg,
+			StartedAt:   metav1.NewTime(inst.StartedAt),
+			FinishedAt:  metav1.NewTime(inst.FinishedAt),
+			ContainerID: sc.containerID(inst.ID),
+		}}
+	default:
+		// Created and unknown instances are waiting to run.
+		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}
+	}
+}
+
+// convert is the kubelet's convertToAPIContainerStatuses plus the prober's
+// started and ready.
+func (sc *statusConverter) convert(containers []corev1.Container, oldStatuses []corev1.ContainerStatus, hasInit, isInit bool) []corev1.ContainerStatus {
+	if len(containers) == 0 {
+		return nil
+	}
+	defaultWaiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}}
+	if hasInit {
+		defaultWaiting = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonPodInitializing}}
+	}
+	out := make([]corev1.ContainerStatus, 0, len(containers))
+	for i := range containers {
+		c := &containers[i]
+		st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, State: defaultWaiting}
+		if o := findStatus(oldStatuses, c.Name); o != nil {
+			if o.State.Terminated != nil {
+				st = *o.DeepCopy()
+			} else {
+				st.RestartCount = o.RestartCount
+				st.LastTerminationState = *o.LastTerminationState.DeepCopy()
+			}
+		}
+		old := findStatus(oldStatuses, c.Name)
+		if inst := sc.view.FindContainer(c.Name); inst == nil && old != nil && old.State.Running != nil &&
+			st.State.Waiting != nil && st.LastTerminationState.Terminated == nil {
+			// The container was running and is gone: show it stopped, not
+			// waiting, so the pod does not go back to Pending.
+			st.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{
+				Reason:   ReasonStatusUnknown,
+				Message:  "The container could not be located when the pod was deleted.  The container used to be Running",
+				ExitCode: 137,
+			}
+			if sc.pod.DeletionTimestamp == nil {
+				st.RestartCount++
+			}
+		}
+		seen := 0
+		for j := range sc.view.Containers {
+			inst := &sc.view.Containers[j]
+			if inst.Name != c.Name {
+				continue
+			}
+			if seen == 0 {
+				st = corev1.ContainerStatus{
+					Name:         c.Name,
+					Image:        inst.Image,
+					ImageID:      inst.ImageRef,
+					ContainerID:  sc.containerID(inst.ID),
+					RestartCount: inst.RestartCount,
+					State:        sc.state(inst),
+				}
+				if inst.State == ContainerUnknown && old != nil && old.State.Running != nil {
+					st.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+						Reason:   ReasonStatusUnknown,
+						Message:  "The container could not be located when the pod was terminated",
+						ExitCode: 137,
+					}}
+					st.RestartCount = old.RestartCount + 1
+				}
+				if st.Image == "" {
+					st.Image = c.Image
+				}
+			} else {
+				st.LastTerminationState = sc.state(inst)
+			}
+			seen++
+			if seen == 2 {
+				break
+			}
+		}
+		sc.waitingReason(c, &st, isInit)
+		sc.probe(c, &st, isInit)
+		out = append(out, st)
+	}
+	return out
+}
+
+// waitingReason replaces the state of a container the next sync would
+// start but cannot yet by a waiting state with the reason (the kubelet
+// takes it from its reason cache; podsync recomputes it).
+func (sc *statusConverter) waitingReason(c *corev1.Container, st *corev1.ContainerStatus, isInit bool) {
+	inst := sc.view.FindContainer(c.Name)
+	if isInit && inst != nil && inst.State == ContainerExited && inst.ExitCode == 0 {
+		return
+	}
+	if _, ok := shouldContainerBeRestarted(c, sc.pod, sc.view); !ok {
+		return
+	}
+	var w *corev1.ContainerStateWaiting
+	if b := CrashLoopBackoff(sc.pod, c, sc.view, sc.opts.Backoff); b.Active(sc.now) {
+		w = &corev1.ContainerStateWaiting{Reason: ReasonCrashLoopBackOff, Message: crashLoopMessage(sc.pod, c.Name, b.Delay)}
+	} else if f := sc.view.pullFailure(c.Name, c.Image); f != nil && f.Failures > 0 {
+		if ImagePullBackoff(sc.pod, c, sc.view, sc.opts.Backoff).Active(sc.now) {
+			w = &corev1.ContainerStateWaiting{Reason: ReasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}
+		} else {
+			w = &corev1.ContainerStateWaiting{Reason: ReasonErrImagePull, Message: f.Message}
+		}
+	}
+	if w == nil {
+		return
+	}
+	if st.State.Terminated != nil {
+		st.LastTerminationState = st.State
+	}
+	st.State = corev1.ContainerState{Waiting: w}
+}
+
+// probe sets started and ready as the kubelet's prober manager does.
+func (sc *statusConverter) probe(c *corev1.Container, st *corev1.ContainerStatus, isInit bool) {
+	started := false
+	if st.State.Running != nil {
+		id := sc.view.FindContainer(c.Name).ID
+		if r, ok := sc.probes.Startup[id]; ok && r != ProbeUnknown {
+			started = r == ProbeSuccess
+		} else {
+			started = c.StartupProbe == nil
+		}
+	}
+	st.Started = &started
+	if isInit && !IsRestartableInitContainer(c) {
+		st.Ready = st.State.Terminated != nil && st.State.Terminated.ExitCode == 0
+		return
+	}
+	if !started {
+		return
+	}
+	id := sc.view.FindContainer(c.Name).ID
+	if sc.probes.Readiness[id] == ProbeSuccess {
+		st.Ready = true
+	} else {
+		st.Ready = c.ReadinessProbe == nil
+	}
+}
+
+func findStatus(statuses []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
+	for i := range statuses {
+		if statuses[i].Name == name {
+			return &statuses[i]
+		}
+	}
+	return nil
+}
+
+// getPhase is the kubelet's getPhase.
+func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, podHasInitialized bool) corev1.PodPhase {
+	spec := pod.Spec
+	pendingRestartableInit, pendingRegularInit, failedInit := 0, 0, 0
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		if IsRestartableInitContainer(c) {
+			continue
+		}
+		st := findStatus(info, c.Name)
+		switch {
+		case st == nil:
+			pendingRegularInit++
+		case st.State.Running != nil:
+			pendingRegularInit++
+		case st.State.Terminated != nil:
+			if st.State.Terminated.ExitCode != 0 {
+				failedInit++
+			}
+		case st.State.Waiting != nil:
+			if t := st.LastTerminationState.Terminated; t != nil {
+				if t.ExitCode != 0 {
+					failedInit++
+				}
+			} else {
+				pendingRegularInit++
+			}
+		default:
+			pendingRegularInit++
+		}
+	}
+	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		if !IsRestartableInitContainer(c) {
+			continue
+		}
+		st := findStatus(info, c.Name)
+		switch {
+		case st == nil:
+			unknown++
+		case st.State.Running != nil:
+			if st.Started == nil || !*st.Started {
+				pendingRestartableInit++
+			}
+			running++
+		case st.State.Terminated != nil:
+		case st.State.Waiting != nil:
+			if st.LastTerminationState.Terminated == nil {
+				pendingRestartableInit++
+				waiting++
+			}
+		default:
+			pendingRestartableInit++
+			unknown++
+		}
+	}
+	for i := range spec.Containers {
+		st := findStatus(info, spec.Containers[i].Name)
+		switch {
+		case st == nil:
+			unknown++
+		case st.State.Running != nil:
+			running++
+		case st.State.Terminated != nil:
+			stopped++
+			if st.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case st.State.Waiting != nil:
+			if st.LastTerminationState.Terminated != nil {
+				stopped++
+			} else {
+				waiting++
+			}
+		default:
+			unknown++
+		}
+	}
+	if failedInit > 0 && spec.RestartPolicy == corev1.RestartPolicyNever {
+		return corev1.PodFailed
+	}
+	switch {
+	case pendingRegularInit > 0 || (pendingRestartableInit > 0 && !podHasInitialized):
+		return corev1.PodPending
+	case waiting > 0:
+		return corev1.PodPending
+	case running > 0 && unknown == 0:
+		return corev1.PodRunning
+	case running == 0 && stopped > 0 && unknown == 0:
+		if podIsTerminal {
+			if stopped == succeeded {
+				return corev1.PodSucceeded
+			}
+			return corev1.PodFailed
+		}
+		if spec.RestartPolicy == corev1.RestartPolicyAlways {
+			return corev1.PodRunning
+		}
+		if stopped == succeeded {
+			return corev1.PodSucceeded
+		}
+		if spec.RestartPolicy == corev1.RestartPolicyNever {
+			return corev1.PodFailed
+		}
+		return corev1.PodRunning
+	default:
+		return corev1.PodPending
+	}
+}
+
+// Condition reasons, as the kubelet's pkg/kubelet/status.
+const (
+	ReasonUnknownContainerStatuses = "UnknownContainerStatuses"
+	ReasonPodCompleted             = "PodCompleted"
+	ReasonPodFailed                = "PodFailed"
+	ReasonContainersNotReady       = "ContainersNotReady"
+	ReasonContainersNotInitialized = "ContainersNotInitialized"
+	ReasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
+)
+
+func podReadyToStartContainersCondition(pod *corev1.Pod, view *RuntimeView) corev1.PodCondition {
+	c := corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue}
+	if PodSandboxChanged(pod, view).Create {
+		c.Status = corev1.ConditionFalse
+	}
+	return c
+}
+
+// hasAnyRegularContainerStarted is the kubelet's.
+func hasAnyRegularContainerStarted(pod *corev1.Pod, statuses []corev1.ContainerStatus) bool {
+	for i := range pod.Spec.Containers {
+		if st := findStatus(statuses, pod.Spec.Containers[i].Name); st != nil && (st.State.Running != nil || st.State.Terminated != nil) {
+			return true
+		}
+	}
+	return false
+}
+
+func podInitializedCondition(pod *corev1.Pod, statuses []corev1.ContainerStatus, phase corev1.PodPhase) corev1.PodCondition {
+	c := corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}
+	if len(pod.Spec.InitContainers) == 0 {
+		return c
+	}
+	var unknown, incomplete []string
+	for i := range pod.Spec.InitContainers {
+		ic := &pod.Spec.InitContainers[i]
+		st := findStatus(statuses, ic.Name)
+		if st == nil {
+			unknown = append(unknown, ic.Name)
+			continue
+		}
+		if IsRestartableInitContainer(ic) {
+			if st.Started == nil || !*st.Started {
+				incomplete = append(incomplete, ic.Name)
+			}
+			continue
+		}
+		if st.State.Terminated == nil || st.State.Terminated.ExitCode != 0 {
+			incomplete = append(incomplete, ic.Name)
+		}
+	}
+	if phase == corev1.PodSucceeded && len(unknown) == 0 {
+		c.Reason = ReasonPodCompleted
+		return c
+	}
+	if hasAnyRegularContainerStarted(pod, statuses) {
+		return c
+	}
+	if msg := unreadyMessage(unknown, "containers with incomplete status", incomplete); msg != "" {
+		c.Status, c.Reason, c.Message = corev1.ConditionFalse, ReasonContainersNotInitialized, msg
+	}
+	return c
+}
+
+func unreadyMessage(unknown []string, label string, names []string) string {
+	var msgs []string
+	if len(unknown) > 0 {
+		msgs = append(msgs, fmt.Sprintf("containers with unknown status: %s", unknown))
+	}
+	if len(names) > 0 {
+		msgs = append(msgs, fmt.Sprintf("%s: %s", label, names))
+	}
+	out := ""
+	for i, m := range msgs {
+		if i > 0 {
+			out += ", "
+		}
+		out += m
+	}
+	return out
+}
+
+func containersReadyCondition(pod *corev1.Pod, statuses []corev1.ContainerStatus, phase corev1.PodPhase) corev1.PodCondition {
+	c := corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}
+	var unknown, unready []string
+	check := func(name string) {
+		if st := findStatus(statuses, name); st == nil {
+			unknown = append(unknown, name)
+		} else if !st.Ready {
+			unready = append(unready, name)
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+			check(pod.Spec.InitContainers[i].Name)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		check(pod.Spec.Containers[i].Name)
+	}
+	if phase == corev1.PodSucceeded && len(unknown) == 0 {
+		c.Status, c.Reason = corev1.ConditionFalse, ReasonPodCompleted
+		return c
+	}
+	if phase == corev1.PodFailed {
+		c.Status, c.Reason = corev1.ConditionFalse, ReasonPodFailed
+		return c
+	}
+	if msg := unreadyMessage(unknown, "containers with unready status", unready); msg != "" {
+		c.Status, c.Reason, c.Message = corev1.ConditionFalse, ReasonContainersNotReady, msg
+	}
+	return c
+}
+
+func podReadyCondition(pod *corev1.Pod, statuses []corev1.ContainerStatus, phase corev1.PodPhase) corev1.PodCondition {
+	cr := containersReadyCondition(pod, statuses, phase)
+	c := corev1.PodCondition{Type: corev1.PodReady, Status: cr.Status, Reason: cr.Reason, Message: cr.Message}
+	if c.Status != corev1.ConditionTrue {
+		return c
+	}
+	var missing, unready []string
+	for _, g := range pod.Spec.ReadinessGates {
+		found := false
+		for _, pc := range pod.Status.Conditions {
+			if pc.Type == g.ConditionType {
+				found = true
+				if pc.Status != corev1.ConditionTrue {
+					unready = append(unready, string(g.ConditionType))
+				}
+			}
+		}
+		if !found {
+			missing = append(missing, string(g.ConditionType))
+		}
+	}
+	var msgs []string
+	if len(missing) > 0 {
+		msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", missing))
+	}
+	if len(unready) > 0 {
+		msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but False.", unready))
+	}
+	if len(msgs) > 0 {
+		c.Status, c.Reason = corev1.ConditionFalse, ReasonReadinessGatesNotReady
+		for i, m := range msgs {
+			if i > 0 {
+				c.Message += ", "
+			}
+			c.Message += m
+		}
+	}
+	return c
+}

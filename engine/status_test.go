@@ -1,0 +1,444 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// statusSummary is the golden form of a pod status: phase and reason,
+// conditions as "Type=Status(Reason)", and each container as
+// "name: state last=state restarts=N ready started".
+type statusSummary struct {
+	Phase      string
+	Conditions []string
+	Init       []string
+	Containers []string
+	PodIPs     string
+}
+
+func stateString(s corev1.ContainerState) string {
+	switch {
+	case s.Running != nil:
+		return "running"
+	case s.Terminated != nil:
+		t := s.Terminated
+		out := fmt.Sprintf("terminated(%s,%d", t.Reason, t.ExitCode)
+		if t.Message != "" {
+			out += "," + t.Message
+		}
+		return out + ")"
+	case s.Waiting != nil:
+		return "waiting(" + s.Waiting.Reason + ")"
+	}
+	return "none"
+}
+
+func summarizeStatuses(ss []corev1.ContainerStatus) []string {
+	var out []string
+	for _, s := range ss {
+		line := s.Name + ": " + stateString(s.State)
+		if l := stateString(s.LastTerminationState); l != "none" {
+			line += " last=" + l
+		}
+		line += fmt.Sprintf(" restarts=%d", s.RestartCount)
+		if s.Ready {
+			line += " ready"
+		}
+		if s.Started != nil && *s.Started {
+			line += " started"
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func summarizeStatus(s corev1.PodStatus) statusSummary {
+	out := statusSummary{Phase: string(s.Phase), Init: summarizeStatuses(s.InitContainerStatuses), Containers: summarizeStatuses(s.ContainerStatuses)}
+	if s.Reason != "" {
+		out.Phase += "(" + s.Reason + ")"
+	}
+	for _, c := range s.Conditions {
+		if c.Type == corev1.PodScheduled {
+			continue
+		}
+		line := string(c.Type) + "=" + string(c.Status)
+		if c.Reason != "" {
+			line += "(" + c.Reason + ")"
+		}
+		out.Conditions = append(out.Conditions, line)
+	}
+	var ips []string
+	for _, ip := range s.PodIPs {
+		ips = append(ips, ip.IP)
+	}
+	out.PodIPs = strings.Join(ips, ",")
+	return out
+}
+
+var (
+	condAllTrue  = []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=True", "ContainersReady=True"}
+	condNotReady = []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(ContainersNotReady)", "ContainersReady=False(ContainersNotReady)"}
+)
+
+func TestComputePodStatus(t *testing.T) {
+	mp := basePod
+	initPending := []string{"PodReadyToStartContainers=True", "Initialized=False(ContainersNotInitialized)", "Ready=False(ContainersNotReady)", "ContainersReady=False(ContainersNotReady)"}
+	tests := []struct {
+		name       string
+		mutatePod  func(*corev1.Pod)
+		mutateView func(*corev1.Pod, *RuntimeView)
+		probes     ProbeResults
+		want       statusSummary
+	}{
+		{
+			name: "all running is Running and Ready",
+			want: statusSummary{Phase: "Running", Conditions: condAllTrue, PodIPs: "10.0.0.5",
+				Containers: []string{"app: running restarts=0 ready started", "helper: running restarts=0 ready started"}},
+		},
+		{
+			name:       "no sandbox and no containers is Pending with ContainerCreating",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { *v = RuntimeView{} },
+			want: statusSummary{Phase: "Pending",
+				Conditions: []string{"PodReadyToStartContainers=False", "Initialized=True", "Ready=False(ContainersNotReady)", "ContainersReady=False(ContainersNotReady)"},
+				Containers: []string{"app: waiting(ContainerCreating) restarts=0", "helper: waiting(ContainerCreating) restarts=0"}},
+		},
+		{
+			name:       "a created container keeps the pod Pending",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers[0].State = ContainerCreated },
+			want: statusSummary{Phase: "Pending", Conditions: condNotReady, PodIPs: "10.0.0.5",
+				Containers: []string{"app: running restarts=0 ready started", "helper: waiting() restarts=0"}},
+		},
+		{
+			name:      "readiness is false until the readiness probe passed",
+			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{} },
+			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
+				Containers: []string{"app: running restarts=0 started", "helper: running restarts=0 ready started"}},
+		},
+		{
+			name:      "readiness probe success makes the container ready",
+			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{} },
+			probes:    ProbeResults{Readiness: map[string]ProbeResult{"c-app": ProbeSuccess}},
+			want: statusSummary{Phase: "Running", Conditions: condAllTrue, PodIPs: "10.0.0.5",
+				Containers: []string{"app: running restarts=0 ready started", "helper: running restarts=0 ready started"}},
+		},
+		{
+			name:      "readiness probe failure makes the container unready",
+			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{} },
+			probes:    ProbeResults{Readiness: map[string]ProbeResult{"c-app": ProbeFailure}},
+			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
+				Containers: []string{"app: running restarts=0 started", "helper: running restarts=0 ready started"}},
+		},
+		{
+			name:      "a container is not started nor ready until its startup probe passed",
+			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[1].StartupProbe = &corev1.Probe{} },
+			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
+				Containers: []string{"app: running restarts=0 ready started", "helper: running restarts=0"}},
+		},
+		{
+			name: "crash-looping container is waiting CrashLoopBackOff with its last state",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				p := mp()
+				v.Containers = []ContainerInstance{
+					exited(inst(p, "app", "c-app2", ContainerExited, 1, 5*time.Second), 1, 3*time.Second),
+					v.Containers[0],
+					exited(inst(p, "app", "c-app", ContainerExited, 0, time.Minute), 1, 30*time.Second),
+				}
+				v.Containers[0].Reason = "Error"
+			},
+			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
+				Containers: []string{"app: waiting(CrashLoopBackOff) last=terminated(Error,1) restarts=1", "helper: running restarts=0 ready started"}},
+		},
+		{
+			name: "exited container about to restart shows terminated with the previous as last state",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				p := mp()
+				v.Containers = []ContainerInstance{
+					exited(inst(p, "app", "c-app3", ContainerExited, 3, 5*time.Minute), 137, 4*time.Minute),
+					v.Containers[0],
+					exited(inst(p, "app", "c-app2", ContainerExited, 2, 30*time.Minute), 0, 20*time.Minute),
+				}
+				v.Containers[0].Reason = "OOMKilled"
+			},
+			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
+				Containers: []string{"app: terminated(OOMKilled,137) last=terminated(Completed,0) restarts=3", "helper: running restarts=0 ready started"}},
+		},
+		{
+			name:      "all succeeded under OnFailure is Succeeded",
+			mutatePod: policy(corev1.RestartPolicyOnFailure),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{exited(v.Containers[0], 0, time.Minute), exited(v.Containers[1], 0, time.Minute)}
+			},
+			want: statusSummary{Phase: "Succeeded", PodIPs: "10.0.0.5",
+				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(PodCompleted)", "ContainersReady=False(PodCompleted)"},
+				Containers: []string{"app: terminated(Completed,0) restarts=0", "helper: terminated(Completed,0) restarts=0"}},
+		},
+		{
+			name:      "one failure under Never is Failed",
+			mutatePod: policy(corev1.RestartPolicyNever),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{exited(v.Containers[0], 2, time.Minute), exited(v.Containers[1], 0, time.Minute)}
+				v.Containers[0].Message = "boom"
+				v.Containers[0].TerminationMessage = "disk full"
+			},
+			want: statusSummary{Phase: "Failed", PodIPs: "10.0.0.5",
+				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(PodFailed)", "ContainersReady=False(PodFailed)"},
+				Containers: []string{"app: terminated(Completed,0) restarts=0", "helper: terminated(Error,2,boom: disk full) restarts=0"}},
+		},
+		{
+			name:      "one failure restarting under OnFailure is Running",
+			mutatePod: policy(corev1.RestartPolicyOnFailure),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{exited(v.Containers[0], 2, time.Minute), exited(v.Containers[1], 0, time.Minute)}
+			},
+			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
+				Containers: []string{"app: terminated(Completed,0) restarts=0", "helper: terminated(Error,2) restarts=0"}},
+		},
+		{
+			name: "all exited under Always is Running while they restart",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{exited(v.Containers[0], 0, time.Minute), exited(v.Containers[1], 0, time.Minute)}
+			},
+			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
+				Containers: []string{"app: terminated(Completed,0) restarts=0", "helper: terminated(Completed,0) restarts=0"}},
+		},
+		{
+			name:      "deleted pod with all exited under Always is terminal Succeeded",
+			mutatePod: func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} },
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{exited(v.Containers[0], 0, time.Minute), exited(v.Containers[1], 0, time.Minute)}
+			},
+			want: statusSummary{Phase: "Succeeded", PodIPs: "10.0.0.5",
+				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(PodCompleted)", "ContainersReady=False(PodCompleted)"},
+				Containers: []string{"app: terminated(Completed,0) restarts=0", "helper: terminated(Completed,0) restarts=0"}},
+		},
+		{
+			name:      "deleted pod with a failure under Always is terminal Failed",
+			mutatePod: func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} },
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{exited(v.Containers[0], 137, time.Minute), exited(v.Containers[1], 0, time.Minute)}
+			},
+			want: statusSummary{Phase: "Failed", PodIPs: "10.0.0.5",
+				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(PodFailed)", "ContainersReady=False(PodFailed)"},
+				Containers: []string{"app: terminated(Completed,0) restarts=0", "helper: terminated(Error,137) restarts=0"}},
+		},
+		{
+			name:      "terminal phase sticks even if containers run again",
+			mutatePod: func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed; p.Status.Reason = "Evicted" },
+			want: statusSummary{Phase: "Failed(Evicted)", PodIPs: "10.0.0.5",
+				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(PodFailed)", "ContainersReady=False(PodFailed)"},
+				Containers: []string{"app: running restarts=0 ready started", "helper: running restarts=0 ready started"}},
+		},
+		{
+			name: "active deadline exceeded fails the pod",
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.ActiveDeadlineSeconds = ptr.To[int64](10)
+				p.Status.StartTime = &metav1.Time{Time: t0.Add(-time.Minute)}
+			},
+			want: statusSummary{Phase: "Failed(DeadlineExceeded)", PodIPs: "10.0.0.5",
+				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(PodFailed)", "ContainersReady=False(PodFailed)"},
+				Containers: []string{"app: running restarts=0 ready started", "helper: running restarts=0 ready started"}},
+		},
+		{
+			name: "image pull failure is ErrImagePull once its back-off passed",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Containers = v.Containers[1:]
+				v.PullFailures = []PullFailure{{Container: "helper", Image: "busybox:1", Failures: 1, At: t0.Add(-time.Minute), Message: "not found"}}
+			},
+			want: statusSummary{Phase: "Pending", Conditions: condNotReady, PodIPs: "10.0.0.5",
+				Containers: []string{"app: running restarts=0 ready started", "helper: waiting(ErrImagePull) restarts=0"}},
+		},
+		{
+			name: "image pull in back-off is ImagePullBackOff",
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Containers = v.Containers[1:]
+				v.PullFailures = []PullFailure{{Container: "helper", Image: "busybox:1", Failures: 2, At: t0.Add(-time.Second)}}
+			},
+			want: statusSummary{Phase: "Pending", Conditions: condNotReady, PodIPs: "10.0.0.5",
+				Containers: []string{"app: running restarts=0 ready started", "helper: waiting(ImagePullBackOff) restarts=0"}},
+		},
+
+		// Init containers and sidecars.
+		{
+			name:       "init containers not started are PodInitializing",
+			mutatePod:  withInit("init-a", "init-b"),
+			mutateView: setContainers(),
+			want: statusSummary{Phase: "Pending", Conditions: initPending, PodIPs: "10.0.0.5",
+				Init:       []string{"init-a: waiting(PodInitializing) restarts=0", "init-b: waiting(PodInitializing) restarts=0"},
+				Containers: []string{"app: waiting(PodInitializing) restarts=0", "helper: waiting(PodInitializing) restarts=0"}},
+		},
+		{
+			name:      "running init container keeps the pod Pending",
+			mutatePod: withInit("init-a"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{inst(p, "init-a", "c-a", ContainerRunning, 0, time.Second)}
+			},
+			want: statusSummary{Phase: "Pending", Conditions: initPending, PodIPs: "10.0.0.5",
+				Init:       []string{"init-a: running restarts=0 started"},
+				Containers: []string{"app: waiting(PodInitializing) restarts=0", "helper: waiting(PodInitializing) restarts=0"}},
+		},
+		{
+			name:      "failed init container under Never fails the pod",
+			mutatePod: chain(withInit("init-a"), policy(corev1.RestartPolicyNever)),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{exited(inst(p, "init-a", "c-a", ContainerExited, 0, time.Minute), 1, time.Second)}
+			},
+			want: statusSummary{Phase: "Failed", PodIPs: "10.0.0.5",
+				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=False(ContainersNotInitialized)", "Ready=False(PodFailed)", "ContainersReady=False(PodFailed)"},
+				Init:       []string{"init-a: terminated(Error,1) restarts=0"},
+				Containers: []string{"app: waiting(PodInitializing) restarts=0", "helper: waiting(PodInitializing) restarts=0"}},
+		},
+		{
+			name:      "failed init container in back-off keeps the pod Pending",
+			mutatePod: withInit("init-a"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{
+					exited(inst(p, "init-a", "c-a2", ContainerExited, 1, 5*time.Second), 1, time.Second),
+					exited(inst(p, "init-a", "c-a1", ContainerExited, 0, time.Minute), 1, 30*time.Second),
+				}
+			},
+			want: statusSummary{Phase: "Pending", Conditions: initPending, PodIPs: "10.0.0.5",
+				Init:       []string{"init-a: waiting(CrashLoopBackOff) last=terminated(Error,1) restarts=1"},
+				Containers: []string{"app: waiting(PodInitializing) restarts=0", "helper: waiting(PodInitializing) restarts=0"}},
+		},
+		{
+			name:      "completed init containers are ready and the pod initialized",
+			mutatePod: withInit("init-a"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = append(v.Containers, exited(inst(p, "init-a", "c-a", ContainerExited, 0, 2*time.Hour), 0, 2*time.Hour))
+			},
+			want: statusSummary{Phase: "Running", Conditions: condAllTrue, PodIPs: "10.0.0.5",
+				Init:       []string{"init-a: terminated(Completed,0) restarts=0 ready"},
+				Containers: []string{"app: running restarts=0 ready started", "helper: running restarts=0 ready started"}},
+		},
+		{
+			name:      "sidecar not yet started keeps the pod Pending",
+			mutatePod: chain(withInit("log-sidecar"), func(p *corev1.Pod) { p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{} }),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = []ContainerInstance{inst(p, "log-sidecar", "c-s", ContainerRunning, 0, time.Second)}
+			},
+			want: statusSummary{Phase: "Pending", Conditions: initPending, PodIPs: "10.0.0.5",
+				Init:       []string{"log-sidecar: running restarts=0"},
+				Containers: []string{"app: waiting(PodInitializing) restarts=0", "helper: waiting(PodInitializing) restarts=0"}},
+		},
+		{
+			name:      "started sidecar and running containers are Running",
+			mutatePod: withInit("log-sidecar"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = append(v.Containers, inst(p, "log-sidecar", "c-s", ContainerRunning, 0, 2*time.Hour))
+			},
+			want: statusSummary{Phase: "Running", Conditions: condAllTrue, PodIPs: "10.0.0.5",
+				Init:       []string{"log-sidecar: running restarts=0 ready started"},
+				Containers: []string{"app: running restarts=0 ready started", "helper: running restarts=0 ready started"}},
+		},
+		{
+			name:      "sidecar restarting after initialization keeps the pod Running",
+			mutatePod: withInit("log-sidecar"),
+			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+				v.Containers = append(v.Containers,
+					exited(inst(p, "log-sidecar", "c-s2", ContainerExited, 1, time.Minute), 1, time.Second),
+					exited(inst(p, "log-sidecar", "c-s1", ContainerExited, 0, 2*time.Hour), 1, 30*time.Second))
+			},
+			want: statusSummary{Phase: "Running", PodIPs: "10.0.0.5",
+				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(ContainersNotReady)", "ContainersReady=False(ContainersNotReady)"},
+				Init:       []string{"log-sidecar: waiting(CrashLoopBackOff) last=terminated(Error,1) restarts=1"},
+				Containers: []string{"app: running restarts=0 ready started", "helper: running restarts=0 ready started"}},
+		},
+		{
+			name: "container in unknown state that was running is terminated ContainerStatusUnknown",
+			mutatePod: func(p *corev1.Pod) {
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: 2, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+			},
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers[1].State = ContainerUnknown },
+			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
+				Containers: []string{"app: terminated(ContainerStatusUnknown,137,The container could not be located when the pod was terminated) restarts=3", "helper: running restarts=0 ready started"}},
+		},
+		{
+			name: "container that was running and vanished is not Pending",
+			mutatePod: func(p *corev1.Pod) {
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: 2, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+			},
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers = v.Containers[:1] },
+			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
+				Containers: []string{"app: waiting(ContainerCreating) last=terminated(ContainerStatusUnknown,137,The container could not be located when the pod was deleted.  The container used to be Running) restarts=3", "helper: running restarts=0 ready started"}},
+		},
+		{
+			name: "terminated status is kept from the previous status when the instance is gone",
+			mutatePod: chain(policy(corev1.RestartPolicyNever), func(p *corev1.Pod) {
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}}}
+			}),
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers = v.Containers[:1] },
+			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
+				Containers: []string{"app: terminated(Completed,0) restarts=0", "helper: running restarts=0 ready started"}},
+		},
+		{
+			name:      "host-network pod reports the node IPs",
+			mutatePod: func(p *corev1.Pod) { p.Spec.HostNetwork = true },
+			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+				v.Sandboxes[0].NetworkMode = 2 // NODE
+				v.Sandboxes[0].IPs = nil
+			},
+			want: statusSummary{Phase: "Running", Conditions: condAllTrue, PodIPs: "192.0.2.1",
+				Containers: []string{"app: running restarts=0 ready started", "helper: running restarts=0 ready started"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := basePod()
+			if tt.mutatePod != nil {
+				tt.mutatePod(pod)
+			}
+			view := baseView()
+			if tt.mutateView != nil {
+				tt.mutateView(pod, &view)
+			}
+			got := ComputePodStatus(pod, view, tt.probes, t0, StatusOptions{HostIPs: []string{"192.0.2.1"}})
+			if diff := cmp.Diff(tt.want, summarizeStatus(got)); diff != "" {
+				t.Errorf("ComputePodStatus() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestComputePodStatusDetails(t *testing.T) {
+	pod := basePod()
+	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{}
+	before := metav1.NewTime(t0.Add(-time.Hour))
+	pod.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: before},
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: before},
+	}
+	view := baseView()
+	view.Containers[1].RestartCount = 4
+	view.Containers[1].ImageRef = "sha256:abc"
+	got := ComputePodStatus(pod, view, ProbeResults{}, t0, StatusOptions{})
+
+	if got.StartTime == nil || !got.StartTime.Time.Equal(t0.Add(-time.Hour)) {
+		t.Errorf("StartTime = %v, want the sandbox's creation %v", got.StartTime, t0.Add(-time.Hour))
+	}
+	if got.QOSClass != corev1.PodQOSBestEffort {
+		t.Errorf("QOSClass = %s, want BestEffort", got.QOSClass)
+	}
+	for _, c := range got.Conditions {
+		want := metav1.NewTime(t0)
+		if c.Type == corev1.PodInitialized {
+			want = before
+		}
+		if !c.LastTransitionTime.Equal(&want) {
+			t.Errorf("condition %s LastTransitionTime = %v, want %v", c.Type, c.LastTransitionTime, want)
+		}
+		if c.Type == corev1.PodReady && c.Message != "containers with unready status: [app]" {
+			t.Errorf("Ready message = %q", c.Message)
+		}
+	}
+	app := got.ContainerStatuses[0]
+	if app.RestartCount != 4 || app.ImageID != "sha256:abc" || app.ContainerID != "containerd://c-app" {
+		t.Errorf("app status = %+v, want restartCount 4 from the annotation, imageID and containerd:// ID", app)
+	}
+}

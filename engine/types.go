@@ -1,0 +1,259 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// RuntimeView is what the container runtime holds for one pod: every
+// sandbox and container instance podsync created for it, newest first,
+// plus the image pull and start failures the executor remembers. It is the
+// podsync counterpart of the kubelet's kubecontainer.PodStatus.
+type RuntimeView struct {
+	// Sandboxes are the pod's sandboxes, newest (highest CreatedAt) first.
+	Sandboxes []Sandbox
+	// Containers are the pod's container instances across all its
+	// sandboxes, newest (highest CreatedAt) first.
+	Containers []ContainerInstance
+	// PullFailures are the failed image pulls the executor has seen, one
+	// entry per container; the runtime keeps no record of them.
+	PullFailures []PullFailure
+}
+
+// SandboxState is the state of a sandbox.
+type SandboxState int
+
+// Sandbox states, as CRI reports them.
+const (
+	SandboxNotReady SandboxState = iota
+	SandboxReady
+)
+
+// String returns "Ready" or "NotReady".
+func (s SandboxState) String() string {
+	if s == SandboxReady {
+		return "Ready"
+	}
+	return "NotReady"
+}
+
+// Sandbox is one pod sandbox as the runtime reports it.
+type Sandbox struct {
+	ID        string
+	Attempt   uint32
+	State     SandboxState
+	CreatedAt time.Time
+	// IPs are the sandbox's pod IPs, primary first; empty for a host-network
+	// sandbox or one whose network is not set up.
+	IPs []string
+	// NetworkMode is the sandbox's network namespace mode: NODE for a
+	// host-network sandbox, POD otherwise.
+	NetworkMode runtimeapi.NamespaceMode
+}
+
+// ContainerState is the state of a container instance.
+type ContainerState int
+
+// Container states, as CRI reports them.
+const (
+	ContainerUnknown ContainerState = iota
+	ContainerCreated
+	ContainerRunning
+	ContainerExited
+)
+
+// String returns the kubelet's name for the state.
+func (s ContainerState) String() string {
+	switch s {
+	case ContainerCreated:
+		return "created"
+	case ContainerRunning:
+		return "running"
+	case ContainerExited:
+		return "exited"
+	default:
+		return "unknown"
+	}
+}
+
+// ContainerInstance is one container instance (one CRI container) of a pod.
+type ContainerInstance struct {
+	ID string
+	// Name is the container's name in the pod spec.
+	Name       string
+	State      ContainerState
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	ExitCode   int32
+	// Reason and Message are the runtime's (containerd: "Completed",
+	// "Error", "OOMKilled").
+	Reason  string
+	Message string
+	// Image is the image the instance was created from; ImageRef is the
+	// runtime's resolved reference (digest).
+	Image    string
+	ImageRef string
+	// Hash is the podsync spec hash the instance was created with; Spec the
+	// hashed fields, nil if the annotation is absent or unreadable.
+	Hash string
+	Spec *ContainerSpec
+	// RestartCount is the kubelet's restart count annotation.
+	RestartCount int32
+	// TerminationMessagePath and TerminationMessagePolicy are the
+	// container's, as annotated when it was created.
+	TerminationMessagePath   string
+	TerminationMessagePolicy string
+	// TerminationMessage is what the executor read from the termination
+	// message file (or the log tail, see NeedsLogFallback); the runtime
+	// does not report it.
+	TerminationMessage string
+}
+
+// PullFailure records failed pulls of a container's image.
+type PullFailure struct {
+	// Container is the container's name; Image its image.
+	Container string
+	Image     string
+	// Failures counts consecutive failed pulls of Image; At is the last.
+	Failures int
+	At       time.Time
+	// Message is the last pull error.
+	Message string
+}
+
+// FindContainer returns the newest instance of the named container, or nil
+// (the kubelet's FindContainerStatusByName).
+func (v *RuntimeView) FindContainer(name string) *ContainerInstance {
+	for i := range v.Containers {
+		if v.Containers[i].Name == name {
+			return &v.Containers[i]
+		}
+	}
+	return nil
+}
+
+// pullFailure returns the pull failure recorded for the named container
+// and image, or nil.
+func (v *RuntimeView) pullFailure(name, image string) *PullFailure {
+	for i := range v.PullFailures {
+		if f := &v.PullFailures[i]; f.Container == name && f.Image == image {
+			return f
+		}
+	}
+	return nil
+}
+
+// NewRuntimeView decodes the CRI statuses of one pod's sandboxes and
+// containers into a RuntimeView, newest first. Objects without the
+// podsync.io/managed label, or of another pod, are skipped: podsync never
+// touches CRI objects it did not create.
+func NewRuntimeView(uid types.UID, sandboxes []*runtimeapi.PodSandboxStatus, containers []*runtimeapi.ContainerStatus) RuntimeView {
+	var v RuntimeView
+	for _, s := range sandboxes {
+		if s == nil || !IsManaged(s.GetLabels()) || PodFromLabels(s.GetLabels()).UID != uid {
+			continue
+		}
+		v.Sandboxes = append(v.Sandboxes, SandboxFromCRI(s))
+	}
+	for _, c := range containers {
+		if c == nil || !IsManaged(c.GetLabels()) || PodFromLabels(c.GetLabels()).UID != uid {
+			continue
+		}
+		v.Containers = append(v.Containers, ContainerFromCRI(c))
+	}
+	slices.SortStableFunc(v.Sandboxes, func(a, b Sandbox) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	slices.SortStableFunc(v.Containers, func(a, b ContainerInstance) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.RestartCount, a.RestartCount))
+	})
+	return v
+}
+
+// SandboxFromCRI decodes one CRI sandbox status.
+func SandboxFromCRI(s *runtimeapi.PodSandboxStatus) Sandbox {
+	out := Sandbox{
+		ID:          s.GetId(),
+		Attempt:     s.GetMetadata().GetAttempt(),
+		CreatedAt:   fromNanos(s.GetCreatedAt()),
+		NetworkMode: s.GetLinux().GetNamespaces().GetOptions().GetNetwork(),
+	}
+	if s.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+		out.State = SandboxReady
+	}
+	if ip := s.GetNetwork().GetIp(); ip != "" {
+		out.IPs = append(out.IPs, ip)
+	}
+	for _, ip := range s.GetNetwork().GetAdditionalIps() {
+		if ip.GetIp() != "" {
+			out.IPs = append(out.IPs, ip.GetIp())
+		}
+	}
+	return out
+}
+
+// ContainerFromCRI decodes one CRI container status, with what podsync
+// recorded in its labels and annotations.
+func ContainerFromCRI(c *runtimeapi.ContainerStatus) ContainerInstance {
+	info := ContainerInfoFromLabels(c.GetLabels())
+	ann := ContainerAnnotationsFrom(c.GetAnnotations())
+	name := info.ContainerName
+	if name == "" {
+		name = c.GetMetadata().GetName()
+	}
+	out := ContainerInstance{
+		ID:                       c.GetId(),
+		Name:                     name,
+		CreatedAt:                fromNanos(c.GetCreatedAt()),
+		StartedAt:                fromNanos(c.GetStartedAt()),
+		FinishedAt:               fromNanos(c.GetFinishedAt()),
+		ExitCode:                 c.GetExitCode(),
+		Reason:                   c.GetReason(),
+		Message:                  c.GetMessage(),
+		Image:                    c.GetImage().GetUserSpecifiedImage(),
+		ImageRef:                 c.GetImageRef(),
+		Hash:                     ann.Hash,
+		Spec:                     ann.Spec,
+		RestartCount:             ann.RestartCount,
+		TerminationMessagePath:   ann.TerminationMessagePath,
+		TerminationMessagePolicy: ann.TerminationMessagePolicy,
+	}
+	if out.Image == "" {
+		out.Image = c.GetImage().GetImage()
+	}
+	switch c.GetState() {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		out.State = ContainerCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		out.State = ContainerRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		out.State = ContainerExited
+	default:
+		out.State = ContainerUnknown
+	}
+	return out
+}
+
+// NeedsLogFallback reports whether the executor should fill the
+// instance's TerminationMessage from the tail of its log because the
+// termination message file was empty: policy FallbackToLogsOnError and a
+// non-zero exit (the kubelet's getTerminationMessage).
+func NeedsLogFallback(c *ContainerInstance) bool {
+	return c.State == ContainerExited && c.ExitCode != 0 &&
+		c.TerminationMessagePolicy == "FallbackToLogsOnError" && c.TerminationMessage == ""
+}
+
+func fromNanos(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+func (c *ContainerInstance) String() string {
+	return fmt.Sprintf("%s(%s)", c.Name, c.ID)
+}

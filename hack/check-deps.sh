@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Enforces the package boundaries of STYLE.md (make check-deps):
+#  - engine/ never depends on the API, the server, the client or internal/;
+#  - engine/ (but its test double) never imports grpc directly;
+#  - the pure parts of the engine (planner, status, configs) import no I/O;
+#  - convert/ is shared by server and client and depends on neither.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mod=github.com/podsync/podsync
+fail=0
+
+# deps_of lists the dependencies of packages, failing when a pattern
+# matches no package (a boundary over nothing proves nothing).
+deps_of() {
+	local out
+	out=$(go list -deps "$@" 2>&1) || { echo "$out" >&2; exit 1; }
+	if grep -q 'matched no packages' <<<"$out"; then echo "check-deps: $* matched no packages" >&2; exit 1; fi
+	echo "$out"
+}
+
+engine_deps=$(deps_of ./engine/...)
+bad=$(grep -E "^$mod/(api|server|client|internal)(/|$)" <<<"$engine_deps" || true)
+if [[ -n $bad ]]; then echo "check-deps: engine must not depend on:"; echo "$bad"; fail=1; fi
+
+direct=$(go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./engine/... | grep -v '/enginetest' |
+	grep -E 'google\.golang\.org/grpc( |/|$)' || true)
+if [[ -n $direct ]]; then echo "check-deps: engine imports grpc directly:"; echo "$direct"; fail=1; fi
+
+# Pure files: no process, network, file-system or clock-reading imports.
+pure=(plan.go backoff.go status.go config.go hash.go labels.go qos.go env.go types.go errors.go)
+for f in "${pure[@]}"; do
+	p=engine/$f
+	[[ -f $p ]] || continue
+	io=$(go list -f '{{join .Imports "\n"}}' "$p" 2>/dev/null | grep -vE '^net/(netip|url)$' | grep -E '^(os|os/exec|net|net/.*|io/ioutil|syscall|google\.golang\.org/grpc.*)$' || true)
+	if [[ -n $io ]]; then echo "check-deps: $p must stay pure but imports:"; echo "$io"; fail=1; fi
+done
+
+convert_deps=$(deps_of ./convert/...)
+bad=$(grep -E "^$mod/(server|engine|client|internal)(/|$)" <<<"$convert_deps" || true)
+if [[ -n $bad ]]; then echo "check-deps: convert must not depend on:"; echo "$bad"; fail=1; fi
+
+if ((fail)); then exit 1; fi
+echo "check-deps: ok"
