@@ -1,0 +1,7 @@
+package enginetest
+
+import "testing"
+
+func TestRuntimeConformanceOnFakeRuntime(t *testing.T) {
+	RuntimeConformance(t, func(*testing.T) Runtime { return NewRuntime() })
+}

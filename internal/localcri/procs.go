@@ -1,0 +1,169 @@
+package localcri
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// process is a running process as /proc shows it.
+type process struct {
+	pid     int
+	cmdline string // arguments joined by spaces
+	cgroup  string // content of /proc/PID/cgroup
+}
+
+// processes lists every process except the caller.
+func processes() []process {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var out []process
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		cg, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		out = append(out, process{
+			pid:     pid,
+			cmdline: strings.TrimSpace(string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))),
+			cgroup:  string(cg),
+		})
+	}
+	return out
+}
+
+// processesOf lists the processes whose command line names the instance
+// directory (containerd and its shims) or whose cgroup names one of ids (the
+// containers).
+func processesOf(dir string, ids []string) []process {
+	var out []process
+	for _, p := range processes() {
+		if strings.Contains(p.cmdline, dir+"/") || cgroupNamesAny(p.cgroup, ids) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func cgroupNamesAny(cgroup string, ids []string) bool {
+	for _, id := range ids {
+		if id != "" && strings.Contains(cgroup, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// cmdlineOf returns the command line of pid, or "" if it is gone.
+func cmdlineOf(pid int) string {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] != 'Z'
+}
+
+// mountsUnder lists the mount points at or under dir, deepest first.
+func mountsUnder(dir string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read mountinfo: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	var out []string
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 64*1024), 1024*1024)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMount(fields[4])
+		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+			out = append(out, mp)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("read mountinfo: %w", err)
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return slices.Compact(out), nil
+}
+
+// unescapeMount undoes the octal escapes (\040 for space) of mountinfo.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unmountAll unmounts everything at or under dir, deepest first, lazily when
+// a plain unmount fails, until nothing is left.
+func unmountAll(dir string) error {
+	for range 5 {
+		mps, err := mountsUnder(dir)
+		if err != nil {
+			return err
+		}
+		if len(mps) == 0 {
+			return nil
+		}
+		for _, mp := range mps {
+			if err := syscall.Unmount(mp, 0); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+				_ = syscall.Unmount(mp, syscall.MNT_DETACH)
+			}
+		}
+	}
+	mps, err := mountsUnder(dir)
+	if err != nil {
+		return err
+	}
+	if len(mps) > 0 {
+		return fmt.Errorf("still mounted: %s", strings.Join(mps, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package localcri
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestUnescapeMount(t *testing.T) {
+	for in, want := range map[string]string{
+		`/run/a`:             "/run/a",
+		`/run/with\040space`: "/run/with space",
+		`/run/tab\011x`:      "/run/tab\tx",
+		`/run/bad\9`:         `/run/bad\9`,
+	} {
+		if got := unescapeMount(in); got != want {
+			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestMountsUnderAnUnmountedDir(t *testing.T) {
+	dir := t.TempDir()
+	mps, err := mountsUnder(dir)
+	if err != nil || len(mps) != 0 {
+		t.Errorf("mountsUnder(%s) = %v, %v; want none", dir, mps, err)
+	}
+	if err := unmountAll(dir); err != nil {
+		t.Errorf("unmountAll: %v", err)
+	}
+}
+
+func TestProcessHelpers(t *testing.T) {
+	if !alive(os.Getpid()) {
+		t.Error("alive(self) = false")
+	}
+	if alive(0) || alive(-1) {
+		t.Error("alive of an impossible pid")
+	}
+	if got := cmdlineOf(os.Getpid()); !strings.Contains(got, filepath.Base(os.Args[0])) {
+		t.Errorf("cmdlineOf(self) = %q", got)
+	}
+	if len(processes()) == 0 {
+		t.Error("processes() lists nothing")
+	}
+	// Nothing runs under a fresh directory.
+	if ps := processesOf(t.TempDir(), []string{"0123456789abcdef"}); len(ps) != 0 {
+		t.Errorf("processesOf a fresh dir = %v", ps)
+	}
+}
+
+func TestStages(t *testing.T) {
+	s := Stages{{"images", 40 * time.Millisecond}, {"containerd ready", 1500 * time.Millisecond}}
+	if got, want := s.String(), "images 40ms, containerd ready 1.5s, total 1.54s"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	sw := newStopwatch()
+	sw.lap("a")
+	sw.lap("b")
+	if len(sw.stages) != 2 || sw.stages[0].Name != "a" || sw.stages[1].Name != "b" {
+		t.Errorf("stopwatch stages = %v", sw.stages)
+	}
+}
+
+func TestFindRepoDir(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module "+modulePath+"\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deep := filepath.Join(root, "a", "b")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findRepoDir(deep); err != nil || got != root {
+		t.Errorf("findRepoDir = %q, %v; want %q", got, err, root)
+	}
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "go.mod"), []byte("module example.com/other\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := findRepoDir(other); err == nil {
+		t.Error("findRepoDir outside a podsync checkout: no error")
+	}
+}
