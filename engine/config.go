@@ -77,12 +77,14 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Volume plugin directory names under <root>/pods/<uid>/volumes, as the
-// kubelet's, so tools that know the kubelet's layout find them.
+// Volume directory names under <root>/pods/<uid>/volumes. podsync's root
+// is its own (/var/lib/podsync), not the kubelet's, so it uses plain names
+// rather than the kubelet's "kubernetes.io~empty-dir" plugin names: nothing
+// but podsync reads these directories.
 const (
-	VolumePluginEmptyDir  = "kubernetes.io~empty-dir"
-	VolumePluginConfigMap = "kubernetes.io~configmap"
-	VolumePluginSecret    = "kubernetes.io~secret"
+	VolumePluginEmptyDir  = "empty-dir"
+	VolumePluginConfigMap = "configmap"
+	VolumePluginSecret    = "secret"
 )
 
 // PodDir is <root>/pods/<uid>.
