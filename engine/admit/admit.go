@@ -1,0 +1,324 @@
+package admit
+
+import (
+	"fmt"
+	"net/netip"
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Admission reasons: the kubelet's for resources and ports, podsync's for
+// policy.
+const (
+	ReasonOutOfPods             = "OutOfpods"
+	ReasonOutOfCPU              = "OutOfcpu"
+	ReasonOutOfMemory           = "OutOfmemory"
+	ReasonOutOfEphemeralStorage = "OutOfephemeral-storage"
+	ReasonNodePorts             = "NodePorts"
+	ReasonPolicyPrivileged      = "PolicyPrivileged"
+	ReasonPolicyHostNamespace   = "PolicyHostNamespace"
+	ReasonPolicyHostPath        = "PolicyHostPath"
+)
+
+// Node is what admission knows of the node.
+type Node struct {
+	// Allocatable is what pods may request: cpu, memory, pods and
+	// optionally ephemeral-storage. A resource absent here is not limited,
+	// except pods, which defaults to DefaultMaxPods.
+	Allocatable corev1.ResourceList
+}
+
+// DefaultMaxPods is the kubelet's default --max-pods.
+const DefaultMaxPods = 110
+
+// Allocatable computes the node's allocatable resources the kubelet's way:
+// capacity minus what is reserved for the system, never below zero.
+func Allocatable(capacity, reserved corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, c := range capacity {
+		a := c.DeepCopy()
+		if r, ok := reserved[name]; ok {
+			a.Sub(r)
+			if a.Sign() < 0 {
+				a = *resource.NewQuantity(0, c.Format)
+			}
+		}
+		out[name] = a
+	}
+	return out
+}
+
+// Policy is the operator's policy for dangerous pod features. The zero
+// value refuses them all.
+type Policy struct {
+	// AllowPrivileged admits privileged containers.
+	AllowPrivileged bool
+	// AllowHostNetwork, AllowHostPID and AllowHostIPC admit pods in the
+	// node's namespaces.
+	AllowHostNetwork, AllowHostPID, AllowHostIPC bool
+	// AllowedHostPaths are the path prefixes hostPath volumes may use; a
+	// prefix admits itself and everything below it. Empty refuses hostPath.
+	AllowedHostPaths []string
+}
+
+// Result is an admission decision.
+type Result struct {
+	// Admit is true when the node takes the pod.
+	Admit bool
+	// Reason of a rejection, one of the Reason constants.
+	Reason string
+	// Message for humans.
+	Message string
+}
+
+func reject(reason, format string, args ...any) Result {
+	return Result{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// CheckPolicy checks the pod against the operator's policy: privileged
+// containers, host namespaces, then hostPath volumes. It runs on every
+// apply of a pod, known or new.
+func CheckPolicy(pod *corev1.Pod, p Policy) Result {
+	if !p.AllowPrivileged {
+		for _, c := range allContainers(pod) {
+			if sc := c.SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged {
+				return reject(ReasonPolicyPrivileged, "container %q is privileged, which the node's policy does not allow", c.Name)
+			}
+		}
+	}
+	for _, ns := range []struct {
+		used, allowed bool
+		name          string
+	}{
+		{pod.Spec.HostNetwork, p.AllowHostNetwork, "hostNetwork"},
+		{pod.Spec.HostPID, p.AllowHostPID, "hostPID"},
+		{pod.Spec.HostIPC, p.AllowHostIPC, "hostIPC"},
+	} {
+		if ns.used && !ns.allowed {
+			return reject(ReasonPolicyHostNamespace, "%s is not allowed by the node's policy", ns.name)
+		}
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.HostPath == nil {
+			continue
+		}
+		if !hostPathAllowed(v.HostPath.Path, p.AllowedHostPaths) {
+			return reject(ReasonPolicyHostPath, "hostPath volume %q uses %s, outside the node's allowed paths %v", v.Name, v.HostPath.Path, p.AllowedHostPaths)
+		}
+	}
+	return Result{Admit: true}
+}
+
+func hostPathAllowed(p string, prefixes []string) bool {
+	p = path.Clean(p)
+	for _, pre := range prefixes {
+		pre = path.Clean(pre)
+		if p == pre || pre == "/" || strings.HasPrefix(p, pre+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// Admit decides whether the node takes pod, given the pods it already runs
+// or has admitted (others). Terminal pods and earlier instances of the same
+// pod (same uid) do not count. The policy is checked first, then, in the
+// kubelet's order, the pod count, cpu, memory and ephemeral storage
+// requests, and host ports.
+func Admit(pod *corev1.Pod, others []*corev1.Pod, node Node, p Policy) Result {
+	if r := CheckPolicy(pod, p); !r.Admit {
+		return r
+	}
+	var active []*corev1.Pod
+	for _, o := range others {
+		if o.UID == pod.UID || o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		active = append(active, o)
+	}
+	if r := fitsResources(pod, active, node); !r.Admit {
+		return r
+	}
+	return fitsPorts(pod, active)
+}
+
+func fitsResources(pod *corev1.Pod, active []*corev1.Pod, node Node) Result {
+	maxPods := int64(DefaultMaxPods)
+	if q, ok := node.Allocatable[corev1.ResourcePods]; ok {
+		maxPods = q.Value()
+	}
+	if int64(len(active))+1 > maxPods {
+		return reject(ReasonOutOfPods, "Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", len(active), maxPods)
+	}
+	want := PodRequests(pod)
+	used := corev1.ResourceList{}
+	for _, o := range active {
+		addTo(used, PodRequests(o))
+	}
+	for _, check := range []struct {
+		name   corev1.ResourceName
+		reason string
+		milli  bool
+	}{
+		{corev1.ResourceCPU, ReasonOutOfCPU, true},
+		{corev1.ResourceMemory, ReasonOutOfMemory, false},
+		{corev1.ResourceEphemeralStorage, ReasonOutOfEphemeralStorage, false},
+	} {
+		capacity, limited := node.Allocatable[check.name]
+		req, requested := want[check.name]
+		if !limited || !requested || req.IsZero() {
+			continue
+		}
+		u := used[check.name]
+		value := func(q resource.Quantity) int64 {
+			if check.milli {
+				return q.MilliValue()
+			}
+			return q.Value()
+		}
+		if value(req) > value(capacity)-value(u) {
+			return reject(check.reason, "Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d",
+				check.name, value(req), value(u), value(capacity))
+		}
+	}
+	return Result{Admit: true}
+}
+
+// PodRequests is the pod's effective request, as the scheduler and the
+// kubelet compute it: the sum over regular containers and sidecars, or the
+// largest need of any classic init container (plus the sidecars started
+// before it), whichever is larger.
+func PodRequests(pod *corev1.Pod) corev1.ResourceList {
+	reqs := corev1.ResourceList{}
+	for _, c := range pod.Spec.Containers {
+		addTo(reqs, c.Resources.Requests)
+	}
+	sidecars := corev1.ResourceList{}
+	initMax := corev1.ResourceList{}
+	for _, c := range pod.Spec.InitContainers {
+		need := c.Resources.Requests.DeepCopy()
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			addTo(reqs, c.Resources.Requests)
+			addTo(sidecars, c.Resources.Requests)
+			need = sidecars.DeepCopy()
+		} else {
+			addTo(need, sidecars)
+		}
+		maxInto(initMax, need)
+	}
+	maxInto(reqs, initMax)
+	return reqs
+}
+
+func addTo(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		sum := dst[name]
+		sum.Add(q)
+		dst[name] = sum
+	}
+}
+
+func maxInto(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
+			dst[name] = q.DeepCopy()
+		}
+	}
+}
+
+// hostPort is one host port in use.
+type hostPort struct {
+	ip       string // "" means every address
+	protocol corev1.Protocol
+	port     int32
+}
+
+func hostPorts(pod *corev1.Pod) []hostPort {
+	var out []hostPort
+	// The kubelet counts only regular containers' ports (nodeports plugin).
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort <= 0 {
+				continue
+			}
+			proto := p.Protocol
+			if proto == "" {
+				proto = corev1.ProtocolTCP
+			}
+			ip := p.HostIP
+			if a, err := netip.ParseAddr(ip); err == nil && a.IsUnspecified() {
+				ip = ""
+			}
+			out = append(out, hostPort{ip: ip, protocol: proto, port: p.HostPort})
+		}
+	}
+	return out
+}
+
+// conflicts is the scheduler's HostPortInfo.CheckConflict: the same port
+// and protocol on the same address, or on all addresses.
+func (a hostPort) conflicts(b hostPort) bool {
+	return a.port == b.port && a.protocol == b.protocol && (a.ip == "" || b.ip == "" || a.ip == b.ip)
+}
+
+func fitsPorts(pod *corev1.Pod, active []*corev1.Pod) Result {
+	want := hostPorts(pod)
+	if len(want) == 0 {
+		return Result{Admit: true}
+	}
+	for _, o := range active {
+		for _, used := range hostPorts(o) {
+			for _, w := range want {
+				if w.conflicts(used) {
+					return reject(ReasonNodePorts, "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports (%s %d/%s is used by pod %s/%s)",
+						displayIP(w.ip), w.port, w.protocol, o.Namespace, o.Name)
+				}
+			}
+		}
+	}
+	return Result{Admit: true}
+}
+
+func displayIP(ip string) string {
+	if ip == "" {
+		return "0.0.0.0"
+	}
+	return ip
+}
+
+// Batch admits pods in order, each against others and the pods admitted
+// before it in the batch, as RunPods does. With allOrNothing, a single
+// rejection rejects every pod of the batch; the pods that would have been
+// admitted get reason NotRunAllOrNothing.
+func Batch(pods, others []*corev1.Pod, node Node, p Policy, allOrNothing bool) []Result {
+	results := make([]Result, len(pods))
+	admitted := append([]*corev1.Pod(nil), others...)
+	rejected := false
+	for i, pod := range pods {
+		results[i] = Admit(pod, admitted, node, p)
+		if results[i].Admit {
+			admitted = append(admitted, pod)
+		} else {
+			rejected = true
+		}
+	}
+	if allOrNothing && rejected {
+		for i := range results {
+			if results[i].Admit {
+				results[i] = reject(ReasonNotRunAllOrNothing, "not run: another pod of the batch was rejected and admission is ALL_OR_NOTHING")
+			}
+		}
+	}
+	return results
+}
+
+// ReasonNotRunAllOrNothing marks a pod that would have been admitted but
+// was not run because another pod of an ALL_OR_NOTHING batch was rejected.
+const ReasonNotRunAllOrNothing = "NotRunAllOrNothing"
+
+func allContainers(pod *corev1.Pod) []corev1.Container {
+	return append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...)
+}

@@ -1,0 +1,255 @@
+package admit
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func rl(kv ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
+}
+
+func pod(name string, reqs corev1.ResourceList) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "c", Image: "i", Resources: corev1.ResourceRequirements{Requests: reqs},
+		}}},
+	}
+}
+
+func withHostPort(p *corev1.Pod, port int32, ip string, proto corev1.Protocol) *corev1.Pod {
+	p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: 80, HostPort: port, HostIP: ip, Protocol: proto})
+	return p
+}
+
+var node = Node{Allocatable: rl("cpu", "2", "memory", "1Gi", "pods", "5")}
+
+var openPolicy = Policy{AllowPrivileged: true, AllowHostNetwork: true, AllowHostPID: true, AllowHostIPC: true, AllowedHostPaths: []string{"/"}}
+
+func TestAdmit(t *testing.T) {
+	tests := []struct {
+		name       string
+		pod        *corev1.Pod
+		others     []*corev1.Pod
+		node       Node
+		wantReason string
+	}{
+		{"fits an empty node", pod("a", rl("cpu", "1", "memory", "512Mi")), nil, node, ""},
+		{"exactly the allocatable fits", pod("a", rl("cpu", "2", "memory", "1Gi")), nil, node, ""},
+		{"more cpu than allocatable is OutOfcpu", pod("a", rl("cpu", "2001m")), nil, node, ReasonOutOfCPU},
+		{"more memory than allocatable is OutOfmemory", pod("a", rl("memory", "2Gi")), nil, node, ReasonOutOfMemory},
+		{"cpu used by others counts", pod("a", rl("cpu", "1")), []*corev1.Pod{pod("b", rl("cpu", "1500m"))}, node, ReasonOutOfCPU},
+		{"cpu is checked before memory", pod("a", rl("cpu", "3", "memory", "2Gi")), nil, node, ReasonOutOfCPU},
+		{"pod count is checked first", pod("a", rl("cpu", "3")), []*corev1.Pod{pod("b", nil), pod("c", nil), pod("d", nil), pod("e", nil), pod("f", nil)}, node, ReasonOutOfPods},
+		{"pod count below the limit fits", pod("a", nil), []*corev1.Pod{pod("b", nil), pod("c", nil), pod("d", nil), pod("e", nil)}, node, ""},
+		{"default max pods is 110", pod("a", nil), func() []*corev1.Pod {
+			var ps []*corev1.Pod
+			for i := range 110 {
+				ps = append(ps, pod(fmt.Sprint(i), nil))
+			}
+			return ps
+		}(), Node{}, ReasonOutOfPods},
+		{"the pod's own earlier instance does not count", pod("a", rl("cpu", "2")), []*corev1.Pod{pod("a", rl("cpu", "2"))}, node, ""},
+		{"terminal pods do not count", pod("a", rl("cpu", "2")), []*corev1.Pod{func() *corev1.Pod {
+			p := pod("b", rl("cpu", "2"))
+			p.Status.Phase = corev1.PodSucceeded
+			return p
+		}(), func() *corev1.Pod {
+			p := pod("c", rl("cpu", "2"))
+			p.Status.Phase = corev1.PodFailed
+			return p
+		}()}, node, ""},
+		{"best-effort pod fits a full node", pod("a", nil), []*corev1.Pod{pod("b", rl("cpu", "2", "memory", "1Gi"))}, node, ""},
+		{"unlimited resource is not checked", pod("a", rl("ephemeral-storage", "100Gi")), nil, node, ""},
+		{"ephemeral storage is checked when allocatable", pod("a", rl("ephemeral-storage", "2Gi")), nil, Node{Allocatable: rl("ephemeral-storage", "1Gi")}, ReasonOutOfEphemeralStorage},
+		{"same host port and protocol conflicts", withHostPort(pod("a", nil), 8080, "", ""), []*corev1.Pod{withHostPort(pod("b", nil), 8080, "", "TCP")}, node, ReasonNodePorts},
+		{"same host port over UDP does not conflict", withHostPort(pod("a", nil), 8080, "", "UDP"), []*corev1.Pod{withHostPort(pod("b", nil), 8080, "", "TCP")}, node, ""},
+		{"different host IPs do not conflict", withHostPort(pod("a", nil), 8080, "127.0.0.1", "TCP"), []*corev1.Pod{withHostPort(pod("b", nil), 8080, "127.0.0.2", "TCP")}, node, ""},
+		{"a specific IP conflicts with all addresses", withHostPort(pod("a", nil), 8080, "127.0.0.1", "TCP"), []*corev1.Pod{withHostPort(pod("b", nil), 8080, "0.0.0.0", "TCP")}, node, ReasonNodePorts},
+		{"all addresses conflict with a specific IP", withHostPort(pod("a", nil), 8080, "", "TCP"), []*corev1.Pod{withHostPort(pod("b", nil), 8080, "10.0.0.1", "TCP")}, node, ReasonNodePorts},
+		{"container ports without host port never conflict", func() *corev1.Pod {
+			p := pod("a", nil)
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
+			return p
+		}(), []*corev1.Pod{withHostPort(pod("b", nil), 8080, "", "TCP")}, node, ""},
+		{"init containers' host ports are not counted, as in the kubelet", func() *corev1.Pod {
+			p := pod("a", nil)
+			p.Spec.InitContainers = []corev1.Container{{Name: "i", Ports: []corev1.ContainerPort{{ContainerPort: 1, HostPort: 8080}}}}
+			return p
+		}(), []*corev1.Pod{withHostPort(pod("b", nil), 8080, "", "TCP")}, node, ""},
+		{"resources are checked before ports", withHostPort(pod("a", rl("cpu", "3")), 8080, "", ""), []*corev1.Pod{withHostPort(pod("b", nil), 8080, "", "TCP")}, node, ReasonOutOfCPU},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Admit(tt.pod, tt.others, tt.node, openPolicy)
+			if got.Reason != tt.wantReason || got.Admit != (tt.wantReason == "") {
+				t.Errorf("Admit = %+v, want reason %q", got, tt.wantReason)
+			}
+			if !got.Admit && got.Message == "" {
+				t.Error("a rejection has no message")
+			}
+		})
+	}
+}
+
+func TestAdmitMessagesAreTheKubelets(t *testing.T) {
+	got := Admit(pod("a", rl("cpu", "3")), []*corev1.Pod{pod("b", rl("cpu", "500m"))}, node, openPolicy)
+	want := "Node didn't have enough resource: cpu, requested: 3000, used: 500, capacity: 2000"
+	if got.Message != want {
+		t.Errorf("message = %q, want %q", got.Message, want)
+	}
+}
+
+func TestCheckPolicy(t *testing.T) {
+	hostPath := func(p string) func(*corev1.Pod) {
+		return func(pod *corev1.Pod) {
+			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p}}})
+		}
+	}
+	tests := []struct {
+		name       string
+		mutate     func(*corev1.Pod)
+		policy     Policy
+		wantReason string
+	}{
+		{"plain pod passes the strictest policy", func(*corev1.Pod) {}, Policy{}, ""},
+		{"privileged container refused", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+		}, Policy{}, ReasonPolicyPrivileged},
+		{"privileged init container refused", func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "i", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}
+		}, Policy{}, ReasonPolicyPrivileged},
+		{"privileged: false passes", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(false)}
+		}, Policy{}, ""},
+		{"privileged allowed by policy", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+		}, Policy{AllowPrivileged: true}, ""},
+		{"host network refused", func(p *corev1.Pod) { p.Spec.HostNetwork = true }, Policy{}, ReasonPolicyHostNamespace},
+		{"host PID refused", func(p *corev1.Pod) { p.Spec.HostPID = true }, Policy{AllowHostNetwork: true}, ReasonPolicyHostNamespace},
+		{"host IPC refused", func(p *corev1.Pod) { p.Spec.HostIPC = true }, Policy{AllowHostPID: true}, ReasonPolicyHostNamespace},
+		{"host namespaces allowed by policy", func(p *corev1.Pod) {
+			p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = true, true, true
+		}, Policy{AllowHostNetwork: true, AllowHostPID: true, AllowHostIPC: true}, ""},
+		{"hostPath refused without allowed prefixes", hostPath("/var/log"), Policy{}, ReasonPolicyHostPath},
+		{"hostPath under an allowed prefix", hostPath("/srv/data/app"), Policy{AllowedHostPaths: []string{"/srv/data"}}, ""},
+		{"hostPath equal to an allowed prefix", hostPath("/srv/data"), Policy{AllowedHostPaths: []string{"/srv/data/"}}, ""},
+		{"hostPath sharing a name prefix is refused", hostPath("/srv/database"), Policy{AllowedHostPaths: []string{"/srv/data"}}, ReasonPolicyHostPath},
+		{"hostPath escaping with .. is refused", hostPath("/srv/data/../../etc"), Policy{AllowedHostPaths: []string{"/srv/data"}}, ReasonPolicyHostPath},
+		{"root prefix allows every path", hostPath("/etc"), Policy{AllowedHostPaths: []string{"/"}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pod("a", nil)
+			tt.mutate(p)
+			got := CheckPolicy(p, tt.policy)
+			if got.Reason != tt.wantReason || got.Admit != (tt.wantReason == "") {
+				t.Errorf("CheckPolicy = %+v, want reason %q", got, tt.wantReason)
+			}
+			if full := Admit(p, nil, node, tt.policy); full.Reason != tt.wantReason {
+				t.Errorf("Admit does not apply the policy: %+v, want reason %q", full, tt.wantReason)
+			}
+		})
+	}
+}
+
+func TestPodRequests(t *testing.T) {
+	always := ptr.To(corev1.ContainerRestartPolicyAlways)
+	c := func(name, cpu string, restart *corev1.ContainerRestartPolicy) corev1.Container {
+		return corev1.Container{Name: name, RestartPolicy: restart, Resources: corev1.ResourceRequirements{Requests: rl("cpu", cpu)}}
+	}
+	tests := []struct {
+		name    string
+		init    []corev1.Container
+		regular []corev1.Container
+		wantCPU string
+	}{
+		{"sum of regular containers", nil, []corev1.Container{c("a", "100m", nil), c("b", "200m", nil)}, "300m"},
+		{"a larger init container wins", []corev1.Container{c("i", "1", nil)}, []corev1.Container{c("a", "300m", nil)}, "1"},
+		{"a smaller init container does not add", []corev1.Container{c("i", "100m", nil)}, []corev1.Container{c("a", "300m", nil)}, "300m"},
+		{"sidecars add to the regular containers", []corev1.Container{c("s", "200m", always)}, []corev1.Container{c("a", "300m", nil)}, "500m"},
+		{"an init container after a sidecar runs beside it", []corev1.Container{c("s", "200m", always), c("i", "1", nil)}, []corev1.Container{c("a", "100m", nil)}, "1200m"},
+		{"an init container before a sidecar does not", []corev1.Container{c("i", "1", nil), c("s", "200m", always)}, []corev1.Container{c("a", "100m", nil)}, "1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: tt.init, Containers: tt.regular}}
+			got := PodRequests(p)[corev1.ResourceCPU]
+			if want := resource.MustParse(tt.wantCPU); got.Cmp(want) != 0 {
+				t.Errorf("cpu = %s, want %s", got.String(), want.String())
+			}
+		})
+	}
+}
+
+func TestAllocatable(t *testing.T) {
+	got := Allocatable(rl("cpu", "4", "memory", "8Gi", "pods", "110"), rl("cpu", "500m", "memory", "9Gi"))
+	want := map[string]string{"cpu": "3500m", "memory": "0", "pods": "110"}
+	gotS := map[string]string{}
+	for k, v := range got {
+		gotS[string(k)] = v.String()
+	}
+	if diff := cmp.Diff(want, gotS); diff != "" {
+		t.Errorf("Allocatable (-want +got):\n%s", diff)
+	}
+}
+
+// TestBatch is RunPods' scenario: ten pods, one asking for more CPU than
+// the node has and one for a host port another pod of the batch holds.
+func TestBatch(t *testing.T) {
+	n := Node{Allocatable: rl("cpu", "4", "memory", "4Gi", "pods", "110")}
+	var pods []*corev1.Pod
+	for i := range 10 {
+		pods = append(pods, pod(fmt.Sprintf("p%d", i), rl("cpu", "100m", "memory", "64Mi")))
+	}
+	pods[2] = withHostPort(pods[2], 9000, "", "TCP")
+	pods[4] = pod("p4", rl("cpu", "8"))
+	pods[7] = withHostPort(pods[7], 9000, "", "TCP")
+
+	reasons := func(rs []Result) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Reason)
+		}
+		return out
+	}
+	got := Batch(pods, nil, n, openPolicy, false)
+	want := []string{"", "", "", "", ReasonOutOfCPU, "", "", ReasonNodePorts, "", ""}
+	if diff := cmp.Diff(want, reasons(got)); diff != "" {
+		t.Errorf("best effort (-want +got):\n%s", diff)
+	}
+
+	got = Batch(pods, nil, n, openPolicy, true)
+	want = []string{ReasonNotRunAllOrNothing, ReasonNotRunAllOrNothing, ReasonNotRunAllOrNothing, ReasonNotRunAllOrNothing, ReasonOutOfCPU,
+		ReasonNotRunAllOrNothing, ReasonNotRunAllOrNothing, ReasonNodePorts, ReasonNotRunAllOrNothing, ReasonNotRunAllOrNothing}
+	if diff := cmp.Diff(want, reasons(got)); diff != "" {
+		t.Errorf("all or nothing (-want +got):\n%s", diff)
+	}
+	for i, r := range got {
+		if r.Admit {
+			t.Errorf("pod %d admitted under ALL_OR_NOTHING with rejections", i)
+		}
+	}
+
+	// Pods already running count against the batch.
+	running := []*corev1.Pod{pod("old", rl("cpu", "3900m"))}
+	got = Batch(pods[:2], running, n, openPolicy, false)
+	if diff := cmp.Diff([]string{"", ReasonOutOfCPU}, reasons(got)); diff != "" {
+		t.Errorf("against running pods (-want +got):\n%s", diff)
+	}
+}
