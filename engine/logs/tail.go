@@ -1,0 +1,107 @@
+package logs
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+)
+
+// tailChunk is how much tailStarts reads at a time, going backwards.
+const tailChunk = 32 << 10
+
+// tailStarts finds the last n lines of f (of size bytes) by reading it
+// backwards, chunk bytes at a time. It returns, per stream, the offset of
+// the first raw line that belongs to them: the lines of one stream that
+// are kept form a suffix of that stream's raw lines, so a forward read
+// from the smaller offset that skips each stream's raw lines before its
+// own offset yields exactly the wanted lines.
+//
+// Lines are counted by their F part. A stream whose last raw line is P has
+// an unfinished line: when following, it is kept without being counted
+// (its end is yet to come); otherwise it counts as a line. The bytes after
+// the last newline, a raw line being written, are left to the forward
+// read.
+func tailStarts(f *os.File, size, n int64, follow bool, chunk int) ([2]int64, error) {
+	// Find the end of the last complete raw line.
+	var seg []byte // bytes [pos, end) of the file not yet split into lines
+	pos := size
+	end := int64(-1)
+	for end < 0 && pos > 0 {
+		var err error
+		if seg, pos, err = readBefore(f, seg, pos, chunk); err != nil {
+			return [2]int64{}, err
+		}
+		if i := bytes.LastIndexByte(seg, '\n'); i >= 0 {
+			end = pos + int64(i) + 1
+			seg = seg[:i+1]
+		}
+	}
+	if end < 0 {
+		return [2]int64{0, 0}, nil // no complete line
+	}
+	starts := [2]int64{end, end}
+
+	var (
+		count   int64
+		seen    [2]bool
+		pending [2]bool // the stream's earlier P parts belong to a kept line
+	)
+	for end > 0 {
+		body := seg[:len(seg)-1] // without the line's newline
+		i := bytes.LastIndexByte(body, '\n')
+		for i < 0 && pos > 0 {
+			if len(body) > maxRawLineBytes {
+				return [2]int64{}, fmt.Errorf("line before offset %d: %w: longer than %d bytes", end, ErrMalformed, maxRawLineBytes)
+			}
+			var err error
+			if seg, pos, err = readBefore(f, seg, pos, chunk); err != nil {
+				return [2]int64{}, err
+			}
+			body = seg[:len(seg)-1]
+			i = bytes.LastIndexByte(body, '\n')
+		}
+		off := pos + int64(i) + 1
+		r, err := parseRaw(body[i+1:])
+		if err != nil {
+			return [2]int64{}, fmt.Errorf("line at offset %d: %w: %w", off, ErrMalformed, err)
+		}
+		s := streamIndex(r.stream)
+		switch {
+		case !r.partial || !seen[s] && !follow:
+			// The end of a line, or a stream's unfinished last line.
+			if count < n {
+				count++
+				pending[s] = true
+				starts[s] = off
+			} else {
+				pending[s] = false
+			}
+		case !seen[s]: // following: the unfinished line is kept whole
+			pending[s] = true
+			starts[s] = off
+		case pending[s]:
+			starts[s] = off
+		}
+		seen[s] = true
+		seg, end = seg[:i+1], off
+		if count >= n && !pending[0] && !pending[1] {
+			break
+		}
+	}
+	return starts, nil
+}
+
+// readBefore reads up to chunk bytes before pos and prepends them to seg.
+func readBefore(f *os.File, seg []byte, pos int64, chunk int) ([]byte, int64, error) {
+	n := int64(chunk)
+	if pos < n {
+		n = pos
+	}
+	buf := make([]byte, int(n)+len(seg))
+	if _, err := f.ReadAt(buf[:n], pos-n); err != nil && err != io.EOF {
+		return nil, 0, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	copy(buf[n:], seg)
+	return buf, pos - n, nil
+}

@@ -1,0 +1,396 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// PodRef names one pod.
+type PodRef struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid"`
+}
+
+// RefOf returns the reference of pod.
+func RefOf(pod *corev1.Pod) PodRef {
+	return PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
+}
+
+func (r PodRef) String() string { return r.Namespace + "/" + r.Name + " (" + string(r.UID) + ")" }
+
+// PodRecord is one desired pod. Put reads Pod, ConfigMaps and Secrets; the
+// store sets the other fields.
+type PodRecord struct {
+	// Pod is the defaulted pod. Required, with namespace, name and UID,
+	// which are immutable. Its metadata and spec are those of the last Put
+	// (and MarkDeleting); its status is the last one appended, and Put
+	// ignores the status it is given.
+	Pod *corev1.Pod `json:"pod"`
+	// ConfigMaps the pod refers to. Mutable.
+	ConfigMaps []*corev1.ConfigMap `json:"configMaps,omitempty"`
+	// Secrets the pod refers to. Mutable. In records returned by Get,
+	// GetByName, List, Put and MarkDeleting their values are removed (see
+	// SecretsRedacted).
+	Secrets []*corev1.Secret `json:"secrets,omitempty"`
+	// Generation is 1 when the pod is first stored and grows by one with
+	// each Put or MarkDeleting that changes the record.
+	Generation int64 `json:"generation"`
+	// CreatedAt is when the pod was first stored.
+	CreatedAt time.Time `json:"createdAt"`
+	// Deleting is set by MarkDeleting, together with the pod's
+	// deletionTimestamp and deletionGracePeriodSeconds.
+	Deleting bool `json:"deleting,omitempty"`
+	// CreateRevision is the revision at which the pod was first stored.
+	CreateRevision int64 `json:"createRevision"`
+	// ModRevision is the revision of the last change of the pod's spec or
+	// status (events do not count).
+	ModRevision int64 `json:"modRevision"`
+	// SecretsRedacted is true when the values of Secrets were removed: such
+	// a record must never be used to build containers or volumes.
+	SecretsRedacted bool `json:"-"`
+}
+
+// Ref returns the pod's reference.
+func (r *PodRecord) Ref() PodRef { return RefOf(r.Pod) }
+
+// Filter selects pods in List. The zero value selects every pod.
+type Filter struct {
+	// Namespace keeps the pods of one namespace; all when empty.
+	Namespace string
+	// Selector keeps the pods whose labels match; all when nil.
+	Selector labels.Selector
+	// Phases keeps the pods whose status has one of these phases; all when
+	// empty.
+	Phases []corev1.PodPhase
+}
+
+func (f Filter) match(rec *PodRecord) bool {
+	if f.Namespace != "" && rec.Pod.Namespace != f.Namespace {
+		return false
+	}
+	if f.Selector != nil && !f.Selector.Matches(labels.Set(rec.Pod.Labels)) {
+		return false
+	}
+	return len(f.Phases) == 0 || slices.Contains(f.Phases, rec.Pod.Status.Phase)
+}
+
+// Put stores the pod of rec with its ConfigMaps and Secrets and returns
+// the stored record (secrets redacted). A new pod gets Generation 1; a
+// changed one the next generation and a new ModRevision; an unchanged one
+// is not written.
+//
+// Put returns ErrInvalid if the pod lacks a namespace, name or UID, its
+// UID is stored under another namespace/name, or rec came from a read
+// with redacted secrets (SecretsRedacted); ErrAlreadyExists if its
+// namespace/name is held by another UID; ErrDeleting if the pod is being
+// deleted.
+func (s *Store) Put(rec PodRecord) (*PodRecord, error) {
+	if err := validateRecord(rec); err != nil {
+		return nil, err
+	}
+	ref := rec.Ref()
+	var out []byte
+	err := s.update(func(tx *bolt.Tx, st *txState) error {
+		pods, names := tx.Bucket(bucketPods), tx.Bucket(bucketNames)
+		if uid := names.Get(nameKey(ref.Namespace, ref.Name)); uid != nil && types.UID(uid) != ref.UID {
+			return fmt.Errorf("put pod %s: %w: held by uid %s", ref, ErrAlreadyExists, uid)
+		}
+		pod := *rec.Pod // shallow: only Status is replaced
+		next := PodRecord{Pod: &pod, ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets}
+		oldData := pods.Get([]byte(ref.UID))
+		if oldData != nil {
+			old, err := decodeRecord(oldData)
+			if err != nil {
+				return fmt.Errorf("put pod %s: %w", ref, err)
+			}
+			if old.Pod.Namespace != ref.Namespace || old.Pod.Name != ref.Name {
+				return fmt.Errorf("put pod %s: %w: uid is stored as %s/%s", ref, ErrInvalid, old.Pod.Namespace, old.Pod.Name)
+			}
+			if old.Deleting {
+				return fmt.Errorf("put pod %s: %w", ref, ErrDeleting)
+			}
+			pod.Status = old.Pod.Status
+			next.Generation, next.CreatedAt = old.Generation, old.CreatedAt
+			next.CreateRevision, next.ModRevision = old.CreateRevision, old.ModRevision
+			data, err := json.Marshal(&next)
+			if err != nil {
+				return fmt.Errorf("put pod %s: %w", ref, err)
+			}
+			if bytes.Equal(data, oldData) {
+				out = bytes.Clone(oldData) // bbolt's memory is valid only in the transaction
+				return nil
+			}
+			next.Generation++
+		} else {
+			pod.Status = corev1.PodStatus{}
+			next.Generation, next.CreatedAt = 1, st.now
+		}
+		next.ModRevision = st.bump()
+		if oldData == nil {
+			next.CreateRevision = next.ModRevision
+		}
+		data, err := json.Marshal(&next)
+		if err != nil {
+			return fmt.Errorf("put pod %s: %w", ref, err)
+		}
+		if err := pods.Put([]byte(ref.UID), data); err != nil {
+			return fmt.Errorf("put pod %s: %w", ref, err)
+		}
+		if err := names.Put(nameKey(ref.Namespace, ref.Name), []byte(ref.UID)); err != nil {
+			return fmt.Errorf("put pod %s: %w", ref, err)
+		}
+		out = data
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return decodeRedacted(out)
+}
+
+func validateRecord(rec PodRecord) error {
+	switch {
+	case rec.Pod == nil:
+		return fmt.Errorf("put pod: %w: no pod", ErrInvalid)
+	case rec.SecretsRedacted:
+		return fmt.Errorf("put pod %s: %w: the record's secrets are redacted", RefOf(rec.Pod), ErrInvalid)
+	case rec.Pod.Namespace == "" || rec.Pod.Name == "" || rec.Pod.UID == "":
+		return fmt.Errorf("put pod %s: %w: namespace, name and uid are required", RefOf(rec.Pod), ErrInvalid)
+	}
+	for _, cm := range rec.ConfigMaps {
+		if cm == nil {
+			return fmt.Errorf("put pod %s: %w: nil ConfigMap", RefOf(rec.Pod), ErrInvalid)
+		}
+	}
+	for _, sec := range rec.Secrets {
+		if sec == nil {
+			return fmt.Errorf("put pod %s: %w: nil Secret", RefOf(rec.Pod), ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// Get returns the pod with uid, its secrets redacted, or ErrNotFound.
+func (s *Store) Get(uid types.UID) (*PodRecord, error) {
+	rec, err := s.get(uid)
+	if err != nil {
+		return nil, err
+	}
+	redact(rec)
+	return rec, nil
+}
+
+// GetWithSecrets returns the pod with uid and the data of its Secrets, or
+// ErrNotFound. Use it only to build the pod's containers and write its
+// volume files; answer callers with Get.
+func (s *Store) GetWithSecrets(uid types.UID) (*PodRecord, error) {
+	return s.get(uid)
+}
+
+func (s *Store) get(uid types.UID) (*PodRecord, error) {
+	var rec *PodRecord
+	err := s.view(func(tx *bolt.Tx) error {
+		data := tx.Bucket(bucketPods).Get([]byte(uid))
+		if data == nil {
+			return fmt.Errorf("get pod uid %s: %w", uid, ErrNotFound)
+		}
+		var err error
+		rec, err = decodeRecord(data)
+		return err
+	})
+	return rec, err
+}
+
+// GetByName returns the pod namespace/name, its secrets redacted, or
+// ErrNotFound.
+func (s *Store) GetByName(namespace, name string) (*PodRecord, error) {
+	var rec *PodRecord
+	err := s.view(func(tx *bolt.Tx) error {
+		uid := tx.Bucket(bucketNames).Get(nameKey(namespace, name))
+		if uid == nil {
+			return fmt.Errorf("get pod %s/%s: %w", namespace, name, ErrNotFound)
+		}
+		data := tx.Bucket(bucketPods).Get(uid)
+		if data == nil {
+			return fmt.Errorf("get pod %s/%s: name index names missing uid %s", namespace, name, uid)
+		}
+		var err error
+		rec, err = decodeRedacted(data)
+		return err
+	})
+	return rec, err
+}
+
+// List returns the pods that f selects, ordered by namespace and name,
+// their secrets redacted, and the revision of the snapshot they were read
+// from: watching from that revision misses no later change.
+func (s *Store) List(f Filter) ([]*PodRecord, int64, error) {
+	var (
+		out []*PodRecord
+		rev int64
+	)
+	err := s.view(func(tx *bolt.Tx) error {
+		rev = getInt(tx.Bucket(bucketMeta), keyRev)
+		pods := tx.Bucket(bucketPods)
+		c := tx.Bucket(bucketNames).Cursor()
+		var prefix []byte
+		if f.Namespace != "" {
+			prefix = append([]byte(f.Namespace), 0)
+		}
+		for k, uid := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, uid = c.Next() {
+			data := pods.Get(uid)
+			if data == nil {
+				return fmt.Errorf("list pods: name index names missing uid %s", uid)
+			}
+			rec, err := decodeRedacted(data)
+			if err != nil {
+				return err
+			}
+			if f.match(rec) {
+				out = append(out, rec)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, rev, nil
+}
+
+// MarkDeleting records that the pod with uid is being deleted, as the API
+// server does: it sets Deleting, the pod's deletionGracePeriodSeconds
+// (gracePeriodSeconds, or the pod's terminationGracePeriodSeconds when
+// nil) and deletionTimestamp (now plus the grace period). Marking a pod
+// again only shortens its grace period. It returns the record (secrets
+// redacted), or ErrNotFound.
+func (s *Store) MarkDeleting(uid types.UID, gracePeriodSeconds *int64) (*PodRecord, error) {
+	if gracePeriodSeconds != nil && *gracePeriodSeconds < 0 {
+		return nil, fmt.Errorf("mark pod uid %s deleting: %w: negative grace period", uid, ErrInvalid)
+	}
+	var out []byte
+	err := s.update(func(tx *bolt.Tx, st *txState) error {
+		pods := tx.Bucket(bucketPods)
+		data := pods.Get([]byte(uid))
+		if data == nil {
+			return fmt.Errorf("mark pod uid %s deleting: %w", uid, ErrNotFound)
+		}
+		rec, err := decodeRecord(data)
+		if err != nil {
+			return err
+		}
+		grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+		switch {
+		case gracePeriodSeconds != nil:
+			grace = *gracePeriodSeconds
+		case rec.Pod.Spec.TerminationGracePeriodSeconds != nil:
+			grace = *rec.Pod.Spec.TerminationGracePeriodSeconds
+		}
+		if rec.Deleting && rec.Pod.DeletionGracePeriodSeconds != nil && *rec.Pod.DeletionGracePeriodSeconds <= grace {
+			out = bytes.Clone(data) // bbolt's memory is valid only in the transaction
+			return nil
+		}
+		// As the API server: the deletion was requested at deadline-grace;
+		// a shorter grace period moves the deadline from that instant.
+		requested := st.now
+		if rec.Deleting && rec.Pod.DeletionTimestamp != nil && rec.Pod.DeletionGracePeriodSeconds != nil {
+			requested = rec.Pod.DeletionTimestamp.Add(-time.Duration(*rec.Pod.DeletionGracePeriodSeconds) * time.Second)
+		}
+		deadline := metav1.NewTime(requested.Add(time.Duration(grace) * time.Second))
+		rec.Deleting = true
+		rec.Pod.DeletionTimestamp = &deadline
+		rec.Pod.DeletionGracePeriodSeconds = &grace
+		rec.Generation++
+		rec.ModRevision = st.bump()
+		if out, err = json.Marshal(rec); err != nil {
+			return fmt.Errorf("mark pod %s deleting: %w", rec.Ref(), err)
+		}
+		return pods.Put([]byte(uid), out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return decodeRedacted(out)
+}
+
+// Delete removes the pod with uid and records its deletion in the revision
+// log, in one transaction. It returns the deletion's revision, or
+// ErrNotFound.
+func (s *Store) Delete(uid types.UID) (int64, error) {
+	var rev int64
+	err := s.update(func(tx *bolt.Tx, st *txState) error {
+		pods := tx.Bucket(bucketPods)
+		data := pods.Get([]byte(uid))
+		if data == nil {
+			return fmt.Errorf("delete pod uid %s: %w", uid, ErrNotFound)
+		}
+		rec, err := decodeRecord(data)
+		if err != nil {
+			return err
+		}
+		ref := rec.Ref()
+		if err := pods.Delete([]byte(uid)); err != nil {
+			return fmt.Errorf("delete pod %s: %w", ref, err)
+		}
+		if err := tx.Bucket(bucketNames).Delete(nameKey(ref.Namespace, ref.Name)); err != nil {
+			return fmt.Errorf("delete pod %s: %w", ref, err)
+		}
+		rev, err = st.appendEntry(tx, Change{Kind: KindDeleted, Pod: ref})
+		return err
+	})
+	return rev, err
+}
+
+// nameKey is the key of the name index. NUL separates namespace and name,
+// so keys sort by namespace, then name.
+func nameKey(namespace, name string) []byte {
+	k := make([]byte, 0, len(namespace)+1+len(name))
+	k = append(k, namespace...)
+	k = append(k, 0)
+	return append(k, name...)
+}
+
+func decodeRecord(data []byte) (*PodRecord, error) {
+	rec := &PodRecord{}
+	if err := json.Unmarshal(data, rec); err != nil {
+		return nil, fmt.Errorf("decode pod record: %w", err)
+	}
+	if rec.Pod == nil {
+		return nil, fmt.Errorf("decode pod record: %w: no pod", ErrCorrupt)
+	}
+	return rec, nil
+}
+
+func decodeRedacted(data []byte) (*PodRecord, error) {
+	rec, err := decodeRecord(data)
+	if err != nil {
+		return nil, err
+	}
+	redact(rec)
+	return rec, nil
+}
+
+// redact removes the values of rec's secrets, keeping their keys, and the
+// last-applied-configuration annotation, which holds them too.
+func redact(rec *PodRecord) {
+	for _, s := range rec.Secrets {
+		for k := range s.Data {
+			s.Data[k] = nil
+		}
+		for k := range s.StringData {
+			s.StringData[k] = ""
+		}
+		delete(s.Annotations, corev1.LastAppliedConfigAnnotation)
+	}
+	rec.SecretsRedacted = true
+}

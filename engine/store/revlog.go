@@ -1,0 +1,276 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Kind is the kind of a Change.
+type Kind string
+
+// Kinds of changes. Callers Append KindStatus and KindEvent; Delete
+// records KindDeleted.
+const (
+	// KindStatus is a new status of the pod.
+	KindStatus Kind = "Status"
+	// KindEvent is an event about the pod.
+	KindEvent Kind = "Event"
+	// KindDeleted says the pod was deleted; it is its last entry.
+	KindDeleted Kind = "Deleted"
+)
+
+// Event is a Kubernetes-like event about a pod (Pulled, Started, Killing,
+// BackOff, Unhealthy, …).
+type Event struct {
+	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning. Required.
+	Type string `json:"type"`
+	// Reason in CamelCase. Required.
+	Reason string `json:"reason"`
+	// Message for humans.
+	Message string `json:"message,omitempty"`
+	// Container the event is about, if any.
+	Container string `json:"container,omitempty"`
+	// Time of the event; Append sets it to the append time when zero.
+	Time time.Time `json:"time"`
+}
+
+// Change is one change of a pod, as recorded in the revision log.
+type Change struct {
+	// Kind of the change.
+	Kind Kind `json:"kind"`
+	// Pod the change is about.
+	Pod PodRef `json:"pod"`
+	// Status is the pod's new status, for KindStatus.
+	Status *corev1.PodStatus `json:"status,omitempty"`
+	// Event is the event, for KindEvent.
+	Event *Event `json:"event,omitempty"`
+}
+
+// StatusChange returns the change of pod's status to status.
+func StatusChange(pod PodRef, status *corev1.PodStatus) Change {
+	return Change{Kind: KindStatus, Pod: pod, Status: status}
+}
+
+// EventChange returns an event about pod.
+func EventChange(pod PodRef, ev Event) Change {
+	return Change{Kind: KindEvent, Pod: pod, Event: &ev}
+}
+
+// Entry is a Change in the revision log. Entries handed to watchers are
+// shared between them: treat them as read-only.
+type Entry struct {
+	// Revision of the entry, unique and increasing.
+	Revision int64 `json:"-"`
+	// Time the entry was appended.
+	Time time.Time `json:"time"`
+	Change
+}
+
+// Append records changes, each with its own revision, in one transaction,
+// and returns the store's revision after it. A status change also becomes
+// the pod's stored status (and ModRevision); a status equal to the stored
+// one is dropped, so passes that change nothing add nothing. Append copies
+// what it is given.
+//
+// Append returns ErrInvalid for a change that is not a valid status or
+// event, and ErrNotFound for a pod that is not stored (or no longer is);
+// then nothing is recorded.
+func (s *Store) Append(changes ...Change) (int64, error) {
+	for _, c := range changes {
+		if err := validateChange(c); err != nil {
+			return 0, err
+		}
+	}
+	var rev int64
+	err := s.update(func(tx *bolt.Tx, st *txState) error {
+		pods := tx.Bucket(bucketPods)
+		for _, c := range changes {
+			data := pods.Get([]byte(c.Pod.UID))
+			if data == nil {
+				return fmt.Errorf("append %s of pod %s: %w", c.Kind, c.Pod, ErrNotFound)
+			}
+			rec, err := decodeRecord(data)
+			if err != nil {
+				return err
+			}
+			if ref := rec.Ref(); ref != c.Pod {
+				return fmt.Errorf("append %s of pod %s: %w: uid is stored as %s/%s", c.Kind, c.Pod, ErrInvalid, ref.Namespace, ref.Name)
+			}
+			switch c.Kind {
+			case KindStatus:
+				c.Status = c.Status.DeepCopy()
+				old, err := json.Marshal(&rec.Pod.Status)
+				if err != nil {
+					return fmt.Errorf("append status of pod %s: %w", c.Pod, err)
+				}
+				next, err := json.Marshal(c.Status)
+				if err != nil {
+					return fmt.Errorf("append status of pod %s: %w", c.Pod, err)
+				}
+				if bytes.Equal(old, next) {
+					continue
+				}
+				rec.Pod.Status = *c.Status
+			case KindEvent:
+				ev := *c.Event
+				if ev.Time.IsZero() {
+					ev.Time = st.now
+				}
+				c.Event = &ev
+			}
+			r, err := st.appendEntry(tx, c)
+			if err != nil {
+				return err
+			}
+			if c.Kind == KindStatus {
+				rec.ModRevision = r
+				data, err := json.Marshal(rec)
+				if err != nil {
+					return fmt.Errorf("append status of pod %s: %w", c.Pod, err)
+				}
+				if err := pods.Put([]byte(c.Pod.UID), data); err != nil {
+					return fmt.Errorf("append status of pod %s: %w", c.Pod, err)
+				}
+			}
+		}
+		rev = st.rev
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return rev, nil
+}
+
+func validateChange(c Change) error {
+	if c.Pod.UID == "" || c.Pod.Namespace == "" || c.Pod.Name == "" {
+		return fmt.Errorf("append %s: %w: pod namespace, name and uid are required", c.Kind, ErrInvalid)
+	}
+	switch c.Kind {
+	case KindStatus:
+		if c.Status == nil {
+			return fmt.Errorf("append status of pod %s: %w: no status", c.Pod, ErrInvalid)
+		}
+	case KindEvent:
+		switch {
+		case c.Event == nil:
+			return fmt.Errorf("append event of pod %s: %w: no event", c.Pod, ErrInvalid)
+		case c.Event.Type != corev1.EventTypeNormal && c.Event.Type != corev1.EventTypeWarning:
+			return fmt.Errorf("append event of pod %s: %w: type %q is neither Normal nor Warning", c.Pod, ErrInvalid, c.Event.Type)
+		case c.Event.Reason == "":
+			return fmt.Errorf("append event of pod %s: %w: no reason", c.Pod, ErrInvalid)
+		}
+	case KindDeleted:
+		return fmt.Errorf("append deletion of pod %s: %w: Delete records deletions", c.Pod, ErrInvalid)
+	default:
+		return fmt.Errorf("append change of pod %s: %w: unknown kind %q", c.Pod, ErrInvalid, c.Kind)
+	}
+	return nil
+}
+
+// appendEntry writes c with the next revision and queues it for watchers.
+func (st *txState) appendEntry(tx *bolt.Tx, c Change) (int64, error) {
+	e := Entry{Revision: st.bump(), Time: st.now, Change: c}
+	data, err := json.Marshal(&e)
+	if err != nil {
+		return 0, fmt.Errorf("append %s of pod %s: %w", c.Kind, c.Pod, err)
+	}
+	if err := tx.Bucket(bucketLog).Put(revKey(e.Revision), data); err != nil {
+		return 0, fmt.Errorf("append %s of pod %s: %w", c.Kind, c.Pod, err)
+	}
+	st.count++
+	st.entries = append(st.entries, e)
+	return e.Revision, nil
+}
+
+// autoCompact removes the oldest entries beyond KeepEntries.
+func (st *txState) autoCompact(tx *bolt.Tx) error {
+	over := st.count - int64(st.s.opts.KeepEntries)
+	if over <= 0 {
+		return nil
+	}
+	c := tx.Bucket(bucketLog).Cursor()
+	for k, _ := c.First(); k != nil && over > 0; k, _ = c.First() {
+		if err := c.Delete(); err != nil {
+			return fmt.Errorf("compact revision log: %w", err)
+		}
+		st.compact = max(st.compact, keyRevision(k))
+		st.count--
+		over--
+	}
+	return nil
+}
+
+// Compact removes the log entries up to and including rev and makes rev
+// the compaction point. Compacting at or before the current point does
+// nothing; a rev past the store's revision is ErrFutureRevision.
+func (s *Store) Compact(rev int64) error {
+	return s.update(func(tx *bolt.Tx, st *txState) error {
+		if rev > st.rev {
+			return fmt.Errorf("compact at revision %d (store revision %d): %w", rev, st.rev, ErrFutureRevision)
+		}
+		if rev <= st.compact {
+			return nil
+		}
+		c := tx.Bucket(bucketLog).Cursor()
+		for k, _ := c.First(); k != nil && keyRevision(k) <= rev; k, _ = c.First() {
+			if err := c.Delete(); err != nil {
+				return fmt.Errorf("compact at revision %d: %w", rev, err)
+			}
+			st.count--
+		}
+		st.compact = rev
+		return nil
+	})
+}
+
+// Since returns the entries after rev, in revision order. It fails with a
+// *CompactedError when rev is before the compaction point and with
+// ErrFutureRevision when rev is past the store's revision.
+func (s *Store) Since(rev int64) ([]Entry, error) {
+	entries, _, err := s.readLog(rev, 0)
+	return entries, err
+}
+
+// readLog reads at most limit (all when 0) entries after rev from one
+// snapshot, and returns them with the snapshot's revision.
+func (s *Store) readLog(rev int64, limit int) ([]Entry, int64, error) {
+	var (
+		out  []Entry
+		snap int64
+	)
+	if rev < 0 {
+		return nil, 0, fmt.Errorf("read revision log after %d: %w: negative revision", rev, ErrInvalid)
+	}
+	err := s.view(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		snap = getInt(meta, keyRev)
+		if compact := getInt(meta, keyCompact); rev < compact {
+			return &CompactedError{Revision: rev, CompactRevision: compact}
+		}
+		if rev > snap {
+			return fmt.Errorf("read revision log after %d (store revision %d): %w", rev, snap, ErrFutureRevision)
+		}
+		c := tx.Bucket(bucketLog).Cursor()
+		for k, v := c.Seek(revKey(rev + 1)); k != nil; k, v = c.Next() {
+			e := Entry{Revision: keyRevision(k)}
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("decode revision log entry %d: %w", e.Revision, err)
+			}
+			out = append(out, e)
+			if limit > 0 && len(out) == limit {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, snap, nil
+}

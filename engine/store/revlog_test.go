@@ -1,0 +1,350 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	testclock "k8s.io/utils/clock/testing"
+)
+
+func TestRevisionMonotonicAcrossReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "podsync.db")
+	var last int64
+	for round := range 3 {
+		s, err := Open(path, Options{})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		if s.Revision() != last {
+			t.Errorf("round %d: reopened at revision %d, closed at %d", round, s.Revision(), last)
+		}
+		pod := testPod("default", fmt.Sprintf("p%d", round), types.UID(fmt.Sprint("uid-", round)))
+		rec, err := s.Put(PodRecord{Pod: pod})
+		if err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+		if rec.ModRevision <= last {
+			t.Errorf("round %d: Put got revision %d after %d", round, rec.ModRevision, last)
+		}
+		rev, err := s.Append(event(pod, "A"), event(pod, "B"))
+		if err != nil {
+			t.Fatalf("Append: %v", err)
+		}
+		if rev != rec.ModRevision+2 {
+			t.Errorf("round %d: Append of two entries after revision %d returned %d", round, rec.ModRevision, rev)
+		}
+		last = rev
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+}
+
+func TestSinceExactlyOnceAfterReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "podsync.db")
+	s, err := Open(path, Options{Clock: testclock.NewFakePassiveClock(t0)})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	a, b := testPod("default", "a", "uid-a"), testPod("default", "b", "uid-b")
+	mustPut(t, s, a)
+	mustPut(t, s, b)
+	var want []string
+	for i := range 20 {
+		pod := a
+		if i%3 == 0 {
+			pod = b
+		}
+		reason := fmt.Sprintf("R%02d", i)
+		mustAppend(t, s, event(pod, reason))
+		want = append(want, reason)
+	}
+	all, err := s.Since(0)
+	if err != nil {
+		t.Fatalf("Since(0): %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s = openAt(t, path, Options{})
+	for _, k := range []int{0, 1, 7, 19, 20} {
+		from := int64(0)
+		if k > 0 {
+			from = all[k-1].Revision
+		}
+		got, err := s.Since(from)
+		if err != nil {
+			t.Fatalf("Since(%d): %v", from, err)
+		}
+		if diff := cmp.Diff(want[k:], reasons(got), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("Since(%d) after reopen (-want +got):\n%s", from, diff)
+		}
+		for i := 1; i < len(got); i++ {
+			if got[i].Revision <= got[i-1].Revision {
+				t.Errorf("Since(%d): revision %d after %d", from, got[i].Revision, got[i-1].Revision)
+			}
+		}
+		if len(got) > 0 && got[0].Revision <= from {
+			t.Errorf("Since(%d) returned revision %d", from, got[0].Revision)
+		}
+	}
+	got, err := s.Since(all[4].Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(all[5:], got); diff != "" {
+		t.Errorf("entries changed across reopen (-before +after):\n%s", diff)
+	}
+	if got[0].Pod != RefOf(a) && got[0].Pod != RefOf(b) || !got[0].Time.Equal(t0) || got[0].Event.Type != corev1.EventTypeNormal {
+		t.Errorf("entry %+v", got[0])
+	}
+	if _, err := s.Since(s.Revision() + 1); !errors.Is(err, ErrFutureRevision) {
+		t.Errorf("Since(future): %v, want ErrFutureRevision", err)
+	}
+	if _, err := s.Since(-1); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Since(-1): %v, want ErrInvalid", err)
+	}
+}
+
+func TestAppendStatus(t *testing.T) {
+	s := openTest(t, Options{})
+	pod := testPod("default", "web", "uid-1")
+	mustPut(t, s, pod)
+	st := &corev1.PodStatus{Phase: corev1.PodPending}
+	rev := mustAppend(t, s, StatusChange(RefOf(pod), st))
+	st.Phase = corev1.PodFailed // Append copied it
+	rec, err := s.Get("uid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Pod.Status.Phase != corev1.PodPending || rec.ModRevision != rev {
+		t.Errorf("stored status %q at mod revision %d, want Pending at %d", rec.Pod.Status.Phase, rec.ModRevision, rev)
+	}
+
+	// The same status again is dropped; an event is not a pod change.
+	if again := mustAppend(t, s, StatusChange(RefOf(pod), &corev1.PodStatus{Phase: corev1.PodPending})); again != rev {
+		t.Errorf("unchanged status moved the revision from %d to %d", rev, again)
+	}
+	evRev := mustAppend(t, s, event(pod, "Pulled"))
+	if rec, _ := s.Get("uid-1"); rec.ModRevision != rev {
+		t.Errorf("an event moved the mod revision to %d", rec.ModRevision)
+	}
+	running := mustAppend(t, s, StatusChange(RefOf(pod), &corev1.PodStatus{Phase: corev1.PodRunning}))
+	entries, err := s.Since(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int64{rev, evRev, running}, revisions(entries)); diff != "" {
+		t.Errorf("log revisions (-want +got):\n%s", diff)
+	}
+	if entries[0].Kind != KindStatus || entries[0].Status.Phase != corev1.PodPending || entries[2].Status.Phase != corev1.PodRunning {
+		t.Errorf("status entries %+v, %+v", entries[0], entries[2])
+	}
+}
+
+func TestAppendRejects(t *testing.T) {
+	s := openTest(t, Options{})
+	pod := testPod("default", "web", "uid-1")
+	mustPut(t, s, pod)
+	rev := s.Revision()
+	ghost := testPod("default", "ghost", "uid-ghost")
+	renamed := RefOf(pod)
+	renamed.Name = "other"
+	tests := []struct {
+		name    string
+		changes []Change
+		want    error
+	}{
+		{"unknown pod, after a valid change", []Change{event(pod, "Ok"), event(ghost, "Nope")}, ErrNotFound},
+		{"ref names another pod", []Change{EventChange(renamed, Event{Type: corev1.EventTypeNormal, Reason: "X"})}, ErrInvalid},
+		{"deletion", []Change{{Kind: KindDeleted, Pod: RefOf(pod)}}, ErrInvalid},
+		{"unknown kind", []Change{{Kind: "Spec", Pod: RefOf(pod)}}, ErrInvalid},
+		{"no status", []Change{{Kind: KindStatus, Pod: RefOf(pod)}}, ErrInvalid},
+		{"event type", []Change{EventChange(RefOf(pod), Event{Type: "Error", Reason: "X"})}, ErrInvalid},
+		{"event reason", []Change{EventChange(RefOf(pod), Event{Type: corev1.EventTypeWarning})}, ErrInvalid},
+		{"no uid", []Change{EventChange(PodRef{Namespace: "default", Name: "web"}, Event{Type: corev1.EventTypeNormal, Reason: "X"})}, ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := s.Append(tt.changes...); !errors.Is(err, tt.want) {
+				t.Errorf("Append: %v, want %v", err, tt.want)
+			}
+		})
+	}
+	if s.Revision() != rev {
+		t.Errorf("failed appends moved the revision from %d to %d", rev, s.Revision())
+	}
+	if entries, err := s.Since(0); err != nil || len(entries) != 0 {
+		t.Errorf("failed appends left %d entries (%v)", len(entries), err)
+	}
+}
+
+func TestDeleteIsTheLastEntry(t *testing.T) {
+	s := openTest(t, Options{})
+	pod := testPod("default", "web", "uid-1")
+	mustPut(t, s, pod)
+	mustAppend(t, s, event(pod, "Killing"))
+	rev, err := s.Delete("uid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(event(pod, "Late")); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Append after Delete: %v, want ErrNotFound", err)
+	}
+	entries, err := s.Since(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := entries[len(entries)-1]
+	if last.Revision != rev || last.Kind != KindDeleted || last.Pod != RefOf(pod) || !last.Time.Equal(t0) {
+		t.Errorf("last entry %+v, want the deletion of %s at revision %d", last, RefOf(pod), rev)
+	}
+}
+
+func TestCompact(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "podsync.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := testPod("default", "web", "uid-1")
+	mustPut(t, s, pod)
+	var revs []int64
+	for i := range 10 {
+		revs = append(revs, mustAppend(t, s, event(pod, fmt.Sprint(i))))
+	}
+	at := revs[5]
+	if err := s.Compact(at); err != nil {
+		t.Fatalf("Compact: %v", err)
+	}
+	if err := s.Compact(revs[2]); err != nil {
+		t.Errorf("Compact before the compaction point: %v", err)
+	}
+	if err := s.Compact(s.Revision() + 1); !errors.Is(err, ErrFutureRevision) {
+		t.Errorf("Compact(future): %v, want ErrFutureRevision", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openAt(t, path, Options{})
+	if s.CompactRevision() != at {
+		t.Errorf("compaction point after reopen %d, want %d", s.CompactRevision(), at)
+	}
+	_, err = s.Since(at - 1)
+	var ce *CompactedError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrCompacted) || ce.CompactRevision != at || ce.Revision != at-1 {
+		t.Fatalf("Since(%d): %v, want a CompactedError at %d", at-1, err, at)
+	}
+	got, err := s.Since(at)
+	if err != nil {
+		t.Fatalf("Since(compaction point): %v", err)
+	}
+	if diff := cmp.Diff(revs[6:], revisions(got)); diff != "" {
+		t.Errorf("Since(compaction point) (-want +got):\n%s", diff)
+	}
+}
+
+func TestAutoCompaction(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "podsync.db")
+	s := openAt(t, path, Options{KeepEntries: 5})
+	pod := testPod("default", "web", "uid-1")
+	mustPut(t, s, pod)
+	var revs []int64
+	for i := range 12 {
+		revs = append(revs, mustAppend(t, s, event(pod, fmt.Sprint(i))))
+	}
+	// A batch larger than what is kept keeps its newest entries.
+	batch := make([]Change, 7)
+	for i := range batch {
+		batch[i] = event(pod, fmt.Sprint("b", i))
+	}
+	last := mustAppend(t, s, batch...)
+	for r := last - 6; r <= last; r++ {
+		revs = append(revs, r)
+	}
+	kept := revs[len(revs)-5:]
+	wantCompact := revs[len(revs)-6]
+	if s.CompactRevision() != wantCompact {
+		t.Errorf("compaction point %d, want %d", s.CompactRevision(), wantCompact)
+	}
+	got, err := s.Since(wantCompact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(kept, revisions(got)); diff != "" {
+		t.Errorf("kept entries (-want +got):\n%s", diff)
+	}
+	var ce *CompactedError
+	if _, err := s.Since(0); !errors.As(err, &ce) || ce.CompactRevision != wantCompact {
+		t.Errorf("Since(0): %v, want a CompactedError at %d", err, wantCompact)
+	}
+}
+
+func TestConcurrentAppenders(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := testCtx(t)
+	const writers, each = 6, 25
+	pods := make([]*corev1.Pod, writers)
+	for i := range pods {
+		pods[i] = testPod("default", fmt.Sprint("p", i), types.UID(fmt.Sprint("uid-", i)))
+		mustPut(t, s, pods[i])
+	}
+	w, err := s.Watch(ctx, s.Revision())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for i := range writers {
+		wg.Go(func() {
+			for j := range each {
+				ch := event(pods[i], fmt.Sprintf("w%d-%02d", i, j))
+				if j%5 == 0 {
+					ch = StatusChange(RefOf(pods[i]), &corev1.PodStatus{Phase: corev1.PodRunning, Message: fmt.Sprint(j)})
+				}
+				if _, err := s.Append(ch); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Append: %v", err)
+	}
+	all, err := s.Since(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != writers*each {
+		t.Fatalf("%d entries, want %d", len(all), writers*each)
+	}
+	next := map[string]int{}
+	for i, e := range all {
+		if i > 0 && e.Revision != all[i-1].Revision+1 {
+			t.Errorf("revision %d after %d", e.Revision, all[i-1].Revision)
+		}
+		// Each writer's entries are in its own order.
+		n := next[string(e.Pod.UID)]
+		want := fmt.Sprintf("w%s-%02d", e.Pod.UID[len("uid-"):], n)
+		if e.Kind == KindEvent && e.Event.Reason != want || e.Kind == KindStatus && e.Status.Message != fmt.Sprint(n) {
+			t.Errorf("entry %d of %s: %+v, want #%d", n, e.Pod.UID, e.Change, n)
+		}
+		next[string(e.Pod.UID)] = n + 1
+	}
+	got := receive(ctx, t, w, len(all))
+	if diff := cmp.Diff(all, got); diff != "" {
+		t.Errorf("the watcher saw another history (-log +watched):\n%s", diff)
+	}
+}

@@ -1,0 +1,310 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+	"go.uber.org/zap"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of Options.
+const (
+	DefaultKeepEntries = 10000
+	DefaultWatchBuffer = 1024
+	DefaultLockTimeout = time.Second
+)
+
+// schemaVersion is the layout of the buckets below; Open refuses a file
+// with a newer one.
+const schemaVersion = 1
+
+var (
+	bucketMeta  = []byte("meta")
+	bucketPods  = []byte("pods")      // uid -> PodRecord (JSON)
+	bucketNames = []byte("pod_names") // namespace \x00 name -> uid
+	bucketLog   = []byte("log")       // revision (8 bytes, big endian) -> entry (JSON)
+
+	keySchema  = []byte("schema")
+	keyRev     = []byte("revision")
+	keyCompact = []byte("compact_revision")
+	keyCount   = []byte("log_entries")
+)
+
+// Options configure a Store. The zero value is valid.
+type Options struct {
+	// KeepEntries is how many revision-log entries are kept; older ones are
+	// removed as new ones are appended. Default DefaultKeepEntries.
+	KeepEntries int
+	// WatchBuffer is each watcher's buffer, in entries. Default
+	// DefaultWatchBuffer.
+	WatchBuffer int
+	// LockTimeout bounds the wait for the file lock when another process
+	// holds the file. Default DefaultLockTimeout.
+	LockTimeout time.Duration
+	// Clock stamps records and entries. Default the real clock.
+	Clock clock.PassiveClock
+	// Logger logs opening, compaction and slow consumers. Default a no-op
+	// logger.
+	Logger *zap.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.KeepEntries <= 0 {
+		o.KeepEntries = DefaultKeepEntries
+	}
+	if o.WatchBuffer <= 0 {
+		o.WatchBuffer = DefaultWatchBuffer
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return o
+}
+
+// Store is the embedded store. Its methods are safe for concurrent use.
+type Store struct {
+	db    *bolt.DB
+	path  string
+	opts  Options
+	log   *zap.Logger
+	clock clock.PassiveClock
+
+	// mu serialises writes with their publication to watchers, so watchers
+	// see entries in revision order, and guards the fields below. Reads do
+	// not take it: they read a bbolt snapshot.
+	mu       sync.Mutex
+	rev      int64 // current revision
+	compact  int64 // compaction point: entries up to it are gone
+	count    int64 // entries in the log
+	closed   bool
+	watchers map[*Watcher]struct{} // live watchers, fed by publish
+	closing  chan struct{}         // closed by Close, ends catching-up watchers
+	wg       sync.WaitGroup        // watcher goroutines
+}
+
+// Open opens the store at path, creating the file (mode 0600) and its
+// directory (mode 0700) when missing. It fails with ErrLocked when another
+// process holds the file for longer than Options.LockTimeout, and with
+// ErrCorrupt when the file is not a store.
+func Open(path string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	s := &Store{
+		db:       db,
+		path:     path,
+		opts:     opts,
+		log:      opts.Logger,
+		clock:    opts.Clock,
+		watchers: map[*Watcher]struct{}{},
+		closing:  make(chan struct{}),
+	}
+	if err := s.init(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s.log.Info("store opened", zap.String("path", path), zap.Int64("revision", s.rev),
+		zap.Int64("compact_revision", s.compact), zap.Int64("log_entries", s.count))
+	return s, nil
+}
+
+func openError(path string, err error) error {
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return fmt.Errorf("open store %s: %w (is another podsyncd using this root directory?)", path, ErrLocked)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+		return fmt.Errorf("open store %s: %w: %w", path, ErrCorrupt, err)
+	default:
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+}
+
+// init enforces the file mode, creates the buckets and loads the counters.
+// bbolt panics on some corrupt pages; init turns that into ErrCorrupt.
+func (s *Store) init() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("open store %s: %w: %v", s.path, ErrCorrupt, r)
+		}
+	}()
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		if err := os.Chmod(s.path, 0o600); err != nil {
+			return fmt.Errorf("open store: %w", err)
+		}
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return fmt.Errorf("open store %s: %w", s.path, err)
+		}
+		switch v := getInt(meta, keySchema); {
+		case v == 0:
+			if err := putInt(meta, keySchema, schemaVersion); err != nil {
+				return fmt.Errorf("open store %s: %w", s.path, err)
+			}
+		case v > schemaVersion:
+			return fmt.Errorf("open store %s: schema version %d is newer than this podsync's (%d)", s.path, v, schemaVersion)
+		}
+		for _, b := range [][]byte{bucketPods, bucketNames, bucketLog} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return fmt.Errorf("open store %s: %w", s.path, err)
+			}
+		}
+		s.rev, s.compact, s.count = getInt(meta, keyRev), getInt(meta, keyCompact), getInt(meta, keyCount)
+		return nil
+	})
+}
+
+// Path returns the store's file.
+func (s *Store) Path() string { return s.path }
+
+// Revision returns the store's current revision.
+func (s *Store) Revision() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rev
+}
+
+// CompactRevision returns the compaction point: the log holds no entry at
+// or before it, and reads from it or later succeed.
+func (s *Store) CompactRevision() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.compact
+}
+
+// Close ends every watcher (Err returns ErrClosed), waits for their
+// goroutines and closes the file. Later calls of any method return
+// ErrClosed; Close itself may be called again.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for w := range s.watchers {
+		w.finish(ErrClosed)
+	}
+	clear(s.watchers)
+	close(s.closing)
+	s.mu.Unlock()
+	s.wg.Wait()
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// txState is the state of one write transaction: the counters it moves,
+// committed to the Store only when the transaction commits, and the
+// entries it appended, published after the commit.
+type txState struct {
+	s       *Store
+	now     time.Time
+	rev     int64
+	compact int64
+	count   int64
+	entries []Entry
+}
+
+// bump returns the next revision.
+func (st *txState) bump() int64 {
+	st.rev++
+	return st.rev
+}
+
+// update runs fn in a write transaction, persists the counters, and
+// publishes the appended entries to watchers, all under s.mu.
+func (s *Store) update(fn func(tx *bolt.Tx, st *txState) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	st := &txState{s: s, now: s.clock.Now(), rev: s.rev, compact: s.compact, count: s.count}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := fn(tx, st); err != nil {
+			return err
+		}
+		if err := st.autoCompact(tx); err != nil {
+			return err
+		}
+		meta := tx.Bucket(bucketMeta)
+		for _, kv := range []struct {
+			key       []byte
+			old, next int64
+		}{{keyRev, s.rev, st.rev}, {keyCompact, s.compact, st.compact}, {keyCount, s.count, st.count}} {
+			if kv.old != kv.next {
+				if err := putInt(meta, kv.key, kv.next); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+			return ErrClosed
+		}
+		return err
+	}
+	if st.compact != s.compact {
+		s.log.Debug("revision log compacted", zap.Int64("compact_revision", st.compact), zap.Int64("log_entries", st.count))
+	}
+	s.rev, s.compact, s.count = st.rev, st.compact, st.count
+	s.publish(st.entries)
+	return nil
+}
+
+// view runs fn in a read transaction (a consistent snapshot).
+func (s *Store) view(fn func(tx *bolt.Tx) error) error {
+	err := s.db.View(fn)
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
+}
+
+func revKey(rev int64) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(rev))
+}
+
+func keyRevision(k []byte) int64 {
+	return int64(binary.BigEndian.Uint64(k))
+}
+
+func getInt(b *bolt.Bucket, key []byte) int64 {
+	v := b.Get(key)
+	if len(v) != 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(v))
+}
+
+func putInt(b *bolt.Bucket, key []byte, v int64) error {
+	return b.Put(key, binary.BigEndian.AppendUint64(nil, uint64(v)))
+}
