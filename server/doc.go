@@ -6,4 +6,28 @@
 //
 // The contract it implements — every RPC's semantics, errors and
 // idempotency — is written in proto/podsync/v1/pod_sync_service.proto.
+//
+// # Validation
+//
+// A Validator checks each request kind (ValidateRunPodsRequest,
+// ValidateSyncPodRequest, …) and returns every violation as a
+// field.ErrorList whose paths name the request's fields in the API's JSON
+// names, such as "pods[0].spec.containers[1].image". Pods are checked after
+// the API server's defaulting (convert.Default), as Kubernetes does, so a
+// manifest that a cluster accepts means the same here. PodsFromRequest does
+// the conversion, defaulting and validation in one call and returns the
+// core/v1 objects the engine takes. A handler validates first and returns
+// the violations with InvalidRequest; nothing reaches the runtime before.
+//
+// # Errors
+//
+// Handlers return nil, err. UnaryErrorInterceptor and
+// StreamErrorInterceptor turn err into a status with ToStatus, the only
+// place where errors become codes: engine sentinels map to codes as in
+// STYLE.md, every status carries a google.rpc.ErrorInfo (domain
+// "podsync.io") whose reason clients branch on (the Reason* constants), and
+// INVALID_ARGUMENT carries a google.rpc.BadRequest with one field violation
+// per problem. An unclassified error reaches the client as UNKNOWN with a
+// short message; its full chain is for the log, which the logging
+// interceptor, installed outside the error interceptors, writes.
 package server

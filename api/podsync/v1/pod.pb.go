@@ -1016,8 +1016,8 @@ func (x *KeyToPath) GetMode() int32 {
 // ConfigMapVolumeSource mirrors core/v1 ConfigMapVolumeSource.
 type ConfigMapVolumeSource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// name of a ConfigMap sent in the same request (or already known to
-	// podsyncd for this pod). Required.
+	// name of a ConfigMap sent in the same request, in the pod's namespace.
+	// Required; a missing ConfigMap is INVALID_ARGUMENT unless optional.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// items selects keys; all keys when empty.
 	Items []*KeyToPath `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
@@ -1090,7 +1090,9 @@ func (x *ConfigMapVolumeSource) GetOptional() bool {
 // SecretVolumeSource mirrors core/v1 SecretVolumeSource.
 type SecretVolumeSource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// secret_name of a Secret sent in the same request. Required.
+	// secret_name of a Secret sent in the same request, in the pod's
+	// namespace. Required; a missing Secret is INVALID_ARGUMENT unless
+	// optional.
 	SecretName string `protobuf:"bytes,1,opt,name=secret_name,json=secretName,proto3" json:"secret_name,omitempty"`
 	// items selects keys; all keys when empty.
 	Items []*KeyToPath `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`

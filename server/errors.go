@@ -1,0 +1,508 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/store"
+)
+
+// ErrorDomain is the domain of every google.rpc.ErrorInfo podsync sends.
+const ErrorDomain = "podsync.io"
+
+// Reasons of google.rpc.ErrorInfo. Clients branch on these, never on a
+// status message; they are part of the API and never change. Every non-OK
+// status podsync produces carries an ErrorInfo with one of them (or, for
+// admission, the reason the engine gives).
+const (
+	// ReasonInvalidSpec (INVALID_ARGUMENT): the request is malformed; a
+	// google.rpc.BadRequest lists the field violations.
+	ReasonInvalidSpec = "INVALID_SPEC"
+	// ReasonPodNotFound (NOT_FOUND): podsyncd has no such pod. The default
+	// reason of engine.ErrNotFound.
+	ReasonPodNotFound = "POD_NOT_FOUND"
+	// ReasonContainerNotFound (NOT_FOUND): the pod has no such container, or
+	// no previous instance of it.
+	ReasonContainerNotFound = "CONTAINER_NOT_FOUND"
+	// ReasonPodAlreadyExists (ALREADY_EXISTS): a pod of the same
+	// namespace/name exists with another uid. The default reason of
+	// engine.ErrAlreadyExists.
+	ReasonPodAlreadyExists = "POD_ALREADY_EXISTS"
+	// ReasonSyncInProgress (ABORTED): a sync is already running for the pod.
+	// The default reason of engine.ErrConflict. Retry.
+	ReasonSyncInProgress = "SYNC_IN_PROGRESS"
+	// ReasonPodTerminating (ABORTED): the pod is being deleted.
+	ReasonPodTerminating = "POD_TERMINATING"
+	// ReasonRuntimeUnavailable (UNAVAILABLE): the CRI runtime did not answer.
+	// Retry with back-off.
+	ReasonRuntimeUnavailable = "RUNTIME_UNAVAILABLE"
+	// ReasonRevisionCompacted (OUT_OF_RANGE): WatchPods' since_revision is
+	// older than the history kept; metadata MetadataCompactRevision.
+	ReasonRevisionCompacted = "REVISION_COMPACTED"
+	// ReasonSlowConsumer (RESOURCE_EXHAUSTED): a WatchPods caller fell too
+	// far behind; metadata MetadataRevision is the last revision sent.
+	ReasonSlowConsumer = "SLOW_CONSUMER"
+	// ReasonFutureRevision (OUT_OF_RANGE): WatchPods' since_revision is
+	// newer than podsyncd's store.
+	ReasonFutureRevision = "FUTURE_REVISION"
+	// ReasonShuttingDown (UNAVAILABLE): podsyncd is shutting down. Retry
+	// once it is back.
+	ReasonShuttingDown = "SHUTTING_DOWN"
+	// ReasonCanceled (CANCELLED): the caller canceled.
+	ReasonCanceled = "CANCELED"
+	// ReasonDeadlineExceeded (DEADLINE_EXCEEDED): the caller's deadline
+	// passed.
+	ReasonDeadlineExceeded = "DEADLINE_EXCEEDED"
+	// ReasonInternal (UNKNOWN): an error podsyncd did not classify. Its
+	// details are in podsyncd's log only.
+	ReasonInternal = "INTERNAL"
+)
+
+// Admission reasons (FAILED_PRECONDITION, or RESOURCE_EXHAUSTED for the
+// capacity ones, those starting with "OutOf"). They are the kubelet's
+// reasons, spelled as the kubelet spells them, as the API documents.
+const (
+	// ReasonOutOfCPU: the node's allocatable CPU is taken.
+	ReasonOutOfCPU = "OutOfcpu"
+	// ReasonOutOfMemory: the node's allocatable memory is taken.
+	ReasonOutOfMemory = "OutOfmemory"
+	// ReasonOutOfPods: the node runs its maximum number of pods.
+	ReasonOutOfPods = "OutOfpods"
+	// ReasonNodePorts: a host port is taken by another pod.
+	ReasonNodePorts = "NodePorts"
+	// ReasonUnexpectedAdmissionError: engine.ErrAdmission without a reason.
+	ReasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
+)
+
+// Keys of ErrorInfo metadata.
+const (
+	// MetadataCompactRevision is the oldest revision WatchPods can resume
+	// after (REVISION_COMPACTED).
+	MetadataCompactRevision = "compact_revision"
+	// MetadataRevision is the last revision sent on a stream
+	// (SLOW_CONSUMER).
+	MetadataRevision = "revision"
+	// MetadataViolations is the number of field violations
+	// (INVALID_SPEC).
+	MetadataViolations = "violations"
+)
+
+// maxFieldViolations bounds the violations sent in one BadRequest, so that
+// a status stays well below the header limits of proxies.
+const maxFieldViolations = 100
+
+// maxMessageViolations bounds the violations spelled out in a
+// ValidationError's message.
+const maxMessageViolations = 5
+
+// ValidationError reports an invalid request: one field.Error per
+// violation, with paths into the request. ToStatus makes it
+// INVALID_ARGUMENT with a google.rpc.BadRequest. It matches
+// engine.ErrInvalidSpec with errors.Is.
+type ValidationError struct {
+	// Errors are the violations; never empty.
+	Errors field.ErrorList
+}
+
+// InvalidRequest returns a *ValidationError for errs, or nil when errs is
+// empty, so that a handler can write
+//
+//	if err := InvalidRequest(v.ValidateGetPodRequest(req)); err != nil {
+//		return nil, err
+//	}
+func InvalidRequest(errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return &ValidationError{Errors: errs}
+}
+
+// Error lists the first violations.
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString("invalid request: ")
+	for i, fe := range e.Errors {
+		if i == maxMessageViolations {
+			fmt.Fprintf(&b, "; and %d more", len(e.Errors)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(fe.Error())
+	}
+	return b.String()
+}
+
+// Is reports whether target is engine.ErrInvalidSpec.
+func (e *ValidationError) Is(target error) bool {
+	return target == engine.ErrInvalidSpec
+}
+
+// Reasoner is implemented by errors that carry a stable reason, such as the
+// engine's admission errors ("OutOfcpu"). ToStatus takes ErrorInfo.reason
+// from the first Reasoner in an error's chain; if that error also has a
+// method Metadata() map[string]string, its entries become
+// ErrorInfo.metadata. The reason does not choose the code, except that
+// capacity reasons of engine.ErrAdmission ("OutOf…") make it
+// RESOURCE_EXHAUSTED.
+type Reasoner interface {
+	Reason() string
+}
+
+type metadataer interface {
+	Metadata() map[string]string
+}
+
+// WithReason returns err with a stable reason and metadata for ToStatus
+// (see Reasoner); errors.Is and errors.As see through it. It returns nil if
+// err is nil. Handlers use it where the sentinel alone does not say enough:
+//
+//	return nil, WithReason(err, ReasonContainerNotFound, map[string]string{"container": name})
+func WithReason(err error, reason string, metadata map[string]string) error {
+	if err == nil {
+		return nil
+	}
+	return &reasonError{err: err, reason: reason, metadata: metadata}
+}
+
+type reasonError struct {
+	err      error
+	reason   string
+	metadata map[string]string
+}
+
+func (e *reasonError) Error() string               { return e.err.Error() }
+func (e *reasonError) Unwrap() error               { return e.err }
+func (e *reasonError) Reason() string              { return e.reason }
+func (e *reasonError) Metadata() map[string]string { return e.metadata }
+
+// NewError returns a status error with code c, message msg and an
+// ErrorInfo of ErrorDomain with reason and metadata. It is for errors that
+// are born at the gRPC edge (authorization, rate limits, watch streams);
+// ToStatus passes them through unchanged.
+func NewError(c codes.Code, reason, msg string, metadata map[string]string) error {
+	return newStatus(c, reason, msg, metadata).Err()
+}
+
+// RevisionCompactedError is WatchPods' error for a since_revision older
+// than the history kept: OUT_OF_RANGE, reason REVISION_COMPACTED, metadata
+// compact_revision.
+func RevisionCompactedError(compactRevision int64) error {
+	return NewError(codes.OutOfRange, ReasonRevisionCompacted,
+		fmt.Sprintf("revision compacted: watch from revision %d or later, or list again", compactRevision),
+		map[string]string{MetadataCompactRevision: strconv.FormatInt(compactRevision, 10)})
+}
+
+// SlowConsumerError ends a WatchPods stream whose caller fell too far
+// behind: RESOURCE_EXHAUSTED, reason SLOW_CONSUMER, metadata revision (the
+// last revision sent, to resume after).
+func SlowConsumerError(lastRevision int64) error {
+	return NewError(codes.ResourceExhausted, ReasonSlowConsumer,
+		fmt.Sprintf("watcher too slow: resume with since_revision %d", lastRevision),
+		map[string]string{MetadataRevision: strconv.FormatInt(lastRevision, 10)})
+}
+
+// unknownMessage is all a client learns of an unclassified error.
+const unknownMessage = "internal error; podsyncd's log has the details"
+
+// ToStatus translates an error to the gRPC status the client receives. It
+// is the only place where errors become codes (STYLE.md "Errors → status"):
+//
+//	status error (top of the chain)     unchanged
+//	*ValidationError, *convert.InvalidError, *field.Error,
+//	engine.ErrInvalidSpec               INVALID_ARGUMENT, BadRequest, INVALID_SPEC
+//	engine.ErrNotFound                  NOT_FOUND, POD_NOT_FOUND
+//	engine.ErrAlreadyExists             ALREADY_EXISTS, POD_ALREADY_EXISTS
+//	engine.ErrAdmission                 FAILED_PRECONDITION, or RESOURCE_EXHAUSTED
+//	                                    for "OutOf…" reasons; the engine's reason
+//	engine.ErrConflict                  ABORTED, SYNC_IN_PROGRESS
+//	engine.ErrRuntimeUnavailable        UNAVAILABLE, RUNTIME_UNAVAILABLE
+//	store.ErrCompacted                  OUT_OF_RANGE, REVISION_COMPACTED, compact_revision
+//	store.ErrFutureRevision             OUT_OF_RANGE, FUTURE_REVISION
+//	store.ErrSlowConsumer               RESOURCE_EXHAUSTED, SLOW_CONSUMER, revision
+//	store.ErrNotFound                   NOT_FOUND, POD_NOT_FOUND
+//	store.ErrAlreadyExists              ALREADY_EXISTS, POD_ALREADY_EXISTS
+//	store.ErrDeleting                   ABORTED, POD_TERMINATING
+//	store.ErrClosed                     UNAVAILABLE, SHUTTING_DOWN
+//	context.Canceled                    CANCELLED, CANCELED
+//	context.DeadlineExceeded            DEADLINE_EXCEEDED, DEADLINE_EXCEEDED
+//	anything else                       UNKNOWN, INTERNAL, a short message
+//
+// The store's errors are mapped too, for handlers that read the store
+// directly (GetPod, ListPods, WatchPods).
+//
+// Every status it makes carries a google.rpc.ErrorInfo of ErrorDomain; a
+// Reasoner in the chain overrides the default reason. Classified errors keep
+// their message; an unclassified one gets a short message only, so the
+// caller must log the error itself (the interceptors return an error whose
+// Error() is the full chain for the logging interceptor). A status error
+// wrapped deeper in the chain, such as a CRI call's, is not passed through:
+// its code is the runtime's, not podsync's; only CANCELLED and
+// DEADLINE_EXCEEDED are kept. ToStatus(nil) is nil, which is OK.
+func ToStatus(err error) *status.Status {
+	if err == nil {
+		return nil
+	}
+	if se, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
+		if st := se.GRPCStatus(); st != nil {
+			return st
+		}
+	}
+	reason, metadata := reasonOf(err)
+	orDefault := func(def string) string {
+		if reason != "" {
+			return reason
+		}
+		return def
+	}
+
+	if violations, ok := fieldViolations(err); ok {
+		return invalidArgument(err.Error(), orDefault(ReasonInvalidSpec), metadata, violations)
+	}
+	switch {
+	case errors.Is(err, engine.ErrInvalidSpec):
+		return invalidArgument(err.Error(), orDefault(ReasonInvalidSpec), metadata, nil)
+	case errors.Is(err, engine.ErrNotFound):
+		return newStatus(codes.NotFound, orDefault(ReasonPodNotFound), err.Error(), metadata)
+	case errors.Is(err, engine.ErrAlreadyExists):
+		return newStatus(codes.AlreadyExists, orDefault(ReasonPodAlreadyExists), err.Error(), metadata)
+	case errors.Is(err, engine.ErrAdmission):
+		r := orDefault(ReasonUnexpectedAdmissionError)
+		code := codes.FailedPrecondition
+		if isCapacityReason(r) {
+			code = codes.ResourceExhausted
+		}
+		return newStatus(code, r, err.Error(), metadata)
+	case errors.Is(err, engine.ErrConflict):
+		return newStatus(codes.Aborted, orDefault(ReasonSyncInProgress), err.Error(), metadata)
+	case errors.Is(err, engine.ErrRuntimeUnavailable):
+		return newStatus(codes.Unavailable, orDefault(ReasonRuntimeUnavailable), err.Error(), metadata)
+	}
+	if st := storeStatus(err, orDefault, metadata); st != nil {
+		return st
+	}
+	switch {
+	case errors.Is(err, context.Canceled) || wrappedCode(err) == codes.Canceled:
+		return newStatus(codes.Canceled, orDefault(ReasonCanceled), err.Error(), metadata)
+	case errors.Is(err, context.DeadlineExceeded) || wrappedCode(err) == codes.DeadlineExceeded:
+		return newStatus(codes.DeadlineExceeded, orDefault(ReasonDeadlineExceeded), err.Error(), metadata)
+	}
+	return newStatus(codes.Unknown, orDefault(ReasonInternal), unknownMessage, metadata)
+}
+
+// storeStatus maps the errors of engine/store, or returns nil.
+func storeStatus(err error, orDefault func(string) string, metadata map[string]string) *status.Status {
+	with := func(k string, v int64) map[string]string {
+		md := make(map[string]string, len(metadata)+1)
+		maps.Copy(md, metadata)
+		md[k] = strconv.FormatInt(v, 10)
+		return md
+	}
+	var (
+		compacted *store.CompactedError
+		slow      *store.SlowConsumerError
+	)
+	switch {
+	case errors.As(err, &compacted):
+		return newStatus(codes.OutOfRange, orDefault(ReasonRevisionCompacted), err.Error(),
+			with(MetadataCompactRevision, compacted.CompactRevision))
+	case errors.Is(err, store.ErrCompacted):
+		return newStatus(codes.OutOfRange, orDefault(ReasonRevisionCompacted), err.Error(), metadata)
+	case errors.Is(err, store.ErrFutureRevision):
+		return newStatus(codes.OutOfRange, orDefault(ReasonFutureRevision), err.Error(), metadata)
+	case errors.As(err, &slow):
+		return newStatus(codes.ResourceExhausted, orDefault(ReasonSlowConsumer), err.Error(),
+			with(MetadataRevision, slow.LastRevision))
+	case errors.Is(err, store.ErrSlowConsumer):
+		return newStatus(codes.ResourceExhausted, orDefault(ReasonSlowConsumer), err.Error(), metadata)
+	case errors.Is(err, store.ErrNotFound):
+		return newStatus(codes.NotFound, orDefault(ReasonPodNotFound), err.Error(), metadata)
+	case errors.Is(err, store.ErrAlreadyExists):
+		return newStatus(codes.AlreadyExists, orDefault(ReasonPodAlreadyExists), err.Error(), metadata)
+	case errors.Is(err, store.ErrDeleting):
+		return newStatus(codes.Aborted, orDefault(ReasonPodTerminating), err.Error(), metadata)
+	case errors.Is(err, store.ErrClosed):
+		return newStatus(codes.Unavailable, orDefault(ReasonShuttingDown), err.Error(), metadata)
+	}
+	return nil
+}
+
+// isCapacityReason reports whether an admission reason is a lack of
+// capacity: the kubelet's "OutOf<resource>" (OutOfcpu, OutOfmemory,
+// OutOfpods, OutOfephemeral-storage, …).
+func isCapacityReason(reason string) bool {
+	return strings.HasPrefix(reason, "OutOf")
+}
+
+// wrappedCode is the code of a status error in err's chain, or OK.
+func wrappedCode(err error) codes.Code {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		return se.GRPCStatus().Code()
+	}
+	return codes.OK
+}
+
+func reasonOf(err error) (string, map[string]string) {
+	var r Reasoner
+	if !errors.As(err, &r) {
+		return "", nil
+	}
+	var md map[string]string
+	if m, ok := r.(metadataer); ok {
+		md = m.Metadata()
+	}
+	return r.Reason(), md
+}
+
+// fieldViolations finds the field errors of err's chain.
+func fieldViolations(err error) (field.ErrorList, bool) {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return ve.Errors, true
+	}
+	var ie *convert.InvalidError
+	if errors.As(err, &ie) {
+		return ie.Errors, true
+	}
+	var fe *field.Error
+	if errors.As(err, &fe) {
+		return field.ErrorList{fe}, true
+	}
+	return nil, false
+}
+
+func invalidArgument(msg, reason string, metadata map[string]string, errs field.ErrorList) *status.Status {
+	md := make(map[string]string, len(metadata)+1)
+	maps.Copy(md, metadata)
+	md[MetadataViolations] = strconv.Itoa(len(errs))
+	info := errorInfo(reason, md)
+	if len(errs) == 0 {
+		return withDetails(status.New(codes.InvalidArgument, msg), info)
+	}
+	br := &errdetails.BadRequest{}
+	for i, fe := range errs {
+		if i == maxFieldViolations {
+			br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{
+				Description: fmt.Sprintf("%d more violations not shown", len(errs)-i),
+				Reason:      "TRUNCATED",
+			})
+			break
+		}
+		br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{
+			Field:       fe.Field,
+			Description: fe.ErrorBody(),
+			Reason:      violationReason(fe.Type),
+		})
+	}
+	return withDetails(status.New(codes.InvalidArgument, msg), info, br)
+}
+
+// violationReason is a field error's type in upper snake case, the
+// FieldViolation.reason clients may branch on: REQUIRED, INVALID,
+// NOT_SUPPORTED, DUPLICATE, NOT_FOUND, FORBIDDEN, TOO_LONG, TOO_MANY, ….
+func violationReason(t field.ErrorType) string {
+	switch t {
+	case field.ErrorTypeRequired:
+		return "REQUIRED"
+	case field.ErrorTypeInvalid:
+		return "INVALID"
+	case field.ErrorTypeNotSupported:
+		return "NOT_SUPPORTED"
+	case field.ErrorTypeDuplicate:
+		return "DUPLICATE"
+	case field.ErrorTypeNotFound:
+		return "NOT_FOUND"
+	case field.ErrorTypeForbidden:
+		return "FORBIDDEN"
+	case field.ErrorTypeTooLong:
+		return "TOO_LONG"
+	case field.ErrorTypeTooShort:
+		return "TOO_SHORT"
+	case field.ErrorTypeTooMany:
+		return "TOO_MANY"
+	case field.ErrorTypeTooFew:
+		return "TOO_FEW"
+	case field.ErrorTypeTypeInvalid:
+		return "TYPE_INVALID"
+	}
+	return "INTERNAL"
+}
+
+func errorInfo(reason string, metadata map[string]string) *errdetails.ErrorInfo {
+	return &errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain, Metadata: metadata}
+}
+
+func newStatus(c codes.Code, reason, msg string, metadata map[string]string) *status.Status {
+	return withDetails(status.New(c, msg), errorInfo(reason, metadata))
+}
+
+func withDetails(st *status.Status, details ...protoadapt.MessageV1) *status.Status {
+	with, err := st.WithDetails(details...)
+	if err != nil {
+		// Only an OK code or a detail that cannot be marshalled fails;
+		// neither happens here, and the code matters more than details.
+		return st
+	}
+	return with
+}
+
+// statusError is what the interceptors return: the status the client
+// receives, with the original error kept for the interceptors outside them
+// (logging, metrics), which see the full chain in Error() and can use
+// errors.Is.
+type statusError struct {
+	st    *status.Status
+	cause error
+}
+
+func (e *statusError) Error() string              { return e.cause.Error() }
+func (e *statusError) Unwrap() error              { return e.cause }
+func (e *statusError) GRPCStatus() *status.Status { return e.st }
+
+// toError applies ToStatus for the interceptors.
+func toError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
+		return err
+	}
+	return &statusError{st: ToStatus(err), cause: err}
+}
+
+// UnaryErrorInterceptor translates the error a unary handler returns with
+// ToStatus. Handlers return nil, err and never build statuses themselves.
+// Install it inside the logging interceptor, which then sees the original
+// chain (Error()) and the final code (status.Code).
+func UnaryErrorInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if err != nil {
+			return nil, toError(err)
+		}
+		return resp, nil
+	}
+}
+
+// StreamErrorInterceptor translates the error a stream handler returns
+// with ToStatus, as UnaryErrorInterceptor does.
+func StreamErrorInterceptor() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		return toError(handler(srv, ss))
+	}
+}
