@@ -262,28 +262,6 @@ func TestPodCgroupParentCustomRoot(t *testing.T) {
 	}
 }
 
-func TestExpand(t *testing.T) {
-	vars := map[string]string{"A": "1", "B": "two", "EMPTY": ""}
-	tests := []struct{ in, want string }{
-		{"$(A)", "1"},
-		{"x$(A)y$(B)z", "x1ytwoz"},
-		{"$(UNKNOWN)", "$(UNKNOWN)"},
-		{"$$(A)", "$(A)"},
-		{"$$", "$"},
-		{"$$$(A)", "$1"},
-		{"$(A", "$(A"},
-		{"$A", "$A"},
-		{"a$", "a$"},
-		{"$(EMPTY)x", "x"},
-		{"$()", "$()"},
-	}
-	for _, tt := range tests {
-		if got := Expand(tt.in, vars); got != tt.want {
-			t.Errorf("Expand(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestPodDNS(t *testing.T) {
 	host := &runtimeapi.DNSConfig{Servers: []string{"192.0.2.53"}, Searches: []string{"example.internal"}, Options: []string{"rotate"}}
 	tests := []struct {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"math"
@@ -12,48 +11,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/podsync/podsync/engine/expansion"
 )
 
 // Expand is the Kubernetes $(VAR) expansion (third_party/forked/golang/
 // expansion): $(NAME) is replaced by vars[NAME], an unknown reference is
 // left as written, and $$ is an escaped $.
 func Expand(input string, vars map[string]string) string {
-	var buf bytes.Buffer
-	checkpoint := 0
-	for cursor := 0; cursor < len(input); cursor++ {
-		if input[cursor] == '$' && cursor+1 < len(input) {
-			buf.WriteString(input[checkpoint:cursor])
-			read, isVar, advance := tryReadVariableName(input[cursor+1:])
-			if isVar {
-				if v, ok := vars[read]; ok {
-					buf.WriteString(v)
-				} else {
-					buf.WriteString("$(" + read + ")")
-				}
-			} else {
-				buf.WriteString(read)
-			}
-			cursor += advance
-			checkpoint = cursor + 1
-		}
-	}
-	return buf.String() + input[checkpoint:]
-}
-
-func tryReadVariableName(input string) (string, bool, int) {
-	switch input[0] {
-	case '$':
-		return input[0:1], false, 1
-	case '(':
-		for i := 1; i < len(input); i++ {
-			if input[i] == ')' {
-				return input[1:i], true, i + 1
-			}
-		}
-		return "$(", false, 1
-	default:
-		return "$" + string(input[0]), false, 1
-	}
+	return expansion.Expand(input, vars)
 }
 
 // MakeEnvironment is the kubelet's makeEnvironmentVariables: envFrom

@@ -116,27 +116,3 @@ func TestExecProbeWithoutRuntime(t *testing.T) {
 		t.Fatalf("err = %v, want errNoRuntime", err)
 	}
 }
-
-func TestExpand(t *testing.T) {
-	vars := map[string]string{"A": "x", "EMPTY": ""}
-	tests := []struct{ in, want string }{
-		{"", ""},
-		{"plain", "plain"},
-		{"$(A)", "x"},
-		{"a$(A)b$(A)", "axbx"},
-		{"$(EMPTY)", ""},
-		{"$(B)", "$(B)"},
-		{"$$(A)", "$(A)"},
-		{"$$", "$"},
-		{"$", "$"},
-		{"$(A", "$(A"},
-		{"$x", "$x"},
-		{"100$", "100$"},
-		{"$()", "$()"},
-	}
-	for _, tt := range tests {
-		if got := expand(tt.in, vars); got != tt.want {
-			t.Errorf("expand(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}

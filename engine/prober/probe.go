@@ -7,11 +7,12 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	crierrors "k8s.io/cri-api/pkg/errors"
+
+	"github.com/podsync/podsync/engine/expansion"
 )
 
 // maxProbeRetries is how many times a probe that errors is run before the
@@ -154,53 +155,7 @@ func expandCommand(cmd []string, env []corev1.EnvVar) []string {
 	}
 	out := make([]string, len(cmd))
 	for i, arg := range cmd {
-		out[i] = expand(arg, vars)
+		out[i] = expansion.Expand(arg, vars)
 	}
 	return out
-}
-
-// expand is the Kubernetes $(VAR) expansion (third_party/forked/golang/
-// expansion): $(NAME) is replaced by vars[NAME], an unknown reference is
-// left as written, and $$ is an escaped $.
-//
-// NOTE(prober): engine.Expand is the same function; this package may not
-// import the engine.
-func expand(input string, vars map[string]string) string {
-	if !strings.Contains(input, "$") {
-		return input
-	}
-	var b strings.Builder
-	checkpoint := 0
-	for cursor := 0; cursor < len(input); cursor++ {
-		if input[cursor] != '$' || cursor+1 >= len(input) {
-			continue
-		}
-		b.WriteString(input[checkpoint:cursor])
-		rest := input[cursor+1:]
-		advance := 1
-		switch rest[0] {
-		case '$':
-			b.WriteByte('$')
-		case '(':
-			end := strings.IndexByte(rest, ')')
-			if end < 0 {
-				b.WriteString("$(")
-				break
-			}
-			name := rest[1:end]
-			if v, ok := vars[name]; ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString("$(" + name + ")")
-			}
-			advance = end + 1
-		default:
-			b.WriteByte('$')
-			b.WriteByte(rest[0])
-		}
-		cursor += advance
-		checkpoint = cursor + 1
-	}
-	b.WriteString(input[checkpoint:])
-	return b.String()
 }

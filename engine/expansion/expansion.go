@@ -1,0 +1,49 @@
+// Package expansion is Kubernetes' $(VAR) expansion of container commands,
+// args and env values (k8s.io/kubernetes third_party/forked/golang/expansion),
+// shared by the engine's container configs and the exec prober.
+package expansion
+
+import "strings"
+
+// Expand replaces every $(NAME) in input with vars[NAME]. A reference to an
+// unknown variable is left as written, $$ is an escaped $, and a $ not
+// followed by ( or $ is kept, all as the kubelet does.
+func Expand(input string, vars map[string]string) string {
+	if !strings.Contains(input, "$") {
+		return input
+	}
+	var b strings.Builder
+	checkpoint := 0
+	for cursor := 0; cursor < len(input); cursor++ {
+		if input[cursor] != '$' || cursor+1 >= len(input) {
+			continue
+		}
+		b.WriteString(input[checkpoint:cursor])
+		rest := input[cursor+1:]
+		advance := 1
+		switch rest[0] {
+		case '$':
+			b.WriteByte('$')
+		case '(':
+			end := strings.IndexByte(rest, ')')
+			if end < 0 {
+				b.WriteString("$(")
+				break
+			}
+			name := rest[1:end]
+			if v, ok := vars[name]; ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString("$(" + name + ")")
+			}
+			advance = end + 1
+		default:
+			b.WriteByte('$')
+			b.WriteByte(rest[0])
+		}
+		cursor += advance
+		checkpoint = cursor + 1
+	}
+	b.WriteString(input[checkpoint:])
+	return b.String()
+}
