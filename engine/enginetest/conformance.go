@@ -685,14 +685,24 @@ func testEvents(t *testing.T, h *Harness) {
 
 	cfg := h.PodConfig("")
 	pod := h.RunPod(cfg)
-	// A probe container proves the subscription is live before the checked
-	// sequence starts, so no event of it can be missed.
-	probe := h.Run(pod, cfg, h.ContainerConfig("probe", 0, "/bin/sh", "-c", "exit 0"))
+	// A probe container's event proves the subscription is live before the
+	// checked sequence starts, so no event of it can be missed. The stream
+	// may start after a probe's events were sent, so start another probe
+	// until one is seen.
+	probes := map[string]bool{}
+	newProbe := func() {
+		probes[h.Run(pod, cfg, h.ContainerConfig(fmt.Sprintf("probe-%d", len(probes)), 0, "/bin/sh", "-c", "exit 0"))] = true
+	}
+	newProbe()
+	retry := time.NewTicker(500 * time.Millisecond)
+	defer retry.Stop()
 	live := false
 	for !live {
 		select {
 		case ev := <-events:
-			live = ev.ContainerId == probe
+			live = probes[ev.ContainerId]
+		case <-retry.C:
+			newProbe()
 		case err := <-streamErr:
 			stopped = true
 			if status.Code(err) == codes.Unimplemented {
