@@ -392,6 +392,12 @@ func sandboxLinuxConfig(pod *corev1.Pod, opts Options) *runtimeapi.LinuxPodSandb
 		},
 		Sysctls: map[string]string{},
 	}
+	// NOTE(engine): the kubelet sets namespace options only inside its
+	// "pod has a security context" branch and relies on the API server
+	// defaulting one; podsync sets them always, so a pod that skipped
+	// defaulting cannot start a sandbox whose namespaces disagree with its
+	// containers' (containerd 2.x refuses that).
+	lc.SecurityContext.NamespaceOptions = NamespacesForPod(pod)
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		for _, s := range sc.Sysctls {
 			lc.Sysctls[normalizeSysctl(s.Name)] = s.Value
@@ -402,7 +408,6 @@ func sandboxLinuxConfig(pod *corev1.Pod, opts Options) *runtimeapi.LinuxPodSandb
 		if sc.RunAsGroup != nil {
 			lc.SecurityContext.RunAsGroup = &runtimeapi.Int64Value{Value: *sc.RunAsGroup}
 		}
-		lc.SecurityContext.NamespaceOptions = NamespacesForPod(pod)
 		if sc.FSGroup != nil {
 			lc.SecurityContext.SupplementalGroups = append(lc.SecurityContext.SupplementalGroups, *sc.FSGroup)
 		}

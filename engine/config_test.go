@@ -14,6 +14,7 @@ import (
 	"github.com/podsync/podsync/convert"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 )
@@ -418,5 +419,20 @@ func TestNewRuntimeView(t *testing.T) {
 	if len(view.Containers) != 2 || view.Containers[0].ID != "c2" || view.Containers[0].State != ContainerRunning ||
 		view.Containers[1].RestartCount != 2 || view.Containers[1].Hash != ContainerHash(pod, c) || view.Containers[1].Name != "app" {
 		t.Errorf("containers = %+v, want c2 then c1, unmanaged skipped", view.Containers)
+	}
+}
+
+func TestSandboxNamespacesWithoutPodSecurityContext(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u-1"},
+		Spec:       corev1.PodSpec{HostPID: true, Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+	}
+	cfg, err := SandboxConfig(pod, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	if ns == nil || ns.Pid != runtimeapi.NamespaceMode_NODE {
+		t.Errorf("namespace options = %v, want set (PID NODE) even without a pod security context", ns)
 	}
 }

@@ -24,6 +24,32 @@
 // in pairs in labels.go. Crash-loop and image-pull back-off (backoff.go) are
 // pure functions of what the runtime holds, so they survive a restart too.
 //
+// # Executing plans
+//
+// A Syncer (sync.go) runs one sync pass of a pod at a time, the kubelet's
+// SyncPod: it reads the runtime's view of the pod (view.go: the pod's
+// podsync-owned sandboxes and containers, found by label, with their
+// termination messages), plans, and executes the plan through the CRI
+// Runtime and ImageService in the kubelet's order — kill the pod (preStop
+// hooks, then StopContainer with the rest of the grace period; regular
+// containers in parallel, then sidecars in reverse; then every sandbox) or
+// the containers to kill; prepare volumes; create the sandbox; start init
+// containers one at a time, sidecars and regular containers (image pull
+// by policy, CreateContainer, StartContainer, postStart hook). Every step
+// is reported as it finishes (StepResult) with the kubelet's action names
+// and failure reasons (ErrImagePull, CreateContainerConfigError,
+// RunContainerError, …); back-offs are steps with a next retry time, not
+// errors. A pass ends with a per-pod garbage collection that removes the
+// dead instances and empty stopped sandboxes no status or back-off needs,
+// so whatever an interrupted pass leaves is finished or removed by the
+// next. SyncPod expects a pod defaulted as the API server does
+// (convert.Default).
+//
+// A Watcher (watch.go) turns the runtime's activity into "this pod may have
+// changed" hints for pod workers: CRI container events where the runtime
+// streams them (containerd 2.x), and a periodic relist as the authority
+// (alone on containerd 1.6, which has no events).
+//
 // # Differences from the kubelet
 //
 // The kubelet (since v1.31) hashes only a container's name and image, so a

@@ -1,0 +1,210 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestApplyDefaultImageTag(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"busybox", "busybox:latest"},
+		{"busybox:1.36", "busybox:1.36"},
+		{"localhost:5000/a/b", "localhost:5000/a/b:latest"},
+		{"127.0.0.1:40123/busybox:local", "127.0.0.1:40123/busybox:local"},
+		{"reg.io/x@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "reg.io/x@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
+		{"UPPER/case", ""},
+		{"", ""},
+		{"a b", ""},
+	} {
+		got, err := applyDefaultImageTag(tc.in)
+		if (err != nil) != (tc.want == "") || got != tc.want {
+			t.Errorf("applyDefaultImageTag(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestPullPolicyDefault(t *testing.T) {
+	for img, want := range map[string]corev1.PullPolicy{
+		"busybox": corev1.PullAlways, "busybox:latest": corev1.PullAlways, "busybox:1": corev1.PullIfNotPresent,
+		"x.io/busybox@sha256:0123456789abcdef0123456789abcdef": corev1.PullIfNotPresent,
+	} {
+		if got := pullPolicy(&corev1.Container{Image: img}); got != want {
+			t.Errorf("pullPolicy(%s) = %s, want %s", img, got, want)
+		}
+	}
+}
+
+func TestRegistryMatches(t *testing.T) {
+	for _, tc := range []struct {
+		key, image string
+		want       bool
+	}{
+		{"registry.example:5000", "registry.example:5000/team/app:1", true},
+		{"https://registry.example:5000/v1/", "registry.example:5000/team/app:1", true},
+		{"registry.example:5000/team", "registry.example:5000/team/app:1", true},
+		{"registry.example:5000/other", "registry.example:5000/team/app:1", false},
+		{"registry.example", "registry.example:5000/team/app:1", false},
+		{"https://index.docker.io/v1/", "busybox", true},
+		{"docker.io/library", "busybox:1", true},
+		{"docker.io/someone", "busybox:1", false},
+	} {
+		host, repo := imageRegistry(tc.image)
+		if got := registryMatches(tc.key, host, repo); got != tc.want {
+			t.Errorf("registryMatches(%q, %q) = %v, want %v", tc.key, tc.image, got, tc.want)
+		}
+	}
+}
+
+func TestFindGarbage(t *testing.T) {
+	pod := basePod()
+	app := &pod.Spec.Containers[0]
+	hash := ContainerHash(pod, app)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
+	mk := func(id string, state ContainerState, rc int32, sb string, age int) ContainerInstance {
+		c := ContainerInstance{ID: id, Name: "app", State: state, RestartCount: rc, Hash: hash,
+			CreatedAt: at(age), StartedAt: at(age), FinishedAt: at(age).Add(time.Second)}
+		return c
+	}
+	for _, tc := range []struct {
+		name       string
+		containers []ContainerInstance
+		sandboxes  []Sandbox
+		sandboxOf  map[string]string
+		want       []string
+	}{
+		{
+			name: "crash loop keeps newest, last exited and the run's first",
+			containers: []ContainerInstance{
+				mk("c4", ContainerRunning, 4, "sb", 4), mk("c3", ContainerExited, 3, "sb", 3),
+				mk("c2", ContainerExited, 2, "sb", 2), mk("c1", ContainerExited, 1, "sb", 1), mk("c0", ContainerExited, 0, "sb", 0),
+			},
+			want: []string{"c2", "c1"},
+		},
+		{
+			name: "a long run resets the run",
+			containers: []ContainerInstance{
+				mk("c3", ContainerExited, 3, "sb", 30), mk("c2", ContainerExited, 2, "sb", 20),
+				func() ContainerInstance {
+					c := mk("c1", ContainerExited, 1, "sb", 10)
+					c.FinishedAt = c.StartedAt.Add(time.Hour)
+					return c
+				}(),
+				mk("c0", ContainerExited, 0, "sb", 0),
+			},
+			want: []string{"c0"},
+		},
+		{
+			name: "created leftovers behind the newest go",
+			containers: []ContainerInstance{
+				mk("c2", ContainerRunning, 2, "sb", 2), mk("c1", ContainerCreated, 1, "sb", 1), mk("c0", ContainerExited, 0, "sb", 0),
+			},
+			want: []string{"c1"},
+		},
+		{
+			name: "a changed spec ends the run",
+			containers: []ContainerInstance{
+				mk("c2", ContainerRunning, 2, "sb", 2),
+				func() ContainerInstance { c := mk("c1", ContainerExited, 1, "sb", 1); c.Hash = "old"; return c }(),
+				func() ContainerInstance { c := mk("c0", ContainerExited, 0, "sb", 0); c.Hash = "old"; return c }(),
+			},
+			want: []string{"c0"},
+		},
+		{
+			name: "dead instances of containers no longer in the spec go",
+			containers: []ContainerInstance{
+				{ID: "x1", Name: "gone", State: ContainerExited}, {ID: "x0", Name: "gone", State: ContainerRunning},
+			},
+			want: []string{"x1"},
+		},
+		{
+			name: "empty stopped sandboxes go, but not the newest",
+			containers: []ContainerInstance{
+				mk("c1", ContainerRunning, 1, "sb2", 5), mk("c0", ContainerExited, 0, "sb0", 0),
+			},
+			sandboxes: []Sandbox{{ID: "sb3", State: SandboxNotReady}, {ID: "sb2", State: SandboxNotReady}, {ID: "sb1", State: SandboxNotReady}, {ID: "sb0", State: SandboxNotReady}},
+			sandboxOf: map[string]string{"c1": "sb2", "c0": "sb0"},
+			want:      []string{"sb1"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &podState{view: RuntimeView{Containers: tc.containers, Sandboxes: tc.sandboxes}, sandboxOf: tc.sandboxOf}
+			if st.sandboxOf == nil {
+				st.sandboxOf = map[string]string{}
+			}
+			g := findGarbage(pod, st, BackoffPolicy{})
+			var got []string
+			for _, c := range g.containers {
+				got = append(got, c.ID)
+			}
+			for _, s := range g.sandboxes {
+				got = append(got, s.ID)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("garbage (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWriteVolumeFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "vol")
+	list := func() []string {
+		var out []string
+		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(dir, p)
+				fi, _ := d.Info()
+				b, _ := os.ReadFile(p)
+				out = append(out, rel+"="+string(b)+" "+fi.Mode().Perm().String())
+			}
+			return nil
+		})
+		slices.Sort(out)
+		return out
+	}
+	if err := writeVolumeFiles(dir, map[string]volumeFile{"a": {[]byte("1"), 0o644}, "d/b": {[]byte("2"), 0o600}}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a=1 -rw-r--r--", "d/b=2 -rw-------"}, list()); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	if err := writeVolumeFiles(dir, map[string]volumeFile{"a": {[]byte("3"), 0o644}}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a=3 -rw-r--r--"}, list()); diff != "" {
+		t.Errorf("files after update (-want +got):\n%s", diff)
+	}
+	if err := writeVolumeFiles(dir, map[string]volumeFile{"../escape": {[]byte("x"), 0o644}}); err == nil {
+		t.Error("a path leaving the volume was written")
+	}
+}
+
+func TestCheckHostPath(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	for _, tc := range []struct {
+		path string
+		typ  corev1.HostPathType
+		ok   bool
+	}{
+		{filepath.Join(dir, "new", "sub"), corev1.HostPathDirectoryOrCreate, true},
+		{file, corev1.HostPathFileOrCreate, true},
+		{file, corev1.HostPathFile, true},
+		{file, corev1.HostPathDirectory, false},
+		{dir, corev1.HostPathDirectory, true},
+		{filepath.Join(dir, "absent"), corev1.HostPathDirectory, false},
+		{filepath.Join(dir, "absent"), corev1.HostPathUnset, true},
+	} {
+		err := checkHostPath(&corev1.HostPathVolumeSource{Path: tc.path, Type: ptr.To(tc.typ)})
+		if (err == nil) != tc.ok {
+			t.Errorf("checkHostPath(%s, %q) = %v, want ok=%v", tc.path, tc.typ, err, tc.ok)
+		}
+	}
+}

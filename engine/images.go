@@ -1,0 +1,343 @@
+package engine
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	crierrors "k8s.io/cri-api/pkg/errors"
+)
+
+// referencePattern is the grammar of an image reference
+// (github.com/distribution/reference): [domain/]path[:tag][@digest].
+var referencePattern = regexp.MustCompile(`^` +
+	`((?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?/)?` +
+	`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)` +
+	`(?::([\w][\w.-]{0,127}))?` +
+	`(?:@([A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?$`)
+
+// imageReference is a parsed image reference.
+type imageReference struct {
+	name, tag, digest string
+}
+
+func parseImageReference(image string) (imageReference, error) {
+	m := referencePattern.FindStringSubmatch(image)
+	if m == nil {
+		return imageReference{}, fmt.Errorf("invalid image reference %q: %w", image, ErrInvalidSpec)
+	}
+	// Only a registry host may have capitals: a first component that is
+	// not one (no '.' or ':', not localhost) is part of the repository.
+	if first, _, ok := strings.Cut(m[1], "/"); ok && !strings.ContainsAny(first, ".:") && first != "localhost" && first != strings.ToLower(first) {
+		return imageReference{}, fmt.Errorf("invalid image reference %q: repository name must be lowercase: %w", image, ErrInvalidSpec)
+	}
+	return imageReference{name: m[1], tag: m[2], digest: m[3]}, nil
+}
+
+// applyDefaultImageTag is the kubelet's: a reference with neither tag nor
+// digest gets ":latest".
+func applyDefaultImageTag(image string) (string, error) {
+	ref, err := parseImageReference(image)
+	if err != nil {
+		return "", err
+	}
+	if ref.tag == "" && ref.digest == "" {
+		return image + ":latest", nil
+	}
+	return image, nil
+}
+
+// pullPolicy returns the container's pull policy, defaulted as the API
+// server does when empty: Always for ":latest" or no tag, else
+// IfNotPresent.
+func pullPolicy(c *corev1.Container) corev1.PullPolicy {
+	if c.ImagePullPolicy != "" {
+		return c.ImagePullPolicy
+	}
+	ref, err := parseImageReference(c.Image)
+	if err == nil && ref.digest == "" && (ref.tag == "" || ref.tag == "latest") {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
+}
+
+// shouldPullImage is the kubelet's.
+func shouldPullImage(policy corev1.PullPolicy, present bool) bool {
+	switch policy {
+	case corev1.PullNever:
+		return false
+	case corev1.PullAlways:
+		return true
+	}
+	return !present
+}
+
+// imageFailure is a failed ensureImage.
+type imageFailure struct {
+	reason, message string
+	err             error
+}
+
+// ensureImage is the kubelet's EnsureImageExists without the back-off
+// (the planner has already applied it): it inspects the image, pulls it
+// as the pull policy says (emitting a PullImage step), records failed pulls
+// for the image-pull back-off, and returns the image reference (ID) to
+// create the container from.
+func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, *imageFailure) {
+	image, err := applyDefaultImageTag(c.Image)
+	if err != nil {
+		return "", &imageFailure{ReasonInvalidImageName,
+			fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err), err}
+	}
+	spec := &runtimeapi.ImageSpec{
+		Image:              image,
+		RuntimeHandler:     runtimeHandler(p.pod),
+		UserSpecifiedImage: c.Image,
+	}
+	if len(p.pod.Annotations) > 0 {
+		spec.Annotations = PodAnnotations(p.pod)
+	}
+	resp, err := p.s.images.ImageStatus(ctx, spec, false)
+	if err != nil {
+		return "", &imageFailure{ReasonImageInspectError,
+			fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err), fmt.Errorf("inspect image %q: %w", c.Image, err)}
+	}
+	ref := resp.GetImage().GetId()
+	present := resp.GetImage() != nil
+	if !shouldPullImage(pullPolicy(c), present) {
+		if present {
+			return ref, nil
+		}
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+		return "", &imageFailure{ReasonErrImageNeverPull, msg, fmt.Errorf("image %q: not present with pull policy Never: %w", c.Image, ErrNotFound)}
+	}
+
+	start := p.s.clock.Now()
+	ref, err = p.pullImage(ctx, spec, sbConfig)
+	step := StepResult{Action: ActionPullImage, Target: c.Image, Start: start, Duration: p.s.clock.Since(start)}
+	if err != nil {
+		p.s.recordPullFailure(p.pod.UID, c.Name, c.Image, err.Error(), p.s.clock.Now())
+		reason, msg := evalPullError(c, err)
+		step.Err = fmt.Errorf("pull image %q: %w", c.Image, err)
+		step.Reason, step.Message = reason, msg
+		p.rec.add(step)
+		return "", &imageFailure{reason, msg, step.Err}
+	}
+	p.s.clearPullFailure(p.pod.UID, c.Name)
+	step.Message = fmt.Sprintf("Successfully pulled image %q in %s", c.Image, step.Duration.Truncate(time.Millisecond))
+	p.rec.add(step)
+	return ref, nil
+}
+
+// pullImage pulls with each credential of the pod's image pull secrets
+// that matches the image's registry in turn, as the kubelet's puller does,
+// and anonymously when none matches.
+func (p *pass) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, sbConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	creds := pullCredentials(p.pod, p.in.Secrets, spec.Image)
+	if len(creds) == 0 {
+		return p.s.images.PullImage(ctx, spec, nil, sbConfig)
+	}
+	var errs []error
+	for _, auth := range creds {
+		ref, err := p.s.images.PullImage(ctx, spec, auth, sbConfig)
+		if err == nil {
+			return ref, nil
+		}
+		errs = append(errs, err)
+	}
+	return "", errors.Join(errs...)
+}
+
+// evalPullError is the kubelet's evalCRIPullErr. Like the kubelet it
+// recognises the CRI's well-known pull errors by their message prefix,
+// since they cross gRPC as text.
+func evalPullError(c *corev1.Container, err error) (reason, msg string) {
+	s := err.Error()
+	if rest, ok := strings.CutPrefix(s, crierrors.ErrRegistryUnavailable.Error()); ok {
+		return ReasonRegistryUnavailable, fmt.Sprintf("image pull failed for %s because the registry is unavailable%s", c.Image, rest)
+	}
+	if rest, ok := strings.CutPrefix(s, crierrors.ErrSignatureValidationFailed.Error()); ok {
+		return ReasonSignatureValidation, fmt.Sprintf("image pull failed for %s because the signature validation failed%s", c.Image, rest)
+	}
+	return ReasonErrImagePull, s
+}
+
+// recordPullFailure counts a failed pull of image for the container.
+func (s *Syncer) recordPullFailure(uid types.UID, container, image, msg string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fs := s.pulls[uid]
+	i := slices.IndexFunc(fs, func(f PullFailure) bool { return f.Container == container })
+	if i < 0 || fs[i].Image != image {
+		f := PullFailure{Container: container, Image: image}
+		if i < 0 {
+			fs = append(fs, f)
+			i = len(fs) - 1
+		} else {
+			fs[i] = f
+		}
+	}
+	fs[i].Failures++
+	fs[i].At = at
+	fs[i].Message = msg
+	s.pulls[uid] = fs
+}
+
+// clearPullFailure forgets the failed pulls of the container's image.
+func (s *Syncer) clearPullFailure(uid types.UID, container string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pulls[uid] = slices.DeleteFunc(s.pulls[uid], func(f PullFailure) bool { return f.Container == container })
+	if len(s.pulls[uid]) == 0 {
+		delete(s.pulls, uid)
+	}
+}
+
+// pullFailures returns the recorded pull failures of the pod's current
+// containers and images, forgetting the others.
+func (s *Syncer) pullFailures(pod *corev1.Pod) []PullFailure {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fs := slices.DeleteFunc(s.pulls[pod.UID], func(f PullFailure) bool {
+		c := specContainer(pod, f.Container)
+		return c == nil || c.Image != f.Image
+	})
+	if len(fs) == 0 {
+		delete(s.pulls, pod.UID)
+		return nil
+	}
+	s.pulls[pod.UID] = fs
+	return slices.Clone(fs)
+}
+
+// dockerConfigEntry is one registry's credentials in a docker config.
+type dockerConfigEntry struct {
+	Username      string `json:"username,omitempty"`
+	Password      string `json:"password,omitempty"`
+	Auth          string `json:"auth,omitempty"`
+	IdentityToken string `json:"identitytoken,omitempty"`
+	RegistryToken string `json:"registrytoken,omitempty"`
+}
+
+// pullCredentials returns the credentials of the pod's imagePullSecrets
+// (kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg) whose
+// registry matches image, in the order of the pod's secrets. Missing or
+// unreadable secrets are skipped, as the kubelet does.
+func pullCredentials(pod *corev1.Pod, secrets []*corev1.Secret, image string) []*runtimeapi.AuthConfig {
+	host, repo := imageRegistry(image)
+	var out []*runtimeapi.AuthConfig
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		i := slices.IndexFunc(secrets, func(s *corev1.Secret) bool {
+			return s != nil && s.Name == ref.Name && (s.Namespace == "" || s.Namespace == pod.Namespace)
+		})
+		if i < 0 {
+			continue
+		}
+		var entries map[string]dockerConfigEntry
+		if data, ok := secretData(secrets[i], corev1.DockerConfigJsonKey); ok {
+			var cfg struct {
+				Auths map[string]dockerConfigEntry `json:"auths"`
+			}
+			if json.Unmarshal(data, &cfg) == nil {
+				entries = cfg.Auths
+			}
+		} else if data, ok := secretData(secrets[i], corev1.DockerConfigKey); ok {
+			_ = json.Unmarshal(data, &entries)
+		}
+		keys := make([]string, 0, len(entries))
+		for k := range entries {
+			keys = append(keys, k)
+		}
+		// Longest match first, as the kubelet's keyring orders them.
+		slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
+		for _, k := range keys {
+			if !registryMatches(k, host, repo) {
+				continue
+			}
+			e := entries[k]
+			auth := &runtimeapi.AuthConfig{
+				Username:      e.Username,
+				Password:      e.Password,
+				Auth:          e.Auth,
+				ServerAddress: host,
+				IdentityToken: e.IdentityToken,
+				RegistryToken: e.RegistryToken,
+			}
+			if e.Auth != "" && e.Username == "" {
+				if dec, err := base64.StdEncoding.DecodeString(e.Auth); err == nil {
+					if u, p, ok := strings.Cut(string(dec), ":"); ok {
+						auth.Username, auth.Password = u, p
+					}
+				}
+			}
+			out = append(out, auth)
+		}
+	}
+	return out
+}
+
+func secretData(s *corev1.Secret, key string) ([]byte, bool) {
+	if v, ok := s.StringData[key]; ok {
+		return []byte(v), true
+	}
+	v, ok := s.Data[key]
+	return v, ok
+}
+
+// imageRegistry returns the registry host of image and its repository
+// path, with Docker Hub's defaults.
+func imageRegistry(image string) (host, repo string) {
+	name := image
+	if i := strings.IndexByte(name, '@'); i >= 0 {
+		name = name[:i]
+	}
+	first, rest, ok := strings.Cut(name, "/")
+	if ok && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		host, name = first, rest
+	} else {
+		host = "docker.io"
+		if !ok {
+			name = "library/" + name
+		}
+	}
+	if i := strings.LastIndexByte(name, ':'); i >= 0 {
+		name = name[:i]
+	}
+	return host, name
+}
+
+// registryMatches reports whether a docker config key (a registry host,
+// optionally with a scheme and a path prefix) matches host and repo.
+func registryMatches(key, host, repo string) bool {
+	k := strings.TrimPrefix(strings.TrimPrefix(key, "https://"), "http://")
+	k = strings.TrimSuffix(k, "/")
+	k = strings.TrimSuffix(k, "/v1")
+	k = strings.TrimSuffix(k, "/v2")
+	kh, kp, _ := strings.Cut(k, "/")
+	switch kh {
+	case "index.docker.io", "registry-1.docker.io":
+		kh = "docker.io"
+	}
+	if kh != host {
+		return false
+	}
+	return kp == "" || repo == kp || strings.HasPrefix(repo, kp+"/")
+}
+
+// runtimeHandler is the CRI runtime handler for the pod: podsync has no
+// RuntimeClass objects, so runtimeClassName names the handler directly.
+func runtimeHandler(pod *corev1.Pod) string {
+	if pod.Spec.RuntimeClassName != nil {
+		return *pod.Spec.RuntimeClassName
+	}
+	return ""
+}

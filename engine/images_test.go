@@ -1,0 +1,102 @@
+package engine_test
+
+import (
+	"encoding/base64"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsync/podsync/engine"
+)
+
+func TestPullPolicies(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		image  string
+		policy corev1.PullPolicy
+		want   []string
+	}{
+		{"IfNotPresent and present", image, corev1.PullIfNotPresent, []string{"StartContainer app NewSandbox"}},
+		{"IfNotPresent and absent", "registry.local/other:1", corev1.PullIfNotPresent,
+			[]string{"PullImage registry.local/other:1", "StartContainer app NewSandbox"}},
+		{"Always and present", image, corev1.PullAlways, []string{"PullImage " + image, "StartContainer app NewSandbox"}},
+		{"Never and present", image, corev1.PullNever, []string{"StartContainer app NewSandbox"}},
+		{"Never and absent", "registry.local/other:1", corev1.PullNever, []string{"StartContainer app !ErrImageNeverPull"}},
+		{"default for latest is Always", "registry.local/other", "", []string{"PullImage registry.local/other", "StartContainer app NewSandbox"}},
+		{"default for a tag is IfNotPresent", image, "", []string{"StartContainer app NewSandbox"}},
+		{"invalid reference", "Registry.local/UPPER:1", corev1.PullAlways, []string{"StartContainer app !InvalidImageName"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			pod := basePod()
+			pod.Spec.Containers = pod.Spec.Containers[:1]
+			pod.Spec.Containers[0].Image = tc.image
+			pod.Spec.Containers[0].ImagePullPolicy = tc.policy
+			res := h.sync(pod)
+			wantSteps(t, res, append([]string{"CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0"}, tc.want...)...)
+			if st := res.Step(engine.ActionStartContainer, "app"); st.Reason == engine.ReasonErrImageNeverPull {
+				if !errors.Is(st.Err, engine.ErrNotFound) || !strings.Contains(st.Message, "is not present with pull policy of Never") {
+					t.Errorf("never-pull step %+v, want ErrNotFound and the kubelet's message", st)
+				}
+				// Never-pull is not a pull failure: no back-off follows.
+				wantSteps(t, h.sync(pod), "ConfigPodSandbox #0", "StartContainer app !ErrImageNeverPull")
+			}
+		})
+	}
+}
+
+func TestImageInContainerStatus(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	pod.Spec.Containers[0].Image = "registry.local/other:1"
+	res := h.sync(pod)
+	st := h.s.PodStatus(pod, res.View, engine.ProbeResults{})
+	if cs := st.ContainerStatuses[0]; cs.Image != "registry.local/other:1" || cs.ImageID != "registry.local/other:1" {
+		t.Errorf("status image %q id %q, want the pulled image and its ref", cs.Image, cs.ImageID)
+	}
+}
+
+func TestPullSecrets(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	pod.Spec.Containers[0].Image = "registry.example:5000/team/app:1"
+	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "missing"}, {Name: "regcred"}}
+	h.in.Secrets = []*corev1.Secret{{
+		ObjectMeta: metav1.ObjectMeta{Name: "regcred", Namespace: "shop"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{` +
+			`"https://registry.example:5000/other":{"username":"no","password":"no"},` +
+			`"registry.example:5000/team":{"auth":"` + base64.StdEncoding.EncodeToString([]byte("bob:pw")) + `"}}}`)},
+	}}
+	h.sync(pod)
+	h.rt.Images.AssertImagePulledWithAuth(t, &runtimeapi.ImageSpec{
+		Image: "registry.example:5000/team/app:1", UserSpecifiedImage: "registry.example:5000/team/app:1",
+	}, &runtimeapi.AuthConfig{
+		Username: "bob", Password: "pw", Auth: base64.StdEncoding.EncodeToString([]byte("bob:pw")), ServerAddress: "registry.example:5000",
+	}, "pull with the matching credential")
+}
+
+func TestPullFailuresAreForgottenWithTheImage(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	pod.Spec.Containers[0].Image = "registry.local/other:1"
+	h.rt.InjectError("PullImage", errors.New("manifest unknown"))
+	res := h.sync(pod)
+	if len(res.View.PullFailures) != 1 || res.View.PullFailures[0].Failures != 1 {
+		t.Fatalf("pull failures %+v, want one", res.View.PullFailures)
+	}
+	// Another image is pulled at once, without back-off.
+	pod = pod.DeepCopy()
+	pod.Spec.Containers[0].Image = "registry.local/other:2"
+	res = h.sync(pod)
+	if got := summary(res.Steps); !slices.Contains(got, "StartContainer app NotStarted") || len(res.View.PullFailures) != 0 {
+		t.Errorf("steps %v pull failures %+v, want a start and no failures", got, res.View.PullFailures)
+	}
+}

@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	crierrors "k8s.io/cri-api/pkg/errors"
+)
+
+// killPod is the kubelet's killPodWithSyncResult: it stops the running
+// containers — regular ones in parallel, then init containers (sidecars)
+// one at a time in the planner's order, so sidecars outlive the containers
+// they serve — and then every sandbox of the pod. It carries on past
+// failures and reports whether everything stopped.
+func (p *pass) killPod(ctx context.Context, plan PodActions) bool {
+	ips := p.readyIPs()
+	var regular, ordered []ContainerAction
+	for _, k := range plan.Kill {
+		if t := containerType(p.pod, k.Name); t == ContainerTypeInit || t == ContainerTypeSidecar {
+			ordered = append(ordered, k)
+		} else {
+			regular = append(regular, k)
+		}
+	}
+	var mu sync.Mutex
+	ok := true
+	var wg sync.WaitGroup
+	for _, k := range regular {
+		wg.Go(func() {
+			if !p.killContainer(ctx, k, ips) {
+				mu.Lock()
+				ok = false
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for _, k := range ordered {
+		if !p.killContainer(ctx, k, ips) {
+			ok = false
+		}
+	}
+	for _, sb := range p.st.view.Sandboxes {
+		start := p.s.clock.Now()
+		step := StepResult{Action: ActionKillPodSandbox, Target: sb.ID, SandboxID: sb.ID, Attempt: sb.Attempt,
+			Reason: plan.KillPodReason, Message: plan.KillPodMessage, Start: start}
+		if err := p.s.rt.StopPodSandbox(ctx, sb.ID); err != nil && !crierrors.IsNotFound(err) {
+			step.Err = fmt.Errorf("stop sandbox %s: %w", sb.ID, err)
+			step.Reason, step.Message = ReasonKillPodSandboxError, err.Error()
+			ok = false
+		}
+		step.Duration = p.s.clock.Since(start)
+		p.rec.add(step)
+	}
+	return ok
+}
+
+// terminationGracePeriod is the kubelet's setTerminationGracePeriod: the
+// pod's deletion grace period, else the probe's terminationGracePeriod for
+// a probe kill, else the pod's terminationGracePeriodSeconds, else 2 s.
+func terminationGracePeriod(pod *corev1.Pod, c *corev1.Container, reason string) int64 {
+	switch {
+	case pod.DeletionGracePeriodSeconds != nil:
+		return *pod.DeletionGracePeriodSeconds
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		switch {
+		case reason == ReasonStartupProbe && c != nil && c.StartupProbe != nil && c.StartupProbe.TerminationGracePeriodSeconds != nil:
+			return *c.StartupProbe.TerminationGracePeriodSeconds
+		case reason == ReasonLivenessProbe && c != nil && c.LivenessProbe != nil && c.LivenessProbe.TerminationGracePeriodSeconds != nil:
+			return *c.LivenessProbe.TerminationGracePeriodSeconds
+		}
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return minimumGracePeriod
+}
+
+// killContainer is the kubelet's killContainer: the preStop hook, bounded
+// by the grace period, then StopContainer with what remains of it (at
+// least 2 s). A container no longer in the spec is stopped with the grace
+// period and preStop hook recorded in its annotations. It reports a
+// KillContainer step and whether the container stopped.
+func (p *pass) killContainer(ctx context.Context, k ContainerAction, podIPs []string) bool {
+	start := p.s.clock.Now()
+	attempt := k.Attempt
+	for _, inst := range p.st.view.Containers {
+		if inst.ID == k.ContainerID {
+			attempt = uint32(inst.RestartCount)
+		}
+	}
+	ctype := containerType(p.pod, k.Name)
+	msg := k.Message
+	if msg == "" {
+		msg = fmt.Sprintf("Stopping container %s", k.Name)
+	}
+	step := StepResult{Action: ActionKillContainer, Target: k.Name, ContainerType: ctype, Reason: k.Reason,
+		Message: msg, Start: start, ContainerID: k.ContainerID, SandboxID: p.st.sandboxOf[k.ContainerID], Attempt: attempt}
+	fail := func(err error) bool {
+		step.Duration = p.s.clock.Since(start)
+		step.Err, step.Reason, step.Message = err, ReasonKillContainerError, err.Error()
+		p.rec.add(step)
+		return false
+	}
+
+	var preStop *corev1.LifecycleHandler
+	var ports []corev1.ContainerPort
+	var grace int64
+	if c := specContainer(p.pod, k.Name); c != nil {
+		grace = terminationGracePeriod(p.pod, c, k.Reason)
+		if c.Lifecycle != nil {
+			preStop = c.Lifecycle.PreStop
+		}
+		ports = c.Ports
+	} else {
+		// The kubelet's restoreSpecsFromContainerLabels.
+		resp, err := p.s.rt.ContainerStatus(ctx, k.ContainerID, false)
+		if crierrors.IsNotFound(err) {
+			step.Duration = p.s.clock.Since(start)
+			p.rec.add(step)
+			return true
+		}
+		if err != nil {
+			return fail(fmt.Errorf("restore spec of container %q: %w", k.Name, err))
+		}
+		info := ContainerAnnotationsFrom(resp.GetStatus().GetAnnotations())
+		restored := &corev1.Pod{ObjectMeta: p.pod.ObjectMeta}
+		restored.DeletionGracePeriodSeconds = info.PodDeletionGracePeriod
+		if p.pod.DeletionGracePeriodSeconds != nil {
+			restored.DeletionGracePeriodSeconds = p.pod.DeletionGracePeriodSeconds
+		}
+		restored.Spec.TerminationGracePeriodSeconds = info.PodTerminationGracePeriod
+		grace = terminationGracePeriod(restored, nil, k.Reason)
+		preStop = info.PreStopHandler
+		ports = info.ContainerPorts
+	}
+
+	if preStop != nil && grace > 0 {
+		grace -= p.runPreStop(ctx, k, ctype, attempt, preStop, ports, podIPs, grace)
+	}
+	grace = max(grace, minimumGracePeriod)
+	if err := p.s.rt.StopContainer(ctx, k.ContainerID, grace); err != nil && !crierrors.IsNotFound(err) {
+		return fail(fmt.Errorf("stop container %q: %w", k.Name, err))
+	}
+	step.Duration = p.s.clock.Since(start)
+	p.rec.add(step)
+	return true
+}
+
+// runPreStop is the kubelet's executePreStopHook: it runs the hook for at
+// most the grace period, reports a PreStopHook step, and returns the whole
+// seconds it took.
+func (p *pass) runPreStop(ctx context.Context, k ContainerAction, ctype ContainerType, attempt uint32, h *corev1.LifecycleHandler, ports []corev1.ContainerPort, podIPs []string, grace int64) int64 {
+	start := p.s.clock.Now()
+	limit := time.Duration(grace) * time.Second
+	hctx, cancel := context.WithTimeout(ctx, limit)
+	t := hookTarget{pod: p.pod, name: k.Name, containerID: k.ContainerID, ports: ports, podIPs: podIPs}
+	msg, err := p.s.runHook(hctx, t, h, limit)
+	cancel()
+	elapsed := min(p.s.clock.Since(start), limit)
+	step := StepResult{Action: ActionPreStopHook, Target: k.Name, ContainerType: ctype, Start: start, Duration: elapsed,
+		ContainerID: k.ContainerID, SandboxID: p.st.sandboxOf[k.ContainerID], Attempt: attempt}
+	if err != nil {
+		step.Err = fmt.Errorf("pre-stop hook of container %q: %w", k.Name, err)
+		step.Reason, step.Message = ReasonPreStopHookError, msg
+	}
+	p.rec.add(step)
+	return int64(elapsed.Seconds())
+}
+
+// purgeInitContainers is the kubelet's: a new sandbox runs the init
+// containers from the first, so every instance of them is removed, or the
+// planner would take the old sandbox's for the new one's.
+func (p *pass) purgeInitContainers(ctx context.Context) {
+	for _, c := range p.pod.Spec.InitContainers {
+		for _, inst := range p.st.view.Containers {
+			if inst.Name == c.Name {
+				p.removeContainer(ctx, inst, ReasonInitContainersPurged)
+			}
+		}
+	}
+}
+
+// removeContainer removes one dead instance and reports it.
+func (p *pass) removeContainer(ctx context.Context, inst ContainerInstance, reason string) bool {
+	start := p.s.clock.Now()
+	step := StepResult{Action: ActionRemoveContainer, Target: inst.Name, ContainerType: containerType(p.pod, inst.Name),
+		Reason: reason, Start: start, ContainerID: inst.ID, SandboxID: p.st.sandboxOf[inst.ID], Attempt: uint32(inst.RestartCount)}
+	err := p.s.rt.RemoveContainer(ctx, inst.ID)
+	step.Duration = p.s.clock.Since(start)
+	if err != nil && !crierrors.IsNotFound(err) {
+		step.Err = fmt.Errorf("remove container %s: %w", inst.ID, err)
+		step.Reason, step.Message = ReasonRemoveContainerError, err.Error()
+		p.rec.add(step)
+		return false
+	}
+	p.rec.add(step)
+	return true
+}

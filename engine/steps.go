@@ -1,0 +1,176 @@
+package engine
+
+import (
+	"errors"
+	"time"
+)
+
+// StepAction names what a step did. The first five are the kubelet's
+// SyncAction names (pkg/kubelet/container/sync_result.go); the others are
+// podsync's, for work the kubelet does outside SyncPod or reports only as
+// events.
+type StepAction string
+
+// Step actions.
+const (
+	ActionCreatePodSandbox StepAction = "CreatePodSandbox"
+	ActionConfigPodSandbox StepAction = "ConfigPodSandbox"
+	ActionKillPodSandbox   StepAction = "KillPodSandbox"
+	ActionStartContainer   StepAction = "StartContainer"
+	ActionKillContainer    StepAction = "KillContainer"
+
+	// ActionPullImage is a pull of a container's image (the kubelet's
+	// Pulling/Pulled events). A failed pull also fails the container's
+	// StartContainer step, as in the kubelet.
+	ActionPullImage StepAction = "PullImage"
+	// ActionPostStartHook and ActionPreStopHook are runs of lifecycle
+	// hooks. A failed postStart hook also fails the StartContainer step; a
+	// failed preStop hook does not stop the kill.
+	ActionPostStartHook StepAction = "PostStartHook"
+	ActionPreStopHook   StepAction = "PreStopHook"
+	// ActionMountVolumes prepares the pod's directories and volumes
+	// (emptyDir, hostPath, configMap, secret); it is reported only when it
+	// fails, as the kubelet's FailedMount event.
+	ActionMountVolumes StepAction = "MountVolumes"
+	// ActionRemoveContainer and ActionRemovePodSandbox are removals of dead
+	// instances and sandboxes: init containers purged for a new sandbox,
+	// and the per-pod garbage collection at the end of a pass.
+	ActionRemoveContainer  StepAction = "RemoveContainer"
+	ActionRemovePodSandbox StepAction = "RemovePodSandbox"
+)
+
+// Failure reasons of steps: the kubelet's error names
+// (pkg/kubelet/container/sync_result.go, pkg/kubelet/images/types.go,
+// pkg/kubelet/kuberuntime), plus podsync's for its own actions.
+// ReasonCrashLoopBackOff, ReasonImagePullBackOff and ReasonErrImagePull
+// are declared with the planner and the status.
+const (
+	ReasonCreatePodSandboxError    = "CreatePodSandboxError"
+	ReasonConfigPodSandboxError    = "ConfigPodSandboxError"
+	ReasonKillPodSandboxError      = "KillPodSandboxError"
+	ReasonKillContainerError       = "KillContainerError"
+	ReasonCreateContainerConfigErr = "CreateContainerConfigError"
+	ReasonCreateContainerError     = "CreateContainerError"
+	ReasonRunContainerError        = "RunContainerError"
+	ReasonPostStartHookError       = "PostStartHookError"
+	ReasonPreStopHookError         = "PreStopHookError"
+	ReasonErrImageNeverPull        = "ErrImageNeverPull"
+	ReasonImageInspectError        = "ImageInspectError"
+	ReasonInvalidImageName         = "InvalidImageName"
+	ReasonRegistryUnavailable      = "RegistryUnavailable"
+	ReasonSignatureValidation      = "SignatureValidationFailed"
+	ReasonFailedMount              = "FailedMount"
+	ReasonRemoveContainerError     = "RemoveContainerError"
+	ReasonRemovePodSandboxError    = "RemovePodSandboxError"
+)
+
+// Reasons of successful removal steps.
+const (
+	// ReasonInitContainersPurged: a new sandbox starts init containers
+	// from the first, so their old instances are removed (the kubelet's
+	// purgeInitContainers).
+	ReasonInitContainersPurged = "InitContainersPurged"
+	// ReasonGarbageCollected: a dead instance or an empty stopped sandbox
+	// no longer needed for status or back-off.
+	ReasonGarbageCollected = "GarbageCollected"
+)
+
+// ContainerType says which list of the spec a container is in.
+type ContainerType string
+
+// Container types.
+const (
+	ContainerTypeInit    ContainerType = "init"
+	ContainerTypeSidecar ContainerType = "sidecar"
+	ContainerTypeRegular ContainerType = "regular"
+	// ContainerTypeUnknown is a running container no longer in the spec.
+	ContainerTypeUnknown ContainerType = "unknown"
+)
+
+// StepResult is one step of a sync pass, reported as soon as it finished.
+type StepResult struct {
+	// Action is what was done; Target what it was done to: the container
+	// name for container steps, the image for PullImage, the pod
+	// (name_namespace(uid)) for CreatePodSandbox and the sandbox ID for
+	// the other sandbox steps.
+	Action StepAction
+	Target string
+	// ContainerType is set for container steps.
+	ContainerType ContainerType
+	// Err is the error of a failed step, nil otherwise. Back-off steps
+	// (Reason CrashLoopBackOff or ImagePullBackOff) have no error: waiting
+	// is not a failure.
+	Err error
+	// Reason is the kubelet's reason: a failure class (ErrImagePull,
+	// RunContainerError, …) when Err is set, a back-off reason, or the
+	// planner's reason for doing the step (DefinitionChanged, Exited,
+	// NewSandbox, …).
+	Reason string
+	// Message is human-readable detail: the planner's message, or the
+	// kubelet's message for a failure.
+	Message string
+	// Start is when the step began; Duration how long it took.
+	Start    time.Time
+	Duration time.Duration
+	// NextRetry is when a backed-off start may be tried again.
+	NextRetry time.Time
+	// ContainerID and SandboxID name the CRI objects involved, when known.
+	ContainerID string
+	SandboxID   string
+	// Attempt is the restart count of the container instance, or the
+	// attempt of the sandbox, the step is about.
+	Attempt uint32
+}
+
+// Failed reports whether the step failed.
+func (s StepResult) Failed() bool { return s.Err != nil }
+
+// BackedOff reports whether the step is a start that must wait.
+func (s StepResult) BackedOff() bool {
+	return s.Reason == ReasonCrashLoopBackOff || s.Reason == ReasonImagePullBackOff
+}
+
+// ContainerName returns the container a container step is about, or "".
+func (s StepResult) ContainerName() string {
+	if s.ContainerType == "" {
+		return ""
+	}
+	return s.Target
+}
+
+// SyncResult is what one sync pass did.
+type SyncResult struct {
+	// Plan is what the planner decided at the start of the pass.
+	Plan PodActions
+	// Steps are the steps in the order they finished.
+	Steps []StepResult
+	// View is the runtime's view of the pod at the end of the pass (after
+	// garbage collection), with the pull failures the syncer remembers;
+	// feed it to ComputePodStatus.
+	View RuntimeView
+	// SandboxID is the sandbox the pod's containers run in, if any.
+	SandboxID string
+	// PodIPs are the sandbox's IPs.
+	PodIPs []string
+}
+
+// Err joins the errors of the failed steps; nil if none failed.
+func (r SyncResult) Err() error {
+	var errs []error
+	for _, s := range r.Steps {
+		if s.Err != nil {
+			errs = append(errs, s.Err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Step returns the last step with action on target, or nil.
+func (r SyncResult) Step(action StepAction, target string) *StepResult {
+	for i := len(r.Steps) - 1; i >= 0; i-- {
+		if r.Steps[i].Action == action && r.Steps[i].Target == target {
+			return &r.Steps[i]
+		}
+	}
+	return nil
+}

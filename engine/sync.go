@@ -1,0 +1,611 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	crierrors "k8s.io/cri-api/pkg/errors"
+	"k8s.io/utils/clock"
+)
+
+// cleanupTimeout bounds the rollback and cleanup that run after the
+// caller's context has ended.
+const cleanupTimeout = 30 * time.Second
+
+// minimumGracePeriod is the kubelet's minimumGracePeriodInSeconds: every
+// container gets at least this long to stop before SIGKILL.
+const minimumGracePeriod = 2
+
+// SyncerOptions configure a Syncer.
+type SyncerOptions struct {
+	// Runtime is the CRI runtime; required.
+	Runtime Runtime
+	// Images is the CRI image service; required.
+	Images ImageService
+	// Clock times steps and back-offs; nil means the real clock.
+	Clock clock.Clock
+	// Logger receives one line per step; nil discards.
+	Logger *zap.Logger
+	// Backoff is the crash-loop and image-pull back-off; the zero value is
+	// the kubelet's (10 s doubling to 5 min).
+	Backoff BackoffPolicy
+	// Config are the node settings the CRI configs and pod directories
+	// depend on.
+	Config Options
+}
+
+// SyncInput is what a pass needs besides the pod.
+type SyncInput struct {
+	// ConfigMaps and Secrets are the objects of the pod's namespace the pod
+	// refers to: in env, envFrom, volumes and imagePullSecrets. A missing
+	// one that is not optional fails the containers (or volumes) that need
+	// it.
+	ConfigMaps []*corev1.ConfigMap
+	Secrets    []*corev1.Secret
+	// Probes are the prober's last results.
+	Probes ProbeResults
+}
+
+// Syncer runs sync passes: it reads what the runtime holds for a pod,
+// plans with ComputePodActions and executes the plan through CRI in the
+// kubelet's order, reporting every step as it finishes. It is safe for
+// concurrent use; passes of different pods run in parallel, and a second
+// pass of a pod while one runs fails with ErrConflict.
+type Syncer struct {
+	rt      Runtime
+	images  ImageService
+	clock   clock.Clock
+	log     *zap.Logger
+	backoff BackoffPolicy
+	cfg     Options
+
+	mu      sync.Mutex
+	running map[types.UID]bool
+	// pulls are the failed image pulls, per pod; the runtime keeps no
+	// record of them.
+	pulls map[types.UID][]PullFailure
+}
+
+// NewSyncer returns a Syncer. It fails with ErrInvalidSpec if Runtime or
+// Images is missing.
+func NewSyncer(opts SyncerOptions) (*Syncer, error) {
+	if opts.Runtime == nil || opts.Images == nil {
+		return nil, fmt.Errorf("engine: SyncerOptions need a Runtime and Images: %w", ErrInvalidSpec)
+	}
+	s := &Syncer{
+		rt:      opts.Runtime,
+		images:  opts.Images,
+		clock:   opts.Clock,
+		log:     opts.Logger,
+		backoff: opts.Backoff,
+		cfg:     opts.Config.withDefaults(),
+		running: map[types.UID]bool{},
+		pulls:   map[types.UID][]PullFailure{},
+	}
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
+	}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	return s, nil
+}
+
+// Backoff returns the syncer's back-off policy.
+func (s *Syncer) Backoff() BackoffPolicy { return s.backoff }
+
+// PodStatus computes pod's status from a view (a SyncResult's) with the
+// syncer's clock, back-off and node IPs.
+func (s *Syncer) PodStatus(pod *corev1.Pod, view RuntimeView, probes ProbeResults) corev1.PodStatus {
+	return ComputePodStatus(pod, view, probes, s.clock.Now(), StatusOptions{Backoff: s.backoff, HostIPs: s.cfg.NodeIPs})
+}
+
+// SyncPod runs one sync pass of pod, the kubelet's SyncPod: it reads the
+// runtime's view of the pod, plans, and executes the plan — kill the pod
+// (every container, preStop hook first, then every sandbox) or the
+// containers to kill; purge init containers for a new sandbox; prepare
+// volumes; create the sandbox; start init containers one at a time,
+// sidecars and regular containers (image, CreateContainer, StartContainer,
+// postStart hook) — and finally removes dead instances and sandboxes no
+// longer needed. Each step is passed to emit (if not nil) as soon as it
+// finishes; emit is never called concurrently.
+//
+// A failed kill aborts the pass, as does a failed sandbox and a failed
+// start of a classic init container; failed starts of sidecars and regular
+// containers do not stop the others. Step failures are in the result, not
+// the error. pod must be defaulted as the API server defaults pods
+// (convert.Default): containerd 2.x, for one, refuses containers of a
+// sandbox created without the pod security context the defaults add.
+//
+// SyncPod returns an error wrapping ErrConflict if a pass of
+// the pod is running, ErrInvalidSpec for a pod without UID, the runtime's
+// error if the pod's state cannot be read, and the context's error if ctx
+// ended during the pass; the result holds the steps done so far.
+func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, in SyncInput, emit func(StepResult)) (SyncResult, error) {
+	if pod == nil || pod.UID == "" {
+		return SyncResult{}, fmt.Errorf("sync pod: pod has no uid: %w", ErrInvalidSpec)
+	}
+	if err := s.acquire(pod.UID); err != nil {
+		return SyncResult{}, fmt.Errorf("sync pod %s: %w", podString(pod), err)
+	}
+	defer s.release(pod.UID)
+	log := s.log.With(podFields(pod)...)
+	p := &pass{s: s, pod: pod, in: in, log: log, rec: &recorder{emit: emit, log: log}}
+	return p.run(ctx)
+}
+
+func (s *Syncer) acquire(uid types.UID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running[uid] {
+		return ErrConflict
+	}
+	s.running[uid] = true
+	return nil
+}
+
+func (s *Syncer) release(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.running, uid)
+}
+
+// readState reads the pod's state with termination messages and pull
+// failures.
+func (s *Syncer) readState(ctx context.Context, pod *corev1.Pod) (podState, error) {
+	st, err := readPodState(ctx, s.rt, pod.UID)
+	if err != nil {
+		return podState{}, err
+	}
+	s.fillTerminationMessages(pod, &st)
+	st.view.PullFailures = s.pullFailures(pod)
+	return st, nil
+}
+
+// RemovePod removes everything podsync holds for the pod: it stops and
+// removes every sandbox and container labelled with the pod's UID (without
+// grace: kill the pod with SyncPod first), its pod directory and log
+// directory, and the pull failures remembered for it.
+func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
+	if err := s.acquire(pod.UID); err != nil {
+		return fmt.Errorf("remove pod %s: %w", podString(pod), err)
+	}
+	defer s.release(pod.UID)
+	st, err := readPodState(ctx, s.rt, pod.UID)
+	if err != nil {
+		return fmt.Errorf("remove pod %s: %w", podString(pod), err)
+	}
+	var errs []error
+	for _, c := range st.view.Containers {
+		if err := s.rt.RemoveContainer(ctx, c.ID); err != nil && !crierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", c.ID, err))
+		}
+	}
+	for _, sb := range st.view.Sandboxes {
+		if err := s.rt.StopPodSandbox(ctx, sb.ID); err != nil && !crierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.ID, err))
+			continue
+		}
+		if err := s.rt.RemovePodSandbox(ctx, sb.ID); err != nil && !crierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.ID, err))
+		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, os.RemoveAll(PodDir(pod, s.cfg)), os.RemoveAll(PodLogDirectory(pod, s.cfg)))
+	}
+	s.mu.Lock()
+	delete(s.pulls, pod.UID)
+	s.mu.Unlock()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("remove pod %s: %w", podString(pod), err)
+	}
+	s.log.Info("pod removed", podFields(pod)...)
+	return nil
+}
+
+// recorder collects the steps of a pass, logs each once and passes it to
+// emit, one at a time.
+type recorder struct {
+	mu    sync.Mutex
+	steps []StepResult
+	emit  func(StepResult)
+	log   *zap.Logger
+}
+
+// stepMessages are the log messages of successful steps.
+var stepMessages = map[StepAction]string{
+	ActionCreatePodSandbox: "sandbox created",
+	ActionConfigPodSandbox: "sandbox config generated",
+	ActionKillPodSandbox:   "sandbox stopped",
+	ActionStartContainer:   "container started",
+	ActionKillContainer:    "container killed",
+	ActionPullImage:        "image pulled",
+	ActionPostStartHook:    "post-start hook ran",
+	ActionPreStopHook:      "pre-stop hook ran",
+	ActionMountVolumes:     "volumes mounted",
+	ActionRemoveContainer:  "container removed",
+	ActionRemovePodSandbox: "sandbox removed",
+}
+
+func (r *recorder) add(st StepResult) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps = append(r.steps, st)
+	fields := stepFields(st)
+	switch {
+	case st.Err != nil:
+		r.log.Warn("step failed", append(fields, zap.String("message", st.Message), zap.Error(st.Err))...)
+	case st.BackedOff():
+		r.log.Warn("start backed off", append(fields, zap.String("message", st.Message))...)
+	default:
+		lvl := zapcore.InfoLevel
+		if st.Action == ActionConfigPodSandbox {
+			lvl = zapcore.DebugLevel
+		}
+		r.log.Log(lvl, stepMessages[st.Action], fields...)
+	}
+	if r.emit != nil {
+		r.emit(st)
+	}
+}
+
+// mutated reports whether any step may have changed the runtime.
+func (r *recorder) mutated() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.ContainsFunc(r.steps, func(s StepResult) bool { return !s.BackedOff() })
+}
+
+// pass is one sync pass of one pod.
+type pass struct {
+	s   *Syncer
+	pod *corev1.Pod
+	in  SyncInput
+	log *zap.Logger
+	rec *recorder
+	st  podState
+}
+
+func (p *pass) run(ctx context.Context) (SyncResult, error) {
+	st, err := p.s.readState(ctx, p.pod)
+	if err != nil {
+		return SyncResult{}, fmt.Errorf("read runtime state of pod %s: %w", podString(p.pod), err)
+	}
+	p.st = st
+	plan := ComputePodActions(p.pod, st.view, p.in.Probes, p.s.clock.Now(), p.s.backoff)
+	if p.log.Core().Enabled(zapcore.DebugLevel) {
+		p.log.Debug("pod plan", zap.Reflect("plan", plan))
+	}
+	p.execute(ctx, plan)
+
+	res := SyncResult{Plan: plan}
+	if ctx.Err() == nil {
+		final := st
+		if p.rec.mutated() {
+			if final, err = p.s.readState(ctx, p.pod); err != nil {
+				res.Steps = p.rec.steps
+				return res, fmt.Errorf("read runtime state of pod %s after the pass: %w", podString(p.pod), err)
+			}
+		}
+		final = p.collectGarbage(ctx, final)
+		res.View = final.view
+	}
+	res.Steps = p.rec.steps
+	if len(res.View.Sandboxes) > 0 && res.View.Sandboxes[0].State == SandboxReady {
+		res.SandboxID = res.View.Sandboxes[0].ID
+		res.PodIPs = res.View.Sandboxes[0].IPs
+	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("sync pod %s: %w", podString(p.pod), context.Cause(ctx))
+	}
+	return res, nil
+}
+
+// execute runs the plan in the kubelet's order.
+func (p *pass) execute(ctx context.Context, plan PodActions) {
+	// Steps 2 and 3: kill the pod, or the containers not to keep.
+	if plan.KillPod {
+		if !p.killPod(ctx, plan) {
+			return
+		}
+		if plan.Sandbox.Create {
+			p.purgeInitContainers(ctx)
+		}
+	} else {
+		for _, k := range plan.Kill {
+			if !p.killContainer(ctx, k, p.readyIPs()) {
+				return
+			}
+		}
+	}
+	if !plan.Sandbox.Create && len(plan.StartInit) == 0 && len(plan.Start) == 0 {
+		p.backOffSteps(plan.BackOff, nil)
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+
+	// Volumes (the kubelet mounts them before SyncPod).
+	if err := p.s.setupVolumes(p.pod, p.in); err != nil {
+		p.rec.add(StepResult{Action: ActionMountVolumes, Target: podString(p.pod), Err: err, Reason: ReasonFailedMount,
+			Message: fmt.Sprintf("Unable to attach or mount volumes: %v", err), Start: p.s.clock.Now()})
+		return
+	}
+
+	// Step 4: create the sandbox.
+	sandboxID, podIPs := plan.Sandbox.ID, p.readyIPs()
+	if plan.Sandbox.Create {
+		var ok bool
+		if sandboxID, podIPs, ok = p.createSandbox(ctx, plan.Sandbox); !ok {
+			return
+		}
+	}
+	if p.pod.Spec.HostNetwork {
+		podIPs = p.s.cfg.NodeIPs
+	}
+
+	// The sandbox config the containers are created with.
+	if ctx.Err() != nil {
+		return
+	}
+	start := p.s.clock.Now()
+	sbConfig, err := SandboxConfig(p.pod, plan.Sandbox.Attempt, p.s.cfg)
+	step := StepResult{Action: ActionConfigPodSandbox, Target: sandboxID, SandboxID: sandboxID,
+		Attempt: plan.Sandbox.Attempt, Start: start, Duration: p.s.clock.Since(start)}
+	if err != nil {
+		step.Err, step.Reason = err, ReasonConfigPodSandboxError
+		step.Message = fmt.Sprintf("GeneratePodSandboxConfig for pod %q failed: %v", podString(p.pod), err)
+		p.rec.add(step)
+		return
+	}
+	p.rec.add(step)
+
+	sb := sandboxRef{id: sandboxID, config: sbConfig, ips: podIPs}
+	// Steps 6 and 8: init containers in order (a classic one failing
+	// aborts the pass), then regular containers.
+	for i := range p.pod.Spec.InitContainers {
+		c := &p.pod.Spec.InitContainers[i]
+		if ctx.Err() != nil {
+			return
+		}
+		if a, ok := findAction(plan.StartInit, c.Name); ok {
+			if !p.startContainer(ctx, sb, a) && !IsRestartableInitContainer(c) {
+				return
+			}
+			continue
+		}
+		if a, ok := findAction(plan.BackOff, c.Name); ok {
+			p.backOffSteps([]ContainerAction{a}, &sb)
+		}
+	}
+	for i := range p.pod.Spec.Containers {
+		c := &p.pod.Spec.Containers[i]
+		if ctx.Err() != nil {
+			return
+		}
+		if a, ok := findAction(plan.Start, c.Name); ok {
+			p.startContainer(ctx, sb, a)
+			continue
+		}
+		if a, ok := findAction(plan.BackOff, c.Name); ok {
+			p.backOffSteps([]ContainerAction{a}, &sb)
+		}
+	}
+}
+
+func findAction(as []ContainerAction, name string) (ContainerAction, bool) {
+	i := slices.IndexFunc(as, func(a ContainerAction) bool { return a.Name == name })
+	if i < 0 {
+		return ContainerAction{}, false
+	}
+	return as[i], true
+}
+
+// readyIPs returns the IPs of the pod's newest sandbox if it is ready.
+func (p *pass) readyIPs() []string {
+	if sbs := p.st.view.Sandboxes; len(sbs) > 0 && sbs[0].State == SandboxReady {
+		return sbs[0].IPs
+	}
+	return nil
+}
+
+// containerType returns the type of the container named name.
+func containerType(pod *corev1.Pod, name string) ContainerType {
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.Name == name {
+			if IsRestartableInitContainer(c) {
+				return ContainerTypeSidecar
+			}
+			return ContainerTypeInit
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return ContainerTypeRegular
+		}
+	}
+	return ContainerTypeUnknown
+}
+
+// backOffSteps reports starts that must wait: the kubelet's
+// StartContainer results failed with CrashLoopBackOff or
+// ImagePullBackOff, here without an error.
+func (p *pass) backOffSteps(as []ContainerAction, sb *sandboxRef) {
+	for _, a := range as {
+		msg := a.Message
+		if a.Reason == ReasonImagePullBackOff {
+			if f := p.st.view.pullFailure(a.Name, specContainer(p.pod, a.Name).Image); f != nil {
+				msg = fmt.Sprintf("%s: %s: %s", msg, ReasonErrImagePull, f.Message)
+			}
+		}
+		st := StepResult{Action: ActionStartContainer, Target: a.Name, ContainerType: containerType(p.pod, a.Name),
+			Reason: a.Reason, Message: msg, Start: p.s.clock.Now(), NextRetry: a.NextAttempt, Attempt: a.Attempt}
+		if sb != nil {
+			st.SandboxID = sb.id
+		}
+		p.rec.add(st)
+	}
+}
+
+// sandboxRef is the sandbox containers are started in.
+type sandboxRef struct {
+	id     string
+	config *runtimeapi.PodSandboxConfig
+	ips    []string
+}
+
+// createSandbox is the kubelet's createPodSandbox followed by the read of
+// the new sandbox's IPs.
+func (p *pass) createSandbox(ctx context.Context, d SandboxDecision) (string, []string, bool) {
+	start := p.s.clock.Now()
+	step := StepResult{Action: ActionCreatePodSandbox, Target: podString(p.pod), Attempt: d.Attempt,
+		Reason: d.Reason, Message: d.Message, Start: start}
+	fail := func(msg string, err error) (string, []string, bool) {
+		step.Duration = p.s.clock.Since(start)
+		step.Err, step.Reason, step.Message = err, ReasonCreatePodSandboxError, msg
+		p.rec.add(step)
+		return "", nil, false
+	}
+	cfg, err := SandboxConfig(p.pod, d.Attempt, p.s.cfg)
+	if err != nil {
+		return fail(fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", podString(p.pod), err), err)
+	}
+	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+		return fail(fmt.Sprintf("Failed to create log directory for pod %q: %v", podString(p.pod), err),
+			fmt.Errorf("create pod log directory: %w", err))
+	}
+	id, err := p.s.rt.RunPodSandbox(ctx, cfg, runtimeHandler(p.pod))
+	if err != nil {
+		return fail(fmt.Sprintf("Failed to create pod sandbox: %v", err), fmt.Errorf("run pod sandbox: %w", err))
+	}
+	step.SandboxID = id
+	resp, err := p.s.rt.PodSandboxStatus(ctx, id, false)
+	if err == nil && resp.GetStatus() == nil {
+		err = errors.New("pod sandbox status is nil")
+	}
+	if err != nil {
+		return fail(fmt.Sprintf("Unable to get pod sandbox status: %v", err), fmt.Errorf("status of new sandbox %s: %w", id, err))
+	}
+	var ips []string
+	if !p.pod.Spec.HostNetwork {
+		ips = SandboxFromCRI(resp.GetStatus()).IPs
+	}
+	step.Duration = p.s.clock.Since(start)
+	p.rec.add(step)
+	return id, ips, true
+}
+
+// startContainer is the kubelet's startContainer: ensure the image,
+// create the container, start it and run its postStart hook (killing it if
+// the hook fails). It reports a StartContainer step and whether the start
+// succeeded.
+func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a ContainerAction) bool {
+	c := specContainer(p.pod, a.Name)
+	start := p.s.clock.Now()
+	step := StepResult{Action: ActionStartContainer, Target: c.Name, ContainerType: containerType(p.pod, c.Name),
+		Reason: a.Reason, Message: a.Message, Start: start, SandboxID: sb.id, Attempt: a.Attempt}
+	fail := func(reason, msg string, err error) bool {
+		step.Duration = p.s.clock.Since(start)
+		step.Err, step.Reason, step.Message = err, reason, msg
+		p.rec.add(step)
+		return false
+	}
+
+	// Step 1: the image.
+	imageRef, ifail := p.ensureImage(ctx, c, sb.config)
+	if ifail != nil {
+		return fail(ifail.reason, ifail.message, ifail.err)
+	}
+
+	// Step 2: the container. A container the runtime has no instance of
+	// continues the numbering of its logs.
+	restartCount := int32(a.Attempt)
+	if p.st.view.FindContainer(c.Name) == nil {
+		restartCount = max(restartCount, p.s.restartCountFromLogDir(p.pod, c.Name))
+	}
+	step.Attempt = uint32(restartCount)
+	cfg, err := p.containerConfig(c, restartCount, imageRef, sb.ips)
+	if err != nil {
+		return fail(ReasonCreateContainerConfigErr, err.Error(), err)
+	}
+	id, err := p.s.rt.CreateContainer(ctx, sb.id, cfg, sb.config)
+	if err != nil {
+		return fail(ReasonCreateContainerError, err.Error(), fmt.Errorf("create container %q: %w", c.Name, err))
+	}
+	step.ContainerID = id
+	p.st.sandboxOf[id] = sb.id
+
+	// Step 3: start it.
+	if err := p.s.rt.StartContainer(ctx, id); err != nil {
+		if ctx.Err() != nil {
+			// Interrupted, not refused: do not leave a created container
+			// behind.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			if rerr := p.s.rt.RemoveContainer(cctx, id); rerr != nil {
+				p.log.Warn("remove unstarted container", zap.String(logContainerName, c.Name), zap.String(logContainerID, id), zap.Error(rerr))
+			}
+			cancel()
+		}
+		return fail(ReasonRunContainerError, err.Error(), fmt.Errorf("start container %q: %w", c.Name, err))
+	}
+
+	// Step 4: the postStart hook.
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		hstart := p.s.clock.Now()
+		t := hookTarget{pod: p.pod, name: c.Name, containerID: id, ports: c.Ports, podIPs: sb.ips}
+		msg, herr := p.s.runHook(ctx, t, c.Lifecycle.PostStart, 0)
+		hstep := StepResult{Action: ActionPostStartHook, Target: c.Name, ContainerType: step.ContainerType,
+			Start: hstart, Duration: p.s.clock.Since(hstart), ContainerID: id, SandboxID: sb.id, Attempt: step.Attempt}
+		if herr != nil {
+			hstep.Err, hstep.Reason, hstep.Message = fmt.Errorf("post-start hook of container %q: %w", c.Name, herr), ReasonPostStartHookError, msg
+		}
+		p.rec.add(hstep)
+		if herr != nil {
+			// The kubelet kills a container whose postStart hook failed,
+			// even if the pass is being cancelled.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			p.killContainer(cctx, ContainerAction{Name: c.Name, ContainerID: id, Attempt: step.Attempt, Reason: "FailedPostStartHook",
+				Message: fmt.Sprintf("Container %s failed its postStart hook", c.Name)}, sb.ips)
+			cancel()
+			return fail(ReasonPostStartHookError, msg, hstep.Err)
+		}
+	}
+	step.Duration = p.s.clock.Since(start)
+	p.rec.add(step)
+	return true
+}
+
+// containerConfig writes the files the container mounts (/etc/hosts, its
+// termination message file) and builds its CRI config, as the kubelet's
+// generateContainerConfig.
+func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef string, podIPs []string) (*runtimeapi.ContainerConfig, error) {
+	if len(podIPs) > 0 {
+		if err := p.s.ensureHostsFile(p.pod, podIPs); err != nil {
+			return nil, fmt.Errorf("write hosts file: %w", err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(PodLogDirectory(p.pod, p.s.cfg), c.Name), 0o755); err != nil {
+		return nil, fmt.Errorf("create container log directory: %w", err)
+	}
+	if c.TerminationMessagePath != "" {
+		if err := p.s.createTerminationMessageFile(p.pod, c.Name, restartCount); err != nil {
+			return nil, fmt.Errorf("create termination message file: %w", err)
+		}
+	}
+	return ContainerConfig(ContainerConfigInput{
+		Pod: p.pod, Container: c, RestartCount: restartCount, ImageRef: imageRef, PodIPs: podIPs,
+		ConfigMaps: p.in.ConfigMaps, Secrets: p.in.Secrets,
+	}, p.s.cfg)
+}

@@ -1,0 +1,519 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/podsync/podsync/engine"
+)
+
+func TestNewPodStartsInKubeletOrder(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	res := h.sync(pod)
+	wantSteps(t, res,
+		"CreatePodSandbox #0 NoSandbox",
+		"ConfigPodSandbox #0",
+		"StartContainer app NewSandbox",
+		"StartContainer helper NewSandbox",
+	)
+	if len(res.PodIPs) != 1 || res.SandboxID == "" {
+		t.Errorf("sandbox %q with IPs %v, want one IP", res.SandboxID, res.PodIPs)
+	}
+	st := h.s.PodStatus(pod, res.View, engine.ProbeResults{})
+	if st.Phase != corev1.PodRunning || st.PodIP == "" {
+		t.Errorf("status phase %s ip %q, want Running with an IP", st.Phase, st.PodIP)
+	}
+	for _, cs := range st.ContainerStatuses {
+		if cs.ImageID == "" || cs.ContainerID == "" || cs.State.Running == nil {
+			t.Errorf("container status %+v, want running with image and container IDs", cs)
+		}
+	}
+	for _, s := range res.Steps {
+		if s.Action == engine.ActionStartContainer && (s.ContainerID == "" || s.SandboxID != res.SandboxID || s.ContainerType != engine.ContainerTypeRegular) {
+			t.Errorf("step %+v lacks its IDs or type", s)
+		}
+	}
+	// The files the containers mount exist.
+	for _, f := range []string{
+		filepath.Join(engine.PodDir(pod, h.cfg), "etc-hosts"),
+		engine.TerminationMessageFile(pod, "app", 0, h.cfg),
+	} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("mounted file: %v", err)
+		}
+	}
+	hosts, _ := os.ReadFile(filepath.Join(engine.PodDir(pod, h.cfg), "etc-hosts"))
+	if !strings.Contains(string(hosts), res.PodIPs[0]+"\tweb\n") {
+		t.Errorf("hosts file lacks the pod's entry:\n%s", hosts)
+	}
+	h.converged(pod, res)
+}
+
+func TestRestartPolicies(t *testing.T) {
+	for _, tc := range []struct {
+		policy   corev1.RestartPolicy
+		code     int32
+		restarts bool
+	}{
+		{corev1.RestartPolicyAlways, 0, true},
+		{corev1.RestartPolicyAlways, 1, true},
+		{corev1.RestartPolicyOnFailure, 0, false},
+		{corev1.RestartPolicyOnFailure, 137, true},
+		{corev1.RestartPolicyNever, 1, false},
+	} {
+		t.Run(fmt.Sprintf("%s/exit%d", tc.policy, tc.code), func(t *testing.T) {
+			h := newHarness(t)
+			pod := basePod()
+			pod.Spec.RestartPolicy = tc.policy
+			res := h.sync(pod)
+			h.exit(res, "app", tc.code)
+			res = h.sync(pod)
+			if tc.restarts {
+				wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited")
+				if inst := newest(t, res, "app"); inst.RestartCount != 1 || inst.State != engine.ContainerRunning {
+					t.Errorf("app = %+v, want running with restart count 1", inst)
+				}
+				h.converged(pod, res)
+				return
+			}
+			// helper keeps running; app stays exited.
+			wantSteps(t, res)
+			if inst := newest(t, res, "app"); inst.State != engine.ContainerExited || inst.RestartCount != 0 {
+				t.Errorf("app = %+v, want exited with restart count 0", inst)
+			}
+			// Once helper ends too, the pod is done and its sandbox stopped.
+			h.exit(res, "helper", 0)
+			res = h.sync(pod)
+			wantSteps(t, res, "KillPodSandbox #0 AllContainersDone")
+			want := corev1.PodSucceeded
+			if tc.code != 0 {
+				want = corev1.PodFailed
+			}
+			if st := h.s.PodStatus(pod, res.View, engine.ProbeResults{}); st.Phase != want {
+				t.Errorf("phase = %s, want %s", st.Phase, want)
+			}
+		})
+	}
+}
+
+func TestCrashLoopBackOff(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	res := h.sync(pod)
+
+	// The first crash restarts at once.
+	h.exit(res, "app", 1)
+	res = h.sync(pod)
+	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited")
+
+	// The second waits the base delay from the crash.
+	h.exit(res, "app", 1)
+	crashed := h.clock.Now()
+	res = h.sync(pod)
+	wantSteps(t, res, "StartContainer app CrashLoopBackOff")
+	st := res.Steps[0]
+	if want := crashed.Add(engine.DefaultBackoffBase); !st.NextRetry.Equal(want) || st.Err != nil || !st.BackedOff() {
+		t.Errorf("back-off step %+v, want next retry %s and no error", st, want)
+	}
+	if cs := h.s.PodStatus(pod, res.View, engine.ProbeResults{}).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != engine.ReasonCrashLoopBackOff {
+		t.Errorf("container status %+v, want waiting in CrashLoopBackOff", cs.State)
+	}
+	h.clock.Step(engine.DefaultBackoffBase - 3*time.Millisecond)
+	wantSteps(t, h.sync(pod), "StartContainer app CrashLoopBackOff")
+	h.clock.Step(time.Millisecond)
+	res = h.sync(pod)
+	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited")
+	if inst := newest(t, res, "app"); inst.RestartCount != 2 {
+		t.Errorf("restart count %d, want 2", inst.RestartCount)
+	}
+
+	// The third waits twice as long; the instance between the first of
+	// the run and the last exited one is garbage.
+	h.exit(res, "app", 1)
+	h.clock.Step(2 * engine.DefaultBackoffBase)
+	res = h.sync(pod)
+	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited", "RemoveContainer app GarbageCollected")
+	if got, want := h.criContainers(), []string{"app/0 EXITED", "app/2 EXITED", "app/3 RUNNING"}; !slices.Equal(got, want) {
+		t.Errorf("containers = %v, want %v", got, want)
+	}
+	// The run's length survives the removal: the next crash waits 4×.
+	h.exit(res, "app", 1)
+	crashed = h.clock.Now()
+	res = h.sync(pod)
+	if want := crashed.Add(4 * engine.DefaultBackoffBase); len(res.Steps) != 1 || !res.Steps[0].NextRetry.Equal(want) {
+		t.Errorf("steps %v, want one back-off until %s", res.Steps, want)
+	}
+}
+
+func TestDefinitionChangeRecreates(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	res := h.sync(pod)
+	old := newest(t, res, "app")
+
+	pod = pod.DeepCopy()
+	pod.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "while :; do sleep 2; done"}
+	res = h.sync(pod)
+	wantSteps(t, res,
+		"KillContainer app DefinitionChanged",
+		"ConfigPodSandbox #0",
+		"StartContainer app DefinitionChanged",
+	)
+	if kill := res.Steps[0]; kill.ContainerID != old.ID || !strings.Contains(kill.Message, "definition changed") {
+		t.Errorf("kill step %+v, want the old instance and the planner's message", kill)
+	}
+	if inst := newest(t, res, "app"); inst.ID == old.ID || inst.RestartCount != 1 {
+		t.Errorf("app = %+v, want a new instance with restart count 1", inst)
+	}
+
+	// A new image is pulled (IfNotPresent, not held).
+	pod = pod.DeepCopy()
+	pod.Spec.Containers[0].Image = "registry.local/busybox:2"
+	res = h.sync(pod)
+	wantSteps(t, res,
+		"KillContainer app DefinitionChanged",
+		"ConfigPodSandbox #0",
+		"PullImage registry.local/busybox:2",
+		"StartContainer app DefinitionChanged",
+		// Only the newest dead instance is kept once the spec changed.
+		"RemoveContainer app GarbageCollected",
+	)
+	if inst := newest(t, res, "app"); inst.Image != "registry.local/busybox:2" || inst.RestartCount != 2 {
+		t.Errorf("app = %+v, want image 2 and restart count 2", inst)
+	}
+	h.converged(pod, res)
+}
+
+func TestSandboxStoppedFromOutside(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	res := h.sync(pod)
+	if err := h.rt.StopPodSandbox(h.ctx, res.SandboxID); err != nil {
+		t.Fatal(err)
+	}
+	res = h.sync(pod)
+	wantSteps(t, res,
+		"KillPodSandbox #0 SandboxChanged",
+		"CreatePodSandbox #1 SandboxNotReady",
+		"ConfigPodSandbox #1",
+		"StartContainer app NewSandbox",
+		"StartContainer helper NewSandbox",
+	)
+	if sb := res.View.Sandboxes[0]; sb.Attempt != 1 || sb.State != engine.SandboxReady {
+		t.Errorf("newest sandbox %+v, want attempt 1 and ready", sb)
+	}
+	if inst := newest(t, res, "app"); inst.RestartCount != 1 {
+		t.Errorf("app restart count %d, want 1", inst.RestartCount)
+	}
+	h.converged(pod, res)
+}
+
+func TestInitContainers(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	pod.Spec.InitContainers = []corev1.Container{container("init1", "true"), container("init2", "/bin/sh", "-c", "echo ok; exit 0")}
+	res := h.sync(pod)
+	wantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0", "StartContainer init1 NewSandbox")
+	if res.Steps[2].ContainerType != engine.ContainerTypeInit {
+		t.Errorf("init step type %q", res.Steps[2].ContainerType)
+	}
+	res = h.sync(pod)
+	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer init2 NextInitContainer")
+	res = h.sync(pod)
+	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app NotStarted", "StartContainer helper NotStarted")
+	h.converged(pod, res)
+
+	// A new sandbox runs the init containers again from the first: their
+	// old instances are purged, and their logs continue.
+	if err := h.rt.StopPodSandbox(h.ctx, res.SandboxID); err != nil {
+		t.Fatal(err)
+	}
+	res = h.sync(pod)
+	wantSteps(t, res,
+		"KillPodSandbox #0 SandboxChanged",
+		"RemoveContainer init1 InitContainersPurged",
+		"RemoveContainer init2 InitContainersPurged",
+		"CreatePodSandbox #1 SandboxNotReady",
+		"ConfigPodSandbox #1",
+		"StartContainer init1 NewSandbox",
+	)
+	if inst := newest(t, res, "init1"); inst.RestartCount != 1 {
+		t.Errorf("init1 restart count %d, want 1", inst.RestartCount)
+	}
+	res = h.sync(pod)
+	if inst := newest(t, res, "init2"); inst.RestartCount != 1 {
+		t.Errorf("init2 restart count %d, want 1 (from its log directory)", inst.RestartCount)
+	}
+	res = h.sync(pod)
+	h.converged(pod, res)
+}
+
+func TestFailedInitContainerUnderNever(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	pod.Spec.InitContainers = []corev1.Container{container("init", "false")}
+	h.sync(pod)
+	res := h.sync(pod)
+	wantSteps(t, res, "KillPodSandbox #0 InitContainerFailed")
+	if st := h.s.PodStatus(pod, res.View, engine.ProbeResults{}); st.Phase != corev1.PodFailed {
+		t.Errorf("phase = %s, want Failed", st.Phase)
+	}
+	// Nothing restarts, the main containers never start.
+	for range 3 {
+		res = h.sync(pod)
+		if slices.ContainsFunc(res.Steps, func(s engine.StepResult) bool {
+			return s.Action == engine.ActionStartContainer || s.Action == engine.ActionCreatePodSandbox
+		}) {
+			t.Errorf("pass after failure did %v", summary(res.Steps))
+		}
+	}
+	if got := h.criContainers(); !slices.Equal(got, []string{"init/0 EXITED"}) {
+		t.Errorf("containers = %v, want only the failed init container", got)
+	}
+}
+
+func TestSidecarsStartFirstAndStopLast(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	sidecar := container("proxy", runForever...)
+	sidecar.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+	pod.Spec.InitContainers = []corev1.Container{sidecar}
+	res := h.sync(pod)
+	wantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0", "StartContainer proxy NewSandbox")
+	if res.Steps[2].ContainerType != engine.ContainerTypeSidecar {
+		t.Errorf("sidecar step type %q", res.Steps[2].ContainerType)
+	}
+	res = h.sync(pod)
+	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app NotStarted")
+
+	// A sidecar that exits restarts beside the running app.
+	h.exit(res, "proxy", 0)
+	res = h.sync(pod)
+	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer proxy SidecarExited")
+
+	// Deleting the pod stops the app first, then the sidecar.
+	pod = pod.DeepCopy()
+	pod.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	pod.DeletionGracePeriodSeconds = ptr.To[int64](5)
+	res = h.sync(pod)
+	wantSteps(t, res, "KillContainer app PodKilled", "KillContainer proxy PodKilled", "KillPodSandbox #0 PodDeleted")
+	h.rt.Lock()
+	var stops []string
+	for _, c := range h.rt.Called {
+		if c == "StopContainer" || c == "StopPodSandbox" {
+			stops = append(stops, c)
+		}
+	}
+	h.rt.Unlock()
+	if len(stops) < 3 || stops[len(stops)-1] != "StopPodSandbox" {
+		t.Errorf("calls %v, want containers stopped before the sandbox", stops)
+	}
+}
+
+func TestKillPodStopsEverything(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	h.sync(pod)
+	pod = pod.DeepCopy()
+	pod.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	res := h.sync(pod)
+	got := summary(res.Steps)
+	// Regular containers stop in parallel: their order is not fixed.
+	slices.Sort(got[:2])
+	if diff := cmp.Diff([]string{"KillContainer app PodKilled", "KillContainer helper PodKilled", "KillPodSandbox #0 PodDeleted"}, got); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	if got := h.criSandboxes(); !slices.Equal(got, []string{"0 NOTREADY"}) {
+		t.Errorf("sandboxes = %v", got)
+	}
+	if len(h.sync(pod).Steps) != 1 {
+		t.Error("a deleted pod's next pass should only stop its stopped sandbox again")
+	}
+	if err := h.s.RemovePod(h.ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := append(h.criSandboxes(), h.criContainers()...); len(got) != 0 {
+		t.Errorf("left after RemovePod: %v", got)
+	}
+	if _, err := os.Stat(engine.PodDir(pod, h.cfg)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pod directory after RemovePod: %v", err)
+	}
+}
+
+func TestLifecycleHooks(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
+		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "echo started"}}},
+		PreStop:   &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "echo stopping"}}},
+	}
+	res := h.sync(pod)
+	wantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0", "PostStartHook app", "StartContainer app NewSandbox")
+	pod = pod.DeepCopy()
+	pod.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	res = h.sync(pod)
+	wantSteps(t, res, "PreStopHook app", "KillContainer app PodKilled", "KillPodSandbox #0 PodDeleted")
+	if n := strings.Count(strings.Join(h.calls(), " "), "ExecSync"); n != 2 {
+		t.Errorf("%d ExecSync calls, want 2", n)
+	}
+}
+
+func TestFailingHooks(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
+		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "echo no >&2; exit 3"}}},
+	}
+	res := h.sync(pod)
+	wantSteps(t, res,
+		"CreatePodSandbox #0 NoSandbox",
+		"ConfigPodSandbox #0",
+		"PostStartHook app !PostStartHookError",
+		"KillContainer app FailedPostStartHook",
+		"StartContainer app !PostStartHookError",
+	)
+	st := failedStep(t, res, engine.ActionStartContainer, "app")
+	if !strings.Contains(st.Message, "Exec lifecycle hook") || !strings.Contains(st.Message, "no") {
+		t.Errorf("message %q, want the kubelet's with the hook's output", st.Message)
+	}
+	if inst := newest(t, res, "app"); inst.State != engine.ContainerExited {
+		t.Errorf("app %+v, want killed", inst)
+	}
+
+	// A failing preStop hook does not stop the kill.
+	pod = basePod()
+	pod.UID = "uid-2"
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
+		PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "exit 1"}}},
+	}
+	h.sync(pod)
+	pod.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	res = h.sync(pod)
+	if got := summary(res.Steps); !slices.Contains(got, "PreStopHook app !PreStopHookError") || !slices.Contains(got, "KillContainer app PodKilled") {
+		t.Errorf("steps %v, want a failed preStop hook and a killed app", got)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", ValueFrom: &corev1.EnvVarSource{
+		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "mode"},
+	}}}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{
+		Secret: &corev1.SecretVolumeSource{SecretName: "creds", Items: []corev1.KeyToPath{{Key: "token", Path: "auth/token", Mode: ptr.To[int32](0o600)}}},
+	}}}
+	pod.Spec.Containers[1].VolumeMounts = []corev1.VolumeMount{{Name: "conf", MountPath: "/etc/conf"}}
+
+	// A missing secret holds the whole pod back.
+	res := h.sync(pod)
+	wantSteps(t, res, "MountVolumes web_shop(uid-1) !FailedMount")
+	if step := res.Steps[0]; !errors.Is(step.Err, engine.ErrNotFound) {
+		t.Errorf("mount error %v, want ErrNotFound", step.Err)
+	}
+
+	// A missing config map fails only the container that needs it.
+	h.in.Secrets = []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "shop"}, Data: map[string][]byte{"token": []byte("s3cr3t")}}}
+	res = h.sync(pod)
+	wantSteps(t, res,
+		"CreatePodSandbox #0 NoSandbox",
+		"ConfigPodSandbox #0",
+		"StartContainer app !CreateContainerConfigError",
+		"StartContainer helper NewSandbox",
+	)
+	data, err := os.ReadFile(filepath.Join(engine.VolumeDir(pod, engine.VolumePluginSecret, "conf", h.cfg), "auth", "token"))
+	if err != nil || string(data) != "s3cr3t" {
+		t.Errorf("secret file = %q, %v", data, err)
+	}
+
+	h.in.ConfigMaps = []*corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "shop"}, Data: map[string]string{"mode": "fast"}}}
+	res = h.sync(pod)
+	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app NotStarted")
+	h.converged(pod, res)
+}
+
+func TestTerminationMessages(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	pod.Spec.Containers[1].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	res := h.sync(pod)
+	if err := os.WriteFile(engine.TerminationMessageFile(pod, "app", 0, h.cfg), []byte("bye"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.exit(res, "app", 0)
+	h.exit(res, "helper", 2, "first", "last words")
+	res = h.sync(pod)
+	st := h.s.PodStatus(pod, res.View, engine.ProbeResults{})
+	msgs := map[string]string{}
+	for _, cs := range st.ContainerStatuses {
+		if cs.State.Terminated != nil {
+			msgs[cs.Name] = cs.State.Terminated.Message
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"app": "bye", "helper": "first\nlast words\n"}, msgs); diff != "" {
+		t.Errorf("termination messages (-want +got):\n%s", diff)
+	}
+}
+
+func TestConcurrentPassIsAConflict(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	var inner error
+	_, err := h.s.SyncPod(h.ctx, pod, h.in, func(engine.StepResult) {
+		if inner == nil {
+			_, inner = h.s.SyncPod(h.ctx, pod, h.in, nil)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(inner, engine.ErrConflict) {
+		t.Errorf("second pass during the first: %v, want ErrConflict", inner)
+	}
+	if _, err := h.s.SyncPod(h.ctx, &corev1.Pod{}, h.in, nil); !errors.Is(err, engine.ErrInvalidSpec) {
+		t.Errorf("pod without uid: %v, want ErrInvalidSpec", err)
+	}
+}
+
+func TestCancelledPass(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	ctx, cancel := context.WithCancel(h.ctx)
+	res, err := h.s.SyncPod(ctx, pod, h.in, func(s engine.StepResult) {
+		if s.Action == engine.ActionCreatePodSandbox {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("SyncPod: %v, want context.Canceled", err)
+	}
+	if len(res.Steps) == 0 {
+		t.Error("the steps done before the cancellation are missing")
+	}
+	// Nothing created is left unstarted; the next pass converges.
+	for _, c := range h.criContainers() {
+		if strings.HasSuffix(c, "CREATED") {
+			t.Errorf("created container left: %s", c)
+		}
+	}
+	h.converged(pod, h.sync(pod))
+}

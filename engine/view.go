@@ -1,0 +1,187 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	crierrors "k8s.io/cri-api/pkg/errors"
+)
+
+// The kubelet's limits on termination messages
+// (pkg/kubelet/container/runtime.go).
+const (
+	maxTerminationMessageLength  = 4 * 1024
+	maxTerminationMessageLogLen  = 2 * 1024
+	maxTerminationMessageLogLine = 80
+)
+
+// podSelector selects the CRI objects podsync created for the pod uid.
+func podSelector(uid types.UID) map[string]string {
+	return map[string]string{LabelManaged: "true", LabelPodUID: string(uid)}
+}
+
+// podState is a RuntimeView with what the executor needs beside it.
+type podState struct {
+	view RuntimeView
+	// sandboxOf maps a container ID to its sandbox ID.
+	sandboxOf map[string]string
+	// logPath maps a container ID to its log file.
+	logPath map[string]string
+}
+
+// ReadView lists the sandboxes and containers podsync created for the pod
+// with uid (by their podsync.io/managed and io.kubernetes.pod.uid labels)
+// and decodes their CRI statuses into a RuntimeView, newest first. Objects
+// removed while they are read are left out. The view has no termination
+// messages and no pull failures: SyncPod's result carries both.
+func ReadView(ctx context.Context, rt Runtime, uid types.UID) (RuntimeView, error) {
+	st, err := readPodState(ctx, rt, uid)
+	return st.view, err
+}
+
+func readPodState(ctx context.Context, rt Runtime, uid types.UID) (podState, error) {
+	sel := podSelector(uid)
+	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return podState{}, fmt.Errorf("list sandboxes: %w", err)
+	}
+	var sbStatuses []*runtimeapi.PodSandboxStatus
+	for _, sb := range sbs {
+		resp, err := rt.PodSandboxStatus(ctx, sb.GetId(), false)
+		if crierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return podState{}, fmt.Errorf("status of sandbox %s: %w", sb.GetId(), err)
+		}
+		if s := resp.GetStatus(); s != nil {
+			sbStatuses = append(sbStatuses, s)
+		}
+	}
+	ctrs, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return podState{}, fmt.Errorf("list containers: %w", err)
+	}
+	st := podState{sandboxOf: map[string]string{}, logPath: map[string]string{}}
+	var statuses []*runtimeapi.ContainerStatus
+	for _, c := range ctrs {
+		resp, err := rt.ContainerStatus(ctx, c.GetId(), false)
+		if crierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return podState{}, fmt.Errorf("status of container %s: %w", c.GetId(), err)
+		}
+		s := resp.GetStatus()
+		if s == nil {
+			continue
+		}
+		statuses = append(statuses, s)
+		st.sandboxOf[s.GetId()] = c.GetPodSandboxId()
+		st.logPath[s.GetId()] = s.GetLogPath()
+	}
+	st.view = NewRuntimeView(uid, sbStatuses, statuses)
+	return st, nil
+}
+
+// fillTerminationMessages reads the termination message of every exited
+// instance, as the kubelet's getTerminationMessage: the file mounted at
+// terminationMessagePath, or the tail of the log for FallbackToLogsOnError
+// and a non-zero exit.
+func (s *Syncer) fillTerminationMessages(pod *corev1.Pod, st *podState) {
+	for i := range st.view.Containers {
+		inst := &st.view.Containers[i]
+		if inst.State != ContainerExited {
+			continue
+		}
+		if inst.TerminationMessagePath != "" {
+			path := TerminationMessageFile(pod, inst.Name, inst.RestartCount, s.cfg)
+			data, err := readTail(path, maxTerminationMessageLength)
+			switch {
+			case errors.Is(err, os.ErrNotExist):
+			case err != nil:
+				inst.TerminationMessage = fmt.Sprintf("Error on reading termination log %s: %v", path, err)
+				continue
+			default:
+				inst.TerminationMessage = string(data)
+			}
+		}
+		if NeedsLogFallback(inst) {
+			if msg, err := logTail(st.logPath[inst.ID], maxTerminationMessageLogLine, maxTerminationMessageLogLen); err == nil {
+				inst.TerminationMessage = msg
+			} else {
+				inst.TerminationMessage = fmt.Sprintf("Error on reading termination message from logs: %v", err)
+			}
+		}
+	}
+}
+
+// readTail returns at most the last max bytes of the file at path.
+func readTail(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if off := fi.Size() - max; off > 0 {
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			return nil, err
+		}
+	}
+	return io.ReadAll(io.LimitReader(f, max))
+}
+
+// logTail returns the content of the last lines of a CRI-format log
+// ("<time> <stream> <P|F> <text>"), at most maxBytes of it, as the
+// kubelet's readLastStringFromContainerLogs.
+func logTail(path string, lines int, maxBytes int) (string, error) {
+	if path == "" {
+		return "", errors.New("container has no log path")
+	}
+	// Read enough of the end of the file for the lines wanted.
+	data, err := readTail(path, 256*1024)
+	if err != nil {
+		return "", err
+	}
+	var out []string
+	var partial strings.Builder
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		fields := strings.SplitN(sc.Text(), " ", 4)
+		if len(fields) < 3 {
+			continue
+		}
+		text := ""
+		if len(fields) == 4 {
+			text = fields[3]
+		}
+		partial.WriteString(text)
+		if fields[2] == "P" {
+			continue
+		}
+		out = append(out, partial.String()+"\n")
+		partial.Reset()
+	}
+	if len(out) > lines {
+		out = out[len(out)-lines:]
+	}
+	msg := strings.Join(out, "")
+	if len(msg) > maxBytes {
+		msg = msg[:maxBytes]
+	}
+	return msg, nil
+}

@@ -1,0 +1,442 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of WatcherOptions.
+const (
+	// DefaultRelistPeriod is the kubelet's generic PLEG relist period.
+	DefaultRelistPeriod = time.Second
+	// DefaultEventedRelistPeriod is how often the runtime is relisted
+	// while container events stream: events are hints that can be lost,
+	// the relist is the authority.
+	DefaultEventedRelistPeriod = 30 * time.Second
+	// DefaultEventRetryMax caps the back-off between attempts to open the
+	// container event stream (containerd 1.6 never offers one).
+	DefaultEventRetryMax = 5 * time.Minute
+)
+
+// WatcherOptions configure a Watcher.
+type WatcherOptions struct {
+	// Runtime is the CRI runtime; required.
+	Runtime Runtime
+	// Clock paces relists and retries; nil means the real clock.
+	Clock clock.WithTicker
+	// Logger receives stream and relist failures; nil discards.
+	Logger *zap.Logger
+	// RelistPeriod is the relist period while no container event stream
+	// is open; zero means DefaultRelistPeriod.
+	RelistPeriod time.Duration
+	// EventedRelistPeriod is the relist period while one is; zero means
+	// DefaultEventedRelistPeriod.
+	EventedRelistPeriod time.Duration
+	// EventRetryMax caps the back-off (from 1 s, doubling) between
+	// attempts to open the event stream; zero means DefaultEventRetryMax.
+	EventRetryMax time.Duration
+}
+
+// Watcher turns what the runtime does into hints that a pod's state may
+// have changed, for the pod workers: CRI container events where the
+// runtime streams them (containerd 2.x), re-read at once, and a periodic
+// relist of podsync's sandboxes and containers as the authority, since
+// events can be dropped (containerd 1.6 answers GetContainerEvents
+// Unimplemented: there the relist alone finds changes). Only objects
+// labelled podsync.io/managed=true are considered.
+//
+// Build it with NewWatcher, start Run once with a long-lived context, and
+// Subscribe as often as needed.
+type Watcher struct {
+	rt             Runtime
+	clock          clock.WithTicker
+	log            *zap.Logger
+	relist, evRel  time.Duration
+	eventRetryMax  time.Duration
+	streaming      atomic.Bool
+	eventsReceived atomic.Int64
+	relistNow      chan struct{}
+	done           chan struct{}
+	wg             sync.WaitGroup
+
+	mu      sync.Mutex
+	running bool
+	closed  bool
+	subs    map[*subscription]struct{}
+	// pods is each pod's fingerprint at the last relist; owners maps
+	// sandbox and container IDs to their pod.
+	pods   map[types.UID]string
+	owners map[string]types.UID
+	// listFailing is set while relists fail, so a failure is logged once.
+	listFailing bool
+}
+
+// NewWatcher returns a Watcher. It fails with ErrInvalidSpec without a
+// Runtime.
+func NewWatcher(opts WatcherOptions) (*Watcher, error) {
+	if opts.Runtime == nil {
+		return nil, fmt.Errorf("engine: WatcherOptions need a Runtime: %w", ErrInvalidSpec)
+	}
+	w := &Watcher{
+		rt:            opts.Runtime,
+		clock:         opts.Clock,
+		log:           opts.Logger,
+		relist:        cmpOr(opts.RelistPeriod, DefaultRelistPeriod),
+		evRel:         cmpOr(opts.EventedRelistPeriod, DefaultEventedRelistPeriod),
+		eventRetryMax: cmpOr(opts.EventRetryMax, DefaultEventRetryMax),
+		relistNow:     make(chan struct{}, 1),
+		done:          make(chan struct{}),
+		subs:          map[*subscription]struct{}{},
+		pods:          map[types.UID]string{},
+		owners:        map[string]types.UID{},
+	}
+	if w.clock == nil {
+		w.clock = clock.RealClock{}
+	}
+	if w.log == nil {
+		w.log = zap.NewNop()
+	}
+	return w, nil
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// EventsStreaming reports whether a container event stream is open.
+func (w *Watcher) EventsStreaming() bool { return w.streaming.Load() }
+
+// EventsReceived returns how many container events the watcher has
+// received.
+func (w *Watcher) EventsReceived() int64 { return w.eventsReceived.Load() }
+
+// Run relists the runtime and follows its container events until ctx
+// ends; then every subscription channel is closed and Run returns nil once
+// all its goroutines have ended. It runs once: a second call returns an
+// error.
+func (w *Watcher) Run(ctx context.Context) error {
+	w.mu.Lock()
+	if w.running || w.closed {
+		w.mu.Unlock()
+		return errors.New("engine: watcher already ran")
+	}
+	w.running = true
+	w.mu.Unlock()
+
+	w.wg.Go(func() { w.followEvents(ctx) })
+	w.relistLoop(ctx)
+
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	close(w.done)
+	w.wg.Wait()
+	return nil
+}
+
+// Subscribe returns a channel of UIDs of pods whose runtime state may have
+// changed: created, started, stopped or removed sandboxes or containers.
+// Every relist that finds a pod changed, and every container event about
+// it, sends its UID; UIDs not yet received are sent once, in the order
+// they first changed, so a slow reader misses none and gets no
+// duplicates. A new subscription first gets every pod the last relist
+// found, and the first relist sends every pod podsync holds, so a
+// subscriber starts from the whole picture. The channel is closed when ctx
+// ends or Run returns.
+func (w *Watcher) Subscribe(ctx context.Context) <-chan types.UID {
+	sub := &subscription{set: map[types.UID]bool{}, wake: make(chan struct{}, 1), out: make(chan types.UID)}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		close(sub.out)
+		return sub.out
+	}
+	w.subs[sub] = struct{}{}
+	for _, uid := range slices.Sorted(maps.Keys(w.pods)) {
+		sub.push(uid)
+	}
+	w.wg.Add(1)
+	w.mu.Unlock()
+	go func() {
+		defer w.wg.Done()
+		defer close(sub.out)
+		sub.deliver(ctx, w.done)
+		w.mu.Lock()
+		delete(w.subs, sub)
+		w.mu.Unlock()
+	}()
+	return sub.out
+}
+
+// subscription is one Subscribe caller: UIDs pending delivery, deduped.
+type subscription struct {
+	mu      sync.Mutex
+	pending []types.UID
+	set     map[types.UID]bool
+	wake    chan struct{}
+	out     chan types.UID
+}
+
+func (s *subscription) push(uid types.UID) {
+	s.mu.Lock()
+	if !s.set[uid] {
+		s.set[uid] = true
+		s.pending = append(s.pending, uid)
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *subscription) deliver(ctx context.Context, done <-chan struct{}) {
+	for {
+		// Take the UID off the pending set before sending it, so that a
+		// change while it is being sent queues it again.
+		s.mu.Lock()
+		var uid types.UID
+		ok := len(s.pending) > 0
+		if ok {
+			uid = s.pending[0]
+			s.pending = s.pending[1:]
+			delete(s.set, uid)
+		}
+		s.mu.Unlock()
+		if !ok {
+			select {
+			case <-s.wake:
+				continue
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			}
+		}
+		select {
+		case s.out <- uid:
+		case <-ctx.Done():
+			return
+		case <-done:
+			return
+		}
+	}
+}
+
+func (w *Watcher) notify(uids ...types.UID) {
+	if len(uids) == 0 {
+		return
+	}
+	w.mu.Lock()
+	subs := slices.Collect(maps.Keys(w.subs))
+	w.mu.Unlock()
+	for _, s := range subs {
+		for _, uid := range uids {
+			s.push(uid)
+		}
+	}
+}
+
+// triggerRelist makes the relist loop relist now.
+func (w *Watcher) triggerRelist() {
+	select {
+	case w.relistNow <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Watcher) relistLoop(ctx context.Context) {
+	for {
+		w.relistOnce(ctx)
+		period := w.relist
+		if w.streaming.Load() {
+			period = w.evRel
+		}
+		t := w.clock.NewTimer(period)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-w.relistNow:
+			t.Stop()
+		case <-t.C():
+		}
+	}
+}
+
+// relistOnce lists podsync's sandboxes and containers and notifies the
+// pods whose set of objects or their states changed since the last relist.
+func (w *Watcher) relistOnce(ctx context.Context) {
+	sel := map[string]string{LabelManaged: "true"}
+	sbs, err := w.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	var ctrs []*runtimeapi.Container
+	if err == nil {
+		ctrs, err = w.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		w.mu.Lock()
+		first := !w.listFailing
+		w.listFailing = true
+		w.mu.Unlock()
+		if first {
+			w.log.Warn("relist failed; retrying", zap.Error(err))
+		}
+		return
+	}
+	parts := map[types.UID][]string{}
+	owners := map[string]types.UID{}
+	for _, sb := range sbs {
+		uid := types.UID(sb.GetLabels()[LabelPodUID])
+		if uid == "" || !IsManaged(sb.GetLabels()) {
+			continue
+		}
+		owners[sb.GetId()] = uid
+		parts[uid] = append(parts[uid], "s/"+sb.GetId()+"/"+sb.GetState().String())
+	}
+	for _, c := range ctrs {
+		uid := types.UID(c.GetLabels()[LabelPodUID])
+		if uid == "" || !IsManaged(c.GetLabels()) {
+			continue
+		}
+		owners[c.GetId()] = uid
+		parts[uid] = append(parts[uid], "c/"+c.GetId()+"/"+c.GetState().String())
+	}
+	pods := make(map[types.UID]string, len(parts))
+	for uid, p := range parts {
+		slices.Sort(p)
+		pods[uid] = strings.Join(p, ",")
+	}
+	w.mu.Lock()
+	if w.listFailing {
+		w.log.Info("relist recovered")
+	}
+	w.listFailing = false
+	var changed []types.UID
+	for uid, fp := range pods {
+		if w.pods[uid] != fp {
+			changed = append(changed, uid)
+		}
+	}
+	for uid := range w.pods {
+		if _, ok := pods[uid]; !ok {
+			changed = append(changed, uid)
+		}
+	}
+	w.pods, w.owners = pods, owners
+	w.mu.Unlock()
+	slices.Sort(changed)
+	w.notify(changed...)
+}
+
+// followEvents keeps a container event stream open while ctx lasts,
+// retrying with back-off when it ends, and relisting after every change
+// of the stream's state so nothing missed meanwhile stays unseen.
+func (w *Watcher) followEvents(ctx context.Context) {
+	delay := time.Second
+	logged := false
+	for {
+		received, err := w.streamEvents(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if received {
+			delay = time.Second
+			logged = false
+		}
+		if !logged {
+			w.log.Info("container events unavailable; relisting", zap.Error(err), zap.Duration("retry_in", delay))
+			logged = true
+		}
+		w.triggerRelist()
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.clock.After(delay):
+		}
+		delay = min(delay*2, w.eventRetryMax)
+	}
+}
+
+// streamEvents runs one GetContainerEvents call until it fails or ctx
+// ends, notifying the pods events are about. It reports whether an event
+// arrived.
+func (w *Watcher) streamEvents(ctx context.Context) (bool, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := make(chan *runtimeapi.ContainerEventResponse, 128)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- w.rt.GetContainerEvents(sctx, events, func(runtimeapi.RuntimeService_GetContainerEventsClient) {
+			w.streaming.Store(true)
+			w.triggerRelist()
+		})
+	}()
+	defer func() {
+		w.streaming.Store(false)
+		w.triggerRelist()
+	}()
+	received := false
+	for {
+		select {
+		case ev := <-events:
+			received = true
+			w.eventsReceived.Add(1)
+			w.handleEvent(ev)
+		case err := <-errc:
+			return received, err
+		case <-ctx.Done():
+			cancel()
+			// The client sends into events without watching ctx: drain
+			// until the call returns.
+			for {
+				select {
+				case <-events:
+				case err := <-errc:
+					return received, err
+				}
+			}
+		}
+	}
+}
+
+// handleEvent notifies the pod a container event is about, found by the
+// labels it carries or, for a removed container, by its ID.
+func (w *Watcher) handleEvent(ev *runtimeapi.ContainerEventResponse) {
+	var uid types.UID
+	if l := ev.GetPodSandboxStatus().GetLabels(); IsManaged(l) {
+		uid = types.UID(l[LabelPodUID])
+	}
+	for _, cs := range ev.GetContainersStatuses() {
+		if uid == "" && IsManaged(cs.GetLabels()) {
+			uid = types.UID(cs.GetLabels()[LabelPodUID])
+		}
+	}
+	w.mu.Lock()
+	if uid == "" {
+		uid = w.owners[ev.GetContainerId()]
+	} else if ev.GetContainerEventType() != runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT {
+		w.owners[ev.GetContainerId()] = uid
+	}
+	w.mu.Unlock()
+	if uid != "" {
+		w.notify(uid)
+	}
+}

@@ -1,0 +1,252 @@
+//go:build integration
+
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap/zaptest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/internal/localcri"
+)
+
+// namespace is the namespace of every test pod.
+const namespace = "itest"
+
+// cgroupRoot is the cgroup root of the tests' pods, removed by TestMain.
+func cgroupRoot() string { return "/podsync-itest-" + inst.ID() }
+
+// removeCgroups removes the (empty, once the runtime is gone) cgroups
+// under root in every hierarchy.
+func removeCgroups(root string) error {
+	hierarchies, _ := filepath.Glob("/sys/fs/cgroup/*")
+	var errs []error
+	for _, h := range hierarchies {
+		top := filepath.Join(h, root)
+		var dirs []string
+		_ = filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		slices.Reverse(dirs)
+		for _, d := range dirs {
+			if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// env is one test's engine: a Syncer on the package's containerd, with
+// its own root and log directories.
+type env struct {
+	t   *testing.T
+	ctx context.Context
+	rt  *engine.RemoteRuntime
+	s   *engine.Syncer
+	cfg engine.Options
+	in  engine.SyncInput
+}
+
+// newEnv connects a Syncer to the package's containerd. Back-off is the
+// kubelet's unless mutate changes it.
+func newEnv(t *testing.T, mutate ...func(*engine.SyncerOptions)) *env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	rt, err := engine.DialRuntime(ctx, inst.Endpoint(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	cfg := engine.Options{
+		RootDir:    t.TempDir(),
+		PodLogDir:  t.TempDir(),
+		CgroupRoot: cgroupRoot(),
+		NodeIPs:    []string{"127.0.0.1"},
+	}
+	opts := engine.SyncerOptions{Runtime: rt, Images: rt, Logger: zaptest.NewLogger(t), Config: cfg}
+	for _, m := range mutate {
+		m(&opts)
+	}
+	s, err := engine.NewSyncer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, ctx: ctx, rt: rt, s: s, cfg: opts.Config}
+}
+
+var nonDNS = regexp.MustCompile(`[^a-z0-9]+`)
+
+// newPod returns a pod named after the test, with a fresh UID, short grace
+// periods and one container per name running the busybox image's default
+// command (which exits 0 promptly on SIGTERM). The pod is removed when the
+// test ends.
+func (e *env) newPod(names ...string) *corev1.Pod {
+	e.t.Helper()
+	n := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(e.t.Name()), "-"), "-")
+	if len(n) > 50 {
+		n = strings.Trim(n[len(n)-50:], "-")
+	}
+	uid := uuid.NewString()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: n + "-" + uid[:6], Namespace: namespace, UID: types.UID(uid)},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: ptr.To[int64](2),
+		},
+	}
+	for _, name := range names {
+		pod.Spec.Containers = append(pod.Spec.Containers, busybox(name))
+	}
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := e.s.RemovePod(ctx, pod); err != nil {
+			e.t.Errorf("remove pod: %v", err)
+		}
+	})
+	return pod
+}
+
+// busybox is a container of the local busybox image.
+func busybox(name string, command ...string) corev1.Container {
+	return corev1.Container{
+		Name: name, Image: localcri.BusyboxImage, Command: command,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+		TerminationMessagePath:   "/dev/termination-log",
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+	}
+}
+
+// sync defaults pod as the API server would (the engine expects
+// defaulted pods) and runs one pass, failing the test on a pass error.
+func (e *env) sync(pod *corev1.Pod) engine.SyncResult {
+	e.t.Helper()
+	convert.Default(pod)
+	res, err := e.s.SyncPod(e.ctx, pod, e.in, nil)
+	if err != nil {
+		e.t.Fatalf("SyncPod: %v", err)
+	}
+	return res
+}
+
+// syncUntil runs passes, as a pod worker would, until cond holds for a
+// pass's result, and returns the results of all passes.
+func (e *env) syncUntil(pod *corev1.Pod, what string, cond func(engine.SyncResult) bool) []engine.SyncResult {
+	e.t.Helper()
+	var all []engine.SyncResult
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		res := e.sync(pod)
+		all = append(all, res)
+		if cond(res) {
+			return all
+		}
+		select {
+		case <-e.ctx.Done():
+			e.t.Fatalf("%s: not reached after %d passes; last steps %v", what, len(all), steps(res.Steps))
+		case <-tick.C:
+		}
+	}
+}
+
+// until runs passes until cond holds and returns the last result.
+func (e *env) until(pod *corev1.Pod, what string, cond func(engine.SyncResult) bool) engine.SyncResult {
+	e.t.Helper()
+	all := e.syncUntil(pod, what, cond)
+	return all[len(all)-1]
+}
+
+// status is the pod's status from a pass's view.
+func (e *env) status(pod *corev1.Pod, res engine.SyncResult) corev1.PodStatus {
+	return e.s.PodStatus(pod, res.View, engine.ProbeResults{})
+}
+
+// running reports whether every regular container of pod runs.
+func (e *env) running(pod *corev1.Pod) func(engine.SyncResult) bool {
+	return func(res engine.SyncResult) bool {
+		return e.status(pod, res).Phase == corev1.PodRunning && allRunning(pod, res)
+	}
+}
+
+func allRunning(pod *corev1.Pod, res engine.SyncResult) bool {
+	for _, c := range pod.Spec.Containers {
+		if inst := res.View.FindContainer(c.Name); inst == nil || inst.State != engine.ContainerRunning {
+			return false
+		}
+	}
+	return true
+}
+
+// newest returns the newest instance of a container.
+func newest(t *testing.T, res engine.SyncResult, name string) engine.ContainerInstance {
+	t.Helper()
+	inst := res.View.FindContainer(name)
+	if inst == nil {
+		t.Fatalf("no instance of %s", name)
+	}
+	return *inst
+}
+
+// steps renders steps as "Action Target Reason" ("!" marks failures).
+func steps(ss []engine.StepResult) []string {
+	var out []string
+	for _, s := range ss {
+		line := fmt.Sprintf("%s %s", s.Action, s.Target)
+		if s.Err != nil {
+			line += " !" + s.Reason
+		} else if s.Reason != "" {
+			line += " " + s.Reason
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// hasStep reports whether a result has a step with action on target and
+// reason (with "!" for a failure).
+func hasStep(res engine.SyncResult, action engine.StepAction, target, reason string) bool {
+	return slices.ContainsFunc(res.Steps, func(s engine.StepResult) bool {
+		r := s.Reason
+		if s.Err != nil {
+			r = "!" + r
+		}
+		return s.Action == action && s.Target == target && r == reason
+	})
+}
+
+// crictl runs crictl against the package's containerd.
+func crictl(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	hint := strings.Fields(inst.CrictlHint())
+	out, err := exec.CommandContext(ctx, hint[0], append(hint[1:], args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("crictl %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}

@@ -1,0 +1,113 @@
+//go:build integration
+
+package engine_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/internal/localcri"
+)
+
+func TestImagePullNeverWithMissingImage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pod := e.newPod("app")
+	pod.Spec.Containers[0].Image = "registry.local/absent:none"
+	pod.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	for range 2 {
+		res := e.sync(pod)
+		if !hasStep(res, engine.ActionStartContainer, "app", "!"+engine.ReasonErrImageNeverPull) {
+			t.Fatalf("steps %v, want ErrImageNeverPull", steps(res.Steps))
+		}
+		st := res.Step(engine.ActionStartContainer, "app")
+		if !strings.Contains(st.Message, `Container image "registry.local/absent:none" is not present with pull policy of Never`) {
+			t.Errorf("message %q", st.Message)
+		}
+		if res.Step(engine.ActionPullImage, pod.Spec.Containers[0].Image) != nil {
+			t.Error("an image with pull policy Never was pulled")
+		}
+	}
+}
+
+func TestImagePullAlwaysFromLocalRegistry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pod := e.newPod("app")
+	ref := inst.Registry().Ref("busybox:local")
+	pod.Spec.Containers[0].Image = ref
+	pod.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways
+	before := inst.Registry().Requests().Manifests
+	res := e.until(pod, "running", e.running(pod))
+	if s := res.Step(engine.ActionPullImage, ref); s == nil || s.Err != nil {
+		t.Fatalf("steps %v, want a successful pull of %s", steps(res.Steps), ref)
+	}
+	if after := inst.Registry().Requests().Manifests; after <= before {
+		t.Errorf("registry manifest requests %d → %d: the image was not pulled from it", before, after)
+	}
+	if cs := e.status(pod, res).ContainerStatuses[0]; cs.Image != ref || !strings.HasPrefix(cs.ImageID, "sha256:") && !strings.Contains(cs.ImageID, "@sha256:") {
+		t.Errorf("status image %q id %q", cs.Image, cs.ImageID)
+	}
+	// Always pulls again for every start.
+	old := newest(t, res, "app")
+	crictl(t, "stop", old.ID)
+	res = e.until(pod, "restarted", func(r engine.SyncResult) bool { return newest(t, r, "app").ID != old.ID })
+	if s := res.Step(engine.ActionPullImage, ref); s == nil || s.Err != nil {
+		t.Errorf("restart steps %v, want another pull", steps(res.Steps))
+	}
+}
+
+// TestFailingRegistry is not parallel: it makes the shared registry fail.
+func TestFailingRegistry(t *testing.T) {
+	const base = time.Second
+	e := newEnv(t, func(o *engine.SyncerOptions) { o.Backoff = engine.BackoffPolicy{Base: base} })
+	imgs, err := localcri.LayoutImages(inst.Images().Layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	tag := "fresh-" + hex.EncodeToString(b) + ":v1"
+	if err := inst.Registry().Push(e.ctx, tag, imgs[localcri.BusyboxImage]); err != nil {
+		t.Fatal(err)
+	}
+	reg := inst.Registry()
+	reg.FailManifests(http.StatusInternalServerError)
+	t.Cleanup(reg.Reset)
+
+	pod := e.newPod("app")
+	ref := reg.Ref(tag)
+	pod.Spec.Containers[0].Image = ref
+	res := e.sync(pod)
+	if !hasStep(res, engine.ActionPullImage, ref, "!"+engine.ReasonErrImagePull) || !hasStep(res, engine.ActionStartContainer, "app", "!"+engine.ReasonErrImagePull) {
+		t.Fatalf("first pass %v, want ErrImagePull", steps(res.Steps))
+	}
+	res = e.sync(pod)
+	st := res.Step(engine.ActionStartContainer, "app")
+	if st == nil || st.Reason != engine.ReasonImagePullBackOff || st.NextRetry.IsZero() || st.Err != nil {
+		t.Fatalf("second pass %v, want ImagePullBackOff with a next retry", steps(res.Steps))
+	}
+	if !strings.Contains(st.Message, "Back-off pulling image") {
+		t.Errorf("back-off message %q", st.Message)
+	}
+	if cs := e.status(pod, res).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != engine.ReasonImagePullBackOff {
+		t.Errorf("status %+v, want waiting in ImagePullBackOff", cs.State)
+	}
+
+	// Once the registry answers, the pull after the back-off succeeds.
+	reg.Reset()
+	res = e.until(pod, "running", e.running(pod))
+	if s := res.Step(engine.ActionPullImage, ref); s == nil || s.Err != nil {
+		t.Errorf("steps %v, want a successful pull", steps(res.Steps))
+	}
+	if len(res.View.PullFailures) != 0 {
+		t.Errorf("pull failures after success: %+v", res.View.PullFailures)
+	}
+}
