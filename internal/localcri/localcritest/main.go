@@ -1,0 +1,176 @@
+// Package localcritest runs a test package against its own private
+// containerd (internal/localcri): one instance per package, started before
+// the tests and torn down after them, with goleak checking after teardown.
+//
+// A package's TestMain is:
+//
+//	var inst *localcri.Instance
+//
+//	func TestMain(m *testing.M) {
+//		localcritest.Main(m, localcritest.Config{
+//			Package: "test/integration/engine",
+//			Started: func(i *localcri.Instance) error { inst = i; return nil },
+//		})
+//	}
+package localcritest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
+
+	"github.com/podsync/podsync/internal/localcri"
+)
+
+// Config says what a test package needs around its private containerd.
+type Config struct {
+	// Package names the package in the timings log, such as
+	// "test/integration/engine".
+	Package string
+	// Started is called once the instance answers CRI, before any test;
+	// an error fails the run (after teardown). Required: it is how the
+	// package gets its instance.
+	Started func(*localcri.Instance) error
+	// Finished, if set, runs after the tests and before teardown, also
+	// after a signal; an error fails the run (for example a check that
+	// nothing was left behind).
+	Finished func() error
+	// Logger defaults to Logger().
+	Logger *zap.Logger
+}
+
+// Logger is a console logger to stderr, which go test shows.
+func Logger() *zap.Logger {
+	return zap.New(zapcore.NewCore(
+		zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()),
+		zapcore.Lock(os.Stderr), zap.InfoLevel))
+}
+
+// Main starts the instance (flavour from PODSYNC_CONTAINERD), runs the
+// tests, tears the instance down, verifies no goroutine leaked and exits.
+// A runtime that cannot start fails the run: integration tests never skip.
+func Main(m *testing.M, cfg Config) {
+	if cfg.Logger == nil {
+		cfg.Logger = Logger()
+	}
+	// No goroutine may outlive the tests; no library used here needs an
+	// exception (klog's flush daemon runs only when klog writes files).
+	goleak.VerifyTestMain(runner{m: m, cfg: cfg})
+}
+
+// runner wraps the tests with the instance's start and teardown, so that
+// goleak checks after the teardown.
+type runner struct {
+	m   *testing.M
+	cfg Config
+}
+
+func (r runner) Run() int {
+	log := r.cfg.Logger
+	// k8s.io/cri-client logs every failed call through klog, including the
+	// failures the tests provoke; the tests check the returned errors.
+	klog.SetLogger(logr.Discard())
+	flavour, err := localcri.FlavourFromEnv()
+	if err != nil {
+		log.Error("bad flavour", zap.Error(err))
+		return 1
+	}
+	repo, err := localcri.RepoDir()
+	if err != nil {
+		log.Error("no repository", zap.Error(err))
+		return 1
+	}
+	logDir := filepath.Join(repo, ".tmp", "logs")
+	// The first start builds containerd v2.4.2 (about 2 minutes).
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	inst, err := localcri.Start(ctx, localcri.Options{Flavour: flavour, Logger: log, LogDir: logDir})
+	cancel()
+	if err != nil {
+		log.Error("FAIL: cannot start the private containerd these tests need; "+
+			"they need root, Debian's containerd/runc/CNI/busybox packages (installed by apt-get when root) "+
+			"and the Go module proxy for the first build", zap.Stringer("flavour", flavour), zap.Error(err))
+		return 1
+	}
+	teardown := func() error {
+		tctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		return inst.Teardown(tctx)
+	}
+	if err := r.cfg.Started(inst); err != nil {
+		log.Error("FAIL: test package setup", zap.Error(err))
+		_ = teardown()
+		return 1
+	}
+	log.Info("private containerd ready",
+		zap.Stringer("flavour", flavour), zap.String("run_id", inst.ID()),
+		zap.String("endpoint", inst.Endpoint()), zap.String("crictl", inst.CrictlHint()),
+		zap.String("stages", inst.Stages().String()))
+
+	// A ^C or SIGTERM still tears the instance down.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case sig := <-sigs:
+			log.Warn("signal: tearing down", zap.Stringer("signal", sig))
+			if r.cfg.Finished != nil {
+				_ = r.cfg.Finished()
+			}
+			if err := teardown(); err != nil {
+				log.Error("teardown", zap.Error(err))
+			}
+			os.Exit(1)
+		case <-done:
+		}
+	}()
+
+	start := time.Now()
+	code := r.m.Run()
+	testsTook := time.Since(start)
+	log.Info("tests done", zap.Duration("duration", testsTook))
+
+	signal.Stop(sigs)
+	close(done)
+	<-stopped
+	if r.cfg.Finished != nil {
+		if err := r.cfg.Finished(); err != nil {
+			log.Error("FAIL: after the tests", zap.Error(err))
+			code = 1
+		}
+	}
+	tstart := time.Now()
+	if err := teardown(); err != nil {
+		log.Error("FAIL: teardown left the machine unclean", zap.Error(err))
+		code = 1
+	}
+	teardownTook := time.Since(tstart)
+	log.Info("private containerd torn down", zap.Duration("duration", teardownTook))
+	// go test prints a passing package's output only with -v: keep the
+	// timings in a file too.
+	if f, err := os.OpenFile(filepath.Join(logDir, "integration-timings.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+		_, _ = fmt.Fprintf(f, "%s package=%s flavour=%s run=%s exit=%d start: %s; tests %s; teardown %s\n",
+			time.Now().UTC().Format(time.RFC3339), r.cfg.Package, flavour, inst.ID(), code, inst.Stages(),
+			testsTook.Round(time.Millisecond), teardownTook.Round(time.Millisecond))
+		_ = f.Close()
+	}
+	if code == 0 {
+		_ = os.Remove(inst.LogPath())
+	} else {
+		log.Info("containerd log kept", zap.String("path", inst.LogPath()))
+	}
+	return code
+}
