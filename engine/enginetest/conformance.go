@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"net/netip"
 	"os"
 	"regexp"
@@ -256,19 +257,7 @@ func (h *Harness) EnsureImage(ref string) {
 // pollUntil calls cond every pollInterval until it returns true or an
 // error, or ctx ends.
 func pollUntil(ctx context.Context, cond func() (bool, error)) error {
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		ok, err := cond()
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
+	return wait.PollUntilContextCancel(ctx, pollInterval, true, func(context.Context) (bool, error) { return cond() })
 }
 
 func testSandboxIP(t *testing.T, h *Harness) {

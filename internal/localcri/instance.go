@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -457,22 +458,7 @@ func dialCRI(socket string) (*grpc.ClientConn, error) {
 // poll calls cond every interval until it returns true or an error, or ctx
 // is done.
 func poll(ctx context.Context, interval time.Duration, cond func() (bool, error)) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
+	return wait.PollUntilContextCancel(ctx, interval, true, func(context.Context) (bool, error) { return cond() })
 }
 
 // containerdEnv is containerd's environment: the flavour's shim first on PATH.

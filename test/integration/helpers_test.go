@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"testing"
 	"time"
 
@@ -56,17 +57,5 @@ func testContext(t *testing.T) context.Context {
 
 // poll calls cond every 20 ms until it returns true or an error, or ctx ends.
 func poll(ctx context.Context, cond func() (bool, error)) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, err := cond()
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
+	return wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) { return cond() })
 }
