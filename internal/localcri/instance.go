@@ -613,7 +613,7 @@ func stopProcess(ctx context.Context, pid int, done <-chan struct{}, grace time.
 				return false
 			}
 		}
-		return !alive(pid)
+		return !Alive(pid)
 	}
 	waitExit := func(ctx context.Context) error {
 		return poll(ctx, 20*time.Millisecond, func() (bool, error) { return exited(), nil })

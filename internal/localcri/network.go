@@ -225,15 +225,7 @@ func linkExists(name string) bool {
 
 // bridgePorts lists the links enslaved to a bridge.
 func bridgePorts(bridge string) []string {
-	entries, err := os.ReadDir(filepath.Join("/sys/class/net", bridge, "brif"))
-	if err != nil {
-		return nil
-	}
-	out := make([]string, 0, len(entries))
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	return out
+	return dirNames(filepath.Join("/sys/class/net", bridge, "brif"))
 }
 
 // deleteLink deletes a network link if it exists.

@@ -69,8 +69,8 @@ func cgroupNamesAny(cgroup string, ids []string) bool {
 	return false
 }
 
-// cmdlineOf returns the command line of pid, or "" if it is gone.
-func cmdlineOf(pid int) string {
+// Cmdline returns the command line of pid, or "" if it is gone.
+func Cmdline(pid int) string {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 	if err != nil {
 		return ""
@@ -78,8 +78,8 @@ func cmdlineOf(pid int) string {
 	return strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
 }
 
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
+// Alive reports whether pid exists and is not a zombie.
+func Alive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}

@@ -33,14 +33,14 @@ func TestMountsUnderAnUnmountedDir(t *testing.T) {
 }
 
 func TestProcessHelpers(t *testing.T) {
-	if !alive(os.Getpid()) {
-		t.Error("alive(self) = false")
+	if !Alive(os.Getpid()) {
+		t.Error("Alive(self) = false")
 	}
-	if alive(0) || alive(-1) {
+	if Alive(0) || Alive(-1) {
 		t.Error("alive of an impossible pid")
 	}
-	if got := cmdlineOf(os.Getpid()); !strings.Contains(got, filepath.Base(os.Args[0])) {
-		t.Errorf("cmdlineOf(self) = %q", got)
+	if got := Cmdline(os.Getpid()); !strings.Contains(got, filepath.Base(os.Args[0])) {
+		t.Errorf("Cmdline(self) = %q", got)
 	}
 	if len(processes()) == 0 {
 		t.Error("processes() lists nothing")

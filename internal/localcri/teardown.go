@@ -121,7 +121,7 @@ func (i *Instance) running() bool {
 			return true
 		}
 	}
-	return alive(p.Pid) && strings.Contains(cmdlineOf(p.Pid), i.rec.ConfigPath)
+	return Alive(p.Pid) && strings.Contains(Cmdline(p.Pid), i.rec.ConfigPath)
 }
 
 // stopOwnedContainerd stops containerd if it runs, by its PID.
@@ -404,7 +404,7 @@ func ListInstances() ([]InstanceInfo, error) {
 			Endpoint:      "unix://" + rec.Socket,
 			ContainerdPID: rec.ContainerdPID,
 			OwnerPID:      rec.OwnerPID,
-			OwnerAlive:    alive(rec.OwnerPID),
+			OwnerAlive:    Alive(rec.OwnerPID),
 		})
 	}
 	return out, nil
@@ -442,7 +442,7 @@ func Cleanup(ctx context.Context, log *zap.Logger, id string) error {
 		rec:  rec,
 		bins: flavourBinaries(rec.Flavour, rec.ToolsDir),
 	}
-	if rec.ContainerdPID != 0 && alive(rec.ContainerdPID) && strings.Contains(cmdlineOf(rec.ContainerdPID), rec.ConfigPath) {
+	if rec.ContainerdPID != 0 && Alive(rec.ContainerdPID) && strings.Contains(Cmdline(rec.ContainerdPID), rec.ConfigPath) {
 		if p, err := os.FindProcess(rec.ContainerdPID); err == nil {
 			inst.proc = p
 		}

@@ -144,19 +144,6 @@ func writeState(cfg config, st *state) error {
 	return nil
 }
 
-// alive reports whether pid runs (and is not a zombie).
-func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i > 0 && i+2 < len(b) && b[i+2] != 'Z'
-}
-
 func printState(st *state) {
 	fmt.Printf("CRI endpoint: %s\n", st.Endpoint)
 	fmt.Printf("crictl:       %s\n", st.Crictl)
@@ -171,7 +158,7 @@ func printState(st *state) {
 // up starts the helper detached and waits until it is ready.
 func up(cfg config) error {
 	if st, err := readState(cfg); err == nil {
-		if st.Ready && alive(st.HelperPID) {
+		if st.Ready && localcri.Alive(st.HelperPID) {
 			fmt.Println("already running")
 			printState(st)
 			return nil
@@ -308,11 +295,11 @@ func down(cfg config) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if alive(st.HelperPID) && strings.Contains(cmdline(st.HelperPID), "localcri") {
+	if localcri.Alive(st.HelperPID) && strings.Contains(localcri.Cmdline(st.HelperPID), "localcri") {
 		_ = syscall.Kill(st.HelperPID, syscall.SIGTERM)
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		for alive(st.HelperPID) {
+		for localcri.Alive(st.HelperPID) {
 			select {
 			case <-ctx.Done():
 				return fmt.Errorf("helper %d still running: %w", st.HelperPID, ctx.Err())
@@ -333,7 +320,7 @@ func down(cfg config) error {
 
 // cleanupStale tears down the instance of a dead helper, if it is there.
 func cleanupStale(st *state) error {
-	if st.ID == "" || alive(st.HelperPID) {
+	if st.ID == "" || localcri.Alive(st.HelperPID) {
 		return nil
 	}
 	infos, err := localcri.ListInstances()
@@ -351,14 +338,6 @@ func cleanupStale(st *state) error {
 	return nil
 }
 
-func cmdline(pid int) string {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-	if err != nil {
-		return ""
-	}
-	return strings.ReplaceAll(string(b), "\x00", " ")
-}
-
 func status(cfg config) error {
 	st, err := readState(cfg)
 	if errors.Is(err, os.ErrNotExist) {
@@ -369,7 +348,7 @@ func status(cfg config) error {
 		return err
 	}
 	printState(st)
-	if !alive(st.HelperPID) {
+	if !localcri.Alive(st.HelperPID) {
 		return fmt.Errorf("helper %d is gone: run down to clean up", st.HelperPID)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
