@@ -1,0 +1,262 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Modes of the socket and of a parent directory Listen creates.
+const (
+	SocketMode    fs.FileMode = 0o660
+	SocketDirMode fs.FileMode = 0o750
+)
+
+// Address is a parsed listen address.
+type Address struct {
+	// Network is "unix" or "tcp".
+	Network string
+	// Address is the socket path (unix) or host:port (tcp).
+	Address string
+}
+
+// String returns the address as written: unix:///path or tcp://host:port.
+func (a Address) String() string {
+	if a.Network == "unix" {
+		return "unix://" + a.Address
+	}
+	return "tcp://" + a.Address
+}
+
+// ParseAddress parses "unix:///absolute/path" or "tcp://host:port". A
+// socket path is taken as written (cleaned), so it may hold any character.
+func ParseAddress(addr string) (Address, error) {
+	if p, ok := strings.CutPrefix(addr, "unix://"); ok {
+		if !filepath.IsAbs(p) {
+			return Address{}, fmt.Errorf("listen address %q: want unix:///absolute/path", addr)
+		}
+		return Address{Network: "unix", Address: filepath.Clean(p)}, nil
+	}
+	if hp, ok := strings.CutPrefix(addr, "tcp://"); ok {
+		if strings.ContainsAny(hp, "/?#@") {
+			return Address{}, fmt.Errorf("listen address %q: want tcp://host:port", addr)
+		}
+		if _, port, err := net.SplitHostPort(hp); err != nil || port == "" {
+			return Address{}, fmt.Errorf("listen address %q: want tcp://host:port", addr)
+		}
+		return Address{Network: "tcp", Address: hp}, nil
+	}
+	return Address{}, fmt.Errorf("listen address %q: scheme must be unix:// or tcp://", addr)
+}
+
+// Listen listens on addr with the rules of sec:
+//
+//   - unix:///path: the parent directory is created (mode 0750) if missing
+//     and refused if it is world-writable, where any user could replace
+//     the socket; an existing socket file is removed if nothing listens on
+//     it, and any other file there is refused; the socket gets mode 0660
+//     and, with SocketGroup, that group.
+//   - tcp://host:port: only with TLS configured (the gRPC server then
+//     requires and verifies client certificates); without it, only with
+//     InsecureListenLoopback and a host that is, or resolves only to,
+//     loopback addresses. Anything else is refused before listening.
+func Listen(ctx context.Context, addr string, sec Security) (net.Listener, error) {
+	a, err := ParseAddress(addr)
+	if err != nil {
+		return nil, err
+	}
+	if a.Network == "unix" {
+		return listenUnix(ctx, a.Address, sec.SocketGroup)
+	}
+	hostPort, err := sec.tcpAddress(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", hostPort)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", a, err)
+	}
+	return l, nil
+}
+
+// tcpAddress decides whether a TCP address may be served and returns the
+// host:port to listen on.
+func (s Security) tcpAddress(ctx context.Context, a Address) (string, error) {
+	if s.tlsConfigured() {
+		return a.Address, s.checkTLSFiles()
+	}
+	if !s.InsecureListenLoopback {
+		return "", fmt.Errorf("listen on %s: a TCP listener needs mTLS (--tls-cert-file, --tls-key-file, --tls-client-ca-file), or --insecure-listen-loopback for a loopback address", a)
+	}
+	host, port, err := net.SplitHostPort(a.Address)
+	if err != nil {
+		return "", fmt.Errorf("listen on %s: %w", a, err)
+	}
+	ip, err := loopbackIP(ctx, host)
+	if err != nil {
+		return "", fmt.Errorf("listen on %s: --insecure-listen-loopback: %w", a, err)
+	}
+	// Listen on the address checked, never on a name resolved again.
+	return net.JoinHostPort(ip.String(), port), nil
+}
+
+// loopbackIP returns the loopback address host is or resolves to, or an
+// error if host is empty (every interface) or any of its addresses is not
+// loopback.
+func loopbackIP(ctx context.Context, host string) (netip.Addr, error) {
+	if host == "" {
+		return netip.Addr{}, errors.New("an empty host means every interface; plaintext is allowed on loopback only")
+	}
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if ips, err = net.DefaultResolver.LookupNetIP(rctx, "ip", host); err != nil {
+			return netip.Addr{}, fmt.Errorf("resolve %q: %w", host, err)
+		}
+	}
+	if len(ips) == 0 {
+		return netip.Addr{}, fmt.Errorf("%q has no address", host)
+	}
+	for _, ip := range ips {
+		if !ip.Unmap().IsLoopback() {
+			return netip.Addr{}, fmt.Errorf("%s is not a loopback address; plaintext is allowed on loopback only", ip)
+		}
+	}
+	return ips[0].Unmap(), nil
+}
+
+func listenUnix(ctx context.Context, path, group string) (_ net.Listener, err error) {
+	gid := -1
+	if group != "" {
+		if gid, err = lookupGroup(group); err != nil {
+			return nil, err
+		}
+	}
+	if err := socketDir(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	if err := removeStaleSocket(ctx, path); err != nil {
+		return nil, err
+	}
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on unix://%s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = l.Close()
+		}
+	}()
+	if err := os.Chmod(path, SocketMode); err != nil {
+		return nil, fmt.Errorf("socket unix://%s: %w", path, err)
+	}
+	if gid >= 0 {
+		if err := os.Chown(path, -1, gid); err != nil {
+			return nil, fmt.Errorf("socket unix://%s: group %s: %w", path, group, err)
+		}
+	}
+	return l, nil
+}
+
+// socketDir creates dir (mode 0750) if missing and refuses it if it is
+// not a directory or is world-writable.
+func socketDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, SocketDirMode); err != nil {
+			return fmt.Errorf("socket directory: %w", err)
+		}
+		// MkdirAll's mode is subject to the umask; make it exact.
+		if err := os.Chmod(dir, SocketDirMode); err != nil {
+			return fmt.Errorf("socket directory: %w", err)
+		}
+		fi, err = os.Stat(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("socket directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("socket directory %s is not a directory", dir)
+	}
+	if fi.Mode().Perm()&0o002 != 0 {
+		return fmt.Errorf("socket directory %s is world-writable (mode %#o): any user could replace the socket; use a directory only root can write to, such as /run/podsync", dir, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// removeStaleSocket removes the socket file a previous podsyncd left at
+// path. It refuses a path that is not a socket, and a socket something
+// still listens on.
+func removeStaleSocket(ctx context.Context, path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("socket unix://%s: %w", path, err)
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("socket unix://%s: a %s is in the way; refusing to remove what is not a socket", path, fileKind(fi.Mode()))
+	}
+	dctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(dctx, "unix", path)
+	if err == nil {
+		_ = c.Close()
+		return fmt.Errorf("socket unix://%s: another process is listening on it", path)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("socket unix://%s: check whether it is in use: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("remove stale socket unix://%s: %w", path, err)
+	}
+	return nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m.IsRegular():
+		return "regular file"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	}
+	return "file of mode " + m.Type().String()
+}
+
+// lookupGroup resolves a group name or gid.
+func lookupGroup(group string) (int, error) {
+	if gid, err := strconv.Atoi(group); err == nil {
+		if gid < 0 {
+			return 0, fmt.Errorf("--socket-group %q: gid must not be negative", group)
+		}
+		return gid, nil
+	}
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		return 0, fmt.Errorf("--socket-group %q: %w", group, err)
+	}
+	gid, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return 0, fmt.Errorf("--socket-group %q: gid %q: %w", group, g.Gid, err)
+	}
+	return gid, nil
+}

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"go.uber.org/zap"
+)
+
+// Log keys of the server's request-scoped fields (STYLE.md: snake_case).
+//
+// NOTE(server): they belong with the other keys in the shared logging
+// package once it exists; ContextLogger becomes its From(ctx).
+const (
+	logKeyRPCMethod     = "rpc_method"
+	logKeyRequestID     = "request_id"
+	logKeyIdentity      = "identity"
+	logKeyRole          = "role"
+	logKeyGRPCCode      = "grpc_code"
+	logKeyDuration      = "duration"
+	logKeyError         = "error"
+	logKeyPeerAddress   = "peer_address"
+	logKeyDeadline      = "deadline"
+	logKeyRemoteAddress = "remote_address"
+)
+
+// RequestIDHeader is the response header that carries a call's request_id,
+// so that a caller can find the call in podsyncd's log.
+const RequestIDHeader = "x-request-id"
+
+// upstreamKeys renames go-grpc-middleware's field keys to ours; keys not
+// listed pass through unchanged.
+var upstreamKeys = map[string]string{
+	"grpc.code":             logKeyGRPCCode,
+	"grpc.error":            logKeyError,
+	"grpc.time_ms":          logKeyDuration,
+	"grpc.duration":         logKeyDuration,
+	"peer.address":          logKeyPeerAddress,
+	"grpc.request.deadline": logKeyDeadline,
+}
+
+// droppedKeys are upstream fields that say nothing zap does not (it
+// timestamps every line) or that rpc_method already says.
+var droppedKeys = map[string]bool{
+	"grpc.start_time":  true,
+	"grpc.component":   true,
+	"grpc.service":     true,
+	"grpc.method":      true,
+	"grpc.method_type": true,
+	"protocol":         true,
+}
+
+// interceptorLogger adapts zap to go-grpc-middleware's logging.Logger. It
+// is shaped like the upstream zap example: fields become typed zap fields
+// (with our key names) and the level picks the method.
+func interceptorLogger(l *zap.Logger) logging.Logger {
+	return logging.LoggerFunc(func(_ context.Context, lvl logging.Level, msg string, fields ...any) {
+		f := make([]zap.Field, 0, len(fields)/2)
+		for i := 0; i+1 < len(fields); i += 2 {
+			key, ok := fields[i].(string)
+			if !ok || droppedKeys[key] {
+				continue
+			}
+			if k, ok := upstreamKeys[key]; ok {
+				key = k
+			}
+			switch v := fields[i+1].(type) {
+			case string:
+				f = append(f, zap.String(key, v))
+			case int:
+				f = append(f, zap.Int(key, v))
+			case bool:
+				f = append(f, zap.Bool(key, v))
+			case time.Duration:
+				f = append(f, zap.Duration(key, v))
+			case error:
+				f = append(f, zap.NamedError(key, v))
+			default:
+				f = append(f, zap.Any(key, v))
+			}
+		}
+		logger := l.WithOptions(zap.AddCallerSkip(1)).With(f...)
+		switch lvl {
+		case logging.LevelDebug:
+			logger.Debug(msg)
+		case logging.LevelInfo:
+			logger.Info(msg)
+		case logging.LevelWarn:
+			logger.Warn(msg)
+		case logging.LevelError:
+			logger.Error(msg)
+		default:
+			logger.Error(msg, zap.String("unknown_level", fmt.Sprint(lvl)))
+		}
+	})
+}
+
+// loggingOptions make the middleware write one line per call, "finished
+// call", with rpc_method, request_id, identity and role (from the fields
+// the request scope put in ctx), grpc_code, duration and, on failure,
+// error (the full chain, see UnaryErrorInterceptor).
+func loggingOptions() []logging.Option {
+	return []logging.Option{
+		logging.WithLogOnEvents(logging.FinishCall),
+		logging.WithDurationField(func(d time.Duration) logging.Fields {
+			return logging.Fields{logKeyDuration, d}
+		}),
+		logging.WithDisableLoggingFields(
+			logging.SystemTag[0],
+			logging.ComponentFieldKey,
+			logging.ServiceFieldKey,
+			logging.MethodFieldKey,
+			logging.MethodTypeFieldKey,
+		),
+	}
+}
+
+type loggerKey struct{}
+
+// ContextLogger returns the logger of the call ctx belongs to, with the
+// fields rpc_method, request_id, identity and role; or a no-op logger
+// outside a call. Handlers log through it (STYLE.md "Logging").
+func ContextLogger(ctx context.Context) *zap.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*zap.Logger); ok {
+		return l
+	}
+	return zap.NewNop()
+}
+
+// WithLogger returns ctx carrying l for ContextLogger.
+func WithLogger(ctx context.Context, l *zap.Logger) context.Context {
+	return context.WithValue(ctx, loggerKey{}, l)
+}
+
+// requestScope is what the outer interceptor learns about a call before
+// anything else runs.
+type requestScope struct {
+	method    string
+	requestID string
+	identity  Identity
+	role      Role
+}
+
+func newRequestScope(ctx context.Context, fullMethod string, authz *authorizer) requestScope {
+	id := identityFromPeer(ctx)
+	return requestScope{
+		method:    fullMethod,
+		requestID: uuid.NewString(),
+		identity:  id,
+		role:      authz.role(id),
+	}
+}
+
+// context returns ctx with the identity, the request-scoped logger, and
+// the fields the logging middleware adds to its line.
+func (rs requestScope) context(ctx context.Context, base *zap.Logger) context.Context {
+	ctx = withIdentity(ctx, rs.identity)
+	ctx = WithLogger(ctx, base.With(
+		zap.String(logKeyRPCMethod, rs.method),
+		zap.String(logKeyRequestID, rs.requestID),
+		rs.identity.Field(),
+		zap.Stringer(logKeyRole, rs.role),
+	))
+	return logging.InjectFields(ctx, logging.Fields{
+		logKeyRPCMethod, rs.method,
+		logKeyRequestID, rs.requestID,
+		logKeyIdentity, rs.identity.String(),
+		logKeyRole, rs.role.String(),
+	})
+}
