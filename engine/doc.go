@@ -50,6 +50,28 @@
 // streams them (containerd 2.x), and a periodic relist as the authority
 // (alone on containerd 1.6, which has no events).
 //
+// # Keeping pods converged
+//
+// A Node (node.go, worker.go, recovery.go, events.go, rotate.go) is the
+// kubelet's pod workers, PLEG and probe manager on top of a Syncer, a
+// Watcher, the embedded store (engine/store) and the prober
+// (engine/prober). Apply stores the desired pod first, then runs one pass
+// in the pod's turn: every pod UID has one logical worker whose lock is
+// held for one pass, never across waits, so a second caller waits while
+// its context allows. The worker runs a pass when the runtime watcher
+// names the pod, a back-off or retry timer fires, or a probe result
+// changes. After each pass the node feeds the running containers to the
+// prober, computes the status (with a per-container reason cache, the
+// kubelet's ReasonCache, passed as StatusOptions.StartFailures) and
+// appends it to the revision log if it changed, with Kubernetes-like
+// events derived from the steps. Terminal pods are synced only while
+// something of theirs runs. Delete marks the pod deleting, kills it within
+// its grace period, removes its CRI objects and directories and then its
+// record. Run recovers from the store and the runtime (adopting stored
+// pods, removing podsync's objects of pods the store does not hold,
+// finishing interrupted deletions), collects garbage and rotates container
+// logs through CRI ReopenContainerLog.
+//
 // # Differences from the kubelet
 //
 // The kubelet (since v1.31) hashes only a container's name and image, so a

@@ -22,6 +22,15 @@ const (
 	logReason        = "reason"
 	logImage         = "image"
 	logNextRetry     = "next_retry"
+	logPhase         = "phase"
+	logPrevPhase     = "previous_phase"
+	logGeneration    = "generation"
+	logRevision      = "revision"
+	logAdopted       = "adopted"
+	logDeleting      = "deleting"
+	logPods          = "pods"
+	logPath          = "path"
+	logSize          = "size"
 )
 
 // podFields are the fields that name pod in every log line about it.

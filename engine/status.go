@@ -30,6 +30,14 @@ type StatusOptions struct {
 	// RuntimeName prefixes container IDs ("containerd://…"); empty means
 	// "containerd".
 	RuntimeName string
+	// StartFailures are the waiting reasons of the containers whose last
+	// start attempt failed (ErrImagePull, ErrImageNeverPull,
+	// CreateContainerConfigError, RunContainerError, …), by container
+	// name: the kubelet's ReasonCache, kept by the caller from the steps
+	// of its passes. A container that is due to start shows its entry as
+	// its waiting state, before any back-off computed from the view. Nil
+	// means none.
+	StartFailures map[string]corev1.ContainerStateWaiting
 }
 
 // ComputePodStatus derives pod's status from the runtime view, probe
@@ -268,7 +276,9 @@ func (sc *statusConverter) waitingReason(c *corev1.Container, st *corev1.Contain
 		return
 	}
 	var w *corev1.ContainerStateWaiting
-	if b := CrashLoopBackoff(sc.pod, c, sc.view, sc.opts.Backoff); b.Active(sc.now) {
+	if f, ok := sc.opts.StartFailures[c.Name]; ok && f.Reason != "" {
+		w = &f
+	} else if b := CrashLoopBackoff(sc.pod, c, sc.view, sc.opts.Backoff); b.Active(sc.now) {
 		w = &corev1.ContainerStateWaiting{Reason: ReasonCrashLoopBackOff, Message: crashLoopMessage(sc.pod, c.Name, b.Delay)}
 	} else if f := sc.view.pullFailure(c.Name, c.Image); f != nil && f.Failures > 0 {
 		if ImagePullBackoff(sc.pod, c, sc.view, sc.opts.Backoff).Active(sc.now) {

@@ -547,8 +547,15 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a ContainerAct
 	step.ContainerID = id
 	p.st.sandboxOf[id] = sb.id
 
-	// Step 3: start it.
-	if err := p.s.rt.StartContainer(ctx, id); err != nil {
+	// Step 3: start it. NOTE(podsync): the call is not cancelled with the
+	// pass: containerd cannot take back a start cancelled midway (2.x
+	// keeps a running task behind a container it reports exited and can
+	// no longer remove; 1.6 holds the container "starting" for seconds),
+	// so it runs to its end, within the cleanup timeout.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	err = p.s.rt.StartContainer(sctx, id)
+	scancel()
+	if err != nil {
 		if ctx.Err() != nil {
 			// Interrupted, not refused: do not leave a created container
 			// behind.

@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/store"
+)
+
+// The kubelet's event reasons (pkg/kubelet/events).
+const (
+	EventPulling             = "Pulling"
+	EventPulled              = "Pulled"
+	EventFailed              = "Failed"
+	EventBackOff             = "BackOff"
+	EventCreated             = "Created"
+	EventStarted             = "Started"
+	EventKilling             = "Killing"
+	EventUnhealthy           = "Unhealthy"
+	EventSandboxChanged      = "SandboxChanged"
+	EventFailedCreateSandbox = "FailedCreatePodSandBox"
+	EventFailedKillPod       = "FailedKillPod"
+	EventFailedMount         = "FailedMount"
+	EventFailedPostStartHook = "FailedPostStartHook"
+	EventFailedPreStopHook   = "FailedPreStopHook"
+)
+
+// noteStarts updates w's reason cache from a pass's start steps, as the
+// kubelet's ReasonCache: a failed start records its reason and message, a
+// successful start or a back-off (whose waiting reason the status
+// computes from the view) clears it. The caller holds w's lock.
+func (n *Node) noteStarts(w *worker, steps []StepResult) {
+	for _, s := range steps {
+		if s.Action != ActionStartContainer {
+			continue
+		}
+		switch {
+		case s.Err != nil:
+			w.reasons[s.Target] = corev1.ContainerStateWaiting{Reason: s.Reason, Message: s.Message}
+		default:
+			delete(w.reasons, s.Target)
+		}
+	}
+}
+
+// stepEvents returns the events of a pass's steps, as the kubelet records
+// them. A back-off is reported once per wait, not on every pass that
+// meets it. The caller holds w's lock.
+func (n *Node) stepEvents(w *worker, pod *corev1.Pod, steps []StepResult) []store.Change {
+	ref := store.RefOf(pod)
+	var out []store.Change
+	add := func(typ, reason, container, msg string) {
+		out = append(out, store.EventChange(ref, store.Event{Type: typ, Reason: reason, Container: container, Message: msg}))
+	}
+	const normal, warning = corev1.EventTypeNormal, corev1.EventTypeWarning
+	for _, s := range steps {
+		c := s.ContainerName()
+		switch s.Action {
+		case ActionPullImage:
+			add(normal, EventPulling, "", fmt.Sprintf("Pulling image %q", s.Target))
+			if s.Err != nil {
+				add(warning, EventFailed, "", fmt.Sprintf("Failed to pull image %q: %s", s.Target, s.Message))
+			} else {
+				add(normal, EventPulled, "", s.Message)
+			}
+		case ActionStartContainer:
+			switch {
+			case s.BackedOff():
+				if w.backoffs[c].Equal(s.NextRetry) {
+					continue
+				}
+				w.backoffs[c] = s.NextRetry
+				msg := fmt.Sprintf("Back-off restarting failed container %s in pod %s", c, podString(pod))
+				if s.Reason == ReasonImagePullBackOff {
+					msg = s.Message
+				}
+				add(warning, EventBackOff, c, msg)
+			case s.Err != nil:
+				add(warning, EventFailed, c, "Error: "+s.Reason+": "+s.Message)
+			default:
+				delete(w.backoffs, c)
+				add(normal, EventCreated, c, "Created container: "+c)
+				add(normal, EventStarted, c, "Started container "+c)
+			}
+		case ActionKillContainer:
+			if s.Err != nil {
+				add(warning, EventFailedKillPod, c, s.Message)
+				continue
+			}
+			msg := "Stopping container " + c
+			switch s.Reason {
+			case ReasonLivenessProbe:
+				msg = fmt.Sprintf("Container %s failed liveness probe, will be restarted", c)
+			case ReasonStartupProbe:
+				msg = fmt.Sprintf("Container %s failed startup probe, will be restarted", c)
+			case ReasonDefinitionChanged:
+				msg = fmt.Sprintf("Container %s definition changed, will be restarted", c)
+			}
+			add(normal, EventKilling, c, msg)
+		case ActionCreatePodSandbox:
+			switch {
+			case s.Err != nil:
+				add(warning, EventFailedCreateSandbox, "", s.Message)
+			case s.Attempt > 0:
+				add(normal, EventSandboxChanged, "", "Pod sandbox changed, it will be killed and re-created.")
+			}
+		case ActionKillPodSandbox:
+			if s.Err != nil {
+				add(warning, EventFailedKillPod, "", s.Message)
+			}
+		case ActionMountVolumes:
+			if s.Err != nil {
+				add(warning, EventFailedMount, "", s.Message)
+			}
+		case ActionPostStartHook:
+			if s.Err != nil {
+				add(warning, EventFailedPostStartHook, c, s.Message)
+			}
+		case ActionPreStopHook:
+			if s.Err != nil {
+				add(warning, EventFailedPreStopHook, c, s.Message)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,585 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	criclient "k8s.io/cri-client/pkg"
+	"k8s.io/utils/clock"
+
+	"github.com/podsync/podsync/engine/prober"
+	"github.com/podsync/podsync/engine/store"
+)
+
+// Defaults of NodeOptions.
+const (
+	// DefaultGCPeriod is how often the node looks for CRI objects of pods
+	// the store no longer holds.
+	DefaultGCPeriod = time.Minute
+	// DefaultLogMaxSize and DefaultLogMaxFiles are the kubelet's
+	// containerLogMaxSize and containerLogMaxFiles.
+	DefaultLogMaxSize  = 10 << 20
+	DefaultLogMaxFiles = 5
+	// DefaultLogRotationPeriod is how often container logs are checked
+	// against LogRotation.MaxSize (the kubelet's monitor period).
+	DefaultLogRotationPeriod = 10 * time.Second
+)
+
+// GCPolicy configures the node-wide garbage collection. Within a pod, the
+// executor keeps what the kubelet's default policy keeps (MaxPerPodContainer
+// 1: the newest dead instance of each container, plus what status and
+// back-off need) at the end of every pass; see SyncPod.
+type GCPolicy struct {
+	// Period is how often the runtime is searched for podsync's sandboxes
+	// and containers of pods the store does not hold (a deletion
+	// interrupted midway), which are then removed; zero means
+	// DefaultGCPeriod.
+	Period time.Duration
+}
+
+// LogRotation configures the rotation of container logs by size, as the
+// kubelet's container log manager (without compression).
+type LogRotation struct {
+	// MaxSize is the size above which a running container's log is
+	// rotated; zero means DefaultLogMaxSize.
+	MaxSize int64
+	// MaxFiles is how many files a container's log may span, the live one
+	// included; zero means DefaultLogMaxFiles. At least 2.
+	MaxFiles int
+	// Period is how often logs are checked; zero means
+	// DefaultLogRotationPeriod.
+	Period time.Duration
+}
+
+func (r LogRotation) withDefaults() LogRotation {
+	if r.MaxSize <= 0 {
+		r.MaxSize = DefaultLogMaxSize
+	}
+	if r.MaxFiles <= 0 {
+		r.MaxFiles = DefaultLogMaxFiles
+	}
+	r.MaxFiles = max(r.MaxFiles, 2)
+	if r.Period <= 0 {
+		r.Period = DefaultLogRotationPeriod
+	}
+	return r
+}
+
+// AdmitFunc decides whether a pod the node does not hold yet may run
+// beside others, the pods it holds that are neither terminal nor being
+// deleted. It returns an error wrapping ErrAdmission to refuse the pod.
+type AdmitFunc func(pod *corev1.Pod, others []*corev1.Pod) error
+
+// NodeOptions configure a Node.
+type NodeOptions struct {
+	// Runtime is the CRI runtime; required. Probes run their exec
+	// commands through it.
+	Runtime Runtime
+	// Images is the CRI image service; required.
+	Images ImageService
+	// Store holds the desired pods and the revision log; required. The
+	// Node does not close it.
+	Store *store.Store
+	// Clock paces workers, probes, relists and rotation; nil means the
+	// real clock.
+	Clock clock.WithTicker
+	// Logger receives the node's, the workers' and the probers' logs; nil
+	// discards.
+	Logger *zap.Logger
+	// Backoff is the crash-loop and image-pull back-off; the zero value is
+	// the kubelet's.
+	Backoff BackoffPolicy
+	// Config are the node settings (root and log directories, node name
+	// and IPs, DNS, cgroups). Probes of host-network pods dial
+	// Config.NodeIPs[0].
+	Config Options
+	// RelistPeriod is the relist period of the runtime watcher while no
+	// event stream is open (always on containerd 1.6); zero means
+	// DefaultRelistPeriod (1 s). EventedRelistPeriod is the period while
+	// one is; zero means DefaultEventedRelistPeriod.
+	RelistPeriod        time.Duration
+	EventedRelistPeriod time.Duration
+	// GC configures the node-wide garbage collection.
+	GC GCPolicy
+	// LogRotation configures container log rotation.
+	LogRotation LogRotation
+	// Admit, if set, is asked about every pod Apply is given that the node
+	// does not hold yet, before it is stored. Nil admits every pod.
+	Admit AdmitFunc
+}
+
+// Node keeps the pods it is given converged: it stores each desired pod
+// before it touches the runtime, runs one logical worker per pod that
+// syncs the pod whenever it may have changed (an Apply or Delete, a hint
+// from the runtime watcher, a back-off or retry timer, a probe result),
+// probes containers, records status changes and events in the store's
+// revision log, collects garbage and rotates container logs. It survives
+// its own restart: Run adopts what the runtime holds for the stored pods.
+//
+// Build it with NewNode and call Run once; Apply, Plan, Get, List, Delete
+// and Watch are safe for concurrent use while Run runs.
+type Node struct {
+	rt      Runtime
+	store   *store.Store
+	syncer  *Syncer
+	watcher *Watcher
+	prober  *prober.Manager
+	clock   clock.WithTicker
+	log     *zap.Logger
+	backoff BackoffPolicy
+	cfg     Options
+	gc      GCPolicy
+	rot     LogRotation
+	admit   AdmitFunc
+
+	// ready is closed when Run has recovered and started the workers.
+	ready chan struct{}
+	// wg counts the goroutines Run waits for: worker loops and helpers.
+	wg sync.WaitGroup
+
+	mu       sync.Mutex
+	started  bool
+	loopsOn  bool // worker loops may start
+	stopping bool // Run is ending: no new goroutine
+	runCtx   context.Context
+	workers  map[types.UID]*worker
+}
+
+// ApplyResult is what Apply did.
+type ApplyResult struct {
+	// Created is true when the node did not hold the pod before.
+	Created bool
+	// Status is the pod's status after the pass.
+	Status corev1.PodStatus
+	// Steps are the steps of the pass, in the order they finished.
+	Steps []StepResult
+	// NextSync is when the pod's worker will sync the pod again on its
+	// own (a back-off ending, a retry); zero if only a change will.
+	NextSync time.Time
+}
+
+// NewNode returns a Node. It fails with ErrInvalidSpec if Runtime, Images
+// or Store is missing.
+func NewNode(opts NodeOptions) (*Node, error) {
+	if opts.Store == nil {
+		return nil, fmt.Errorf("engine: NodeOptions need a Store: %w", ErrInvalidSpec)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	syncer, err := NewSyncer(SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
+		Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config})
+	if err != nil {
+		return nil, err
+	}
+	watcher, err := NewWatcher(WatcherOptions{Runtime: opts.Runtime, Clock: opts.Clock, Logger: opts.Logger,
+		RelistPeriod: opts.RelistPeriod, EventedRelistPeriod: opts.EventedRelistPeriod})
+	if err != nil {
+		return nil, err
+	}
+	var nodeIP string
+	if len(opts.Config.NodeIPs) > 0 {
+		nodeIP = opts.Config.NodeIPs[0]
+	}
+	pm := prober.New(prober.Options{
+		Runtime: opts.Runtime, Clock: opts.Clock, Logger: opts.Logger, NodeIP: nodeIP,
+		IsExecTimeout: func(err error) bool {
+			return errors.Is(err, criclient.ErrCommandTimedOut) || errors.Is(err, context.DeadlineExceeded)
+		},
+	})
+	gc := opts.GC
+	if gc.Period <= 0 {
+		gc.Period = DefaultGCPeriod
+	}
+	return &Node{
+		rt: opts.Runtime, store: opts.Store, syncer: syncer, watcher: watcher, prober: pm,
+		clock: opts.Clock, log: opts.Logger, backoff: opts.Backoff, cfg: opts.Config.withDefaults(),
+		gc: gc, rot: opts.LogRotation.withDefaults(), admit: opts.Admit,
+		ready: make(chan struct{}), workers: map[types.UID]*worker{},
+	}, nil
+}
+
+// Run recovers and then keeps the node's pods converged until ctx ends.
+// Recovery loads the store and lists the runtime: podsync's sandboxes and
+// containers of pods the store does not hold are removed, stored pods are
+// adopted as the runtime holds them (nothing healthy restarts; restart
+// counts and back-off continue from the runtime's annotations and times),
+// and pods marked deleting finish their deletion. Then the runtime
+// watcher, the prober and one worker per pod run, with the garbage
+// collector and the log rotation.
+//
+// Run returns nil once ctx has ended and every goroutine it started has
+// stopped, or an error if the store or the runtime cannot be read at the
+// start. It runs once: a second call returns an error.
+func (n *Node) Run(ctx context.Context) error {
+	n.mu.Lock()
+	if n.started {
+		n.mu.Unlock()
+		return errors.New("engine: Node.Run called twice")
+	}
+	n.started = true
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n.runCtx = ctx
+	n.mu.Unlock()
+
+	probesDone := make(chan struct{})
+	go func() {
+		defer close(probesDone)
+		n.consumeProbes()
+	}()
+	defer func() {
+		n.mu.Lock()
+		n.stopping = true
+		for _, w := range n.workers {
+			w.cancel()
+		}
+		n.mu.Unlock()
+		n.wg.Wait()
+		n.prober.Stop()
+		<-probesDone
+	}()
+
+	if err := n.recover(ctx); err != nil {
+		return err
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.watcher.Run(ctx); err != nil {
+			n.log.Warn("runtime watcher ended", zap.Error(err))
+		}
+	}()
+	hints := n.watcher.Subscribe(ctx)
+	n.wg.Add(3)
+	go n.dispatchHints(hints)
+	go n.gcLoop(ctx)
+	go n.rotateLoop(ctx)
+
+	n.mu.Lock()
+	n.loopsOn = true
+	for _, w := range n.workers {
+		n.startLoopLocked(w)
+		w.kickSelf()
+	}
+	n.mu.Unlock()
+	close(n.ready)
+	n.log.Info("node running", zap.Int(logPods, len(n.snapshotWorkers())))
+
+	<-ctx.Done()
+	n.log.Info("node stopping")
+	return nil
+}
+
+// waitReady waits until Run has recovered; it returns ErrRuntimeUnavailable
+// once Run has ended.
+func (n *Node) waitReady(ctx context.Context) error {
+	select {
+	case <-n.ready:
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the node to start: %w", context.Cause(ctx))
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopping {
+		return fmt.Errorf("node stopped: %w", ErrRuntimeUnavailable)
+	}
+	return nil
+}
+
+// Apply stores pod (defaulted, with a UID: convert.Default derives one
+// from namespace/name when empty) and the ConfigMaps and Secrets it refers
+// to as the pod's desired state, then runs one sync pass of it now, in
+// the pod's turn: a pass of the pod already running (its worker's, another
+// caller's) is waited for while ctx allows. Each step of the pass is
+// passed to emit (if not nil) as it finishes. The pod's worker keeps it
+// converged afterwards.
+//
+// A pod the node does not hold yet is first given to NodeOptions.Admit.
+// Apply returns an error wrapping ErrInvalidSpec for a pod without name,
+// namespace or UID, ErrAlreadyExists if namespace/name is held by a pod
+// with another UID, ErrConflict if the pod is being deleted, Admit's error,
+// the context's error if ctx ends before or during the pass (the worker
+// then finishes the work), ErrNotFound if the pod was deleted meanwhile,
+// and the runtime's error if the pod's state cannot be read. Failed steps
+// are in the result, not the error.
+func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(StepResult)) (ApplyResult, error) {
+	if pod == nil || pod.UID == "" || pod.Name == "" || pod.Namespace == "" {
+		return ApplyResult{}, fmt.Errorf("apply pod: pod needs a namespace, name and uid: %w", ErrInvalidSpec)
+	}
+	if err := n.waitReady(ctx); err != nil {
+		return ApplyResult{}, err
+	}
+	var res ApplyResult
+	existing, err := n.store.GetByName(pod.Namespace, pod.Name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		res.Created = true
+	case err != nil:
+		return res, fmt.Errorf("apply pod %s: %w", podString(pod), err)
+	case existing.Pod.UID != pod.UID:
+		return res, fmt.Errorf("apply pod %s: %s/%s has uid %s: %w", podString(pod), pod.Namespace, pod.Name, existing.Pod.UID, ErrAlreadyExists)
+	case existing.Deleting:
+		return res, fmt.Errorf("apply pod %s: pod is being deleted: %w", podString(pod), ErrConflict)
+	}
+	if res.Created && n.admit != nil {
+		others, err := n.activePods()
+		if err != nil {
+			return res, fmt.Errorf("apply pod %s: %w", podString(pod), err)
+		}
+		if err := n.admit(pod, others); err != nil {
+			return res, fmt.Errorf("admit pod %s: %w", podString(pod), err)
+		}
+	}
+	rec, err := n.store.Put(store.PodRecord{Pod: pod, ConfigMaps: configMaps, Secrets: secrets})
+	if err != nil {
+		return res, fmt.Errorf("store pod %s: %w", podString(pod), storeError(err))
+	}
+	if res.Created {
+		n.log.Info("pod stored", podFields(pod)...)
+	} else if rec.ModRevision != existing.ModRevision {
+		n.log.Info("pod updated", append(podFields(pod), zap.Int64(logGeneration, rec.Generation))...)
+	}
+
+	w, err := n.lockWorker(ctx, pod.UID)
+	if err != nil {
+		return res, fmt.Errorf("apply pod %s: wait for the pod's turn: %w", podString(pod), err)
+	}
+	out, err := n.pass(ctx, w, false, emit)
+	w.release()
+	if ctx.Err() != nil {
+		w.kickSelf()
+	}
+	res.Status, res.Steps, res.NextSync = out.status, out.steps, out.next
+	if err == nil && out.gone {
+		err = fmt.Errorf("apply pod %s: pod was deleted: %w", podString(pod), ErrNotFound)
+	}
+	return res, err
+}
+
+// Plan returns what a pass of pod would do now and the status the pod has
+// now, without side effects: known says whether the node holds the pod
+// (then its stored status is the previous status). pod must be defaulted.
+// The ConfigMaps and Secrets do not change a plan (a missing one fails a
+// start, not the plan); they are accepted so Plan mirrors Apply.
+// Plan returns the runtime's error if the pod's state cannot be read.
+func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap, _ []*corev1.Secret) (PodActions, corev1.PodStatus, bool, error) {
+	if pod == nil || pod.UID == "" {
+		return PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod: pod has no uid: %w", ErrInvalidSpec)
+	}
+	pod = pod.DeepCopy()
+	known := false
+	rec, err := n.store.Get(pod.UID)
+	switch {
+	case err == nil:
+		known = true
+		pod.Status = rec.Pod.Status
+	case !errors.Is(err, store.ErrNotFound):
+		return PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod %s: %w", podString(pod), err)
+	default:
+		pod.Status = corev1.PodStatus{}
+	}
+	view, err := ReadView(ctx, n.rt, pod.UID)
+	if err != nil {
+		return PodActions{}, corev1.PodStatus{}, known, fmt.Errorf("plan pod %s: %w", podString(pod), err)
+	}
+	view.PullFailures = n.syncer.pullFailures(pod)
+	probes := n.probeResults(pod.UID)
+	now := n.clock.Now()
+	plan := ComputePodActions(pod, view, probes, now, n.backoff)
+	var st corev1.PodStatus
+	if known {
+		st = pod.Status
+	} else {
+		st = ComputePodStatus(pod, view, probes, now, n.statusOptions(nil))
+	}
+	return plan, st, known, nil
+}
+
+// Get returns the stored pod namespace/name with its current status (in
+// Pod.Status) and revision (ModRevision), its secrets redacted, or an
+// error wrapping ErrNotFound.
+func (n *Node) Get(_ context.Context, namespace, name string) (*store.PodRecord, error) {
+	rec, err := n.store.GetByName(namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("get pod %s/%s: %w", namespace, name, storeError(err))
+	}
+	return rec, nil
+}
+
+// List returns the stored pods f selects, ordered by namespace and name,
+// with their current status and their secrets redacted, and the revision
+// of the snapshot: Watch from it misses nothing.
+func (n *Node) List(_ context.Context, f store.Filter) ([]*store.PodRecord, int64, error) {
+	recs, rev, err := n.store.List(f)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list pods: %w", storeError(err))
+	}
+	return recs, rev, nil
+}
+
+// Watch follows the revision log from after revision since: status
+// changes, events and deletions, each once and in order. It returns an
+// error wrapping store.ErrCompacted (a *store.CompactedError) if since is
+// older than the compaction point; see store.Watch.
+func (n *Node) Watch(ctx context.Context, since int64) (*store.Watcher, error) {
+	return n.store.Watch(ctx, since)
+}
+
+// Delete deletes the pod namespace/name (and uid, if not empty): it marks
+// the pod deleting in the store, kills it (preStop hooks, then stop, within
+// grace seconds, or the pod's terminationGracePeriodSeconds when nil),
+// removes its containers, sandboxes, pod directory and log directory, and
+// removes it from the store, which records the deletion in the revision
+// log. A sync pass of the pod that is running is cancelled (an Apply
+// waiting for it fails with ErrConflict). found is false, with no error,
+// if no such pod is stored. If ctx
+// ends first, Delete returns the context's error and the pod's worker
+// finishes the deletion; a deleted pod stays deleted.
+func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *int64) (bool, []StepResult, error) {
+	if err := n.waitReady(ctx); err != nil {
+		return false, nil, err
+	}
+	rec, err := n.store.GetByName(namespace, name)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && uid != "" && string(rec.Pod.UID) != uid) {
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, fmt.Errorf("delete pod %s/%s: %w", namespace, name, err)
+	}
+	pod := rec.Pod
+	dw := n.workerFor(pod.UID)
+	dw.deleters.Add(1)
+	defer func() {
+		if dw.deleters.Add(-1) == 0 {
+			// Whatever this call left undone is the worker's.
+			n.workerFor(pod.UID).kickSelf()
+		}
+	}()
+	if _, err := n.store.MarkDeleting(pod.UID, grace); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil, nil
+		}
+		return false, nil, fmt.Errorf("delete pod %s: %w", podString(pod), storeError(err))
+	}
+	n.log.Info("pod deletion requested", podFields(pod)...)
+	// The pass running, if any, would only delay the kill.
+	dw.cancelPass(fmt.Errorf("pod %s is being deleted: %w", podString(pod), ErrConflict))
+	w, err := n.lockWorker(ctx, pod.UID)
+	if err != nil {
+		return true, nil, fmt.Errorf("delete pod %s: wait for the pod's turn: %w", podString(pod), err)
+	}
+	var steps []StepResult
+	_, err = n.pass(ctx, w, false, func(s StepResult) { steps = append(steps, s) })
+	w.release()
+	if err != nil {
+		return true, steps, fmt.Errorf("delete pod %s: %w", podString(pod), err)
+	}
+	return true, steps, nil
+}
+
+// activePods returns the stored pods that are neither terminal nor being
+// deleted, for admission.
+func (n *Node) activePods() ([]*corev1.Pod, error) {
+	recs, _, err := n.store.List(store.Filter{})
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	var out []*corev1.Pod
+	for _, r := range recs {
+		if r.Deleting || isTerminal(r.Pod.Status.Phase) {
+			continue
+		}
+		out = append(out, r.Pod)
+	}
+	return out, nil
+}
+
+// storeError adds the engine's class to a store error.
+func storeError(err error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.Is(err, store.ErrAlreadyExists):
+		return fmt.Errorf("%w: %w", ErrAlreadyExists, err)
+	case errors.Is(err, store.ErrDeleting):
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	case errors.Is(err, store.ErrInvalid):
+		return fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
+	return err
+}
+
+func isTerminal(p corev1.PodPhase) bool {
+	return p == corev1.PodSucceeded || p == corev1.PodFailed
+}
+
+// probeResults converts the prober's results of a pod.
+func (n *Node) probeResults(uid types.UID) ProbeResults {
+	r := n.prober.Results(uid)
+	conv := func(m map[string]prober.Result) map[string]ProbeResult {
+		if m == nil {
+			return nil
+		}
+		out := make(map[string]ProbeResult, len(m))
+		for id, v := range m {
+			out[id] = ProbeResult(v)
+		}
+		return out
+	}
+	return ProbeResults{Liveness: conv(r.Liveness), Readiness: conv(r.Readiness), Startup: conv(r.Startup)}
+}
+
+func (n *Node) statusOptions(reasons map[string]corev1.ContainerStateWaiting) StatusOptions {
+	return StatusOptions{Backoff: n.backoff, HostIPs: n.cfg.NodeIPs, StartFailures: reasons}
+}
+
+// consumeProbes turns probe result changes into passes of their pods and
+// Unhealthy events, until the prober stops.
+func (n *Node) consumeProbes() {
+	for u := range n.prober.Updates() {
+		w := n.workerFor(u.PodUID)
+		w.kickSelf()
+		if u.Result != prober.Failure {
+			continue
+		}
+		ref, ok := w.podRef()
+		if !ok {
+			continue
+		}
+		ev := store.Event{Type: corev1.EventTypeWarning, Reason: "Unhealthy", Container: u.ContainerName,
+			Message: fmt.Sprintf("%s probe failed: %s", u.Type, u.Output)}
+		if _, err := n.store.Append(store.EventChange(ref, ev)); err != nil && !errors.Is(err, store.ErrNotFound) {
+			n.log.Warn("record probe event", zap.String(logPodUID, string(u.PodUID)), zap.Error(err))
+		}
+	}
+}
+
+// dispatchHints kicks the worker of every pod the runtime watcher names;
+// a pod the node does not hold gets a worker that removes what the runtime
+// holds for it.
+func (n *Node) dispatchHints(hints <-chan types.UID) {
+	defer n.wg.Done()
+	for uid := range hints {
+		n.workerFor(uid).kickSelf()
+	}
+}
+
+func (n *Node) snapshotWorkers() []*worker {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]*worker, 0, len(n.workers))
+	for _, w := range n.workers {
+		out = append(out, w)
+	}
+	return out
+}

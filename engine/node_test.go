@@ -1,0 +1,681 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/store"
+)
+
+// gatedRuntime is a FakeRuntime whose StartContainer waits while gate is
+// closed (a nil gate never waits).
+type gatedRuntime struct {
+	*enginetest.FakeRuntime
+	mu       sync.Mutex
+	gate     chan struct{}
+	pullGate bool
+	pulling  atomic.Bool
+}
+
+func (g *gatedRuntime) StartContainer(ctx context.Context, id string) error {
+	g.mu.Lock()
+	gate := g.gate
+	g.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return g.FakeRuntime.StartContainer(ctx, id)
+}
+
+// PullImage waits until ctx ends when pullGate is set.
+func (g *gatedRuntime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+	g.mu.Lock()
+	gate := g.pullGate
+	g.mu.Unlock()
+	if gate {
+		g.pulling.Store(true)
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	return g.FakeRuntime.PullImage(ctx, image, auth, cfg)
+}
+
+// nodeHarness is a Node on a FakeRuntime (behind gatedRuntime) with a
+// fake clock and its own store.
+type nodeHarness struct {
+	t     *testing.T
+	ctx   context.Context
+	rt    *gatedRuntime
+	clock *clocktesting.FakeClock
+	st    *store.Store
+	cfg   engine.Options
+	opts  engine.NodeOptions
+	node  *engine.Node
+	stop  func()
+}
+
+func newNodeHarness(t *testing.T, mutate ...func(*engine.NodeOptions)) *nodeHarness {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	t.Cleanup(cancel)
+	clk := clocktesting.NewFakeClock(t0)
+	rt := &gatedRuntime{FakeRuntime: enginetest.NewRuntime(enginetest.WithClock(clk), enginetest.WithImages(image))}
+	st, err := store.Open(filepath.Join(t.TempDir(), "podsync.db"), store.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	cfg := engine.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
+	opts := engine.NodeOptions{Runtime: rt, Images: rt, Store: st, Clock: clk, Logger: zaptest.NewLogger(t), Config: cfg,
+		// Relists and rotation only when the test steps the clock far.
+		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
+		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour}}
+	for _, m := range mutate {
+		m(&opts)
+	}
+	h := &nodeHarness{t: t, ctx: ctx, rt: rt, clock: clk, st: st, cfg: cfg, opts: opts}
+	h.start()
+	return h
+}
+
+// start builds a Node on the harness's runtime and store and runs it
+// until the test ends or restart is called.
+func (h *nodeHarness) start() {
+	h.t.Helper()
+	n, err := engine.NewNode(h.opts)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	var once sync.Once
+	h.node = n
+	h.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				h.t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	h.t.Cleanup(h.stop)
+}
+
+func (h *nodeHarness) apply(pod *corev1.Pod) engine.ApplyResult {
+	h.t.Helper()
+	res, err := h.node.Apply(h.ctx, pod, nil, nil, nil)
+	if err != nil {
+		h.t.Fatalf("Apply: %v", err)
+	}
+	return res
+}
+
+// view reads the runtime's view of pod.
+func (h *nodeHarness) view(pod *corev1.Pod) *engine.RuntimeView {
+	h.t.Helper()
+	v, err := engine.ReadView(h.ctx, h.rt, pod.UID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return &v
+}
+
+// eventually polls cond until it holds, failing the test at the deadline.
+func (h *nodeHarness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	for !cond() {
+		select {
+		case <-h.ctx.Done():
+			h.t.Fatalf("%s: not reached", what)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// storedStatus is the pod's status as the store holds it.
+func (h *nodeHarness) storedStatus(pod *corev1.Pod) corev1.PodStatus {
+	h.t.Helper()
+	rec, err := h.st.Get(pod.UID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return rec.Pod.Status
+}
+
+// events lists the reasons of the pod's events in the revision log.
+func (h *nodeHarness) events(pod *corev1.Pod) []string {
+	h.t.Helper()
+	entries, err := h.st.Since(0)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.Kind == store.KindEvent && e.Pod.UID == pod.UID {
+			out = append(out, e.Event.Reason)
+		}
+	}
+	return out
+}
+
+var criWrites = []string{"RunPodSandbox", "StopPodSandbox", "RemovePodSandbox", "CreateContainer", "StartContainer",
+	"StopContainer", "RemoveContainer", "PullImage", "ReopenContainerLog", "ExecSync"}
+
+// writes counts the CRI calls that change the runtime.
+func (h *nodeHarness) writes() int {
+	n := 0
+	for _, c := range h.rt.GetCalls() {
+		if slices.Contains(criWrites, c) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestNodeApplyStoresAndConverges(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	pod := basePod()
+	var emitted []string
+	res, err := h.node.Apply(h.ctx, pod, nil, nil, func(s engine.StepResult) { emitted = append(emitted, string(s.Action)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Created || res.Status.Phase != corev1.PodRunning || len(emitted) != len(res.Steps) || len(res.Steps) == 0 {
+		t.Fatalf("Apply = created %v, phase %s, %d steps, %d emitted", res.Created, res.Status.Phase, len(res.Steps), len(emitted))
+	}
+	if got := h.storedStatus(pod); got.Phase != corev1.PodRunning {
+		t.Errorf("stored phase = %s", got.Phase)
+	}
+	rec, err := h.node.Get(h.ctx, pod.Namespace, pod.Name)
+	if err != nil || rec.Pod.UID != pod.UID || rec.ModRevision == 0 {
+		t.Fatalf("Get = %+v, %v", rec, err)
+	}
+	if got := h.events(pod); !slices.Contains(got, engine.EventStarted) || !slices.Contains(got, engine.EventCreated) {
+		t.Errorf("events = %v", got)
+	}
+	again := h.apply(pod)
+	if again.Created {
+		t.Error("second Apply says created")
+	}
+
+	other := basePod()
+	other.UID = "uid-other"
+	if _, err := h.node.Apply(h.ctx, other, nil, nil, nil); !errors.Is(err, engine.ErrAlreadyExists) {
+		t.Errorf("Apply of another uid = %v, want ErrAlreadyExists", err)
+	}
+	recs, rev, err := h.node.List(h.ctx, store.Filter{})
+	if err != nil || len(recs) != 1 || rev == 0 {
+		t.Fatalf("List = %d, %d, %v", len(recs), rev, err)
+	}
+}
+
+func TestNodeAdmitSeam(t *testing.T) {
+	t.Parallel()
+	var asked []string
+	h := newNodeHarness(t, func(o *engine.NodeOptions) {
+		o.Admit = func(pod *corev1.Pod, others []*corev1.Pod) error {
+			asked = append(asked, pod.Name)
+			if pod.Name == "refused" {
+				return engine.ErrAdmission
+			}
+			return nil
+		}
+	})
+	pod := basePod()
+	h.apply(pod)
+	h.apply(pod)
+	refused := basePod()
+	refused.Name, refused.UID = "refused", "uid-refused"
+	if _, err := h.node.Apply(h.ctx, refused, nil, nil, nil); !errors.Is(err, engine.ErrAdmission) {
+		t.Fatalf("Apply = %v, want ErrAdmission", err)
+	}
+	if _, err := h.st.Get(refused.UID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("refused pod stored: %v", err)
+	}
+	if want := []string{"web", "refused"}; !slices.Equal(asked, want) {
+		t.Errorf("admit asked about %v, want %v", asked, want)
+	}
+}
+
+// TestNodeApplyWaitsForItsTurn: a second Apply of a pod whose pass runs
+// waits for it, and gives up at its own deadline with the context's error,
+// not ErrConflict.
+func TestNodeApplyWaitsForItsTurn(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	gate := make(chan struct{})
+	h.rt.mu.Lock()
+	h.rt.gate = gate
+	h.rt.mu.Unlock()
+	pod := basePod()
+	first := make(chan error, 1)
+	go func() {
+		_, err := h.node.Apply(h.ctx, pod, nil, nil, nil)
+		first <- err
+	}()
+	h.eventually("first pass blocked in StartContainer", func() bool {
+		return slices.Contains(h.rt.GetCalls(), "CreateContainer")
+	})
+
+	short, cancel := context.WithTimeout(h.ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err := h.node.Apply(short, pod, nil, nil, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("Apply past its deadline = %v, want DeadlineExceeded", err)
+	}
+
+	second := make(chan engine.ApplyResult, 1)
+	go func() {
+		res, err := h.node.Apply(h.ctx, pod, nil, nil, nil)
+		if err != nil {
+			t.Errorf("second Apply: %v", err)
+		}
+		second <- res
+	}()
+	close(gate)
+	if err := <-first; err != nil {
+		t.Fatalf("first Apply: %v", err)
+	}
+	res := <-second
+	if res.Status.Phase != corev1.PodRunning {
+		t.Errorf("second Apply: phase %s", res.Status.Phase)
+	}
+	for _, s := range res.Steps {
+		if s.Action == engine.ActionStartContainer {
+			t.Errorf("second Apply started %s again", s.Target)
+		}
+	}
+}
+
+// TestNodeWorkerRestartsWithoutACall: an exited container is restarted
+// by the worker on the runtime's hint; the second exit waits for the
+// back-off timer.
+func TestNodeWorkerRestartsWithoutACall(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Backoff = engine.BackoffPolicy{Base: 10 * time.Second} })
+	pod := basePod()
+	h.apply(pod)
+	restarts := func(n int32) func() bool {
+		return func() bool {
+			inst := h.view(pod).FindContainer("app")
+			return inst != nil && inst.State == engine.ContainerRunning && inst.RestartCount == n
+		}
+	}
+	if err := h.rt.ExitContainer(h.view(pod).FindContainer("app").ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("first restart", restarts(1))
+
+	h.clock.Step(time.Second)
+	if err := h.rt.ExitContainer(h.view(pod).FindContainer("app").ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("CrashLoopBackOff in the status", func() bool {
+		for _, cs := range h.storedStatus(pod).ContainerStatuses {
+			if cs.Name == "app" && cs.State.Waiting != nil && cs.State.Waiting.Reason == engine.ReasonCrashLoopBackOff {
+				return true
+			}
+		}
+		return false
+	})
+	if restarts(2)() {
+		t.Fatal("restarted during the back-off")
+	}
+	if !slices.Contains(h.events(pod), engine.EventBackOff) {
+		t.Errorf("no BackOff event: %v", h.events(pod))
+	}
+	h.clock.Step(11 * time.Second)
+	h.eventually("restart after the back-off", restarts(2))
+}
+
+// TestNodeNoOpPassIsCheap: passes of a converged pod write nothing to the
+// runtime and append nothing to the store.
+func TestNodeNoOpPassIsCheap(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	pod := basePod()
+	h.apply(pod)
+	h.apply(pod) // the pass after the start settles the status
+	writes, rev := h.writes(), h.st.Revision()
+	for range 3 {
+		h.clock.Step(time.Second)
+		res := h.apply(pod)
+		if len(res.Steps) != 0 {
+			t.Errorf("no-op pass did %v", res.Steps)
+		}
+	}
+	if got := h.writes(); got != writes {
+		t.Errorf("no-op passes made %d CRI writes", got-writes)
+	}
+	if got := h.st.Revision(); got != rev {
+		t.Errorf("no-op passes moved the store from revision %d to %d", rev, got)
+	}
+}
+
+// TestNodeReasonCache: the waiting reason of a failed start shows at
+// once (ErrImagePull), and the back-off after it (ImagePullBackOff).
+func TestNodeReasonCache(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	waiting := func(st corev1.PodStatus, name string) string {
+		for _, cs := range st.ContainerStatuses {
+			if cs.Name == name && cs.State.Waiting != nil {
+				return cs.State.Waiting.Reason
+			}
+		}
+		return ""
+	}
+
+	pull := basePod()
+	pull.Spec.Containers = pull.Spec.Containers[:1]
+	pull.Spec.Containers[0].Image = "registry.local/missing:1"
+	h.rt.InjectError("PullImage", errors.New("manifest unknown"))
+	if got := waiting(h.apply(pull).Status, "app"); got != engine.ReasonErrImagePull {
+		t.Errorf("after the first failed pull: %q, want ErrImagePull", got)
+	}
+	if got := waiting(h.apply(pull).Status, "app"); got != engine.ReasonImagePullBackOff {
+		t.Errorf("during the pull back-off: %q, want ImagePullBackOff", got)
+	}
+
+	never := basePod()
+	never.Name, never.UID = "never", "uid-never"
+	never.Spec.Containers = never.Spec.Containers[:1]
+	never.Spec.Containers[0].Image = "registry.local/absent:1"
+	never.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	if got := waiting(h.apply(never).Status, "app"); got != engine.ReasonErrImageNeverPull {
+		t.Errorf("image absent with policy Never: %q, want ErrImageNeverPull", got)
+	}
+
+	cfg := basePod()
+	cfg.Name, cfg.UID = "config", "uid-config"
+	cfg.Spec.Containers = cfg.Spec.Containers[:1]
+	cfg.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{
+		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Key: "k"}}}}
+	if got := waiting(h.apply(cfg).Status, "app"); got != engine.ReasonCreateContainerConfigErr {
+		t.Errorf("missing ConfigMap: %q, want CreateContainerConfigError", got)
+	}
+	// The ConfigMap arrives: the next Apply starts the container and the
+	// reason goes.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "absent", Namespace: cfg.Namespace}, Data: map[string]string{"k": "v"}}
+	res, err := h.node.Apply(h.ctx, cfg, []*corev1.ConfigMap{cm}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := waiting(res.Status, "app"); got != "" {
+		t.Errorf("after the ConfigMap arrived: waiting %q", got)
+	}
+}
+
+// TestNodeDelete: Delete kills and removes everything of the pod, its
+// directories and its record; the deletion is in the revision log; a
+// second Delete finds nothing.
+func TestNodeDelete(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	pod := basePod()
+	h.apply(pod)
+	podDir := engine.PodDir(pod, h.cfg)
+	if _, err := os.Stat(podDir); err != nil {
+		t.Fatalf("pod dir: %v", err)
+	}
+	grace := int64(0)
+	found, steps, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, string(pod.UID), &grace)
+	if err != nil || !found {
+		t.Fatalf("Delete = %v, %v", found, err)
+	}
+	if !slices.ContainsFunc(steps, func(s engine.StepResult) bool { return s.Action == engine.ActionKillContainer }) {
+		t.Errorf("steps %v kill no container", steps)
+	}
+	sbs, _ := h.rt.ListPodSandbox(h.ctx, nil)
+	ctrs, _ := h.rt.ListContainers(h.ctx, nil)
+	if len(sbs) != 0 || len(ctrs) != 0 {
+		t.Errorf("left %d sandboxes and %d containers", len(sbs), len(ctrs))
+	}
+	for _, d := range []string{podDir, engine.PodLogDirectory(pod, h.cfg)} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s not removed: %v", d, err)
+		}
+	}
+	if _, err := h.node.Get(h.ctx, pod.Namespace, pod.Name); !errors.Is(err, engine.ErrNotFound) {
+		t.Errorf("Get after Delete = %v", err)
+	}
+	entries, _ := h.st.Since(0)
+	if len(entries) == 0 || entries[len(entries)-1].Kind != store.KindDeleted {
+		t.Errorf("revision log does not end with the deletion")
+	}
+	if found, _, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", nil); found || err != nil {
+		t.Errorf("second Delete = %v, %v", found, err)
+	}
+}
+
+// TestNodeRecovery: a new Node on the same store and runtime adopts the
+// stored pods without restarting anything, removes podsync's objects of
+// pods the store does not hold, and finishes interrupted deletions.
+func TestNodeRecovery(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	pod := basePod()
+	h.apply(pod)
+	before := h.view(pod)
+
+	deleting := basePod()
+	deleting.Name, deleting.UID = "deleting", "uid-deleting"
+	h.apply(deleting)
+
+	h.stop()
+	// While podsync is down: a deletion was requested, and a pod was
+	// created that the store does not hold (a deletion interrupted after
+	// the store forgot it).
+	if _, err := h.st.MarkDeleting(deleting.UID, new(int64)); err != nil {
+		t.Fatal(err)
+	}
+	orphan := basePod()
+	orphan.Name, orphan.UID = "orphan", "uid-orphan"
+	s, err := engine.NewSyncer(engine.SyncerOptions{Runtime: h.rt, Images: h.rt, Clock: h.clock, Config: h.cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SyncPod(h.ctx, orphan, engine.SyncInput{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// An object podsync did not create.
+	foreign, err := h.rt.RunPodSandbox(h.ctx, &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "foreign", Namespace: "x", Uid: "uid-foreign"},
+		Labels:   map[string]string{"io.kubernetes.pod.uid": "uid-foreign"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	h.start()
+	h.eventually("orphan and deleted pod removed", func() bool {
+		return len(h.view(orphan).Sandboxes) == 0 && len(h.view(deleting).Sandboxes) == 0
+	})
+	h.eventually("deleted pod forgotten", func() bool {
+		_, err := h.st.Get(deleting.UID)
+		return errors.Is(err, store.ErrNotFound)
+	})
+	res := h.apply(pod)
+	after := h.view(pod)
+	if len(after.Sandboxes) != 1 || after.Sandboxes[0].ID != before.Sandboxes[0].ID {
+		t.Errorf("sandboxes %v, want only %s", after.Sandboxes, before.Sandboxes[0].ID)
+	}
+	for _, c := range before.Containers {
+		inst := after.FindContainer(c.Name)
+		if inst == nil || inst.ID != c.ID || inst.State != engine.ContainerRunning {
+			t.Errorf("container %s: %+v, want %s still running", c.Name, inst, c.ID)
+		}
+	}
+	if len(res.Steps) != 0 {
+		t.Errorf("pass after recovery did %v", res.Steps)
+	}
+	if _, err := h.rt.PodSandboxStatus(h.ctx, foreign, false); err != nil {
+		t.Errorf("foreign sandbox touched: %v", err)
+	}
+}
+
+// TestNodeRotateLogs: a log above MaxSize is renamed with a timestamp,
+// the runtime reopens it, and only MaxFiles-1 rotated files are kept.
+func TestNodeRotateLogs(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t, func(o *engine.NodeOptions) {
+		o.LogRotation = engine.LogRotation{MaxSize: 100, MaxFiles: 3, Period: time.Hour}
+	})
+	pod := basePod()
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	h.apply(pod)
+	id := h.view(pod).FindContainer("app").ID
+	resp, err := h.rt.ContainerStatus(h.ctx, id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := resp.GetStatus().GetLogPath()
+	for i := range 4 {
+		if err := h.rt.WriteLog(id, "stdout", strings.Repeat("x", 200)); err != nil {
+			t.Fatal(err)
+		}
+		h.node.RotateLogs(h.ctx)
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("rotation %d: live log still there (%v)", i, err)
+		}
+		h.clock.Step(time.Second)
+	}
+	rotated, _ := filepath.Glob(path + ".*")
+	if len(rotated) != 2 {
+		t.Errorf("rotated files %v, want 2", rotated)
+	}
+	if want := t0.Add(2 * time.Second).UTC().Format("20060102-150405"); len(rotated) > 0 && !strings.HasSuffix(rotated[0], want) {
+		t.Errorf("oldest kept %s, want suffix %s", rotated[0], want)
+	}
+	reopened := 0
+	for _, c := range h.rt.GetCalls() {
+		if c == "ReopenContainerLog" {
+			reopened++
+		}
+	}
+	if reopened != 4 {
+		t.Errorf("ReopenContainerLog called %d times, want 4", reopened)
+	}
+	// A small log stays.
+	if err := os.WriteFile(path, []byte("small\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.node.RotateLogs(h.ctx)
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("small log rotated: %v", err)
+	}
+}
+
+// TestNodeTerminalPodStaysDead: a restartPolicy Never pod whose container
+// failed becomes Failed; its sandbox is stopped and nothing restarts.
+func TestNodeTerminalPodStaysDead(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	pod := basePod()
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	h.apply(pod)
+	if err := h.rt.ExitContainer(h.view(pod).FindContainer("app").ID, 3); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("phase Failed and sandbox stopped", func() bool {
+		v := h.view(pod)
+		return h.storedStatus(pod).Phase == corev1.PodFailed && len(v.Sandboxes) == 1 && v.Sandboxes[0].State == engine.SandboxNotReady
+	})
+	writes := h.writes()
+	res := h.apply(pod)
+	if len(res.Steps) != 0 || h.writes() != writes {
+		t.Errorf("pass of a finished terminal pod did %v", res.Steps)
+	}
+	if inst := h.view(pod).FindContainer("app"); inst.State != engine.ContainerExited || inst.RestartCount != 0 {
+		t.Errorf("container %+v restarted", inst)
+	}
+}
+
+// TestNodeProbeUpdateTriggersPass: a readiness result arriving from the
+// prober makes the worker recompute the status (nothing else triggers a
+// pass here), and a failing liveness probe restarts the container.
+func TestNodeProbeUpdateTriggersPass(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	pod := basePod()
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	probe := func(code string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "exit " + code}}},
+			PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1}
+	}
+	pod.Spec.Containers[0].ReadinessProbe = probe("0")
+	res := h.apply(pod)
+	if res.Status.Conditions == nil || h.storedStatus(pod).ContainerStatuses[0].Ready {
+		t.Fatal("ready before the readiness probe ran")
+	}
+	h.eventually("Ready after the probe passed", func() bool {
+		h.clock.Step(time.Second)
+		return h.storedStatus(pod).ContainerStatuses[0].Ready
+	})
+
+	live := basePod()
+	live.Name, live.UID = "live", "uid-live"
+	live.Spec.Containers = live.Spec.Containers[:1]
+	live.Spec.Containers[0].LivenessProbe = probe("1")
+	first := h.apply(live).Status.ContainerStatuses[0].ContainerID
+	h.eventually("restarted by the liveness probe", func() bool {
+		h.clock.Step(time.Second)
+		cs := h.storedStatus(live).ContainerStatuses[0]
+		return cs.ContainerID != first && cs.RestartCount >= 1
+	})
+	if ev := h.events(live); !slices.Contains(ev, engine.EventUnhealthy) || !slices.Contains(ev, engine.EventKilling) {
+		t.Errorf("events %v", ev)
+	}
+}
+
+// TestNodeDeleteCancelsARunningPass: Delete does not wait for a pass
+// stuck in an image pull; the Apply that ran it fails with ErrConflict.
+func TestNodeDeleteCancelsARunningPass(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	h.rt.mu.Lock()
+	h.rt.pullGate = true
+	h.rt.mu.Unlock()
+	pod := basePod()
+	pod.Spec.Containers[0].Image = "registry.local/slow:1"
+	applied := make(chan error, 1)
+	go func() {
+		_, err := h.node.Apply(h.ctx, pod, nil, nil, nil)
+		applied <- err
+	}()
+	h.eventually("pass blocked in PullImage", func() bool {
+		return h.rt.pulling.Load()
+	})
+	found, _, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", new(int64))
+	if err != nil || !found {
+		t.Fatalf("Delete = %v, %v", found, err)
+	}
+	if err := <-applied; !errors.Is(err, engine.ErrConflict) {
+		t.Errorf("Apply = %v, want ErrConflict", err)
+	}
+	if sbs, _ := h.rt.ListPodSandbox(h.ctx, nil); len(sbs) != 0 {
+		t.Errorf("sandboxes left: %d", len(sbs))
+	}
+}

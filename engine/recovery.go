@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsync/podsync/engine/store"
+)
+
+// recover loads the store and lists the runtime: podsync's objects of
+// pods the store does not hold are removed (a failure is logged and left
+// to the garbage collector), and every stored pod gets a worker, whose
+// first pass adopts what the runtime holds or finishes a deletion.
+func (n *Node) recover(ctx context.Context) error {
+	recs, rev, err := n.store.List(store.Filter{})
+	if err != nil {
+		return fmt.Errorf("recover: load the store: %w", err)
+	}
+	inRuntime, err := n.runtimePods(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("recover: list the runtime: %w: %w", ErrRuntimeUnavailable, err)
+	}
+	stored := map[types.UID]bool{}
+	for _, r := range recs {
+		stored[r.Pod.UID] = true
+		n.workerFor(r.Pod.UID).setRef(r.Ref())
+		_, adopted := inRuntime[r.Pod.UID]
+		n.log.Info("pod resumed", append(podFields(r.Pod), zap.Bool(logAdopted, adopted), zap.Bool(logDeleting, r.Deleting),
+			zap.String(logPhase, string(r.Pod.Status.Phase)))...)
+	}
+	for uid, ref := range inRuntime {
+		if stored[uid] {
+			continue
+		}
+		w := n.workerFor(uid)
+		if err := w.acquire(ctx); err != nil {
+			return err
+		}
+		if err := n.removeOrphan(ctx, ref); err != nil {
+			n.log.Warn("remove orphaned pod; the garbage collector will retry", zap.String(logPodUID, string(uid)), zap.Error(err))
+		} else {
+			n.retire(w)
+		}
+		w.release()
+	}
+	n.log.Info("node recovered", zap.Int(logPods, len(recs)), zap.Int64(logRevision, rev))
+	return nil
+}
+
+// runtimePods returns the pods podsync's sandboxes and containers belong
+// to (those with uid only, if uid is not nil).
+func (n *Node) runtimePods(ctx context.Context, uid *types.UID) (map[types.UID]PodRef, error) {
+	sel := map[string]string{LabelManaged: "true"}
+	if uid != nil {
+		sel = podSelector(*uid)
+	}
+	sbs, err := n.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	ctrs, err := n.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	out := map[types.UID]PodRef{}
+	add := func(labels map[string]string) {
+		if !IsManaged(labels) {
+			return
+		}
+		ref := PodFromLabels(labels)
+		if ref.UID == "" {
+			return
+		}
+		if old, ok := out[ref.UID]; !ok || old.Name == "" {
+			out[ref.UID] = ref
+		}
+	}
+	for _, sb := range sbs {
+		add(sb.GetLabels())
+	}
+	for _, c := range ctrs {
+		add(c.GetLabels())
+	}
+	return out, nil
+}
+
+// runtimePodRef returns the pod the runtime's objects with uid belong to.
+func (n *Node) runtimePodRef(ctx context.Context, uid types.UID) (PodRef, bool, error) {
+	pods, err := n.runtimePods(ctx, &uid)
+	if err != nil {
+		return PodRef{}, false, err
+	}
+	ref, ok := pods[uid]
+	return ref, ok, nil
+}
+
+// gcLoop periodically hands the pods the runtime holds but the store does
+// not to workers, which remove them.
+func (n *Node) gcLoop(ctx context.Context) {
+	defer n.wg.Done()
+	t := n.clock.NewTicker(n.gc.Period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		pods, err := n.runtimePods(ctx, nil)
+		if err != nil {
+			if ctx.Err() == nil {
+				n.log.Warn("garbage collection: list the runtime", zap.Error(err))
+			}
+			continue
+		}
+		for uid := range pods {
+			if _, err := n.store.Get(uid); err != nil {
+				n.workerFor(uid).kickSelf()
+			}
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"go.uber.org/zap"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// rotatedTimeFormat is the kubelet's timestamp suffix of rotated logs.
+const rotatedTimeFormat = "20060102-150405"
+
+// rotateLoop checks the logs of running containers every rotation period.
+func (n *Node) rotateLoop(ctx context.Context) {
+	defer n.wg.Done()
+	t := n.clock.NewTicker(n.rot.Period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		n.RotateLogs(ctx)
+	}
+}
+
+// RotateLogs rotates the log of every running podsync container whose log
+// file exceeds LogRotation.MaxSize, as the kubelet's container log
+// manager: the file is renamed to <path>.<UTC timestamp>, the runtime
+// reopens the log (CRI ReopenContainerLog), and rotated files beyond
+// MaxFiles-1 are removed, oldest first. Run calls it every
+// LogRotation.Period; failures are logged.
+func (n *Node) RotateLogs(ctx context.Context) {
+	ctrs, err := n.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{LabelManaged: "true"},
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			n.log.Warn("log rotation: list containers", zap.Error(err))
+		}
+		return
+	}
+	for _, c := range ctrs {
+		if !IsManaged(c.GetLabels()) {
+			continue
+		}
+		resp, err := n.rt.ContainerStatus(ctx, c.GetId(), false)
+		if err != nil {
+			continue
+		}
+		path := resp.GetStatus().GetLogPath()
+		if path == "" || !filepath.IsAbs(path) {
+			continue
+		}
+		if err := n.rotateLog(ctx, c.GetId(), path); err != nil && ctx.Err() == nil {
+			n.log.Warn("log rotation failed", zap.String(logContainerID, c.GetId()), zap.String(logPath, path), zap.Error(err))
+		}
+	}
+}
+
+// rotateLog rotates one container's log if it is too big and removes the
+// rotated files beyond the limit.
+func (n *Node) rotateLog(ctx context.Context, id, path string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stat log: %w", err)
+	}
+	if fi.Size() > n.rot.MaxSize {
+		rotated := path + "." + n.clock.Now().UTC().Format(rotatedTimeFormat)
+		for i := 1; ; i++ {
+			if _, err := os.Lstat(rotated); errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+			rotated = path + "." + n.clock.Now().UTC().Format(rotatedTimeFormat) + "-" + strconv.Itoa(i)
+		}
+		if err := os.Rename(path, rotated); err != nil {
+			return fmt.Errorf("rename log: %w", err)
+		}
+		if err := n.rt.ReopenContainerLog(ctx, id); err != nil {
+			// As the kubelet: put the log back, so the runtime keeps
+			// writing to a file that is read.
+			if rerr := os.Rename(rotated, path); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("restore log: %w", rerr))
+			}
+			return fmt.Errorf("reopen container log: %w", err)
+		}
+		n.log.Info("container log rotated", zap.String(logContainerID, id), zap.String(logPath, rotated),
+			zap.Int64(logSize, fi.Size()))
+	}
+	old, err := filepath.Glob(escapeGlob(path) + ".*")
+	if err != nil {
+		return fmt.Errorf("list rotated logs: %w", err)
+	}
+	slices.SortFunc(old, compareRotated)
+	var errs []error
+	for len(old) > n.rot.MaxFiles-1 {
+		if err := os.Remove(old[0]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		old = old[1:]
+	}
+	return errors.Join(errs...)
+}
+
+// compareRotated orders rotated files oldest first: by timestamp, then by
+// the counter of files rotated within one second.
+func compareRotated(a, b string) int {
+	if len(a) != len(b) && (len(a) < len(b) && b[:len(a)] == a || len(b) < len(a) && a[:len(b)] == b) {
+		return len(a) - len(b)
+	}
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// escapeGlob escapes the characters filepath.Match treats specially.
+func escapeGlob(s string) string {
+	var out []byte
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', '\\':
+			out = append(out, '\\')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}

@@ -1,0 +1,492 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/podsync/podsync/engine/prober"
+	"github.com/podsync/podsync/engine/store"
+)
+
+// Retry delays of passes that failed (a step without a back-off of its
+// own, or the pass itself): minRetryDelay doubling per failed pass, at
+// most the back-off cap.
+const minRetryDelay = time.Second
+
+// worker is the logical worker of one pod UID: a per-UID lock held for one
+// pass (never across waits), a loop that runs a pass whenever it is kicked
+// or its retry timer fires, and what passes remember between them.
+type worker struct {
+	uid types.UID
+	// lock is a one-slot semaphore, so waiting for it honours a context.
+	lock    chan struct{}
+	kick    chan struct{}
+	resched chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+
+	// Guarded by lock.
+	retired  bool
+	failures int
+	// reasons is the kubelet's ReasonCache: the waiting reason of each
+	// container whose last start failed.
+	reasons map[string]corev1.ContainerStateWaiting
+	// backoffs is each backed-off container's next retry at its last
+	// BackOff event, so a wait is reported once.
+	backoffs map[string]time.Time
+
+	// deleters counts the Delete callers waiting for or running a pass;
+	// the loop leaves a deletion to them.
+	deleters atomic.Int32
+
+	mu sync.Mutex
+	// stopPass cancels the sync pass running, if any (not a deletion).
+	stopPass context.CancelCauseFunc
+	retryAt  time.Time
+	ref      store.PodRef
+	hasRef   bool
+}
+
+func newWorker(parent context.Context, uid types.UID) *worker {
+	ctx, cancel := context.WithCancel(parent)
+	return &worker{
+		uid: uid, lock: make(chan struct{}, 1), kick: make(chan struct{}, 1), resched: make(chan struct{}, 1),
+		ctx: ctx, cancel: cancel,
+		reasons: map[string]corev1.ContainerStateWaiting{}, backoffs: map[string]time.Time{},
+	}
+}
+
+func (w *worker) acquire(ctx context.Context) error {
+	select {
+	case w.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (w *worker) release() { <-w.lock }
+
+// kickSelf asks the worker's loop for a pass; kicks made while one is
+// pending coalesce.
+func (w *worker) kickSelf() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) setRetry(at time.Time) {
+	w.mu.Lock()
+	w.retryAt = at
+	w.mu.Unlock()
+	select {
+	case w.resched <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) nextRetry() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.retryAt
+}
+
+func (w *worker) setRef(ref store.PodRef) {
+	w.mu.Lock()
+	w.ref, w.hasRef = ref, true
+	w.mu.Unlock()
+}
+
+func (w *worker) podRef() (store.PodRef, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ref, w.hasRef
+}
+
+// workerFor returns the worker of uid, creating it (and starting its loop
+// once Run has recovered) if there is none.
+func (n *Node) workerFor(uid types.UID) *worker {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if w := n.workers[uid]; w != nil {
+		return w
+	}
+	parent := n.runCtx
+	if parent == nil {
+		parent = context.Background()
+	}
+	w := newWorker(parent, uid)
+	n.workers[uid] = w
+	if n.loopsOn {
+		n.startLoopLocked(w)
+	}
+	return w
+}
+
+// lockWorker returns the worker of uid with its lock held, waiting while
+// ctx allows.
+func (n *Node) lockWorker(ctx context.Context, uid types.UID) (*worker, error) {
+	for {
+		w := n.workerFor(uid)
+		if err := w.acquire(ctx); err != nil {
+			return nil, err
+		}
+		if !w.retired {
+			return w, nil
+		}
+		w.release()
+	}
+}
+
+// startLoopLocked starts w's loop unless Run is ending; n.mu is held.
+func (n *Node) startLoopLocked(w *worker) {
+	if n.stopping {
+		return
+	}
+	n.wg.Add(1)
+	go n.loop(w)
+}
+
+// retire ends w: the pod is no longer held. The caller holds w's lock.
+func (n *Node) retire(w *worker) {
+	w.retired = true
+	w.cancel()
+	n.mu.Lock()
+	if n.workers[w.uid] == w {
+		delete(n.workers, w.uid)
+	}
+	n.mu.Unlock()
+}
+
+// loop runs passes of w's pod when kicked or when its retry time comes,
+// until w's context ends.
+func (n *Node) loop(w *worker) {
+	defer n.wg.Done()
+	for {
+		var (
+			timer  clock.Timer
+			timerC <-chan time.Time
+		)
+		if at := w.nextRetry(); !at.IsZero() {
+			timer = n.clock.NewTimer(max(at.Sub(n.clock.Now()), 0))
+			timerC = timer.C()
+		}
+		fire := false
+		select {
+		case <-w.ctx.Done():
+		case <-w.resched:
+		case <-w.kick:
+			fire = true
+		case <-timerC:
+			fire = true
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if w.ctx.Err() != nil {
+			return
+		}
+		if fire {
+			n.workerPass(w)
+		}
+	}
+}
+
+// workerPass runs one pass in w's turn.
+func (n *Node) workerPass(w *worker) {
+	if err := w.acquire(w.ctx); err != nil {
+		return
+	}
+	defer w.release()
+	if w.retired {
+		return
+	}
+	if _, err := n.pass(w.ctx, w, true, nil); err != nil && w.ctx.Err() == nil {
+		n.log.Warn("pod sync failed; retrying", zap.String(logPodUID, string(w.uid)), zap.Error(err),
+			zap.Time(logNextRetry, w.nextRetry()))
+	}
+}
+
+// passOutcome is what a pass did.
+type passOutcome struct {
+	status corev1.PodStatus
+	steps  []StepResult
+	next   time.Time
+	// gone is set when the store does not hold the pod.
+	gone bool
+}
+
+// pass syncs w's pod once: the caller holds w's lock. It reads the desired
+// pod from the store and
+//
+//   - for a pod the store does not hold, removes what the runtime holds
+//     for it and retires the worker;
+//   - for a pod marked deleting, finishes the deletion (a loop's pass
+//     leaves it to a waiting Delete caller);
+//   - for a terminal pod with nothing left running, does nothing;
+//   - otherwise runs SyncPod, updates the prober, records the status if
+//     it changed and the events of the steps, and sets the retry timer.
+func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepResult)) (passOutcome, error) {
+	rec, err := n.store.GetWithSecrets(w.uid)
+	if errors.Is(err, store.ErrNotFound) {
+		return passOutcome{gone: true}, n.removeUnstored(ctx, w)
+	}
+	if err != nil {
+		w.setRetry(n.failureRetry(w))
+		return passOutcome{}, fmt.Errorf("read pod uid %s from the store: %w", w.uid, err)
+	}
+	pod := rec.Pod
+	w.setRef(store.RefOf(pod))
+	if rec.Deleting {
+		if byLoop && w.deleters.Load() > 0 {
+			// A Delete caller runs the deletion and reports its steps.
+			return passOutcome{status: pod.Status}, nil
+		}
+		return n.finishDeletion(ctx, w, rec, emit)
+	}
+	if isTerminal(pod.Status.Phase) {
+		if settled, err := n.terminalSettled(ctx, pod.UID); err == nil && settled {
+			n.prober.RemovePod(pod.UID)
+			w.setRetry(time.Time{})
+			return passOutcome{status: pod.Status}, nil
+		}
+	}
+
+	// A Delete cancels the pass instead of waiting for it.
+	ctx, stop := context.WithCancelCause(ctx)
+	w.mu.Lock()
+	w.stopPass = stop
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.stopPass = nil
+		w.mu.Unlock()
+		stop(nil)
+	}()
+	res, err := n.syncer.SyncPod(ctx, pod, SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets, Probes: n.probeResults(pod.UID)}, emit)
+	out := passOutcome{steps: res.Steps, status: pod.Status}
+	if err != nil {
+		w.setRetry(n.failureRetry(w))
+		return out, err
+	}
+	n.prober.Sync(pod, runningContainers(pod, res.View, n.cfg))
+	now := n.clock.Now()
+	n.noteStarts(w, res.Steps)
+	status := ComputePodStatus(pod, res.View, n.probeResults(pod.UID), now, n.statusOptions(w.reasons))
+	ref := store.RefOf(pod)
+	changes := n.stepEvents(w, pod, res.Steps)
+	if !sameStatus(&pod.Status, &status) {
+		changes = append(changes, store.StatusChange(ref, &status))
+		if status.Phase != pod.Status.Phase {
+			n.log.Info("pod phase changed", append(podFields(pod), zap.String(logPhase, string(status.Phase)),
+				zap.String(logPrevPhase, string(pod.Status.Phase)))...)
+		}
+	}
+	if len(changes) > 0 {
+		if _, err := n.store.Append(changes...); err != nil {
+			w.setRetry(n.failureRetry(w))
+			return out, fmt.Errorf("record status of pod %s: %w", podString(pod), err)
+		}
+	}
+	out.status = status
+
+	next := nextSync(pod, &status, res.Steps, now)
+	switch {
+	case res.Err() != nil:
+		next = earliest(next, n.failureRetry(w))
+	case isTerminal(status.Phase) && !isTerminal(pod.Status.Phase):
+		// Kill what still runs of a pod that just ended.
+		next = now
+	default:
+		w.failures = 0
+	}
+	w.setRetry(next)
+	out.next = next
+	return out, nil
+}
+
+// failureRetry returns when to retry after a failed pass, doubling the
+// delay with each failure in a row.
+func (n *Node) failureRetry(w *worker) time.Time {
+	d := minRetryDelay
+	for i := 0; i < w.failures && d < n.backoff.cap(); i++ {
+		d *= 2
+	}
+	w.failures++
+	return n.clock.Now().Add(min(d, n.backoff.cap()))
+}
+
+// nextSync returns when a pass must run without a change: the earliest
+// end of a back-off, or the pod's active deadline.
+func nextSync(pod *corev1.Pod, status *corev1.PodStatus, steps []StepResult, now time.Time) time.Time {
+	var next time.Time
+	for _, s := range steps {
+		if !s.NextRetry.IsZero() {
+			next = earliest(next, s.NextRetry)
+		}
+	}
+	if d := pod.Spec.ActiveDeadlineSeconds; d != nil && status.StartTime != nil && !isTerminal(status.Phase) {
+		next = earliest(next, status.StartTime.Add(time.Duration(*d)*time.Second))
+	}
+	if !next.IsZero() && !next.After(now) {
+		next = now.Add(10 * time.Millisecond)
+	}
+	return next
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// sameStatus compares statuses as the store does: by their JSON, in which
+// times have a resolution of one second.
+func sameStatus(a, b *corev1.PodStatus) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// terminalSettled reports whether nothing of the pod runs any more: no
+// running container and no ready sandbox.
+func (n *Node) terminalSettled(ctx context.Context, uid types.UID) (bool, error) {
+	view, err := ReadView(ctx, n.rt, uid)
+	if err != nil {
+		return false, err
+	}
+	if slices.ContainsFunc(view.Containers, func(c ContainerInstance) bool { return c.State == ContainerRunning }) {
+		return false, nil
+	}
+	return !slices.ContainsFunc(view.Sandboxes, func(s Sandbox) bool { return s.State == SandboxReady }), nil
+}
+
+// runningContainers lists the newest running instance of each container
+// for the prober.
+func runningContainers(pod *corev1.Pod, view RuntimeView, cfg Options) []prober.RunningContainer {
+	var ip string
+	switch {
+	case pod.Spec.HostNetwork && len(cfg.NodeIPs) > 0:
+		ip = cfg.NodeIPs[0]
+	case len(view.Sandboxes) > 0 && view.Sandboxes[0].State == SandboxReady && len(view.Sandboxes[0].IPs) > 0:
+		ip = view.Sandboxes[0].IPs[0]
+	}
+	seen := map[string]bool{}
+	var out []prober.RunningContainer
+	for _, c := range view.Containers {
+		if seen[c.Name] {
+			continue
+		}
+		seen[c.Name] = true
+		if c.State == ContainerRunning {
+			out = append(out, prober.RunningContainer{Name: c.Name, ID: c.ID, StartedAt: c.StartedAt, PodIP: ip})
+		}
+	}
+	return out
+}
+
+// finishDeletion kills a pod marked deleting within its grace period,
+// removes everything the runtime and the node hold for it, and removes it
+// from the store. The caller holds w's lock.
+func (n *Node) finishDeletion(ctx context.Context, w *worker, rec *store.PodRecord, emit func(StepResult)) (passOutcome, error) {
+	pod := rec.Pod
+	res, err := n.syncer.SyncPod(ctx, pod, SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets}, emit)
+	out := passOutcome{steps: res.Steps, status: pod.Status}
+	if err != nil {
+		w.setRetry(n.failureRetry(w))
+		return out, fmt.Errorf("kill pod: %w", err)
+	}
+	if changes := n.stepEvents(w, pod, res.Steps); len(changes) > 0 {
+		if _, err := n.store.Append(changes...); err != nil && !errors.Is(err, store.ErrNotFound) {
+			n.log.Warn("record events", append(podFields(pod), zap.Error(err))...)
+		}
+	}
+	n.prober.RemovePod(pod.UID)
+	if err := n.removePod(ctx, pod); err != nil {
+		w.setRetry(n.failureRetry(w))
+		return out, err
+	}
+	rev, err := n.store.Delete(pod.UID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		w.setRetry(n.failureRetry(w))
+		return out, fmt.Errorf("remove pod from the store: %w", err)
+	}
+	n.retire(w)
+	n.log.Info("pod deleted", append(podFields(pod), zap.Int64(logRevision, rev))...)
+	out.gone = true
+	return out, nil
+}
+
+// removeUnstored removes what the runtime holds for a pod the store does
+// not hold and retires its worker. The caller holds w's lock.
+func (n *Node) removeUnstored(ctx context.Context, w *worker) error {
+	n.prober.RemovePod(w.uid)
+	ref, found, err := n.runtimePodRef(ctx, w.uid)
+	if err != nil {
+		w.setRetry(n.failureRetry(w))
+		return fmt.Errorf("list runtime objects of pod uid %s: %w", w.uid, err)
+	}
+	if found {
+		if err := n.removeOrphan(ctx, ref); err != nil {
+			w.setRetry(n.failureRetry(w))
+			return err
+		}
+	}
+	n.retire(w)
+	return nil
+}
+
+func (n *Node) removeOrphan(ctx context.Context, ref PodRef) error {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}}
+	if err := n.removePod(ctx, pod); err != nil {
+		return err
+	}
+	n.log.Info("orphaned pod removed", podFields(pod)...)
+	return nil
+}
+
+// removeAttempts bounds the attempts of removePod.
+const removeAttempts = 8
+
+// removePod removes everything of pod, retrying for a while: a runtime
+// refuses to remove a container a cancelled start has not let go of yet
+// (containerd 1.6 keeps it "starting" for seconds).
+func (n *Node) removePod(ctx context.Context, pod *corev1.Pod) error {
+	delay := 100 * time.Millisecond
+	for i := 1; ; i++ {
+		err := n.syncer.RemovePod(ctx, pod)
+		if err == nil || i == removeAttempts || ctx.Err() != nil {
+			return err
+		}
+		n.log.Warn("remove pod; retrying", append(podFields(pod), zap.Error(err), zap.Duration(logDuration, delay))...)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-n.clock.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// cancelPass cancels w's running sync pass, if any, with cause.
+func (w *worker) cancelPass(cause error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopPass != nil {
+		w.stopPass(cause)
+	}
+}
