@@ -1,0 +1,506 @@
+package runpods
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/logs"
+	"github.com/podsync/podsync/engine/store"
+)
+
+// Node is what RunPods needs of the node: the pod workers' apply, the
+// stored pods and the revision log.
+type Node interface {
+	// Apply stores the pod and runs one sync pass now, emitting its steps.
+	Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(engine.StepResult)) (engine.ApplyResult, error)
+	// List returns the stored pods and the revision to watch from.
+	List(ctx context.Context, f store.Filter) ([]*store.PodRecord, int64, error)
+	// Watch follows the revision log after since.
+	Watch(ctx context.Context, since int64) (*store.Watcher, error)
+}
+
+var _ Node = (*engine.Node)(nil)
+
+// WaitFor is the target a pod is waited for.
+type WaitFor int
+
+const (
+	// Running: every regular container is running (the kubelet's rule).
+	Running WaitFor = iota
+	// Ready: the pod's Ready condition is True.
+	Ready
+	// Succeeded: the pod's phase is Succeeded.
+	Succeeded
+)
+
+func (w WaitFor) String() string {
+	return [...]string{"Running", "Ready", "Succeeded"}[w]
+}
+
+// Outcome is how one pod's run ended.
+type Outcome int
+
+const (
+	// ReachedTarget: the pod reached its WaitFor.
+	ReachedTarget Outcome = iota + 1
+	// Rejected: admission refused the pod, or ALL_OR_NOTHING refused the
+	// batch; nothing of it was created.
+	Rejected
+	// Failed: the pod can no longer reach its target (terminal phase, or
+	// its sync failed).
+	Failed
+	// TimedOut: the pod's timeout expired first; the pod is left as it is.
+	TimedOut
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case ReachedTarget:
+		return "ReachedTarget"
+	case Rejected:
+		return "Rejected"
+	case Failed:
+		return "Failed"
+	case TimedOut:
+		return "TimedOut"
+	}
+	return "Unknown"
+}
+
+// Failure reasons of a Result beside admission's.
+const (
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+	ReasonPodFailed        = "PodFailed"
+	ReasonPodCompleted     = "PodCompleted"
+	ReasonSyncError        = "SyncError"
+)
+
+// DefaultTimeout is a pod's timeout when the request gives none.
+const DefaultTimeout = 5 * time.Minute
+
+// Log tail limits of a failed container.
+const (
+	LogTailLines = 20
+	LogTailBytes = 4 << 10
+)
+
+// Request is a batch of pods to run. Pods must be defaulted and valid.
+type Request struct {
+	Pods       []*corev1.Pod
+	ConfigMaps []*corev1.ConfigMap
+	Secrets    []*corev1.Secret
+	WaitFor    WaitFor
+	// Timeout per pod, from its admission; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// AllOrNothing runs no pod when any is rejected.
+	AllOrNothing bool
+}
+
+// Options configure Run.
+type Options struct {
+	// Node runs the pods. Required.
+	Node Node
+	// Admission is the node's allocatable resources.
+	Admission admit.Node
+	// Policy is the operator's policy for dangerous features.
+	Policy admit.Policy
+	// PodLogDir is where the runtime writes container logs (engine
+	// Options.PodLogDir); empty means the engine's default.
+	PodLogDir string
+	// Clock defaults to the real clock.
+	Clock clock.Clock
+	// Logger defaults to a no-op logger.
+	Logger *zap.Logger
+}
+
+// Progress is one thing that happened during a run: a sync step of a pod,
+// or a pod's new status.
+type Progress struct {
+	Pod    store.PodRef
+	Step   *engine.StepResult
+	Status *corev1.PodStatus
+}
+
+// FailedContainer describes a container that made a pod fail.
+type FailedContainer struct {
+	Name          string
+	ContainerType engine.ContainerType
+	// ExitCode of its last termination, if it terminated.
+	ExitCode     *int32
+	Reason       string
+	Message      string
+	RestartCount int32
+	// LogTail holds the last lines of its output.
+	LogTail []string
+}
+
+// Result is the verdict for one pod.
+type Result struct {
+	Pod              store.PodRef
+	Admitted         bool
+	Outcome          Outcome
+	Reason           string
+	Message          string
+	FailedContainers []FailedContainer
+	Status           corev1.PodStatus
+	Duration         time.Duration
+}
+
+// Summary is the verdict for the batch: one result per pod, in request
+// order, and counts.
+type Summary struct {
+	Results                                   []Result
+	ReachedTarget, Rejected, Failed, TimedOut int
+}
+
+// Run admits, applies and waits for the pods of req, calling progress (if
+// not nil, from several goroutines, serialised) as things happen. It
+// returns when every admitted pod has a verdict, or with ctx's error when
+// the caller goes away — the pods keep running either way.
+func Run(ctx context.Context, opts Options, req Request, progress func(Progress)) (Summary, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if req.Timeout <= 0 {
+		req.Timeout = DefaultTimeout
+	}
+	r := &run{opts: opts, req: req, waiters: map[types.UID]*waiter{}}
+	r.progress = func(p Progress) {
+		if progress == nil {
+			return
+		}
+		r.progressMu.Lock()
+		defer r.progressMu.Unlock()
+		progress(p)
+	}
+	return r.run(ctx)
+}
+
+type run struct {
+	opts       Options
+	req        Request
+	progressMu sync.Mutex
+	progress   func(Progress)
+	waiters    map[types.UID]*waiter // fixed before the dispatcher starts
+}
+
+// waiter is a pod's mailbox for its latest status.
+type waiter struct {
+	mu     sync.Mutex
+	latest *corev1.PodStatus
+	notify chan struct{} // capacity 1
+}
+
+func (w *waiter) put(st *corev1.PodStatus) {
+	w.mu.Lock()
+	w.latest = st
+	w.mu.Unlock()
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (w *waiter) take() *corev1.PodStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.latest
+	w.latest = nil
+	return st
+}
+
+func (r *run) run(ctx context.Context) (Summary, error) {
+	records, rev, err := r.opts.Node.List(ctx, store.Filter{})
+	if err != nil {
+		return Summary{}, fmt.Errorf("list pods for admission: %w", err)
+	}
+	others := make([]*corev1.Pod, 0, len(records))
+	for _, rec := range records {
+		others = append(others, rec.Pod)
+	}
+	decisions := admit.Batch(r.req.Pods, others, r.opts.Admission, r.opts.Policy, r.req.AllOrNothing)
+
+	results := make([]Result, len(r.req.Pods))
+	for i, pod := range r.req.Pods {
+		results[i] = Result{Pod: store.RefOf(pod), Admitted: decisions[i].Admit}
+		if !decisions[i].Admit {
+			results[i].Outcome, results[i].Reason, results[i].Message = Rejected, decisions[i].Reason, decisions[i].Message
+			continue
+		}
+		r.waiters[pod.UID] = &waiter{notify: make(chan struct{}, 1)}
+	}
+
+	if len(r.waiters) > 0 {
+		wctx, stopWatch := context.WithCancel(ctx)
+		watchDone := make(chan struct{})
+		go func() {
+			defer close(watchDone)
+			r.dispatch(wctx, rev)
+		}()
+		var wg sync.WaitGroup
+		for i, pod := range r.req.Pods {
+			if !decisions[i].Admit {
+				continue
+			}
+			wg.Go(func() { results[i] = r.runPod(ctx, pod) })
+		}
+		wg.Wait()
+		stopWatch()
+		<-watchDone
+	}
+	if err := ctx.Err(); err != nil {
+		return Summary{}, err
+	}
+
+	s := Summary{Results: results}
+	for _, res := range results {
+		switch res.Outcome {
+		case ReachedTarget:
+			s.ReachedTarget++
+		case Rejected:
+			s.Rejected++
+		case Failed:
+			s.Failed++
+		case TimedOut:
+			s.TimedOut++
+		}
+	}
+	return s, nil
+}
+
+// dispatch follows the revision log from rev and hands each batch pod's
+// status changes to its waiter. A watch that ends early (slow consumer,
+// compaction) is resumed from a fresh list, whose statuses are handed out
+// too, so no pod misses its latest status.
+func (r *run) dispatch(ctx context.Context, rev int64) {
+	for ctx.Err() == nil {
+		w, err := r.opts.Node.Watch(ctx, rev)
+		if err == nil {
+			for e := range w.Events() {
+				rev = e.Revision
+				if e.Kind != store.KindStatus || e.Status == nil {
+					continue
+				}
+				if wt, ok := r.waiters[e.Pod.UID]; ok {
+					st := e.Status.DeepCopy()
+					r.progress(Progress{Pod: e.Pod, Status: st})
+					wt.put(st)
+				}
+			}
+			err = w.Err()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.opts.Logger.Warn("run pods: watch ended, listing again", zap.Error(err), zap.Int64("revision", rev))
+		records, listRev, lerr := r.opts.Node.List(ctx, store.Filter{})
+		if lerr != nil {
+			// The store is closing or broken: wait a little and retry
+			// rather than spin; ctx ends the loop.
+			select {
+			case <-ctx.Done():
+			case <-r.opts.Clock.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		for _, rec := range records {
+			if wt, ok := r.waiters[rec.Pod.UID]; ok {
+				wt.put(rec.Pod.Status.DeepCopy())
+			}
+		}
+		rev = listRev
+	}
+}
+
+// runPod applies one admitted pod and waits for its verdict.
+func (r *run) runPod(ctx context.Context, pod *corev1.Pod) Result {
+	start := r.opts.Clock.Now()
+	ref := store.RefOf(pod)
+	res := Result{Pod: ref, Admitted: true}
+	finish := func(o Outcome, reason, msg string, st corev1.PodStatus) Result {
+		res.Outcome, res.Reason, res.Message, res.Status = o, reason, msg, st
+		res.Duration = r.opts.Clock.Since(start)
+		if o == Failed || o == TimedOut {
+			res.FailedContainers = r.failedContainers(ctx, pod, &st)
+		}
+		return res
+	}
+	pctx, cancel := context.WithTimeout(ctx, r.req.Timeout)
+	defer cancel()
+	wt := r.waiters[pod.UID]
+
+	applied, err := r.opts.Node.Apply(pctx, pod, r.req.ConfigMaps, r.req.Secrets, func(s engine.StepResult) {
+		r.progress(Progress{Pod: ref, Step: &s})
+	})
+	st := applied.Status
+	switch {
+	case ctx.Err() != nil:
+		return res
+	case err != nil && pctx.Err() != nil:
+		return finish(TimedOut, ReasonDeadlineExceeded, fmt.Sprintf("pod did not reach %s within %s", r.req.WaitFor, r.req.Timeout), st)
+	case err != nil:
+		return finish(Failed, ReasonSyncError, err.Error(), st)
+	}
+	for {
+		if done, outcome, reason, msg := verdict(pod, &st, r.req.WaitFor); done {
+			return finish(outcome, reason, msg, st)
+		}
+		select {
+		case <-ctx.Done():
+			return res
+		case <-pctx.Done():
+			return finish(TimedOut, ReasonDeadlineExceeded, fmt.Sprintf("pod did not reach %s within %s", r.req.WaitFor, r.req.Timeout), st)
+		case <-wt.notify:
+			if latest := wt.take(); latest != nil {
+				st = *latest
+			}
+		}
+	}
+}
+
+// verdict says whether st decides the pod's run, and how.
+func verdict(pod *corev1.Pod, st *corev1.PodStatus, target WaitFor) (done bool, o Outcome, reason, msg string) {
+	switch st.Phase {
+	case corev1.PodFailed:
+		return true, Failed, ReasonPodFailed, phaseMessage(st, "pod failed")
+	case corev1.PodSucceeded:
+		if target == Succeeded {
+			return true, ReachedTarget, "", ""
+		}
+		return true, Failed, ReasonPodCompleted, fmt.Sprintf("pod completed before it was %s", strings.ToLower(target.String()))
+	}
+	switch target {
+	case Running:
+		if allRunning(pod, st) {
+			return true, ReachedTarget, "", ""
+		}
+	case Ready:
+		for _, c := range st.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return true, ReachedTarget, "", ""
+			}
+		}
+	}
+	return false, 0, "", ""
+}
+
+func phaseMessage(st *corev1.PodStatus, def string) string {
+	if st.Message != "" {
+		return st.Message
+	}
+	return def
+}
+
+// allRunning is the kubelet's run-once isPodRunning: every regular
+// container has a running status.
+func allRunning(pod *corev1.Pod, st *corev1.PodStatus) bool {
+	for _, c := range pod.Spec.Containers {
+		i := slices.IndexFunc(st.ContainerStatuses, func(cs corev1.ContainerStatus) bool { return cs.Name == c.Name })
+		if i < 0 || st.ContainerStatuses[i].State.Running == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// failedContainers lists the containers that keep the pod from its target:
+// terminated with a non-zero code, or waiting for a reason other than
+// starting up, with the tail of their last instance's log.
+func (r *run) failedContainers(ctx context.Context, pod *corev1.Pod, st *corev1.PodStatus) []FailedContainer {
+	var out []FailedContainer
+	add := func(cs corev1.ContainerStatus, typ engine.ContainerType) {
+		fc := FailedContainer{Name: cs.Name, ContainerType: typ, RestartCount: cs.RestartCount}
+		term := cs.State.Terminated
+		if term == nil && cs.State.Waiting != nil {
+			term = cs.LastTerminationState.Terminated
+		}
+		switch {
+		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
+			return
+		case cs.State.Waiting != nil && !isStartingReason(cs.State.Waiting.Reason):
+			fc.Reason, fc.Message = cs.State.Waiting.Reason, cs.State.Waiting.Message
+		case cs.State.Terminated != nil:
+			fc.Reason, fc.Message = cs.State.Terminated.Reason, cs.State.Terminated.Message
+		default:
+			return
+		}
+		if term != nil {
+			code := term.ExitCode
+			fc.ExitCode = &code
+			if fc.Message == "" {
+				fc.Message = term.Message
+			}
+		}
+		fc.LogTail = r.logTail(ctx, pod, cs.Name)
+		out = append(out, fc)
+	}
+	for _, cs := range st.InitContainerStatuses {
+		typ := engine.ContainerTypeInit
+		if i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == cs.Name }); i >= 0 && engine.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+			typ = engine.ContainerTypeSidecar
+		}
+		add(cs, typ)
+	}
+	for _, cs := range st.ContainerStatuses {
+		add(cs, engine.ContainerTypeRegular)
+	}
+	return out
+}
+
+func isStartingReason(reason string) bool {
+	return reason == "" || reason == "ContainerCreating" || reason == "PodInitializing"
+}
+
+// logTail returns the last lines of the container's newest log file.
+func (r *run) logTail(ctx context.Context, pod *corev1.Pod, container string) []string {
+	dir := filepath.Join(engine.PodLogDirectory(pod, engine.Options{PodLogDir: r.opts.PodLogDir}), container)
+	path, ok := newestLog(dir)
+	if !ok {
+		return nil
+	}
+	lines, err := logs.TailLines(ctx, path, LogTailLines, LogTailBytes)
+	if err != nil {
+		r.opts.Logger.Warn("run pods: read log tail", zap.String("path", path), zap.Error(err))
+	}
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		out = append(out, string(l.Content))
+	}
+	return out
+}
+
+// newestLog finds <dir>/<n>.log with the highest n.
+func newestLog(dir string) (string, bool) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false
+	}
+	best := -1
+	for _, e := range entries {
+		n, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ".log"))
+		if err == nil && strings.HasSuffix(e.Name(), ".log") && n > best {
+			best = n
+		}
+	}
+	if best < 0 {
+		return "", false
+	}
+	return filepath.Join(dir, strconv.Itoa(best)+".log"), true
+}

@@ -1,0 +1,374 @@
+package runpods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// script is what the fake node does with one pod after applying it: the
+// statuses it records, in order, each after a short delay.
+type script []corev1.PodStatus
+
+// fakeNode stores pods in a real store and plays each pod's script into
+// its revision log, as the pod workers would.
+type fakeNode struct {
+	t        *testing.T
+	st       *store.Store
+	scripts  map[string]script
+	applyErr map[string]error
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	applied  []string
+	stop     chan struct{}
+}
+
+func newFakeNode(t *testing.T) *fakeNode {
+	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &fakeNode{t: t, st: st, scripts: map[string]script{}, applyErr: map[string]error{}, stop: make(chan struct{})}
+	t.Cleanup(func() {
+		close(n.stop)
+		n.wg.Wait()
+		_ = st.Close()
+	})
+	return n
+}
+
+func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap, _ []*corev1.Secret, emit func(engine.StepResult)) (engine.ApplyResult, error) {
+	if err := n.applyErr[pod.Name]; err != nil {
+		return engine.ApplyResult{}, err
+	}
+	if _, err := n.st.Put(store.PodRecord{Pod: pod.DeepCopy()}); err != nil {
+		return engine.ApplyResult{}, err
+	}
+	n.mu.Lock()
+	n.applied = append(n.applied, pod.Name)
+	n.mu.Unlock()
+	emit(engine.StepResult{Action: engine.ActionCreatePodSandbox, Target: pod.Name})
+	pending := corev1.PodStatus{Phase: corev1.PodPending}
+	ref := store.RefOf(pod)
+	if _, err := n.st.Append(store.StatusChange(ref, &pending)); err != nil {
+		return engine.ApplyResult{}, err
+	}
+	steps := n.scripts[pod.Name]
+	n.wg.Go(func() {
+		for _, s := range steps {
+			select {
+			case <-n.stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if _, err := n.st.Append(store.StatusChange(ref, &s)); err != nil {
+				n.t.Errorf("append: %v", err)
+				return
+			}
+		}
+	})
+	return engine.ApplyResult{Created: true, Status: pending}, nil
+}
+
+func (n *fakeNode) List(_ context.Context, f store.Filter) ([]*store.PodRecord, int64, error) {
+	return n.st.List(f)
+}
+
+func (n *fakeNode) Watch(ctx context.Context, since int64) (*store.Watcher, error) {
+	return n.st.Watch(ctx, since)
+}
+
+func pod(name string, cpu string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyAlways,
+			Containers:    []corev1.Container{{Name: "app", Image: "registry.local/busybox:local"}},
+		},
+	}
+	if cpu != "" {
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	}
+	return p
+}
+
+func withHostPort(p *corev1.Pod, port int32) *corev1.Pod {
+	p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: port, HostPort: port, Protocol: corev1.ProtocolTCP}}
+	return p
+}
+
+var (
+	running = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+	}}}
+	ready = func() corev1.PodStatus {
+		s := *running.DeepCopy()
+		s.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return s
+	}()
+	succeeded = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "app", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}},
+	}}}
+	failed = corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "app", RestartCount: 0,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}},
+	}}}
+)
+
+func options(n *fakeNode, logDir string) Options {
+	return Options{
+		Node:      n,
+		Admission: admit.Node{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")}},
+		Policy:    admit.Policy{},
+		PodLogDir: logDir,
+	}
+}
+
+func outcomes(s Summary) []string {
+	var out []string
+	for _, r := range s.Results {
+		out = append(out, r.Pod.Name+":"+r.Outcome.String()+":"+r.Reason)
+	}
+	return out
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// TestBatchAdmission is the scenario: ten pods, one asking for
+// more CPU than the node has, one for a host port another holds.
+func TestBatchAdmission(t *testing.T) {
+	build := func() []*corev1.Pod {
+		var pods []*corev1.Pod
+		for i := range 10 {
+			pods = append(pods, pod(fmt.Sprintf("p%d", i), "100m"))
+		}
+		pods[3] = pod("p3", "8")
+		pods[1] = withHostPort(pods[1], 9000)
+		pods[6] = withHostPort(pods[6], 9000)
+		return pods
+	}
+	t.Run("best effort runs 8", func(t *testing.T) {
+		n := newFakeNode(t)
+		for i := range 10 {
+			n.scripts[fmt.Sprintf("p%d", i)] = script{running}
+		}
+		s, err := Run(ctx(t), options(n, t.TempDir()), Request{Pods: build(), Timeout: 5 * time.Second}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"p0:ReachedTarget:", "p1:ReachedTarget:", "p2:ReachedTarget:", "p3:Rejected:OutOfcpu", "p4:ReachedTarget:",
+			"p5:ReachedTarget:", "p6:Rejected:NodePorts", "p7:ReachedTarget:", "p8:ReachedTarget:", "p9:ReachedTarget:"}
+		if diff := cmp.Diff(want, outcomes(s)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+		if s.ReachedTarget != 8 || s.Rejected != 2 || s.Failed != 0 || s.TimedOut != 0 {
+			t.Errorf("summary counts %+v", s)
+		}
+		if len(n.applied) != 8 {
+			t.Errorf("applied %v, want the 8 admitted pods", n.applied)
+		}
+	})
+	t.Run("all or nothing runs none", func(t *testing.T) {
+		n := newFakeNode(t)
+		s, err := Run(ctx(t), options(n, t.TempDir()), Request{Pods: build(), AllOrNothing: true, Timeout: 5 * time.Second}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Rejected != 10 || len(n.applied) != 0 {
+			t.Errorf("rejected %d, applied %v; want all rejected and none applied", s.Rejected, n.applied)
+		}
+		if s.Results[0].Reason != admit.ReasonNotRunAllOrNothing || s.Results[3].Reason != admit.ReasonOutOfCPU {
+			t.Errorf("reasons %v", outcomes(s))
+		}
+	})
+	t.Run("running pods count against the batch", func(t *testing.T) {
+		n := newFakeNode(t)
+		old := pod("old", "3900m")
+		if _, err := n.st.Put(store.PodRecord{Pod: old}); err != nil {
+			t.Fatal(err)
+		}
+		n.scripts["p0"] = script{running}
+		s, err := Run(ctx(t), options(n, t.TempDir()), Request{Pods: []*corev1.Pod{pod("p0", "50m"), pod("p1", "500m")}, Timeout: 5 * time.Second}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"p0:ReachedTarget:", "p1:Rejected:OutOfcpu"}, outcomes(s)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestTargets(t *testing.T) {
+	tests := []struct {
+		name       string
+		waitFor    WaitFor
+		script     script
+		want       Outcome
+		wantReason string
+	}{
+		{"running is reached when every container runs", Running, script{running}, ReachedTarget, ""},
+		{"ready waits for the Ready condition", Ready, script{running, ready}, ReachedTarget, ""},
+		{"succeeded waits for phase Succeeded", Succeeded, script{running, succeeded}, ReachedTarget, ""},
+		{"a failed pod is a failure, never a success", Succeeded, script{running, failed}, Failed, ReasonPodFailed},
+		{"a pod that completes is not running", Running, script{succeeded}, Failed, ReasonPodCompleted},
+		{"a failed pod fails a wait for running", Running, script{failed}, Failed, ReasonPodFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newFakeNode(t)
+			n.scripts["a"] = tt.script
+			s, err := Run(ctx(t), options(n, t.TempDir()), Request{Pods: []*corev1.Pod{pod("a", "")}, WaitFor: tt.waitFor, Timeout: 5 * time.Second}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := s.Results[0]
+			if r.Outcome != tt.want || r.Reason != tt.wantReason {
+				t.Errorf("outcome %s %q, want %s %q", r.Outcome, r.Reason, tt.want, tt.wantReason)
+			}
+		})
+	}
+}
+
+// TestFailedPodReportsContainerAndLog: a container that prints a line and
+// exits 1 under restartPolicy Never gives a failed result naming it, its
+// exit code and that line.
+func TestFailedPodReportsContainerAndLog(t *testing.T) {
+	n := newFakeNode(t)
+	logDir := t.TempDir()
+	p := pod("job", "")
+	p.Spec.RestartPolicy = corev1.RestartPolicyNever
+	dir := filepath.Join(engine.PodLogDirectory(p, engine.Options{PodLogDir: logDir}), "app")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := "2026-11-29T10:00:00.000000000Z stdout F starting\n2026-11-29T10:00:01.000000000Z stderr F boom: cannot connect\n"
+	if err := os.WriteFile(filepath.Join(dir, "0.log"), []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.scripts["job"] = script{failed}
+	s, err := Run(ctx(t), options(n, logDir), Request{Pods: []*corev1.Pod{p}, WaitFor: Succeeded, Timeout: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Results[0]
+	code := int32(1)
+	want := []FailedContainer{{Name: "app", ContainerType: engine.ContainerTypeRegular, ExitCode: &code, Reason: "Error",
+		LogTail: []string{"starting", "boom: cannot connect"}}}
+	if diff := cmp.Diff(want, r.FailedContainers); diff != "" {
+		t.Errorf("failed containers (-want +got):\n%s", diff)
+	}
+	if s.Failed != 1 || r.Status.Phase != corev1.PodFailed {
+		t.Errorf("summary %+v, status phase %s", s, r.Status.Phase)
+	}
+}
+
+// TestTimeoutIsPerPod: a pod that misses its timeout is reported alone;
+// the others are unaffected, and nothing is done to the slow pod.
+func TestTimeoutIsPerPod(t *testing.T) {
+	n := newFakeNode(t)
+	n.scripts["fast"] = script{running}
+	n.scripts["slow"] = script{} // never runs
+	s, err := Run(ctx(t), options(n, t.TempDir()), Request{Pods: []*corev1.Pod{pod("fast", ""), pod("slow", "")}, Timeout: 300 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"fast:ReachedTarget:", "slow:TimedOut:DeadlineExceeded"}, outcomes(s)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := n.st.Get("uid-slow"); err != nil {
+		t.Errorf("the slow pod was removed: %v", err)
+	}
+}
+
+func TestSyncErrorFailsThePod(t *testing.T) {
+	n := newFakeNode(t)
+	n.applyErr["a"] = errors.New("runtime exploded")
+	s, err := Run(ctx(t), options(n, t.TempDir()), Request{Pods: []*corev1.Pod{pod("a", "")}, Timeout: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Results[0]; r.Outcome != Failed || r.Reason != ReasonSyncError {
+		t.Errorf("result %+v, want Failed SyncError", r)
+	}
+}
+
+// TestCallerGoneStopsWaitingOnly: cancelling the caller's ctx returns its
+// error promptly; the pods stay stored.
+func TestCallerGoneStopsWaitingOnly(t *testing.T) {
+	n := newFakeNode(t)
+	c, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(c, options(n, t.TempDir()), Request{Pods: []*corev1.Pod{pod("a", "")}, Timeout: time.Minute}, nil)
+		done <- err
+	}()
+	deadline := time.After(5 * time.Second)
+	for {
+		if _, err := n.st.Get("uid-a"); err == nil {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatal("pod never applied")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after the caller went away")
+	}
+	if _, err := n.st.Get("uid-a"); err != nil {
+		t.Errorf("the pod was removed: %v", err)
+	}
+}
+
+func TestProgressStreamsStepsAndStatuses(t *testing.T) {
+	n := newFakeNode(t)
+	n.scripts["a"] = script{running}
+	var mu sync.Mutex
+	var got []string
+	_, err := Run(ctx(t), options(n, t.TempDir()), Request{Pods: []*corev1.Pod{pod("a", "")}, Timeout: 5 * time.Second}, func(p Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case p.Step != nil:
+			got = append(got, "step:"+string(p.Step.Action))
+		case p.Status != nil:
+			got = append(got, "status:"+string(p.Status.Phase))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"step:" + string(engine.ActionCreatePodSandbox), "status:Pending", "status:Running"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("progress (-want +got):\n%s", diff)
+	}
+}

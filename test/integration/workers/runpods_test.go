@@ -1,0 +1,168 @@
+//go:build integration
+
+package workers_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/runpods"
+	"github.com/podsync/podsync/engine/store"
+)
+
+// The RunPods tests run one at a time, like the rest of this package: a
+// Node owns its runtime, and a second Node on the same containerd would
+// remove the first one's pods as orphans.
+
+func (e *env) runOptions() runpods.Options {
+	return runpods.Options{
+		Node: e.node,
+		Admission: admit.Node{Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110"),
+		}},
+		Policy:    admit.Policy{},
+		PodLogDir: e.cfg.PodLogDir,
+	}
+}
+
+func requests(c corev1.Container, cpu string) corev1.Container {
+	c.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	return c
+}
+
+func (e *env) summary(s runpods.Summary) []string {
+	var out []string
+	for _, r := range s.Results {
+		out = append(out, fmt.Sprintf("%s %s %s", r.Pod.Name, r.Outcome, r.Reason))
+	}
+	return out
+}
+
+// TestRunPodsAdmitsAndRuns is issue 7's batch: ten pods, one asking for
+// more CPU than allocatable, one for a host port another pod holds.
+func TestRunPodsAdmitsAndRuns(t *testing.T) {
+	e := newEnv(t)
+	port, err := inst.HostPort(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func() []*corev1.Pod {
+		var pods []*corev1.Pod
+		for i := range 10 {
+			c := requests(busybox("app"), "10m")
+			switch i {
+			case 2, 7:
+				c.Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: int32(port), HostIP: "127.0.0.1", Protocol: corev1.ProtocolTCP}}
+			case 5:
+				c = requests(c, "3")
+			}
+			pods = append(pods, e.newPod(fmt.Sprintf("p%d", i), c))
+		}
+		return pods
+	}
+
+	t.Run("all or nothing runs none", func(t *testing.T) {
+		s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: batch(), AllOrNothing: true, Timeout: time.Minute}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Rejected != 10 {
+			t.Errorf("rejected %d of 10: %v", s.Rejected, e.summary(s))
+		}
+		if recs, _, _ := e.node.List(e.ctx, store.Filter{}); len(recs) != 0 {
+			t.Errorf("%d pods stored after an ALL_OR_NOTHING rejection", len(recs))
+		}
+		if ids := crictlIDs(t, "pods", "-q", "--namespace", namespace); len(ids) != 0 {
+			t.Errorf("sandboxes created: %v", ids)
+		}
+	})
+
+	t.Run("best effort runs eight", func(t *testing.T) {
+		pods := batch()
+		s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: pods, Timeout: time.Minute}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.ReachedTarget != 8 || s.Rejected != 2 || s.Failed != 0 || s.TimedOut != 0 {
+			t.Errorf("summary %d/%d/%d/%d: %v", s.ReachedTarget, s.Rejected, s.Failed, s.TimedOut, e.summary(s))
+		}
+		if r := s.Results[5]; r.Outcome != runpods.Rejected || r.Reason != admit.ReasonOutOfCPU {
+			t.Errorf("pod 5: %s %s, want Rejected OutOfcpu", r.Outcome, r.Reason)
+		}
+		if r := s.Results[7]; r.Outcome != runpods.Rejected || r.Reason != admit.ReasonNodePorts {
+			t.Errorf("pod 7: %s %s, want Rejected NodePorts", r.Outcome, r.Reason)
+		}
+		for i, r := range s.Results {
+			if r.Outcome == runpods.ReachedTarget && r.Status.Phase != corev1.PodRunning {
+				t.Errorf("pod %d reached its target with phase %s", i, r.Status.Phase)
+			}
+		}
+	})
+}
+
+// TestRunPodsReportsAFailedJob: a container that prints a line and exits
+// 1 under restartPolicy Never gives a failed result naming the container,
+// exit code 1 and that line.
+func TestRunPodsReportsAFailedJob(t *testing.T) {
+	e := newEnv(t)
+	pod := e.newPod("job", busybox("work", "/bin/sh", "-c", "echo cannot reach the database; exit 1"))
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: []*corev1.Pod{pod}, WaitFor: runpods.Succeeded, Timeout: time.Minute}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Results[0]
+	if r.Outcome != runpods.Failed || s.Failed != 1 {
+		t.Fatalf("outcome %s %s, want Failed", r.Outcome, r.Reason)
+	}
+	if len(r.FailedContainers) != 1 {
+		t.Fatalf("failed containers %+v, want the one container", r.FailedContainers)
+	}
+	fc := r.FailedContainers[0]
+	if fc.Name != "work" || fc.ExitCode == nil || *fc.ExitCode != 1 || !slices.Contains(fc.LogTail, "cannot reach the database") {
+		t.Errorf("failed container %+v (exit %v), want work, exit 1 and its line", fc, fc.ExitCode)
+	}
+}
+
+// TestRunPodsWaitsForSuccess: wait_for SUCCEEDED returns when the job-like
+// pod's container exits 0.
+func TestRunPodsWaitsForSuccess(t *testing.T) {
+	e := newEnv(t)
+	pod := e.newPod("job", busybox("work", "/bin/sh", "-c", "sleep 1; echo done"))
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: []*corev1.Pod{pod}, WaitFor: runpods.Succeeded, Timeout: time.Minute}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Results[0]; r.Outcome != runpods.ReachedTarget || r.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("outcome %s, phase %s; want ReachedTarget, Succeeded", r.Outcome, r.Status.Phase)
+	}
+}
+
+// TestRunPodsTimeoutIsPerPod: a 1 s timeout on a pod that needs longer is
+// reported as DeadlineExceeded for that pod only, and the pod keeps going.
+func TestRunPodsTimeoutIsPerPod(t *testing.T) {
+	e := newEnv(t)
+	slow := e.newPod("slow", busybox("app"))
+	slow.Spec.InitContainers = []corev1.Container{busybox("wait", "/bin/sh", "-c", "sleep 4")}
+	fast := e.newPod("fast", busybox("app"))
+	s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: []*corev1.Pod{fast, slow}, Timeout: 2 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Results[0]; r.Outcome != runpods.ReachedTarget {
+		t.Errorf("fast pod: %s %s, want ReachedTarget", r.Outcome, r.Reason)
+	}
+	if r := s.Results[1]; r.Outcome != runpods.TimedOut || r.Reason != runpods.ReasonDeadlineExceeded {
+		t.Errorf("slow pod: %s %s, want TimedOut DeadlineExceeded", r.Outcome, r.Reason)
+	}
+	e.eventually("the slow pod runs after its timeout", func() bool {
+		return e.running(slow, "app") != nil
+	})
+}
