@@ -3,10 +3,7 @@ package runpods
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -470,11 +467,11 @@ func isStartingReason(reason string) bool {
 
 // logTail returns the last lines of the container's newest log file.
 func (r *run) logTail(ctx context.Context, pod *corev1.Pod, container string) []string {
-	dir := filepath.Join(engine.PodLogDirectory(pod, engine.Options{PodLogDir: r.opts.PodLogDir}), container)
-	path, ok := newestLog(dir)
-	if !ok {
+	files := engine.ContainerLogFiles(pod, engine.Options{PodLogDir: r.opts.PodLogDir}, container)
+	if len(files) == 0 {
 		return nil
 	}
+	path := files[len(files)-1]
 	lines, err := logs.TailLines(ctx, path, LogTailLines, LogTailBytes)
 	if err != nil {
 		r.opts.Logger.Warn("run pods: read log tail", zap.String("path", path), zap.Error(err))
@@ -484,23 +481,4 @@ func (r *run) logTail(ctx context.Context, pod *corev1.Pod, container string) []
 		out = append(out, string(l.Content))
 	}
 	return out
-}
-
-// newestLog finds <dir>/<n>.log with the highest n.
-func newestLog(dir string) (string, bool) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return "", false
-	}
-	best := -1
-	for _, e := range entries {
-		n, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ".log"))
-		if err == nil && strings.HasSuffix(e.Name(), ".log") && n > best {
-			best = n
-		}
-	}
-	if best < 0 {
-		return "", false
-	}
-	return filepath.Join(dir, strconv.Itoa(best)+".log"), true
 }

@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/podsync/podsync/engine/logs"
+	"github.com/podsync/podsync/engine/store"
+)
+
+// LogsRequest selects a container's output.
+type LogsRequest struct {
+	Namespace, Name string
+	// Container may be empty when the pod has exactly one container.
+	Container string
+	// Previous reads the instance before the newest one.
+	Previous bool
+	// Options: tail, since, limit and follow (logs.Options).
+	logs.Options
+}
+
+// ContainerLogs streams a container's output from the runtime's CRI log
+// files to emit, in order. With Follow it continues across restarts of the
+// container and rotation of its file until ctx ends, the pod is deleted,
+// or the pod reached a terminal phase and its last instance has nothing
+// more to say.
+//
+// It returns ErrNotFound for an unknown pod or container, or for Previous
+// when there is no previous instance, and ErrInvalidSpec when the pod has
+// several containers and none is named.
+func (n *Node) ContainerLogs(ctx context.Context, req LogsRequest, emit func(logs.Line) error) error {
+	rec, err := n.store.GetByName(req.Namespace, req.Name)
+	if err != nil {
+		return fmt.Errorf("logs of pod %s/%s: %w", req.Namespace, req.Name, storeError(err))
+	}
+	pod := rec.Pod
+	name, err := logsContainer(pod, req.Container)
+	if err != nil {
+		return fmt.Errorf("logs of pod %s/%s: %w", req.Namespace, req.Name, err)
+	}
+	instances := ContainerLogFiles(pod, n.cfg, name)
+	var path string
+	switch {
+	case req.Previous && len(instances) >= 2:
+		path = instances[len(instances)-2]
+	case req.Previous:
+		return fmt.Errorf("logs of the previous instance of container %q of pod %s/%s: %w", name, req.Namespace, req.Name, ErrNotFound)
+	case len(instances) > 0:
+		path = instances[len(instances)-1]
+	default:
+		if !req.Follow {
+			return nil // not started yet: no output
+		}
+		// The first instance has not written yet: wait for its file.
+		err := wait.PollUntilContextCancel(ctx, pollInterval(req.Options), true, func(context.Context) (bool, error) {
+			instances = ContainerLogFiles(pod, n.cfg, name)
+			return len(instances) > 0, nil
+		})
+		if err != nil {
+			return fmt.Errorf("logs of container %q of pod %s/%s: %w", name, req.Namespace, req.Name, err)
+		}
+		path = instances[0]
+	}
+	opts := req.Options
+	if req.Previous {
+		opts.Follow = false
+	}
+	if opts.Follow && opts.Finished == nil {
+		uid := pod.UID
+		opts.Finished = func() bool {
+			cur, err := n.store.Get(uid)
+			if errors.Is(err, store.ErrNotFound) {
+				return true
+			}
+			return err == nil && (cur.Deleting || cur.Pod.Status.Phase == corev1.PodSucceeded || cur.Pod.Status.Phase == corev1.PodFailed)
+		}
+	}
+	if err := logs.Read(ctx, path, opts, emit); err != nil {
+		return fmt.Errorf("logs of container %q of pod %s/%s: %w", name, req.Namespace, req.Name, err)
+	}
+	return nil
+}
+
+// logsContainer resolves the container to read: the named one (regular or
+// init), or the only regular container.
+func logsContainer(pod *corev1.Pod, name string) (string, error) {
+	if name == "" {
+		if len(pod.Spec.Containers) == 1 {
+			return pod.Spec.Containers[0].Name, nil
+		}
+		return "", fmt.Errorf("%w: the pod has %d containers: name one", ErrInvalidSpec, len(pod.Spec.Containers))
+	}
+	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		if slices.ContainsFunc(cs, func(c corev1.Container) bool { return c.Name == name }) {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("container %q: %w", name, ErrNotFound)
+}
+
+func pollInterval(o logs.Options) time.Duration {
+	if o.PollInterval > 0 {
+		return o.PollInterval
+	}
+	return logs.DefaultPollInterval
+}
+
+// ContainerLogFiles lists the CRI log files of a container's instances,
+// <pod-log-dir>/<ns>_<name>_<uid>/<container>/<n>.log, oldest first.
+func ContainerLogFiles(pod *corev1.Pod, opts Options, container string) []string {
+	dir := filepath.Join(PodLogDirectory(pod, opts), container)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	type inst struct {
+		n    int
+		path string
+	}
+	var found []inst
+	for _, e := range entries {
+		digits, ok := strings.CutSuffix(e.Name(), ".log")
+		if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" {
+			continue
+		}
+		n, err := strconv.Atoi(digits)
+		if err == nil {
+			found = append(found, inst{n, filepath.Join(dir, e.Name())})
+		}
+	}
+	slices.SortFunc(found, func(a, b inst) int { return a.n - b.n })
+	out := make([]string, len(found))
+	for i, f := range found {
+		out[i] = f.path
+	}
+	return out
+}
