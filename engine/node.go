@@ -112,6 +112,9 @@ type NodeOptions struct {
 	// Admit, if set, is asked about every pod Apply is given that the node
 	// does not hold yet, before it is stored. Nil admits every pod.
 	Admit AdmitFunc
+	// Policy, if set, checks every apply of a pod the node already holds
+	// (Admit checks new pods); see Admission.
+	Policy PolicyFunc
 }
 
 // Node keeps the pods it is given converged: it stores each desired pod
@@ -137,6 +140,7 @@ type Node struct {
 	gc      GCPolicy
 	rot     LogRotation
 	admit   AdmitFunc
+	policy  PolicyFunc
 
 	// ready is closed when Run has recovered and started the workers.
 	ready chan struct{}
@@ -203,7 +207,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	return &Node{
 		rt: opts.Runtime, store: opts.Store, syncer: syncer, watcher: watcher, prober: pm,
 		clock: opts.Clock, log: opts.Logger, backoff: opts.Backoff, cfg: opts.Config.withDefaults(),
-		gc: gc, rot: opts.LogRotation.withDefaults(), admit: opts.Admit,
+		gc: gc, rot: opts.LogRotation.withDefaults(), admit: opts.Admit, policy: opts.Policy,
 		ready: make(chan struct{}), workers: map[types.UID]*worker{},
 	}, nil
 }
@@ -304,7 +308,8 @@ func (n *Node) waitReady(ctx context.Context) error {
 // passed to emit (if not nil) as it finishes. The pod's worker keeps it
 // converged afterwards.
 //
-// A pod the node does not hold yet is first given to NodeOptions.Admit.
+// A pod the node does not hold yet is first given to NodeOptions.Admit, a
+// known one to NodeOptions.Policy.
 // Apply returns an error wrapping ErrInvalidSpec for a pod without name,
 // namespace or UID, ErrAlreadyExists if namespace/name is held by a pod
 // with another UID, ErrConflict if the pod is being deleted, Admit's error,
@@ -330,6 +335,11 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 		return res, fmt.Errorf("apply pod %s: %s/%s has uid %s: %w", podString(pod), pod.Namespace, pod.Name, existing.Pod.UID, ErrAlreadyExists)
 	case existing.Deleting:
 		return res, fmt.Errorf("apply pod %s: pod is being deleted: %w", podString(pod), ErrConflict)
+	}
+	if !res.Created && n.policy != nil {
+		if err := n.policy(pod); err != nil {
+			return res, fmt.Errorf("apply pod %s: %w", podString(pod), err)
+		}
 	}
 	if res.Created && n.admit != nil {
 		others, err := n.activePods()

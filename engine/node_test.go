@@ -14,11 +14,14 @@ import (
 
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/store"
 )
@@ -677,5 +680,44 @@ func TestNodeDeleteCancelsARunningPass(t *testing.T) {
 	}
 	if sbs, _ := h.rt.ListPodSandbox(h.ctx, nil); len(sbs) != 0 {
 		t.Errorf("sandboxes left: %d", len(sbs))
+	}
+}
+
+// TestNodeAdmissionAndPolicy wires the real admission: a new pod beyond
+// the node's CPU is refused with OutOfcpu and not stored; a known pod is
+// checked against the policy on every apply.
+func TestNodeAdmissionAndPolicy(t *testing.T) {
+	t.Parallel()
+	admitFn, policyFn := engine.Admission(
+		admit.Node{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+		admit.Policy{})
+	h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Admit, o.Policy = admitFn, policyFn })
+
+	big := basePod()
+	big.Name, big.UID = "big", "uid-big"
+	big.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	_, err := h.node.Apply(h.ctx, big, nil, nil, nil)
+	var ae *engine.AdmissionError
+	if !errors.As(err, &ae) || ae.Reason() != admit.ReasonOutOfCPU || !errors.Is(err, engine.ErrAdmission) {
+		t.Fatalf("Apply(big) = %v, want an AdmissionError OutOfcpu", err)
+	}
+	if _, err := h.st.Get(big.UID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("refused pod stored: %v", err)
+	}
+
+	pod := basePod()
+	h.apply(pod)
+	changed := pod.DeepCopy()
+	changed.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	_, err = h.node.Apply(h.ctx, changed, nil, nil, nil)
+	if !errors.As(err, &ae) || ae.Reason() != admit.ReasonPolicyPrivileged {
+		t.Fatalf("Apply(privileged) = %v, want an AdmissionError PolicyPrivileged", err)
+	}
+	rec, err := h.st.Get(pod.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := rec.Pod.Spec.Containers[0].SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged {
+		t.Error("the refused spec was stored")
 	}
 }

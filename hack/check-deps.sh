@@ -27,7 +27,7 @@ direct=$(go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./engine/... | grep
 if [[ -n $direct ]]; then echo "check-deps: engine imports grpc directly:"; echo "$direct"; fail=1; fi
 
 # Pure files: no process, network, file-system or clock-reading imports.
-pure=(admit/admit.go expansion/expansion.go plan.go backoff.go status.go config.go hash.go labels.go qos.go env.go types.go errors.go)
+pure=(admission.go admit/admit.go expansion/expansion.go plan.go backoff.go status.go config.go hash.go labels.go qos.go env.go types.go errors.go)
 for f in "${pure[@]}"; do
 	p=engine/$f
 	[[ -e $p ]] || continue

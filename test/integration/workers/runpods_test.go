@@ -145,21 +145,20 @@ func TestRunPodsWaitsForSuccess(t *testing.T) {
 	}
 }
 
-// TestRunPodsTimeoutIsPerPod: a 1 s timeout on a pod that needs longer is
-// reported as DeadlineExceeded for that pod only, and the pod keeps going.
-func TestRunPodsTimeoutIsPerPod(t *testing.T) {
+// TestRunPodsTimeoutLeavesThePod: a 1 s timeout on a pod that needs
+// longer is reported as DeadlineExceeded, and the pod keeps going. (That
+// the other pods of a batch are unaffected is runpods' TestTimeoutIsPerPod;
+// a 1 s budget for a pod that should make it would only measure the
+// machine's load.)
+func TestRunPodsTimeoutLeavesThePod(t *testing.T) {
 	e := newEnv(t)
 	slow := e.newPod("slow", busybox("app"))
-	slow.Spec.InitContainers = []corev1.Container{busybox("wait", "/bin/sh", "-c", "sleep 4")}
-	fast := e.newPod("fast", busybox("app"))
-	s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: []*corev1.Pod{fast, slow}, Timeout: 2 * time.Second}, nil)
+	slow.Spec.InitContainers = []corev1.Container{busybox("wait", "/bin/sh", "-c", "sleep 3")}
+	s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: []*corev1.Pod{slow}, Timeout: time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := s.Results[0]; r.Outcome != runpods.ReachedTarget {
-		t.Errorf("fast pod: %s %s, want ReachedTarget", r.Outcome, r.Reason)
-	}
-	if r := s.Results[1]; r.Outcome != runpods.TimedOut || r.Reason != runpods.ReasonDeadlineExceeded {
+	if r := s.Results[0]; r.Outcome != runpods.TimedOut || r.Reason != runpods.ReasonDeadlineExceeded || s.TimedOut != 1 {
 		t.Errorf("slow pod: %s %s, want TimedOut DeadlineExceeded", r.Outcome, r.Reason)
 	}
 	e.eventually("the slow pod runs after its timeout", func() bool {
