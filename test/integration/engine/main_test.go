@@ -5,10 +5,7 @@
 package engine_test
 
 import (
-	"context"
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/podsync/podsync/internal/localcri"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
@@ -18,21 +15,5 @@ import (
 var inst *localcri.Instance
 
 func TestMain(m *testing.M) {
-	localcritest.Main(m, localcritest.Config{
-		Package: "test/integration/engine",
-		Started: func(i *localcri.Instance) error {
-			inst = i
-			// Every test's crictl comes from here; install it once.
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			_, err := localcri.EnsureCrictl(ctx, inst.ToolsDir())
-			return err
-		},
-		Finished: func() error {
-			if err := removeCgroups(cgroupRoot()); err != nil {
-				return fmt.Errorf("pod cgroups left behind: %w", err)
-			}
-			return nil
-		},
-	})
+	localcritest.Main(m, localcritest.PodPackage("test/integration/engine", func(i *localcri.Instance) { inst = i }))
 }

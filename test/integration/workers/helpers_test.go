@@ -4,13 +4,9 @@ package workers_test
 
 import (
 	"context"
-	"errors"
-	"io/fs"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,37 +23,14 @@ import (
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/internal/localcri"
+	"github.com/podsync/podsync/internal/localcri/localcritest"
 )
 
 // namespace is the namespace of every test pod.
 const namespace = "itest"
 
 // cgroupRoot is the cgroup root of the tests' pods, removed by TestMain.
-func cgroupRoot() string { return "/podsync-itest-" + inst.ID() }
-
-// removeCgroups removes the (empty, once the runtime is gone) cgroups
-// under root in every hierarchy.
-func removeCgroups(root string) error {
-	hierarchies, _ := filepath.Glob("/sys/fs/cgroup/*")
-	var errs []error
-	for _, h := range hierarchies {
-		top := filepath.Join(h, root)
-		var dirs []string
-		_ = filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		slices.Reverse(dirs)
-		for _, d := range dirs {
-			if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
+func cgroupRoot() string { return localcritest.CgroupRoot(inst) }
 
 // env is one test's Node on the package's containerd, with its own store,
 // root and log directories.

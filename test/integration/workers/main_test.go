@@ -8,10 +8,7 @@
 package workers_test
 
 import (
-	"context"
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/podsync/podsync/internal/localcri"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
@@ -21,21 +18,5 @@ import (
 var inst *localcri.Instance
 
 func TestMain(m *testing.M) {
-	localcritest.Main(m, localcritest.Config{
-		Package: "test/integration/workers",
-		Started: func(i *localcri.Instance) error {
-			inst = i
-			// Every test's crictl comes from here; install it once.
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			_, err := localcri.EnsureCrictl(ctx, inst.ToolsDir())
-			return err
-		},
-		Finished: func() error {
-			if err := removeCgroups(cgroupRoot()); err != nil {
-				return fmt.Errorf("pod cgroups left behind: %w", err)
-			}
-			return nil
-		},
-	})
+	localcritest.Main(m, localcritest.PodPackage("test/integration/workers", func(i *localcri.Instance) { inst = i }))
 }
