@@ -1,0 +1,50 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/store"
+)
+
+// ReasonUIDMismatch (FAILED_PRECONDITION): DeletePod's uid names another
+// incarnation of the pod; metadata "uid" is the live pod's.
+const ReasonUIDMismatch = "UID_MISMATCH"
+
+// DeletePod stops and removes a pod; an unknown pod is found = false.
+func (s *service) DeletePod(ctx context.Context, req *podsyncv1.DeletePodRequest) (*podsyncv1.DeletePodResponse, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	if err := InvalidRequest(s.validator.ValidateDeletePodRequest(req)); err != nil {
+		return nil, err
+	}
+	ns, name := orDefaultNamespace(req.GetNamespace()), req.GetName()
+	rec, err := s.node.Get(ctx, ns, name)
+	switch {
+	case errors.Is(err, engine.ErrNotFound) || errors.Is(err, store.ErrNotFound):
+		return &podsyncv1.DeletePodResponse{Found: false}, nil
+	case err != nil:
+		return nil, err
+	}
+	ref := store.RefOf(rec.Pod)
+	if uid := req.GetUid(); uid != "" && uid != string(ref.UID) {
+		return nil, NewError(codes.FailedPrecondition, ReasonUIDMismatch,
+			fmt.Sprintf("pod %s/%s has uid %s, not %s", ns, name, ref.UID, uid),
+			map[string]string{"uid": string(ref.UID)})
+	}
+	found, steps, err := s.node.Delete(ctx, ns, name, string(ref.UID), req.GracePeriodSeconds)
+	if err != nil {
+		return nil, err
+	}
+	resp := &podsyncv1.DeletePodResponse{Found: found, Steps: stepsToProto(steps)}
+	if found {
+		resp.Pod = podRefToProto(ref)
+	}
+	return resp, nil
+}

@@ -1,0 +1,516 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/runpods"
+	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/server"
+)
+
+// testImage is held by every fake runtime.
+const testImage = "registry.local/busybox:1"
+
+// svcHarness is the real PodSyncService on an engine.Node on a
+// FakeRuntime with its own store, served over bufconn.
+type svcHarness struct {
+	t   *testing.T
+	ctx context.Context
+	rt  *enginetest.FakeRuntime
+	st  *store.Store
+	c   podsyncv1.PodSyncServiceClient
+}
+
+func newSvcHarness(t *testing.T, mutate ...func(*server.ServiceOptions)) *svcHarness {
+	t.Helper()
+	ctx := testContext(t)
+	rt := enginetest.NewRuntime(enginetest.WithImages(testImage))
+	st, err := store.Open(filepath.Join(t.TempDir(), "podsync.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	cfg := engine.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
+	node, err := engine.NewNode(engine.NodeOptions{Runtime: rt, Images: rt, Store: st, Logger: zaptest.NewLogger(t), Config: cfg,
+		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
+		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- node.Run(runCtx) }()
+
+	opts := server.ServiceOptions{Node: node, NodeName: "node-1", Logger: zaptest.NewLogger(t),
+		RunPods: runpods.Options{PodLogDir: cfg.PodLogDir}}
+	for _, m := range mutate {
+		m(&opts)
+	}
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(server.UnaryErrorInterceptor()),
+		grpc.ChainStreamInterceptor(server.StreamErrorInterceptor()))
+	podsyncv1.RegisterPodSyncServiceServer(srv, server.NewService(opts))
+	served := make(chan struct{})
+	go func() { defer close(served); _ = srv.Serve(lis) }()
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = conn.Close()
+		srv.Stop()
+		<-served
+		stop()
+		if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return &svcHarness{t: t, ctx: ctx, rt: rt, st: st, c: podsyncv1.NewPodSyncServiceClient(conn)}
+}
+
+// testPod is a one-container pod that runs until stopped.
+func testPod(t *testing.T, namespace, name string, labels map[string]string) *podsyncv1.Pod {
+	t.Helper()
+	p, err := convert.PodToProto(&corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "app", Image: testImage, Command: []string{"sleep", "inf"},
+		}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// sync runs SyncPod to its end and returns the steps and the result.
+func (h *svcHarness) sync(pod *podsyncv1.Pod) ([]*podsyncv1.SyncStep, *podsyncv1.SyncPodResult) {
+	h.t.Helper()
+	stream, err := h.c.SyncPod(h.ctx, &podsyncv1.SyncPodRequest{Pod: pod})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var steps []*podsyncv1.SyncStep
+	var res *podsyncv1.SyncPodResult
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			h.t.Fatalf("SyncPod: %v", err)
+		}
+		if res != nil {
+			h.t.Fatal("SyncPod: a message after the result")
+		}
+		if s := m.GetStep(); s != nil {
+			steps = append(steps, s)
+		}
+		res = m.GetResult()
+	}
+	if res == nil {
+		h.t.Fatal("SyncPod: no result")
+	}
+	return steps, res
+}
+
+func hasAction(steps []*podsyncv1.SyncStep, a podsyncv1.StepAction) *podsyncv1.SyncStep {
+	for _, s := range steps {
+		if s.GetAction() == a {
+			return s
+		}
+	}
+	return nil
+}
+
+// TestSyncPodStreamsStepsThenResult: the steps of the pass come first,
+// then the result, and the pod is stored; a second sync of the same pod
+// changes nothing.
+func TestSyncPodStreamsStepsThenResult(t *testing.T) {
+	h := newSvcHarness(t)
+	steps, res := h.sync(testPod(t, "default", "web", nil))
+	for _, a := range []podsyncv1.StepAction{podsyncv1.StepAction_STEP_ACTION_CREATE_POD_SANDBOX, podsyncv1.StepAction_STEP_ACTION_START_CONTAINER} {
+		s := hasAction(steps, a)
+		if s == nil {
+			t.Fatalf("no %v step in %v", a, steps)
+		}
+		if s.GetOutcome() != podsyncv1.StepOutcome_STEP_OUTCOME_SUCCEEDED {
+			t.Errorf("%v: outcome %v", a, s.GetOutcome())
+		}
+	}
+	if !res.GetCreated() || res.GetPod().GetUid() == "" || res.GetPod().GetName() != "web" {
+		t.Errorf("result %v: want created, with a uid", res)
+	}
+	if res.GetStatus().GetNodeName() != "node-1" || res.GetStatus().GetSandboxId() == "" {
+		t.Errorf("status %v: want node name and sandbox id", res.GetStatus())
+	}
+	got, err := h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"})
+	if err != nil {
+		t.Fatalf("GetPod after SyncPod: %v", err)
+	}
+	if got.GetPod().GetMetadata().GetUid() != res.GetPod().GetUid() || got.GetRevision() == 0 {
+		t.Errorf("stored pod %v rev %d", got.GetPod().GetMetadata(), got.GetRevision())
+	}
+
+	steps, res = h.sync(testPod(t, "default", "web", nil))
+	for _, s := range steps {
+		switch s.GetAction() {
+		case podsyncv1.StepAction_STEP_ACTION_CREATE_POD_SANDBOX, podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
+			podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER, podsyncv1.StepAction_STEP_ACTION_KILL_POD_SANDBOX:
+			t.Errorf("re-sync did %v", s)
+		}
+	}
+	if res.GetCreated() {
+		t.Error("re-sync: created")
+	}
+}
+
+// TestPlanPodHasNoSideEffects: a plan of a new pod creates a sandbox and
+// starts its container, and nothing is stored or run.
+func TestPlanPodHasNoSideEffects(t *testing.T) {
+	h := newSvcHarness(t)
+	resp, err := h.c.PlanPod(h.ctx, &podsyncv1.PlanPodRequest{Pod: testPod(t, "default", "web", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := resp.GetPlan()
+	if resp.GetKnown() || !plan.GetSandbox().GetCreate() || len(plan.GetContainersToStart()) != 1 || plan.GetUpToDate() {
+		t.Errorf("plan %v known %v: want a new sandbox and one start", plan, resp.GetKnown())
+	}
+	if ct := plan.GetContainersToStart()[0].GetContainerType(); ct != podsyncv1.ContainerType_CONTAINER_TYPE_REGULAR {
+		t.Errorf("container type %v", ct)
+	}
+	_, err = h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"})
+	wantError(t, err, codes.NotFound, server.ReasonPodNotFound)
+	sandboxes, err := h.rt.ListPodSandbox(h.ctx, nil)
+	if err != nil || len(sandboxes) != 0 {
+		t.Errorf("sandboxes after PlanPod: %d %v", len(sandboxes), err)
+	}
+}
+
+// TestGetAndListPods: filters by namespace, label selector and phase, in
+// namespace/name order; an unknown pod is NOT_FOUND.
+func TestGetAndListPods(t *testing.T) {
+	h := newSvcHarness(t)
+	h.sync(testPod(t, "b", "one", map[string]string{"app": "web"}))
+	h.sync(testPod(t, "a", "two", map[string]string{"app": "db"}))
+	h.sync(testPod(t, "a", "one", map[string]string{"app": "web"}))
+
+	names := func(req *podsyncv1.ListPodsRequest) []string {
+		t.Helper()
+		resp, err := h.c.ListPods(h.ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.GetRevision() == 0 {
+			t.Error("ListPods: revision 0")
+		}
+		var out []string
+		for _, p := range resp.GetPods() {
+			out = append(out, p.GetMetadata().GetNamespace()+"/"+p.GetMetadata().GetName())
+			if p.GetStatus().GetNodeName() != "node-1" {
+				t.Errorf("%s: node name %q", p.GetMetadata().GetName(), p.GetStatus().GetNodeName())
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		req  *podsyncv1.ListPodsRequest
+		want []string
+	}{
+		{"all", &podsyncv1.ListPodsRequest{}, []string{"a/one", "a/two", "b/one"}},
+		{"namespace", &podsyncv1.ListPodsRequest{Namespace: "a"}, []string{"a/one", "a/two"}},
+		{"selector", &podsyncv1.ListPodsRequest{LabelSelector: "app=web"}, []string{"a/one", "b/one"}},
+		{"both", &podsyncv1.ListPodsRequest{Namespace: "b", LabelSelector: "app in (web)"}, []string{"b/one"}},
+		{"running", &podsyncv1.ListPodsRequest{Phases: []string{"Running"}}, []string{"a/one", "a/two", "b/one"}},
+		{"succeeded", &podsyncv1.ListPodsRequest{Phases: []string{"Succeeded"}}, nil},
+	} {
+		if got := names(tc.req); !equalStrings(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	_, err := h.c.ListPods(h.ctx, &podsyncv1.ListPodsRequest{LabelSelector: "app in (("})
+	wantError(t, err, codes.InvalidArgument, server.ReasonInvalidSpec)
+
+	got, err := h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Namespace: "a", Name: "two"})
+	if err != nil || got.GetPod().GetMetadata().GetLabels()["app"] != "db" {
+		t.Fatalf("GetPod: %v %v", got, err)
+	}
+	_, err = h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Namespace: "a", Name: "three"})
+	wantError(t, err, codes.NotFound, server.ReasonPodNotFound)
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDeletePod: an unknown pod is found = false; another uid is
+// FAILED_PRECONDITION and deletes nothing; the pod's uid deletes it, with
+// the steps.
+func TestDeletePod(t *testing.T) {
+	h := newSvcHarness(t)
+	resp, err := h.c.DeletePod(h.ctx, &podsyncv1.DeletePodRequest{Name: "web"})
+	if err != nil || resp.GetFound() {
+		t.Fatalf("DeletePod of an unknown pod: %v %v, want found = false", resp, err)
+	}
+	_, res := h.sync(testPod(t, "default", "web", nil))
+	_, err = h.c.DeletePod(h.ctx, &podsyncv1.DeletePodRequest{Name: "web", Uid: "6f1e7a4e-1d5b-4a8e-9c3b-2f0a1b2c3d4e"})
+	wantError(t, err, codes.FailedPrecondition, server.ReasonUIDMismatch)
+	if _, err := h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"}); err != nil {
+		t.Fatalf("GetPod after a refused delete: %v", err)
+	}
+	grace := int64(0)
+	resp, err = h.c.DeletePod(h.ctx, &podsyncv1.DeletePodRequest{Name: "web", Uid: res.GetPod().GetUid(), GracePeriodSeconds: &grace})
+	if err != nil || !resp.GetFound() || resp.GetPod().GetUid() != res.GetPod().GetUid() {
+		t.Fatalf("DeletePod: %v %v", resp, err)
+	}
+	if hasAction(resp.GetSteps(), podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER) == nil {
+		t.Errorf("steps %v: want a kill", resp.GetSteps())
+	}
+	_, err = h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"})
+	wantError(t, err, codes.NotFound, server.ReasonPodNotFound)
+}
+
+// watch opens a WatchPods stream and returns a function that receives
+// the next message.
+func (h *svcHarness) watch(req *podsyncv1.WatchPodsRequest) (func() (*podsyncv1.WatchPodsResponse, error), context.CancelFunc) {
+	ctx, cancel := context.WithCancel(h.ctx)
+	stream, err := h.c.WatchPods(ctx, req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return stream.Recv, cancel
+}
+
+// TestWatchPods: since 0 lists first, then follows the changes; since R
+// resumes after R, filtered; a compacted revision is OUT_OF_RANGE.
+func TestWatchPods(t *testing.T) {
+	h := newSvcHarness(t)
+	h.sync(testPod(t, "default", "web", map[string]string{"app": "web"}))
+
+	recv, cancel := h.watch(&podsyncv1.WatchPodsRequest{})
+	first, err := recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.GetPod().GetName() != "web" || first.GetStatus() == nil || first.GetRevision() == 0 {
+		t.Fatalf("first message %v: want web's status", first)
+	}
+	h.sync(testPod(t, "default", "db", map[string]string{"app": "db"}))
+	var live *podsyncv1.WatchPodsResponse
+	for live == nil || live.GetStatus() == nil {
+		if live, err = recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if live.GetPod().GetName() != "db" || live.GetRevision() <= first.GetRevision() {
+		t.Fatalf("live change %v after revision %d: want db's status", live, first.GetRevision())
+	}
+	cancel()
+	if _, err := recv(); status.Code(err) != codes.Canceled {
+		t.Errorf("after cancel: %v", err)
+	}
+
+	// Resume after web's revision, selecting web: db's changes are
+	// filtered out; a change of web arrives.
+	recv, cancel = h.watch(&podsyncv1.WatchPodsRequest{SinceRevision: first.GetRevision(), LabelSelector: "app=web"})
+	defer cancel()
+	grace := int64(0)
+	if _, err := h.c.DeletePod(h.ctx, &podsyncv1.DeletePodRequest{Name: "web", GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.GetPod().GetName() != "web" || m.GetRevision() <= first.GetRevision() {
+			t.Fatalf("resumed watch sent %v", m)
+		}
+		if m.GetDeleted() != nil {
+			break
+		}
+	}
+
+	if err := h.st.Compact(h.st.Revision()); err != nil {
+		t.Fatal(err)
+	}
+	recv, cancel2 := h.watch(&podsyncv1.WatchPodsRequest{SinceRevision: 1})
+	defer cancel2()
+	_, err = recv()
+	wantError(t, err, codes.OutOfRange, server.ReasonRevisionCompacted)
+	var info *errdetails.ErrorInfo
+	for _, d := range status.Convert(err).Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok {
+			info = ei
+		}
+	}
+	if info.GetMetadata()[server.MetadataCompactRevision] == "" {
+		t.Errorf("ErrorInfo %v: no compact_revision", info)
+	}
+}
+
+// TestRunPods: of two pods, the one that fits reaches its target and the
+// one asking for more CPU than the node has is rejected with OutOfcpu.
+func TestRunPods(t *testing.T) {
+	h := newSvcHarness(t, func(o *server.ServiceOptions) {
+		o.RunPods.Admission = admit.Node{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+	})
+	big := testPod(t, "default", "big", nil)
+	big.GetSpec().GetContainers()[0].Resources = &podsyncv1.ResourceRequirements{Requests: map[string]string{"cpu": "2"}}
+	stream, err := h.c.RunPods(h.ctx, &podsyncv1.RunPodsRequest{Pods: []*podsyncv1.Pod{testPod(t, "default", "small", nil), big}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum *podsyncv1.RunPodsSummary
+	var steps int
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.GetStep() != nil {
+			steps++
+			if m.GetStep().GetPod().GetName() != "small" {
+				t.Errorf("step of %v", m.GetStep().GetPod())
+			}
+		}
+		if m.GetSummary() != nil {
+			sum = m.GetSummary()
+		}
+	}
+	if sum == nil || steps == 0 {
+		t.Fatalf("summary %v after %d steps", sum, steps)
+	}
+	if sum.GetReachedTarget() != 1 || sum.GetRejected() != 1 || sum.GetFailed() != 0 || sum.GetTimedOut() != 0 {
+		t.Errorf("counts %v", sum)
+	}
+	small, rejected := sum.GetResults()[0], sum.GetResults()[1]
+	if !small.GetAdmitted() || small.GetOutcome() != podsyncv1.PodOutcome_POD_OUTCOME_REACHED_TARGET {
+		t.Errorf("small: %v", small)
+	}
+	if rejected.GetAdmitted() || rejected.GetOutcome() != podsyncv1.PodOutcome_POD_OUTCOME_REJECTED || rejected.GetReason() != server.ReasonOutOfCPU {
+		t.Errorf("big: %v", rejected)
+	}
+}
+
+// TestGetContainerLogsTail: tail_lines returns the last lines the
+// container wrote.
+func TestGetContainerLogsTail(t *testing.T) {
+	h := newSvcHarness(t)
+	steps, _ := h.sync(testPod(t, "default", "web", nil))
+	id := hasAction(steps, podsyncv1.StepAction_STEP_ACTION_START_CONTAINER).GetContainerId()
+	if err := h.rt.WriteLog(id, "stdout", "one", "two", "three"); err != nil {
+		t.Fatal(err)
+	}
+	tail := int64(2)
+	stream, err := h.c.GetContainerLogs(h.ctx, &podsyncv1.GetContainerLogsRequest{Name: "web", TailLines: &tail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range m.GetLines() {
+			got = append(got, string(l.GetContent()))
+			if l.GetStream() != podsyncv1.LogStream_LOG_STREAM_STDOUT || l.GetTime() == nil {
+				t.Errorf("line %v", l)
+			}
+		}
+	}
+	if !equalStrings(got, []string{"two", "three"}) {
+		t.Errorf("lines %q, want two, three", got)
+	}
+	stream, err = h.c.GetContainerLogs(h.ctx, &podsyncv1.GetContainerLogsRequest{Name: "web", Container: "nope"})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	wantError(t, err, codes.NotFound, server.ReasonContainerNotFound)
+}
+
+// TestSyncPodInvalidImage: a bad image is INVALID_ARGUMENT with a field
+// violation naming it, and nothing is stored.
+func TestSyncPodInvalidImage(t *testing.T) {
+	h := newSvcHarness(t)
+	pod := testPod(t, "default", "web", nil)
+	pod.GetSpec().GetContainers()[0].Image = "Not An Image!"
+	stream, err := h.c.SyncPod(h.ctx, &podsyncv1.SyncPodRequest{Pod: pod})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	wantError(t, err, codes.InvalidArgument, server.ReasonInvalidSpec)
+	var fields []string
+	for _, d := range status.Convert(err).Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				fields = append(fields, v.GetField())
+			}
+		}
+	}
+	if !equalStrings(fields, []string{"pod.spec.containers[0].image"}) {
+		t.Errorf("field violations %q", fields)
+	}
+	resp, err := h.c.ListPods(h.ctx, &podsyncv1.ListPodsRequest{})
+	if err != nil || len(resp.GetPods()) != 0 {
+		t.Errorf("ListPods after an invalid SyncPod: %v %v", resp, err)
+	}
+}
+
+// TestUnavailableBeforeReady: until the runtime answered, every RPC is
+// UNAVAILABLE with RUNTIME_UNAVAILABLE.
+func TestUnavailableBeforeReady(t *testing.T) {
+	hc := server.NewHealthChecker(func(context.Context) error { return errors.New("down") }, time.Hour, nil)
+	h := newSvcHarness(t, func(o *server.ServiceOptions) { o.Health = hc })
+	_, err := h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"})
+	wantError(t, err, codes.Unavailable, server.ReasonRuntimeUnavailable)
+	_, err = h.c.ListPods(h.ctx, &podsyncv1.ListPodsRequest{})
+	wantError(t, err, codes.Unavailable, server.ReasonRuntimeUnavailable)
+	stream, err := h.c.SyncPod(h.ctx, &podsyncv1.SyncPodRequest{Pod: testPod(t, "default", "web", nil)})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	wantError(t, err, codes.Unavailable, server.ReasonRuntimeUnavailable)
+}

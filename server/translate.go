@@ -1,0 +1,303 @@
+package server
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	corev1 "k8s.io/api/core/v1"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/logs"
+	"github.com/podsync/podsync/engine/runpods"
+	"github.com/podsync/podsync/engine/store"
+)
+
+// This file is the one place where engine results become API messages
+// (containerd's containerToProto): handlers call these and nothing else.
+
+// stepActions maps the engine's step actions to the API's. Actions the
+// API has no value for map to the nearest one and keep their name in the
+// step's reason (see stepToProto).
+var stepActions = map[engine.StepAction]podsyncv1.StepAction{
+	engine.ActionCreatePodSandbox: podsyncv1.StepAction_STEP_ACTION_CREATE_POD_SANDBOX,
+	engine.ActionConfigPodSandbox: podsyncv1.StepAction_STEP_ACTION_CONFIG_POD_SANDBOX,
+	engine.ActionKillPodSandbox:   podsyncv1.StepAction_STEP_ACTION_KILL_POD_SANDBOX,
+	engine.ActionStartContainer:   podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
+	engine.ActionKillContainer:    podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER,
+	engine.ActionPullImage:        podsyncv1.StepAction_STEP_ACTION_PULL_IMAGE,
+	engine.ActionRemoveContainer:  podsyncv1.StepAction_STEP_ACTION_REMOVE_CONTAINER,
+	// Nearest values: a postStart hook is part of a start, a preStop hook
+	// of a kill, mounting volumes prepares the sandbox's starts, and a
+	// sandbox removal follows its kill.
+	engine.ActionPostStartHook:    podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
+	engine.ActionPreStopHook:      podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER,
+	engine.ActionMountVolumes:     podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
+	engine.ActionRemovePodSandbox: podsyncv1.StepAction_STEP_ACTION_KILL_POD_SANDBOX,
+}
+
+func containerTypeToProto(t engine.ContainerType) podsyncv1.ContainerType {
+	switch t {
+	case engine.ContainerTypeInit:
+		return podsyncv1.ContainerType_CONTAINER_TYPE_INIT
+	case engine.ContainerTypeSidecar:
+		return podsyncv1.ContainerType_CONTAINER_TYPE_SIDECAR
+	case engine.ContainerTypeRegular:
+		return podsyncv1.ContainerType_CONTAINER_TYPE_REGULAR
+	}
+	return podsyncv1.ContainerType_CONTAINER_TYPE_UNSPECIFIED
+}
+
+// containerTypeOf says which list of pod's spec holds the container name.
+func containerTypeOf(pod *corev1.Pod, name string) podsyncv1.ContainerType {
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.Name == name {
+			if engine.IsRestartableInitContainer(c) {
+				return podsyncv1.ContainerType_CONTAINER_TYPE_SIDECAR
+			}
+			return podsyncv1.ContainerType_CONTAINER_TYPE_INIT
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return podsyncv1.ContainerType_CONTAINER_TYPE_REGULAR
+		}
+	}
+	return podsyncv1.ContainerType_CONTAINER_TYPE_UNSPECIFIED
+}
+
+func timeToProto(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+// stepToProto translates one step. Failed steps are FAILED with the
+// error as message when the engine gave none; back-offs BACKING_OFF.
+// Actions without an API value of their own keep their engine name as
+// the reason when they have none, so a client can tell a hook from a
+// start.
+func stepToProto(s engine.StepResult) *podsyncv1.SyncStep {
+	out := &podsyncv1.SyncStep{
+		Action:        stepActions[s.Action],
+		Target:        s.Target,
+		ContainerType: containerTypeToProto(s.ContainerType),
+		Outcome:       podsyncv1.StepOutcome_STEP_OUTCOME_SUCCEEDED,
+		Reason:        s.Reason,
+		Message:       s.Message,
+		StartTime:     timeToProto(s.Start),
+		NextRetryTime: timeToProto(s.NextRetry),
+		ContainerId:   s.ContainerID,
+		SandboxId:     s.SandboxID,
+		Attempt:       s.Attempt,
+	}
+	if !s.Start.IsZero() {
+		out.Duration = durationpb.New(s.Duration)
+	}
+	switch {
+	case s.Failed():
+		out.Outcome = podsyncv1.StepOutcome_STEP_OUTCOME_FAILED
+		if out.Message == "" {
+			out.Message = s.Err.Error()
+		}
+	case s.BackedOff():
+		out.Outcome = podsyncv1.StepOutcome_STEP_OUTCOME_BACKING_OFF
+	}
+	switch s.Action {
+	case engine.ActionPostStartHook, engine.ActionPreStopHook, engine.ActionMountVolumes, engine.ActionRemovePodSandbox:
+		if out.Reason == "" {
+			out.Reason = string(s.Action)
+		}
+	}
+	return out
+}
+
+func stepsToProto(steps []engine.StepResult) []*podsyncv1.SyncStep {
+	out := make([]*podsyncv1.SyncStep, 0, len(steps))
+	for _, s := range steps {
+		out = append(out, stepToProto(s))
+	}
+	return out
+}
+
+func podRefToProto(r store.PodRef) *podsyncv1.PodRef {
+	return &podsyncv1.PodRef{Namespace: r.Namespace, Name: r.Name, Uid: string(r.UID)}
+}
+
+// statusToProto translates a pod status and adds podsync's own fields:
+// the node name, and the sandbox when steps name the one created.
+func (s *service) statusToProto(st *corev1.PodStatus, steps []engine.StepResult) *podsyncv1.PodStatus {
+	if st == nil {
+		return nil
+	}
+	out := convert.PodStatusToProto(st)
+	out.NodeName = s.nodeName
+	for i := len(steps) - 1; i >= 0; i-- {
+		if st := steps[i]; st.Action == engine.ActionCreatePodSandbox && !st.Failed() && st.SandboxID != "" {
+			out.SandboxId, out.SandboxAttempt = st.SandboxID, st.Attempt
+			break
+		}
+	}
+	return out
+}
+
+// recordToProto translates a stored pod: its defaulted spec and current
+// status. Records from the Node have their secrets redacted, and a Pod
+// carries no secret data anyway.
+func (s *service) recordToProto(rec *store.PodRecord) (*podsyncv1.Pod, error) {
+	p, err := convert.PodToProto(rec.Pod)
+	if err != nil {
+		return nil, err
+	}
+	p.Status = s.statusToProto(&rec.Pod.Status, nil)
+	return p, nil
+}
+
+// planToProto translates a plan of pod.
+func planToProto(pod *corev1.Pod, a engine.PodActions, now time.Time) *podsyncv1.PodPlan {
+	out := &podsyncv1.PodPlan{
+		Sandbox: &podsyncv1.SandboxDecision{
+			Create:           a.Sandbox.Create,
+			Attempt:          a.Sandbox.Attempt,
+			KillSandboxIds:   a.Sandbox.KillIDs,
+			Reason:           a.Sandbox.Reason,
+			CurrentSandboxId: a.Sandbox.ID,
+		},
+		KillPod:       a.KillPod,
+		KillPodReason: a.KillPodReason,
+	}
+	starting := map[string]bool{}
+	for _, c := range append(append([]engine.ContainerAction(nil), a.StartInit...), a.Start...) {
+		starting[c.Name] = true
+	}
+	for _, c := range a.Kill {
+		out.ContainersToKill = append(out.ContainersToKill, &podsyncv1.ContainerKill{
+			Name: c.Name, ContainerType: containerTypeOf(pod, c.Name), ContainerId: c.ContainerID,
+			Reason: c.Reason, Message: c.Message, ChangedFields: c.ChangedFields, Restart: starting[c.Name],
+		})
+	}
+	start := func(cs []engine.ContainerAction) []*podsyncv1.ContainerStart {
+		var out []*podsyncv1.ContainerStart
+		for _, c := range cs {
+			out = append(out, &podsyncv1.ContainerStart{
+				Name: c.Name, ContainerType: containerTypeOf(pod, c.Name), Reason: c.Reason,
+				RestartCount: int32(min(c.Attempt, 1<<31-1)), //nolint:gosec // bounded above.
+			})
+		}
+		return out
+	}
+	out.InitContainersToStart = start(a.StartInit)
+	out.ContainersToStart = start(a.Start)
+	for _, c := range a.BackOff {
+		b := &podsyncv1.ContainerBackoff{
+			Name: c.Name, ContainerType: containerTypeOf(pod, c.Name), Reason: c.Reason,
+			NextRetryTime: timeToProto(c.NextAttempt),
+		}
+		if !c.NextAttempt.IsZero() {
+			b.Delay = durationpb.New(max(c.NextAttempt.Sub(now), 0))
+		}
+		out.BackingOff = append(out.BackingOff, b)
+	}
+	out.UpToDate = !a.KillPod && !a.Sandbox.Create && len(a.Kill) == 0 &&
+		len(a.StartInit) == 0 && len(a.Start) == 0 && len(a.BackOff) == 0
+	return out
+}
+
+// entryToProto translates an entry of the revision log.
+func (s *service) entryToProto(e store.Entry) *podsyncv1.WatchPodsResponse {
+	out := &podsyncv1.WatchPodsResponse{Revision: e.Revision, Pod: podRefToProto(e.Pod)}
+	switch e.Kind {
+	case store.KindStatus:
+		out.Change = &podsyncv1.WatchPodsResponse_Status{Status: s.statusToProto(e.Status, nil)}
+	case store.KindEvent:
+		ev := &podsyncv1.PodEvent{Type: podsyncv1.EventType_EVENT_TYPE_UNSPECIFIED}
+		if e.Event != nil {
+			ev.Reason, ev.Message, ev.Container, ev.Time = e.Event.Reason, e.Event.Message, e.Event.Container, timeToProto(e.Event.Time)
+			switch e.Event.Type {
+			case corev1.EventTypeNormal:
+				ev.Type = podsyncv1.EventType_EVENT_TYPE_NORMAL
+			case corev1.EventTypeWarning:
+				ev.Type = podsyncv1.EventType_EVENT_TYPE_WARNING
+			}
+		}
+		out.Change = &podsyncv1.WatchPodsResponse_Event{Event: ev}
+	case store.KindDeleted:
+		out.Change = &podsyncv1.WatchPodsResponse_Deleted{Deleted: &podsyncv1.PodDeleted{Time: timeToProto(e.Time)}}
+	}
+	return out
+}
+
+var podOutcomes = map[runpods.Outcome]podsyncv1.PodOutcome{
+	runpods.ReachedTarget: podsyncv1.PodOutcome_POD_OUTCOME_REACHED_TARGET,
+	runpods.Rejected:      podsyncv1.PodOutcome_POD_OUTCOME_REJECTED,
+	runpods.Failed:        podsyncv1.PodOutcome_POD_OUTCOME_FAILED,
+	runpods.TimedOut:      podsyncv1.PodOutcome_POD_OUTCOME_TIMED_OUT,
+}
+
+func int32Of(n int) int32 {
+	return int32(min(max(n, 0), 1<<31-1)) //nolint:gosec // clamped.
+}
+
+// summaryToProto translates RunPods' verdict.
+func (s *service) summaryToProto(sum runpods.Summary) *podsyncv1.RunPodsSummary {
+	out := &podsyncv1.RunPodsSummary{
+		ReachedTarget: int32Of(sum.ReachedTarget),
+		Rejected:      int32Of(sum.Rejected),
+		Failed:        int32Of(sum.Failed),
+		TimedOut:      int32Of(sum.TimedOut),
+	}
+	for _, r := range sum.Results {
+		pr := &podsyncv1.PodResult{
+			Pod:      podRefToProto(r.Pod),
+			Admitted: r.Admitted,
+			Outcome:  podOutcomes[r.Outcome],
+			Reason:   r.Reason,
+			Message:  r.Message,
+			Duration: durationpb.New(r.Duration),
+		}
+		if r.Admitted {
+			pr.Status = s.statusToProto(&r.Status, nil)
+		}
+		for _, fc := range r.FailedContainers {
+			pr.FailedContainers = append(pr.FailedContainers, &podsyncv1.FailedContainer{
+				Name:          fc.Name,
+				ContainerType: containerTypeToProto(fc.ContainerType),
+				ExitCode:      fc.ExitCode,
+				Reason:        fc.Reason,
+				Message:       fc.Message,
+				LogTail:       fc.LogTail,
+				RestartCount:  fc.RestartCount,
+			})
+		}
+		out.Results = append(out.Results, pr)
+	}
+	return out
+}
+
+// progressToProto translates a RunPods progress report, or returns nil.
+func (s *service) progressToProto(p runpods.Progress) *podsyncv1.RunPodsResponse {
+	ref := podRefToProto(p.Pod)
+	switch {
+	case p.Step != nil:
+		return &podsyncv1.RunPodsResponse{Event: &podsyncv1.RunPodsResponse_Step{
+			Step: &podsyncv1.PodStep{Pod: ref, Step: stepToProto(*p.Step)}}}
+	case p.Status != nil:
+		return &podsyncv1.RunPodsResponse{Event: &podsyncv1.RunPodsResponse_Status{
+			Status: &podsyncv1.PodStatusUpdate{Pod: ref, Status: s.statusToProto(p.Status, nil)}}}
+	}
+	return nil
+}
+
+func logLineToProto(l logs.Line) *podsyncv1.LogLine {
+	out := &podsyncv1.LogLine{Time: timeToProto(l.Time), Content: l.Content}
+	switch l.Stream {
+	case logs.Stdout:
+		out.Stream = podsyncv1.LogStream_LOG_STREAM_STDOUT
+	case logs.Stderr:
+		out.Stream = podsyncv1.LogStream_LOG_STREAM_STDERR
+	}
+	return out
+}
