@@ -140,7 +140,8 @@ type PodSyncServiceClient interface {
 	// A pod that does not exist answers OK with found = false, so a retry
 	// after an interrupted call is safe.
 	//
-	// Errors: FAILED_PRECONDITION when uid is given and names another
+	// Errors: FAILED_PRECONDITION with ErrorInfo reason UID_MISMATCH (and
+	// metadata "uid", the live pod's) when uid is given and names another
 	// incarnation of the pod.
 	//
 	// Idempotency: IDEMPOTENT.
@@ -411,7 +412,8 @@ type PodSyncServiceServer interface {
 	// A pod that does not exist answers OK with found = false, so a retry
 	// after an interrupted call is safe.
 	//
-	// Errors: FAILED_PRECONDITION when uid is given and names another
+	// Errors: FAILED_PRECONDITION with ErrorInfo reason UID_MISMATCH (and
+	// metadata "uid", the live pod's) when uid is given and names another
 	// incarnation of the pod.
 	//
 	// Idempotency: IDEMPOTENT.
