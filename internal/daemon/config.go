@@ -4,9 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
 
+	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/server"
 )
 
@@ -137,4 +152,313 @@ func (s Security) Apply(opts *server.Options) error {
 	opts.Roles = s.Roles
 	opts.RateLimit = s.RateLimit
 	return nil
+}
+
+// Defaults of podsyncd's settings.
+const (
+	DefaultRuntimeEndpoint = "unix:///run/containerd/containerd.sock"
+	DefaultRootDir         = "/var/lib/podsync"
+	DefaultPodLogDir       = "/var/log/pods"
+	DefaultClusterDomain   = "cluster.local"
+	DefaultCgroupDriver    = "cgroupfs"
+	DefaultResolvConf      = "/etc/resolv.conf"
+	DefaultMaxPods         = 110
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// Config is podsyncd's whole configuration. Its JSON names are the keys
+// of the YAML config file (--config); flags given on the command line
+// override the file, which overrides the defaults (DefaultConfig).
+type Config struct {
+	// ServerConfig holds listen, metricsAddress and security.
+	ServerConfig `json:",inline"`
+
+	// RuntimeEndpoint is the CRI runtime socket (--runtime-endpoint).
+	RuntimeEndpoint string `json:"runtimeEndpoint,omitempty"`
+	// ImageEndpoint is the CRI image service socket (--image-endpoint);
+	// empty means RuntimeEndpoint.
+	ImageEndpoint string `json:"imageEndpoint,omitempty"`
+	// RootDir holds podsync's state: the store and pod volumes (--root-dir).
+	RootDir string `json:"rootDir,omitempty"`
+	// PodLogDir is where container logs are written (--pod-log-dir).
+	PodLogDir string `json:"podLogDir,omitempty"`
+	// NodeName is reported in pod statuses (--node-name); empty means the
+	// host name.
+	NodeName string `json:"nodeName,omitempty"`
+	// NodeIPs are the node's addresses (--node-ip); empty means the host's
+	// first non-loopback IPv4 address, else 127.0.0.1.
+	NodeIPs []string `json:"nodeIPs,omitempty"`
+	// ClusterDNS are the DNS servers of ClusterFirst pods (--cluster-dns).
+	ClusterDNS []string `json:"clusterDNS,omitempty"`
+	// ClusterDomain is the cluster's DNS domain (--cluster-domain).
+	ClusterDomain string `json:"clusterDomain,omitempty"`
+	// ResolvConf is the host's resolver configuration given to pods with
+	// dnsPolicy Default (--resolv-conf); empty means none.
+	ResolvConf string `json:"resolvConf"`
+	// CgroupDriver is the runtime's cgroup driver, cgroupfs or systemd
+	// (--cgroup-driver).
+	CgroupDriver string `json:"cgroupDriver,omitempty"`
+	// LogLevel is debug, info, warn or error (--log-level).
+	LogLevel string `json:"logLevel,omitempty"`
+	// LogFormat is json or console (--log-format).
+	LogFormat string `json:"logFormat,omitempty"`
+	// Policy is the admission policy for dangerous pod features.
+	Policy PolicyConfig `json:"policy"`
+	// SystemReserved is subtracted from the machine's cpu and memory to
+	// get what pods may request (--system-reserved cpu=500m,memory=512Mi).
+	SystemReserved map[string]string `json:"systemReserved,omitempty"`
+	// MaxPods is the most pods the node admits (--max-pods).
+	MaxPods int `json:"maxPods,omitempty"`
+	// ShutdownTimeout bounds the graceful shutdown (--shutdown-timeout).
+	ShutdownTimeout metav1.Duration `json:"shutdownTimeout,omitzero"`
+}
+
+// PolicyConfig is the operator's admission policy (engine/admit.Policy).
+// The zero value refuses every dangerous feature.
+type PolicyConfig struct {
+	AllowPrivileged  bool     `json:"allowPrivileged,omitempty"`
+	AllowHostNetwork bool     `json:"allowHostNetwork,omitempty"`
+	AllowHostPID     bool     `json:"allowHostPID,omitempty"`
+	AllowHostIPC     bool     `json:"allowHostIPC,omitempty"`
+	AllowedHostPaths []string `json:"allowedHostPaths,omitempty"`
+}
+
+// Admit returns the policy as admission takes it.
+func (p PolicyConfig) Admit() admit.Policy {
+	return admit.Policy{
+		AllowPrivileged:  p.AllowPrivileged,
+		AllowHostNetwork: p.AllowHostNetwork,
+		AllowHostPID:     p.AllowHostPID,
+		AllowHostIPC:     p.AllowHostIPC,
+		AllowedHostPaths: slices.Clone(p.AllowedHostPaths),
+	}
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		ServerConfig:    DefaultServerConfig(),
+		RuntimeEndpoint: DefaultRuntimeEndpoint,
+		RootDir:         DefaultRootDir,
+		PodLogDir:       DefaultPodLogDir,
+		ClusterDomain:   DefaultClusterDomain,
+		ResolvConf:      DefaultResolvConf,
+		CgroupDriver:    DefaultCgroupDriver,
+		LogLevel:        "info",
+		LogFormat:       "json",
+		MaxPods:         DefaultMaxPods,
+		ShutdownTimeout: metav1.Duration{Duration: DefaultShutdownTimeout},
+	}
+}
+
+// AddFlags binds every flag of c to fs, with c's values as defaults.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	c.ServerConfig.AddFlags(fs)
+	fs.StringVar(&c.RuntimeEndpoint, "runtime-endpoint", c.RuntimeEndpoint, "CRI runtime endpoint")
+	fs.StringVar(&c.ImageEndpoint, "image-endpoint", c.ImageEndpoint, "CRI image service endpoint (default: --runtime-endpoint)")
+	fs.StringVar(&c.RootDir, "root-dir", c.RootDir, "directory of podsync's state (store, pod volumes)")
+	fs.StringVar(&c.PodLogDir, "pod-log-dir", c.PodLogDir, "directory of container logs")
+	fs.StringVar(&c.NodeName, "node-name", c.NodeName, "node name reported in pod statuses (default: the host name)")
+	fs.StringArrayVar(&c.NodeIPs, "node-ip", c.NodeIPs,
+		"node IP address; repeatable (default: the first non-loopback IPv4 address, else 127.0.0.1)")
+	fs.StringArrayVar(&c.ClusterDNS, "cluster-dns", c.ClusterDNS, "DNS server IP of ClusterFirst pods; repeatable")
+	fs.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "cluster DNS domain")
+	fs.StringVar(&c.ResolvConf, "resolv-conf", c.ResolvConf,
+		`host resolver configuration for pods with dnsPolicy Default; "" for none`)
+	fs.StringVar(&c.CgroupDriver, "cgroup-driver", c.CgroupDriver, "cgroup driver of the runtime: cgroupfs or systemd")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: json or console")
+	fs.BoolVar(&c.Policy.AllowPrivileged, "allow-privileged", c.Policy.AllowPrivileged, "admit privileged containers")
+	fs.BoolVar(&c.Policy.AllowHostNetwork, "allow-host-network", c.Policy.AllowHostNetwork, "admit pods in the host network namespace")
+	fs.BoolVar(&c.Policy.AllowHostPID, "allow-host-pid", c.Policy.AllowHostPID, "admit pods in the host PID namespace")
+	fs.BoolVar(&c.Policy.AllowHostIPC, "allow-host-ipc", c.Policy.AllowHostIPC, "admit pods in the host IPC namespace")
+	fs.StringArrayVar(&c.Policy.AllowedHostPaths, "allowed-host-paths", c.Policy.AllowedHostPaths,
+		"path prefix hostPath volumes may use; repeatable (none: hostPath refused)")
+	fs.StringToStringVar(&c.SystemReserved, "system-reserved", c.SystemReserved,
+		"resources reserved for the system, subtracted from the machine's (e.g. cpu=500m,memory=512Mi)")
+	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "most pods the node admits")
+	fs.DurationVar(&c.ShutdownTimeout.Duration, "shutdown-timeout", c.ShutdownTimeout.Duration,
+		"time calls in flight get to finish on SIGTERM")
+}
+
+// Validate checks c; it does not touch the file system. Call Complete
+// first so that the node name and IPs are set.
+func (c Config) Validate(ctx context.Context) error {
+	var errs []error
+	if err := c.ServerConfig.Validate(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	type setting struct{ flag, value string }
+	if c.RuntimeEndpoint == "" {
+		errs = append(errs, errors.New("--runtime-endpoint: required"))
+	}
+	for _, ep := range []setting{{"--runtime-endpoint", c.RuntimeEndpoint}, {"--image-endpoint", c.ImageEndpoint}} {
+		if ep.value != "" && !strings.HasPrefix(ep.value, "unix:///") && !strings.HasPrefix(ep.value, "tcp://") {
+			errs = append(errs, fmt.Errorf("%s %q: want unix:///path or tcp://host:port", ep.flag, ep.value))
+		}
+	}
+	for _, dir := range []setting{{"--root-dir", c.RootDir}, {"--pod-log-dir", c.PodLogDir}} {
+		if !filepath.IsAbs(dir.value) {
+			errs = append(errs, fmt.Errorf("%s %q: want an absolute path", dir.flag, dir.value))
+		}
+	}
+	if c.ResolvConf != "" && !filepath.IsAbs(c.ResolvConf) {
+		errs = append(errs, fmt.Errorf("--resolv-conf %q: want an absolute path", c.ResolvConf))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(c.NodeName) {
+		errs = append(errs, fmt.Errorf("--node-name %q: %s", c.NodeName, msg))
+	}
+	if len(c.NodeIPs) == 0 {
+		errs = append(errs, errors.New("--node-ip: at least one address is required"))
+	}
+	for _, ip := range c.NodeIPs {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			errs = append(errs, fmt.Errorf("--node-ip %q: not an IP address", ip))
+		}
+	}
+	for _, ip := range c.ClusterDNS {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			errs = append(errs, fmt.Errorf("--cluster-dns %q: not an IP address", ip))
+		}
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(c.ClusterDomain) {
+		errs = append(errs, fmt.Errorf("--cluster-domain %q: %s", c.ClusterDomain, msg))
+	}
+	if c.CgroupDriver != "cgroupfs" && c.CgroupDriver != "systemd" {
+		errs = append(errs, fmt.Errorf("--cgroup-driver %q: want cgroupfs or systemd", c.CgroupDriver))
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
+		errs = append(errs, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	if c.LogFormat != "json" && c.LogFormat != "console" {
+		errs = append(errs, fmt.Errorf("--log-format %q: want json or console", c.LogFormat))
+	}
+	for _, p := range c.Policy.AllowedHostPaths {
+		if !filepath.IsAbs(p) {
+			errs = append(errs, fmt.Errorf("--allowed-host-paths %q: want an absolute path", p))
+		}
+	}
+	if _, err := c.Reserved(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.MaxPods <= 0 {
+		errs = append(errs, fmt.Errorf("--max-pods %d: must be positive", c.MaxPods))
+	}
+	if c.ShutdownTimeout.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout %s: must be positive", c.ShutdownTimeout.Duration))
+	}
+	if c.MetricsAddress != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddress); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-address %q: want host:port", c.MetricsAddress))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Reserved parses SystemReserved; only cpu and memory may be reserved.
+func (c Config) Reserved() (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for _, name := range slices.Sorted(maps.Keys(c.SystemReserved)) {
+		if name != string(corev1.ResourceCPU) && name != string(corev1.ResourceMemory) {
+			return nil, fmt.Errorf("--system-reserved %s: only cpu and memory may be reserved", name)
+		}
+		q, err := resource.ParseQuantity(c.SystemReserved[name])
+		if err != nil {
+			return nil, fmt.Errorf("--system-reserved %s=%s: %w", name, c.SystemReserved[name], err)
+		}
+		if q.Sign() < 0 {
+			return nil, fmt.Errorf("--system-reserved %s=%s: must not be negative", name, c.SystemReserved[name])
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	return out, nil
+}
+
+// Complete fills the settings whose defaults come from the host: the
+// image endpoint, the node name (the host name) and the node IPs.
+func (c *Config) Complete() error {
+	if c.ImageEndpoint == "" {
+		c.ImageEndpoint = c.RuntimeEndpoint
+	}
+	if c.NodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("--node-name: not set and the host name is unknown: %w", err)
+		}
+		c.NodeName = strings.ToLower(h)
+	}
+	if len(c.NodeIPs) == 0 {
+		c.NodeIPs = []string{hostIPv4()}
+	}
+	return nil
+}
+
+// hostIPv4 returns the host's first non-loopback, non-link-local IPv4
+// address, else 127.0.0.1.
+func hostIPv4() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			if ip := ipn.IP.To4(); ip != nil && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
+				return ip.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+// LoadConfig builds the configuration from args: the defaults, then the
+// file of --config (strict: unknown keys are errors), then the flags
+// given. It returns an error wrapping pflag.ErrHelp for --help.
+func LoadConfig(ctx context.Context, args []string) (Config, error) {
+	c := DefaultConfig()
+	var path string
+	fs := newFlagSet(&c, &path)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments %q: podsyncd takes flags only", fs.Args())
+	}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("--config: %w", err)
+		}
+		c = DefaultConfig()
+		if err := yaml.UnmarshalStrict(data, &c); err != nil {
+			return Config{}, fmt.Errorf("--config %s: %w", path, err)
+		}
+		// The flags given override the file.
+		if err := newFlagSet(&c, &path).Parse(args); err != nil {
+			return Config{}, err
+		}
+	}
+	if err := c.Complete(); err != nil {
+		return Config{}, err
+	}
+	if err := c.Validate(ctx); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func newFlagSet(c *Config, path *string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("podsyncd", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = true
+	fs.StringVar(path, "config", *path, "YAML config file; flags given on the command line override it")
+	c.AddFlags(fs)
+	return fs
+}
+
+// Usage returns the flags' help text.
+func Usage() string {
+	c := DefaultConfig()
+	var path string
+	return "Usage: podsyncd [flags]\n\nFlags:\n" + newFlagSet(&c, &path).FlagUsages()
 }

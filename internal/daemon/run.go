@@ -1,0 +1,554 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/runpods"
+	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/server"
+)
+
+// Exit codes of Run.
+const (
+	ExitOK      = 0
+	ExitFailure = 1 // startup or runtime failure
+	ExitUsage   = 2 // bad flags or config file
+)
+
+// StoreFile is the store's file name under --root-dir.
+const StoreFile = "podsync.db"
+
+// Retry delays of the runtime connection.
+const (
+	dialBackoffMin = time.Second
+	dialBackoffMax = 30 * time.Second
+)
+
+// Run is podsyncd: it parses args (flags, --config), serves the
+// podsync.v1 API on every --listen address and runs the node until ctx
+// ends, then shuts down gracefully. The pods keep running: podsyncd is not
+// their parent. It returns the exit code: 0 after a clean shutdown, 2 for
+// bad flags or configuration, 1 when podsyncd cannot start or fails.
+//
+// A container runtime that is not up yet is waited for: until it answers,
+// grpc.health.v1 reports NOT_SERVING and calls fail with UNAVAILABLE
+// (reason RUNTIME_UNAVAILABLE).
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := LoadConfig(ctx, args)
+	if errors.Is(err, pflag.ErrHelp) {
+		_, _ = io.WriteString(stdout, Usage())
+		return ExitOK
+	}
+	if err != nil {
+		_, _ = fmt.Fprintf(stderr, "podsyncd: %v\nRun 'podsyncd --help' for usage.\n", err)
+		return ExitUsage
+	}
+	log, err := NewLogger(cfg.LogLevel, cfg.LogFormat, stderr)
+	if err != nil {
+		_, _ = fmt.Fprintf(stderr, "podsyncd: %v\n", err)
+		return ExitUsage
+	}
+	defer func() { _ = log.Sync() }()
+	if err := run(ctx, cfg, log); err != nil {
+		log.Error("podsyncd failed", zap.Error(err))
+		return ExitFailure
+	}
+	log.Info("podsyncd stopped")
+	return ExitOK
+}
+
+// NewLogger returns a logger writing to w at level (debug, info, warn,
+// error) in format (json, console).
+func NewLogger(level, format string, w io.Writer) (*zap.Logger, error) {
+	var lvl zapcore.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	ec := zap.NewProductionEncoderConfig()
+	ec.EncodeTime = zapcore.ISO8601TimeEncoder
+	ec.EncodeDuration = zapcore.StringDurationEncoder
+	var enc zapcore.Encoder
+	switch format {
+	case "json":
+		enc = zapcore.NewJSONEncoder(ec)
+	case "console":
+		ec.EncodeLevel = zapcore.CapitalLevelEncoder
+		enc = zapcore.NewConsoleEncoder(ec)
+	default:
+		return nil, fmt.Errorf("--log-format %q: want json or console", format)
+	}
+	ws := zapcore.Lock(zapcore.AddSync(w))
+	return zap.New(zapcore.NewCore(enc, ws, lvl), zap.AddCaller(), zap.ErrorOutput(ws)), nil
+}
+
+// daemon is one run of podsyncd.
+type daemon struct {
+	cfg    Config
+	log    *zap.Logger
+	store  *store.Store
+	health *server.HealthChecker
+	svc    *lateService
+	fatal  chan error // buffered; background failures that end podsyncd
+
+	alloc    corev1.ResourceList
+	memory   int64
+	hostDNS  *runtimeapi.DNSConfig
+	policy   admit.Policy
+	hooksFor admit.Node
+}
+
+func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
+	log.Info("podsyncd starting", zap.String("node", cfg.NodeName), zap.Strings("node_ips", cfg.NodeIPs),
+		zap.String("runtime_endpoint", cfg.RuntimeEndpoint), zap.String("image_endpoint", cfg.ImageEndpoint),
+		zap.Strings("listen", cfg.Listen))
+	d := &daemon{cfg: cfg, log: log, svc: &lateService{}, fatal: make(chan error, 4), policy: cfg.Policy.Admit()}
+	if err := d.machine(); err != nil {
+		return err
+	}
+
+	var opts server.Options
+	if err := cfg.Apply(&opts); err != nil {
+		return err
+	}
+	st, err := store.Open(filepath.Join(cfg.RootDir, StoreFile), store.Options{Logger: log.Named("store")})
+	if err != nil {
+		return err
+	}
+	d.store = st
+	defer func() {
+		if cerr := st.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close store: %w", cerr))
+		}
+	}()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.health = server.NewHealthChecker(d.svc.probe, 0, log.Named("health"))
+	opts.Service = d.svc
+	opts.Logger = log.Named("grpc")
+	opts.Registerer = reg
+	opts.Health = d.health
+	srv, err := server.New(opts)
+	if err != nil {
+		return err
+	}
+
+	listeners := make([]net.Listener, 0, len(cfg.Listen))
+	closeListeners := func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}
+	for _, addr := range cfg.Listen {
+		l, err := Listen(ctx, addr, cfg.Security)
+		if err != nil {
+			closeListeners()
+			return err
+		}
+		listeners = append(listeners, l)
+	}
+	var metrics *http.Server
+	var metricsL net.Listener
+	if cfg.MetricsAddress != "" {
+		var lc net.ListenConfig
+		if metricsL, err = lc.Listen(ctx, "tcp", cfg.MetricsAddress); err != nil {
+			closeListeners()
+			return fmt.Errorf("metrics: listen on %s: %w", cfg.MetricsAddress, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", server.MetricsHandler(reg))
+		metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	}
+
+	// The health checker and the node outlive ctx: they stop after the
+	// server has drained.
+	healthCtx, stopHealth := context.WithCancel(context.WithoutCancel(ctx))
+	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
+	var healthWG, nodeWG, serveWG sync.WaitGroup
+	healthWG.Go(func() { _ = d.health.Run(healthCtx) })
+	nodeWG.Go(func() { d.supervise(nodeCtx) })
+	for _, l := range listeners {
+		log.Info("serving", zap.String("address", l.Addr().Network()+"://"+l.Addr().String()))
+		serveWG.Go(func() {
+			if err := srv.Serve(l); err != nil {
+				d.fail(err)
+			}
+		})
+	}
+	if metrics != nil {
+		log.Info("serving metrics", zap.String("address", metricsL.Addr().String()))
+		serveWG.Go(func() {
+			if err := metrics.Serve(metricsL); !errors.Is(err, http.ErrServerClosed) {
+				d.fail(fmt.Errorf("metrics: %w", err))
+			}
+		})
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout.Duration))
+	case runErr = <-d.fatal:
+		log.Error("shutting down after a failure", zap.Error(runErr))
+	}
+
+	// Health first: Shutdown sets NOT_SERVING, nothing may set it back.
+	stopHealth()
+	healthWG.Wait()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout.Duration)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("graceful shutdown incomplete", zap.Error(err))
+	}
+	if metrics != nil {
+		if err := metrics.Shutdown(sctx); err != nil {
+			_ = metrics.Close()
+		}
+	}
+	serveWG.Wait()
+	stopNode()
+	nodeWG.Wait()
+	return runErr
+}
+
+// fail reports a failure that ends podsyncd.
+func (d *daemon) fail(err error) {
+	select {
+	case d.fatal <- err:
+	default:
+	}
+}
+
+// machine computes what admission and the engine know of the host: its
+// allocatable resources and its resolver configuration.
+func (d *daemon) machine() error {
+	reserved, err := d.cfg.Reserved()
+	if err != nil {
+		return err
+	}
+	mem, err := memTotal("/proc/meminfo")
+	if err != nil {
+		return err
+	}
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
+		corev1.ResourcePods:   *resource.NewQuantity(int64(d.cfg.MaxPods), resource.DecimalSI),
+	}
+	d.alloc = admit.Allocatable(capacity, reserved)
+	d.memory = mem
+	d.hooksFor = admit.Node{Allocatable: d.alloc}
+	cpu, memory := d.alloc[corev1.ResourceCPU], d.alloc[corev1.ResourceMemory]
+	d.log.Info("allocatable", zap.String("cpu", cpu.String()), zap.String("memory", memory.String()),
+		zap.Int("pods", d.cfg.MaxPods))
+	if d.cfg.ResolvConf != "" {
+		if d.hostDNS, err = readResolvConf(d.cfg.ResolvConf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// supervise connects to the runtime, retrying with back-off until it
+// answers, and runs the node until ctx ends. If the node cannot start (its
+// recovery fails), it reconnects and starts a new one.
+func (d *daemon) supervise(ctx context.Context) {
+	backoff := dialBackoffMin
+	waiting := false
+	for {
+		rt, closeRT, err := dialRuntime(ctx, d.cfg.RuntimeEndpoint, d.cfg.ImageEndpoint)
+		if err == nil {
+			backoff = dialBackoffMin
+			waiting = false
+			err = d.runNode(ctx, rt)
+			closeRT()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, engine.ErrInvalidSpec) {
+			d.fail(err)
+			return
+		}
+		if !waiting {
+			d.log.Warn("waiting for the container runtime", zap.Error(err), zap.Duration("retry", backoff))
+			waiting = true
+		} else {
+			d.log.Debug("container runtime still unavailable", zap.Error(err), zap.Duration("retry", backoff))
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, dialBackoffMax)
+	}
+}
+
+// runNode runs a node on rt until ctx ends (nil) or its start fails.
+func (d *daemon) runNode(ctx context.Context, rt *engine.RemoteRuntime) error {
+	admitFn, policyFn := engine.Admission(d.hooksFor, d.policy)
+	node, err := engine.NewNode(engine.NodeOptions{
+		Runtime: rt,
+		Images:  rt,
+		Store:   d.store,
+		Logger:  d.log.Named("engine"),
+		Config: engine.Options{
+			RootDir:         d.cfg.RootDir,
+			PodLogDir:       d.cfg.PodLogDir,
+			ClusterDNS:      d.cfg.ClusterDNS,
+			ClusterDomain:   d.cfg.ClusterDomain,
+			HostDNS:         d.hostDNS,
+			CgroupDriver:    d.cfg.CgroupDriver,
+			NodeName:        d.cfg.NodeName,
+			NodeIPs:         d.cfg.NodeIPs,
+			NodeAllocatable: d.alloc,
+			MemoryCapacity:  d.memory,
+		},
+		Admit:  admitFn,
+		Policy: policyFn,
+	})
+	if err != nil {
+		return err
+	}
+	svc := server.NewService(server.ServiceOptions{
+		Node:   node,
+		Health: d.health,
+		RunPods: runpods.Options{
+			Admission: d.hooksFor,
+			Policy:    d.policy,
+			PodLogDir: d.cfg.PodLogDir,
+		},
+		NodeName: d.cfg.NodeName,
+		Logger:   d.log.Named("service"),
+	})
+	d.log.Info("connected to the container runtime")
+	d.svc.set(&backend{svc: svc, rt: rt})
+	defer d.svc.set(nil)
+	if err := node.Run(ctx); err != nil {
+		return fmt.Errorf("start node: %w", err)
+	}
+	return nil
+}
+
+// dialRuntime connects to the runtime and, if it is another endpoint, the
+// image service. The returned func closes what was opened.
+func dialRuntime(ctx context.Context, runtimeEP, imageEP string) (*engine.RemoteRuntime, func(), error) {
+	closeCtx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	}
+	rt, err := engine.DialRuntime(ctx, runtimeEP, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	closeRT := func() {
+		cctx, cancel := closeCtx()
+		defer cancel()
+		_ = rt.Close(cctx)
+	}
+	if imageEP == "" || imageEP == runtimeEP {
+		return rt, closeRT, nil
+	}
+	img, err := engine.DialRuntime(ctx, imageEP, 0)
+	if err != nil {
+		closeRT()
+		return nil, nil, fmt.Errorf("image endpoint: %w", err)
+	}
+	both := &engine.RemoteRuntime{RuntimeService: rt.RuntimeService, ImageManagerService: img.ImageManagerService}
+	return both, func() {
+		closeRT()
+		cctx, cancel := closeCtx()
+		defer cancel()
+		_ = img.Close(cctx)
+	}, nil
+}
+
+// backend is the service of the node running on a connected runtime.
+type backend struct {
+	svc podsyncv1.PodSyncServiceServer
+	rt  *engine.RemoteRuntime
+}
+
+// lateService is the PodSyncService the gRPC server is built with before
+// the runtime is connected: it forwards to the current backend, and
+// answers UNAVAILABLE (RUNTIME_UNAVAILABLE) while there is none.
+type lateService struct {
+	podsyncv1.UnimplementedPodSyncServiceServer
+	cur atomic.Pointer[backend]
+}
+
+func (l *lateService) set(b *backend) { l.cur.Store(b) }
+
+func (l *lateService) get() (podsyncv1.PodSyncServiceServer, error) {
+	if b := l.cur.Load(); b != nil {
+		return b.svc, nil
+	}
+	return nil, server.NewError(codes.Unavailable, server.ReasonRuntimeUnavailable,
+		"podsyncd is not connected to the container runtime yet; retry", nil)
+}
+
+// probe is the health probe: CRI Version of the connected runtime.
+func (l *lateService) probe(ctx context.Context) error {
+	b := l.cur.Load()
+	if b == nil {
+		return errors.New("not connected to the container runtime")
+	}
+	_, err := b.rt.Version(ctx, "v1")
+	return err
+}
+
+func (l *lateService) RunPods(req *podsyncv1.RunPodsRequest, s grpc.ServerStreamingServer[podsyncv1.RunPodsResponse]) error {
+	svc, err := l.get()
+	if err != nil {
+		return err
+	}
+	return svc.RunPods(req, s)
+}
+
+func (l *lateService) SyncPod(req *podsyncv1.SyncPodRequest, s grpc.ServerStreamingServer[podsyncv1.SyncPodResponse]) error {
+	svc, err := l.get()
+	if err != nil {
+		return err
+	}
+	return svc.SyncPod(req, s)
+}
+
+func (l *lateService) PlanPod(ctx context.Context, req *podsyncv1.PlanPodRequest) (*podsyncv1.PlanPodResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.PlanPod(ctx, req)
+}
+
+func (l *lateService) GetPod(ctx context.Context, req *podsyncv1.GetPodRequest) (*podsyncv1.GetPodResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.GetPod(ctx, req)
+}
+
+func (l *lateService) ListPods(ctx context.Context, req *podsyncv1.ListPodsRequest) (*podsyncv1.ListPodsResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.ListPods(ctx, req)
+}
+
+func (l *lateService) DeletePod(ctx context.Context, req *podsyncv1.DeletePodRequest) (*podsyncv1.DeletePodResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.DeletePod(ctx, req)
+}
+
+func (l *lateService) WatchPods(req *podsyncv1.WatchPodsRequest, s grpc.ServerStreamingServer[podsyncv1.WatchPodsResponse]) error {
+	svc, err := l.get()
+	if err != nil {
+		return err
+	}
+	return svc.WatchPods(req, s)
+}
+
+func (l *lateService) GetContainerLogs(req *podsyncv1.GetContainerLogsRequest, s grpc.ServerStreamingServer[podsyncv1.GetContainerLogsResponse]) error {
+	svc, err := l.get()
+	if err != nil {
+		return err
+	}
+	return svc.GetContainerLogs(req, s)
+}
+
+// memTotal returns MemTotal of a /proc/meminfo file, in bytes.
+func memTotal(path string) (int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("machine memory: %w", err)
+	}
+	for line := range strings.Lines(string(data)) {
+		rest, ok := strings.CutPrefix(line, "MemTotal:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			break
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || kb <= 0 {
+			break
+		}
+		if len(f) > 1 && f[1] != "kB" {
+			break
+		}
+		return kb * 1024, nil
+	}
+	return 0, fmt.Errorf("machine memory: no MemTotal in %s", path)
+}
+
+// readResolvConf parses the nameserver, search and options lines of a
+// resolv.conf file.
+func readResolvConf(path string) (*runtimeapi.DNSConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--resolv-conf: %w", err)
+	}
+	cfg := &runtimeapi.DNSConfig{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.IndexAny(line, "#;"); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "nameserver":
+			cfg.Servers = append(cfg.Servers, f[1])
+		case "search", "domain":
+			// The last search or domain line wins, as for the resolver.
+			cfg.Searches = append([]string(nil), f[1:]...)
+		case "options":
+			cfg.Options = append(cfg.Options, f[1:]...)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--resolv-conf %s: %w", path, err)
+	}
+	return cfg, nil
+}
