@@ -266,8 +266,8 @@ func (n *Node) Run(ctx context.Context) error {
 	hints := n.watcher.Subscribe(ctx)
 	n.wg.Add(3)
 	go n.dispatchHints(hints)
-	go n.gcLoop(ctx)
-	go n.rotateLoop(ctx)
+	go n.every(ctx, n.gc.Period, n.collectOrphans)
+	go n.every(ctx, n.rot.Period, n.RotateLogs)
 
 	n.mu.Lock()
 	n.loopsOn = true

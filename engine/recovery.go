@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,11 +99,27 @@ func (n *Node) runtimePodRef(ctx context.Context, uid types.UID) (PodRef, bool, 
 	return ref, ok, nil
 }
 
-// gcLoop periodically hands the pods the runtime holds but the store does
-// not to workers, which remove them.
-func (n *Node) gcLoop(ctx context.Context) {
+// collectOrphans hands the pods the runtime holds but the store does not
+// to workers, which remove them. Run calls it every GCPolicy.Period.
+func (n *Node) collectOrphans(ctx context.Context) {
+	pods, err := n.runtimePods(ctx, nil)
+	if err != nil {
+		if ctx.Err() == nil {
+			n.log.Warn("garbage collection: list the runtime", zap.Error(err))
+		}
+		return
+	}
+	for uid := range pods {
+		if _, err := n.store.Get(uid); err != nil {
+			n.workerFor(uid).kickSelf()
+		}
+	}
+}
+
+// every calls fn each period until ctx ends; Run counts it in n.wg.
+func (n *Node) every(ctx context.Context, period time.Duration, fn func(context.Context)) {
 	defer n.wg.Done()
-	t := n.clock.NewTicker(n.gc.Period)
+	t := n.clock.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
@@ -110,17 +127,6 @@ func (n *Node) gcLoop(ctx context.Context) {
 			return
 		case <-t.C():
 		}
-		pods, err := n.runtimePods(ctx, nil)
-		if err != nil {
-			if ctx.Err() == nil {
-				n.log.Warn("garbage collection: list the runtime", zap.Error(err))
-			}
-			continue
-		}
-		for uid := range pods {
-			if _, err := n.store.Get(uid); err != nil {
-				n.workerFor(uid).kickSelf()
-			}
-		}
+		fn(ctx)
 	}
 }

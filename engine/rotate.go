@@ -17,21 +17,6 @@ import (
 // rotatedTimeFormat is the kubelet's timestamp suffix of rotated logs.
 const rotatedTimeFormat = "20060102-150405"
 
-// rotateLoop checks the logs of running containers every rotation period.
-func (n *Node) rotateLoop(ctx context.Context) {
-	defer n.wg.Done()
-	t := n.clock.NewTicker(n.rot.Period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-		n.RotateLogs(ctx)
-	}
-}
-
 // RotateLogs rotates the log of every running podsync container whose log
 // file exceeds LogRotation.MaxSize, as the kubelet's container log
 // manager: the file is renamed to <path>.<UTC timestamp>, the runtime
