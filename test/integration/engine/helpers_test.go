@@ -5,7 +5,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,7 +20,6 @@ import (
 
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine"
-	"github.com/podsync/podsync/internal/localcri"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 )
 
@@ -91,7 +89,7 @@ func (e *env) newPod(names ...string) *corev1.Pod {
 		},
 	}
 	for _, name := range names {
-		pod.Spec.Containers = append(pod.Spec.Containers, busybox(name))
+		pod.Spec.Containers = append(pod.Spec.Containers, localcritest.Busybox(name))
 	}
 	e.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -101,16 +99,6 @@ func (e *env) newPod(names ...string) *corev1.Pod {
 		}
 	})
 	return pod
-}
-
-// busybox is a container of the local busybox image.
-func busybox(name string, command ...string) corev1.Container {
-	return corev1.Container{
-		Name: name, Image: localcri.BusyboxImage, Command: command,
-		ImagePullPolicy:          corev1.PullIfNotPresent,
-		TerminationMessagePath:   "/dev/termination-log",
-		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-	}
 }
 
 // sync defaults pod as the API server would (the engine expects
@@ -209,17 +197,4 @@ func hasStep(res engine.SyncResult, action engine.StepAction, target, reason str
 		}
 		return s.Action == action && s.Target == target && r == reason
 	})
-}
-
-// crictl runs crictl against the package's containerd.
-func crictl(t *testing.T, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	hint := strings.Fields(inst.CrictlHint())
-	out, err := exec.CommandContext(ctx, hint[0], append(hint[1:], args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("crictl %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }

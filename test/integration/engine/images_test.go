@@ -5,6 +5,7 @@ package engine_test
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/podsync/podsync/internal/localcri/localcritest"
 	"net/http"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ func TestImagePullAlwaysFromLocalRegistry(t *testing.T) {
 	}
 	// Always pulls again for every start.
 	old := newest(t, res, "app")
-	crictl(t, "stop", old.ID)
+	localcritest.Crictl(t, inst, "stop", old.ID)
 	res = e.until(pod, "restarted", func(r engine.SyncResult) bool { return newest(t, r, "app").ID != old.ID })
 	if s := res.Step(engine.ActionPullImage, ref); s == nil || s.Err != nil {
 		t.Errorf("restart steps %v, want another pull", steps(res.Steps))

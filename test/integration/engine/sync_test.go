@@ -3,6 +3,7 @@
 package engine_test
 
 import (
+	"github.com/podsync/podsync/internal/localcri/localcritest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -48,11 +49,11 @@ func TestNewPodRuns(t *testing.T) {
 	}
 
 	// crictl, the oracle, shows the pod's name and namespace.
-	pods := crictl(t, "pods", "--id", res.SandboxID)
+	pods := localcritest.Crictl(t, inst, "pods", "--id", res.SandboxID)
 	if !strings.Contains(pods, pod.Name) || !strings.Contains(pods, namespace) || !strings.Contains(pods, "Ready") {
 		t.Errorf("crictl pods lacks the ready pod's name and namespace:\n%s", pods)
 	}
-	if ps := crictl(t, "ps", "--pod", res.SandboxID); !strings.Contains(ps, "app") || !strings.Contains(ps, "Running") {
+	if ps := localcritest.Crictl(t, inst, "ps", "--pod", res.SandboxID); !strings.Contains(ps, "app") || !strings.Contains(ps, "Running") {
 		t.Errorf("crictl ps lacks the running container:\n%s", ps)
 	}
 
@@ -82,7 +83,7 @@ func TestNewPodRuns(t *testing.T) {
 func (e *env) stop(pod *corev1.Pod, res engine.SyncResult, name string, timeout int) engine.SyncResult {
 	e.t.Helper()
 	id := newest(e.t, res, name).ID
-	crictl(e.t, "stop", "--timeout", strconv.Itoa(timeout), id)
+	localcritest.Crictl(e.t, inst, "stop", "--timeout", strconv.Itoa(timeout), id)
 	var out engine.SyncResult
 	e.syncUntil(pod, name+" stopped", func(r engine.SyncResult) bool {
 		out = r
@@ -104,7 +105,7 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 		pod := e.newPod("app")
 		res := e.until(pod, "running", e.running(pod))
 		old := newest(t, res, "app")
-		crictl(t, "stop", old.ID)
+		localcritest.Crictl(t, inst, "stop", old.ID)
 		all := e.syncUntil(pod, "restarted", func(r engine.SyncResult) bool { return newest(t, r, "app").ID != old.ID })
 		res = all[len(all)-1]
 		if !hasStep(res, engine.ActionStartContainer, "app", engine.ReasonExited) {
@@ -116,7 +117,7 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 		if cs := e.status(pod, res).ContainerStatuses[0]; cs.RestartCount != 1 || cs.LastTerminationState.Terminated == nil {
 			t.Errorf("status %+v, want restart count 1 and the last termination", cs)
 		}
-		if ps := crictl(t, "ps", "--pod", res.SandboxID, "--name", "app"); !strings.Contains(ps, "Running") {
+		if ps := localcritest.Crictl(t, inst, "ps", "--pod", res.SandboxID, "--name", "app"); !strings.Contains(ps, "Running") {
 			t.Errorf("crictl ps:\n%s", ps)
 		}
 	})
@@ -156,7 +157,7 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 		}
 		// SIGKILL (timeout 0): exit 137, restarted.
 		killed := newest(t, res, "killed")
-		crictl(t, "stop", "--timeout", "0", killed.ID)
+		localcritest.Crictl(t, inst, "stop", "--timeout", "0", killed.ID)
 		all := e.syncUntil(pod, "killed restarted", func(r engine.SyncResult) bool { return newest(t, r, "killed").ID != killed.ID })
 		res = all[len(all)-1]
 		if n := newest(t, res, "killed"); n.RestartCount != 1 {
@@ -195,7 +196,7 @@ func crashLoop(t *testing.T, e *env, base time.Duration, crashes int) {
 	res := e.until(pod, "running", e.running(pod))
 	for i := 1; i <= crashes; i++ {
 		old := newest(t, res, "app")
-		crictl(t, "stop", "--timeout", "0", old.ID)
+		localcritest.Crictl(t, inst, "stop", "--timeout", "0", old.ID)
 		var crashed engine.ContainerInstance
 		backedOff, waiting := false, false
 		all := e.syncUntil(pod, "restart", func(r engine.SyncResult) bool {
@@ -305,7 +306,7 @@ func TestSandboxStoppedFromOutside(t *testing.T) {
 	pod := e.newPod("app")
 	res := e.until(pod, "running", e.running(pod))
 	old := res.SandboxID
-	crictl(t, "stopp", old)
+	localcritest.Crictl(t, inst, "stopp", old)
 	res = e.until(pod, "new sandbox", func(r engine.SyncResult) bool { return r.SandboxID != "" && r.SandboxID != old })
 	if !hasStep(res, engine.ActionCreatePodSandbox, pod.Name+"_"+namespace+"("+string(pod.UID)+")", engine.SandboxReasonNotReady) {
 		t.Errorf("steps %v, want a new sandbox for SandboxNotReady", steps(res.Steps))
@@ -317,11 +318,11 @@ func TestSandboxStoppedFromOutside(t *testing.T) {
 	if n := newest(t, res, "app"); n.RestartCount != 1 {
 		t.Errorf("app restart count %d, want 1", n.RestartCount)
 	}
-	if pods := crictl(t, "pods", "--id", res.SandboxID); !strings.Contains(pods, pod.Name) {
+	if pods := localcritest.Crictl(t, inst, "pods", "--id", res.SandboxID); !strings.Contains(pods, pod.Name) {
 		t.Errorf("crictl pods:\n%s", pods)
 	}
 	// crictl inspectp shows the new attempt.
-	if out := crictl(t, "inspectp", "-o", "go-template", "--template", "{{.status.metadata.attempt}}", res.SandboxID); strings.TrimSpace(out) != "1" {
+	if out := localcritest.Crictl(t, inst, "inspectp", "-o", "go-template", "--template", "{{.status.metadata.attempt}}", res.SandboxID); strings.TrimSpace(out) != "1" {
 		t.Errorf("crictl inspectp attempt = %q, want 1", out)
 	}
 }
@@ -331,7 +332,7 @@ func TestFailedInitContainerUnderNever(t *testing.T) {
 	e := newEnv(t)
 	pod := e.newPod("main")
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
-	pod.Spec.InitContainers = []corev1.Container{busybox("init", "/bin/sh", "-c", "echo failing; exit 3")}
+	pod.Spec.InitContainers = []corev1.Container{localcritest.Busybox("init", "/bin/sh", "-c", "echo failing; exit 3")}
 	all := e.syncUntil(pod, "phase Failed", func(r engine.SyncResult) bool { return e.status(pod, r).Phase == corev1.PodFailed })
 	res := all[len(all)-1]
 	for _, r := range append(all, e.sync(pod), e.sync(pod)) {
@@ -347,7 +348,7 @@ func TestFailedInitContainerUnderNever(t *testing.T) {
 	if n := newest(t, res, "init"); n.ExitCode != 3 || n.RestartCount != 0 {
 		t.Errorf("init = %+v, want exit 3 and no restart", n)
 	}
-	if ps := crictl(t, "ps", "-a", "--label", engine.LabelPodUID+"="+string(pod.UID)); strings.Contains(ps, "main") || !strings.Contains(ps, "init") {
+	if ps := localcritest.Crictl(t, inst, "ps", "-a", "--label", engine.LabelPodUID+"="+string(pod.UID)); strings.Contains(ps, "main") || !strings.Contains(ps, "init") {
 		t.Errorf("crictl ps -a:\n%s", ps)
 	}
 	if sb := res.View.Sandboxes[0]; sb.State != engine.SandboxNotReady {
@@ -359,9 +360,9 @@ func TestSidecarsStartBeforeRegularContainers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	pod := e.newPod("main")
-	sidecar := busybox("proxy")
+	sidecar := localcritest.Busybox("proxy")
 	sidecar.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
-	pod.Spec.InitContainers = []corev1.Container{busybox("setup", "/bin/sh", "-c", "exit 0"), sidecar}
+	pod.Spec.InitContainers = []corev1.Container{localcritest.Busybox("setup", "/bin/sh", "-c", "exit 0"), sidecar}
 	all := e.syncUntil(pod, "running", e.running(pod))
 	res := all[len(all)-1]
 	setup, proxy, main := newest(t, res, "setup"), newest(t, res, "proxy"), newest(t, res, "main")
@@ -400,7 +401,7 @@ func TestLeftoversAreFinishedOrRemoved(t *testing.T) {
 	e := newEnv(t)
 	pod := e.newPod("app")
 	res := e.until(pod, "running", e.running(pod))
-	crictl(t, "stop", "--timeout", "2", newest(t, res, "app").ID)
+	localcritest.Crictl(t, inst, "stop", "--timeout", "2", newest(t, res, "app").ID)
 	// What an interrupted pass leaves: the next instance, created only.
 	cfg, err := engine.ContainerConfig(engine.ContainerConfigInput{Pod: pod, Container: &pod.Spec.Containers[0], RestartCount: 1, PodIPs: res.PodIPs}, e.cfg)
 	if err != nil {
@@ -424,7 +425,7 @@ func TestLeftoversAreFinishedOrRemoved(t *testing.T) {
 	if _, err := e.rt.ContainerStatus(e.ctx, leftover, false); err == nil {
 		t.Error("the created leftover is still there")
 	}
-	if ps := crictl(t, "ps", "-a", "--state", "created"); strings.Contains(ps, pod.Name) {
+	if ps := localcritest.Crictl(t, inst, "ps", "-a", "--state", "created"); strings.Contains(ps, pod.Name) {
 		t.Errorf("created containers left:\n%s", ps)
 	}
 

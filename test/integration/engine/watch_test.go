@@ -4,6 +4,7 @@ package engine_test
 
 import (
 	"context"
+	"github.com/podsync/podsync/internal/localcri/localcritest"
 	"testing"
 	"time"
 
@@ -70,7 +71,7 @@ func TestWatcherHints(t *testing.T) {
 		}
 	}
 
-	crictl(t, "stop", newest(t, res, "app").ID)
+	localcritest.Crictl(t, inst, "stop", newest(t, res, "app").ID)
 	for nextHint(t, e.ctx, hints) != pod.UID {
 	}
 	switch inst.Flavour() {

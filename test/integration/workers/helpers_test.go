@@ -4,7 +4,6 @@ package workers_test
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -22,7 +21,6 @@ import (
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/store"
-	"github.com/podsync/podsync/internal/localcri"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 )
 
@@ -151,23 +149,6 @@ func (e *env) newPod(suffix string, containers ...corev1.Container) *corev1.Pod 
 	return pod
 }
 
-// busybox is a container of the local busybox image; without a command
-// it runs the image's default, which exits 0 promptly on SIGTERM.
-func busybox(name string, command ...string) corev1.Container {
-	return corev1.Container{
-		Name: name, Image: localcri.BusyboxImage, Command: command,
-		ImagePullPolicy:          corev1.PullIfNotPresent,
-		TerminationMessagePath:   "/dev/termination-log",
-		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-	}
-}
-
-// shell is a busybox container running script under sh, which exits at
-// once on SIGTERM.
-func shell(name, script string) corev1.Container {
-	return busybox(name, "/bin/sh", "-c", "trap 'exit 0' TERM; "+script)
-}
-
 // apply applies pod, failing the test on an error.
 func (e *env) apply(pod *corev1.Pod) engine.ApplyResult {
 	e.t.Helper()
@@ -256,23 +237,4 @@ func (e *env) events(pod *corev1.Pod) []string {
 		}
 	}
 	return out
-}
-
-// crictl runs crictl against the package's containerd.
-func crictl(t *testing.T, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	hint := strings.Fields(inst.CrictlHint())
-	out, err := exec.CommandContext(ctx, hint[0], append(hint[1:], args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("crictl %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// crictlIDs runs a crictl listing with -q and returns the IDs.
-func crictlIDs(t *testing.T, args ...string) []string {
-	t.Helper()
-	return strings.Fields(crictl(t, append(args, "-q")...))
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/podsync/podsync/internal/localcri/localcritest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -85,7 +86,7 @@ func TestLogsFollowAcrossRestarts(t *testing.T) {
 	e := newEnv(t)
 	script := `n=$(cat /data/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /data/n; ` +
 		`for i in 1 2 3; do echo run$n-line$i; done; sleep 0.3; exit 1`
-	c := shell("app", script)
+	c := localcritest.Shell("app", script)
 	c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	pod := e.newPod("", c)
 	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
@@ -118,7 +119,7 @@ func TestLogsFollowAcrossRestarts(t *testing.T) {
 // TestLogsTailAndSince: tail and since select exactly the lines written.
 func TestLogsTailAndSince(t *testing.T) {
 	e := newEnv(t)
-	pod := e.newPod("", busybox("app", "/bin/sh", "-c", "for i in 0 1 2 3 4 5 6 7 8 9; do echo line-$i; sleep 0.05; done"))
+	pod := e.newPod("", localcritest.Busybox("app", "/bin/sh", "-c", "for i in 0 1 2 3 4 5 6 7 8 9; do echo line-$i; sleep 0.05; done"))
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
 	e.apply(pod)
 	e.eventually("the pod succeeds", func() bool { return e.status(pod).Phase == corev1.PodSucceeded })
@@ -161,7 +162,7 @@ func TestLogsFollowAcrossRotation(t *testing.T) {
 	e := newEnv(t, func(o *engine.NodeOptions) {
 		o.LogRotation = engine.LogRotation{MaxSize: 300, MaxFiles: 5, Period: 100 * time.Millisecond}
 	})
-	pod := e.newPod("", shell("app", "i=0; while :; do i=$((i+1)); echo tick-$i; sleep 0.02; done"))
+	pod := e.newPod("", localcritest.Shell("app", "i=0; while :; do i=$((i+1)); echo tick-$i; sleep 0.02; done"))
 	e.apply(pod)
 	f := e.follow(pod, "app")
 	rotated := func() bool {

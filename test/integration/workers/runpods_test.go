@@ -4,6 +4,7 @@ package workers_test
 
 import (
 	"fmt"
+	"github.com/podsync/podsync/internal/localcri/localcritest"
 	"slices"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func TestRunPodsAdmitsAndRuns(t *testing.T) {
 	batch := func() []*corev1.Pod {
 		var pods []*corev1.Pod
 		for i := range 10 {
-			c := requests(busybox("app"), "10m")
+			c := requests(localcritest.Busybox("app"), "10m")
 			switch i {
 			case 2, 7:
 				c.Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: int32(port), HostIP: "127.0.0.1", Protocol: corev1.ProtocolTCP}}
@@ -78,7 +79,7 @@ func TestRunPodsAdmitsAndRuns(t *testing.T) {
 		if recs, _, _ := e.node.List(e.ctx, store.Filter{}); len(recs) != 0 {
 			t.Errorf("%d pods stored after an ALL_OR_NOTHING rejection", len(recs))
 		}
-		if ids := crictlIDs(t, "pods", "-q", "--namespace", namespace); len(ids) != 0 {
+		if ids := localcritest.CrictlIDs(t, inst, "pods", "-q", "--namespace", namespace); len(ids) != 0 {
 			t.Errorf("sandboxes created: %v", ids)
 		}
 	})
@@ -111,7 +112,7 @@ func TestRunPodsAdmitsAndRuns(t *testing.T) {
 // exit code 1 and that line.
 func TestRunPodsReportsAFailedJob(t *testing.T) {
 	e := newEnv(t)
-	pod := e.newPod("job", busybox("work", "/bin/sh", "-c", "echo cannot reach the database; exit 1"))
+	pod := e.newPod("job", localcritest.Busybox("work", "/bin/sh", "-c", "echo cannot reach the database; exit 1"))
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
 	s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: []*corev1.Pod{pod}, WaitFor: runpods.Succeeded, Timeout: time.Minute}, nil)
 	if err != nil {
@@ -134,7 +135,7 @@ func TestRunPodsReportsAFailedJob(t *testing.T) {
 // pod's container exits 0.
 func TestRunPodsWaitsForSuccess(t *testing.T) {
 	e := newEnv(t)
-	pod := e.newPod("job", busybox("work", "/bin/sh", "-c", "sleep 1; echo done"))
+	pod := e.newPod("job", localcritest.Busybox("work", "/bin/sh", "-c", "sleep 1; echo done"))
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
 	s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: []*corev1.Pod{pod}, WaitFor: runpods.Succeeded, Timeout: time.Minute}, nil)
 	if err != nil {
@@ -152,8 +153,8 @@ func TestRunPodsWaitsForSuccess(t *testing.T) {
 // machine's load.)
 func TestRunPodsTimeoutLeavesThePod(t *testing.T) {
 	e := newEnv(t)
-	slow := e.newPod("slow", busybox("app"))
-	slow.Spec.InitContainers = []corev1.Container{busybox("wait", "/bin/sh", "-c", "sleep 3")}
+	slow := e.newPod("slow", localcritest.Busybox("app"))
+	slow.Spec.InitContainers = []corev1.Container{localcritest.Busybox("wait", "/bin/sh", "-c", "sleep 3")}
 	s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: []*corev1.Pod{slow}, Timeout: time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/podsync/podsync/internal/localcri/localcritest"
 	"os"
 	"slices"
 	"sync"
@@ -26,19 +27,19 @@ func TestKilledContainerRestartsAndBacksOff(t *testing.T) {
 	e := newEnv(t, func(o *engine.NodeOptions) {
 		o.Backoff = engine.BackoffPolicy{Base: 3 * time.Second, Cap: 6 * time.Second}
 	})
-	pod := e.newPod("", busybox("app"))
+	pod := e.newPod("", localcritest.Busybox("app"))
 	e.apply(pod)
 	e.eventually("running", func() bool { return e.running(pod, "app") != nil })
 
 	first := e.running(pod, "app")
-	crictl(t, "stop", "--timeout", "0", first.ID)
+	localcritest.Crictl(t, inst, "stop", "--timeout", "0", first.ID)
 	e.eventually("restarted after the first stop", func() bool {
 		inst := e.running(pod, "app")
 		return inst != nil && inst.ID != first.ID && inst.RestartCount == 1
 	})
 
 	second := e.running(pod, "app")
-	crictl(t, "stop", "--timeout", "0", second.ID)
+	localcritest.Crictl(t, inst, "stop", "--timeout", "0", second.ID)
 	e.eventually("CrashLoopBackOff in the status", func() bool {
 		w := containerStatus(e.status(pod), "app").State.Waiting
 		return w != nil && w.Reason == engine.ReasonCrashLoopBackOff
@@ -73,7 +74,7 @@ func TestKilledContainerRestartsAndBacksOff(t *testing.T) {
 // container stays dead and the phase becomes Failed.
 func TestNeverPodFailsAndStaysDead(t *testing.T) {
 	e := newEnv(t)
-	pod := e.newPod("", busybox("app", "/bin/sh", "-c", "exit 3"))
+	pod := e.newPod("", localcritest.Busybox("app", "/bin/sh", "-c", "exit 3"))
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
 	e.apply(pod)
 	e.eventually("phase Failed", func() bool { return e.status(pod).Phase == corev1.PodFailed })
@@ -103,14 +104,14 @@ func execProbe(cmd ...string) *corev1.Probe {
 // restarts the container.
 func TestLivenessProbeRestarts(t *testing.T) {
 	e := newEnv(t)
-	c := shell("app", "touch /tmp/healthy; while :; do sleep 1; done")
+	c := localcritest.Shell("app", "touch /tmp/healthy; while :; do sleep 1; done")
 	c.LivenessProbe = execProbe("cat", "/tmp/healthy")
 	pod := e.newPod("", c)
 	e.apply(pod)
 	e.eventually("running", func() bool { return e.running(pod, "app") != nil })
 	first := e.running(pod, "app")
 
-	crictl(t, "exec", first.ID, "rm", "/tmp/healthy")
+	localcritest.Crictl(t, inst, "exec", first.ID, "rm", "/tmp/healthy")
 	e.eventually("restarted by the liveness probe", func() bool {
 		inst := e.running(pod, "app")
 		return inst != nil && inst.ID != first.ID && inst.RestartCount == 1
@@ -126,7 +127,7 @@ func TestLivenessProbeRestarts(t *testing.T) {
 // probe passes, and after a restart of podsync only once it passed again.
 func TestReadinessProbeGatesReady(t *testing.T) {
 	e := newEnv(t)
-	c := shell("app", "while :; do sleep 1; done")
+	c := localcritest.Shell("app", "while :; do sleep 1; done")
 	c.ReadinessProbe = execProbe("cat", "/tmp/ready")
 	pod := e.newPod("", c)
 	e.apply(pod)
@@ -135,7 +136,7 @@ func TestReadinessProbeGatesReady(t *testing.T) {
 		t.Fatalf("Ready = %s before the probe passed", condition(st, corev1.PodReady))
 	}
 	id := e.running(pod, "app").ID
-	crictl(t, "exec", id, "touch", "/tmp/ready")
+	localcritest.Crictl(t, inst, "exec", id, "touch", "/tmp/ready")
 	e.eventually("Ready", func() bool {
 		st := e.status(pod)
 		return condition(st, corev1.PodReady) == corev1.ConditionTrue && containerStatus(st, "app").Ready
@@ -158,7 +159,7 @@ func TestReadinessProbeGatesReady(t *testing.T) {
 		}
 		return sawUnready && condition(e.status(pod), corev1.PodReady) == corev1.ConditionTrue
 	})
-	crictl(t, "exec", id, "rm", "/tmp/ready")
+	localcritest.Crictl(t, inst, "exec", id, "rm", "/tmp/ready")
 	e.eventually("not Ready again", func() bool { return condition(e.status(pod), corev1.PodReady) == corev1.ConditionFalse })
 	if inst := e.running(pod, "app"); inst == nil || inst.ID != id {
 		t.Error("a readiness failure restarted the container")
@@ -170,7 +171,7 @@ func TestReadinessProbeGatesReady(t *testing.T) {
 // and restarts the container.
 func TestStartupProbeHoldsLivenessOff(t *testing.T) {
 	e := newEnv(t)
-	c := shell("app", "while :; do sleep 1; done")
+	c := localcritest.Shell("app", "while :; do sleep 1; done")
 	c.StartupProbe = execProbe("cat", "/tmp/started")
 	c.StartupProbe.FailureThreshold = 60
 	c.LivenessProbe = execProbe("cat", "/tmp/alive") // never there
@@ -186,7 +187,7 @@ func TestStartupProbeHoldsLivenessOff(t *testing.T) {
 	if cs := containerStatus(e.status(pod), "app"); cs.Started == nil || *cs.Started {
 		t.Errorf("started = %v before the startup probe passed", cs.Started)
 	}
-	crictl(t, "exec", first.ID, "touch", "/tmp/started")
+	localcritest.Crictl(t, inst, "exec", first.ID, "touch", "/tmp/started")
 	e.eventually("restarted by liveness once started", func() bool {
 		inst := e.running(pod, "app")
 		return inst != nil && inst.ID != first.ID
@@ -200,7 +201,7 @@ func TestRestartMidwayThrough20Pods(t *testing.T) {
 	e := newEnv(t)
 	var pods []*corev1.Pod
 	for i := range 20 {
-		pods = append(pods, e.newPod(fmt.Sprint(i), busybox("app"), busybox("sidecar")))
+		pods = append(pods, e.newPod(fmt.Sprint(i), localcritest.Busybox("app"), localcritest.Busybox("sidecar")))
 	}
 	actx, cancel := context.WithCancel(e.ctx)
 	var wg sync.WaitGroup
@@ -287,11 +288,11 @@ func TestRestartMidwayThrough20Pods(t *testing.T) {
 // ErrCompacted.
 func TestWatchAcrossRestart(t *testing.T) {
 	e := newEnv(t)
-	a := e.newPod("a", busybox("app"))
+	a := e.newPod("a", localcritest.Busybox("app"))
 	e.apply(a)
 	e.eventually("a running", func() bool { return e.status(a).Phase == corev1.PodRunning })
 	r := e.st.Revision()
-	b := e.newPod("b", busybox("app"))
+	b := e.newPod("b", localcritest.Busybox("app"))
 	e.apply(b)
 
 	e.stop()
@@ -352,7 +353,7 @@ func TestGCKeepsTheNewestDeadInstance(t *testing.T) {
 		// Every run of 1 s outlasts ResetAfter: no crash-loop run to keep.
 		o.Backoff = engine.BackoffPolicy{Base: 100 * time.Millisecond, Cap: 200 * time.Millisecond, ResetAfter: 500 * time.Millisecond}
 	})
-	pod := e.newPod("", busybox("app", "/bin/sh", "-c", "sleep 1; exit 1"))
+	pod := e.newPod("", localcritest.Busybox("app", "/bin/sh", "-c", "sleep 1; exit 1"))
 	e.apply(pod)
 	seen := map[string]bool{}
 	e.eventually("three restarts", func() bool {
@@ -363,7 +364,7 @@ func TestGCKeepsTheNewestDeadInstance(t *testing.T) {
 		return inst != nil && inst.RestartCount >= 3
 	})
 	e.eventually("only the newest and the newest dead instance left", func() bool {
-		ids := crictlIDs(t, "ps", "-a", "--label", "io.kubernetes.pod.uid="+string(pod.UID))
+		ids := localcritest.CrictlIDs(t, inst, "ps", "-a", "--label", "io.kubernetes.pod.uid="+string(pod.UID))
 		return len(ids) <= 2
 	})
 	v := e.view(pod)
@@ -390,11 +391,11 @@ func TestGCKeepsTheNewestDeadInstance(t *testing.T) {
 // its directories.
 func TestDeleteLeavesNothing(t *testing.T) {
 	e := newEnv(t)
-	pod := e.newPod("", busybox("app"), busybox("sidecar"))
+	pod := e.newPod("", localcritest.Busybox("app"), localcritest.Busybox("sidecar"))
 	e.apply(pod)
 	e.eventually("running", func() bool { return e.status(pod).Phase == corev1.PodRunning })
 	label := "io.kubernetes.pod.uid=" + string(pod.UID)
-	if len(crictlIDs(t, "pods", "--label", label)) == 0 {
+	if len(localcritest.CrictlIDs(t, inst, "pods", "--label", label)) == 0 {
 		t.Fatal("crictl shows no sandbox")
 	}
 	found, steps, err := e.node.Delete(e.ctx, pod.Namespace, pod.Name, string(pod.UID), nil)
@@ -404,10 +405,10 @@ func TestDeleteLeavesNothing(t *testing.T) {
 	if !slices.ContainsFunc(steps, func(s engine.StepResult) bool { return s.Action == engine.ActionKillContainer }) {
 		t.Errorf("no kill in %d steps", len(steps))
 	}
-	if ids := crictlIDs(t, "pods", "--label", label); len(ids) != 0 {
+	if ids := localcritest.CrictlIDs(t, inst, "pods", "--label", label); len(ids) != 0 {
 		t.Errorf("crictl pods -a: %v", ids)
 	}
-	if ids := crictlIDs(t, "ps", "-a", "--label", label); len(ids) != 0 {
+	if ids := localcritest.CrictlIDs(t, inst, "ps", "-a", "--label", label); len(ids) != 0 {
 		t.Errorf("crictl ps -a: %v", ids)
 	}
 	for _, d := range []string{engine.PodDir(pod, e.cfg), engine.PodLogDirectory(pod, e.cfg)} {
