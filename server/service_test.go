@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
@@ -381,6 +382,42 @@ func TestWatchPods(t *testing.T) {
 	}
 	if info.GetMetadata()[server.MetadataCompactRevision] == "" {
 		t.Errorf("ErrorInfo %v: no compact_revision", info)
+	}
+}
+
+// TestWatchPodsDeletionOfUnseenPod: a watch resumed with a label selector
+// after the pods' last changes still gets the deletion of a selected pod
+// it never saw, and not that of an unselected one.
+// Deletions carry the pod's labels for this.
+func TestWatchPodsDeletionOfUnseenPod(t *testing.T) {
+	h := newSvcHarness(t)
+	h.sync(testPod(t, "default", "web", map[string]string{"app": "web"}))
+	h.sync(testPod(t, "default", "db", map[string]string{"app": "db"}))
+
+	recv, cancel := h.watch(&podsyncv1.WatchPodsRequest{SinceRevision: h.st.Revision(), LabelSelector: "app=web"})
+	defer cancel()
+	// Delete through the store: a DeletePod would first record a
+	// terminating status, which the stream would see.
+	for _, name := range []string{"db", "web"} {
+		got, err := h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.st.Delete(types.UID(got.GetPod().GetMetadata().GetUid())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		m, err := recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.GetPod().GetName() != "web" {
+			t.Fatalf("watch selecting app=web sent %v", m)
+		}
+		if m.GetDeleted() != nil {
+			break
+		}
 	}
 }
 

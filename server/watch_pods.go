@@ -76,9 +76,9 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 	}
 }
 
-// watchFilter matches revision log entries against a filter. Entries name
-// pods, not their labels: it looks the labels up in the store and
-// remembers them for the pod's deletion.
+// watchFilter matches revision log entries against a filter. Status and
+// event entries name pods, not their labels: it looks the labels up in the
+// store. Deletions carry the labels the pod had.
 type watchFilter struct {
 	s      *service
 	f      store.Filter
@@ -95,11 +95,12 @@ func (wf *watchFilter) match(ctx context.Context, e store.Entry) bool {
 	set, known := wf.labels[e.Pod.UID]
 	if e.Kind == store.KindDeleted {
 		delete(wf.labels, e.Pod.UID)
+		if e.Labels != nil || !known {
+			set, known = e.Labels, true
+		}
 	} else if rec, err := wf.s.node.Get(ctx, e.Pod.Namespace, e.Pod.Name); err == nil && rec.Pod.UID == e.Pod.UID {
 		set, known = rec.Pod.Labels, true
 		wf.labels[e.Pod.UID] = set
 	}
-	// NOTE(server): a pod deleted before this stream saw it has unknown
-	// labels; its deletion is not sent to a selecting watcher.
 	return known && wf.f.Selector.Matches(set)
 }

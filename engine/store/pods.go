@@ -345,7 +345,7 @@ func (s *Store) Delete(uid types.UID) (int64, error) {
 		if err := tx.Bucket(bucketNames).Delete(nameKey(ref.Namespace, ref.Name)); err != nil {
 			return fmt.Errorf("delete pod %s: %w", ref, err)
 		}
-		rev, err = st.appendEntry(tx, Change{Kind: KindDeleted, Pod: ref})
+		rev, err = st.appendEntry(tx, Change{Kind: KindDeleted, Pod: ref, Labels: rec.Pod.Labels})
 		return err
 	})
 	return rev, err

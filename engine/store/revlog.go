@@ -49,6 +49,10 @@ type Change struct {
 	Status *corev1.PodStatus `json:"status,omitempty"`
 	// Event is the event, for KindEvent.
 	Event *Event `json:"event,omitempty"`
+	// Labels are the pod's labels when it was deleted, for KindDeleted:
+	// a watcher selecting by label that never saw the pod can still tell
+	// whether the deletion is one it selects.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // StatusChange returns the change of pod's status to status.
