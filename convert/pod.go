@@ -36,6 +36,18 @@ func PodToProto(pod *corev1.Pod) (*podsyncv1.Pod, error) {
 	return out, nil
 }
 
+// StoredPodToProto converts a pod that came from PodFromProto (such as a
+// pod podsyncd stored from a request, then defaulted) without PodToProto's
+// check for unsupported fields: such a pod has none. The check converts
+// the pod back and compares JSON, thirty times the cost of the conversion,
+// which GetPod and ListPods would otherwise pay for every stored pod.
+func StoredPodToProto(pod *corev1.Pod) *podsyncv1.Pod {
+	if pod == nil {
+		return nil
+	}
+	return podToProto(pod)
+}
+
 // PodFromProto converts the API's Pod to a core/v1 Pod. It fails with an
 // *InvalidError when a value cannot be represented in core/v1, such as a
 // malformed quantity or a port given both by number and by name.
@@ -125,12 +137,14 @@ func isZeroPodStatus(st *corev1.PodStatus) bool {
 
 func objectMetaToProto(in *metav1.ObjectMeta) *podsyncv1.ObjectMeta {
 	return &podsyncv1.ObjectMeta{
-		Name:              in.Name,
-		Namespace:         in.Namespace,
-		Uid:               string(in.UID),
-		Labels:            in.Labels,
-		Annotations:       in.Annotations,
-		CreationTimestamp: timeToProto(in.CreationTimestamp),
+		Name:                       in.Name,
+		Namespace:                  in.Namespace,
+		Uid:                        string(in.UID),
+		Labels:                     in.Labels,
+		Annotations:                in.Annotations,
+		CreationTimestamp:          timeToProto(in.CreationTimestamp),
+		DeletionTimestamp:          timePtrToProto(in.DeletionTimestamp),
+		DeletionGracePeriodSeconds: in.DeletionGracePeriodSeconds,
 	}
 }
 
@@ -139,12 +153,14 @@ func objectMetaFromProto(in *podsyncv1.ObjectMeta) metav1.ObjectMeta {
 		return metav1.ObjectMeta{}
 	}
 	return metav1.ObjectMeta{
-		Name:              in.Name,
-		Namespace:         in.Namespace,
-		UID:               types.UID(in.Uid),
-		Labels:            in.Labels,
-		Annotations:       in.Annotations,
-		CreationTimestamp: timeFromProto(in.CreationTimestamp),
+		Name:                       in.Name,
+		Namespace:                  in.Namespace,
+		UID:                        types.UID(in.Uid),
+		Labels:                     in.Labels,
+		Annotations:                in.Annotations,
+		CreationTimestamp:          timeFromProto(in.CreationTimestamp),
+		DeletionTimestamp:          timePtrFromProto(in.DeletionTimestamp),
+		DeletionGracePeriodSeconds: in.DeletionGracePeriodSeconds,
 	}
 }
 

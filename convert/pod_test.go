@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/structpb"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -66,6 +67,11 @@ func TestRoundTripManifests(t *testing.T) {
 				}
 				if diff := cmp.Diff(pod, back); diff != "" {
 					t.Errorf("pod %s round trip (-want +got):\n%s", pod.Name, diff)
+				}
+				// What the server stores converts back the same without
+				// the check.
+				if diff := cmp.Diff(pb, convert.StoredPodToProto(back), protocmp.Transform()); diff != "" {
+					t.Errorf("pod %s: StoredPodToProto differs from PodToProto (-want +got):\n%s", pod.Name, diff)
 				}
 				pods++
 			}

@@ -1,6 +1,9 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Error classes of the engine. Callers test them with errors.Is; the server
 // maps each to one gRPC code (server/errors.go toStatus).
@@ -17,6 +20,9 @@ var (
 	ErrAdmission = errors.New("pod not admitted")
 	// ErrConflict reports that a sync is already running for the pod UID.
 	ErrConflict = errors.New("conflict")
+	// ErrTerminating reports a pod that is being deleted: it can be neither
+	// applied nor synced until the deletion ends. It is an ErrConflict.
+	ErrTerminating = fmt.Errorf("pod is terminating: %w", ErrConflict)
 	// ErrRuntimeUnavailable reports that the container runtime did not answer.
 	ErrRuntimeUnavailable = errors.New("container runtime unavailable")
 )

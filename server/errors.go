@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -61,6 +62,10 @@ const (
 	// ReasonShuttingDown (UNAVAILABLE): podsyncd is shutting down. Retry
 	// once it is back.
 	ReasonShuttingDown = "SHUTTING_DOWN"
+	// ReasonNoSpace (RESOURCE_EXHAUSTED): a write of podsyncd's (its store,
+	// a pod's files) failed because the file system is full (ENOSPC); the
+	// message names the file. Retry once space is freed.
+	ReasonNoSpace = "NO_SPACE"
 	// ReasonCanceled (CANCELLED): the caller canceled.
 	ReasonCanceled = "CANCELED"
 	// ReasonDeadlineExceeded (DEADLINE_EXCEEDED): the caller's deadline
@@ -229,6 +234,7 @@ const unknownMessage = "internal error; podsyncd's log has the details"
 //	engine.ErrAlreadyExists             ALREADY_EXISTS, POD_ALREADY_EXISTS
 //	engine.ErrAdmission                 FAILED_PRECONDITION, or RESOURCE_EXHAUSTED
 //	                                    for "OutOf…" reasons; the engine's reason
+//	engine.ErrTerminating               ABORTED, POD_TERMINATING
 //	engine.ErrConflict                  ABORTED, SYNC_IN_PROGRESS
 //	engine.ErrRuntimeUnavailable        UNAVAILABLE, RUNTIME_UNAVAILABLE
 //	store.ErrCompacted                  OUT_OF_RANGE, REVISION_COMPACTED, compact_revision
@@ -238,6 +244,7 @@ const unknownMessage = "internal error; podsyncd's log has the details"
 //	store.ErrAlreadyExists              ALREADY_EXISTS, POD_ALREADY_EXISTS
 //	store.ErrDeleting                   ABORTED, POD_TERMINATING
 //	store.ErrClosed                     UNAVAILABLE, SHUTTING_DOWN
+//	syscall.ENOSPC (a full disk)        RESOURCE_EXHAUSTED, NO_SPACE
 //	context.Canceled                    CANCELLED, CANCELED
 //	context.DeadlineExceeded            DEADLINE_EXCEEDED, DEADLINE_EXCEEDED
 //	anything else                       UNKNOWN, INTERNAL, a short message
@@ -287,6 +294,8 @@ func ToStatus(err error) *status.Status {
 			code = codes.ResourceExhausted
 		}
 		return newStatus(code, r, err.Error(), metadata)
+	case errors.Is(err, engine.ErrTerminating):
+		return newStatus(codes.Aborted, orDefault(ReasonPodTerminating), err.Error(), metadata)
 	case errors.Is(err, engine.ErrConflict):
 		return newStatus(codes.Aborted, orDefault(ReasonSyncInProgress), err.Error(), metadata)
 	case errors.Is(err, engine.ErrRuntimeUnavailable):
@@ -294,6 +303,9 @@ func ToStatus(err error) *status.Status {
 	}
 	if st := storeStatus(err, orDefault, metadata); st != nil {
 		return st
+	}
+	if errors.Is(err, syscall.ENOSPC) {
+		return newStatus(codes.ResourceExhausted, orDefault(ReasonNoSpace), err.Error(), metadata)
 	}
 	switch {
 	case errors.Is(err, context.Canceled) || wrappedCode(err) == codes.Canceled:

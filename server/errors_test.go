@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,10 +105,14 @@ func statusCases() []statusCase {
 			info: info(server.ReasonUnexpectedAdmissionError, nil)},
 		{name: "ErrConflict", err: fmt.Errorf("sync pod uid 1: %w", engine.ErrConflict), code: codes.Aborted,
 			info: info(server.ReasonSyncInProgress, nil)},
+		{name: "ErrTerminating", err: fmt.Errorf("apply pod a/b: %w", engine.ErrTerminating), code: codes.Aborted,
+			info: info(server.ReasonPodTerminating, nil)},
 		{name: "ErrConflict while deleting", err: server.WithReason(engine.ErrConflict, server.ReasonPodTerminating, nil), code: codes.Aborted,
 			info: info(server.ReasonPodTerminating, nil)},
 		{name: "ErrRuntimeUnavailable", err: fmt.Errorf("list sandboxes: %w", engine.ErrRuntimeUnavailable), code: codes.Unavailable,
 			info: info(server.ReasonRuntimeUnavailable, nil)},
+		{name: "full disk", err: fmt.Errorf("store pod shop/web: %w", &fs.PathError{Op: "write", Path: "/var/lib/podsync/podsync.db", Err: syscall.ENOSPC}),
+			code: codes.ResourceExhausted, info: info(server.ReasonNoSpace, nil)},
 		{name: "context.Canceled", err: fmt.Errorf("wait for pod: %w", context.Canceled), code: codes.Canceled,
 			info: info(server.ReasonCanceled, nil)},
 		{name: "context.DeadlineExceeded", err: fmt.Errorf("wait for pod: %w", context.DeadlineExceeded), code: codes.DeadlineExceeded,

@@ -18,9 +18,5 @@ func (s *service) GetPod(ctx context.Context, req *podsyncv1.GetPodRequest) (*po
 	if err != nil {
 		return nil, err
 	}
-	pod, err := s.recordToProto(rec)
-	if err != nil {
-		return nil, err
-	}
-	return &podsyncv1.GetPodResponse{Pod: pod, Revision: rec.ModRevision}, nil
+	return &podsyncv1.GetPodResponse{Pod: s.recordToProto(rec), Revision: rec.ModRevision}, nil
 }

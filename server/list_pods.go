@@ -33,11 +33,7 @@ func (s *service) ListPods(ctx context.Context, req *podsyncv1.ListPodsRequest) 
 	}
 	out := &podsyncv1.ListPodsResponse{Revision: rev, Pods: make([]*podsyncv1.Pod, 0, len(recs))}
 	for _, rec := range recs {
-		p, err := s.recordToProto(rec)
-		if err != nil {
-			return nil, err
-		}
-		out.Pods = append(out.Pods, p)
+		out.Pods = append(out.Pods, s.recordToProto(rec))
 	}
 	return out, nil
 }

@@ -145,15 +145,21 @@ func (s *service) statusToProto(st *corev1.PodStatus, steps []engine.StepResult)
 }
 
 // recordToProto translates a stored pod: its defaulted spec and current
-// status. Records from the Node have their secrets redacted, and a Pod
-// carries no secret data anyway.
-func (s *service) recordToProto(rec *store.PodRecord) (*podsyncv1.Pod, error) {
-	p, err := convert.PodToProto(rec.Pod)
-	if err != nil {
-		return nil, err
-	}
+// status, with the sandbox of its last pass and, unless the caller set
+// one, the time podsyncd stored it as metadata.creationTimestamp. Records
+// from the Node have their secrets redacted, and a Pod carries no secret
+// data anyway.
+func (s *service) recordToProto(rec *store.PodRecord) *podsyncv1.Pod {
+	// Stored pods came from requests through convert.PodFromProto.
+	p := convert.StoredPodToProto(rec.Pod)
 	p.Status = s.statusToProto(&rec.Pod.Status, nil)
-	return p, nil
+	if id, attempt, ok := s.node.PodSandbox(rec.Pod.UID); ok && p.Status != nil {
+		p.Status.SandboxId, p.Status.SandboxAttempt = id, attempt
+	}
+	if p.Metadata != nil && p.Metadata.CreationTimestamp == nil && !rec.CreatedAt.IsZero() {
+		p.Metadata.CreationTimestamp = timestamppb.New(rec.CreatedAt)
+	}
+	return p
 }
 
 // planToProto translates a plan of pod.

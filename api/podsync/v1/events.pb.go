@@ -410,9 +410,9 @@ type SyncStep struct {
 	// KillContainerError, CrashLoopBackOff, ErrImagePull, ImagePullBackOff,
 	// ErrImageNeverPull, InvalidImageName, CreateContainerConfigError,
 	// CreateContainerError, RunContainerError, PostStartHookError,
-	// PreStopHookError. For a kill it is why the container was killed:
-	// SpecChanged, LivenessProbeFailed, StartupProbeFailed, Unhealthy,
-	// PodSandboxChanged, PodDeleted, SidecarDone, Unknown state.
+	// PreStopHookError. For a kill it is why the container was killed
+	// (ContainerKill.reason, or PodKilled when the whole pod was); for a
+	// start, why it was started (ContainerStart.reason).
 	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
 	// message for humans, with the runtime's error text when one failed.
 	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
@@ -620,7 +620,10 @@ type PodPlan struct {
 	// kill_pod is true when every container and sandbox of the pod is stopped
 	// first (a new sandbox is needed, or nothing is left to run).
 	KillPod bool `protobuf:"varint,2,opt,name=kill_pod,json=killPod,proto3" json:"kill_pod,omitempty"`
-	// kill_pod_reason says why kill_pod is set.
+	// kill_pod_reason says why kill_pod is set: SandboxChanged (a new
+	// sandbox is created; as in the kubelet this is also set for a pod with
+	// no sandbox yet, with nothing to kill), InitContainerFailed,
+	// AllContainersDone, PodDeleted, PodTerminal, DeadlineExceeded.
 	KillPodReason string `protobuf:"bytes,3,opt,name=kill_pod_reason,json=killPodReason,proto3" json:"kill_pod_reason,omitempty"`
 	// containers_to_kill are running containers stopped without killing the
 	// pod, with the reason for each.
@@ -746,8 +749,10 @@ type SandboxDecision struct {
 	// kill_sandbox_ids are sandboxes stopped before creating the new one.
 	KillSandboxIds []string `protobuf:"bytes,3,rep,name=kill_sandbox_ids,json=killSandboxIDs,proto3" json:"kill_sandbox_ids,omitempty"`
 	// reason for the decision: NoSandbox, SandboxNotReady,
-	// MultipleReadySandboxes, NetworkNamespaceChanged, NoPodIP, or
-	// SandboxReady when the current one is kept.
+	// MultipleReadySandboxes, NetworkNamespaceChanged, SandboxWithoutIP; or,
+	// when none is created, SandboxReady (the current one is kept),
+	// SandboxNotRecreated (restartPolicy Never and it ran), PodNotRunnable,
+	// PodCompleted.
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	// current_sandbox_id is the sandbox kept, when none is created.
 	CurrentSandboxId string `protobuf:"bytes,5,opt,name=current_sandbox_id,json=currentSandboxID,proto3" json:"current_sandbox_id,omitempty"`
@@ -829,13 +834,15 @@ type ContainerKill struct {
 	ContainerType ContainerType `protobuf:"varint,2,opt,name=container_type,json=containerType,proto3,enum=podsync.v1.ContainerType" json:"container_type,omitempty"`
 	// container_id of the running instance.
 	ContainerId string `protobuf:"bytes,3,opt,name=container_id,json=containerID,proto3" json:"container_id,omitempty"`
-	// reason: SpecChanged, LivenessProbeFailed, StartupProbeFailed,
-	// SidecarDone, UnknownState, or Removed (no longer in the spec).
+	// reason: DefinitionChanged, LivenessProbeFailed, StartupProbeFailed,
+	// Unknown (the runtime reports an unknown state), or NotInSpec (no
+	// longer in the spec).
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	// message for humans.
 	Message string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
 	// changed_fields are the spec fields that differ from the running
-	// instance's, for SpecChanged (such as "image", "command", "env[FOO]").
+	// instance's, for DefinitionChanged (such as "image", "command",
+	// "env[FOO]").
 	ChangedFields []string `protobuf:"bytes,6,rep,name=changed_fields,json=changedFields,proto3" json:"changed_fields,omitempty"`
 	// restart is true when the container is started again in the same pass.
 	Restart       bool `protobuf:"varint,7,opt,name=restart,proto3" json:"restart,omitempty"`
@@ -929,8 +936,11 @@ type ContainerStart struct {
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// container_type of the container.
 	ContainerType ContainerType `protobuf:"varint,2,opt,name=container_type,json=containerType,proto3,enum=podsync.v1.ContainerType" json:"container_type,omitempty"`
-	// reason: NotStarted, Exited (restart allowed by policy), Killed (started
-	// again after a kill), UnknownState, PodSandboxChanged.
+	// reason: NotStarted, Exited (restart allowed by policy), Created (stuck
+	// in created), Unknown, DefinitionChanged, LivenessProbeFailed,
+	// StartupProbeFailed (started again after a kill), NewSandbox,
+	// NextInitContainer, InitContainerFailed (retried), SidecarExited,
+	// SidecarMissing.
 	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	// restart_count the new instance would have.
 	RestartCount  int32 `protobuf:"varint,4,opt,name=restart_count,json=restartCount,proto3" json:"restart_count,omitempty"`

@@ -148,8 +148,14 @@ type ObjectMeta struct {
 	// responses; ignored in requests (accepted so that manifests printed by
 	// kubectl, which carry "creationTimestamp": null, parse).
 	CreationTimestamp *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=creation_timestamp,json=creationTimestamp,proto3" json:"creation_timestamp,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// deletion_timestamp is when DeletePod asked the pod to stop: set in
+	// responses while the pod is terminating; ignored in requests.
+	DeletionTimestamp *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=deletion_timestamp,json=deletionTimestamp,proto3" json:"deletion_timestamp,omitempty"`
+	// deletion_grace_period_seconds is the grace period of that deletion.
+	// Set in responses; ignored in requests.
+	DeletionGracePeriodSeconds *int64 `protobuf:"varint,8,opt,name=deletion_grace_period_seconds,json=deletionGracePeriodSeconds,proto3,oneof" json:"deletion_grace_period_seconds,omitempty"`
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
 }
 
 func (x *ObjectMeta) Reset() {
@@ -222,6 +228,20 @@ func (x *ObjectMeta) GetCreationTimestamp() *timestamppb.Timestamp {
 		return x.CreationTimestamp
 	}
 	return nil
+}
+
+func (x *ObjectMeta) GetDeletionTimestamp() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DeletionTimestamp
+	}
+	return nil
+}
+
+func (x *ObjectMeta) GetDeletionGracePeriodSeconds() int64 {
+	if x != nil && x.DeletionGracePeriodSeconds != nil {
+		return *x.DeletionGracePeriodSeconds
+	}
+	return 0
 }
 
 // PodSpec mirrors core/v1 PodSpec.
@@ -3654,7 +3674,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x122\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x16.podsync.v1.ObjectMetaR\bmetadata\x12'\n" +
 	"\x04spec\x18\x04 \x01(\v2\x13.podsync.v1.PodSpecR\x04spec\x12-\n" +
-	"\x06status\x18\x05 \x01(\v2\x15.podsync.v1.PodStatusR\x06status\"\x9d\x03\n" +
+	"\x06status\x18\x05 \x01(\v2\x15.podsync.v1.PodStatusR\x06status\"\xd2\x04\n" +
 	"\n" +
 	"ObjectMeta\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
@@ -3662,13 +3682,16 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x03uid\x18\x03 \x01(\tR\x03uid\x12:\n" +
 	"\x06labels\x18\x04 \x03(\v2\".podsync.v1.ObjectMeta.LabelsEntryR\x06labels\x12I\n" +
 	"\vannotations\x18\x05 \x03(\v2'.podsync.v1.ObjectMeta.AnnotationsEntryR\vannotations\x12I\n" +
-	"\x12creation_timestamp\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x11creationTimestamp\x1a9\n" +
+	"\x12creation_timestamp\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x11creationTimestamp\x12I\n" +
+	"\x12deletion_timestamp\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x11deletionTimestamp\x12F\n" +
+	"\x1ddeletion_grace_period_seconds\x18\b \x01(\x03H\x00R\x1adeletionGracePeriodSeconds\x88\x01\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa5\a\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B \n" +
+	"\x1e_deletion_grace_period_seconds\"\xa5\a\n" +
 	"\aPodSpec\x125\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x15.podsync.v1.ContainerR\n" +
@@ -4073,75 +4096,76 @@ var file_podsync_v1_pod_proto_depIdxs = []int32{
 	46, // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
 	47, // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
 	54, // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	14, // 6: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
-	14, // 7: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
-	3,  // 8: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
-	5,  // 9: podsync.v1.PodSpec.host_aliases:type_name -> podsync.v1.HostAlias
-	8,  // 10: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
-	6,  // 11: podsync.v1.PodSpec.security_context:type_name -> podsync.v1.PodSecurityContext
-	4,  // 12: podsync.v1.PodDNSConfig.options:type_name -> podsync.v1.PodDNSConfigOption
-	7,  // 13: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
-	9,  // 14: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
-	10, // 15: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
-	12, // 16: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
-	13, // 17: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
-	11, // 18: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	11, // 19: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	15, // 20: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
-	20, // 21: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
-	23, // 22: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
-	24, // 23: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
-	25, // 24: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
-	26, // 25: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
-	29, // 26: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
-	29, // 27: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
-	29, // 28: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
-	33, // 29: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
-	16, // 30: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
-	17, // 31: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
-	18, // 32: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
-	19, // 33: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
-	21, // 34: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
-	22, // 35: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
-	48, // 36: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
-	49, // 37: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
-	27, // 38: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
-	27, // 39: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
-	28, // 40: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
-	28, // 41: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
-	30, // 42: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
-	32, // 43: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
-	55, // 44: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
-	31, // 45: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
-	55, // 46: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
-	34, // 47: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
-	38, // 48: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
-	36, // 49: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
-	54, // 50: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	39, // 51: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
-	39, // 52: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
-	37, // 53: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
-	54, // 54: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	54, // 55: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	40, // 56: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
-	40, // 57: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
-	41, // 58: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
-	42, // 59: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
-	43, // 60: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
-	54, // 61: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	54, // 62: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	54, // 63: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	1,  // 64: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
-	50, // 65: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
-	51, // 66: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
-	1,  // 67: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
-	52, // 68: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
-	53, // 69: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
-	70, // [70:70] is the sub-list for method output_type
-	70, // [70:70] is the sub-list for method input_type
-	70, // [70:70] is the sub-list for extension type_name
-	70, // [70:70] is the sub-list for extension extendee
-	0,  // [0:70] is the sub-list for field type_name
+	54, // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	14, // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
+	14, // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
+	3,  // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
+	5,  // 10: podsync.v1.PodSpec.host_aliases:type_name -> podsync.v1.HostAlias
+	8,  // 11: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
+	6,  // 12: podsync.v1.PodSpec.security_context:type_name -> podsync.v1.PodSecurityContext
+	4,  // 13: podsync.v1.PodDNSConfig.options:type_name -> podsync.v1.PodDNSConfigOption
+	7,  // 14: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
+	9,  // 15: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
+	10, // 16: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
+	12, // 17: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
+	13, // 18: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
+	11, // 19: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	11, // 20: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	15, // 21: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
+	20, // 22: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
+	23, // 23: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
+	24, // 24: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
+	25, // 25: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
+	26, // 26: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
+	29, // 27: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
+	29, // 28: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
+	29, // 29: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
+	33, // 30: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
+	16, // 31: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
+	17, // 32: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
+	18, // 33: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
+	19, // 34: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
+	21, // 35: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
+	22, // 36: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
+	48, // 37: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
+	49, // 38: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
+	27, // 39: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
+	27, // 40: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
+	28, // 41: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
+	28, // 42: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
+	30, // 43: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
+	32, // 44: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
+	55, // 45: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
+	31, // 46: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
+	55, // 47: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
+	34, // 48: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
+	38, // 49: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
+	36, // 50: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
+	54, // 51: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	39, // 52: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
+	39, // 53: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
+	37, // 54: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
+	54, // 55: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	54, // 56: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	40, // 57: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
+	40, // 58: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
+	41, // 59: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
+	42, // 60: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
+	43, // 61: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
+	54, // 62: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	54, // 63: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	54, // 64: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	1,  // 65: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
+	50, // 66: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
+	51, // 67: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
+	1,  // 68: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
+	52, // 69: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
+	53, // 70: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
+	71, // [71:71] is the sub-list for method output_type
+	71, // [71:71] is the sub-list for method input_type
+	71, // [71:71] is the sub-list for extension type_name
+	71, // [71:71] is the sub-list for extension extendee
+	0,  // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_proto_init() }
@@ -4149,6 +4173,7 @@ func file_podsync_v1_pod_proto_init() {
 	if File_podsync_v1_pod_proto != nil {
 		return
 	}
+	file_podsync_v1_pod_proto_msgTypes[1].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[2].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[4].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[6].OneofWrappers = []any{}
