@@ -21,6 +21,7 @@ import (
 const (
 	DefaultRootDir   = "/var/lib/podsync"
 	DefaultPodLogDir = "/var/log/pods"
+	DefaultCgroupFS  = "/sys/fs/cgroup"
 )
 
 // Options are the node settings the CRI configs depend on, the podsync
@@ -44,6 +45,10 @@ type Options struct {
 	// root cgroup (--cgroup-root), default "/".
 	CgroupDriver string
 	CgroupRoot   string
+	// CgroupFS is where the cgroup hierarchies are mounted, default
+	// /sys/fs/cgroup. With the cgroupfs driver RemovePod removes the
+	// pod's cgroup there (runc removes only the containers' cgroups).
+	CgroupFS string
 	// NodeName is spec.nodeName for pods that have none.
 	NodeName string
 	// NodeIPs are the node's IPs (status.hostIP(s) of the downward API).
@@ -70,6 +75,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CgroupRoot == "" {
 		o.CgroupRoot = "/"
+	}
+	if o.CgroupFS == "" {
+		o.CgroupFS = DefaultCgroupFS
 	}
 	if o.CPUCFSQuotaPeriod == 0 {
 		o.CPUCFSQuotaPeriod = QuotaPeriod * time.Microsecond
@@ -512,6 +520,12 @@ type ContainerConfigInput struct {
 	// ConfigMaps and Secrets of the pod's namespace that env refers to.
 	ConfigMaps []*corev1.ConfigMap
 	Secrets    []*corev1.Secret
+	// ResolveSubPath, if set, returns the host path of a mount's subPath
+	// (subPathExpr expanded) within the volume's host directory, or an
+	// error; the executor passes ResolveSubPath, which refuses symbolic
+	// links. Nil joins the two after the same lexical checks, without
+	// looking at the file system.
+	ResolveSubPath func(volumeDir, subPath string) (string, error)
 }
 
 // ContainerConfig builds a ContainerConfig as the kubelet's
@@ -713,10 +727,18 @@ func makeMounts(in ContainerConfigInput, env []corev1.EnvVar, opts Options) ([]*
 			sub = Expand(m.SubPathExpr, vars)
 		}
 		if sub != "" {
-			if path.IsAbs(sub) || slices.Contains(strings.Split(sub, "/"), "..") {
-				return nil, fmt.Errorf("volume %q: subPath %q must be a relative path without '..': %w", v.Name, sub, ErrInvalidSpec)
+			if path.IsAbs(sub) || slices.Contains(strings.Split(sub, "/"), "..") || strings.IndexByte(sub, 0) >= 0 {
+				return nil, fmt.Errorf("volume %q: subPath %q must be a relative path without '..' or NUL: %w", v.Name, sub, ErrInvalidSpec)
 			}
-			host = filepath.Join(host, sub)
+			if in.ResolveSubPath == nil {
+				host = filepath.Join(host, sub)
+			} else {
+				resolved, err := in.ResolveSubPath(host, sub)
+				if err != nil {
+					return nil, fmt.Errorf("container %q: volume %q: %w", c.Name, v.Name, err)
+				}
+				host = resolved
+			}
 		}
 		mnt := &runtimeapi.Mount{
 			ContainerPath: m.MountPath,

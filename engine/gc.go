@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
+
+	"github.com/podsync/podsync/internal/failpoint"
 )
 
 // garbage is what the per-pod garbage collection removes.
@@ -121,6 +123,7 @@ func (p *pass) collectGarbage(ctx context.Context, st podState) podState {
 	p.st.sandboxOf = st.sandboxOf
 	removed := map[string]bool{}
 	for _, inst := range g.containers {
+		failpoint.Inject(failpoint.GCRemoveContainer)
 		if p.removeContainer(ctx, inst, ReasonGarbageCollected) {
 			removed[inst.ID] = true
 		}
@@ -133,6 +136,7 @@ func (p *pass) collectGarbage(ctx context.Context, st podState) podState {
 		// hold its network: stop it before removing it.
 		err := p.s.rt.StopPodSandbox(ctx, sb.ID)
 		if err == nil || crierrors.IsNotFound(err) {
+			failpoint.Inject(failpoint.GCRemoveSandbox)
 			err = p.s.rt.RemovePodSandbox(ctx, sb.ID)
 		}
 		step.Duration = p.s.clock.Since(start)

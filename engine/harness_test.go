@@ -50,7 +50,7 @@ func newHarness(t *testing.T, mutate ...func(*engine.SyncerOptions)) *harness {
 	t.Cleanup(cancel)
 	clk := clocktesting.NewFakeClock(t0)
 	rt := enginetest.NewRuntime(enginetest.WithClock(clk), enginetest.WithImages(image))
-	cfg := engine.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
+	cfg := engine.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), CgroupFS: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
 	opts := engine.SyncerOptions{Runtime: rt, Images: rt, Clock: clk, Logger: zaptest.NewLogger(t), Config: cfg}
 	for _, m := range mutate {
 		m(&opts)

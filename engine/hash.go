@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"hash/fnv"
+	"iter"
 	"reflect"
 	"slices"
 	"strconv"
@@ -46,7 +46,17 @@ type ContainerSpec struct {
 // NewContainerSpec collects the fields of c (a container of pod) that
 // ContainerHash covers.
 func NewContainerSpec(pod *corev1.Pod, c *corev1.Container) *ContainerSpec {
-	s := &ContainerSpec{
+	s := &ContainerSpec{}
+	s.setContainer(pod, c)
+	for v := range mountedVolumes(pod, c) {
+		s.Volumes = append(s.Volumes, *v)
+	}
+	return s
+}
+
+// setContainer sets every field of s but Volumes from c and pod.
+func (s *ContainerSpec) setContainer(pod *corev1.Pod, c *corev1.Container) {
+	*s = ContainerSpec{
 		Image:                    c.Image,
 		Command:                  c.Command,
 		Args:                     c.Args,
@@ -65,32 +75,45 @@ func NewContainerSpec(pod *corev1.Pod, c *corev1.Container) *ContainerSpec {
 		TerminationMessagePolicy: c.TerminationMessagePolicy,
 		PodSecurityContext:       pod.Spec.SecurityContext,
 	}
-	seen := map[string]bool{}
-	for _, m := range c.VolumeMounts {
-		if seen[m.Name] {
-			continue
-		}
-		seen[m.Name] = true
-		for _, v := range pod.Spec.Volumes {
-			if v.Name == m.Name {
-				s.Volumes = append(s.Volumes, v)
+}
+
+// mountedVolumes yields ContainerSpec.Volumes: the pod volumes c mounts, in
+// the order of their first mount.
+func mountedVolumes(pod *corev1.Pod, c *corev1.Container) iter.Seq[*corev1.Volume] {
+	return func(yield func(*corev1.Volume) bool) {
+		for i, m := range c.VolumeMounts {
+			// Each name once, at its first mount (a linear scan: mounts
+			// are few, and a map would cost more than the search).
+			if slices.ContainsFunc(c.VolumeMounts[:i], func(p corev1.VolumeMount) bool { return p.Name == m.Name }) {
+				continue
+			}
+			for j := range pod.Spec.Volumes {
+				if v := &pod.Spec.Volumes[j]; v.Name == m.Name && !yield(v) {
+					return
+				}
 			}
 		}
 	}
-	return s
 }
 
-// Hash returns the FNV-64a hash of the spec's JSON, in hex.
+// Hash returns the FNV-64a hash of the spec's JSON (json.Marshal(s)), in
+// hex. The JSON is written by a specialized encoder (hash_json.go) that
+// produces the same bytes without most of encoding/json's reflection:
+// these hashes are stored in running containers, so the value must never
+// change for a given spec.
 func (s *ContainerSpec) Hash() string {
-	h := fnv.New64a()
-	h.Write(mustJSON(s))
-	return strconv.FormatUint(h.Sum64(), 16)
+	return strconv.FormatUint(hashContainerSpec(s, nil, nil), 16)
 }
 
 // ContainerHash returns the hash podsync records in a container's
 // io.kubernetes.container.hash annotation: the hash of NewContainerSpec.
+// It is NewContainerSpec(pod, c).Hash() without building the spec on the
+// heap, as the planner computes it for every running container on every
+// pass.
 func ContainerHash(pod *corev1.Pod, c *corev1.Container) string {
-	return NewContainerSpec(pod, c).Hash()
+	var s ContainerSpec
+	s.setContainer(pod, c)
+	return strconv.FormatUint(hashContainerSpec(&s, pod, c), 16)
 }
 
 // ChangedFields names the fields that differ between old and new, in the

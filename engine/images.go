@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
+
+	"github.com/podsync/podsync/internal/failpoint"
 )
 
 // referencePattern is the grammar of an image reference
@@ -121,6 +123,7 @@ func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *r
 		return "", &imageFailure{ReasonErrImageNeverPull, msg, fmt.Errorf("image %q: not present with pull policy Never: %w", c.Image, ErrNotFound)}
 	}
 
+	failpoint.Inject(failpoint.BeforeImagePull)
 	start := p.s.clock.Now()
 	ref, err = p.pullImage(ctx, spec, sbConfig)
 	step := StepResult{Action: ActionPullImage, Target: c.Image, Start: start, Duration: p.s.clock.Since(start)}

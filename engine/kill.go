@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
+
+	"github.com/podsync/podsync/internal/failpoint"
 )
 
 // killPod is the kubelet's killPodWithSyncResult: it stops the running
@@ -143,6 +145,7 @@ func (p *pass) killContainer(ctx context.Context, k ContainerAction, podIPs []st
 	if err := p.s.rt.StopContainer(ctx, k.ContainerID, grace); err != nil && !crierrors.IsNotFound(err) {
 		return fail(fmt.Errorf("stop container %q: %w", k.Name, err))
 	}
+	failpoint.Inject(failpoint.AfterContainerStopped)
 	step.Duration = p.s.clock.Since(start)
 	p.rec.add(step)
 	return true

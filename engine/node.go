@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/podsync/podsync/engine/prober"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/internal/failpoint"
 )
 
 // Defaults of NodeOptions.
@@ -115,6 +117,16 @@ type NodeOptions struct {
 	// Policy, if set, checks every apply of a pod the node already holds
 	// (Admit checks new pods); see Admission.
 	Policy PolicyFunc
+	// Metrics, if set, record the node's sync passes and steps, and
+	// describe its pods and back-offs while Run runs. CRI calls are
+	// recorded only if Runtime and Images are wrapped with
+	// Metrics.InstrumentRuntime and InstrumentImages.
+	Metrics *Metrics
+	// RuntimeUnavailable, if set, reports whether the error of a CRI call
+	// means that the runtime did not answer (podsyncd: gRPC UNAVAILABLE);
+	// Apply, Plan and Delete then return an error wrapping
+	// ErrRuntimeUnavailable. Nil classifies no error so.
+	RuntimeUnavailable func(error) bool
 }
 
 // Node keeps the pods it is given converged: it stores each desired pod
@@ -141,6 +153,9 @@ type Node struct {
 	rot     LogRotation
 	admit   AdmitFunc
 	policy  PolicyFunc
+	metrics *Metrics
+	// unavailable is NodeOptions.RuntimeUnavailable.
+	unavailable func(error) bool
 
 	// ready is closed when Run has recovered and started the workers.
 	ready chan struct{}
@@ -153,6 +168,48 @@ type Node struct {
 	stopping bool // Run is ending: no new goroutine
 	runCtx   context.Context
 	workers  map[types.UID]*worker
+
+	obsMu     sync.Mutex
+	observers map[types.UID][]*stepObserver
+}
+
+// stepObserver is one ObserveSteps registration.
+type stepObserver struct{ fn func(StepResult) }
+
+// ObserveSteps calls fn with each step of the passes the node runs of the
+// pod with uid on its own, after Apply: restarts, back-offs, the next init
+// container, probes' kills. (The steps of a pass run for Apply or Delete go
+// to that caller's emit.) fn is called from the pod's worker and must not
+// block. The returned func ends the observation.
+func (n *Node) ObserveSteps(uid types.UID, fn func(StepResult)) (stop func()) {
+	o := &stepObserver{fn: fn}
+	n.obsMu.Lock()
+	if n.observers == nil {
+		n.observers = map[types.UID][]*stepObserver{}
+	}
+	n.observers[uid] = append(n.observers[uid], o)
+	n.obsMu.Unlock()
+	return func() {
+		n.obsMu.Lock()
+		defer n.obsMu.Unlock()
+		list := slices.DeleteFunc(n.observers[uid], func(x *stepObserver) bool { return x == o })
+		if len(list) == 0 {
+			delete(n.observers, uid)
+		} else {
+			n.observers[uid] = list
+		}
+	}
+}
+
+// observe hands a step of a pass the node runs on its own to the pod's
+// observers.
+func (n *Node) observe(uid types.UID, st StepResult) {
+	n.obsMu.Lock()
+	list := slices.Clone(n.observers[uid])
+	n.obsMu.Unlock()
+	for _, o := range list {
+		o.fn(st)
+	}
 }
 
 // ApplyResult is what Apply did.
@@ -181,7 +238,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 		opts.Logger = zap.NewNop()
 	}
 	syncer, err := NewSyncer(SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
-		Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config})
+		Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config, Metrics: opts.Metrics})
 	if err != nil {
 		return nil, err
 	}
@@ -207,8 +264,8 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	return &Node{
 		rt: opts.Runtime, store: opts.Store, syncer: syncer, watcher: watcher, prober: pm,
 		clock: opts.Clock, log: opts.Logger, backoff: opts.Backoff, cfg: opts.Config.withDefaults(),
-		gc: gc, rot: opts.LogRotation.withDefaults(), admit: opts.Admit, policy: opts.Policy,
-		ready: make(chan struct{}), workers: map[types.UID]*worker{},
+		gc: gc, rot: opts.LogRotation.withDefaults(), admit: opts.Admit, policy: opts.Policy, metrics: opts.Metrics,
+		unavailable: opts.RuntimeUnavailable, ready: make(chan struct{}), workers: map[types.UID]*worker{},
 	}, nil
 }
 
@@ -242,6 +299,7 @@ func (n *Node) Run(ctx context.Context) error {
 		n.consumeProbes()
 	}()
 	defer func() {
+		n.metrics.detach(n)
 		n.mu.Lock()
 		n.stopping = true
 		for _, w := range n.workers {
@@ -256,6 +314,7 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.recover(ctx); err != nil {
 		return err
 	}
+	n.metrics.attach(n)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -311,8 +370,9 @@ func (n *Node) waitReady(ctx context.Context) error {
 // A pod the node does not hold yet is first given to NodeOptions.Admit, a
 // known one to NodeOptions.Policy.
 // Apply returns an error wrapping ErrInvalidSpec for a pod without name,
-// namespace or UID, ErrAlreadyExists if namespace/name is held by a pod
-// with another UID, ErrConflict if the pod is being deleted, Admit's error,
+// namespace or UID or with a name that cannot be a path (CheckPodPaths),
+// ErrAlreadyExists if namespace/name is held by a pod
+// with another UID, ErrTerminating if the pod is being deleted, Admit's error,
 // the context's error if ctx ends before or during the pass (the worker
 // then finishes the work), ErrNotFound if the pod was deleted meanwhile,
 // and the runtime's error if the pod's state cannot be read. Failed steps
@@ -320,6 +380,9 @@ func (n *Node) waitReady(ctx context.Context) error {
 func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(StepResult)) (ApplyResult, error) {
 	if pod == nil || pod.UID == "" || pod.Name == "" || pod.Namespace == "" {
 		return ApplyResult{}, fmt.Errorf("apply pod: pod needs a namespace, name and uid: %w", ErrInvalidSpec)
+	}
+	if err := CheckPodPaths(pod); err != nil {
+		return ApplyResult{}, fmt.Errorf("apply pod %s: %w", podString(pod), err)
 	}
 	if err := n.waitReady(ctx); err != nil {
 		return ApplyResult{}, err
@@ -334,7 +397,7 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	case existing.Pod.UID != pod.UID:
 		return res, fmt.Errorf("apply pod %s: %s/%s has uid %s: %w", podString(pod), pod.Namespace, pod.Name, existing.Pod.UID, ErrAlreadyExists)
 	case existing.Deleting:
-		return res, fmt.Errorf("apply pod %s: pod is being deleted: %w", podString(pod), ErrConflict)
+		return res, fmt.Errorf("apply pod %s: %w", podString(pod), ErrTerminating)
 	}
 	if !res.Created && n.policy != nil {
 		if err := n.policy(pod); err != nil {
@@ -350,10 +413,12 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 			return res, fmt.Errorf("admit pod %s: %w", podString(pod), err)
 		}
 	}
+	failpoint.Inject(failpoint.BeforeStorePut)
 	rec, err := n.store.Put(store.PodRecord{Pod: pod, ConfigMaps: configMaps, Secrets: secrets})
 	if err != nil {
 		return res, fmt.Errorf("store pod %s: %w", podString(pod), storeError(err))
 	}
+	failpoint.Inject(failpoint.AfterStorePut)
 	if res.Created {
 		n.log.Info("pod stored", podFields(pod)...)
 	} else if rec.ModRevision != existing.ModRevision {
@@ -373,7 +438,7 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	if err == nil && out.gone {
 		err = fmt.Errorf("apply pod %s: pod was deleted: %w", podString(pod), ErrNotFound)
 	}
-	return res, err
+	return res, n.runtimeError(err)
 }
 
 // Plan returns what a pass of pod would do now and the status the pod has
@@ -400,7 +465,7 @@ func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap,
 	}
 	view, err := ReadView(ctx, n.rt, pod.UID)
 	if err != nil {
-		return PodActions{}, corev1.PodStatus{}, known, fmt.Errorf("plan pod %s: %w", podString(pod), err)
+		return PodActions{}, corev1.PodStatus{}, known, fmt.Errorf("plan pod %s: %w", podString(pod), n.runtimeError(err))
 	}
 	view.PullFailures = n.syncer.pullFailures(pod)
 	probes := n.probeResults(pod.UID)
@@ -421,7 +486,7 @@ func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap,
 func (n *Node) Get(_ context.Context, namespace, name string) (*store.PodRecord, error) {
 	rec, err := n.store.GetByName(namespace, name)
 	if err != nil {
-		return nil, fmt.Errorf("get pod %s/%s: %w", namespace, name, storeError(err))
+		return nil, storeError(err) // the store's error names the pod
 	}
 	return rec, nil
 }
@@ -483,7 +548,7 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 	}
 	n.log.Info("pod deletion requested", podFields(pod)...)
 	// The pass running, if any, would only delay the kill.
-	dw.cancelPass(fmt.Errorf("pod %s is being deleted: %w", podString(pod), ErrConflict))
+	dw.cancelPass(fmt.Errorf("pod %s: %w", podString(pod), ErrTerminating))
 	w, err := n.lockWorker(ctx, pod.UID)
 	if err != nil {
 		return true, nil, fmt.Errorf("delete pod %s: wait for the pod's turn: %w", podString(pod), err)
@@ -492,7 +557,7 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 	_, err = n.pass(ctx, w, false, func(s StepResult) { steps = append(steps, s) })
 	w.release()
 	if err != nil {
-		return true, steps, fmt.Errorf("delete pod %s: %w", podString(pod), err)
+		return true, steps, fmt.Errorf("delete pod %s: %w", podString(pod), n.runtimeError(err))
 	}
 	return true, steps, nil
 }
@@ -514,20 +579,40 @@ func (n *Node) activePods() ([]*corev1.Pod, error) {
 	return out, nil
 }
 
+// runtimeError adds ErrRuntimeUnavailable to err if it is the error of a
+// runtime that did not answer (NodeOptions.RuntimeUnavailable).
+func (n *Node) runtimeError(err error) error {
+	if err == nil || n.unavailable == nil || errors.Is(err, ErrRuntimeUnavailable) || !n.unavailable(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrRuntimeUnavailable, err)
+}
+
 // storeError adds the engine's class to a store error.
 func storeError(err error) error {
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
-	case errors.Is(err, store.ErrAlreadyExists):
-		return fmt.Errorf("%w: %w", ErrAlreadyExists, err)
-	case errors.Is(err, store.ErrDeleting):
-		return fmt.Errorf("%w: %w", ErrConflict, err)
-	case errors.Is(err, store.ErrInvalid):
-		return fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	for _, m := range []struct{ store, engine error }{
+		{store.ErrNotFound, ErrNotFound},
+		{store.ErrAlreadyExists, ErrAlreadyExists},
+		{store.ErrDeleting, ErrTerminating},
+		{store.ErrInvalid, ErrInvalidSpec},
+	} {
+		if errors.Is(err, m.store) {
+			return &classified{err: err, class: m.engine}
+		}
 	}
 	return err
 }
+
+// classified is a store error that also matches an engine sentinel, with
+// the store's message alone: "get pod a/b: pod not found", not "not
+// found: get pod a/b: pod not found".
+type classified struct {
+	err   error
+	class error
+}
+
+func (c *classified) Error() string   { return c.err.Error() }
+func (c *classified) Unwrap() []error { return []error{c.err, c.class} }
 
 func isTerminal(p corev1.PodPhase) bool {
 	return p == corev1.PodSucceeded || p == corev1.PodFailed
@@ -558,19 +643,16 @@ func (n *Node) statusOptions(reasons map[string]corev1.ContainerStateWaiting) St
 func (n *Node) consumeProbes() {
 	for u := range n.prober.Updates() {
 		w := n.workerFor(u.PodUID)
+		// The event first, as the kubelet's prober records it: the
+		// pass the kick starts may kill the container (Killing).
+		if ref, ok := w.podRef(); ok && u.Result == prober.Failure {
+			ev := store.Event{Type: corev1.EventTypeWarning, Reason: "Unhealthy", Container: u.ContainerName,
+				Message: fmt.Sprintf("%s probe failed: %s", u.Type, u.Output)}
+			if _, err := n.store.Append(store.EventChange(ref, ev)); err != nil && !errors.Is(err, store.ErrNotFound) {
+				n.log.Warn("record probe event", zap.String(logPodUID, string(u.PodUID)), zap.Error(err))
+			}
+		}
 		w.kickSelf()
-		if u.Result != prober.Failure {
-			continue
-		}
-		ref, ok := w.podRef()
-		if !ok {
-			continue
-		}
-		ev := store.Event{Type: corev1.EventTypeWarning, Reason: "Unhealthy", Container: u.ContainerName,
-			Message: fmt.Sprintf("%s probe failed: %s", u.Type, u.Output)}
-		if _, err := n.store.Append(store.EventChange(ref, ev)); err != nil && !errors.Is(err, store.ErrNotFound) {
-			n.log.Warn("record probe event", zap.String(logPodUID, string(u.PodUID)), zap.Error(err))
-		}
 	}
 }
 

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,7 +89,7 @@ func newNodeHarness(t *testing.T, mutate ...func(*engine.NodeOptions)) *nodeHarn
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	cfg := engine.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
+	cfg := engine.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), CgroupFS: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
 	opts := engine.NodeOptions{Runtime: rt, Images: rt, Store: st, Clock: clk, Logger: zaptest.NewLogger(t), Config: cfg,
 		// Relists and rotation only when the test steps the clock far.
 		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
@@ -319,7 +320,20 @@ func TestNodeWorkerRestartsWithoutACall(t *testing.T) {
 	t.Parallel()
 	h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Backoff = engine.BackoffPolicy{Base: 10 * time.Second} })
 	pod := basePod()
+	var mu sync.Mutex
+	var observed []string
+	stop := h.node.ObserveSteps(pod.UID, func(st engine.StepResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		observed = append(observed, string(st.Action)+" "+st.Target)
+	})
+	defer stop()
 	h.apply(pod)
+	mu.Lock()
+	if len(observed) != 0 {
+		t.Errorf("observed Apply's own steps: %v", observed)
+	}
+	mu.Unlock()
 	restarts := func(n int32) func() bool {
 		return func() bool {
 			inst := h.view(pod).FindContainer("app")
@@ -330,6 +344,11 @@ func TestNodeWorkerRestartsWithoutACall(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.eventually("first restart", restarts(1))
+	h.eventually("the restart's step observed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(observed, string(engine.ActionStartContainer)+" app")
+	})
 
 	h.clock.Step(time.Second)
 	if err := h.rt.ExitContainer(h.view(pod).FindContainer("app").ID, 1); err != nil {
@@ -349,8 +368,56 @@ func TestNodeWorkerRestartsWithoutACall(t *testing.T) {
 	if !slices.Contains(h.events(pod), engine.EventBackOff) {
 		t.Errorf("no BackOff event: %v", h.events(pod))
 	}
+	// The worker arms its back-off timer after it records the status: if
+	// it did so after this step, the clock must move on for it to fire.
 	h.clock.Step(11 * time.Second)
-	h.eventually("restart after the back-off", restarts(2))
+	h.eventually("restart after the back-off", func() bool {
+		if restarts(2)() {
+			return true
+		}
+		h.clock.Step(time.Second)
+		return false
+	})
+}
+
+// TestNodeExitIsPublishedBeforeTheRestart: watchers see a container's
+// exit (terminated, exit code 1) as its own status, before the status of
+// the restarted instance.
+func TestNodeExitIsPublishedBeforeTheRestart(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	pod := basePod()
+	h.apply(pod)
+	w, err := h.st.Watch(h.ctx, h.st.Revision())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rt.ExitContainer(h.view(pod).FindContainer("app").ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for e := range w.Events() {
+		if e.Kind != store.KindStatus {
+			continue
+		}
+		for _, cs := range e.Status.ContainerStatuses {
+			if cs.Name != "app" {
+				continue
+			}
+			switch {
+			case cs.State.Terminated != nil:
+				seen = append(seen, fmt.Sprintf("terminated(%d) restarts=%d", cs.State.Terminated.ExitCode, cs.RestartCount))
+			case cs.State.Running != nil:
+				seen = append(seen, fmt.Sprintf("running restarts=%d", cs.RestartCount))
+			}
+		}
+		if len(seen) > 0 && strings.HasPrefix(seen[len(seen)-1], "running restarts=1") {
+			break
+		}
+	}
+	if want := []string{"terminated(1) restarts=0", "running restarts=1"}; !slices.Equal(seen, want) {
+		t.Errorf("app's statuses = %q, want %q", seen, want)
+	}
 }
 
 // TestNodeNoOpPassIsCheap: passes of a converged pod write nothing to the
@@ -630,7 +697,9 @@ func TestNodeProbeUpdateTriggersPass(t *testing.T) {
 	}
 	pod.Spec.Containers[0].ReadinessProbe = probe("0")
 	res := h.apply(pod)
-	if res.Status.Conditions == nil || h.storedStatus(pod).ContainerStatuses[0].Ready {
+	// The apply's pass ran before the probe (which may have passed by
+	// now, and a pass stored that).
+	if res.Status.Conditions == nil || res.Status.ContainerStatuses[0].Ready {
 		t.Fatal("ready before the readiness probe ran")
 	}
 	h.eventually("Ready after the probe passed", func() bool {
@@ -648,9 +717,12 @@ func TestNodeProbeUpdateTriggersPass(t *testing.T) {
 		cs := h.storedStatus(live).ContainerStatuses[0]
 		return cs.ContainerID != first && cs.RestartCount >= 1
 	})
-	if ev := h.events(live); !slices.Contains(ev, engine.EventUnhealthy) || !slices.Contains(ev, engine.EventKilling) {
-		t.Errorf("events %v", ev)
-	}
+	// The prober publishes the result, which a pass may act on, before
+	// the node records the event.
+	h.eventually("Unhealthy and Killing events", func() bool {
+		ev := h.events(live)
+		return slices.Contains(ev, engine.EventUnhealthy) && slices.Contains(ev, engine.EventKilling)
+	})
 }
 
 // TestNodeDeleteCancelsARunningPass: Delete does not wait for a pass

@@ -675,13 +675,28 @@ func (p *planner) finish(a *PodActions, now time.Time, bo BackoffPolicy) {
 }
 
 func (p *planner) backedOff(c *corev1.Container, s ContainerAction, now time.Time, bo BackoffPolicy) (ContainerAction, bool) {
-	if b := CrashLoopBackoff(p.pod, c, p.view, bo); b.Active(now) {
-		return ContainerAction{Name: c.Name, Attempt: s.Attempt, Reason: ReasonCrashLoopBackOff,
-			Message: crashLoopMessage(p.pod, c.Name, b.Delay), NextAttempt: b.Until}, true
+	// CrashLoopBackoff is never active without an exited instance; the
+	// check spares a container that never ran the hash of its spec.
+	if p.hasExited(c.Name) {
+		if b := CrashLoopBackoff(p.pod, c, p.view, bo); b.Active(now) {
+			return ContainerAction{Name: c.Name, Attempt: s.Attempt, Reason: ReasonCrashLoopBackOff,
+				Message: crashLoopMessage(p.pod, c.Name, b.Delay), NextAttempt: b.Until}, true
+		}
 	}
 	if b := ImagePullBackoff(p.pod, c, p.view, bo); b.Active(now) {
 		return ContainerAction{Name: c.Name, Attempt: s.Attempt, Reason: ReasonImagePullBackOff,
 			Message: fmt.Sprintf("Back-off pulling image %q", c.Image), NextAttempt: b.Until}, true
 	}
 	return ContainerAction{}, false
+}
+
+// hasExited reports whether the view holds an exited instance of the
+// named container.
+func (p *planner) hasExited(name string) bool {
+	for i := range p.view.Containers {
+		if inst := &p.view.Containers[i]; inst.Name == name && inst.State == ContainerExited {
+			return true
+		}
+	}
+	return false
 }

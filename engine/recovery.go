@@ -28,7 +28,9 @@ func (n *Node) recover(ctx context.Context) error {
 	stored := map[types.UID]bool{}
 	for _, r := range recs {
 		stored[r.Pod.UID] = true
-		n.workerFor(r.Pod.UID).setRef(r.Ref())
+		w := n.workerFor(r.Pod.UID)
+		w.setRef(r.Ref())
+		w.noteStatus(&r.Pod.Status)
 		_, adopted := inRuntime[r.Pod.UID]
 		n.log.Info("pod resumed", append(podFields(r.Pod), zap.Bool(logAdopted, adopted), zap.Bool(logDeleting, r.Deleting),
 			zap.String(logPhase, string(r.Pod.Status.Phase)))...)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 	"k8s.io/utils/clock"
+
+	"github.com/podsync/podsync/internal/failpoint"
 )
 
 // cleanupTimeout bounds the rollback and cleanup that run after the
@@ -43,6 +46,10 @@ type SyncerOptions struct {
 	// Config are the node settings the CRI configs and pod directories
 	// depend on.
 	Config Options
+	// Metrics, if set, record every pass and its steps (not the CRI
+	// calls: wrap Runtime and Images with Metrics.InstrumentRuntime and
+	// InstrumentImages for those).
+	Metrics *Metrics
 }
 
 // SyncInput is what a pass needs besides the pod.
@@ -55,6 +62,11 @@ type SyncInput struct {
 	Secrets    []*corev1.Secret
 	// Probes are the prober's last results.
 	Probes ProbeResults
+	// Observed, if set, is called once the pass has read the runtime and
+	// planned, before it acts: the Node publishes from it what the pass
+	// found (a container that exited) before the pass restarts it, as the
+	// kubelet's status manager does.
+	Observed func(view RuntimeView, plan PodActions)
 }
 
 // Syncer runs sync passes: it reads what the runtime holds for a pod,
@@ -69,6 +81,7 @@ type Syncer struct {
 	log     *zap.Logger
 	backoff BackoffPolicy
 	cfg     Options
+	metrics *Metrics
 
 	mu      sync.Mutex
 	running map[types.UID]bool
@@ -90,6 +103,7 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 		log:     opts.Logger,
 		backoff: opts.Backoff,
 		cfg:     opts.Config.withDefaults(),
+		metrics: opts.Metrics,
 		running: map[types.UID]bool{},
 		pulls:   map[types.UID][]PullFailure{},
 	}
@@ -129,20 +143,27 @@ func (s *Syncer) PodStatus(pod *corev1.Pod, view RuntimeView, probes ProbeResult
 // sandbox created without the pod security context the defaults add.
 //
 // SyncPod returns an error wrapping ErrConflict if a pass of
-// the pod is running, ErrInvalidSpec for a pod without UID, the runtime's
+// the pod is running, ErrInvalidSpec for a pod without UID or with a name
+// that cannot be a path (see CheckPodPaths), the runtime's
 // error if the pod's state cannot be read, and the context's error if ctx
 // ended during the pass; the result holds the steps done so far.
 func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, in SyncInput, emit func(StepResult)) (SyncResult, error) {
 	if pod == nil || pod.UID == "" {
 		return SyncResult{}, fmt.Errorf("sync pod: pod has no uid: %w", ErrInvalidSpec)
 	}
+	if err := CheckPodPaths(pod); err != nil {
+		return SyncResult{}, fmt.Errorf("sync pod %s: %w", podString(pod), err)
+	}
 	if err := s.acquire(pod.UID); err != nil {
 		return SyncResult{}, fmt.Errorf("sync pod %s: %w", podString(pod), err)
 	}
 	defer s.release(pod.UID)
 	log := s.log.With(podFields(pod)...)
-	p := &pass{s: s, pod: pod, in: in, log: log, rec: &recorder{emit: emit, log: log}}
-	return p.run(ctx)
+	p := &pass{s: s, pod: pod, in: in, log: log, rec: &recorder{emit: emit, log: log, metrics: s.metrics}}
+	start := s.clock.Now()
+	res, err := p.run(ctx)
+	s.metrics.observePass(res, err, ctx.Err() != nil, s.clock.Since(start))
+	return res, err
 }
 
 func (s *Syncer) acquire(uid types.UID) error {
@@ -175,8 +196,8 @@ func (s *Syncer) readState(ctx context.Context, pod *corev1.Pod) (podState, erro
 
 // RemovePod removes everything podsync holds for the pod: it stops and
 // removes every sandbox and container labelled with the pod's UID (without
-// grace: kill the pod with SyncPod first), its pod directory and log
-// directory, and the pull failures remembered for it.
+// grace: kill the pod with SyncPod first), its pod directory, log
+// directory and cgroup, and the pull failures remembered for it.
 func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 	if err := s.acquire(pod.UID); err != nil {
 		return fmt.Errorf("remove pod %s: %w", podString(pod), err)
@@ -197,12 +218,24 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.ID, err))
 			continue
 		}
+		failpoint.Inject(failpoint.MidSandboxRemoval)
 		if err := s.rt.RemovePodSandbox(ctx, sb.ID); err != nil && !crierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.ID, err))
 		}
 	}
-	if len(errs) == 0 {
+	switch err := checkName("pod uid", string(pod.UID)); {
+	case len(errs) > 0:
+	case err != nil || strings.ContainsAny(pod.Namespace+pod.Name, "/\x00"):
+		// Not a pod directory podsync could have made (the identity of an
+		// orphan comes from CRI labels): leave the file system alone.
+		s.log.Warn("pod identity is not a safe path: its directories are not removed", podFields(pod)...)
+	default:
 		errs = append(errs, os.RemoveAll(PodDir(pod, s.cfg)), os.RemoveAll(PodLogDirectory(pod, s.cfg)))
+		if err := removePodCgroup(pod, s.cfg); err != nil {
+			// Not an error of the removal: the cgroup holds nothing
+			// of the pod's, and a pod's next incarnation reuses it.
+			s.log.Warn("pod cgroup not removed", append(podFields(pod), zap.Error(err))...)
+		}
 	}
 	s.mu.Lock()
 	delete(s.pulls, pod.UID)
@@ -217,10 +250,11 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 // recorder collects the steps of a pass, logs each once and passes it to
 // emit, one at a time.
 type recorder struct {
-	mu    sync.Mutex
-	steps []StepResult
-	emit  func(StepResult)
-	log   *zap.Logger
+	mu      sync.Mutex
+	steps   []StepResult
+	emit    func(StepResult)
+	log     *zap.Logger
+	metrics *Metrics
 }
 
 // stepMessages are the log messages of successful steps.
@@ -255,6 +289,7 @@ func (r *recorder) add(st StepResult) {
 		}
 		r.log.Log(lvl, stepMessages[st.Action], fields...)
 	}
+	r.metrics.observeStep(st)
 	if r.emit != nil {
 		r.emit(st)
 	}
@@ -286,6 +321,9 @@ func (p *pass) run(ctx context.Context) (SyncResult, error) {
 	plan := ComputePodActions(p.pod, st.view, p.in.Probes, p.s.clock.Now(), p.s.backoff)
 	if p.log.Core().Enabled(zapcore.DebugLevel) {
 		p.log.Debug("pod plan", zap.Reflect("plan", plan))
+	}
+	if p.in.Observed != nil {
+		p.in.Observed(st.view, plan)
 	}
 	p.execute(ctx, plan)
 
@@ -490,6 +528,7 @@ func (p *pass) createSandbox(ctx context.Context, d SandboxDecision) (string, []
 	if err != nil {
 		return fail(fmt.Sprintf("Failed to create pod sandbox: %v", err), fmt.Errorf("run pod sandbox: %w", err))
 	}
+	failpoint.Inject(failpoint.AfterSandboxCreated)
 	step.SandboxID = id
 	resp, err := p.s.rt.PodSandboxStatus(ctx, id, false)
 	if err == nil && resp.GetStatus() == nil {
@@ -544,6 +583,7 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a ContainerAct
 	if err != nil {
 		return fail(ReasonCreateContainerError, err.Error(), fmt.Errorf("create container %q: %w", c.Name, err))
 	}
+	failpoint.Inject(failpoint.AfterContainerCreated)
 	step.ContainerID = id
 	p.st.sandboxOf[id] = sb.id
 
@@ -567,6 +607,7 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a ContainerAct
 		}
 		return fail(ReasonRunContainerError, err.Error(), fmt.Errorf("start container %q: %w", c.Name, err))
 	}
+	failpoint.Inject(failpoint.AfterContainerStarted)
 
 	// Step 4: the postStart hook.
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
@@ -613,6 +654,6 @@ func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef
 	}
 	return ContainerConfig(ContainerConfigInput{
 		Pod: p.pod, Container: c, RestartCount: restartCount, ImageRef: imageRef, PodIPs: podIPs,
-		ConfigMaps: p.in.ConfigMaps, Secrets: p.in.Secrets,
+		ConfigMaps: p.in.ConfigMaps, Secrets: p.in.Secrets, ResolveSubPath: ResolveSubPath,
 	}, p.s.cfg)
 }

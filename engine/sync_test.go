@@ -345,6 +345,17 @@ func TestKillPodStopsEverything(t *testing.T) {
 	if len(h.sync(pod).Steps) != 1 {
 		t.Error("a deleted pod's next pass should only stop its stopped sandbox again")
 	}
+	// A cgroup v1 layout: the pod's cgroup with a container cgroup runc
+	// left, in two hierarchies and an alias symlink.
+	parent := engine.PodCgroupParent(pod, h.cfg)
+	for _, hier := range []string{"memory", "cpu,cpuacct"} {
+		if err := os.MkdirAll(filepath.Join(h.cfg.CgroupFS, hier, parent, "ctr"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("cpu,cpuacct", filepath.Join(h.cfg.CgroupFS, "cpu")); err != nil {
+		t.Fatal(err)
+	}
 	if err := h.s.RemovePod(h.ctx, pod); err != nil {
 		t.Fatal(err)
 	}
@@ -353,6 +364,14 @@ func TestKillPodStopsEverything(t *testing.T) {
 	}
 	if _, err := os.Stat(engine.PodDir(pod, h.cfg)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("pod directory after RemovePod: %v", err)
+	}
+	for _, hier := range []string{"memory", "cpu,cpuacct"} {
+		if _, err := os.Stat(filepath.Join(h.cfg.CgroupFS, hier, parent)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("pod cgroup in %s after RemovePod: %v", hier, err)
+		}
+		if _, err := os.Stat(filepath.Join(h.cfg.CgroupFS, hier, filepath.Dir(parent))); err != nil {
+			t.Errorf("QoS cgroup in %s: %v", hier, err)
+		}
 	}
 }
 

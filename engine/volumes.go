@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -12,7 +13,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -29,7 +32,8 @@ const etcHostsPath = "/etc/hosts"
 //
 // NOTE(podsync): emptyDir with medium Memory is a plain directory (no
 // tmpfs), and configMap and secret files are replaced one by one (renamed
-// into place) rather than through the kubelet's atomic ..data symlink swap.
+// into place, never written through a symbolic link) rather than through
+// the kubelet's atomic ..data symlink swap.
 func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput) error {
 	for _, dir := range []string{PodDir(pod, s.cfg), filepath.Join(PodDir(pod, s.cfg), "volumes"), filepath.Join(PodDir(pod, s.cfg), "containers")} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -184,43 +188,40 @@ func secretFiles(pod *corev1.Pod, src *corev1.SecretVolumeSource, secrets []*cor
 
 // writeVolumeFiles makes dir hold exactly files: changed files are
 // written to a temporary file and renamed into place, files no longer
-// wanted are removed.
+// wanted are removed. Nothing below dir is followed if it is a symbolic
+// link: every element is opened relative to its parent with O_NOFOLLOW,
+// a file is replaced (renamed over) rather than written through, and a
+// symbolic link or file where a directory belongs is an error wrapping
+// ErrInvalidSpec, so a link planted in the volume cannot redirect a write
+// out of it. dir itself must not be a symbolic link.
 func writeVolumeFiles(dir string, files map[string]volumeFile) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	root, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open volume directory %s: %w", dir, err)
+	}
+	defer func() { _ = unix.Close(root) }()
+	// Paths are compared clean ("./a" is "a"), as the kubelet's
+	// AtomicWriter does.
+	clean := make(map[string]volumeFile, len(files))
 	for _, rel := range slices.Sorted(maps.Keys(files)) {
-		if !filepath.IsLocal(rel) {
-			return fmt.Errorf("path %q must be relative and may not contain '..': %w", rel, ErrInvalidSpec)
-		}
-		f := files[rel]
-		p := filepath.Join(dir, rel)
-		if old, err := os.ReadFile(p); err == nil && bytes.Equal(old, f.data) {
-			if fi, err := os.Stat(p); err == nil && fi.Mode().Perm() == f.mode.Perm() {
-				continue
-			}
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := checkLocalPath("path", rel); err != nil {
 			return err
 		}
-		tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-")
-		if err != nil {
-			return err
-		}
-		_, werr := tmp.Write(f.data)
-		cerr := tmp.Close()
-		if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), f.mode.Perm())); err != nil {
-			_ = os.Remove(tmp.Name())
-			return err
-		}
-		if err := os.Rename(tmp.Name(), p); err != nil {
-			_ = os.Remove(tmp.Name())
-			return err
+		clean[filepath.Clean(rel)] = files[rel]
+	}
+	files = clean
+	for _, rel := range slices.Sorted(maps.Keys(files)) {
+		if err := writeVolumeFile(root, rel, files[rel]); err != nil {
+			return fmt.Errorf("write %q: %w", rel, err)
 		}
 	}
-	// Remove what is no longer wanted, deepest first.
+	// Remove what is no longer wanted, deepest first. WalkDir does not
+	// follow symbolic links, and RemoveAll removes a link, not its target.
 	var stale []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == dir {
 			return err
 		}
@@ -250,6 +251,91 @@ func writeVolumeFiles(dir string, files map[string]volumeFile) error {
 		}
 	}
 	return nil
+}
+
+// writeVolumeFile writes one file at rel (clean, local) below the
+// directory root without following symbolic links.
+func writeVolumeFile(root int, rel string, f volumeFile) error {
+	parent := root
+	elems := strings.Split(rel, string(filepath.Separator))
+	for _, e := range elems[:len(elems)-1] {
+		fd, err := openDirNoFollow(parent, e)
+		if parent != root {
+			_ = unix.Close(parent)
+		}
+		if err != nil {
+			return err
+		}
+		parent = fd
+	}
+	if parent != root {
+		defer func() { _ = unix.Close(parent) }()
+	}
+	name := elems[len(elems)-1]
+	if same, err := sameFile(parent, name, f); err != nil || same {
+		return err
+	}
+	tmp := fmt.Sprintf(".tmp-%s-%d", name, time.Now().UnixNano())
+	if len(tmp) > maxNameBytes {
+		tmp = fmt.Sprintf(".tmp-%d", time.Now().UnixNano())
+	}
+	fd, err := unix.Openat(parent, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create temporary file: %w", err)
+	}
+	file := os.NewFile(uintptr(fd), tmp)
+	_, werr := file.Write(f.data)
+	merr := file.Chmod(f.mode.Perm())
+	cerr := file.Close()
+	if err := errors.Join(werr, merr, cerr); err != nil {
+		_ = unix.Unlinkat(parent, tmp, 0)
+		return err
+	}
+	// rename replaces whatever is at name, a symbolic link included,
+	// without following it.
+	if err := unix.Renameat(parent, tmp, parent, name); err != nil {
+		_ = unix.Unlinkat(parent, tmp, 0)
+		return fmt.Errorf("rename into place: %w", err)
+	}
+	return nil
+}
+
+// openDirNoFollow opens (creating it, mode 0755, if missing) the directory
+// name of dirfd, refusing a symbolic link or another kind of file.
+func openDirNoFollow(dirfd int, name string) (int, error) {
+	for range 2 {
+		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		switch {
+		case err == nil:
+			return fd, nil
+		case errors.Is(err, unix.ENOENT):
+			if err := unix.Mkdirat(dirfd, name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+				return -1, fmt.Errorf("create directory %q: %w", name, err)
+			}
+		case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
+			return -1, fmt.Errorf("%q is a symbolic link or not a directory, which podsync does not follow: %w", name, ErrInvalidSpec)
+		default:
+			return -1, fmt.Errorf("open directory %q: %w", name, err)
+		}
+	}
+	return -1, fmt.Errorf("directory %q appeared and vanished while being created: %w", name, unix.ENOENT)
+}
+
+// sameFile reports whether name in dirfd is a regular file (not a link)
+// with f's content and permission bits.
+func sameFile(dirfd int, name string, f volumeFile) (bool, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, nil // absent, a link (ELOOP) or unreadable: rewrite it
+	}
+	file := os.NewFile(uintptr(fd), name)
+	defer func() { _ = file.Close() }()
+	fi, err := file.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != f.mode.Perm() || fi.Size() != int64(len(f.data)) {
+		return false, nil
+	}
+	old, err := io.ReadAll(file)
+	return err == nil && bytes.Equal(old, f.data), nil
 }
 
 // ensureHostsFile writes the pod's /etc/hosts, as the kubelet's

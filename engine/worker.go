@@ -18,6 +18,7 @@ import (
 
 	"github.com/podsync/podsync/engine/prober"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/internal/failpoint"
 )
 
 // Retry delays of passes that failed (a step without a back-off of its
@@ -57,6 +58,11 @@ type worker struct {
 	retryAt  time.Time
 	ref      store.PodRef
 	hasRef   bool
+	// summary is the pod's last status, for the metrics.
+	summary podSummary
+	// sandbox is the sandbox the pod's containers ran in after the last
+	// pass; zero when it had none.
+	sandbox Sandbox
 }
 
 func newWorker(parent context.Context, uid types.UID) *worker {
@@ -110,6 +116,20 @@ func (w *worker) setRef(ref store.PodRef) {
 	w.mu.Unlock()
 }
 
+// noteSandbox remembers the sandbox a pass left the pod's containers in.
+func (w *worker) noteSandbox(res SyncResult) {
+	var sb Sandbox
+	for _, s := range res.View.Sandboxes {
+		if s.ID == res.SandboxID {
+			sb = s
+			break
+		}
+	}
+	w.mu.Lock()
+	w.sandbox = sb
+	w.mu.Unlock()
+}
+
 func (w *worker) podRef() (store.PodRef, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -118,6 +138,21 @@ func (w *worker) podRef() (store.PodRef, bool) {
 
 // workerFor returns the worker of uid, creating it (and starting its loop
 // once Run has recovered) if there is none.
+// PodSandbox returns the sandbox the pod with uid ran its containers in
+// after its last pass: its CRI id and attempt. ok is false if no pass has
+// given the pod a sandbox since podsyncd started (or since it lost it).
+func (n *Node) PodSandbox(uid types.UID) (id string, attempt uint32, ok bool) {
+	n.mu.Lock()
+	w := n.workers[uid]
+	n.mu.Unlock()
+	if w == nil {
+		return "", 0, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sandbox.ID, w.sandbox.Attempt, w.sandbox.ID != ""
+}
+
 func (n *Node) workerFor(uid types.UID) *worker {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -240,6 +275,17 @@ type passOutcome struct {
 //   - otherwise runs SyncPod, updates the prober, records the status if
 //     it changed and the events of the steps, and sets the retry timer.
 func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepResult)) (passOutcome, error) {
+	// A kick pending now asks for a pass after a change that happened
+	// before this one reads the store and the runtime: this pass serves
+	// it. (Without this, the container events of an Apply's own pass
+	// queued a kick that cost every new pod one redundant pass.)
+	select {
+	case <-w.kick:
+	default:
+	}
+	if byLoop && emit == nil {
+		emit = func(st StepResult) { n.observe(w.uid, st) }
+	}
 	rec, err := n.store.GetWithSecrets(w.uid)
 	if errors.Is(err, store.ErrNotFound) {
 		return passOutcome{gone: true}, n.removeUnstored(ctx, w)
@@ -250,6 +296,7 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepR
 	}
 	pod := rec.Pod
 	w.setRef(store.RefOf(pod))
+	w.noteStatus(&pod.Status)
 	if rec.Deleting {
 		if byLoop && w.deleters.Load() > 0 {
 			// A Delete caller runs the deletion and reports its steps.
@@ -276,7 +323,9 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepR
 		w.mu.Unlock()
 		stop(nil)
 	}()
-	res, err := n.syncer.SyncPod(ctx, pod, SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets, Probes: n.probeResults(pod.UID)}, emit)
+	in := SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets, Probes: n.probeResults(pod.UID)}
+	in.Observed = func(view RuntimeView, plan PodActions) { n.publishObserved(w, pod, view, plan) }
+	res, err := n.syncer.SyncPod(ctx, pod, in, emit)
 	out := passOutcome{steps: res.Steps, status: pod.Status}
 	if err != nil {
 		w.setRetry(n.failureRetry(w))
@@ -295,6 +344,7 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepR
 				zap.String(logPrevPhase, string(pod.Status.Phase)))...)
 		}
 	}
+	failpoint.Inject(failpoint.BeforeStatusAppend)
 	if len(changes) > 0 {
 		if _, err := n.store.Append(changes...); err != nil {
 			w.setRetry(n.failureRetry(w))
@@ -302,6 +352,8 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepR
 		}
 	}
 	out.status = status
+	w.noteStatus(&status)
+	w.noteSandbox(res)
 
 	next := nextSync(pod, &status, res.Steps, now)
 	switch {
@@ -420,6 +472,7 @@ func (n *Node) finishDeletion(ctx context.Context, w *worker, rec *store.PodReco
 		w.setRetry(n.failureRetry(w))
 		return out, err
 	}
+	failpoint.Inject(failpoint.BeforeStoreDelete)
 	rev, err := n.store.Delete(pod.UID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		w.setRetry(n.failureRetry(w))
@@ -489,4 +542,40 @@ func (w *worker) cancelPass(cause error) {
 	if w.stopPass != nil {
 		w.stopPass(cause)
 	}
+}
+
+// publishObserved records the status of what a pass found before it acts
+// when the pass is about to restart a container that exited: watchers see
+// the exit (state terminated, the exit code) at once rather than after
+// the restart's CreateContainer and StartContainer, and the status they
+// see next has the new instance. Other passes publish only their result.
+// pod.Status becomes the published status. The caller holds w's lock.
+func (n *Node) publishObserved(w *worker, pod *corev1.Pod, view RuntimeView, plan PodActions) {
+	if !restartsExited(view, plan) {
+		return
+	}
+	status := ComputePodStatus(pod, view, n.probeResults(pod.UID), n.clock.Now(), n.statusOptions(w.reasons))
+	if sameStatus(&pod.Status, &status) {
+		return
+	}
+	if _, err := n.store.Append(store.StatusChange(store.RefOf(pod), &status)); err != nil {
+		// The pass's own status follows; this one is only earlier.
+		n.log.Warn("record observed status", append(podFields(pod), zap.Error(err))...)
+		return
+	}
+	pod.Status = status
+	w.noteStatus(&status)
+}
+
+// restartsExited reports whether plan starts again a container whose
+// latest instance in view has exited.
+func restartsExited(view RuntimeView, plan PodActions) bool {
+	for _, list := range [][]ContainerAction{plan.Start, plan.StartInit} {
+		for _, a := range list {
+			if inst := view.FindContainer(a.Name); inst != nil && inst.State == ContainerExited {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -14,9 +14,16 @@ import (
 )
 
 // Batching of GetContainerLogs: a message carries at most logBatchLines
-// lines, and a follower's lines wait at most logFlushInterval.
+// lines and, but for its last line, at most logBatchBytes of content, and
+// a follower's lines wait at most logFlushInterval. A line is at most
+// logs.MaxLineBytes plus one raw part of the runtime's (16 KiB by
+// default), so a message stays below 2 MiB, well under gRPC's default
+// 4 MiB receive limit. A caller that does not read holds up the reading
+// of the file (Send blocks once gRPC's flow-control window is full): at
+// most one batch is held in memory, whatever the file's size.
 const (
 	logBatchLines    = 64
+	logBatchBytes    = 1 << 20
 	logFlushInterval = 100 * time.Millisecond
 )
 
@@ -85,6 +92,7 @@ type logBatcher struct {
 	stream grpc.ServerStreamingServer[podsyncv1.GetContainerLogsResponse]
 	mu     sync.Mutex
 	lines  []*podsyncv1.LogLine
+	bytes  int
 	err    error
 }
 
@@ -92,7 +100,8 @@ func (b *logBatcher) add(l logs.Line) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.lines = append(b.lines, logLineToProto(l))
-	if len(b.lines) >= logBatchLines {
+	b.bytes += len(l.Content)
+	if len(b.lines) >= logBatchLines || b.bytes >= logBatchBytes {
 		return b.flushLocked()
 	}
 	return b.err
@@ -109,6 +118,6 @@ func (b *logBatcher) flushLocked() error {
 		return b.err
 	}
 	b.err = b.stream.Send(&podsyncv1.GetContainerLogsResponse{Lines: b.lines})
-	b.lines = nil
+	b.lines, b.bytes = nil, 0
 	return b.err
 }

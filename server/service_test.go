@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -189,6 +191,18 @@ func TestSyncPodStreamsStepsThenResult(t *testing.T) {
 	if res.GetCreated() {
 		t.Error("re-sync: created")
 	}
+
+	// deletionTimestamp in a request is podsyncd's to set: ignored.
+	pod := testPod(t, "default", "web", nil)
+	pod.Metadata.DeletionTimestamp = timestamppb.Now()
+	pod.Metadata.DeletionGracePeriodSeconds = proto.Int64(0)
+	steps, _ = h.sync(pod)
+	if s := hasAction(steps, podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER); s != nil {
+		t.Errorf("a request's deletionTimestamp killed %v", s)
+	}
+	if got, err = h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"}); err != nil || got.GetPod().GetMetadata().GetDeletionTimestamp() != nil {
+		t.Errorf("GetPod after a request with deletionTimestamp: %v, %v", got.GetPod().GetMetadata(), err)
+	}
 }
 
 // TestPlanPodHasNoSideEffects: a plan of a new pod creates a sandbox and
@@ -215,7 +229,8 @@ func TestPlanPodHasNoSideEffects(t *testing.T) {
 }
 
 // TestGetAndListPods: filters by namespace, label selector and phase, in
-// namespace/name order; an unknown pod is NOT_FOUND.
+// namespace/name order, each pod with its sandbox and creation time; an
+// unknown pod is NOT_FOUND.
 func TestGetAndListPods(t *testing.T) {
 	h := newSvcHarness(t)
 	h.sync(testPod(t, "b", "one", map[string]string{"app": "web"}))
@@ -236,6 +251,10 @@ func TestGetAndListPods(t *testing.T) {
 			out = append(out, p.GetMetadata().GetNamespace()+"/"+p.GetMetadata().GetName())
 			if p.GetStatus().GetNodeName() != "node-1" {
 				t.Errorf("%s: node name %q", p.GetMetadata().GetName(), p.GetStatus().GetNodeName())
+			}
+			if p.GetStatus().GetSandboxId() == "" || p.GetMetadata().GetCreationTimestamp() == nil {
+				t.Errorf("%s: sandbox %q, creationTimestamp %v: want both set", p.GetMetadata().GetName(),
+					p.GetStatus().GetSandboxId(), p.GetMetadata().GetCreationTimestamp())
 			}
 		}
 		return out

@@ -31,13 +31,15 @@ import (
 
 // Defaults of Limits.
 const (
-	DefaultMaxPodsPerRequest      = 256
-	DefaultMaxContainersPerPod    = 64
-	DefaultMaxEnvVarsPerContainer = 512
-	DefaultMaxConfigMapBytes      = 1 << 20
-	DefaultMaxSecretBytes         = 1 << 20
-	DefaultMaxRequestBytes        = 16 << 20
-	DefaultMaxGracePeriodSeconds  = 3600
+	DefaultMaxPodsPerRequest       = 256
+	DefaultMaxContainersPerPod     = 64
+	DefaultMaxEnvVarsPerContainer  = 512
+	DefaultMaxEnvBytesPerContainer = 1 << 20
+	DefaultMaxConfigMapBytes       = 1 << 20
+	DefaultMaxSecretBytes          = 1 << 20
+	DefaultMaxRequestBytes         = 16 << 20
+	DefaultMaxGracePeriodSeconds   = 3600
+	DefaultMaxLabelSelectorBytes   = 4096
 )
 
 // Bounds of RunPodsRequest.timeout.
@@ -58,6 +60,11 @@ type Limits struct {
 	MaxContainersPerPod int
 	// MaxEnvVarsPerContainer bounds a container's env list. Default 512.
 	MaxEnvVarsPerContainer int
+	// MaxEnvBytesPerContainer bounds the names and values of a
+	// container's env list together, in bytes. Default 1 MiB: Linux
+	// refuses to start a process whose arguments and environment exceed
+	// ARG_MAX (2 MiB with the default stack limit).
+	MaxEnvBytesPerContainer int
 	// MaxConfigMapBytes bounds the keys and values of one ConfigMap's data
 	// and binaryData together. Default 1 MiB, as in Kubernetes.
 	MaxConfigMapBytes int
@@ -71,18 +78,23 @@ type Limits struct {
 	// MaxGracePeriodSeconds bounds terminationGracePeriodSeconds (pod and
 	// probe) and DeletePodRequest.grace_period_seconds. Default 3600.
 	MaxGracePeriodSeconds int64
+	// MaxLabelSelectorBytes bounds the label_selector of ListPods and
+	// WatchPods, which a watch evaluates for every change. Default 4096.
+	MaxLabelSelectorBytes int
 }
 
 // DefaultLimits returns the default Limits.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxPodsPerRequest:      DefaultMaxPodsPerRequest,
-		MaxContainersPerPod:    DefaultMaxContainersPerPod,
-		MaxEnvVarsPerContainer: DefaultMaxEnvVarsPerContainer,
-		MaxConfigMapBytes:      DefaultMaxConfigMapBytes,
-		MaxSecretBytes:         DefaultMaxSecretBytes,
-		MaxRequestBytes:        DefaultMaxRequestBytes,
-		MaxGracePeriodSeconds:  DefaultMaxGracePeriodSeconds,
+		MaxPodsPerRequest:       DefaultMaxPodsPerRequest,
+		MaxContainersPerPod:     DefaultMaxContainersPerPod,
+		MaxEnvVarsPerContainer:  DefaultMaxEnvVarsPerContainer,
+		MaxEnvBytesPerContainer: DefaultMaxEnvBytesPerContainer,
+		MaxConfigMapBytes:       DefaultMaxConfigMapBytes,
+		MaxSecretBytes:          DefaultMaxSecretBytes,
+		MaxRequestBytes:         DefaultMaxRequestBytes,
+		MaxGracePeriodSeconds:   DefaultMaxGracePeriodSeconds,
+		MaxLabelSelectorBytes:   DefaultMaxLabelSelectorBytes,
 	}
 }
 
@@ -96,6 +108,8 @@ func (l Limits) withDefaults() Limits {
 	orDefault(&l.MaxPodsPerRequest, d.MaxPodsPerRequest)
 	orDefault(&l.MaxContainersPerPod, d.MaxContainersPerPod)
 	orDefault(&l.MaxEnvVarsPerContainer, d.MaxEnvVarsPerContainer)
+	orDefault(&l.MaxEnvBytesPerContainer, d.MaxEnvBytesPerContainer)
+	orDefault(&l.MaxLabelSelectorBytes, d.MaxLabelSelectorBytes)
 	orDefault(&l.MaxConfigMapBytes, d.MaxConfigMapBytes)
 	orDefault(&l.MaxSecretBytes, d.MaxSecretBytes)
 	orDefault(&l.MaxRequestBytes, d.MaxRequestBytes)
@@ -193,10 +207,11 @@ func (v *Validator) ValidateGetPodRequest(req *podsyncv1.GetPodRequest) field.Er
 }
 
 // ValidateListPodsRequest validates a ListPodsRequest: namespace empty or a
-// DNS-1123 label, label_selector in Kubernetes syntax, phases known values.
+// DNS-1123 label, label_selector in Kubernetes syntax and at most
+// Limits.MaxLabelSelectorBytes long, phases known values.
 func (v *Validator) ValidateListPodsRequest(req *podsyncv1.ListPodsRequest) field.ErrorList {
 	errs := validateOptionalNamespace(field.NewPath("namespace"), req.GetNamespace())
-	errs = append(errs, validateSelector(field.NewPath("labelSelector"), req.GetLabelSelector())...)
+	errs = append(errs, validateSelector(field.NewPath("labelSelector"), req.GetLabelSelector(), v.limits().MaxLabelSelectorBytes)...)
 	for i, ph := range req.GetPhases() {
 		if !slices.Contains(podPhases, corev1.PodPhase(ph)) {
 			errs = append(errs, field.NotSupported(field.NewPath("phases").Index(i), ph, podPhases))
@@ -224,14 +239,14 @@ func (v *Validator) ValidateDeletePodRequest(req *podsyncv1.DeletePodRequest) fi
 
 // ValidateWatchPodsRequest validates a WatchPodsRequest: since_revision not
 // negative, namespace empty or a DNS-1123 label, label_selector in
-// Kubernetes syntax.
+// Kubernetes syntax and at most Limits.MaxLabelSelectorBytes long.
 func (v *Validator) ValidateWatchPodsRequest(req *podsyncv1.WatchPodsRequest) field.ErrorList {
 	var errs field.ErrorList
 	if r := req.GetSinceRevision(); r < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("sinceRevision"), r, "must be greater than or equal to 0"))
 	}
 	errs = append(errs, validateOptionalNamespace(field.NewPath("namespace"), req.GetNamespace())...)
-	errs = append(errs, validateSelector(field.NewPath("labelSelector"), req.GetLabelSelector())...)
+	errs = append(errs, validateSelector(field.NewPath("labelSelector"), req.GetLabelSelector(), v.limits().MaxLabelSelectorBytes)...)
 	return errs
 }
 
@@ -484,12 +499,20 @@ func (pv *podValidator) pod(p *field.Path, in *podsyncv1.Pod) *corev1.Pod {
 	// Requests may not set what only podsyncd observes.
 	pod.Status = corev1.PodStatus{}
 	pod.CreationTimestamp = metav1.Time{}
+	pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = nil, nil
 	convert.Default(pod)
 
 	pv.skipRefs = len(validation.IsDNS1123Label(pod.Namespace)) > 0
 	pv.add(validateTypeMeta(p, pod.TypeMeta, "Pod")...)
 	pv.add(validateObjectMeta(p.Child("metadata"), &pod.ObjectMeta)...)
 	pv.add(validateUID(p.Child("metadata", "uid"), string(pod.UID))...)
+	// The pod's log directory is named <namespace>_<name>_<uid>, one file
+	// name (the kubelet's layout).
+	if maxName := maxFileNameBytes - len(pod.Namespace) - len(pod.UID) - 2; !pv.skipRefs && len(pod.UID) == 36 && len(pod.Name) > maxName {
+		pv.add(field.Invalid(p.Child("metadata", "name"), pod.Name, fmt.Sprintf(
+			"must be at most %d bytes long in namespace %q: the log directory name <namespace>_<name>_<uid> may not exceed %d bytes",
+			maxName, pod.Namespace, maxFileNameBytes)))
+	}
 	if in.GetSpec() == nil {
 		pv.add(field.Required(p.Child("spec"), ""))
 		return pod
@@ -700,6 +723,8 @@ func (pv *podValidator) volumes(p *field.Path, namespace string, vols []corev1.V
 				pv.add(field.Invalid(sp.Child("path"), s.Path, "must be an absolute path"))
 			case hasDotDot(s.Path):
 				pv.add(field.Invalid(sp.Child("path"), s.Path, "must not contain '..'"))
+			default:
+				pv.add(pathBytes(sp.Child("path"), s.Path)...)
 			}
 			if s.Type != nil && !slices.Contains(hostPathTypes, *s.Type) {
 				pv.add(field.NotSupported(sp.Child("type"), *s.Type, hostPathTypes))
@@ -907,6 +932,15 @@ func (pv *podValidator) env(p *field.Path, namespace string, c *corev1.Container
 	ep := p.Child("env")
 	if n := len(c.Env); n > pv.lim.MaxEnvVarsPerContainer {
 		pv.add(field.TooMany(ep, n, pv.lim.MaxEnvVarsPerContainer))
+	}
+	size := 0
+	for _, e := range c.Env {
+		size += len(e.Name) + len(e.Value)
+	}
+	if size > pv.lim.MaxEnvBytesPerContainer {
+		tooLong := field.TooLong(ep, nil, pv.lim.MaxEnvBytesPerContainer)
+		tooLong.Detail += " (names and values together)"
+		pv.add(tooLong)
 	}
 	for i, e := range c.Env {
 		vp := ep.Index(i)
@@ -1264,9 +1298,12 @@ func validateOptionalNamespace(p *field.Path, namespace string) field.ErrorList 
 	return dns1123Label(p, namespace)
 }
 
-func validateSelector(p *field.Path, selector string) field.ErrorList {
+func validateSelector(p *field.Path, selector string, maxBytes int) field.ErrorList {
 	if selector == "" {
 		return nil
+	}
+	if len(selector) > maxBytes {
+		return field.ErrorList{field.TooLong(p, nil, maxBytes)}
 	}
 	if _, err := labels.Parse(selector); err != nil {
 		return field.ErrorList{field.Invalid(p, selector, err.Error())}
@@ -1343,6 +1380,30 @@ func relativePath(p *field.Path, v string, required bool) field.ErrorList {
 		return field.ErrorList{field.Invalid(p, v, "must be a relative path")}
 	case hasDotDot(v):
 		return field.ErrorList{field.Invalid(p, v, "must not contain '..'")}
+	}
+	return pathBytes(p, v)
+}
+
+// Linux's bounds on file names (NAME_MAX) and paths (PATH_MAX, less its
+// NUL).
+const (
+	maxFileNameBytes = 255
+	maxPathBytes     = 4095
+)
+
+// pathBytes accepts a path the kernel can take: no NUL byte, at most
+// maxPathBytes long, no element longer than maxFileNameBytes.
+func pathBytes(p *field.Path, v string) field.ErrorList {
+	switch {
+	case strings.IndexByte(v, 0) >= 0:
+		return field.ErrorList{field.Invalid(p, v, "must not contain a NUL byte")}
+	case len(v) > maxPathBytes:
+		return field.ErrorList{field.TooLong(p, nil, maxPathBytes)}
+	}
+	for _, e := range strings.Split(v, "/") {
+		if len(e) > maxFileNameBytes {
+			return field.ErrorList{field.Invalid(p, v, fmt.Sprintf("must not have an element longer than %d bytes", maxFileNameBytes))}
+		}
 	}
 	return nil
 }

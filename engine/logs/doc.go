@@ -35,6 +35,9 @@
 // with them. A line that has no F part yet counts by the position of its
 // last P part and, without Follow, is emitted after the complete ones;
 // with Follow it is kept whole but not counted, and emitted when it ends.
+// Without Follow, the line being written after the last newline, when it
+// parses, counts as the file's last raw line, so a tail never holds a
+// fragment of a line whose first parts it left out.
 // As in the kubelet, TailLines selects lines first and SinceTime then
 // drops those that started before it. LimitBytes stops the output after
 // that many bytes of content (newlines are not counted), cutting the last

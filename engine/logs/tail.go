@@ -21,24 +21,42 @@ const tailChunk = 32 << 10
 // an unfinished line: when following, it is kept without being counted
 // (its end is yet to come); otherwise it counts as a line. The bytes after
 // the last newline, a raw line being written, are left to the forward
-// read.
+// read when following; otherwise, if they parse, they count as the last
+// raw line (the forward read emits them), so that a tail never holds a
+// fragment of a line whose first parts it left out.
 func tailStarts(f *os.File, size, n int64, follow bool, chunk int) ([2]int64, error) {
 	// Find the end of the last complete raw line.
 	var seg []byte // bytes [pos, end) of the file not yet split into lines
 	pos := size
 	end := int64(-1)
+	var trailing []byte // the bytes after the last newline
 	for end < 0 && pos > 0 {
+		if len(seg) > maxRawLineBytes {
+			return [2]int64{}, fmt.Errorf("no newline in the last %d bytes: %w: a line longer than %d bytes", len(seg), ErrMalformed, maxRawLineBytes)
+		}
 		var err error
-		if seg, pos, err = readBefore(f, seg, pos, chunk); err != nil {
+		if seg, pos, err = readBefore(f, seg, pos, max(chunk, len(seg))); err != nil {
 			return [2]int64{}, err
 		}
 		if i := bytes.LastIndexByte(seg, '\n'); i >= 0 {
 			end = pos + int64(i) + 1
-			seg = seg[:i+1]
+			seg, trailing = seg[:i+1], bytes.Clone(seg[i+1:])
 		}
 	}
-	if end < 0 {
-		return [2]int64{0, 0}, nil // no complete line
+	if end < 0 { // no newline: seg is the whole file
+		end, seg, trailing = 0, nil, seg
+	}
+	if !follow && len(trailing) > 0 {
+		if _, err := parseRaw(trailing); err == nil {
+			// A reader that does not follow emits the line being written
+			// if it parses, so it counts as the file's last raw line; its
+			// newline is virtual, at offset size.
+			seg = append(append(seg, trailing...), '\n')
+			end = size + 1
+		}
+	}
+	if end == 0 {
+		return [2]int64{0, 0}, nil // no line
 	}
 	starts := [2]int64{end, end}
 
@@ -55,7 +73,7 @@ func tailStarts(f *os.File, size, n int64, follow bool, chunk int) ([2]int64, er
 				return [2]int64{}, fmt.Errorf("line before offset %d: %w: longer than %d bytes", end, ErrMalformed, maxRawLineBytes)
 			}
 			var err error
-			if seg, pos, err = readBefore(f, seg, pos, chunk); err != nil {
+			if seg, pos, err = readBefore(f, seg, pos, max(chunk, len(seg))); err != nil {
 				return [2]int64{}, err
 			}
 			body = seg[:len(seg)-1]
@@ -93,6 +111,8 @@ func tailStarts(f *os.File, size, n int64, follow bool, chunk int) ([2]int64, er
 }
 
 // readBefore reads up to chunk bytes before pos and prepends them to seg.
+// Callers that need more of a line pass at least len(seg), so a line read
+// backwards costs time linear in its length, not quadratic.
 func readBefore(f *os.File, seg []byte, pos int64, chunk int) ([]byte, int64, error) {
 	n := int64(chunk)
 	if pos < n {

@@ -2,6 +2,7 @@ package runpods
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/logs"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/internal/failpoint"
 )
 
 // Node is what RunPods needs of the node: the pod workers' apply, the
@@ -28,6 +30,9 @@ type Node interface {
 	List(ctx context.Context, f store.Filter) ([]*store.PodRecord, int64, error)
 	// Watch follows the revision log after since.
 	Watch(ctx context.Context, since int64) (*store.Watcher, error)
+	// ObserveSteps reports the steps of the passes the node runs of a pod
+	// on its own, after Apply's.
+	ObserveSteps(uid types.UID, fn func(engine.StepResult)) (stop func())
 }
 
 var _ Node = (*engine.Node)(nil)
@@ -167,7 +172,11 @@ type Summary struct {
 // Run admits, applies and waits for the pods of req, calling progress (if
 // not nil, from several goroutines, serialised) as things happen. It
 // returns when every admitted pod has a verdict, or with ctx's error when
-// the caller goes away — the pods keep running either way.
+// the caller goes away — the pods keep running either way. If the apply of
+// a pod fails with an error wrapping engine.ErrRuntimeUnavailable, the pod
+// has not failed: Run stops waiting and returns that error at once; the
+// pods applied stay stored, converge once the runtime is back, and a run
+// of the same batch picks them up.
 func Run(ctx context.Context, opts Options, req Request, progress func(Progress)) (Summary, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -178,7 +187,9 @@ func Run(ctx context.Context, opts Options, req Request, progress func(Progress)
 	if req.Timeout <= 0 {
 		req.Timeout = DefaultTimeout
 	}
-	r := &run{opts: opts, req: req, waiters: map[types.UID]*waiter{}}
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
+	r := &run{opts: opts, req: req, waiters: map[types.UID]*waiter{}, abort: abort}
 	r.progress = func(p Progress) {
 		if progress == nil {
 			return
@@ -196,6 +207,8 @@ type run struct {
 	progressMu sync.Mutex
 	progress   func(Progress)
 	waiters    map[types.UID]*waiter // fixed before the dispatcher starts
+	// abort ends the run with its cause (the runtime is unavailable).
+	abort context.CancelCauseFunc
 }
 
 // waiter is a pod's mailbox for its latest status.
@@ -233,6 +246,7 @@ func (r *run) run(ctx context.Context) (Summary, error) {
 		others = append(others, rec.Pod)
 	}
 	decisions := admit.Batch(r.req.Pods, others, r.opts.Admission, r.opts.Policy, r.req.AllOrNothing)
+	failpoint.Inject(failpoint.RunPodsAdmitted)
 
 	results := make([]Result, len(r.req.Pods))
 	for i, pod := range r.req.Pods {
@@ -262,8 +276,8 @@ func (r *run) run(ctx context.Context) (Summary, error) {
 		stopWatch()
 		<-watchDone
 	}
-	if err := ctx.Err(); err != nil {
-		return Summary{}, err
+	if ctx.Err() != nil {
+		return Summary{}, context.Cause(ctx)
 	}
 
 	s := Summary{Results: results}
@@ -343,6 +357,13 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod) Result {
 	defer cancel()
 	wt := r.waiters[pod.UID]
 
+	// The steps of the worker's later passes (the next init container, a
+	// restart) are reported too, until the verdict. The worker must not
+	// wait for the caller: they queue.
+	later := newStepQueue(func(s engine.StepResult) { r.progress(Progress{Pod: ref, Step: &s}) })
+	stopObserving := r.opts.Node.ObserveSteps(pod.UID, later.push)
+	defer later.close()
+	defer stopObserving()
 	applied, err := r.opts.Node.Apply(pctx, pod, r.req.ConfigMaps, r.req.Secrets, func(s engine.StepResult) {
 		r.progress(Progress{Pod: ref, Step: &s})
 	})
@@ -352,6 +373,9 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod) Result {
 		return res
 	case err != nil && pctx.Err() != nil:
 		return finish(TimedOut, ReasonDeadlineExceeded, fmt.Sprintf("pod did not reach %s within %s", r.req.WaitFor, r.req.Timeout), st)
+	case errors.Is(err, engine.ErrRuntimeUnavailable):
+		r.abort(err)
+		return res
 	case err != nil:
 		return finish(Failed, ReasonSyncError, err.Error(), st)
 	}
@@ -481,4 +505,61 @@ func (r *run) logTail(ctx context.Context, pod *corev1.Pod, container string) []
 		out = append(out, string(l.Content))
 	}
 	return out
+}
+
+// stepQueue hands steps to deliver in order on its own goroutine, so the
+// worker that pushes them never waits for a slow caller.
+type stepQueue struct {
+	deliver func(engine.StepResult)
+	mu      sync.Mutex
+	steps   []engine.StepResult
+	closed  bool
+	wake    chan struct{}
+	done    chan struct{}
+}
+
+func newStepQueue(deliver func(engine.StepResult)) *stepQueue {
+	q := &stepQueue{deliver: deliver, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go q.loop()
+	return q
+}
+
+func (q *stepQueue) push(s engine.StepResult) {
+	q.mu.Lock()
+	if !q.closed {
+		q.steps = append(q.steps, s)
+	}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close delivers what is queued and stops the queue.
+func (q *stepQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	<-q.done
+}
+
+func (q *stepQueue) loop() {
+	defer close(q.done)
+	for range q.wake {
+		q.mu.Lock()
+		steps, closed := q.steps, q.closed
+		q.steps = nil
+		q.mu.Unlock()
+		for _, s := range steps {
+			q.deliver(s)
+		}
+		if closed {
+			return
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -39,6 +40,9 @@ type fakeNode struct {
 	mu       sync.Mutex
 	applied  []string
 	stop     chan struct{}
+	// observers get a StartContainer step before each scripted status,
+	// as the worker's later passes would report.
+	observers map[types.UID]func(engine.StepResult)
 }
 
 func newFakeNode(t *testing.T) *fakeNode {
@@ -79,6 +83,12 @@ func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.Confi
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
+			n.mu.Lock()
+			observe := n.observers[pod.UID]
+			n.mu.Unlock()
+			if observe != nil {
+				observe(engine.StepResult{Action: engine.ActionStartContainer, Target: "app"})
+			}
 			if _, err := n.st.Append(store.StatusChange(ref, &s)); err != nil {
 				n.t.Errorf("append: %v", err)
 				return
@@ -86,6 +96,20 @@ func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.Confi
 		}
 	})
 	return engine.ApplyResult{Created: true, Status: pending}, nil
+}
+
+func (n *fakeNode) ObserveSteps(uid types.UID, fn func(engine.StepResult)) func() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.observers == nil {
+		n.observers = map[types.UID]func(engine.StepResult){}
+	}
+	n.observers[uid] = fn
+	return func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		delete(n.observers, uid)
+	}
 }
 
 func (n *fakeNode) List(_ context.Context, f store.Filter) ([]*store.PodRecord, int64, error) {
@@ -314,6 +338,26 @@ func TestSyncErrorFailsThePod(t *testing.T) {
 	}
 }
 
+// TestRuntimeUnavailableEndsTheRun: a pod whose apply finds the runtime
+// unavailable has not failed; the run ends at once with the error, without
+// waiting for the pods applied, which stay stored.
+func TestRuntimeUnavailableEndsTheRun(t *testing.T) {
+	n := newFakeNode(t)
+	n.scripts["waiting"] = script{} // never runs
+	n.applyErr["late"] = fmt.Errorf("read runtime state: %w", engine.ErrRuntimeUnavailable)
+	start := time.Now()
+	_, err := Run(ctx(t), options(n, t.TempDir()), Request{Pods: []*corev1.Pod{pod("waiting", ""), pod("late", "")}, Timeout: time.Minute}, nil)
+	if !errors.Is(err, engine.ErrRuntimeUnavailable) {
+		t.Fatalf("err = %v, want one wrapping ErrRuntimeUnavailable", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Run took %s to give up", d)
+	}
+	if _, err := n.st.Get("uid-waiting"); err != nil {
+		t.Errorf("the applied pod was removed: %v", err)
+	}
+}
+
 // TestCallerGoneStopsWaitingOnly: cancelling the caller's ctx returns its
 // error promptly; the pods stay stored.
 func TestCallerGoneStopsWaitingOnly(t *testing.T) {
@@ -367,7 +411,11 @@ func TestProgressStreamsStepsAndStatuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"step:" + string(engine.ActionCreatePodSandbox), "status:Pending", "status:Running"}
+	// The worker's later steps are queued apart from the statuses: their
+	// relative order is not fixed.
+	want := []string{"status:Pending", "status:Running", "step:" + string(engine.ActionCreatePodSandbox), "step:" + string(engine.ActionStartContainer)}
+	slices.Sort(got)
+	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("progress (-want +got):\n%s", diff)
 	}

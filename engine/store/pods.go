@@ -225,7 +225,7 @@ func (s *Store) GetByName(namespace, name string) (*PodRecord, error) {
 			return fmt.Errorf("get pod %s/%s: name index names missing uid %s", namespace, name, uid)
 		}
 		var err error
-		rec, err = decodeRedacted(data)
+		rec, err = s.decoded.redacted(uid, data)
 		return err
 	})
 	return rec, err
@@ -252,7 +252,7 @@ func (s *Store) List(f Filter) ([]*PodRecord, int64, error) {
 			if data == nil {
 				return fmt.Errorf("list pods: name index names missing uid %s", uid)
 			}
-			rec, err := decodeRedacted(data)
+			rec, err := s.decoded.redacted(uid, data)
 			if err != nil {
 				return err
 			}
@@ -348,6 +348,9 @@ func (s *Store) Delete(uid types.UID) (int64, error) {
 		rev, err = st.appendEntry(tx, Change{Kind: KindDeleted, Pod: ref, Labels: rec.Pod.Labels})
 		return err
 	})
+	if err == nil {
+		s.decoded.forget(string(uid))
+	}
 	return rev, err
 }
 

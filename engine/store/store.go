@@ -94,6 +94,11 @@ type Store struct {
 	watchers map[*Watcher]struct{} // live watchers, fed by publish
 	closing  chan struct{}         // closed by Close, ends catching-up watchers
 	wg       sync.WaitGroup        // watcher goroutines
+
+	// decoded caches the redacted record decoded from each pod's bytes:
+	// List and GetByName hand out copies rather than decode JSON again
+	// (200 pods: 3 ms and 14k allocations a List).
+	decoded recordCache
 }
 
 // Open opens the store at path, creating the file (mode 0600) and its

@@ -38,6 +38,9 @@ type ServerConfig struct {
 	// MetricsAddress is the host:port of the Prometheus endpoint
 	// (--metrics-address); empty means none.
 	MetricsAddress string `json:"metricsAddress,omitempty"`
+	// EnableProfiling serves net/http/pprof under /debug/pprof/ on the
+	// metrics server (--enable-profiling); it needs MetricsAddress.
+	EnableProfiling bool `json:"enableProfiling,omitempty"`
 	// Security configures who may connect and what they may do.
 	Security `json:"security"`
 }
@@ -76,6 +79,8 @@ func (c *ServerConfig) AddFlags(fs *pflag.FlagSet) {
 		`address to serve on, "unix:///path" or "tcp://host:port" (TCP needs mTLS or --insecure-listen-loopback); repeatable`)
 	fs.StringVar(&c.MetricsAddress, "metrics-address", c.MetricsAddress,
 		"host:port to serve Prometheus metrics on (/metrics); empty disables")
+	fs.BoolVar(&c.EnableProfiling, "enable-profiling", c.EnableProfiling,
+		"serve Go profiles (net/http/pprof, /debug/pprof/) on --metrics-address")
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "server certificate (PEM) for TCP listeners")
 	fs.StringVar(&c.TLSKeyFile, "tls-key-file", c.TLSKeyFile, "server private key (PEM) for TCP listeners")
 	fs.StringVar(&c.TLSClientCAFile, "tls-client-ca-file", c.TLSClientCAFile,
@@ -198,6 +203,9 @@ type Config struct {
 	// CgroupDriver is the runtime's cgroup driver, cgroupfs or systemd
 	// (--cgroup-driver).
 	CgroupDriver string `json:"cgroupDriver,omitempty"`
+	// CgroupRoot is the cgroup the pods' kubepods hierarchy lives under
+	// (--cgroup-root), "/" by default.
+	CgroupRoot string `json:"cgroupRoot,omitempty"`
 	// LogLevel is debug, info, warn or error (--log-level).
 	LogLevel string `json:"logLevel,omitempty"`
 	// LogFormat is json or console (--log-format).
@@ -266,6 +274,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ResolvConf, "resolv-conf", c.ResolvConf,
 		`host resolver configuration for pods with dnsPolicy Default; "" for none`)
 	fs.StringVar(&c.CgroupDriver, "cgroup-driver", c.CgroupDriver, "cgroup driver of the runtime: cgroupfs or systemd")
+	fs.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, `cgroup under which the pods' "kubepods" cgroups are made`)
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: json or console")
 	fs.BoolVar(&c.Policy.AllowPrivileged, "allow-privileged", c.Policy.AllowPrivileged, "admit privileged containers")
@@ -327,6 +336,9 @@ func (c Config) Validate(ctx context.Context) error {
 	if c.CgroupDriver != "cgroupfs" && c.CgroupDriver != "systemd" {
 		errs = append(errs, fmt.Errorf("--cgroup-driver %q: want cgroupfs or systemd", c.CgroupDriver))
 	}
+	if c.CgroupRoot != "" && (!strings.HasPrefix(c.CgroupRoot, "/") || slices.Contains(strings.Split(c.CgroupRoot, "/"), "..")) {
+		errs = append(errs, fmt.Errorf("--cgroup-root %q: want an absolute cgroup path without \"..\" elements", c.CgroupRoot))
+	}
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
 		errs = append(errs, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel))
 	}
@@ -351,6 +363,9 @@ func (c Config) Validate(ctx context.Context) error {
 		if _, _, err := net.SplitHostPort(c.MetricsAddress); err != nil {
 			errs = append(errs, fmt.Errorf("--metrics-address %q: want host:port", c.MetricsAddress))
 		}
+	}
+	if c.EnableProfiling && c.MetricsAddress == "" {
+		errs = append(errs, errors.New("--enable-profiling: needs --metrics-address"))
 	}
 	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -25,6 +26,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -78,6 +80,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	defer func() { _ = log.Sync() }()
+	defer routeKlog(log.Named("cri"))()
 	if err := run(ctx, cfg, log); err != nil {
 		log.Error("podsyncd failed", zap.Error(err))
 		return ExitFailure
@@ -124,6 +127,8 @@ type daemon struct {
 	hostDNS  *runtimeapi.DNSConfig
 	policy   admit.Policy
 	hooksFor admit.Node
+	// metrics are the engine's, on the registry --metrics-address serves.
+	metrics *engine.Metrics
 }
 
 func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
@@ -152,6 +157,10 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.metrics, err = engine.NewMetrics(reg, engine.MetricsOptions{ErrorCode: criErrorCode})
+	if err != nil {
+		return err
+	}
 	d.health = server.NewHealthChecker(d.svc.probe, 0, log.Named("health"))
 	opts.Service = d.svc
 	opts.Logger = log.Named("grpc")
@@ -186,6 +195,13 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", server.MetricsHandler(reg))
+		if cfg.EnableProfiling {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
 		metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	}
 
@@ -320,8 +336,9 @@ func (d *daemon) supervise(ctx context.Context) {
 func (d *daemon) runNode(ctx context.Context, rt *engine.RemoteRuntime) error {
 	admitFn, policyFn := engine.Admission(d.hooksFor, d.policy)
 	node, err := engine.NewNode(engine.NodeOptions{
-		Runtime: rt,
-		Images:  rt,
+		Runtime: d.metrics.InstrumentRuntime(rt),
+		Images:  d.metrics.InstrumentImages(rt),
+		Metrics: d.metrics,
 		Store:   d.store,
 		Logger:  d.log.Named("engine"),
 		Config: engine.Options{
@@ -331,13 +348,15 @@ func (d *daemon) runNode(ctx context.Context, rt *engine.RemoteRuntime) error {
 			ClusterDomain:   d.cfg.ClusterDomain,
 			HostDNS:         d.hostDNS,
 			CgroupDriver:    d.cfg.CgroupDriver,
+			CgroupRoot:      d.cfg.CgroupRoot,
 			NodeName:        d.cfg.NodeName,
 			NodeIPs:         d.cfg.NodeIPs,
 			NodeAllocatable: d.alloc,
 			MemoryCapacity:  d.memory,
 		},
-		Admit:  admitFn,
-		Policy: policyFn,
+		Admit:              admitFn,
+		Policy:             policyFn,
+		RuntimeUnavailable: runtimeUnavailable,
 	})
 	if err != nil {
 		return err
@@ -393,6 +412,14 @@ func dialRuntime(ctx context.Context, runtimeEP, imageEP string) (*engine.Remote
 		_ = img.Close(cctx)
 	}, nil
 }
+
+// criErrorCode names the gRPC code of a failed CRI call for the engine's
+// metrics: k8s.io/cri-client returns gRPC status errors.
+func criErrorCode(err error) string { return status.Code(err).String() }
+
+// runtimeUnavailable reports whether a CRI call failed because the runtime
+// did not answer (UNAVAILABLE: containerd stopped or restarting).
+func runtimeUnavailable(err error) bool { return status.Code(err) == codes.Unavailable }
 
 // backend is the service of the node running on a connected runtime.
 type backend struct {

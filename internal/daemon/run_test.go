@@ -150,6 +150,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{name: "unknown flag", args: []string{"--bogus"}, want: []string{"unknown flag: --bogus"}},
 		{name: "positional", args: []string{"run"}, want: []string{"unexpected arguments"}},
 		{name: "cgroup driver", args: []string{"--cgroup-driver=cgroupv3"}, want: []string{`--cgroup-driver "cgroupv3"`}},
+		{name: "cgroup root", args: []string{"--cgroup-root=podsync/../x"}, want: []string{`--cgroup-root "podsync/../x"`}},
 		{name: "log level", args: []string{"--log-level=loud"}, want: []string{`--log-level "loud"`}},
 		{name: "log format", args: []string{"--log-format=xml"}, want: []string{`--log-format "xml"`}},
 		{name: "node ip", args: []string{"--node-ip=not-an-ip"}, want: []string{`--node-ip "not-an-ip"`}},
@@ -316,6 +317,12 @@ security:
 	http.DefaultClient.CloseIdleConnections()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body.String(), "grpc_server_handled_total") {
 		t.Errorf("metrics: %s\n%.500s", resp.Status, body.String())
+	}
+	// The engine's metrics are registered; pods are described only while
+	// a node runs.
+	if !strings.Contains(body.String(), `podsync_sync_pass_duration_seconds_count{outcome="success"} 0`) ||
+		strings.Contains(body.String(), "podsync_pods{") {
+		t.Errorf("engine metrics without a runtime:\n%s", body.String())
 	}
 
 	start := time.Now()

@@ -1,0 +1,85 @@
+package convert
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+)
+
+// addManifestSeeds adds every manifest under the repository's testdata
+// to the corpus, in YAML and as the JSON stream Decode also reads.
+func addManifestSeeds(f *testing.F) {
+	paths, err := filepath.Glob(filepath.Join("..", "testdata", "manifests", "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		f.Fatalf("no seed manifests: %v", err)
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`))
+	f.Add([]byte("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: s}\n  stringData: {k: v}\n"))
+}
+
+// FuzzDecode runs what podsyncctl does with a manifest file — Decode,
+// then Default, DefaultConfigMap and DefaultSecret, then ManifestsToProto
+// — on arbitrary bytes. Nothing may panic. For every object that converts:
+// defaulting is idempotent, and the conversion is a fixed point, the API
+// form converting back to the same core/v1 object and to the same API
+// form again.
+func FuzzDecode(f *testing.F) {
+	addManifestSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Decode(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		for _, p := range m.Pods {
+			Default(p)
+			again := p.DeepCopy()
+			Default(again)
+			if !apiequality.Semantic.DeepEqual(p, again) {
+				t.Fatalf("Default is not idempotent for pod %q", p.Name)
+			}
+			out, err := PodToProto(p)
+			if err != nil {
+				continue // a field podsync does not support
+			}
+			back, err := PodFromProto(out)
+			if err != nil {
+				t.Fatalf("PodFromProto of PodToProto's output: %v", err)
+			}
+			out2, err := PodToProto(back)
+			if err != nil {
+				t.Fatalf("PodToProto of a converted pod: %v", err)
+			}
+			if !proto.Equal(out, out2) {
+				t.Fatalf("pod %q: the conversion is not stable:\n%v\n%v", p.Name, out, out2)
+			}
+		}
+		for _, c := range m.ConfigMaps {
+			DefaultConfigMap(c)
+			if out, err := ConfigMapToProto(c); err == nil {
+				if out2, err := ConfigMapToProto(ConfigMapFromProto(out)); err != nil || !proto.Equal(out, out2) {
+					t.Fatalf("ConfigMap %q: the conversion is not stable: %v", c.Name, err)
+				}
+			}
+		}
+		for _, s := range m.Secrets {
+			DefaultSecret(s)
+			if out, err := SecretToProto(s); err == nil {
+				if out2, err := SecretToProto(SecretFromProto(out)); err != nil || !proto.Equal(out, out2) {
+					t.Fatalf("Secret %q: the conversion is not stable: %v", s.Name, err)
+				}
+			}
+		}
+		_, _, _, _ = ManifestsToProto(m)
+	})
+}

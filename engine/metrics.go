@@ -1,0 +1,321 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	crierrors "k8s.io/cri-api/pkg/errors"
+)
+
+// Names of the engine's metrics; docs/metrics.md describes each.
+const (
+	MetricSyncPassDuration   = "podsync_sync_pass_duration_seconds"
+	MetricSyncSteps          = "podsync_sync_steps_total"
+	MetricPods               = "podsync_pods"
+	MetricBackoffsActive     = "podsync_backoffs_active"
+	MetricCRIRequestDuration = "podsync_cri_request_duration_seconds"
+)
+
+// Outcomes of a sync pass, the outcome label of
+// podsync_sync_pass_duration_seconds.
+const (
+	// PassSuccess: the pass ran to its end and no step failed (a back-off
+	// is not a failure).
+	PassSuccess = "success"
+	// PassStepFailed: the pass ran to its end, or as far as a failed kill,
+	// sandbox or init container let it, and a step failed.
+	PassStepFailed = "step_failed"
+	// PassError: the pass failed as a whole; the runtime's state of the
+	// pod could not be read.
+	PassError = "error"
+	// PassCanceled: the pass's context ended (a Delete, a shutdown, a
+	// caller's deadline).
+	PassCanceled = "canceled"
+)
+
+// Results of a step, the result label of podsync_sync_steps_total.
+const (
+	StepSuccess = "success"
+	StepFailure = "failure"
+	// StepBackoff: a start that waits for a crash-loop or image-pull
+	// back-off.
+	StepBackoff = "backoff"
+)
+
+// ReasonOther is the reason label of a step whose reason is not one of the
+// engine's; it keeps the label's values a bounded set.
+const ReasonOther = "Other"
+
+// CodeOK is the code label of a CRI call that succeeded.
+const CodeOK = "OK"
+
+// passBuckets reach minutes: a pass pulls images and waits for kills
+// within grace periods.
+var passBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// criBuckets start below a millisecond (status and list calls) and reach
+// minutes (PullImage, StopContainer with a grace period).
+var criBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// stepReasons are the reasons a step can carry: the planner's, the
+// executor's and the kubelet's failure reasons. Anything else is counted
+// as ReasonOther.
+var stepReasons = map[string]bool{
+	"": true,
+	// Sandbox decisions.
+	SandboxReasonNone: true, SandboxReasonMultipleReady: true, SandboxReasonNotReady: true,
+	SandboxReasonNetworkChanged: true, SandboxReasonNoIP: true, SandboxReasonReady: true,
+	SandboxReasonNotRecreated: true, SandboxReasonPodNotRunnable: true, SandboxReasonInitializedDone: true,
+	// Pod kills.
+	KillReasonSandboxChanged: true, KillReasonInitContainerFailed: true, KillReasonAllContainersDone: true,
+	KillReasonPodDeleted: true, KillReasonPodTerminal: true, KillReasonDeadlineExceeded: true,
+	// Container starts and kills (ReasonInitFailed is
+	// KillReasonInitContainerFailed).
+	ReasonNotStarted: true, ReasonExited: true, ReasonCreated: true, ReasonUnknownState: true,
+	ReasonDefinitionChanged: true, ReasonLivenessProbe: true, ReasonStartupProbe: true, ReasonNewSandbox: true,
+	ReasonNextInitContainer: true, ReasonSidecarExited: true, ReasonSidecarMissing: true,
+	ReasonPodKilled: true, ReasonNotInSpec: true, ReasonCrashLoopBackOff: true, ReasonImagePullBackOff: true,
+	"FailedPostStartHook": true,
+	// Failures.
+	ReasonErrImagePull: true, ReasonCreatePodSandboxError: true, ReasonConfigPodSandboxError: true,
+	ReasonKillPodSandboxError: true, ReasonKillContainerError: true, ReasonCreateContainerConfigErr: true,
+	ReasonCreateContainerError: true, ReasonRunContainerError: true, ReasonPostStartHookError: true,
+	ReasonPreStopHookError: true, ReasonErrImageNeverPull: true, ReasonImageInspectError: true,
+	ReasonInvalidImageName: true, ReasonRegistryUnavailable: true, ReasonSignatureValidation: true,
+	ReasonFailedMount: true, ReasonRemoveContainerError: true, ReasonRemovePodSandboxError: true,
+	// Removals.
+	ReasonInitContainersPurged: true, ReasonGarbageCollected: true,
+}
+
+// podPhases are the values of podsync_pods' phase label.
+var podPhases = []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown}
+
+// MetricsOptions configure Metrics.
+type MetricsOptions struct {
+	// ErrorCode names the gRPC code of a failed CRI call ("NotFound",
+	// "Unavailable", …), the code label of
+	// podsync_cri_request_duration_seconds. k8s.io/cri-client returns gRPC
+	// status errors and the engine does not import gRPC, so whoever dials
+	// the runtime supplies it: status.Code(err).String(). It is never
+	// called with nil. Nil tells only NotFound (crierrors.IsNotFound),
+	// Canceled and DeadlineExceeded (context errors) apart and names the
+	// rest "Unknown". Optional.
+	ErrorCode func(error) string
+}
+
+// Metrics are the engine's Prometheus metrics: sync passes and their steps
+// (recorded by a Syncer or Node given them in their options), pods by
+// phase and containers in back-off (of the Node running with them), and
+// CRI calls (of a Runtime and ImageService wrapped by InstrumentRuntime
+// and InstrumentImages). A nil *Metrics records nothing.
+//
+// Build them with NewMetrics, once per registry; they are safe for
+// concurrent use and may outlive Nodes (podsyncd runs a new Node on each
+// connection to the runtime).
+type Metrics struct {
+	passes    *prometheus.HistogramVec
+	steps     *prometheus.CounterVec
+	cri       *prometheus.HistogramVec
+	errorCode func(error) string
+	node      *nodeCollector
+}
+
+// NewMetrics returns the engine's metrics, registered on reg. It fails if
+// reg holds metrics of the same names.
+func NewMetrics(reg prometheus.Registerer, opts MetricsOptions) (*Metrics, error) {
+	m := &Metrics{
+		passes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    MetricSyncPassDuration,
+			Help:    "Duration of sync passes of pods, by outcome (success, step_failed, error, canceled).",
+			Buckets: passBuckets,
+		}, []string{"outcome"}),
+		steps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricSyncSteps,
+			Help: "Steps of sync passes, by action, result (success, failure, backoff) and reason.",
+		}, []string{"action", "result", "reason"}),
+		cri: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    MetricCRIRequestDuration,
+			Help:    "Duration of CRI calls, by method and gRPC code (OK on success); GetContainerEvents until its stream is established.",
+			Buckets: criBuckets,
+		}, []string{"method", "code"}),
+		errorCode: opts.ErrorCode,
+		node: &nodeCollector{
+			pods: prometheus.NewDesc(MetricPods,
+				"Pods the node holds, by the phase of their last status; present while a node runs.", []string{"phase"}, nil),
+			backoffs: prometheus.NewDesc(MetricBackoffsActive,
+				"Containers waiting in CrashLoopBackOff or ImagePullBackOff; present while a node runs.", nil, nil),
+		},
+	}
+	if m.errorCode == nil {
+		m.errorCode = defaultErrorCode
+	}
+	// Every outcome is exported from the start, so rates need no absent().
+	for _, o := range []string{PassSuccess, PassStepFailed, PassError, PassCanceled} {
+		m.passes.WithLabelValues(o)
+	}
+	for _, c := range []prometheus.Collector{m.passes, m.steps, m.cri, m.node} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register engine metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// defaultErrorCode is ErrorCode without gRPC: the codes the engine can
+// tell apart, "Unknown" otherwise.
+func defaultErrorCode(err error) string {
+	switch {
+	case crierrors.IsNotFound(err):
+		return "NotFound"
+	case errors.Is(err, context.Canceled):
+		return "Canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "DeadlineExceeded"
+	}
+	return "Unknown"
+}
+
+// observePass records one sync pass that took d; ended says whether the
+// pass's context had ended (whatever its cause).
+func (m *Metrics) observePass(res SyncResult, err error, ended bool, d time.Duration) {
+	if m == nil {
+		return
+	}
+	outcome := PassSuccess
+	switch {
+	case err != nil && ended:
+		outcome = PassCanceled
+	case err != nil:
+		outcome = PassError
+	case res.Err() != nil:
+		outcome = PassStepFailed
+	}
+	m.passes.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// observeStep counts one step.
+func (m *Metrics) observeStep(st StepResult) {
+	if m == nil {
+		return
+	}
+	result := StepSuccess
+	switch {
+	case st.Err != nil:
+		result = StepFailure
+	case st.BackedOff():
+		result = StepBackoff
+	}
+	reason := st.Reason
+	if !stepReasons[reason] {
+		reason = ReasonOther
+	}
+	m.steps.WithLabelValues(string(st.Action), result, reason).Inc()
+}
+
+// observeCRI records one CRI call that began at start.
+func (m *Metrics) observeCRI(method string, start time.Time, err error) {
+	code := CodeOK
+	if err != nil {
+		code = m.errorCode(err)
+	}
+	m.cri.WithLabelValues(method, code).Observe(time.Since(start).Seconds())
+}
+
+// attach makes n the node podsync_pods and podsync_backoffs_active
+// describe; the last to attach wins.
+func (m *Metrics) attach(n *Node) {
+	if m != nil {
+		m.node.cur.Store(n)
+	}
+}
+
+// detach stops describing n, unless another node has attached since.
+func (m *Metrics) detach(n *Node) {
+	if m != nil {
+		m.node.cur.CompareAndSwap(n, nil)
+	}
+}
+
+// nodeCollector computes podsync_pods and podsync_backoffs_active at
+// scrape time from what the running node's workers last saw.
+type nodeCollector struct {
+	pods, backoffs *prometheus.Desc
+	cur            atomic.Pointer[Node]
+}
+
+func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.pods
+	ch <- c.backoffs
+}
+
+func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	n := c.cur.Load()
+	if n == nil {
+		return
+	}
+	phases, backoffs := n.podCounts()
+	for _, p := range podPhases {
+		ch <- prometheus.MustNewConstMetric(c.pods, prometheus.GaugeValue, float64(phases[p]), string(p))
+	}
+	ch <- prometheus.MustNewConstMetric(c.backoffs, prometheus.GaugeValue, float64(backoffs))
+}
+
+// podSummary is what the metrics need of a pod's last status.
+type podSummary struct {
+	known    bool
+	phase    corev1.PodPhase
+	backoffs int
+}
+
+// podSummaryOf returns the phase of status (Pending before the first status,
+// Unknown for a phase podsync does not know) and how many of its
+// containers wait in a back-off.
+func podSummaryOf(status *corev1.PodStatus) podSummary {
+	s := podSummary{known: true, phase: status.Phase}
+	switch s.phase {
+	case "":
+		s.phase = corev1.PodPending
+	case corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed:
+	default:
+		s.phase = corev1.PodUnknown
+	}
+	for _, list := range [][]corev1.ContainerStatus{status.InitContainerStatuses, status.ContainerStatuses} {
+		for _, cs := range list {
+			if w := cs.State.Waiting; w != nil && (w.Reason == ReasonCrashLoopBackOff || w.Reason == ReasonImagePullBackOff) {
+				s.backoffs++
+			}
+		}
+	}
+	return s
+}
+
+// noteStatus records the pod's status for the metrics.
+func (w *worker) noteStatus(status *corev1.PodStatus) {
+	s := podSummaryOf(status)
+	w.mu.Lock()
+	w.summary = s
+	w.mu.Unlock()
+}
+
+// podCounts counts the node's pods by phase and the containers waiting in
+// a back-off.
+func (n *Node) podCounts() (map[corev1.PodPhase]int, int) {
+	phases := map[corev1.PodPhase]int{}
+	backoffs := 0
+	for _, w := range n.snapshotWorkers() {
+		w.mu.Lock()
+		s := w.summary
+		w.mu.Unlock()
+		if !s.known {
+			continue
+		}
+		phases[s.phase]++
+		backoffs += s.backoffs
+	}
+	return phases, backoffs
+}

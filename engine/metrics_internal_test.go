@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestMetricsStepReasonsAreBounded: a reason that is not the engine's is
+// counted as Other, never as itself.
+func TestMetricsStepReasonsAreBounded(t *testing.T) {
+	m, err := NewMetrics(prometheus.NewRegistry(), MetricsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.observeStep(StepResult{Action: ActionStartContainer, Err: errors.New("boom"), Reason: "exec: \"foo\": not found"})
+	m.observeStep(StepResult{Action: ActionPullImage, Err: errors.New("denied"), Reason: ReasonErrImagePull})
+	for _, c := range []struct {
+		labels []string
+		want   int
+	}{
+		{[]string{"StartContainer", StepFailure, ReasonOther}, 1},
+		{[]string{"StartContainer", StepFailure, "exec: \"foo\": not found"}, 0},
+		{[]string{"PullImage", StepFailure, ReasonErrImagePull}, 1},
+	} {
+		if got := counterValue(t, m.steps.WithLabelValues(c.labels...)); got != float64(c.want) {
+			t.Errorf("steps%v = %g, want %d", c.labels, got, c.want)
+		}
+	}
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 1)
+	c.Collect(ch)
+	pb := &dto.Metric{}
+	if err := (<-ch).Write(pb); err != nil {
+		t.Fatal(err)
+	}
+	return pb.GetCounter().GetValue()
+}
+
+// TestNilMetrics: nil Metrics record nothing and wrap nothing.
+func TestNilMetrics(t *testing.T) {
+	var m *Metrics
+	m.observeStep(StepResult{Action: ActionStartContainer})
+	m.observePass(SyncResult{}, nil, false, time.Second)
+	m.attach(nil)
+	m.detach(nil)
+	var rt Runtime = &timedRuntime{}
+	if got := m.InstrumentRuntime(rt); got != rt {
+		t.Errorf("nil Metrics wrapped the runtime: %T", got)
+	}
+	var is ImageService = &timedImages{}
+	if got := m.InstrumentImages(is); got != is {
+		t.Errorf("nil Metrics wrapped the image service: %T", got)
+	}
+}
+
+func TestPodSummary(t *testing.T) {
+	waiting := func(reason string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}
+	}
+	for _, c := range []struct {
+		name   string
+		status corev1.PodStatus
+		want   podSummary
+	}{
+		{"no status yet", corev1.PodStatus{}, podSummary{known: true, phase: corev1.PodPending}},
+		{"odd phase", corev1.PodStatus{Phase: "Evicted"}, podSummary{known: true, phase: corev1.PodUnknown}},
+		{"back-offs", corev1.PodStatus{
+			Phase:                 corev1.PodPending,
+			InitContainerStatuses: []corev1.ContainerStatus{waiting(ReasonImagePullBackOff)},
+			ContainerStatuses: []corev1.ContainerStatus{waiting(ReasonCrashLoopBackOff), waiting(ReasonErrImagePull),
+				waiting(ReasonContainerCreating), {}},
+		}, podSummary{known: true, phase: corev1.PodPending, backoffs: 2}},
+	} {
+		if got := podSummaryOf(&c.status); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,9 @@
+//go:build !failpoints
+
+package failpoint
+
+import "testing"
+
+func TestMain(m *testing.M) {
+	mainWithLeakCheck(m)
+}

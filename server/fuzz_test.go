@@ -1,0 +1,235 @@
+package server_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/server"
+)
+
+// fuzzRequests are the request types FuzzValidateRequest decodes, chosen
+// by the input's first byte.
+var fuzzRequests = []func() proto.Message{
+	func() proto.Message { return &podsyncv1.SyncPodRequest{} },
+	func() proto.Message { return &podsyncv1.RunPodsRequest{} },
+	func() proto.Message { return &podsyncv1.PlanPodRequest{} },
+	func() proto.Message { return &podsyncv1.GetPodRequest{} },
+	func() proto.Message { return &podsyncv1.ListPodsRequest{} },
+	func() proto.Message { return &podsyncv1.DeletePodRequest{} },
+	func() proto.Message { return &podsyncv1.WatchPodsRequest{} },
+	func() proto.Message { return &podsyncv1.GetContainerLogsRequest{} },
+}
+
+// addRequestSeeds adds requests built from the repository's manifests the
+// way podsyncctl builds them, in protojson and in the wire format.
+func addRequestSeeds(f *testing.F) {
+	paths, err := filepath.Glob(filepath.Join("..", "testdata", "manifests", "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		f.Fatalf("no seed manifests: %v", err)
+	}
+	add := func(kind byte, m proto.Message) {
+		j, err := protojson.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(kind, j)
+		b, err := proto.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(kind, b)
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		m, err := convert.Decode(bytes.NewReader(data))
+		if err != nil {
+			f.Fatalf("%s: %v", p, err)
+		}
+		for _, pod := range m.Pods {
+			convert.Default(pod)
+		}
+		for _, c := range m.ConfigMaps {
+			convert.DefaultConfigMap(c)
+		}
+		for _, s := range m.Secrets {
+			convert.DefaultSecret(s)
+		}
+		pods, cms, secrets, err := convert.ManifestsToProto(m)
+		if err != nil {
+			f.Fatalf("%s: %v", p, err)
+		}
+		add(1, &podsyncv1.RunPodsRequest{Pods: pods, ConfigMaps: cms, Secrets: secrets})
+		if len(pods) == 1 {
+			add(0, &podsyncv1.SyncPodRequest{Pod: pods[0], ConfigMaps: cms, Secrets: secrets})
+		}
+	}
+	tail, limit := int64(10), int64(100)
+	add(3, &podsyncv1.GetPodRequest{Namespace: "demo", Name: "web"})
+	add(4, &podsyncv1.ListPodsRequest{LabelSelector: "app in (web,db),tier!=cache", Phases: []string{"Running"}})
+	add(5, &podsyncv1.DeletePodRequest{Name: "web", Uid: "0f8fad5b-d9cb-469f-a165-70867728950e"})
+	add(6, &podsyncv1.WatchPodsRequest{SinceRevision: 3, LabelSelector: "app=web"})
+	add(7, &podsyncv1.GetContainerLogsRequest{Name: "web", Container: "app", TailLines: &tail, LimitBytes: &limit})
+}
+
+// FuzzValidateRequest decodes arbitrary bytes as a request (protojson,
+// else the wire format) and validates it. Validation never panics; a
+// pod request it accepts converts for the engine (the pods, defaulted,
+// pass the engine's own path checks, and their sandbox and container
+// configs build) and back to the API.
+func FuzzValidateRequest(f *testing.F) {
+	addRequestSeeds(f)
+	v := &server.Validator{}
+	opts := engine.Options{RootDir: "/var/lib/podsync", PodLogDir: "/var/log/pods"}
+	f.Fuzz(func(t *testing.T, kind byte, data []byte) {
+		req := fuzzRequests[int(kind)%len(fuzzRequests)]()
+		if err := protojson.Unmarshal(data, req); err != nil {
+			proto.Reset(req)
+			if err := proto.Unmarshal(data, req); err != nil {
+				return
+			}
+		}
+		switch r := req.(type) {
+		case *podsyncv1.GetPodRequest:
+			_ = v.ValidateGetPodRequest(r)
+		case *podsyncv1.ListPodsRequest:
+			_ = v.ValidateListPodsRequest(r)
+		case *podsyncv1.DeletePodRequest:
+			_ = v.ValidateDeletePodRequest(r)
+		case *podsyncv1.WatchPodsRequest:
+			_ = v.ValidateWatchPodsRequest(r)
+		case *podsyncv1.GetContainerLogsRequest:
+			_ = v.ValidateGetContainerLogsRequest(r)
+		case server.PodsRequest:
+			pods, cms, secrets, err := v.PodsFromRequest(r)
+			if err != nil {
+				return
+			}
+			for _, pod := range pods {
+				if err := engine.CheckPodPaths(pod); err != nil {
+					t.Fatalf("validation accepted a pod the engine refuses: %v", err)
+				}
+				if _, err := convert.PodToProto(pod); err != nil {
+					t.Fatalf("validation accepted a pod that does not convert back: %v", err)
+				}
+				if _, err := engine.SandboxConfig(pod, 0, opts); err != nil {
+					t.Fatalf("validation accepted a pod without a sandbox config: %v", err)
+				}
+				for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+					for i := range cs {
+						_, err := engine.ContainerConfig(engine.ContainerConfigInput{Pod: pod, Container: &cs[i], ConfigMaps: cms, Secrets: secrets}, opts)
+						if err != nil {
+							t.Fatalf("validation accepted container %q without a config: %v", cs[i].Name, err)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// volumesRequest is the SyncPodRequest of testdata/manifests/volumes.yaml
+// built as podsyncctl builds it: a pod with every volume type, items,
+// subPaths and env from a ConfigMap and a Secret.
+func volumesRequest(tb testing.TB) *podsyncv1.SyncPodRequest {
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "manifests", "volumes.yaml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, err := convert.Decode(bytes.NewReader(data))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	convert.Default(m.Pods[0])
+	for _, c := range m.ConfigMaps {
+		convert.DefaultConfigMap(c)
+	}
+	for _, s := range m.Secrets {
+		convert.DefaultSecret(s)
+	}
+	pods, cms, secrets, err := convert.ManifestsToProto(m)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &podsyncv1.SyncPodRequest{Pod: pods[0], ConfigMaps: cms, Secrets: secrets}
+}
+
+// podStringFields set one string of volumesRequest's pod that ends up in a
+// path, a file name or a label on the node.
+var podStringFields = []func(r *podsyncv1.SyncPodRequest, v string){
+	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Metadata.Name = v },
+	func(r *podsyncv1.SyncPodRequest, v string) {
+		r.Pod.Metadata.Namespace = v
+		for _, c := range r.ConfigMaps {
+			c.Metadata.Namespace = v
+		}
+		for _, s := range r.Secrets {
+			s.Metadata.Namespace = v
+		}
+	},
+	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Metadata.Uid = v },
+	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Containers[0].Name = v },
+	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Containers[0].VolumeMounts[1].SubPath = v },
+	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Containers[0].VolumeMounts[0].MountPath = v },
+	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Volumes[0].ConfigMap.Items[0].Path = v },
+	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Volumes[1].Secret.Items[1].Path = v },
+	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Volumes[4].HostPath.Path = v },
+	func(r *podsyncv1.SyncPodRequest, v string) {
+		r.Pod.Spec.Volumes[2].Name = v
+		r.Pod.Spec.Containers[0].VolumeMounts[2].Name = v
+	},
+	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Containers[0].Image = v },
+	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Containers[0].WorkingDir = v },
+	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Containers[0].TerminationMessagePath = v },
+	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Metadata.Labels = map[string]string{v: "x"} },
+	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Metadata.Labels = map[string]string{"app": v} },
+	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Hostname = v },
+	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Containers[0].Env[0].Name = v },
+	func(r *podsyncv1.SyncPodRequest, v string) { r.ConfigMaps[0].Data = map[string]string{v: "x"} },
+}
+
+// FuzzValidatePodStrings sets one string of a valid pod that reaches the
+// node's file system (names, UID, subPath, item paths, hostPath, mount
+// and working directories, labels) to arbitrary text. Validation never
+// panics, and a pod it accepts passes the engine's own path checks and
+// builds its sandbox and container configs.
+func FuzzValidatePodStrings(f *testing.F) {
+	for i, s := range []string{"..", "../../etc", "/etc/passwd", "a\x00b", "web", "a/b", strings.Repeat("x", 300), ".", "~", "$(POD_NAME)", "a//b", "./x", "\u00e9", " "} {
+		f.Add(uint8(i), s)
+	}
+	base := volumesRequest(f)
+	v := &server.Validator{}
+	opts := engine.Options{RootDir: "/var/lib/podsync", PodLogDir: "/var/log/pods"}
+	f.Fuzz(func(t *testing.T, field uint8, value string) {
+		req := proto.CloneOf(base)
+		podStringFields[int(field)%len(podStringFields)](req, value)
+		pods, cms, secrets, err := v.PodsFromRequest(req)
+		if err != nil {
+			return
+		}
+		pod := pods[0]
+		if err := engine.CheckPodPaths(pod); err != nil {
+			t.Fatalf("field %d = %q: validation accepted a pod the engine refuses: %v", int(field)%len(podStringFields), value, err)
+		}
+		if _, err := engine.SandboxConfig(pod, 0, opts); err != nil {
+			t.Fatalf("field %d = %q: no sandbox config: %v", int(field)%len(podStringFields), value, err)
+		}
+		for i := range pod.Spec.Containers {
+			if _, err := engine.ContainerConfig(engine.ContainerConfigInput{Pod: pod, Container: &pod.Spec.Containers[i], ConfigMaps: cms, Secrets: secrets}, opts); err != nil {
+				t.Fatalf("field %d = %q: no container config: %v", int(field)%len(podStringFields), value, err)
+			}
+		}
+	})
+}
