@@ -1,0 +1,90 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/convert"
+)
+
+// RunPodsRequestFromManifests builds a RunPods request from decoded
+// manifests (convert.Decode): copies of the pods, ConfigMaps and Secrets
+// are defaulted as the Kubernetes API server would (convert.Default,
+// DefaultConfigMap, DefaultSecret; a pod without a uid gets one derived
+// from its namespace and name) and converted with
+// convert.ManifestsToProto. m is not modified. The request waits for
+// RUNNING with the default timeout and best-effort admission; set
+// WaitFor, Timeout and AdmissionMode on it as needed.
+//
+// A field podsync does not support is an error naming it (a
+// *convert.InvalidError in the chain); a manifest without pods is an
+// error too.
+func RunPodsRequestFromManifests(m *convert.Manifests) (*podsyncv1.RunPodsRequest, error) {
+	if m == nil || len(m.Pods) == 0 {
+		return nil, errors.New("podsync: manifests hold no pod")
+	}
+	d := &convert.Manifests{
+		Pods:       make([]*corev1.Pod, 0, len(m.Pods)),
+		ConfigMaps: make([]*corev1.ConfigMap, 0, len(m.ConfigMaps)),
+		Secrets:    make([]*corev1.Secret, 0, len(m.Secrets)),
+	}
+	for _, p := range m.Pods {
+		d.Pods = append(d.Pods, defaultedPod(p))
+	}
+	for _, cm := range m.ConfigMaps {
+		cm = cm.DeepCopy()
+		convert.DefaultConfigMap(cm)
+		d.ConfigMaps = append(d.ConfigMaps, cm)
+	}
+	for _, s := range m.Secrets {
+		s = s.DeepCopy()
+		convert.DefaultSecret(s)
+		d.Secrets = append(d.Secrets, s)
+	}
+	pods, cms, secrets, err := convert.ManifestsToProto(d)
+	if err != nil {
+		return nil, fmt.Errorf("podsync: %w", err)
+	}
+	return &podsyncv1.RunPodsRequest{Pods: pods, ConfigMaps: cms, Secrets: secrets}, nil
+}
+
+// SyncPodRequestFromPod builds a SyncPod request from a core/v1 pod and
+// the ConfigMaps and Secrets it references, defaulted and converted as
+// RunPodsRequestFromManifests does. Its arguments are not modified.
+func SyncPodRequestFromPod(pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret) (*podsyncv1.SyncPodRequest, error) {
+	p, cms, ss, err := podToProto(pod, configMaps, secrets)
+	if err != nil {
+		return nil, err
+	}
+	return &podsyncv1.SyncPodRequest{Pod: p, ConfigMaps: cms, Secrets: ss}, nil
+}
+
+// PlanPodRequestFromPod builds a PlanPod request as SyncPodRequestFromPod
+// builds a SyncPod request.
+func PlanPodRequestFromPod(pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret) (*podsyncv1.PlanPodRequest, error) {
+	p, cms, ss, err := podToProto(pod, configMaps, secrets)
+	if err != nil {
+		return nil, err
+	}
+	return &podsyncv1.PlanPodRequest{Pod: p, ConfigMaps: cms, Secrets: ss}, nil
+}
+
+func podToProto(pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret) (*podsyncv1.Pod, []*podsyncv1.ConfigMap, []*podsyncv1.Secret, error) {
+	if pod == nil {
+		return nil, nil, nil, errors.New("podsync: no pod")
+	}
+	req, err := RunPodsRequestFromManifests(&convert.Manifests{Pods: []*corev1.Pod{pod}, ConfigMaps: configMaps, Secrets: secrets})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return req.GetPods()[0], req.GetConfigMaps(), req.GetSecrets(), nil
+}
+
+func defaultedPod(p *corev1.Pod) *corev1.Pod {
+	p = p.DeepCopy()
+	convert.Default(p)
+	return p
+}

@@ -1,0 +1,90 @@
+package client_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podsync/podsync/client"
+	"github.com/podsync/podsync/convert"
+)
+
+// TestRunPodsRequestFromManifests: pods, ConfigMaps and Secrets are
+// defaulted copies; the manifests stay as they were.
+func TestRunPodsRequestFromManifests(t *testing.T) {
+	m, err := convert.Decode(strings.NewReader(`
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop}
+spec:
+  containers: [{name: app, image: "registry.local/busybox:latest"}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {password: hunter2}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := client.RunPodsRequestFromManifests(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(req.GetPods()) != 1 || len(req.GetConfigMaps()) != 1 || len(req.GetSecrets()) != 1 {
+		t.Fatalf("request %v", req)
+	}
+	pod := req.GetPods()[0]
+	if pod.GetMetadata().GetUid() != string(convert.PodUID("shop", "web")) {
+		t.Errorf("uid %q", pod.GetMetadata().GetUid())
+	}
+	if p := pod.GetSpec().GetContainers()[0].GetImagePullPolicy(); p != "Always" {
+		t.Errorf("pull policy %q of a :latest image, want Always", p)
+	}
+	if ns := req.GetConfigMaps()[0].GetMetadata().GetNamespace(); ns != "default" {
+		t.Errorf("config map namespace %q", ns)
+	}
+	if s := req.GetSecrets()[0]; string(s.GetData()["password"]) != "hunter2" || s.GetType() != "Opaque" {
+		t.Errorf("secret %v: want stringData folded into data, type Opaque", s)
+	}
+	if m.Pods[0].UID != "" || m.Pods[0].Spec.Containers[0].ImagePullPolicy != "" || m.Secrets[0].Data != nil || m.ConfigMaps[0].Namespace != "" {
+		t.Error("RunPodsRequestFromManifests modified the manifests")
+	}
+}
+
+// TestRequestErrors: unsupported fields are named; no pod is an error.
+func TestRequestErrors(t *testing.T) {
+	pod := testPod("", "web", nil)
+	pod.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
+	_, err := client.SyncPodRequestFromPod(pod, nil, nil)
+	var ie *convert.InvalidError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "spec.tolerations") {
+		t.Errorf("SyncPodRequestFromPod with tolerations: %v", err)
+	}
+	if _, err := client.PlanPodRequestFromPod(nil, nil, nil); err == nil {
+		t.Error("PlanPodRequestFromPod(nil) succeeded")
+	}
+	if _, err := client.RunPodsRequestFromManifests(&convert.Manifests{}); err == nil {
+		t.Error("RunPodsRequestFromManifests without pods succeeded")
+	}
+}
+
+// TestPlanPodRequestFromPod: the pod, ConfigMaps and Secrets, defaulted.
+func TestPlanPodRequestFromPod(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}}
+	req, err := client.PlanPodRequestFromPod(testPod("", "web", nil), []*corev1.ConfigMap{cm}, []*corev1.Secret{secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.GetPod().GetMetadata().GetNamespace() != "default" || len(req.GetConfigMaps()) != 1 || req.GetSecrets()[0].GetType() != "Opaque" {
+		t.Errorf("request %v", req)
+	}
+}
