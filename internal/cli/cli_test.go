@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"flag"
 	"os"
 	"path/filepath"
@@ -19,13 +18,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	code = Main(args, strings.NewReader(stdin), &out, &errOut)
-	return code, out.String(), errOut.String()
-}
-
+// golden compares got with testdata/name, or rewrites it with -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
@@ -44,20 +37,20 @@ func golden(t *testing.T, name, got string) {
 }
 
 func TestConvertSyncRequestGolden(t *testing.T) {
-	code, out, errOut := run(t, "", "convert", "--request", "sync", "-f", "../../testdata/manifests/volumes.yaml")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
+	r := runCLI(t, nil, "", "convert", "--request", "sync", "-f", "../../testdata/manifests/volumes.yaml")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	golden(t, "convert-volumes-sync.json", out)
+	golden(t, "convert-volumes-sync.json", r.stdout)
 }
 
 func TestConvertRunRequestFromDirectory(t *testing.T) {
-	code, out, errOut := run(t, "", "convert", "-f", "../../testdata/manifests")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
+	r := runCLI(t, nil, "", "convert", "-f", "../../testdata/manifests")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	var req podsyncv1.RunPodsRequest
-	if err := protojson.Unmarshal([]byte(out), &req); err != nil {
+	if err := protojson.Unmarshal([]byte(r.stdout), &req); err != nil {
 		t.Fatalf("output is not a RunPodsRequest: %v", err)
 	}
 	files, _ := filepath.Glob("../../testdata/manifests/*.yaml")
@@ -69,14 +62,34 @@ func TestConvertRunRequestFromDirectory(t *testing.T) {
 	}
 }
 
+// TestConvertExamples: every example converts, so that make run and the
+// README's commands start from valid manifests.
+func TestConvertExamples(t *testing.T) {
+	r := runCLI(t, nil, "", "convert", "-f", "../../examples")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var req podsyncv1.RunPodsRequest
+	if err := protojson.Unmarshal([]byte(r.stdout), &req); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range req.GetPods() {
+		for _, c := range append(p.GetSpec().GetInitContainers(), p.GetSpec().GetContainers()...) {
+			if c.GetImage() != testImage {
+				t.Errorf("pod %s container %s: image %q, want %q (the only image there is)", p.GetMetadata().GetName(), c.GetName(), c.GetImage(), testImage)
+			}
+		}
+	}
+}
+
 func TestConvertReadsStdin(t *testing.T) {
 	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containers: [{name: c, image: registry.local/busybox:1.37}]\n"
-	code, out, errOut := run(t, pod, "convert", "--request", "plan", "-f", "-")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
+	r := runCLI(t, nil, pod, "convert", "--request", "plan", "-f", "-")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	var req podsyncv1.PlanPodRequest
-	if err := protojson.Unmarshal([]byte(out), &req); err != nil {
+	if err := protojson.Unmarshal([]byte(r.stdout), &req); err != nil {
 		t.Fatal(err)
 	}
 	if got := req.GetPod().GetSpec().GetRestartPolicy(); got != "Always" {
@@ -87,7 +100,20 @@ func TestConvertReadsStdin(t *testing.T) {
 	}
 }
 
-func TestConvertErrors(t *testing.T) {
+// TestCommandErrors: errors found before podsyncd is contacted, with their
+// exit codes (1 for a bad manifest, 2 for a bad command line) and
+// messages naming the file and the field.
+func TestCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	unknown := filepath.Join(dir, "unknown.yaml")
+	if err := os.WriteFile(unknown, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containers:\n  - name: c\n    image: i\n    imagePullPolicyy: Always\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unsupported := filepath.Join(dir, "unsupported.yaml")
+	if err := os.WriteFile(unsupported, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  nodeSelector: {disk: ssd}\n  containers: [{name: c, image: i}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
 	tests := []struct {
 		name     string
 		stdin    string
@@ -95,36 +121,101 @@ func TestConvertErrors(t *testing.T) {
 		wantCode int
 		wantErr  string
 	}{
-		{"unsupported field names its path", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  nodeSelector: {disk: ssd}\n  containers: [{name: c, image: i}]\n",
-			[]string{"convert", "-f", "-"}, 1, `Pod "a": spec.nodeSelector: Forbidden: not supported by podsync`},
-		{"unknown field", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containerz: []\n",
-			[]string{"convert", "-f", "-"}, 1, "containerz"},
-		{"sync takes one pod", "", []string{"convert", "--request", "sync", "-f", "../../testdata/manifests/multi-container.yaml", "-f", "../../testdata/manifests/job.yaml"}, 1, "exactly one Pod"},
-		{"no manifests", "", []string{"convert"}, 2, "at least one -f"},
+		{"unsupported field names file and path", "", []string{"run", "-f", unsupported}, 1,
+			unsupported + `: convert manifests: Pod "a": spec.nodeSelector: Forbidden: not supported by podsync`},
+		{"unknown field names file and path", "", []string{"run", "-f", unknown}, 1,
+			unknown + `: document 0 (Pod "a"): unknown field "spec.containers[0].imagePullPolicyy"`},
+		{"unknown field on stdin", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containerz: []\n",
+			[]string{"convert", "-f", "-"}, 1, `stdin: document 0 (Pod "a"): unknown field "spec.containerz"`},
+		{"sync takes one pod", "", []string{"sync", "-f", "../../testdata/manifests/multi-container.yaml", "-f", "../../testdata/manifests/job.yaml"}, 1, "exactly one Pod"},
+		{"convert sync takes one pod", "", []string{"convert", "--request", "sync", "-f", "../../testdata/manifests/multi-container.yaml", "-f", "../../testdata/manifests/job.yaml"}, 1, "exactly one Pod"},
+		{"directory without manifests", "", []string{"run", "-f", empty}, 1, "holds no .yaml"},
+		{"no manifests", "", []string{"run"}, 2, "at least one -f"},
+		{"no manifests for convert", "", []string{"convert"}, 2, "at least one -f"},
+		{"bad wait-for", "", []string{"run", "-f", "x", "--wait-for", "done"}, 2, "--wait-for"},
+		{"bad output", "", []string{"get", "-o", "xml"}, 2, `-o "xml": want wide, json, yaml`},
 		{"bad request kind", "", []string{"convert", "--request", "delete", "-f", "../../testdata/manifests/job.yaml"}, 2, "--request must be"},
 		{"missing file", "", []string{"convert", "-f", "does-not-exist.yaml"}, 1, "does-not-exist.yaml"},
 		{"unknown flag", "", []string{"convert", "--frobnicate"}, 2, "unknown flag"},
 		{"unknown command", "", []string{"frobnicate"}, 2, "unknown command"},
+		{"logs needs a pod", "", []string{"logs"}, 2, "accepts 1 arg"},
+		{"delete needs pods", "", []string{"delete"}, 2, "name the pods"},
+		{"bad address", "", []string{"get", "--address", "ftp://x"}, 2, "--address ftp://x"},
+		{"config file must exist when named", "", []string{"get", "--config", filepath.Join(dir, "none.yaml")}, 1, "config file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out, errOut := run(t, tt.stdin, tt.args...)
-			if code != tt.wantCode {
-				t.Errorf("exit code = %d, want %d (stderr %q)", code, tt.wantCode, errOut)
+			r := runCLI(t, nil, tt.stdin, tt.args...)
+			if r.code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d (stderr %q)", r.code, tt.wantCode, r.stderr)
 			}
-			if out != "" {
-				t.Errorf("stdout = %q, want nothing on error", out)
+			if r.stdout != "" {
+				t.Errorf("stdout = %q, want nothing on error", r.stdout)
 			}
-			if !strings.Contains(errOut, tt.wantErr) {
-				t.Errorf("stderr = %q, want it to contain %q", errOut, tt.wantErr)
+			if !strings.HasPrefix(r.stderr, "error: ") || !strings.Contains(r.stderr, tt.wantErr) {
+				t.Errorf("stderr = %q, want \"error: …%s…\"", r.stderr, tt.wantErr)
 			}
 		})
 	}
 }
 
-func TestVersion(t *testing.T) {
-	code, out, _ := run(t, "", "version")
-	if code != 0 || !strings.HasPrefix(out, "podsyncctl ") {
-		t.Errorf("version: exit %d, output %q", code, out)
+func TestVersionClientOnly(t *testing.T) {
+	r := runCLI(t, nil, "", "version", "--client")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "client: podsyncctl ") || strings.Contains(r.stdout, "server") {
+		t.Errorf("version --client: exit %d, output %q", r.code, r.stdout)
+	}
+}
+
+// TestUnreachable: a podsyncd that is not there is a readable error with
+// a hint, exit 1; version still prints the client.
+func TestUnreachable(t *testing.T) {
+	env := map[string]string{"PODSYNC_ADDRESS": "unix://" + filepath.Join(t.TempDir(), "none.sock")}
+	r := runCLI(t, env, "", "get")
+	if r.code != 1 || !strings.Contains(r.stderr, "error: cannot reach podsyncd at unix://") || !strings.Contains(r.stderr, "--address") {
+		t.Errorf("get: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runCLI(t, env, "", "version")
+	if r.code != 0 || !strings.Contains(r.stdout, "client: podsyncctl") || !strings.Contains(r.stdout, "is not reachable") {
+		t.Errorf("version: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+// TestAddressSources: --address beats $PODSYNC_ADDRESS, which beats the
+// config file, whose relative TLS paths are relative to it.
+func TestAddressSources(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "podsync", "config.yaml")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte("address: unix:///from/config.sock\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"default", nil, nil, "unix:///run/podsync/podsync.sock"},
+		{"config file in XDG_CONFIG_HOME", map[string]string{"XDG_CONFIG_HOME": dir}, nil, "unix:///from/config.sock"},
+		{"config file by flag", nil, []string{"--config", cfg}, "unix:///from/config.sock"},
+		{"environment beats config", map[string]string{"XDG_CONFIG_HOME": dir, "PODSYNC_ADDRESS": "/from/env.sock"}, nil, "/from/env.sock"},
+		{"flag beats environment", map[string]string{"PODSYNC_ADDRESS": "/from/env.sock"}, []string{"--address", "unix:///from/flag.sock"}, "unix:///from/flag.sock"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, tt.env, "", append([]string{"get"}, tt.args...)...)
+			if r.code != 1 || !strings.Contains(r.stderr, "cannot reach podsyncd at "+tt.want+":") {
+				t.Errorf("exit %d, stderr %q, want it to name %s", r.code, r.stderr, tt.want)
+			}
+		})
+	}
+	if err := os.WriteFile(cfg, []byte("server: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, map[string]string{"XDG_CONFIG_HOME": dir}, "", "get")
+	if r.code != 1 || !strings.Contains(r.stderr, `unknown field "server"`) {
+		t.Errorf("unknown config key: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

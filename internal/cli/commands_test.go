@@ -1,0 +1,424 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+)
+
+// The commands are tested against an in-process podsyncd (see
+// harness_test.go).
+
+// writeManifest writes a manifest into a fresh directory and returns its
+// path.
+func writeManifest(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// podManifest is a one-container pod of the test image.
+func podManifest(name, script string, extra string) string {
+	return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  labels: {app: " + name + "}\nspec:\n" + extra +
+		"  containers:\n  - name: app\n    image: " + testImage + "\n    command: [sh, -c, " + strconvQuote(script) + "]\n"
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// lines returns the non-empty lines of s that contain every word.
+func linesWith(s string, words ...string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		ok := l != ""
+		for _, w := range words {
+			ok = ok && strings.Contains(l, w)
+		}
+		if ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// hasRow reports whether out has a table row whose first fields are
+// fields.
+func hasRow(out string, fields ...string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) >= len(fields) && strings.Join(f[:len(fields)], " ") == strings.Join(fields, " ") {
+			return true
+		}
+	}
+	return false
+}
+
+func mustSucceed(t *testing.T, what string, r result) {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", what, r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestRunGetPlanSyncDelete walks through a pod's life: run the examples,
+// list them, plan and sync a change, delete.
+func TestRunGetPlanSyncDelete(t *testing.T) {
+	d := startPodsyncd(t)
+	r := d.run(t, "", "run", "-f", "../../examples/web.yaml", "-f", "../../examples/init-sidecar.yaml", "-f", "../../examples/config.yaml")
+	mustSucceed(t, "run", r)
+	for _, want := range [][]string{
+		{"default/web", "create sandbox", "ok", "attempt 0"},
+		{"default/web", "start container httpd", "ok"},
+		{"default/init-sidecar", "start init container prepare", "ok"},
+		{"NAMESPACE", "NAME", "PHASE", "READY", "RESTARTS", "RESULT", "REASON"},
+		{"default", "web", "Running", "0/1", "OK"},
+		{"default", "init-sidecar", "Running", "2/2", "OK"},
+		{"3 of 3 pods reached Running"},
+	} {
+		if len(linesWith(r.stdout, want...)) == 0 {
+			t.Errorf("run output has no line with %q:\n%s", want, r.stdout)
+		}
+	}
+
+	r = d.run(t, "", "ls")
+	mustSucceed(t, "ls", r)
+	rows := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(rows) != 4 || strings.Join(strings.Fields(rows[0]), " ") != "NAMESPACE NAME READY STATUS RESTARTS AGE" {
+		t.Fatalf("ls:\n%s", r.stdout)
+	}
+	for i, want := range []string{"default config 1/1 Running 0", "default init-sidecar 2/2 Running 0", "default web 0/1 Running 0"} {
+		if got := strings.Join(strings.Fields(rows[i+1])[:5], " "); got != want {
+			t.Errorf("ls row %d = %q, want %q", i+1, got, want)
+		}
+	}
+	r = d.run(t, "", "get", "pods", "-l", "app=web", "-o", "wide")
+	mustSucceed(t, "get -l -o wide", r)
+	if rows := linesWith(r.stdout, "web", "node-1", "Burstable"); len(rows) != 1 || len(linesWith(r.stdout, "config")) != 0 {
+		t.Errorf("get -l app=web -o wide:\n%s", r.stdout)
+	}
+	r = d.run(t, "", "get", "-n", "other")
+	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "No pods found in namespace other") {
+		t.Errorf("get -n other: %+v", r)
+	}
+
+	r = d.run(t, "", "plan", "-f", "../../examples/web.yaml")
+	mustSucceed(t, "plan", r)
+	if !strings.Contains(r.stdout, "plan for default/web (known to podsyncd") || !strings.Contains(r.stdout, "= up to date") {
+		t.Errorf("plan of the running web pod:\n%s", r.stdout)
+	}
+	web, err := os.ReadFile("../../examples/web.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := writeManifest(t, "web.yaml", strings.Replace(string(web), "httpd -f -p 8080", "httpd -f -v -p 8080", 1))
+	r = d.run(t, "", "plan", "-f", changed)
+	mustSucceed(t, "plan of a change", r)
+	if len(linesWith(r.stdout, "- kill container httpd", "changed: args", "then start it again")) != 1 ||
+		len(linesWith(r.stdout, "+ start container httpd", "restart 1")) != 1 {
+		t.Errorf("plan of a changed pod:\n%s", r.stdout)
+	}
+	r = d.run(t, "", "sync", "-f", changed)
+	mustSucceed(t, "sync of a change", r)
+	for _, want := range [][]string{
+		{"kill container httpd", "ok", "reason: "},
+		{"start container httpd", "ok", "restart 1"},
+		{"pod default/web synced: Running, 0/1 ready, restarts 1"},
+	} {
+		if len(linesWith(r.stdout, want...)) == 0 {
+			t.Errorf("sync output has no line with %q:\n%s", want, r.stdout)
+		}
+	}
+
+	r = d.run(t, "", "delete", "-f", "../../examples/web.yaml", "-f", "../../examples/config.yaml", "--grace-period", "0")
+	mustSucceed(t, "delete -f", r)
+	if r.stdout != "pod \"default/web\" deleted\npod \"default/config\" deleted\n" {
+		t.Errorf("delete -f: %q", r.stdout)
+	}
+	r = d.run(t, "", "get", "web")
+	if r.code != 1 || !strings.HasPrefix(r.stderr, "error: ") || !strings.Contains(r.stderr, "not found") {
+		t.Errorf("get of a deleted pod: %+v", r)
+	}
+	r = d.run(t, "", "delete", "web")
+	if r.code != 1 || r.stderr != "error: pod \"default/web\" not found\n" {
+		t.Errorf("delete of a deleted pod: %+v", r)
+	}
+	mustSucceed(t, "delete --ignore-not-found", d.run(t, "", "delete", "web", "--ignore-not-found"))
+	mustSucceed(t, "delete --all", d.run(t, "", "delete", "--all"))
+	if len(d.rt.Sandboxes) != 0 {
+		// The fake's state is read without its lock: every call is done.
+		t.Errorf("sandboxes left after delete --all: %d", len(d.rt.Sandboxes))
+	}
+}
+
+// TestRunReportsFailures: a pod refused by admission makes run exit 1,
+// with the reason in the table and the error.
+func TestRunReportsFailures(t *testing.T) {
+	d := startPodsyncd(t)
+	two := writeManifest(t, "two.yaml",
+		podManifest("first", "sleep 1000", "")+"    ports: [{containerPort: 80, hostPort: 18080}]\n---\n"+
+			podManifest("second", "sleep 1000", "")+"    ports: [{containerPort: 80, hostPort: 18080}]\n")
+	r := d.run(t, "", "run", "-f", two)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1: %+v", r.code, r)
+	}
+	if !hasRow(r.stdout, "default", "second", "<none>", "<none>", "<none>", "Rejected", "NodePorts") ||
+		len(linesWith(r.stdout, "default/second: Rejected (NodePorts): Predicate NodePorts failed")) != 1 {
+		t.Errorf("stdout:\n%s", r.stdout)
+	}
+	if r.stderr != "error: 1 of 2 pods did not reach Running: 1 rejected\n" {
+		t.Errorf("stderr = %q", r.stderr)
+	}
+
+	// All or nothing: the first is refused too, and nothing new runs.
+	three := writeManifest(t, "three.yaml", podManifest("third", "sleep 1000", "")+"---\n"+
+		podManifest("fourth", "sleep 1000", "")+"    ports: [{containerPort: 80, hostPort: 18080}]\n")
+	r = d.run(t, "", "run", "--all-or-nothing", "-f", three)
+	if r.code != 1 || !hasRow(r.stdout, "default", "third", "<none>", "<none>", "<none>", "Rejected", "NotRunAllOrNothing") {
+		t.Errorf("--all-or-nothing: %+v", r)
+	}
+
+	// A pod that fails before its target.
+	job := writeManifest(t, "job.yaml", podManifest("failing-job", "echo oops; exit 3", "  restartPolicy: Never\n"))
+	r = d.run(t, "", "run", "--wait-for", "succeeded", "--timeout", "10s", "-f", job)
+	if r.code != 1 || !hasRow(r.stdout, "default", "failing-job", "Failed", "0/1", "0", "Failed", "PodFailed") ||
+		r.stderr != "error: 1 of 1 pods did not reach Succeeded: 1 failed\n" {
+		t.Errorf("failing job: %+v", r)
+	}
+	if len(linesWith(r.stdout, "container app:", "exit code 3")) != 1 || len(linesWith(r.stdout, "| oops")) != 1 {
+		t.Errorf("failing job's details:\n%s", r.stdout)
+	}
+}
+
+// TestInvalidRequest: podsyncd's field violations are printed one per
+// line, with exit code 1.
+func TestInvalidRequest(t *testing.T) {
+	d := startPodsyncd(t)
+	bad := "apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec:\n  containers:\n  - name: app\n    image: \"registry.local/BusyBox:local\"\n" +
+		"  - name: Second\n    image: " + testImage + "\n    ports: [{containerPort: 0}]\n"
+	r := d.run(t, bad, "run", "-f", "-")
+	if r.code != 1 || r.stdout != "" {
+		t.Errorf("exit %d, stdout %q", r.code, r.stdout)
+	}
+	golden(t, "error-violations.txt", r.stderr)
+}
+
+// TestOutputJSON: -o json prints the API's messages, one object each.
+func TestOutputJSON(t *testing.T) {
+	d := startPodsyncd(t)
+	r := d.run(t, "", "plan", "-f", "../../examples/init-sidecar.yaml", "-o", "json")
+	mustSucceed(t, "plan -o json", r)
+	var plan podsyncv1.PlanPodResponse
+	if err := protojson.Unmarshal([]byte(r.stdout), &plan); err != nil {
+		t.Fatalf("plan -o json is not a PlanPodResponse: %v\n%s", err, r.stdout)
+	}
+	// The status holds times; the plan does not.
+	plan.Status = nil
+	out, err := marshalJSON(&plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "plan-new.json", string(out))
+
+	r = d.run(t, "", "run", "-f", "../../examples/config.yaml", "-o", "json")
+	mustSucceed(t, "run -o json", r)
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	var msgs []*podsyncv1.RunPodsResponse
+	for {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("run -o json: %v\n%s", err, r.stdout)
+		}
+		var m podsyncv1.RunPodsResponse
+		if err := protojson.Unmarshal(raw, &m); err != nil {
+			t.Fatalf("not a RunPodsResponse: %v: %s", err, raw)
+		}
+		msgs = append(msgs, &m)
+	}
+	if len(msgs) < 3 || msgs[0].GetStep() == nil || msgs[len(msgs)-1].GetSummary().GetReachedTarget() != 1 {
+		t.Errorf("run -o json: %d messages, want steps first and the summary last:\n%s", len(msgs), r.stdout)
+	}
+
+	r = d.run(t, "", "get", "config", "-o", "json")
+	mustSucceed(t, "get -o json", r)
+	var pod podsyncv1.Pod
+	if err := protojson.Unmarshal([]byte(r.stdout), &pod); err != nil || pod.GetStatus().GetPhase() != "Running" {
+		t.Errorf("get NAME -o json is not a running Pod (%v):\n%s", err, r.stdout)
+	}
+	r = d.run(t, "", "ls", "-o", "yaml")
+	mustSucceed(t, "ls -o yaml", r)
+	if !strings.HasPrefix(r.stdout, "apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Pod\n") || !strings.Contains(r.stdout, "kind: List\n") {
+		t.Errorf("ls -o yaml is not a List:\n%s", r.stdout)
+	}
+	r = d.run(t, "", "delete", "config", "-o", "yaml")
+	mustSucceed(t, "delete -o yaml", r)
+	if !strings.Contains(r.stdout, "found: true\n") {
+		t.Errorf("delete -o yaml:\n%s", r.stdout)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// background runs podsyncctl until cancel; wait returns its exit code.
+func (d *podsyncd) background(t *testing.T, out *syncBuffer, args ...string) (cancel func(), wait func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	errOut := &syncBuffer{}
+	a := &app{stdin: strings.NewReader(""), stdout: out, stderr: errOut, getenv: func(k string) string { return d.env()[k] },
+		now: func() time.Time { return fixedNow }}
+	go func() { done <- a.main(ctx, args) }()
+	return cancel, func() int {
+		code := <-done
+		if code != 0 {
+			t.Logf("stderr: %s", errOut.String())
+		}
+		return code
+	}
+}
+
+// eventually polls cond until it holds or 10 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLogsAndWatch: logs with --tail, --timestamps and -f, and watch,
+// end with exit 0 when interrupted.
+func TestLogsAndWatch(t *testing.T) {
+	d := startPodsyncd(t)
+	watchOut := &syncBuffer{}
+	stopWatch, waitWatch := d.background(t, watchOut, "watch")
+
+	m := writeManifest(t, "talker.yaml", podManifest("talker", "echo one; echo two; sleep 1000", ""))
+	mustSucceed(t, "run", d.run(t, "", "run", "-f", m))
+	r := d.run(t, "", "logs", "talker")
+	mustSucceed(t, "logs", r)
+	if r.stdout != "one\ntwo\n" {
+		t.Errorf("logs = %q", r.stdout)
+	}
+	r = d.run(t, "", "logs", "talker", "--tail", "1", "--timestamps")
+	mustSucceed(t, "logs --tail --timestamps", r)
+	if fields := strings.Fields(r.stdout); len(fields) != 2 || fields[1] != "two" {
+		t.Errorf("logs --tail 1 --timestamps = %q", r.stdout)
+	} else if _, err := time.Parse(time.RFC3339Nano, fields[0]); err != nil {
+		t.Errorf("timestamp %q: %v", fields[0], err)
+	}
+	r = d.run(t, "", "logs", "talker", "-c", "nope")
+	if r.code != 1 || !strings.Contains(r.stderr, "nope") {
+		t.Errorf("logs of an unknown container: %+v", r)
+	}
+
+	out := &syncBuffer{}
+	stop, wait := d.background(t, out, "logs", "-f", "talker")
+	eventually(t, "logs -f prints the old lines", func() bool { return out.String() == "one\ntwo\n" })
+	var pod podsyncv1.Pod
+	r = d.run(t, "", "get", "talker", "-o", "json")
+	if err := protojson.Unmarshal([]byte(r.stdout), &pod); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimPrefix(pod.GetStatus().GetContainerStatuses()[0].GetContainerId(), "containerd://")
+	if err := d.rt.WriteLog(id, "stdout", "three"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "logs -f prints a new line", func() bool { return out.String() == "one\ntwo\nthree\n" })
+	stop()
+	if code := wait(); code != 0 {
+		t.Errorf("logs -f ended with %d, want 0 on interrupt", code)
+	}
+
+	eventually(t, "watch shows the pod", func() bool {
+		return len(linesWith(watchOut.String(), "default/talker", "Running 1/1 ready")) > 0 &&
+			len(linesWith(watchOut.String(), "default/talker", "Normal Started")) > 0
+	})
+	mustSucceed(t, "delete", d.run(t, "", "delete", "talker"))
+	eventually(t, "watch shows the deletion", func() bool { return len(linesWith(watchOut.String(), "default/talker", "deleted")) == 1 })
+	stopWatch()
+	if code := waitWatch(); code != 0 {
+		t.Errorf("watch ended with %d, want 0 on interrupt", code)
+	}
+	if !strings.HasPrefix(watchOut.String(), "REVISION  POD ") {
+		t.Errorf("watch output:\n%s", watchOut.String())
+	}
+}
+
+func TestHealthVersionCompletion(t *testing.T) {
+	d := startPodsyncd(t)
+	r := d.run(t, "", "health")
+	if r.code != 0 || r.stdout != "SERVING\n" {
+		t.Errorf("health: %+v", r)
+	}
+	r = d.run(t, "", "version")
+	if r.code != 0 || len(linesWith(r.stdout, "server: podsyncd at unix://", "SERVING")) != 1 {
+		t.Errorf("version: %+v", r)
+	}
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		if r := d.run(t, "", "completion", shell); r.code != 0 || len(r.stdout) < 100 {
+			t.Errorf("completion %s: exit %d, %d bytes", shell, r.code, len(r.stdout))
+		}
+	}
+	mustSucceed(t, "run", d.run(t, "", "run", "-f", "../../examples/config.yaml"))
+	r = d.run(t, "", "__complete", "logs", "co")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "config\n") {
+		t.Errorf("completion of pod names: %+v", r)
+	}
+}
+
+// TestTCP: a TCP address needs TLS, or --insecure for a loopback
+// development listener.
+func TestTCP(t *testing.T) {
+	d := startPodsyncdOn(t, true)
+	r := d.run(t, "", "health")
+	if r.code != 2 || !strings.Contains(r.stderr, "TCP needs mutual TLS (--tls-cert-file, --tls-key-file, --tls-ca-file), or --insecure") {
+		t.Errorf("health over TCP without TLS or --insecure: %+v", r)
+	}
+	r = d.run(t, "", "health", "--insecure")
+	if r.code != 0 || r.stdout != "SERVING\n" {
+		t.Errorf("health --insecure: %+v", r)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("address: "+d.address+"\ninsecure: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, nil, "", "--config", cfg, "health")
+	if r.code != 0 || r.stdout != "SERVING\n" {
+		t.Errorf("health with the config file: %+v", r)
+	}
+}

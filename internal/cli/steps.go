@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+)
+
+// containerKind names a container type in prose: "container", "init
+// container" or "sidecar".
+func containerKind(t podsyncv1.ContainerType) string {
+	switch t {
+	case podsyncv1.ContainerType_CONTAINER_TYPE_INIT:
+		return "init container"
+	case podsyncv1.ContainerType_CONTAINER_TYPE_SIDECAR:
+		return "sidecar"
+	}
+	return "container"
+}
+
+// stepPhrase says what a step did, such as "start sidecar log-shipper".
+func stepPhrase(s *podsyncv1.SyncStep) string {
+	switch s.GetAction() {
+	case podsyncv1.StepAction_STEP_ACTION_KILL_POD_SANDBOX:
+		id := s.GetSandboxId()
+		if id == "" {
+			id = s.GetTarget()
+		}
+		return "kill sandbox " + shortID(id)
+	case podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER:
+		return "kill " + containerKind(s.GetContainerType()) + " " + s.GetTarget()
+	case podsyncv1.StepAction_STEP_ACTION_CREATE_POD_SANDBOX:
+		return "create sandbox"
+	case podsyncv1.StepAction_STEP_ACTION_CONFIG_POD_SANDBOX:
+		return "configure sandbox"
+	case podsyncv1.StepAction_STEP_ACTION_START_CONTAINER:
+		return "start " + containerKind(s.GetContainerType()) + " " + s.GetTarget()
+	case podsyncv1.StepAction_STEP_ACTION_PULL_IMAGE:
+		return "pull image"
+	case podsyncv1.StepAction_STEP_ACTION_REMOVE_CONTAINER:
+		return "remove " + containerKind(s.GetContainerType()) + " instance " + s.GetTarget()
+	}
+	return strings.ToLower(strings.TrimPrefix(s.GetAction().String(), "STEP_ACTION_")) + " " + s.GetTarget()
+}
+
+// stepOutcome is the outcome column of a step and the details after it:
+// "ok" with the attempt and the reason (why a sandbox was created, a
+// container started or killed), "FAILED" or "backing off" with the
+// reason, message and next retry.
+func stepOutcome(s *podsyncv1.SyncStep, now time.Time) (outcome, details string) {
+	var parts []string
+	ok := s.GetOutcome() == podsyncv1.StepOutcome_STEP_OUTCOME_SUCCEEDED
+	switch s.GetAction() {
+	case podsyncv1.StepAction_STEP_ACTION_PULL_IMAGE:
+		parts = append(parts, s.GetTarget())
+	case podsyncv1.StepAction_STEP_ACTION_CREATE_POD_SANDBOX:
+		if ok {
+			parts = append(parts, fmt.Sprintf("attempt %d", s.GetAttempt()))
+		}
+	case podsyncv1.StepAction_STEP_ACTION_START_CONTAINER:
+		if ok && s.GetAttempt() > 0 {
+			parts = append(parts, fmt.Sprintf("restart %d", s.GetAttempt()))
+		}
+	}
+	switch {
+	case ok && s.GetReason() != "":
+		parts = append(parts, "reason: "+s.GetReason())
+	case !ok:
+		why := s.GetReason()
+		if m := s.GetMessage(); m != "" {
+			if why != "" {
+				why += ": "
+			}
+			why += oneLine(m)
+		}
+		if why != "" {
+			parts = append(parts, why)
+		}
+		if t := s.GetNextRetryTime(); t != nil {
+			parts = append(parts, "retry "+until(t.AsTime(), now))
+		}
+	}
+	switch s.GetOutcome() {
+	case podsyncv1.StepOutcome_STEP_OUTCOME_SUCCEEDED:
+		outcome = "ok"
+	case podsyncv1.StepOutcome_STEP_OUTCOME_FAILED:
+		outcome = "FAILED"
+	case podsyncv1.StepOutcome_STEP_OUTCOME_BACKING_OFF:
+		outcome = "backing off"
+	default:
+		outcome = "?"
+	}
+	return outcome, strings.Join(parts, ", ")
+}
+
+// writeStep writes one step as a line: the phrase padded to a column, the
+// outcome and the details. prefix (the pod, for RunPods) comes first.
+func writeStep(w io.Writer, prefix string, s *podsyncv1.SyncStep, now time.Time, p palette) error {
+	outcome, details := stepOutcome(s, now)
+	// Pad before colouring: escape codes have no width on a terminal.
+	padded := fmt.Sprintf("%-11s", outcome)
+	switch s.GetOutcome() {
+	case podsyncv1.StepOutcome_STEP_OUTCOME_SUCCEEDED:
+		padded = p.good(outcome) + padded[len(outcome):]
+	case podsyncv1.StepOutcome_STEP_OUTCOME_FAILED:
+		padded = p.bad(outcome) + padded[len(outcome):]
+	case podsyncv1.StepOutcome_STEP_OUTCOME_BACKING_OFF:
+		padded = p.warn(outcome) + padded[len(outcome):]
+	}
+	line := fmt.Sprintf("%s%-36s %s %s", prefix, stepPhrase(s), padded, details)
+	_, err := io.WriteString(w, strings.TrimRight(line, " ")+"\n")
+	return err
+}
+
+// until renders a future time relative to now: "in 8s", or "now".
+func until(t, now time.Time) string {
+	d := t.Sub(now).Round(time.Second)
+	if d <= 0 {
+		return "now"
+	}
+	return "in " + d.String()
+}
+
+// oneLine joins the lines of a message.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.TrimSpace(s)), " ")
+}
+
+// writePlan renders a plan as a diff: "+" for what would be created or
+// started, "-" for what would be killed or removed, "~" for a sandbox
+// re-created, "!" for a back-off, "=" when nothing would change.
+func writePlan(w io.Writer, resp *podsyncv1.PlanPodResponse, now time.Time, p palette) error {
+	ref, plan := resp.GetPod(), resp.GetPlan()
+	var b strings.Builder
+	state := "known to podsyncd"
+	if !resp.GetKnown() {
+		state = "new pod"
+	}
+	fmt.Fprintf(&b, "%s %s/%s (%s, uid %s):\n", p.bold("plan for"), ref.GetNamespace(), ref.GetName(), state, ref.GetUid())
+	add := func(sign, text string) {
+		switch sign {
+		case "+":
+			sign = p.good(sign)
+		case "-":
+			sign = p.bad(sign)
+		case "~", "!":
+			sign = p.warn(sign)
+		}
+		fmt.Fprintf(&b, "  %s %s\n", sign, text)
+	}
+	// The kubelet's plan kills the pod whenever it creates a sandbox; for
+	// a pod that is not there yet there is nothing to kill.
+	if plan.GetKillPod() && resp.GetKnown() {
+		add("-", fmt.Sprintf("kill pod: every container and sandbox (reason: %s)", orNone(plan.GetKillPodReason())))
+	}
+	for _, k := range plan.GetContainersToKill() {
+		text := fmt.Sprintf("kill %s %s", containerKind(k.GetContainerType()), k.GetName())
+		if id := k.GetContainerId(); id != "" {
+			text += " " + shortID(id)
+		}
+		why := "reason: " + k.GetReason()
+		if len(k.GetChangedFields()) > 0 {
+			why += "; changed: " + strings.Join(k.GetChangedFields(), ", ")
+		}
+		if m := k.GetMessage(); m != "" && len(k.GetChangedFields()) == 0 {
+			why += "; " + oneLine(m)
+		}
+		text += " (" + why + ")"
+		if k.GetRestart() {
+			text += ", then start it again"
+		}
+		add("-", text)
+	}
+	if sb := plan.GetSandbox(); sb.GetCreate() {
+		reason := fmt.Sprintf("(reason: %s)", sb.GetReason())
+		if sb.GetAttempt() == 0 && len(sb.GetKillSandboxIds()) == 0 {
+			add("+", "create sandbox, attempt 0 "+reason)
+		} else {
+			text := fmt.Sprintf("sandbox recreate attempt %d %s", sb.GetAttempt(), reason)
+			if ids := sb.GetKillSandboxIds(); len(ids) > 0 {
+				short := make([]string, len(ids))
+				for i, id := range ids {
+					short[i] = shortID(id)
+				}
+				text += ", killing " + strings.Join(short, ", ")
+			}
+			add("~", text)
+		}
+	}
+	for _, id := range plan.GetInitInstancesToRemove() {
+		add("-", "remove dead init container instance "+shortID(id))
+	}
+	starts := append(append([]*podsyncv1.ContainerStart{}, plan.GetInitContainersToStart()...), plan.GetContainersToStart()...)
+	for _, s := range starts {
+		text := fmt.Sprintf("start %s %s (reason: %s", containerKind(s.GetContainerType()), s.GetName(), s.GetReason())
+		if s.GetRestartCount() > 0 {
+			text += fmt.Sprintf(", restart %d", s.GetRestartCount())
+		}
+		add("+", text+")")
+	}
+	for _, bo := range plan.GetBackingOff() {
+		text := fmt.Sprintf("%s %s waits: %s", containerKind(bo.GetContainerType()), bo.GetName(), bo.GetReason())
+		var when []string
+		if t := bo.GetNextRetryTime(); t != nil {
+			when = append(when, "retry "+until(t.AsTime(), now))
+		}
+		if d := bo.GetDelay(); d != nil {
+			when = append(when, "back-off "+d.AsDuration().Round(100*time.Millisecond).String())
+		}
+		if len(when) > 0 {
+			text += " (" + strings.Join(when, ", ") + ")"
+		}
+		add("!", text)
+	}
+	if plan.GetUpToDate() {
+		add("=", "up to date: a sync would change nothing")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

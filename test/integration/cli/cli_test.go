@@ -1,0 +1,275 @@
+//go:build integration
+
+package cli_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// examples copies examples/ into a temporary directory with the web
+// example's host port 8080 replaced by a port claimed for the instance,
+// so that the test does not collide with make run or another test.
+func examples(ctx context.Context, t *testing.T) (dir string, hostPort int) {
+	t.Helper()
+	hostPort, err := inst.HostPort(ctx)
+	if err != nil {
+		t.Fatalf("HostPort: %v", err)
+	}
+	dir = t.TempDir()
+	entries, err := os.ReadDir(filepath.Join(repo, "examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(repo, "examples", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := strings.ReplaceAll(string(b), "hostPort: 8080", "hostPort: "+strconv.Itoa(hostPort))
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, hostPort
+}
+
+// TestExamples runs the examples as make run does: the long-running ones
+// until Ready, the job until Succeeded, the crash loop with sync; then
+// checks the tables, the plan, the logs and the host port, and that
+// delete -f leaves no sandbox in the runtime.
+func TestExamples(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncd(t)
+	dir, port := examples(ctx, t)
+	f := func(name string) string { return filepath.Join(dir, name) }
+
+	out := d.mustCtl(ctx, "run", "--wait-for", "ready", "--timeout", "2m", "-f", f("web.yaml"), "-f", f("init-sidecar.yaml"), "-f", f("config.yaml"))
+	for _, row := range [][]string{
+		{"default", "web", "Running", "1/1", "0", "OK"},
+		{"default", "init-sidecar", "Running", "2/2", "0", "OK"},
+		{"default", "config", "Running", "1/1", "0", "OK"},
+	} {
+		if !hasRow(out, row...) {
+			t.Errorf("run summary has no row %q:\n%s", row, out)
+		}
+	}
+	if !strings.Contains(out, "3 of 3 pods reached Ready") {
+		t.Errorf("run output:\n%s", out)
+	}
+	out = d.mustCtl(ctx, "run", "--wait-for", "succeeded", "--timeout", "2m", "-f", f("job.yaml"))
+	if !hasRow(out, "default", "job", "Succeeded", "0/1", "0", "OK") {
+		t.Errorf("run job:\n%s", out)
+	}
+	out = d.mustCtl(ctx, "sync", "-f", f("crashloop.yaml"))
+	if !strings.Contains(out, "start container app") || !strings.Contains(out, "pod default/crashloop created") {
+		t.Errorf("sync crashloop:\n%s", out)
+	}
+	eventually(ctx, t, "crashloop in CrashLoopBackOff", func() bool {
+		r := d.ctl(ctx, "", "get", "crashloop")
+		return hasRow(r.stdout, "default", "crashloop", "0/1", "CrashLoopBackOff")
+	})
+	out = d.mustCtl(ctx, "plan", "-f", f("crashloop.yaml"))
+	if !strings.Contains(out, "! container app waits: CrashLoopBackOff (retry in ") {
+		t.Errorf("plan of the crash loop:\n%s", out)
+	}
+	if out := d.mustCtl(ctx, "logs", "crashloop", "--previous"); !strings.Contains(out, "something went wrong") {
+		t.Errorf("logs --previous:\n%s", out)
+	}
+	if out := d.mustCtl(ctx, "logs", "job"); out != "the sum of 1..100 is 5050\n" {
+		t.Errorf("logs job = %q", out)
+	}
+	if out := d.mustCtl(ctx, "logs", "config"); !strings.Contains(out, "GREETING=hello LOG_LEVEL=debug user=demo") {
+		t.Errorf("logs config:\n%s", out)
+	}
+
+	// The web example through its host port.
+	res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
+	if err != nil {
+		t.Errorf("GET through the host port: %v", err)
+	} else {
+		body, _ := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		if !strings.Contains(string(body), "Hello from podsync") {
+			t.Errorf("GET through the host port: %s %q", res.Status, body)
+		}
+	}
+
+	out = d.mustCtl(ctx, "ls", "-o", "wide")
+	for _, row := range [][]string{
+		{"default", "config", "1/1", "Running", "0"},
+		{"default", "init-sidecar", "2/2", "Running", "0"},
+		{"default", "job", "0/1", "Completed", "0"},
+		{"default", "web", "1/1", "Running", "0"},
+		{"default", "crashloop", "0/1", "CrashLoopBackOff"},
+	} {
+		if !hasRow(out, row...) {
+			t.Errorf("ls has no row %q:\n%s", row, out)
+		}
+	}
+
+	web := d.pod(ctx, "web")
+	if len(sandboxes(ctx, t, web.GetMetadata().GetUid())) == 0 {
+		t.Fatal("the web pod has no sandbox in the runtime")
+	}
+	var uids []string
+	for _, p := range decodeList(t, d.mustCtl(ctx, "get", "-o", "json")) {
+		uids = append(uids, p.GetMetadata().GetUid())
+	}
+	out = d.mustCtl(ctx, "delete", "-f", dir)
+	if strings.Count(out, " deleted\n") != 5 {
+		t.Errorf("delete -f:\n%s", out)
+	}
+	for _, uid := range uids {
+		if ids := sandboxes(ctx, t, uid); len(ids) > 0 {
+			t.Errorf("pod %s: sandboxes left in the runtime after delete: %v", uid, ids)
+		}
+	}
+	if r := d.ctl(ctx, "", "get"); r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "No pods found") {
+		t.Errorf("get after delete: %+v", r)
+	}
+}
+
+// TestBadManifests: a manifest podsyncctl or podsyncd refuses exits 1 with
+// a readable reason naming the file or the field, and runs nothing.
+func TestBadManifests(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncd(t)
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	unknown := write("unknown.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: typo}\nspec:\n  containers:\n"+
+		"  - name: app\n    image: registry.local/busybox:local\n    imagePullPolicyy: Never\n")
+	badImage := write("bad-image.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: bad-image}\nspec:\n  containers:\n"+
+		"  - name: app\n    image: registry.local/BusyBox:local\n")
+	unsupported := write("unsupported.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: tolerant}\nspec:\n  tolerations: [{operator: Exists}]\n"+
+		"  containers:\n  - name: app\n    image: registry.local/busybox:local\n")
+	for _, tt := range []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     []string
+	}{
+		{"unknown field", []string{"run", "-f", unknown}, 1,
+			[]string{"error: " + unknown + `: document 0 (Pod "typo"): unknown field "spec.containers[0].imagePullPolicyy"`}},
+		{"field podsync does not support", []string{"run", "-f", unsupported}, 1,
+			[]string{"error: " + unsupported + ": ", `Pod "tolerant": spec.tolerations: Forbidden: not supported by podsync`}},
+		{"invalid image reference", []string{"run", "-f", badImage}, 1,
+			[]string{"error: invalid request:\n", "  pods[0].spec.containers[0].image: Invalid value: \"registry.local/BusyBox:local\""}},
+		{"invalid image reference in sync", []string{"sync", "-f", badImage}, 1,
+			[]string{"error: invalid request:\n", "  pod.spec.containers[0].image: Invalid value"}},
+		{"usage", []string{"run", "--wait-for", "forever", "-f", badImage}, 2, []string{"error: --wait-for"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := d.ctl(ctx, "", tt.args...)
+			if r.code != tt.wantCode {
+				t.Errorf("exit %d, want %d: %+v", r.code, tt.wantCode, r)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, r.stderr)
+				}
+			}
+		})
+	}
+	if r := d.ctl(ctx, "", "get"); r.stdout != "" {
+		t.Errorf("pods were created:\n%s", r.stdout)
+	}
+}
+
+// TestLogsFollow: logs -f streams the lines a pod writes, one per 100 ms,
+// as they come, and ends with exit 0 on SIGINT; delete then removes the
+// pod from the runtime.
+func TestLogsFollow(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncd(t)
+	ticker := "apiVersion: v1\nkind: Pod\nmetadata: {name: ticker}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n" +
+		"  - name: tick\n    image: registry.local/busybox:local\n    command: [sh, -c]\n" +
+		"    args: [\"trap 'exit 0' TERM; i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.1 & wait; done\"]\n"
+	if r := d.ctl(ctx, ticker, "run", "-f", "-"); r.code != 0 {
+		t.Fatalf("run: %+v", r)
+	}
+
+	cmd := exec.CommandContext(ctx, podsyncctlBin, "logs", "-f", "--tail", "1", "ticker")
+	cmd.Env = append(os.Environ(), "PODSYNC_ADDRESS="+d.address, "GORACE=atexit_sleep_ms=0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var got []int
+	start := time.Now()
+	for len(got) < 10 {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("logs -f ended after %v: %s", got, stderr.String())
+			}
+			n, err := strconv.Atoi(strings.TrimPrefix(l, "tick "))
+			if err != nil {
+				t.Fatalf("line %q", l)
+			}
+			got = append(got, n)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("logs -f: no line for 10 s after %v", got)
+		}
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] != got[i-1]+1 {
+			t.Errorf("lines out of order or missing: %v", got)
+			break
+		}
+	}
+	// Ten lines written 100 ms apart arrive as they are written, not at
+	// once at the end.
+	if took := time.Since(start); took < 500*time.Millisecond {
+		t.Errorf("10 lines in %s: not followed as written", took)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for range lines {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("logs -f after SIGINT: %v, want exit 0: %s", err, stderr.String())
+	}
+
+	uid := d.pod(ctx, "ticker").GetMetadata().GetUid()
+	if out := d.mustCtl(ctx, "delete", "ticker"); out != "pod \"default/ticker\" deleted\n" {
+		t.Errorf("delete: %q", out)
+	}
+	if ids := sandboxes(ctx, t, uid); len(ids) > 0 {
+		t.Errorf("sandboxes left after delete: %v", ids)
+	}
+	if err := removePodCgroups(uid); err != nil {
+		t.Error(err)
+	}
+}

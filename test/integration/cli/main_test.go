@@ -1,0 +1,129 @@
+//go:build integration
+
+// Package cli_test runs podsyncctl as users do — the binary, against a
+// podsyncd binary on a private containerd (internal/localcri):
+// PODSYNC_CONTAINERD=2 (default) or 1.6 — with the manifests of examples/,
+// and checks what it prints, its exit codes and, through CRI, what runs.
+//
+// The tests run one at a time, each with its own podsyncd: a podsyncd
+// removes podsync's pods its store does not hold, another test's included.
+package cli_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"testing"
+	"time"
+
+	"github.com/podsync/podsync/internal/localcri"
+	"github.com/podsync/podsync/internal/localcri/localcritest"
+)
+
+var (
+	// inst is the package's private containerd, started by TestMain.
+	inst *localcri.Instance
+	// podsyncdBin and podsyncctlBin are the binaries TestMain built.
+	podsyncdBin, podsyncctlBin string
+	// repo is the checkout, holding examples/.
+	repo string
+)
+
+func TestMain(m *testing.M) {
+	var binDir string
+	localcritest.Main(m, localcritest.Config{
+		Package: "test/integration/cli",
+		Started: func(i *localcri.Instance) error {
+			inst = i
+			var err error
+			if repo, err = localcri.RepoDir(); err != nil {
+				return err
+			}
+			if binDir, err = os.MkdirTemp("", "podsyncctl-itest-"); err != nil {
+				return err
+			}
+			podsyncdBin = filepath.Join(binDir, "podsyncd")
+			podsyncctlBin = filepath.Join(binDir, "podsyncctl")
+			if err := build(podsyncdBin, "./cmd/podsyncd"); err != nil {
+				return err
+			}
+			if err := build(podsyncctlBin, "./cmd/podsyncctl"); err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			_, err = localcri.EnsureCrictl(ctx, i.ToolsDir())
+			return err
+		},
+		Finished: func() error {
+			var errs []error
+			for _, bin := range []string{podsyncdBin, podsyncctlBin} {
+				if bin == "" {
+					continue
+				}
+				if pids := processesOf(bin); len(pids) > 0 {
+					errs = append(errs, fmt.Errorf("%s processes left running: %v", filepath.Base(bin), pids))
+				}
+			}
+			if binDir != "" {
+				errs = append(errs, os.RemoveAll(binDir))
+			}
+			return errors.Join(errs...)
+		},
+	})
+}
+
+// build builds pkg into bin, with the race detector when the tests have
+// it.
+func build(bin, pkg string) error {
+	args := []string{"build", "-o", bin}
+	if raceEnabled() {
+		args = append(args, "-race")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goCommand(), append(args, pkg)...)
+	cmd.Dir = repo
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
+	}
+	return nil
+}
+
+func raceEnabled() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
+}
+
+func goCommand() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "/usr/local/go/bin/go"
+}
+
+// processesOf returns the pids of the processes running the executable
+// bin.
+func processesOf(bin string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var pids []string
+	for _, e := range entries {
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err == nil && exe == bin {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
