@@ -12,6 +12,10 @@ PROTOC_GEN_GO_VERSION      ?= v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 GOLANGCI_LINT_VERSION      ?= v2.15.0
 CRICTL_VERSION             ?= v1.37.0
+# grpcurl drives podsyncd in test/integration/daemon. v1.9.4, not v1.9.3:
+# v1.9.2 and v1.9.3 broke -unix with a bare socket path
+# (fullstorydev/grpcurl#496, #546), which the docs and tests use.
+GRPCURL_VERSION            ?= v1.9.4
 
 TMP    := $(CURDIR)/.tmp
 BIN    := $(TMP)/bin
@@ -25,9 +29,14 @@ GO_TEST     ?= $(GO) test
 UNIT_PKGS   := ./...
 INTEG_PKGS  := ./test/integration/...
 INTEG_FLAGS ?= -count=1 -timeout 20m
+# How long each fuzz target runs in `make fuzz`, and in `make test-unit`
+# (six targets: about 10 s of fuzzing, 30 s with the builds).
+FUZZTIME      ?= 60s
+FUZZTIME_UNIT ?= 1500ms
 
 BUF           := $(BIN)/buf
 GOLANGCI_LINT := $(BIN)/golangci-lint
+GRPCURL       := $(BIN)/grpcurl
 
 .PHONY: help
 help: ## Describe the targets
@@ -37,7 +46,7 @@ help: ## Describe the targets
 all: generate lint check-deps build test-unit ## Generate, lint, check dependencies, build and run unit tests
 
 .PHONY: tools
-tools: $(STAMPS)/buf-$(BUF_VERSION) $(STAMPS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(STAMPS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) $(STAMPS)/golangci-lint-$(GOLANGCI_LINT_VERSION) ## Install the pinned tools into .tmp/bin
+tools: $(STAMPS)/buf-$(BUF_VERSION) $(STAMPS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(STAMPS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) $(STAMPS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(STAMPS)/grpcurl-$(GRPCURL_VERSION) ## Install the pinned tools into .tmp/bin
 
 $(STAMPS)/buf-%:
 	$(GO) install github.com/bufbuild/buf/cmd/buf@$*
@@ -53,6 +62,9 @@ $(STAMPS)/golangci-lint-%:
 	@mkdir -p $(@D) && touch $@
 $(STAMPS)/crictl-%:
 	$(GO) install sigs.k8s.io/cri-tools/cmd/crictl@$*
+	@mkdir -p $(@D) && touch $@
+$(STAMPS)/grpcurl-%:
+	$(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@$*
 	@mkdir -p $(@D) && touch $@
 
 .PHONY: generate
@@ -107,16 +119,52 @@ test: ## All tests: unit (-race), then integration on containerd 2.x and 1.6
 		echo "stage integration (containerd 1.6): $$(( $$(date +%s) - start ))s"
 
 .PHONY: test-unit
-test-unit: ## Unit tests with -race (no runtime needed)
+test-unit: ## Unit tests with -race (no runtime needed), then each fuzz target for FUZZTIME_UNIT
 	$(GO_TEST) -race -count=1 $(UNIT_PKGS)
+	FUZZTIME=$(FUZZTIME_UNIT) GO=$(GO) hack/fuzz.sh
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (default 60s); FUZZ_TARGETS=regexp selects
+	FUZZTIME=$(FUZZTIME) GO=$(GO) hack/fuzz.sh
 
 .PHONY: test-short
 test-short: ## The quick loop: unit tests in -short mode
 	$(GO_TEST) -short $(UNIT_PKGS)
 
 .PHONY: test-integration
-test-integration: ## Integration tests against a private containerd (PODSYNC_CONTAINERD=2|1.6)
-	$(GO_TEST) -race -tags integration $(INTEG_FLAGS) $(INTEG_PKGS)
+test-integration: $(STAMPS)/grpcurl-$(GRPCURL_VERSION) ## Integration tests against a private containerd (PODSYNC_CONTAINERD=2|1.6)
+	PODSYNC_GRPCURL=$(GRPCURL) $(GO_TEST) -race -tags integration $(INTEG_FLAGS) $(INTEG_PKGS)
+
+# Flavours and timeout of make soak.
+SOAK_FLAVOURS ?= 2 1.6
+SOAK_TIMEOUT  ?= 90m
+
+.PHONY: soak
+soak: ## Long fault runs: podsyncd killed at random (PODSYNC_SOAK=1) on containerd 2.x and 1.6; PODSYNC_FAULTS_SEED=N replays
+	@for f in $(SOAK_FLAVOURS); do \
+		start=$$(date +%s); \
+		PODSYNC_SOAK=1 PODSYNC_CONTAINERD=$$f $(GO_TEST) -race -tags integration -count=1 -timeout $(SOAK_TIMEOUT) \
+			-run 'TestRandomKills' -v ./test/integration/faults/; \
+		echo "soak (containerd $$f): $$(( $$(date +%s) - start ))s"; \
+	done
+
+# Flags of hack/bench, e.g. BENCH_FLAGS=-quick or BENCH_FLAGS='-profile .tmp/bench/profiles'.
+BENCH_FLAGS ?=
+
+.PHONY: bench
+bench: ## Benchmarks on a private containerd (root, ~10 min); writes BENCHMARKS.md (BENCH_FLAGS=-quick: a few min)
+	$(GO) build -o $(TMP)/bench/podsyncd ./cmd/podsyncd
+	$(GO) build -o $(TMP)/bench/bench ./hack/bench
+	$(TMP)/bench/bench -podsyncd $(TMP)/bench/podsyncd $(BENCH_FLAGS)
+
+# Arguments of `make run`, such as RUN_ARGS=--once.
+RUN_ARGS ?=
+
+.PHONY: run
+run: ## Build, start a private containerd and podsyncd, run examples/; up until ^C (RUN_ARGS=--once: clean up and exit)
+	@# Built, not go run: go run exits 1 after a ^C however its child ends.
+	$(GO) build -o $(BIN)/podsync-run ./hack/run
+	$(BIN)/podsync-run $(RUN_ARGS)
 
 .PHONY: runtime-up
 runtime-up: ## Start a private containerd, registry and images; print the CRI socket and a crictl line

@@ -1,0 +1,31 @@
+// Command bench measures podsync on a private containerd
+// (internal/localcri) and writes BENCHMARKS.md: pods brought to running
+// by podsyncd's RunPods against a raw CRI baseline and a crictl loop,
+// podsyncd's and containerd's CPU per pod, the latency from a container's
+// exit to its WatchPods status and its restart, the planner and
+// conversion micro-benchmarks, and GetPod/ListPods under load with 200
+// pods.
+//
+// Run it as root through `make bench` (about 10 minutes on 2 cores; -deadline
+// keeps it under 20), or `make bench BENCH_FLAGS=-quick` while developing.
+// Flags:
+//
+//	-quick              fewer runs and smaller N, for development
+//	-out FILE           where the report goes (default <repo>/BENCHMARKS.md)
+//	-runs N             runs per measured row (default 5, quick 2)
+//	-n 1,10,30          pods per pods-to-running run (quick: 1,10)
+//	-flavours 2,1.6     containerd flavours: the full matrix runs on the
+//	                    first, the latency rows on the others
+//	-sections LIST      micro,run,latency,api (default all)
+//	-profile DIR        save podsyncd CPU profiles (pprof) of the 30-pod
+//	                    RunPods and of the API load into DIR
+//	-podsyncd PATH      the podsyncd binary (default: built into .tmp/bench)
+//	-deadline D         start no round or section after D (default 15m,
+//	                    quick 8m); what is skipped is reported
+//
+// Every run is timed without its cleanup; a row that fails is reported as
+// failed with its error and the rest of the report goes on. The raw CRI
+// baseline builds its configs with the engine's own SandboxConfig and
+// ContainerConfig (minus the podsync.io/managed label, so podsyncd leaves
+// those pods alone) so both sides run identical sandboxes and containers.
+package main

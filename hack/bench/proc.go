@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat times.
+var clockTicks = func() float64 {
+	out, err := exec.Command("getconf", "CLK_TCK").Output()
+	if err == nil {
+		if v, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil && v > 0 {
+			return float64(v)
+		}
+	}
+	return 100
+}()
+
+// cpuTimes are a process's CPU times in clock ticks: its own (utime +
+// stime) and those of its waited-for children (cutime + cstime: runc for
+// a shim, CNI plugins for containerd).
+type cpuTimes struct {
+	self, children float64
+}
+
+// procCPU reads /proc/<pid>/stat.
+func procCPU(pid int) (cpuTimes, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return cpuTimes{}, err
+	}
+	// The command name may hold spaces: fields start after the last ')'.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return cpuTimes{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	// f[0] is field 3 (state); utime is field 14, stime 15, cutime 16,
+	// cstime 17.
+	if len(f) < 15 {
+		return cpuTimes{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	var v [4]float64
+	for k := range v {
+		n, err := strconv.ParseFloat(f[11+k], 64)
+		if err != nil {
+			return cpuTimes{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		v[k] = n
+	}
+	return cpuTimes{self: v[0] + v[1], children: v[2] + v[3]}, nil
+}
+
+// ticksToMS converts clock ticks to milliseconds.
+func ticksToMS(t float64) float64 { return t * 1000 / clockTicks }
+
+// procMemory returns VmRSS and VmHWM of pid in bytes.
+func procMemory(pid int) (rss, hwm int64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		key, rest, ok := strings.Cut(line, ":")
+		if !ok || (key != "VmRSS" && key != "VmHWM") {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) < 1 {
+			continue
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/%d/status %s: %w", pid, key, err)
+		}
+		if key == "VmRSS" {
+			rss = kb << 10
+		} else {
+			hwm = kb << 10
+		}
+	}
+	return rss, hwm, nil
+}
+
+// shimPIDs returns the containerd shims serving the containerd at socket
+// (their -address argument).
+func shimPIDs(socket string) []int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var out []int
+	for _, d := range dirs {
+		cmd, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil || !bytes.Contains(cmd, []byte("containerd-shim")) {
+			continue
+		}
+		args := strings.Split(string(cmd), "\x00")
+		for i, a := range args {
+			if (a == "-address" || a == "--address") && i+1 < len(args) && args[i+1] == socket {
+				pid, err := strconv.Atoi(filepath.Base(d))
+				if err == nil {
+					out = append(out, pid)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// runtimeCPU is a snapshot of the CPU of a containerd and its shims, in
+// clock ticks.
+type runtimeCPU struct {
+	containerd float64         // containerd with its children (CNI plugins)
+	shims      map[int]float64 // each shim with its children (runc)
+	err        error           // the first read error
+}
+
+// snapshotRuntime reads the CPU of containerd (pid) and every shim of
+// socket.
+func snapshotRuntime(pid int, socket string) runtimeCPU {
+	s := runtimeCPU{shims: map[int]float64{}}
+	t, err := procCPU(pid)
+	if err != nil {
+		s.err = fmt.Errorf("containerd cpu: %w", err)
+	}
+	s.containerd = t.self + t.children
+	for _, sp := range shimPIDs(socket) {
+		if st, err := procCPU(sp); err == nil {
+			s.shims[sp] = st.self + st.children
+		}
+	}
+	return s
+}
+
+// runtimeDelta is the CPU containerd and the shims used between two
+// snapshots, in milliseconds. Shims that appeared in between count whole;
+// shims that exited in between are lost (snapshot before cleanup).
+func runtimeDelta(before, after runtimeCPU) (containerdMS, shimsMS float64, err error) {
+	if err := firstErr(before.err, after.err); err != nil {
+		return 0, 0, err
+	}
+	var shims float64
+	for pid, v := range after.shims {
+		shims += v - before.shims[pid]
+	}
+	return ticksToMS(after.containerd - before.containerd), ticksToMS(shims), nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
