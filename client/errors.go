@@ -54,6 +54,9 @@ const (
 	// ReasonSlowConsumer (RESOURCE_EXHAUSTED): a WatchPods caller fell too
 	// far behind; metadata "revision" is the last revision sent.
 	ReasonSlowConsumer = "SLOW_CONSUMER"
+	// ReasonNoSpace (RESOURCE_EXHAUSTED): a disk podsyncd writes to (its
+	// store, pod or log directories) is full; the message names the file.
+	ReasonNoSpace = "NO_SPACE"
 	// ReasonRateLimited (RESOURCE_EXHAUSTED): the caller's rate limit.
 	ReasonRateLimited = "RATE_LIMITED"
 	// ReasonPermissionDenied (PERMISSION_DENIED): the caller's role does

@@ -212,6 +212,7 @@ func TestReasonsMatchServer(t *testing.T) {
 		{client.ReasonRevisionCompacted, server.ReasonRevisionCompacted},
 		{client.ReasonFutureRevision, server.ReasonFutureRevision},
 		{client.ReasonSlowConsumer, server.ReasonSlowConsumer},
+		{client.ReasonNoSpace, server.ReasonNoSpace},
 		{client.ReasonRateLimited, server.ReasonRateLimited},
 		{client.ReasonPermissionDenied, server.ReasonPermissionDenied},
 		{client.ReasonUnauthenticated, server.ReasonUnauthenticated},

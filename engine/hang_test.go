@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -75,6 +76,33 @@ func TestHungRuntimeCallEndsWithTheDeadline(t *testing.T) {
 			}
 			if d := time.Since(start); d > 5*time.Second {
 				t.Errorf("SyncPod with %s hung took %s past a 200 ms deadline", method, d)
+			}
+		})
+	}
+}
+
+// TestNodeRuntimeUnavailable: with NodeOptions.RuntimeUnavailable, an
+// apply whose CRI calls find the runtime away fails with an error
+// wrapping ErrRuntimeUnavailable (the server's UNAVAILABLE); without it,
+// the runtime's error is returned as it is.
+func TestNodeRuntimeUnavailable(t *testing.T) {
+	for _, classify := range []bool{true, false} {
+		t.Run(fmt.Sprintf("classifier %v", classify), func(t *testing.T) {
+			h := newNodeHarness(t, func(o *engine.NodeOptions) {
+				if classify {
+					o.RuntimeUnavailable = func(err error) bool { return status.Code(err) == codes.Unavailable }
+				}
+			})
+			// A first pod: the node has recovered and runs.
+			first := basePod()
+			first.Name, first.UID = "first", "uid-first"
+			h.apply(first)
+			for range 5 {
+				h.rt.InjectError("ListPodSandbox", status.Error(codes.Unavailable, "connection refused"))
+			}
+			_, err := h.node.Apply(h.ctx, basePod(), nil, nil, nil)
+			if err == nil || errors.Is(err, engine.ErrRuntimeUnavailable) != classify {
+				t.Errorf("Apply with the runtime away: %v; want an error, wrapping ErrRuntimeUnavailable: %v", err, classify)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -231,9 +232,18 @@ func (i *Instance) deleteRuncContainers(ctx context.Context, seen map[string]boo
 	if !fileExists(root) {
 		return nil
 	}
-	out, err := runCommand(ctx, nil, "", runcPath, "--root", root, "list", "--format", "json")
+	// stdout only: runc list reports a state directory it cannot load
+	// ("load container …", left by a container whose creation was cut
+	// short) on stderr and goes on.
+	cmd := exec.CommandContext(ctx, runcPath, "--root", root, "list", "--format", "json")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("runc list: %w", err)
+		return fmt.Errorf("runc list: %w: %s", err, tail(stderr.String(), 2000))
+	}
+	if s := strings.TrimSpace(stderr.String()); s != "" {
+		i.log.Warn("runc list", zap.String("stderr", tail(s, 2000)))
 	}
 	var list []struct {
 		ID string `json:"id"`
