@@ -550,9 +550,15 @@ func TestRateLimit(t *testing.T) {
 }
 
 // fakeProbe answers as told.
-type fakeProbe struct{ down atomic.Bool }
+type fakeProbe struct {
+	down  atomic.Bool
+	calls atomic.Int32
+}
+
+func (p *fakeProbe) called() bool { return p.calls.Load() > 0 }
 
 func (p *fakeProbe) probe(context.Context) error {
+	p.calls.Add(1)
 	if p.down.Load() {
 		return errors.New("connection refused")
 	}
@@ -758,5 +764,33 @@ func TestNewRefuses(t *testing.T) {
 	}
 	if _, err := server.New(server.Options{Service: newTestService(), Registerer: reg}); err == nil {
 		t.Error("New registering the metrics twice: no error")
+	}
+}
+
+// TestHealthProbeNow: a runtime that connects is probed at once, not at
+// the next tick of a long interval.
+func TestHealthProbeNow(t *testing.T) {
+	ctx := testContext(t)
+	probe := &fakeProbe{}
+	probe.down.Store(true)
+	hc := server.NewHealthChecker(probe.probe, time.Hour, nil)
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- hc.Run(runCtx) }()
+	defer func() {
+		stop()
+		<-ran
+	}()
+	for !probe.called() {
+		time.Sleep(time.Millisecond)
+	}
+	probe.down.Store(false)
+	hc.ProbeNow()
+	deadline := time.Now().Add(5 * time.Second)
+	for !hc.Serving() {
+		if time.Now().After(deadline) {
+			t.Fatal("not SERVING after ProbeNow with an hour's interval")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -38,6 +38,8 @@ type HealthChecker struct {
 
 	mu   sync.Mutex
 	down bool // a failure is logged; each outage is logged once
+
+	now chan struct{} // ProbeNow's requests, capacity 1
 }
 
 // NewHealthChecker returns a HealthChecker of probe (required). interval
@@ -50,13 +52,13 @@ func NewHealthChecker(probe Probe, interval time.Duration, log *zap.Logger) *Hea
 	if log == nil {
 		log = zap.NewNop()
 	}
-	hc := &HealthChecker{probe: probe, interval: interval, log: log, srv: health.NewServer()}
+	hc := &HealthChecker{probe: probe, interval: interval, log: log, srv: health.NewServer(), now: make(chan struct{}, 1)}
 	hc.set(healthpb.HealthCheckResponse_NOT_SERVING)
 	return hc
 }
 
-// Run probes at once, then every interval, until ctx ends; it returns
-// ctx's error.
+// Run probes at once, then every interval and whenever ProbeNow asks,
+// until ctx ends; it returns ctx's error.
 func (hc *HealthChecker) Run(ctx context.Context) error {
 	t := time.NewTicker(hc.interval)
 	defer t.Stop()
@@ -66,7 +68,18 @@ func (hc *HealthChecker) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		case <-hc.now:
 		}
+	}
+}
+
+// ProbeNow asks Run to probe at once rather than at its next tick, for a
+// runtime that just connected: podsyncd reports SERVING without waiting
+// out the interval.
+func (hc *HealthChecker) ProbeNow() {
+	select {
+	case hc.now <- struct{}{}:
+	default:
 	}
 }
 

@@ -375,6 +375,7 @@ func (d *daemon) runNode(ctx context.Context, rt *engine.RemoteRuntime) error {
 	d.log.Info("connected to the container runtime")
 	d.svc.set(&backend{svc: svc, rt: rt})
 	defer d.svc.set(nil)
+	d.health.ProbeNow()
 	if err := node.Run(ctx); err != nil {
 		return fmt.Errorf("start node: %w", err)
 	}
