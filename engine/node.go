@@ -502,6 +502,17 @@ func (n *Node) List(_ context.Context, f store.Filter) ([]*store.PodRecord, int6
 	return recs, rev, nil
 }
 
+// ListShared is List for callers that only read the records (ListPods,
+// WatchPods): they are shared with the store's cache and must not be
+// changed, which spares a copy of every pod.
+func (n *Node) ListShared(_ context.Context, f store.Filter) ([]*store.PodRecord, int64, error) {
+	recs, rev, err := n.store.ListShared(f)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list pods: %w", storeError(err))
+	}
+	return recs, rev, nil
+}
+
 // Watch follows the revision log from after revision since: status
 // changes, events and deletions, each once and in order. It returns an
 // error wrapping store.ErrCompacted (a *store.CompactedError) if since is

@@ -27,7 +27,7 @@ func (s *service) ListPods(ctx context.Context, req *podsyncv1.ListPodsRequest) 
 	for _, ph := range req.GetPhases() {
 		f.Phases = append(f.Phases, corev1.PodPhase(ph))
 	}
-	recs, rev, err := s.node.List(ctx, f)
+	recs, rev, err := s.node.ListShared(ctx, f)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 	wf := &watchFilter{s: s, f: f, labels: map[types.UID]labels.Set{}}
 	since := req.GetSinceRevision()
 	if since == 0 {
-		recs, rev, err := s.node.List(ctx, f)
+		recs, rev, err := s.node.ListShared(ctx, f)
 		if err != nil {
 			return err
 		}

@@ -27,6 +27,16 @@ type cachedRecord struct {
 // redacted returns a copy of the redacted record stored as data under
 // uid, decoding data only when it is not the bytes last seen for uid.
 func (c *recordCache) redacted(uid, data []byte) (*PodRecord, error) {
+	return c.get(uid, data, true)
+}
+
+// shared is redacted without the copy: the record is shared with the
+// cache and later callers, and must not be changed.
+func (c *recordCache) shared(uid, data []byte) (*PodRecord, error) {
+	return c.get(uid, data, false)
+}
+
+func (c *recordCache) get(uid, data []byte, copied bool) (*PodRecord, error) {
 	c.mu.Lock()
 	if !c.seeded {
 		c.seed, c.seeded = maphash.MakeSeed(), true
@@ -36,14 +46,21 @@ func (c *recordCache) redacted(uid, data []byte) (*PodRecord, error) {
 	e, ok := c.entries[string(uid)]
 	c.mu.Unlock()
 	if ok && e.sum == sum && e.size == len(data) {
+		if !copied {
+			return e.rec, nil
+		}
 		return e.rec.deepCopy(), nil
 	}
 	rec, err := decodeRedacted(data)
 	if err != nil {
 		return nil, err
 	}
+	cached := rec
+	if copied {
+		cached = rec.deepCopy()
+	}
 	c.mu.Lock()
-	c.entries[string(uid)] = cachedRecord{sum: sum, size: len(data), rec: rec.deepCopy()}
+	c.entries[string(uid)] = cachedRecord{sum: sum, size: len(data), rec: cached}
 	c.mu.Unlock()
 	return rec, nil
 }

@@ -53,3 +53,43 @@ func TestListCacheFollowsWrites(t *testing.T) {
 		t.Errorf("a new incarnation read as the old one: %v", got.Pod)
 	}
 }
+
+// TestListSharedFollowsWrites: shared records are reused until the pod's
+// bytes change, and concurrent readers and writers do not race.
+func TestListSharedFollowsWrites(t *testing.T) {
+	s := openTest(t, Options{})
+	pod := testPod("default", "web", "uid-1")
+	mustPut(t, s, pod)
+	shared := func() *PodRecord {
+		t.Helper()
+		recs, _, err := s.ListShared(Filter{})
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("ListShared = %d records, %v", len(recs), err)
+		}
+		return recs[0]
+	}
+	a, b := shared(), shared()
+	if a != b {
+		t.Error("two ListShared of an unchanged pod decoded it twice")
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 50 {
+			_, _, _ = s.ListShared(Filter{})
+		}
+	}()
+	for i := range 50 {
+		phase := corev1.PodPending
+		if i%2 == 1 {
+			phase = corev1.PodRunning
+		}
+		if _, err := s.Append(StatusChange(RefOf(pod), &corev1.PodStatus{Phase: phase})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+	if got := shared(); got.Pod.Status.Phase != corev1.PodRunning || got == a {
+		t.Errorf("after status changes: phase %q, same record %v", got.Pod.Status.Phase, got == a)
+	}
+}

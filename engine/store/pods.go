@@ -235,6 +235,17 @@ func (s *Store) GetByName(namespace, name string) (*PodRecord, error) {
 // their secrets redacted, and the revision of the snapshot they were read
 // from: watching from that revision misses no later change.
 func (s *Store) List(f Filter) ([]*PodRecord, int64, error) {
+	return s.list(f, s.decoded.redacted)
+}
+
+// ListShared is List whose records are shared with the store's cache and
+// other callers: cheaper for callers that only read them, which must not
+// change them.
+func (s *Store) ListShared(f Filter) ([]*PodRecord, int64, error) {
+	return s.list(f, s.decoded.shared)
+}
+
+func (s *Store) list(f Filter, decode func(uid, data []byte) (*PodRecord, error)) ([]*PodRecord, int64, error) {
 	var (
 		out []*PodRecord
 		rev int64
@@ -252,7 +263,7 @@ func (s *Store) List(f Filter) ([]*PodRecord, int64, error) {
 			if data == nil {
 				return fmt.Errorf("list pods: name index names missing uid %s", uid)
 			}
-			rec, err := s.decoded.redacted(uid, data)
+			rec, err := decode(uid, data)
 			if err != nil {
 				return err
 			}
