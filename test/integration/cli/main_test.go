@@ -14,9 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"testing"
 	"time"
 
@@ -48,10 +46,10 @@ func TestMain(m *testing.M) {
 			}
 			podsyncdBin = filepath.Join(binDir, "podsyncd")
 			podsyncctlBin = filepath.Join(binDir, "podsyncctl")
-			if err := build(podsyncdBin, "./cmd/podsyncd"); err != nil {
+			if err := localcritest.Build(podsyncdBin, "./cmd/podsyncd"); err != nil {
 				return err
 			}
-			if err := build(podsyncctlBin, "./cmd/podsyncctl"); err != nil {
+			if err := localcritest.Build(podsyncctlBin, "./cmd/podsyncctl"); err != nil {
 				return err
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -65,7 +63,7 @@ func TestMain(m *testing.M) {
 				if bin == "" {
 					continue
 				}
-				if pids := processesOf(bin); len(pids) > 0 {
+				if pids := localcritest.ProcessesOf(bin); len(pids) > 0 {
 					errs = append(errs, fmt.Errorf("%s processes left running: %v", filepath.Base(bin), pids))
 				}
 			}
@@ -75,55 +73,4 @@ func TestMain(m *testing.M) {
 			return errors.Join(errs...)
 		},
 	})
-}
-
-// build builds pkg into bin, with the race detector when the tests have
-// it.
-func build(bin, pkg string) error {
-	args := []string{"build", "-o", bin}
-	if raceEnabled() {
-		args = append(args, "-race")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goCommand(), append(args, pkg)...)
-	cmd.Dir = repo
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
-	}
-	return nil
-}
-
-func raceEnabled() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
-}
-
-func goCommand() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return "/usr/local/go/bin/go"
-}
-
-// processesOf returns the pids of the processes running the executable
-// bin.
-func processesOf(bin string) []string {
-	entries, _ := os.ReadDir("/proc")
-	var pids []string
-	for _, e := range entries {
-		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err == nil && exe == bin {
-			pids = append(pids, e.Name())
-		}
-	}
-	return pids
 }
