@@ -779,7 +779,9 @@ func TestHealthProbeNow(t *testing.T) {
 	go func() { ran <- hc.Run(runCtx) }()
 	defer func() {
 		stop()
-		<-ran
+		if err := <-ran; !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v, want context.Canceled", err)
+		}
 	}()
 	for !probe.called() {
 		time.Sleep(time.Millisecond)
