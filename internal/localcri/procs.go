@@ -20,7 +20,9 @@ type process struct {
 	cgroup  string // content of /proc/PID/cgroup
 }
 
-// processes lists every process except the caller.
+// processes lists every live process except the caller. Zombies are left
+// out: they hold nothing but their pid, and this VM's PID 1 reaps the
+// orphaned ones (a killed shim's children) only after a while.
 func processes() []process {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -31,6 +33,9 @@ func processes() []process {
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
+			continue
+		}
+		if zombie(e.Name()) {
 			continue
 		}
 		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
@@ -45,6 +50,21 @@ func processes() []process {
 		})
 	}
 	return out
+}
+
+// zombie reports whether process pid has exited and waits to be reaped
+// (state Z or X in /proc/PID/stat; the state follows the ")" that ends the
+// command name, which may itself hold ")").
+func zombie(pid string) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return false
+	}
+	return stat[i+2] == 'Z' || stat[i+2] == 'X'
 }
 
 // processesOf lists the processes whose command line names the instance

@@ -2,7 +2,9 @@ package localcri
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +84,34 @@ func TestFindRepoDir(t *testing.T) {
 	}
 	if _, err := findRepoDir(other); err == nil {
 		t.Error("findRepoDir outside a podsync checkout: no error")
+	}
+}
+
+// TestZombiesAreNotProcesses: an exited child nobody reaped yet is not
+// listed (it holds nothing), a live one is.
+func TestZombiesAreNotProcesses(t *testing.T) {
+	live := exec.Command("sleep", "30")
+	dead := exec.Command("true")
+	for _, c := range []*exec.Cmd{live, dead} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		_ = live.Process.Kill()
+		_ = live.Wait()
+		_ = dead.Wait()
+	}()
+	deadPID := strconv.Itoa(dead.Process.Pid)
+	for !zombie(deadPID) {
+		time.Sleep(time.Millisecond)
+	}
+	var sawLive, sawDead bool
+	for _, p := range processes() {
+		sawLive = sawLive || p.pid == live.Process.Pid
+		sawDead = sawDead || p.pid == dead.Process.Pid
+	}
+	if !sawLive || sawDead {
+		t.Errorf("processes: live child listed %v, zombie listed %v", sawLive, sawDead)
 	}
 }
