@@ -12,10 +12,13 @@ import (
 // changed by any write (or a pod deleted and stored again) is decoded
 // afresh. Callers get deep copies: they may change what they are given.
 type recordCache struct {
-	mu      sync.Mutex
 	seed    maphash.Seed
-	seeded  bool
+	mu      sync.Mutex
 	entries map[string]cachedRecord
+}
+
+func newRecordCache() *recordCache {
+	return &recordCache{seed: maphash.MakeSeed(), entries: map[string]cachedRecord{}}
 }
 
 type cachedRecord struct {
@@ -37,12 +40,8 @@ func (c *recordCache) shared(uid, data []byte) (*PodRecord, error) {
 }
 
 func (c *recordCache) get(uid, data []byte, copied bool) (*PodRecord, error) {
-	c.mu.Lock()
-	if !c.seeded {
-		c.seed, c.seeded = maphash.MakeSeed(), true
-		c.entries = map[string]cachedRecord{}
-	}
 	sum := maphash.Bytes(c.seed, data)
+	c.mu.Lock()
 	e, ok := c.entries[string(uid)]
 	c.mu.Unlock()
 	if ok && e.sum == sum && e.size == len(data) {

@@ -98,7 +98,7 @@ type Store struct {
 	// decoded caches the redacted record decoded from each pod's bytes:
 	// List and GetByName hand out copies rather than decode JSON again
 	// (200 pods: 3 ms and 14k allocations a List).
-	decoded recordCache
+	decoded *recordCache
 }
 
 // Open opens the store at path, creating the file (mode 0600) and its
@@ -122,6 +122,7 @@ func Open(path string, opts Options) (*Store, error) {
 		clock:    opts.Clock,
 		watchers: map[*Watcher]struct{}{},
 		closing:  make(chan struct{}),
+		decoded:  newRecordCache(),
 	}
 	if err := s.init(); err != nil {
 		_ = db.Close()
