@@ -19,6 +19,7 @@ const (
 	MetricPods               = "podsync_pods"
 	MetricBackoffsActive     = "podsync_backoffs_active"
 	MetricCRIRequestDuration = "podsync_cri_request_duration_seconds"
+	MetricSyncPassesSkipped  = "podsync_sync_passes_skipped_total"
 )
 
 // Outcomes of a sync pass, the outcome label of
@@ -119,6 +120,7 @@ type MetricsOptions struct {
 // connection to the runtime).
 type Metrics struct {
 	passes    *prometheus.HistogramVec
+	skipped   prometheus.Counter
 	steps     *prometheus.CounterVec
 	cri       *prometheus.HistogramVec
 	errorCode func(error) string
@@ -134,6 +136,10 @@ func NewMetrics(reg prometheus.Registerer, opts MetricsOptions) (*Metrics, error
 			Help:    "Duration of sync passes of pods, by outcome (success, step_failed, error, canceled).",
 			Buckets: passBuckets,
 		}, []string{"outcome"}),
+		skipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricSyncPassesSkipped,
+			Help: "Passes the runtime's change hints asked for and a pod's worker skipped: its last pass had seen the change.",
+		}),
 		steps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricSyncSteps,
 			Help: "Steps of sync passes, by action, result (success, failure, backoff) and reason.",
@@ -158,7 +164,7 @@ func NewMetrics(reg prometheus.Registerer, opts MetricsOptions) (*Metrics, error
 	for _, o := range []string{PassSuccess, PassStepFailed, PassError, PassCanceled} {
 		m.passes.WithLabelValues(o)
 	}
-	for _, c := range []prometheus.Collector{m.passes, m.steps, m.cri, m.node} {
+	for _, c := range []prometheus.Collector{m.passes, m.skipped, m.steps, m.cri, m.node} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register engine metrics: %w", err)
 		}
@@ -178,6 +184,13 @@ func defaultErrorCode(err error) string {
 		return "DeadlineExceeded"
 	}
 	return "Unknown"
+}
+
+// observeSkippedPass counts a pass a worker skipped.
+func (m *Metrics) observeSkippedPass() {
+	if m != nil {
+		m.skipped.Inc()
+	}
 }
 
 // observePass records one sync pass that took d; ended says whether the

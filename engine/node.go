@@ -76,6 +76,8 @@ func (r LogRotation) withDefaults() LogRotation {
 // AdmitFunc decides whether a pod the node does not hold yet may run
 // beside others, the pods it holds that are neither terminal nor being
 // deleted. It returns an error wrapping ErrAdmission to refuse the pod.
+// The others are shared with the node's store: an AdmitFunc must not
+// change them.
 type AdmitFunc func(pod *corev1.Pod, others []*corev1.Pod) error
 
 // NodeOptions configure a Node.
@@ -322,7 +324,7 @@ func (n *Node) Run(ctx context.Context) error {
 			n.log.Warn("runtime watcher ended", zap.Error(err))
 		}
 	}()
-	hints := n.watcher.Subscribe(ctx)
+	hints := n.watcher.subscribeHints(ctx)
 	n.wg.Add(3)
 	go n.dispatchHints(hints)
 	go n.every(ctx, n.gc.Period, n.collectOrphans)
@@ -576,7 +578,9 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 // activePods returns the stored pods that are neither terminal nor being
 // deleted, for admission.
 func (n *Node) activePods() ([]*corev1.Pod, error) {
-	recs, _, err := n.store.List(store.Filter{})
+	// Admission only reads the pods: shared records spare a copy of
+	// every stored pod per admitted pod.
+	recs, _, err := n.store.ListShared(store.Filter{})
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
@@ -667,13 +671,13 @@ func (n *Node) consumeProbes() {
 	}
 }
 
-// dispatchHints kicks the worker of every pod the runtime watcher names;
-// a pod the node does not hold gets a worker that removes what the runtime
-// holds for it.
-func (n *Node) dispatchHints(hints <-chan types.UID) {
+// dispatchHints passes every hint of the runtime watcher to the worker of
+// its pod; a pod the node does not hold gets a worker that removes what
+// the runtime holds for it.
+func (n *Node) dispatchHints(hints <-chan hint) {
 	defer n.wg.Done()
-	for uid := range hints {
-		n.workerFor(uid).kickSelf()
+	for h := range hints {
+		n.workerFor(h.uid).hint(h)
 	}
 }
 

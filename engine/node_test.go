@@ -793,3 +793,69 @@ func TestNodeAdmissionAndPolicy(t *testing.T) {
 		t.Error("the refused spec was stored")
 	}
 }
+
+// TestNodeSkipsPassesForChangesItSaw: the container events of a pass's
+// own creates and starts, and a relist finding the pod as the pass left
+// it, cost no pass; an exit from outside does, as does a retry timer.
+func TestNodeSkipsPassesForChangesItSaw(t *testing.T) {
+	t.Parallel()
+	reg, m := newMetrics(t, engine.MetricsOptions{})
+	h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Metrics = m })
+	passes := func() uint64 {
+		var n uint64
+		for _, o := range []string{engine.PassSuccess, engine.PassStepFailed, engine.PassError, engine.PassCanceled} {
+			c, _ := observations(t, reg, engine.MetricSyncPassDuration, "outcome", o)
+			n += c
+		}
+		return n
+	}
+	skipped := func() float64 { return value(t, reg, engine.MetricSyncPassesSkipped) }
+	// The node's first relist has run (its hints pass or skip at once).
+	h.eventually("the first relist", func() bool { return len(h.rt.GetCalls()) > 0 })
+
+	pod := basePod()
+	h.apply(pod)
+	// Its events: CREATED and STARTED of the sandbox's containers, seen
+	// by the Apply's pass, which read the runtime after them.
+	h.eventually("the pass's own events skipped", func() bool { return skipped() >= 1 })
+	// A pass for them would follow the skip within milliseconds on the
+	// fake runtime.
+	time.Sleep(100 * time.Millisecond)
+	if got := passes(); got != 1 {
+		t.Errorf("%d passes after one Apply of a new pod, want 1 (events of its own steps skipped)", got)
+	}
+
+	// A relist finding the pod as the pass left it.
+	before := skipped()
+	h.clock.Step(time.Hour)
+	h.eventually("the relist's hint skipped", func() bool { return skipped() > before })
+	if got := passes(); got != 1 {
+		t.Errorf("%d passes after a relist of a converged pod, want 1", got)
+	}
+
+	// An exit the pass did not see runs a pass: the restart.
+	if err := h.rt.ExitContainer(h.view(pod).FindContainer("app").ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("restart after an exit", func() bool {
+		inst := h.view(pod).FindContainer("app")
+		return inst != nil && inst.State == engine.ContainerRunning && inst.RestartCount == 1
+	})
+	h.eventually("the restart's pass observed", func() bool { return passes() >= 2 })
+}
+
+// TestNodeRunsPassForWhatItsPassDidNotPlan: an init container that exits
+// while the pass that started it runs shows exited in the pass's last
+// read, which the pass did not plan from: its exit event must still run
+// the pass that starts the next container.
+func TestNodeRunsPassForWhatItsPassDidNotPlan(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	pod := basePod()
+	pod.Spec.InitContainers = []corev1.Container{container("init", "true")}
+	h.apply(pod)
+	h.eventually("the app started after its init container", func() bool {
+		inst := h.view(pod).FindContainer("app")
+		return inst != nil && inst.State == engine.ContainerRunning
+	})
+}

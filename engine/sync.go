@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -310,6 +311,15 @@ type pass struct {
 	log *zap.Logger
 	rec *recorder
 	st  podState
+
+	// What the pass created, so its end reads the pod's objects without
+	// listing them: the sandboxes and containers created, the status of
+	// each new sandbox (read after it was created, and nothing the pass
+	// does later changes it), and whether a create failed (it may have
+	// left an object behind whose id the pass does not know).
+	created       podObjects
+	newSandboxes  map[string]*runtimeapi.PodSandboxStatus
+	createsFailed bool
 }
 
 func (p *pass) run(ctx context.Context) (SyncResult, error) {
@@ -331,7 +341,7 @@ func (p *pass) run(ctx context.Context) (SyncResult, error) {
 	if ctx.Err() == nil {
 		final := st
 		if p.rec.mutated() {
-			if final, err = p.s.readState(ctx, p.pod); err != nil {
+			if final, err = p.reread(ctx); err != nil {
 				res.Steps = p.rec.steps
 				return res, fmt.Errorf("read runtime state of pod %s after the pass: %w", podString(p.pod), err)
 			}
@@ -348,6 +358,36 @@ func (p *pass) run(ctx context.Context) (SyncResult, error) {
 		return res, fmt.Errorf("sync pod %s: %w", podString(p.pod), context.Cause(ctx))
 	}
 	return res, nil
+}
+
+// reread reads the pod's state at the end of a pass that changed it. The
+// pass knows the pod's objects: those it found and those it created (only
+// podsync creates objects with the pod's labels, and only in the pod's
+// passes, one at a time), so it reads their statuses without listing the
+// runtime, unless a create failed. A new sandbox's status is the one read
+// when it was created. Objects removed meanwhile are left out, as a list
+// would; objects changed from outside after the read are the watcher's to
+// report.
+func (p *pass) reread(ctx context.Context) (podState, error) {
+	if p.createsFailed {
+		return p.s.readState(ctx, p.pod)
+	}
+	objs := podObjects{sandboxOf: maps.Clone(p.st.sandboxOf)}
+	for _, sb := range p.st.view.Sandboxes {
+		objs.sandboxes = append(objs.sandboxes, sb.ID)
+	}
+	for _, c := range p.st.view.Containers {
+		objs.containers = append(objs.containers, c.ID)
+	}
+	objs.sandboxes = append(objs.sandboxes, p.created.sandboxes...)
+	objs.containers = append(objs.containers, p.created.containers...)
+	st, err := readObjects(ctx, p.s.rt, p.pod.UID, objs, p.newSandboxes)
+	if err != nil {
+		return podState{}, err
+	}
+	p.s.fillTerminationMessages(p.pod, &st)
+	st.view.PullFailures = p.s.pullFailures(p.pod)
+	return st, nil
 }
 
 // execute runs the plan in the kubelet's order.
@@ -526,13 +566,21 @@ func (p *pass) createSandbox(ctx context.Context, d SandboxDecision) (string, []
 	}
 	id, err := p.s.rt.RunPodSandbox(ctx, cfg, runtimeHandler(p.pod))
 	if err != nil {
+		p.createsFailed = true
 		return fail(fmt.Sprintf("Failed to create pod sandbox: %v", err), fmt.Errorf("run pod sandbox: %w", err))
 	}
 	failpoint.Inject(failpoint.AfterSandboxCreated)
 	step.SandboxID = id
+	p.created.sandboxes = append(p.created.sandboxes, id)
 	resp, err := p.s.rt.PodSandboxStatus(ctx, id, false)
 	if err == nil && resp.GetStatus() == nil {
 		err = errors.New("pod sandbox status is nil")
+	}
+	if err == nil {
+		if p.newSandboxes == nil {
+			p.newSandboxes = map[string]*runtimeapi.PodSandboxStatus{}
+		}
+		p.newSandboxes[id] = resp.GetStatus()
 	}
 	if err != nil {
 		return fail(fmt.Sprintf("Unable to get pod sandbox status: %v", err), fmt.Errorf("status of new sandbox %s: %w", id, err))
@@ -581,11 +629,13 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a ContainerAct
 	}
 	id, err := p.s.rt.CreateContainer(ctx, sb.id, cfg, sb.config)
 	if err != nil {
+		p.createsFailed = true
 		return fail(ReasonCreateContainerError, err.Error(), fmt.Errorf("create container %q: %w", c.Name, err))
 	}
 	failpoint.Inject(failpoint.AfterContainerCreated)
 	step.ContainerID = id
 	p.st.sandboxOf[id] = sb.id
+	p.created.containers = append(p.created.containers, id)
 
 	// Step 3: start it. NOTE(podsync): the call is not cancelled with the
 	// pass: containerd cannot take back a start cancelled midway (2.x

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -535,4 +536,53 @@ func TestCancelledPass(t *testing.T) {
 		}
 	}
 	h.converged(pod, h.sync(pod))
+}
+
+// TestPassEndReadsWhatItCreated: a pass that created the pod's sandbox
+// and containers reads their statuses at its end without listing the
+// runtime (and reuses the new sandbox's status); the view is the one a
+// full read gives.
+func TestPassEndReadsWhatItCreated(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	h.calls()
+	res := h.sync(pod)
+	want := []string{
+		"ListPodSandbox", "ListContainers", // the pass's start
+		"RunPodSandbox", "PodSandboxStatus",
+		"CreateContainer", "StartContainer",
+		"CreateContainer", "StartContainer",
+		"ContainerStatus", "ContainerStatus", // the pass's end
+		"ImageStatus", "ImageStatus", // the image service's, listed last
+	}
+	if diff := cmp.Diff(want, h.calls()); diff != "" {
+		t.Errorf("CRI calls (-want +got):\n%s", diff)
+	}
+	full, err := engine.ReadView(h.ctx, h.rt, pod.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(full, res.View, cmpopts.IgnoreFields(engine.RuntimeView{}, "PullFailures")); diff != "" {
+		t.Errorf("the pass's view differs from a full read (-full +pass):\n%s", diff)
+	}
+	h.converged(pod, res)
+}
+
+// TestPassEndListsAfterAFailedCreate: a create that failed may have left
+// an object whose id the pass never learnt, so the pass's end lists the
+// runtime.
+func TestPassEndListsAfterAFailedCreate(t *testing.T) {
+	h := newHarness(t)
+	pod := basePod()
+	h.rt.InjectError("CreateContainer", errors.New("deadline exceeded"))
+	h.calls()
+	res := h.sync(pod)
+	failedStep(t, res, engine.ActionStartContainer, "app")
+	calls := h.calls()
+	if n := strings.Count(strings.Join(calls, " "), "ListContainers"); n != 2 {
+		t.Errorf("ListContainers called %d times, want 2 (start and end of the pass): %v", n, calls)
+	}
+	if inst := res.View.FindContainer("helper"); inst == nil || inst.State != engine.ContainerRunning {
+		t.Errorf("helper in the pass's view: %+v", inst)
+	}
 }

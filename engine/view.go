@@ -54,39 +54,65 @@ func readPodState(ctx context.Context, rt Runtime, uid types.UID) (podState, err
 	if err != nil {
 		return podState{}, fmt.Errorf("list sandboxes: %w", err)
 	}
-	var sbStatuses []*runtimeapi.PodSandboxStatus
+	ctrs, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return podState{}, fmt.Errorf("list containers: %w", err)
+	}
+	objs := podObjects{sandboxOf: make(map[string]string, len(ctrs))}
 	for _, sb := range sbs {
-		resp, err := rt.PodSandboxStatus(ctx, sb.GetId(), false)
+		objs.sandboxes = append(objs.sandboxes, sb.GetId())
+	}
+	for _, c := range ctrs {
+		objs.containers = append(objs.containers, c.GetId())
+		objs.sandboxOf[c.GetId()] = c.GetPodSandboxId()
+	}
+	return readObjects(ctx, rt, uid, objs, nil)
+}
+
+// podObjects are the ids of a pod's sandboxes and containers, and each
+// container's sandbox.
+type podObjects struct {
+	sandboxes, containers []string
+	sandboxOf             map[string]string
+}
+
+// readObjects reads the statuses of the pod's objects into a podState,
+// leaving out those that no longer exist. known holds sandbox statuses
+// read already, still current.
+func readObjects(ctx context.Context, rt Runtime, uid types.UID, objs podObjects, known map[string]*runtimeapi.PodSandboxStatus) (podState, error) {
+	var sbStatuses []*runtimeapi.PodSandboxStatus
+	for _, id := range objs.sandboxes {
+		if s := known[id]; s != nil {
+			sbStatuses = append(sbStatuses, s)
+			continue
+		}
+		resp, err := rt.PodSandboxStatus(ctx, id, false)
 		if crierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return podState{}, fmt.Errorf("status of sandbox %s: %w", sb.GetId(), err)
+			return podState{}, fmt.Errorf("status of sandbox %s: %w", id, err)
 		}
 		if s := resp.GetStatus(); s != nil {
 			sbStatuses = append(sbStatuses, s)
 		}
 	}
-	ctrs, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
-	if err != nil {
-		return podState{}, fmt.Errorf("list containers: %w", err)
-	}
 	st := podState{sandboxOf: map[string]string{}, logPath: map[string]string{}}
 	var statuses []*runtimeapi.ContainerStatus
-	for _, c := range ctrs {
-		resp, err := rt.ContainerStatus(ctx, c.GetId(), false)
+	for _, id := range objs.containers {
+		resp, err := rt.ContainerStatus(ctx, id, false)
 		if crierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return podState{}, fmt.Errorf("status of container %s: %w", c.GetId(), err)
+			return podState{}, fmt.Errorf("status of container %s: %w", id, err)
 		}
 		s := resp.GetStatus()
 		if s == nil {
 			continue
 		}
 		statuses = append(statuses, s)
-		st.sandboxOf[s.GetId()] = c.GetPodSandboxId()
+		st.sandboxOf[s.GetId()] = objs.sandboxOf[id]
 		st.logPath[s.GetId()] = s.GetLogPath()
 	}
 	st.view = NewRuntimeView(uid, sbStatuses, statuses)

@@ -75,9 +75,9 @@ type Watcher struct {
 	running bool
 	closed  bool
 	subs    map[*subscription]struct{}
-	// pods is each pod's fingerprint at the last relist; owners maps
+	// pods is each pod's objects at the last relist; owners maps
 	// sandbox and container IDs to their pod.
-	pods   map[types.UID]string
+	pods   map[types.UID]objectStates
 	owners map[string]types.UID
 	// listFailing is set while relists fail, so a failure is logged once.
 	listFailing bool
@@ -99,7 +99,7 @@ func NewWatcher(opts WatcherOptions) (*Watcher, error) {
 		relistNow:     make(chan struct{}, 1),
 		done:          make(chan struct{}),
 		subs:          map[*subscription]struct{}{},
-		pods:          map[types.UID]string{},
+		pods:          map[types.UID]objectStates{},
 		owners:        map[string]types.UID{},
 	}
 	if w.clock == nil {
@@ -159,44 +159,72 @@ func (w *Watcher) Run(ctx context.Context) error {
 // subscriber starts from the whole picture. The channel is closed when ctx
 // ends or Run returns.
 func (w *Watcher) Subscribe(ctx context.Context) <-chan types.UID {
-	sub := &subscription{set: map[types.UID]bool{}, wake: make(chan struct{}, 1), out: make(chan types.UID)}
+	uids := make(chan types.UID)
+	w.subscribe(ctx, &subscription{uids: uids})
+	return uids
+}
+
+// subscribeHints is Subscribe with what the watcher knows of each change:
+// the pod's objects at the relist that found it, the container events.
+// Hints not yet received are merged per pod.
+func (w *Watcher) subscribeHints(ctx context.Context) <-chan hint {
+	hints := make(chan hint)
+	w.subscribe(ctx, &subscription{hints: hints})
+	return hints
+}
+
+func (w *Watcher) subscribe(ctx context.Context, sub *subscription) {
+	sub.set, sub.wake = map[types.UID]*hint{}, make(chan struct{}, 1)
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		close(sub.out)
-		return sub.out
+		sub.close()
+		return
 	}
 	w.subs[sub] = struct{}{}
 	for _, uid := range slices.Sorted(maps.Keys(w.pods)) {
-		sub.push(uid)
+		sub.push(hint{uid: uid, snapshot: w.pods[uid]})
 	}
 	w.wg.Add(1)
 	w.mu.Unlock()
 	go func() {
 		defer w.wg.Done()
-		defer close(sub.out)
+		defer sub.close()
 		sub.deliver(ctx, w.done)
 		w.mu.Lock()
 		delete(w.subs, sub)
 		w.mu.Unlock()
 	}()
-	return sub.out
 }
 
-// subscription is one Subscribe caller: UIDs pending delivery, deduped.
+// subscription is one subscriber: the hints pending delivery, one per pod
+// in the order the pods first changed, sent on uids (Subscribe) or hints
+// (subscribeHints).
 type subscription struct {
 	mu      sync.Mutex
 	pending []types.UID
-	set     map[types.UID]bool
+	set     map[types.UID]*hint
 	wake    chan struct{}
-	out     chan types.UID
+	uids    chan types.UID
+	hints   chan hint
 }
 
-func (s *subscription) push(uid types.UID) {
+func (s *subscription) close() {
+	if s.uids != nil {
+		close(s.uids)
+	} else {
+		close(s.hints)
+	}
+}
+
+func (s *subscription) push(h hint) {
 	s.mu.Lock()
-	if !s.set[uid] {
-		s.set[uid] = true
-		s.pending = append(s.pending, uid)
+	if p := s.set[h.uid]; p != nil {
+		p.merge(h)
+	} else {
+		h.events = slices.Clone(h.events)
+		s.set[h.uid] = &h
+		s.pending = append(s.pending, h.uid)
 	}
 	s.mu.Unlock()
 	select {
@@ -210,11 +238,12 @@ func (s *subscription) deliver(ctx context.Context, done <-chan struct{}) {
 		// Take the UID off the pending set before sending it, so that a
 		// change while it is being sent queues it again.
 		s.mu.Lock()
-		var uid types.UID
+		var h hint
 		ok := len(s.pending) > 0
 		if ok {
-			uid = s.pending[0]
+			uid := s.pending[0]
 			s.pending = s.pending[1:]
+			h = *s.set[uid]
 			delete(s.set, uid)
 		}
 		s.mu.Unlock()
@@ -228,8 +257,17 @@ func (s *subscription) deliver(ctx context.Context, done <-chan struct{}) {
 				return
 			}
 		}
+		// A nil channel blocks: one of the two sends is live.
+		var uids chan types.UID
+		var hints chan hint
+		if s.uids != nil {
+			uids = s.uids
+		} else {
+			hints = s.hints
+		}
 		select {
-		case s.out <- uid:
+		case uids <- h.uid:
+		case hints <- h:
 		case <-ctx.Done():
 			return
 		case <-done:
@@ -238,16 +276,16 @@ func (s *subscription) deliver(ctx context.Context, done <-chan struct{}) {
 	}
 }
 
-func (w *Watcher) notify(uids ...types.UID) {
-	if len(uids) == 0 {
+func (w *Watcher) notify(hints ...hint) {
+	if len(hints) == 0 {
 		return
 	}
 	w.mu.Lock()
 	subs := slices.Collect(maps.Keys(w.subs))
 	w.mu.Unlock()
 	for _, s := range subs {
-		for _, uid := range uids {
-			s.push(uid)
+		for _, h := range hints {
+			s.push(h)
 		}
 	}
 }
@@ -301,48 +339,45 @@ func (w *Watcher) relistOnce(ctx context.Context) {
 		}
 		return
 	}
-	parts := map[types.UID][]string{}
+	pods := map[types.UID]objectStates{}
 	owners := map[string]types.UID{}
-	for _, sb := range sbs {
-		uid := types.UID(sb.GetLabels()[LabelPodUID])
-		if uid == "" || !IsManaged(sb.GetLabels()) {
-			continue
+	add := func(labels map[string]string, id string, st objectState) {
+		uid := types.UID(labels[LabelPodUID])
+		if uid == "" || !IsManaged(labels) {
+			return
 		}
-		owners[sb.GetId()] = uid
-		parts[uid] = append(parts[uid], "s/"+sb.GetId()+"/"+sb.GetState().String())
+		owners[id] = uid
+		if pods[uid] == nil {
+			pods[uid] = objectStates{}
+		}
+		pods[uid][id] = st
+	}
+	for _, sb := range sbs {
+		add(sb.GetLabels(), sb.GetId(), sandboxState(sb.GetState()))
 	}
 	for _, c := range ctrs {
-		uid := types.UID(c.GetLabels()[LabelPodUID])
-		if uid == "" || !IsManaged(c.GetLabels()) {
-			continue
-		}
-		owners[c.GetId()] = uid
-		parts[uid] = append(parts[uid], "c/"+c.GetId()+"/"+c.GetState().String())
-	}
-	pods := make(map[types.UID]string, len(parts))
-	for uid, p := range parts {
-		slices.Sort(p)
-		pods[uid] = strings.Join(p, ",")
+		add(c.GetLabels(), c.GetId(), criContainerState(c.GetState()))
 	}
 	w.mu.Lock()
 	if w.listFailing {
 		w.log.Info("relist recovered")
 	}
 	w.listFailing = false
-	var changed []types.UID
-	for uid, fp := range pods {
-		if w.pods[uid] != fp {
-			changed = append(changed, uid)
+	var changed []hint
+	for uid, objs := range pods {
+		if prev, ok := w.pods[uid]; !ok || !maps.Equal(prev, objs) {
+			changed = append(changed, hint{uid: uid, snapshot: objs})
 		}
 	}
 	for uid := range w.pods {
 		if _, ok := pods[uid]; !ok {
-			changed = append(changed, uid)
+			// Nothing left: an empty snapshot, not nil (no snapshot).
+			changed = append(changed, hint{uid: uid, snapshot: objectStates{}})
 		}
 	}
 	w.pods, w.owners = pods, owners
 	w.mu.Unlock()
-	slices.Sort(changed)
+	slices.SortFunc(changed, func(a, b hint) int { return strings.Compare(string(a.uid), string(b.uid)) })
 	w.notify(changed...)
 }
 
@@ -437,6 +472,6 @@ func (w *Watcher) handleEvent(ev *runtimeapi.ContainerEventResponse) {
 	}
 	w.mu.Unlock()
 	if uid != "" {
-		w.notify(uid)
+		w.notify(hint{uid: uid, events: []objectEvent{{id: ev.GetContainerId(), typ: ev.GetContainerEventType()}}})
 	}
 }

@@ -63,6 +63,12 @@ type worker struct {
 	// sandbox is the sandbox the pod's containers ran in after the last
 	// pass; zero when it had none.
 	sandbox Sandbox
+	// pending gathers what asked for a pass since the last one began
+	// (nil: nothing); seen is the pod's objects as the last pass found
+	// them at its end, nil if it did not end cleanly. A pass asked for
+	// only by hints seen already is skipped.
+	pending *hint
+	seen    objectStates
 }
 
 func newWorker(parent context.Context, uid types.UID) *worker {
@@ -88,10 +94,54 @@ func (w *worker) release() { <-w.lock }
 // kickSelf asks the worker's loop for a pass; kicks made while one is
 // pending coalesce.
 func (w *worker) kickSelf() {
+	w.hint(hint{uid: w.uid, unknown: true})
+}
+
+// hint asks the worker's loop for a pass for what h reports; the loop
+// skips it if the last pass saw all of it.
+func (w *worker) hint(h hint) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pending == nil {
+		h.events = slices.Clone(h.events)
+		w.pending = &h
+	} else {
+		w.pending.merge(h)
+	}
 	select {
 	case w.kick <- struct{}{}:
 	default:
 	}
+}
+
+// passStarts forgets what asked for a pass: the pass starting reads the
+// store and the runtime after all of it.
+func (w *worker) passStarts() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case <-w.kick:
+	default:
+	}
+	w.pending, w.seen = nil, nil
+}
+
+// hintsSeen reports whether the last pass saw everything that asked for a
+// pass since it began, and forgets it.
+func (w *worker) hintsSeen() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.pending
+	w.pending = nil
+	return p == nil || p.seenBy(w.seen)
+}
+
+// passSaw records the objects the pass that ends saw last; nil when the
+// pass did not end cleanly.
+func (w *worker) passSaw(states objectStates) {
+	w.mu.Lock()
+	w.seen = states
+	w.mu.Unlock()
 }
 
 func (w *worker) setRetry(at time.Time) {
@@ -219,14 +269,14 @@ func (n *Node) loop(w *worker) {
 			timer = n.clock.NewTimer(max(at.Sub(n.clock.Now()), 0))
 			timerC = timer.C()
 		}
-		fire := false
+		fire, due := false, false
 		select {
 		case <-w.ctx.Done():
 		case <-w.resched:
 		case <-w.kick:
 			fire = true
 		case <-timerC:
-			fire = true
+			fire, due = true, true
 		}
 		if timer != nil {
 			timer.Stop()
@@ -235,18 +285,25 @@ func (n *Node) loop(w *worker) {
 			return
 		}
 		if fire {
-			n.workerPass(w)
+			n.workerPass(w, due)
 		}
 	}
 }
 
-// workerPass runs one pass in w's turn.
-func (n *Node) workerPass(w *worker) {
+// workerPass runs one pass in w's turn: always when due is set (a retry
+// time came), else unless the last pass saw what asked for this one.
+func (n *Node) workerPass(w *worker, due bool) {
 	if err := w.acquire(w.ctx); err != nil {
 		return
 	}
 	defer w.release()
 	if w.retired {
+		return
+	}
+	// Checked in the pod's turn: a pass that ran meanwhile (an Apply's)
+	// may have seen the change.
+	if seen := w.hintsSeen(); seen && !due {
+		n.metrics.observeSkippedPass()
 		return
 	}
 	if _, err := n.pass(w.ctx, w, true, nil); err != nil && w.ctx.Err() == nil {
@@ -275,14 +332,9 @@ type passOutcome struct {
 //   - otherwise runs SyncPod, updates the prober, records the status if
 //     it changed and the events of the steps, and sets the retry timer.
 func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepResult)) (passOutcome, error) {
-	// A kick pending now asks for a pass after a change that happened
-	// before this one reads the store and the runtime: this pass serves
-	// it. (Without this, the container events of an Apply's own pass
-	// queued a kick that cost every new pod one redundant pass.)
-	select {
-	case <-w.kick:
-	default:
-	}
+	// What asked for a pass until now is served by this one, which reads
+	// the store and the runtime after it.
+	w.passStarts()
 	if byLoop && emit == nil {
 		emit = func(st StepResult) { n.observe(w.uid, st) }
 	}
@@ -364,10 +416,25 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepR
 		next = now
 	default:
 		w.failures = 0
+		// Hints of what this pass saw at its end may skip their pass
+		// only if a pass over that view would do nothing: it may show
+		// more than the pass planned from (an init container that
+		// exited meanwhile). A pass with a failed step keeps its retry
+		// delay, and hints after it run passes.
+		if settled(ComputePodActions(pod, res.View, n.probeResults(pod.UID), now, n.backoff)) {
+			w.passSaw(statesOf(res.View))
+		}
 	}
 	w.setRetry(next)
 	out.next = next
 	return out, nil
+}
+
+// settled reports whether a plan kills, creates and starts nothing:
+// starts that wait in a back-off have the worker's retry timer.
+func settled(plan PodActions) bool {
+	return !plan.KillPod && !plan.Sandbox.Create && len(plan.Sandbox.KillIDs) == 0 &&
+		len(plan.Kill) == 0 && len(plan.StartInit) == 0 && len(plan.Start) == 0
 }
 
 // failureRetry returns when to retry after a failed pass, doubling the

@@ -1,0 +1,141 @@
+package engine
+
+import (
+	"maps"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// objectState is the state of one of a pod's sandboxes or containers as
+// far as a change hint goes: its kind and CRI state.
+type objectState uint8
+
+const (
+	sandboxNotReady objectState = iota + 1
+	sandboxReady
+	containerCreated
+	containerRunning
+	containerExited
+	containerUnknown
+)
+
+// objectStates maps the CRI ids of a pod's sandboxes and containers to
+// their states.
+type objectStates map[string]objectState
+
+// sandboxState maps a CRI sandbox state.
+func sandboxState(s runtimeapi.PodSandboxState) objectState {
+	if s == runtimeapi.PodSandboxState_SANDBOX_READY {
+		return sandboxReady
+	}
+	return sandboxNotReady
+}
+
+// criContainerState maps a CRI container state.
+func criContainerState(s runtimeapi.ContainerState) objectState {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return containerCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return containerRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return containerExited
+	default:
+		return containerUnknown
+	}
+}
+
+// statesOf returns the objects of a view and their states.
+func statesOf(v RuntimeView) objectStates {
+	out := make(objectStates, len(v.Sandboxes)+len(v.Containers))
+	for _, sb := range v.Sandboxes {
+		out[sb.ID] = sandboxNotReady
+		if sb.State == SandboxReady {
+			out[sb.ID] = sandboxReady
+		}
+	}
+	for _, c := range v.Containers {
+		switch c.State {
+		case ContainerCreated:
+			out[c.ID] = containerCreated
+		case ContainerRunning:
+			out[c.ID] = containerRunning
+		case ContainerExited:
+			out[c.ID] = containerExited
+		default:
+			out[c.ID] = containerUnknown
+		}
+	}
+	return out
+}
+
+// objectEvent is one CRI container event: what happened to which
+// sandbox or container (containerd reports sandboxes' lifecycles as
+// container events with the sandbox's id).
+type objectEvent struct {
+	id  string
+	typ runtimeapi.ContainerEventType
+}
+
+// seenBy reports whether states, read after the event, show what the
+// event reports: the object created or started exists, the one stopped
+// has stopped, the one deleted is gone. A state past the event's also
+// shows it (a container exited has been started).
+func (e objectEvent) seenBy(states objectStates) bool {
+	st, ok := states[e.id]
+	switch e.typ {
+	case runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT:
+		return ok
+	case runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT:
+		return ok && st != containerCreated && st != containerUnknown
+	case runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT:
+		return st == containerExited || st == sandboxNotReady
+	case runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT:
+		return !ok
+	default:
+		return false
+	}
+}
+
+// hint is what the runtime watcher tells a pod's worker: that the pod's
+// objects may have changed, and what it knows of the change, so a worker
+// whose last pass already saw it can skip the pass the hint would cost.
+// Hints for the same pod not yet delivered are merged.
+type hint struct {
+	uid types.UID
+	// unknown is set when nothing is known of the change: a pass must
+	// run.
+	unknown bool
+	// snapshot is the pod's objects as the last relist listed them; nil
+	// if no relist is part of the hint.
+	snapshot objectStates
+	// events are the container events of the hint, in order.
+	events []objectEvent
+}
+
+// merge adds a later hint for the same pod to h.
+func (h *hint) merge(later hint) {
+	h.unknown = h.unknown || later.unknown
+	if later.snapshot != nil {
+		h.snapshot = later.snapshot
+	}
+	h.events = append(h.events, later.events...)
+}
+
+// seenBy reports whether states, read after every change h reports,
+// show all of them: then a pass would find what the last one found.
+func (h *hint) seenBy(states objectStates) bool {
+	if h.unknown || states == nil {
+		return false
+	}
+	if h.snapshot != nil && !maps.Equal(h.snapshot, states) {
+		return false
+	}
+	for _, e := range h.events {
+		if !e.seenBy(states) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"testing"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestHintSeenBy(t *testing.T) {
+	const (
+		created = runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT
+		started = runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT
+		stopped = runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT
+		deleted = runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT
+	)
+	// What the last pass saw: a ready sandbox, a running container, an
+	// exited one, one created and not started.
+	seen := objectStates{"sb": sandboxReady, "run": containerRunning, "done": containerExited, "new": containerCreated}
+	ev := func(id string, typ runtimeapi.ContainerEventType) hint {
+		return hint{events: []objectEvent{{id: id, typ: typ}}}
+	}
+	for _, tc := range []struct {
+		name string
+		h    hint
+		seen objectStates
+		want bool
+	}{
+		{"nothing known of the change", hint{unknown: true}, seen, false},
+		{"no clean pass before", ev("run", started), nil, false},
+		{"created, exists", ev("new", created), seen, true},
+		{"created, not seen", ev("other", created), seen, false},
+		{"started, running", ev("run", started), seen, true},
+		{"started, exited since", ev("done", started), seen, true},
+		{"started, seen only created", ev("new", started), seen, false},
+		{"sandbox started, ready", ev("sb", started), seen, true},
+		{"stopped, exited", ev("done", stopped), seen, true},
+		{"stopped, seen running", ev("run", stopped), seen, false},
+		{"sandbox stopped, seen ready", ev("sb", stopped), seen, false},
+		{"sandbox stopped, seen not ready", ev("sb", stopped), objectStates{"sb": sandboxNotReady}, true},
+		{"deleted, gone", ev("gone", deleted), seen, true},
+		{"deleted, seen", ev("done", deleted), seen, false},
+		{"unknown event type", ev("run", runtimeapi.ContainerEventType(42)), seen, false},
+		{"relist as seen", hint{snapshot: objectStates{"sb": sandboxReady, "run": containerRunning, "done": containerExited, "new": containerCreated}}, seen, true},
+		{"relist, a state changed", hint{snapshot: objectStates{"sb": sandboxReady, "run": containerExited, "done": containerExited, "new": containerCreated}}, seen, false},
+		{"relist, an object more", hint{snapshot: objectStates{"sb": sandboxReady, "run": containerRunning, "done": containerExited, "new": containerCreated, "x": containerCreated}}, seen, false},
+		{"relist, nothing left, pass saw nothing", hint{snapshot: objectStates{}}, objectStates{}, true},
+		{"relist, nothing left, pass saw objects", hint{snapshot: objectStates{}}, seen, false},
+		{"events all seen", hint{events: []objectEvent{{"new", created}, {"run", started}, {"done", stopped}}}, seen, true},
+		{"one event not seen", hint{events: []objectEvent{{"run", started}, {"run", stopped}}}, seen, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.h.seenBy(tc.seen); got != tc.want {
+				t.Errorf("seenBy = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHintMerge(t *testing.T) {
+	h := hint{uid: "u", snapshot: objectStates{"a": containerRunning}, events: []objectEvent{{id: "a"}}}
+	h.merge(hint{uid: "u", events: []objectEvent{{id: "b"}}})
+	if h.unknown || len(h.snapshot) != 1 || len(h.events) != 2 {
+		t.Fatalf("merged %+v", h)
+	}
+	h.merge(hint{uid: "u", snapshot: objectStates{}})
+	if h.snapshot == nil || len(h.snapshot) != 0 {
+		t.Errorf("a later relist's snapshot did not replace the earlier: %v", h.snapshot)
+	}
+	h.merge(hint{uid: "u", unknown: true})
+	if !h.unknown {
+		t.Error("unknown lost in a merge")
+	}
+}
+
+// TestStatesOfMatchesRelist: a view's objects and a relist's listing of
+// the same objects compare equal, so a relist of a pod as a pass left it
+// costs no pass.
+func TestStatesOfMatchesRelist(t *testing.T) {
+	v := RuntimeView{
+		Sandboxes:  []Sandbox{{ID: "s1", State: SandboxReady}, {ID: "s0", State: SandboxNotReady}},
+		Containers: []ContainerInstance{{ID: "c1", State: ContainerRunning}, {ID: "c2", State: ContainerExited}, {ID: "c3", State: ContainerCreated}, {ID: "c4", State: ContainerUnknown}},
+	}
+	listed := objectStates{
+		"s1": sandboxState(runtimeapi.PodSandboxState_SANDBOX_READY),
+		"s0": sandboxState(runtimeapi.PodSandboxState_SANDBOX_NOTREADY),
+		"c1": criContainerState(runtimeapi.ContainerState_CONTAINER_RUNNING),
+		"c2": criContainerState(runtimeapi.ContainerState_CONTAINER_EXITED),
+		"c3": criContainerState(runtimeapi.ContainerState_CONTAINER_CREATED),
+		"c4": criContainerState(runtimeapi.ContainerState_CONTAINER_UNKNOWN),
+	}
+	h := hint{snapshot: listed}
+	if !h.seenBy(statesOf(v)) {
+		t.Errorf("statesOf(view) = %v, relist = %v", statesOf(v), listed)
+	}
+}
