@@ -139,3 +139,26 @@ func runningStatus(pod *corev1.Pod) corev1.PodStatus {
 	}
 	return st
 }
+
+// BenchmarkStoredPodToProto is GetPod's and ListPods' conversion of a
+// stored pod with a running status, when the pod changed since they last
+// returned it.
+func BenchmarkStoredPodToProto(b *testing.B) {
+	pod := benchPod(b)
+	pod.Status = runningStatus(pod)
+	b.ReportAllocs()
+	for b.Loop() {
+		convert.StoredPodToProto(pod)
+	}
+}
+
+// BenchmarkPodStatusToProto is the status part of BenchmarkStoredPodToProto,
+// which WatchPods and the status updates of RunPods and SyncPod pay alone.
+func BenchmarkPodStatusToProto(b *testing.B) {
+	pod := benchPod(b)
+	st := runningStatus(pod)
+	b.ReportAllocs()
+	for b.Loop() {
+		convert.PodStatusToProto(&st)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,7 +81,7 @@ func PodStatusToProto(in *corev1.PodStatus) *podsyncv1.PodStatus {
 	}
 	return &podsyncv1.PodStatus{
 		Phase:                 string(in.Phase),
-		Conditions:            toSlice(in.Conditions, podConditionToProto),
+		Conditions:            podConditionsToProto(in.Conditions),
 		Message:               in.Message,
 		Reason:                in.Reason,
 		HostIp:                in.HostIP,
@@ -407,15 +408,47 @@ func securityContextToProto(in *corev1.SecurityContext) *podsyncv1.SecurityConte
 	return out
 }
 
-func podConditionToProto(in corev1.PodCondition) *podsyncv1.PodCondition {
-	return &podsyncv1.PodCondition{
-		Type:               string(in.Type),
-		Status:             string(in.Status),
-		LastProbeTime:      timeToProto(in.LastProbeTime),
-		LastTransitionTime: timeToProto(in.LastTransitionTime),
-		Reason:             in.Reason,
-		Message:            in.Message,
+// podConditionsToProto converts conditions, keeping nil as nil. The
+// conditions, and then their times, are allocated in one block each rather
+// than one by one: a status has five conditions, which made most of its
+// allocations.
+func podConditionsToProto(in []corev1.PodCondition) []*podsyncv1.PodCondition {
+	if in == nil {
+		return nil
 	}
+	times := 0
+	for i := range in {
+		if !in[i].LastProbeTime.IsZero() {
+			times++
+		}
+		if !in[i].LastTransitionTime.IsZero() {
+			times++
+		}
+	}
+	ts := make([]timestamppb.Timestamp, times)
+	// next is timeToProto into the next timestamp of the block.
+	next := func(t metav1.Time) *timestamppb.Timestamp {
+		if t.IsZero() {
+			return nil
+		}
+		p := &ts[0]
+		ts = ts[1:]
+		p.Seconds, p.Nanos = t.Unix(), int32(t.Nanosecond()) //nolint:gosec // below 1e9, as in timestamppb.New.
+		return p
+	}
+	conds := make([]podsyncv1.PodCondition, len(in))
+	out := make([]*podsyncv1.PodCondition, len(in))
+	for i := range in {
+		src, dst := &in[i], &conds[i]
+		dst.Type = string(src.Type)
+		dst.Status = string(src.Status)
+		dst.LastProbeTime = next(src.LastProbeTime)
+		dst.LastTransitionTime = next(src.LastTransitionTime)
+		dst.Reason = src.Reason
+		dst.Message = src.Message
+		out[i] = dst
+	}
+	return out
 }
 
 func containerStatusToProto(in corev1.ContainerStatus) *podsyncv1.ContainerStatus {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -442,5 +443,36 @@ func TestStatusRoundTrip(t *testing.T) {
 			slices.Sort(keys)
 			t.Errorf("status JSON lacks Kubernetes name %q; has %v", k, keys)
 		}
+	}
+}
+
+// TestPodConditionsToProto: each condition gets its own times, whichever
+// of them are set, and distinct messages (they are allocated together).
+func TestPodConditionsToProto(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 123456789, time.UTC)
+	t1, t2 := t0.Add(time.Second), t0.Add(2*time.Second)
+	st := &corev1.PodStatus{Conditions: []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+		{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastProbeTime: metav1.NewTime(t0), Reason: "r", Message: "m"},
+		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t1)},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastProbeTime: metav1.NewTime(t2), LastTransitionTime: metav1.NewTime(t0)},
+	}}
+	want := []*podsyncv1.PodCondition{
+		{Type: "PodScheduled", Status: "True"},
+		{Type: "Ready", Status: "False", LastProbeTime: timestamppb.New(t0), Reason: "r", Message: "m"},
+		{Type: "Initialized", Status: "True", LastTransitionTime: timestamppb.New(t1)},
+		{Type: "ContainersReady", Status: "True", LastProbeTime: timestamppb.New(t2), LastTransitionTime: timestamppb.New(t0)},
+	}
+	got := convert.PodStatusToProto(st).GetConditions()
+	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+	got[1].LastProbeTime.Seconds++
+	got[1].Reason = "changed"
+	if !got[3].GetLastProbeTime().AsTime().Equal(t2) || !got[3].GetLastTransitionTime().AsTime().Equal(t0) || got[2].GetReason() != "" {
+		t.Error("a change of one condition reached another")
+	}
+	if got := convert.PodStatusToProto(&corev1.PodStatus{Phase: corev1.PodPending}).GetConditions(); got != nil {
+		t.Errorf("no conditions: %v, want nil", got)
 	}
 }

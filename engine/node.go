@@ -493,6 +493,19 @@ func (n *Node) Get(_ context.Context, namespace, name string) (*store.PodRecord,
 	return rec, nil
 }
 
+// GetShared is Get for callers that only read the record (GetPod): it is
+// shared with the store's cache and other callers and must not be changed,
+// which spares a copy of the pod. While the pod's stored bytes are
+// unchanged every call returns the same record; any write (a status, a
+// spec, a deletion mark) makes a new one.
+func (n *Node) GetShared(_ context.Context, namespace, name string) (*store.PodRecord, error) {
+	rec, err := n.store.GetByNameShared(namespace, name)
+	if err != nil {
+		return nil, storeError(err) // the store's error names the pod
+	}
+	return rec, nil
+}
+
 // List returns the stored pods f selects, ordered by namespace and name,
 // with their current status and their secrets redacted, and the revision
 // of the snapshot: Watch from it misses nothing.

@@ -14,7 +14,9 @@ func (s *service) GetPod(ctx context.Context, req *podsyncv1.GetPodRequest) (*po
 	if err := InvalidRequest(s.validator.ValidateGetPodRequest(req)); err != nil {
 		return nil, err
 	}
-	rec, err := s.node.Get(ctx, orDefaultNamespace(req.GetNamespace()), req.GetName())
+	// The record is only read; the store's shared one lets recordToProto
+	// reuse the message it made of it before.
+	rec, err := s.node.GetShared(ctx, orDefaultNamespace(req.GetNamespace()), req.GetName())
 	if err != nil {
 		return nil, err
 	}

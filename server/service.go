@@ -42,6 +42,7 @@ type service struct {
 	runPods   runpods.Options
 	nodeName  string
 	log       *zap.Logger
+	pods      *podCache // recordToProto's messages
 }
 
 var _ podsyncv1.PodSyncServiceServer = (*service)(nil)
@@ -65,6 +66,7 @@ func NewService(o ServiceOptions) podsyncv1.PodSyncServiceServer {
 		runPods:   rp,
 		nodeName:  o.NodeName,
 		log:       log,
+		pods:      newPodCache(podCacheSize),
 	}
 }
 

@@ -149,12 +149,41 @@ func (s *service) statusToProto(st *corev1.PodStatus, steps []engine.StepResult)
 // one, the time podsyncd stored it as metadata.creationTimestamp. Records
 // from the Node have their secrets redacted, and a Pod carries no secret
 // data anyway.
+//
+// The message comes from s.pods while the record and the sandbox are those
+// it was made of; it is shared with other responses and must not be
+// changed (see podCache).
 func (s *service) recordToProto(rec *store.PodRecord) *podsyncv1.Pod {
+	var sb sandboxRef
+	if id, attempt, ok := s.node.PodSandbox(rec.Pod.UID); ok {
+		sb = sandboxRef{id: id, attempt: attempt}
+	}
+	return s.cachedPodToProto(rec, sb)
+}
+
+// cachedPodToProto is podToProto through s.pods.
+func (s *service) cachedPodToProto(rec *store.PodRecord, sb sandboxRef) *podsyncv1.Pod {
+	if p := s.pods.get(rec, sb); p != nil {
+		return p
+	}
+	p := s.podToProto(rec, sb)
+	s.pods.add(rec, sb, p)
+	return p
+}
+
+// podToProto translates rec with the sandbox sb (none when zero), without
+// the cache.
+func (s *service) podToProto(rec *store.PodRecord, sb sandboxRef) *podsyncv1.Pod {
 	// Stored pods came from requests through convert.PodFromProto.
 	p := convert.StoredPodToProto(rec.Pod)
-	p.Status = s.statusToProto(&rec.Pod.Status, nil)
-	if id, attempt, ok := s.node.PodSandbox(rec.Pod.UID); ok && p.Status != nil {
-		p.Status.SandboxId, p.Status.SandboxAttempt = id, attempt
+	// StoredPodToProto converted the status unless it is zero; a returned
+	// pod always has one, with the node name.
+	if p.Status == nil {
+		p.Status = convert.PodStatusToProto(&rec.Pod.Status)
+	}
+	p.Status.NodeName = s.nodeName
+	if sb.id != "" {
+		p.Status.SandboxId, p.Status.SandboxAttempt = sb.id, sb.attempt
 	}
 	if p.Metadata != nil && p.Metadata.CreationTimestamp == nil && !rec.CreatedAt.IsZero() {
 		p.Metadata.CreationTimestamp = timestamppb.New(rec.CreatedAt)

@@ -98,7 +98,9 @@ func (wf *watchFilter) match(ctx context.Context, e store.Entry) bool {
 		if e.Labels != nil || !known {
 			set, known = e.Labels, true
 		}
-	} else if rec, err := wf.s.node.Get(ctx, e.Pod.Namespace, e.Pod.Name); err == nil && rec.Pod.UID == e.Pod.UID {
+	} else if rec, err := wf.s.node.GetShared(ctx, e.Pod.Namespace, e.Pod.Name); err == nil && rec.Pod.UID == e.Pod.UID {
+		// Only read, as the labels kept are: the shared record spares a
+		// copy of the pod per entry.
 		set, known = rec.Pod.Labels, true
 		wf.labels[e.Pod.UID] = set
 	}

@@ -214,6 +214,19 @@ func (s *Store) get(uid types.UID) (*PodRecord, error) {
 // GetByName returns the pod namespace/name, its secrets redacted, or
 // ErrNotFound.
 func (s *Store) GetByName(namespace, name string) (*PodRecord, error) {
+	return s.getByName(namespace, name, s.decoded.redacted)
+}
+
+// GetByNameShared is GetByName whose record is shared with the store's
+// cache and other callers, as ListShared's are: the same record while the
+// pod's stored bytes are unchanged, and a new one after any write. It spares
+// a copy of the pod to callers that only read the record, which must not
+// change it.
+func (s *Store) GetByNameShared(namespace, name string) (*PodRecord, error) {
+	return s.getByName(namespace, name, s.decoded.shared)
+}
+
+func (s *Store) getByName(namespace, name string, decode func(uid, data []byte) (*PodRecord, error)) (*PodRecord, error) {
 	var rec *PodRecord
 	err := s.view(func(tx *bolt.Tx) error {
 		uid := tx.Bucket(bucketNames).Get(nameKey(namespace, name))
@@ -225,7 +238,7 @@ func (s *Store) GetByName(namespace, name string) (*PodRecord, error) {
 			return fmt.Errorf("get pod %s/%s: name index names missing uid %s", namespace, name, uid)
 		}
 		var err error
-		rec, err = s.decoded.redacted(uid, data)
+		rec, err = decode(uid, data)
 		return err
 	})
 	return rec, err
