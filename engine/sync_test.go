@@ -562,7 +562,10 @@ func TestPassEndReadsWhatItCreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(full, res.View, cmpopts.IgnoreFields(engine.RuntimeView{}, "PullFailures")); diff != "" {
+	// Instances created in the same instant (the fake clock's) have no
+	// order of their own.
+	byID := cmpopts.SortSlices(func(a, b engine.ContainerInstance) bool { return a.ID < b.ID })
+	if diff := cmp.Diff(full, res.View, byID, cmpopts.IgnoreFields(engine.RuntimeView{}, "PullFailures")); diff != "" {
 		t.Errorf("the pass's view differs from a full read (-full +pass):\n%s", diff)
 	}
 	h.converged(pod, res)
