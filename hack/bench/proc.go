@@ -56,6 +56,60 @@ func procCPU(pid int) (cpuTimes, error) {
 	return cpuTimes{self: v[0] + v[1], children: v[2] + v[3]}, nil
 }
 
+// threadCPU is the on-CPU time of each thread of a process in
+// nanoseconds, from /proc/<pid>/task/<tid>/schedstat: exact where
+// utime+stime counts 10 ms ticks.
+type threadCPU map[int]int64
+
+// procThreadCPU reads the schedstat of every thread of pid.
+func procThreadCPU(pid int) (threadCPU, error) {
+	dirs, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/[0-9]*", pid))
+	if err != nil || len(dirs) == 0 {
+		return nil, fmt.Errorf("threads of %d: none listed", pid)
+	}
+	out := threadCPU{}
+	for _, d := range dirs {
+		data, err := os.ReadFile(filepath.Join(d, "schedstat"))
+		if err != nil {
+			return nil, err
+		}
+		f := strings.Fields(string(data))
+		if len(f) < 1 {
+			return nil, fmt.Errorf("%s/schedstat: malformed", d)
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s/schedstat: %w", d, err)
+		}
+		tid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			return nil, err
+		}
+		out[tid] = ns
+	}
+	return out, nil
+}
+
+// threadCPUDeltaMS is the CPU time pid's threads used between two
+// readings, in milliseconds; ok is false if a thread of the first ended
+// before the second (its time is lost: use the ticks instead).
+func threadCPUDeltaMS(before, after threadCPU) (ms float64, ok bool) {
+	var ns int64
+	for tid, v := range before {
+		w, alive := after[tid]
+		if !alive {
+			return 0, false
+		}
+		ns += w - v
+	}
+	for tid, v := range after {
+		if _, old := before[tid]; !old {
+			ns += v
+		}
+	}
+	return float64(ns) / 1e6, true
+}
+
 // ticksToMS converts clock ticks to milliseconds.
 func ticksToMS(t float64) float64 { return t * 1000 / clockTicks }
 

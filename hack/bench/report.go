@@ -169,8 +169,10 @@ func renderMethod(w *strings.Builder, res *results, cfg config) {
 		"  mount are written before the clock starts. The floor is the raw run at concurrency N.\n")
 	p("- **crictl loop:** `crictl runp`, `crictl create`, `crictl start` per pod in turn (crictl %s, as a\n"+
 		"  shell script would), with the same configs as JSON, until every container is RUNNING.\n", "v1.37.0")
-	p("- **CPU:** utime+stime of podsyncd from `/proc/<pid>/stat` (clock ticks of %.0f Hz, so ±%.0f ms per\n"+
-		"  run) over the RunPods ÷ N. containerd's includes its waited-for children (CNI plugins); the shims'\n"+
+	p("- **CPU:** podsyncd's is the on-CPU time of its threads over the RunPods ÷ N, in nanoseconds from\n"+
+		"  `/proc/<pid>/task/*/schedstat` (a run in which a thread ended falls back to utime+stime from\n"+
+		"  `/proc/<pid>/stat`, clock ticks of %.0f Hz, ±%.0f ms per run, and is marked). containerd's and the\n"+
+		"  shims' are utime+stime: containerd's includes its waited-for children (CNI plugins); the shims'\n"+
 		"  (with runc, their children) are read before cleanup. The raw run at concurrency N is the baseline.\n",
 		clockTicks, 1000/clockTicks)
 	p("- **Status latency:** %d pods run; for each in turn the container's init process (PID from CRI\n"+
@@ -216,6 +218,11 @@ func renderFlavour(w *strings.Builder, fr *flavourResult, cfg config) {
 		for _, rr := range fr.runs {
 			p("| %d | %s | %s | %s | %s | %s |\n", rr.n, rr.podsyncdCPU.num("%.2f ms"), rr.ctrdPodsync.num("%.1f ms"),
 				rr.shimPodsync.num("%.1f ms"), rr.ctrdRaw.num("%.1f ms"), rr.shimRaw.num("%.1f ms"))
+		}
+		for _, rr := range fr.runs {
+			if rr.cpuInTicks {
+				p("\nN = %d: podsyncd's CPU of at least one run is in clock ticks (a thread ended during it).\n", rr.n)
+			}
 		}
 		p("\n")
 		renderCalls(w, fr)

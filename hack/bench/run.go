@@ -25,7 +25,10 @@ type runResult struct {
 	// CPU, ms per pod: podsyncd; containerd (with CNI plugins) and the
 	// shims (with runc) in the podsync run and in the raw run at
 	// concurrency N.
-	podsyncdCPU              sample
+	podsyncdCPU sample
+	// cpuInTicks is set when a run's podsyncd CPU had to be read in
+	// clock ticks (a thread ended during it).
+	cpuInTicks               bool
 	ctrdPodsync, shimPodsync sample
 	ctrdRaw, shimRaw         sample
 	// calls are podsyncd's CRI calls by method ("cri/<method>") and sync
@@ -138,10 +141,12 @@ func (b *bench) round(ctx context.Context, e *env, rr *runResult) error {
 	}
 	counts0, cerr0 := e.d.scrapeCounts(ctx)
 	cpu0, err0 := procCPU(e.d.pid)
+	thr0, terr0 := procThreadCPU(e.d.pid)
 	rt0 := snapshotRuntime(e.inst.PID(), e.inst.Socket())
 	start := time.Now()
 	done, err := e.d.runPods(ctx, req)
 	rt1 := snapshotRuntime(e.inst.PID(), e.inst.Socket())
+	thr1, terr1 := procThreadCPU(e.d.pid)
 	cpu1, err1 := procCPU(e.d.pid)
 	counts1, cerr1 := e.d.scrapeCounts(ctx)
 	if err == nil && cerr0 == nil && cerr1 == nil {
@@ -157,9 +162,14 @@ func (b *bench) round(ctx context.Context, e *env, rr *runResult) error {
 	} else {
 		podsyncMS = msOf(done.Sub(start))
 		rr.podsync.add(podsyncMS)
-		if err := firstErr(err0, err1); err == nil {
+		ms, exact := threadCPUDeltaMS(thr0, thr1)
+		switch err := firstErr(err0, err1); {
+		case terr0 == nil && terr1 == nil && exact:
+			rr.podsyncdCPU.add(ms / float64(n))
+		case err == nil:
 			rr.podsyncdCPU.add(ticksToMS(cpu1.self-cpu0.self) / float64(n))
-		} else {
+			rr.cpuInTicks = true
+		default:
 			rr.podsyncdCPU.fail(err)
 		}
 		if c, s, err := runtimeDelta(rt0, rt1); err == nil {
