@@ -1,17 +1,15 @@
 package server
 
 import (
-	"k8s.io/utils/lru"
+	"runtime"
+	"sync"
+	"weak"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine/store"
 )
-
-// podCacheSize bounds the pods podCache holds: nine times podsyncd's
-// default --max-pods (110), room for the terminal pods a node keeps stored
-// too. A ListPods of more pods than this evicts the entries it needs next
-// and converts every pod, as it would without the cache.
-const podCacheSize = 1024
 
 // podCache holds the API message recordToProto made of each stored pod,
 // so that GetPod and ListPods convert a pod only when it changed: that
@@ -21,24 +19,27 @@ const podCacheSize = 1024
 // made of, compared by pointer, and the same sandbox. The store hands out
 // one shared record per version of a pod's bytes (Node.ListShared and
 // Node.GetShared), and any write — a status, a spec, a deletion mark —
-// makes a new record, so a pointer names a version. The entry holds its
-// record, so that record's address cannot be reused for another one while
-// the entry exists. The sandbox, the worker's and not the record's, can
-// change without a write.
+// makes a new record, so a pointer names a version. The sandbox, the
+// worker's and not the record's, can change without a write.
+//
+// An entry holds its record weakly and leaves when the record is garbage:
+// once the store holds a newer version of the pod, or has forgotten the
+// deleted pod, and no response uses it. So the cache holds at most one
+// message per pod the store holds, and none of pods gone; a weak pointer
+// also cannot come to name another record.
 //
 // The messages are shared by every response that returns them, marshalled
 // concurrently: nothing may change a message once it is in the cache.
 // Handlers only put them in responses, and no interceptor changes
 // responses (grpc.go). Marshalling only fills the messages' size caches,
-// atomically and with the same sizes whichever call fills them. The LRU
-// bound drops the entries of pods deleted long ago, and of versions no
-// reader asks for any more.
+// atomically and with the same sizes whichever call fills them.
 type podCache struct {
-	entries *lru.Cache // types.UID -> *podCacheEntry; locks itself
+	mu      sync.Mutex
+	entries map[types.UID]podCacheEntry
 }
 
 type podCacheEntry struct {
-	rec     *store.PodRecord
+	rec     weak.Pointer[store.PodRecord]
 	sandbox sandboxRef
 	pod     *podsyncv1.Pod
 }
@@ -50,18 +51,16 @@ type sandboxRef struct {
 	attempt uint32
 }
 
-func newPodCache(size int) *podCache {
-	return &podCache{entries: lru.New(size)}
+func newPodCache() *podCache {
+	return &podCache{entries: map[types.UID]podCacheEntry{}}
 }
 
 // get returns the message made of rec with sandbox sb, or nil.
 func (c *podCache) get(rec *store.PodRecord, sb sandboxRef) *podsyncv1.Pod {
-	v, ok := c.entries.Get(rec.Pod.UID)
-	if !ok {
-		return nil
-	}
-	e, ok := v.(*podCacheEntry)
-	if !ok || e.rec != rec || e.sandbox != sb {
+	c.mu.Lock()
+	e, ok := c.entries[rec.Pod.UID]
+	c.mu.Unlock()
+	if !ok || e.rec.Value() != rec || e.sandbox != sb {
 		return nil
 	}
 	return e.pod
@@ -71,5 +70,32 @@ func (c *podCache) get(rec *store.PodRecord, sb sandboxRef) *podsyncv1.Pod {
 // pod's entry. Of two calls racing with different versions of a pod the
 // last wins: a lookup with the other version misses and converts again.
 func (c *podCache) add(rec *store.PodRecord, sb sandboxRef, pod *podsyncv1.Pod) {
-	c.entries.Add(rec.Pod.UID, &podCacheEntry{rec: rec, sandbox: sb, pod: pod})
+	uid, wp := rec.Pod.UID, weak.Make(rec)
+	c.mu.Lock()
+	c.entries[uid] = podCacheEntry{rec: wp, sandbox: sb, pod: pod}
+	c.mu.Unlock()
+	runtime.AddCleanup(rec, c.drop, recordRef{uid: uid, rec: wp})
+}
+
+// recordRef names one record of a pod without keeping it alive.
+type recordRef struct {
+	uid types.UID
+	rec weak.Pointer[store.PodRecord]
+}
+
+// drop removes the entry of a record that is garbage, unless the entry is
+// another record's by now.
+func (c *podCache) drop(r recordRef) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[r.uid]; ok && e.rec == r.rec {
+		delete(c.entries, r.uid)
+	}
+}
+
+// len returns the number of entries.
+func (c *podCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
 }

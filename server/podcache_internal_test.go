@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/encoding"
 	grpcproto "google.golang.org/grpc/encoding/proto"
@@ -294,34 +296,37 @@ func TestPodCacheConcurrentReads(t *testing.T) {
 	}
 }
 
-// TestPodCacheBound: the cache holds at most its size, the least recently
-// used pods leaving first; a pod evicted is converted again, correctly.
-func TestPodCacheBound(t *testing.T) {
-	s, _ := storedPodsService(t, 3)
-	s.pods = newPodCache(2)
-	recs := make([]*store.PodRecord, 3)
-	msgs := make([]*podsyncv1.Pod, 3)
-	for i := range recs {
-		recs[i] = sharedRecord(t, s, "bench", fmt.Sprintf("pod-%03d", i))
-		msgs[i] = s.cachedPodToProto(recs[i], sandboxRef{})
+// TestPodCacheForgetsDeadRecords: an entry leaves once its record is
+// garbage — the store holds a newer version of the pod, or forgot the
+// deleted pod — so the cache holds nothing of pods gone.
+func TestPodCacheForgetsDeadRecords(t *testing.T) {
+	s, st := storedPodsService(t, 3)
+	for i := range 3 {
+		s.recordToProto(sharedRecord(t, s, "bench", fmt.Sprintf("pod-%03d", i)))
 	}
-	if n := s.pods.entries.Len(); n != 2 {
-		t.Errorf("%d entries, want 2", n)
+	if n := s.pods.len(); n != 3 {
+		t.Fatalf("%d entries, want 3", n)
 	}
-	if s.pods.get(recs[0], sandboxRef{}) != nil {
-		t.Error("the least recently used pod was kept")
+	rec := sharedRecord(t, s, "bench", "pod-000")
+	uid := rec.Pod.UID
+	if _, err := st.Delete(uid); err != nil {
+		t.Fatal(err)
 	}
-	for i := 1; i < 3; i++ {
-		if s.pods.get(recs[i], sandboxRef{}) != msgs[i] {
-			t.Errorf("pod-%03d: evicted, want kept", i)
-		}
+	// A new status of pod-001 makes a new record on its next read.
+	one := sharedRecord(t, s, "bench", "pod-001")
+	status := one.Pod.Status.DeepCopy()
+	status.Message = "changed"
+	if _, err := st.Append(store.StatusChange(store.RefOf(one.Pod), status)); err != nil {
+		t.Fatal(err)
 	}
-	again := s.cachedPodToProto(recs[0], sandboxRef{})
-	if again == msgs[0] {
-		t.Error("an evicted pod came back from the cache")
+	newer := sharedRecord(t, s, "bench", "pod-001")
+	deadline := time.Now().Add(5 * time.Second)
+	for s.pods.len() > 1 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
 	}
-	wantSameMessage(t, "evicted pod", again, freshPodToProto(s, recs[0], sandboxRef{}))
-	if s.pods.get(recs[1], sandboxRef{}) != nil || s.pods.entries.Len() != 2 {
-		t.Errorf("after a third pod: %d entries, pod-001 kept %v", s.pods.entries.Len(), s.pods.get(recs[1], sandboxRef{}) != nil)
+	if n := s.pods.len(); n != 1 {
+		t.Fatalf("%d entries after the deletion and the new status, want 1 (pod-002's)", n)
 	}
+	wantSameMessage(t, "pod-001 after its new status", s.recordToProto(newer), freshPodToProto(s, newer, sandboxRef{}))
 }

@@ -66,7 +66,7 @@ func NewService(o ServiceOptions) podsyncv1.PodSyncServiceServer {
 		runPods:   rp,
 		nodeName:  o.NodeName,
 		log:       log,
-		pods:      newPodCache(podCacheSize),
+		pods:      newPodCache(),
 	}
 }
 
