@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
@@ -794,5 +795,34 @@ func TestHealthProbeNow(t *testing.T) {
 			t.Fatal("not SERVING after ProbeNow with an hour's interval")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestReadsThatSucceedLogAtDebug: a read that succeeds ends with a debug
+// line (clients poll them), a call that changes the node with an info
+// line, a read that fails with its failure's level.
+func TestReadsThatSucceedLogAtDebug(t *testing.T) {
+	ctx := testContext(t)
+	h, c, _ := serveUnix(t, server.Options{})
+	if err := callGetPod(ctx, c, "web"); err != nil {
+		t.Fatal(err)
+	}
+	if err := callSyncPod(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := callGetPod(ctx, c, "panic"); err == nil {
+		t.Fatal("GetPod of panic: no error")
+	}
+	levels := map[string][]zapcore.Level{}
+	for _, e := range h.logs.FilterMessage("finished call").All() {
+		m, _ := e.ContextMap()["rpc_method"].(string)
+		levels[m] = append(levels[m], e.Level)
+	}
+	want := map[string][]zapcore.Level{
+		podsyncv1.PodSyncService_GetPod_FullMethodName:  {zapcore.DebugLevel, zapcore.ErrorLevel},
+		podsyncv1.PodSyncService_SyncPod_FullMethodName: {zapcore.InfoLevel},
+	}
+	if diff := cmp.Diff(want, levels); diff != "" {
+		t.Errorf("levels of finished call lines (-want +got):\n%s", diff)
 	}
 }

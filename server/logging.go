@@ -8,6 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
 )
 
 // Log keys of the server's request-scoped fields (STYLE.md: snake_case).
@@ -56,8 +58,21 @@ var droppedKeys = map[string]bool{
 // interceptorLogger adapts zap to go-grpc-middleware's logging.Logger. It
 // is shaped like the upstream zap example: fields become typed zap fields
 // (with our key names) and the level picks the method.
+//
+// A read (a method RoleRead may call: GetPod, ListPods, health, …) that
+// succeeds is logged at debug, not info: clients poll them, and a line per
+// poll buried the calls that change the node (and cost GetPod a fifth of
+// its CPU). Failures keep their level.
 func interceptorLogger(l *zap.Logger) logging.Logger {
-	return logging.LoggerFunc(func(_ context.Context, lvl logging.Level, msg string, fields ...any) {
+	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		if lvl == logging.LevelInfo {
+			if m, ok := grpc.Method(ctx); ok && requiredRole(m) == RoleRead {
+				lvl = logging.LevelDebug
+			}
+		}
+		if lvl == logging.LevelDebug && !l.Core().Enabled(zapcore.DebugLevel) {
+			return
+		}
 		f := make([]zap.Field, 0, len(fields)/2)
 		for i := 0; i+1 < len(fields); i += 2 {
 			key, ok := fields[i].(string)
