@@ -26,8 +26,9 @@ import (
 type Node interface {
 	// Apply stores the pod and runs one sync pass now, emitting its steps.
 	Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(engine.StepResult)) (engine.ApplyResult, error)
-	// List returns the stored pods and the revision to watch from.
-	List(ctx context.Context, f store.Filter) ([]*store.PodRecord, int64, error)
+	// ListShared returns the stored pods and the revision to watch from;
+	// the records are shared and only read.
+	ListShared(ctx context.Context, f store.Filter) ([]*store.PodRecord, int64, error)
 	// Watch follows the revision log after since.
 	Watch(ctx context.Context, since int64) (*store.Watcher, error)
 	// ObserveSteps reports the steps of the passes the node runs of a pod
@@ -237,7 +238,7 @@ func (w *waiter) take() *corev1.PodStatus {
 }
 
 func (r *run) run(ctx context.Context) (Summary, error) {
-	records, rev, err := r.opts.Node.List(ctx, store.Filter{})
+	records, rev, err := r.opts.Node.ListShared(ctx, store.Filter{})
 	if err != nil {
 		return Summary{}, fmt.Errorf("list pods for admission: %w", err)
 	}
@@ -321,7 +322,7 @@ func (r *run) dispatch(ctx context.Context, rev int64) {
 			return
 		}
 		r.opts.Logger.Warn("run pods: watch ended, listing again", zap.Error(err), zap.Int64("revision", rev))
-		records, listRev, lerr := r.opts.Node.List(ctx, store.Filter{})
+		records, listRev, lerr := r.opts.Node.ListShared(ctx, store.Filter{})
 		if lerr != nil {
 			// The store is closing or broken: wait a little and retry
 			// rather than spin; ctx ends the loop.

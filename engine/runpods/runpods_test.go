@@ -112,8 +112,8 @@ func (n *fakeNode) ObserveSteps(uid types.UID, fn func(engine.StepResult)) func(
 	}
 }
 
-func (n *fakeNode) List(_ context.Context, f store.Filter) ([]*store.PodRecord, int64, error) {
-	return n.st.List(f)
+func (n *fakeNode) ListShared(_ context.Context, f store.Filter) ([]*store.PodRecord, int64, error) {
+	return n.st.ListShared(f)
 }
 
 func (n *fakeNode) Watch(ctx context.Context, since int64) (*store.Watcher, error) {
