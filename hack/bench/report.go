@@ -456,7 +456,7 @@ being too coarse for a few milliseconds a pod):
 |---|---|---|---|
 | sync passes per new pod | 2 | 1 | the container events of a pass's own creates and starts, and a relist finding the pod as a pass left it, no longer cost a pass: the watcher's hints say what changed (the event, or the relist's snapshot of the pod's objects), and a worker skips a pass when its last clean pass's final view shows all of it and a pass over that view would do nothing (` + "`podsync_sync_passes_skipped_total`" + `) |
 | CRI calls per new pod | 13 | 8 | one pass; a pass's end reads the statuses of the objects it found and created instead of listing the runtime again (it lists after a failed create) and reuses the new sandbox's status |
-| podsyncd CPU per pod, N = 30 | 5.0–5.7 ms | 4.1–4.4 ms | the above; writes queued during a store commit share the next commit (two fdatasyncs per group instead of per write); admission and RunPods read the store's shared records instead of copies |
+| podsyncd CPU per pod, N = 30 | 5.0–5.7 ms | 4.0–4.8 ms (medians of 5 full and run-only runs) | the above; writes queued during a store commit share the next commit (two fdatasyncs per group instead of per write); admission and RunPods read the store's shared records instead of copies |
 | ListPods p99, 200 pods, 8 clients | 49 ms | 32–33 ms | GetPod and ListPods convert a pod to its API message only when it changed (a cache holding its records weakly, so nothing of deleted pods stays) |
 | GetPod p99 | 4.6 ms | 4.2–4.5 ms | the same, and reads that succeed log at debug: a line per poll was a fifth of GetPod's CPU |
 
@@ -472,7 +472,7 @@ Ps woken around each blocking syscall and gRPC hand-off). At N = 1 nothing is sh
 alone costs about 5.3 ms: the same work, not more of it. Going lower means fewer blocking syscalls
 (podsync keeps the kubelet's directory layout on the node's disk) or fewer CRI calls (skipping the
 start-of-pass lists of a pod never seen needs an authority podsync lacks: CRI events can be lost,
-the relist is the authority). RSS with 200 pods varies between runs (42–51 MiB over this round's
-runs): about 22 MiB of it is podsyncd's binary mapped from disk, the rest Go's heap, which holds
-about 12 MiB live.
+the relist is the authority). RSS with 200 pods varies between runs (42–46 MiB over this round's
+last runs; 51 MiB in one run before the message cache held its records weakly): about 22 MiB of it
+is podsyncd's binary mapped from disk, the rest Go's heap, which holds about 12 MiB live.
 `
