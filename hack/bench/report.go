@@ -469,7 +469,7 @@ directories, as the kubelet's pod data and log directories, the hosts and termin
 files); the CRI event stream about 4%; and the Go runtime's scheduling about 25% (sysmon and idle
 Ps woken around each blocking syscall and gRPC hand-off). At N = 1 nothing is shared between pods
 (each commit is its own, events and garbage collection are not amortised), which is why one pod
-alone costs about 5.3 ms: the same work, not more of it. Going lower means fewer blocking syscalls
+alone costs about 5.1–5.4 ms: the same work, not more of it. Going lower means fewer blocking syscalls
 (podsync keeps the kubelet's directory layout on the node's disk) or fewer CRI calls (skipping the
 start-of-pass lists of a pod never seen needs an authority podsync lacks: CRI events can be lost,
 the relist is the authority). RSS with 200 pods varies between runs (42–46 MiB over this round's
