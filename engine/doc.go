@@ -48,7 +48,9 @@
 // A Watcher (watch.go) turns the runtime's activity into "this pod may have
 // changed" hints for pod workers: CRI container events where the runtime
 // streams them (containerd 2.x), and a periodic relist as the authority
-// (alone on containerd 1.6, which has no events).
+// (alone on containerd 1.6, which has no events). A Node's workers skip the
+// pass a hint asks for when their last clean pass's final view already
+// shows the change and a pass over that view would do nothing (hints.go).
 //
 // # Keeping pods converged
 //
