@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -372,7 +371,7 @@ func (p *pass) reread(ctx context.Context) (podState, error) {
 	if p.createsFailed {
 		return p.s.readState(ctx, p.pod)
 	}
-	objs := podObjects{sandboxOf: maps.Clone(p.st.sandboxOf)}
+	objs := podObjects{sandboxOf: p.st.sandboxOf} // only read
 	for _, sb := range p.st.view.Sandboxes {
 		objs.sandboxes = append(objs.sandboxes, sb.ID)
 	}
