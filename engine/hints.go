@@ -114,9 +114,18 @@ type hint struct {
 	events []objectEvent
 }
 
+// maxHintEvents bounds the events a hint gathers while its pod's worker
+// is busy (a long kill, say); past it the hint only asks for a pass.
+const maxHintEvents = 64
+
 // merge adds a later hint for the same pod to h.
 func (h *hint) merge(later hint) {
-	h.unknown = h.unknown || later.unknown
+	h.unknown = h.unknown || later.unknown || len(h.events)+len(later.events) > maxHintEvents
+	if h.unknown {
+		// A pass runs whatever else the hint says.
+		h.snapshot, h.events = nil, nil
+		return
+	}
 	if later.snapshot != nil {
 		h.snapshot = later.snapshot
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"testing"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -67,8 +68,21 @@ func TestHintMerge(t *testing.T) {
 		t.Errorf("a later relist's snapshot did not replace the earlier: %v", h.snapshot)
 	}
 	h.merge(hint{uid: "u", unknown: true})
-	if !h.unknown {
-		t.Error("unknown lost in a merge")
+	if !h.unknown || h.events != nil || h.snapshot != nil {
+		t.Errorf("after an unknown change: %+v, want unknown and nothing else", h)
+	}
+	h.merge(hint{uid: "u", events: []objectEvent{{id: "c"}}})
+	if !h.unknown || h.events != nil {
+		t.Errorf("an unknown hint gathered events: %+v", h)
+	}
+
+	// Events gather up to a bound, then the hint only asks for a pass.
+	var b hint
+	for i := range maxHintEvents + 1 {
+		b.merge(hint{uid: "u", events: []objectEvent{{id: fmt.Sprint(i)}}})
+	}
+	if !b.unknown || b.events != nil {
+		t.Errorf("after %d events: unknown %v with %d events, want unknown without events", maxHintEvents+1, b.unknown, len(b.events))
 	}
 }
 
