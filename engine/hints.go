@@ -24,22 +24,22 @@ const (
 // their states.
 type objectStates map[string]objectState
 
-// sandboxState maps a CRI sandbox state.
-func sandboxState(s runtimeapi.PodSandboxState) objectState {
-	if s == runtimeapi.PodSandboxState_SANDBOX_READY {
+// sandboxObject is a sandbox's objectState.
+func sandboxObject(s SandboxState) objectState {
+	if s == SandboxReady {
 		return sandboxReady
 	}
 	return sandboxNotReady
 }
 
-// criContainerState maps a CRI container state.
-func criContainerState(s runtimeapi.ContainerState) objectState {
+// containerObject is a container's objectState.
+func containerObject(s ContainerState) objectState {
 	switch s {
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
+	case ContainerCreated:
 		return containerCreated
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+	case ContainerRunning:
 		return containerRunning
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
+	case ContainerExited:
 		return containerExited
 	default:
 		return containerUnknown
@@ -50,22 +50,10 @@ func criContainerState(s runtimeapi.ContainerState) objectState {
 func statesOf(v RuntimeView) objectStates {
 	out := make(objectStates, len(v.Sandboxes)+len(v.Containers))
 	for _, sb := range v.Sandboxes {
-		out[sb.ID] = sandboxNotReady
-		if sb.State == SandboxReady {
-			out[sb.ID] = sandboxReady
-		}
+		out[sb.ID] = sandboxObject(sb.State)
 	}
 	for _, c := range v.Containers {
-		switch c.State {
-		case ContainerCreated:
-			out[c.ID] = containerCreated
-		case ContainerRunning:
-			out[c.ID] = containerRunning
-		case ContainerExited:
-			out[c.ID] = containerExited
-		default:
-			out[c.ID] = containerUnknown
-		}
+		out[c.ID] = containerObject(c.State)
 	}
 	return out
 }

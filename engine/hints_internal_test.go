@@ -95,12 +95,12 @@ func TestStatesOfMatchesRelist(t *testing.T) {
 		Containers: []ContainerInstance{{ID: "c1", State: ContainerRunning}, {ID: "c2", State: ContainerExited}, {ID: "c3", State: ContainerCreated}, {ID: "c4", State: ContainerUnknown}},
 	}
 	listed := objectStates{
-		"s1": sandboxState(runtimeapi.PodSandboxState_SANDBOX_READY),
-		"s0": sandboxState(runtimeapi.PodSandboxState_SANDBOX_NOTREADY),
-		"c1": criContainerState(runtimeapi.ContainerState_CONTAINER_RUNNING),
-		"c2": criContainerState(runtimeapi.ContainerState_CONTAINER_EXITED),
-		"c3": criContainerState(runtimeapi.ContainerState_CONTAINER_CREATED),
-		"c4": criContainerState(runtimeapi.ContainerState_CONTAINER_UNKNOWN),
+		"s1": sandboxObject(sandboxStateFromCRI(runtimeapi.PodSandboxState_SANDBOX_READY)),
+		"s0": sandboxObject(sandboxStateFromCRI(runtimeapi.PodSandboxState_SANDBOX_NOTREADY)),
+		"c1": containerObject(containerStateFromCRI(runtimeapi.ContainerState_CONTAINER_RUNNING)),
+		"c2": containerObject(containerStateFromCRI(runtimeapi.ContainerState_CONTAINER_EXITED)),
+		"c3": containerObject(containerStateFromCRI(runtimeapi.ContainerState_CONTAINER_CREATED)),
+		"c4": containerObject(containerStateFromCRI(runtimeapi.ContainerState_CONTAINER_UNKNOWN)),
 	}
 	h := hint{snapshot: listed}
 	if !h.seenBy(statesOf(v)) {

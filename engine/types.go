@@ -182,9 +182,7 @@ func SandboxFromCRI(s *runtimeapi.PodSandboxStatus) Sandbox {
 		CreatedAt:   fromNanos(s.GetCreatedAt()),
 		NetworkMode: s.GetLinux().GetNamespaces().GetOptions().GetNetwork(),
 	}
-	if s.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
-		out.State = SandboxReady
-	}
+	out.State = sandboxStateFromCRI(s.GetState())
 	if ip := s.GetNetwork().GetIp(); ip != "" {
 		out.IPs = append(out.IPs, ip)
 	}
@@ -225,17 +223,30 @@ func ContainerFromCRI(c *runtimeapi.ContainerStatus) ContainerInstance {
 	if out.Image == "" {
 		out.Image = c.GetImage().GetImage()
 	}
-	switch c.GetState() {
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		out.State = ContainerCreated
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		out.State = ContainerRunning
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		out.State = ContainerExited
-	default:
-		out.State = ContainerUnknown
-	}
+	out.State = containerStateFromCRI(c.GetState())
 	return out
+}
+
+// sandboxStateFromCRI decodes a CRI sandbox state.
+func sandboxStateFromCRI(s runtimeapi.PodSandboxState) SandboxState {
+	if s == runtimeapi.PodSandboxState_SANDBOX_READY {
+		return SandboxReady
+	}
+	return SandboxNotReady
+}
+
+// containerStateFromCRI decodes a CRI container state.
+func containerStateFromCRI(s runtimeapi.ContainerState) ContainerState {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return ContainerCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return ContainerRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return ContainerExited
+	default:
+		return ContainerUnknown
+	}
 }
 
 // NeedsLogFallback reports whether the executor should fill the

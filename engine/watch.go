@@ -353,10 +353,10 @@ func (w *Watcher) relistOnce(ctx context.Context) {
 		pods[uid][id] = st
 	}
 	for _, sb := range sbs {
-		add(sb.GetLabels(), sb.GetId(), sandboxState(sb.GetState()))
+		add(sb.GetLabels(), sb.GetId(), sandboxObject(sandboxStateFromCRI(sb.GetState())))
 	}
 	for _, c := range ctrs {
-		add(c.GetLabels(), c.GetId(), criContainerState(c.GetState()))
+		add(c.GetLabels(), c.GetId(), containerObject(containerStateFromCRI(c.GetState())))
 	}
 	w.mu.Lock()
 	if w.listFailing {

@@ -98,12 +98,12 @@ func (w *worker) kickSelf() {
 }
 
 // hint asks the worker's loop for a pass for what h reports; the loop
-// skips it if the last pass saw all of it.
+// skips it if the last pass saw all of it. h's events become the
+// worker's: a subscription hands over the hints it delivers.
 func (w *worker) hint(h hint) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.pending == nil {
-		h.events = slices.Clone(h.events)
 		w.pending = &h
 	} else {
 		w.pending.merge(h)
