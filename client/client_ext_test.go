@@ -2,17 +2,8 @@ package client_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,6 +14,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
+	"github.com/podsync/podsync/internal/testcert"
 	"github.com/podsync/podsync/server"
 )
 
@@ -186,20 +178,20 @@ func TestNewInsecureLoopback(t *testing.T) {
 // caller by its certificate's common name.
 func TestNewTLSFiles(t *testing.T) {
 	dir := t.TempDir()
-	ca := newCA(t)
-	serverCert := ca.issue(t, "podsyncd", true)
+	ca := testcert.NewCA(t, "test CA")
+	serverCert := ca.Issue(t, testcert.Leaf{CN: "podsyncd", IPs: testcert.Localhost, Server: true})
 	d := newDaemon(t, func(c *daemonConfig) {
 		c.tcp = true
 		c.roles = &server.Roles{Admin: []string{"cn:deployer"}}
 		c.tls = &tls.Config{
 			MinVersion:   tls.VersionTLS13,
 			Certificates: []tls.Certificate{serverCert},
-			ClientCAs:    ca.pool(),
+			ClientCAs:    ca.Pool(),
 			ClientAuth:   tls.RequireAndVerifyClientCert,
 		}
 	})
-	caFile := writePEM(t, dir, "ca.pem", "CERTIFICATE", ca.cert.Raw)
-	certFile, keyFile := ca.issueFiles(t, dir, "deployer")
+	caFile := testcert.WritePEM(t, dir, "ca.pem", "CERTIFICATE", ca.Cert.Raw)
+	certFile, keyFile := testcert.WriteFiles(t, dir, "deployer", ca.Issue(t, testcert.Leaf{CN: "deployer"}))
 
 	c := d.client(t, client.WithTLSFiles(certFile, keyFile, caFile))
 	syncPod(t, c, "", "web", nil)
@@ -209,89 +201,4 @@ func TestNewTLSFiles(t *testing.T) {
 	if !errors.Is(err, client.ErrUnavailable) {
 		t.Errorf("without a client certificate: %v", err)
 	}
-}
-
-// testCA is a certificate authority made for one test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-func newCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key}
-}
-
-func (ca *testCA) pool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AddCert(ca.cert)
-	return p
-}
-
-// issue returns a certificate for cn: a server certificate for 127.0.0.1,
-// or a client certificate.
-func (ca *testCA) issue(t *testing.T, cn string, serverAuth bool) tls.Certificate {
-	t.Helper()
-	der, key := ca.issueDER(t, cn, serverAuth)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
-// issueFiles writes a client certificate and its key for cn to dir.
-func (ca *testCA) issueFiles(t *testing.T, dir, cn string) (certFile, keyFile string) {
-	t.Helper()
-	der, key := ca.issueDER(t, cn, false)
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writePEM(t, dir, cn+".pem", "CERTIFICATE", der), writePEM(t, dir, cn+"-key.pem", "EC PRIVATE KEY", keyDER)
-}
-
-func (ca *testCA) issueDER(t *testing.T, cn string, serverAuth bool) ([]byte, *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if serverAuth {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der, key
-}
-
-func writePEM(t *testing.T, dir, name, typ string, der []byte) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/internal/testcert"
 	"github.com/podsync/podsync/server"
 )
 
@@ -283,18 +283,18 @@ func firstRecv[T any](stream grpc.ServerStreamingClient[T], err error) error {
 // mutating calls is RATE_LIMITED while another identity's calls, and its
 // own reads, go through.
 func TestRateLimitIsPerIdentity(t *testing.T) {
-	ca := newTestCA(t, "podsync test CA")
-	serverCert := ca.issue(t, certSpec{cn: "podsyncd", ips: []net.IP{net.IPv4(127, 0, 0, 1)}, server: true})
+	ca := testcert.NewCA(t, "podsync test CA")
+	serverCert := ca.Issue(t, testcert.Leaf{CN: "podsyncd", IPs: testcert.Localhost, Server: true})
 	l := tcpListener(t)
 	start(t, server.Options{
 		TLS: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{serverCert},
-			ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.pool()},
+			ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool()},
 		Roles:     server.Roles{Admin: []string{"cn:alice", "cn:bob"}},
 		RateLimit: server.RateLimit{PerSecond: 0.001, Burst: 2},
 	}, l)
 	client := func(cn string) podsyncv1.PodSyncServiceClient {
-		creds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: ca.pool(),
-			Certificates: []tls.Certificate{ca.issue(t, certSpec{cn: cn})}})
+		creds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: ca.Pool(),
+			Certificates: []tls.Certificate{ca.Issue(t, testcert.Leaf{CN: cn})}})
 		return podsyncv1.NewPodSyncServiceClient(dial(t, l.Addr().String(), creds))
 	}
 	ctx := testContext(t)

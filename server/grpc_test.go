@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/internal/testcert"
 	"github.com/podsync/podsync/server"
 )
 
@@ -255,16 +256,16 @@ func TestUnixPeerReadOnly(t *testing.T) {
 }
 
 func TestMTLS(t *testing.T) {
-	ca := newTestCA(t, "podsync test CA")
-	other := newTestCA(t, "another CA")
-	serverCert := ca.issue(t, certSpec{cn: "podsyncd", ips: []net.IP{net.IPv4(127, 0, 0, 1)}, server: true})
+	ca := testcert.NewCA(t, "podsync test CA")
+	other := testcert.NewCA(t, "another CA")
+	serverCert := ca.Issue(t, testcert.Leaf{CN: "podsyncd", IPs: testcert.Localhost, Server: true})
 	l := tcpListener(t)
 	h := start(t, server.Options{
 		TLS: &tls.Config{
 			MinVersion:   tls.VersionTLS12,
 			Certificates: []tls.Certificate{serverCert},
 			ClientAuth:   tls.RequireAndVerifyClientCert,
-			ClientCAs:    ca.pool(),
+			ClientCAs:    ca.Pool(),
 		},
 		Roles: server.Roles{
 			Admin: []string{"cn:admin"},
@@ -273,7 +274,7 @@ func TestMTLS(t *testing.T) {
 	}, l)
 
 	client := func(t *testing.T, certs ...tls.Certificate) podsyncv1.PodSyncServiceClient {
-		creds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: ca.pool(), Certificates: certs})
+		creds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: ca.Pool(), Certificates: certs})
 		return podsyncv1.NewPodSyncServiceClient(dial(t, l.Addr().String(), creds))
 	}
 	refused := func(t *testing.T, c podsyncv1.PodSyncServiceClient) {
@@ -294,11 +295,11 @@ func TestMTLS(t *testing.T) {
 		refused(t, client(t))
 	})
 	t.Run("certificate of another CA", func(t *testing.T) {
-		refused(t, client(t, other.issue(t, certSpec{cn: "admin"})))
+		refused(t, client(t, other.Issue(t, testcert.Leaf{CN: "admin"})))
 	})
 	t.Run("expired certificate", func(t *testing.T) {
-		refused(t, client(t, ca.issue(t, certSpec{
-			cn: "admin", notBefore: time.Now().Add(-48 * time.Hour), notAfter: time.Now().Add(-24 * time.Hour),
+		refused(t, client(t, ca.Issue(t, testcert.Leaf{
+			CN: "admin", NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour),
 		})))
 	})
 	t.Run("plaintext", func(t *testing.T) {
@@ -306,12 +307,12 @@ func TestMTLS(t *testing.T) {
 		refused(t, c)
 	})
 	t.Run("unknown identity", func(t *testing.T) {
-		c := client(t, ca.issue(t, certSpec{cn: "stranger"}))
+		c := client(t, ca.Issue(t, testcert.Leaf{CN: "stranger"}))
 		wantError(t, callGetPod(testContext(t), c, "web"), codes.PermissionDenied, server.ReasonPermissionDenied)
 	})
 	t.Run("read identity by DNS SAN", func(t *testing.T) {
 		ctx := testContext(t)
-		c := client(t, ca.issue(t, certSpec{cn: "someone", dnsNames: []string{"reader.podsync.test"}}))
+		c := client(t, ca.Issue(t, testcert.Leaf{CN: "someone", DNSNames: []string{"reader.podsync.test"}}))
 		if err := callGetPod(ctx, c, "web"); err != nil {
 			t.Fatalf("GetPod: %v", err)
 		}
@@ -319,14 +320,14 @@ func TestMTLS(t *testing.T) {
 	})
 	t.Run("read identity by URI SAN", func(t *testing.T) {
 		ctx := testContext(t)
-		c := client(t, ca.issue(t, certSpec{uris: []string{"spiffe://podsync.test/observer"}}))
+		c := client(t, ca.Issue(t, testcert.Leaf{URIs: []string{"spiffe://podsync.test/observer"}}))
 		if err := callGetPod(ctx, c, "web"); err != nil {
 			t.Fatalf("GetPod: %v", err)
 		}
 		wantError(t, callSyncPod(ctx, c), codes.PermissionDenied, server.ReasonPermissionDenied)
 	})
 	t.Run("admin identity", func(t *testing.T) {
-		c := client(t, ca.issue(t, certSpec{cn: "admin"}))
+		c := client(t, ca.Issue(t, testcert.Leaf{CN: "admin"}))
 		if err := callSyncPod(testContext(t), c); err != nil {
 			t.Fatalf("SyncPod: %v", err)
 		}

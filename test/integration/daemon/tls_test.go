@@ -4,18 +4,9 @@ package daemon_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,102 +21,9 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/internal/daemon"
+	"github.com/podsync/podsync/internal/testcert"
 	"github.com/podsync/podsync/server"
 )
-
-// testCA is a certificate authority made for one test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-24 * time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key}
-}
-
-func (ca *testCA) pool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AddCert(ca.cert)
-	return p
-}
-
-// leaf describes a certificate ca issues.
-type leaf struct {
-	cn                  string
-	server              bool
-	notBefore, notAfter time.Time // zero: an hour ago, in an hour
-}
-
-func (ca *testCA) issue(t *testing.T, l leaf) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.notBefore.IsZero() {
-		l.notBefore = time.Now().Add(-time.Hour)
-	}
-	if l.notAfter.IsZero() {
-		l.notAfter = time.Now().Add(time.Hour)
-	}
-	sn, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: sn,
-		Subject:      pkix.Name{CommonName: l.cn},
-		NotBefore:    l.notBefore,
-		NotAfter:     l.notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if l.server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
-// writePEM writes a file of PEM blocks of typ and returns its path.
-func writePEM(t *testing.T, dir, name, typ string, ders ...[]byte) string {
-	t.Helper()
-	var b []byte
-	for _, der := range ders {
-		b = append(b, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})...)
-	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func freePort(t *testing.T) int {
@@ -156,12 +54,9 @@ func errorReason(err error) string {
 func TestMTLS(t *testing.T) {
 	ctx := testContext(t)
 	dir := t.TempDir()
-	ca, otherCA := newTestCA(t, "podsync itest CA"), newTestCA(t, "another CA")
-	srvCert := ca.issue(t, leaf{cn: "podsyncd", server: true})
-	keyDER, err := x509.MarshalPKCS8PrivateKey(srvCert.PrivateKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca, otherCA := testcert.NewCA(t, "podsync itest CA"), testcert.NewCA(t, "another CA")
+	srvCertFile, srvKeyFile := testcert.WriteFiles(t, dir, "server",
+		ca.Issue(t, testcert.Leaf{CN: "podsyncd", IPs: testcert.Localhost, Server: true}))
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	d := startPodsyncd(t, daemonOptions{
 		ExtraListen: []string{"tcp://" + addr},
@@ -172,9 +67,9 @@ security:
     read: ["cn:itest-reader"]
 `,
 		Args: []string{
-			"--tls-cert-file=" + writePEM(t, dir, "server.crt", "CERTIFICATE", srvCert.Certificate[0]),
-			"--tls-key-file=" + writePEM(t, dir, "server.key", "PRIVATE KEY", keyDER),
-			"--tls-client-ca-file=" + writePEM(t, dir, "client-ca.crt", "CERTIFICATE", ca.cert.Raw),
+			"--tls-cert-file=" + srvCertFile,
+			"--tls-key-file=" + srvKeyFile,
+			"--tls-client-ca-file=" + testcert.WritePEM(t, dir, "client-ca.crt", "CERTIFICATE", ca.Cert.Raw),
 		},
 	})
 
@@ -182,7 +77,7 @@ security:
 		t.Helper()
 		// Present the certificate whatever CAs podsyncd asks for: Go's
 		// client would otherwise send none of another CA.
-		creds := credentials.NewTLS(&tls.Config{RootCAs: ca.pool(), MinVersion: tls.VersionTLS12,
+		creds := credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12,
 			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 				if len(certs) == 0 {
 					return &tls.Certificate{}, nil
@@ -206,10 +101,10 @@ security:
 			why string
 		}{
 			{"no client certificate", nil, "client didn't provide a certificate"},
-			{"certificate of another CA", []tls.Certificate{otherCA.issue(t, leaf{cn: "itest-admin"})},
+			{"certificate of another CA", []tls.Certificate{otherCA.Issue(t, testcert.Leaf{CN: "itest-admin"})},
 				"certificate signed by unknown authority"},
-			{"expired certificate", []tls.Certificate{ca.issue(t, leaf{cn: "itest-admin",
-				notBefore: time.Now().Add(-48 * time.Hour), notAfter: time.Now().Add(-24 * time.Hour)})},
+			{"expired certificate", []tls.Certificate{ca.Issue(t, testcert.Leaf{CN: "itest-admin",
+				NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})},
 				"certificate has expired or is not yet valid: current time"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
@@ -233,7 +128,7 @@ security:
 	ref := &podsyncv1.DeletePodRequest{Namespace: pod.GetMetadata().GetNamespace(), Name: pod.GetMetadata().GetName(), GracePeriodSeconds: ptr.To[int64](0)}
 
 	t.Run("identity without role", func(t *testing.T) {
-		_, err := dial(t, ca.issue(t, leaf{cn: "itest-nobody"})).ListPods(ctx, &podsyncv1.ListPodsRequest{})
+		_, err := dial(t, ca.Issue(t, testcert.Leaf{CN: "itest-nobody"})).ListPods(ctx, &podsyncv1.ListPodsRequest{})
 		if status.Code(err) != codes.PermissionDenied || errorReason(err) != server.ReasonPermissionDenied ||
 			!strings.Contains(status.Convert(err).Message(), "cn:itest-nobody has no role") {
 			t.Errorf("ListPods: %v; want PERMISSION_DENIED naming the identity", err)
@@ -241,7 +136,7 @@ security:
 	})
 
 	t.Run("read", func(t *testing.T) {
-		c := dial(t, ca.issue(t, leaf{cn: "itest-reader"}))
+		c := dial(t, ca.Issue(t, testcert.Leaf{CN: "itest-reader"}))
 		if _, err := c.ListPods(ctx, &podsyncv1.ListPodsRequest{}); err != nil {
 			t.Errorf("ListPods: %v", err)
 		}
@@ -261,7 +156,7 @@ security:
 	})
 
 	t.Run("admin", func(t *testing.T) {
-		c := dial(t, ca.issue(t, leaf{cn: "itest-admin"}))
+		c := dial(t, ca.Issue(t, testcert.Leaf{CN: "itest-admin"}))
 		stream, err := c.SyncPod(ctx, &podsyncv1.SyncPodRequest{Pod: pod})
 		if err != nil {
 			t.Fatal(err)
