@@ -120,7 +120,9 @@ test: ## All tests: unit (-race), then integration on containerd 2.x and 1.6
 
 .PHONY: test-unit
 test-unit: ## Unit tests with -race (no runtime needed), then each fuzz target for FUZZTIME_UNIT
-	$(GO_TEST) -race -count=1 $(UNIT_PKGS)
+	@mkdir -p $(TMP)/logs
+	$(GO_TEST) -race -count=1 $(UNIT_PKGS) 2>&1 | tee $(TMP)/logs/test-unit.log \
+		|| { hack/test-summary.sh $(TMP)/logs/test-unit.log; exit 1; }
 	FUZZTIME=$(FUZZTIME_UNIT) GO=$(GO) hack/fuzz.sh
 
 .PHONY: fuzz
@@ -133,7 +135,10 @@ test-short: ## The quick loop: unit tests in -short mode
 
 .PHONY: test-integration
 test-integration: $(STAMPS)/grpcurl-$(GRPCURL_VERSION) ## Integration tests against a private containerd (PODSYNC_CONTAINERD=2|1.6)
-	PODSYNC_GRPCURL=$(GRPCURL) $(GO_TEST) -race -tags integration $(INTEG_FLAGS) $(INTEG_PKGS)
+	@mkdir -p $(TMP)/logs
+	log=$(TMP)/logs/test-integration-$${PODSYNC_CONTAINERD:-2}.log; \
+	PODSYNC_GRPCURL=$(GRPCURL) $(GO_TEST) -race -tags integration $(INTEG_FLAGS) $(INTEG_PKGS) 2>&1 | tee "$$log" \
+		|| { hack/test-summary.sh "$$log"; exit 1; }
 
 # Flavours and timeout of make soak.
 SOAK_FLAVOURS ?= 2 1.6

@@ -186,8 +186,6 @@ func (w *worker) podRef() (store.PodRef, bool) {
 	return w.ref, w.hasRef
 }
 
-// workerFor returns the worker of uid, creating it (and starting its loop
-// once Run has recovered) if there is none.
 // PodSandbox returns the sandbox the pod with uid ran its containers in
 // after its last pass: its CRI id and attempt. ok is false if no pass has
 // given the pod a sandbox since podsyncd started (or since it lost it).
@@ -203,6 +201,8 @@ func (n *Node) PodSandbox(uid types.UID) (id string, attempt uint32, ok bool) {
 	return w.sandbox.ID, w.sandbox.Attempt, w.sandbox.ID != ""
 }
 
+// workerFor returns the worker of uid, creating it (and starting its loop
+// once Run has recovered) if there is none.
 func (n *Node) workerFor(uid types.UID) *worker {
 	n.mu.Lock()
 	defer n.mu.Unlock()
