@@ -167,17 +167,28 @@ func (w *worker) setRef(ref store.PodRef) {
 }
 
 // noteSandbox remembers the sandbox a pass left the pod's containers in.
-func (w *worker) noteSandbox(res SyncResult) {
-	var sb Sandbox
-	for _, s := range res.View.Sandboxes {
-		if s.ID == res.SandboxID {
-			sb = s
-			break
-		}
-	}
+func (w *worker) noteSandbox(sb Sandbox) {
 	w.mu.Lock()
 	w.sandbox = sb
 	w.mu.Unlock()
+}
+
+// sandboxRef names the sandbox the pod's containers ran in, as the store
+// records it with a status: its id and attempt (zero: none).
+func (w *worker) sandboxRef() store.SandboxRef {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return store.SandboxRef{ID: w.sandbox.ID, Attempt: w.sandbox.Attempt}
+}
+
+// resultSandbox returns the sandbox a pass left the pod's containers in.
+func resultSandbox(res SyncResult) Sandbox {
+	for _, s := range res.View.Sandboxes {
+		if s.ID == res.SandboxID {
+			return s
+		}
+	}
+	return Sandbox{}
 }
 
 func (w *worker) podRef() (store.PodRef, bool) {
@@ -389,8 +400,11 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepR
 	status := ComputePodStatus(pod, res.View, n.probeResults(pod.UID), now, n.statusOptions(w.reasons))
 	ref := store.RefOf(pod)
 	changes := n.stepEvents(w, pod, res.Steps)
+	sb := resultSandbox(res)
 	if !sameStatus(&pod.Status, &status) {
-		changes = append(changes, store.StatusChange(ref, &status))
+		c := store.StatusChange(ref, &status)
+		c.Sandbox = store.SandboxRef{ID: sb.ID, Attempt: sb.Attempt}
+		changes = append(changes, c)
 		if status.Phase != pod.Status.Phase {
 			n.log.Info("pod phase changed", append(podFields(pod), zap.String(logPhase, string(status.Phase)),
 				zap.String(logPrevPhase, string(pod.Status.Phase)))...)
@@ -405,7 +419,7 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepR
 	}
 	out.status = status
 	w.noteStatus(&status)
-	w.noteSandbox(res)
+	w.noteSandbox(sb)
 
 	next := nextSync(pod, &status, res.Steps, now)
 	switch {
@@ -625,7 +639,16 @@ func (n *Node) publishObserved(w *worker, pod *corev1.Pod, view RuntimeView, pla
 	if sameStatus(&pod.Status, &status) {
 		return
 	}
-	if _, err := n.store.Append(store.StatusChange(store.RefOf(pod), &status)); err != nil {
+	c := store.StatusChange(store.RefOf(pod), &status)
+	// The sandbox the containers ran in: the one the plan keeps, else
+	// the last pass's.
+	c.Sandbox = w.sandboxRef()
+	for _, sb := range view.Sandboxes {
+		if sb.ID == plan.Sandbox.ID && !plan.Sandbox.Create {
+			c.Sandbox = store.SandboxRef{ID: sb.ID, Attempt: sb.Attempt}
+		}
+	}
+	if _, err := n.store.Append(c); err != nil {
 		// The pass's own status follows; this one is only earlier.
 		n.log.Warn("record observed status", append(podFields(pod), zap.Error(err))...)
 		return

@@ -29,7 +29,7 @@ func (s *service) PlanPod(ctx context.Context, req *podsyncv1.PlanPodRequest) (*
 	return &podsyncv1.PlanPodResponse{
 		Pod:    podRefToProto(store.RefOf(pod)),
 		Plan:   planToProto(pod, plan, time.Now()),
-		Status: s.statusToProto(&st, nil),
+		Status: s.statusToProto(&st, nil, s.currentSandbox(pod.UID)),
 		Known:  known,
 	}, nil
 }

@@ -26,7 +26,7 @@ import (
 // it: the reference the cached messages must equal.
 func freshPodToProto(s *service, rec *store.PodRecord, sb sandboxRef) *podsyncv1.Pod {
 	p := convert.StoredPodToProto(rec.Pod)
-	p.Status = s.statusToProto(&rec.Pod.Status, nil)
+	p.Status = s.statusToProto(&rec.Pod.Status, nil, sandboxRef{})
 	if sb.id != "" {
 		p.Status.SandboxId, p.Status.SandboxAttempt = sb.id, sb.attempt
 	}

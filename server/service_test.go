@@ -191,6 +191,9 @@ func TestSyncPodStreamsStepsThenResult(t *testing.T) {
 	if res.GetCreated() {
 		t.Error("re-sync: created")
 	}
+	if sb := got.GetPod().GetStatus().GetSandboxId(); sb == "" || res.GetStatus().GetSandboxId() != sb {
+		t.Errorf("re-sync names sandbox %q, GetPod %q: want the same, set", res.GetStatus().GetSandboxId(), sb)
+	}
 
 	// deletionTimestamp in a request is podsyncd's to set: ignored.
 	pod := testPod(t, "default", "web", nil)
@@ -350,6 +353,9 @@ func TestWatchPods(t *testing.T) {
 	if first.GetPod().GetName() != "web" || first.GetStatus() == nil || first.GetRevision() == 0 {
 		t.Fatalf("first message %v: want web's status", first)
 	}
+	if first.GetStatus().GetSandboxId() == "" {
+		t.Errorf("listed status %v: no sandbox", first.GetStatus())
+	}
 	h.sync(testPod(t, "default", "db", map[string]string{"app": "db"}))
 	var live *podsyncv1.WatchPodsResponse
 	for live == nil || live.GetStatus() == nil {
@@ -359,6 +365,9 @@ func TestWatchPods(t *testing.T) {
 	}
 	if live.GetPod().GetName() != "db" || live.GetRevision() <= first.GetRevision() {
 		t.Fatalf("live change %v after revision %d: want db's status", live, first.GetRevision())
+	}
+	if live.GetStatus().GetSandboxId() == "" {
+		t.Errorf("live status %v: no sandbox", live.GetStatus())
 	}
 	cancel()
 	if _, err := recv(); status.Code(err) != codes.Canceled {

@@ -41,7 +41,7 @@ func (s *service) SyncPod(req *podsyncv1.SyncPodRequest, stream grpc.ServerStrea
 	}
 	return out.send(&podsyncv1.SyncPodResponse{Event: &podsyncv1.SyncPodResponse_Result{Result: &podsyncv1.SyncPodResult{
 		Pod:          podRefToProto(store.RefOf(pod)),
-		Status:       s.statusToProto(&res.Status, res.Steps),
+		Status:       s.statusToProto(&res.Status, res.Steps, s.currentSandbox(pod.UID)),
 		Created:      res.Created,
 		NextSyncTime: timeToProto(res.NextSync),
 	}}})

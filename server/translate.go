@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
@@ -128,8 +129,9 @@ func podRefToProto(r store.PodRef) *podsyncv1.PodRef {
 }
 
 // statusToProto translates a pod status and adds podsync's own fields:
-// the node name, and the sandbox when steps name the one created.
-func (s *service) statusToProto(st *corev1.PodStatus, steps []engine.StepResult) *podsyncv1.PodStatus {
+// the node name, and the sandbox the pod's containers run in — the one
+// the last successful CreatePodSandbox of steps created, else sb.
+func (s *service) statusToProto(st *corev1.PodStatus, steps []engine.StepResult, sb sandboxRef) *podsyncv1.PodStatus {
 	if st == nil {
 		return nil
 	}
@@ -137,11 +139,21 @@ func (s *service) statusToProto(st *corev1.PodStatus, steps []engine.StepResult)
 	out.NodeName = s.nodeName
 	for i := len(steps) - 1; i >= 0; i-- {
 		if st := steps[i]; st.Action == engine.ActionCreatePodSandbox && !st.Failed() && st.SandboxID != "" {
-			out.SandboxId, out.SandboxAttempt = st.SandboxID, st.Attempt
+			sb = sandboxRef{id: st.SandboxID, attempt: st.Attempt}
 			break
 		}
 	}
+	out.SandboxId, out.SandboxAttempt = sb.id, sb.attempt
 	return out
+}
+
+// currentSandbox returns the sandbox the pod with uid ran its containers
+// in after its last pass; zero when it has none.
+func (s *service) currentSandbox(uid types.UID) sandboxRef {
+	if id, attempt, ok := s.node.PodSandbox(uid); ok {
+		return sandboxRef{id: id, attempt: attempt}
+	}
+	return sandboxRef{}
 }
 
 // recordToProto translates a stored pod: its defaulted spec and current
@@ -154,11 +166,7 @@ func (s *service) statusToProto(st *corev1.PodStatus, steps []engine.StepResult)
 // it was made of; it is shared with other responses and must not be
 // changed (see podCache).
 func (s *service) recordToProto(rec *store.PodRecord) *podsyncv1.Pod {
-	var sb sandboxRef
-	if id, attempt, ok := s.node.PodSandbox(rec.Pod.UID); ok {
-		sb = sandboxRef{id: id, attempt: attempt}
-	}
-	return s.cachedPodToProto(rec, sb)
+	return s.cachedPodToProto(rec, s.currentSandbox(rec.Pod.UID))
 }
 
 // cachedPodToProto is podToProto through s.pods.
@@ -246,7 +254,9 @@ func (s *service) entryToProto(e store.Entry) *podsyncv1.WatchPodsResponse {
 	out := &podsyncv1.WatchPodsResponse{Revision: e.Revision, Pod: podRefToProto(e.Pod)}
 	switch e.Kind {
 	case store.KindStatus:
-		out.Change = &podsyncv1.WatchPodsResponse_Status{Status: s.statusToProto(e.Status, nil)}
+		// The sandbox recorded with the status, not today's.
+		sb := sandboxRef{id: e.Sandbox.ID, attempt: e.Sandbox.Attempt}
+		out.Change = &podsyncv1.WatchPodsResponse_Status{Status: s.statusToProto(e.Status, nil, sb)}
 	case store.KindEvent:
 		ev := &podsyncv1.PodEvent{Type: podsyncv1.EventType_EVENT_TYPE_UNSPECIFIED}
 		if e.Event != nil {
@@ -294,7 +304,7 @@ func (s *service) summaryToProto(sum runpods.Summary) *podsyncv1.RunPodsSummary 
 			Duration: durationpb.New(r.Duration),
 		}
 		if r.Admitted {
-			pr.Status = s.statusToProto(&r.Status, nil)
+			pr.Status = s.statusToProto(&r.Status, nil, s.currentSandbox(r.Pod.UID))
 		}
 		for _, fc := range r.FailedContainers {
 			pr.FailedContainers = append(pr.FailedContainers, &podsyncv1.FailedContainer{
@@ -321,7 +331,7 @@ func (s *service) progressToProto(p runpods.Progress) *podsyncv1.RunPodsResponse
 			Step: &podsyncv1.PodStep{Pod: ref, Step: stepToProto(*p.Step)}}}
 	case p.Status != nil:
 		return &podsyncv1.RunPodsResponse{Event: &podsyncv1.RunPodsResponse_Status{
-			Status: &podsyncv1.PodStatusUpdate{Pod: ref, Status: s.statusToProto(p.Status, nil)}}}
+			Status: &podsyncv1.PodStatusUpdate{Pod: ref, Status: s.statusToProto(p.Status, nil, s.currentSandbox(p.Pod.UID))}}}
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 			if err := stream.Send(&podsyncv1.WatchPodsResponse{
 				Revision: rec.ModRevision,
 				Pod:      podRefToProto(rec.Ref()),
-				Change:   &podsyncv1.WatchPodsResponse_Status{Status: s.statusToProto(&st, nil)},
+				Change:   &podsyncv1.WatchPodsResponse_Status{Status: s.statusToProto(&st, nil, s.currentSandbox(rec.Pod.UID))},
 			}); err != nil {
 				return err
 			}

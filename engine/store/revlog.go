@@ -47,6 +47,9 @@ type Change struct {
 	Pod PodRef `json:"pod"`
 	// Status is the pod's new status, for KindStatus.
 	Status *corev1.PodStatus `json:"status,omitempty"`
+	// Sandbox is the CRI sandbox the pod's containers ran in when Status
+	// was read, for KindStatus; zero when it had none.
+	Sandbox SandboxRef `json:"sandbox,omitzero"`
 	// Event is the event, for KindEvent.
 	Event *Event `json:"event,omitempty"`
 	// Labels are the pod's labels when it was deleted, for KindDeleted:
@@ -55,7 +58,14 @@ type Change struct {
 	Labels map[string]string `json:"labels,omitempty"`
 }
 
-// StatusChange returns the change of pod's status to status.
+// SandboxRef names a pod's CRI sandbox.
+type SandboxRef struct {
+	ID      string `json:"id"`
+	Attempt uint32 `json:"attempt"`
+}
+
+// StatusChange returns the change of pod's status to status; set its
+// Sandbox if the pod has one.
 func StatusChange(pod PodRef, status *corev1.PodStatus) Change {
 	return Change{Kind: KindStatus, Pod: pod, Status: status}
 }

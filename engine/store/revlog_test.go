@@ -150,6 +150,45 @@ func TestAppendStatus(t *testing.T) {
 	}
 }
 
+// TestStatusKeepsItsSandbox: the sandbox a status was read in is part of
+// its entry, on disk too, so a watch resumed later names the sandbox of
+// that time; a status without one has none.
+func TestStatusKeepsItsSandbox(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "podsync.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := testPod("default", "web", "uid-1")
+	mustPut(t, s, pod)
+	first := StatusChange(RefOf(pod), &corev1.PodStatus{Phase: corev1.PodRunning})
+	first.Sandbox = SandboxRef{ID: "sb-0", Attempt: 0}
+	second := StatusChange(RefOf(pod), &corev1.PodStatus{Phase: corev1.PodRunning, Message: "again"})
+	second.Sandbox = SandboxRef{ID: "sb-1", Attempt: 1}
+	bare := StatusChange(RefOf(pod), &corev1.PodStatus{Phase: corev1.PodFailed})
+	mustAppend(t, s, first, second, bare)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(path, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	entries, err := s.Since(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []SandboxRef
+	for _, e := range entries {
+		if e.Kind == KindStatus {
+			got = append(got, e.Sandbox)
+		}
+	}
+	if diff := cmp.Diff([]SandboxRef{{ID: "sb-0"}, {ID: "sb-1", Attempt: 1}, {}}, got); diff != "" {
+		t.Errorf("sandboxes of the status entries (-want +got):\n%s", diff)
+	}
+}
+
 func TestAppendRejects(t *testing.T) {
 	s := openTest(t, Options{})
 	pod := testPod("default", "web", "uid-1")

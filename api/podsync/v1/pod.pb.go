@@ -2760,7 +2760,9 @@ type PodStatus struct {
 	QosClass string `protobuf:"bytes,11,opt,name=qos_class,json=qosClass,proto3" json:"qos_class,omitempty"`
 	// host_ips are every IP of the node.
 	HostIps []*HostIP `protobuf:"bytes,12,rep,name=host_ips,json=hostIPs,proto3" json:"host_ips,omitempty"`
-	// sandbox_id is the CRI id of the pod's current sandbox (podsync).
+	// sandbox_id is the CRI id of the sandbox the pod's containers run in
+	// (podsync); empty while they have none. In a WatchPods status change,
+	// it is the sandbox of that change, also when the watch replays it.
 	SandboxId string `protobuf:"bytes,100,opt,name=sandbox_id,json=sandboxID,proto3" json:"sandbox_id,omitempty"`
 	// sandbox_attempt is the current sandbox's attempt number: 0 for the
 	// first, +1 for each re-creation (podsync).
