@@ -21,8 +21,8 @@ import (
 //
 // With req.since_revision 0 Watch starts, as WatchPods does, with one
 // status message per current pod, each with the revision it last changed
-// at, and then follows. With since_revision R it delivers every change
-// after R.
+// at, then a synced message (no pod) at the revision of that list, and
+// then follows. With since_revision R it delivers every change after R.
 //
 // Watch lists again, from podsyncd's current state, when it cannot resume
 // exactly: when podsyncd no longer keeps the revision to resume after
@@ -31,9 +31,9 @@ import (
 // the current status of every selected pod again, and a deleted message
 // for every pod delivered before that is no longer listed, or listed with
 // another uid (it was deleted, or no longer matches the selector, in the
-// meantime). Messages of a re-list carry the list's revision (a deleted
-// message has no time), and the changes in between (events, intermediate
-// statuses) are not delivered.
+// meantime), and then a synced message. Messages of a re-list carry the
+// list's revision (a deleted message has no time), and the changes in
+// between (events, intermediate statuses) are not delivered.
 //
 // NOTE(client): podsyncd sends the deletion of a pod to a watcher with a
 // label selector only if that stream has seen the pod since it began; after
@@ -124,10 +124,11 @@ func (w *watcher) stream(ctx context.Context) (delivered bool, err error) {
 		return false, err
 	}
 	// A stream from revision 0 begins with one status per current pod, in
-	// no revision order and with no end marker. Until a message that cannot
-	// belong to that list arrives (an event, a deletion, a second status
-	// of a pod), a break leaves pods of the list unsent, and a plain resume
-	// after the highest revision seen would miss them.
+	// no revision order, up to a synced message. Until that (or, from a
+	// podsyncd that sends none, a message that cannot belong to the list:
+	// an event, a deletion, a second status of a pod) arrives, a break
+	// leaves pods of the list unsent, and a plain resume after the highest
+	// revision seen would miss them.
 	initial := w.since == 0
 	listed := map[string]bool{}
 	for {
@@ -142,6 +143,9 @@ func (w *watcher) stream(ctx context.Context) (delivered bool, err error) {
 			return delivered, err
 		}
 		key := refName(m.GetPod())
+		// synced ends the list this stream delivered, at a revision that
+		// may be that of the last pod listed.
+		ends := initial && m.GetSynced() != nil
 		if initial {
 			if m.GetStatus() != nil && !listed[key] {
 				listed[key] = true
@@ -149,7 +153,7 @@ func (w *watcher) stream(ctx context.Context) (delivered bool, err error) {
 				initial = false
 			}
 		}
-		if !initial && m.GetRevision() <= w.since {
+		if !initial && !ends && m.GetRevision() <= w.since {
 			continue // delivered before this stream
 		}
 		w.track(key, m)
@@ -211,6 +215,12 @@ func (w *watcher) list(ctx context.Context) (delivered bool, err error) {
 		}); err != nil {
 			return delivered, err
 		}
+	}
+	if err := deliver(&podsyncv1.WatchPodsResponse{
+		Revision: rev,
+		Change:   &podsyncv1.WatchPodsResponse_Synced{Synced: &podsyncv1.WatchSynced{}},
+	}); err != nil {
+		return delivered, err
 	}
 	w.since = max(w.since, rev)
 	w.relist = false

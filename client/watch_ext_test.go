@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +86,8 @@ func isEvent(name string) func(*podsyncv1.WatchPodsResponse) bool {
 	return func(m *podsyncv1.WatchPodsResponse) bool { return m.GetPod().GetName() == name && m.GetEvent() != nil }
 }
 
+func isSynced(m *podsyncv1.WatchPodsResponse) bool { return m.GetSynced() != nil }
+
 func isDeleted(name string) func(*podsyncv1.WatchPodsResponse) bool {
 	return func(m *podsyncv1.WatchPodsResponse) bool {
 		return m.GetPod().GetName() == name && m.GetDeleted() != nil
@@ -101,6 +104,8 @@ func describe(ms []*podsyncv1.WatchPodsResponse) []string {
 			kind = "event " + m.GetEvent().GetReason()
 		case m.GetDeleted() != nil:
 			kind = "deleted"
+		case m.GetSynced() != nil:
+			kind = "synced"
 		}
 		out = append(out, fmt.Sprintf("%d:%s:%s", m.GetRevision(), kind, m.GetPod().GetName()))
 	}
@@ -230,6 +235,9 @@ func TestWatchRelistsOnCompaction(t *testing.T) {
 			t.Errorf("%s's status at %d, the deletion at %d: want both at the list's", name, m.GetRevision(), del.GetRevision())
 		}
 	}
+	if m := w.until("synced after the list", isSynced); m.GetRevision() != del.GetRevision() || m.GetPod() != nil {
+		t.Errorf("synced %v: want it at the list's revision %d, with no pod", m, del.GetRevision())
+	}
 	deletePod(t, c, "", "a")
 	if m := w.until("a's deletion", isDeleted("a")); m.GetRevision() <= del.GetRevision() {
 		t.Errorf("a deleted at %d, not after the list at %d", m.GetRevision(), del.GetRevision())
@@ -244,6 +252,27 @@ func TestWatchRelistsOnCompaction(t *testing.T) {
 	}
 	if err := w.end(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Watch: %v", err)
+	}
+}
+
+// TestWatchDeliversSynced: the initial list ends with synced at the
+// list's revision, even when that is the revision of the last pod listed,
+// and changes follow it.
+func TestWatchDeliversSynced(t *testing.T) {
+	d := newDaemon(t)
+	c := d.client(t)
+	syncPod(t, c, "", "a", nil)
+	syncPod(t, c, "", "b", nil)
+	listedAt := d.store.Revision()
+	w := startWatch(t, c, &podsyncv1.WatchPodsRequest{})
+	synced := w.until("synced", isSynced)
+	if got, want := describe(w.all), []string{"status:a", "status:b", fmt.Sprintf("%d:synced:", listedAt)}; len(got) != 3 ||
+		!strings.HasSuffix(got[0], want[0]) || !strings.HasSuffix(got[1], want[1]) || got[2] != want[2] {
+		t.Errorf("delivered %v: want a's and b's statuses, then %s", got, want[2])
+	}
+	syncPod(t, c, "", "c", nil)
+	if m := w.until("c's status", isStatus("c")); m.GetRevision() <= synced.GetRevision() {
+		t.Errorf("c's status at %d, not after synced at %d", m.GetRevision(), synced.GetRevision())
 	}
 }
 

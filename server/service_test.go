@@ -339,19 +339,39 @@ func (h *svcHarness) watch(req *podsyncv1.WatchPodsRequest) (func() (*podsyncv1.
 	return stream.Recv, cancel
 }
 
-// TestWatchPods: since 0 lists first, then follows the changes; since R
-// resumes after R, filtered; a compacted revision is OUT_OF_RANGE.
+// TestWatchPods: since 0 lists first, marks the list's end with synced at
+// the list's revision, then follows the changes; since R resumes after R,
+// filtered; a compacted revision is OUT_OF_RANGE.
 func TestWatchPods(t *testing.T) {
 	h := newSvcHarness(t)
-	h.sync(testPod(t, "default", "web", map[string]string{"app": "web"}))
-
+	// An empty list is a synced message alone.
 	recv, cancel := h.watch(&podsyncv1.WatchPodsRequest{})
+	if m, err := recv(); err != nil || m.GetSynced() == nil || m.GetPod() != nil || m.GetRevision() != h.st.Revision() {
+		t.Fatalf("watch of no pods: %v, %v: want synced at revision %d", m, err, h.st.Revision())
+	}
+	cancel()
+
+	h.sync(testPod(t, "default", "web", map[string]string{"app": "web"}))
+	// An event after web's last status: the list's revision is past it.
+	web, err := h.st.GetByName("default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.st.Append(store.EventChange(web.Ref(), store.Event{Type: corev1.EventTypeNormal, Reason: "Test"})); err != nil {
+		t.Fatal(err)
+	}
+	listedAt := h.st.Revision()
+
+	recv, cancel = h.watch(&podsyncv1.WatchPodsRequest{})
 	first, err := recv()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.GetPod().GetName() != "web" || first.GetStatus() == nil || first.GetRevision() == 0 {
-		t.Fatalf("first message %v: want web's status", first)
+	if first.GetPod().GetName() != "web" || first.GetStatus() == nil || first.GetRevision() == 0 || first.GetRevision() >= listedAt {
+		t.Fatalf("first message %v: want web's status at its last change, before %d", first, listedAt)
+	}
+	if synced, err := recv(); err != nil || synced.GetSynced() == nil || synced.GetRevision() != listedAt {
+		t.Fatalf("after the list: %v, %v: want synced at revision %d", synced, err, listedAt)
 	}
 	if first.GetStatus().GetSandboxId() == "" {
 		t.Errorf("listed status %v: no sandbox", first.GetStatus())

@@ -12,8 +12,9 @@ import (
 )
 
 // WatchPods streams the changes of the pods a filter selects: with
-// since_revision 0 the current pods first, then every change after the
-// listed revision; with since_revision R every change after R. It ends
+// since_revision 0 the current pods first and a synced message at the
+// list's revision, then every change after it; with since_revision R every
+// change after R. It ends
 // cleanly when the client goes away, with OUT_OF_RANGE REVISION_COMPACTED
 // for a compacted revision and RESOURCE_EXHAUSTED SLOW_CONSUMER for a
 // client that fell behind (ToStatus maps the store's errors).
@@ -48,6 +49,12 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 			}); err != nil {
 				return err
 			}
+		}
+		if err := stream.Send(&podsyncv1.WatchPodsResponse{
+			Revision: rev,
+			Change:   &podsyncv1.WatchPodsResponse_Synced{Synced: &podsyncv1.WatchSynced{}},
+		}); err != nil {
+			return err
 		}
 		since = rev
 	}

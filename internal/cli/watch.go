@@ -88,11 +88,6 @@ type watchPrinter struct {
 }
 
 func (p *watchPrinter) write(m *podsyncv1.WatchPodsResponse) error {
-	var b strings.Builder
-	if !p.header {
-		fmt.Fprintf(&b, "%-9s %-32s %s\n", "REVISION", "POD", "CHANGE")
-		p.header = true
-	}
 	ref := m.GetPod()
 	var change string
 	switch {
@@ -115,7 +110,13 @@ func (p *watchPrinter) write(m *podsyncv1.WatchPodsResponse) error {
 		delete(p.specs, ref.GetUid())
 		change = p.colors.dim("deleted")
 	default:
+		// synced, the end of the initial list: nothing to print.
 		return nil
+	}
+	var b strings.Builder
+	if !p.header {
+		fmt.Fprintf(&b, "%-9s %-32s %s\n", "REVISION", "POD", "CHANGE")
+		p.header = true
 	}
 	fmt.Fprintf(&b, "%-9d %-32s %s\n", m.GetRevision(), refKey(ref), change)
 	_, err := io.WriteString(p.w, b.String())

@@ -1322,12 +1322,15 @@ func (x *WatchPodsRequest) GetLabelSelector() string {
 	return ""
 }
 
-// WatchPodsResponse is one change.
+// WatchPodsResponse is one change, a pod of the initial list, or the end
+// of that list.
 type WatchPodsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// revision of this change; strictly increasing on a stream.
+	// revision of the change; strictly increasing from synced on. A pod of
+	// the initial list has the revision it last changed at, synced the
+	// revision the list was read at.
 	Revision int64 `protobuf:"varint,1,opt,name=revision,proto3" json:"revision,omitempty"`
-	// pod the change is about.
+	// pod the change is about; unset in synced.
 	Pod *PodRef `protobuf:"bytes,2,opt,name=pod,proto3" json:"pod,omitempty"`
 	// change that happened.
 	//
@@ -1336,6 +1339,7 @@ type WatchPodsResponse struct {
 	//	*WatchPodsResponse_Status
 	//	*WatchPodsResponse_Event
 	//	*WatchPodsResponse_Deleted
+	//	*WatchPodsResponse_Synced
 	Change        isWatchPodsResponse_Change `protobuf_oneof:"change"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1419,6 +1423,15 @@ func (x *WatchPodsResponse) GetDeleted() *PodDeleted {
 	return nil
 }
 
+func (x *WatchPodsResponse) GetSynced() *WatchSynced {
+	if x != nil {
+		if x, ok := x.Change.(*WatchPodsResponse_Synced); ok {
+			return x.Synced
+		}
+	}
+	return nil
+}
+
 type isWatchPodsResponse_Change interface {
 	isWatchPodsResponse_Change()
 }
@@ -1438,11 +1451,57 @@ type WatchPodsResponse_Deleted struct {
 	Deleted *PodDeleted `protobuf:"bytes,5,opt,name=deleted,proto3,oneof"`
 }
 
+type WatchPodsResponse_Synced struct {
+	// synced ends the initial list of a stream that began with
+	// since_revision 0 (also when no pod is listed); not sent otherwise.
+	Synced *WatchSynced `protobuf:"bytes,6,opt,name=synced,proto3,oneof"`
+}
+
 func (*WatchPodsResponse_Status) isWatchPodsResponse_Change() {}
 
 func (*WatchPodsResponse_Event) isWatchPodsResponse_Change() {}
 
 func (*WatchPodsResponse_Deleted) isWatchPodsResponse_Change() {}
+
+func (*WatchPodsResponse_Synced) isWatchPodsResponse_Change() {}
+
+// WatchSynced says the initial list of a watch is complete: every pod
+// selected at the message's revision has been sent.
+type WatchSynced struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchSynced) Reset() {
+	*x = WatchSynced{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchSynced) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchSynced) ProtoMessage() {}
+
+func (x *WatchSynced) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchSynced.ProtoReflect.Descriptor instead.
+func (*WatchSynced) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{18}
+}
 
 // PodDeleted says a pod is gone.
 type PodDeleted struct {
@@ -1455,7 +1514,7 @@ type PodDeleted struct {
 
 func (x *PodDeleted) Reset() {
 	*x = PodDeleted{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1526,7 @@ func (x *PodDeleted) String() string {
 func (*PodDeleted) ProtoMessage() {}
 
 func (x *PodDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1539,7 @@ func (x *PodDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDeleted.ProtoReflect.Descriptor instead.
 func (*PodDeleted) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{18}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PodDeleted) GetTime() *timestamppb.Timestamp {
@@ -1518,7 +1577,7 @@ type GetContainerLogsRequest struct {
 
 func (x *GetContainerLogsRequest) Reset() {
 	*x = GetContainerLogsRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1530,7 +1589,7 @@ func (x *GetContainerLogsRequest) String() string {
 func (*GetContainerLogsRequest) ProtoMessage() {}
 
 func (x *GetContainerLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1543,7 +1602,7 @@ func (x *GetContainerLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetContainerLogsRequest.ProtoReflect.Descriptor instead.
 func (*GetContainerLogsRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{19}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetContainerLogsRequest) GetNamespace() string {
@@ -1620,7 +1679,7 @@ type GetContainerLogsResponse struct {
 
 func (x *GetContainerLogsResponse) Reset() {
 	*x = GetContainerLogsResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1632,7 +1691,7 @@ func (x *GetContainerLogsResponse) String() string {
 func (*GetContainerLogsResponse) ProtoMessage() {}
 
 func (x *GetContainerLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1645,7 +1704,7 @@ func (x *GetContainerLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetContainerLogsResponse.ProtoReflect.Descriptor instead.
 func (*GetContainerLogsResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{20}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetContainerLogsResponse) GetLines() []*LogLine {
@@ -1736,14 +1795,16 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x10WatchPodsRequest\x12%\n" +
 	"\x0esince_revision\x18\x01 \x01(\x03R\rsinceRevision\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
-	"\x0elabel_selector\x18\x03 \x01(\tR\rlabelSelector\"\xf2\x01\n" +
+	"\x0elabel_selector\x18\x03 \x01(\tR\rlabelSelector\"\xa5\x02\n" +
 	"\x11WatchPodsResponse\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\x03R\brevision\x12$\n" +
 	"\x03pod\x18\x02 \x01(\v2\x12.podsync.v1.PodRefR\x03pod\x12/\n" +
 	"\x06status\x18\x03 \x01(\v2\x15.podsync.v1.PodStatusH\x00R\x06status\x12,\n" +
 	"\x05event\x18\x04 \x01(\v2\x14.podsync.v1.PodEventH\x00R\x05event\x122\n" +
-	"\adeleted\x18\x05 \x01(\v2\x16.podsync.v1.PodDeletedH\x00R\adeletedB\b\n" +
-	"\x06change\"<\n" +
+	"\adeleted\x18\x05 \x01(\v2\x16.podsync.v1.PodDeletedH\x00R\adeleted\x121\n" +
+	"\x06synced\x18\x06 \x01(\v2\x17.podsync.v1.WatchSyncedH\x00R\x06syncedB\b\n" +
+	"\x06change\"\r\n" +
+	"\vWatchSynced\"<\n" +
 	"\n" +
 	"PodDeleted\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xe1\x02\n" +
@@ -1801,7 +1862,7 @@ func file_podsync_v1_pod_sync_service_proto_rawDescGZIP() []byte {
 }
 
 var file_podsync_v1_pod_sync_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(WaitFor)(0),                     // 0: podsync.v1.WaitFor
 	(AdmissionMode)(0),               // 1: podsync.v1.AdmissionMode
@@ -1823,83 +1884,85 @@ var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(*DeletePodResponse)(nil),        // 17: podsync.v1.DeletePodResponse
 	(*WatchPodsRequest)(nil),         // 18: podsync.v1.WatchPodsRequest
 	(*WatchPodsResponse)(nil),        // 19: podsync.v1.WatchPodsResponse
-	(*PodDeleted)(nil),               // 20: podsync.v1.PodDeleted
-	(*GetContainerLogsRequest)(nil),  // 21: podsync.v1.GetContainerLogsRequest
-	(*GetContainerLogsResponse)(nil), // 22: podsync.v1.GetContainerLogsResponse
-	(*Pod)(nil),                      // 23: podsync.v1.Pod
-	(*ConfigMap)(nil),                // 24: podsync.v1.ConfigMap
-	(*Secret)(nil),                   // 25: podsync.v1.Secret
-	(*durationpb.Duration)(nil),      // 26: google.protobuf.Duration
-	(*PodRef)(nil),                   // 27: podsync.v1.PodRef
-	(*SyncStep)(nil),                 // 28: podsync.v1.SyncStep
-	(*PodStatus)(nil),                // 29: podsync.v1.PodStatus
-	(*PodResult)(nil),                // 30: podsync.v1.PodResult
-	(*timestamppb.Timestamp)(nil),    // 31: google.protobuf.Timestamp
-	(*PodPlan)(nil),                  // 32: podsync.v1.PodPlan
-	(*PodEvent)(nil),                 // 33: podsync.v1.PodEvent
-	(*LogLine)(nil),                  // 34: podsync.v1.LogLine
+	(*WatchSynced)(nil),              // 20: podsync.v1.WatchSynced
+	(*PodDeleted)(nil),               // 21: podsync.v1.PodDeleted
+	(*GetContainerLogsRequest)(nil),  // 22: podsync.v1.GetContainerLogsRequest
+	(*GetContainerLogsResponse)(nil), // 23: podsync.v1.GetContainerLogsResponse
+	(*Pod)(nil),                      // 24: podsync.v1.Pod
+	(*ConfigMap)(nil),                // 25: podsync.v1.ConfigMap
+	(*Secret)(nil),                   // 26: podsync.v1.Secret
+	(*durationpb.Duration)(nil),      // 27: google.protobuf.Duration
+	(*PodRef)(nil),                   // 28: podsync.v1.PodRef
+	(*SyncStep)(nil),                 // 29: podsync.v1.SyncStep
+	(*PodStatus)(nil),                // 30: podsync.v1.PodStatus
+	(*PodResult)(nil),                // 31: podsync.v1.PodResult
+	(*timestamppb.Timestamp)(nil),    // 32: google.protobuf.Timestamp
+	(*PodPlan)(nil),                  // 33: podsync.v1.PodPlan
+	(*PodEvent)(nil),                 // 34: podsync.v1.PodEvent
+	(*LogLine)(nil),                  // 35: podsync.v1.LogLine
 }
 var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
-	23, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
-	24, // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	25, // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
+	24, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
+	25, // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	26, // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
 	0,  // 3: podsync.v1.RunPodsRequest.wait_for:type_name -> podsync.v1.WaitFor
-	26, // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
+	27, // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
 	1,  // 5: podsync.v1.RunPodsRequest.admission_mode:type_name -> podsync.v1.AdmissionMode
 	4,  // 6: podsync.v1.RunPodsResponse.step:type_name -> podsync.v1.PodStep
 	5,  // 7: podsync.v1.RunPodsResponse.status:type_name -> podsync.v1.PodStatusUpdate
 	6,  // 8: podsync.v1.RunPodsResponse.summary:type_name -> podsync.v1.RunPodsSummary
-	27, // 9: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
-	28, // 10: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
-	27, // 11: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
-	29, // 12: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
-	30, // 13: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
-	23, // 14: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
-	24, // 15: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	25, // 16: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
-	28, // 17: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
+	28, // 9: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
+	29, // 10: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
+	28, // 11: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
+	30, // 12: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
+	31, // 13: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
+	24, // 14: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
+	25, // 15: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	26, // 16: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
+	29, // 17: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
 	9,  // 18: podsync.v1.SyncPodResponse.result:type_name -> podsync.v1.SyncPodResult
-	27, // 19: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
-	29, // 20: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
-	31, // 21: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
-	23, // 22: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
-	24, // 23: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	25, // 24: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
-	27, // 25: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
-	32, // 26: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
-	29, // 27: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
-	23, // 28: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
-	23, // 29: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
-	28, // 30: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
-	27, // 31: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
-	27, // 32: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
-	29, // 33: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
-	33, // 34: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
-	20, // 35: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
-	31, // 36: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
-	31, // 37: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
-	34, // 38: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
-	2,  // 39: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
-	7,  // 40: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
-	10, // 41: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
-	12, // 42: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
-	14, // 43: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
-	16, // 44: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
-	18, // 45: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
-	21, // 46: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
-	3,  // 47: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
-	8,  // 48: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
-	11, // 49: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
-	13, // 50: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
-	15, // 51: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
-	17, // 52: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
-	19, // 53: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
-	22, // 54: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
-	47, // [47:55] is the sub-list for method output_type
-	39, // [39:47] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	28, // 19: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
+	30, // 20: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
+	32, // 21: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
+	24, // 22: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
+	25, // 23: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	26, // 24: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
+	28, // 25: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
+	33, // 26: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
+	30, // 27: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
+	24, // 28: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
+	24, // 29: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
+	29, // 30: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
+	28, // 31: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
+	28, // 32: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
+	30, // 33: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
+	34, // 34: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
+	21, // 35: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
+	20, // 36: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
+	32, // 37: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
+	32, // 38: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
+	35, // 39: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
+	2,  // 40: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
+	7,  // 41: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
+	10, // 42: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
+	12, // 43: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
+	14, // 44: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
+	16, // 45: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
+	18, // 46: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
+	22, // 47: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
+	3,  // 48: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
+	8,  // 49: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
+	11, // 50: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
+	13, // 51: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
+	15, // 52: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
+	17, // 53: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
+	19, // 54: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
+	23, // 55: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
+	48, // [48:56] is the sub-list for method output_type
+	40, // [40:48] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_sync_service_proto_init() }
@@ -1923,15 +1986,16 @@ func file_podsync_v1_pod_sync_service_proto_init() {
 		(*WatchPodsResponse_Status)(nil),
 		(*WatchPodsResponse_Event)(nil),
 		(*WatchPodsResponse_Deleted)(nil),
+		(*WatchPodsResponse_Synced)(nil),
 	}
-	file_podsync_v1_pod_sync_service_proto_msgTypes[19].OneofWrappers = []any{}
+	file_podsync_v1_pod_sync_service_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_sync_service_proto_rawDesc), len(file_podsync_v1_pod_sync_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

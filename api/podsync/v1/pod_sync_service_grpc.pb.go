@@ -150,9 +150,13 @@ type PodSyncServiceClient interface {
 	// with a revision that increases strictly, across restarts of podsyncd.
 	//
 	// With since_revision = 0 the stream first sends one status message per
-	// current pod (the initial list, each with the revision it was last
-	// changed at) and then the changes that follow. With since_revision = R
-	// it sends every change after R, in order, exactly once, then follows.
+	// current pod (the initial list, in namespace/name order, each with the
+	// revision it was last changed at), then a synced message with the
+	// revision the list was read at, then the changes after that revision.
+	// To resume after a break, watch from the synced message's revision or
+	// a later change's; a break before synced means listing again. With
+	// since_revision = R it sends every change after R, in order, exactly
+	// once, then follows.
 	// podsyncd keeps a bounded history: a revision older than what is kept
 	// fails with OUT_OF_RANGE, ErrorInfo reason REVISION_COMPACTED and
 	// metadata "compact_revision"; list again and watch from the listed
@@ -422,9 +426,13 @@ type PodSyncServiceServer interface {
 	// with a revision that increases strictly, across restarts of podsyncd.
 	//
 	// With since_revision = 0 the stream first sends one status message per
-	// current pod (the initial list, each with the revision it was last
-	// changed at) and then the changes that follow. With since_revision = R
-	// it sends every change after R, in order, exactly once, then follows.
+	// current pod (the initial list, in namespace/name order, each with the
+	// revision it was last changed at), then a synced message with the
+	// revision the list was read at, then the changes after that revision.
+	// To resume after a break, watch from the synced message's revision or
+	// a later change's; a break before synced means listing again. With
+	// since_revision = R it sends every change after R, in order, exactly
+	// once, then follows.
 	// podsyncd keeps a bounded history: a revision older than what is kept
 	// fails with OUT_OF_RANGE, ErrorInfo reason REVISION_COMPACTED and
 	// metadata "compact_revision"; list again and watch from the listed
