@@ -39,7 +39,8 @@ type LogsRequest struct {
 // when there is no previous instance, and ErrInvalidSpec when the pod has
 // several containers and none is named.
 func (n *Node) ContainerLogs(ctx context.Context, req LogsRequest, emit func(logs.Line) error) error {
-	rec, err := n.store.GetByName(req.Namespace, req.Name)
+	// Only read: the shared record spares a copy of the pod.
+	rec, err := n.store.GetByNameShared(req.Namespace, req.Name)
 	if err != nil {
 		return fmt.Errorf("logs of pod %s/%s: %w", req.Namespace, req.Name, storeError(err))
 	}

@@ -38,7 +38,7 @@ func (s *service) GetContainerLogs(req *podsyncv1.GetContainerLogsRequest, strea
 	ns, name := orDefaultNamespace(req.GetNamespace()), req.GetName()
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	if _, err := s.node.Get(ctx, ns, name); err != nil {
+	if _, err := s.node.GetShared(ctx, ns, name); err != nil {
 		return err // POD_NOT_FOUND
 	}
 	lr := engine.LogsRequest{Namespace: ns, Name: name, Container: req.GetContainer(), Previous: req.GetPrevious()}

@@ -25,7 +25,8 @@ func (s *service) DeletePod(ctx context.Context, req *podsyncv1.DeletePodRequest
 		return nil, err
 	}
 	ns, name := orDefaultNamespace(req.GetNamespace()), req.GetName()
-	rec, err := s.node.Get(ctx, ns, name)
+	// Only read: the shared record spares a copy of the pod.
+	rec, err := s.node.GetShared(ctx, ns, name)
 	switch {
 	case errors.Is(err, engine.ErrNotFound) || errors.Is(err, store.ErrNotFound):
 		return &podsyncv1.DeletePodResponse{Found: false}, nil
