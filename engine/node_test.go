@@ -382,12 +382,16 @@ func TestNodeWorkerRestartsWithoutACall(t *testing.T) {
 
 // TestNodeExitIsPublishedBeforeTheRestart: watchers see a container's
 // exit (terminated, exit code 1) as its own status, before the status of
-// the restarted instance.
+// the restarted instance; both name the pod's sandbox.
 func TestNodeExitIsPublishedBeforeTheRestart(t *testing.T) {
 	t.Parallel()
 	h := newNodeHarness(t)
 	pod := basePod()
 	h.apply(pod)
+	sbID, attempt, ok := h.node.PodSandbox(pod.UID)
+	if !ok {
+		t.Fatal("no sandbox after the apply")
+	}
 	w, err := h.st.Watch(h.ctx, h.st.Revision())
 	if err != nil {
 		t.Fatal(err)
@@ -399,6 +403,9 @@ func TestNodeExitIsPublishedBeforeTheRestart(t *testing.T) {
 	for e := range w.Events() {
 		if e.Kind != store.KindStatus {
 			continue
+		}
+		if e.Sandbox != (store.SandboxRef{ID: sbID, Attempt: attempt}) {
+			t.Errorf("status at revision %d names sandbox %+v, want %s (attempt %d)", e.Revision, e.Sandbox, sbID, attempt)
 		}
 		for _, cs := range e.Status.ContainerStatuses {
 			if cs.Name != "app" {

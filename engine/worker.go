@@ -173,22 +173,27 @@ func (w *worker) noteSandbox(sb Sandbox) {
 	w.mu.Unlock()
 }
 
-// sandboxRef names the sandbox the pod's containers ran in, as the store
-// records it with a status: its id and attempt (zero: none).
-func (w *worker) sandboxRef() store.SandboxRef {
+// lastSandbox returns the sandbox the pod's containers ran in after the
+// last pass; zero when they had none.
+func (w *worker) lastSandbox() Sandbox {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return store.SandboxRef{ID: w.sandbox.ID, Attempt: w.sandbox.Attempt}
+	return w.sandbox
 }
 
-// resultSandbox returns the sandbox a pass left the pod's containers in.
-func resultSandbox(res SyncResult) Sandbox {
-	for _, s := range res.View.Sandboxes {
-		if s.ID == res.SandboxID {
+// sandboxIn returns the sandbox of view with id; zero when there is none.
+func sandboxIn(view RuntimeView, id string) Sandbox {
+	for _, s := range view.Sandboxes {
+		if s.ID == id {
 			return s
 		}
 	}
 	return Sandbox{}
+}
+
+// storedSandbox names sb as the store records it with a status.
+func storedSandbox(sb Sandbox) store.SandboxRef {
+	return store.SandboxRef{ID: sb.ID, Attempt: sb.Attempt}
 }
 
 func (w *worker) podRef() (store.PodRef, bool) {
@@ -207,9 +212,8 @@ func (n *Node) PodSandbox(uid types.UID) (id string, attempt uint32, ok bool) {
 	if w == nil {
 		return "", 0, false
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.sandbox.ID, w.sandbox.Attempt, w.sandbox.ID != ""
+	sb := w.lastSandbox()
+	return sb.ID, sb.Attempt, sb.ID != ""
 }
 
 // workerFor returns the worker of uid, creating it (and starting its loop
@@ -400,10 +404,10 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepR
 	status := ComputePodStatus(pod, res.View, n.probeResults(pod.UID), now, n.statusOptions(w.reasons))
 	ref := store.RefOf(pod)
 	changes := n.stepEvents(w, pod, res.Steps)
-	sb := resultSandbox(res)
+	sb := sandboxIn(res.View, res.SandboxID)
 	if !sameStatus(&pod.Status, &status) {
 		c := store.StatusChange(ref, &status)
-		c.Sandbox = store.SandboxRef{ID: sb.ID, Attempt: sb.Attempt}
+		c.Sandbox = storedSandbox(sb)
 		changes = append(changes, c)
 		if status.Phase != pod.Status.Phase {
 			n.log.Info("pod phase changed", append(podFields(pod), zap.String(logPhase, string(status.Phase)),
@@ -639,15 +643,14 @@ func (n *Node) publishObserved(w *worker, pod *corev1.Pod, view RuntimeView, pla
 	if sameStatus(&pod.Status, &status) {
 		return
 	}
-	c := store.StatusChange(store.RefOf(pod), &status)
 	// The sandbox the containers ran in: the one the plan keeps, else
 	// the last pass's.
-	c.Sandbox = w.sandboxRef()
-	for _, sb := range view.Sandboxes {
-		if sb.ID == plan.Sandbox.ID && !plan.Sandbox.Create {
-			c.Sandbox = store.SandboxRef{ID: sb.ID, Attempt: sb.Attempt}
-		}
+	sb := w.lastSandbox()
+	if kept := sandboxIn(view, plan.Sandbox.ID); !plan.Sandbox.Create && kept.ID != "" {
+		sb = kept
 	}
+	c := store.StatusChange(store.RefOf(pod), &status)
+	c.Sandbox = storedSandbox(sb)
 	if _, err := n.store.Append(c); err != nil {
 		// The pass's own status follows; this one is only earlier.
 		n.log.Warn("record observed status", append(podFields(pod), zap.Error(err))...)

@@ -170,11 +170,7 @@ func TestStatusKeepsItsSandbox(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = Open(path, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = s.Close() }()
-	entries, err := s.Since(0)
+	entries, err := openAt(t, path, Options{}).Since(0)
 	if err != nil {
 		t.Fatal(err)
 	}
