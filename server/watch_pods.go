@@ -14,10 +14,10 @@ import (
 // WatchPods streams the changes of the pods a filter selects: with
 // since_revision 0 the current pods first and a synced message at the
 // list's revision, then every change after it; with since_revision R every
-// change after R. It ends
-// cleanly when the client goes away, with OUT_OF_RANGE REVISION_COMPACTED
-// for a compacted revision and RESOURCE_EXHAUSTED SLOW_CONSUMER for a
-// client that fell behind (ToStatus maps the store's errors).
+// change after R. It ends cleanly when the client goes away, with
+// OUT_OF_RANGE REVISION_COMPACTED for a compacted revision and
+// RESOURCE_EXHAUSTED SLOW_CONSUMER for a client that fell behind
+// (ToStatus maps the store's errors).
 func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerStreamingServer[podsyncv1.WatchPodsResponse]) error {
 	if err := s.ready(); err != nil {
 		return err

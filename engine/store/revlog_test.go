@@ -155,10 +155,7 @@ func TestAppendStatus(t *testing.T) {
 // that time; a status without one has none.
 func TestStatusKeepsItsSandbox(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "podsync.db")
-	s, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAt(t, path, Options{})
 	pod := testPod("default", "web", "uid-1")
 	mustPut(t, s, pod)
 	first := StatusChange(RefOf(pod), &corev1.PodStatus{Phase: corev1.PodRunning})
