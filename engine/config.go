@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // Defaults of Options.
@@ -127,8 +129,8 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, opts Options) (*runtimeapi.P
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
 		},
-		Labels:       PodLabels(pod),
-		Annotations:  PodAnnotations(pod),
+		Labels:       plan.PodLabels(pod),
+		Annotations:  plan.PodAnnotations(pod),
 		LogDirectory: PodLogDirectory(pod, opts),
 	}
 	dns, err := PodDNS(pod, opts)
@@ -341,7 +343,7 @@ func mergeDNSOptions(existing []string, add []corev1.PodDNSConfigOption) []strin
 // NamespacesForPod is the kubelet's runtimeutil.NamespacesForPod.
 func NamespacesForPod(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 	ns := &runtimeapi.NamespaceOption{
-		Network: networkModeForPod(pod),
+		Network: plan.NetworkModeForPod(pod),
 		Ipc:     runtimeapi.NamespaceMode_POD,
 		Pid:     runtimeapi.NamespaceMode_CONTAINER,
 		UsernsOptions: &runtimeapi.UserNamespace{
@@ -467,7 +469,7 @@ func aggregate(pod *corev1.Pod, get func(*corev1.Container) corev1.ResourceList)
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		r := get(c)
-		if IsRestartableInitContainer(c) {
+		if plan.IsRestartableInitContainer(c) {
 			add(sum, r)
 			add(sidecars, r)
 			r = sidecars
@@ -553,8 +555,8 @@ func ContainerConfig(in ContainerConfigInput, opts Options) (*runtimeapi.Contain
 		Command:     expandAll(c.Command, env),
 		Args:        expandAll(c.Args, env),
 		WorkingDir:  c.WorkingDir,
-		Labels:      ContainerLabels(pod, c),
-		Annotations: ContainerAnnotations(pod, c, in.RestartCount),
+		Labels:      plan.ContainerLabels(pod, c),
+		Annotations: plan.ContainerAnnotations(pod, c, in.RestartCount),
 		Mounts:      mounts,
 		LogPath:     ContainerLogPath(c.Name, in.RestartCount),
 		Stdin:       c.Stdin,

@@ -11,12 +11,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/podsync/podsync/convert"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/plan/plantest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -91,7 +94,7 @@ func TestConfigsGolden(t *testing.T) {
 				if err != nil {
 					t.Fatalf("SandboxConfig(%s): %v", pod.Name, err)
 				}
-				g := goldenPod{Name: pod.Name, QOSClass: GetPodQOS(pod), Sandbox: sb}
+				g := goldenPod{Name: pod.Name, QOSClass: plan.GetPodQOS(pod), Sandbox: sb}
 				all := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
 				for i := range all {
 					gc := goldenContainer{Name: all[i].Name}
@@ -236,7 +239,7 @@ func TestQOSAndCgroups(t *testing.T) {
 			}
 			c := &pod.Spec.Containers[0]
 			opts := Options{MemoryCapacity: 8 << 30}
-			got := want{qos: ComputePodQOS(pod), cgroupfs: PodCgroupParent(pod, opts)}
+			got := want{qos: plan.ComputePodQOS(pod), cgroupfs: PodCgroupParent(pod, opts)}
 			opts.CgroupDriver = "systemd"
 			got.systemd = PodCgroupParent(pod, opts)
 			cfg, err := ContainerConfig(ContainerConfigInput{Pod: pod, Container: c}, Options{MemoryCapacity: 8 << 30})
@@ -339,18 +342,18 @@ func TestPodDNS(t *testing.T) {
 }
 
 func TestContainerConfigErrors(t *testing.T) {
-	pod := basePod()
+	pod := plantest.BasePod()
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{
 		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "missing"}, Key: "k"}}}}
 	if _, err := ContainerConfig(ContainerConfigInput{Pod: pod, Container: &pod.Spec.Containers[0]}, Options{}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing configmap: error = %v, want ErrNotFound", err)
 	}
-	pod = basePod()
+	pod = plantest.BasePod()
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "nope", MountPath: "/x"}}
 	if _, err := ContainerConfig(ContainerConfigInput{Pod: pod, Container: &pod.Spec.Containers[0]}, Options{}); !errors.Is(err, ErrInvalidSpec) {
 		t.Errorf("unknown volume: error = %v, want ErrInvalidSpec", err)
 	}
-	pod = basePod()
+	pod = plantest.BasePod()
 	pod.Spec.Hostname = "Not_Valid"
 	if _, err := SandboxConfig(pod, 0, Options{}); !errors.Is(err, ErrInvalidSpec) {
 		t.Errorf("invalid hostname: error = %v, want ErrInvalidSpec", err)
@@ -358,66 +361,66 @@ func TestContainerConfigErrors(t *testing.T) {
 }
 
 func TestLabelsRoundTrip(t *testing.T) {
-	pod := basePod()
+	pod := plantest.BasePod()
 	pod.Labels = map[string]string{"app": "web"}
 	pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 80, Protocol: corev1.ProtocolTCP}}
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"stop"}}}}
 	c := &pod.Spec.Containers[0]
 
-	sl := PodLabels(pod)
-	if !IsManaged(sl) || sl["app"] != "web" {
+	sl := plan.PodLabels(pod)
+	if !plan.IsManaged(sl) || sl["app"] != "web" {
 		t.Errorf("PodLabels = %v, want managed and the pod's labels", sl)
 	}
-	if got := PodFromLabels(sl); got != (PodRef{Name: "web", Namespace: "shop", UID: "uid-1"}) {
+	if got := plan.PodFromLabels(sl); got != (plan.PodRef{Name: "web", Namespace: "shop", UID: "uid-1"}) {
 		t.Errorf("PodFromLabels = %+v", got)
 	}
-	info := ContainerInfoFromLabels(ContainerLabels(pod, c))
+	info := plan.ContainerInfoFromLabels(plan.ContainerLabels(pod, c))
 	if info.ContainerName != "app" || info.UID != "uid-1" {
 		t.Errorf("ContainerInfoFromLabels = %+v", info)
 	}
-	got := ContainerAnnotationsFrom(ContainerAnnotations(pod, c, 7))
-	want := ContainerAnnotationInfo{
-		Hash:                      ContainerHash(pod, c),
+	got := plan.ContainerAnnotationsFrom(plan.ContainerAnnotations(pod, c, 7))
+	want := plan.ContainerAnnotationInfo{
+		Hash:                      plan.ContainerHash(pod, c),
 		RestartCount:              7,
 		PodTerminationGracePeriod: ptr.To[int64](30),
 		TerminationMessagePath:    "/dev/termination-log",
 		TerminationMessagePolicy:  "File",
 		PreStopHandler:            c.Lifecycle.PreStop,
 		ContainerPorts:            c.Ports,
-		Spec:                      NewContainerSpec(pod, c),
+		Spec:                      plan.NewContainerSpec(pod, c),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("annotations round trip mismatch (-want +got):\n%s", diff)
 	}
-	if IsManaged(map[string]string{LabelManaged: "false"}) {
+	if plan.IsManaged(map[string]string{plan.LabelManaged: "false"}) {
 		t.Error("IsManaged(false) = true")
 	}
 }
 
 func TestNewRuntimeView(t *testing.T) {
-	pod := basePod()
+	pod := plantest.BasePod()
 	c := &pod.Spec.Containers[0]
-	lbl := ContainerLabels(pod, c)
-	ann := ContainerAnnotations(pod, c, 2)
-	other := ContainerLabels(pod, c)
-	delete(other, LabelManaged)
-	view := NewRuntimeView("uid-1",
+	lbl := plan.ContainerLabels(pod, c)
+	ann := plan.ContainerAnnotations(pod, c, 2)
+	other := plan.ContainerLabels(pod, c)
+	delete(other, plan.LabelManaged)
+	view := plan.NewRuntimeView("uid-1",
 		[]*runtimeapi.PodSandboxStatus{
-			{Id: "old", Metadata: &runtimeapi.PodSandboxMetadata{Attempt: 0}, CreatedAt: 1, Labels: PodLabels(pod)},
+			{Id: "old", Metadata: &runtimeapi.PodSandboxMetadata{Attempt: 0}, CreatedAt: 1, Labels: plan.PodLabels(pod)},
 			{Id: "new", Metadata: &runtimeapi.PodSandboxMetadata{Attempt: 1}, CreatedAt: 2, State: runtimeapi.PodSandboxState_SANDBOX_READY,
-				Network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.0.0.1", AdditionalIps: []*runtimeapi.PodIP{{Ip: "fd00::1"}}}, Labels: PodLabels(pod)},
+				Network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.0.0.1", AdditionalIps: []*runtimeapi.PodIP{{Ip: "fd00::1"}}}, Labels: plan.PodLabels(pod)},
 		},
 		[]*runtimeapi.ContainerStatus{
 			{Id: "c1", CreatedAt: 5, State: runtimeapi.ContainerState_CONTAINER_EXITED, ExitCode: 1, Labels: lbl, Annotations: ann},
 			{Id: "c2", CreatedAt: 9, State: runtimeapi.ContainerState_CONTAINER_RUNNING, Labels: lbl, Annotations: ann},
 			{Id: "foreign", CreatedAt: 10, State: runtimeapi.ContainerState_CONTAINER_RUNNING, Labels: other},
 		})
-	if len(view.Sandboxes) != 2 || view.Sandboxes[0].ID != "new" || view.Sandboxes[0].State != SandboxReady ||
+	if len(view.Sandboxes) != 2 || view.Sandboxes[0].ID != "new" || view.Sandboxes[0].State != plan.SandboxReady ||
 		!cmp.Equal(view.Sandboxes[0].IPs, []string{"10.0.0.1", "fd00::1"}) {
 		t.Errorf("sandboxes = %+v, want new (ready, both IPs) then old", view.Sandboxes)
 	}
-	if len(view.Containers) != 2 || view.Containers[0].ID != "c2" || view.Containers[0].State != ContainerRunning ||
-		view.Containers[1].RestartCount != 2 || view.Containers[1].Hash != ContainerHash(pod, c) || view.Containers[1].Name != "app" {
+	if len(view.Containers) != 2 || view.Containers[0].ID != "c2" || view.Containers[0].State != plan.ContainerRunning ||
+		view.Containers[1].RestartCount != 2 || view.Containers[1].Hash != plan.ContainerHash(pod, c) || view.Containers[1].Name != "app" {
 		t.Errorf("containers = %+v, want c2 then c1, unmanaged skipped", view.Containers)
 	}
 }

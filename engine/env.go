@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podsync/podsync/engine/expansion"
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // Expand is the Kubernetes $(VAR) expansion (third_party/forked/golang/
@@ -230,7 +231,7 @@ func formatMap(m map[string]string) string {
 func resourceFieldValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFieldSelector, opts Options) (string, error) {
 	target := c
 	if ref.ContainerName != "" {
-		target = specContainer(pod, ref.ContainerName)
+		target = plan.SpecContainer(pod, ref.ContainerName)
 		if target == nil {
 			return "", fmt.Errorf("resourceFieldRef: container %q: %w", ref.ContainerName, ErrInvalidSpec)
 		}

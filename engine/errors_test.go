@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // running brings basePod (as mutated) to running and returns it.
@@ -107,10 +107,10 @@ func TestInjectedErrors(t *testing.T) {
 				if msg := res.Steps[0].Message; !strings.Contains(msg, "Back-off pulling image") || !strings.Contains(msg, "injected failure") {
 					t.Errorf("back-off message %q, want the kubelet's with the pull error", msg)
 				}
-				if cs := h.s.PodStatus(pod, res.View, engine.ProbeResults{}).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != engine.ReasonImagePullBackOff {
+				if cs := h.s.PodStatus(pod, res.View, plan.ProbeResults{}).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != plan.ReasonImagePullBackOff {
 					t.Errorf("status %+v, want waiting in ImagePullBackOff", cs.State)
 				}
-				h.clock.Step(engine.DefaultBackoffBase)
+				h.clock.Step(plan.DefaultBackoffBase)
 			},
 		},
 		{

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 )
 
@@ -71,8 +72,8 @@ func (n *Node) stepEvents(w *worker, pod *corev1.Pod, steps []StepResult) []stor
 					continue
 				}
 				w.backoffs[c] = s.NextRetry
-				msg := fmt.Sprintf("Back-off restarting failed container %s in pod %s", c, podString(pod))
-				if s.Reason == ReasonImagePullBackOff {
+				msg := fmt.Sprintf("Back-off restarting failed container %s in pod %s", c, plan.PodString(pod))
+				if s.Reason == plan.ReasonImagePullBackOff {
 					msg = s.Message
 				}
 				add(warning, EventBackOff, c, msg)
@@ -90,11 +91,11 @@ func (n *Node) stepEvents(w *worker, pod *corev1.Pod, steps []StepResult) []stor
 			}
 			msg := "Stopping container " + c
 			switch s.Reason {
-			case ReasonLivenessProbe:
+			case plan.ReasonLivenessProbe:
 				msg = fmt.Sprintf("Container %s failed liveness probe, will be restarted", c)
-			case ReasonStartupProbe:
+			case plan.ReasonStartupProbe:
 				msg = fmt.Sprintf("Container %s failed startup probe, will be restarted", c)
-			case ReasonDefinitionChanged:
+			case plan.ReasonDefinitionChanged:
 				msg = fmt.Sprintf("Container %s definition changed, will be restarted", c)
 			}
 			add(normal, EventKilling, c, msg)

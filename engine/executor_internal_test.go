@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -59,97 +58,6 @@ func TestRegistryMatches(t *testing.T) {
 		if got := registryMatches(tc.key, host, repo); got != tc.want {
 			t.Errorf("registryMatches(%q, %q) = %v, want %v", tc.key, tc.image, got, tc.want)
 		}
-	}
-}
-
-func TestFindGarbage(t *testing.T) {
-	pod := basePod()
-	app := &pod.Spec.Containers[0]
-	hash := ContainerHash(pod, app)
-	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
-	mk := func(id string, state ContainerState, rc int32, sb string, age int) ContainerInstance {
-		c := ContainerInstance{ID: id, Name: "app", State: state, RestartCount: rc, Hash: hash,
-			CreatedAt: at(age), StartedAt: at(age), FinishedAt: at(age).Add(time.Second)}
-		return c
-	}
-	for _, tc := range []struct {
-		name       string
-		containers []ContainerInstance
-		sandboxes  []Sandbox
-		sandboxOf  map[string]string
-		want       []string
-	}{
-		{
-			name: "crash loop keeps newest, last exited and the run's first",
-			containers: []ContainerInstance{
-				mk("c4", ContainerRunning, 4, "sb", 4), mk("c3", ContainerExited, 3, "sb", 3),
-				mk("c2", ContainerExited, 2, "sb", 2), mk("c1", ContainerExited, 1, "sb", 1), mk("c0", ContainerExited, 0, "sb", 0),
-			},
-			want: []string{"c2", "c1"},
-		},
-		{
-			name: "a long run resets the run",
-			containers: []ContainerInstance{
-				mk("c3", ContainerExited, 3, "sb", 30), mk("c2", ContainerExited, 2, "sb", 20),
-				func() ContainerInstance {
-					c := mk("c1", ContainerExited, 1, "sb", 10)
-					c.FinishedAt = c.StartedAt.Add(time.Hour)
-					return c
-				}(),
-				mk("c0", ContainerExited, 0, "sb", 0),
-			},
-			want: []string{"c0"},
-		},
-		{
-			name: "created leftovers behind the newest go",
-			containers: []ContainerInstance{
-				mk("c2", ContainerRunning, 2, "sb", 2), mk("c1", ContainerCreated, 1, "sb", 1), mk("c0", ContainerExited, 0, "sb", 0),
-			},
-			want: []string{"c1"},
-		},
-		{
-			name: "a changed spec ends the run",
-			containers: []ContainerInstance{
-				mk("c2", ContainerRunning, 2, "sb", 2),
-				func() ContainerInstance { c := mk("c1", ContainerExited, 1, "sb", 1); c.Hash = "old"; return c }(),
-				func() ContainerInstance { c := mk("c0", ContainerExited, 0, "sb", 0); c.Hash = "old"; return c }(),
-			},
-			want: []string{"c0"},
-		},
-		{
-			name: "dead instances of containers no longer in the spec go",
-			containers: []ContainerInstance{
-				{ID: "x1", Name: "gone", State: ContainerExited}, {ID: "x0", Name: "gone", State: ContainerRunning},
-			},
-			want: []string{"x1"},
-		},
-		{
-			name: "empty stopped sandboxes go, but not the newest",
-			containers: []ContainerInstance{
-				mk("c1", ContainerRunning, 1, "sb2", 5), mk("c0", ContainerExited, 0, "sb0", 0),
-			},
-			sandboxes: []Sandbox{{ID: "sb3", State: SandboxNotReady}, {ID: "sb2", State: SandboxNotReady}, {ID: "sb1", State: SandboxNotReady}, {ID: "sb0", State: SandboxNotReady}},
-			sandboxOf: map[string]string{"c1": "sb2", "c0": "sb0"},
-			want:      []string{"sb1"},
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			st := &podState{view: RuntimeView{Containers: tc.containers, Sandboxes: tc.sandboxes}, sandboxOf: tc.sandboxOf}
-			if st.sandboxOf == nil {
-				st.sandboxOf = map[string]string{}
-			}
-			g := findGarbage(pod, st, BackoffPolicy{})
-			var got []string
-			for _, c := range g.containers {
-				got = append(got, c.ID)
-			}
-			for _, s := range g.sandboxes {
-				got = append(got, s.ID)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("garbage (-want +got):\n%s", diff)
-			}
-		})
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/plan"
 )
 
 var (
@@ -148,7 +149,7 @@ func failedStep(t *testing.T, res engine.SyncResult, action engine.StepAction, t
 }
 
 // newest returns the newest instance of the named container.
-func newest(t *testing.T, res engine.SyncResult, name string) engine.ContainerInstance {
+func newest(t *testing.T, res engine.SyncResult, name string) plan.ContainerInstance {
 	t.Helper()
 	inst := res.View.FindContainer(name)
 	if inst == nil {
@@ -171,20 +172,20 @@ func (h *harness) exit(res engine.SyncResult, name string, code int32, lines ...
 // two of each container.
 func (h *harness) converged(pod *corev1.Pod, res engine.SyncResult) {
 	h.t.Helper()
-	if len(res.View.Sandboxes) == 0 || res.View.Sandboxes[0].State != engine.SandboxReady {
+	if len(res.View.Sandboxes) == 0 || res.View.Sandboxes[0].State != plan.SandboxReady {
 		h.t.Fatalf("no ready sandbox: %+v", res.View.Sandboxes)
 	}
 	for _, c := range pod.Spec.Containers {
-		if inst := res.View.FindContainer(c.Name); inst == nil || inst.State != engine.ContainerRunning {
+		if inst := res.View.FindContainer(c.Name); inst == nil || inst.State != plan.ContainerRunning {
 			h.t.Errorf("container %s not running: %+v", c.Name, inst)
 		}
 	}
 	for _, inst := range res.View.Containers {
-		if inst.State == engine.ContainerCreated {
+		if inst.State == plan.ContainerCreated {
 			h.t.Errorf("created instance %s left behind", inst.String())
 		}
 	}
-	if st := h.s.PodStatus(pod, res.View, engine.ProbeResults{}); st.Phase != corev1.PodRunning {
+	if st := h.s.PodStatus(pod, res.View, plan.ProbeResults{}); st.Phase != corev1.PodRunning {
 		h.t.Errorf("phase = %s, want Running", st.Phase)
 	}
 	// Another pass has nothing to do.

@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // objectState is the state of one of a pod's sandboxes or containers as
@@ -25,21 +27,21 @@ const (
 type objectStates map[string]objectState
 
 // sandboxObject is a sandbox's objectState.
-func sandboxObject(s SandboxState) objectState {
-	if s == SandboxReady {
+func sandboxObject(s plan.SandboxState) objectState {
+	if s == plan.SandboxReady {
 		return sandboxReady
 	}
 	return sandboxNotReady
 }
 
 // containerObject is a container's objectState.
-func containerObject(s ContainerState) objectState {
+func containerObject(s plan.ContainerState) objectState {
 	switch s {
-	case ContainerCreated:
+	case plan.ContainerCreated:
 		return containerCreated
-	case ContainerRunning:
+	case plan.ContainerRunning:
 		return containerRunning
-	case ContainerExited:
+	case plan.ContainerExited:
 		return containerExited
 	default:
 		return containerUnknown
@@ -47,7 +49,7 @@ func containerObject(s ContainerState) objectState {
 }
 
 // statesOf returns the objects of a view and their states.
-func statesOf(v RuntimeView) objectStates {
+func statesOf(v plan.RuntimeView) objectStates {
 	out := make(objectStates, len(v.Sandboxes)+len(v.Containers))
 	for _, sb := range v.Sandboxes {
 		out[sb.ID] = sandboxObject(sb.State)

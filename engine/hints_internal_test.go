@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsync/podsync/engine/plan"
 )
 
 func TestHintSeenBy(t *testing.T) {
@@ -90,17 +92,17 @@ func TestHintMerge(t *testing.T) {
 // the same objects compare equal, so a relist of a pod as a pass left it
 // costs no pass.
 func TestStatesOfMatchesRelist(t *testing.T) {
-	v := RuntimeView{
-		Sandboxes:  []Sandbox{{ID: "s1", State: SandboxReady}, {ID: "s0", State: SandboxNotReady}},
-		Containers: []ContainerInstance{{ID: "c1", State: ContainerRunning}, {ID: "c2", State: ContainerExited}, {ID: "c3", State: ContainerCreated}, {ID: "c4", State: ContainerUnknown}},
+	v := plan.RuntimeView{
+		Sandboxes:  []plan.Sandbox{{ID: "s1", State: plan.SandboxReady}, {ID: "s0", State: plan.SandboxNotReady}},
+		Containers: []plan.ContainerInstance{{ID: "c1", State: plan.ContainerRunning}, {ID: "c2", State: plan.ContainerExited}, {ID: "c3", State: plan.ContainerCreated}, {ID: "c4", State: plan.ContainerUnknown}},
 	}
 	listed := objectStates{
-		"s1": sandboxObject(sandboxStateFromCRI(runtimeapi.PodSandboxState_SANDBOX_READY)),
-		"s0": sandboxObject(sandboxStateFromCRI(runtimeapi.PodSandboxState_SANDBOX_NOTREADY)),
-		"c1": containerObject(containerStateFromCRI(runtimeapi.ContainerState_CONTAINER_RUNNING)),
-		"c2": containerObject(containerStateFromCRI(runtimeapi.ContainerState_CONTAINER_EXITED)),
-		"c3": containerObject(containerStateFromCRI(runtimeapi.ContainerState_CONTAINER_CREATED)),
-		"c4": containerObject(containerStateFromCRI(runtimeapi.ContainerState_CONTAINER_UNKNOWN)),
+		"s1": sandboxObject(plan.SandboxStateFromCRI(runtimeapi.PodSandboxState_SANDBOX_READY)),
+		"s0": sandboxObject(plan.SandboxStateFromCRI(runtimeapi.PodSandboxState_SANDBOX_NOTREADY)),
+		"c1": containerObject(plan.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_RUNNING)),
+		"c2": containerObject(plan.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_EXITED)),
+		"c3": containerObject(plan.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_CREATED)),
+		"c4": containerObject(plan.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_UNKNOWN)),
 	}
 	h := hint{snapshot: listed}
 	if !h.seenBy(statesOf(v)) {

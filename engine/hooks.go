@@ -15,6 +15,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // hookTarget is what a lifecycle handler runs against.
@@ -39,13 +41,13 @@ func (s *Syncer) runHook(ctx context.Context, t hookTarget, h *corev1.LifecycleH
 		if err != nil {
 			out := string(stdout) + string(stderr)
 			return fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q",
-				h.Exec.Command, t.name, podString(t.pod), err, out), fmt.Errorf("exec hook %v: %w", h.Exec.Command, err)
+				h.Exec.Command, t.name, plan.PodString(t.pod), err, out), fmt.Errorf("exec hook %v: %w", h.Exec.Command, err)
 		}
 		return "", nil
 	case h.HTTPGet != nil:
 		if err := s.runHTTPHook(ctx, t, h.HTTPGet); err != nil {
 			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v",
-				h.HTTPGet.Path, t.name, podString(t.pod), err), err
+				h.HTTPGet.Path, t.name, plan.PodString(t.pod), err), err
 		}
 		return "", nil
 	case h.Sleep != nil:
@@ -53,7 +55,7 @@ func (s *Syncer) runHook(ctx context.Context, t hookTarget, h *corev1.LifecycleH
 		case <-s.clock.After(time.Duration(h.Sleep.Seconds) * time.Second):
 			return "", nil
 		case <-ctx.Done():
-			return fmt.Sprintf("Sleep lifecycle hook for Container %q in Pod %q was interrupted", t.name, podString(t.pod)),
+			return fmt.Sprintf("Sleep lifecycle hook for Container %q in Pod %q was interrupted", t.name, plan.PodString(t.pod)),
 				fmt.Errorf("sleep hook: %w", context.Cause(ctx))
 		}
 	}

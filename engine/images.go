@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/internal/failpoint"
 )
 
@@ -106,7 +107,7 @@ func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *r
 		UserSpecifiedImage: c.Image,
 	}
 	if len(p.pod.Annotations) > 0 {
-		spec.Annotations = PodAnnotations(p.pod)
+		spec.Annotations = plan.PodAnnotations(p.pod)
 	}
 	resp, err := p.s.images.ImageStatus(ctx, spec, false)
 	if err != nil {
@@ -179,9 +180,9 @@ func (s *Syncer) recordPullFailure(uid types.UID, container, image, msg string, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fs := s.pulls[uid]
-	i := slices.IndexFunc(fs, func(f PullFailure) bool { return f.Container == container })
+	i := slices.IndexFunc(fs, func(f plan.PullFailure) bool { return f.Container == container })
 	if i < 0 || fs[i].Image != image {
-		f := PullFailure{Container: container, Image: image}
+		f := plan.PullFailure{Container: container, Image: image}
 		if i < 0 {
 			fs = append(fs, f)
 			i = len(fs) - 1
@@ -199,7 +200,7 @@ func (s *Syncer) recordPullFailure(uid types.UID, container, image, msg string, 
 func (s *Syncer) clearPullFailure(uid types.UID, container string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pulls[uid] = slices.DeleteFunc(s.pulls[uid], func(f PullFailure) bool { return f.Container == container })
+	s.pulls[uid] = slices.DeleteFunc(s.pulls[uid], func(f plan.PullFailure) bool { return f.Container == container })
 	if len(s.pulls[uid]) == 0 {
 		delete(s.pulls, uid)
 	}
@@ -207,11 +208,11 @@ func (s *Syncer) clearPullFailure(uid types.UID, container string) {
 
 // pullFailures returns the recorded pull failures of the pod's current
 // containers and images, forgetting the others.
-func (s *Syncer) pullFailures(pod *corev1.Pod) []PullFailure {
+func (s *Syncer) pullFailures(pod *corev1.Pod) []plan.PullFailure {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fs := slices.DeleteFunc(s.pulls[pod.UID], func(f PullFailure) bool {
-		c := specContainer(pod, f.Container)
+	fs := slices.DeleteFunc(s.pulls[pod.UID], func(f plan.PullFailure) bool {
+		c := plan.SpecContainer(pod, f.Container)
 		return c == nil || c.Image != f.Image
 	})
 	if len(fs) == 0 {

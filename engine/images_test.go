@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/plan"
 )
 
 func TestPullPolicies(t *testing.T) {
@@ -55,7 +56,7 @@ func TestImageInContainerStatus(t *testing.T) {
 	pod := basePod()
 	pod.Spec.Containers[0].Image = "registry.local/other:1"
 	res := h.sync(pod)
-	st := h.s.PodStatus(pod, res.View, engine.ProbeResults{})
+	st := h.s.PodStatus(pod, res.View, plan.ProbeResults{})
 	if cs := st.ContainerStatuses[0]; cs.Image != "registry.local/other:1" || cs.ImageID != "registry.local/other:1" {
 		t.Errorf("status image %q id %q, want the pulled image and its ref", cs.Image, cs.ImageID)
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/internal/failpoint"
 )
 
@@ -17,10 +18,10 @@ import (
 // one at a time in the planner's order, so sidecars outlive the containers
 // they serve — and then every sandbox of the pod. It carries on past
 // failures and reports whether everything stopped.
-func (p *pass) killPod(ctx context.Context, plan PodActions) bool {
+func (p *pass) killPod(ctx context.Context, actions plan.PodActions) bool {
 	ips := p.readyIPs()
-	var regular, ordered []ContainerAction
-	for _, k := range plan.Kill {
+	var regular, ordered []plan.ContainerAction
+	for _, k := range actions.Kill {
 		if t := containerType(p.pod, k.Name); t == ContainerTypeInit || t == ContainerTypeSidecar {
 			ordered = append(ordered, k)
 		} else {
@@ -48,7 +49,7 @@ func (p *pass) killPod(ctx context.Context, plan PodActions) bool {
 	for _, sb := range p.st.view.Sandboxes {
 		start := p.s.clock.Now()
 		step := StepResult{Action: ActionKillPodSandbox, Target: sb.ID, SandboxID: sb.ID, Attempt: sb.Attempt,
-			Reason: plan.KillPodReason, Message: plan.KillPodMessage, Start: start}
+			Reason: actions.KillPodReason, Message: actions.KillPodMessage, Start: start}
 		if err := p.s.rt.StopPodSandbox(ctx, sb.ID); err != nil && !crierrors.IsNotFound(err) {
 			step.Err = fmt.Errorf("stop sandbox %s: %w", sb.ID, err)
 			step.Reason, step.Message = ReasonKillPodSandboxError, err.Error()
@@ -69,9 +70,9 @@ func terminationGracePeriod(pod *corev1.Pod, c *corev1.Container, reason string)
 		return *pod.DeletionGracePeriodSeconds
 	case pod.Spec.TerminationGracePeriodSeconds != nil:
 		switch {
-		case reason == ReasonStartupProbe && c != nil && c.StartupProbe != nil && c.StartupProbe.TerminationGracePeriodSeconds != nil:
+		case reason == plan.ReasonStartupProbe && c != nil && c.StartupProbe != nil && c.StartupProbe.TerminationGracePeriodSeconds != nil:
 			return *c.StartupProbe.TerminationGracePeriodSeconds
-		case reason == ReasonLivenessProbe && c != nil && c.LivenessProbe != nil && c.LivenessProbe.TerminationGracePeriodSeconds != nil:
+		case reason == plan.ReasonLivenessProbe && c != nil && c.LivenessProbe != nil && c.LivenessProbe.TerminationGracePeriodSeconds != nil:
 			return *c.LivenessProbe.TerminationGracePeriodSeconds
 		}
 		return *pod.Spec.TerminationGracePeriodSeconds
@@ -84,7 +85,7 @@ func terminationGracePeriod(pod *corev1.Pod, c *corev1.Container, reason string)
 // least 2 s). A container no longer in the spec is stopped with the grace
 // period and preStop hook recorded in its annotations. It reports a
 // KillContainer step and whether the container stopped.
-func (p *pass) killContainer(ctx context.Context, k ContainerAction, podIPs []string) bool {
+func (p *pass) killContainer(ctx context.Context, k plan.ContainerAction, podIPs []string) bool {
 	start := p.s.clock.Now()
 	attempt := k.Attempt
 	for _, inst := range p.st.view.Containers {
@@ -109,7 +110,7 @@ func (p *pass) killContainer(ctx context.Context, k ContainerAction, podIPs []st
 	var preStop *corev1.LifecycleHandler
 	var ports []corev1.ContainerPort
 	var grace int64
-	if c := specContainer(p.pod, k.Name); c != nil {
+	if c := plan.SpecContainer(p.pod, k.Name); c != nil {
 		grace = terminationGracePeriod(p.pod, c, k.Reason)
 		if c.Lifecycle != nil {
 			preStop = c.Lifecycle.PreStop
@@ -126,7 +127,7 @@ func (p *pass) killContainer(ctx context.Context, k ContainerAction, podIPs []st
 		if err != nil {
 			return fail(fmt.Errorf("restore spec of container %q: %w", k.Name, err))
 		}
-		info := ContainerAnnotationsFrom(resp.GetStatus().GetAnnotations())
+		info := plan.ContainerAnnotationsFrom(resp.GetStatus().GetAnnotations())
 		restored := &corev1.Pod{ObjectMeta: p.pod.ObjectMeta}
 		restored.DeletionGracePeriodSeconds = info.PodDeletionGracePeriod
 		if p.pod.DeletionGracePeriodSeconds != nil {
@@ -154,7 +155,7 @@ func (p *pass) killContainer(ctx context.Context, k ContainerAction, podIPs []st
 // runPreStop is the kubelet's executePreStopHook: it runs the hook for at
 // most the grace period, reports a PreStopHook step, and returns the whole
 // seconds it took.
-func (p *pass) runPreStop(ctx context.Context, k ContainerAction, ctype ContainerType, attempt uint32, h *corev1.LifecycleHandler, ports []corev1.ContainerPort, podIPs []string, grace int64) int64 {
+func (p *pass) runPreStop(ctx context.Context, k plan.ContainerAction, ctype ContainerType, attempt uint32, h *corev1.LifecycleHandler, ports []corev1.ContainerPort, podIPs []string, grace int64) int64 {
 	start := p.s.clock.Now()
 	limit := time.Duration(grace) * time.Second
 	hctx, cancel := context.WithTimeout(ctx, limit)
@@ -186,7 +187,7 @@ func (p *pass) purgeInitContainers(ctx context.Context) {
 }
 
 // removeContainer removes one dead instance and reports it.
-func (p *pass) removeContainer(ctx context.Context, inst ContainerInstance, reason string) bool {
+func (p *pass) removeContainer(ctx context.Context, inst plan.ContainerInstance, reason string) bool {
 	start := p.s.clock.Now()
 	step := StepResult{Action: ActionRemoveContainer, Target: inst.Name, ContainerType: containerType(p.pod, inst.Name),
 		Reason: reason, Start: start, ContainerID: inst.ID, SandboxID: p.st.sandboxOf[inst.ID], Attempt: uint32(inst.RestartCount)}

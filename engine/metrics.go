@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
+
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // Names of the engine's metrics; docs/metrics.md describes each.
@@ -69,18 +71,18 @@ var criBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 var stepReasons = map[string]bool{
 	"": true,
 	// Sandbox decisions.
-	SandboxReasonNone: true, SandboxReasonMultipleReady: true, SandboxReasonNotReady: true,
-	SandboxReasonNetworkChanged: true, SandboxReasonNoIP: true, SandboxReasonReady: true,
-	SandboxReasonNotRecreated: true, SandboxReasonPodNotRunnable: true, SandboxReasonInitializedDone: true,
+	plan.SandboxReasonNone: true, plan.SandboxReasonMultipleReady: true, plan.SandboxReasonNotReady: true,
+	plan.SandboxReasonNetworkChanged: true, plan.SandboxReasonNoIP: true, plan.SandboxReasonReady: true,
+	plan.SandboxReasonNotRecreated: true, plan.SandboxReasonPodNotRunnable: true, plan.SandboxReasonInitializedDone: true,
 	// Pod kills.
-	KillReasonSandboxChanged: true, KillReasonInitContainerFailed: true, KillReasonAllContainersDone: true,
-	KillReasonPodDeleted: true, KillReasonPodTerminal: true, KillReasonDeadlineExceeded: true,
+	plan.KillReasonSandboxChanged: true, plan.KillReasonInitContainerFailed: true, plan.KillReasonAllContainersDone: true,
+	plan.KillReasonPodDeleted: true, plan.KillReasonPodTerminal: true, plan.KillReasonDeadlineExceeded: true,
 	// Container starts and kills (ReasonInitFailed is
 	// KillReasonInitContainerFailed).
-	ReasonNotStarted: true, ReasonExited: true, ReasonCreated: true, ReasonUnknownState: true,
-	ReasonDefinitionChanged: true, ReasonLivenessProbe: true, ReasonStartupProbe: true, ReasonNewSandbox: true,
-	ReasonNextInitContainer: true, ReasonSidecarExited: true, ReasonSidecarMissing: true,
-	ReasonPodKilled: true, ReasonNotInSpec: true, ReasonCrashLoopBackOff: true, ReasonImagePullBackOff: true,
+	plan.ReasonNotStarted: true, plan.ReasonExited: true, plan.ReasonCreated: true, plan.ReasonUnknownState: true,
+	plan.ReasonDefinitionChanged: true, plan.ReasonLivenessProbe: true, plan.ReasonStartupProbe: true, plan.ReasonNewSandbox: true,
+	plan.ReasonNextInitContainer: true, plan.ReasonSidecarExited: true, plan.ReasonSidecarMissing: true,
+	plan.ReasonPodKilled: true, plan.ReasonNotInSpec: true, plan.ReasonCrashLoopBackOff: true, plan.ReasonImagePullBackOff: true,
 	"FailedPostStartHook": true,
 	// Failures.
 	ReasonErrImagePull: true, ReasonCreatePodSandboxError: true, ReasonConfigPodSandboxError: true,
@@ -299,7 +301,7 @@ func podSummaryOf(status *corev1.PodStatus) podSummary {
 	}
 	for _, list := range [][]corev1.ContainerStatus{status.InitContainerStatuses, status.ContainerStatuses} {
 		for _, cs := range list {
-			if w := cs.State.Waiting; w != nil && (w.Reason == ReasonCrashLoopBackOff || w.Reason == ReasonImagePullBackOff) {
+			if w := cs.State.Waiting; w != nil && (w.Reason == plan.ReasonCrashLoopBackOff || w.Reason == plan.ReasonImagePullBackOff) {
 				s.backoffs++
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // TestMetricsStepReasonsAreBounded: a reason that is not the engine's is
@@ -74,8 +76,8 @@ func TestPodSummary(t *testing.T) {
 		{"odd phase", corev1.PodStatus{Phase: "Evicted"}, podSummary{known: true, phase: corev1.PodUnknown}},
 		{"back-offs", corev1.PodStatus{
 			Phase:                 corev1.PodPending,
-			InitContainerStatuses: []corev1.ContainerStatus{waiting(ReasonImagePullBackOff)},
-			ContainerStatuses: []corev1.ContainerStatus{waiting(ReasonCrashLoopBackOff), waiting(ReasonErrImagePull),
+			InitContainerStatuses: []corev1.ContainerStatus{waiting(plan.ReasonImagePullBackOff)},
+			ContainerStatuses: []corev1.ContainerStatus{waiting(plan.ReasonCrashLoopBackOff), waiting(ReasonErrImagePull),
 				waiting(ReasonContainerCreating), {}},
 		}, podSummary{known: true, phase: corev1.PodPending, backoffs: 2}},
 	} {

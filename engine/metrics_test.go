@@ -17,6 +17,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // grpcCode is what podsyncd passes as MetricsOptions.ErrorCode.
@@ -135,13 +136,13 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 	if n, sum := passes(engine.PassSuccess); n != 1 || sum != 1.5 {
 		t.Errorf("success passes: %d observations summing to %gs, want 1 of 1.5s", n, sum)
 	}
-	if got := steps(engine.ActionCreatePodSandbox, engine.StepSuccess, engine.SandboxReasonNone); got != 1 {
+	if got := steps(engine.ActionCreatePodSandbox, engine.StepSuccess, plan.SandboxReasonNone); got != 1 {
 		t.Errorf("CreatePodSandbox success NoSandbox = %g, want 1", got)
 	}
 	if got := steps(engine.ActionConfigPodSandbox, engine.StepSuccess, ""); got != 1 {
 		t.Errorf("ConfigPodSandbox success = %g, want 1", got)
 	}
-	if got := steps(engine.ActionStartContainer, engine.StepSuccess, engine.ReasonNewSandbox); got != 1 {
+	if got := steps(engine.ActionStartContainer, engine.StepSuccess, plan.ReasonNewSandbox); got != 1 {
 		t.Errorf("StartContainer success NewSandbox = %g, want 1", got)
 	}
 	if n, _ := observations(t, reg, engine.MetricCRIRequestDuration, "method", "RunPodSandbox", "code", engine.CodeOK); n != 1 {
@@ -153,10 +154,10 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 	res = h.sync(pod)
 	h.exit(res, "app", 1)
 	wantSteps(t, h.sync(pod), "StartContainer app CrashLoopBackOff")
-	if got := steps(engine.ActionStartContainer, engine.StepBackoff, engine.ReasonCrashLoopBackOff); got != 1 {
+	if got := steps(engine.ActionStartContainer, engine.StepBackoff, plan.ReasonCrashLoopBackOff); got != 1 {
 		t.Errorf("StartContainer backoff CrashLoopBackOff = %g, want 1", got)
 	}
-	if got := steps(engine.ActionStartContainer, engine.StepSuccess, engine.ReasonExited); got != 1 {
+	if got := steps(engine.ActionStartContainer, engine.StepSuccess, plan.ReasonExited); got != 1 {
 		t.Errorf("StartContainer success Exited = %g, want 1", got)
 	}
 	if n, _ := passes(engine.PassSuccess); n != 3 {
@@ -164,7 +165,7 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 	}
 
 	// A refused start fails its step, not the pass.
-	h.clock.Step(engine.DefaultBackoffBase)
+	h.clock.Step(plan.DefaultBackoffBase)
 	h.rt.InjectError("StartContainer", status.Error(codes.Unavailable, "runtime is restarting"))
 	failedStep(t, h.sync(pod), engine.ActionStartContainer, "app")
 	if got := steps(engine.ActionStartContainer, engine.StepFailure, engine.ReasonRunContainerError); got != 1 {
@@ -315,7 +316,7 @@ func TestMetricsPodsAndBackoffs(t *testing.T) {
 	t.Parallel()
 	reg, m := newMetrics(t, engine.MetricsOptions{ErrorCode: grpcCode})
 	h := newNodeHarness(t, func(o *engine.NodeOptions) {
-		o.Backoff = engine.BackoffPolicy{Base: 10 * time.Second}
+		o.Backoff = plan.BackoffPolicy{Base: 10 * time.Second}
 		o.Runtime, o.Images, o.Metrics = m.InstrumentRuntime(o.Runtime), m.InstrumentImages(o.Images), m
 	})
 	pods := func(phase corev1.PodPhase) float64 {
@@ -358,7 +359,7 @@ func TestMetricsPodsAndBackoffs(t *testing.T) {
 	}
 	h.eventually("first restart", func() bool {
 		inst := h.view(pod).FindContainer("app")
-		return inst != nil && inst.State == engine.ContainerRunning && inst.RestartCount == 1
+		return inst != nil && inst.State == plan.ContainerRunning && inst.RestartCount == 1
 	})
 	h.clock.Step(time.Second)
 	if err := h.rt.ExitContainer(h.view(pod).FindContainer("app").ID, 1); err != nil {
@@ -366,7 +367,7 @@ func TestMetricsPodsAndBackoffs(t *testing.T) {
 	}
 	h.eventually("one container in back-off", func() bool { return backoffs() == 1 })
 	if got := value(t, reg, engine.MetricSyncSteps, "action", string(engine.ActionStartContainer),
-		"result", engine.StepBackoff, "reason", engine.ReasonCrashLoopBackOff); got < 1 {
+		"result", engine.StepBackoff, "reason", plan.ReasonCrashLoopBackOff); got < 1 {
 		t.Errorf("back-off steps of the worker's passes = %g, want at least 1", got)
 	}
 	if after := countPasses(t, reg); after <= passesBefore {
@@ -375,7 +376,7 @@ func TestMetricsPodsAndBackoffs(t *testing.T) {
 	h.clock.Step(11 * time.Second)
 	h.eventually("restart after the back-off", func() bool {
 		inst := h.view(pod).FindContainer("app")
-		return inst != nil && inst.State == engine.ContainerRunning && inst.RestartCount == 2
+		return inst != nil && inst.State == plan.ContainerRunning && inst.RestartCount == 2
 	})
 	h.eventually("no container in back-off", func() bool { return backoffs() == 0 })
 

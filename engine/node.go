@@ -14,6 +14,7 @@ import (
 	criclient "k8s.io/cri-client/pkg"
 	"k8s.io/utils/clock"
 
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/prober"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/internal/failpoint"
@@ -98,7 +99,7 @@ type NodeOptions struct {
 	Logger *zap.Logger
 	// Backoff is the crash-loop and image-pull back-off; the zero value is
 	// the kubelet's.
-	Backoff BackoffPolicy
+	Backoff plan.BackoffPolicy
 	// Config are the node settings (root and log directories, node name
 	// and IPs, DNS, cgroups). Probes of host-network pods dial
 	// Config.NodeIPs[0].
@@ -149,7 +150,7 @@ type Node struct {
 	prober  *prober.Manager
 	clock   clock.WithTicker
 	log     *zap.Logger
-	backoff BackoffPolicy
+	backoff plan.BackoffPolicy
 	cfg     Options
 	gc      GCPolicy
 	rot     LogRotation
@@ -384,7 +385,7 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 		return ApplyResult{}, fmt.Errorf("apply pod: pod needs a namespace, name and uid: %w", ErrInvalidSpec)
 	}
 	if err := CheckPodPaths(pod); err != nil {
-		return ApplyResult{}, fmt.Errorf("apply pod %s: %w", podString(pod), err)
+		return ApplyResult{}, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
 	}
 	if err := n.waitReady(ctx); err != nil {
 		return ApplyResult{}, err
@@ -395,30 +396,30 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	case errors.Is(err, store.ErrNotFound):
 		res.Created = true
 	case err != nil:
-		return res, fmt.Errorf("apply pod %s: %w", podString(pod), err)
+		return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
 	case existing.Pod.UID != pod.UID:
-		return res, fmt.Errorf("apply pod %s: %s/%s has uid %s: %w", podString(pod), pod.Namespace, pod.Name, existing.Pod.UID, ErrAlreadyExists)
+		return res, fmt.Errorf("apply pod %s: %s/%s has uid %s: %w", plan.PodString(pod), pod.Namespace, pod.Name, existing.Pod.UID, ErrAlreadyExists)
 	case existing.Deleting:
-		return res, fmt.Errorf("apply pod %s: %w", podString(pod), ErrTerminating)
+		return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), ErrTerminating)
 	}
 	if !res.Created && n.policy != nil {
 		if err := n.policy(pod); err != nil {
-			return res, fmt.Errorf("apply pod %s: %w", podString(pod), err)
+			return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
 		}
 	}
 	if res.Created && n.admit != nil {
 		others, err := n.activePods()
 		if err != nil {
-			return res, fmt.Errorf("apply pod %s: %w", podString(pod), err)
+			return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
 		}
 		if err := n.admit(pod, others); err != nil {
-			return res, fmt.Errorf("admit pod %s: %w", podString(pod), err)
+			return res, fmt.Errorf("admit pod %s: %w", plan.PodString(pod), err)
 		}
 	}
 	failpoint.Inject(failpoint.BeforeStorePut)
 	rec, err := n.store.Put(store.PodRecord{Pod: pod, ConfigMaps: configMaps, Secrets: secrets})
 	if err != nil {
-		return res, fmt.Errorf("store pod %s: %w", podString(pod), storeError(err))
+		return res, fmt.Errorf("store pod %s: %w", plan.PodString(pod), storeError(err))
 	}
 	failpoint.Inject(failpoint.AfterStorePut)
 	if res.Created {
@@ -429,7 +430,7 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 
 	w, err := n.lockWorker(ctx, pod.UID)
 	if err != nil {
-		return res, fmt.Errorf("apply pod %s: wait for the pod's turn: %w", podString(pod), err)
+		return res, fmt.Errorf("apply pod %s: wait for the pod's turn: %w", plan.PodString(pod), err)
 	}
 	out, err := n.pass(ctx, w, false, emit)
 	w.release()
@@ -438,7 +439,7 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	}
 	res.Status, res.Steps, res.NextSync = out.status, out.steps, out.next
 	if err == nil && out.gone {
-		err = fmt.Errorf("apply pod %s: pod was deleted: %w", podString(pod), ErrNotFound)
+		err = fmt.Errorf("apply pod %s: pod was deleted: %w", plan.PodString(pod), ErrNotFound)
 	}
 	return res, n.runtimeError(err)
 }
@@ -449,9 +450,9 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 // The ConfigMaps and Secrets do not change a plan (a missing one fails a
 // start, not the plan); they are accepted so Plan mirrors Apply.
 // Plan returns the runtime's error if the pod's state cannot be read.
-func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap, _ []*corev1.Secret) (PodActions, corev1.PodStatus, bool, error) {
+func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap, _ []*corev1.Secret) (plan.PodActions, corev1.PodStatus, bool, error) {
 	if pod == nil || pod.UID == "" {
-		return PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod: pod has no uid: %w", ErrInvalidSpec)
+		return plan.PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod: pod has no uid: %w", ErrInvalidSpec)
 	}
 	pod = pod.DeepCopy()
 	known := false
@@ -461,18 +462,18 @@ func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap,
 		known = true
 		pod.Status = rec.Pod.Status
 	case !errors.Is(err, store.ErrNotFound):
-		return PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod %s: %w", podString(pod), err)
+		return plan.PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod %s: %w", plan.PodString(pod), err)
 	default:
 		pod.Status = corev1.PodStatus{}
 	}
 	view, err := ReadView(ctx, n.rt, pod.UID)
 	if err != nil {
-		return PodActions{}, corev1.PodStatus{}, known, fmt.Errorf("plan pod %s: %w", podString(pod), n.runtimeError(err))
+		return plan.PodActions{}, corev1.PodStatus{}, known, fmt.Errorf("plan pod %s: %w", plan.PodString(pod), n.runtimeError(err))
 	}
 	view.PullFailures = n.syncer.pullFailures(pod)
 	probes := n.probeResults(pod.UID)
 	now := n.clock.Now()
-	plan := ComputePodActions(pod, view, probes, now, n.backoff)
+	plan := plan.ComputePodActions(pod, view, probes, now, n.backoff)
 	var st corev1.PodStatus
 	if known {
 		st = pod.Status
@@ -570,20 +571,20 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 		if errors.Is(err, store.ErrNotFound) {
 			return false, nil, nil
 		}
-		return false, nil, fmt.Errorf("delete pod %s: %w", podString(pod), storeError(err))
+		return false, nil, fmt.Errorf("delete pod %s: %w", plan.PodString(pod), storeError(err))
 	}
 	n.log.Info("pod deletion requested", podFields(pod)...)
 	// The pass running, if any, would only delay the kill.
-	dw.cancelPass(fmt.Errorf("pod %s: %w", podString(pod), ErrTerminating))
+	dw.cancelPass(fmt.Errorf("pod %s: %w", plan.PodString(pod), ErrTerminating))
 	w, err := n.lockWorker(ctx, pod.UID)
 	if err != nil {
-		return true, nil, fmt.Errorf("delete pod %s: wait for the pod's turn: %w", podString(pod), err)
+		return true, nil, fmt.Errorf("delete pod %s: wait for the pod's turn: %w", plan.PodString(pod), err)
 	}
 	var steps []StepResult
 	_, err = n.pass(ctx, w, false, func(s StepResult) { steps = append(steps, s) })
 	w.release()
 	if err != nil {
-		return true, steps, fmt.Errorf("delete pod %s: %w", podString(pod), n.runtimeError(err))
+		return true, steps, fmt.Errorf("delete pod %s: %w", plan.PodString(pod), n.runtimeError(err))
 	}
 	return true, steps, nil
 }
@@ -647,19 +648,19 @@ func isTerminal(p corev1.PodPhase) bool {
 }
 
 // probeResults converts the prober's results of a pod.
-func (n *Node) probeResults(uid types.UID) ProbeResults {
+func (n *Node) probeResults(uid types.UID) plan.ProbeResults {
 	r := n.prober.Results(uid)
-	conv := func(m map[string]prober.Result) map[string]ProbeResult {
+	conv := func(m map[string]prober.Result) map[string]plan.ProbeResult {
 		if m == nil {
 			return nil
 		}
-		out := make(map[string]ProbeResult, len(m))
+		out := make(map[string]plan.ProbeResult, len(m))
 		for id, v := range m {
-			out[id] = ProbeResult(v)
+			out[id] = plan.ProbeResult(v)
 		}
 		return out
 	}
-	return ProbeResults{Liveness: conv(r.Liveness), Readiness: conv(r.Readiness), Startup: conv(r.Startup)}
+	return plan.ProbeResults{Liveness: conv(r.Liveness), Readiness: conv(r.Readiness), Startup: conv(r.Startup)}
 }
 
 func (n *Node) statusOptions(reasons map[string]corev1.ContainerStateWaiting) StatusOptions {

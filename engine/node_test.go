@@ -24,6 +24,7 @@ import (
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 )
 
@@ -136,7 +137,7 @@ func (h *nodeHarness) apply(pod *corev1.Pod) engine.ApplyResult {
 }
 
 // view reads the runtime's view of pod.
-func (h *nodeHarness) view(pod *corev1.Pod) *engine.RuntimeView {
+func (h *nodeHarness) view(pod *corev1.Pod) *plan.RuntimeView {
 	h.t.Helper()
 	v, err := engine.ReadView(h.ctx, h.rt, pod.UID)
 	if err != nil {
@@ -318,7 +319,7 @@ func TestNodeApplyWaitsForItsTurn(t *testing.T) {
 // back-off timer.
 func TestNodeWorkerRestartsWithoutACall(t *testing.T) {
 	t.Parallel()
-	h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Backoff = engine.BackoffPolicy{Base: 10 * time.Second} })
+	h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Backoff = plan.BackoffPolicy{Base: 10 * time.Second} })
 	pod := basePod()
 	var mu sync.Mutex
 	var observed []string
@@ -337,7 +338,7 @@ func TestNodeWorkerRestartsWithoutACall(t *testing.T) {
 	restarts := func(n int32) func() bool {
 		return func() bool {
 			inst := h.view(pod).FindContainer("app")
-			return inst != nil && inst.State == engine.ContainerRunning && inst.RestartCount == n
+			return inst != nil && inst.State == plan.ContainerRunning && inst.RestartCount == n
 		}
 	}
 	if err := h.rt.ExitContainer(h.view(pod).FindContainer("app").ID, 1); err != nil {
@@ -356,7 +357,7 @@ func TestNodeWorkerRestartsWithoutACall(t *testing.T) {
 	}
 	h.eventually("CrashLoopBackOff in the status", func() bool {
 		for _, cs := range h.storedStatus(pod).ContainerStatuses {
-			if cs.Name == "app" && cs.State.Waiting != nil && cs.State.Waiting.Reason == engine.ReasonCrashLoopBackOff {
+			if cs.Name == "app" && cs.State.Waiting != nil && cs.State.Waiting.Reason == plan.ReasonCrashLoopBackOff {
 				return true
 			}
 		}
@@ -472,7 +473,7 @@ func TestNodeReasonCache(t *testing.T) {
 	if got := waiting(h.apply(pull).Status, "app"); got != engine.ReasonErrImagePull {
 		t.Errorf("after the first failed pull: %q, want ErrImagePull", got)
 	}
-	if got := waiting(h.apply(pull).Status, "app"); got != engine.ReasonImagePullBackOff {
+	if got := waiting(h.apply(pull).Status, "app"); got != plan.ReasonImagePullBackOff {
 		t.Errorf("during the pull back-off: %q, want ImagePullBackOff", got)
 	}
 
@@ -600,7 +601,7 @@ func TestNodeRecovery(t *testing.T) {
 	}
 	for _, c := range before.Containers {
 		inst := after.FindContainer(c.Name)
-		if inst == nil || inst.ID != c.ID || inst.State != engine.ContainerRunning {
+		if inst == nil || inst.ID != c.ID || inst.State != plan.ContainerRunning {
 			t.Errorf("container %s: %+v, want %s still running", c.Name, inst, c.ID)
 		}
 	}
@@ -678,14 +679,14 @@ func TestNodeTerminalPodStaysDead(t *testing.T) {
 	}
 	h.eventually("phase Failed and sandbox stopped", func() bool {
 		v := h.view(pod)
-		return h.storedStatus(pod).Phase == corev1.PodFailed && len(v.Sandboxes) == 1 && v.Sandboxes[0].State == engine.SandboxNotReady
+		return h.storedStatus(pod).Phase == corev1.PodFailed && len(v.Sandboxes) == 1 && v.Sandboxes[0].State == plan.SandboxNotReady
 	})
 	writes := h.writes()
 	res := h.apply(pod)
 	if len(res.Steps) != 0 || h.writes() != writes {
 		t.Errorf("pass of a finished terminal pod did %v", res.Steps)
 	}
-	if inst := h.view(pod).FindContainer("app"); inst.State != engine.ContainerExited || inst.RestartCount != 0 {
+	if inst := h.view(pod).FindContainer("app"); inst.State != plan.ContainerExited || inst.RestartCount != 0 {
 		t.Errorf("container %+v restarted", inst)
 	}
 }
@@ -846,7 +847,7 @@ func TestNodeSkipsPassesForChangesItSaw(t *testing.T) {
 	}
 	h.eventually("restart after an exit", func() bool {
 		inst := h.view(pod).FindContainer("app")
-		return inst != nil && inst.State == engine.ContainerRunning && inst.RestartCount == 1
+		return inst != nil && inst.State == plan.ContainerRunning && inst.RestartCount == 1
 	})
 	h.eventually("the restart's pass observed", func() bool { return passes() >= 2 })
 }
@@ -863,6 +864,6 @@ func TestNodeRunsPassForWhatItsPassDidNotPlan(t *testing.T) {
 	h.apply(pod)
 	h.eventually("the app started after its init container", func() bool {
 		inst := h.view(pod).FindContainer("app")
-		return inst != nil && inst.State == engine.ContainerRunning
+		return inst != nil && inst.State == plan.ContainerRunning
 	})
 }

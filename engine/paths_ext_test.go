@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 )
 
@@ -63,7 +64,7 @@ func TestSubPathThroughPlantedSymlink(t *testing.T) {
 		t.Errorf("the node's directory changed: %v", entries)
 	}
 	for _, name := range []string{"app", "helper"} {
-		if inst := res.View.FindContainer(name); inst == nil || inst.State != engine.ContainerRunning {
+		if inst := res.View.FindContainer(name); inst == nil || inst.State != plan.ContainerRunning {
 			t.Errorf("%s no longer runs: %+v", name, inst)
 		}
 	}
@@ -75,7 +76,7 @@ func TestSubPathThroughPlantedSymlink(t *testing.T) {
 	c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/mnt", SubPath: "real/dir"}}
 	fixed.Spec.Containers = append(fixed.Spec.Containers, c)
 	res = h.sync(fixed)
-	if inst := newest(t, res, "reader"); inst.State != engine.ContainerRunning {
+	if inst := newest(t, res, "reader"); inst.State != plan.ContainerRunning {
 		t.Errorf("reader: %+v", inst)
 	}
 	want := filepath.Join(vol, "real", "dir")

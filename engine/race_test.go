@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // TestLastAppliedSpecWins: specs applied while a pass of the pod runs
@@ -65,22 +66,22 @@ func TestLastAppliedSpecWins(t *testing.T) {
 		c := &last.Spec.Containers[i]
 		running := 0
 		for _, inst := range view.Containers {
-			if inst.Name == c.Name && inst.State == engine.ContainerRunning {
+			if inst.Name == c.Name && inst.State == plan.ContainerRunning {
 				running++
 			}
 		}
 		newest := view.FindContainer(c.Name)
-		if running != 1 || newest == nil || newest.State != engine.ContainerRunning {
+		if running != 1 || newest == nil || newest.State != plan.ContainerRunning {
 			t.Errorf("%s: %d running instances, newest %+v; want one, running", c.Name, running, newest)
 			continue
 		}
-		if want := engine.ContainerHash(last, c); newest.Hash != want {
+		if want := plan.ContainerHash(last, c); newest.Hash != want {
 			t.Errorf("%s runs hash %s, want the stored spec's %s (env %v)", c.Name, newest.Hash, want, c.Env)
 		}
 	}
 	ready := 0
 	for _, sb := range view.Sandboxes {
-		if sb.State == engine.SandboxReady {
+		if sb.State == plan.SandboxReady {
 			ready++
 		}
 	}
@@ -133,7 +134,7 @@ func TestApplyAndDeleteRace(t *testing.T) {
 			if !stored {
 				return len(v.Sandboxes) == 0 && len(v.Containers) == 0
 			}
-			return len(v.Sandboxes) == 1 && v.Sandboxes[0].State == engine.SandboxReady
+			return len(v.Sandboxes) == 1 && v.Sandboxes[0].State == plan.SandboxReady
 		})
 		switch {
 		case stored && applyErr != nil:

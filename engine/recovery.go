@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 )
 
@@ -56,8 +57,8 @@ func (n *Node) recover(ctx context.Context) error {
 
 // runtimePods returns the pods podsync's sandboxes and containers belong
 // to (those with uid only, if uid is not nil).
-func (n *Node) runtimePods(ctx context.Context, uid *types.UID) (map[types.UID]PodRef, error) {
-	sel := map[string]string{LabelManaged: "true"}
+func (n *Node) runtimePods(ctx context.Context, uid *types.UID) (map[types.UID]plan.PodRef, error) {
+	sel := map[string]string{plan.LabelManaged: "true"}
 	if uid != nil {
 		sel = podSelector(*uid)
 	}
@@ -69,12 +70,12 @@ func (n *Node) runtimePods(ctx context.Context, uid *types.UID) (map[types.UID]P
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	out := map[types.UID]PodRef{}
+	out := map[types.UID]plan.PodRef{}
 	add := func(labels map[string]string) {
-		if !IsManaged(labels) {
+		if !plan.IsManaged(labels) {
 			return
 		}
-		ref := PodFromLabels(labels)
+		ref := plan.PodFromLabels(labels)
 		if ref.UID == "" {
 			return
 		}
@@ -92,10 +93,10 @@ func (n *Node) runtimePods(ctx context.Context, uid *types.UID) (map[types.UID]P
 }
 
 // runtimePodRef returns the pod the runtime's objects with uid belong to.
-func (n *Node) runtimePodRef(ctx context.Context, uid types.UID) (PodRef, bool, error) {
+func (n *Node) runtimePodRef(ctx context.Context, uid types.UID) (plan.PodRef, bool, error) {
 	pods, err := n.runtimePods(ctx, &uid)
 	if err != nil {
-		return PodRef{}, false, err
+		return plan.PodRef{}, false, err
 	}
 	ref, ok := pods[uid]
 	return ref, ok, nil

@@ -12,6 +12,8 @@ import (
 
 	"go.uber.org/zap"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // rotatedTimeFormat is the kubelet's timestamp suffix of rotated logs.
@@ -26,7 +28,7 @@ const rotatedTimeFormat = "20060102-150405"
 func (n *Node) RotateLogs(ctx context.Context) {
 	ctrs, err := n.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-		LabelSelector: map[string]string{LabelManaged: "true"},
+		LabelSelector: map[string]string{plan.LabelManaged: "true"},
 	})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -35,7 +37,7 @@ func (n *Node) RotateLogs(ctx context.Context) {
 		return
 	}
 	for _, c := range ctrs {
-		if !IsManaged(c.GetLabels()) {
+		if !plan.IsManaged(c.GetLabels()) {
 			continue
 		}
 		resp, err := n.rt.ContainerStatus(ctx, c.GetId(), false)

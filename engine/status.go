@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // The kubelet's container waiting and terminated reasons.
@@ -23,7 +25,7 @@ const (
 // StatusOptions are the node facts ComputePodStatus needs.
 type StatusOptions struct {
 	// Backoff is the crash-loop and image-pull back-off policy.
-	Backoff BackoffPolicy
+	Backoff plan.BackoffPolicy
 	// HostIPs are the node's IPs, primary first; host-network pods report
 	// them as pod IPs.
 	HostIPs []string
@@ -46,9 +48,9 @@ type StatusOptions struct {
 // phases stick; an exceeded activeDeadlineSeconds fails the pod),
 // conditions, pod IPs and start time. pod.Status is read as the previous
 // status. It is pure.
-func ComputePodStatus(pod *corev1.Pod, view RuntimeView, probes ProbeResults, now time.Time, opts StatusOptions) corev1.PodStatus {
+func ComputePodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.ProbeResults, now time.Time, opts StatusOptions) corev1.PodStatus {
 	old := pod.Status
-	s := corev1.PodStatus{QOSClass: GetPodQOS(pod)}
+	s := corev1.PodStatus{QOSClass: plan.GetPodQOS(pod)}
 	hasInit := len(pod.Spec.InitContainers) > 0
 	sc := statusConverter{pod: pod, view: &view, probes: probes, now: now, opts: opts}
 	s.InitContainerStatuses = sc.convert(pod.Spec.InitContainers, old.InitContainerStatuses, hasInit, true)
@@ -64,9 +66,9 @@ func ComputePodStatus(pod *corev1.Pod, view RuntimeView, probes ProbeResults, no
 	if s.Phase == old.Phase {
 		s.Reason, s.Message = old.Reason, old.Message
 	}
-	if activeDeadlineExceeded(pod, now) {
+	if plan.ActiveDeadlineExceeded(pod, now) {
 		s.Phase = corev1.PodFailed
-		s.Reason, s.Message = KillReasonDeadlineExceeded, activeDeadlineMessage
+		s.Reason, s.Message = plan.KillReasonDeadlineExceeded, plan.ActiveDeadlineMessage
 	}
 
 	conds := []corev1.PodCondition{
@@ -96,7 +98,7 @@ func ComputePodStatus(pod *corev1.Pod, view RuntimeView, probes ProbeResults, no
 	switch {
 	case pod.Spec.HostNetwork:
 		ips = opts.HostIPs
-	case len(view.Sandboxes) > 0 && view.Sandboxes[0].State == SandboxReady:
+	case len(view.Sandboxes) > 0 && view.Sandboxes[0].State == plan.SandboxReady:
 		ips = view.Sandboxes[0].IPs
 	}
 	for _, ip := range ips {
@@ -122,14 +124,14 @@ func ComputePodStatus(pod *corev1.Pod, view RuntimeView, probes ProbeResults, no
 	return s
 }
 
-func anyRunning(view *RuntimeView) bool {
-	return slices.ContainsFunc(view.Containers, func(c ContainerInstance) bool { return c.State == ContainerRunning })
+func anyRunning(view *plan.RuntimeView) bool {
+	return slices.ContainsFunc(view.Containers, func(c plan.ContainerInstance) bool { return c.State == plan.ContainerRunning })
 }
 
 // hasAnyActiveRegularContainerStarted is the kubelet's.
-func hasAnyActiveRegularContainerStarted(pod *corev1.Pod, view *RuntimeView) bool {
+func hasAnyActiveRegularContainerStarted(pod *corev1.Pod, view *plan.RuntimeView) bool {
 	for i := range pod.Spec.Containers {
-		if inst := view.FindContainer(pod.Spec.Containers[i].Name); inst != nil && inst.State == ContainerRunning {
+		if inst := view.FindContainer(pod.Spec.Containers[i].Name); inst != nil && inst.State == plan.ContainerRunning {
 			return true
 		}
 	}
@@ -138,8 +140,8 @@ func hasAnyActiveRegularContainerStarted(pod *corev1.Pod, view *RuntimeView) boo
 
 type statusConverter struct {
 	pod    *corev1.Pod
-	view   *RuntimeView
-	probes ProbeResults
+	view   *plan.RuntimeView
+	probes plan.ProbeResults
 	now    time.Time
 	opts   StatusOptions
 }
@@ -153,11 +155,11 @@ func (sc *statusConverter) containerID(id string) string {
 }
 
 // state converts one instance (the kubelet's convertContainerStatus).
-func (sc *statusConverter) state(inst *ContainerInstance) corev1.ContainerState {
+func (sc *statusConverter) state(inst *plan.ContainerInstance) corev1.ContainerState {
 	switch inst.State {
-	case ContainerRunning:
+	case plan.ContainerRunning:
 		return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(inst.StartedAt)}}
-	case ContainerExited:
+	case plan.ContainerExited:
 		reason := inst.Reason
 		if reason == "" {
 			// containerd always sets one; default as it does.
@@ -238,7 +240,7 @@ func (sc *statusConverter) convert(containers []corev1.Container, oldStatuses []
 					RestartCount: inst.RestartCount,
 					State:        sc.state(inst),
 				}
-				if inst.State == ContainerUnknown && old != nil && old.State.Running != nil {
+				if inst.State == plan.ContainerUnknown && old != nil && old.State.Running != nil {
 					st.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 						Reason:   ReasonStatusUnknown,
 						Message:  "The container could not be located when the pod was terminated",
@@ -269,20 +271,20 @@ func (sc *statusConverter) convert(containers []corev1.Container, oldStatuses []
 // takes it from its reason cache; podsync recomputes it).
 func (sc *statusConverter) waitingReason(c *corev1.Container, st *corev1.ContainerStatus, isInit bool) {
 	inst := sc.view.FindContainer(c.Name)
-	if isInit && inst != nil && inst.State == ContainerExited && inst.ExitCode == 0 {
+	if isInit && inst != nil && inst.State == plan.ContainerExited && inst.ExitCode == 0 {
 		return
 	}
-	if _, ok := shouldContainerBeRestarted(c, sc.pod, sc.view); !ok {
+	if _, ok := plan.ShouldContainerBeRestarted(c, sc.pod, sc.view); !ok {
 		return
 	}
 	var w *corev1.ContainerStateWaiting
 	if f, ok := sc.opts.StartFailures[c.Name]; ok && f.Reason != "" {
 		w = &f
-	} else if b := CrashLoopBackoff(sc.pod, c, sc.view, sc.opts.Backoff); b.Active(sc.now) {
-		w = &corev1.ContainerStateWaiting{Reason: ReasonCrashLoopBackOff, Message: crashLoopMessage(sc.pod, c.Name, b.Delay)}
-	} else if f := sc.view.pullFailure(c.Name, c.Image); f != nil && f.Failures > 0 {
-		if ImagePullBackoff(sc.pod, c, sc.view, sc.opts.Backoff).Active(sc.now) {
-			w = &corev1.ContainerStateWaiting{Reason: ReasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}
+	} else if b := plan.CrashLoopBackoff(sc.pod, c, sc.view, sc.opts.Backoff); b.Active(sc.now) {
+		w = &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoopBackOff, Message: plan.CrashLoopMessage(sc.pod, c.Name, b.Delay)}
+	} else if f := sc.view.PullFailure(c.Name, c.Image); f != nil && f.Failures > 0 {
+		if plan.ImagePullBackoff(sc.pod, c, sc.view, sc.opts.Backoff).Active(sc.now) {
+			w = &corev1.ContainerStateWaiting{Reason: plan.ReasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}
 		} else {
 			w = &corev1.ContainerStateWaiting{Reason: ReasonErrImagePull, Message: f.Message}
 		}
@@ -301,14 +303,14 @@ func (sc *statusConverter) probe(c *corev1.Container, st *corev1.ContainerStatus
 	started := false
 	if st.State.Running != nil {
 		id := sc.view.FindContainer(c.Name).ID
-		if r, ok := sc.probes.Startup[id]; ok && r != ProbeUnknown {
-			started = r == ProbeSuccess
+		if r, ok := sc.probes.Startup[id]; ok && r != plan.ProbeUnknown {
+			started = r == plan.ProbeSuccess
 		} else {
 			started = c.StartupProbe == nil
 		}
 	}
 	st.Started = &started
-	if isInit && !IsRestartableInitContainer(c) {
+	if isInit && !plan.IsRestartableInitContainer(c) {
 		st.Ready = st.State.Terminated != nil && st.State.Terminated.ExitCode == 0
 		return
 	}
@@ -316,7 +318,7 @@ func (sc *statusConverter) probe(c *corev1.Container, st *corev1.ContainerStatus
 		return
 	}
 	id := sc.view.FindContainer(c.Name).ID
-	if sc.probes.Readiness[id] == ProbeSuccess {
+	if sc.probes.Readiness[id] == plan.ProbeSuccess {
 		st.Ready = true
 	} else {
 		st.Ready = c.ReadinessProbe == nil
@@ -338,7 +340,7 @@ func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, pod
 	pendingRestartableInit, pendingRegularInit, failedInit := 0, 0, 0
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
-		if IsRestartableInitContainer(c) {
+		if plan.IsRestartableInitContainer(c) {
 			continue
 		}
 		st := findStatus(info, c.Name)
@@ -366,7 +368,7 @@ func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, pod
 	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
-		if !IsRestartableInitContainer(c) {
+		if !plan.IsRestartableInitContainer(c) {
 			continue
 		}
 		st := findStatus(info, c.Name)
@@ -453,9 +455,9 @@ const (
 	ReasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
 )
 
-func podReadyToStartContainersCondition(pod *corev1.Pod, view *RuntimeView) corev1.PodCondition {
+func podReadyToStartContainersCondition(pod *corev1.Pod, view *plan.RuntimeView) corev1.PodCondition {
 	c := corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue}
-	if PodSandboxChanged(pod, view).Create {
+	if plan.PodSandboxChanged(pod, view).Create {
 		c.Status = corev1.ConditionFalse
 	}
 	return c
@@ -484,7 +486,7 @@ func podInitializedCondition(pod *corev1.Pod, statuses []corev1.ContainerStatus,
 			unknown = append(unknown, ic.Name)
 			continue
 		}
-		if IsRestartableInitContainer(ic) {
+		if plan.IsRestartableInitContainer(ic) {
 			if st.Started == nil || !*st.Started {
 				incomplete = append(incomplete, ic.Name)
 			}
@@ -536,7 +538,7 @@ func containersReadyCondition(pod *corev1.Pod, statuses []corev1.ContainerStatus
 		}
 	}
 	for i := range pod.Spec.InitContainers {
-		if IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+		if plan.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
 			check(pod.Spec.InitContainers[i].Name)
 		}
 	}

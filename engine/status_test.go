@@ -10,6 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/plan/plantest"
 )
 
 // statusSummary is the golden form of a pod status: phase and reason,
@@ -88,13 +91,13 @@ var (
 )
 
 func TestComputePodStatus(t *testing.T) {
-	mp := basePod
+	mp := plantest.BasePod
 	initPending := []string{"PodReadyToStartContainers=True", "Initialized=False(ContainersNotInitialized)", "Ready=False(ContainersNotReady)", "ContainersReady=False(ContainersNotReady)"}
 	tests := []struct {
 		name       string
 		mutatePod  func(*corev1.Pod)
-		mutateView func(*corev1.Pod, *RuntimeView)
-		probes     ProbeResults
+		mutateView func(*corev1.Pod, *plan.RuntimeView)
+		probes     plan.ProbeResults
 		want       statusSummary
 	}{
 		{
@@ -104,14 +107,14 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name:       "no sandbox and no containers is Pending with ContainerCreating",
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) { *v = RuntimeView{} },
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) { *v = plan.RuntimeView{} },
 			want: statusSummary{Phase: "Pending",
 				Conditions: []string{"PodReadyToStartContainers=False", "Initialized=True", "Ready=False(ContainersNotReady)", "ContainersReady=False(ContainersNotReady)"},
 				Containers: []string{"app: waiting(ContainerCreating) restarts=0", "helper: waiting(ContainerCreating) restarts=0"}},
 		},
 		{
 			name:       "a created container keeps the pod Pending",
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers[0].State = ContainerCreated },
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) { v.Containers[0].State = plan.ContainerCreated },
 			want: statusSummary{Phase: "Pending", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: running restarts=0 ready started", "helper: waiting() restarts=0"}},
 		},
@@ -124,14 +127,14 @@ func TestComputePodStatus(t *testing.T) {
 		{
 			name:      "readiness probe success makes the container ready",
 			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{} },
-			probes:    ProbeResults{Readiness: map[string]ProbeResult{"c-app": ProbeSuccess}},
+			probes:    plan.ProbeResults{Readiness: map[string]plan.ProbeResult{"c-app": plan.ProbeSuccess}},
 			want: statusSummary{Phase: "Running", Conditions: condAllTrue, PodIPs: "10.0.0.5",
 				Containers: []string{"app: running restarts=0 ready started", "helper: running restarts=0 ready started"}},
 		},
 		{
 			name:      "readiness probe failure makes the container unready",
 			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{} },
-			probes:    ProbeResults{Readiness: map[string]ProbeResult{"c-app": ProbeFailure}},
+			probes:    plan.ProbeResults{Readiness: map[string]plan.ProbeResult{"c-app": plan.ProbeFailure}},
 			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: running restarts=0 started", "helper: running restarts=0 ready started"}},
 		},
@@ -143,12 +146,12 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name: "crash-looping container is waiting CrashLoopBackOff with its last state",
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
 				p := mp()
-				v.Containers = []ContainerInstance{
-					exited(inst(p, "app", "c-app2", ContainerExited, 1, 5*time.Second), 1, 3*time.Second),
+				v.Containers = []plan.ContainerInstance{
+					plantest.Exited(plantest.Inst(p, "app", "c-app2", plan.ContainerExited, 1, 5*time.Second), 1, 3*time.Second),
 					v.Containers[0],
-					exited(inst(p, "app", "c-app", ContainerExited, 0, time.Minute), 1, 30*time.Second),
+					plantest.Exited(plantest.Inst(p, "app", "c-app", plan.ContainerExited, 0, time.Minute), 1, 30*time.Second),
 				}
 				v.Containers[0].Reason = "Error"
 			},
@@ -157,12 +160,12 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name: "exited container about to restart shows terminated with the previous as last state",
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
 				p := mp()
-				v.Containers = []ContainerInstance{
-					exited(inst(p, "app", "c-app3", ContainerExited, 3, 5*time.Minute), 137, 4*time.Minute),
+				v.Containers = []plan.ContainerInstance{
+					plantest.Exited(plantest.Inst(p, "app", "c-app3", plan.ContainerExited, 3, 5*time.Minute), 137, 4*time.Minute),
 					v.Containers[0],
-					exited(inst(p, "app", "c-app2", ContainerExited, 2, 30*time.Minute), 0, 20*time.Minute),
+					plantest.Exited(plantest.Inst(p, "app", "c-app2", plan.ContainerExited, 2, 30*time.Minute), 0, 20*time.Minute),
 				}
 				v.Containers[0].Reason = "OOMKilled"
 			},
@@ -171,9 +174,9 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name:      "all succeeded under OnFailure is Succeeded",
-			mutatePod: policy(corev1.RestartPolicyOnFailure),
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
-				v.Containers = []ContainerInstance{exited(v.Containers[0], 0, time.Minute), exited(v.Containers[1], 0, time.Minute)}
+			mutatePod: plantest.Policy(corev1.RestartPolicyOnFailure),
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = []plan.ContainerInstance{plantest.Exited(v.Containers[0], 0, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
 			},
 			want: statusSummary{Phase: "Succeeded", PodIPs: "10.0.0.5",
 				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(PodCompleted)", "ContainersReady=False(PodCompleted)"},
@@ -181,9 +184,9 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name:      "one failure under Never is Failed",
-			mutatePod: policy(corev1.RestartPolicyNever),
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
-				v.Containers = []ContainerInstance{exited(v.Containers[0], 2, time.Minute), exited(v.Containers[1], 0, time.Minute)}
+			mutatePod: plantest.Policy(corev1.RestartPolicyNever),
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = []plan.ContainerInstance{plantest.Exited(v.Containers[0], 2, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
 				v.Containers[0].Message = "boom"
 				v.Containers[0].TerminationMessage = "disk full"
 			},
@@ -193,26 +196,26 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name:      "one failure restarting under OnFailure is Running",
-			mutatePod: policy(corev1.RestartPolicyOnFailure),
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
-				v.Containers = []ContainerInstance{exited(v.Containers[0], 2, time.Minute), exited(v.Containers[1], 0, time.Minute)}
+			mutatePod: plantest.Policy(corev1.RestartPolicyOnFailure),
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = []plan.ContainerInstance{plantest.Exited(v.Containers[0], 2, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
 			},
 			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: terminated(Completed,0) restarts=0", "helper: terminated(Error,2) restarts=0"}},
 		},
 		{
 			name: "all exited under Always is Running while they restart",
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
-				v.Containers = []ContainerInstance{exited(v.Containers[0], 0, time.Minute), exited(v.Containers[1], 0, time.Minute)}
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = []plan.ContainerInstance{plantest.Exited(v.Containers[0], 0, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
 			},
 			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: terminated(Completed,0) restarts=0", "helper: terminated(Completed,0) restarts=0"}},
 		},
 		{
 			name:      "deleted pod with all exited under Always is terminal Succeeded",
-			mutatePod: func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} },
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
-				v.Containers = []ContainerInstance{exited(v.Containers[0], 0, time.Minute), exited(v.Containers[1], 0, time.Minute)}
+			mutatePod: func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: plantest.T0} },
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = []plan.ContainerInstance{plantest.Exited(v.Containers[0], 0, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
 			},
 			want: statusSummary{Phase: "Succeeded", PodIPs: "10.0.0.5",
 				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(PodCompleted)", "ContainersReady=False(PodCompleted)"},
@@ -220,9 +223,9 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name:      "deleted pod with a failure under Always is terminal Failed",
-			mutatePod: func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} },
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
-				v.Containers = []ContainerInstance{exited(v.Containers[0], 137, time.Minute), exited(v.Containers[1], 0, time.Minute)}
+			mutatePod: func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: plantest.T0} },
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = []plan.ContainerInstance{plantest.Exited(v.Containers[0], 137, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
 			},
 			want: statusSummary{Phase: "Failed", PodIPs: "10.0.0.5",
 				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(PodFailed)", "ContainersReady=False(PodFailed)"},
@@ -239,7 +242,7 @@ func TestComputePodStatus(t *testing.T) {
 			name: "active deadline exceeded fails the pod",
 			mutatePod: func(p *corev1.Pod) {
 				p.Spec.ActiveDeadlineSeconds = ptr.To[int64](10)
-				p.Status.StartTime = &metav1.Time{Time: t0.Add(-time.Minute)}
+				p.Status.StartTime = &metav1.Time{Time: plantest.T0.Add(-time.Minute)}
 			},
 			want: statusSummary{Phase: "Failed(DeadlineExceeded)", PodIPs: "10.0.0.5",
 				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(PodFailed)", "ContainersReady=False(PodFailed)"},
@@ -247,18 +250,18 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name: "image pull failure is ErrImagePull once its back-off passed",
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
 				v.Containers = v.Containers[1:]
-				v.PullFailures = []PullFailure{{Container: "helper", Image: "busybox:1", Failures: 1, At: t0.Add(-time.Minute), Message: "not found"}}
+				v.PullFailures = []plan.PullFailure{{Container: "helper", Image: "busybox:1", Failures: 1, At: plantest.T0.Add(-time.Minute), Message: "not found"}}
 			},
 			want: statusSummary{Phase: "Pending", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: running restarts=0 ready started", "helper: waiting(ErrImagePull) restarts=0"}},
 		},
 		{
 			name: "image pull in back-off is ImagePullBackOff",
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
 				v.Containers = v.Containers[1:]
-				v.PullFailures = []PullFailure{{Container: "helper", Image: "busybox:1", Failures: 2, At: t0.Add(-time.Second)}}
+				v.PullFailures = []plan.PullFailure{{Container: "helper", Image: "busybox:1", Failures: 2, At: plantest.T0.Add(-time.Second)}}
 			},
 			want: statusSummary{Phase: "Pending", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: running restarts=0 ready started", "helper: waiting(ImagePullBackOff) restarts=0"}},
@@ -267,17 +270,17 @@ func TestComputePodStatus(t *testing.T) {
 		// Init containers and sidecars.
 		{
 			name:       "init containers not started are PodInitializing",
-			mutatePod:  withInit("init-a", "init-b"),
-			mutateView: setContainers(),
+			mutatePod:  plantest.WithInit("init-a", "init-b"),
+			mutateView: plantest.SetContainers(),
 			want: statusSummary{Phase: "Pending", Conditions: initPending, PodIPs: "10.0.0.5",
 				Init:       []string{"init-a: waiting(PodInitializing) restarts=0", "init-b: waiting(PodInitializing) restarts=0"},
 				Containers: []string{"app: waiting(PodInitializing) restarts=0", "helper: waiting(PodInitializing) restarts=0"}},
 		},
 		{
 			name:      "running init container keeps the pod Pending",
-			mutatePod: withInit("init-a"),
-			mutateView: func(p *corev1.Pod, v *RuntimeView) {
-				v.Containers = []ContainerInstance{inst(p, "init-a", "c-a", ContainerRunning, 0, time.Second)}
+			mutatePod: plantest.WithInit("init-a"),
+			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = []plan.ContainerInstance{plantest.Inst(p, "init-a", "c-a", plan.ContainerRunning, 0, time.Second)}
 			},
 			want: statusSummary{Phase: "Pending", Conditions: initPending, PodIPs: "10.0.0.5",
 				Init:       []string{"init-a: running restarts=0 started"},
@@ -285,9 +288,9 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name:      "failed init container under Never fails the pod",
-			mutatePod: chain(withInit("init-a"), policy(corev1.RestartPolicyNever)),
-			mutateView: func(p *corev1.Pod, v *RuntimeView) {
-				v.Containers = []ContainerInstance{exited(inst(p, "init-a", "c-a", ContainerExited, 0, time.Minute), 1, time.Second)}
+			mutatePod: plantest.Chain(plantest.WithInit("init-a"), plantest.Policy(corev1.RestartPolicyNever)),
+			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = []plan.ContainerInstance{plantest.Exited(plantest.Inst(p, "init-a", "c-a", plan.ContainerExited, 0, time.Minute), 1, time.Second)}
 			},
 			want: statusSummary{Phase: "Failed", PodIPs: "10.0.0.5",
 				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=False(ContainersNotInitialized)", "Ready=False(PodFailed)", "ContainersReady=False(PodFailed)"},
@@ -296,11 +299,11 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name:      "failed init container in back-off keeps the pod Pending",
-			mutatePod: withInit("init-a"),
-			mutateView: func(p *corev1.Pod, v *RuntimeView) {
-				v.Containers = []ContainerInstance{
-					exited(inst(p, "init-a", "c-a2", ContainerExited, 1, 5*time.Second), 1, time.Second),
-					exited(inst(p, "init-a", "c-a1", ContainerExited, 0, time.Minute), 1, 30*time.Second),
+			mutatePod: plantest.WithInit("init-a"),
+			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = []plan.ContainerInstance{
+					plantest.Exited(plantest.Inst(p, "init-a", "c-a2", plan.ContainerExited, 1, 5*time.Second), 1, time.Second),
+					plantest.Exited(plantest.Inst(p, "init-a", "c-a1", plan.ContainerExited, 0, time.Minute), 1, 30*time.Second),
 				}
 			},
 			want: statusSummary{Phase: "Pending", Conditions: initPending, PodIPs: "10.0.0.5",
@@ -309,9 +312,9 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name:      "completed init containers are ready and the pod initialized",
-			mutatePod: withInit("init-a"),
-			mutateView: func(p *corev1.Pod, v *RuntimeView) {
-				v.Containers = append(v.Containers, exited(inst(p, "init-a", "c-a", ContainerExited, 0, 2*time.Hour), 0, 2*time.Hour))
+			mutatePod: plantest.WithInit("init-a"),
+			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = append(v.Containers, plantest.Exited(plantest.Inst(p, "init-a", "c-a", plan.ContainerExited, 0, 2*time.Hour), 0, 2*time.Hour))
 			},
 			want: statusSummary{Phase: "Running", Conditions: condAllTrue, PodIPs: "10.0.0.5",
 				Init:       []string{"init-a: terminated(Completed,0) restarts=0 ready"},
@@ -319,9 +322,9 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name:      "sidecar not yet started keeps the pod Pending",
-			mutatePod: chain(withInit("log-sidecar"), func(p *corev1.Pod) { p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{} }),
-			mutateView: func(p *corev1.Pod, v *RuntimeView) {
-				v.Containers = []ContainerInstance{inst(p, "log-sidecar", "c-s", ContainerRunning, 0, time.Second)}
+			mutatePod: plantest.Chain(plantest.WithInit("log-sidecar"), func(p *corev1.Pod) { p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{} }),
+			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = []plan.ContainerInstance{plantest.Inst(p, "log-sidecar", "c-s", plan.ContainerRunning, 0, time.Second)}
 			},
 			want: statusSummary{Phase: "Pending", Conditions: initPending, PodIPs: "10.0.0.5",
 				Init:       []string{"log-sidecar: running restarts=0"},
@@ -329,9 +332,9 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name:      "started sidecar and running containers are Running",
-			mutatePod: withInit("log-sidecar"),
-			mutateView: func(p *corev1.Pod, v *RuntimeView) {
-				v.Containers = append(v.Containers, inst(p, "log-sidecar", "c-s", ContainerRunning, 0, 2*time.Hour))
+			mutatePod: plantest.WithInit("log-sidecar"),
+			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = append(v.Containers, plantest.Inst(p, "log-sidecar", "c-s", plan.ContainerRunning, 0, 2*time.Hour))
 			},
 			want: statusSummary{Phase: "Running", Conditions: condAllTrue, PodIPs: "10.0.0.5",
 				Init:       []string{"log-sidecar: running restarts=0 ready started"},
@@ -339,11 +342,11 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name:      "sidecar restarting after initialization keeps the pod Running",
-			mutatePod: withInit("log-sidecar"),
-			mutateView: func(p *corev1.Pod, v *RuntimeView) {
+			mutatePod: plantest.WithInit("log-sidecar"),
+			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
 				v.Containers = append(v.Containers,
-					exited(inst(p, "log-sidecar", "c-s2", ContainerExited, 1, time.Minute), 1, time.Second),
-					exited(inst(p, "log-sidecar", "c-s1", ContainerExited, 0, 2*time.Hour), 1, 30*time.Second))
+					plantest.Exited(plantest.Inst(p, "log-sidecar", "c-s2", plan.ContainerExited, 1, time.Minute), 1, time.Second),
+					plantest.Exited(plantest.Inst(p, "log-sidecar", "c-s1", plan.ContainerExited, 0, 2*time.Hour), 1, 30*time.Second))
 			},
 			want: statusSummary{Phase: "Running", PodIPs: "10.0.0.5",
 				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(ContainersNotReady)", "ContainersReady=False(ContainersNotReady)"},
@@ -355,7 +358,7 @@ func TestComputePodStatus(t *testing.T) {
 			mutatePod: func(p *corev1.Pod) {
 				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: 2, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 			},
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers[1].State = ContainerUnknown },
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) { v.Containers[1].State = plan.ContainerUnknown },
 			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: terminated(ContainerStatusUnknown,137,The container could not be located when the pod was terminated) restarts=3", "helper: running restarts=0 ready started"}},
 		},
@@ -364,23 +367,23 @@ func TestComputePodStatus(t *testing.T) {
 			mutatePod: func(p *corev1.Pod) {
 				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: 2, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 			},
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers = v.Containers[:1] },
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) { v.Containers = v.Containers[:1] },
 			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: waiting(ContainerCreating) last=terminated(ContainerStatusUnknown,137,The container could not be located when the pod was deleted.  The container used to be Running) restarts=3", "helper: running restarts=0 ready started"}},
 		},
 		{
 			name: "terminated status is kept from the previous status when the instance is gone",
-			mutatePod: chain(policy(corev1.RestartPolicyNever), func(p *corev1.Pod) {
+			mutatePod: plantest.Chain(plantest.Policy(corev1.RestartPolicyNever), func(p *corev1.Pod) {
 				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}}}
 			}),
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) { v.Containers = v.Containers[:1] },
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) { v.Containers = v.Containers[:1] },
 			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: terminated(Completed,0) restarts=0", "helper: running restarts=0 ready started"}},
 		},
 		{
 			name:      "host-network pod reports the node IPs",
 			mutatePod: func(p *corev1.Pod) { p.Spec.HostNetwork = true },
-			mutateView: func(_ *corev1.Pod, v *RuntimeView) {
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
 				v.Sandboxes[0].NetworkMode = 2 // NODE
 				v.Sandboxes[0].IPs = nil
 			},
@@ -390,15 +393,15 @@ func TestComputePodStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pod := basePod()
+			pod := plantest.BasePod()
 			if tt.mutatePod != nil {
 				tt.mutatePod(pod)
 			}
-			view := baseView()
+			view := plantest.BaseView()
 			if tt.mutateView != nil {
 				tt.mutateView(pod, &view)
 			}
-			got := ComputePodStatus(pod, view, tt.probes, t0, StatusOptions{HostIPs: []string{"192.0.2.1"}})
+			got := ComputePodStatus(pod, view, tt.probes, plantest.T0, StatusOptions{HostIPs: []string{"192.0.2.1"}})
 			if diff := cmp.Diff(tt.want, summarizeStatus(got)); diff != "" {
 				t.Errorf("ComputePodStatus() mismatch (-want +got):\n%s", diff)
 			}
@@ -407,26 +410,26 @@ func TestComputePodStatus(t *testing.T) {
 }
 
 func TestComputePodStatusDetails(t *testing.T) {
-	pod := basePod()
+	pod := plantest.BasePod()
 	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{}
-	before := metav1.NewTime(t0.Add(-time.Hour))
+	before := metav1.NewTime(plantest.T0.Add(-time.Hour))
 	pod.Status.Conditions = []corev1.PodCondition{
 		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: before},
 		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: before},
 	}
-	view := baseView()
+	view := plantest.BaseView()
 	view.Containers[1].RestartCount = 4
 	view.Containers[1].ImageRef = "sha256:abc"
-	got := ComputePodStatus(pod, view, ProbeResults{}, t0, StatusOptions{})
+	got := ComputePodStatus(pod, view, plan.ProbeResults{}, plantest.T0, StatusOptions{})
 
-	if got.StartTime == nil || !got.StartTime.Time.Equal(t0.Add(-time.Hour)) {
-		t.Errorf("StartTime = %v, want the sandbox's creation %v", got.StartTime, t0.Add(-time.Hour))
+	if got.StartTime == nil || !got.StartTime.Time.Equal(plantest.T0.Add(-time.Hour)) {
+		t.Errorf("StartTime = %v, want the sandbox's creation %v", got.StartTime, plantest.T0.Add(-time.Hour))
 	}
 	if got.QOSClass != corev1.PodQOSBestEffort {
 		t.Errorf("QOSClass = %s, want BestEffort", got.QOSClass)
 	}
 	for _, c := range got.Conditions {
-		want := metav1.NewTime(t0)
+		want := metav1.NewTime(plantest.T0)
 		if c.Type == corev1.PodInitialized {
 			want = before
 		}

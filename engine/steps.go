@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"time"
+
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // StepAction names what a step did. The first five are the kubelet's
@@ -127,7 +129,7 @@ func (s StepResult) Failed() bool { return s.Err != nil }
 
 // BackedOff reports whether the step is a start that must wait.
 func (s StepResult) BackedOff() bool {
-	return s.Reason == ReasonCrashLoopBackOff || s.Reason == ReasonImagePullBackOff
+	return s.Reason == plan.ReasonCrashLoopBackOff || s.Reason == plan.ReasonImagePullBackOff
 }
 
 // ContainerName returns the container a container step is about, or "".
@@ -141,13 +143,13 @@ func (s StepResult) ContainerName() string {
 // SyncResult is what one sync pass did.
 type SyncResult struct {
 	// Plan is what the planner decided at the start of the pass.
-	Plan PodActions
+	Plan plan.PodActions
 	// Steps are the steps in the order they finished.
 	Steps []StepResult
 	// View is the runtime's view of the pod at the end of the pass (after
 	// garbage collection), with the pull failures the syncer remembers;
 	// feed it to ComputePodStatus.
-	View RuntimeView
+	View plan.RuntimeView
 	// SandboxID is the sandbox the pod's containers run in, if any.
 	SandboxID string
 	// PodIPs are the sandbox's IPs.

@@ -19,6 +19,7 @@ import (
 	crierrors "k8s.io/cri-api/pkg/errors"
 	"k8s.io/utils/clock"
 
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/internal/failpoint"
 )
 
@@ -42,7 +43,7 @@ type SyncerOptions struct {
 	Logger *zap.Logger
 	// Backoff is the crash-loop and image-pull back-off; the zero value is
 	// the kubelet's (10 s doubling to 5 min).
-	Backoff BackoffPolicy
+	Backoff plan.BackoffPolicy
 	// Config are the node settings the CRI configs and pod directories
 	// depend on.
 	Config Options
@@ -61,12 +62,12 @@ type SyncInput struct {
 	ConfigMaps []*corev1.ConfigMap
 	Secrets    []*corev1.Secret
 	// Probes are the prober's last results.
-	Probes ProbeResults
+	Probes plan.ProbeResults
 	// Observed, if set, is called once the pass has read the runtime and
 	// planned, before it acts: the Node publishes from it what the pass
 	// found (a container that exited) before the pass restarts it, as the
 	// kubelet's status manager does.
-	Observed func(view RuntimeView, plan PodActions)
+	Observed func(view plan.RuntimeView, plan plan.PodActions)
 }
 
 // Syncer runs sync passes: it reads what the runtime holds for a pod,
@@ -79,7 +80,7 @@ type Syncer struct {
 	images  ImageService
 	clock   clock.Clock
 	log     *zap.Logger
-	backoff BackoffPolicy
+	backoff plan.BackoffPolicy
 	cfg     Options
 	metrics *Metrics
 
@@ -87,7 +88,7 @@ type Syncer struct {
 	running map[types.UID]bool
 	// pulls are the failed image pulls, per pod; the runtime keeps no
 	// record of them.
-	pulls map[types.UID][]PullFailure
+	pulls map[types.UID][]plan.PullFailure
 }
 
 // NewSyncer returns a Syncer. It fails with ErrInvalidSpec if Runtime or
@@ -105,7 +106,7 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 		cfg:     opts.Config.withDefaults(),
 		metrics: opts.Metrics,
 		running: map[types.UID]bool{},
-		pulls:   map[types.UID][]PullFailure{},
+		pulls:   map[types.UID][]plan.PullFailure{},
 	}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
@@ -117,11 +118,11 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 }
 
 // Backoff returns the syncer's back-off policy.
-func (s *Syncer) Backoff() BackoffPolicy { return s.backoff }
+func (s *Syncer) Backoff() plan.BackoffPolicy { return s.backoff }
 
 // PodStatus computes pod's status from a view (a SyncResult's) with the
 // syncer's clock, back-off and node IPs.
-func (s *Syncer) PodStatus(pod *corev1.Pod, view RuntimeView, probes ProbeResults) corev1.PodStatus {
+func (s *Syncer) PodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.ProbeResults) corev1.PodStatus {
 	return ComputePodStatus(pod, view, probes, s.clock.Now(), StatusOptions{Backoff: s.backoff, HostIPs: s.cfg.NodeIPs})
 }
 
@@ -152,10 +153,10 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, in SyncInput, emi
 		return SyncResult{}, fmt.Errorf("sync pod: pod has no uid: %w", ErrInvalidSpec)
 	}
 	if err := CheckPodPaths(pod); err != nil {
-		return SyncResult{}, fmt.Errorf("sync pod %s: %w", podString(pod), err)
+		return SyncResult{}, fmt.Errorf("sync pod %s: %w", plan.PodString(pod), err)
 	}
 	if err := s.acquire(pod.UID); err != nil {
-		return SyncResult{}, fmt.Errorf("sync pod %s: %w", podString(pod), err)
+		return SyncResult{}, fmt.Errorf("sync pod %s: %w", plan.PodString(pod), err)
 	}
 	defer s.release(pod.UID)
 	log := s.log.With(podFields(pod)...)
@@ -200,12 +201,12 @@ func (s *Syncer) readState(ctx context.Context, pod *corev1.Pod) (podState, erro
 // directory and cgroup, and the pull failures remembered for it.
 func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 	if err := s.acquire(pod.UID); err != nil {
-		return fmt.Errorf("remove pod %s: %w", podString(pod), err)
+		return fmt.Errorf("remove pod %s: %w", plan.PodString(pod), err)
 	}
 	defer s.release(pod.UID)
 	st, err := readPodState(ctx, s.rt, pod.UID)
 	if err != nil {
-		return fmt.Errorf("remove pod %s: %w", podString(pod), err)
+		return fmt.Errorf("remove pod %s: %w", plan.PodString(pod), err)
 	}
 	var errs []error
 	for _, c := range st.view.Containers {
@@ -241,7 +242,7 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 	delete(s.pulls, pod.UID)
 	s.mu.Unlock()
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("remove pod %s: %w", podString(pod), err)
+		return fmt.Errorf("remove pod %s: %w", plan.PodString(pod), err)
 	}
 	s.log.Info("pod removed", podFields(pod)...)
 	return nil
@@ -324,37 +325,37 @@ type pass struct {
 func (p *pass) run(ctx context.Context) (SyncResult, error) {
 	st, err := p.s.readState(ctx, p.pod)
 	if err != nil {
-		return SyncResult{}, fmt.Errorf("read runtime state of pod %s: %w", podString(p.pod), err)
+		return SyncResult{}, fmt.Errorf("read runtime state of pod %s: %w", plan.PodString(p.pod), err)
 	}
 	p.st = st
-	plan := ComputePodActions(p.pod, st.view, p.in.Probes, p.s.clock.Now(), p.s.backoff)
+	actions := plan.ComputePodActions(p.pod, st.view, p.in.Probes, p.s.clock.Now(), p.s.backoff)
 	if p.log.Core().Enabled(zapcore.DebugLevel) {
-		p.log.Debug("pod plan", zap.Reflect("plan", plan))
+		p.log.Debug("pod plan", zap.Reflect("plan", actions))
 	}
 	if p.in.Observed != nil {
-		p.in.Observed(st.view, plan)
+		p.in.Observed(st.view, actions)
 	}
-	p.execute(ctx, plan)
+	p.execute(ctx, actions)
 
-	res := SyncResult{Plan: plan}
+	res := SyncResult{Plan: actions}
 	if ctx.Err() == nil {
 		final := st
 		if p.rec.mutated() {
 			if final, err = p.reread(ctx); err != nil {
 				res.Steps = p.rec.steps
-				return res, fmt.Errorf("read runtime state of pod %s after the pass: %w", podString(p.pod), err)
+				return res, fmt.Errorf("read runtime state of pod %s after the pass: %w", plan.PodString(p.pod), err)
 			}
 		}
 		final = p.collectGarbage(ctx, final)
 		res.View = final.view
 	}
 	res.Steps = p.rec.steps
-	if len(res.View.Sandboxes) > 0 && res.View.Sandboxes[0].State == SandboxReady {
+	if len(res.View.Sandboxes) > 0 && res.View.Sandboxes[0].State == plan.SandboxReady {
 		res.SandboxID = res.View.Sandboxes[0].ID
 		res.PodIPs = res.View.Sandboxes[0].IPs
 	}
 	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("sync pod %s: %w", podString(p.pod), context.Cause(ctx))
+		return res, fmt.Errorf("sync pod %s: %w", plan.PodString(p.pod), context.Cause(ctx))
 	}
 	return res, nil
 }
@@ -390,24 +391,24 @@ func (p *pass) reread(ctx context.Context) (podState, error) {
 }
 
 // execute runs the plan in the kubelet's order.
-func (p *pass) execute(ctx context.Context, plan PodActions) {
+func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 	// Steps 2 and 3: kill the pod, or the containers not to keep.
-	if plan.KillPod {
-		if !p.killPod(ctx, plan) {
+	if actions.KillPod {
+		if !p.killPod(ctx, actions) {
 			return
 		}
-		if plan.Sandbox.Create {
+		if actions.Sandbox.Create {
 			p.purgeInitContainers(ctx)
 		}
 	} else {
-		for _, k := range plan.Kill {
+		for _, k := range actions.Kill {
 			if !p.killContainer(ctx, k, p.readyIPs()) {
 				return
 			}
 		}
 	}
-	if !plan.Sandbox.Create && len(plan.StartInit) == 0 && len(plan.Start) == 0 {
-		p.backOffSteps(plan.BackOff, nil)
+	if !actions.Sandbox.Create && len(actions.StartInit) == 0 && len(actions.Start) == 0 {
+		p.backOffSteps(actions.BackOff, nil)
 		return
 	}
 	if ctx.Err() != nil {
@@ -416,16 +417,16 @@ func (p *pass) execute(ctx context.Context, plan PodActions) {
 
 	// Volumes (the kubelet mounts them before SyncPod).
 	if err := p.s.setupVolumes(p.pod, p.in); err != nil {
-		p.rec.add(StepResult{Action: ActionMountVolumes, Target: podString(p.pod), Err: err, Reason: ReasonFailedMount,
+		p.rec.add(StepResult{Action: ActionMountVolumes, Target: plan.PodString(p.pod), Err: err, Reason: ReasonFailedMount,
 			Message: fmt.Sprintf("Unable to attach or mount volumes: %v", err), Start: p.s.clock.Now()})
 		return
 	}
 
 	// Step 4: create the sandbox.
-	sandboxID, podIPs := plan.Sandbox.ID, p.readyIPs()
-	if plan.Sandbox.Create {
+	sandboxID, podIPs := actions.Sandbox.ID, p.readyIPs()
+	if actions.Sandbox.Create {
 		var ok bool
-		if sandboxID, podIPs, ok = p.createSandbox(ctx, plan.Sandbox); !ok {
+		if sandboxID, podIPs, ok = p.createSandbox(ctx, actions.Sandbox); !ok {
 			return
 		}
 	}
@@ -438,12 +439,12 @@ func (p *pass) execute(ctx context.Context, plan PodActions) {
 		return
 	}
 	start := p.s.clock.Now()
-	sbConfig, err := SandboxConfig(p.pod, plan.Sandbox.Attempt, p.s.cfg)
+	sbConfig, err := SandboxConfig(p.pod, actions.Sandbox.Attempt, p.s.cfg)
 	step := StepResult{Action: ActionConfigPodSandbox, Target: sandboxID, SandboxID: sandboxID,
-		Attempt: plan.Sandbox.Attempt, Start: start, Duration: p.s.clock.Since(start)}
+		Attempt: actions.Sandbox.Attempt, Start: start, Duration: p.s.clock.Since(start)}
 	if err != nil {
 		step.Err, step.Reason = err, ReasonConfigPodSandboxError
-		step.Message = fmt.Sprintf("GeneratePodSandboxConfig for pod %q failed: %v", podString(p.pod), err)
+		step.Message = fmt.Sprintf("GeneratePodSandboxConfig for pod %q failed: %v", plan.PodString(p.pod), err)
 		p.rec.add(step)
 		return
 	}
@@ -457,14 +458,14 @@ func (p *pass) execute(ctx context.Context, plan PodActions) {
 		if ctx.Err() != nil {
 			return
 		}
-		if a, ok := findAction(plan.StartInit, c.Name); ok {
-			if !p.startContainer(ctx, sb, a) && !IsRestartableInitContainer(c) {
+		if a, ok := findAction(actions.StartInit, c.Name); ok {
+			if !p.startContainer(ctx, sb, a) && !plan.IsRestartableInitContainer(c) {
 				return
 			}
 			continue
 		}
-		if a, ok := findAction(plan.BackOff, c.Name); ok {
-			p.backOffSteps([]ContainerAction{a}, &sb)
+		if a, ok := findAction(actions.BackOff, c.Name); ok {
+			p.backOffSteps([]plan.ContainerAction{a}, &sb)
 		}
 	}
 	for i := range p.pod.Spec.Containers {
@@ -472,27 +473,27 @@ func (p *pass) execute(ctx context.Context, plan PodActions) {
 		if ctx.Err() != nil {
 			return
 		}
-		if a, ok := findAction(plan.Start, c.Name); ok {
+		if a, ok := findAction(actions.Start, c.Name); ok {
 			p.startContainer(ctx, sb, a)
 			continue
 		}
-		if a, ok := findAction(plan.BackOff, c.Name); ok {
-			p.backOffSteps([]ContainerAction{a}, &sb)
+		if a, ok := findAction(actions.BackOff, c.Name); ok {
+			p.backOffSteps([]plan.ContainerAction{a}, &sb)
 		}
 	}
 }
 
-func findAction(as []ContainerAction, name string) (ContainerAction, bool) {
-	i := slices.IndexFunc(as, func(a ContainerAction) bool { return a.Name == name })
+func findAction(as []plan.ContainerAction, name string) (plan.ContainerAction, bool) {
+	i := slices.IndexFunc(as, func(a plan.ContainerAction) bool { return a.Name == name })
 	if i < 0 {
-		return ContainerAction{}, false
+		return plan.ContainerAction{}, false
 	}
 	return as[i], true
 }
 
 // readyIPs returns the IPs of the pod's newest sandbox if it is ready.
 func (p *pass) readyIPs() []string {
-	if sbs := p.st.view.Sandboxes; len(sbs) > 0 && sbs[0].State == SandboxReady {
+	if sbs := p.st.view.Sandboxes; len(sbs) > 0 && sbs[0].State == plan.SandboxReady {
 		return sbs[0].IPs
 	}
 	return nil
@@ -502,7 +503,7 @@ func (p *pass) readyIPs() []string {
 func containerType(pod *corev1.Pod, name string) ContainerType {
 	for i := range pod.Spec.InitContainers {
 		if c := &pod.Spec.InitContainers[i]; c.Name == name {
-			if IsRestartableInitContainer(c) {
+			if plan.IsRestartableInitContainer(c) {
 				return ContainerTypeSidecar
 			}
 			return ContainerTypeInit
@@ -519,11 +520,11 @@ func containerType(pod *corev1.Pod, name string) ContainerType {
 // backOffSteps reports starts that must wait: the kubelet's
 // StartContainer results failed with CrashLoopBackOff or
 // ImagePullBackOff, here without an error.
-func (p *pass) backOffSteps(as []ContainerAction, sb *sandboxRef) {
+func (p *pass) backOffSteps(as []plan.ContainerAction, sb *sandboxRef) {
 	for _, a := range as {
 		msg := a.Message
-		if a.Reason == ReasonImagePullBackOff {
-			if f := p.st.view.pullFailure(a.Name, specContainer(p.pod, a.Name).Image); f != nil {
+		if a.Reason == plan.ReasonImagePullBackOff {
+			if f := p.st.view.PullFailure(a.Name, plan.SpecContainer(p.pod, a.Name).Image); f != nil {
 				msg = fmt.Sprintf("%s: %s: %s", msg, ReasonErrImagePull, f.Message)
 			}
 		}
@@ -545,9 +546,9 @@ type sandboxRef struct {
 
 // createSandbox is the kubelet's createPodSandbox followed by the read of
 // the new sandbox's IPs.
-func (p *pass) createSandbox(ctx context.Context, d SandboxDecision) (string, []string, bool) {
+func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (string, []string, bool) {
 	start := p.s.clock.Now()
-	step := StepResult{Action: ActionCreatePodSandbox, Target: podString(p.pod), Attempt: d.Attempt,
+	step := StepResult{Action: ActionCreatePodSandbox, Target: plan.PodString(p.pod), Attempt: d.Attempt,
 		Reason: d.Reason, Message: d.Message, Start: start}
 	fail := func(msg string, err error) (string, []string, bool) {
 		step.Duration = p.s.clock.Since(start)
@@ -557,10 +558,10 @@ func (p *pass) createSandbox(ctx context.Context, d SandboxDecision) (string, []
 	}
 	cfg, err := SandboxConfig(p.pod, d.Attempt, p.s.cfg)
 	if err != nil {
-		return fail(fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", podString(p.pod), err), err)
+		return fail(fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", plan.PodString(p.pod), err), err)
 	}
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
-		return fail(fmt.Sprintf("Failed to create log directory for pod %q: %v", podString(p.pod), err),
+		return fail(fmt.Sprintf("Failed to create log directory for pod %q: %v", plan.PodString(p.pod), err),
 			fmt.Errorf("create pod log directory: %w", err))
 	}
 	id, err := p.s.rt.RunPodSandbox(ctx, cfg, runtimeHandler(p.pod))
@@ -586,7 +587,7 @@ func (p *pass) createSandbox(ctx context.Context, d SandboxDecision) (string, []
 	}
 	var ips []string
 	if !p.pod.Spec.HostNetwork {
-		ips = SandboxFromCRI(resp.GetStatus()).IPs
+		ips = plan.SandboxFromCRI(resp.GetStatus()).IPs
 	}
 	step.Duration = p.s.clock.Since(start)
 	p.rec.add(step)
@@ -597,8 +598,8 @@ func (p *pass) createSandbox(ctx context.Context, d SandboxDecision) (string, []
 // create the container, start it and run its postStart hook (killing it if
 // the hook fails). It reports a StartContainer step and whether the start
 // succeeded.
-func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a ContainerAction) bool {
-	c := specContainer(p.pod, a.Name)
+func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.ContainerAction) bool {
+	c := plan.SpecContainer(p.pod, a.Name)
 	start := p.s.clock.Now()
 	step := StepResult{Action: ActionStartContainer, Target: c.Name, ContainerType: containerType(p.pod, c.Name),
 		Reason: a.Reason, Message: a.Message, Start: start, SandboxID: sb.id, Attempt: a.Attempt}
@@ -673,7 +674,7 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a ContainerAct
 			// The kubelet kills a container whose postStart hook failed,
 			// even if the pass is being cancelled.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-			p.killContainer(cctx, ContainerAction{Name: c.Name, ContainerID: id, Attempt: step.Attempt, Reason: "FailedPostStartHook",
+			p.killContainer(cctx, plan.ContainerAction{Name: c.Name, ContainerID: id, Attempt: step.Attempt, Reason: "FailedPostStartHook",
 				Message: fmt.Sprintf("Container %s failed its postStart hook", c.Name)}, sb.ips)
 			cancel()
 			return fail(ReasonPostStartHookError, msg, hstep.Err)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/plan"
 )
 
 func TestNewPodStartsInKubeletOrder(t *testing.T) {
@@ -33,7 +34,7 @@ func TestNewPodStartsInKubeletOrder(t *testing.T) {
 	if len(res.PodIPs) != 1 || res.SandboxID == "" {
 		t.Errorf("sandbox %q with IPs %v, want one IP", res.SandboxID, res.PodIPs)
 	}
-	st := h.s.PodStatus(pod, res.View, engine.ProbeResults{})
+	st := h.s.PodStatus(pod, res.View, plan.ProbeResults{})
 	if st.Phase != corev1.PodRunning || st.PodIP == "" {
 		t.Errorf("status phase %s ip %q, want Running with an IP", st.Phase, st.PodIP)
 	}
@@ -84,7 +85,7 @@ func TestRestartPolicies(t *testing.T) {
 			res = h.sync(pod)
 			if tc.restarts {
 				wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited")
-				if inst := newest(t, res, "app"); inst.RestartCount != 1 || inst.State != engine.ContainerRunning {
+				if inst := newest(t, res, "app"); inst.RestartCount != 1 || inst.State != plan.ContainerRunning {
 					t.Errorf("app = %+v, want running with restart count 1", inst)
 				}
 				h.converged(pod, res)
@@ -92,7 +93,7 @@ func TestRestartPolicies(t *testing.T) {
 			}
 			// helper keeps running; app stays exited.
 			wantSteps(t, res)
-			if inst := newest(t, res, "app"); inst.State != engine.ContainerExited || inst.RestartCount != 0 {
+			if inst := newest(t, res, "app"); inst.State != plan.ContainerExited || inst.RestartCount != 0 {
 				t.Errorf("app = %+v, want exited with restart count 0", inst)
 			}
 			// Once helper ends too, the pod is done and its sandbox stopped.
@@ -103,7 +104,7 @@ func TestRestartPolicies(t *testing.T) {
 			if tc.code != 0 {
 				want = corev1.PodFailed
 			}
-			if st := h.s.PodStatus(pod, res.View, engine.ProbeResults{}); st.Phase != want {
+			if st := h.s.PodStatus(pod, res.View, plan.ProbeResults{}); st.Phase != want {
 				t.Errorf("phase = %s, want %s", st.Phase, want)
 			}
 		})
@@ -127,13 +128,13 @@ func TestCrashLoopBackOff(t *testing.T) {
 	res = h.sync(pod)
 	wantSteps(t, res, "StartContainer app CrashLoopBackOff")
 	st := res.Steps[0]
-	if want := crashed.Add(engine.DefaultBackoffBase); !st.NextRetry.Equal(want) || st.Err != nil || !st.BackedOff() {
+	if want := crashed.Add(plan.DefaultBackoffBase); !st.NextRetry.Equal(want) || st.Err != nil || !st.BackedOff() {
 		t.Errorf("back-off step %+v, want next retry %s and no error", st, want)
 	}
-	if cs := h.s.PodStatus(pod, res.View, engine.ProbeResults{}).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != engine.ReasonCrashLoopBackOff {
+	if cs := h.s.PodStatus(pod, res.View, plan.ProbeResults{}).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != plan.ReasonCrashLoopBackOff {
 		t.Errorf("container status %+v, want waiting in CrashLoopBackOff", cs.State)
 	}
-	h.clock.Step(engine.DefaultBackoffBase - 3*time.Millisecond)
+	h.clock.Step(plan.DefaultBackoffBase - 3*time.Millisecond)
 	wantSteps(t, h.sync(pod), "StartContainer app CrashLoopBackOff")
 	h.clock.Step(time.Millisecond)
 	res = h.sync(pod)
@@ -145,7 +146,7 @@ func TestCrashLoopBackOff(t *testing.T) {
 	// The third waits twice as long; the instance between the first of
 	// the run and the last exited one is garbage.
 	h.exit(res, "app", 1)
-	h.clock.Step(2 * engine.DefaultBackoffBase)
+	h.clock.Step(2 * plan.DefaultBackoffBase)
 	res = h.sync(pod)
 	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited", "RemoveContainer app GarbageCollected")
 	if got, want := h.criContainers(), []string{"app/0 EXITED", "app/2 EXITED", "app/3 RUNNING"}; !slices.Equal(got, want) {
@@ -155,7 +156,7 @@ func TestCrashLoopBackOff(t *testing.T) {
 	h.exit(res, "app", 1)
 	crashed = h.clock.Now()
 	res = h.sync(pod)
-	if want := crashed.Add(4 * engine.DefaultBackoffBase); len(res.Steps) != 1 || !res.Steps[0].NextRetry.Equal(want) {
+	if want := crashed.Add(4 * plan.DefaultBackoffBase); len(res.Steps) != 1 || !res.Steps[0].NextRetry.Equal(want) {
 		t.Errorf("steps %v, want one back-off until %s", res.Steps, want)
 	}
 }
@@ -214,7 +215,7 @@ func TestSandboxStoppedFromOutside(t *testing.T) {
 		"StartContainer app NewSandbox",
 		"StartContainer helper NewSandbox",
 	)
-	if sb := res.View.Sandboxes[0]; sb.Attempt != 1 || sb.State != engine.SandboxReady {
+	if sb := res.View.Sandboxes[0]; sb.Attempt != 1 || sb.State != plan.SandboxReady {
 		t.Errorf("newest sandbox %+v, want attempt 1 and ready", sb)
 	}
 	if inst := newest(t, res, "app"); inst.RestartCount != 1 {
@@ -271,7 +272,7 @@ func TestFailedInitContainerUnderNever(t *testing.T) {
 	h.sync(pod)
 	res := h.sync(pod)
 	wantSteps(t, res, "KillPodSandbox #0 InitContainerFailed")
-	if st := h.s.PodStatus(pod, res.View, engine.ProbeResults{}); st.Phase != corev1.PodFailed {
+	if st := h.s.PodStatus(pod, res.View, plan.ProbeResults{}); st.Phase != corev1.PodFailed {
 		t.Errorf("phase = %s, want Failed", st.Phase)
 	}
 	// Nothing restarts, the main containers never start.
@@ -414,7 +415,7 @@ func TestFailingHooks(t *testing.T) {
 	if !strings.Contains(st.Message, "Exec lifecycle hook") || !strings.Contains(st.Message, "no") {
 		t.Errorf("message %q, want the kubelet's with the hook's output", st.Message)
 	}
-	if inst := newest(t, res, "app"); inst.State != engine.ContainerExited {
+	if inst := newest(t, res, "app"); inst.State != plan.ContainerExited {
 		t.Errorf("app %+v, want killed", inst)
 	}
 
@@ -482,7 +483,7 @@ func TestTerminationMessages(t *testing.T) {
 	h.exit(res, "app", 0)
 	h.exit(res, "helper", 2, "first", "last words")
 	res = h.sync(pod)
-	st := h.s.PodStatus(pod, res.View, engine.ProbeResults{})
+	st := h.s.PodStatus(pod, res.View, plan.ProbeResults{})
 	msgs := map[string]string{}
 	for _, cs := range st.ContainerStatuses {
 		if cs.State.Terminated != nil {
@@ -564,8 +565,8 @@ func TestPassEndReadsWhatItCreated(t *testing.T) {
 	}
 	// Instances created in the same instant (the fake clock's) have no
 	// order of their own.
-	byID := cmpopts.SortSlices(func(a, b engine.ContainerInstance) bool { return a.ID < b.ID })
-	if diff := cmp.Diff(full, res.View, byID, cmpopts.IgnoreFields(engine.RuntimeView{}, "PullFailures")); diff != "" {
+	byID := cmpopts.SortSlices(func(a, b plan.ContainerInstance) bool { return a.ID < b.ID })
+	if diff := cmp.Diff(full, res.View, byID, cmpopts.IgnoreFields(plan.RuntimeView{}, "PullFailures")); diff != "" {
 		t.Errorf("the pass's view differs from a full read (-full +pass):\n%s", diff)
 	}
 	h.converged(pod, res)
@@ -585,7 +586,7 @@ func TestPassEndListsAfterAFailedCreate(t *testing.T) {
 	if n := strings.Count(strings.Join(calls, " "), "ListContainers"); n != 2 {
 		t.Errorf("ListContainers called %d times, want 2 (start and end of the pass): %v", n, calls)
 	}
-	if inst := res.View.FindContainer("helper"); inst == nil || inst.State != engine.ContainerRunning {
+	if inst := res.View.FindContainer("helper"); inst == nil || inst.State != plan.ContainerRunning {
 		t.Errorf("helper in the pass's view: %+v", inst)
 	}
 }

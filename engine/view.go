@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
+
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // The kubelet's limits on termination messages
@@ -26,12 +28,12 @@ const (
 
 // podSelector selects the CRI objects podsync created for the pod uid.
 func podSelector(uid types.UID) map[string]string {
-	return map[string]string{LabelManaged: "true", LabelPodUID: string(uid)}
+	return map[string]string{plan.LabelManaged: "true", plan.LabelPodUID: string(uid)}
 }
 
 // podState is a RuntimeView with what the executor needs beside it.
 type podState struct {
-	view RuntimeView
+	view plan.RuntimeView
 	// sandboxOf maps a container ID to its sandbox ID.
 	sandboxOf map[string]string
 	// logPath maps a container ID to its log file.
@@ -43,7 +45,7 @@ type podState struct {
 // and decodes their CRI statuses into a RuntimeView, newest first. Objects
 // removed while they are read are left out. The view has no termination
 // messages and no pull failures: SyncPod's result carries both.
-func ReadView(ctx context.Context, rt Runtime, uid types.UID) (RuntimeView, error) {
+func ReadView(ctx context.Context, rt Runtime, uid types.UID) (plan.RuntimeView, error) {
 	st, err := readPodState(ctx, rt, uid)
 	return st.view, err
 }
@@ -115,7 +117,7 @@ func readObjects(ctx context.Context, rt Runtime, uid types.UID, objs podObjects
 		st.sandboxOf[s.GetId()] = objs.sandboxOf[id]
 		st.logPath[s.GetId()] = s.GetLogPath()
 	}
-	st.view = NewRuntimeView(uid, sbStatuses, statuses)
+	st.view = plan.NewRuntimeView(uid, sbStatuses, statuses)
 	return st, nil
 }
 
@@ -126,7 +128,7 @@ func readObjects(ctx context.Context, rt Runtime, uid types.UID, objs podObjects
 func (s *Syncer) fillTerminationMessages(pod *corev1.Pod, st *podState) {
 	for i := range st.view.Containers {
 		inst := &st.view.Containers[i]
-		if inst.State != ContainerExited {
+		if inst.State != plan.ContainerExited {
 			continue
 		}
 		if inst.TerminationMessagePath != "" {
@@ -141,7 +143,7 @@ func (s *Syncer) fillTerminationMessages(pod *corev1.Pod, st *podState) {
 				inst.TerminationMessage = string(data)
 			}
 		}
-		if NeedsLogFallback(inst) {
+		if plan.NeedsLogFallback(inst) {
 			if msg, err := logTail(st.logPath[inst.ID], maxTerminationMessageLogLine, maxTerminationMessageLogLen); err == nil {
 				inst.TerminationMessage = msg
 			} else {

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // Defaults of WatcherOptions.
@@ -320,7 +322,7 @@ func (w *Watcher) relistLoop(ctx context.Context) {
 // relistOnce lists podsync's sandboxes and containers and notifies the
 // pods whose set of objects or their states changed since the last relist.
 func (w *Watcher) relistOnce(ctx context.Context) {
-	sel := map[string]string{LabelManaged: "true"}
+	sel := map[string]string{plan.LabelManaged: "true"}
 	sbs, err := w.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	var ctrs []*runtimeapi.Container
 	if err == nil {
@@ -342,8 +344,8 @@ func (w *Watcher) relistOnce(ctx context.Context) {
 	pods := map[types.UID]objectStates{}
 	owners := map[string]types.UID{}
 	add := func(labels map[string]string, id string, st objectState) {
-		uid := types.UID(labels[LabelPodUID])
-		if uid == "" || !IsManaged(labels) {
+		uid := types.UID(labels[plan.LabelPodUID])
+		if uid == "" || !plan.IsManaged(labels) {
 			return
 		}
 		owners[id] = uid
@@ -353,10 +355,10 @@ func (w *Watcher) relistOnce(ctx context.Context) {
 		pods[uid][id] = st
 	}
 	for _, sb := range sbs {
-		add(sb.GetLabels(), sb.GetId(), sandboxObject(sandboxStateFromCRI(sb.GetState())))
+		add(sb.GetLabels(), sb.GetId(), sandboxObject(plan.SandboxStateFromCRI(sb.GetState())))
 	}
 	for _, c := range ctrs {
-		add(c.GetLabels(), c.GetId(), containerObject(containerStateFromCRI(c.GetState())))
+		add(c.GetLabels(), c.GetId(), containerObject(plan.ContainerStateFromCRI(c.GetState())))
 	}
 	w.mu.Lock()
 	if w.listFailing {
@@ -456,12 +458,12 @@ func (w *Watcher) streamEvents(ctx context.Context) (bool, error) {
 // labels it carries or, for a removed container, by its ID.
 func (w *Watcher) handleEvent(ev *runtimeapi.ContainerEventResponse) {
 	var uid types.UID
-	if l := ev.GetPodSandboxStatus().GetLabels(); IsManaged(l) {
-		uid = types.UID(l[LabelPodUID])
+	if l := ev.GetPodSandboxStatus().GetLabels(); plan.IsManaged(l) {
+		uid = types.UID(l[plan.LabelPodUID])
 	}
 	for _, cs := range ev.GetContainersStatuses() {
-		if uid == "" && IsManaged(cs.GetLabels()) {
-			uid = types.UID(cs.GetLabels()[LabelPodUID])
+		if uid == "" && plan.IsManaged(cs.GetLabels()) {
+			uid = types.UID(cs.GetLabels()[plan.LabelPodUID])
 		}
 	}
 	w.mu.Lock()

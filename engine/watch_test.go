@@ -13,6 +13,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // noEvents is a runtime without container events, as containerd 1.6.
@@ -115,7 +116,7 @@ func TestWatcherRelistsWithoutEvents(t *testing.T) {
 	// Objects podsync did not create are no one's business.
 	if _, err := h.rt.RunPodSandbox(h.ctx, &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "other", Namespace: "x", Uid: "other"},
-		Labels:   map[string]string{engine.LabelPodUID: "other"},
+		Labels:   map[string]string{plan.LabelPodUID: "other"},
 	}, ""); err != nil {
 		t.Fatal(err)
 	}

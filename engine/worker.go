@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/prober"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/internal/failpoint"
@@ -62,7 +63,7 @@ type worker struct {
 	summary podSummary
 	// sandbox is the sandbox the pod's containers ran in after the last
 	// pass; zero when it had none.
-	sandbox Sandbox
+	sandbox plan.Sandbox
 	// pending gathers what asked for a pass since the last one began
 	// (nil: nothing); seen is the pod's objects as the last pass found
 	// them at its end, nil if it did not end cleanly. A pass asked for
@@ -167,7 +168,7 @@ func (w *worker) setRef(ref store.PodRef) {
 }
 
 // noteSandbox remembers the sandbox a pass left the pod's containers in.
-func (w *worker) noteSandbox(sb Sandbox) {
+func (w *worker) noteSandbox(sb plan.Sandbox) {
 	w.mu.Lock()
 	w.sandbox = sb
 	w.mu.Unlock()
@@ -175,24 +176,24 @@ func (w *worker) noteSandbox(sb Sandbox) {
 
 // lastSandbox returns the sandbox the pod's containers ran in after the
 // last pass; zero when they had none.
-func (w *worker) lastSandbox() Sandbox {
+func (w *worker) lastSandbox() plan.Sandbox {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.sandbox
 }
 
 // sandboxIn returns the sandbox of view with id; zero when there is none.
-func sandboxIn(view RuntimeView, id string) Sandbox {
+func sandboxIn(view plan.RuntimeView, id string) plan.Sandbox {
 	for _, s := range view.Sandboxes {
 		if s.ID == id {
 			return s
 		}
 	}
-	return Sandbox{}
+	return plan.Sandbox{}
 }
 
 // storedSandbox names sb as the store records it with a status.
-func storedSandbox(sb Sandbox) store.SandboxRef {
+func storedSandbox(sb plan.Sandbox) store.SandboxRef {
 	return store.SandboxRef{ID: sb.ID, Attempt: sb.Attempt}
 }
 
@@ -391,7 +392,7 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepR
 		stop(nil)
 	}()
 	in := SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets, Probes: n.probeResults(pod.UID)}
-	in.Observed = func(view RuntimeView, plan PodActions) { n.publishObserved(w, pod, view, plan) }
+	in.Observed = func(view plan.RuntimeView, plan plan.PodActions) { n.publishObserved(w, pod, view, plan) }
 	res, err := n.syncer.SyncPod(ctx, pod, in, emit)
 	out := passOutcome{steps: res.Steps, status: pod.Status}
 	if err != nil {
@@ -418,7 +419,7 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepR
 	if len(changes) > 0 {
 		if _, err := n.store.Append(changes...); err != nil {
 			w.setRetry(n.failureRetry(w))
-			return out, fmt.Errorf("record status of pod %s: %w", podString(pod), err)
+			return out, fmt.Errorf("record status of pod %s: %w", plan.PodString(pod), err)
 		}
 	}
 	out.status = status
@@ -439,7 +440,7 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepR
 		// more than the pass planned from (an init container that
 		// exited meanwhile). A pass with a failed step keeps its retry
 		// delay, and hints after it run passes.
-		if settled(ComputePodActions(pod, res.View, n.probeResults(pod.UID), now, n.backoff)) {
+		if settled(plan.ComputePodActions(pod, res.View, n.probeResults(pod.UID), now, n.backoff)) {
 			w.passSaw(statesOf(res.View))
 		}
 	}
@@ -450,7 +451,7 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepR
 
 // settled reports whether a plan kills, creates and starts nothing:
 // starts that wait in a back-off have the worker's retry timer.
-func settled(plan PodActions) bool {
+func settled(plan plan.PodActions) bool {
 	return !plan.KillPod && !plan.Sandbox.Create && len(plan.Sandbox.KillIDs) == 0 &&
 		len(plan.Kill) == 0 && len(plan.StartInit) == 0 && len(plan.Start) == 0
 }
@@ -459,11 +460,11 @@ func settled(plan PodActions) bool {
 // delay with each failure in a row.
 func (n *Node) failureRetry(w *worker) time.Time {
 	d := minRetryDelay
-	for i := 0; i < w.failures && d < n.backoff.cap(); i++ {
+	for i := 0; i < w.failures && d < n.backoff.MaxDelay(); i++ {
 		d *= 2
 	}
 	w.failures++
-	return n.clock.Now().Add(min(d, n.backoff.cap()))
+	return n.clock.Now().Add(min(d, n.backoff.MaxDelay()))
 }
 
 // nextSync returns when a pass must run without a change: the earliest
@@ -506,20 +507,20 @@ func (n *Node) terminalSettled(ctx context.Context, uid types.UID) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	if slices.ContainsFunc(view.Containers, func(c ContainerInstance) bool { return c.State == ContainerRunning }) {
+	if slices.ContainsFunc(view.Containers, func(c plan.ContainerInstance) bool { return c.State == plan.ContainerRunning }) {
 		return false, nil
 	}
-	return !slices.ContainsFunc(view.Sandboxes, func(s Sandbox) bool { return s.State == SandboxReady }), nil
+	return !slices.ContainsFunc(view.Sandboxes, func(s plan.Sandbox) bool { return s.State == plan.SandboxReady }), nil
 }
 
 // runningContainers lists the newest running instance of each container
 // for the prober.
-func runningContainers(pod *corev1.Pod, view RuntimeView, cfg Options) []prober.RunningContainer {
+func runningContainers(pod *corev1.Pod, view plan.RuntimeView, cfg Options) []prober.RunningContainer {
 	var ip string
 	switch {
 	case pod.Spec.HostNetwork && len(cfg.NodeIPs) > 0:
 		ip = cfg.NodeIPs[0]
-	case len(view.Sandboxes) > 0 && view.Sandboxes[0].State == SandboxReady && len(view.Sandboxes[0].IPs) > 0:
+	case len(view.Sandboxes) > 0 && view.Sandboxes[0].State == plan.SandboxReady && len(view.Sandboxes[0].IPs) > 0:
 		ip = view.Sandboxes[0].IPs[0]
 	}
 	seen := map[string]bool{}
@@ -529,7 +530,7 @@ func runningContainers(pod *corev1.Pod, view RuntimeView, cfg Options) []prober.
 			continue
 		}
 		seen[c.Name] = true
-		if c.State == ContainerRunning {
+		if c.State == plan.ContainerRunning {
 			out = append(out, prober.RunningContainer{Name: c.Name, ID: c.ID, StartedAt: c.StartedAt, PodIP: ip})
 		}
 	}
@@ -588,7 +589,7 @@ func (n *Node) removeUnstored(ctx context.Context, w *worker) error {
 	return nil
 }
 
-func (n *Node) removeOrphan(ctx context.Context, ref PodRef) error {
+func (n *Node) removeOrphan(ctx context.Context, ref plan.PodRef) error {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}}
 	if err := n.removePod(ctx, pod); err != nil {
 		return err
@@ -635,7 +636,7 @@ func (w *worker) cancelPass(cause error) {
 // the restart's CreateContainer and StartContainer, and the status they
 // see next has the new instance. Other passes publish only their result.
 // pod.Status becomes the published status. The caller holds w's lock.
-func (n *Node) publishObserved(w *worker, pod *corev1.Pod, view RuntimeView, plan PodActions) {
+func (n *Node) publishObserved(w *worker, pod *corev1.Pod, view plan.RuntimeView, plan plan.PodActions) {
 	if !restartsExited(view, plan) {
 		return
 	}
@@ -662,10 +663,10 @@ func (n *Node) publishObserved(w *worker, pod *corev1.Pod, view RuntimeView, pla
 
 // restartsExited reports whether plan starts again a container whose
 // latest instance in view has exited.
-func restartsExited(view RuntimeView, plan PodActions) bool {
-	for _, list := range [][]ContainerAction{plan.Start, plan.StartInit} {
+func restartsExited(view plan.RuntimeView, actions plan.PodActions) bool {
+	for _, list := range [][]plan.ContainerAction{actions.Start, actions.StartInit} {
 		for _, a := range list {
-			if inst := view.FindContainer(a.Name); inst != nil && inst.State == ContainerExited {
+			if inst := view.FindContainer(a.Name); inst != nil && inst.State == plan.ContainerExited {
 				return true
 			}
 		}

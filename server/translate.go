@@ -12,6 +12,7 @@ import (
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/logs"
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
 )
@@ -55,7 +56,7 @@ func containerTypeToProto(t engine.ContainerType) podsyncv1.ContainerType {
 func containerTypeOf(pod *corev1.Pod, name string) podsyncv1.ContainerType {
 	for i := range pod.Spec.InitContainers {
 		if c := &pod.Spec.InitContainers[i]; c.Name == name {
-			if engine.IsRestartableInitContainer(c) {
+			if plan.IsRestartableInitContainer(c) {
 				return podsyncv1.ContainerType_CONTAINER_TYPE_SIDECAR
 			}
 			return podsyncv1.ContainerType_CONTAINER_TYPE_INIT
@@ -200,7 +201,7 @@ func (s *service) podToProto(rec *store.PodRecord, sb sandboxRef) *podsyncv1.Pod
 }
 
 // planToProto translates a plan of pod.
-func planToProto(pod *corev1.Pod, a engine.PodActions, now time.Time) *podsyncv1.PodPlan {
+func planToProto(pod *corev1.Pod, a plan.PodActions, now time.Time) *podsyncv1.PodPlan {
 	out := &podsyncv1.PodPlan{
 		Sandbox: &podsyncv1.SandboxDecision{
 			Create:           a.Sandbox.Create,
@@ -213,7 +214,7 @@ func planToProto(pod *corev1.Pod, a engine.PodActions, now time.Time) *podsyncv1
 		KillPodReason: a.KillPodReason,
 	}
 	starting := map[string]bool{}
-	for _, c := range append(append([]engine.ContainerAction(nil), a.StartInit...), a.Start...) {
+	for _, c := range append(append([]plan.ContainerAction(nil), a.StartInit...), a.Start...) {
 		starting[c.Name] = true
 	}
 	for _, c := range a.Kill {
@@ -222,7 +223,7 @@ func planToProto(pod *corev1.Pod, a engine.PodActions, now time.Time) *podsyncv1
 			Reason: c.Reason, Message: c.Message, ChangedFields: c.ChangedFields, Restart: starting[c.Name],
 		})
 	}
-	start := func(cs []engine.ContainerAction) []*podsyncv1.ContainerStart {
+	start := func(cs []plan.ContainerAction) []*podsyncv1.ContainerStart {
 		var out []*podsyncv1.ContainerStart
 		for _, c := range cs {
 			out = append(out, &podsyncv1.ContainerStart{

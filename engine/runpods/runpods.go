@@ -17,6 +17,7 @@ import (
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/logs"
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/internal/failpoint"
 )
@@ -475,7 +476,7 @@ func (r *run) failedContainers(ctx context.Context, pod *corev1.Pod, st *corev1.
 	}
 	for _, cs := range st.InitContainerStatuses {
 		typ := engine.ContainerTypeInit
-		if i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == cs.Name }); i >= 0 && engine.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+		if i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == cs.Name }); i >= 0 && plan.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
 			typ = engine.ContainerTypeSidecar
 		}
 		add(cs, typ)

@@ -23,6 +23,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/internal/localcri"
 )
 
@@ -181,7 +182,7 @@ func (e *env) cleanAll(ctx context.Context) error {
 	}
 	var raw []*runtimeapi.PodSandbox
 	for _, sb := range sbs {
-		if !engine.IsManaged(sb.GetLabels()) {
+		if !plan.IsManaged(sb.GetLabels()) {
 			raw = append(raw, sb)
 		}
 	}
@@ -242,7 +243,7 @@ func (e *env) waitRunning(ctx context.Context, uids []types.UID) error {
 		}
 		running := map[string]bool{}
 		for _, c := range ctrs {
-			if u := c.GetLabels()[engine.LabelPodUID]; want[u] {
+			if u := c.GetLabels()[plan.LabelPodUID]; want[u] {
 				running[u] = true
 			}
 		}
@@ -296,8 +297,8 @@ func (e *env) rawPods(pods []*corev1.Pod) ([]rawPod, error) {
 		if err != nil {
 			return nil, err
 		}
-		delete(sb.Labels, engine.LabelManaged)
-		delete(cc.Labels, engine.LabelManaged)
+		delete(sb.Labels, plan.LabelManaged)
+		delete(cc.Labels, plan.LabelManaged)
 		if err := os.MkdirAll(filepath.Join(sb.GetLogDirectory(), c.Name), 0o755); err != nil {
 			return nil, err
 		}

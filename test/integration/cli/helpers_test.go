@@ -21,7 +21,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // podsyncd is one test's podsyncd, a child process with its own socket,
@@ -187,7 +187,7 @@ func sandboxes(ctx context.Context, t *testing.T, uid string) []string {
 		t.Fatal(err)
 	}
 	defer func() { _ = rs.Close(context.Background()) }()
-	sbs, err := rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{engine.LabelPodUID: uid}})
+	sbs, err := rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{plan.LabelPodUID: uid}})
 	if err != nil {
 		t.Fatalf("ListPodSandbox: %v", err)
 	}

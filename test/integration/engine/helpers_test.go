@@ -20,6 +20,7 @@ import (
 
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 )
 
@@ -143,7 +144,7 @@ func (e *env) until(pod *corev1.Pod, what string, cond func(engine.SyncResult) b
 
 // status is the pod's status from a pass's view.
 func (e *env) status(pod *corev1.Pod, res engine.SyncResult) corev1.PodStatus {
-	return e.s.PodStatus(pod, res.View, engine.ProbeResults{})
+	return e.s.PodStatus(pod, res.View, plan.ProbeResults{})
 }
 
 // running reports whether every regular container of pod runs.
@@ -155,7 +156,7 @@ func (e *env) running(pod *corev1.Pod) func(engine.SyncResult) bool {
 
 func allRunning(pod *corev1.Pod, res engine.SyncResult) bool {
 	for _, c := range pod.Spec.Containers {
-		if inst := res.View.FindContainer(c.Name); inst == nil || inst.State != engine.ContainerRunning {
+		if inst := res.View.FindContainer(c.Name); inst == nil || inst.State != plan.ContainerRunning {
 			return false
 		}
 	}
@@ -163,7 +164,7 @@ func allRunning(pod *corev1.Pod, res engine.SyncResult) bool {
 }
 
 // newest returns the newest instance of a container.
-func newest(t *testing.T, res engine.SyncResult, name string) engine.ContainerInstance {
+func newest(t *testing.T, res engine.SyncResult, name string) plan.ContainerInstance {
 	t.Helper()
 	inst := res.View.FindContainer(name)
 	if inst == nil {

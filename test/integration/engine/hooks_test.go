@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/plan"
 )
 
 func execHook(script string) *corev1.LifecycleHandler {
@@ -50,7 +51,7 @@ func TestLifecycleHooksRun(t *testing.T) {
 	if data, err := os.ReadFile(log); err != nil || string(data) != "post-start\npre-stop\n" {
 		t.Errorf("hook log after the kill = %q, %v", data, err)
 	}
-	if n := newest(t, res, "app"); n.State != engine.ContainerExited || n.ExitCode != 0 {
+	if n := newest(t, res, "app"); n.State != plan.ContainerExited || n.ExitCode != 0 {
 		t.Errorf("app = %+v, want exited 0 (its SIGTERM trap)", n)
 	}
 }
@@ -71,7 +72,7 @@ func TestFailingPostStartKillsTheContainer(t *testing.T) {
 	if !hasStep(res, engine.ActionKillContainer, "app", "FailedPostStartHook") {
 		t.Errorf("steps %v, want the container killed", steps(res.Steps))
 	}
-	if n := newest(t, res, "app"); n.State != engine.ContainerExited {
+	if n := newest(t, res, "app"); n.State != plan.ContainerExited {
 		t.Errorf("app = %+v, want exited", n)
 	}
 }
@@ -91,14 +92,14 @@ func TestPreStopIsBoundedByTheGracePeriod(t *testing.T) {
 	if hook == nil || hook.Err == nil || hook.Reason != engine.ReasonPreStopHookError {
 		t.Fatalf("steps %v, want a preStop hook cut short", steps(res.Steps))
 	}
-	if !hasStep(res, engine.ActionKillContainer, "app", engine.KillReasonPodDeleted) && !hasStep(res, engine.ActionKillContainer, "app", engine.ReasonPodKilled) {
+	if !hasStep(res, engine.ActionKillContainer, "app", plan.KillReasonPodDeleted) && !hasStep(res, engine.ActionKillContainer, "app", plan.ReasonPodKilled) {
 		t.Errorf("steps %v, want the container killed", steps(res.Steps))
 	}
 	// 2 s for the hook, then SIGTERM, which the default command obeys.
 	if took > 30*time.Second {
 		t.Errorf("the kill took %s; the hook was not bounded by the grace period", took)
 	}
-	if n := newest(t, res, "app"); n.State != engine.ContainerExited {
+	if n := newest(t, res, "app"); n.State != plan.ContainerExited {
 		t.Errorf("app = %+v, want exited", n)
 	}
 }

@@ -5,11 +5,13 @@ package engine_test
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/internal/localcri/localcritest"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -68,7 +70,7 @@ func TestImagePullAlwaysFromLocalRegistry(t *testing.T) {
 // TestFailingRegistry is not parallel: it makes the shared registry fail.
 func TestFailingRegistry(t *testing.T) {
 	const base = time.Second
-	e := newEnv(t, func(o *engine.SyncerOptions) { o.Backoff = engine.BackoffPolicy{Base: base} })
+	e := newEnv(t, func(o *engine.SyncerOptions) { o.Backoff = plan.BackoffPolicy{Base: base} })
 	imgs, err := localcri.LayoutImages(inst.Images().Layout)
 	if err != nil {
 		t.Fatal(err)
@@ -92,13 +94,13 @@ func TestFailingRegistry(t *testing.T) {
 	}
 	res = e.sync(pod)
 	st := res.Step(engine.ActionStartContainer, "app")
-	if st == nil || st.Reason != engine.ReasonImagePullBackOff || st.NextRetry.IsZero() || st.Err != nil {
+	if st == nil || st.Reason != plan.ReasonImagePullBackOff || st.NextRetry.IsZero() || st.Err != nil {
 		t.Fatalf("second pass %v, want ImagePullBackOff with a next retry", steps(res.Steps))
 	}
 	if !strings.Contains(st.Message, "Back-off pulling image") {
 		t.Errorf("back-off message %q", st.Message)
 	}
-	if cs := e.status(pod, res).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != engine.ReasonImagePullBackOff {
+	if cs := e.status(pod, res).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != plan.ReasonImagePullBackOff {
 		t.Errorf("status %+v, want waiting in ImagePullBackOff", cs.State)
 	}
 

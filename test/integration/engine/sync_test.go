@@ -3,7 +3,6 @@
 package engine_test
 
 import (
-	"github.com/podsync/podsync/internal/localcri/localcritest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -11,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/internal/localcri/localcritest"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,7 +91,7 @@ func (e *env) stop(pod *corev1.Pod, res engine.SyncResult, name string, timeout 
 		out = r
 		for _, c := range r.View.Containers {
 			if c.ID == id {
-				return c.State == engine.ContainerExited
+				return c.State == plan.ContainerExited
 			}
 		}
 		return false
@@ -108,10 +110,10 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 		localcritest.Crictl(t, inst, "stop", old.ID)
 		all := e.syncUntil(pod, "restarted", func(r engine.SyncResult) bool { return newest(t, r, "app").ID != old.ID })
 		res = all[len(all)-1]
-		if !hasStep(res, engine.ActionStartContainer, "app", engine.ReasonExited) {
+		if !hasStep(res, engine.ActionStartContainer, "app", plan.ReasonExited) {
 			t.Errorf("restart steps %v, want a start for Exited", steps(res.Steps))
 		}
-		if n := newest(t, res, "app"); n.RestartCount != 1 || n.State != engine.ContainerRunning {
+		if n := newest(t, res, "app"); n.RestartCount != 1 || n.State != plan.ContainerRunning {
 			t.Errorf("app = %+v, want running with restart count 1", n)
 		}
 		if cs := e.status(pod, res).ContainerStatuses[0]; cs.RestartCount != 1 || cs.LastTerminationState.Terminated == nil {
@@ -129,7 +131,7 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 		res := e.until(pod, "running", e.running(pod))
 		e.stop(pod, res, "app", 2)
 		res = e.sync(pod)
-		if n := newest(t, res, "app"); n.RestartCount != 0 || n.State != engine.ContainerExited {
+		if n := newest(t, res, "app"); n.RestartCount != 0 || n.State != plan.ContainerExited {
 			t.Errorf("app = %+v, want exited, not restarted", n)
 		}
 		for _, r := range []engine.SyncResult{res, e.sync(pod)} {
@@ -152,7 +154,7 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 		// SIGTERM: the default command exits 0, not restarted.
 		e.stop(pod, res, "clean", 5)
 		res = e.sync(pod)
-		if n := newest(t, res, "clean"); n.State != engine.ContainerExited || n.ExitCode != 0 || n.RestartCount != 0 {
+		if n := newest(t, res, "clean"); n.State != plan.ContainerExited || n.ExitCode != 0 || n.RestartCount != 0 {
 			t.Errorf("clean = %+v, want exited 0 and not restarted", n)
 		}
 		// SIGKILL (timeout 0): exit 137, restarted.
@@ -181,7 +183,7 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 // lastExit returns the exit code of the newest exited instance.
 func lastExit(res engine.SyncResult, name string) int32 {
 	for _, c := range res.View.Containers {
-		if c.Name == name && c.State == engine.ContainerExited {
+		if c.Name == name && c.State == plan.ContainerExited {
 			return c.ExitCode
 		}
 	}
@@ -197,19 +199,19 @@ func crashLoop(t *testing.T, e *env, base time.Duration, crashes int) {
 	for i := 1; i <= crashes; i++ {
 		old := newest(t, res, "app")
 		localcritest.Crictl(t, inst, "stop", "--timeout", "0", old.ID)
-		var crashed engine.ContainerInstance
+		var crashed plan.ContainerInstance
 		backedOff, waiting := false, false
 		all := e.syncUntil(pod, "restart", func(r engine.SyncResult) bool {
 			for _, s := range r.Steps {
-				if s.Target == "app" && s.Reason == engine.ReasonCrashLoopBackOff {
+				if s.Target == "app" && s.Reason == plan.ReasonCrashLoopBackOff {
 					backedOff = true
-					if w := e.status(pod, r).ContainerStatuses[0].State.Waiting; w != nil && w.Reason == engine.ReasonCrashLoopBackOff {
+					if w := e.status(pod, r).ContainerStatuses[0].State.Waiting; w != nil && w.Reason == plan.ReasonCrashLoopBackOff {
 						waiting = true
 					}
 				}
 			}
 			n := newest(t, r, "app")
-			return n.ID != old.ID && n.State == engine.ContainerRunning
+			return n.ID != old.ID && n.State == plan.ContainerRunning
 		})
 		res = all[len(all)-1]
 		for _, c := range res.View.Containers {
@@ -247,7 +249,7 @@ func crashLoop(t *testing.T, e *env, base time.Duration, crashes int) {
 // second crash restarts after 10 s.
 func TestCrashLoopBackOffDefault(t *testing.T) {
 	t.Parallel()
-	crashLoop(t, newEnv(t), engine.DefaultBackoffBase, 2)
+	crashLoop(t, newEnv(t), plan.DefaultBackoffBase, 2)
 }
 
 // TestCrashLoopBackOffDoubles proves the shape with a short base: at once,
@@ -255,7 +257,7 @@ func TestCrashLoopBackOffDefault(t *testing.T) {
 func TestCrashLoopBackOffDoubles(t *testing.T) {
 	t.Parallel()
 	const base = 2 * time.Second
-	crashLoop(t, newEnv(t, func(o *engine.SyncerOptions) { o.Backoff = engine.BackoffPolicy{Base: base} }), base, 3)
+	crashLoop(t, newEnv(t, func(o *engine.SyncerOptions) { o.Backoff = plan.BackoffPolicy{Base: base} }), base, 3)
 }
 
 func TestChangedSpecRecreates(t *testing.T) {
@@ -271,10 +273,10 @@ func TestChangedSpecRecreates(t *testing.T) {
 	if second.ID == first.ID || second.RestartCount != 1 {
 		t.Fatalf("after a command change app = %+v, want a new instance with restart count 1", second)
 	}
-	if !hasStep(res, engine.ActionKillContainer, "app", engine.ReasonDefinitionChanged) {
+	if !hasStep(res, engine.ActionKillContainer, "app", plan.ReasonDefinitionChanged) {
 		t.Errorf("steps %v, want a kill for DefinitionChanged", steps(res.Steps))
 	}
-	if old := findInstance(res, first.ID); old == nil || old.State != engine.ContainerExited {
+	if old := findInstance(res, first.ID); old == nil || old.State != plan.ContainerExited {
 		t.Errorf("first instance %+v, want exited", old)
 	}
 
@@ -291,7 +293,7 @@ func TestChangedSpecRecreates(t *testing.T) {
 	}
 }
 
-func findInstance(res engine.SyncResult, id string) *engine.ContainerInstance {
+func findInstance(res engine.SyncResult, id string) *plan.ContainerInstance {
 	for i := range res.View.Containers {
 		if res.View.Containers[i].ID == id {
 			return &res.View.Containers[i]
@@ -308,7 +310,7 @@ func TestSandboxStoppedFromOutside(t *testing.T) {
 	old := res.SandboxID
 	localcritest.Crictl(t, inst, "stopp", old)
 	res = e.until(pod, "new sandbox", func(r engine.SyncResult) bool { return r.SandboxID != "" && r.SandboxID != old })
-	if !hasStep(res, engine.ActionCreatePodSandbox, pod.Name+"_"+namespace+"("+string(pod.UID)+")", engine.SandboxReasonNotReady) {
+	if !hasStep(res, engine.ActionCreatePodSandbox, pod.Name+"_"+namespace+"("+string(pod.UID)+")", plan.SandboxReasonNotReady) {
 		t.Errorf("steps %v, want a new sandbox for SandboxNotReady", steps(res.Steps))
 	}
 	if sb := res.View.Sandboxes[0]; sb.Attempt != 1 || len(sb.IPs) == 0 {
@@ -348,10 +350,10 @@ func TestFailedInitContainerUnderNever(t *testing.T) {
 	if n := newest(t, res, "init"); n.ExitCode != 3 || n.RestartCount != 0 {
 		t.Errorf("init = %+v, want exit 3 and no restart", n)
 	}
-	if ps := localcritest.Crictl(t, inst, "ps", "-a", "--label", engine.LabelPodUID+"="+string(pod.UID)); strings.Contains(ps, "main") || !strings.Contains(ps, "init") {
+	if ps := localcritest.Crictl(t, inst, "ps", "-a", "--label", plan.LabelPodUID+"="+string(pod.UID)); strings.Contains(ps, "main") || !strings.Contains(ps, "init") {
 		t.Errorf("crictl ps -a:\n%s", ps)
 	}
-	if sb := res.View.Sandboxes[0]; sb.State != engine.SandboxNotReady {
+	if sb := res.View.Sandboxes[0]; sb.State != plan.SandboxNotReady {
 		t.Errorf("sandbox %+v, want stopped", sb)
 	}
 }
@@ -366,7 +368,7 @@ func TestSidecarsStartBeforeRegularContainers(t *testing.T) {
 	all := e.syncUntil(pod, "running", e.running(pod))
 	res := all[len(all)-1]
 	setup, proxy, main := newest(t, res, "setup"), newest(t, res, "proxy"), newest(t, res, "main")
-	if proxy.State != engine.ContainerRunning || !setup.FinishedAt.Before(proxy.StartedAt) || !proxy.StartedAt.Before(main.StartedAt) {
+	if proxy.State != plan.ContainerRunning || !setup.FinishedAt.Before(proxy.StartedAt) || !proxy.StartedAt.Before(main.StartedAt) {
 		t.Errorf("setup finished %s, proxy started %s (%s), main started %s: want that order with proxy running",
 			setup.FinishedAt, proxy.StartedAt, proxy.State, main.StartedAt)
 	}
@@ -416,7 +418,7 @@ func TestLeftoversAreFinishedOrRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = e.until(pod, "running", e.running(pod))
-	if !hasStep(res, engine.ActionStartContainer, "app", engine.ReasonCreated) || !hasStep(res, engine.ActionRemoveContainer, "app", engine.ReasonGarbageCollected) {
+	if !hasStep(res, engine.ActionStartContainer, "app", plan.ReasonCreated) || !hasStep(res, engine.ActionRemoveContainer, "app", engine.ReasonGarbageCollected) {
 		t.Errorf("steps %v, want a start for the created instance and its removal", steps(res.Steps))
 	}
 	if n := newest(t, res, "app"); n.RestartCount != 2 {
@@ -433,8 +435,8 @@ func TestLeftoversAreFinishedOrRemoved(t *testing.T) {
 	if err := e.s.RemovePod(e.ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	ctrs, _ := e.rt.ListContainers(e.ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{engine.LabelPodUID: string(pod.UID)}})
-	sbs, _ := e.rt.ListPodSandbox(e.ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{engine.LabelPodUID: string(pod.UID)}})
+	ctrs, _ := e.rt.ListContainers(e.ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{plan.LabelPodUID: string(pod.UID)}})
+	sbs, _ := e.rt.ListPodSandbox(e.ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{plan.LabelPodUID: string(pod.UID)}})
 	if len(ctrs)+len(sbs) != 0 {
 		t.Errorf("RemovePod left %d containers and %d sandboxes", len(ctrs), len(sbs))
 	}

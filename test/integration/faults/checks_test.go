@@ -13,7 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 )
 
@@ -50,16 +50,16 @@ func readRuntime(ctx context.Context) (*runtimeState, error) {
 		return nil, fmt.Errorf("ListContainers: %w", err)
 	}
 	for _, sb := range st.sandboxes {
-		ref := engine.PodFromLabels(sb.GetLabels())
-		if !engine.IsManaged(sb.GetLabels()) || ref.UID == "" || ref.Name == "" || ref.Namespace == "" {
+		ref := plan.PodFromLabels(sb.GetLabels())
+		if !plan.IsManaged(sb.GetLabels()) || ref.UID == "" || ref.Name == "" || ref.Namespace == "" {
 			st.unlabelled = append(st.unlabelled, fmt.Sprintf("sandbox %.12s %s", sb.GetId(), sb.GetLabels()))
 			continue
 		}
 		st.pods[string(ref.UID)] += fmt.Sprintf(" sandbox %.12s (%s, attempt %d)", sb.GetId(), sb.GetState(), sb.GetMetadata().GetAttempt())
 	}
 	for _, c := range st.containers {
-		info := engine.ContainerInfoFromLabels(c.GetLabels())
-		if !engine.IsManaged(c.GetLabels()) || info.UID == "" || info.Name == "" || info.Namespace == "" || info.ContainerName == "" {
+		info := plan.ContainerInfoFromLabels(c.GetLabels())
+		if !plan.IsManaged(c.GetLabels()) || info.UID == "" || info.Name == "" || info.Namespace == "" || info.ContainerName == "" {
 			st.unlabelled = append(st.unlabelled, fmt.Sprintf("container %.12s %s", c.GetId(), c.GetLabels()))
 			continue
 		}
@@ -78,7 +78,7 @@ func readRuntime(ctx context.Context) (*runtimeState, error) {
 			for _, c := range st.containers {
 				if c.GetId() == f[0] && c.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
 					st.leaked = append(st.leaked, fmt.Sprintf("container %s %.12s of pod %s",
-						c.GetMetadata().GetName(), f[0], c.GetLabels()[engine.LabelPodName]))
+						c.GetMetadata().GetName(), f[0], c.GetLabels()[plan.LabelPodName]))
 				}
 			}
 		}
@@ -93,7 +93,7 @@ func readRuntime(ctx context.Context) (*runtimeState, error) {
 		for _, c := range st.containers {
 			if c.GetId() == f[0] && c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
 				st.hidden = append(st.hidden, fmt.Sprintf("container %s %.12s of pod %s is %s, its task runs",
-					c.GetMetadata().GetName(), f[0], c.GetLabels()[engine.LabelPodName], c.GetState()))
+					c.GetMetadata().GetName(), f[0], c.GetLabels()[plan.LabelPodName], c.GetState()))
 			}
 		}
 	}
@@ -104,7 +104,7 @@ func readRuntime(ctx context.Context) (*runtimeState, error) {
 func (st *runtimeState) sandboxesOf(uid string) []*runtimeapi.PodSandbox {
 	var out []*runtimeapi.PodSandbox
 	for _, sb := range st.sandboxes {
-		if sb.GetLabels()[engine.LabelPodUID] == uid {
+		if sb.GetLabels()[plan.LabelPodUID] == uid {
 			out = append(out, sb)
 		}
 	}
@@ -118,7 +118,7 @@ func (st *runtimeState) sandboxesOf(uid string) []*runtimeapi.PodSandbox {
 func (st *runtimeState) containersOf(uid, name string) []*runtimeapi.Container {
 	var out []*runtimeapi.Container
 	for _, c := range st.containers {
-		if c.GetLabels()[engine.LabelPodUID] == uid && c.GetLabels()[engine.LabelContainerName] == name {
+		if c.GetLabels()[plan.LabelPodUID] == uid && c.GetLabels()[plan.LabelContainerName] == name {
 			out = append(out, c)
 		}
 	}
@@ -386,7 +386,7 @@ func describe(ctx context.Context, cs []*runtimeapi.Container) string {
 		fmt.Fprintf(&b, "  %.12s attempt %d %s exit %d reason %q message %q created %s started %s finished %s restartCount %s\n",
 			c.GetId(), st.GetMetadata().GetAttempt(), st.GetState(), st.GetExitCode(), st.GetReason(), st.GetMessage(),
 			time.Unix(0, st.GetCreatedAt()).Format(time.StampMicro), time.Unix(0, st.GetStartedAt()).Format(time.StampMicro),
-			time.Unix(0, st.GetFinishedAt()).Format(time.StampMicro), st.GetAnnotations()[engine.AnnotationContainerRestartCount])
+			time.Unix(0, st.GetFinishedAt()).Format(time.StampMicro), st.GetAnnotations()[plan.AnnotationContainerRestartCount])
 	}
 	return b.String()
 }

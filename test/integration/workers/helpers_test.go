@@ -20,6 +20,7 @@ import (
 
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 )
@@ -67,7 +68,7 @@ func newEnv(t *testing.T, mutate ...func(*engine.NodeOptions)) *env {
 	}
 	opts := engine.NodeOptions{
 		Runtime: rt, Images: rt, Store: st, Logger: zaptest.NewLogger(t), Config: cfg,
-		Backoff:      engine.BackoffPolicy{Base: time.Second, Cap: 4 * time.Second},
+		Backoff:      plan.BackoffPolicy{Base: time.Second, Cap: 4 * time.Second},
 		RelistPeriod: 200 * time.Millisecond,
 		GC:           engine.GCPolicy{Period: 2 * time.Second},
 	}
@@ -160,7 +161,7 @@ func (e *env) apply(pod *corev1.Pod) engine.ApplyResult {
 }
 
 // view reads what the runtime holds for pod.
-func (e *env) view(pod *corev1.Pod) *engine.RuntimeView {
+func (e *env) view(pod *corev1.Pod) *plan.RuntimeView {
 	e.t.Helper()
 	v, err := engine.ReadView(e.ctx, e.rt, pod.UID)
 	if err != nil {
@@ -195,9 +196,9 @@ func (e *env) eventually(what string, cond func() bool) {
 }
 
 // running returns the newest instance of the container if it runs.
-func (e *env) running(pod *corev1.Pod, name string) *engine.ContainerInstance {
+func (e *env) running(pod *corev1.Pod, name string) *plan.ContainerInstance {
 	inst := e.view(pod).FindContainer(name)
-	if inst == nil || inst.State != engine.ContainerRunning {
+	if inst == nil || inst.State != plan.ContainerRunning {
 		return nil
 	}
 	return inst

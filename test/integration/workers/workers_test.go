@@ -6,17 +6,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
 	"os"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/podsync/podsync/internal/localcri/localcritest"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 )
 
@@ -25,7 +27,7 @@ import (
 // back-off (base 3 s here) before the next restart.
 func TestKilledContainerRestartsAndBacksOff(t *testing.T) {
 	e := newEnv(t, func(o *engine.NodeOptions) {
-		o.Backoff = engine.BackoffPolicy{Base: 3 * time.Second, Cap: 6 * time.Second}
+		o.Backoff = plan.BackoffPolicy{Base: 3 * time.Second, Cap: 6 * time.Second}
 	})
 	pod := e.newPod("", localcritest.Busybox("app"))
 	e.apply(pod)
@@ -42,7 +44,7 @@ func TestKilledContainerRestartsAndBacksOff(t *testing.T) {
 	localcritest.Crictl(t, inst, "stop", "--timeout", "0", second.ID)
 	e.eventually("CrashLoopBackOff in the status", func() bool {
 		w := containerStatus(e.status(pod), "app").State.Waiting
-		return w != nil && w.Reason == engine.ReasonCrashLoopBackOff
+		return w != nil && w.Reason == plan.ReasonCrashLoopBackOff
 	})
 	if inst := e.view(pod).FindContainer("app"); inst.ID != second.ID {
 		t.Fatalf("restarted during the back-off: %s", inst.ID)
@@ -53,7 +55,7 @@ func TestKilledContainerRestartsAndBacksOff(t *testing.T) {
 	})
 	v := e.view(pod)
 	third := v.FindContainer("app")
-	var stopped *engine.ContainerInstance
+	var stopped *plan.ContainerInstance
 	for i := range v.Containers {
 		if v.Containers[i].ID == second.ID {
 			stopped = &v.Containers[i]
@@ -80,7 +82,7 @@ func TestNeverPodFailsAndStaysDead(t *testing.T) {
 	e.eventually("phase Failed", func() bool { return e.status(pod).Phase == corev1.PodFailed })
 	e.eventually("sandbox stopped", func() bool {
 		v := e.view(pod)
-		return len(v.Sandboxes) == 1 && v.Sandboxes[0].State == engine.SandboxNotReady
+		return len(v.Sandboxes) == 1 && v.Sandboxes[0].State == plan.SandboxNotReady
 	})
 	v := e.view(pod)
 	if len(v.Containers) != 1 || v.Containers[0].ExitCode != 3 || v.Containers[0].RestartCount != 0 {
@@ -225,7 +227,7 @@ func TestRestartMidwayThrough20Pods(t *testing.T) {
 	before := map[string]int32{}
 	for _, p := range pods {
 		for _, c := range e.view(p).Containers {
-			if c.State == engine.ContainerRunning {
+			if c.State == plan.ContainerRunning {
 				before[c.ID] = c.RestartCount
 			}
 		}
@@ -250,7 +252,7 @@ func TestRestartMidwayThrough20Pods(t *testing.T) {
 		v := e.view(p)
 		ready := 0
 		for _, sb := range v.Sandboxes {
-			if sb.State == engine.SandboxReady {
+			if sb.State == plan.SandboxReady {
 				ready++
 			}
 		}
@@ -258,7 +260,7 @@ func TestRestartMidwayThrough20Pods(t *testing.T) {
 			t.Errorf("pod %s: %d ready sandboxes", p.Name, ready)
 		}
 		for _, c := range v.Containers {
-			if rc, ok := before[c.ID]; ok && (c.State != engine.ContainerRunning || c.RestartCount != rc) {
+			if rc, ok := before[c.ID]; ok && (c.State != plan.ContainerRunning || c.RestartCount != rc) {
 				t.Errorf("pod %s: healthy container %s (%s) disturbed: %s, restart count %d", p.Name, c.Name, c.ID, c.State, c.RestartCount)
 			}
 		}
@@ -272,12 +274,12 @@ func TestRestartMidwayThrough20Pods(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sb := range sbs {
-		if !engine.IsManaged(sb.GetLabels()) {
+		if !plan.IsManaged(sb.GetLabels()) {
 			t.Errorf("sandbox %s has no podsync label", sb.GetId())
 		}
 	}
 	for _, c := range ctrs {
-		if !engine.IsManaged(c.GetLabels()) {
+		if !plan.IsManaged(c.GetLabels()) {
 			t.Errorf("container %s has no podsync label", c.GetId())
 		}
 	}
@@ -351,7 +353,7 @@ func TestWatchAcrossRestart(t *testing.T) {
 func TestGCKeepsTheNewestDeadInstance(t *testing.T) {
 	e := newEnv(t, func(o *engine.NodeOptions) {
 		// Every run of 1 s outlasts ResetAfter: no crash-loop run to keep.
-		o.Backoff = engine.BackoffPolicy{Base: 100 * time.Millisecond, Cap: 200 * time.Millisecond, ResetAfter: 500 * time.Millisecond}
+		o.Backoff = plan.BackoffPolicy{Base: 100 * time.Millisecond, Cap: 200 * time.Millisecond, ResetAfter: 500 * time.Millisecond}
 	})
 	pod := e.newPod("", localcritest.Busybox("app", "/bin/sh", "-c", "sleep 1; exit 1"))
 	e.apply(pod)
@@ -368,17 +370,17 @@ func TestGCKeepsTheNewestDeadInstance(t *testing.T) {
 		return len(ids) <= 2
 	})
 	v := e.view(pod)
-	var dead []engine.ContainerInstance
+	var dead []plan.ContainerInstance
 	for _, c := range v.Containers {
-		if c.State == engine.ContainerExited {
+		if c.State == plan.ContainerExited {
 			dead = append(dead, c)
 		}
 	}
 	newest := v.Containers[0]
 	switch {
-	case newest.State == engine.ContainerExited && len(dead) != 1:
+	case newest.State == plan.ContainerExited && len(dead) != 1:
 		t.Errorf("newest exited: %d dead instances kept", len(dead))
-	case newest.State != engine.ContainerExited && (len(dead) != 1 || dead[0].RestartCount != newest.RestartCount-1):
+	case newest.State != plan.ContainerExited && (len(dead) != 1 || dead[0].RestartCount != newest.RestartCount-1):
 		t.Errorf("kept dead instances %+v beside %+v, want the newest dead one", dead, newest)
 	}
 	if len(seen) < 3 {

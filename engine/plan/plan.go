@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"fmt"
@@ -136,7 +136,7 @@ func shouldRestartOnFailure(pod *corev1.Pod) bool {
 }
 
 // networkModeForPod is the kubelet's NetworkNamespaceForPod.
-func networkModeForPod(pod *corev1.Pod) runtimeapi.NamespaceMode {
+func NetworkModeForPod(pod *corev1.Pod) runtimeapi.NamespaceMode {
 	if pod.Spec.HostNetwork {
 		return runtimeapi.NamespaceMode_NODE
 	}
@@ -171,7 +171,7 @@ func PodSandboxChanged(pod *corev1.Pod, view *RuntimeView) SandboxDecision {
 	case s.State != SandboxReady:
 		return SandboxDecision{Create: true, Attempt: next, Reason: SandboxReasonNotReady,
 			Message: "No ready sandbox for pod can be found. Need to start a new one"}
-	case s.NetworkMode != networkModeForPod(pod):
+	case s.NetworkMode != NetworkModeForPod(pod):
 		return SandboxDecision{Create: true, Attempt: next, Reason: SandboxReasonNetworkChanged,
 			Message: "Sandbox for pod has changed. Need to start a new one"}
 	case !pod.Spec.HostNetwork && len(s.IPs) == 0:
@@ -212,16 +212,16 @@ func podNotRunnable(pod *corev1.Pod, now time.Time) (reason, message string) {
 		return KillReasonPodDeleted, "Pod is being deleted"
 	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
 		return KillReasonPodTerminal, fmt.Sprintf("Pod phase is %s", pod.Status.Phase)
-	case activeDeadlineExceeded(pod, now):
-		return KillReasonDeadlineExceeded, activeDeadlineMessage
+	case ActiveDeadlineExceeded(pod, now):
+		return KillReasonDeadlineExceeded, ActiveDeadlineMessage
 	}
 	return "", ""
 }
 
-const activeDeadlineMessage = "Pod was active on the node longer than the specified deadline"
+const ActiveDeadlineMessage = "Pod was active on the node longer than the specified deadline"
 
 // activeDeadlineExceeded is the kubelet's activeDeadlineHandler.
-func activeDeadlineExceeded(pod *corev1.Pod, now time.Time) bool {
+func ActiveDeadlineExceeded(pod *corev1.Pod, now time.Time) bool {
 	d := pod.Spec.ActiveDeadlineSeconds
 	if d == nil || pod.Status.StartTime == nil {
 		return false
@@ -315,7 +315,7 @@ func (p *planner) compute() PodActions {
 		c := &pod.Spec.Containers[i]
 		inst := p.view.FindContainer(c.Name)
 		if inst == nil || inst.State != ContainerRunning {
-			if reason, ok := shouldContainerBeRestarted(c, pod, p.view); ok {
+			if reason, ok := ShouldContainerBeRestarted(c, pod, p.view); ok {
 				a.Start = append(a.Start, p.startAction(c, reason, "Container is not in the desired state and shall be started"))
 				if inst != nil && inst.State == ContainerUnknown {
 					p.kill(c, inst, ReasonUnknownState,
@@ -417,7 +417,7 @@ func hasAnyRegularContainerCreated(pod *corev1.Pod, view *RuntimeView) bool {
 
 // shouldContainerBeRestarted is the kubelet's ShouldContainerBeRestarted,
 // returning the reason.
-func shouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, view *RuntimeView) (string, bool) {
+func ShouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, view *RuntimeView) (string, bool) {
 	if pod.DeletionTimestamp != nil {
 		return "", false
 	}
@@ -587,7 +587,7 @@ func initIndex(pod *corev1.Pod, name string) int {
 func (p *planner) killNotInSpec() {
 	for i := range p.view.Containers {
 		inst := &p.view.Containers[i]
-		if inst.State != ContainerRunning || specContainer(p.pod, inst.Name) != nil {
+		if inst.State != ContainerRunning || SpecContainer(p.pod, inst.Name) != nil {
 			continue
 		}
 		if _, dup := p.kills[inst.Name]; dup {
@@ -629,7 +629,7 @@ func (p *planner) collectKills(a *PodActions) {
 }
 
 // specContainer returns the init or regular container named name, or nil.
-func specContainer(pod *corev1.Pod, name string) *corev1.Container {
+func SpecContainer(pod *corev1.Pod, name string) *corev1.Container {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == name {
 			return &pod.Spec.InitContainers[i]
@@ -650,7 +650,7 @@ func specContainer(pod *corev1.Pod, name string) *corev1.Container {
 func (p *planner) finish(a *PodActions, now time.Time, bo BackoffPolicy) {
 	var inits []ContainerAction
 	for _, s := range a.StartInit {
-		c := specContainer(p.pod, s.Name)
+		c := SpecContainer(p.pod, s.Name)
 		if w, ok := p.backedOff(c, s, now, bo); ok {
 			a.BackOff = append(a.BackOff, w)
 			if !IsRestartableInitContainer(c) {
@@ -665,7 +665,7 @@ func (p *planner) finish(a *PodActions, now time.Time, bo BackoffPolicy) {
 	a.StartInit = inits
 	var starts []ContainerAction
 	for _, s := range a.Start {
-		if w, ok := p.backedOff(specContainer(p.pod, s.Name), s, now, bo); ok {
+		if w, ok := p.backedOff(SpecContainer(p.pod, s.Name), s, now, bo); ok {
 			a.BackOff = append(a.BackOff, w)
 			continue
 		}
@@ -680,7 +680,7 @@ func (p *planner) backedOff(c *corev1.Container, s ContainerAction, now time.Tim
 	if p.hasExited(c.Name) {
 		if b := CrashLoopBackoff(p.pod, c, p.view, bo); b.Active(now) {
 			return ContainerAction{Name: c.Name, Attempt: s.Attempt, Reason: ReasonCrashLoopBackOff,
-				Message: crashLoopMessage(p.pod, c.Name, b.Delay), NextAttempt: b.Until}, true
+				Message: CrashLoopMessage(p.pod, c.Name, b.Delay), NextAttempt: b.Until}, true
 		}
 	}
 	if b := ImagePullBackoff(p.pod, c, p.view, bo); b.Active(now) {

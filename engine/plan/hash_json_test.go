@@ -1,4 +1,4 @@
-package engine
+package plan_test
 
 import (
 	"bytes"
@@ -13,11 +13,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+
+	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/plan/plantest"
 )
 
 // referenceHash is ContainerSpec.Hash as it was first written, the
 // definition every stored hash follows: FNV-64a of json.Marshal, in hex.
-func referenceHash(t testing.TB, s *ContainerSpec) string {
+func referenceHash(t testing.TB, s *plan.ContainerSpec) string {
 	t.Helper()
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -32,19 +35,19 @@ func referenceHash(t testing.TB, s *ContainerSpec) string {
 // bytes for c of pod, and every hash path agrees with referenceHash.
 func checkSpecEncoding(t testing.TB, pod *corev1.Pod, c *corev1.Container) {
 	t.Helper()
-	s := NewContainerSpec(pod, c)
+	s := plan.NewContainerSpec(pod, c)
 	want, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := appendContainerSpecJSON(nil, s); !bytes.Equal(got, want) {
+	if got := plan.AppendContainerSpecJSON(nil, s); !bytes.Equal(got, want) {
 		t.Fatalf("spec encoder differs from json.Marshal:\n got %s\nwant %s", got, want)
 	}
 	ref := referenceHash(t, s)
 	if got := s.Hash(); got != ref {
 		t.Fatalf("ContainerSpec.Hash = %s, want %s (json %s)", got, ref, want)
 	}
-	if got := ContainerHash(pod, c); got != ref {
+	if got := plan.ContainerHash(pod, c); got != ref {
 		t.Fatalf("ContainerHash = %s, want %s (json %s)", got, ref, want)
 	}
 }
@@ -52,11 +55,11 @@ func checkSpecEncoding(t testing.TB, pod *corev1.Pod, c *corev1.Container) {
 // TestContainerHashUnchanged pins hash values computed before the spec
 // encoder existed (json.Marshal): running containers carry them.
 func TestContainerHashUnchanged(t *testing.T) {
-	pod := benchPod(3)
+	pod := plantest.BenchPod(3)
 	want := []string{"4a3edda1532708b7", "5337ce5d7cc85af1", "d4d5be22802845bf"}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if got := ContainerHash(pod, c); got != want[i] {
+		if got := plan.ContainerHash(pod, c); got != want[i] {
 			t.Errorf("ContainerHash(%s) = %s, want %s", c.Name, got, want[i])
 		}
 		checkSpecEncoding(t, pod, c)
@@ -150,7 +153,7 @@ func TestSpecEncoderKnowsEveryField(t *testing.T) {
 			"fsGroupChangePolicy,omitempty", "seccompProfile,omitempty", "appArmorProfile,omitempty",
 			"seLinuxChangePolicy,omitempty"},
 	}
-	for _, v := range []any{ContainerSpec{}, corev1.ContainerPort{}, corev1.EnvVar{}, corev1.ObjectFieldSelector{},
+	for _, v := range []any{plan.ContainerSpec{}, corev1.ContainerPort{}, corev1.EnvVar{}, corev1.ObjectFieldSelector{},
 		corev1.ConfigMapKeySelector{}, corev1.SecretKeySelector{}, corev1.LocalObjectReference{}, corev1.VolumeMount{},
 		corev1.ResourceRequirements{}, corev1.Volume{}, corev1.EmptyDirVolumeSource{}, corev1.HostPathVolumeSource{},
 		corev1.PodSecurityContext{}} {

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"cmp"
@@ -140,7 +140,7 @@ func (v *RuntimeView) FindContainer(name string) *ContainerInstance {
 
 // pullFailure returns the pull failure recorded for the named container
 // and image, or nil.
-func (v *RuntimeView) pullFailure(name, image string) *PullFailure {
+func (v *RuntimeView) PullFailure(name, image string) *PullFailure {
 	for i := range v.PullFailures {
 		if f := &v.PullFailures[i]; f.Container == name && f.Image == image {
 			return f
@@ -182,7 +182,7 @@ func SandboxFromCRI(s *runtimeapi.PodSandboxStatus) Sandbox {
 		CreatedAt:   fromNanos(s.GetCreatedAt()),
 		NetworkMode: s.GetLinux().GetNamespaces().GetOptions().GetNetwork(),
 	}
-	out.State = sandboxStateFromCRI(s.GetState())
+	out.State = SandboxStateFromCRI(s.GetState())
 	if ip := s.GetNetwork().GetIp(); ip != "" {
 		out.IPs = append(out.IPs, ip)
 	}
@@ -223,12 +223,12 @@ func ContainerFromCRI(c *runtimeapi.ContainerStatus) ContainerInstance {
 	if out.Image == "" {
 		out.Image = c.GetImage().GetImage()
 	}
-	out.State = containerStateFromCRI(c.GetState())
+	out.State = ContainerStateFromCRI(c.GetState())
 	return out
 }
 
 // sandboxStateFromCRI decodes a CRI sandbox state.
-func sandboxStateFromCRI(s runtimeapi.PodSandboxState) SandboxState {
+func SandboxStateFromCRI(s runtimeapi.PodSandboxState) SandboxState {
 	if s == runtimeapi.PodSandboxState_SANDBOX_READY {
 		return SandboxReady
 	}
@@ -236,7 +236,7 @@ func sandboxStateFromCRI(s runtimeapi.PodSandboxState) SandboxState {
 }
 
 // containerStateFromCRI decodes a CRI container state.
-func containerStateFromCRI(s runtimeapi.ContainerState) ContainerState {
+func ContainerStateFromCRI(s runtimeapi.ContainerState) ContainerState {
 	switch s {
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
 		return ContainerCreated

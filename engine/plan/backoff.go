@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"fmt"
@@ -35,7 +35,8 @@ func (p BackoffPolicy) base() time.Duration {
 	return DefaultBackoffBase
 }
 
-func (p BackoffPolicy) cap() time.Duration {
+// MaxDelay is Cap, or DefaultBackoffCap when Cap is 0.
+func (p BackoffPolicy) MaxDelay() time.Duration {
 	if p.Cap > 0 {
 		return p.Cap
 	}
@@ -46,7 +47,7 @@ func (p BackoffPolicy) resetAfter() time.Duration {
 	if p.ResetAfter > 0 {
 		return p.ResetAfter
 	}
-	return 2 * p.cap()
+	return 2 * p.MaxDelay()
 }
 
 // Delay returns the delay after n consecutive failures, n ≥ 1: Base×2^(n−1),
@@ -58,11 +59,11 @@ func (p BackoffPolicy) Delay(n int) time.Duration {
 	d := p.base()
 	for i := 1; i < n; i++ {
 		d *= 2
-		if d >= p.cap() {
-			return p.cap()
+		if d >= p.MaxDelay() {
+			return p.MaxDelay()
 		}
 	}
-	return min(d, p.cap())
+	return min(d, p.MaxDelay())
 }
 
 // BackoffKey identifies a back-off: the kubelet keys crash-loop back-off by
@@ -101,30 +102,13 @@ func (b Backoff) Active(now time.Time) bool { return now.Before(b.Until) }
 func CrashLoopBackoff(pod *corev1.Pod, c *corev1.Container, view *RuntimeView, p BackoffPolicy) Backoff {
 	hash := ContainerHash(pod, c)
 	b := Backoff{Key: BackoffKey{PodUID: pod.UID, Container: c.Name, SpecHash: hash}}
-	var newest, first *ContainerInstance
+	var insts []*ContainerInstance
 	for i := range view.Containers {
-		inst := &view.Containers[i]
-		if inst.Name != c.Name {
-			continue
-		}
-		if newest == nil {
-			// doBackOff looks at the newest exited instance.
-			if inst.State != ContainerExited {
-				continue
-			}
-			if inst.Hash != hash {
-				return b
-			}
-			newest = inst
-		}
-		if inst.State != ContainerExited || inst.Hash != hash {
-			break
-		}
-		first = inst
-		if !inst.StartedAt.IsZero() && inst.FinishedAt.Sub(inst.StartedAt) > p.resetAfter() {
-			break
+		if view.Containers[i].Name == c.Name {
+			insts = append(insts, &view.Containers[i])
 		}
 	}
+	newest, first := crashLoopRun(insts, hash, p)
 	if newest == nil {
 		return b
 	}
@@ -140,13 +124,42 @@ func CrashLoopBackoff(pod *corev1.Pod, c *corev1.Container, view *RuntimeView, p
 	return b
 }
 
+// crashLoopRun walks a container's instances, newest first, as the
+// kubelet's doBackOff does: from the newest exited instance (nil if it has
+// another hash than hash) back through the exited instances with hash,
+// stopping after one that ran longer than ResetAfter. It returns that
+// newest instance and the oldest of the run. CrashLoopBackoff counts the
+// run from them; the garbage collection keeps the run's first instance.
+func crashLoopRun(insts []*ContainerInstance, hash string, p BackoffPolicy) (newest, first *ContainerInstance) {
+	for _, inst := range insts {
+		if newest == nil {
+			// doBackOff looks at the newest exited instance.
+			if inst.State != ContainerExited {
+				continue
+			}
+			if inst.Hash != hash {
+				return nil, nil
+			}
+			newest = inst
+		}
+		if inst.State != ContainerExited || inst.Hash != hash {
+			break
+		}
+		first = inst
+		if !inst.StartedAt.IsZero() && inst.FinishedAt.Sub(inst.StartedAt) > p.resetAfter() {
+			break
+		}
+	}
+	return newest, first
+}
+
 // ImagePullBackoff computes the image-pull back-off of container c from
 // the pull failures the view records: after n consecutive failures the
 // next pull waits Base×2^(n−1), at most Cap, from the last failure, as the
 // kubelet's image manager does with its flowcontrol.Backoff.
 func ImagePullBackoff(pod *corev1.Pod, c *corev1.Container, view *RuntimeView, p BackoffPolicy) Backoff {
 	b := Backoff{Key: BackoffKey{PodUID: pod.UID, Container: c.Name, SpecHash: c.Image}}
-	f := view.pullFailure(c.Name, c.Image)
+	f := view.PullFailure(c.Name, c.Image)
 	if f == nil || f.Failures <= 0 {
 		return b
 	}
@@ -157,11 +170,11 @@ func ImagePullBackoff(pod *corev1.Pod, c *corev1.Container, view *RuntimeView, p
 }
 
 // crashLoopMessage is the kubelet's doBackOff message.
-func crashLoopMessage(pod *corev1.Pod, name string, d time.Duration) string {
-	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, name, podString(pod))
+func CrashLoopMessage(pod *corev1.Pod, name string, d time.Duration) string {
+	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, name, PodString(pod))
 }
 
 // podString is the kubelet's format.Pod: name_namespace(uid).
-func podString(pod *corev1.Pod) string {
+func PodString(pod *corev1.Pod) string {
 	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }

@@ -5,7 +5,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // CPU constants of the kubelet's pkg/kubelet/cm (helpers_linux.go).
@@ -53,72 +54,6 @@ func MilliCPUToQuota(milliCPU, period int64) int64 {
 	return quota
 }
 
-// GetPodQOS returns the pod's QoS class: pod.Status.QOSClass if set (it is
-// immutable), otherwise computed as the kubelet's ComputePodQOS does from
-// the CPU and memory requests and limits of all containers.
-func GetPodQOS(pod *corev1.Pod) corev1.PodQOSClass {
-	if pod.Status.QOSClass != "" {
-		return pod.Status.QOSClass
-	}
-	return ComputePodQOS(pod)
-}
-
-// ComputePodQOS is the kubelet's ComputePodQOS (without pod-level
-// resources, which podsync rejects).
-func ComputePodQOS(pod *corev1.Pod) corev1.PodQOSClass {
-	requests := corev1.ResourceList{}
-	limits := corev1.ResourceList{}
-	zero := resource.MustParse("0")
-	guaranteed := true
-	all := append(append([]corev1.Container{}, pod.Spec.Containers...), pod.Spec.InitContainers...)
-	for _, c := range all {
-		for name, q := range c.Resources.Requests {
-			if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
-				continue
-			}
-			if q.Cmp(zero) == 1 {
-				d := q.DeepCopy()
-				if cur, ok := requests[name]; ok {
-					d.Add(cur)
-				}
-				requests[name] = d
-			}
-		}
-		found := map[corev1.ResourceName]bool{}
-		for name, q := range c.Resources.Limits {
-			if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
-				continue
-			}
-			if q.Cmp(zero) == 1 {
-				found[name] = true
-				d := q.DeepCopy()
-				if cur, ok := limits[name]; ok {
-					d.Add(cur)
-				}
-				limits[name] = d
-			}
-		}
-		if !found[corev1.ResourceCPU] || !found[corev1.ResourceMemory] {
-			guaranteed = false
-		}
-	}
-	if len(requests) == 0 && len(limits) == 0 {
-		return corev1.PodQOSBestEffort
-	}
-	if guaranteed {
-		for name, req := range requests {
-			if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
-				guaranteed = false
-				break
-			}
-		}
-	}
-	if guaranteed && len(requests) == len(limits) {
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
-}
-
 // PodCgroupParent returns the pod's cgroup, as the kubelet's
 // GetPodCgroupParent: kubepods[/burstable|/besteffort]/pod<uid> under the
 // cgroup root, as a cgroupfs path or, for the systemd driver, the expanded
@@ -132,7 +67,7 @@ func PodCgroupParent(pod *corev1.Pod, opts Options) string {
 		}
 	}
 	name = append(name, kubepodsCgroup)
-	switch GetPodQOS(pod) {
+	switch plan.GetPodQOS(pod) {
 	case corev1.PodQOSBurstable:
 		name = append(name, "burstable")
 	case corev1.PodQOSBestEffort:
@@ -164,7 +99,7 @@ func toSystemd(name []string) string {
 // ContainerOOMScoreAdjust is the kubelet's GetContainerOOMScoreAdjust.
 // memoryCapacity 0 (unknown) scores a burstable container 999.
 func ContainerOOMScoreAdjust(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) int64 {
-	switch GetPodQOS(pod) {
+	switch plan.GetPodQOS(pod) {
 	case corev1.PodQOSGuaranteed:
 		return guaranteedOOM
 	case corev1.PodQOSBestEffort:

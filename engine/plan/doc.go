@@ -1,0 +1,32 @@
+// Package plan is the pure planner of a pod sync pass, the kubelet's
+// computePodActions without its I/O (reference: kubelet v1.37.2,
+// pkg/kubelet/kuberuntime).
+//
+// It owns:
+//
+//   - the runtime view (types.go): a pod's sandboxes and container
+//     instances, newest first, decoded from CRI statuses
+//     (NewRuntimeView, SandboxFromCRI, ContainerFromCRI);
+//   - the CRI label and annotation codec (labels.go): the kubelet's own
+//     io.kubernetes.* keys plus podsync.io/managed, in encode/decode pairs,
+//     so that everything a restart of podsync needs is on the CRI objects;
+//   - the container spec hash and the fields a changed spec changed
+//     (hash.go, hash_json.go);
+//   - crash-loop and image-pull back-off (backoff.go), computed from what
+//     the runtime holds;
+//   - ComputePodActions (plan.go): the sandbox decision, the containers to
+//     kill, the init containers, sidecars and containers to start, each
+//     named with a reason, and the back-offs that hold them;
+//   - the garbage-collection selection (gcselect.go), which walks a
+//     container's instances with the same walk as the crash-loop back-off;
+//   - the pod's QoS class (qos.go) and the probe results the planner reads.
+//
+// Everything here is a function of its arguments: no I/O, no logging, no
+// clock reads, no feature gates. It may import the standard library (but
+// os, os/exec, net other than net/netip and net/url, and syscall),
+// k8s.io/api, k8s.io/apimachinery, k8s.io/utils and the CRI API types;
+// never zap, grpc, the store or failpoints (make check-deps checks all of
+// it, with everything it imports from this module). The syncer
+// (engine/syncer) executes what it decides; podstatus and criconfig build
+// on its view.
+package plan

@@ -1,0 +1,4 @@
+package plan
+
+// Names of unexported identifiers for the external tests.
+var AppendContainerSpecJSON = appendContainerSpecJSON
