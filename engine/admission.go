@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 // PolicyFunc checks a pod against the operator's policy on every apply;
@@ -22,7 +23,7 @@ type AdmissionError struct {
 func (e *AdmissionError) Error() string { return e.Result.Reason + ": " + e.Result.Message }
 
 // Unwrap makes errors.Is(err, ErrAdmission) hold.
-func (e *AdmissionError) Unwrap() error { return ErrAdmission }
+func (e *AdmissionError) Unwrap() error { return errdefs.ErrAdmission }
 
 // Reason is the admission reason.
 func (e *AdmissionError) Reason() string { return e.Result.Reason }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -146,7 +147,7 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, opts Options) (*runtimeapi.P
 		if pod.Spec.SetHostnameAsFQDN != nil && *pod.Spec.SetHostnameAsFQDN && domain != "" {
 			host = host + "." + domain
 			if len(host) > 64 {
-				return nil, fmt.Errorf("fqdn %q is longer than 64 characters: %w", host, ErrInvalidSpec)
+				return nil, fmt.Errorf("fqdn %q is longer than 64 characters: %w", host, errdefs.ErrInvalidSpec)
 			}
 		}
 		cfg.Hostname = host
@@ -204,7 +205,7 @@ func PodHostnameAndDomain(pod *corev1.Pod, opts Options) (string, string, error)
 	hostname := pod.Name
 	if pod.Spec.Hostname != "" {
 		if msgs := validation.IsDNS1123Label(pod.Spec.Hostname); len(msgs) != 0 {
-			return "", "", fmt.Errorf("pod hostname %q: %s: %w", pod.Spec.Hostname, strings.Join(msgs, ";"), ErrInvalidSpec)
+			return "", "", fmt.Errorf("pod hostname %q: %s: %w", pod.Spec.Hostname, strings.Join(msgs, ";"), errdefs.ErrInvalidSpec)
 		}
 		hostname = pod.Spec.Hostname
 	}
@@ -213,13 +214,13 @@ func PodHostnameAndDomain(pod *corev1.Pod, opts Options) (string, string, error)
 	if len(hostname) > hostnameMaxLen {
 		hostname = strings.TrimRight(hostname[:hostnameMaxLen], "-.")
 		if hostname == "" {
-			return "", "", fmt.Errorf("hostname for pod %q was invalid: %w", pod.Name, ErrInvalidSpec)
+			return "", "", fmt.Errorf("hostname for pod %q was invalid: %w", pod.Name, errdefs.ErrInvalidSpec)
 		}
 	}
 	domain := ""
 	if pod.Spec.Subdomain != "" {
 		if msgs := validation.IsDNS1123Label(pod.Spec.Subdomain); len(msgs) != 0 {
-			return "", "", fmt.Errorf("pod subdomain %q: %s: %w", pod.Spec.Subdomain, strings.Join(msgs, ";"), ErrInvalidSpec)
+			return "", "", fmt.Errorf("pod subdomain %q: %s: %w", pod.Spec.Subdomain, strings.Join(msgs, ";"), errdefs.ErrInvalidSpec)
 		}
 		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, opts.ClusterDomain)
 	}
@@ -254,7 +255,7 @@ func PodDNS(pod *corev1.Pod, opts Options) (*runtimeapi.DNSConfig, error) {
 		cluster = !pod.Spec.HostNetwork
 	case corev1.DNSDefault:
 	default:
-		return nil, fmt.Errorf("dnsPolicy %q: %w", policy, ErrInvalidSpec)
+		return nil, fmt.Errorf("dnsPolicy %q: %w", policy, errdefs.ErrInvalidSpec)
 	}
 	if cluster && len(opts.ClusterDNS) > 0 {
 		cfg.Servers = slices.Clone(opts.ClusterDNS)
@@ -707,7 +708,7 @@ func makeMounts(in ContainerConfigInput, env []corev1.EnvVar, opts Options) ([]*
 		}
 		i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
 		if i < 0 {
-			return nil, fmt.Errorf("container %q mounts unknown volume %q: %w", c.Name, m.Name, ErrInvalidSpec)
+			return nil, fmt.Errorf("container %q mounts unknown volume %q: %w", c.Name, m.Name, errdefs.ErrInvalidSpec)
 		}
 		v := &pod.Spec.Volumes[i]
 		var host string
@@ -722,7 +723,7 @@ func makeMounts(in ContainerConfigInput, env []corev1.EnvVar, opts Options) ([]*
 		case v.Secret != nil:
 			host, mustRO = VolumeDir(pod, VolumePluginSecret, v.Name, opts), true
 		default:
-			return nil, fmt.Errorf("volume %q: unsupported volume type: %w", v.Name, ErrInvalidSpec)
+			return nil, fmt.Errorf("volume %q: unsupported volume type: %w", v.Name, errdefs.ErrInvalidSpec)
 		}
 		sub := m.SubPath
 		if m.SubPathExpr != "" {
@@ -730,7 +731,7 @@ func makeMounts(in ContainerConfigInput, env []corev1.EnvVar, opts Options) ([]*
 		}
 		if sub != "" {
 			if path.IsAbs(sub) || slices.Contains(strings.Split(sub, "/"), "..") || strings.IndexByte(sub, 0) >= 0 {
-				return nil, fmt.Errorf("volume %q: subPath %q must be a relative path without '..' or NUL: %w", v.Name, sub, ErrInvalidSpec)
+				return nil, fmt.Errorf("volume %q: subPath %q must be a relative path without '..' or NUL: %w", v.Name, sub, errdefs.ErrInvalidSpec)
 			}
 			if in.ResolveSubPath == nil {
 				host = filepath.Join(host, sub)

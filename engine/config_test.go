@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/plan/plantest"
 )
@@ -336,7 +337,7 @@ func TestPodDNS(t *testing.T) {
 	}
 	pod := &corev1.Pod{}
 	pod.Spec.DNSPolicy = "Bogus"
-	if _, err := PodDNS(pod, Options{}); !errors.Is(err, ErrInvalidSpec) {
+	if _, err := PodDNS(pod, Options{}); !errors.Is(err, errdefs.ErrInvalidSpec) {
 		t.Errorf("PodDNS(bogus policy) error = %v, want ErrInvalidSpec", err)
 	}
 }
@@ -345,17 +346,17 @@ func TestContainerConfigErrors(t *testing.T) {
 	pod := plantest.BasePod()
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{
 		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "missing"}, Key: "k"}}}}
-	if _, err := ContainerConfig(ContainerConfigInput{Pod: pod, Container: &pod.Spec.Containers[0]}, Options{}); !errors.Is(err, ErrNotFound) {
+	if _, err := ContainerConfig(ContainerConfigInput{Pod: pod, Container: &pod.Spec.Containers[0]}, Options{}); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("missing configmap: error = %v, want ErrNotFound", err)
 	}
 	pod = plantest.BasePod()
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "nope", MountPath: "/x"}}
-	if _, err := ContainerConfig(ContainerConfigInput{Pod: pod, Container: &pod.Spec.Containers[0]}, Options{}); !errors.Is(err, ErrInvalidSpec) {
+	if _, err := ContainerConfig(ContainerConfigInput{Pod: pod, Container: &pod.Spec.Containers[0]}, Options{}); !errors.Is(err, errdefs.ErrInvalidSpec) {
 		t.Errorf("unknown volume: error = %v, want ErrInvalidSpec", err)
 	}
 	pod = plantest.BasePod()
 	pod.Spec.Hostname = "Not_Valid"
-	if _, err := SandboxConfig(pod, 0, Options{}); !errors.Is(err, ErrInvalidSpec) {
+	if _, err := SandboxConfig(pod, 0, Options{}); !errors.Is(err, errdefs.ErrInvalidSpec) {
 		t.Errorf("invalid hostname: error = %v, want ErrInvalidSpec", err)
 	}
 }

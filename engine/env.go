@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/expansion"
 	"github.com/podsync/podsync/engine/plan"
 )
@@ -52,7 +53,7 @@ func MakeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, er
 				if ref.Optional != nil && *ref.Optional {
 					continue
 				}
-				return nil, fmt.Errorf("configmap %s/%s: %w", pod.Namespace, ref.Name, ErrNotFound)
+				return nil, fmt.Errorf("configmap %s/%s: %w", pod.Namespace, ref.Name, errdefs.ErrNotFound)
 			}
 			data = cm.Data
 		case from.SecretRef != nil:
@@ -62,7 +63,7 @@ func MakeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, er
 				if ref.Optional != nil && *ref.Optional {
 					continue
 				}
-				return nil, fmt.Errorf("secret %s/%s: %w", pod.Namespace, ref.Name, ErrNotFound)
+				return nil, fmt.Errorf("secret %s/%s: %w", pod.Namespace, ref.Name, errdefs.ErrNotFound)
 			}
 			data = make(map[string]string, len(s.Data))
 			for k, v := range s.Data {
@@ -104,14 +105,14 @@ func MakeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, er
 				if optional {
 					continue
 				}
-				return nil, fmt.Errorf("configmap %s/%s: %w", pod.Namespace, ref.Name, ErrNotFound)
+				return nil, fmt.Errorf("configmap %s/%s: %w", pod.Namespace, ref.Name, errdefs.ErrNotFound)
 			}
 			v, ok := cm.Data[ref.Key]
 			if !ok {
 				if optional {
 					continue
 				}
-				return nil, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s: %w", ref.Key, pod.Namespace, ref.Name, ErrNotFound)
+				return nil, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s: %w", ref.Key, pod.Namespace, ref.Name, errdefs.ErrNotFound)
 			}
 			val = v
 		case from.SecretKeyRef != nil:
@@ -122,18 +123,18 @@ func MakeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, er
 				if optional {
 					continue
 				}
-				return nil, fmt.Errorf("secret %s/%s: %w", pod.Namespace, ref.Name, ErrNotFound)
+				return nil, fmt.Errorf("secret %s/%s: %w", pod.Namespace, ref.Name, errdefs.ErrNotFound)
 			}
 			v, ok := s.Data[ref.Key]
 			if !ok {
 				if optional {
 					continue
 				}
-				return nil, fmt.Errorf("couldn't find key %s in Secret %s/%s: %w", ref.Key, pod.Namespace, ref.Name, ErrNotFound)
+				return nil, fmt.Errorf("couldn't find key %s in Secret %s/%s: %w", ref.Key, pod.Namespace, ref.Name, errdefs.ErrNotFound)
 			}
 			val = string(v)
 		default:
-			return nil, fmt.Errorf("env %q: unsupported valueFrom: %w", e.Name, ErrInvalidSpec)
+			return nil, fmt.Errorf("env %q: unsupported valueFrom: %w", e.Name, errdefs.ErrInvalidSpec)
 		}
 		set(e.Name, val)
 	}
@@ -214,7 +215,7 @@ func fieldRefValue(pod *corev1.Pod, fieldPath string, podIPs []string, opts Opti
 			}
 		}
 	}
-	return "", fmt.Errorf("unsupported fieldPath %q: %w", fieldPath, ErrInvalidSpec)
+	return "", fmt.Errorf("unsupported fieldPath %q: %w", fieldPath, errdefs.ErrInvalidSpec)
 }
 
 // formatMap is the kubelet's fieldpath.FormatMap.
@@ -233,7 +234,7 @@ func resourceFieldValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.Resour
 	if ref.ContainerName != "" {
 		target = plan.SpecContainer(pod, ref.ContainerName)
 		if target == nil {
-			return "", fmt.Errorf("resourceFieldRef: container %q: %w", ref.ContainerName, ErrInvalidSpec)
+			return "", fmt.Errorf("resourceFieldRef: container %q: %w", ref.ContainerName, errdefs.ErrInvalidSpec)
 		}
 	}
 	divisor := ref.Divisor
@@ -251,7 +252,7 @@ func resourceFieldValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.Resour
 	case "requests.cpu", "requests.memory", "requests.ephemeral-storage":
 		q = target.Resources.Requests[corev1.ResourceName(strings.TrimPrefix(ref.Resource, "requests."))]
 	default:
-		return "", fmt.Errorf("resourceFieldRef: unsupported resource %q: %w", ref.Resource, ErrInvalidSpec)
+		return "", fmt.Errorf("resourceFieldRef: unsupported resource %q: %w", ref.Resource, errdefs.ErrInvalidSpec)
 	}
 	if strings.HasSuffix(ref.Resource, ".cpu") {
 		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 // hungRuntime is a FakeRuntime whose calls named in hang block until
@@ -101,7 +102,7 @@ func TestNodeRuntimeUnavailable(t *testing.T) {
 				h.rt.InjectError("ListPodSandbox", status.Error(codes.Unavailable, "connection refused"))
 			}
 			_, err := h.node.Apply(h.ctx, basePod(), nil, nil, nil)
-			if err == nil || errors.Is(err, engine.ErrRuntimeUnavailable) != classify {
+			if err == nil || errors.Is(err, errdefs.ErrRuntimeUnavailable) != classify {
 				t.Errorf("Apply with the runtime away: %v; want an error, wrapping ErrRuntimeUnavailable: %v", err, classify)
 			}
 		})

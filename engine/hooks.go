@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -59,7 +60,7 @@ func (s *Syncer) runHook(ctx context.Context, t hookTarget, h *corev1.LifecycleH
 				fmt.Errorf("sleep hook: %w", context.Cause(ctx))
 		}
 	}
-	err := fmt.Errorf("lifecycle handler of container %q has no exec, httpGet or sleep action: %w", t.name, ErrInvalidSpec)
+	err := fmt.Errorf("lifecycle handler of container %q has no exec, httpGet or sleep action: %w", t.name, errdefs.ErrInvalidSpec)
 	return err.Error(), err
 }
 
@@ -137,5 +138,5 @@ func resolvePort(p intstr.IntOrString, ports []corev1.ContainerPort) (int, error
 			return int(cp.ContainerPort), nil
 		}
 	}
-	return 0, fmt.Errorf("couldn't find port %q in container ports: %w", p.StrVal, ErrInvalidSpec)
+	return 0, fmt.Errorf("couldn't find port %q in container ports: %w", p.StrVal, errdefs.ErrInvalidSpec)
 }

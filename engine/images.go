@@ -16,7 +16,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/internal/failpoint"
 )
 
@@ -36,12 +38,12 @@ type imageReference struct {
 func parseImageReference(image string) (imageReference, error) {
 	m := referencePattern.FindStringSubmatch(image)
 	if m == nil {
-		return imageReference{}, fmt.Errorf("invalid image reference %q: %w", image, ErrInvalidSpec)
+		return imageReference{}, fmt.Errorf("invalid image reference %q: %w", image, errdefs.ErrInvalidSpec)
 	}
 	// Only a registry host may have capitals: a first component that is
 	// not one (no '.' or ':', not localhost) is part of the repository.
 	if first, _, ok := strings.Cut(m[1], "/"); ok && !strings.ContainsAny(first, ".:") && first != "localhost" && first != strings.ToLower(first) {
-		return imageReference{}, fmt.Errorf("invalid image reference %q: repository name must be lowercase: %w", image, ErrInvalidSpec)
+		return imageReference{}, fmt.Errorf("invalid image reference %q: repository name must be lowercase: %w", image, errdefs.ErrInvalidSpec)
 	}
 	return imageReference{name: m[1], tag: m[2], digest: m[3]}, nil
 }
@@ -121,7 +123,7 @@ func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *r
 			return ref, nil
 		}
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-		return "", &imageFailure{ReasonErrImageNeverPull, msg, fmt.Errorf("image %q: not present with pull policy Never: %w", c.Image, ErrNotFound)}
+		return "", &imageFailure{ReasonErrImageNeverPull, msg, fmt.Errorf("image %q: not present with pull policy Never: %w", c.Image, errdefs.ErrNotFound)}
 	}
 
 	failpoint.Inject(failpoint.BeforeImagePull)
@@ -172,7 +174,7 @@ func evalPullError(c *corev1.Container, err error) (reason, msg string) {
 	if rest, ok := strings.CutPrefix(s, crierrors.ErrSignatureValidationFailed.Error()); ok {
 		return ReasonSignatureValidation, fmt.Sprintf("image pull failed for %s because the signature validation failed%s", c.Image, rest)
 	}
-	return ReasonErrImagePull, s
+	return podstatus.ReasonErrImagePull, s
 }
 
 // recordPullFailure counts a failed pull of image for the container.

@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -41,7 +42,7 @@ func TestPullPolicies(t *testing.T) {
 			res := h.sync(pod)
 			wantSteps(t, res, append([]string{"CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0"}, tc.want...)...)
 			if st := res.Step(engine.ActionStartContainer, "app"); st.Reason == engine.ReasonErrImageNeverPull {
-				if !errors.Is(st.Err, engine.ErrNotFound) || !strings.Contains(st.Message, "is not present with pull policy of Never") {
+				if !errors.Is(st.Err, errdefs.ErrNotFound) || !strings.Contains(st.Message, "is not present with pull policy of Never") {
 					t.Errorf("never-pull step %+v, want ErrNotFound and the kubelet's message", st)
 				}
 				// Never-pull is not a pull failure: no back-off follows.

@@ -12,6 +12,7 @@ import (
 	crierrors "k8s.io/cri-api/pkg/errors"
 
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/podstatus"
 )
 
 // Names of the engine's metrics; docs/metrics.md describes each.
@@ -85,7 +86,7 @@ var stepReasons = map[string]bool{
 	plan.ReasonPodKilled: true, plan.ReasonNotInSpec: true, plan.ReasonCrashLoopBackOff: true, plan.ReasonImagePullBackOff: true,
 	"FailedPostStartHook": true,
 	// Failures.
-	ReasonErrImagePull: true, ReasonCreatePodSandboxError: true, ReasonConfigPodSandboxError: true,
+	podstatus.ReasonErrImagePull: true, ReasonCreatePodSandboxError: true, ReasonConfigPodSandboxError: true,
 	ReasonKillPodSandboxError: true, ReasonKillContainerError: true, ReasonCreateContainerConfigErr: true,
 	ReasonCreateContainerError: true, ReasonRunContainerError: true, ReasonPostStartHookError: true,
 	ReasonPreStopHookError: true, ReasonErrImageNeverPull: true, ReasonImageInspectError: true,

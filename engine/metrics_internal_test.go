@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/podstatus"
 )
 
 // TestMetricsStepReasonsAreBounded: a reason that is not the engine's is
@@ -20,14 +21,14 @@ func TestMetricsStepReasonsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.observeStep(StepResult{Action: ActionStartContainer, Err: errors.New("boom"), Reason: "exec: \"foo\": not found"})
-	m.observeStep(StepResult{Action: ActionPullImage, Err: errors.New("denied"), Reason: ReasonErrImagePull})
+	m.observeStep(StepResult{Action: ActionPullImage, Err: errors.New("denied"), Reason: podstatus.ReasonErrImagePull})
 	for _, c := range []struct {
 		labels []string
 		want   int
 	}{
 		{[]string{"StartContainer", StepFailure, ReasonOther}, 1},
 		{[]string{"StartContainer", StepFailure, "exec: \"foo\": not found"}, 0},
-		{[]string{"PullImage", StepFailure, ReasonErrImagePull}, 1},
+		{[]string{"PullImage", StepFailure, podstatus.ReasonErrImagePull}, 1},
 	} {
 		if got := counterValue(t, m.steps.WithLabelValues(c.labels...)); got != float64(c.want) {
 			t.Errorf("steps%v = %g, want %d", c.labels, got, c.want)
@@ -77,8 +78,8 @@ func TestPodSummary(t *testing.T) {
 		{"back-offs", corev1.PodStatus{
 			Phase:                 corev1.PodPending,
 			InitContainerStatuses: []corev1.ContainerStatus{waiting(plan.ReasonImagePullBackOff)},
-			ContainerStatuses: []corev1.ContainerStatus{waiting(plan.ReasonCrashLoopBackOff), waiting(ReasonErrImagePull),
-				waiting(ReasonContainerCreating), {}},
+			ContainerStatuses: []corev1.ContainerStatus{waiting(plan.ReasonCrashLoopBackOff), waiting(podstatus.ReasonErrImagePull),
+				waiting(podstatus.ReasonContainerCreating), {}},
 		}, podSummary{known: true, phase: corev1.PodPending, backoffs: 2}},
 	} {
 		if got := podSummaryOf(&c.status); got != c.want {

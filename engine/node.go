@@ -14,7 +14,9 @@ import (
 	criclient "k8s.io/cri-client/pkg"
 	"k8s.io/utils/clock"
 
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/prober"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/internal/failpoint"
@@ -232,7 +234,7 @@ type ApplyResult struct {
 // or Store is missing.
 func NewNode(opts NodeOptions) (*Node, error) {
 	if opts.Store == nil {
-		return nil, fmt.Errorf("engine: NodeOptions need a Store: %w", ErrInvalidSpec)
+		return nil, fmt.Errorf("engine: NodeOptions need a Store: %w", errdefs.ErrInvalidSpec)
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -357,7 +359,7 @@ func (n *Node) waitReady(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.stopping {
-		return fmt.Errorf("node stopped: %w", ErrRuntimeUnavailable)
+		return fmt.Errorf("node stopped: %w", errdefs.ErrRuntimeUnavailable)
 	}
 	return nil
 }
@@ -382,7 +384,7 @@ func (n *Node) waitReady(ctx context.Context) error {
 // are in the result, not the error.
 func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(StepResult)) (ApplyResult, error) {
 	if pod == nil || pod.UID == "" || pod.Name == "" || pod.Namespace == "" {
-		return ApplyResult{}, fmt.Errorf("apply pod: pod needs a namespace, name and uid: %w", ErrInvalidSpec)
+		return ApplyResult{}, fmt.Errorf("apply pod: pod needs a namespace, name and uid: %w", errdefs.ErrInvalidSpec)
 	}
 	if err := CheckPodPaths(pod); err != nil {
 		return ApplyResult{}, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
@@ -398,9 +400,9 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	case err != nil:
 		return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
 	case existing.Pod.UID != pod.UID:
-		return res, fmt.Errorf("apply pod %s: %s/%s has uid %s: %w", plan.PodString(pod), pod.Namespace, pod.Name, existing.Pod.UID, ErrAlreadyExists)
+		return res, fmt.Errorf("apply pod %s: %s/%s has uid %s: %w", plan.PodString(pod), pod.Namespace, pod.Name, existing.Pod.UID, errdefs.ErrAlreadyExists)
 	case existing.Deleting:
-		return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), ErrTerminating)
+		return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), errdefs.ErrTerminating)
 	}
 	if !res.Created && n.policy != nil {
 		if err := n.policy(pod); err != nil {
@@ -439,7 +441,7 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	}
 	res.Status, res.Steps, res.NextSync = out.status, out.steps, out.next
 	if err == nil && out.gone {
-		err = fmt.Errorf("apply pod %s: pod was deleted: %w", plan.PodString(pod), ErrNotFound)
+		err = fmt.Errorf("apply pod %s: pod was deleted: %w", plan.PodString(pod), errdefs.ErrNotFound)
 	}
 	return res, n.runtimeError(err)
 }
@@ -452,7 +454,7 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 // Plan returns the runtime's error if the pod's state cannot be read.
 func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap, _ []*corev1.Secret) (plan.PodActions, corev1.PodStatus, bool, error) {
 	if pod == nil || pod.UID == "" {
-		return plan.PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod: pod has no uid: %w", ErrInvalidSpec)
+		return plan.PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod: pod has no uid: %w", errdefs.ErrInvalidSpec)
 	}
 	pod = pod.DeepCopy()
 	known := false
@@ -478,7 +480,7 @@ func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap,
 	if known {
 		st = pod.Status
 	} else {
-		st = ComputePodStatus(pod, view, probes, now, n.statusOptions(nil))
+		st = podstatus.ComputePodStatus(pod, view, probes, now, n.statusOptions(nil))
 	}
 	return plan, st, known, nil
 }
@@ -575,7 +577,7 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 	}
 	n.log.Info("pod deletion requested", podFields(pod)...)
 	// The pass running, if any, would only delay the kill.
-	dw.cancelPass(fmt.Errorf("pod %s: %w", plan.PodString(pod), ErrTerminating))
+	dw.cancelPass(fmt.Errorf("pod %s: %w", plan.PodString(pod), errdefs.ErrTerminating))
 	w, err := n.lockWorker(ctx, pod.UID)
 	if err != nil {
 		return true, nil, fmt.Errorf("delete pod %s: wait for the pod's turn: %w", plan.PodString(pod), err)
@@ -611,19 +613,19 @@ func (n *Node) activePods() ([]*corev1.Pod, error) {
 // runtimeError adds ErrRuntimeUnavailable to err if it is the error of a
 // runtime that did not answer (NodeOptions.RuntimeUnavailable).
 func (n *Node) runtimeError(err error) error {
-	if err == nil || n.unavailable == nil || errors.Is(err, ErrRuntimeUnavailable) || !n.unavailable(err) {
+	if err == nil || n.unavailable == nil || errors.Is(err, errdefs.ErrRuntimeUnavailable) || !n.unavailable(err) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrRuntimeUnavailable, err)
+	return fmt.Errorf("%w: %w", errdefs.ErrRuntimeUnavailable, err)
 }
 
 // storeError adds the engine's class to a store error.
 func storeError(err error) error {
 	for _, m := range []struct{ store, engine error }{
-		{store.ErrNotFound, ErrNotFound},
-		{store.ErrAlreadyExists, ErrAlreadyExists},
-		{store.ErrDeleting, ErrTerminating},
-		{store.ErrInvalid, ErrInvalidSpec},
+		{store.ErrNotFound, errdefs.ErrNotFound},
+		{store.ErrAlreadyExists, errdefs.ErrAlreadyExists},
+		{store.ErrDeleting, errdefs.ErrTerminating},
+		{store.ErrInvalid, errdefs.ErrInvalidSpec},
 	} {
 		if errors.Is(err, m.store) {
 			return &classified{err: err, class: m.engine}
@@ -663,8 +665,8 @@ func (n *Node) probeResults(uid types.UID) plan.ProbeResults {
 	return plan.ProbeResults{Liveness: conv(r.Liveness), Readiness: conv(r.Readiness), Startup: conv(r.Startup)}
 }
 
-func (n *Node) statusOptions(reasons map[string]corev1.ContainerStateWaiting) StatusOptions {
-	return StatusOptions{Backoff: n.backoff, HostIPs: n.cfg.NodeIPs, StartFailures: reasons}
+func (n *Node) statusOptions(reasons map[string]corev1.ContainerStateWaiting) podstatus.StatusOptions {
+	return podstatus.StatusOptions{Backoff: n.backoff, HostIPs: n.cfg.NodeIPs, StartFailures: reasons}
 }
 
 // consumeProbes turns probe result changes into passes of their pods and

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/logs"
 	"github.com/podsync/podsync/engine/store"
 )
@@ -55,7 +56,7 @@ func (n *Node) ContainerLogs(ctx context.Context, req LogsRequest, emit func(log
 	case req.Previous && len(instances) >= 2:
 		path = instances[len(instances)-2]
 	case req.Previous:
-		return fmt.Errorf("logs of the previous instance of container %q of pod %s/%s: %w", name, req.Namespace, req.Name, ErrNotFound)
+		return fmt.Errorf("logs of the previous instance of container %q of pod %s/%s: %w", name, req.Namespace, req.Name, errdefs.ErrNotFound)
 	case len(instances) > 0:
 		path = instances[len(instances)-1]
 	default:
@@ -99,14 +100,14 @@ func logsContainer(pod *corev1.Pod, name string) (string, error) {
 		if len(pod.Spec.Containers) == 1 {
 			return pod.Spec.Containers[0].Name, nil
 		}
-		return "", fmt.Errorf("%w: the pod has %d containers: name one", ErrInvalidSpec, len(pod.Spec.Containers))
+		return "", fmt.Errorf("%w: the pod has %d containers: name one", errdefs.ErrInvalidSpec, len(pod.Spec.Containers))
 	}
 	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		if slices.ContainsFunc(cs, func(c corev1.Container) bool { return c.Name == name }) {
 			return name, nil
 		}
 	}
-	return "", fmt.Errorf("container %q: %w", name, ErrNotFound)
+	return "", fmt.Errorf("container %q: %w", name, errdefs.ErrNotFound)
 }
 
 func pollInterval(o logs.Options) time.Duration {

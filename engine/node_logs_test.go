@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 func TestLogsContainer(t *testing.T) {
@@ -24,8 +26,8 @@ func TestLogsContainer(t *testing.T) {
 		{"the only container by default", one, "", "app", nil},
 		{"an init container by name", one, "init", "init", nil},
 		{"a named regular container", two, "b", "b", nil},
-		{"several containers need a name", two, "", "", ErrInvalidSpec},
-		{"an unknown container", one, "nope", "", ErrNotFound},
+		{"several containers need a name", two, "", "", errdefs.ErrInvalidSpec},
+		{"an unknown container", one, "nope", "", errdefs.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

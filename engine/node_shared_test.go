@@ -9,6 +9,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/store"
 )
 
@@ -49,7 +50,7 @@ func TestGetShared(t *testing.T) {
 	if b == a || b.Pod.Status.Phase != corev1.PodRunning {
 		t.Errorf("GetShared after a status change: phase %q, same record %v", b.Pod.Status.Phase, b == a)
 	}
-	if _, err := node.GetShared(t.Context(), "default", "db"); !errors.Is(err, engine.ErrNotFound) || !errors.Is(err, store.ErrNotFound) {
+	if _, err := node.GetShared(t.Context(), "default", "db"); !errors.Is(err, errdefs.ErrNotFound) || !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetShared of a pod not stored: %v, want engine.ErrNotFound and store.ErrNotFound", err)
 	}
 }

@@ -24,7 +24,9 @@ import (
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/store"
 )
 
@@ -227,7 +229,7 @@ func TestNodeApplyStoresAndConverges(t *testing.T) {
 
 	other := basePod()
 	other.UID = "uid-other"
-	if _, err := h.node.Apply(h.ctx, other, nil, nil, nil); !errors.Is(err, engine.ErrAlreadyExists) {
+	if _, err := h.node.Apply(h.ctx, other, nil, nil, nil); !errors.Is(err, errdefs.ErrAlreadyExists) {
 		t.Errorf("Apply of another uid = %v, want ErrAlreadyExists", err)
 	}
 	recs, rev, err := h.node.List(h.ctx, store.Filter{})
@@ -243,7 +245,7 @@ func TestNodeAdmitSeam(t *testing.T) {
 		o.Admit = func(pod *corev1.Pod, others []*corev1.Pod) error {
 			asked = append(asked, pod.Name)
 			if pod.Name == "refused" {
-				return engine.ErrAdmission
+				return errdefs.ErrAdmission
 			}
 			return nil
 		}
@@ -253,7 +255,7 @@ func TestNodeAdmitSeam(t *testing.T) {
 	h.apply(pod)
 	refused := basePod()
 	refused.Name, refused.UID = "refused", "uid-refused"
-	if _, err := h.node.Apply(h.ctx, refused, nil, nil, nil); !errors.Is(err, engine.ErrAdmission) {
+	if _, err := h.node.Apply(h.ctx, refused, nil, nil, nil); !errors.Is(err, errdefs.ErrAdmission) {
 		t.Fatalf("Apply = %v, want ErrAdmission", err)
 	}
 	if _, err := h.st.Get(refused.UID); !errors.Is(err, store.ErrNotFound) {
@@ -287,7 +289,7 @@ func TestNodeApplyWaitsForItsTurn(t *testing.T) {
 	short, cancel := context.WithTimeout(h.ctx, 50*time.Millisecond)
 	defer cancel()
 	_, err := h.node.Apply(short, pod, nil, nil, nil)
-	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, engine.ErrConflict) {
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errdefs.ErrConflict) {
 		t.Fatalf("Apply past its deadline = %v, want DeadlineExceeded", err)
 	}
 
@@ -470,7 +472,7 @@ func TestNodeReasonCache(t *testing.T) {
 	pull.Spec.Containers = pull.Spec.Containers[:1]
 	pull.Spec.Containers[0].Image = "registry.local/missing:1"
 	h.rt.InjectError("PullImage", errors.New("manifest unknown"))
-	if got := waiting(h.apply(pull).Status, "app"); got != engine.ReasonErrImagePull {
+	if got := waiting(h.apply(pull).Status, "app"); got != podstatus.ReasonErrImagePull {
 		t.Errorf("after the first failed pull: %q, want ErrImagePull", got)
 	}
 	if got := waiting(h.apply(pull).Status, "app"); got != plan.ReasonImagePullBackOff {
@@ -536,7 +538,7 @@ func TestNodeDelete(t *testing.T) {
 			t.Errorf("%s not removed: %v", d, err)
 		}
 	}
-	if _, err := h.node.Get(h.ctx, pod.Namespace, pod.Name); !errors.Is(err, engine.ErrNotFound) {
+	if _, err := h.node.Get(h.ctx, pod.Namespace, pod.Name); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("Get after Delete = %v", err)
 	}
 	entries, _ := h.st.Since(0)
@@ -755,7 +757,7 @@ func TestNodeDeleteCancelsARunningPass(t *testing.T) {
 	if err != nil || !found {
 		t.Fatalf("Delete = %v, %v", found, err)
 	}
-	if err := <-applied; !errors.Is(err, engine.ErrConflict) {
+	if err := <-applied; !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("Apply = %v, want ErrConflict", err)
 	}
 	if sbs, _ := h.rt.ListPodSandbox(h.ctx, nil); len(sbs) != 0 {
@@ -778,7 +780,7 @@ func TestNodeAdmissionAndPolicy(t *testing.T) {
 	big.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
 	_, err := h.node.Apply(h.ctx, big, nil, nil, nil)
 	var ae *engine.AdmissionError
-	if !errors.As(err, &ae) || ae.Reason() != admit.ReasonOutOfCPU || !errors.Is(err, engine.ErrAdmission) {
+	if !errors.As(err, &ae) || ae.Reason() != admit.ReasonOutOfCPU || !errors.Is(err, errdefs.ErrAdmission) {
 		t.Fatalf("Apply(big) = %v, want an AdmissionError OutOfcpu", err)
 	}
 	if _, err := h.st.Get(big.UID); !errors.Is(err, store.ErrNotFound) {

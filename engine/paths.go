@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 // Bounds of the names the engine turns into file names and paths.
@@ -37,7 +39,7 @@ func checkName(what, v string) error {
 	default:
 		return nil
 	}
-	return fmt.Errorf("%s %q %s: %w", what, v, why, ErrInvalidSpec)
+	return fmt.Errorf("%s %q %s: %w", what, v, why, errdefs.ErrInvalidSpec)
 }
 
 // checkLocalPath returns an error wrapping ErrInvalidSpec unless v is a
@@ -68,7 +70,7 @@ func checkLocalPath(what, v string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s %q %s: %w", what, v, why, ErrInvalidSpec)
+	return fmt.Errorf("%s %q %s: %w", what, v, why, errdefs.ErrInvalidSpec)
 }
 
 // hasDotDot reports whether a slash-separated path has a ".." element.
@@ -93,12 +95,12 @@ func hasDotDot(v string) bool {
 // defence, for every caller.
 func CheckPodPaths(pod *corev1.Pod) error {
 	if pod == nil {
-		return fmt.Errorf("no pod: %w", ErrInvalidSpec)
+		return fmt.Errorf("no pod: %w", errdefs.ErrInvalidSpec)
 	}
 	errs := []error{checkName("pod uid", string(pod.UID))}
 	for _, v := range []struct{ what, value string }{{"pod namespace", pod.Namespace}, {"pod name", pod.Name}} {
 		if strings.ContainsAny(v.value, "/\x00") || v.value == "" {
-			errs = append(errs, fmt.Errorf("%s %q is empty or contains '/' or a NUL byte: %w", v.what, v.value, ErrInvalidSpec))
+			errs = append(errs, fmt.Errorf("%s %q is empty or contains '/' or a NUL byte: %w", v.what, v.value, errdefs.ErrInvalidSpec))
 		}
 	}
 	if errs[0] == nil {
@@ -133,7 +135,7 @@ func CheckPodPaths(pod *corev1.Pod) error {
 		case v.HostPath != nil:
 			p := v.HostPath.Path
 			if !filepath.IsAbs(p) || hasDotDot(p) || strings.IndexByte(p, 0) >= 0 || len(p) > maxPathBytes {
-				errs = append(errs, fmt.Errorf("hostPath %q of volume %q must be an absolute path without '..' or NUL: %w", p, v.Name, ErrInvalidSpec))
+				errs = append(errs, fmt.Errorf("hostPath %q of volume %q must be an absolute path without '..' or NUL: %w", p, v.Name, errdefs.ErrInvalidSpec))
 			}
 		case v.ConfigMap != nil:
 			items = v.ConfigMap.Items
@@ -229,10 +231,10 @@ func openNoFollow(dirfd int, name string, mode uint32) (int, error) {
 			return fd, nil
 		case unix.S_IFLNK:
 			_ = unix.Close(fd)
-			return -1, fmt.Errorf("is a symbolic link, which podsync does not follow: %w", ErrInvalidSpec)
+			return -1, fmt.Errorf("is a symbolic link, which podsync does not follow: %w", errdefs.ErrInvalidSpec)
 		default:
 			_ = unix.Close(fd)
-			return -1, fmt.Errorf("is neither a directory nor a regular file: %w", ErrInvalidSpec)
+			return -1, fmt.Errorf("is neither a directory nor a regular file: %w", errdefs.ErrInvalidSpec)
 		}
 	}
 	return -1, fmt.Errorf("appeared and vanished while being created: %w", unix.ENOENT)

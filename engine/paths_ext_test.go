@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 )
@@ -53,7 +54,7 @@ func TestSubPathThroughPlantedSymlink(t *testing.T) {
 	res := h.sync(next)
 	for _, name := range []string{"reader", "writer", "expr"} {
 		st := failedStep(t, res, engine.ActionStartContainer, name)
-		if st.Reason != engine.ReasonCreateContainerConfigErr || !errors.Is(st.Err, engine.ErrInvalidSpec) {
+		if st.Reason != engine.ReasonCreateContainerConfigErr || !errors.Is(st.Err, errdefs.ErrInvalidSpec) {
 			t.Errorf("%s: reason %s, err %v; want CreateContainerConfigError wrapping ErrInvalidSpec", name, st.Reason, st.Err)
 		}
 	}
@@ -125,7 +126,7 @@ func TestHostileNamesNeverReachTheFileSystem(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := basePod()
 			tc.mutate(pod)
-			if _, err := h.node.Apply(h.ctx, pod, nil, nil, nil); !errors.Is(err, engine.ErrInvalidSpec) {
+			if _, err := h.node.Apply(h.ctx, pod, nil, nil, nil); !errors.Is(err, errdefs.ErrInvalidSpec) {
 				t.Errorf("Apply = %v, want ErrInvalidSpec", err)
 			}
 			if _, err := h.st.Get(pod.UID); !errors.Is(err, store.ErrNotFound) {
@@ -135,7 +136,7 @@ func TestHostileNamesNeverReachTheFileSystem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.SyncPod(h.ctx, pod, engine.SyncInput{}, nil); !errors.Is(err, engine.ErrInvalidSpec) {
+			if _, err := s.SyncPod(h.ctx, pod, engine.SyncInput{}, nil); !errors.Is(err, errdefs.ErrInvalidSpec) {
 				t.Errorf("SyncPod = %v, want ErrInvalidSpec", err)
 			}
 			if err := s.RemovePod(h.ctx, pod); err != nil {

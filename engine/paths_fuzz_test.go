@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 // FuzzResolveSubPath resolves arbitrary subPaths in a volume holding
@@ -47,7 +49,7 @@ func FuzzResolveSubPath(f *testing.F) {
 		}
 		if err != nil {
 			var pe *os.PathError
-			if !errors.Is(err, ErrInvalidSpec) && !errors.As(err, &pe) && !isErrno(err) {
+			if !errors.Is(err, errdefs.ErrInvalidSpec) && !errors.As(err, &pe) && !isErrno(err) {
 				t.Fatalf("ResolveSubPath(%q) = %v: not ErrInvalidSpec nor a file-system error", sub, err)
 			}
 			return

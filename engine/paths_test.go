@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 // pathsPod is a pod with one of each name CheckPodPaths looks at.
@@ -98,7 +100,7 @@ func TestCheckPodPaths(t *testing.T) {
 			if (err == nil) != tc.ok {
 				t.Fatalf("CheckPodPaths = %v, want ok=%v", err, tc.ok)
 			}
-			if err != nil && !errors.Is(err, ErrInvalidSpec) {
+			if err != nil && !errors.Is(err, errdefs.ErrInvalidSpec) {
 				t.Errorf("error %v does not wrap ErrInvalidSpec", err)
 			}
 		})
@@ -175,7 +177,7 @@ func TestResolveSubPath(t *testing.T) {
 		switch {
 		case tc.want == "" && err == nil:
 			t.Errorf("ResolveSubPath(%q) = %q, want refused", tc.sub, got)
-		case tc.want == "" && !errors.Is(err, ErrInvalidSpec) && !errors.Is(err, syscall.ENOTDIR) && !errors.Is(err, syscall.ENAMETOOLONG):
+		case tc.want == "" && !errors.Is(err, errdefs.ErrInvalidSpec) && !errors.Is(err, syscall.ENOTDIR) && !errors.Is(err, syscall.ENAMETOOLONG):
 			t.Errorf("ResolveSubPath(%q) = %v, want ErrInvalidSpec", tc.sub, err)
 		case tc.want != "" && (err != nil || got != filepath.Join(vol, tc.want)):
 			t.Errorf("ResolveSubPath(%q) = %q, %v; want %q", tc.sub, got, err, filepath.Join(vol, tc.want))
@@ -213,7 +215,7 @@ func TestWriteVolumeFilesDoesNotFollowSymlinks(t *testing.T) {
 	// A link where a directory goes is refused.
 	symlink(t, out, filepath.Join(dir, "sub"))
 	err := writeVolumeFiles(dir, map[string]volumeFile{"sub/passwd": {[]byte("pwned"), 0o644}})
-	if !errors.Is(err, ErrInvalidSpec) {
+	if !errors.Is(err, errdefs.ErrInvalidSpec) {
 		t.Errorf("write through a linked directory = %v, want ErrInvalidSpec", err)
 	}
 	if b, _ := os.ReadFile(outFile); string(b) != "root:x:0:0" {
@@ -241,7 +243,7 @@ func TestWriteVolumeFilesDoesNotFollowSymlinks(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"../x", "/etc/x", "a\x00", ""} {
-		if err := writeVolumeFiles(clean, map[string]volumeFile{bad: {[]byte("x"), 0o644}}); !errors.Is(err, ErrInvalidSpec) {
+		if err := writeVolumeFiles(clean, map[string]volumeFile{bad: {[]byte("x"), 0o644}}); !errors.Is(err, errdefs.ErrInvalidSpec) {
 			t.Errorf("path %q: %v, want ErrInvalidSpec", bad, err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -124,7 +124,7 @@ func TestApplyAndDeleteRace(t *testing.T) {
 		if delErr != nil {
 			t.Fatalf("%s: Delete: %v", pod.Name, delErr)
 		}
-		if applyErr != nil && !errors.Is(applyErr, engine.ErrConflict) && !errors.Is(applyErr, engine.ErrNotFound) {
+		if applyErr != nil && !errors.Is(applyErr, errdefs.ErrConflict) && !errors.Is(applyErr, errdefs.ErrNotFound) {
 			t.Fatalf("%s: Apply: %v, want nil, ErrConflict or ErrNotFound", pod.Name, applyErr)
 		}
 		_, getErr := h.node.Get(h.ctx, pod.Namespace, pod.Name)

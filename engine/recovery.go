@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 )
@@ -24,7 +25,7 @@ func (n *Node) recover(ctx context.Context) error {
 	}
 	inRuntime, err := n.runtimePods(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("recover: list the runtime: %w: %w", ErrRuntimeUnavailable, err)
+		return fmt.Errorf("recover: list the runtime: %w: %w", errdefs.ErrRuntimeUnavailable, err)
 	}
 	stored := map[types.UID]bool{}
 	for _, r := range recs {

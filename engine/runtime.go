@@ -10,6 +10,8 @@ import (
 
 	cri "k8s.io/cri-api/pkg/apis"
 	criclient "k8s.io/cri-client/pkg"
+
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 // Runtime is the part of a CRI runtime service the engine drives: pod
@@ -64,7 +66,7 @@ func DialRuntime(ctx context.Context, endpoint string, timeout time.Duration) (*
 		d := net.Dialer{Timeout: timeout}
 		conn, err := d.DialContext(ctx, "unix", path)
 		if err != nil {
-			return nil, fmt.Errorf("connect cri runtime %s: %w", endpoint, errors.Join(ErrRuntimeUnavailable, err))
+			return nil, fmt.Errorf("connect cri runtime %s: %w", endpoint, errors.Join(errdefs.ErrRuntimeUnavailable, err))
 		}
 		_ = conn.Close()
 	}
@@ -74,7 +76,7 @@ func DialRuntime(ctx context.Context, endpoint string, timeout time.Duration) (*
 		WithTracerProvider(nil).
 		Build(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("connect cri runtime service %s: %w", endpoint, errors.Join(ErrRuntimeUnavailable, err))
+		return nil, fmt.Errorf("connect cri runtime service %s: %w", endpoint, errors.Join(errdefs.ErrRuntimeUnavailable, err))
 	}
 	is, err := criclient.NewRemoteImageServiceBuilder().
 		WithEndpoint(endpoint).
@@ -83,7 +85,7 @@ func DialRuntime(ctx context.Context, endpoint string, timeout time.Duration) (*
 		Build(ctx)
 	if err != nil {
 		_ = rs.Close(ctx)
-		return nil, fmt.Errorf("connect cri image service %s: %w", endpoint, errors.Join(ErrRuntimeUnavailable, err))
+		return nil, fmt.Errorf("connect cri image service %s: %w", endpoint, errors.Join(errdefs.ErrRuntimeUnavailable, err))
 	}
 	return &RemoteRuntime{RuntimeService: rs, ImageManagerService: is}, nil
 }

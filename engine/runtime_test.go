@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 func TestDialRuntimeWithoutRuntime(t *testing.T) {
@@ -19,7 +20,7 @@ func TestDialRuntimeWithoutRuntime(t *testing.T) {
 		_ = rt.Close(ctx)
 		t.Fatal("DialRuntime to an absent socket succeeded")
 	}
-	if !errors.Is(err, engine.ErrRuntimeUnavailable) {
+	if !errors.Is(err, errdefs.ErrRuntimeUnavailable) {
 		t.Errorf("DialRuntime: %v, want ErrRuntimeUnavailable", err)
 	}
 }

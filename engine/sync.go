@@ -19,7 +19,9 @@ import (
 	crierrors "k8s.io/cri-api/pkg/errors"
 	"k8s.io/utils/clock"
 
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/internal/failpoint"
 )
 
@@ -95,7 +97,7 @@ type Syncer struct {
 // Images is missing.
 func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 	if opts.Runtime == nil || opts.Images == nil {
-		return nil, fmt.Errorf("engine: SyncerOptions need a Runtime and Images: %w", ErrInvalidSpec)
+		return nil, fmt.Errorf("engine: SyncerOptions need a Runtime and Images: %w", errdefs.ErrInvalidSpec)
 	}
 	s := &Syncer{
 		rt:      opts.Runtime,
@@ -123,7 +125,7 @@ func (s *Syncer) Backoff() plan.BackoffPolicy { return s.backoff }
 // PodStatus computes pod's status from a view (a SyncResult's) with the
 // syncer's clock, back-off and node IPs.
 func (s *Syncer) PodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.ProbeResults) corev1.PodStatus {
-	return ComputePodStatus(pod, view, probes, s.clock.Now(), StatusOptions{Backoff: s.backoff, HostIPs: s.cfg.NodeIPs})
+	return podstatus.ComputePodStatus(pod, view, probes, s.clock.Now(), podstatus.StatusOptions{Backoff: s.backoff, HostIPs: s.cfg.NodeIPs})
 }
 
 // SyncPod runs one sync pass of pod, the kubelet's SyncPod: it reads the
@@ -150,7 +152,7 @@ func (s *Syncer) PodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.P
 // ended during the pass; the result holds the steps done so far.
 func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, in SyncInput, emit func(StepResult)) (SyncResult, error) {
 	if pod == nil || pod.UID == "" {
-		return SyncResult{}, fmt.Errorf("sync pod: pod has no uid: %w", ErrInvalidSpec)
+		return SyncResult{}, fmt.Errorf("sync pod: pod has no uid: %w", errdefs.ErrInvalidSpec)
 	}
 	if err := CheckPodPaths(pod); err != nil {
 		return SyncResult{}, fmt.Errorf("sync pod %s: %w", plan.PodString(pod), err)
@@ -171,7 +173,7 @@ func (s *Syncer) acquire(uid types.UID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.running[uid] {
-		return ErrConflict
+		return errdefs.ErrConflict
 	}
 	s.running[uid] = true
 	return nil
@@ -525,7 +527,7 @@ func (p *pass) backOffSteps(as []plan.ContainerAction, sb *sandboxRef) {
 		msg := a.Message
 		if a.Reason == plan.ReasonImagePullBackOff {
 			if f := p.st.view.PullFailure(a.Name, plan.SpecContainer(p.pod, a.Name).Image); f != nil {
-				msg = fmt.Sprintf("%s: %s: %s", msg, ReasonErrImagePull, f.Message)
+				msg = fmt.Sprintf("%s: %s: %s", msg, podstatus.ReasonErrImagePull, f.Message)
 			}
 		}
 		st := StepResult{Action: ActionStartContainer, Target: a.Name, ContainerType: containerType(p.pod, a.Name),

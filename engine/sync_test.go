@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -447,7 +448,7 @@ func TestConfigErrors(t *testing.T) {
 	// A missing secret holds the whole pod back.
 	res := h.sync(pod)
 	wantSteps(t, res, "MountVolumes web_shop(uid-1) !FailedMount")
-	if step := res.Steps[0]; !errors.Is(step.Err, engine.ErrNotFound) {
+	if step := res.Steps[0]; !errors.Is(step.Err, errdefs.ErrNotFound) {
 		t.Errorf("mount error %v, want ErrNotFound", step.Err)
 	}
 
@@ -507,10 +508,10 @@ func TestConcurrentPassIsAConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(inner, engine.ErrConflict) {
+	if !errors.Is(inner, errdefs.ErrConflict) {
 		t.Errorf("second pass during the first: %v, want ErrConflict", inner)
 	}
-	if _, err := h.s.SyncPod(h.ctx, &corev1.Pod{}, h.in, nil); !errors.Is(err, engine.ErrInvalidSpec) {
+	if _, err := h.s.SyncPod(h.ctx, &corev1.Pod{}, h.in, nil); !errors.Is(err, errdefs.ErrInvalidSpec) {
 		t.Errorf("pod without uid: %v, want ErrInvalidSpec", err)
 	}
 }

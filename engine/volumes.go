@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 // etcHostsPath is the node's hosts file, copied for host-network pods.
@@ -92,7 +94,7 @@ func checkHostPath(h *corev1.HostPathVolumeSource) error {
 	}
 	fi, err := os.Stat(h.Path)
 	if err != nil {
-		return fmt.Errorf("hostPath type check failed: %s is not a %s: %w", h.Path, typ, ErrInvalidSpec)
+		return fmt.Errorf("hostPath type check failed: %s is not a %s: %w", h.Path, typ, errdefs.ErrInvalidSpec)
 	}
 	ok := false
 	switch typ {
@@ -108,7 +110,7 @@ func checkHostPath(h *corev1.HostPathVolumeSource) error {
 		ok = fi.Mode()&fs.ModeDevice != 0 && fi.Mode()&fs.ModeCharDevice == 0
 	}
 	if !ok {
-		return fmt.Errorf("hostPath type check failed: %s is not a %s: %w", h.Path, typ, ErrInvalidSpec)
+		return fmt.Errorf("hostPath type check failed: %s is not a %s: %w", h.Path, typ, errdefs.ErrInvalidSpec)
 	}
 	return nil
 }
@@ -139,7 +141,7 @@ func projectFiles(data map[string][]byte, items []corev1.KeyToPath, defaultMode 
 			if optional {
 				continue
 			}
-			return nil, fmt.Errorf("configure %s: key %q not found: %w", what, it.Key, ErrNotFound)
+			return nil, fmt.Errorf("configure %s: key %q not found: %w", what, it.Key, errdefs.ErrNotFound)
 		}
 		m := mode
 		if it.Mode != nil {
@@ -157,7 +159,7 @@ func configMapFiles(pod *corev1.Pod, src *corev1.ConfigMapVolumeSource, cms []*c
 		if optional {
 			return map[string]volumeFile{}, nil
 		}
-		return nil, fmt.Errorf("configmap %s/%s: %w", pod.Namespace, src.Name, ErrNotFound)
+		return nil, fmt.Errorf("configmap %s/%s: %w", pod.Namespace, src.Name, errdefs.ErrNotFound)
 	}
 	data := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
 	for k, v := range cm.Data {
@@ -174,7 +176,7 @@ func secretFiles(pod *corev1.Pod, src *corev1.SecretVolumeSource, secrets []*cor
 		if optional {
 			return map[string]volumeFile{}, nil
 		}
-		return nil, fmt.Errorf("secret %s/%s: %w", pod.Namespace, src.SecretName, ErrNotFound)
+		return nil, fmt.Errorf("secret %s/%s: %w", pod.Namespace, src.SecretName, errdefs.ErrNotFound)
 	}
 	data := maps.Clone(sec.Data)
 	if data == nil {
@@ -313,7 +315,7 @@ func openDirNoFollow(dirfd int, name string) (int, error) {
 				return -1, fmt.Errorf("create directory %q: %w", name, err)
 			}
 		case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
-			return -1, fmt.Errorf("%q is a symbolic link or not a directory, which podsync does not follow: %w", name, ErrInvalidSpec)
+			return -1, fmt.Errorf("%q is a symbolic link or not a directory, which podsync does not follow: %w", name, errdefs.ErrInvalidSpec)
 		default:
 			return -1, fmt.Errorf("open directory %q: %w", name, err)
 		}

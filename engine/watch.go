@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -89,7 +90,7 @@ type Watcher struct {
 // Runtime.
 func NewWatcher(opts WatcherOptions) (*Watcher, error) {
 	if opts.Runtime == nil {
-		return nil, fmt.Errorf("engine: WatcherOptions need a Runtime: %w", ErrInvalidSpec)
+		return nil, fmt.Errorf("engine: WatcherOptions need a Runtime: %w", errdefs.ErrInvalidSpec)
 	}
 	w := &Watcher{
 		rt:            opts.Runtime,

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/prober"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/internal/failpoint"
@@ -402,7 +403,7 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepR
 	n.prober.Sync(pod, runningContainers(pod, res.View, n.cfg))
 	now := n.clock.Now()
 	n.noteStarts(w, res.Steps)
-	status := ComputePodStatus(pod, res.View, n.probeResults(pod.UID), now, n.statusOptions(w.reasons))
+	status := podstatus.ComputePodStatus(pod, res.View, n.probeResults(pod.UID), now, n.statusOptions(w.reasons))
 	ref := store.RefOf(pod)
 	changes := n.stepEvents(w, pod, res.Steps)
 	sb := sandboxIn(res.View, res.SandboxID)
@@ -640,7 +641,7 @@ func (n *Node) publishObserved(w *worker, pod *corev1.Pod, view plan.RuntimeView
 	if !restartsExited(view, plan) {
 		return
 	}
-	status := ComputePodStatus(pod, view, n.probeResults(pod.UID), n.clock.Now(), n.statusOptions(w.reasons))
+	status := podstatus.ComputePodStatus(pod, view, n.probeResults(pod.UID), n.clock.Now(), n.statusOptions(w.reasons))
 	if sameStatus(&pod.Status, &status) {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/logs"
 )
 
@@ -79,7 +80,7 @@ func (s *service) GetContainerLogs(req *podsyncv1.GetContainerLogsRequest, strea
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, engine.ErrNotFound):
+	case errors.Is(err, errdefs.ErrNotFound):
 		return WithReason(err, ReasonContainerNotFound, map[string]string{"container": req.GetContainer()})
 	case stream.Context().Err() != nil:
 		return nil // the client went away

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/store"
 )
 
@@ -28,7 +28,7 @@ func (s *service) DeletePod(ctx context.Context, req *podsyncv1.DeletePodRequest
 	// Only read: the shared record spares a copy of the pod.
 	rec, err := s.node.GetShared(ctx, ns, name)
 	switch {
-	case errors.Is(err, engine.ErrNotFound) || errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, errdefs.ErrNotFound) || errors.Is(err, store.ErrNotFound):
 		return &podsyncv1.DeletePodResponse{Found: false}, nil
 	case err != nil:
 		return nil, err

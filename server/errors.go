@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/store"
 )
 
@@ -154,7 +154,7 @@ func (e *ValidationError) Error() string {
 
 // Is reports whether target is engine.ErrInvalidSpec.
 func (e *ValidationError) Is(target error) bool {
-	return target == engine.ErrInvalidSpec
+	return target == errdefs.ErrInvalidSpec
 }
 
 // Reasoner is implemented by errors that carry a stable reason, such as the
@@ -281,24 +281,24 @@ func ToStatus(err error) *status.Status {
 		return invalidArgument(err.Error(), orDefault(ReasonInvalidSpec), metadata, violations)
 	}
 	switch {
-	case errors.Is(err, engine.ErrInvalidSpec):
+	case errors.Is(err, errdefs.ErrInvalidSpec):
 		return invalidArgument(err.Error(), orDefault(ReasonInvalidSpec), metadata, nil)
-	case errors.Is(err, engine.ErrNotFound):
+	case errors.Is(err, errdefs.ErrNotFound):
 		return newStatus(codes.NotFound, orDefault(ReasonPodNotFound), err.Error(), metadata)
-	case errors.Is(err, engine.ErrAlreadyExists):
+	case errors.Is(err, errdefs.ErrAlreadyExists):
 		return newStatus(codes.AlreadyExists, orDefault(ReasonPodAlreadyExists), err.Error(), metadata)
-	case errors.Is(err, engine.ErrAdmission):
+	case errors.Is(err, errdefs.ErrAdmission):
 		r := orDefault(ReasonUnexpectedAdmissionError)
 		code := codes.FailedPrecondition
 		if isCapacityReason(r) {
 			code = codes.ResourceExhausted
 		}
 		return newStatus(code, r, err.Error(), metadata)
-	case errors.Is(err, engine.ErrTerminating):
+	case errors.Is(err, errdefs.ErrTerminating):
 		return newStatus(codes.Aborted, orDefault(ReasonPodTerminating), err.Error(), metadata)
-	case errors.Is(err, engine.ErrConflict):
+	case errors.Is(err, errdefs.ErrConflict):
 		return newStatus(codes.Aborted, orDefault(ReasonSyncInProgress), err.Error(), metadata)
-	case errors.Is(err, engine.ErrRuntimeUnavailable):
+	case errors.Is(err, errdefs.ErrRuntimeUnavailable):
 		return newStatus(codes.Unavailable, orDefault(ReasonRuntimeUnavailable), err.Error(), metadata)
 	}
 	if st := storeStatus(err, orDefault, metadata); st != nil {

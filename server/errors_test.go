@@ -25,7 +25,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/server"
 )
@@ -38,7 +38,7 @@ type admissionError struct {
 
 func (e *admissionError) Error() string  { return e.message }
 func (e *admissionError) Reason() string { return e.reason }
-func (e *admissionError) Unwrap() error  { return engine.ErrAdmission }
+func (e *admissionError) Unwrap() error  { return errdefs.ErrAdmission }
 func (e *admissionError) Metadata() map[string]string {
 	return map[string]string{"pod": "shop/web"}
 }
@@ -66,7 +66,7 @@ func statusCases() []statusCase {
 		field.Required(field.NewPath("pods").Index(0).Child("spec", "containers").Index(1).Child("image"), ""),
 		field.Invalid(field.NewPath("timeout"), "0s", "must be greater than 0"),
 	})
-	notFound := fmt.Errorf("get pod shop/web: %w", engine.ErrNotFound)
+	notFound := fmt.Errorf("get pod shop/web: %w", errdefs.ErrNotFound)
 	passThrough := status.Error(codes.PermissionDenied, "role read may not call SyncPod")
 	own := server.NewError(codes.ResourceExhausted, "RATE_LIMITED", "slow down", map[string]string{"identity": "ci"})
 	return []statusCase{
@@ -84,12 +84,12 @@ func statusCases() []statusCase {
 		{name: "field.Error", err: field.Invalid(field.NewPath("labelSelector"), "a=", "bad"), code: codes.InvalidArgument,
 			info:   info(server.ReasonInvalidSpec, map[string]string{server.MetadataViolations: "1"}),
 			fields: []string{"labelSelector"}},
-		{name: "ErrInvalidSpec", err: fmt.Errorf("dns config: %w", engine.ErrInvalidSpec), code: codes.InvalidArgument,
+		{name: "ErrInvalidSpec", err: fmt.Errorf("dns config: %w", errdefs.ErrInvalidSpec), code: codes.InvalidArgument,
 			info: info(server.ReasonInvalidSpec, map[string]string{server.MetadataViolations: "0"})},
 		{name: "ErrNotFound", err: notFound, code: codes.NotFound, info: info(server.ReasonPodNotFound, nil)},
 		{name: "ErrNotFound with a reason", err: server.WithReason(notFound, server.ReasonContainerNotFound, map[string]string{"container": "app"}),
 			code: codes.NotFound, info: info(server.ReasonContainerNotFound, map[string]string{"container": "app"})},
-		{name: "ErrAlreadyExists", err: fmt.Errorf("pod shop/web has uid 1, not 2: %w", engine.ErrAlreadyExists),
+		{name: "ErrAlreadyExists", err: fmt.Errorf("pod shop/web has uid 1, not 2: %w", errdefs.ErrAlreadyExists),
 			code: codes.AlreadyExists, info: info(server.ReasonPodAlreadyExists, nil)},
 		{name: "admission OutOfcpu", err: admission(server.ReasonOutOfCPU), code: codes.ResourceExhausted,
 			info: info(server.ReasonOutOfCPU, map[string]string{"pod": "shop/web"})},
@@ -101,15 +101,15 @@ func statusCases() []statusCase {
 			info: info(server.ReasonNodePorts, map[string]string{"pod": "shop/web"})},
 		{name: "admission policy", err: admission("HostPathNotAllowed"), code: codes.FailedPrecondition,
 			info: info("HostPathNotAllowed", map[string]string{"pod": "shop/web"})},
-		{name: "admission without reason", err: fmt.Errorf("admit: %w", engine.ErrAdmission), code: codes.FailedPrecondition,
+		{name: "admission without reason", err: fmt.Errorf("admit: %w", errdefs.ErrAdmission), code: codes.FailedPrecondition,
 			info: info(server.ReasonUnexpectedAdmissionError, nil)},
-		{name: "ErrConflict", err: fmt.Errorf("sync pod uid 1: %w", engine.ErrConflict), code: codes.Aborted,
+		{name: "ErrConflict", err: fmt.Errorf("sync pod uid 1: %w", errdefs.ErrConflict), code: codes.Aborted,
 			info: info(server.ReasonSyncInProgress, nil)},
-		{name: "ErrTerminating", err: fmt.Errorf("apply pod a/b: %w", engine.ErrTerminating), code: codes.Aborted,
+		{name: "ErrTerminating", err: fmt.Errorf("apply pod a/b: %w", errdefs.ErrTerminating), code: codes.Aborted,
 			info: info(server.ReasonPodTerminating, nil)},
-		{name: "ErrConflict while deleting", err: server.WithReason(engine.ErrConflict, server.ReasonPodTerminating, nil), code: codes.Aborted,
+		{name: "ErrConflict while deleting", err: server.WithReason(errdefs.ErrConflict, server.ReasonPodTerminating, nil), code: codes.Aborted,
 			info: info(server.ReasonPodTerminating, nil)},
-		{name: "ErrRuntimeUnavailable", err: fmt.Errorf("list sandboxes: %w", engine.ErrRuntimeUnavailable), code: codes.Unavailable,
+		{name: "ErrRuntimeUnavailable", err: fmt.Errorf("list sandboxes: %w", errdefs.ErrRuntimeUnavailable), code: codes.Unavailable,
 			info: info(server.ReasonRuntimeUnavailable, nil)},
 		{name: "full disk", err: fmt.Errorf("store pod shop/web: %w", &fs.PathError{Op: "write", Path: "/var/lib/podsync/podsync.db", Err: syscall.ENOSPC}),
 			code: codes.ResourceExhausted, info: info(server.ReasonNoSpace, nil)},

@@ -21,7 +21,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/server"
 )
 
@@ -792,7 +792,7 @@ func TestPodsFromRequest(t *testing.T) {
 			t.Errorf("want no objects with an error, got %v, %v, %v", pods, cms, secrets)
 		}
 		var ve *server.ValidationError
-		if !errors.As(err, &ve) || !errors.Is(err, engine.ErrInvalidSpec) {
+		if !errors.As(err, &ve) || !errors.Is(err, errdefs.ErrInvalidSpec) {
 			t.Fatalf("err = %v, want a *ValidationError matching engine.ErrInvalidSpec", err)
 		}
 		var got []string

@@ -16,6 +16,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/logs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
@@ -375,7 +376,7 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod) Result {
 		return res
 	case err != nil && pctx.Err() != nil:
 		return finish(TimedOut, ReasonDeadlineExceeded, fmt.Sprintf("pod did not reach %s within %s", r.req.WaitFor, r.req.Timeout), st)
-	case errors.Is(err, engine.ErrRuntimeUnavailable):
+	case errors.Is(err, errdefs.ErrRuntimeUnavailable):
 		r.abort(err)
 		return res
 	case err != nil:

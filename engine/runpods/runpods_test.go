@@ -20,6 +20,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/store"
 )
 
@@ -344,10 +345,10 @@ func TestSyncErrorFailsThePod(t *testing.T) {
 func TestRuntimeUnavailableEndsTheRun(t *testing.T) {
 	n := newFakeNode(t)
 	n.scripts["waiting"] = script{} // never runs
-	n.applyErr["late"] = fmt.Errorf("read runtime state: %w", engine.ErrRuntimeUnavailable)
+	n.applyErr["late"] = fmt.Errorf("read runtime state: %w", errdefs.ErrRuntimeUnavailable)
 	start := time.Now()
 	_, err := Run(ctx(t), options(n, t.TempDir()), Request{Pods: []*corev1.Pod{pod("waiting", ""), pod("late", "")}, Timeout: time.Minute}, nil)
-	if !errors.Is(err, engine.ErrRuntimeUnavailable) {
+	if !errors.Is(err, errdefs.ErrRuntimeUnavailable) {
 		t.Fatalf("err = %v, want one wrapping ErrRuntimeUnavailable", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {

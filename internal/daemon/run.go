@@ -34,6 +34,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/server"
@@ -311,7 +312,7 @@ func (d *daemon) supervise(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, engine.ErrInvalidSpec) {
+		if errors.Is(err, errdefs.ErrInvalidSpec) {
 			d.fail(err)
 			return
 		}

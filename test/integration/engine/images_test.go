@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,7 +90,7 @@ func TestFailingRegistry(t *testing.T) {
 	ref := reg.Ref(tag)
 	pod.Spec.Containers[0].Image = ref
 	res := e.sync(pod)
-	if !hasStep(res, engine.ActionPullImage, ref, "!"+engine.ReasonErrImagePull) || !hasStep(res, engine.ActionStartContainer, "app", "!"+engine.ReasonErrImagePull) {
+	if !hasStep(res, engine.ActionPullImage, ref, "!"+podstatus.ReasonErrImagePull) || !hasStep(res, engine.ActionStartContainer, "app", "!"+podstatus.ReasonErrImagePull) {
 		t.Fatalf("first pass %v, want ErrImagePull", steps(res.Steps))
 	}
 	res = e.sync(pod)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 )
@@ -418,7 +419,7 @@ func TestDeleteLeavesNothing(t *testing.T) {
 			t.Errorf("%s not removed: %v", d, err)
 		}
 	}
-	if _, err := e.node.Get(e.ctx, pod.Namespace, pod.Name); !errors.Is(err, engine.ErrNotFound) {
+	if _, err := e.node.Get(e.ctx, pod.Namespace, pod.Name); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("Get = %v, want ErrNotFound", err)
 	}
 }
