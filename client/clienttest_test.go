@@ -27,6 +27,7 @@ import (
 	"github.com/podsync/podsync/client"
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
@@ -100,7 +101,7 @@ func startDaemon(cfg daemonConfig) (d *daemon, err error) {
 	}
 	d.closers = append(d.closers, d.store.Close)
 
-	nodeCfg := engine.Options{RootDir: filepath.Join(dir, "root"), PodLogDir: filepath.Join(dir, "logs"), NodeIPs: []string{"192.0.2.10"}}
+	nodeCfg := criconfig.Options{RootDir: filepath.Join(dir, "root"), PodLogDir: filepath.Join(dir, "logs"), NodeIPs: []string{"192.0.2.10"}}
 	nodeOpts := engine.NodeOptions{Runtime: d.rt, Images: d.rt, Store: d.store, Logger: log.Named("engine"), Config: nodeCfg,
 		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
 		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour}}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/criconfig"
 )
 
 // removePodCgroup removes the pod's cgroup (PodCgroupParent) from every
@@ -21,12 +23,12 @@ import (
 // slice is a systemd unit, which systemd itself removes once it is empty.
 // A cgroup that still has processes cannot be removed (EBUSY); the error
 // says which.
-func removePodCgroup(pod *corev1.Pod, opts Options) error {
-	opts = opts.withDefaults()
-	if opts.CgroupDriver != cgroupfsDriver {
+func removePodCgroup(pod *corev1.Pod, opts criconfig.Options) error {
+	opts = opts.WithDefaults()
+	if opts.CgroupDriver != criconfig.CgroupfsDriver {
 		return nil
 	}
-	parent := PodCgroupParent(pod, opts)
+	parent := criconfig.PodCgroupParent(pod, opts)
 	var errs []error
 	for _, h := range cgroupHierarchies(opts.CgroupFS) {
 		dir := filepath.Join(h, parent)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/plan"
 )
@@ -41,7 +42,7 @@ type harness struct {
 	rt    *enginetest.FakeRuntime
 	clock *clocktesting.FakeClock
 	s     *engine.Syncer
-	cfg   engine.Options
+	cfg   criconfig.Options
 	in    engine.SyncInput
 }
 
@@ -51,7 +52,7 @@ func newHarness(t *testing.T, mutate ...func(*engine.SyncerOptions)) *harness {
 	t.Cleanup(cancel)
 	clk := clocktesting.NewFakeClock(t0)
 	rt := enginetest.NewRuntime(enginetest.WithClock(clk), enginetest.WithImages(image))
-	cfg := engine.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), CgroupFS: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
+	cfg := criconfig.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), CgroupFS: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
 	opts := engine.SyncerOptions{Runtime: rt, Images: rt, Clock: clk, Logger: zaptest.NewLogger(t), Config: cfg}
 	for _, m := range mutate {
 		m(&opts)

@@ -14,6 +14,7 @@ import (
 	criclient "k8s.io/cri-client/pkg"
 	"k8s.io/utils/clock"
 
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
@@ -105,7 +106,7 @@ type NodeOptions struct {
 	// Config are the node settings (root and log directories, node name
 	// and IPs, DNS, cgroups). Probes of host-network pods dial
 	// Config.NodeIPs[0].
-	Config Options
+	Config criconfig.Options
 	// RelistPeriod is the relist period of the runtime watcher while no
 	// event stream is open (always on containerd 1.6); zero means
 	// DefaultRelistPeriod (1 s). EventedRelistPeriod is the period while
@@ -153,7 +154,7 @@ type Node struct {
 	clock   clock.WithTicker
 	log     *zap.Logger
 	backoff plan.BackoffPolicy
-	cfg     Options
+	cfg     criconfig.Options
 	gc      GCPolicy
 	rot     LogRotation
 	admit   AdmitFunc
@@ -268,7 +269,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	}
 	return &Node{
 		rt: opts.Runtime, store: opts.Store, syncer: syncer, watcher: watcher, prober: pm,
-		clock: opts.Clock, log: opts.Logger, backoff: opts.Backoff, cfg: opts.Config.withDefaults(),
+		clock: opts.Clock, log: opts.Logger, backoff: opts.Backoff, cfg: opts.Config.WithDefaults(),
 		gc: gc, rot: opts.LogRotation.withDefaults(), admit: opts.Admit, policy: opts.Policy, metrics: opts.Metrics,
 		unavailable: opts.RuntimeUnavailable, ready: make(chan struct{}), workers: map[types.UID]*worker{},
 	}, nil

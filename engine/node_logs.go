@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/logs"
 	"github.com/podsync/podsync/engine/store"
@@ -119,8 +120,8 @@ func pollInterval(o logs.Options) time.Duration {
 
 // ContainerLogFiles lists the CRI log files of a container's instances,
 // <pod-log-dir>/<ns>_<name>_<uid>/<container>/<n>.log, oldest first.
-func ContainerLogFiles(pod *corev1.Pod, opts Options, container string) []string {
-	dir := filepath.Join(PodLogDirectory(pod, opts), container)
+func ContainerLogFiles(pod *corev1.Pod, opts criconfig.Options, container string) []string {
+	dir := filepath.Join(criconfig.PodLogDirectory(pod, opts), container)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 )
 
@@ -41,8 +42,8 @@ func TestLogsContainer(t *testing.T) {
 
 func TestContainerLogFilesAreInInstanceOrder(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u"}}
-	opts := Options{PodLogDir: t.TempDir()}
-	dir := filepath.Join(PodLogDirectory(pod, opts), "app")
+	opts := criconfig.Options{PodLogDir: t.TempDir()}
+	dir := filepath.Join(criconfig.PodLogDirectory(pod, opts), "app")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/store"
@@ -23,7 +24,7 @@ func TestGetShared(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	rt := enginetest.NewRuntime()
 	node, err := engine.NewNode(engine.NodeOptions{Runtime: rt, Images: rt, Store: st,
-		Config: engine.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir()}})
+		Config: criconfig.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
@@ -75,7 +76,7 @@ type nodeHarness struct {
 	rt    *gatedRuntime
 	clock *clocktesting.FakeClock
 	st    *store.Store
-	cfg   engine.Options
+	cfg   criconfig.Options
 	opts  engine.NodeOptions
 	node  *engine.Node
 	stop  func()
@@ -92,7 +93,7 @@ func newNodeHarness(t *testing.T, mutate ...func(*engine.NodeOptions)) *nodeHarn
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	cfg := engine.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), CgroupFS: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
+	cfg := criconfig.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), CgroupFS: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
 	opts := engine.NodeOptions{Runtime: rt, Images: rt, Store: st, Clock: clk, Logger: zaptest.NewLogger(t), Config: cfg,
 		// Relists and rotation only when the test steps the clock far.
 		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
@@ -516,7 +517,7 @@ func TestNodeDelete(t *testing.T) {
 	h := newNodeHarness(t)
 	pod := basePod()
 	h.apply(pod)
-	podDir := engine.PodDir(pod, h.cfg)
+	podDir := criconfig.PodDir(pod, h.cfg)
 	if _, err := os.Stat(podDir); err != nil {
 		t.Fatalf("pod dir: %v", err)
 	}
@@ -533,7 +534,7 @@ func TestNodeDelete(t *testing.T) {
 	if len(sbs) != 0 || len(ctrs) != 0 {
 		t.Errorf("left %d sandboxes and %d containers", len(sbs), len(ctrs))
 	}
-	for _, d := range []string{podDir, engine.PodLogDirectory(pod, h.cfg)} {
+	for _, d := range []string{podDir, criconfig.PodLogDirectory(pod, h.cfg)} {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s not removed: %v", d, err)
 		}

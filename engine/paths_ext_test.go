@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
@@ -34,7 +35,7 @@ func TestSubPathThroughPlantedSymlink(t *testing.T) {
 	h.converged(pod, h.sync(pod))
 
 	// What the container "app" does: ln -s <node dir> /data/link.
-	vol := engine.VolumeDir(pod, engine.VolumePluginEmptyDir, "data", h.cfg)
+	vol := criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, "data", h.cfg)
 	if err := os.Symlink(nodeEtc, filepath.Join(vol, "link")); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestSubPathThroughPlantedSymlink(t *testing.T) {
 	if fi, err := os.Lstat(want); err != nil || !fi.IsDir() {
 		t.Errorf("subPath directory not created in the volume: %v", err)
 	}
-	cfg, err := engine.ContainerConfig(engine.ContainerConfigInput{Pod: fixed, Container: &fixed.Spec.Containers[2],
+	cfg, err := criconfig.ContainerConfig(criconfig.ContainerConfigInput{Pod: fixed, Container: &fixed.Spec.Containers[2],
 		ResolveSubPath: engine.ResolveSubPath}, h.cfg)
 	if err != nil {
 		t.Fatal(err)

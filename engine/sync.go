@@ -19,6 +19,7 @@ import (
 	crierrors "k8s.io/cri-api/pkg/errors"
 	"k8s.io/utils/clock"
 
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
@@ -48,7 +49,7 @@ type SyncerOptions struct {
 	Backoff plan.BackoffPolicy
 	// Config are the node settings the CRI configs and pod directories
 	// depend on.
-	Config Options
+	Config criconfig.Options
 	// Metrics, if set, record every pass and its steps (not the CRI
 	// calls: wrap Runtime and Images with Metrics.InstrumentRuntime and
 	// InstrumentImages for those).
@@ -83,7 +84,7 @@ type Syncer struct {
 	clock   clock.Clock
 	log     *zap.Logger
 	backoff plan.BackoffPolicy
-	cfg     Options
+	cfg     criconfig.Options
 	metrics *Metrics
 
 	mu      sync.Mutex
@@ -105,7 +106,7 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 		clock:   opts.Clock,
 		log:     opts.Logger,
 		backoff: opts.Backoff,
-		cfg:     opts.Config.withDefaults(),
+		cfg:     opts.Config.WithDefaults(),
 		metrics: opts.Metrics,
 		running: map[types.UID]bool{},
 		pulls:   map[types.UID][]plan.PullFailure{},
@@ -233,7 +234,7 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 		// orphan comes from CRI labels): leave the file system alone.
 		s.log.Warn("pod identity is not a safe path: its directories are not removed", podFields(pod)...)
 	default:
-		errs = append(errs, os.RemoveAll(PodDir(pod, s.cfg)), os.RemoveAll(PodLogDirectory(pod, s.cfg)))
+		errs = append(errs, os.RemoveAll(criconfig.PodDir(pod, s.cfg)), os.RemoveAll(criconfig.PodLogDirectory(pod, s.cfg)))
 		if err := removePodCgroup(pod, s.cfg); err != nil {
 			// Not an error of the removal: the cgroup holds nothing
 			// of the pod's, and a pod's next incarnation reuses it.
@@ -441,7 +442,7 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 		return
 	}
 	start := p.s.clock.Now()
-	sbConfig, err := SandboxConfig(p.pod, actions.Sandbox.Attempt, p.s.cfg)
+	sbConfig, err := criconfig.SandboxConfig(p.pod, actions.Sandbox.Attempt, p.s.cfg)
 	step := StepResult{Action: ActionConfigPodSandbox, Target: sandboxID, SandboxID: sandboxID,
 		Attempt: actions.Sandbox.Attempt, Start: start, Duration: p.s.clock.Since(start)}
 	if err != nil {
@@ -558,7 +559,7 @@ func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (strin
 		p.rec.add(step)
 		return "", nil, false
 	}
-	cfg, err := SandboxConfig(p.pod, d.Attempt, p.s.cfg)
+	cfg, err := criconfig.SandboxConfig(p.pod, d.Attempt, p.s.cfg)
 	if err != nil {
 		return fail(fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", plan.PodString(p.pod), err), err)
 	}
@@ -696,7 +697,7 @@ func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef
 			return nil, fmt.Errorf("write hosts file: %w", err)
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(PodLogDirectory(p.pod, p.s.cfg), c.Name), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(criconfig.PodLogDirectory(p.pod, p.s.cfg), c.Name), 0o755); err != nil {
 		return nil, fmt.Errorf("create container log directory: %w", err)
 	}
 	if c.TerminationMessagePath != "" {
@@ -704,7 +705,7 @@ func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef
 			return nil, fmt.Errorf("create termination message file: %w", err)
 		}
 	}
-	return ContainerConfig(ContainerConfigInput{
+	return criconfig.ContainerConfig(criconfig.ContainerConfigInput{
 		Pod: p.pod, Container: c, RestartCount: restartCount, ImageRef: imageRef, PodIPs: podIPs,
 		ConfigMaps: p.in.ConfigMaps, Secrets: p.in.Secrets, ResolveSubPath: ResolveSubPath,
 	}, p.s.cfg)

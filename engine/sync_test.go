@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 )
@@ -51,14 +52,14 @@ func TestNewPodStartsInKubeletOrder(t *testing.T) {
 	}
 	// The files the containers mount exist.
 	for _, f := range []string{
-		filepath.Join(engine.PodDir(pod, h.cfg), "etc-hosts"),
-		engine.TerminationMessageFile(pod, "app", 0, h.cfg),
+		filepath.Join(criconfig.PodDir(pod, h.cfg), "etc-hosts"),
+		criconfig.TerminationMessageFile(pod, "app", 0, h.cfg),
 	} {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("mounted file: %v", err)
 		}
 	}
-	hosts, _ := os.ReadFile(filepath.Join(engine.PodDir(pod, h.cfg), "etc-hosts"))
+	hosts, _ := os.ReadFile(filepath.Join(criconfig.PodDir(pod, h.cfg), "etc-hosts"))
 	if !strings.Contains(string(hosts), res.PodIPs[0]+"\tweb\n") {
 		t.Errorf("hosts file lacks the pod's entry:\n%s", hosts)
 	}
@@ -350,7 +351,7 @@ func TestKillPodStopsEverything(t *testing.T) {
 	}
 	// A cgroup v1 layout: the pod's cgroup with a container cgroup runc
 	// left, in two hierarchies and an alias symlink.
-	parent := engine.PodCgroupParent(pod, h.cfg)
+	parent := criconfig.PodCgroupParent(pod, h.cfg)
 	for _, hier := range []string{"memory", "cpu,cpuacct"} {
 		if err := os.MkdirAll(filepath.Join(h.cfg.CgroupFS, hier, parent, "ctr"), 0o755); err != nil {
 			t.Fatal(err)
@@ -365,7 +366,7 @@ func TestKillPodStopsEverything(t *testing.T) {
 	if got := append(h.criSandboxes(), h.criContainers()...); len(got) != 0 {
 		t.Errorf("left after RemovePod: %v", got)
 	}
-	if _, err := os.Stat(engine.PodDir(pod, h.cfg)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(criconfig.PodDir(pod, h.cfg)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("pod directory after RemovePod: %v", err)
 	}
 	for _, hier := range []string{"memory", "cpu,cpuacct"} {
@@ -461,7 +462,7 @@ func TestConfigErrors(t *testing.T) {
 		"StartContainer app !CreateContainerConfigError",
 		"StartContainer helper NewSandbox",
 	)
-	data, err := os.ReadFile(filepath.Join(engine.VolumeDir(pod, engine.VolumePluginSecret, "conf", h.cfg), "auth", "token"))
+	data, err := os.ReadFile(filepath.Join(criconfig.VolumeDir(pod, criconfig.VolumePluginSecret, "conf", h.cfg), "auth", "token"))
 	if err != nil || string(data) != "s3cr3t" {
 		t.Errorf("secret file = %q, %v", data, err)
 	}
@@ -478,7 +479,7 @@ func TestTerminationMessages(t *testing.T) {
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
 	pod.Spec.Containers[1].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 	res := h.sync(pod)
-	if err := os.WriteFile(engine.TerminationMessageFile(pod, "app", 0, h.cfg), []byte("bye"), 0o644); err != nil {
+	if err := os.WriteFile(criconfig.TerminationMessageFile(pod, "app", 0, h.cfg), []byte("bye"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	h.exit(res, "app", 0)

@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -132,7 +133,7 @@ func (s *Syncer) fillTerminationMessages(pod *corev1.Pod, st *podState) {
 			continue
 		}
 		if inst.TerminationMessagePath != "" {
-			path := TerminationMessageFile(pod, inst.Name, inst.RestartCount, s.cfg)
+			path := criconfig.TerminationMessageFile(pod, inst.Name, inst.RestartCount, s.cfg)
 			data, err := readTail(path, maxTerminationMessageLength)
 			switch {
 			case errors.Is(err, os.ErrNotExist):

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 )
 
@@ -37,7 +38,7 @@ const etcHostsPath = "/etc/hosts"
 // into place, never written through a symbolic link) rather than through
 // the kubelet's atomic ..data symlink swap.
 func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput) error {
-	for _, dir := range []string{PodDir(pod, s.cfg), filepath.Join(PodDir(pod, s.cfg), "volumes"), filepath.Join(PodDir(pod, s.cfg), "containers")} {
+	for _, dir := range []string{criconfig.PodDir(pod, s.cfg), filepath.Join(criconfig.PodDir(pod, s.cfg), "volumes"), filepath.Join(criconfig.PodDir(pod, s.cfg), "containers")} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return fmt.Errorf("create pod directory: %w", err)
 		}
@@ -47,7 +48,7 @@ func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput) error {
 		var err error
 		switch {
 		case v.EmptyDir != nil:
-			dir := VolumeDir(pod, VolumePluginEmptyDir, v.Name, s.cfg)
+			dir := criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, v.Name, s.cfg)
 			if err = os.MkdirAll(dir, 0o777); err == nil {
 				err = os.Chmod(dir, 0o777)
 			}
@@ -56,12 +57,12 @@ func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput) error {
 		case v.ConfigMap != nil:
 			var files map[string]volumeFile
 			if files, err = configMapFiles(pod, v.ConfigMap, in.ConfigMaps); err == nil {
-				err = writeVolumeFiles(VolumeDir(pod, VolumePluginConfigMap, v.Name, s.cfg), files)
+				err = writeVolumeFiles(criconfig.VolumeDir(pod, criconfig.VolumePluginConfigMap, v.Name, s.cfg), files)
 			}
 		case v.Secret != nil:
 			var files map[string]volumeFile
 			if files, err = secretFiles(pod, v.Secret, in.Secrets); err == nil {
-				err = writeVolumeFiles(VolumeDir(pod, VolumePluginSecret, v.Name, s.cfg), files)
+				err = writeVolumeFiles(criconfig.VolumeDir(pod, criconfig.VolumePluginSecret, v.Name, s.cfg), files)
 			}
 		}
 		if err != nil {
@@ -154,7 +155,7 @@ func projectFiles(data map[string][]byte, items []corev1.KeyToPath, defaultMode 
 
 func configMapFiles(pod *corev1.Pod, src *corev1.ConfigMapVolumeSource, cms []*corev1.ConfigMap) (map[string]volumeFile, error) {
 	optional := src.Optional != nil && *src.Optional
-	cm := findConfigMap(cms, pod.Namespace, src.Name)
+	cm := criconfig.FindConfigMap(cms, pod.Namespace, src.Name)
 	if cm == nil {
 		if optional {
 			return map[string]volumeFile{}, nil
@@ -171,7 +172,7 @@ func configMapFiles(pod *corev1.Pod, src *corev1.ConfigMapVolumeSource, cms []*c
 
 func secretFiles(pod *corev1.Pod, src *corev1.SecretVolumeSource, secrets []*corev1.Secret) (map[string]volumeFile, error) {
 	optional := src.Optional != nil && *src.Optional
-	sec := findSecret(secrets, pod.Namespace, src.SecretName)
+	sec := criconfig.FindSecret(secrets, pod.Namespace, src.SecretName)
 	if sec == nil {
 		if optional {
 			return map[string]volumeFile{}, nil
@@ -355,7 +356,7 @@ func (s *Syncer) ensureHostsFile(pod *corev1.Pod, podIPs []string) error {
 		b.WriteString("# Kubernetes-managed hosts file (host network).\n")
 		b.Write(node)
 	} else {
-		host, domain, err := PodHostnameAndDomain(pod, s.cfg)
+		host, domain, err := criconfig.PodHostnameAndDomain(pod, s.cfg)
 		if err != nil {
 			return err
 		}
@@ -380,7 +381,7 @@ func (s *Syncer) ensureHostsFile(pod *corev1.Pod, podIPs []string) error {
 			fmt.Fprintf(&b, "%s\t%s\n", a.IP, strings.Join(a.Hostnames, "\t"))
 		}
 	}
-	p := filepath.Join(PodDir(pod, s.cfg), "etc-hosts")
+	p := filepath.Join(criconfig.PodDir(pod, s.cfg), "etc-hosts")
 	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
 		return err
 	}
@@ -394,7 +395,7 @@ func (s *Syncer) ensureHostsFile(pod *corev1.Pod, podIPs []string) error {
 // container instance's terminationMessagePath (mode 0666, as the
 // kubelet's, so any user in the container can write it).
 func (s *Syncer) createTerminationMessageFile(pod *corev1.Pod, name string, restartCount int32) error {
-	p := TerminationMessageFile(pod, name, restartCount, s.cfg)
+	p := criconfig.TerminationMessageFile(pod, name, restartCount, s.cfg)
 	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
 		return err
 	}
@@ -417,7 +418,7 @@ var logFilePattern = regexp.MustCompile(`^([0-9]+)\.log(\..*)?$`)
 // instances were removed), the next restart count is one more than the
 // highest log file's, so that logs are not overwritten.
 func (s *Syncer) restartCountFromLogDir(pod *corev1.Pod, name string) int32 {
-	entries, err := os.ReadDir(filepath.Join(PodLogDirectory(pod, s.cfg), name))
+	entries, err := os.ReadDir(filepath.Join(criconfig.PodLogDirectory(pod, s.cfg), name))
 	if err != nil {
 		return 0
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/prober"
@@ -516,7 +517,7 @@ func (n *Node) terminalSettled(ctx context.Context, uid types.UID) (bool, error)
 
 // runningContainers lists the newest running instance of each container
 // for the prober.
-func runningContainers(pod *corev1.Pod, view plan.RuntimeView, cfg Options) []prober.RunningContainer {
+func runningContainers(pod *corev1.Pod, view plan.RuntimeView, cfg criconfig.Options) []prober.RunningContainer {
 	var ip string
 	switch {
 	case pod.Spec.HostNetwork && len(cfg.NodeIPs) > 0:

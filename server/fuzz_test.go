@@ -14,6 +14,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/server"
 )
 
@@ -92,7 +93,7 @@ func addRequestSeeds(f *testing.F) {
 func FuzzValidateRequest(f *testing.F) {
 	addRequestSeeds(f)
 	v := &server.Validator{}
-	opts := engine.Options{RootDir: "/var/lib/podsync", PodLogDir: "/var/log/pods"}
+	opts := criconfig.Options{RootDir: "/var/lib/podsync", PodLogDir: "/var/log/pods"}
 	f.Fuzz(func(t *testing.T, kind byte, data []byte) {
 		req := fuzzRequests[int(kind)%len(fuzzRequests)]()
 		if err := protojson.Unmarshal(data, req); err != nil {
@@ -124,12 +125,12 @@ func FuzzValidateRequest(f *testing.F) {
 				if _, err := convert.PodToProto(pod); err != nil {
 					t.Fatalf("validation accepted a pod that does not convert back: %v", err)
 				}
-				if _, err := engine.SandboxConfig(pod, 0, opts); err != nil {
+				if _, err := criconfig.SandboxConfig(pod, 0, opts); err != nil {
 					t.Fatalf("validation accepted a pod without a sandbox config: %v", err)
 				}
 				for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 					for i := range cs {
-						_, err := engine.ContainerConfig(engine.ContainerConfigInput{Pod: pod, Container: &cs[i], ConfigMaps: cms, Secrets: secrets}, opts)
+						_, err := criconfig.ContainerConfig(criconfig.ContainerConfigInput{Pod: pod, Container: &cs[i], ConfigMaps: cms, Secrets: secrets}, opts)
 						if err != nil {
 							t.Fatalf("validation accepted container %q without a config: %v", cs[i].Name, err)
 						}
@@ -211,7 +212,7 @@ func FuzzValidatePodStrings(f *testing.F) {
 	}
 	base := volumesRequest(f)
 	v := &server.Validator{}
-	opts := engine.Options{RootDir: "/var/lib/podsync", PodLogDir: "/var/log/pods"}
+	opts := criconfig.Options{RootDir: "/var/lib/podsync", PodLogDir: "/var/log/pods"}
 	f.Fuzz(func(t *testing.T, field uint8, value string) {
 		req := proto.CloneOf(base)
 		podStringFields[int(field)%len(podStringFields)](req, value)
@@ -223,11 +224,11 @@ func FuzzValidatePodStrings(f *testing.F) {
 		if err := engine.CheckPodPaths(pod); err != nil {
 			t.Fatalf("field %d = %q: validation accepted a pod the engine refuses: %v", int(field)%len(podStringFields), value, err)
 		}
-		if _, err := engine.SandboxConfig(pod, 0, opts); err != nil {
+		if _, err := criconfig.SandboxConfig(pod, 0, opts); err != nil {
 			t.Fatalf("field %d = %q: no sandbox config: %v", int(field)%len(podStringFields), value, err)
 		}
 		for i := range pod.Spec.Containers {
-			if _, err := engine.ContainerConfig(engine.ContainerConfigInput{Pod: pod, Container: &pod.Spec.Containers[i], ConfigMaps: cms, Secrets: secrets}, opts); err != nil {
+			if _, err := criconfig.ContainerConfig(criconfig.ContainerConfigInput{Pod: pod, Container: &pod.Spec.Containers[i], ConfigMaps: cms, Secrets: secrets}, opts); err != nil {
 				t.Fatalf("field %d = %q: no container config: %v", int(field)%len(podStringFields), value, err)
 			}
 		}

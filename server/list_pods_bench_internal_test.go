@@ -14,6 +14,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/store"
 )
@@ -32,7 +33,7 @@ func storedPodsService(tb testing.TB, n int) (*service, *store.Store) {
 	tb.Cleanup(func() { _ = st.Close() })
 	rt := enginetest.NewRuntime()
 	node, err := engine.NewNode(engine.NodeOptions{Runtime: rt, Images: rt, Store: st,
-		Config: engine.Options{RootDir: tb.TempDir(), PodLogDir: tb.TempDir()}})
+		Config: criconfig.Options{RootDir: tb.TempDir(), PodLogDir: tb.TempDir()}})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	crierrors "k8s.io/cri-api/pkg/errors"
 
-	"github.com/podsync/podsync/engine/expansion"
+	"github.com/podsync/podsync/engine/criconfig/expansion"
 )
 
 // maxProbeRetries is how many times a probe that errors is run before the

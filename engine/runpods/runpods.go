@@ -16,6 +16,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/logs"
 	"github.com/podsync/podsync/engine/plan"
@@ -494,7 +495,7 @@ func isStartingReason(reason string) bool {
 
 // logTail returns the last lines of the container's newest log file.
 func (r *run) logTail(ctx context.Context, pod *corev1.Pod, container string) []string {
-	files := engine.ContainerLogFiles(pod, engine.Options{PodLogDir: r.opts.PodLogDir}, container)
+	files := engine.ContainerLogFiles(pod, criconfig.Options{PodLogDir: r.opts.PodLogDir}, container)
 	if len(files) == 0 {
 		return nil
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/store"
 )
@@ -284,7 +285,7 @@ func TestFailedPodReportsContainerAndLog(t *testing.T) {
 	logDir := t.TempDir()
 	p := pod("job", "")
 	p.Spec.RestartPolicy = corev1.RestartPolicyNever
-	dir := filepath.Join(engine.PodLogDirectory(p, engine.Options{PodLogDir: logDir}), "app")
+	dir := filepath.Join(criconfig.PodLogDirectory(p, criconfig.Options{PodLogDir: logDir}), "app")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

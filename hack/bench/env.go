@@ -25,6 +25,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/internal/localcri"
 )
 
@@ -47,7 +48,7 @@ type env struct {
 	dir      string   // .tmp/bench/<run id>: podsyncd's root and logs, raw pods' dirs
 	version  string   // "containerd v2.4.2"
 	imageRef string   // the busybox image's ID, as podsync creates containers with it
-	rawOpts  engine.Options
+	rawOpts  criconfig.Options
 	d        *podsyncd
 
 	mu   sync.Mutex
@@ -94,7 +95,7 @@ func startEnv(ctx context.Context, log *zap.Logger, repo string, flavour localcr
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		return nil, err
 	}
-	e.rawOpts = engine.Options{
+	e.rawOpts = criconfig.Options{
 		RootDir:        filepath.Join(e.dir, "raw", "root"),
 		PodLogDir:      filepath.Join(e.dir, "raw", "logs"),
 		ClusterDomain:  "cluster.local",

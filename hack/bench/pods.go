@@ -22,7 +22,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/internal/localcri"
 )
@@ -285,14 +285,14 @@ func (e *env) rawPods(pods []*corev1.Pod) ([]rawPod, error) {
 	e.noteUIDs(uidsOf(pods)...)
 	out := make([]rawPod, len(pods))
 	for i, pod := range pods {
-		sb, err := engine.SandboxConfig(pod, 0, e.rawOpts)
+		sb, err := criconfig.SandboxConfig(pod, 0, e.rawOpts)
 		if err != nil {
 			return nil, err
 		}
 		c := &pod.Spec.Containers[0]
 		// A pod IP is not known before the sandbox runs; any address
 		// gives the same /etc/hosts mount.
-		cc, err := engine.ContainerConfig(engine.ContainerConfigInput{Pod: pod, Container: c, ImageRef: e.imageRef,
+		cc, err := criconfig.ContainerConfig(criconfig.ContainerConfigInput{Pod: pod, Container: c, ImageRef: e.imageRef,
 			PodIPs: []string{"10.255.255.254"}}, e.rawOpts)
 		if err != nil {
 			return nil, err

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
@@ -79,7 +80,7 @@ func startPodsyncdOn(t *testing.T, tcp bool) *podsyncd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := engine.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
+	cfg := criconfig.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
 	node, err := engine.NewNode(engine.NodeOptions{Runtime: rt, Images: rt, Store: st, Logger: zap.NewNop(), Config: cfg,
 		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
 		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour}})

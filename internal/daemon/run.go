@@ -34,6 +34,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
@@ -342,7 +343,7 @@ func (d *daemon) runNode(ctx context.Context, rt *engine.RemoteRuntime) error {
 		Metrics: d.metrics,
 		Store:   d.store,
 		Logger:  d.log.Named("engine"),
-		Config: engine.Options{
+		Config: criconfig.Options{
 			RootDir:         d.cfg.RootDir,
 			PodLogDir:       d.cfg.PodLogDir,
 			ClusterDNS:      d.cfg.ClusterDNS,

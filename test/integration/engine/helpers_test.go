@@ -20,6 +20,7 @@ import (
 
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 )
@@ -37,7 +38,7 @@ type env struct {
 	ctx context.Context
 	rt  *engine.RemoteRuntime
 	s   *engine.Syncer
-	cfg engine.Options
+	cfg criconfig.Options
 	in  engine.SyncInput
 }
 
@@ -52,7 +53,7 @@ func newEnv(t *testing.T, mutate ...func(*engine.SyncerOptions)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rt.Close(context.Background()) })
-	cfg := engine.Options{
+	cfg := criconfig.Options{
 		RootDir:    t.TempDir(),
 		PodLogDir:  t.TempDir(),
 		CgroupRoot: cgroupRoot(),

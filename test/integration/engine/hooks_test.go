@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -32,7 +33,7 @@ func TestLifecycleHooksRun(t *testing.T) {
 		PostStart: execHook("echo post-start >> /hooks/log"),
 		PreStop:   execHook("echo pre-stop >> /hooks/log"),
 	}
-	log := filepath.Join(engine.VolumeDir(pod, engine.VolumePluginEmptyDir, "hooks", e.cfg), "log")
+	log := filepath.Join(criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, "hooks", e.cfg), "log")
 
 	res := e.until(pod, "running", e.running(pod))
 	if s := res.Step(engine.ActionPostStartHook, "app"); s == nil || s.Err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 
@@ -72,7 +73,7 @@ func TestNewPodRuns(t *testing.T) {
 			t.Errorf("%s: %q %q %v, want %q", cmd, out, stderr, err, want)
 		}
 	}
-	if data, err := os.ReadFile(filepath.Join(engine.VolumeDir(pod, engine.VolumePluginEmptyDir, "scratch", e.cfg), "x")); err != nil || string(data) != "x\n" {
+	if data, err := os.ReadFile(filepath.Join(criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, "scratch", e.cfg), "x")); err != nil || string(data) != "x\n" {
 		t.Errorf("emptyDir on the host: %q, %v", data, err)
 	}
 	if again := e.sync(pod); len(again.Steps) != 0 {
@@ -405,11 +406,11 @@ func TestLeftoversAreFinishedOrRemoved(t *testing.T) {
 	res := e.until(pod, "running", e.running(pod))
 	localcritest.Crictl(t, inst, "stop", "--timeout", "2", newest(t, res, "app").ID)
 	// What an interrupted pass leaves: the next instance, created only.
-	cfg, err := engine.ContainerConfig(engine.ContainerConfigInput{Pod: pod, Container: &pod.Spec.Containers[0], RestartCount: 1, PodIPs: res.PodIPs}, e.cfg)
+	cfg, err := criconfig.ContainerConfig(criconfig.ContainerConfigInput{Pod: pod, Container: &pod.Spec.Containers[0], RestartCount: 1, PodIPs: res.PodIPs}, e.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sbCfg, err := engine.SandboxConfig(pod, 0, e.cfg)
+	sbCfg, err := criconfig.SandboxConfig(pod, 0, e.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 )
 
@@ -326,8 +326,8 @@ func (n *node) checkGone(ctx context.Context, pods []*testPod) {
 			}
 		}
 		for _, p := range pods {
-			cfg := engine.Options{RootDir: n.rootDir, PodLogDir: n.podLogDir}
-			for _, dir := range []string{engine.PodDir(p.core, cfg), engine.PodLogDirectory(p.core, cfg)} {
+			cfg := criconfig.Options{RootDir: n.rootDir, PodLogDir: n.podLogDir}
+			for _, dir := range []string{criconfig.PodDir(p.core, cfg), criconfig.PodLogDirectory(p.core, cfg)} {
 				if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 					problems = append(problems, fmt.Sprintf("directory of deleted pod %s left: %s (%v)", p.name(), dir, err))
 				}

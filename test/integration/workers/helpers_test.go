@@ -20,6 +20,7 @@ import (
 
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
@@ -38,7 +39,7 @@ type env struct {
 	ctx  context.Context
 	rt   *engine.RemoteRuntime
 	st   *store.Store
-	cfg  engine.Options
+	cfg  criconfig.Options
 	opts engine.NodeOptions
 	node *engine.Node
 	stop func()
@@ -60,7 +61,7 @@ func newEnv(t *testing.T, mutate ...func(*engine.NodeOptions)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := engine.Options{
+	cfg := criconfig.Options{
 		RootDir:    t.TempDir(),
 		PodLogDir:  t.TempDir(),
 		CgroupRoot: cgroupRoot(),

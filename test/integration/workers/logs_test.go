@@ -6,18 +6,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/podsync/podsync/internal/localcri/localcritest"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/logs"
 )
 
@@ -166,7 +168,7 @@ func TestLogsFollowAcrossRotation(t *testing.T) {
 	e.apply(pod)
 	f := e.follow(pod, "app")
 	rotated := func() bool {
-		m, _ := filepath.Glob(filepath.Join(engine.PodLogDirectory(pod, e.cfg), "app", "0.log.*"))
+		m, _ := filepath.Glob(filepath.Join(criconfig.PodLogDirectory(pod, e.cfg), "app", "0.log.*"))
 		return len(m) >= 2
 	}
 	e.eventually("two rotations", rotated)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
@@ -414,7 +415,7 @@ func TestDeleteLeavesNothing(t *testing.T) {
 	if ids := localcritest.CrictlIDs(t, inst, "ps", "-a", "--label", label); len(ids) != 0 {
 		t.Errorf("crictl ps -a: %v", ids)
 	}
-	for _, d := range []string{engine.PodDir(pod, e.cfg), engine.PodLogDirectory(pod, e.cfg)} {
+	for _, d := range []string{criconfig.PodDir(pod, e.cfg), criconfig.PodLogDirectory(pod, e.cfg)} {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s not removed: %v", d, err)
 		}

@@ -1,4 +1,4 @@
-package engine
+package criconfig
 
 import (
 	"fmt"
@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/podsync/podsync/engine/criconfig/expansion"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/expansion"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -48,7 +48,7 @@ func MakeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, er
 		switch {
 		case from.ConfigMapRef != nil:
 			ref := from.ConfigMapRef
-			cm := findConfigMap(in.ConfigMaps, pod.Namespace, ref.Name)
+			cm := FindConfigMap(in.ConfigMaps, pod.Namespace, ref.Name)
 			if cm == nil {
 				if ref.Optional != nil && *ref.Optional {
 					continue
@@ -58,7 +58,7 @@ func MakeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, er
 			data = cm.Data
 		case from.SecretRef != nil:
 			ref := from.SecretRef
-			s := findSecret(in.Secrets, pod.Namespace, ref.Name)
+			s := FindSecret(in.Secrets, pod.Namespace, ref.Name)
 			if s == nil {
 				if ref.Optional != nil && *ref.Optional {
 					continue
@@ -100,7 +100,7 @@ func MakeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, er
 		case from.ConfigMapKeyRef != nil:
 			ref := from.ConfigMapKeyRef
 			optional := ref.Optional != nil && *ref.Optional
-			cm := findConfigMap(in.ConfigMaps, pod.Namespace, ref.Name)
+			cm := FindConfigMap(in.ConfigMaps, pod.Namespace, ref.Name)
 			if cm == nil {
 				if optional {
 					continue
@@ -118,7 +118,7 @@ func MakeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, er
 		case from.SecretKeyRef != nil:
 			ref := from.SecretKeyRef
 			optional := ref.Optional != nil && *ref.Optional
-			s := findSecret(in.Secrets, pod.Namespace, ref.Name)
+			s := FindSecret(in.Secrets, pod.Namespace, ref.Name)
 			if s == nil {
 				if optional {
 					continue
@@ -145,7 +145,7 @@ func MakeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, er
 	return out, nil
 }
 
-func findConfigMap(cms []*corev1.ConfigMap, ns, name string) *corev1.ConfigMap {
+func FindConfigMap(cms []*corev1.ConfigMap, ns, name string) *corev1.ConfigMap {
 	for _, cm := range cms {
 		if cm != nil && cm.Name == name && (cm.Namespace == ns || cm.Namespace == "") {
 			return cm
@@ -154,7 +154,7 @@ func findConfigMap(cms []*corev1.ConfigMap, ns, name string) *corev1.ConfigMap {
 	return nil
 }
 
-func findSecret(ss []*corev1.Secret, ns, name string) *corev1.Secret {
+func FindSecret(ss []*corev1.Secret, ns, name string) *corev1.Secret {
 	for _, s := range ss {
 		if s != nil && s.Name == name && (s.Namespace == ns || s.Namespace == "") {
 			return s

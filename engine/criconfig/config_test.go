@@ -1,4 +1,4 @@
-package engine
+package criconfig
 
 import (
 	"bytes"
@@ -56,7 +56,7 @@ type goldenPod struct {
 
 func loadManifest(t *testing.T, name string) *convert.Manifests {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "testdata", "manifests", name))
+	f, err := os.Open(filepath.Join("..", "..", "testdata", "manifests", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,9 +79,9 @@ func loadManifest(t *testing.T, name string) *convert.Manifests {
 
 // TestConfigsGolden builds the sandbox and container configs of every
 // testdata manifest and compares them with testdata/<manifest>.golden.json
-// (go test ./engine -run TestConfigsGolden -update rewrites them).
+// (go test ./engine/criconfig -run TestConfigsGolden -update rewrites them).
 func TestConfigsGolden(t *testing.T) {
-	manifests, err := filepath.Glob(filepath.Join("..", "testdata", "manifests", "*.yaml"))
+	manifests, err := filepath.Glob(filepath.Join("..", "..", "testdata", "manifests", "*.yaml"))
 	if err != nil || len(manifests) == 0 {
 		t.Fatalf("no manifests: %v", err)
 	}

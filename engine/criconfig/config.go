@@ -1,4 +1,4 @@
-package engine
+package criconfig
 
 import (
 	"fmt"
@@ -66,7 +66,7 @@ type Options struct {
 	CPUCFSQuotaPeriod time.Duration
 }
 
-func (o Options) withDefaults() Options {
+func (o Options) WithDefaults() Options {
 	if o.RootDir == "" {
 		o.RootDir = DefaultRootDir
 	}
@@ -74,7 +74,7 @@ func (o Options) withDefaults() Options {
 		o.PodLogDir = DefaultPodLogDir
 	}
 	if o.CgroupDriver == "" {
-		o.CgroupDriver = cgroupfsDriver
+		o.CgroupDriver = CgroupfsDriver
 	}
 	if o.CgroupRoot == "" {
 		o.CgroupRoot = "/"
@@ -100,7 +100,7 @@ const (
 
 // PodDir is <root>/pods/<uid>.
 func PodDir(pod *corev1.Pod, opts Options) string {
-	return filepath.Join(opts.withDefaults().RootDir, "pods", string(pod.UID))
+	return filepath.Join(opts.WithDefaults().RootDir, "pods", string(pod.UID))
 }
 
 // VolumeDir is <root>/pods/<uid>/volumes/<plugin>/<name>, where emptyDir,
@@ -112,7 +112,7 @@ func VolumeDir(pod *corev1.Pod, plugin, name string, opts Options) string {
 // PodLogDirectory is the kubelet's BuildPodLogsDirectory:
 // <pod-log-dir>/<namespace>_<name>_<uid>.
 func PodLogDirectory(pod *corev1.Pod, opts Options) string {
-	return filepath.Join(opts.withDefaults().PodLogDir, strings.Join([]string{pod.Namespace, pod.Name, string(pod.UID)}, "_"))
+	return filepath.Join(opts.WithDefaults().PodLogDir, strings.Join([]string{pod.Namespace, pod.Name, string(pod.UID)}, "_"))
 }
 
 // ContainerLogPath is the kubelet's buildContainerLogsPath, relative to
@@ -125,7 +125,7 @@ func ContainerLogPath(name string, restartCount int32) string {
 // generatePodSandboxConfig does. It returns an error wrapping
 // ErrInvalidSpec for an invalid hostname, subdomain or DNS policy.
 func SandboxConfig(pod *corev1.Pod, attempt uint32, opts Options) (*runtimeapi.PodSandboxConfig, error) {
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
@@ -536,7 +536,7 @@ type ContainerConfigInput struct {
 // for a missing ConfigMap, Secret or key that is not optional, and
 // ErrInvalidSpec for a mount of an unknown or unsupported volume.
 func ContainerConfig(in ContainerConfigInput, opts Options) (*runtimeapi.ContainerConfig, error) {
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	pod, c := in.Pod, in.Container
 	env, err := MakeEnvironment(in, opts)
 	if err != nil {

@@ -1,4 +1,4 @@
-package engine
+package criconfig
 
 import (
 	"path"
@@ -19,7 +19,7 @@ const (
 	MinQuotaPeriod  = 1000   // µs
 	guaranteedOOM   = -997
 	besteffortOOM   = 1000
-	cgroupfsDriver  = "cgroupfs"
+	CgroupfsDriver  = "cgroupfs"
 	systemdDriver   = "systemd"
 	kubepodsCgroup  = "kubepods"
 	podCgroupPrefix = "pod"
@@ -59,7 +59,7 @@ func MilliCPUToQuota(milliCPU, period int64) int64 {
 // cgroup root, as a cgroupfs path or, for the systemd driver, the expanded
 // slice path (/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice).
 func PodCgroupParent(pod *corev1.Pod, opts Options) string {
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	var name []string
 	for _, p := range strings.Split(opts.CgroupRoot, "/") {
 		if p != "" {
