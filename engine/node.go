@@ -21,6 +21,7 @@ import (
 	"github.com/podsync/podsync/engine/prober"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/internal/failpoint"
+	"github.com/podsync/podsync/logx"
 )
 
 // Defaults of NodeOptions.
@@ -342,7 +343,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	n.mu.Unlock()
 	close(n.ready)
-	n.log.Info("node running", zap.Int(logPods, len(n.snapshotWorkers())))
+	n.log.Info("node running", zap.Int(logx.Pods, len(n.snapshotWorkers())))
 
 	<-ctx.Done()
 	n.log.Info("node stopping")
@@ -426,9 +427,9 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	}
 	failpoint.Inject(failpoint.AfterStorePut)
 	if res.Created {
-		n.log.Info("pod stored", podFields(pod)...)
+		n.log.Info("pod stored", logx.Pod(pod)...)
 	} else if rec.ModRevision != existing.ModRevision {
-		n.log.Info("pod updated", append(podFields(pod), zap.Int64(logGeneration, rec.Generation))...)
+		n.log.Info("pod updated", append(logx.Pod(pod), zap.Int64(logx.Generation, rec.Generation))...)
 	}
 
 	w, err := n.lockWorker(ctx, pod.UID)
@@ -576,7 +577,7 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 		}
 		return false, nil, fmt.Errorf("delete pod %s: %w", plan.PodString(pod), storeError(err))
 	}
-	n.log.Info("pod deletion requested", podFields(pod)...)
+	n.log.Info("pod deletion requested", logx.Pod(pod)...)
 	// The pass running, if any, would only delay the kill.
 	dw.cancelPass(fmt.Errorf("pod %s: %w", plan.PodString(pod), errdefs.ErrTerminating))
 	w, err := n.lockWorker(ctx, pod.UID)
@@ -681,7 +682,7 @@ func (n *Node) consumeProbes() {
 			ev := store.Event{Type: corev1.EventTypeWarning, Reason: "Unhealthy", Container: u.ContainerName,
 				Message: fmt.Sprintf("%s probe failed: %s", u.Type, u.Output)}
 			if _, err := n.store.Append(store.EventChange(ref, ev)); err != nil && !errors.Is(err, store.ErrNotFound) {
-				n.log.Warn("record probe event", zap.String(logPodUID, string(u.PodUID)), zap.Error(err))
+				n.log.Warn("record probe event", zap.String(logx.PodUID, string(u.PodUID)), zap.Error(err))
 			}
 		}
 		w.kickSelf()

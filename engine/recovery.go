@@ -12,6 +12,7 @@ import (
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/logx"
 )
 
 // recover loads the store and lists the runtime: podsync's objects of
@@ -34,8 +35,8 @@ func (n *Node) recover(ctx context.Context) error {
 		w.setRef(r.Ref())
 		w.noteStatus(&r.Pod.Status)
 		_, adopted := inRuntime[r.Pod.UID]
-		n.log.Info("pod resumed", append(podFields(r.Pod), zap.Bool(logAdopted, adopted), zap.Bool(logDeleting, r.Deleting),
-			zap.String(logPhase, string(r.Pod.Status.Phase)))...)
+		n.log.Info("pod resumed", append(logx.Pod(r.Pod), zap.Bool(logx.Adopted, adopted), zap.Bool(logx.Deleting, r.Deleting),
+			zap.String(logx.Phase, string(r.Pod.Status.Phase)))...)
 	}
 	for uid, ref := range inRuntime {
 		if stored[uid] {
@@ -46,13 +47,13 @@ func (n *Node) recover(ctx context.Context) error {
 			return err
 		}
 		if err := n.removeOrphan(ctx, ref); err != nil {
-			n.log.Warn("remove orphaned pod; the garbage collector will retry", zap.String(logPodUID, string(uid)), zap.Error(err))
+			n.log.Warn("remove orphaned pod; the garbage collector will retry", zap.String(logx.PodUID, string(uid)), zap.Error(err))
 		} else {
 			n.retire(w)
 		}
 		w.release()
 	}
-	n.log.Info("node recovered", zap.Int(logPods, len(recs)), zap.Int64(logRevision, rev))
+	n.log.Info("node recovered", zap.Int(logx.Pods, len(recs)), zap.Int64(logx.Revision, rev))
 	return nil
 }
 

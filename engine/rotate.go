@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/logx"
 )
 
 // rotatedTimeFormat is the kubelet's timestamp suffix of rotated logs.
@@ -49,7 +50,7 @@ func (n *Node) RotateLogs(ctx context.Context) {
 			continue
 		}
 		if err := n.rotateLog(ctx, c.GetId(), path); err != nil && ctx.Err() == nil {
-			n.log.Warn("log rotation failed", zap.String(logContainerID, c.GetId()), zap.String(logPath, path), zap.Error(err))
+			n.log.Warn("log rotation failed", zap.String(logx.ContainerID, c.GetId()), zap.String(logx.Path, path), zap.Error(err))
 		}
 	}
 }
@@ -83,8 +84,8 @@ func (n *Node) rotateLog(ctx context.Context, id, path string) error {
 			}
 			return fmt.Errorf("reopen container log: %w", err)
 		}
-		n.log.Info("container log rotated", zap.String(logContainerID, id), zap.String(logPath, rotated),
-			zap.Int64(logSize, fi.Size()))
+		n.log.Info("container log rotated", zap.String(logx.ContainerID, id), zap.String(logx.Path, rotated),
+			zap.Int64(logx.Size, fi.Size()))
 	}
 	old, err := filepath.Glob(escapeGlob(path) + ".*")
 	if err != nil {

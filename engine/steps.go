@@ -4,7 +4,10 @@ import (
 	"errors"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/logx"
 )
 
 // StepAction names what a step did. The first five are the kubelet's
@@ -175,4 +178,30 @@ func (r SyncResult) Step(action StepAction, target string) *StepResult {
 		}
 	}
 	return nil
+}
+
+// stepFields are the fields of one step's log line.
+func stepFields(st StepResult) []zap.Field {
+	f := []zap.Field{zap.String(logx.Action, string(st.Action))}
+	if st.ContainerName() != "" {
+		f = append(f, zap.String(logx.ContainerName, st.ContainerName()))
+	}
+	if st.ContainerID != "" {
+		f = append(f, zap.String(logx.ContainerID, st.ContainerID))
+	}
+	if st.SandboxID != "" {
+		f = append(f, zap.String(logx.SandboxID, st.SandboxID))
+	}
+	if st.ContainerType != "" {
+		f = append(f, zap.Uint32(logx.RestartCount, st.Attempt))
+	} else if st.SandboxID != "" {
+		f = append(f, zap.Uint32(logx.Attempt, st.Attempt))
+	}
+	if st.Reason != "" {
+		f = append(f, zap.String(logx.Reason, st.Reason))
+	}
+	if !st.NextRetry.IsZero() {
+		f = append(f, zap.Time(logx.NextRetry, st.NextRetry))
+	}
+	return append(f, zap.Duration(logx.Duration, st.Duration.Round(time.Millisecond)))
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/internal/failpoint"
+	"github.com/podsync/podsync/logx"
 )
 
 // cleanupTimeout bounds the rollback and cleanup that run after the
@@ -162,7 +163,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, in SyncInput, emi
 		return SyncResult{}, fmt.Errorf("sync pod %s: %w", plan.PodString(pod), err)
 	}
 	defer s.release(pod.UID)
-	log := s.log.With(podFields(pod)...)
+	log := s.log.With(logx.Pod(pod)...)
 	p := &pass{s: s, pod: pod, in: in, log: log, rec: &recorder{emit: emit, log: log, metrics: s.metrics}}
 	start := s.clock.Now()
 	res, err := p.run(ctx)
@@ -232,13 +233,13 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 	case err != nil || strings.ContainsAny(pod.Namespace+pod.Name, "/\x00"):
 		// Not a pod directory podsync could have made (the identity of an
 		// orphan comes from CRI labels): leave the file system alone.
-		s.log.Warn("pod identity is not a safe path: its directories are not removed", podFields(pod)...)
+		s.log.Warn("pod identity is not a safe path: its directories are not removed", logx.Pod(pod)...)
 	default:
 		errs = append(errs, os.RemoveAll(criconfig.PodDir(pod, s.cfg)), os.RemoveAll(criconfig.PodLogDirectory(pod, s.cfg)))
 		if err := removePodCgroup(pod, s.cfg); err != nil {
 			// Not an error of the removal: the cgroup holds nothing
 			// of the pod's, and a pod's next incarnation reuses it.
-			s.log.Warn("pod cgroup not removed", append(podFields(pod), zap.Error(err))...)
+			s.log.Warn("pod cgroup not removed", append(logx.Pod(pod), zap.Error(err))...)
 		}
 	}
 	s.mu.Lock()
@@ -247,7 +248,7 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove pod %s: %w", plan.PodString(pod), err)
 	}
-	s.log.Info("pod removed", podFields(pod)...)
+	s.log.Info("pod removed", logx.Pod(pod)...)
 	return nil
 }
 
@@ -654,7 +655,7 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.Contain
 			// behind.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 			if rerr := p.s.rt.RemoveContainer(cctx, id); rerr != nil {
-				p.log.Warn("remove unstarted container", zap.String(logContainerName, c.Name), zap.String(logContainerID, id), zap.Error(rerr))
+				p.log.Warn("remove unstarted container", zap.String(logx.ContainerName, c.Name), zap.String(logx.ContainerID, id), zap.Error(rerr))
 			}
 			cancel()
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/podsync/podsync/engine/prober"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/internal/failpoint"
+	"github.com/podsync/podsync/logx"
 )
 
 // Retry delays of passes that failed (a step without a back-off of its
@@ -325,8 +326,8 @@ func (n *Node) workerPass(w *worker, due bool) {
 		return
 	}
 	if _, err := n.pass(w.ctx, w, true, nil); err != nil && w.ctx.Err() == nil {
-		n.log.Warn("pod sync failed; retrying", zap.String(logPodUID, string(w.uid)), zap.Error(err),
-			zap.Time(logNextRetry, w.nextRetry()))
+		n.log.Warn("pod sync failed; retrying", zap.String(logx.PodUID, string(w.uid)), zap.Error(err),
+			zap.Time(logx.NextRetry, w.nextRetry()))
 	}
 }
 
@@ -413,8 +414,8 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepR
 		c.Sandbox = storedSandbox(sb)
 		changes = append(changes, c)
 		if status.Phase != pod.Status.Phase {
-			n.log.Info("pod phase changed", append(podFields(pod), zap.String(logPhase, string(status.Phase)),
-				zap.String(logPrevPhase, string(pod.Status.Phase)))...)
+			n.log.Info("pod phase changed", append(logx.Pod(pod), zap.String(logx.Phase, string(status.Phase)),
+				zap.String(logx.PrevPhase, string(pod.Status.Phase)))...)
 		}
 	}
 	failpoint.Inject(failpoint.BeforeStatusAppend)
@@ -552,7 +553,7 @@ func (n *Node) finishDeletion(ctx context.Context, w *worker, rec *store.PodReco
 	}
 	if changes := n.stepEvents(w, pod, res.Steps); len(changes) > 0 {
 		if _, err := n.store.Append(changes...); err != nil && !errors.Is(err, store.ErrNotFound) {
-			n.log.Warn("record events", append(podFields(pod), zap.Error(err))...)
+			n.log.Warn("record events", append(logx.Pod(pod), zap.Error(err))...)
 		}
 	}
 	n.prober.RemovePod(pod.UID)
@@ -567,7 +568,7 @@ func (n *Node) finishDeletion(ctx context.Context, w *worker, rec *store.PodReco
 		return out, fmt.Errorf("remove pod from the store: %w", err)
 	}
 	n.retire(w)
-	n.log.Info("pod deleted", append(podFields(pod), zap.Int64(logRevision, rev))...)
+	n.log.Info("pod deleted", append(logx.Pod(pod), zap.Int64(logx.Revision, rev))...)
 	out.gone = true
 	return out, nil
 }
@@ -596,7 +597,7 @@ func (n *Node) removeOrphan(ctx context.Context, ref plan.PodRef) error {
 	if err := n.removePod(ctx, pod); err != nil {
 		return err
 	}
-	n.log.Info("orphaned pod removed", podFields(pod)...)
+	n.log.Info("orphaned pod removed", logx.Pod(pod)...)
 	return nil
 }
 
@@ -613,7 +614,7 @@ func (n *Node) removePod(ctx context.Context, pod *corev1.Pod) error {
 		if err == nil || i == removeAttempts || ctx.Err() != nil {
 			return err
 		}
-		n.log.Warn("remove pod; retrying", append(podFields(pod), zap.Error(err), zap.Duration(logDuration, delay))...)
+		n.log.Warn("remove pod; retrying", append(logx.Pod(pod), zap.Error(err), zap.Duration(logx.Duration, delay))...)
 		select {
 		case <-ctx.Done():
 			return err
@@ -656,7 +657,7 @@ func (n *Node) publishObserved(w *worker, pod *corev1.Pod, view plan.RuntimeView
 	c.Sandbox = storedSandbox(sb)
 	if _, err := n.store.Append(c); err != nil {
 		// The pass's own status follows; this one is only earlier.
-		n.log.Warn("record observed status", append(podFields(pod), zap.Error(err))...)
+		n.log.Warn("record observed status", append(logx.Pod(pod), zap.Error(err))...)
 		return
 	}
 	pod.Status = status

@@ -1,0 +1,50 @@
+package logx
+
+import (
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Log keys of the engine and the server (STYLE.md: snake_case, one file).
+const (
+	PodNamespace  = "pod_namespace"
+	PodName       = "pod_name"
+	PodUID        = "pod_uid"
+	SandboxID     = "sandbox_id"
+	Attempt       = "attempt"
+	ContainerName = "container_name"
+	ContainerID   = "container_id"
+	RestartCount  = "restart_count"
+	Duration      = "duration"
+	Action        = "action"
+	Reason        = "reason"
+	Image         = "image"
+	NextRetry     = "next_retry"
+	Phase         = "phase"
+	PrevPhase     = "previous_phase"
+	Generation    = "generation"
+	Revision      = "revision"
+	Adopted       = "adopted"
+	Deleting      = "deleting"
+	Pods          = "pods"
+	Path          = "path"
+	Size          = "size"
+)
+
+// Keys of a request's scope, set by the server's interceptors and carried
+// to the engine in the context (WithFields).
+const (
+	RPCMethod = "rpc_method"
+	RequestID = "request_id"
+	Identity  = "identity"
+	Role      = "role"
+)
+
+// Pod returns the fields that name pod in every log line about it.
+func Pod(pod *corev1.Pod) []zap.Field {
+	return []zap.Field{
+		zap.String(PodNamespace, pod.Namespace),
+		zap.String(PodName, pod.Name),
+		zap.String(PodUID, string(pod.UID)),
+	}
+}
