@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -16,7 +17,7 @@ import (
 func running(mutate ...func(*corev1.Pod)) func(*harness) *corev1.Pod {
 	return func(h *harness) *corev1.Pod {
 		h.t.Helper()
-		pod := basePod()
+		pod := enginetest.Pod()
 		for _, m := range mutate {
 			m(pod)
 		}
@@ -28,7 +29,7 @@ func running(mutate ...func(*corev1.Pod)) func(*harness) *corev1.Pod {
 // fresh returns basePod (as mutated) without running it.
 func fresh(mutate ...func(*corev1.Pod)) func(*harness) *corev1.Pod {
 	return func(*harness) *corev1.Pod {
-		pod := basePod()
+		pod := enginetest.Pod()
 		for _, m := range mutate {
 			m(pod)
 		}
@@ -99,7 +100,7 @@ func TestInjectedErrors(t *testing.T) {
 			}),
 			want: []string{
 				"CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0",
-				"PullImage " + image + " !ErrImagePull", "StartContainer app !ErrImagePull",
+				"PullImage " + enginetest.Image + " !ErrImagePull", "StartContainer app !ErrImagePull",
 			},
 			between: func(t *testing.T, h *harness, pod *corev1.Pod) {
 				res := h.sync(pod)
@@ -165,7 +166,7 @@ func TestInjectedErrors(t *testing.T) {
 		{
 			name: "remove container", method: "RemoveContainer",
 			setup: func(h *harness) *corev1.Pod {
-				pod := basePod()
+				pod := enginetest.Pod()
 				h.rt.InjectError("StartContainer", injected)
 				h.sync(pod)
 				return pod
@@ -176,7 +177,7 @@ func TestInjectedErrors(t *testing.T) {
 			name: "remove sandbox", method: "RemovePodSandbox",
 			setup: func(h *harness) *corev1.Pod {
 				// A sandbox without containers, stopped from outside.
-				pod := basePod()
+				pod := enginetest.Pod()
 				h.rt.InjectError("CreateContainer", injected)
 				h.rt.InjectError("CreateContainer", injected)
 				res := h.sync(pod)

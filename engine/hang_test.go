@@ -57,7 +57,7 @@ func (r *hungRuntime) CreateContainer(ctx context.Context, sandboxID string, cfg
 // pass only until the caller's deadline: the engine passes its context to
 // every call, and the pass ends with the deadline's error. (The calls of
 // the workers' own passes, which have no caller's deadline, are bounded by
-// DialRuntime's per-call timeout, DefaultRuntimeTimeout; image pulls by
+// DialRuntime's per-call timeout, DefaultRuntimeTimeout; enginetest.Image pulls by
 // the runtime's pull progress timeout.)
 func TestHungRuntimeCallEndsWithTheDeadline(t *testing.T) {
 	for _, method := range []string{"ListPodSandbox", "RunPodSandbox", "CreateContainer"} {
@@ -70,7 +70,7 @@ func TestHungRuntimeCallEndsWithTheDeadline(t *testing.T) {
 			ctx, cancel := context.WithTimeout(h.ctx, 200*time.Millisecond)
 			defer cancel()
 			start := time.Now()
-			_, err := h.s.SyncPod(ctx, basePod(), h.in, nil)
+			_, err := h.s.SyncPod(ctx, enginetest.Pod(), h.in, nil)
 			// The context's error, or the runtime's (cri-client's) for it.
 			if !errors.Is(err, context.DeadlineExceeded) && status.Code(err) != codes.DeadlineExceeded {
 				t.Errorf("SyncPod with %s hung: %v, want the deadline's error", method, err)
@@ -95,13 +95,13 @@ func TestNodeRuntimeUnavailable(t *testing.T) {
 				}
 			})
 			// A first pod: the node has recovered and runs.
-			first := basePod()
+			first := enginetest.Pod()
 			first.Name, first.UID = "first", "uid-first"
 			h.apply(first)
 			for range 5 {
 				h.rt.InjectError("ListPodSandbox", status.Error(codes.Unavailable, "connection refused"))
 			}
-			_, err := h.node.Apply(h.ctx, basePod(), nil, nil, nil)
+			_, err := h.node.Apply(h.ctx, enginetest.Pod(), nil, nil, nil)
 			if err == nil || errors.Is(err, errdefs.ErrRuntimeUnavailable) != classify {
 				t.Errorf("Apply with the runtime away: %v; want an error, wrapping ErrRuntimeUnavailable: %v", err, classify)
 			}

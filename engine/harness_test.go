@@ -11,9 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
@@ -28,12 +26,6 @@ var (
 
 // t0 is the fake clock's start.
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
-// image is held by every fake runtime.
-const image = "registry.local/busybox:1"
-
-// runForever is a command the fake runtime keeps running until stopped.
-var runForever = []string{"/bin/sh", "-c", "while :; do sleep 1; done"}
 
 // harness is one Syncer on a FakeRuntime with a fake clock.
 type harness struct {
@@ -51,7 +43,7 @@ func newHarness(t *testing.T, mutate ...func(*engine.SyncerOptions)) *harness {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	t.Cleanup(cancel)
 	clk := clocktesting.NewFakeClock(t0)
-	rt := enginetest.NewRuntime(enginetest.WithClock(clk), enginetest.WithImages(image))
+	rt := enginetest.NewRuntime(enginetest.WithClock(clk), enginetest.WithImages(enginetest.Image))
 	cfg := criconfig.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), CgroupFS: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
 	opts := engine.SyncerOptions{Runtime: rt, Images: rt, Clock: clk, Logger: zaptest.NewLogger(t), Config: cfg}
 	for _, m := range mutate {
@@ -62,28 +54,6 @@ func newHarness(t *testing.T, mutate ...func(*engine.SyncerOptions)) *harness {
 		t.Fatal(err)
 	}
 	return &harness{t: t, ctx: ctx, rt: rt, clock: clk, s: s, cfg: opts.Config}
-}
-
-// basePod has two regular containers that run until stopped.
-func basePod() *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyAlways,
-			TerminationGracePeriodSeconds: ptr.To[int64](30),
-			Containers: []corev1.Container{
-				container("app", runForever...),
-				container("helper", runForever...),
-			},
-		},
-	}
-}
-
-func container(name string, command ...string) corev1.Container {
-	return corev1.Container{
-		Name: name, Image: image, Command: command, ImagePullPolicy: corev1.PullIfNotPresent,
-		TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-	}
 }
 
 // sync runs one pass (after moving the clock on by a millisecond, so that

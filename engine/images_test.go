@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 )
@@ -23,19 +24,19 @@ func TestPullPolicies(t *testing.T) {
 		policy corev1.PullPolicy
 		want   []string
 	}{
-		{"IfNotPresent and present", image, corev1.PullIfNotPresent, []string{"StartContainer app NewSandbox"}},
+		{"IfNotPresent and present", enginetest.Image, corev1.PullIfNotPresent, []string{"StartContainer app NewSandbox"}},
 		{"IfNotPresent and absent", "registry.local/other:1", corev1.PullIfNotPresent,
 			[]string{"PullImage registry.local/other:1", "StartContainer app NewSandbox"}},
-		{"Always and present", image, corev1.PullAlways, []string{"PullImage " + image, "StartContainer app NewSandbox"}},
-		{"Never and present", image, corev1.PullNever, []string{"StartContainer app NewSandbox"}},
+		{"Always and present", enginetest.Image, corev1.PullAlways, []string{"PullImage " + enginetest.Image, "StartContainer app NewSandbox"}},
+		{"Never and present", enginetest.Image, corev1.PullNever, []string{"StartContainer app NewSandbox"}},
 		{"Never and absent", "registry.local/other:1", corev1.PullNever, []string{"StartContainer app !ErrImageNeverPull"}},
 		{"default for latest is Always", "registry.local/other", "", []string{"PullImage registry.local/other", "StartContainer app NewSandbox"}},
-		{"default for a tag is IfNotPresent", image, "", []string{"StartContainer app NewSandbox"}},
+		{"default for a tag is IfNotPresent", enginetest.Image, "", []string{"StartContainer app NewSandbox"}},
 		{"invalid reference", "Registry.local/UPPER:1", corev1.PullAlways, []string{"StartContainer app !InvalidImageName"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			pod := basePod()
+			pod := enginetest.Pod()
 			pod.Spec.Containers = pod.Spec.Containers[:1]
 			pod.Spec.Containers[0].Image = tc.image
 			pod.Spec.Containers[0].ImagePullPolicy = tc.policy
@@ -54,18 +55,18 @@ func TestPullPolicies(t *testing.T) {
 
 func TestImageInContainerStatus(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.Containers[0].Image = "registry.local/other:1"
 	res := h.sync(pod)
 	st := h.s.PodStatus(pod, res.View, plan.ProbeResults{})
 	if cs := st.ContainerStatuses[0]; cs.Image != "registry.local/other:1" || cs.ImageID != "registry.local/other:1" {
-		t.Errorf("status image %q id %q, want the pulled image and its ref", cs.Image, cs.ImageID)
+		t.Errorf("status enginetest.Image %q id %q, want the pulled enginetest.Image and its ref", cs.Image, cs.ImageID)
 	}
 }
 
 func TestPullSecrets(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 	pod.Spec.Containers[0].Image = "registry.example:5000/team/app:1"
 	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "missing"}, {Name: "regcred"}}
@@ -86,7 +87,7 @@ func TestPullSecrets(t *testing.T) {
 
 func TestPullFailuresAreForgottenWithTheImage(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 	pod.Spec.Containers[0].Image = "registry.local/other:1"
 	h.rt.InjectError("PullImage", errors.New("manifest unknown"))
@@ -94,7 +95,7 @@ func TestPullFailuresAreForgottenWithTheImage(t *testing.T) {
 	if len(res.View.PullFailures) != 1 || res.View.PullFailures[0].Failures != 1 {
 		t.Fatalf("pull failures %+v, want one", res.View.PullFailures)
 	}
-	// Another image is pulled at once, without back-off.
+	// Another enginetest.Image is pulled at once, without back-off.
 	pod = pod.DeepCopy()
 	pod.Spec.Containers[0].Image = "registry.local/other:2"
 	res = h.sync(pod)

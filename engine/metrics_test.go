@@ -129,7 +129,7 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 		}
 	}
 
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 	res := h.sync(pod)
 	wantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0", "StartContainer app NewSandbox")
@@ -188,7 +188,7 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 	}
 
 	// A cancelled pass.
-	other := basePod()
+	other := enginetest.Pod()
 	other.Name, other.UID = "other", "uid-2"
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
@@ -235,7 +235,7 @@ func TestMetricsCRICalls(t *testing.T) {
 	}
 
 	reg, m := newMetrics(t, engine.MetricsOptions{ErrorCode: grpcCode})
-	fake := enginetest.NewRuntime(enginetest.WithImages(image))
+	fake := enginetest.NewRuntime(enginetest.WithImages(enginetest.Image))
 	rt, images := m.InstrumentRuntime(fake), m.InstrumentImages(fake)
 	if _, err := rt.ListContainers(ctx, nil); err != nil {
 		t.Fatal(err)
@@ -246,9 +246,9 @@ func TestMetricsCRICalls(t *testing.T) {
 	}
 	fake.InjectError("PullImage", status.Error(codes.NotFound, "no such image"))
 	if _, err := images.PullImage(ctx, &runtimeapi.ImageSpec{Image: "registry.local/missing:1"}, nil, nil); err == nil {
-		t.Fatal("PullImage of a missing image succeeded")
+		t.Fatal("PullImage of a missing enginetest.Image succeeded")
 	}
-	if _, err := images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: image}, false); err != nil {
+	if _, err := images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: enginetest.Image}, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -328,7 +328,7 @@ func TestMetricsPodsAndBackoffs(t *testing.T) {
 		return value(t, reg, engine.MetricBackoffsActive)
 	}
 
-	pod := basePod()
+	pod := enginetest.Pod()
 	h.apply(pod) // once the node runs
 	for _, p := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown} {
 		if sample(t, reg, engine.MetricPods, "phase", string(p)) == nil {
@@ -338,10 +338,10 @@ func TestMetricsPodsAndBackoffs(t *testing.T) {
 	if got := pods(corev1.PodRunning); got != 1 {
 		t.Errorf("running pods = %g, want 1", got)
 	}
-	done := basePod()
+	done := enginetest.Pod()
 	done.Name, done.UID = "job", "uid-job"
 	done.Spec.RestartPolicy = corev1.RestartPolicyNever
-	done.Spec.Containers = []corev1.Container{container("work", "true")}
+	done.Spec.Containers = []corev1.Container{enginetest.Container("work", "true")}
 	h.apply(done)
 	h.eventually("the job succeeds", func() bool { return pods(corev1.PodSucceeded) == 1 })
 	if got := pods(corev1.PodRunning); got != 1 {

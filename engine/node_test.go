@@ -87,7 +87,7 @@ func newNodeHarness(t *testing.T, mutate ...func(*engine.NodeOptions)) *nodeHarn
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	t.Cleanup(cancel)
 	clk := clocktesting.NewFakeClock(t0)
-	rt := &gatedRuntime{FakeRuntime: enginetest.NewRuntime(enginetest.WithClock(clk), enginetest.WithImages(image))}
+	rt := &gatedRuntime{FakeRuntime: enginetest.NewRuntime(enginetest.WithClock(clk), enginetest.WithImages(enginetest.Image))}
 	st, err := store.Open(filepath.Join(t.TempDir(), "podsync.db"), store.Options{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +204,7 @@ func (h *nodeHarness) writes() int {
 func TestNodeApplyStoresAndConverges(t *testing.T) {
 	t.Parallel()
 	h := newNodeHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	var emitted []string
 	res, err := h.node.Apply(h.ctx, pod, nil, nil, func(s engine.StepResult) { emitted = append(emitted, string(s.Action)) })
 	if err != nil {
@@ -228,7 +228,7 @@ func TestNodeApplyStoresAndConverges(t *testing.T) {
 		t.Error("second Apply says created")
 	}
 
-	other := basePod()
+	other := enginetest.Pod()
 	other.UID = "uid-other"
 	if _, err := h.node.Apply(h.ctx, other, nil, nil, nil); !errors.Is(err, errdefs.ErrAlreadyExists) {
 		t.Errorf("Apply of another uid = %v, want ErrAlreadyExists", err)
@@ -251,10 +251,10 @@ func TestNodeAdmitSeam(t *testing.T) {
 			return nil
 		}
 	})
-	pod := basePod()
+	pod := enginetest.Pod()
 	h.apply(pod)
 	h.apply(pod)
-	refused := basePod()
+	refused := enginetest.Pod()
 	refused.Name, refused.UID = "refused", "uid-refused"
 	if _, err := h.node.Apply(h.ctx, refused, nil, nil, nil); !errors.Is(err, errdefs.ErrAdmission) {
 		t.Fatalf("Apply = %v, want ErrAdmission", err)
@@ -277,7 +277,7 @@ func TestNodeApplyWaitsForItsTurn(t *testing.T) {
 	h.rt.mu.Lock()
 	h.rt.gate = gate
 	h.rt.mu.Unlock()
-	pod := basePod()
+	pod := enginetest.Pod()
 	first := make(chan error, 1)
 	go func() {
 		_, err := h.node.Apply(h.ctx, pod, nil, nil, nil)
@@ -323,7 +323,7 @@ func TestNodeApplyWaitsForItsTurn(t *testing.T) {
 func TestNodeWorkerRestartsWithoutACall(t *testing.T) {
 	t.Parallel()
 	h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Backoff = plan.BackoffPolicy{Base: 10 * time.Second} })
-	pod := basePod()
+	pod := enginetest.Pod()
 	var mu sync.Mutex
 	var observed []string
 	stop := h.node.ObserveSteps(pod.UID, func(st engine.StepResult) {
@@ -390,7 +390,7 @@ func TestNodeWorkerRestartsWithoutACall(t *testing.T) {
 func TestNodeExitIsPublishedBeforeTheRestart(t *testing.T) {
 	t.Parallel()
 	h := newNodeHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	h.apply(pod)
 	sbID, attempt, ok := h.node.PodSandbox(pod.UID)
 	if !ok {
@@ -436,7 +436,7 @@ func TestNodeExitIsPublishedBeforeTheRestart(t *testing.T) {
 func TestNodeNoOpPassIsCheap(t *testing.T) {
 	t.Parallel()
 	h := newNodeHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	h.apply(pod)
 	h.apply(pod) // the pass after the start settles the status
 	writes, rev := h.writes(), h.st.Revision()
@@ -469,7 +469,7 @@ func TestNodeReasonCache(t *testing.T) {
 		return ""
 	}
 
-	pull := basePod()
+	pull := enginetest.Pod()
 	pull.Spec.Containers = pull.Spec.Containers[:1]
 	pull.Spec.Containers[0].Image = "registry.local/missing:1"
 	h.rt.InjectError("PullImage", errors.New("manifest unknown"))
@@ -480,7 +480,7 @@ func TestNodeReasonCache(t *testing.T) {
 		t.Errorf("during the pull back-off: %q, want ImagePullBackOff", got)
 	}
 
-	never := basePod()
+	never := enginetest.Pod()
 	never.Name, never.UID = "never", "uid-never"
 	never.Spec.Containers = never.Spec.Containers[:1]
 	never.Spec.Containers[0].Image = "registry.local/absent:1"
@@ -489,7 +489,7 @@ func TestNodeReasonCache(t *testing.T) {
 		t.Errorf("image absent with policy Never: %q, want ErrImageNeverPull", got)
 	}
 
-	cfg := basePod()
+	cfg := enginetest.Pod()
 	cfg.Name, cfg.UID = "config", "uid-config"
 	cfg.Spec.Containers = cfg.Spec.Containers[:1]
 	cfg.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{
@@ -515,7 +515,7 @@ func TestNodeReasonCache(t *testing.T) {
 func TestNodeDelete(t *testing.T) {
 	t.Parallel()
 	h := newNodeHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	h.apply(pod)
 	podDir := criconfig.PodDir(pod, h.cfg)
 	if _, err := os.Stat(podDir); err != nil {
@@ -557,11 +557,11 @@ func TestNodeDelete(t *testing.T) {
 func TestNodeRecovery(t *testing.T) {
 	t.Parallel()
 	h := newNodeHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	h.apply(pod)
 	before := h.view(pod)
 
-	deleting := basePod()
+	deleting := enginetest.Pod()
 	deleting.Name, deleting.UID = "deleting", "uid-deleting"
 	h.apply(deleting)
 
@@ -572,7 +572,7 @@ func TestNodeRecovery(t *testing.T) {
 	if _, err := h.st.MarkDeleting(deleting.UID, new(int64)); err != nil {
 		t.Fatal(err)
 	}
-	orphan := basePod()
+	orphan := enginetest.Pod()
 	orphan.Name, orphan.UID = "orphan", "uid-orphan"
 	s, err := engine.NewSyncer(engine.SyncerOptions{Runtime: h.rt, Images: h.rt, Clock: h.clock, Config: h.cfg})
 	if err != nil {
@@ -623,7 +623,7 @@ func TestNodeRotateLogs(t *testing.T) {
 	h := newNodeHarness(t, func(o *engine.NodeOptions) {
 		o.LogRotation = engine.LogRotation{MaxSize: 100, MaxFiles: 3, Period: time.Hour}
 	})
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 	h.apply(pod)
 	id := h.view(pod).FindContainer("app").ID
@@ -673,7 +673,7 @@ func TestNodeRotateLogs(t *testing.T) {
 func TestNodeTerminalPodStaysDead(t *testing.T) {
 	t.Parallel()
 	h := newNodeHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 	h.apply(pod)
@@ -700,7 +700,7 @@ func TestNodeTerminalPodStaysDead(t *testing.T) {
 func TestNodeProbeUpdateTriggersPass(t *testing.T) {
 	t.Parallel()
 	h := newNodeHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 	probe := func(code string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "exit " + code}}},
@@ -718,7 +718,7 @@ func TestNodeProbeUpdateTriggersPass(t *testing.T) {
 		return h.storedStatus(pod).ContainerStatuses[0].Ready
 	})
 
-	live := basePod()
+	live := enginetest.Pod()
 	live.Name, live.UID = "live", "uid-live"
 	live.Spec.Containers = live.Spec.Containers[:1]
 	live.Spec.Containers[0].LivenessProbe = probe("1")
@@ -737,14 +737,14 @@ func TestNodeProbeUpdateTriggersPass(t *testing.T) {
 }
 
 // TestNodeDeleteCancelsARunningPass: Delete does not wait for a pass
-// stuck in an image pull; the Apply that ran it fails with ErrConflict.
+// stuck in an enginetest.Image pull; the Apply that ran it fails with ErrConflict.
 func TestNodeDeleteCancelsARunningPass(t *testing.T) {
 	t.Parallel()
 	h := newNodeHarness(t)
 	h.rt.mu.Lock()
 	h.rt.pullGate = true
 	h.rt.mu.Unlock()
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.Containers[0].Image = "registry.local/slow:1"
 	applied := make(chan error, 1)
 	go func() {
@@ -776,7 +776,7 @@ func TestNodeAdmissionAndPolicy(t *testing.T) {
 		admit.Policy{})
 	h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Admit, o.Policy = admitFn, policyFn })
 
-	big := basePod()
+	big := enginetest.Pod()
 	big.Name, big.UID = "big", "uid-big"
 	big.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
 	_, err := h.node.Apply(h.ctx, big, nil, nil, nil)
@@ -788,7 +788,7 @@ func TestNodeAdmissionAndPolicy(t *testing.T) {
 		t.Errorf("refused pod stored: %v", err)
 	}
 
-	pod := basePod()
+	pod := enginetest.Pod()
 	h.apply(pod)
 	changed := pod.DeepCopy()
 	changed.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
@@ -824,7 +824,7 @@ func TestNodeSkipsPassesForChangesItSaw(t *testing.T) {
 	// The node's first relist has run (its hints pass or skip at once).
 	h.eventually("the first relist", func() bool { return len(h.rt.GetCalls()) > 0 })
 
-	pod := basePod()
+	pod := enginetest.Pod()
 	h.apply(pod)
 	// Its events: CREATED and STARTED of the sandbox's containers, seen
 	// by the Apply's pass, which read the runtime after them.
@@ -862,8 +862,8 @@ func TestNodeSkipsPassesForChangesItSaw(t *testing.T) {
 func TestNodeRunsPassForWhatItsPassDidNotPlan(t *testing.T) {
 	t.Parallel()
 	h := newNodeHarness(t)
-	pod := basePod()
-	pod.Spec.InitContainers = []corev1.Container{container("init", "true")}
+	pod := enginetest.Pod()
+	pod.Spec.InitContainers = []corev1.Container{enginetest.Container("init", "true")}
 	h.apply(pod)
 	h.eventually("the app started after its init container", func() bool {
 		inst := h.view(pod).FindContainer("app")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
@@ -29,7 +30,7 @@ func TestSubPathThroughPlantedSymlink(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(nodeEtc, "passwd"), []byte("root:x:0:0"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	h.converged(pod, h.sync(pod))
@@ -46,7 +47,7 @@ func TestSubPathThroughPlantedSymlink(t *testing.T) {
 		{"writer", "link/newdir", ""},
 		{"expr", "", "$(LINK)/passwd"},
 	} {
-		c := container(tc.name, runForever...)
+		c := enginetest.Container(tc.name, enginetest.RunForever...)
 		c.Env = []corev1.EnvVar{{Name: "LINK", Value: "link"}}
 		c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/mnt", SubPath: tc.subPath, SubPathExpr: tc.subPathExpr}}
 		next.Spec.Containers = append(next.Spec.Containers, c)
@@ -74,7 +75,7 @@ func TestSubPathThroughPlantedSymlink(t *testing.T) {
 	// A subPath to a real directory of the volume is created in it and
 	// mounted from there.
 	fixed := pod.DeepCopy()
-	c := container("reader", runForever...)
+	c := enginetest.Container("reader", enginetest.RunForever...)
 	c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/mnt", SubPath: "real/dir"}}
 	fixed.Spec.Containers = append(fixed.Spec.Containers, c)
 	res = h.sync(fixed)
@@ -125,7 +126,7 @@ func TestHostileNamesNeverReachTheFileSystem(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := basePod()
+			pod := enginetest.Pod()
 			tc.mutate(pod)
 			if _, err := h.node.Apply(h.ctx, pod, nil, nil, nil); !errors.Is(err, errdefs.ErrInvalidSpec) {
 				t.Errorf("Apply = %v, want ErrInvalidSpec", err)

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 )
@@ -28,7 +29,7 @@ func TestLastAppliedSpecWins(t *testing.T) {
 	h.rt.mu.Unlock()
 
 	spec := func(version int) *corev1.Pod {
-		p := basePod()
+		p := enginetest.Pod()
 		p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "VERSION", Value: fmt.Sprint(version)}}
 		return p
 	}
@@ -56,7 +57,7 @@ func TestLastAppliedSpecWins(t *testing.T) {
 		t.Errorf("Apply: %v", err)
 	}
 
-	rec, err := h.st.Get(basePod().UID)
+	rec, err := h.st.Get(enginetest.Pod().UID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestApplyAndDeleteRace(t *testing.T) {
 	t.Parallel()
 	h := newNodeHarness(t)
 	for i := range 20 {
-		pod := basePod()
+		pod := enginetest.Pod()
 		pod.Name, pod.UID = fmt.Sprintf("web-%d", i), types.UID(fmt.Sprintf("uid-race-%d", i))
 		if i%2 == 1 {
 			h.apply(pod) // the pod exists before the race

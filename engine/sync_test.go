@@ -19,13 +19,14 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 )
 
 func TestNewPodStartsInKubeletOrder(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	res := h.sync(pod)
 	wantSteps(t, res,
 		"CreatePodSandbox #0 NoSandbox",
@@ -42,7 +43,7 @@ func TestNewPodStartsInKubeletOrder(t *testing.T) {
 	}
 	for _, cs := range st.ContainerStatuses {
 		if cs.ImageID == "" || cs.ContainerID == "" || cs.State.Running == nil {
-			t.Errorf("container status %+v, want running with image and container IDs", cs)
+			t.Errorf("container status %+v, want running with enginetest.Image and container IDs", cs)
 		}
 	}
 	for _, s := range res.Steps {
@@ -80,7 +81,7 @@ func TestRestartPolicies(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s/exit%d", tc.policy, tc.code), func(t *testing.T) {
 			h := newHarness(t)
-			pod := basePod()
+			pod := enginetest.Pod()
 			pod.Spec.RestartPolicy = tc.policy
 			res := h.sync(pod)
 			h.exit(res, "app", tc.code)
@@ -115,7 +116,7 @@ func TestRestartPolicies(t *testing.T) {
 
 func TestCrashLoopBackOff(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 	res := h.sync(pod)
 
@@ -165,7 +166,7 @@ func TestCrashLoopBackOff(t *testing.T) {
 
 func TestDefinitionChangeRecreates(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	res := h.sync(pod)
 	old := newest(t, res, "app")
 
@@ -184,7 +185,7 @@ func TestDefinitionChangeRecreates(t *testing.T) {
 		t.Errorf("app = %+v, want a new instance with restart count 1", inst)
 	}
 
-	// A new image is pulled (IfNotPresent, not held).
+	// A new enginetest.Image is pulled (IfNotPresent, not held).
 	pod = pod.DeepCopy()
 	pod.Spec.Containers[0].Image = "registry.local/busybox:2"
 	res = h.sync(pod)
@@ -197,14 +198,14 @@ func TestDefinitionChangeRecreates(t *testing.T) {
 		"RemoveContainer app GarbageCollected",
 	)
 	if inst := newest(t, res, "app"); inst.Image != "registry.local/busybox:2" || inst.RestartCount != 2 {
-		t.Errorf("app = %+v, want image 2 and restart count 2", inst)
+		t.Errorf("app = %+v, want enginetest.Image 2 and restart count 2", inst)
 	}
 	h.converged(pod, res)
 }
 
 func TestSandboxStoppedFromOutside(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	res := h.sync(pod)
 	if err := h.rt.StopPodSandbox(h.ctx, res.SandboxID); err != nil {
 		t.Fatal(err)
@@ -228,8 +229,8 @@ func TestSandboxStoppedFromOutside(t *testing.T) {
 
 func TestInitContainers(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
-	pod.Spec.InitContainers = []corev1.Container{container("init1", "true"), container("init2", "/bin/sh", "-c", "echo ok; exit 0")}
+	pod := enginetest.Pod()
+	pod.Spec.InitContainers = []corev1.Container{enginetest.Container("init1", "true"), enginetest.Container("init2", "/bin/sh", "-c", "echo ok; exit 0")}
 	res := h.sync(pod)
 	wantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0", "StartContainer init1 NewSandbox")
 	if res.Steps[2].ContainerType != engine.ContainerTypeInit {
@@ -268,9 +269,9 @@ func TestInitContainers(t *testing.T) {
 
 func TestFailedInitContainerUnderNever(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
-	pod.Spec.InitContainers = []corev1.Container{container("init", "false")}
+	pod.Spec.InitContainers = []corev1.Container{enginetest.Container("init", "false")}
 	h.sync(pod)
 	res := h.sync(pod)
 	wantSteps(t, res, "KillPodSandbox #0 InitContainerFailed")
@@ -293,9 +294,9 @@ func TestFailedInitContainerUnderNever(t *testing.T) {
 
 func TestSidecarsStartFirstAndStopLast(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
-	sidecar := container("proxy", runForever...)
+	sidecar := enginetest.Container("proxy", enginetest.RunForever...)
 	sidecar.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 	pod.Spec.InitContainers = []corev1.Container{sidecar}
 	res := h.sync(pod)
@@ -332,7 +333,7 @@ func TestSidecarsStartFirstAndStopLast(t *testing.T) {
 
 func TestKillPodStopsEverything(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	h.sync(pod)
 	pod = pod.DeepCopy()
 	pod.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
@@ -381,7 +382,7 @@ func TestKillPodStopsEverything(t *testing.T) {
 
 func TestLifecycleHooks(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
 		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "echo started"}}},
@@ -400,7 +401,7 @@ func TestLifecycleHooks(t *testing.T) {
 
 func TestFailingHooks(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
 		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "echo no >&2; exit 3"}}},
@@ -422,7 +423,7 @@ func TestFailingHooks(t *testing.T) {
 	}
 
 	// A failing preStop hook does not stop the kill.
-	pod = basePod()
+	pod = enginetest.Pod()
 	pod.UID = "uid-2"
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
 		PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "exit 1"}}},
@@ -437,7 +438,7 @@ func TestFailingHooks(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", ValueFrom: &corev1.EnvVarSource{
 		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "mode"},
 	}}}
@@ -475,7 +476,7 @@ func TestConfigErrors(t *testing.T) {
 
 func TestTerminationMessages(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
 	pod.Spec.Containers[1].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 	res := h.sync(pod)
@@ -499,7 +500,7 @@ func TestTerminationMessages(t *testing.T) {
 
 func TestConcurrentPassIsAConflict(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	var inner error
 	_, err := h.s.SyncPod(h.ctx, pod, h.in, func(engine.StepResult) {
 		if inner == nil {
@@ -519,7 +520,7 @@ func TestConcurrentPassIsAConflict(t *testing.T) {
 
 func TestCancelledPass(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	ctx, cancel := context.WithCancel(h.ctx)
 	res, err := h.s.SyncPod(ctx, pod, h.in, func(s engine.StepResult) {
 		if s.Action == engine.ActionCreatePodSandbox {
@@ -547,7 +548,7 @@ func TestCancelledPass(t *testing.T) {
 // full read gives.
 func TestPassEndReadsWhatItCreated(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	h.calls()
 	res := h.sync(pod)
 	want := []string{
@@ -556,7 +557,7 @@ func TestPassEndReadsWhatItCreated(t *testing.T) {
 		"CreateContainer", "StartContainer",
 		"CreateContainer", "StartContainer",
 		"ContainerStatus", "ContainerStatus", // the pass's end
-		"ImageStatus", "ImageStatus", // the image service's, listed last
+		"ImageStatus", "ImageStatus", // the enginetest.Image service's, listed last
 	}
 	if diff := cmp.Diff(want, h.calls()); diff != "" {
 		t.Errorf("CRI calls (-want +got):\n%s", diff)
@@ -579,7 +580,7 @@ func TestPassEndReadsWhatItCreated(t *testing.T) {
 // runtime.
 func TestPassEndListsAfterAFailedCreate(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	h.rt.InjectError("CreateContainer", errors.New("deadline exceeded"))
 	h.calls()
 	res := h.sync(pod)

@@ -77,7 +77,7 @@ func TestWatcherFollowsEvents(t *testing.T) {
 			t.Fatal("no event stream")
 		}
 	}
-	pod := basePod()
+	pod := enginetest.Pod()
 	res := h.sync(pod)
 	if uid := nextUID(t, hints, nil, 0); uid != pod.UID {
 		t.Errorf("hint %q, want %q", uid, pod.UID)
@@ -98,7 +98,7 @@ func TestWatcherFollowsEvents(t *testing.T) {
 
 func TestWatcherRelistsWithoutEvents(t *testing.T) {
 	h := newHarness(t)
-	pod := basePod()
+	pod := enginetest.Pod()
 	res := h.sync(pod)
 	// The first relist finds the pod.
 	clk := clocktesting.NewFakeClock(t0)

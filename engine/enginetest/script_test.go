@@ -4,9 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 )
-
-func ptr[T any](v T) *T { return &v }
 
 func TestInterpret(t *testing.T) {
 	for _, c := range []struct {
@@ -30,8 +29,8 @@ func TestInterpret(t *testing.T) {
 			program{output: []logLine{{"stdout", "x"}}, exits: true, exitCode: 1}},
 		{"exit without code", []string{"sh", "-c", "false; exit"}, program{exits: true, exitCode: 1}},
 		{"exit 256 wraps", []string{"sh", "-c", "exit 256"}, program{exits: true}},
-		{"trap exit runs", []string{"sh", "-c", TermScript}, program{termExit: ptr(int32(0))}},
-		{"trap exit 5 on SIGTERM", []string{"sh", "-c", "trap 'exit 5' INT SIGTERM; sleep 9"}, program{termExit: ptr(int32(5))}},
+		{"trap exit runs", []string{"sh", "-c", TermScript}, program{termExit: ptr.To(int32(0))}},
+		{"trap exit 5 on SIGTERM", []string{"sh", "-c", "trap 'exit 5' INT SIGTERM; sleep 9"}, program{termExit: ptr.To(int32(5))}},
 		{"trap ignore", []string{"sh", "-c", `trap "" TERM; while :; do sleep 1 & wait; done`}, program{termIgnored: true}},
 		{"trap on INT only", []string{"sh", "-c", "trap 'exit 1' INT; sleep 9"}, program{}},
 		{"background job runs", []string{"sh", "-c", "echo a; sleep 1 & wait; echo b"},
@@ -53,7 +52,7 @@ func TestStopExitCode(t *testing.T) {
 		p    program
 		want int32
 	}{
-		{"trap exit", program{termExit: ptr(int32(4)), pid1: true}, 4},
+		{"trap exit", program{termExit: ptr.To(int32(4)), pid1: true}, 4},
 		{"trap ignore", program{termIgnored: true}, KillExitCode},
 		{"PID 1 without handler", program{pid1: true}, KillExitCode},
 		{"child without handler", program{}, TermExitCode},
