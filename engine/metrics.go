@@ -196,9 +196,9 @@ func (m *Metrics) observeSkippedPass() {
 	}
 }
 
-// observePass records one sync pass that took d; ended says whether the
+// ObservePass records one sync pass that took d; ended says whether the
 // pass's context had ended (whatever its cause).
-func (m *Metrics) observePass(res SyncResult, err error, ended bool, d time.Duration) {
+func (m *Metrics) ObservePass(res SyncResult, err error, ended bool, d time.Duration) {
 	if m == nil {
 		return
 	}
@@ -214,8 +214,8 @@ func (m *Metrics) observePass(res SyncResult, err error, ended bool, d time.Dura
 	m.passes.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
-// observeStep counts one step.
-func (m *Metrics) observeStep(st StepResult) {
+// ObserveStep counts one step.
+func (m *Metrics) ObserveStep(st StepResult) {
 	if m == nil {
 		return
 	}

@@ -20,8 +20,8 @@ func TestMetricsStepReasonsAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.observeStep(StepResult{Action: ActionStartContainer, Err: errors.New("boom"), Reason: "exec: \"foo\": not found"})
-	m.observeStep(StepResult{Action: ActionPullImage, Err: errors.New("denied"), Reason: podstatus.ReasonErrImagePull})
+	m.ObserveStep(StepResult{Action: ActionStartContainer, Err: errors.New("boom"), Reason: "exec: \"foo\": not found"})
+	m.ObserveStep(StepResult{Action: ActionPullImage, Err: errors.New("denied"), Reason: podstatus.ReasonErrImagePull})
 	for _, c := range []struct {
 		labels []string
 		want   int
@@ -50,8 +50,8 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 // TestNilMetrics: nil Metrics record nothing and wrap nothing.
 func TestNilMetrics(t *testing.T) {
 	var m *Metrics
-	m.observeStep(StepResult{Action: ActionStartContainer})
-	m.observePass(SyncResult{}, nil, false, time.Second)
+	m.ObserveStep(StepResult{Action: ActionStartContainer})
+	m.ObservePass(SyncResult{}, nil, false, time.Second)
 	m.attach(nil)
 	m.detach(nil)
 	var rt Runtime = &timedRuntime{}

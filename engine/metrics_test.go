@@ -112,7 +112,7 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 	reg, m := newMetrics(t, engine.MetricsOptions{ErrorCode: grpcCode})
 	h := newHarness(t, func(o *engine.SyncerOptions) {
 		slow := &slowSandboxes{Runtime: o.Runtime, clock: o.Clock.(*clocktesting.FakeClock), d: 1500 * time.Millisecond}
-		o.Runtime, o.Images, o.Metrics = m.InstrumentRuntime(slow), m.InstrumentImages(o.Images), m
+		o.Runtime, o.Images, o.Observer = m.InstrumentRuntime(slow), m.InstrumentImages(o.Images), m
 	})
 	passes := func(outcome string) (uint64, float64) {
 		t.Helper()

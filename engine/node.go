@@ -244,8 +244,12 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	syncer, err := NewSyncer(SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
-		Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config, Metrics: opts.Metrics})
+	sopts := SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
+		Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config}
+	if opts.Metrics != nil {
+		sopts.Observer = opts.Metrics
+	}
+	syncer, err := NewSyncer(sopts)
 	if err != nil {
 		return nil, err
 	}

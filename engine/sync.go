@@ -51,11 +51,27 @@ type SyncerOptions struct {
 	// Config are the node settings the CRI configs and pod directories
 	// depend on.
 	Config criconfig.Options
-	// Metrics, if set, record every pass and its steps (not the CRI
-	// calls: wrap Runtime and Images with Metrics.InstrumentRuntime and
-	// InstrumentImages for those).
-	Metrics *Metrics
+	// Observer, if set, is told of every pass and step (the node's
+	// metrics; not the CRI calls: wrap Runtime and Images for those).
+	Observer Observer
 }
+
+// Observer is told of what a Syncer does: every pass as it ends and every
+// step as it finishes. Its methods are called from the pass's goroutine
+// and must not block.
+type Observer interface {
+	// ObservePass reports a pass that ended with res and err after d;
+	// canceled says whether the pass's context had ended.
+	ObservePass(res SyncResult, err error, canceled bool, d time.Duration)
+	// ObserveStep reports one finished step.
+	ObserveStep(st StepResult)
+}
+
+// nopObserver is the Observer of a Syncer without one.
+type nopObserver struct{}
+
+func (nopObserver) ObservePass(SyncResult, error, bool, time.Duration) {}
+func (nopObserver) ObserveStep(StepResult)                             {}
 
 // SyncInput is what a pass needs besides the pod.
 type SyncInput struct {
@@ -86,7 +102,7 @@ type Syncer struct {
 	log     *zap.Logger
 	backoff plan.BackoffPolicy
 	cfg     criconfig.Options
-	metrics *Metrics
+	obs     Observer
 
 	mu      sync.Mutex
 	running map[types.UID]bool
@@ -108,7 +124,7 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 		log:     opts.Logger,
 		backoff: opts.Backoff,
 		cfg:     opts.Config.WithDefaults(),
-		metrics: opts.Metrics,
+		obs:     opts.Observer,
 		running: map[types.UID]bool{},
 		pulls:   map[types.UID][]plan.PullFailure{},
 	}
@@ -117,6 +133,9 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 	}
 	if s.log == nil {
 		s.log = zap.NewNop()
+	}
+	if s.obs == nil {
+		s.obs = nopObserver{}
 	}
 	return s, nil
 }
@@ -164,10 +183,10 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, in SyncInput, emi
 	}
 	defer s.release(pod.UID)
 	log := s.log.With(logx.Pod(pod)...)
-	p := &pass{s: s, pod: pod, in: in, log: log, rec: &recorder{emit: emit, log: log, metrics: s.metrics}}
+	p := &pass{s: s, pod: pod, in: in, log: log, rec: &recorder{emit: emit, log: log, obs: s.obs}}
 	start := s.clock.Now()
 	res, err := p.run(ctx)
-	s.metrics.observePass(res, err, ctx.Err() != nil, s.clock.Since(start))
+	s.obs.ObservePass(res, err, ctx.Err() != nil, s.clock.Since(start))
 	return res, err
 }
 
@@ -255,11 +274,11 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 // recorder collects the steps of a pass, logs each once and passes it to
 // emit, one at a time.
 type recorder struct {
-	mu      sync.Mutex
-	steps   []StepResult
-	emit    func(StepResult)
-	log     *zap.Logger
-	metrics *Metrics
+	mu    sync.Mutex
+	steps []StepResult
+	emit  func(StepResult)
+	log   *zap.Logger
+	obs   Observer
 }
 
 // stepMessages are the log messages of successful steps.
@@ -294,7 +313,7 @@ func (r *recorder) add(st StepResult) {
 		}
 		r.log.Log(lvl, stepMessages[st.Action], fields...)
 	}
-	r.metrics.observeStep(st)
+	r.obs.ObserveStep(st)
 	if r.emit != nil {
 		r.emit(st)
 	}
