@@ -7,6 +7,7 @@ import (
 
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
 )
 
 // The kubelet's event reasons (pkg/kubelet/events).
@@ -31,9 +32,9 @@ const (
 // kubelet's ReasonCache: a failed start records its reason and message, a
 // successful start or a back-off (whose waiting reason the status
 // computes from the view) clears it. The caller holds w's lock.
-func (n *Node) noteStarts(w *worker, steps []StepResult) {
+func (n *Node) noteStarts(w *worker, steps []syncer.StepResult) {
 	for _, s := range steps {
-		if s.Action != ActionStartContainer {
+		if s.Action != syncer.ActionStartContainer {
 			continue
 		}
 		switch {
@@ -48,7 +49,7 @@ func (n *Node) noteStarts(w *worker, steps []StepResult) {
 // stepEvents returns the events of a pass's steps, as the kubelet records
 // them. A back-off is reported once per wait, not on every pass that
 // meets it. The caller holds w's lock.
-func (n *Node) stepEvents(w *worker, pod *corev1.Pod, steps []StepResult) []store.Change {
+func (n *Node) stepEvents(w *worker, pod *corev1.Pod, steps []syncer.StepResult) []store.Change {
 	ref := store.RefOf(pod)
 	var out []store.Change
 	add := func(typ, reason, container, msg string) {
@@ -58,14 +59,14 @@ func (n *Node) stepEvents(w *worker, pod *corev1.Pod, steps []StepResult) []stor
 	for _, s := range steps {
 		c := s.ContainerName()
 		switch s.Action {
-		case ActionPullImage:
+		case syncer.ActionPullImage:
 			add(normal, EventPulling, "", fmt.Sprintf("Pulling image %q", s.Target))
 			if s.Err != nil {
 				add(warning, EventFailed, "", fmt.Sprintf("Failed to pull image %q: %s", s.Target, s.Message))
 			} else {
 				add(normal, EventPulled, "", s.Message)
 			}
-		case ActionStartContainer:
+		case syncer.ActionStartContainer:
 			switch {
 			case s.BackedOff():
 				if w.backoffs[c].Equal(s.NextRetry) {
@@ -84,7 +85,7 @@ func (n *Node) stepEvents(w *worker, pod *corev1.Pod, steps []StepResult) []stor
 				add(normal, EventCreated, c, "Created container: "+c)
 				add(normal, EventStarted, c, "Started container "+c)
 			}
-		case ActionKillContainer:
+		case syncer.ActionKillContainer:
 			if s.Err != nil {
 				add(warning, EventFailedKillPod, c, s.Message)
 				continue
@@ -99,26 +100,26 @@ func (n *Node) stepEvents(w *worker, pod *corev1.Pod, steps []StepResult) []stor
 				msg = fmt.Sprintf("Container %s definition changed, will be restarted", c)
 			}
 			add(normal, EventKilling, c, msg)
-		case ActionCreatePodSandbox:
+		case syncer.ActionCreatePodSandbox:
 			switch {
 			case s.Err != nil:
 				add(warning, EventFailedCreateSandbox, "", s.Message)
 			case s.Attempt > 0:
 				add(normal, EventSandboxChanged, "", "Pod sandbox changed, it will be killed and re-created.")
 			}
-		case ActionKillPodSandbox:
+		case syncer.ActionKillPodSandbox:
 			if s.Err != nil {
 				add(warning, EventFailedKillPod, "", s.Message)
 			}
-		case ActionMountVolumes:
+		case syncer.ActionMountVolumes:
 			if s.Err != nil {
 				add(warning, EventFailedMount, "", s.Message)
 			}
-		case ActionPostStartHook:
+		case syncer.ActionPostStartHook:
 			if s.Err != nil {
 				add(warning, EventFailedPostStartHook, c, s.Message)
 			}
-		case ActionPreStopHook:
+		case syncer.ActionPreStopHook:
 			if s.Err != nil {
 				add(warning, EventFailedPreStopHook, c, s.Message)
 			}

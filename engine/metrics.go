@@ -13,6 +13,7 @@ import (
 
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
+	"github.com/podsync/podsync/engine/syncer"
 )
 
 // Names of the engine's metrics; docs/metrics.md describes each.
@@ -86,14 +87,14 @@ var stepReasons = map[string]bool{
 	plan.ReasonPodKilled: true, plan.ReasonNotInSpec: true, plan.ReasonCrashLoopBackOff: true, plan.ReasonImagePullBackOff: true,
 	"FailedPostStartHook": true,
 	// Failures.
-	podstatus.ReasonErrImagePull: true, ReasonCreatePodSandboxError: true, ReasonConfigPodSandboxError: true,
-	ReasonKillPodSandboxError: true, ReasonKillContainerError: true, ReasonCreateContainerConfigErr: true,
-	ReasonCreateContainerError: true, ReasonRunContainerError: true, ReasonPostStartHookError: true,
-	ReasonPreStopHookError: true, ReasonErrImageNeverPull: true, ReasonImageInspectError: true,
-	ReasonInvalidImageName: true, ReasonRegistryUnavailable: true, ReasonSignatureValidation: true,
-	ReasonFailedMount: true, ReasonRemoveContainerError: true, ReasonRemovePodSandboxError: true,
+	podstatus.ReasonErrImagePull: true, syncer.ReasonCreatePodSandboxError: true, syncer.ReasonConfigPodSandboxError: true,
+	syncer.ReasonKillPodSandboxError: true, syncer.ReasonKillContainerError: true, syncer.ReasonCreateContainerConfigErr: true,
+	syncer.ReasonCreateContainerError: true, syncer.ReasonRunContainerError: true, syncer.ReasonPostStartHookError: true,
+	syncer.ReasonPreStopHookError: true, syncer.ReasonErrImageNeverPull: true, syncer.ReasonImageInspectError: true,
+	syncer.ReasonInvalidImageName: true, syncer.ReasonRegistryUnavailable: true, syncer.ReasonSignatureValidation: true,
+	syncer.ReasonFailedMount: true, syncer.ReasonRemoveContainerError: true, syncer.ReasonRemovePodSandboxError: true,
 	// Removals.
-	ReasonInitContainersPurged: true, ReasonGarbageCollected: true,
+	syncer.ReasonInitContainersPurged: true, syncer.ReasonGarbageCollected: true,
 }
 
 // podPhases are the values of podsync_pods' phase label.
@@ -198,7 +199,7 @@ func (m *Metrics) observeSkippedPass() {
 
 // ObservePass records one sync pass that took d; ended says whether the
 // pass's context had ended (whatever its cause).
-func (m *Metrics) ObservePass(res SyncResult, err error, ended bool, d time.Duration) {
+func (m *Metrics) ObservePass(res syncer.SyncResult, err error, ended bool, d time.Duration) {
 	if m == nil {
 		return
 	}
@@ -215,7 +216,7 @@ func (m *Metrics) ObservePass(res SyncResult, err error, ended bool, d time.Dura
 }
 
 // ObserveStep counts one step.
-func (m *Metrics) ObserveStep(st StepResult) {
+func (m *Metrics) ObserveStep(st syncer.StepResult) {
 	if m == nil {
 		return
 	}

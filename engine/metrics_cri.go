@@ -6,6 +6,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsync/podsync/engine/syncer"
 )
 
 // InstrumentRuntime returns rt with every call timed in
@@ -13,7 +15,7 @@ import (
 // the call's gRPC code. GetContainerEvents is a stream: only its setup is
 // timed, until the stream is established (or the call fails before).
 // With nil Metrics it returns rt.
-func (m *Metrics) InstrumentRuntime(rt Runtime) Runtime {
+func (m *Metrics) InstrumentRuntime(rt syncer.Runtime) syncer.Runtime {
 	if m == nil || rt == nil {
 		return rt
 	}
@@ -22,7 +24,7 @@ func (m *Metrics) InstrumentRuntime(rt Runtime) Runtime {
 
 // InstrumentImages returns is with every call but Close timed in
 // podsync_cri_request_duration_seconds. With nil Metrics it returns is.
-func (m *Metrics) InstrumentImages(is ImageService) ImageService {
+func (m *Metrics) InstrumentImages(is syncer.ImageService) syncer.ImageService {
 	if m == nil || is == nil {
 		return is
 	}
@@ -47,11 +49,11 @@ func timedErr(m *Metrics, method string, call func() error) error {
 
 // timedRuntime is a Runtime whose calls are timed.
 type timedRuntime struct {
-	rt Runtime
+	rt syncer.Runtime
 	m  *Metrics
 }
 
-var _ Runtime = (*timedRuntime)(nil)
+var _ syncer.Runtime = (*timedRuntime)(nil)
 
 func (r *timedRuntime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
 	return timed(r.m, "RunPodSandbox", func() (string, error) { return r.rt.RunPodSandbox(ctx, config, runtimeHandler) })
@@ -178,11 +180,11 @@ func (r *timedRuntime) GetContainerEvents(ctx context.Context, ch chan *runtimea
 
 // timedImages is an ImageService whose calls are timed.
 type timedImages struct {
-	is ImageService
+	is syncer.ImageService
 	m  *Metrics
 }
 
-var _ ImageService = (*timedImages)(nil)
+var _ syncer.ImageService = (*timedImages)(nil)
 
 func (i *timedImages) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
 	return timed(i.m, "ListImages", func() ([]*runtimeapi.Image, error) { return i.is.ListImages(ctx, filter) })

@@ -11,6 +11,7 @@ import (
 
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
+	"github.com/podsync/podsync/engine/syncer"
 )
 
 // TestMetricsStepReasonsAreBounded: a reason that is not the engine's is
@@ -20,8 +21,8 @@ func TestMetricsStepReasonsAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.ObserveStep(StepResult{Action: ActionStartContainer, Err: errors.New("boom"), Reason: "exec: \"foo\": not found"})
-	m.ObserveStep(StepResult{Action: ActionPullImage, Err: errors.New("denied"), Reason: podstatus.ReasonErrImagePull})
+	m.ObserveStep(syncer.StepResult{Action: syncer.ActionStartContainer, Err: errors.New("boom"), Reason: "exec: \"foo\": not found"})
+	m.ObserveStep(syncer.StepResult{Action: syncer.ActionPullImage, Err: errors.New("denied"), Reason: podstatus.ReasonErrImagePull})
 	for _, c := range []struct {
 		labels []string
 		want   int
@@ -50,15 +51,15 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 // TestNilMetrics: nil Metrics record nothing and wrap nothing.
 func TestNilMetrics(t *testing.T) {
 	var m *Metrics
-	m.ObserveStep(StepResult{Action: ActionStartContainer})
-	m.ObservePass(SyncResult{}, nil, false, time.Second)
+	m.ObserveStep(syncer.StepResult{Action: syncer.ActionStartContainer})
+	m.ObservePass(syncer.SyncResult{}, nil, false, time.Second)
 	m.attach(nil)
 	m.detach(nil)
-	var rt Runtime = &timedRuntime{}
+	var rt syncer.Runtime = &timedRuntime{}
 	if got := m.InstrumentRuntime(rt); got != rt {
 		t.Errorf("nil Metrics wrapped the runtime: %T", got)
 	}
-	var is ImageService = &timedImages{}
+	var is syncer.ImageService = &timedImages{}
 	if got := m.InstrumentImages(is); got != is {
 		t.Errorf("nil Metrics wrapped the image service: %T", got)
 	}

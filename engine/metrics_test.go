@@ -18,6 +18,8 @@ import (
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/engine/syncer/syncertest"
 )
 
 // grpcCode is what podsyncd passes as MetricsOptions.ErrorCode.
@@ -98,7 +100,7 @@ func observations(t *testing.T, reg prometheus.Gatherer, name string, labels ...
 // slowSandboxes steps the fake clock while a sandbox is created, so a
 // pass that creates one takes that long.
 type slowSandboxes struct {
-	engine.Runtime
+	syncer.Runtime
 	clock *clocktesting.FakeClock
 	d     time.Duration
 }
@@ -110,7 +112,7 @@ func (s *slowSandboxes) RunPodSandbox(ctx context.Context, config *runtimeapi.Po
 
 func TestMetricsSyncPassesAndSteps(t *testing.T) {
 	reg, m := newMetrics(t, engine.MetricsOptions{ErrorCode: grpcCode})
-	h := newHarness(t, func(o *engine.SyncerOptions) {
+	h := syncertest.New(t, func(o *syncer.SyncerOptions) {
 		slow := &slowSandboxes{Runtime: o.Runtime, clock: o.Clock.(*clocktesting.FakeClock), d: 1500 * time.Millisecond}
 		o.Runtime, o.Images, o.Observer = m.InstrumentRuntime(slow), m.InstrumentImages(o.Images), m
 	})
@@ -118,7 +120,7 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 		t.Helper()
 		return observations(t, reg, engine.MetricSyncPassDuration, "outcome", outcome)
 	}
-	steps := func(action engine.StepAction, result, reason string) float64 {
+	steps := func(action syncer.StepAction, result, reason string) float64 {
 		t.Helper()
 		return value(t, reg, engine.MetricSyncSteps, "action", string(action), "result", result, "reason", reason)
 	}
@@ -131,18 +133,18 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 
 	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
-	res := h.sync(pod)
-	wantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0", "StartContainer app NewSandbox")
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0", "StartContainer app NewSandbox")
 	if n, sum := passes(engine.PassSuccess); n != 1 || sum != 1.5 {
 		t.Errorf("success passes: %d observations summing to %gs, want 1 of 1.5s", n, sum)
 	}
-	if got := steps(engine.ActionCreatePodSandbox, engine.StepSuccess, plan.SandboxReasonNone); got != 1 {
+	if got := steps(syncer.ActionCreatePodSandbox, engine.StepSuccess, plan.SandboxReasonNone); got != 1 {
 		t.Errorf("CreatePodSandbox success NoSandbox = %g, want 1", got)
 	}
-	if got := steps(engine.ActionConfigPodSandbox, engine.StepSuccess, ""); got != 1 {
+	if got := steps(syncer.ActionConfigPodSandbox, engine.StepSuccess, ""); got != 1 {
 		t.Errorf("ConfigPodSandbox success = %g, want 1", got)
 	}
-	if got := steps(engine.ActionStartContainer, engine.StepSuccess, plan.ReasonNewSandbox); got != 1 {
+	if got := steps(syncer.ActionStartContainer, engine.StepSuccess, plan.ReasonNewSandbox); got != 1 {
 		t.Errorf("StartContainer success NewSandbox = %g, want 1", got)
 	}
 	if n, _ := observations(t, reg, engine.MetricCRIRequestDuration, "method", "RunPodSandbox", "code", engine.CodeOK); n != 1 {
@@ -150,14 +152,14 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 	}
 
 	// A crash restarts at once, the second waits: a back-off step.
-	h.exit(res, "app", 1)
-	res = h.sync(pod)
-	h.exit(res, "app", 1)
-	wantSteps(t, h.sync(pod), "StartContainer app CrashLoopBackOff")
-	if got := steps(engine.ActionStartContainer, engine.StepBackoff, plan.ReasonCrashLoopBackOff); got != 1 {
+	h.Exit(res, "app", 1)
+	res = h.Sync(pod)
+	h.Exit(res, "app", 1)
+	syncertest.WantSteps(t, h.Sync(pod), "StartContainer app CrashLoopBackOff")
+	if got := steps(syncer.ActionStartContainer, engine.StepBackoff, plan.ReasonCrashLoopBackOff); got != 1 {
 		t.Errorf("StartContainer backoff CrashLoopBackOff = %g, want 1", got)
 	}
-	if got := steps(engine.ActionStartContainer, engine.StepSuccess, plan.ReasonExited); got != 1 {
+	if got := steps(syncer.ActionStartContainer, engine.StepSuccess, plan.ReasonExited); got != 1 {
 		t.Errorf("StartContainer success Exited = %g, want 1", got)
 	}
 	if n, _ := passes(engine.PassSuccess); n != 3 {
@@ -165,10 +167,10 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 	}
 
 	// A refused start fails its step, not the pass.
-	h.clock.Step(plan.DefaultBackoffBase)
-	h.rt.InjectError("StartContainer", status.Error(codes.Unavailable, "runtime is restarting"))
-	failedStep(t, h.sync(pod), engine.ActionStartContainer, "app")
-	if got := steps(engine.ActionStartContainer, engine.StepFailure, engine.ReasonRunContainerError); got != 1 {
+	h.Clock.Step(plan.DefaultBackoffBase)
+	h.RT.InjectError("StartContainer", status.Error(codes.Unavailable, "runtime is restarting"))
+	syncertest.FailedStep(t, h.Sync(pod), syncer.ActionStartContainer, "app")
+	if got := steps(syncer.ActionStartContainer, engine.StepFailure, syncer.ReasonRunContainerError); got != 1 {
 		t.Errorf("StartContainer failure RunContainerError = %g, want 1", got)
 	}
 	if n, _ := passes(engine.PassStepFailed); n != 1 {
@@ -179,8 +181,8 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 	}
 
 	// An unreadable runtime fails the pass.
-	h.rt.InjectError("ListPodSandbox", status.Error(codes.Unavailable, "runtime is restarting"))
-	if _, err := h.trySync(pod); err == nil {
+	h.RT.InjectError("ListPodSandbox", status.Error(codes.Unavailable, "runtime is restarting"))
+	if _, err := h.TrySync(pod); err == nil {
 		t.Fatal("pass on an unreadable runtime succeeded")
 	}
 	if n, _ := passes(engine.PassError); n != 1 {
@@ -190,10 +192,10 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 	// A cancelled pass.
 	other := enginetest.Pod()
 	other.Name, other.UID = "other", "uid-2"
-	ctx, cancel := context.WithCancel(h.ctx)
+	ctx, cancel := context.WithCancel(h.Ctx)
 	defer cancel()
-	if _, err := h.s.SyncPod(ctx, other, h.in, func(s engine.StepResult) {
-		if s.Action == engine.ActionCreatePodSandbox {
+	if _, err := h.S.SyncPod(ctx, other, h.In, func(s syncer.StepResult) {
+		if s.Action == syncer.ActionCreatePodSandbox {
 			cancel()
 		}
 	}); !errors.Is(err, context.Canceled) {
@@ -366,7 +368,7 @@ func TestMetricsPodsAndBackoffs(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.eventually("one container in back-off", func() bool { return backoffs() == 1 })
-	if got := value(t, reg, engine.MetricSyncSteps, "action", string(engine.ActionStartContainer),
+	if got := value(t, reg, engine.MetricSyncSteps, "action", string(syncer.ActionStartContainer),
 		"result", engine.StepBackoff, "reason", plan.ReasonCrashLoopBackOff); got < 1 {
 		t.Errorf("back-off steps of the worker's passes = %g, want at least 1", got)
 	}

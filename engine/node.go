@@ -20,6 +20,7 @@ import (
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/prober"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/failpoint"
 	"github.com/podsync/podsync/logx"
 )
@@ -89,9 +90,9 @@ type AdmitFunc func(pod *corev1.Pod, others []*corev1.Pod) error
 type NodeOptions struct {
 	// Runtime is the CRI runtime; required. Probes run their exec
 	// commands through it.
-	Runtime Runtime
+	Runtime syncer.Runtime
 	// Images is the CRI image service; required.
-	Images ImageService
+	Images syncer.ImageService
 	// Store holds the desired pods and the revision log; required. The
 	// Node does not close it.
 	Store *store.Store
@@ -147,9 +148,9 @@ type NodeOptions struct {
 // Build it with NewNode and call Run once; Apply, Plan, Get, List, Delete
 // and Watch are safe for concurrent use while Run runs.
 type Node struct {
-	rt      Runtime
+	rt      syncer.Runtime
 	store   *store.Store
-	syncer  *Syncer
+	syncer  *syncer.Syncer
 	watcher *Watcher
 	prober  *prober.Manager
 	clock   clock.WithTicker
@@ -181,14 +182,14 @@ type Node struct {
 }
 
 // stepObserver is one ObserveSteps registration.
-type stepObserver struct{ fn func(StepResult) }
+type stepObserver struct{ fn func(syncer.StepResult) }
 
 // ObserveSteps calls fn with each step of the passes the node runs of the
 // pod with uid on its own, after Apply: restarts, back-offs, the next init
 // container, probes' kills. (The steps of a pass run for Apply or Delete go
 // to that caller's emit.) fn is called from the pod's worker and must not
 // block. The returned func ends the observation.
-func (n *Node) ObserveSteps(uid types.UID, fn func(StepResult)) (stop func()) {
+func (n *Node) ObserveSteps(uid types.UID, fn func(syncer.StepResult)) (stop func()) {
 	o := &stepObserver{fn: fn}
 	n.obsMu.Lock()
 	if n.observers == nil {
@@ -210,7 +211,7 @@ func (n *Node) ObserveSteps(uid types.UID, fn func(StepResult)) (stop func()) {
 
 // observe hands a step of a pass the node runs on its own to the pod's
 // observers.
-func (n *Node) observe(uid types.UID, st StepResult) {
+func (n *Node) observe(uid types.UID, st syncer.StepResult) {
 	n.obsMu.Lock()
 	list := slices.Clone(n.observers[uid])
 	n.obsMu.Unlock()
@@ -226,7 +227,7 @@ type ApplyResult struct {
 	// Status is the pod's status after the pass.
 	Status corev1.PodStatus
 	// Steps are the steps of the pass, in the order they finished.
-	Steps []StepResult
+	Steps []syncer.StepResult
 	// NextSync is when the pod's worker will sync the pod again on its
 	// own (a back-off ending, a retry); zero if only a change will.
 	NextSync time.Time
@@ -244,12 +245,12 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	sopts := SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
+	sopts := syncer.SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
 		Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config}
 	if opts.Metrics != nil {
 		sopts.Observer = opts.Metrics
 	}
-	syncer, err := NewSyncer(sopts)
+	syncer, err := syncer.NewSyncer(sopts)
 	if err != nil {
 		return nil, err
 	}
@@ -388,11 +389,11 @@ func (n *Node) waitReady(ctx context.Context) error {
 // then finishes the work), ErrNotFound if the pod was deleted meanwhile,
 // and the runtime's error if the pod's state cannot be read. Failed steps
 // are in the result, not the error.
-func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(StepResult)) (ApplyResult, error) {
+func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(syncer.StepResult)) (ApplyResult, error) {
 	if pod == nil || pod.UID == "" || pod.Name == "" || pod.Namespace == "" {
 		return ApplyResult{}, fmt.Errorf("apply pod: pod needs a namespace, name and uid: %w", errdefs.ErrInvalidSpec)
 	}
-	if err := CheckPodPaths(pod); err != nil {
+	if err := syncer.CheckPodPaths(pod); err != nil {
 		return ApplyResult{}, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
 	}
 	if err := n.waitReady(ctx); err != nil {
@@ -474,11 +475,11 @@ func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap,
 	default:
 		pod.Status = corev1.PodStatus{}
 	}
-	view, err := ReadView(ctx, n.rt, pod.UID)
+	view, err := syncer.ReadView(ctx, n.rt, pod.UID)
 	if err != nil {
 		return plan.PodActions{}, corev1.PodStatus{}, known, fmt.Errorf("plan pod %s: %w", plan.PodString(pod), n.runtimeError(err))
 	}
-	view.PullFailures = n.syncer.pullFailures(pod)
+	view.PullFailures = n.syncer.PullFailures(pod)
 	probes := n.probeResults(pod.UID)
 	now := n.clock.Now()
 	plan := plan.ComputePodActions(pod, view, probes, now, n.backoff)
@@ -555,7 +556,7 @@ func (n *Node) Watch(ctx context.Context, since int64) (*store.Watcher, error) {
 // if no such pod is stored. If ctx
 // ends first, Delete returns the context's error and the pod's worker
 // finishes the deletion; a deleted pod stays deleted.
-func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *int64) (bool, []StepResult, error) {
+func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *int64) (bool, []syncer.StepResult, error) {
 	if err := n.waitReady(ctx); err != nil {
 		return false, nil, err
 	}
@@ -588,8 +589,8 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 	if err != nil {
 		return true, nil, fmt.Errorf("delete pod %s: wait for the pod's turn: %w", plan.PodString(pod), err)
 	}
-	var steps []StepResult
-	_, err = n.pass(ctx, w, false, func(s StepResult) { steps = append(steps, s) })
+	var steps []syncer.StepResult
+	_, err = n.pass(ctx, w, false, func(s syncer.StepResult) { steps = append(steps, s) })
 	w.release()
 	if err != nil {
 		return true, steps, fmt.Errorf("delete pod %s: %w", plan.PodString(pod), n.runtimeError(err))

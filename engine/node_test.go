@@ -29,6 +29,8 @@ import (
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/engine/syncer/syncertest"
 )
 
 // gatedRuntime is a FakeRuntime whose StartContainer waits while gate is
@@ -86,7 +88,7 @@ func newNodeHarness(t *testing.T, mutate ...func(*engine.NodeOptions)) *nodeHarn
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	t.Cleanup(cancel)
-	clk := clocktesting.NewFakeClock(t0)
+	clk := clocktesting.NewFakeClock(syncertest.T0)
 	rt := &gatedRuntime{FakeRuntime: enginetest.NewRuntime(enginetest.WithClock(clk), enginetest.WithImages(enginetest.Image))}
 	st, err := store.Open(filepath.Join(t.TempDir(), "podsync.db"), store.Options{Clock: clk})
 	if err != nil {
@@ -142,7 +144,7 @@ func (h *nodeHarness) apply(pod *corev1.Pod) engine.ApplyResult {
 // view reads the runtime's view of pod.
 func (h *nodeHarness) view(pod *corev1.Pod) *plan.RuntimeView {
 	h.t.Helper()
-	v, err := engine.ReadView(h.ctx, h.rt, pod.UID)
+	v, err := syncer.ReadView(h.ctx, h.rt, pod.UID)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -206,7 +208,7 @@ func TestNodeApplyStoresAndConverges(t *testing.T) {
 	h := newNodeHarness(t)
 	pod := enginetest.Pod()
 	var emitted []string
-	res, err := h.node.Apply(h.ctx, pod, nil, nil, func(s engine.StepResult) { emitted = append(emitted, string(s.Action)) })
+	res, err := h.node.Apply(h.ctx, pod, nil, nil, func(s syncer.StepResult) { emitted = append(emitted, string(s.Action)) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +313,7 @@ func TestNodeApplyWaitsForItsTurn(t *testing.T) {
 		t.Errorf("second Apply: phase %s", res.Status.Phase)
 	}
 	for _, s := range res.Steps {
-		if s.Action == engine.ActionStartContainer {
+		if s.Action == syncer.ActionStartContainer {
 			t.Errorf("second Apply started %s again", s.Target)
 		}
 	}
@@ -326,7 +328,7 @@ func TestNodeWorkerRestartsWithoutACall(t *testing.T) {
 	pod := enginetest.Pod()
 	var mu sync.Mutex
 	var observed []string
-	stop := h.node.ObserveSteps(pod.UID, func(st engine.StepResult) {
+	stop := h.node.ObserveSteps(pod.UID, func(st syncer.StepResult) {
 		mu.Lock()
 		defer mu.Unlock()
 		observed = append(observed, string(st.Action)+" "+st.Target)
@@ -351,7 +353,7 @@ func TestNodeWorkerRestartsWithoutACall(t *testing.T) {
 	h.eventually("the restart's step observed", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return slices.Contains(observed, string(engine.ActionStartContainer)+" app")
+		return slices.Contains(observed, string(syncer.ActionStartContainer)+" app")
 	})
 
 	h.clock.Step(time.Second)
@@ -485,7 +487,7 @@ func TestNodeReasonCache(t *testing.T) {
 	never.Spec.Containers = never.Spec.Containers[:1]
 	never.Spec.Containers[0].Image = "registry.local/absent:1"
 	never.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
-	if got := waiting(h.apply(never).Status, "app"); got != engine.ReasonErrImageNeverPull {
+	if got := waiting(h.apply(never).Status, "app"); got != syncer.ReasonErrImageNeverPull {
 		t.Errorf("image absent with policy Never: %q, want ErrImageNeverPull", got)
 	}
 
@@ -494,7 +496,7 @@ func TestNodeReasonCache(t *testing.T) {
 	cfg.Spec.Containers = cfg.Spec.Containers[:1]
 	cfg.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{
 		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Key: "k"}}}}
-	if got := waiting(h.apply(cfg).Status, "app"); got != engine.ReasonCreateContainerConfigErr {
+	if got := waiting(h.apply(cfg).Status, "app"); got != syncer.ReasonCreateContainerConfigErr {
 		t.Errorf("missing ConfigMap: %q, want CreateContainerConfigError", got)
 	}
 	// The ConfigMap arrives: the next Apply starts the container and the
@@ -526,7 +528,7 @@ func TestNodeDelete(t *testing.T) {
 	if err != nil || !found {
 		t.Fatalf("Delete = %v, %v", found, err)
 	}
-	if !slices.ContainsFunc(steps, func(s engine.StepResult) bool { return s.Action == engine.ActionKillContainer }) {
+	if !slices.ContainsFunc(steps, func(s syncer.StepResult) bool { return s.Action == syncer.ActionKillContainer }) {
 		t.Errorf("steps %v kill no container", steps)
 	}
 	sbs, _ := h.rt.ListPodSandbox(h.ctx, nil)
@@ -574,11 +576,11 @@ func TestNodeRecovery(t *testing.T) {
 	}
 	orphan := enginetest.Pod()
 	orphan.Name, orphan.UID = "orphan", "uid-orphan"
-	s, err := engine.NewSyncer(engine.SyncerOptions{Runtime: h.rt, Images: h.rt, Clock: h.clock, Config: h.cfg})
+	s, err := syncer.NewSyncer(syncer.SyncerOptions{Runtime: h.rt, Images: h.rt, Clock: h.clock, Config: h.cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SyncPod(h.ctx, orphan, engine.SyncInput{}, nil); err != nil {
+	if _, err := s.SyncPod(h.ctx, orphan, syncer.SyncInput{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// An object podsync did not create.
@@ -646,7 +648,7 @@ func TestNodeRotateLogs(t *testing.T) {
 	if len(rotated) != 2 {
 		t.Errorf("rotated files %v, want 2", rotated)
 	}
-	if want := t0.Add(2 * time.Second).UTC().Format("20060102-150405"); len(rotated) > 0 && !strings.HasSuffix(rotated[0], want) {
+	if want := syncertest.T0.Add(2 * time.Second).UTC().Format("20060102-150405"); len(rotated) > 0 && !strings.HasSuffix(rotated[0], want) {
 		t.Errorf("oldest kept %s, want suffix %s", rotated[0], want)
 	}
 	reopened := 0

@@ -4,97 +4,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podsync/podsync/engine"
-	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
 )
-
-// TestSubPathThroughPlantedSymlink: a container writes a symbolic link to
-// a directory of the node into its emptyDir; a container started later
-// with a subPath through that link fails with CreateContainerConfigError
-// instead of having the node's directory mounted, and nothing is created
-// outside the volume. The containers already running are not disturbed.
-func TestSubPathThroughPlantedSymlink(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t)
-	nodeEtc := t.TempDir()
-	if err := os.WriteFile(filepath.Join(nodeEtc, "passwd"), []byte("root:x:0:0"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pod := enginetest.Pod()
-	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
-	h.converged(pod, h.sync(pod))
-
-	// What the container "app" does: ln -s <node dir> /data/link.
-	vol := criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, "data", h.cfg)
-	if err := os.Symlink(nodeEtc, filepath.Join(vol, "link")); err != nil {
-		t.Fatal(err)
-	}
-
-	next := pod.DeepCopy()
-	for _, tc := range []struct{ name, subPath, subPathExpr string }{
-		{"reader", "link", ""},
-		{"writer", "link/newdir", ""},
-		{"expr", "", "$(LINK)/passwd"},
-	} {
-		c := enginetest.Container(tc.name, enginetest.RunForever...)
-		c.Env = []corev1.EnvVar{{Name: "LINK", Value: "link"}}
-		c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/mnt", SubPath: tc.subPath, SubPathExpr: tc.subPathExpr}}
-		next.Spec.Containers = append(next.Spec.Containers, c)
-	}
-	h.calls()
-	res := h.sync(next)
-	for _, name := range []string{"reader", "writer", "expr"} {
-		st := failedStep(t, res, engine.ActionStartContainer, name)
-		if st.Reason != engine.ReasonCreateContainerConfigErr || !errors.Is(st.Err, errdefs.ErrInvalidSpec) {
-			t.Errorf("%s: reason %s, err %v; want CreateContainerConfigError wrapping ErrInvalidSpec", name, st.Reason, st.Err)
-		}
-	}
-	if n := slices.Index(h.calls(), "CreateContainer"); n >= 0 {
-		t.Errorf("a container with a subPath through the link was created (call %d)", n)
-	}
-	if entries, _ := os.ReadDir(nodeEtc); len(entries) != 1 {
-		t.Errorf("the node's directory changed: %v", entries)
-	}
-	for _, name := range []string{"app", "helper"} {
-		if inst := res.View.FindContainer(name); inst == nil || inst.State != plan.ContainerRunning {
-			t.Errorf("%s no longer runs: %+v", name, inst)
-		}
-	}
-
-	// A subPath to a real directory of the volume is created in it and
-	// mounted from there.
-	fixed := pod.DeepCopy()
-	c := enginetest.Container("reader", enginetest.RunForever...)
-	c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/mnt", SubPath: "real/dir"}}
-	fixed.Spec.Containers = append(fixed.Spec.Containers, c)
-	res = h.sync(fixed)
-	if inst := newest(t, res, "reader"); inst.State != plan.ContainerRunning {
-		t.Errorf("reader: %+v", inst)
-	}
-	want := filepath.Join(vol, "real", "dir")
-	if fi, err := os.Lstat(want); err != nil || !fi.IsDir() {
-		t.Errorf("subPath directory not created in the volume: %v", err)
-	}
-	cfg, err := criconfig.ContainerConfig(criconfig.ContainerConfigInput{Pod: fixed, Container: &fixed.Spec.Containers[2],
-		ResolveSubPath: engine.ResolveSubPath}, h.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.ContainsFunc(cfg.GetMounts(), func(m *runtimeapi.Mount) bool { return m.GetHostPath() == want }) {
-		t.Errorf("mounts %v: want host path %s", cfg.GetMounts(), want)
-	}
-}
 
 // TestHostileNamesNeverReachTheFileSystem: a pod whose UID, name or
 // container name could leave its directory is refused by Apply and by
@@ -134,11 +52,11 @@ func TestHostileNamesNeverReachTheFileSystem(t *testing.T) {
 			if _, err := h.st.Get(pod.UID); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("the pod was stored: %v", err)
 			}
-			s, err := engine.NewSyncer(engine.SyncerOptions{Runtime: h.rt, Images: h.rt, Config: h.cfg})
+			s, err := syncer.NewSyncer(syncer.SyncerOptions{Runtime: h.rt, Images: h.rt, Config: h.cfg})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.SyncPod(h.ctx, pod, engine.SyncInput{}, nil); !errors.Is(err, errdefs.ErrInvalidSpec) {
+			if _, err := s.SyncPod(h.ctx, pod, syncer.SyncInput{}, nil); !errors.Is(err, errdefs.ErrInvalidSpec) {
 				t.Errorf("SyncPod = %v, want ErrInvalidSpec", err)
 			}
 			if err := s.RemovePod(h.ctx, pod); err != nil {

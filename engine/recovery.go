@@ -12,6 +12,7 @@ import (
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/logx"
 )
 
@@ -62,7 +63,7 @@ func (n *Node) recover(ctx context.Context) error {
 func (n *Node) runtimePods(ctx context.Context, uid *types.UID) (map[types.UID]plan.PodRef, error) {
 	sel := map[string]string{plan.LabelManaged: "true"}
 	if uid != nil {
-		sel = podSelector(*uid)
+		sel = syncer.PodSelector(*uid)
 	}
 	sbs, err := n.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {

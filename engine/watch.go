@@ -18,6 +18,7 @@ import (
 
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/syncer"
 )
 
 // Defaults of WatcherOptions.
@@ -36,7 +37,7 @@ const (
 // WatcherOptions configure a Watcher.
 type WatcherOptions struct {
 	// Runtime is the CRI runtime; required.
-	Runtime Runtime
+	Runtime syncer.Runtime
 	// Clock paces relists and retries; nil means the real clock.
 	Clock clock.WithTicker
 	// Logger receives stream and relist failures; nil discards.
@@ -63,7 +64,7 @@ type WatcherOptions struct {
 // Build it with NewWatcher, start Run once with a long-lived context, and
 // Subscribe as often as needed.
 type Watcher struct {
-	rt             Runtime
+	rt             syncer.Runtime
 	clock          clock.WithTicker
 	log            *zap.Logger
 	relist, evRel  time.Duration

@@ -14,6 +14,7 @@ import (
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/syncer/syncertest"
 )
 
 // noEvents is a runtime without container events, as containerd 1.6.
@@ -65,27 +66,27 @@ func nextUID(t *testing.T, ch <-chan types.UID, clk *clocktesting.FakeClock, ste
 }
 
 func TestWatcherFollowsEvents(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	// Relists never come due: hints must come from events.
-	w, hints := startWatcher(t, engine.WatcherOptions{Runtime: h.rt, Clock: clocktesting.NewFakeClock(t0), RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour})
+	w, hints := startWatcher(t, engine.WatcherOptions{Runtime: h.RT, Clock: clocktesting.NewFakeClock(syncertest.T0), RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour})
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for !w.EventsStreaming() {
 		select {
 		case <-tick.C:
-		case <-h.ctx.Done():
+		case <-h.Ctx.Done():
 			t.Fatal("no event stream")
 		}
 	}
 	pod := enginetest.Pod()
-	res := h.sync(pod)
+	res := h.Sync(pod)
 	if uid := nextUID(t, hints, nil, 0); uid != pod.UID {
 		t.Errorf("hint %q, want %q", uid, pod.UID)
 	}
 	// A crash is a hint, from its event: hints of the start may still be
 	// pending, so wait for one delivered after the crash's event arrived.
 	received := w.EventsReceived()
-	h.exit(res, "app", 1)
+	h.Exit(res, "app", 1)
 	for {
 		if uid := nextUID(t, hints, nil, 0); uid != pod.UID {
 			t.Fatalf("hint %q, want %q", uid, pod.UID)
@@ -97,16 +98,16 @@ func TestWatcherFollowsEvents(t *testing.T) {
 }
 
 func TestWatcherRelistsWithoutEvents(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
-	res := h.sync(pod)
+	res := h.Sync(pod)
 	// The first relist finds the pod.
-	clk := clocktesting.NewFakeClock(t0)
-	w, hints := startWatcher(t, engine.WatcherOptions{Runtime: noEvents{h.rt}, Clock: clk, RelistPeriod: time.Second})
+	clk := clocktesting.NewFakeClock(syncertest.T0)
+	w, hints := startWatcher(t, engine.WatcherOptions{Runtime: noEvents{h.RT}, Clock: clk, RelistPeriod: time.Second})
 	if uid := nextUID(t, hints, clk, time.Second); uid != pod.UID {
 		t.Errorf("hint %q, want %q", uid, pod.UID)
 	}
-	h.exit(res, "app", 1)
+	h.Exit(res, "app", 1)
 	if uid := nextUID(t, hints, clk, time.Second); uid != pod.UID {
 		t.Errorf("hint %q, want %q", uid, pod.UID)
 	}
@@ -114,14 +115,14 @@ func TestWatcherRelistsWithoutEvents(t *testing.T) {
 		t.Errorf("%d events from a runtime without events", w.EventsReceived())
 	}
 	// Objects podsync did not create are no one's business.
-	if _, err := h.rt.RunPodSandbox(h.ctx, &runtimeapi.PodSandboxConfig{
+	if _, err := h.RT.RunPodSandbox(h.Ctx, &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "other", Namespace: "x", Uid: "other"},
 		Labels:   map[string]string{plan.LabelPodUID: "other"},
 	}, ""); err != nil {
 		t.Fatal(err)
 	}
 	// Removing the pod is a change too.
-	if err := h.s.RemovePod(h.ctx, pod); err != nil {
+	if err := h.S.RemovePod(h.Ctx, pod); err != nil {
 		t.Fatal(err)
 	}
 	if uid := nextUID(t, hints, clk, time.Second); uid != pod.UID {
@@ -130,8 +131,8 @@ func TestWatcherRelistsWithoutEvents(t *testing.T) {
 }
 
 func TestSubscriptionsEnd(t *testing.T) {
-	h := newHarness(t)
-	w, err := engine.NewWatcher(engine.WatcherOptions{Runtime: h.rt})
+	h := syncertest.New(t)
+	w, err := engine.NewWatcher(engine.WatcherOptions{Runtime: h.RT})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/prober"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/failpoint"
 	"github.com/podsync/podsync/logx"
 )
@@ -334,7 +335,7 @@ func (n *Node) workerPass(w *worker, due bool) {
 // passOutcome is what a pass did.
 type passOutcome struct {
 	status corev1.PodStatus
-	steps  []StepResult
+	steps  []syncer.StepResult
 	next   time.Time
 	// gone is set when the store does not hold the pod.
 	gone bool
@@ -350,12 +351,12 @@ type passOutcome struct {
 //   - for a terminal pod with nothing left running, does nothing;
 //   - otherwise runs SyncPod, updates the prober, records the status if
 //     it changed and the events of the steps, and sets the retry timer.
-func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepResult)) (passOutcome, error) {
+func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(syncer.StepResult)) (passOutcome, error) {
 	// What asked for a pass until now is served by this one, which reads
 	// the store and the runtime after it.
 	w.passStarts()
 	if byLoop && emit == nil {
-		emit = func(st StepResult) { n.observe(w.uid, st) }
+		emit = func(st syncer.StepResult) { n.observe(w.uid, st) }
 	}
 	rec, err := n.store.GetWithSecrets(w.uid)
 	if errors.Is(err, store.ErrNotFound) {
@@ -394,7 +395,7 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(StepR
 		w.mu.Unlock()
 		stop(nil)
 	}()
-	in := SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets, Probes: n.probeResults(pod.UID)}
+	in := syncer.SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets, Probes: n.probeResults(pod.UID)}
 	in.Observed = func(view plan.RuntimeView, plan plan.PodActions) { n.publishObserved(w, pod, view, plan) }
 	res, err := n.syncer.SyncPod(ctx, pod, in, emit)
 	out := passOutcome{steps: res.Steps, status: pod.Status}
@@ -472,7 +473,7 @@ func (n *Node) failureRetry(w *worker) time.Time {
 
 // nextSync returns when a pass must run without a change: the earliest
 // end of a back-off, or the pod's active deadline.
-func nextSync(pod *corev1.Pod, status *corev1.PodStatus, steps []StepResult, now time.Time) time.Time {
+func nextSync(pod *corev1.Pod, status *corev1.PodStatus, steps []syncer.StepResult, now time.Time) time.Time {
 	var next time.Time
 	for _, s := range steps {
 		if !s.NextRetry.IsZero() {
@@ -506,7 +507,7 @@ func sameStatus(a, b *corev1.PodStatus) bool {
 // terminalSettled reports whether nothing of the pod runs any more: no
 // running container and no ready sandbox.
 func (n *Node) terminalSettled(ctx context.Context, uid types.UID) (bool, error) {
-	view, err := ReadView(ctx, n.rt, uid)
+	view, err := syncer.ReadView(ctx, n.rt, uid)
 	if err != nil {
 		return false, err
 	}
@@ -543,9 +544,9 @@ func runningContainers(pod *corev1.Pod, view plan.RuntimeView, cfg criconfig.Opt
 // finishDeletion kills a pod marked deleting within its grace period,
 // removes everything the runtime and the node hold for it, and removes it
 // from the store. The caller holds w's lock.
-func (n *Node) finishDeletion(ctx context.Context, w *worker, rec *store.PodRecord, emit func(StepResult)) (passOutcome, error) {
+func (n *Node) finishDeletion(ctx context.Context, w *worker, rec *store.PodRecord, emit func(syncer.StepResult)) (passOutcome, error) {
 	pod := rec.Pod
-	res, err := n.syncer.SyncPod(ctx, pod, SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets}, emit)
+	res, err := n.syncer.SyncPod(ctx, pod, syncer.SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets}, emit)
 	out := passOutcome{steps: res.Steps, status: pod.Status}
 	if err != nil {
 		w.setRetry(n.failureRetry(w))

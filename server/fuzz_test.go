@@ -13,8 +13,8 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/server"
 )
 
@@ -119,7 +119,7 @@ func FuzzValidateRequest(f *testing.F) {
 				return
 			}
 			for _, pod := range pods {
-				if err := engine.CheckPodPaths(pod); err != nil {
+				if err := syncer.CheckPodPaths(pod); err != nil {
 					t.Fatalf("validation accepted a pod the engine refuses: %v", err)
 				}
 				if _, err := convert.PodToProto(pod); err != nil {
@@ -221,7 +221,7 @@ func FuzzValidatePodStrings(f *testing.F) {
 			return
 		}
 		pod := pods[0]
-		if err := engine.CheckPodPaths(pod); err != nil {
+		if err := syncer.CheckPodPaths(pod); err != nil {
 			t.Fatalf("field %d = %q: validation accepted a pod the engine refuses: %v", int(field)%len(podStringFields), value, err)
 		}
 		if _, err := criconfig.SandboxConfig(pod, 0, opts); err != nil {

@@ -7,8 +7,8 @@ import (
 	"google.golang.org/grpc"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
 )
 
 // errNoPod is returned if a validated request unexpectedly carries no pod.
@@ -30,7 +30,7 @@ func (s *service) SyncPod(req *podsyncv1.SyncPodRequest, stream grpc.ServerStrea
 	pod := pods[0]
 	ctx := stream.Context()
 	out := newStreamSender(stream)
-	res, err := s.node.Apply(ctx, pod, configMaps, secrets, func(st engine.StepResult) {
+	res, err := s.node.Apply(ctx, pod, configMaps, secrets, func(st syncer.StepResult) {
 		// A client that went away stops the sending, not the pass.
 		if ctx.Err() == nil {
 			_ = out.send(&podsyncv1.SyncPodResponse{Event: &podsyncv1.SyncPodResponse_Step{Step: stepToProto(st)}})

@@ -10,11 +10,11 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/logs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
 )
 
 // This file is the one place where engine results become API messages
@@ -23,30 +23,30 @@ import (
 // stepActions maps the engine's step actions to the API's. Actions the
 // API has no value for map to the nearest one and keep their name in the
 // step's reason (see stepToProto).
-var stepActions = map[engine.StepAction]podsyncv1.StepAction{
-	engine.ActionCreatePodSandbox: podsyncv1.StepAction_STEP_ACTION_CREATE_POD_SANDBOX,
-	engine.ActionConfigPodSandbox: podsyncv1.StepAction_STEP_ACTION_CONFIG_POD_SANDBOX,
-	engine.ActionKillPodSandbox:   podsyncv1.StepAction_STEP_ACTION_KILL_POD_SANDBOX,
-	engine.ActionStartContainer:   podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
-	engine.ActionKillContainer:    podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER,
-	engine.ActionPullImage:        podsyncv1.StepAction_STEP_ACTION_PULL_IMAGE,
-	engine.ActionRemoveContainer:  podsyncv1.StepAction_STEP_ACTION_REMOVE_CONTAINER,
+var stepActions = map[syncer.StepAction]podsyncv1.StepAction{
+	syncer.ActionCreatePodSandbox: podsyncv1.StepAction_STEP_ACTION_CREATE_POD_SANDBOX,
+	syncer.ActionConfigPodSandbox: podsyncv1.StepAction_STEP_ACTION_CONFIG_POD_SANDBOX,
+	syncer.ActionKillPodSandbox:   podsyncv1.StepAction_STEP_ACTION_KILL_POD_SANDBOX,
+	syncer.ActionStartContainer:   podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
+	syncer.ActionKillContainer:    podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER,
+	syncer.ActionPullImage:        podsyncv1.StepAction_STEP_ACTION_PULL_IMAGE,
+	syncer.ActionRemoveContainer:  podsyncv1.StepAction_STEP_ACTION_REMOVE_CONTAINER,
 	// Nearest values: a postStart hook is part of a start, a preStop hook
 	// of a kill, mounting volumes prepares the sandbox's starts, and a
 	// sandbox removal follows its kill.
-	engine.ActionPostStartHook:    podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
-	engine.ActionPreStopHook:      podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER,
-	engine.ActionMountVolumes:     podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
-	engine.ActionRemovePodSandbox: podsyncv1.StepAction_STEP_ACTION_KILL_POD_SANDBOX,
+	syncer.ActionPostStartHook:    podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
+	syncer.ActionPreStopHook:      podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER,
+	syncer.ActionMountVolumes:     podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
+	syncer.ActionRemovePodSandbox: podsyncv1.StepAction_STEP_ACTION_KILL_POD_SANDBOX,
 }
 
-func containerTypeToProto(t engine.ContainerType) podsyncv1.ContainerType {
+func containerTypeToProto(t syncer.ContainerType) podsyncv1.ContainerType {
 	switch t {
-	case engine.ContainerTypeInit:
+	case syncer.ContainerTypeInit:
 		return podsyncv1.ContainerType_CONTAINER_TYPE_INIT
-	case engine.ContainerTypeSidecar:
+	case syncer.ContainerTypeSidecar:
 		return podsyncv1.ContainerType_CONTAINER_TYPE_SIDECAR
-	case engine.ContainerTypeRegular:
+	case syncer.ContainerTypeRegular:
 		return podsyncv1.ContainerType_CONTAINER_TYPE_REGULAR
 	}
 	return podsyncv1.ContainerType_CONTAINER_TYPE_UNSPECIFIED
@@ -82,7 +82,7 @@ func timeToProto(t time.Time) *timestamppb.Timestamp {
 // Actions without an API value of their own keep their engine name as
 // the reason when they have none, so a client can tell a hook from a
 // start.
-func stepToProto(s engine.StepResult) *podsyncv1.SyncStep {
+func stepToProto(s syncer.StepResult) *podsyncv1.SyncStep {
 	out := &podsyncv1.SyncStep{
 		Action:        stepActions[s.Action],
 		Target:        s.Target,
@@ -109,7 +109,7 @@ func stepToProto(s engine.StepResult) *podsyncv1.SyncStep {
 		out.Outcome = podsyncv1.StepOutcome_STEP_OUTCOME_BACKING_OFF
 	}
 	switch s.Action {
-	case engine.ActionPostStartHook, engine.ActionPreStopHook, engine.ActionMountVolumes, engine.ActionRemovePodSandbox:
+	case syncer.ActionPostStartHook, syncer.ActionPreStopHook, syncer.ActionMountVolumes, syncer.ActionRemovePodSandbox:
 		if out.Reason == "" {
 			out.Reason = string(s.Action)
 		}
@@ -117,7 +117,7 @@ func stepToProto(s engine.StepResult) *podsyncv1.SyncStep {
 	return out
 }
 
-func stepsToProto(steps []engine.StepResult) []*podsyncv1.SyncStep {
+func stepsToProto(steps []syncer.StepResult) []*podsyncv1.SyncStep {
 	out := make([]*podsyncv1.SyncStep, 0, len(steps))
 	for _, s := range steps {
 		out = append(out, stepToProto(s))
@@ -132,14 +132,14 @@ func podRefToProto(r store.PodRef) *podsyncv1.PodRef {
 // statusToProto translates a pod status and adds podsync's own fields:
 // the node name, and the sandbox the pod's containers run in — the one
 // the last successful CreatePodSandbox of steps created, else sb.
-func (s *service) statusToProto(st *corev1.PodStatus, steps []engine.StepResult, sb sandboxRef) *podsyncv1.PodStatus {
+func (s *service) statusToProto(st *corev1.PodStatus, steps []syncer.StepResult, sb sandboxRef) *podsyncv1.PodStatus {
 	if st == nil {
 		return nil
 	}
 	out := convert.PodStatusToProto(st)
 	out.NodeName = s.nodeName
 	for i := len(steps) - 1; i >= 0; i-- {
-		if st := steps[i]; st.Action == engine.ActionCreatePodSandbox && !st.Failed() && st.SandboxID != "" {
+		if st := steps[i]; st.Action == syncer.ActionCreatePodSandbox && !st.Failed() && st.SandboxID != "" {
 			sb = sandboxRef{id: st.SandboxID, attempt: st.Attempt}
 			break
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/podsync/podsync/engine/logs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/failpoint"
 )
 
@@ -28,7 +29,7 @@ import (
 // stored pods and the revision log.
 type Node interface {
 	// Apply stores the pod and runs one sync pass now, emitting its steps.
-	Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(engine.StepResult)) (engine.ApplyResult, error)
+	Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(syncer.StepResult)) (engine.ApplyResult, error)
 	// ListShared returns the stored pods and the revision to watch from;
 	// the records are shared and only read.
 	ListShared(ctx context.Context, f store.Filter) ([]*store.PodRecord, int64, error)
@@ -36,7 +37,7 @@ type Node interface {
 	Watch(ctx context.Context, since int64) (*store.Watcher, error)
 	// ObserveSteps reports the steps of the passes the node runs of a pod
 	// on its own, after Apply's.
-	ObserveSteps(uid types.UID, fn func(engine.StepResult)) (stop func())
+	ObserveSteps(uid types.UID, fn func(syncer.StepResult)) (stop func())
 }
 
 var _ Node = (*engine.Node)(nil)
@@ -137,14 +138,14 @@ type Options struct {
 // or a pod's new status.
 type Progress struct {
 	Pod    store.PodRef
-	Step   *engine.StepResult
+	Step   *syncer.StepResult
 	Status *corev1.PodStatus
 }
 
 // FailedContainer describes a container that made a pod fail.
 type FailedContainer struct {
 	Name          string
-	ContainerType engine.ContainerType
+	ContainerType syncer.ContainerType
 	// ExitCode of its last termination, if it terminated.
 	ExitCode     *int32
 	Reason       string
@@ -364,11 +365,11 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod) Result {
 	// The steps of the worker's later passes (the next init container, a
 	// restart) are reported too, until the verdict. The worker must not
 	// wait for the caller: they queue.
-	later := newStepQueue(func(s engine.StepResult) { r.progress(Progress{Pod: ref, Step: &s}) })
+	later := newStepQueue(func(s syncer.StepResult) { r.progress(Progress{Pod: ref, Step: &s}) })
 	stopObserving := r.opts.Node.ObserveSteps(pod.UID, later.push)
 	defer later.close()
 	defer stopObserving()
-	applied, err := r.opts.Node.Apply(pctx, pod, r.req.ConfigMaps, r.req.Secrets, func(s engine.StepResult) {
+	applied, err := r.opts.Node.Apply(pctx, pod, r.req.ConfigMaps, r.req.Secrets, func(s syncer.StepResult) {
 		r.progress(Progress{Pod: ref, Step: &s})
 	})
 	st := applied.Status
@@ -450,7 +451,7 @@ func allRunning(pod *corev1.Pod, st *corev1.PodStatus) bool {
 // starting up, with the tail of their last instance's log.
 func (r *run) failedContainers(ctx context.Context, pod *corev1.Pod, st *corev1.PodStatus) []FailedContainer {
 	var out []FailedContainer
-	add := func(cs corev1.ContainerStatus, typ engine.ContainerType) {
+	add := func(cs corev1.ContainerStatus, typ syncer.ContainerType) {
 		fc := FailedContainer{Name: cs.Name, ContainerType: typ, RestartCount: cs.RestartCount}
 		term := cs.State.Terminated
 		if term == nil && cs.State.Waiting != nil {
@@ -477,14 +478,14 @@ func (r *run) failedContainers(ctx context.Context, pod *corev1.Pod, st *corev1.
 		out = append(out, fc)
 	}
 	for _, cs := range st.InitContainerStatuses {
-		typ := engine.ContainerTypeInit
+		typ := syncer.ContainerTypeInit
 		if i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == cs.Name }); i >= 0 && plan.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
-			typ = engine.ContainerTypeSidecar
+			typ = syncer.ContainerTypeSidecar
 		}
 		add(cs, typ)
 	}
 	for _, cs := range st.ContainerStatuses {
-		add(cs, engine.ContainerTypeRegular)
+		add(cs, syncer.ContainerTypeRegular)
 	}
 	return out
 }
@@ -514,21 +515,21 @@ func (r *run) logTail(ctx context.Context, pod *corev1.Pod, container string) []
 // stepQueue hands steps to deliver in order on its own goroutine, so the
 // worker that pushes them never waits for a slow caller.
 type stepQueue struct {
-	deliver func(engine.StepResult)
+	deliver func(syncer.StepResult)
 	mu      sync.Mutex
-	steps   []engine.StepResult
+	steps   []syncer.StepResult
 	closed  bool
 	wake    chan struct{}
 	done    chan struct{}
 }
 
-func newStepQueue(deliver func(engine.StepResult)) *stepQueue {
+func newStepQueue(deliver func(syncer.StepResult)) *stepQueue {
 	q := &stepQueue{deliver: deliver, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go q.loop()
 	return q
 }
 
-func (q *stepQueue) push(s engine.StepResult) {
+func (q *stepQueue) push(s syncer.StepResult) {
 	q.mu.Lock()
 	if !q.closed {
 		q.steps = append(q.steps, s)

@@ -23,6 +23,7 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -44,7 +45,7 @@ type fakeNode struct {
 	stop     chan struct{}
 	// observers get a StartContainer step before each scripted status,
 	// as the worker's later passes would report.
-	observers map[types.UID]func(engine.StepResult)
+	observers map[types.UID]func(syncer.StepResult)
 }
 
 func newFakeNode(t *testing.T) *fakeNode {
@@ -61,7 +62,7 @@ func newFakeNode(t *testing.T) *fakeNode {
 	return n
 }
 
-func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap, _ []*corev1.Secret, emit func(engine.StepResult)) (engine.ApplyResult, error) {
+func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap, _ []*corev1.Secret, emit func(syncer.StepResult)) (engine.ApplyResult, error) {
 	if err := n.applyErr[pod.Name]; err != nil {
 		return engine.ApplyResult{}, err
 	}
@@ -71,7 +72,7 @@ func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.Confi
 	n.mu.Lock()
 	n.applied = append(n.applied, pod.Name)
 	n.mu.Unlock()
-	emit(engine.StepResult{Action: engine.ActionCreatePodSandbox, Target: pod.Name})
+	emit(syncer.StepResult{Action: syncer.ActionCreatePodSandbox, Target: pod.Name})
 	pending := corev1.PodStatus{Phase: corev1.PodPending}
 	ref := store.RefOf(pod)
 	if _, err := n.st.Append(store.StatusChange(ref, &pending)); err != nil {
@@ -89,7 +90,7 @@ func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.Confi
 			observe := n.observers[pod.UID]
 			n.mu.Unlock()
 			if observe != nil {
-				observe(engine.StepResult{Action: engine.ActionStartContainer, Target: "app"})
+				observe(syncer.StepResult{Action: syncer.ActionStartContainer, Target: "app"})
 			}
 			if _, err := n.st.Append(store.StatusChange(ref, &s)); err != nil {
 				n.t.Errorf("append: %v", err)
@@ -100,11 +101,11 @@ func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.Confi
 	return engine.ApplyResult{Created: true, Status: pending}, nil
 }
 
-func (n *fakeNode) ObserveSteps(uid types.UID, fn func(engine.StepResult)) func() {
+func (n *fakeNode) ObserveSteps(uid types.UID, fn func(syncer.StepResult)) func() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.observers == nil {
-		n.observers = map[types.UID]func(engine.StepResult){}
+		n.observers = map[types.UID]func(syncer.StepResult){}
 	}
 	n.observers[uid] = fn
 	return func() {
@@ -300,7 +301,7 @@ func TestFailedPodReportsContainerAndLog(t *testing.T) {
 	}
 	r := s.Results[0]
 	code := int32(1)
-	want := []FailedContainer{{Name: "app", ContainerType: engine.ContainerTypeRegular, ExitCode: &code, Reason: "Error",
+	want := []FailedContainer{{Name: "app", ContainerType: syncer.ContainerTypeRegular, ExitCode: &code, Reason: "Error",
 		LogTail: []string{"starting", "boom: cannot connect"}}}
 	if diff := cmp.Diff(want, r.FailedContainers); diff != "" {
 		t.Errorf("failed containers (-want +got):\n%s", diff)
@@ -415,7 +416,7 @@ func TestProgressStreamsStepsAndStatuses(t *testing.T) {
 	}
 	// The worker's later steps are queued apart from the statuses: their
 	// relative order is not fixed.
-	want := []string{"status:Pending", "status:Running", "step:" + string(engine.ActionCreatePodSandbox), "step:" + string(engine.ActionStartContainer)}
+	want := []string{"status:Pending", "status:Running", "step:" + string(syncer.ActionCreatePodSandbox), "step:" + string(syncer.ActionStartContainer)}
 	slices.Sort(got)
 	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {

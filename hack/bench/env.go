@@ -24,8 +24,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/localcri"
 )
 
@@ -43,7 +43,7 @@ type env struct {
 	log      *zap.Logger
 	flavour  localcri.Flavour
 	inst     *localcri.Instance
-	rt       *engine.RemoteRuntime
+	rt       *syncer.RemoteRuntime
 	crictl   []string // crictl --config <instance's>
 	dir      string   // .tmp/bench/<run id>: podsyncd's root and logs, raw pods' dirs
 	version  string   // "containerd v2.4.2"
@@ -76,7 +76,7 @@ func startEnv(ctx context.Context, log *zap.Logger, repo string, flavour localcr
 		return nil, err
 	}
 	e.crictl = strings.Fields(inst.CrictlHint())
-	if e.rt, err = engine.DialRuntime(sctx, inst.Endpoint(), 0); err != nil {
+	if e.rt, err = syncer.DialRuntime(sctx, inst.Endpoint(), 0); err != nil {
 		return nil, err
 	}
 	v, err := e.rt.Version(sctx, "v1")

@@ -38,6 +38,7 @@ import (
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/server"
 )
 
@@ -335,7 +336,7 @@ func (d *daemon) supervise(ctx context.Context) {
 }
 
 // runNode runs a node on rt until ctx ends (nil) or its start fails.
-func (d *daemon) runNode(ctx context.Context, rt *engine.RemoteRuntime) error {
+func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 	admitFn, policyFn := engine.Admission(d.hooksFor, d.policy)
 	node, err := engine.NewNode(engine.NodeOptions{
 		Runtime: d.metrics.InstrumentRuntime(rt),
@@ -386,11 +387,11 @@ func (d *daemon) runNode(ctx context.Context, rt *engine.RemoteRuntime) error {
 
 // dialRuntime connects to the runtime and, if it is another endpoint, the
 // image service. The returned func closes what was opened.
-func dialRuntime(ctx context.Context, runtimeEP, imageEP string) (*engine.RemoteRuntime, func(), error) {
+func dialRuntime(ctx context.Context, runtimeEP, imageEP string) (*syncer.RemoteRuntime, func(), error) {
 	closeCtx := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	}
-	rt, err := engine.DialRuntime(ctx, runtimeEP, 0)
+	rt, err := syncer.DialRuntime(ctx, runtimeEP, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -402,12 +403,12 @@ func dialRuntime(ctx context.Context, runtimeEP, imageEP string) (*engine.Remote
 	if imageEP == "" || imageEP == runtimeEP {
 		return rt, closeRT, nil
 	}
-	img, err := engine.DialRuntime(ctx, imageEP, 0)
+	img, err := syncer.DialRuntime(ctx, imageEP, 0)
 	if err != nil {
 		closeRT()
 		return nil, nil, fmt.Errorf("image endpoint: %w", err)
 	}
-	both := &engine.RemoteRuntime{RuntimeService: rt.RuntimeService, ImageManagerService: img.ImageManagerService}
+	both := &syncer.RemoteRuntime{RuntimeService: rt.RuntimeService, ImageManagerService: img.ImageManagerService}
 	return both, func() {
 		closeRT()
 		cctx, cancel := closeCtx()
@@ -427,7 +428,7 @@ func runtimeUnavailable(err error) bool { return status.Code(err) == codes.Unava
 // backend is the service of the node running on a connected runtime.
 type backend struct {
 	svc podsyncv1.PodSyncServiceServer
-	rt  *engine.RemoteRuntime
+	rt  *syncer.RemoteRuntime
 }
 
 // lateService is the PodSyncService the gRPC server is built with before

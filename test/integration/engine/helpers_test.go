@@ -19,9 +19,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 )
 
@@ -36,19 +36,19 @@ func cgroupRoot() string { return localcritest.CgroupRoot(inst) }
 type env struct {
 	t   *testing.T
 	ctx context.Context
-	rt  *engine.RemoteRuntime
-	s   *engine.Syncer
+	rt  *syncer.RemoteRuntime
+	s   *syncer.Syncer
 	cfg criconfig.Options
-	in  engine.SyncInput
+	in  syncer.SyncInput
 }
 
 // newEnv connects a Syncer to the package's containerd. Back-off is the
 // kubelet's unless mutate changes it.
-func newEnv(t *testing.T, mutate ...func(*engine.SyncerOptions)) *env {
+func newEnv(t *testing.T, mutate ...func(*syncer.SyncerOptions)) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	t.Cleanup(cancel)
-	rt, err := engine.DialRuntime(ctx, inst.Endpoint(), 0)
+	rt, err := syncer.DialRuntime(ctx, inst.Endpoint(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +59,11 @@ func newEnv(t *testing.T, mutate ...func(*engine.SyncerOptions)) *env {
 		CgroupRoot: cgroupRoot(),
 		NodeIPs:    []string{"127.0.0.1"},
 	}
-	opts := engine.SyncerOptions{Runtime: rt, Images: rt, Logger: zaptest.NewLogger(t), Config: cfg}
+	opts := syncer.SyncerOptions{Runtime: rt, Images: rt, Logger: zaptest.NewLogger(t), Config: cfg}
 	for _, m := range mutate {
 		m(&opts)
 	}
-	s, err := engine.NewSyncer(opts)
+	s, err := syncer.NewSyncer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func (e *env) newPod(names ...string) *corev1.Pod {
 
 // sync defaults pod as the API server would (the engine expects
 // defaulted pods) and runs one pass, failing the test on a pass error.
-func (e *env) sync(pod *corev1.Pod) engine.SyncResult {
+func (e *env) sync(pod *corev1.Pod) syncer.SyncResult {
 	e.t.Helper()
 	convert.Default(pod)
 	res, err := e.s.SyncPod(e.ctx, pod, e.in, nil)
@@ -117,9 +117,9 @@ func (e *env) sync(pod *corev1.Pod) engine.SyncResult {
 
 // syncUntil runs passes, as a pod worker would, until cond holds for a
 // pass's result, and returns the results of all passes.
-func (e *env) syncUntil(pod *corev1.Pod, what string, cond func(engine.SyncResult) bool) []engine.SyncResult {
+func (e *env) syncUntil(pod *corev1.Pod, what string, cond func(syncer.SyncResult) bool) []syncer.SyncResult {
 	e.t.Helper()
-	var all []engine.SyncResult
+	var all []syncer.SyncResult
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -137,25 +137,25 @@ func (e *env) syncUntil(pod *corev1.Pod, what string, cond func(engine.SyncResul
 }
 
 // until runs passes until cond holds and returns the last result.
-func (e *env) until(pod *corev1.Pod, what string, cond func(engine.SyncResult) bool) engine.SyncResult {
+func (e *env) until(pod *corev1.Pod, what string, cond func(syncer.SyncResult) bool) syncer.SyncResult {
 	e.t.Helper()
 	all := e.syncUntil(pod, what, cond)
 	return all[len(all)-1]
 }
 
 // status is the pod's status from a pass's view.
-func (e *env) status(pod *corev1.Pod, res engine.SyncResult) corev1.PodStatus {
+func (e *env) status(pod *corev1.Pod, res syncer.SyncResult) corev1.PodStatus {
 	return e.s.PodStatus(pod, res.View, plan.ProbeResults{})
 }
 
 // running reports whether every regular container of pod runs.
-func (e *env) running(pod *corev1.Pod) func(engine.SyncResult) bool {
-	return func(res engine.SyncResult) bool {
+func (e *env) running(pod *corev1.Pod) func(syncer.SyncResult) bool {
+	return func(res syncer.SyncResult) bool {
 		return e.status(pod, res).Phase == corev1.PodRunning && allRunning(pod, res)
 	}
 }
 
-func allRunning(pod *corev1.Pod, res engine.SyncResult) bool {
+func allRunning(pod *corev1.Pod, res syncer.SyncResult) bool {
 	for _, c := range pod.Spec.Containers {
 		if inst := res.View.FindContainer(c.Name); inst == nil || inst.State != plan.ContainerRunning {
 			return false
@@ -165,7 +165,7 @@ func allRunning(pod *corev1.Pod, res engine.SyncResult) bool {
 }
 
 // newest returns the newest instance of a container.
-func newest(t *testing.T, res engine.SyncResult, name string) plan.ContainerInstance {
+func newest(t *testing.T, res syncer.SyncResult, name string) plan.ContainerInstance {
 	t.Helper()
 	inst := res.View.FindContainer(name)
 	if inst == nil {
@@ -175,7 +175,7 @@ func newest(t *testing.T, res engine.SyncResult, name string) plan.ContainerInst
 }
 
 // steps renders steps as "Action Target Reason" ("!" marks failures).
-func steps(ss []engine.StepResult) []string {
+func steps(ss []syncer.StepResult) []string {
 	var out []string
 	for _, s := range ss {
 		line := fmt.Sprintf("%s %s", s.Action, s.Target)
@@ -191,8 +191,8 @@ func steps(ss []engine.StepResult) []string {
 
 // hasStep reports whether a result has a step with action on target and
 // reason (with "!" for a failure).
-func hasStep(res engine.SyncResult, action engine.StepAction, target, reason string) bool {
-	return slices.ContainsFunc(res.Steps, func(s engine.StepResult) bool {
+func hasStep(res syncer.SyncResult, action syncer.StepAction, target, reason string) bool {
+	return slices.ContainsFunc(res.Steps, func(s syncer.StepResult) bool {
 		r := s.Reason
 		if s.Err != nil {
 			r = "!" + r

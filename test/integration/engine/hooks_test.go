@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/syncer"
 )
 
 func execHook(script string) *corev1.LifecycleHandler {
@@ -36,7 +36,7 @@ func TestLifecycleHooksRun(t *testing.T) {
 	log := filepath.Join(criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, "hooks", e.cfg), "log")
 
 	res := e.until(pod, "running", e.running(pod))
-	if s := res.Step(engine.ActionPostStartHook, "app"); s == nil || s.Err != nil {
+	if s := res.Step(syncer.ActionPostStartHook, "app"); s == nil || s.Err != nil {
 		t.Fatalf("steps %v, want a postStart hook", steps(res.Steps))
 	}
 	if data, err := os.ReadFile(log); err != nil || string(data) != "post-start\n" {
@@ -63,14 +63,14 @@ func TestFailingPostStartKillsTheContainer(t *testing.T) {
 	pod := e.newPod("app")
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: execHook("echo refusing >&2; exit 7")}
 	res := e.sync(pod)
-	st := res.Step(engine.ActionStartContainer, "app")
-	if st == nil || st.Reason != engine.ReasonPostStartHookError || st.Err == nil {
+	st := res.Step(syncer.ActionStartContainer, "app")
+	if st == nil || st.Reason != syncer.ReasonPostStartHookError || st.Err == nil {
 		t.Fatalf("steps %v, want PostStartHookError", steps(res.Steps))
 	}
 	if !strings.Contains(st.Message, "refusing") || !strings.Contains(st.Message, "exited with 7") {
 		t.Errorf("message %q, want the hook's output and exit code", st.Message)
 	}
-	if !hasStep(res, engine.ActionKillContainer, "app", "FailedPostStartHook") {
+	if !hasStep(res, syncer.ActionKillContainer, "app", "FailedPostStartHook") {
 		t.Errorf("steps %v, want the container killed", steps(res.Steps))
 	}
 	if n := newest(t, res, "app"); n.State != plan.ContainerExited {
@@ -89,11 +89,11 @@ func TestPreStopIsBoundedByTheGracePeriod(t *testing.T) {
 	start := time.Now()
 	res := e.sync(pod)
 	took := time.Since(start)
-	hook := res.Step(engine.ActionPreStopHook, "app")
-	if hook == nil || hook.Err == nil || hook.Reason != engine.ReasonPreStopHookError {
+	hook := res.Step(syncer.ActionPreStopHook, "app")
+	if hook == nil || hook.Err == nil || hook.Reason != syncer.ReasonPreStopHookError {
 		t.Fatalf("steps %v, want a preStop hook cut short", steps(res.Steps))
 	}
-	if !hasStep(res, engine.ActionKillContainer, "app", plan.KillReasonPodDeleted) && !hasStep(res, engine.ActionKillContainer, "app", plan.ReasonPodKilled) {
+	if !hasStep(res, syncer.ActionKillContainer, "app", plan.KillReasonPodDeleted) && !hasStep(res, syncer.ActionKillContainer, "app", plan.ReasonPodKilled) {
 		t.Errorf("steps %v, want the container killed", steps(res.Steps))
 	}
 	// 2 s for the hook, then SIGTERM, which the default command obeys.

@@ -12,11 +12,11 @@ import (
 
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
+	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/internal/localcri"
 )
 
@@ -28,14 +28,14 @@ func TestImagePullNeverWithMissingImage(t *testing.T) {
 	pod.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
 	for range 2 {
 		res := e.sync(pod)
-		if !hasStep(res, engine.ActionStartContainer, "app", "!"+engine.ReasonErrImageNeverPull) {
+		if !hasStep(res, syncer.ActionStartContainer, "app", "!"+syncer.ReasonErrImageNeverPull) {
 			t.Fatalf("steps %v, want ErrImageNeverPull", steps(res.Steps))
 		}
-		st := res.Step(engine.ActionStartContainer, "app")
+		st := res.Step(syncer.ActionStartContainer, "app")
 		if !strings.Contains(st.Message, `Container image "registry.local/absent:none" is not present with pull policy of Never`) {
 			t.Errorf("message %q", st.Message)
 		}
-		if res.Step(engine.ActionPullImage, pod.Spec.Containers[0].Image) != nil {
+		if res.Step(syncer.ActionPullImage, pod.Spec.Containers[0].Image) != nil {
 			t.Error("an image with pull policy Never was pulled")
 		}
 	}
@@ -50,7 +50,7 @@ func TestImagePullAlwaysFromLocalRegistry(t *testing.T) {
 	pod.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways
 	before := inst.Registry().Requests().Manifests
 	res := e.until(pod, "running", e.running(pod))
-	if s := res.Step(engine.ActionPullImage, ref); s == nil || s.Err != nil {
+	if s := res.Step(syncer.ActionPullImage, ref); s == nil || s.Err != nil {
 		t.Fatalf("steps %v, want a successful pull of %s", steps(res.Steps), ref)
 	}
 	if after := inst.Registry().Requests().Manifests; after <= before {
@@ -62,8 +62,8 @@ func TestImagePullAlwaysFromLocalRegistry(t *testing.T) {
 	// Always pulls again for every start.
 	old := newest(t, res, "app")
 	localcritest.Crictl(t, inst, "stop", old.ID)
-	res = e.until(pod, "restarted", func(r engine.SyncResult) bool { return newest(t, r, "app").ID != old.ID })
-	if s := res.Step(engine.ActionPullImage, ref); s == nil || s.Err != nil {
+	res = e.until(pod, "restarted", func(r syncer.SyncResult) bool { return newest(t, r, "app").ID != old.ID })
+	if s := res.Step(syncer.ActionPullImage, ref); s == nil || s.Err != nil {
 		t.Errorf("restart steps %v, want another pull", steps(res.Steps))
 	}
 }
@@ -71,7 +71,7 @@ func TestImagePullAlwaysFromLocalRegistry(t *testing.T) {
 // TestFailingRegistry is not parallel: it makes the shared registry fail.
 func TestFailingRegistry(t *testing.T) {
 	const base = time.Second
-	e := newEnv(t, func(o *engine.SyncerOptions) { o.Backoff = plan.BackoffPolicy{Base: base} })
+	e := newEnv(t, func(o *syncer.SyncerOptions) { o.Backoff = plan.BackoffPolicy{Base: base} })
 	imgs, err := localcri.LayoutImages(inst.Images().Layout)
 	if err != nil {
 		t.Fatal(err)
@@ -90,11 +90,11 @@ func TestFailingRegistry(t *testing.T) {
 	ref := reg.Ref(tag)
 	pod.Spec.Containers[0].Image = ref
 	res := e.sync(pod)
-	if !hasStep(res, engine.ActionPullImage, ref, "!"+podstatus.ReasonErrImagePull) || !hasStep(res, engine.ActionStartContainer, "app", "!"+podstatus.ReasonErrImagePull) {
+	if !hasStep(res, syncer.ActionPullImage, ref, "!"+podstatus.ReasonErrImagePull) || !hasStep(res, syncer.ActionStartContainer, "app", "!"+podstatus.ReasonErrImagePull) {
 		t.Fatalf("first pass %v, want ErrImagePull", steps(res.Steps))
 	}
 	res = e.sync(pod)
-	st := res.Step(engine.ActionStartContainer, "app")
+	st := res.Step(syncer.ActionStartContainer, "app")
 	if st == nil || st.Reason != plan.ReasonImagePullBackOff || st.NextRetry.IsZero() || st.Err != nil {
 		t.Fatalf("second pass %v, want ImagePullBackOff with a next retry", steps(res.Steps))
 	}
@@ -108,7 +108,7 @@ func TestFailingRegistry(t *testing.T) {
 	// Once the registry answers, the pull after the back-off succeeds.
 	reg.Reset()
 	res = e.until(pod, "running", e.running(pod))
-	if s := res.Step(engine.ActionPullImage, ref); s == nil || s.Err != nil {
+	if s := res.Step(syncer.ActionPullImage, ref); s == nil || s.Err != nil {
 		t.Errorf("steps %v, want a successful pull", steps(res.Steps))
 	}
 	if len(res.View.PullFailures) != 0 {

@@ -13,14 +13,13 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/podsync/podsync/engine"
 )
 
 func TestNewPodRuns(t *testing.T) {
@@ -83,12 +82,12 @@ func TestNewPodRuns(t *testing.T) {
 
 // stop stops a container from outside, as an operator would with crictl,
 // and waits until the engine sees it exited.
-func (e *env) stop(pod *corev1.Pod, res engine.SyncResult, name string, timeout int) engine.SyncResult {
+func (e *env) stop(pod *corev1.Pod, res syncer.SyncResult, name string, timeout int) syncer.SyncResult {
 	e.t.Helper()
 	id := newest(e.t, res, name).ID
 	localcritest.Crictl(e.t, inst, "stop", "--timeout", strconv.Itoa(timeout), id)
-	var out engine.SyncResult
-	e.syncUntil(pod, name+" stopped", func(r engine.SyncResult) bool {
+	var out syncer.SyncResult
+	e.syncUntil(pod, name+" stopped", func(r syncer.SyncResult) bool {
 		out = r
 		for _, c := range r.View.Containers {
 			if c.ID == id {
@@ -109,9 +108,9 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 		res := e.until(pod, "running", e.running(pod))
 		old := newest(t, res, "app")
 		localcritest.Crictl(t, inst, "stop", old.ID)
-		all := e.syncUntil(pod, "restarted", func(r engine.SyncResult) bool { return newest(t, r, "app").ID != old.ID })
+		all := e.syncUntil(pod, "restarted", func(r syncer.SyncResult) bool { return newest(t, r, "app").ID != old.ID })
 		res = all[len(all)-1]
-		if !hasStep(res, engine.ActionStartContainer, "app", plan.ReasonExited) {
+		if !hasStep(res, syncer.ActionStartContainer, "app", plan.ReasonExited) {
 			t.Errorf("restart steps %v, want a start for Exited", steps(res.Steps))
 		}
 		if n := newest(t, res, "app"); n.RestartCount != 1 || n.State != plan.ContainerRunning {
@@ -135,9 +134,9 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 		if n := newest(t, res, "app"); n.RestartCount != 0 || n.State != plan.ContainerExited {
 			t.Errorf("app = %+v, want exited, not restarted", n)
 		}
-		for _, r := range []engine.SyncResult{res, e.sync(pod)} {
+		for _, r := range []syncer.SyncResult{res, e.sync(pod)} {
 			for _, s := range r.Steps {
-				if s.Action == engine.ActionStartContainer || s.Action == engine.ActionCreatePodSandbox {
+				if s.Action == syncer.ActionStartContainer || s.Action == syncer.ActionCreatePodSandbox {
 					t.Errorf("pass after the stop did %v", steps(r.Steps))
 				}
 			}
@@ -161,7 +160,7 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 		// SIGKILL (timeout 0): exit 137, restarted.
 		killed := newest(t, res, "killed")
 		localcritest.Crictl(t, inst, "stop", "--timeout", "0", killed.ID)
-		all := e.syncUntil(pod, "killed restarted", func(r engine.SyncResult) bool { return newest(t, r, "killed").ID != killed.ID })
+		all := e.syncUntil(pod, "killed restarted", func(r syncer.SyncResult) bool { return newest(t, r, "killed").ID != killed.ID })
 		res = all[len(all)-1]
 		if n := newest(t, res, "killed"); n.RestartCount != 1 {
 			t.Errorf("killed = %+v, want restart count 1", n)
@@ -171,7 +170,7 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 		}
 		for _, r := range all {
 			for _, s := range r.Steps {
-				if s.Action == engine.ActionStartContainer && s.Target == "killed" && s.Err == nil {
+				if s.Action == syncer.ActionStartContainer && s.Target == "killed" && s.Err == nil {
 					if prev := lastExit(r, "killed"); prev != 137 {
 						t.Errorf("killed exited %d before its restart, want 137", prev)
 					}
@@ -182,7 +181,7 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 }
 
 // lastExit returns the exit code of the newest exited instance.
-func lastExit(res engine.SyncResult, name string) int32 {
+func lastExit(res syncer.SyncResult, name string) int32 {
 	for _, c := range res.View.Containers {
 		if c.Name == name && c.State == plan.ContainerExited {
 			return c.ExitCode
@@ -202,7 +201,7 @@ func crashLoop(t *testing.T, e *env, base time.Duration, crashes int) {
 		localcritest.Crictl(t, inst, "stop", "--timeout", "0", old.ID)
 		var crashed plan.ContainerInstance
 		backedOff, waiting := false, false
-		all := e.syncUntil(pod, "restart", func(r engine.SyncResult) bool {
+		all := e.syncUntil(pod, "restart", func(r syncer.SyncResult) bool {
 			for _, s := range r.Steps {
 				if s.Target == "app" && s.Reason == plan.ReasonCrashLoopBackOff {
 					backedOff = true
@@ -258,7 +257,7 @@ func TestCrashLoopBackOffDefault(t *testing.T) {
 func TestCrashLoopBackOffDoubles(t *testing.T) {
 	t.Parallel()
 	const base = 2 * time.Second
-	crashLoop(t, newEnv(t, func(o *engine.SyncerOptions) { o.Backoff = plan.BackoffPolicy{Base: base} }), base, 3)
+	crashLoop(t, newEnv(t, func(o *syncer.SyncerOptions) { o.Backoff = plan.BackoffPolicy{Base: base} }), base, 3)
 }
 
 func TestChangedSpecRecreates(t *testing.T) {
@@ -274,7 +273,7 @@ func TestChangedSpecRecreates(t *testing.T) {
 	if second.ID == first.ID || second.RestartCount != 1 {
 		t.Fatalf("after a command change app = %+v, want a new instance with restart count 1", second)
 	}
-	if !hasStep(res, engine.ActionKillContainer, "app", plan.ReasonDefinitionChanged) {
+	if !hasStep(res, syncer.ActionKillContainer, "app", plan.ReasonDefinitionChanged) {
 		t.Errorf("steps %v, want a kill for DefinitionChanged", steps(res.Steps))
 	}
 	if old := findInstance(res, first.ID); old == nil || old.State != plan.ContainerExited {
@@ -294,7 +293,7 @@ func TestChangedSpecRecreates(t *testing.T) {
 	}
 }
 
-func findInstance(res engine.SyncResult, id string) *plan.ContainerInstance {
+func findInstance(res syncer.SyncResult, id string) *plan.ContainerInstance {
 	for i := range res.View.Containers {
 		if res.View.Containers[i].ID == id {
 			return &res.View.Containers[i]
@@ -310,8 +309,8 @@ func TestSandboxStoppedFromOutside(t *testing.T) {
 	res := e.until(pod, "running", e.running(pod))
 	old := res.SandboxID
 	localcritest.Crictl(t, inst, "stopp", old)
-	res = e.until(pod, "new sandbox", func(r engine.SyncResult) bool { return r.SandboxID != "" && r.SandboxID != old })
-	if !hasStep(res, engine.ActionCreatePodSandbox, pod.Name+"_"+namespace+"("+string(pod.UID)+")", plan.SandboxReasonNotReady) {
+	res = e.until(pod, "new sandbox", func(r syncer.SyncResult) bool { return r.SandboxID != "" && r.SandboxID != old })
+	if !hasStep(res, syncer.ActionCreatePodSandbox, pod.Name+"_"+namespace+"("+string(pod.UID)+")", plan.SandboxReasonNotReady) {
 		t.Errorf("steps %v, want a new sandbox for SandboxNotReady", steps(res.Steps))
 	}
 	if sb := res.View.Sandboxes[0]; sb.Attempt != 1 || len(sb.IPs) == 0 {
@@ -336,7 +335,7 @@ func TestFailedInitContainerUnderNever(t *testing.T) {
 	pod := e.newPod("main")
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
 	pod.Spec.InitContainers = []corev1.Container{localcritest.Busybox("init", "/bin/sh", "-c", "echo failing; exit 3")}
-	all := e.syncUntil(pod, "phase Failed", func(r engine.SyncResult) bool { return e.status(pod, r).Phase == corev1.PodFailed })
+	all := e.syncUntil(pod, "phase Failed", func(r syncer.SyncResult) bool { return e.status(pod, r).Phase == corev1.PodFailed })
 	res := all[len(all)-1]
 	for _, r := range append(all, e.sync(pod), e.sync(pod)) {
 		for _, s := range r.Steps {
@@ -376,7 +375,7 @@ func TestSidecarsStartBeforeRegularContainers(t *testing.T) {
 	var order []string
 	for _, r := range all {
 		for _, s := range r.Steps {
-			if s.Action == engine.ActionStartContainer && s.Err == nil && !s.BackedOff() {
+			if s.Action == syncer.ActionStartContainer && s.Err == nil && !s.BackedOff() {
 				order = append(order, s.Target+"/"+string(s.ContainerType))
 			}
 		}
@@ -419,7 +418,7 @@ func TestLeftoversAreFinishedOrRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = e.until(pod, "running", e.running(pod))
-	if !hasStep(res, engine.ActionStartContainer, "app", plan.ReasonCreated) || !hasStep(res, engine.ActionRemoveContainer, "app", engine.ReasonGarbageCollected) {
+	if !hasStep(res, syncer.ActionStartContainer, "app", plan.ReasonCreated) || !hasStep(res, syncer.ActionRemoveContainer, "app", syncer.ReasonGarbageCollected) {
 		t.Errorf("steps %v, want a start for the created instance and its removal", steps(res.Steps))
 	}
 	if n := newest(t, res, "app"); n.RestartCount != 2 {

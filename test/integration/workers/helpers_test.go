@@ -23,6 +23,7 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 )
 
@@ -37,7 +38,7 @@ func cgroupRoot() string { return localcritest.CgroupRoot(inst) }
 type env struct {
 	t    *testing.T
 	ctx  context.Context
-	rt   *engine.RemoteRuntime
+	rt   *syncer.RemoteRuntime
 	st   *store.Store
 	cfg  criconfig.Options
 	opts engine.NodeOptions
@@ -52,7 +53,7 @@ func newEnv(t *testing.T, mutate ...func(*engine.NodeOptions)) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	t.Cleanup(cancel)
-	rt, err := engine.DialRuntime(ctx, inst.Endpoint(), 0)
+	rt, err := syncer.DialRuntime(ctx, inst.Endpoint(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func (e *env) apply(pod *corev1.Pod) engine.ApplyResult {
 // view reads what the runtime holds for pod.
 func (e *env) view(pod *corev1.Pod) *plan.RuntimeView {
 	e.t.Helper()
-	v, err := engine.ReadView(e.ctx, e.rt, pod.UID)
+	v, err := syncer.ReadView(e.ctx, e.rt, pod.UID)
 	if err != nil {
 		e.t.Fatal(err)
 	}

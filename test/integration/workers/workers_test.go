@@ -22,6 +22,7 @@ import (
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
 )
 
 // TestKilledContainerRestartsAndBacksOff: a container stopped from
@@ -406,7 +407,7 @@ func TestDeleteLeavesNothing(t *testing.T) {
 	if err != nil || !found {
 		t.Fatalf("Delete = %v, %v", found, err)
 	}
-	if !slices.ContainsFunc(steps, func(s engine.StepResult) bool { return s.Action == engine.ActionKillContainer }) {
+	if !slices.ContainsFunc(steps, func(s syncer.StepResult) bool { return s.Action == syncer.ActionKillContainer }) {
 		t.Errorf("no kill in %d steps", len(steps))
 	}
 	if ids := localcritest.CrictlIDs(t, inst, "pods", "--label", label); len(ids) != 0 {

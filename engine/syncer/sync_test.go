@@ -1,4 +1,4 @@
-package engine_test
+package syncer_test
 
 import (
 	"context"
@@ -17,18 +17,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/engine/syncer/syncertest"
 )
 
 func TestNewPodStartsInKubeletOrder(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
-	res := h.sync(pod)
-	wantSteps(t, res,
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res,
 		"CreatePodSandbox #0 NoSandbox",
 		"ConfigPodSandbox #0",
 		"StartContainer app NewSandbox",
@@ -37,7 +38,7 @@ func TestNewPodStartsInKubeletOrder(t *testing.T) {
 	if len(res.PodIPs) != 1 || res.SandboxID == "" {
 		t.Errorf("sandbox %q with IPs %v, want one IP", res.SandboxID, res.PodIPs)
 	}
-	st := h.s.PodStatus(pod, res.View, plan.ProbeResults{})
+	st := h.S.PodStatus(pod, res.View, plan.ProbeResults{})
 	if st.Phase != corev1.PodRunning || st.PodIP == "" {
 		t.Errorf("status phase %s ip %q, want Running with an IP", st.Phase, st.PodIP)
 	}
@@ -47,24 +48,24 @@ func TestNewPodStartsInKubeletOrder(t *testing.T) {
 		}
 	}
 	for _, s := range res.Steps {
-		if s.Action == engine.ActionStartContainer && (s.ContainerID == "" || s.SandboxID != res.SandboxID || s.ContainerType != engine.ContainerTypeRegular) {
+		if s.Action == syncer.ActionStartContainer && (s.ContainerID == "" || s.SandboxID != res.SandboxID || s.ContainerType != syncer.ContainerTypeRegular) {
 			t.Errorf("step %+v lacks its IDs or type", s)
 		}
 	}
 	// The files the containers mount exist.
 	for _, f := range []string{
-		filepath.Join(criconfig.PodDir(pod, h.cfg), "etc-hosts"),
-		criconfig.TerminationMessageFile(pod, "app", 0, h.cfg),
+		filepath.Join(criconfig.PodDir(pod, h.Cfg), "etc-hosts"),
+		criconfig.TerminationMessageFile(pod, "app", 0, h.Cfg),
 	} {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("mounted file: %v", err)
 		}
 	}
-	hosts, _ := os.ReadFile(filepath.Join(criconfig.PodDir(pod, h.cfg), "etc-hosts"))
+	hosts, _ := os.ReadFile(filepath.Join(criconfig.PodDir(pod, h.Cfg), "etc-hosts"))
 	if !strings.Contains(string(hosts), res.PodIPs[0]+"\tweb\n") {
 		t.Errorf("hosts file lacks the pod's entry:\n%s", hosts)
 	}
-	h.converged(pod, res)
+	h.Converged(pod, res)
 }
 
 func TestRestartPolicies(t *testing.T) {
@@ -80,34 +81,34 @@ func TestRestartPolicies(t *testing.T) {
 		{corev1.RestartPolicyNever, 1, false},
 	} {
 		t.Run(fmt.Sprintf("%s/exit%d", tc.policy, tc.code), func(t *testing.T) {
-			h := newHarness(t)
+			h := syncertest.New(t)
 			pod := enginetest.Pod()
 			pod.Spec.RestartPolicy = tc.policy
-			res := h.sync(pod)
-			h.exit(res, "app", tc.code)
-			res = h.sync(pod)
+			res := h.Sync(pod)
+			h.Exit(res, "app", tc.code)
+			res = h.Sync(pod)
 			if tc.restarts {
-				wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited")
-				if inst := newest(t, res, "app"); inst.RestartCount != 1 || inst.State != plan.ContainerRunning {
+				syncertest.WantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited")
+				if inst := syncertest.Newest(t, res, "app"); inst.RestartCount != 1 || inst.State != plan.ContainerRunning {
 					t.Errorf("app = %+v, want running with restart count 1", inst)
 				}
-				h.converged(pod, res)
+				h.Converged(pod, res)
 				return
 			}
 			// helper keeps running; app stays exited.
-			wantSteps(t, res)
-			if inst := newest(t, res, "app"); inst.State != plan.ContainerExited || inst.RestartCount != 0 {
+			syncertest.WantSteps(t, res)
+			if inst := syncertest.Newest(t, res, "app"); inst.State != plan.ContainerExited || inst.RestartCount != 0 {
 				t.Errorf("app = %+v, want exited with restart count 0", inst)
 			}
 			// Once helper ends too, the pod is done and its sandbox stopped.
-			h.exit(res, "helper", 0)
-			res = h.sync(pod)
-			wantSteps(t, res, "KillPodSandbox #0 AllContainersDone")
+			h.Exit(res, "helper", 0)
+			res = h.Sync(pod)
+			syncertest.WantSteps(t, res, "KillPodSandbox #0 AllContainersDone")
 			want := corev1.PodSucceeded
 			if tc.code != 0 {
 				want = corev1.PodFailed
 			}
-			if st := h.s.PodStatus(pod, res.View, plan.ProbeResults{}); st.Phase != want {
+			if st := h.S.PodStatus(pod, res.View, plan.ProbeResults{}); st.Phase != want {
 				t.Errorf("phase = %s, want %s", st.Phase, want)
 			}
 		})
@@ -115,65 +116,65 @@ func TestRestartPolicies(t *testing.T) {
 }
 
 func TestCrashLoopBackOff(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
-	res := h.sync(pod)
+	res := h.Sync(pod)
 
 	// The first crash restarts at once.
-	h.exit(res, "app", 1)
-	res = h.sync(pod)
-	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited")
+	h.Exit(res, "app", 1)
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited")
 
 	// The second waits the base delay from the crash.
-	h.exit(res, "app", 1)
-	crashed := h.clock.Now()
-	res = h.sync(pod)
-	wantSteps(t, res, "StartContainer app CrashLoopBackOff")
+	h.Exit(res, "app", 1)
+	crashed := h.Clock.Now()
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "StartContainer app CrashLoopBackOff")
 	st := res.Steps[0]
 	if want := crashed.Add(plan.DefaultBackoffBase); !st.NextRetry.Equal(want) || st.Err != nil || !st.BackedOff() {
 		t.Errorf("back-off step %+v, want next retry %s and no error", st, want)
 	}
-	if cs := h.s.PodStatus(pod, res.View, plan.ProbeResults{}).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != plan.ReasonCrashLoopBackOff {
+	if cs := h.S.PodStatus(pod, res.View, plan.ProbeResults{}).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != plan.ReasonCrashLoopBackOff {
 		t.Errorf("container status %+v, want waiting in CrashLoopBackOff", cs.State)
 	}
-	h.clock.Step(plan.DefaultBackoffBase - 3*time.Millisecond)
-	wantSteps(t, h.sync(pod), "StartContainer app CrashLoopBackOff")
-	h.clock.Step(time.Millisecond)
-	res = h.sync(pod)
-	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited")
-	if inst := newest(t, res, "app"); inst.RestartCount != 2 {
+	h.Clock.Step(plan.DefaultBackoffBase - 3*time.Millisecond)
+	syncertest.WantSteps(t, h.Sync(pod), "StartContainer app CrashLoopBackOff")
+	h.Clock.Step(time.Millisecond)
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited")
+	if inst := syncertest.Newest(t, res, "app"); inst.RestartCount != 2 {
 		t.Errorf("restart count %d, want 2", inst.RestartCount)
 	}
 
 	// The third waits twice as long; the instance between the first of
 	// the run and the last exited one is garbage.
-	h.exit(res, "app", 1)
-	h.clock.Step(2 * plan.DefaultBackoffBase)
-	res = h.sync(pod)
-	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited", "RemoveContainer app GarbageCollected")
-	if got, want := h.criContainers(), []string{"app/0 EXITED", "app/2 EXITED", "app/3 RUNNING"}; !slices.Equal(got, want) {
+	h.Exit(res, "app", 1)
+	h.Clock.Step(2 * plan.DefaultBackoffBase)
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited", "RemoveContainer app GarbageCollected")
+	if got, want := h.CriContainers(), []string{"app/0 EXITED", "app/2 EXITED", "app/3 RUNNING"}; !slices.Equal(got, want) {
 		t.Errorf("containers = %v, want %v", got, want)
 	}
 	// The run's length survives the removal: the next crash waits 4×.
-	h.exit(res, "app", 1)
-	crashed = h.clock.Now()
-	res = h.sync(pod)
+	h.Exit(res, "app", 1)
+	crashed = h.Clock.Now()
+	res = h.Sync(pod)
 	if want := crashed.Add(4 * plan.DefaultBackoffBase); len(res.Steps) != 1 || !res.Steps[0].NextRetry.Equal(want) {
 		t.Errorf("steps %v, want one back-off until %s", res.Steps, want)
 	}
 }
 
 func TestDefinitionChangeRecreates(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
-	res := h.sync(pod)
-	old := newest(t, res, "app")
+	res := h.Sync(pod)
+	old := syncertest.Newest(t, res, "app")
 
 	pod = pod.DeepCopy()
 	pod.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "while :; do sleep 2; done"}
-	res = h.sync(pod)
-	wantSteps(t, res,
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res,
 		"KillContainer app DefinitionChanged",
 		"ConfigPodSandbox #0",
 		"StartContainer app DefinitionChanged",
@@ -181,15 +182,15 @@ func TestDefinitionChangeRecreates(t *testing.T) {
 	if kill := res.Steps[0]; kill.ContainerID != old.ID || !strings.Contains(kill.Message, "definition changed") {
 		t.Errorf("kill step %+v, want the old instance and the planner's message", kill)
 	}
-	if inst := newest(t, res, "app"); inst.ID == old.ID || inst.RestartCount != 1 {
+	if inst := syncertest.Newest(t, res, "app"); inst.ID == old.ID || inst.RestartCount != 1 {
 		t.Errorf("app = %+v, want a new instance with restart count 1", inst)
 	}
 
 	// A new enginetest.Image is pulled (IfNotPresent, not held).
 	pod = pod.DeepCopy()
 	pod.Spec.Containers[0].Image = "registry.local/busybox:2"
-	res = h.sync(pod)
-	wantSteps(t, res,
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res,
 		"KillContainer app DefinitionChanged",
 		"ConfigPodSandbox #0",
 		"PullImage registry.local/busybox:2",
@@ -197,21 +198,21 @@ func TestDefinitionChangeRecreates(t *testing.T) {
 		// Only the newest dead instance is kept once the spec changed.
 		"RemoveContainer app GarbageCollected",
 	)
-	if inst := newest(t, res, "app"); inst.Image != "registry.local/busybox:2" || inst.RestartCount != 2 {
+	if inst := syncertest.Newest(t, res, "app"); inst.Image != "registry.local/busybox:2" || inst.RestartCount != 2 {
 		t.Errorf("app = %+v, want enginetest.Image 2 and restart count 2", inst)
 	}
-	h.converged(pod, res)
+	h.Converged(pod, res)
 }
 
 func TestSandboxStoppedFromOutside(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
-	res := h.sync(pod)
-	if err := h.rt.StopPodSandbox(h.ctx, res.SandboxID); err != nil {
+	res := h.Sync(pod)
+	if err := h.RT.StopPodSandbox(h.Ctx, res.SandboxID); err != nil {
 		t.Fatal(err)
 	}
-	res = h.sync(pod)
-	wantSteps(t, res,
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res,
 		"KillPodSandbox #0 SandboxChanged",
 		"CreatePodSandbox #1 SandboxNotReady",
 		"ConfigPodSandbox #1",
@@ -221,34 +222,34 @@ func TestSandboxStoppedFromOutside(t *testing.T) {
 	if sb := res.View.Sandboxes[0]; sb.Attempt != 1 || sb.State != plan.SandboxReady {
 		t.Errorf("newest sandbox %+v, want attempt 1 and ready", sb)
 	}
-	if inst := newest(t, res, "app"); inst.RestartCount != 1 {
+	if inst := syncertest.Newest(t, res, "app"); inst.RestartCount != 1 {
 		t.Errorf("app restart count %d, want 1", inst.RestartCount)
 	}
-	h.converged(pod, res)
+	h.Converged(pod, res)
 }
 
 func TestInitContainers(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
 	pod.Spec.InitContainers = []corev1.Container{enginetest.Container("init1", "true"), enginetest.Container("init2", "/bin/sh", "-c", "echo ok; exit 0")}
-	res := h.sync(pod)
-	wantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0", "StartContainer init1 NewSandbox")
-	if res.Steps[2].ContainerType != engine.ContainerTypeInit {
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0", "StartContainer init1 NewSandbox")
+	if res.Steps[2].ContainerType != syncer.ContainerTypeInit {
 		t.Errorf("init step type %q", res.Steps[2].ContainerType)
 	}
-	res = h.sync(pod)
-	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer init2 NextInitContainer")
-	res = h.sync(pod)
-	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app NotStarted", "StartContainer helper NotStarted")
-	h.converged(pod, res)
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "ConfigPodSandbox #0", "StartContainer init2 NextInitContainer")
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app NotStarted", "StartContainer helper NotStarted")
+	h.Converged(pod, res)
 
 	// A new sandbox runs the init containers again from the first: their
 	// old instances are purged, and their logs continue.
-	if err := h.rt.StopPodSandbox(h.ctx, res.SandboxID); err != nil {
+	if err := h.RT.StopPodSandbox(h.Ctx, res.SandboxID); err != nil {
 		t.Fatal(err)
 	}
-	res = h.sync(pod)
-	wantSteps(t, res,
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res,
 		"KillPodSandbox #0 SandboxChanged",
 		"RemoveContainer init1 InitContainersPurged",
 		"RemoveContainer init2 InitContainersPurged",
@@ -256,169 +257,169 @@ func TestInitContainers(t *testing.T) {
 		"ConfigPodSandbox #1",
 		"StartContainer init1 NewSandbox",
 	)
-	if inst := newest(t, res, "init1"); inst.RestartCount != 1 {
+	if inst := syncertest.Newest(t, res, "init1"); inst.RestartCount != 1 {
 		t.Errorf("init1 restart count %d, want 1", inst.RestartCount)
 	}
-	res = h.sync(pod)
-	if inst := newest(t, res, "init2"); inst.RestartCount != 1 {
+	res = h.Sync(pod)
+	if inst := syncertest.Newest(t, res, "init2"); inst.RestartCount != 1 {
 		t.Errorf("init2 restart count %d, want 1 (from its log directory)", inst.RestartCount)
 	}
-	res = h.sync(pod)
-	h.converged(pod, res)
+	res = h.Sync(pod)
+	h.Converged(pod, res)
 }
 
 func TestFailedInitContainerUnderNever(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
 	pod.Spec.InitContainers = []corev1.Container{enginetest.Container("init", "false")}
-	h.sync(pod)
-	res := h.sync(pod)
-	wantSteps(t, res, "KillPodSandbox #0 InitContainerFailed")
-	if st := h.s.PodStatus(pod, res.View, plan.ProbeResults{}); st.Phase != corev1.PodFailed {
+	h.Sync(pod)
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res, "KillPodSandbox #0 InitContainerFailed")
+	if st := h.S.PodStatus(pod, res.View, plan.ProbeResults{}); st.Phase != corev1.PodFailed {
 		t.Errorf("phase = %s, want Failed", st.Phase)
 	}
 	// Nothing restarts, the main containers never start.
 	for range 3 {
-		res = h.sync(pod)
-		if slices.ContainsFunc(res.Steps, func(s engine.StepResult) bool {
-			return s.Action == engine.ActionStartContainer || s.Action == engine.ActionCreatePodSandbox
+		res = h.Sync(pod)
+		if slices.ContainsFunc(res.Steps, func(s syncer.StepResult) bool {
+			return s.Action == syncer.ActionStartContainer || s.Action == syncer.ActionCreatePodSandbox
 		}) {
-			t.Errorf("pass after failure did %v", summary(res.Steps))
+			t.Errorf("pass after failure did %v", syncertest.Summary(res.Steps))
 		}
 	}
-	if got := h.criContainers(); !slices.Equal(got, []string{"init/0 EXITED"}) {
+	if got := h.CriContainers(); !slices.Equal(got, []string{"init/0 EXITED"}) {
 		t.Errorf("containers = %v, want only the failed init container", got)
 	}
 }
 
 func TestSidecarsStartFirstAndStopLast(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 	sidecar := enginetest.Container("proxy", enginetest.RunForever...)
 	sidecar.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 	pod.Spec.InitContainers = []corev1.Container{sidecar}
-	res := h.sync(pod)
-	wantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0", "StartContainer proxy NewSandbox")
-	if res.Steps[2].ContainerType != engine.ContainerTypeSidecar {
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0", "StartContainer proxy NewSandbox")
+	if res.Steps[2].ContainerType != syncer.ContainerTypeSidecar {
 		t.Errorf("sidecar step type %q", res.Steps[2].ContainerType)
 	}
-	res = h.sync(pod)
-	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app NotStarted")
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app NotStarted")
 
 	// A sidecar that exits restarts beside the running app.
-	h.exit(res, "proxy", 0)
-	res = h.sync(pod)
-	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer proxy SidecarExited")
+	h.Exit(res, "proxy", 0)
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "ConfigPodSandbox #0", "StartContainer proxy SidecarExited")
 
 	// Deleting the pod stops the app first, then the sidecar.
 	pod = pod.DeepCopy()
-	pod.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	pod.DeletionTimestamp = ptr.To(metav1.NewTime(syncertest.T0))
 	pod.DeletionGracePeriodSeconds = ptr.To[int64](5)
-	res = h.sync(pod)
-	wantSteps(t, res, "KillContainer app PodKilled", "KillContainer proxy PodKilled", "KillPodSandbox #0 PodDeleted")
-	h.rt.Lock()
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "KillContainer app PodKilled", "KillContainer proxy PodKilled", "KillPodSandbox #0 PodDeleted")
+	h.RT.Lock()
 	var stops []string
-	for _, c := range h.rt.Called {
+	for _, c := range h.RT.Called {
 		if c == "StopContainer" || c == "StopPodSandbox" {
 			stops = append(stops, c)
 		}
 	}
-	h.rt.Unlock()
+	h.RT.Unlock()
 	if len(stops) < 3 || stops[len(stops)-1] != "StopPodSandbox" {
 		t.Errorf("calls %v, want containers stopped before the sandbox", stops)
 	}
 }
 
 func TestKillPodStopsEverything(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
-	h.sync(pod)
+	h.Sync(pod)
 	pod = pod.DeepCopy()
-	pod.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
-	res := h.sync(pod)
-	got := summary(res.Steps)
+	pod.DeletionTimestamp = ptr.To(metav1.NewTime(syncertest.T0))
+	res := h.Sync(pod)
+	got := syncertest.Summary(res.Steps)
 	// Regular containers stop in parallel: their order is not fixed.
 	slices.Sort(got[:2])
 	if diff := cmp.Diff([]string{"KillContainer app PodKilled", "KillContainer helper PodKilled", "KillPodSandbox #0 PodDeleted"}, got); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
 	}
-	if got := h.criSandboxes(); !slices.Equal(got, []string{"0 NOTREADY"}) {
+	if got := h.CriSandboxes(); !slices.Equal(got, []string{"0 NOTREADY"}) {
 		t.Errorf("sandboxes = %v", got)
 	}
-	if len(h.sync(pod).Steps) != 1 {
+	if len(h.Sync(pod).Steps) != 1 {
 		t.Error("a deleted pod's next pass should only stop its stopped sandbox again")
 	}
 	// A cgroup v1 layout: the pod's cgroup with a container cgroup runc
 	// left, in two hierarchies and an alias symlink.
-	parent := criconfig.PodCgroupParent(pod, h.cfg)
+	parent := criconfig.PodCgroupParent(pod, h.Cfg)
 	for _, hier := range []string{"memory", "cpu,cpuacct"} {
-		if err := os.MkdirAll(filepath.Join(h.cfg.CgroupFS, hier, parent, "ctr"), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(h.Cfg.CgroupFS, hier, parent, "ctr"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink("cpu,cpuacct", filepath.Join(h.cfg.CgroupFS, "cpu")); err != nil {
+	if err := os.Symlink("cpu,cpuacct", filepath.Join(h.Cfg.CgroupFS, "cpu")); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.s.RemovePod(h.ctx, pod); err != nil {
+	if err := h.S.RemovePod(h.Ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	if got := append(h.criSandboxes(), h.criContainers()...); len(got) != 0 {
+	if got := append(h.CriSandboxes(), h.CriContainers()...); len(got) != 0 {
 		t.Errorf("left after RemovePod: %v", got)
 	}
-	if _, err := os.Stat(criconfig.PodDir(pod, h.cfg)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(criconfig.PodDir(pod, h.Cfg)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("pod directory after RemovePod: %v", err)
 	}
 	for _, hier := range []string{"memory", "cpu,cpuacct"} {
-		if _, err := os.Stat(filepath.Join(h.cfg.CgroupFS, hier, parent)); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(h.Cfg.CgroupFS, hier, parent)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("pod cgroup in %s after RemovePod: %v", hier, err)
 		}
-		if _, err := os.Stat(filepath.Join(h.cfg.CgroupFS, hier, filepath.Dir(parent))); err != nil {
+		if _, err := os.Stat(filepath.Join(h.Cfg.CgroupFS, hier, filepath.Dir(parent))); err != nil {
 			t.Errorf("QoS cgroup in %s: %v", hier, err)
 		}
 	}
 }
 
 func TestLifecycleHooks(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
 		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "echo started"}}},
 		PreStop:   &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "echo stopping"}}},
 	}
-	res := h.sync(pod)
-	wantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0", "PostStartHook app", "StartContainer app NewSandbox")
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0", "PostStartHook app", "StartContainer app NewSandbox")
 	pod = pod.DeepCopy()
-	pod.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
-	res = h.sync(pod)
-	wantSteps(t, res, "PreStopHook app", "KillContainer app PodKilled", "KillPodSandbox #0 PodDeleted")
-	if n := strings.Count(strings.Join(h.calls(), " "), "ExecSync"); n != 2 {
+	pod.DeletionTimestamp = ptr.To(metav1.NewTime(syncertest.T0))
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "PreStopHook app", "KillContainer app PodKilled", "KillPodSandbox #0 PodDeleted")
+	if n := strings.Count(strings.Join(h.Calls(), " "), "ExecSync"); n != 2 {
 		t.Errorf("%d ExecSync calls, want 2", n)
 	}
 }
 
 func TestFailingHooks(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
 		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "echo no >&2; exit 3"}}},
 	}
-	res := h.sync(pod)
-	wantSteps(t, res,
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res,
 		"CreatePodSandbox #0 NoSandbox",
 		"ConfigPodSandbox #0",
 		"PostStartHook app !PostStartHookError",
 		"KillContainer app FailedPostStartHook",
 		"StartContainer app !PostStartHookError",
 	)
-	st := failedStep(t, res, engine.ActionStartContainer, "app")
+	st := syncertest.FailedStep(t, res, syncer.ActionStartContainer, "app")
 	if !strings.Contains(st.Message, "Exec lifecycle hook") || !strings.Contains(st.Message, "no") {
 		t.Errorf("message %q, want the kubelet's with the hook's output", st.Message)
 	}
-	if inst := newest(t, res, "app"); inst.State != plan.ContainerExited {
+	if inst := syncertest.Newest(t, res, "app"); inst.State != plan.ContainerExited {
 		t.Errorf("app %+v, want killed", inst)
 	}
 
@@ -428,16 +429,16 @@ func TestFailingHooks(t *testing.T) {
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
 		PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "exit 1"}}},
 	}
-	h.sync(pod)
-	pod.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
-	res = h.sync(pod)
-	if got := summary(res.Steps); !slices.Contains(got, "PreStopHook app !PreStopHookError") || !slices.Contains(got, "KillContainer app PodKilled") {
+	h.Sync(pod)
+	pod.DeletionTimestamp = ptr.To(metav1.NewTime(syncertest.T0))
+	res = h.Sync(pod)
+	if got := syncertest.Summary(res.Steps); !slices.Contains(got, "PreStopHook app !PreStopHookError") || !slices.Contains(got, "KillContainer app PodKilled") {
 		t.Errorf("steps %v, want a failed preStop hook and a killed app", got)
 	}
 }
 
 func TestConfigErrors(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", ValueFrom: &corev1.EnvVarSource{
 		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "mode"},
@@ -448,45 +449,45 @@ func TestConfigErrors(t *testing.T) {
 	pod.Spec.Containers[1].VolumeMounts = []corev1.VolumeMount{{Name: "conf", MountPath: "/etc/conf"}}
 
 	// A missing secret holds the whole pod back.
-	res := h.sync(pod)
-	wantSteps(t, res, "MountVolumes web_shop(uid-1) !FailedMount")
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res, "MountVolumes web_shop(uid-1) !FailedMount")
 	if step := res.Steps[0]; !errors.Is(step.Err, errdefs.ErrNotFound) {
 		t.Errorf("mount error %v, want ErrNotFound", step.Err)
 	}
 
 	// A missing config map fails only the container that needs it.
-	h.in.Secrets = []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "shop"}, Data: map[string][]byte{"token": []byte("s3cr3t")}}}
-	res = h.sync(pod)
-	wantSteps(t, res,
+	h.In.Secrets = []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "shop"}, Data: map[string][]byte{"token": []byte("s3cr3t")}}}
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res,
 		"CreatePodSandbox #0 NoSandbox",
 		"ConfigPodSandbox #0",
 		"StartContainer app !CreateContainerConfigError",
 		"StartContainer helper NewSandbox",
 	)
-	data, err := os.ReadFile(filepath.Join(criconfig.VolumeDir(pod, criconfig.VolumePluginSecret, "conf", h.cfg), "auth", "token"))
+	data, err := os.ReadFile(filepath.Join(criconfig.VolumeDir(pod, criconfig.VolumePluginSecret, "conf", h.Cfg), "auth", "token"))
 	if err != nil || string(data) != "s3cr3t" {
 		t.Errorf("secret file = %q, %v", data, err)
 	}
 
-	h.in.ConfigMaps = []*corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "shop"}, Data: map[string]string{"mode": "fast"}}}
-	res = h.sync(pod)
-	wantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app NotStarted")
-	h.converged(pod, res)
+	h.In.ConfigMaps = []*corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "shop"}, Data: map[string]string{"mode": "fast"}}}
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app NotStarted")
+	h.Converged(pod, res)
 }
 
 func TestTerminationMessages(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
 	pod.Spec.Containers[1].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
-	res := h.sync(pod)
-	if err := os.WriteFile(criconfig.TerminationMessageFile(pod, "app", 0, h.cfg), []byte("bye"), 0o644); err != nil {
+	res := h.Sync(pod)
+	if err := os.WriteFile(criconfig.TerminationMessageFile(pod, "app", 0, h.Cfg), []byte("bye"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.exit(res, "app", 0)
-	h.exit(res, "helper", 2, "first", "last words")
-	res = h.sync(pod)
-	st := h.s.PodStatus(pod, res.View, plan.ProbeResults{})
+	h.Exit(res, "app", 0)
+	h.Exit(res, "helper", 2, "first", "last words")
+	res = h.Sync(pod)
+	st := h.S.PodStatus(pod, res.View, plan.ProbeResults{})
 	msgs := map[string]string{}
 	for _, cs := range st.ContainerStatuses {
 		if cs.State.Terminated != nil {
@@ -499,12 +500,12 @@ func TestTerminationMessages(t *testing.T) {
 }
 
 func TestConcurrentPassIsAConflict(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
 	var inner error
-	_, err := h.s.SyncPod(h.ctx, pod, h.in, func(engine.StepResult) {
+	_, err := h.S.SyncPod(h.Ctx, pod, h.In, func(syncer.StepResult) {
 		if inner == nil {
-			_, inner = h.s.SyncPod(h.ctx, pod, h.in, nil)
+			_, inner = h.S.SyncPod(h.Ctx, pod, h.In, nil)
 		}
 	})
 	if err != nil {
@@ -513,17 +514,17 @@ func TestConcurrentPassIsAConflict(t *testing.T) {
 	if !errors.Is(inner, errdefs.ErrConflict) {
 		t.Errorf("second pass during the first: %v, want ErrConflict", inner)
 	}
-	if _, err := h.s.SyncPod(h.ctx, &corev1.Pod{}, h.in, nil); !errors.Is(err, errdefs.ErrInvalidSpec) {
+	if _, err := h.S.SyncPod(h.Ctx, &corev1.Pod{}, h.In, nil); !errors.Is(err, errdefs.ErrInvalidSpec) {
 		t.Errorf("pod without uid: %v, want ErrInvalidSpec", err)
 	}
 }
 
 func TestCancelledPass(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
-	ctx, cancel := context.WithCancel(h.ctx)
-	res, err := h.s.SyncPod(ctx, pod, h.in, func(s engine.StepResult) {
-		if s.Action == engine.ActionCreatePodSandbox {
+	ctx, cancel := context.WithCancel(h.Ctx)
+	res, err := h.S.SyncPod(ctx, pod, h.In, func(s syncer.StepResult) {
+		if s.Action == syncer.ActionCreatePodSandbox {
 			cancel()
 		}
 	})
@@ -534,12 +535,12 @@ func TestCancelledPass(t *testing.T) {
 		t.Error("the steps done before the cancellation are missing")
 	}
 	// Nothing created is left unstarted; the next pass converges.
-	for _, c := range h.criContainers() {
+	for _, c := range h.CriContainers() {
 		if strings.HasSuffix(c, "CREATED") {
 			t.Errorf("created container left: %s", c)
 		}
 	}
-	h.converged(pod, h.sync(pod))
+	h.Converged(pod, h.Sync(pod))
 }
 
 // TestPassEndReadsWhatItCreated: a pass that created the pod's sandbox
@@ -547,10 +548,10 @@ func TestCancelledPass(t *testing.T) {
 // runtime (and reuses the new sandbox's status); the view is the one a
 // full read gives.
 func TestPassEndReadsWhatItCreated(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
-	h.calls()
-	res := h.sync(pod)
+	h.Calls()
+	res := h.Sync(pod)
 	want := []string{
 		"ListPodSandbox", "ListContainers", // the pass's start
 		"RunPodSandbox", "PodSandboxStatus",
@@ -559,10 +560,10 @@ func TestPassEndReadsWhatItCreated(t *testing.T) {
 		"ContainerStatus", "ContainerStatus", // the pass's end
 		"ImageStatus", "ImageStatus", // the enginetest.Image service's, listed last
 	}
-	if diff := cmp.Diff(want, h.calls()); diff != "" {
+	if diff := cmp.Diff(want, h.Calls()); diff != "" {
 		t.Errorf("CRI calls (-want +got):\n%s", diff)
 	}
-	full, err := engine.ReadView(h.ctx, h.rt, pod.UID)
+	full, err := syncer.ReadView(h.Ctx, h.RT, pod.UID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,20 +573,20 @@ func TestPassEndReadsWhatItCreated(t *testing.T) {
 	if diff := cmp.Diff(full, res.View, byID, cmpopts.IgnoreFields(plan.RuntimeView{}, "PullFailures")); diff != "" {
 		t.Errorf("the pass's view differs from a full read (-full +pass):\n%s", diff)
 	}
-	h.converged(pod, res)
+	h.Converged(pod, res)
 }
 
 // TestPassEndListsAfterAFailedCreate: a create that failed may have left
 // an object whose id the pass never learnt, so the pass's end lists the
 // runtime.
 func TestPassEndListsAfterAFailedCreate(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
-	h.rt.InjectError("CreateContainer", errors.New("deadline exceeded"))
-	h.calls()
-	res := h.sync(pod)
-	failedStep(t, res, engine.ActionStartContainer, "app")
-	calls := h.calls()
+	h.RT.InjectError("CreateContainer", errors.New("deadline exceeded"))
+	h.Calls()
+	res := h.Sync(pod)
+	syncertest.FailedStep(t, res, syncer.ActionStartContainer, "app")
+	calls := h.Calls()
 	if n := strings.Count(strings.Join(calls, " "), "ListContainers"); n != 2 {
 		t.Errorf("ListContainers called %d times, want 2 (start and end of the pass): %v", n, calls)
 	}

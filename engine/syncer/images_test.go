@@ -1,4 +1,4 @@
-package engine_test
+package syncer_test
 
 import (
 	"encoding/base64"
@@ -11,10 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/engine/syncer/syncertest"
 )
 
 func TestPullPolicies(t *testing.T) {
@@ -35,50 +36,50 @@ func TestPullPolicies(t *testing.T) {
 		{"invalid reference", "Registry.local/UPPER:1", corev1.PullAlways, []string{"StartContainer app !InvalidImageName"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t)
+			h := syncertest.New(t)
 			pod := enginetest.Pod()
 			pod.Spec.Containers = pod.Spec.Containers[:1]
 			pod.Spec.Containers[0].Image = tc.image
 			pod.Spec.Containers[0].ImagePullPolicy = tc.policy
-			res := h.sync(pod)
-			wantSteps(t, res, append([]string{"CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0"}, tc.want...)...)
-			if st := res.Step(engine.ActionStartContainer, "app"); st.Reason == engine.ReasonErrImageNeverPull {
+			res := h.Sync(pod)
+			syncertest.WantSteps(t, res, append([]string{"CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0"}, tc.want...)...)
+			if st := res.Step(syncer.ActionStartContainer, "app"); st.Reason == syncer.ReasonErrImageNeverPull {
 				if !errors.Is(st.Err, errdefs.ErrNotFound) || !strings.Contains(st.Message, "is not present with pull policy of Never") {
 					t.Errorf("never-pull step %+v, want ErrNotFound and the kubelet's message", st)
 				}
 				// Never-pull is not a pull failure: no back-off follows.
-				wantSteps(t, h.sync(pod), "ConfigPodSandbox #0", "StartContainer app !ErrImageNeverPull")
+				syncertest.WantSteps(t, h.Sync(pod), "ConfigPodSandbox #0", "StartContainer app !ErrImageNeverPull")
 			}
 		})
 	}
 }
 
 func TestImageInContainerStatus(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
 	pod.Spec.Containers[0].Image = "registry.local/other:1"
-	res := h.sync(pod)
-	st := h.s.PodStatus(pod, res.View, plan.ProbeResults{})
+	res := h.Sync(pod)
+	st := h.S.PodStatus(pod, res.View, plan.ProbeResults{})
 	if cs := st.ContainerStatuses[0]; cs.Image != "registry.local/other:1" || cs.ImageID != "registry.local/other:1" {
 		t.Errorf("status enginetest.Image %q id %q, want the pulled enginetest.Image and its ref", cs.Image, cs.ImageID)
 	}
 }
 
 func TestPullSecrets(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 	pod.Spec.Containers[0].Image = "registry.example:5000/team/app:1"
 	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "missing"}, {Name: "regcred"}}
-	h.in.Secrets = []*corev1.Secret{{
+	h.In.Secrets = []*corev1.Secret{{
 		ObjectMeta: metav1.ObjectMeta{Name: "regcred", Namespace: "shop"},
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{` +
 			`"https://registry.example:5000/other":{"username":"no","password":"no"},` +
 			`"registry.example:5000/team":{"auth":"` + base64.StdEncoding.EncodeToString([]byte("bob:pw")) + `"}}}`)},
 	}}
-	h.sync(pod)
-	h.rt.Images.AssertImagePulledWithAuth(t, &runtimeapi.ImageSpec{
+	h.Sync(pod)
+	h.RT.Images.AssertImagePulledWithAuth(t, &runtimeapi.ImageSpec{
 		Image: "registry.example:5000/team/app:1", UserSpecifiedImage: "registry.example:5000/team/app:1",
 	}, &runtimeapi.AuthConfig{
 		Username: "bob", Password: "pw", Auth: base64.StdEncoding.EncodeToString([]byte("bob:pw")), ServerAddress: "registry.example:5000",
@@ -86,20 +87,20 @@ func TestPullSecrets(t *testing.T) {
 }
 
 func TestPullFailuresAreForgottenWithTheImage(t *testing.T) {
-	h := newHarness(t)
+	h := syncertest.New(t)
 	pod := enginetest.Pod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 	pod.Spec.Containers[0].Image = "registry.local/other:1"
-	h.rt.InjectError("PullImage", errors.New("manifest unknown"))
-	res := h.sync(pod)
+	h.RT.InjectError("PullImage", errors.New("manifest unknown"))
+	res := h.Sync(pod)
 	if len(res.View.PullFailures) != 1 || res.View.PullFailures[0].Failures != 1 {
 		t.Fatalf("pull failures %+v, want one", res.View.PullFailures)
 	}
 	// Another enginetest.Image is pulled at once, without back-off.
 	pod = pod.DeepCopy()
 	pod.Spec.Containers[0].Image = "registry.local/other:2"
-	res = h.sync(pod)
-	if got := summary(res.Steps); !slices.Contains(got, "StartContainer app NotStarted") || len(res.View.PullFailures) != 0 {
+	res = h.Sync(pod)
+	if got := syncertest.Summary(res.Steps); !slices.Contains(got, "StartContainer app NotStarted") || len(res.View.PullFailures) != 0 {
 		t.Errorf("steps %v pull failures %+v, want a start and no failures", got, res.View.PullFailures)
 	}
 }

@@ -1,4 +1,4 @@
-package engine_test
+package syncer_test
 
 import (
 	"errors"
@@ -11,24 +11,25 @@ import (
 
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/syncer/syncertest"
 )
 
 // running brings basePod (as mutated) to running and returns it.
-func running(mutate ...func(*corev1.Pod)) func(*harness) *corev1.Pod {
-	return func(h *harness) *corev1.Pod {
-		h.t.Helper()
+func running(mutate ...func(*corev1.Pod)) func(*syncertest.Harness) *corev1.Pod {
+	return func(h *syncertest.Harness) *corev1.Pod {
+		h.T.Helper()
 		pod := enginetest.Pod()
 		for _, m := range mutate {
 			m(pod)
 		}
-		h.converged(pod, h.sync(pod))
+		h.Converged(pod, h.Sync(pod))
 		return pod
 	}
 }
 
 // fresh returns basePod (as mutated) without running it.
-func fresh(mutate ...func(*corev1.Pod)) func(*harness) *corev1.Pod {
-	return func(*harness) *corev1.Pod {
+func fresh(mutate ...func(*corev1.Pod)) func(*syncertest.Harness) *corev1.Pod {
+	return func(*syncertest.Harness) *corev1.Pod {
 		pod := enginetest.Pod()
 		for _, m := range mutate {
 			m(pod)
@@ -66,12 +67,12 @@ func TestInjectedErrors(t *testing.T) {
 		method string
 		// setup brings the pod to where the next pass makes the call, and
 		// returns the pod to sync.
-		setup func(*harness) *corev1.Pod
+		setup func(*syncertest.Harness) *corev1.Pod
 		// passErr: the pass itself fails (reads before planning).
 		passErr bool
 		want    []string
 		// between runs before the converging pass.
-		between func(*testing.T, *harness, *corev1.Pod)
+		between func(*testing.T, *syncertest.Harness, *corev1.Pod)
 	}{
 		{name: "list sandboxes", method: "ListPodSandbox", setup: fresh(), passErr: true},
 		{name: "list containers", method: "ListContainers", setup: fresh(), passErr: true},
@@ -102,16 +103,16 @@ func TestInjectedErrors(t *testing.T) {
 				"CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0",
 				"PullImage " + enginetest.Image + " !ErrImagePull", "StartContainer app !ErrImagePull",
 			},
-			between: func(t *testing.T, h *harness, pod *corev1.Pod) {
-				res := h.sync(pod)
-				wantSteps(t, res, "StartContainer app ImagePullBackOff")
+			between: func(t *testing.T, h *syncertest.Harness, pod *corev1.Pod) {
+				res := h.Sync(pod)
+				syncertest.WantSteps(t, res, "StartContainer app ImagePullBackOff")
 				if msg := res.Steps[0].Message; !strings.Contains(msg, "Back-off pulling image") || !strings.Contains(msg, "injected failure") {
 					t.Errorf("back-off message %q, want the kubelet's with the pull error", msg)
 				}
-				if cs := h.s.PodStatus(pod, res.View, plan.ProbeResults{}).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != plan.ReasonImagePullBackOff {
+				if cs := h.S.PodStatus(pod, res.View, plan.ProbeResults{}).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != plan.ReasonImagePullBackOff {
 					t.Errorf("status %+v, want waiting in ImagePullBackOff", cs.State)
 				}
-				h.clock.Step(plan.DefaultBackoffBase)
+				h.Clock.Step(plan.DefaultBackoffBase)
 			},
 		},
 		{
@@ -140,7 +141,9 @@ func TestInjectedErrors(t *testing.T) {
 		},
 		{
 			name: "preStop hook", method: "ExecSync",
-			setup: func(h *harness) *corev1.Pod { return changeCommand(running(withHooks(nil, []string{"true"}))(h)) },
+			setup: func(h *syncertest.Harness) *corev1.Pod {
+				return changeCommand(running(withHooks(nil, []string{"true"}))(h))
+			},
 			want: []string{
 				"PreStopHook app !PreStopHookError", "KillContainer app DefinitionChanged",
 				"ConfigPodSandbox #0", "StartContainer app DefinitionChanged",
@@ -149,15 +152,15 @@ func TestInjectedErrors(t *testing.T) {
 		{
 			// A failed kill aborts the pass.
 			name: "stop container", method: "StopContainer",
-			setup: func(h *harness) *corev1.Pod { return changeCommand(running()(h)) },
+			setup: func(h *syncertest.Harness) *corev1.Pod { return changeCommand(running()(h)) },
 			want:  []string{"KillContainer app !KillContainerError"},
 		},
 		{
 			name: "stop sandbox", method: "StopPodSandbox",
-			setup: func(h *harness) *corev1.Pod {
+			setup: func(h *syncertest.Harness) *corev1.Pod {
 				pod := running()(h)
-				if err := h.rt.StopPodSandbox(h.ctx, h.sync(pod).SandboxID); err != nil {
-					h.t.Fatal(err)
+				if err := h.RT.StopPodSandbox(h.Ctx, h.Sync(pod).SandboxID); err != nil {
+					h.T.Fatal(err)
 				}
 				return pod
 			},
@@ -165,24 +168,24 @@ func TestInjectedErrors(t *testing.T) {
 		},
 		{
 			name: "remove container", method: "RemoveContainer",
-			setup: func(h *harness) *corev1.Pod {
+			setup: func(h *syncertest.Harness) *corev1.Pod {
 				pod := enginetest.Pod()
-				h.rt.InjectError("StartContainer", injected)
-				h.sync(pod)
+				h.RT.InjectError("StartContainer", injected)
+				h.Sync(pod)
 				return pod
 			},
 			want: []string{"ConfigPodSandbox #0", "StartContainer app Created", "RemoveContainer app !RemoveContainerError"},
 		},
 		{
 			name: "remove sandbox", method: "RemovePodSandbox",
-			setup: func(h *harness) *corev1.Pod {
+			setup: func(h *syncertest.Harness) *corev1.Pod {
 				// A sandbox without containers, stopped from outside.
 				pod := enginetest.Pod()
-				h.rt.InjectError("CreateContainer", injected)
-				h.rt.InjectError("CreateContainer", injected)
-				res := h.sync(pod)
-				if err := h.rt.StopPodSandbox(h.ctx, res.SandboxID); err != nil {
-					h.t.Fatal(err)
+				h.RT.InjectError("CreateContainer", injected)
+				h.RT.InjectError("CreateContainer", injected)
+				res := h.Sync(pod)
+				if err := h.RT.StopPodSandbox(h.Ctx, res.SandboxID); err != nil {
+					h.T.Fatal(err)
 				}
 				return pod
 			},
@@ -194,10 +197,10 @@ func TestInjectedErrors(t *testing.T) {
 		},
 	} {
 		t.Run(tc.method+"/"+tc.name, func(t *testing.T) {
-			h := newHarness(t)
+			h := syncertest.New(t)
 			pod := tc.setup(h)
-			h.rt.InjectError(tc.method, injected)
-			res, err := h.trySync(pod)
+			h.RT.InjectError(tc.method, injected)
+			res, err := h.TrySync(pod)
 			if tc.passErr {
 				if !errors.Is(err, injected) {
 					t.Fatalf("SyncPod: %v, want the injected error", err)
@@ -206,7 +209,7 @@ func TestInjectedErrors(t *testing.T) {
 				if err != nil {
 					t.Fatalf("SyncPod: %v", err)
 				}
-				wantSteps(t, res, tc.want...)
+				syncertest.WantSteps(t, res, tc.want...)
 				for _, s := range res.Steps {
 					if s.Err != nil && !errors.Is(s.Err, injected) {
 						t.Errorf("step %s %s: error %v does not wrap the injected one", s.Action, s.Target, s.Err)
@@ -216,7 +219,7 @@ func TestInjectedErrors(t *testing.T) {
 			if tc.between != nil {
 				tc.between(t, h, pod)
 			}
-			h.converged(pod, h.sync(pod))
+			h.Converged(pod, h.Sync(pod))
 		})
 	}
 }

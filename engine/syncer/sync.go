@@ -1,4 +1,4 @@
-package engine
+package syncer
 
 import (
 	"context"
@@ -214,7 +214,7 @@ func (s *Syncer) readState(ctx context.Context, pod *corev1.Pod) (podState, erro
 		return podState{}, err
 	}
 	s.fillTerminationMessages(pod, &st)
-	st.view.PullFailures = s.pullFailures(pod)
+	st.view.PullFailures = s.PullFailures(pod)
 	return st, nil
 }
 
@@ -409,7 +409,7 @@ func (p *pass) reread(ctx context.Context) (podState, error) {
 		return podState{}, err
 	}
 	p.s.fillTerminationMessages(p.pod, &st)
-	st.view.PullFailures = p.s.pullFailures(p.pod)
+	st.view.PullFailures = p.s.PullFailures(p.pod)
 	return st, nil
 }
 

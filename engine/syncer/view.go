@@ -1,4 +1,4 @@
-package engine
+package syncer
 
 import (
 	"bufio"
@@ -28,7 +28,7 @@ const (
 )
 
 // podSelector selects the CRI objects podsync created for the pod uid.
-func podSelector(uid types.UID) map[string]string {
+func PodSelector(uid types.UID) map[string]string {
 	return map[string]string{plan.LabelManaged: "true", plan.LabelPodUID: string(uid)}
 }
 
@@ -52,7 +52,7 @@ func ReadView(ctx context.Context, rt Runtime, uid types.UID) (plan.RuntimeView,
 }
 
 func readPodState(ctx context.Context, rt Runtime, uid types.UID) (podState, error) {
-	sel := podSelector(uid)
+	sel := PodSelector(uid)
 	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
 		return podState{}, fmt.Errorf("list sandboxes: %w", err)

@@ -1,4 +1,4 @@
-package engine
+package syncer
 
 import (
 	"context"
@@ -210,7 +210,7 @@ func (s *Syncer) clearPullFailure(uid types.UID, container string) {
 
 // pullFailures returns the recorded pull failures of the pod's current
 // containers and images, forgetting the others.
-func (s *Syncer) pullFailures(pod *corev1.Pod) []plan.PullFailure {
+func (s *Syncer) PullFailures(pod *corev1.Pod) []plan.PullFailure {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fs := slices.DeleteFunc(s.pulls[pod.UID], func(f plan.PullFailure) bool {

@@ -1,4 +1,4 @@
-package engine_test
+package syncer_test
 
 import (
 	"context"
@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/syncer"
 )
 
 func TestDialRuntimeWithoutRuntime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	endpoint := "unix://" + filepath.Join(t.TempDir(), "absent.sock")
-	rt, err := engine.DialRuntime(ctx, endpoint, 200*time.Millisecond)
+	rt, err := syncer.DialRuntime(ctx, endpoint, 200*time.Millisecond)
 	if err == nil {
 		_ = rt.Close(ctx)
 		t.Fatal("DialRuntime to an absent socket succeeded")
