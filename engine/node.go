@@ -21,6 +21,7 @@ import (
 	"github.com/podsync/podsync/engine/prober"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/engine/watch"
 	"github.com/podsync/podsync/internal/failpoint"
 	"github.com/podsync/podsync/logx"
 )
@@ -151,7 +152,7 @@ type Node struct {
 	rt      syncer.Runtime
 	store   *store.Store
 	syncer  *syncer.Syncer
-	watcher *Watcher
+	watcher *watch.Watcher
 	prober  *prober.Manager
 	clock   clock.WithTicker
 	log     *zap.Logger
@@ -254,7 +255,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	watcher, err := NewWatcher(WatcherOptions{Runtime: opts.Runtime, Clock: opts.Clock, Logger: opts.Logger,
+	watcher, err := watch.NewWatcher(watch.WatcherOptions{Runtime: opts.Runtime, Clock: opts.Clock, Logger: opts.Logger,
 		RelistPeriod: opts.RelistPeriod, EventedRelistPeriod: opts.EventedRelistPeriod})
 	if err != nil {
 		return nil, err
@@ -334,7 +335,7 @@ func (n *Node) Run(ctx context.Context) error {
 			n.log.Warn("runtime watcher ended", zap.Error(err))
 		}
 	}()
-	hints := n.watcher.subscribeHints(ctx)
+	hints := n.watcher.SubscribeHints(ctx)
 	n.wg.Add(3)
 	go n.dispatchHints(hints)
 	go n.every(ctx, n.gc.Period, n.collectOrphans)
@@ -697,10 +698,10 @@ func (n *Node) consumeProbes() {
 // dispatchHints passes every hint of the runtime watcher to the worker of
 // its pod; a pod the node does not hold gets a worker that removes what
 // the runtime holds for it.
-func (n *Node) dispatchHints(hints <-chan hint) {
+func (n *Node) dispatchHints(hints <-chan watch.Hint) {
 	defer n.wg.Done()
 	for h := range hints {
-		n.workerFor(h.uid).hint(h)
+		n.workerFor(h.UID).hint(h)
 	}
 }
 

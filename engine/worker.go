@@ -22,6 +22,7 @@ import (
 	"github.com/podsync/podsync/engine/prober"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/engine/watch"
 	"github.com/podsync/podsync/internal/failpoint"
 	"github.com/podsync/podsync/logx"
 )
@@ -72,8 +73,8 @@ type worker struct {
 	// (nil: nothing); seen is the pod's objects as the last pass found
 	// them at its end, nil if it did not end cleanly. A pass asked for
 	// only by hints seen already is skipped.
-	pending *hint
-	seen    objectStates
+	pending *watch.Hint
+	seen    watch.ObjectStates
 }
 
 func newWorker(parent context.Context, uid types.UID) *worker {
@@ -99,19 +100,19 @@ func (w *worker) release() { <-w.lock }
 // kickSelf asks the worker's loop for a pass; kicks made while one is
 // pending coalesce.
 func (w *worker) kickSelf() {
-	w.hint(hint{uid: w.uid, unknown: true})
+	w.hint(watch.Hint{UID: w.uid, Unknown: true})
 }
 
 // hint asks the worker's loop for a pass for what h reports; the loop
 // skips it if the last pass saw all of it. h's events become the
 // worker's: a subscription hands over the hints it delivers.
-func (w *worker) hint(h hint) {
+func (w *worker) hint(h watch.Hint) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.pending == nil {
 		w.pending = &h
 	} else {
-		w.pending.merge(h)
+		w.pending.Merge(h)
 	}
 	select {
 	case w.kick <- struct{}{}:
@@ -138,12 +139,12 @@ func (w *worker) hintsSeen() bool {
 	defer w.mu.Unlock()
 	p := w.pending
 	w.pending = nil
-	return p == nil || p.seenBy(w.seen)
+	return p == nil || p.SeenBy(w.seen)
 }
 
 // passSaw records the objects the pass that ends saw last; nil when the
 // pass did not end cleanly.
-func (w *worker) passSaw(states objectStates) {
+func (w *worker) passSaw(states watch.ObjectStates) {
 	w.mu.Lock()
 	w.seen = states
 	w.mu.Unlock()
@@ -445,7 +446,7 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(synce
 		// exited meanwhile). A pass with a failed step keeps its retry
 		// delay, and hints after it run passes.
 		if settled(plan.ComputePodActions(pod, res.View, n.probeResults(pod.UID), now, n.backoff)) {
-			w.passSaw(statesOf(res.View))
+			w.passSaw(watch.StatesOf(res.View))
 		}
 	}
 	w.setRetry(next)

@@ -21,7 +21,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 
-	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/watch"
 	"github.com/podsync/podsync/internal/localcri"
 )
 
@@ -334,7 +334,7 @@ type machine struct {
 
 func machineFacts() machine {
 	m := machine{cpus: runtime.NumCPU(), goVer: runtime.Version(), memory: memTotal(),
-		relist: engine.DefaultRelistPeriod, evRelist: engine.DefaultEventedRelistPeriod}
+		relist: watch.DefaultRelistPeriod, evRelist: watch.DefaultEventedRelistPeriod}
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.kernel = strings.TrimSpace(string(data))
 	}

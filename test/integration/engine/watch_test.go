@@ -4,14 +4,15 @@ package engine_test
 
 import (
 	"context"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
 	"testing"
 	"time"
+
+	"github.com/podsync/podsync/engine/watch"
+	"github.com/podsync/podsync/internal/localcri/localcritest"
 
 	"go.uber.org/zap/zaptest"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/internal/localcri"
 )
 
@@ -38,7 +39,7 @@ func TestWatcherHints(t *testing.T) {
 	pod := e.newPod("app")
 	res := e.until(pod, "running", e.running(pod))
 
-	w, err := engine.NewWatcher(engine.WatcherOptions{
+	w, err := watch.NewWatcher(watch.WatcherOptions{
 		Runtime: e.rt, Logger: zaptest.NewLogger(t),
 		RelistPeriod: 200 * time.Millisecond, EventedRelistPeriod: time.Hour,
 	})

@@ -1,4 +1,4 @@
-package engine
+package watch
 
 import (
 	"context"
@@ -81,7 +81,7 @@ type Watcher struct {
 	subs    map[*subscription]struct{}
 	// pods is each pod's objects at the last relist; owners maps
 	// sandbox and container IDs to their pod.
-	pods   map[types.UID]objectStates
+	pods   map[types.UID]ObjectStates
 	owners map[string]types.UID
 	// listFailing is set while relists fail, so a failure is logged once.
 	listFailing bool
@@ -103,7 +103,7 @@ func NewWatcher(opts WatcherOptions) (*Watcher, error) {
 		relistNow:     make(chan struct{}, 1),
 		done:          make(chan struct{}),
 		subs:          map[*subscription]struct{}{},
-		pods:          map[types.UID]objectStates{},
+		pods:          map[types.UID]ObjectStates{},
 		owners:        map[string]types.UID{},
 	}
 	if w.clock == nil {
@@ -171,14 +171,14 @@ func (w *Watcher) Subscribe(ctx context.Context) <-chan types.UID {
 // subscribeHints is Subscribe with what the watcher knows of each change:
 // the pod's objects at the relist that found it, the container events.
 // Hints not yet received are merged per pod.
-func (w *Watcher) subscribeHints(ctx context.Context) <-chan hint {
-	hints := make(chan hint)
+func (w *Watcher) SubscribeHints(ctx context.Context) <-chan Hint {
+	hints := make(chan Hint)
 	w.subscribe(ctx, &subscription{hints: hints})
 	return hints
 }
 
 func (w *Watcher) subscribe(ctx context.Context, sub *subscription) {
-	sub.set, sub.wake = map[types.UID]*hint{}, make(chan struct{}, 1)
+	sub.set, sub.wake = map[types.UID]*Hint{}, make(chan struct{}, 1)
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -187,7 +187,7 @@ func (w *Watcher) subscribe(ctx context.Context, sub *subscription) {
 	}
 	w.subs[sub] = struct{}{}
 	for _, uid := range slices.Sorted(maps.Keys(w.pods)) {
-		sub.push(hint{uid: uid, snapshot: w.pods[uid]})
+		sub.push(Hint{UID: uid, snapshot: w.pods[uid]})
 	}
 	w.wg.Add(1)
 	w.mu.Unlock()
@@ -207,10 +207,10 @@ func (w *Watcher) subscribe(ctx context.Context, sub *subscription) {
 type subscription struct {
 	mu      sync.Mutex
 	pending []types.UID
-	set     map[types.UID]*hint
+	set     map[types.UID]*Hint
 	wake    chan struct{}
 	uids    chan types.UID
-	hints   chan hint
+	hints   chan Hint
 }
 
 func (s *subscription) close() {
@@ -221,14 +221,14 @@ func (s *subscription) close() {
 	}
 }
 
-func (s *subscription) push(h hint) {
+func (s *subscription) push(h Hint) {
 	s.mu.Lock()
-	if p := s.set[h.uid]; p != nil {
-		p.merge(h)
+	if p := s.set[h.UID]; p != nil {
+		p.Merge(h)
 	} else {
 		h.events = slices.Clone(h.events)
-		s.set[h.uid] = &h
-		s.pending = append(s.pending, h.uid)
+		s.set[h.UID] = &h
+		s.pending = append(s.pending, h.UID)
 	}
 	s.mu.Unlock()
 	select {
@@ -242,7 +242,7 @@ func (s *subscription) deliver(ctx context.Context, done <-chan struct{}) {
 		// Take the UID off the pending set before sending it, so that a
 		// change while it is being sent queues it again.
 		s.mu.Lock()
-		var h hint
+		var h Hint
 		ok := len(s.pending) > 0
 		if ok {
 			uid := s.pending[0]
@@ -263,14 +263,14 @@ func (s *subscription) deliver(ctx context.Context, done <-chan struct{}) {
 		}
 		// A nil channel blocks: one of the two sends is live.
 		var uids chan types.UID
-		var hints chan hint
+		var hints chan Hint
 		if s.uids != nil {
 			uids = s.uids
 		} else {
 			hints = s.hints
 		}
 		select {
-		case uids <- h.uid:
+		case uids <- h.UID:
 		case hints <- h:
 		case <-ctx.Done():
 			return
@@ -280,7 +280,7 @@ func (s *subscription) deliver(ctx context.Context, done <-chan struct{}) {
 	}
 }
 
-func (w *Watcher) notify(hints ...hint) {
+func (w *Watcher) notify(hints ...Hint) {
 	if len(hints) == 0 {
 		return
 	}
@@ -343,7 +343,7 @@ func (w *Watcher) relistOnce(ctx context.Context) {
 		}
 		return
 	}
-	pods := map[types.UID]objectStates{}
+	pods := map[types.UID]ObjectStates{}
 	owners := map[string]types.UID{}
 	add := func(labels map[string]string, id string, st objectState) {
 		uid := types.UID(labels[plan.LabelPodUID])
@@ -352,7 +352,7 @@ func (w *Watcher) relistOnce(ctx context.Context) {
 		}
 		owners[id] = uid
 		if pods[uid] == nil {
-			pods[uid] = objectStates{}
+			pods[uid] = ObjectStates{}
 		}
 		pods[uid][id] = st
 	}
@@ -367,21 +367,21 @@ func (w *Watcher) relistOnce(ctx context.Context) {
 		w.log.Info("relist recovered")
 	}
 	w.listFailing = false
-	var changed []hint
+	var changed []Hint
 	for uid, objs := range pods {
 		if prev, ok := w.pods[uid]; !ok || !maps.Equal(prev, objs) {
-			changed = append(changed, hint{uid: uid, snapshot: objs})
+			changed = append(changed, Hint{UID: uid, snapshot: objs})
 		}
 	}
 	for uid := range w.pods {
 		if _, ok := pods[uid]; !ok {
 			// Nothing left: an empty snapshot, not nil (no snapshot).
-			changed = append(changed, hint{uid: uid, snapshot: objectStates{}})
+			changed = append(changed, Hint{UID: uid, snapshot: ObjectStates{}})
 		}
 	}
 	w.pods, w.owners = pods, owners
 	w.mu.Unlock()
-	slices.SortFunc(changed, func(a, b hint) int { return strings.Compare(string(a.uid), string(b.uid)) })
+	slices.SortFunc(changed, func(a, b Hint) int { return strings.Compare(string(a.UID), string(b.UID)) })
 	w.notify(changed...)
 }
 
@@ -476,6 +476,6 @@ func (w *Watcher) handleEvent(ev *runtimeapi.ContainerEventResponse) {
 	}
 	w.mu.Unlock()
 	if uid != "" {
-		w.notify(hint{uid: uid, events: []objectEvent{{id: ev.GetContainerId(), typ: ev.GetContainerEventType()}}})
+		w.notify(Hint{UID: uid, events: []objectEvent{{id: ev.GetContainerId(), typ: ev.GetContainerEventType()}}})
 	}
 }

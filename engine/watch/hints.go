@@ -1,4 +1,4 @@
-package engine
+package watch
 
 import (
 	"maps"
@@ -24,7 +24,7 @@ const (
 
 // objectStates maps the CRI ids of a pod's sandboxes and containers to
 // their states.
-type objectStates map[string]objectState
+type ObjectStates map[string]objectState
 
 // sandboxObject is a sandbox's objectState.
 func sandboxObject(s plan.SandboxState) objectState {
@@ -49,8 +49,8 @@ func containerObject(s plan.ContainerState) objectState {
 }
 
 // statesOf returns the objects of a view and their states.
-func statesOf(v plan.RuntimeView) objectStates {
-	out := make(objectStates, len(v.Sandboxes)+len(v.Containers))
+func StatesOf(v plan.RuntimeView) ObjectStates {
+	out := make(ObjectStates, len(v.Sandboxes)+len(v.Containers))
 	for _, sb := range v.Sandboxes {
 		out[sb.ID] = sandboxObject(sb.State)
 	}
@@ -72,7 +72,7 @@ type objectEvent struct {
 // event reports: the object created or started exists, the one stopped
 // has stopped, the one deleted is gone. A state past the event's also
 // shows it (a container exited has been started).
-func (e objectEvent) seenBy(states objectStates) bool {
+func (e objectEvent) seenBy(states ObjectStates) bool {
 	st, ok := states[e.id]
 	switch e.typ {
 	case runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT:
@@ -92,14 +92,14 @@ func (e objectEvent) seenBy(states objectStates) bool {
 // objects may have changed, and what it knows of the change, so a worker
 // whose last pass already saw it can skip the pass the hint would cost.
 // Hints for the same pod not yet delivered are merged.
-type hint struct {
-	uid types.UID
+type Hint struct {
+	UID types.UID
 	// unknown is set when nothing is known of the change: a pass must
 	// run.
-	unknown bool
+	Unknown bool
 	// snapshot is the pod's objects as the last relist listed them; nil
 	// if no relist is part of the hint.
-	snapshot objectStates
+	snapshot ObjectStates
 	// events are the container events of the hint, in order.
 	events []objectEvent
 }
@@ -109,9 +109,9 @@ type hint struct {
 const maxHintEvents = 64
 
 // merge adds a later hint for the same pod to h.
-func (h *hint) merge(later hint) {
-	h.unknown = h.unknown || later.unknown || len(h.events)+len(later.events) > maxHintEvents
-	if h.unknown {
+func (h *Hint) Merge(later Hint) {
+	h.Unknown = h.Unknown || later.Unknown || len(h.events)+len(later.events) > maxHintEvents
+	if h.Unknown {
 		// A pass runs whatever else the hint says.
 		h.snapshot, h.events = nil, nil
 		return
@@ -124,8 +124,8 @@ func (h *hint) merge(later hint) {
 
 // seenBy reports whether states, read after every change h reports,
 // show all of them: then a pass would find what the last one found.
-func (h *hint) seenBy(states objectStates) bool {
-	if h.unknown || states == nil {
+func (h *Hint) SeenBy(states ObjectStates) bool {
+	if h.Unknown || states == nil {
 		return false
 	}
 	if h.snapshot != nil && !maps.Equal(h.snapshot, states) {

@@ -1,4 +1,4 @@
-package engine
+package watch
 
 import (
 	"fmt"
@@ -18,17 +18,17 @@ func TestHintSeenBy(t *testing.T) {
 	)
 	// What the last pass saw: a ready sandbox, a running container, an
 	// exited one, one created and not started.
-	seen := objectStates{"sb": sandboxReady, "run": containerRunning, "done": containerExited, "new": containerCreated}
-	ev := func(id string, typ runtimeapi.ContainerEventType) hint {
-		return hint{events: []objectEvent{{id: id, typ: typ}}}
+	seen := ObjectStates{"sb": sandboxReady, "run": containerRunning, "done": containerExited, "new": containerCreated}
+	ev := func(id string, typ runtimeapi.ContainerEventType) Hint {
+		return Hint{events: []objectEvent{{id: id, typ: typ}}}
 	}
 	for _, tc := range []struct {
 		name string
-		h    hint
-		seen objectStates
+		h    Hint
+		seen ObjectStates
 		want bool
 	}{
-		{"nothing known of the change", hint{unknown: true}, seen, false},
+		{"nothing known of the change", Hint{Unknown: true}, seen, false},
 		{"no clean pass before", ev("run", started), nil, false},
 		{"created, exists", ev("new", created), seen, true},
 		{"created, not seen", ev("other", created), seen, false},
@@ -39,20 +39,20 @@ func TestHintSeenBy(t *testing.T) {
 		{"stopped, exited", ev("done", stopped), seen, true},
 		{"stopped, seen running", ev("run", stopped), seen, false},
 		{"sandbox stopped, seen ready", ev("sb", stopped), seen, false},
-		{"sandbox stopped, seen not ready", ev("sb", stopped), objectStates{"sb": sandboxNotReady}, true},
+		{"sandbox stopped, seen not ready", ev("sb", stopped), ObjectStates{"sb": sandboxNotReady}, true},
 		{"deleted, gone", ev("gone", deleted), seen, true},
 		{"deleted, seen", ev("done", deleted), seen, false},
 		{"unknown event type", ev("run", runtimeapi.ContainerEventType(42)), seen, false},
-		{"relist as seen", hint{snapshot: objectStates{"sb": sandboxReady, "run": containerRunning, "done": containerExited, "new": containerCreated}}, seen, true},
-		{"relist, a state changed", hint{snapshot: objectStates{"sb": sandboxReady, "run": containerExited, "done": containerExited, "new": containerCreated}}, seen, false},
-		{"relist, an object more", hint{snapshot: objectStates{"sb": sandboxReady, "run": containerRunning, "done": containerExited, "new": containerCreated, "x": containerCreated}}, seen, false},
-		{"relist, nothing left, pass saw nothing", hint{snapshot: objectStates{}}, objectStates{}, true},
-		{"relist, nothing left, pass saw objects", hint{snapshot: objectStates{}}, seen, false},
-		{"events all seen", hint{events: []objectEvent{{"new", created}, {"run", started}, {"done", stopped}}}, seen, true},
-		{"one event not seen", hint{events: []objectEvent{{"run", started}, {"run", stopped}}}, seen, false},
+		{"relist as seen", Hint{snapshot: ObjectStates{"sb": sandboxReady, "run": containerRunning, "done": containerExited, "new": containerCreated}}, seen, true},
+		{"relist, a state changed", Hint{snapshot: ObjectStates{"sb": sandboxReady, "run": containerExited, "done": containerExited, "new": containerCreated}}, seen, false},
+		{"relist, an object more", Hint{snapshot: ObjectStates{"sb": sandboxReady, "run": containerRunning, "done": containerExited, "new": containerCreated, "x": containerCreated}}, seen, false},
+		{"relist, nothing left, pass saw nothing", Hint{snapshot: ObjectStates{}}, ObjectStates{}, true},
+		{"relist, nothing left, pass saw objects", Hint{snapshot: ObjectStates{}}, seen, false},
+		{"events all seen", Hint{events: []objectEvent{{"new", created}, {"run", started}, {"done", stopped}}}, seen, true},
+		{"one event not seen", Hint{events: []objectEvent{{"run", started}, {"run", stopped}}}, seen, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.h.seenBy(tc.seen); got != tc.want {
+			if got := tc.h.SeenBy(tc.seen); got != tc.want {
 				t.Errorf("seenBy = %v, want %v", got, tc.want)
 			}
 		})
@@ -60,31 +60,31 @@ func TestHintSeenBy(t *testing.T) {
 }
 
 func TestHintMerge(t *testing.T) {
-	h := hint{uid: "u", snapshot: objectStates{"a": containerRunning}, events: []objectEvent{{id: "a"}}}
-	h.merge(hint{uid: "u", events: []objectEvent{{id: "b"}}})
-	if h.unknown || len(h.snapshot) != 1 || len(h.events) != 2 {
+	h := Hint{UID: "u", snapshot: ObjectStates{"a": containerRunning}, events: []objectEvent{{id: "a"}}}
+	h.Merge(Hint{UID: "u", events: []objectEvent{{id: "b"}}})
+	if h.Unknown || len(h.snapshot) != 1 || len(h.events) != 2 {
 		t.Fatalf("merged %+v", h)
 	}
-	h.merge(hint{uid: "u", snapshot: objectStates{}})
+	h.Merge(Hint{UID: "u", snapshot: ObjectStates{}})
 	if h.snapshot == nil || len(h.snapshot) != 0 {
 		t.Errorf("a later relist's snapshot did not replace the earlier: %v", h.snapshot)
 	}
-	h.merge(hint{uid: "u", unknown: true})
-	if !h.unknown || h.events != nil || h.snapshot != nil {
+	h.Merge(Hint{UID: "u", Unknown: true})
+	if !h.Unknown || h.events != nil || h.snapshot != nil {
 		t.Errorf("after an unknown change: %+v, want unknown and nothing else", h)
 	}
-	h.merge(hint{uid: "u", events: []objectEvent{{id: "c"}}})
-	if !h.unknown || h.events != nil {
+	h.Merge(Hint{UID: "u", events: []objectEvent{{id: "c"}}})
+	if !h.Unknown || h.events != nil {
 		t.Errorf("an unknown hint gathered events: %+v", h)
 	}
 
 	// Events gather up to a bound, then the hint only asks for a pass.
-	var b hint
+	var b Hint
 	for i := range maxHintEvents + 1 {
-		b.merge(hint{uid: "u", events: []objectEvent{{id: fmt.Sprint(i)}}})
+		b.Merge(Hint{UID: "u", events: []objectEvent{{id: fmt.Sprint(i)}}})
 	}
-	if !b.unknown || b.events != nil {
-		t.Errorf("after %d events: unknown %v with %d events, want unknown without events", maxHintEvents+1, b.unknown, len(b.events))
+	if !b.Unknown || b.events != nil {
+		t.Errorf("after %d events: unknown %v with %d events, want unknown without events", maxHintEvents+1, b.Unknown, len(b.events))
 	}
 }
 
@@ -96,7 +96,7 @@ func TestStatesOfMatchesRelist(t *testing.T) {
 		Sandboxes:  []plan.Sandbox{{ID: "s1", State: plan.SandboxReady}, {ID: "s0", State: plan.SandboxNotReady}},
 		Containers: []plan.ContainerInstance{{ID: "c1", State: plan.ContainerRunning}, {ID: "c2", State: plan.ContainerExited}, {ID: "c3", State: plan.ContainerCreated}, {ID: "c4", State: plan.ContainerUnknown}},
 	}
-	listed := objectStates{
+	listed := ObjectStates{
 		"s1": sandboxObject(plan.SandboxStateFromCRI(runtimeapi.PodSandboxState_SANDBOX_READY)),
 		"s0": sandboxObject(plan.SandboxStateFromCRI(runtimeapi.PodSandboxState_SANDBOX_NOTREADY)),
 		"c1": containerObject(plan.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_RUNNING)),
@@ -104,8 +104,8 @@ func TestStatesOfMatchesRelist(t *testing.T) {
 		"c3": containerObject(plan.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_CREATED)),
 		"c4": containerObject(plan.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_UNKNOWN)),
 	}
-	h := hint{snapshot: listed}
-	if !h.seenBy(statesOf(v)) {
-		t.Errorf("statesOf(view) = %v, relist = %v", statesOf(v), listed)
+	h := Hint{snapshot: listed}
+	if !h.SeenBy(StatesOf(v)) {
+		t.Errorf("statesOf(view) = %v, relist = %v", StatesOf(v), listed)
 	}
 }

@@ -1,4 +1,4 @@
-package engine_test
+package watch_test
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/syncer/syncertest"
+	"github.com/podsync/podsync/engine/watch"
 )
 
 // noEvents is a runtime without container events, as containerd 1.6.
@@ -25,9 +25,9 @@ func (noEvents) GetContainerEvents(context.Context, chan *runtimeapi.ContainerEv
 }
 
 // startWatcher runs a watcher until the test ends and subscribes to it.
-func startWatcher(t *testing.T, opts engine.WatcherOptions) (*engine.Watcher, <-chan types.UID) {
+func startWatcher(t *testing.T, opts watch.WatcherOptions) (*watch.Watcher, <-chan types.UID) {
 	t.Helper()
-	w, err := engine.NewWatcher(opts)
+	w, err := watch.NewWatcher(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func nextUID(t *testing.T, ch <-chan types.UID, clk *clocktesting.FakeClock, ste
 func TestWatcherFollowsEvents(t *testing.T) {
 	h := syncertest.New(t)
 	// Relists never come due: hints must come from events.
-	w, hints := startWatcher(t, engine.WatcherOptions{Runtime: h.RT, Clock: clocktesting.NewFakeClock(syncertest.T0), RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour})
+	w, hints := startWatcher(t, watch.WatcherOptions{Runtime: h.RT, Clock: clocktesting.NewFakeClock(syncertest.T0), RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour})
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for !w.EventsStreaming() {
@@ -103,7 +103,7 @@ func TestWatcherRelistsWithoutEvents(t *testing.T) {
 	res := h.Sync(pod)
 	// The first relist finds the pod.
 	clk := clocktesting.NewFakeClock(syncertest.T0)
-	w, hints := startWatcher(t, engine.WatcherOptions{Runtime: noEvents{h.RT}, Clock: clk, RelistPeriod: time.Second})
+	w, hints := startWatcher(t, watch.WatcherOptions{Runtime: noEvents{h.RT}, Clock: clk, RelistPeriod: time.Second})
 	if uid := nextUID(t, hints, clk, time.Second); uid != pod.UID {
 		t.Errorf("hint %q, want %q", uid, pod.UID)
 	}
@@ -132,7 +132,7 @@ func TestWatcherRelistsWithoutEvents(t *testing.T) {
 
 func TestSubscriptionsEnd(t *testing.T) {
 	h := syncertest.New(t)
-	w, err := engine.NewWatcher(engine.WatcherOptions{Runtime: h.RT})
+	w, err := watch.NewWatcher(watch.WatcherOptions{Runtime: h.RT})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestSubscriptionsEnd(t *testing.T) {
 	if err := w.Run(context.Background()); err == nil {
 		t.Error("a second Run succeeded")
 	}
-	if _, err := engine.NewWatcher(engine.WatcherOptions{}); err == nil {
+	if _, err := watch.NewWatcher(watch.WatcherOptions{}); err == nil {
 		t.Error("a watcher without runtime was built")
 	}
 }
