@@ -18,7 +18,6 @@ import (
 
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
-	"github.com/podsync/podsync/engine/syncer"
 )
 
 // Defaults of WatcherOptions.
@@ -34,10 +33,19 @@ const (
 	DefaultEventRetryMax = 5 * time.Minute
 )
 
+// Runtime is the part of a CRI runtime service the Watcher reads: the
+// lists a relist takes and the container event stream. syncer.Runtime,
+// and so k8s.io/cri-client's runtime service, implements it.
+type Runtime interface {
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	GetContainerEvents(ctx context.Context, containerEventsCh chan *runtimeapi.ContainerEventResponse, connectionEstablishedCallback func(runtimeapi.RuntimeService_GetContainerEventsClient)) error
+}
+
 // WatcherOptions configure a Watcher.
 type WatcherOptions struct {
 	// Runtime is the CRI runtime; required.
-	Runtime syncer.Runtime
+	Runtime Runtime
 	// Clock paces relists and retries; nil means the real clock.
 	Clock clock.WithTicker
 	// Logger receives stream and relist failures; nil discards.
@@ -64,7 +72,7 @@ type WatcherOptions struct {
 // Build it with NewWatcher, start Run once with a long-lived context, and
 // Subscribe as often as needed.
 type Watcher struct {
-	rt             syncer.Runtime
+	rt             Runtime
 	clock          clock.WithTicker
 	log            *zap.Logger
 	relist, evRel  time.Duration
