@@ -1,23 +1,42 @@
 #!/usr/bin/env bash
 # Enforces the package boundaries of STYLE.md (make check-deps):
+#  - the pure engine packages (engine/plan, engine/podstatus,
+#    engine/criconfig), with every package of this module they import, do
+#    no I/O: no os, os/exec, net (but net/netip and net/url), syscall, zap,
+#    grpc, the store or failpoints;
 #  - engine/ never depends on the API, the server, the client or internal/
-#    (but internal/failpoint);
-#  - engine/ (but its test double) never imports grpc directly;
-#  - the pure parts of the engine (planner, status, configs) import no I/O;
+#    (but internal/failpoint), and (but its test double) never imports
+#    grpc directly;
+#  - validation/ depends on nothing of this module but convert/;
 #  - convert/ is shared by server and client and depends on neither.
+# Every pattern must match a package: a boundary over nothing proves
+# nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=github.com/podsync/podsync
 fail=0
 
 # deps_of lists the dependencies of packages, failing when a pattern
-# matches no package (a boundary over nothing proves nothing).
+# matches no package.
 deps_of() {
 	local out
 	out=$(go list -deps "$@" 2>&1) || { echo "$out" >&2; exit 1; }
 	if grep -q 'matched no packages' <<<"$out"; then echo "check-deps: $* matched no packages" >&2; exit 1; fi
 	echo "$out"
 }
+
+pure_pkgs=(./engine/plan ./engine/podstatus ./engine/criconfig)
+forbidden='^(os|os/exec|net|net/.*|io/ioutil|syscall|go\.uber\.org/zap(/.*)?|google\.golang\.org/grpc(/.*)?|'"$mod"'/engine/store(/.*)?|'"$mod"'/internal/failpoint)$'
+for p in "${pure_pkgs[@]}"; do
+	# The package and every package of this module it depends on.
+	ours=$(deps_of "$p" | grep -E "^$mod(/|$)")
+	while read -r dep; do
+		io=$(go list -f '{{join .Imports "\n"}}' "$dep" | grep -vE '^net/(netip|url)$' | grep -E "$forbidden" || true)
+		if [[ -n $io ]]; then
+			echo "check-deps: $p must stay pure, but $dep imports:"; echo "$io" | sed 's/^/  /'; fail=1
+		fi
+	done <<<"$ours"
+done
 
 engine_deps=$(deps_of ./engine/...)
 # internal/failpoint is the one exception: an empty, inlined Inject unless
@@ -29,14 +48,11 @@ direct=$(go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./engine/... | grep
 	grep -E 'google\.golang\.org/grpc( |/|$)' || true)
 if [[ -n $direct ]]; then echo "check-deps: engine imports grpc directly:"; echo "$direct"; fail=1; fi
 
-# Pure files: no process, network, file-system or clock-reading imports.
-pure=(admission.go admit/admit.go expansion/expansion.go plan.go backoff.go status.go config.go hash.go labels.go qos.go env.go types.go errors.go)
-for f in "${pure[@]}"; do
-	p=engine/$f
-	[[ -e $p ]] || continue
-	io=$(go list -f '{{join .Imports "\n"}}' "$p" 2>/dev/null | grep -vE '^net/(netip|url)$' | grep -E '^(os|os/exec|net|net/.*|io/ioutil|syscall|google\.golang\.org/grpc.*)$' || true)
-	if [[ -n $io ]]; then echo "check-deps: $p must stay pure but imports:"; echo "$io"; fail=1; fi
-done
+if [[ -d validation ]]; then
+	validation_deps=$(deps_of ./validation/...)
+	bad=$(grep -E "^$mod(/|$)" <<<"$validation_deps" | grep -vE "^$mod/(validation|convert)(/|$)" || true)
+	if [[ -n $bad ]]; then echo "check-deps: validation may depend on convert only, not on:"; echo "$bad"; fail=1; fi
+fi
 
 convert_deps=$(deps_of ./convert/...)
 bad=$(grep -E "^$mod/(server|engine|client|internal)(/|$)" <<<"$convert_deps" || true)
