@@ -87,6 +87,21 @@ func (r LogRotation) withDefaults() LogRotation {
 // change them.
 type AdmitFunc func(pod *corev1.Pod, others []*corev1.Pod) error
 
+// PodSyncer runs the sync passes of the pod workers: syncer.Syncer
+// implements it against CRI. A Node never runs two calls for one pod at a
+// time: each pod's worker holds its one lock across a call.
+type PodSyncer interface {
+	// SyncPod runs one pass of pod (see syncer.Syncer.SyncPod).
+	SyncPod(ctx context.Context, pod *corev1.Pod, in syncer.SyncInput, emit func(syncer.StepResult)) (syncer.SyncResult, error)
+	// RemovePod removes everything the runtime and the node's directories
+	// hold for pod (see syncer.Syncer.RemovePod).
+	RemovePod(ctx context.Context, pod *corev1.Pod) error
+	// ReadView reads the runtime's view of the pod with uid.
+	ReadView(ctx context.Context, uid types.UID) (plan.RuntimeView, error)
+}
+
+var _ PodSyncer = (*syncer.Syncer)(nil)
+
 // NodeOptions configure a Node.
 type NodeOptions struct {
 	// Runtime is the CRI runtime; required. Probes run their exec
@@ -131,6 +146,10 @@ type NodeOptions struct {
 	// recorded only if Runtime and Images are wrapped with
 	// Metrics.InstrumentRuntime and InstrumentImages.
 	Metrics *Metrics
+	// Syncer, if set, runs the pod workers' passes in place of a
+	// syncer.Syncer built from Runtime, Images, Clock, Logger, Backoff,
+	// Config and Metrics (tests drive the workers with a scripted one).
+	Syncer PodSyncer
 	// RuntimeUnavailable, if set, reports whether the error of a CRI call
 	// means that the runtime did not answer (podsyncd: gRPC UNAVAILABLE);
 	// Apply, Plan and Delete then return an error wrapping
@@ -151,7 +170,7 @@ type NodeOptions struct {
 type Node struct {
 	rt      syncer.Runtime
 	store   *store.Store
-	syncer  *syncer.Syncer
+	syncer  PodSyncer
 	watcher *watch.Watcher
 	prober  *prober.Manager
 	clock   clock.WithTicker
@@ -246,14 +265,18 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	sopts := syncer.SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
-		Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config}
-	if opts.Metrics != nil {
-		sopts.Observer = opts.Metrics
-	}
-	syncer, err := syncer.NewSyncer(sopts)
-	if err != nil {
-		return nil, err
+	ps := opts.Syncer
+	if ps == nil {
+		sopts := syncer.SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
+			Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config}
+		if opts.Metrics != nil {
+			sopts.Observer = opts.Metrics
+		}
+		s, err := syncer.NewSyncer(sopts)
+		if err != nil {
+			return nil, err
+		}
+		ps = s
 	}
 	watcher, err := watch.NewWatcher(watch.WatcherOptions{Runtime: opts.Runtime, Clock: opts.Clock, Logger: opts.Logger,
 		RelistPeriod: opts.RelistPeriod, EventedRelistPeriod: opts.EventedRelistPeriod})
@@ -275,7 +298,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 		gc.Period = DefaultGCPeriod
 	}
 	return &Node{
-		rt: opts.Runtime, store: opts.Store, syncer: syncer, watcher: watcher, prober: pm,
+		rt: opts.Runtime, store: opts.Store, syncer: ps, watcher: watcher, prober: pm,
 		clock: opts.Clock, log: opts.Logger, backoff: opts.Backoff, cfg: opts.Config.WithDefaults(),
 		gc: gc, rot: opts.LogRotation.withDefaults(), admit: opts.Admit, policy: opts.Policy, metrics: opts.Metrics,
 		unavailable: opts.RuntimeUnavailable, ready: make(chan struct{}), workers: map[types.UID]*worker{},
@@ -476,11 +499,16 @@ func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap,
 	default:
 		pod.Status = corev1.PodStatus{}
 	}
-	view, err := syncer.ReadView(ctx, n.rt, pod.UID)
+	view, err := n.syncer.ReadView(ctx, pod.UID)
 	if err != nil {
 		return plan.PodActions{}, corev1.PodStatus{}, known, fmt.Errorf("plan pod %s: %w", plan.PodString(pod), n.runtimeError(err))
 	}
-	view.PullFailures = n.syncer.PullFailures(pod)
+	n.mu.Lock()
+	w := n.workers[pod.UID]
+	n.mu.Unlock()
+	if w != nil {
+		view.PullFailures = plan.CurrentPullFailures(pod, w.pullFailures())
+	}
 	probes := n.probeResults(pod.UID)
 	now := n.clock.Now()
 	plan := plan.ComputePodActions(pod, view, probes, now, n.backoff)

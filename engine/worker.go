@@ -75,6 +75,9 @@ type worker struct {
 	// only by hints seen already is skipped.
 	pending *watch.Hint
 	seen    watch.ObjectStates
+	// pulls are the pod's failed image pulls, which the runtime does not
+	// record: each pass starts from them and returns them updated.
+	pulls []plan.PullFailure
 }
 
 func newWorker(parent context.Context, uid types.UID) *worker {
@@ -200,6 +203,21 @@ func sandboxIn(view plan.RuntimeView, id string) plan.Sandbox {
 // storedSandbox names sb as the store records it with a status.
 func storedSandbox(sb plan.Sandbox) store.SandboxRef {
 	return store.SandboxRef{ID: sb.ID, Attempt: sb.Attempt}
+}
+
+// pullFailures returns the pod's failed image pulls as the last pass left
+// them.
+func (w *worker) pullFailures() []plan.PullFailure {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pulls
+}
+
+// notePulls remembers the failed image pulls a pass returned.
+func (w *worker) notePulls(fs []plan.PullFailure) {
+	w.mu.Lock()
+	w.pulls = fs
+	w.mu.Unlock()
 }
 
 func (w *worker) podRef() (store.PodRef, bool) {
@@ -396,9 +414,11 @@ func (n *Node) pass(ctx context.Context, w *worker, byLoop bool, emit func(synce
 		w.mu.Unlock()
 		stop(nil)
 	}()
-	in := syncer.SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets, Probes: n.probeResults(pod.UID)}
-	in.Observed = func(view plan.RuntimeView, plan plan.PodActions) { n.publishObserved(w, pod, view, plan) }
+	in := syncer.SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets, Probes: n.probeResults(pod.UID),
+		PullFailures: w.pullFailures()}
+	in.Observed = func(view plan.RuntimeView, actions plan.PodActions) { n.publishObserved(w, pod, view, actions) }
 	res, err := n.syncer.SyncPod(ctx, pod, in, emit)
+	w.notePulls(res.PullFailures)
 	out := passOutcome{steps: res.Steps, status: pod.Status}
 	if err != nil {
 		w.setRetry(n.failureRetry(w))
@@ -508,7 +528,7 @@ func sameStatus(a, b *corev1.PodStatus) bool {
 // terminalSettled reports whether nothing of the pod runs any more: no
 // running container and no ready sandbox.
 func (n *Node) terminalSettled(ctx context.Context, uid types.UID) (bool, error) {
-	view, err := syncer.ReadView(ctx, n.rt, uid)
+	view, err := n.syncer.ReadView(ctx, uid)
 	if err != nil {
 		return false, err
 	}
@@ -547,7 +567,9 @@ func runningContainers(pod *corev1.Pod, view plan.RuntimeView, cfg criconfig.Opt
 // from the store. The caller holds w's lock.
 func (n *Node) finishDeletion(ctx context.Context, w *worker, rec *store.PodRecord, emit func(syncer.StepResult)) (passOutcome, error) {
 	pod := rec.Pod
-	res, err := n.syncer.SyncPod(ctx, pod, syncer.SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets}, emit)
+	res, err := n.syncer.SyncPod(ctx, pod, syncer.SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets,
+		PullFailures: w.pullFailures()}, emit)
+	w.notePulls(res.PullFailures)
 	out := passOutcome{steps: res.Steps, status: pod.Status}
 	if err != nil {
 		w.setRetry(n.failureRetry(w))

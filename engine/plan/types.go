@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -147,6 +148,19 @@ func (v *RuntimeView) PullFailure(name, image string) *PullFailure {
 		}
 	}
 	return nil
+}
+
+// CurrentPullFailures returns the pull failures of fs that concern the
+// pod's current containers and images: a failure of a container no longer
+// in the spec, or of an image it no longer runs, is forgotten.
+func CurrentPullFailures(pod *corev1.Pod, fs []PullFailure) []PullFailure {
+	var out []PullFailure
+	for _, f := range fs {
+		if c := SpecContainer(pod, f.Container); c != nil && c.Image == f.Image {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // NewRuntimeView decodes the CRI statuses of one pod's sandboxes and

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 
@@ -131,14 +130,14 @@ func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *r
 	ref, err = p.pullImage(ctx, spec, sbConfig)
 	step := StepResult{Action: ActionPullImage, Target: c.Image, Start: start, Duration: p.s.clock.Since(start)}
 	if err != nil {
-		p.s.recordPullFailure(p.pod.UID, c.Name, c.Image, err.Error(), p.s.clock.Now())
+		p.recordPullFailure(c.Name, c.Image, err.Error(), p.s.clock.Now())
 		reason, msg := evalPullError(c, err)
 		step.Err = fmt.Errorf("pull image %q: %w", c.Image, err)
 		step.Reason, step.Message = reason, msg
 		p.rec.add(step)
 		return "", &imageFailure{reason, msg, step.Err}
 	}
-	p.s.clearPullFailure(p.pod.UID, c.Name)
+	p.clearPullFailure(c.Name)
 	step.Message = fmt.Sprintf("Successfully pulled image %q in %s", c.Image, step.Duration.Truncate(time.Millisecond))
 	p.rec.add(step)
 	return ref, nil
@@ -178,10 +177,8 @@ func evalPullError(c *corev1.Container, err error) (reason, msg string) {
 }
 
 // recordPullFailure counts a failed pull of image for the container.
-func (s *Syncer) recordPullFailure(uid types.UID, container, image, msg string, at time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fs := s.pulls[uid]
+func (p *pass) recordPullFailure(container, image, msg string, at time.Time) {
+	fs := p.pulls
 	i := slices.IndexFunc(fs, func(f plan.PullFailure) bool { return f.Container == container })
 	if i < 0 || fs[i].Image != image {
 		f := plan.PullFailure{Container: container, Image: image}
@@ -195,34 +192,12 @@ func (s *Syncer) recordPullFailure(uid types.UID, container, image, msg string, 
 	fs[i].Failures++
 	fs[i].At = at
 	fs[i].Message = msg
-	s.pulls[uid] = fs
+	p.pulls = fs
 }
 
 // clearPullFailure forgets the failed pulls of the container's image.
-func (s *Syncer) clearPullFailure(uid types.UID, container string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pulls[uid] = slices.DeleteFunc(s.pulls[uid], func(f plan.PullFailure) bool { return f.Container == container })
-	if len(s.pulls[uid]) == 0 {
-		delete(s.pulls, uid)
-	}
-}
-
-// pullFailures returns the recorded pull failures of the pod's current
-// containers and images, forgetting the others.
-func (s *Syncer) PullFailures(pod *corev1.Pod) []plan.PullFailure {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fs := slices.DeleteFunc(s.pulls[pod.UID], func(f plan.PullFailure) bool {
-		c := plan.SpecContainer(pod, f.Container)
-		return c == nil || c.Image != f.Image
-	})
-	if len(fs) == 0 {
-		delete(s.pulls, pod.UID)
-		return nil
-	}
-	s.pulls[pod.UID] = fs
-	return slices.Clone(fs)
+func (p *pass) clearPullFailure(container string) {
+	p.pulls = slices.DeleteFunc(p.pulls, func(f plan.PullFailure) bool { return f.Container == container })
 }
 
 // dockerConfigEntry is one registry's credentials in a docker config.

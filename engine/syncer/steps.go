@@ -157,6 +157,11 @@ type SyncResult struct {
 	SandboxID string
 	// PodIPs are the sandbox's IPs.
 	PodIPs []string
+	// PullFailures are the pod's failed image pulls after the pass:
+	// SyncInput.PullFailures of the pod's current containers and images,
+	// with the pass's failed pulls counted and its successful ones
+	// forgotten. Set also when the pass fails; pass it to the next pass.
+	PullFailures []plan.PullFailure
 }
 
 // Err joins the errors of the failed steps; nil if none failed.

@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 	"k8s.io/utils/clock"
@@ -83,6 +82,10 @@ type SyncInput struct {
 	Secrets    []*corev1.Secret
 	// Probes are the prober's last results.
 	Probes plan.ProbeResults
+	// PullFailures are the pod's failed image pulls, as the last pass's
+	// SyncResult.PullFailures has them: the runtime keeps no record of
+	// them, so the caller does (the node's pod worker).
+	PullFailures []plan.PullFailure
 	// Observed, if set, is called once the pass has read the runtime and
 	// planned, before it acts: the Node publishes from it what the pass
 	// found (a container that exited) before the pass restarts it, as the
@@ -93,8 +96,11 @@ type SyncInput struct {
 // Syncer runs sync passes: it reads what the runtime holds for a pod,
 // plans with ComputePodActions and executes the plan through CRI in the
 // kubelet's order, reporting every step as it finishes. It is safe for
-// concurrent use; passes of different pods run in parallel, and a second
-// pass of a pod while one runs fails with ErrConflict.
+// concurrent use by passes of different pods, which run in parallel; the
+// passes (and RemovePod) of one pod must not overlap — the caller
+// serialises them, as the node's pod workers do with one lock per pod.
+// It keeps no state of a pod between passes: what the runtime does not
+// record (failed pulls) goes in and out through SyncInput and SyncResult.
 type Syncer struct {
 	rt      Runtime
 	images  ImageService
@@ -103,12 +109,6 @@ type Syncer struct {
 	backoff plan.BackoffPolicy
 	cfg     criconfig.Options
 	obs     Observer
-
-	mu      sync.Mutex
-	running map[types.UID]bool
-	// pulls are the failed image pulls, per pod; the runtime keeps no
-	// record of them.
-	pulls map[types.UID][]plan.PullFailure
 }
 
 // NewSyncer returns a Syncer. It fails with ErrInvalidSpec if Runtime or
@@ -125,8 +125,6 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 		backoff: opts.Backoff,
 		cfg:     opts.Config.WithDefaults(),
 		obs:     opts.Observer,
-		running: map[types.UID]bool{},
-		pulls:   map[types.UID][]plan.PullFailure{},
 	}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
@@ -166,8 +164,7 @@ func (s *Syncer) PodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.P
 // (convert.Default): containerd 2.x, for one, refuses containers of a
 // sandbox created without the pod security context the defaults add.
 //
-// SyncPod returns an error wrapping ErrConflict if a pass of
-// the pod is running, ErrInvalidSpec for a pod without UID or with a name
+// SyncPod returns an error wrapping ErrInvalidSpec for a pod without UID or with a name
 // that cannot be a path (see CheckPodPaths), the runtime's
 // error if the pod's state cannot be read, and the context's error if ctx
 // ended during the pass; the result holds the steps done so far.
@@ -178,43 +175,25 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, in SyncInput, emi
 	if err := CheckPodPaths(pod); err != nil {
 		return SyncResult{}, fmt.Errorf("sync pod %s: %w", plan.PodString(pod), err)
 	}
-	if err := s.acquire(pod.UID); err != nil {
-		return SyncResult{}, fmt.Errorf("sync pod %s: %w", plan.PodString(pod), err)
-	}
-	defer s.release(pod.UID)
 	log := s.log.With(logx.Pod(pod)...)
-	p := &pass{s: s, pod: pod, in: in, log: log, rec: &recorder{emit: emit, log: log, obs: s.obs}}
+	p := &pass{s: s, pod: pod, in: in, log: log, rec: &recorder{emit: emit, log: log, obs: s.obs},
+		pulls: plan.CurrentPullFailures(pod, in.PullFailures)}
 	start := s.clock.Now()
 	res, err := p.run(ctx)
+	res.PullFailures = p.pulls
 	s.obs.ObservePass(res, err, ctx.Err() != nil, s.clock.Since(start))
 	return res, err
 }
 
-func (s *Syncer) acquire(uid types.UID) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.running[uid] {
-		return errdefs.ErrConflict
-	}
-	s.running[uid] = true
-	return nil
-}
-
-func (s *Syncer) release(uid types.UID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.running, uid)
-}
-
 // readState reads the pod's state with termination messages and pull
 // failures.
-func (s *Syncer) readState(ctx context.Context, pod *corev1.Pod) (podState, error) {
-	st, err := readPodState(ctx, s.rt, pod.UID)
+func (p *pass) readState(ctx context.Context) (podState, error) {
+	st, err := readPodState(ctx, p.s.rt, p.pod.UID)
 	if err != nil {
 		return podState{}, err
 	}
-	s.fillTerminationMessages(pod, &st)
-	st.view.PullFailures = s.PullFailures(pod)
+	p.s.fillTerminationMessages(p.pod, &st)
+	st.view.PullFailures = slices.Clone(p.pulls)
 	return st, nil
 }
 
@@ -223,10 +202,6 @@ func (s *Syncer) readState(ctx context.Context, pod *corev1.Pod) (podState, erro
 // grace: kill the pod with SyncPod first), its pod directory, log
 // directory and cgroup, and the pull failures remembered for it.
 func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
-	if err := s.acquire(pod.UID); err != nil {
-		return fmt.Errorf("remove pod %s: %w", plan.PodString(pod), err)
-	}
-	defer s.release(pod.UID)
 	st, err := readPodState(ctx, s.rt, pod.UID)
 	if err != nil {
 		return fmt.Errorf("remove pod %s: %w", plan.PodString(pod), err)
@@ -261,9 +236,6 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 			s.log.Warn("pod cgroup not removed", append(logx.Pod(pod), zap.Error(err))...)
 		}
 	}
-	s.mu.Lock()
-	delete(s.pulls, pod.UID)
-	s.mu.Unlock()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove pod %s: %w", plan.PodString(pod), err)
 	}
@@ -334,6 +306,9 @@ type pass struct {
 	log *zap.Logger
 	rec *recorder
 	st  podState
+	// pulls are the pod's failed image pulls: SyncInput's, as this pass
+	// pulls and fails.
+	pulls []plan.PullFailure
 
 	// What the pass created, so its end reads the pod's objects without
 	// listing them: the sandboxes and containers created, the status of
@@ -346,7 +321,7 @@ type pass struct {
 }
 
 func (p *pass) run(ctx context.Context) (SyncResult, error) {
-	st, err := p.s.readState(ctx, p.pod)
+	st, err := p.readState(ctx)
 	if err != nil {
 		return SyncResult{}, fmt.Errorf("read runtime state of pod %s: %w", plan.PodString(p.pod), err)
 	}
@@ -393,7 +368,7 @@ func (p *pass) run(ctx context.Context) (SyncResult, error) {
 // report.
 func (p *pass) reread(ctx context.Context) (podState, error) {
 	if p.createsFailed {
-		return p.s.readState(ctx, p.pod)
+		return p.readState(ctx)
 	}
 	objs := podObjects{sandboxOf: p.st.sandboxOf} // only read
 	for _, sb := range p.st.view.Sandboxes {
@@ -409,7 +384,7 @@ func (p *pass) reread(ctx context.Context) (podState, error) {
 		return podState{}, err
 	}
 	p.s.fillTerminationMessages(p.pod, &st)
-	st.view.PullFailures = p.s.PullFailures(p.pod)
+	st.view.PullFailures = slices.Clone(p.pulls)
 	return st, nil
 }
 

@@ -51,6 +51,11 @@ func ReadView(ctx context.Context, rt Runtime, uid types.UID) (plan.RuntimeView,
 	return st.view, err
 }
 
+// ReadView is the package's ReadView on the Syncer's runtime.
+func (s *Syncer) ReadView(ctx context.Context, uid types.UID) (plan.RuntimeView, error) {
+	return ReadView(ctx, s.rt, uid)
+}
+
 func readPodState(ctx context.Context, rt Runtime, uid types.UID) (podState, error) {
 	sel := PodSelector(uid)
 	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})

@@ -73,6 +73,9 @@ func (h *Harness) TrySync(pod *corev1.Pod) (syncer.SyncResult, error) {
 	h.Clock.Step(time.Millisecond)
 	var emitted []syncer.StepResult
 	res, err := h.S.SyncPod(h.Ctx, pod, h.In, func(st syncer.StepResult) { emitted = append(emitted, st) })
+	// The next pass starts from this one's pull failures, as a pod
+	// worker's does.
+	h.In.PullFailures = res.PullFailures
 	if diff := cmp.Diff(Summary(res.Steps), Summary(emitted)); diff != "" {
 		h.T.Errorf("emitted steps differ from the result's (-result +emitted):\n%s", diff)
 	}

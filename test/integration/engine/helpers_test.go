@@ -109,6 +109,9 @@ func (e *env) sync(pod *corev1.Pod) syncer.SyncResult {
 	e.t.Helper()
 	convert.Default(pod)
 	res, err := e.s.SyncPod(e.ctx, pod, e.in, nil)
+	// The next pass starts from this one's pull failures, as a pod
+	// worker's does.
+	e.in.PullFailures = res.PullFailures
 	if err != nil {
 		e.t.Fatalf("SyncPod: %v", err)
 	}
