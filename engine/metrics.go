@@ -311,14 +311,6 @@ func podSummaryOf(status *corev1.PodStatus) podSummary {
 	return s
 }
 
-// noteStatus records the pod's status for the metrics.
-func (w *worker) noteStatus(status *corev1.PodStatus) {
-	s := podSummaryOf(status)
-	w.mu.Lock()
-	w.summary = s
-	w.mu.Unlock()
-}
-
 // podCounts counts the node's pods by phase and the containers waiting in
 // a back-off.
 func (n *Node) podCounts() (map[corev1.PodPhase]int, int) {

@@ -465,7 +465,7 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	if err != nil {
 		return res, fmt.Errorf("apply pod %s: wait for the pod's turn: %w", plan.PodString(pod), err)
 	}
-	out, err := n.pass(ctx, w, false, emit)
+	out, err := w.pass(ctx, false, emit)
 	w.release()
 	if ctx.Err() != nil {
 		w.kickSelf()
@@ -619,7 +619,7 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 		return true, nil, fmt.Errorf("delete pod %s: wait for the pod's turn: %w", plan.PodString(pod), err)
 	}
 	var steps []syncer.StepResult
-	_, err = n.pass(ctx, w, false, func(s syncer.StepResult) { steps = append(steps, s) })
+	_, err = w.pass(ctx, false, func(s syncer.StepResult) { steps = append(steps, s) })
 	w.release()
 	if err != nil {
 		return true, steps, fmt.Errorf("delete pod %s: %w", plan.PodString(pod), n.runtimeError(err))

@@ -50,7 +50,7 @@ func (n *Node) recover(ctx context.Context) error {
 		if err := n.removeOrphan(ctx, ref); err != nil {
 			n.log.Warn("remove orphaned pod; the garbage collector will retry", zap.String(logx.PodUID, string(uid)), zap.Error(err))
 		} else {
-			n.retire(w)
+			w.retire()
 		}
 		w.release()
 	}

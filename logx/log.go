@@ -22,6 +22,8 @@ const (
 	NextRetry     = "next_retry"
 	Phase         = "phase"
 	PrevPhase     = "previous_phase"
+	State         = "state"
+	PrevState     = "previous_state"
 	Generation    = "generation"
 	Revision      = "revision"
 	Adopted       = "adopted"

@@ -32,7 +32,7 @@ const (
 // kubelet's ReasonCache: a failed start records its reason and message, a
 // successful start or a back-off (whose waiting reason the status
 // computes from the view) clears it. The caller holds w's lock.
-func (n *Node) noteStarts(w *worker, steps []syncer.StepResult) {
+func (w *worker) noteStarts(steps []syncer.StepResult) {
 	for _, s := range steps {
 		if s.Action != syncer.ActionStartContainer {
 			continue
@@ -49,7 +49,7 @@ func (n *Node) noteStarts(w *worker, steps []syncer.StepResult) {
 // stepEvents returns the events of a pass's steps, as the kubelet records
 // them. A back-off is reported once per wait, not on every pass that
 // meets it. The caller holds w's lock.
-func (n *Node) stepEvents(w *worker, pod *corev1.Pod, steps []syncer.StepResult) []store.Change {
+func (w *worker) stepEvents(pod *corev1.Pod, steps []syncer.StepResult) []store.Change {
 	ref := store.RefOf(pod)
 	var out []store.Change
 	add := func(typ, reason, container, msg string) {

@@ -1,0 +1,349 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/podstatus"
+	"github.com/podsync/podsync/engine/prober"
+	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/engine/watch"
+	"github.com/podsync/podsync/internal/failpoint"
+	"github.com/podsync/podsync/logx"
+)
+
+// sandboxIn returns the sandbox of view with id; zero when there is none.
+func sandboxIn(view plan.RuntimeView, id string) plan.Sandbox {
+	for _, s := range view.Sandboxes {
+		if s.ID == id {
+			return s
+		}
+	}
+	return plan.Sandbox{}
+}
+
+// storedSandbox names sb as the store records it with a status.
+func storedSandbox(sb plan.Sandbox) store.SandboxRef {
+	return store.SandboxRef{ID: sb.ID, Attempt: sb.Attempt}
+}
+
+// passOutcome is what a pass did.
+type passOutcome struct {
+	status corev1.PodStatus
+	steps  []syncer.StepResult
+	next   time.Time
+	// gone is set when the store does not hold the pod.
+	gone bool
+}
+
+// pass runs one pass of w's pod: the caller holds w's lock. It finds the
+// state the stored pod is in and runs that state's pass:
+//
+//   - removed (the store does not hold the pod): remove what the runtime
+//     holds for it and retire the worker;
+//   - terminating (marked deleting): finish the deletion (a loop's pass
+//     leaves it to a waiting Delete caller);
+//   - terminated (a terminal pod with nothing left running): nothing;
+//   - syncing: run SyncPod, update the prober, record the status if it
+//     changed and the events of the steps, and set the retry timer.
+func (w *worker) pass(ctx context.Context, byLoop bool, emit func(syncer.StepResult)) (passOutcome, error) {
+	// What asked for a pass until now is served by this one, which reads
+	// the store and the runtime after it.
+	w.passStarts()
+	if byLoop && emit == nil {
+		emit = func(st syncer.StepResult) { w.n.observe(w.uid, st) }
+	}
+	rec, err := w.n.store.GetWithSecrets(w.uid)
+	if errors.Is(err, store.ErrNotFound) {
+		w.enter(removed)
+		return passOutcome{gone: true}, w.remove(ctx)
+	}
+	if err != nil {
+		w.setRetry(w.failureRetry())
+		return passOutcome{}, fmt.Errorf("read pod uid %s from the store: %w", w.uid, err)
+	}
+	pod := rec.Pod
+	w.setRef(store.RefOf(pod))
+	w.noteStatus(&pod.Status)
+	if rec.Deleting {
+		w.enter(terminating)
+		if byLoop && w.deleters.Load() > 0 {
+			// A Delete caller runs the deletion and reports its steps.
+			return passOutcome{status: pod.Status}, nil
+		}
+		return w.terminate(ctx, rec, emit)
+	}
+	if isTerminal(pod.Status.Phase) {
+		if settled, err := w.n.terminalSettled(ctx, pod.UID); err == nil && settled {
+			w.enter(terminated)
+			w.n.prober.RemovePod(pod.UID)
+			w.setRetry(time.Time{})
+			return passOutcome{status: pod.Status}, nil
+		}
+	}
+	w.enter(syncing)
+	return w.sync(ctx, rec, emit)
+}
+
+// sync is the pass of a syncing pod: one SyncPod, then the prober, the
+// status, the events and the next retry. The caller holds w's lock.
+func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(syncer.StepResult)) (passOutcome, error) {
+	pod := rec.Pod
+	// A Delete cancels the pass instead of waiting for it.
+	ctx, stop := context.WithCancelCause(ctx)
+	w.mu.Lock()
+	w.stopPass = stop
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.stopPass = nil
+		w.mu.Unlock()
+		stop(nil)
+	}()
+	in := syncer.SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets, Probes: w.n.probeResults(pod.UID),
+		PullFailures: w.pullFailures()}
+	in.Observed = func(view plan.RuntimeView, actions plan.PodActions) { w.publishObserved(pod, view, actions) }
+	res, err := w.n.syncer.SyncPod(ctx, pod, in, emit)
+	w.notePulls(res.PullFailures)
+	out := passOutcome{steps: res.Steps, status: pod.Status}
+	if err != nil {
+		w.setRetry(w.failureRetry())
+		return out, err
+	}
+	w.n.prober.Sync(pod, runningContainers(pod, res.View, w.n.cfg))
+	now := w.n.clock.Now()
+	status, err := w.record(pod, res, now)
+	if err != nil {
+		w.setRetry(w.failureRetry())
+		return out, err
+	}
+	out.status = status
+	out.next = w.scheduleNext(pod, &status, res, now)
+	return out, nil
+}
+
+// record computes the status after a pass and appends it, if it changed,
+// with the events of the pass's steps to the revision log. The caller
+// holds w's lock.
+func (w *worker) record(pod *corev1.Pod, res syncer.SyncResult, now time.Time) (corev1.PodStatus, error) {
+	w.noteStarts(res.Steps)
+	status := podstatus.ComputePodStatus(pod, res.View, w.n.probeResults(pod.UID), now, w.n.statusOptions(w.reasons))
+	changes := w.stepEvents(pod, res.Steps)
+	sb := sandboxIn(res.View, res.SandboxID)
+	if !sameStatus(&pod.Status, &status) {
+		c := store.StatusChange(store.RefOf(pod), &status)
+		c.Sandbox = storedSandbox(sb)
+		changes = append(changes, c)
+		if status.Phase != pod.Status.Phase {
+			w.n.log.Info("pod phase changed", append(logx.Pod(pod), zap.String(logx.Phase, string(status.Phase)),
+				zap.String(logx.PrevPhase, string(pod.Status.Phase)))...)
+		}
+	}
+	failpoint.Inject(failpoint.BeforeStatusAppend)
+	if len(changes) > 0 {
+		if _, err := w.n.store.Append(changes...); err != nil {
+			return status, fmt.Errorf("record status of pod %s: %w", plan.PodString(pod), err)
+		}
+	}
+	w.noteStatus(&status)
+	w.noteSandbox(sb)
+	return status, nil
+}
+
+// scheduleNext sets and returns when the next pass must run without a
+// change: at the end of a back-off or the active deadline, after the
+// failure delay if a step failed, at once to kill what still runs of a
+// pod that just ended. The caller holds w's lock.
+func (w *worker) scheduleNext(pod *corev1.Pod, status *corev1.PodStatus, res syncer.SyncResult, now time.Time) time.Time {
+	next := nextSync(pod, status, res.Steps, now)
+	switch {
+	case res.Err() != nil:
+		next = earliest(next, w.failureRetry())
+	case isTerminal(status.Phase) && !isTerminal(pod.Status.Phase):
+		// Kill what still runs of a pod that just ended.
+		next = now
+	default:
+		w.failures = 0
+		// Hints of what this pass saw at its end may skip their pass
+		// only if a pass over that view would do nothing: it may show
+		// more than the pass planned from (an init container that
+		// exited meanwhile). A pass with a failed step keeps its retry
+		// delay, and hints after it run passes.
+		if settled(plan.ComputePodActions(pod, res.View, w.n.probeResults(pod.UID), now, w.n.backoff)) {
+			w.passSaw(watch.StatesOf(res.View))
+		}
+	}
+	w.setRetry(next)
+	return next
+}
+
+// settled reports whether a plan kills, creates and starts nothing:
+// starts that wait in a back-off have the worker's retry timer.
+func settled(plan plan.PodActions) bool {
+	return !plan.KillPod && !plan.Sandbox.Create && len(plan.Sandbox.KillIDs) == 0 &&
+		len(plan.Kill) == 0 && len(plan.StartInit) == 0 && len(plan.Start) == 0
+}
+
+// nextSync returns when a pass must run without a change: the earliest
+// end of a back-off, or the pod's active deadline.
+func nextSync(pod *corev1.Pod, status *corev1.PodStatus, steps []syncer.StepResult, now time.Time) time.Time {
+	var next time.Time
+	for _, s := range steps {
+		if !s.NextRetry.IsZero() {
+			next = earliest(next, s.NextRetry)
+		}
+	}
+	if d := pod.Spec.ActiveDeadlineSeconds; d != nil && status.StartTime != nil && !isTerminal(status.Phase) {
+		next = earliest(next, status.StartTime.Add(time.Duration(*d)*time.Second))
+	}
+	if !next.IsZero() && !next.After(now) {
+		next = now.Add(10 * time.Millisecond)
+	}
+	return next
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// sameStatus compares statuses as the store does: by their JSON, in which
+// times have a resolution of one second.
+func sameStatus(a, b *corev1.PodStatus) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// runningContainers lists the newest running instance of each container
+// for the prober.
+func runningContainers(pod *corev1.Pod, view plan.RuntimeView, cfg criconfig.Options) []prober.RunningContainer {
+	var ip string
+	switch {
+	case pod.Spec.HostNetwork && len(cfg.NodeIPs) > 0:
+		ip = cfg.NodeIPs[0]
+	case len(view.Sandboxes) > 0 && view.Sandboxes[0].State == plan.SandboxReady && len(view.Sandboxes[0].IPs) > 0:
+		ip = view.Sandboxes[0].IPs[0]
+	}
+	seen := map[string]bool{}
+	var out []prober.RunningContainer
+	for _, c := range view.Containers {
+		if seen[c.Name] {
+			continue
+		}
+		seen[c.Name] = true
+		if c.State == plan.ContainerRunning {
+			out = append(out, prober.RunningContainer{Name: c.Name, ID: c.ID, StartedAt: c.StartedAt, PodIP: ip})
+		}
+	}
+	return out
+}
+
+// finishDeletion kills a pod marked deleting within its grace period,
+// removes everything the runtime and the node hold for it, and removes it
+// from the store. The caller holds w's lock.
+func (w *worker) terminate(ctx context.Context, rec *store.PodRecord, emit func(syncer.StepResult)) (passOutcome, error) {
+	pod := rec.Pod
+	res, err := w.n.syncer.SyncPod(ctx, pod, syncer.SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets,
+		PullFailures: w.pullFailures()}, emit)
+	w.notePulls(res.PullFailures)
+	out := passOutcome{steps: res.Steps, status: pod.Status}
+	if err != nil {
+		w.setRetry(w.failureRetry())
+		return out, fmt.Errorf("kill pod: %w", err)
+	}
+	if changes := w.stepEvents(pod, res.Steps); len(changes) > 0 {
+		if _, err := w.n.store.Append(changes...); err != nil && !errors.Is(err, store.ErrNotFound) {
+			w.n.log.Warn("record events", append(logx.Pod(pod), zap.Error(err))...)
+		}
+	}
+	w.n.prober.RemovePod(pod.UID)
+	if err := w.n.removePod(ctx, pod); err != nil {
+		w.setRetry(w.failureRetry())
+		return out, err
+	}
+	failpoint.Inject(failpoint.BeforeStoreDelete)
+	rev, err := w.n.store.Delete(pod.UID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		w.setRetry(w.failureRetry())
+		return out, fmt.Errorf("remove pod from the store: %w", err)
+	}
+	w.retire()
+	w.n.log.Info("pod deleted", append(logx.Pod(pod), zap.Int64(logx.Revision, rev))...)
+	out.gone = true
+	return out, nil
+}
+
+// removeUnstored removes what the runtime holds for a pod the store does
+// not hold and retires its worker. The caller holds w's lock.
+func (w *worker) remove(ctx context.Context) error {
+	w.n.prober.RemovePod(w.uid)
+	ref, found, err := w.n.runtimePodRef(ctx, w.uid)
+	if err != nil {
+		w.setRetry(w.failureRetry())
+		return fmt.Errorf("list runtime objects of pod uid %s: %w", w.uid, err)
+	}
+	if found {
+		if err := w.n.removeOrphan(ctx, ref); err != nil {
+			w.setRetry(w.failureRetry())
+			return err
+		}
+	}
+	w.retire()
+	return nil
+}
+
+// publishObserved records the status of what a pass found before it acts
+// when the pass is about to restart a container that exited: watchers see
+// the exit (state terminated, the exit code) at once rather than after
+// the restart's CreateContainer and StartContainer, and the status they
+// see next has the new instance. Other passes publish only their result.
+// pod.Status becomes the published status. The caller holds w's lock.
+func (w *worker) publishObserved(pod *corev1.Pod, view plan.RuntimeView, actions plan.PodActions) {
+	if !restartsExited(view, actions) {
+		return
+	}
+	status := podstatus.ComputePodStatus(pod, view, w.n.probeResults(pod.UID), w.n.clock.Now(), w.n.statusOptions(w.reasons))
+	if sameStatus(&pod.Status, &status) {
+		return
+	}
+	// The sandbox the containers ran in: the one the plan keeps, else
+	// the last pass's.
+	sb := w.lastSandbox()
+	if kept := sandboxIn(view, actions.Sandbox.ID); !actions.Sandbox.Create && kept.ID != "" {
+		sb = kept
+	}
+	c := store.StatusChange(store.RefOf(pod), &status)
+	c.Sandbox = storedSandbox(sb)
+	if _, err := w.n.store.Append(c); err != nil {
+		// The pass's own status follows; this one is only earlier.
+		w.n.log.Warn("record observed status", append(logx.Pod(pod), zap.Error(err))...)
+		return
+	}
+	pod.Status = status
+	w.noteStatus(&status)
+}
+
+// restartsExited reports whether plan starts again a container whose
+// latest instance in view has exited.
+func restartsExited(view plan.RuntimeView, actions plan.PodActions) bool {
+	for _, list := range [][]plan.ContainerAction{actions.Start, actions.StartInit} {
+		for _, a := range list {
+			if inst := view.FindContainer(a.Name); inst != nil && inst.State == plan.ContainerExited {
+				return true
+			}
+		}
+	}
+	return false
+}
