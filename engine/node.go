@@ -456,9 +456,9 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	}
 	failpoint.Inject(failpoint.AfterStorePut)
 	if res.Created {
-		n.log.Info("pod stored", logx.Pod(pod)...)
+		logx.From(ctx, n.log).Info("pod stored", logx.Pod(pod)...)
 	} else if rec.ModRevision != existing.ModRevision {
-		n.log.Info("pod updated", append(logx.Pod(pod), zap.Int64(logx.Generation, rec.Generation))...)
+		logx.From(ctx, n.log).Info("pod updated", append(logx.Pod(pod), zap.Int64(logx.Generation, rec.Generation))...)
 	}
 
 	w, err := n.lockWorker(ctx, pod.UID)
@@ -611,7 +611,7 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 		}
 		return false, nil, fmt.Errorf("delete pod %s: %w", plan.PodString(pod), storeError(err))
 	}
-	n.log.Info("pod deletion requested", logx.Pod(pod)...)
+	logx.From(ctx, n.log).Info("pod deletion requested", logx.Pod(pod)...)
 	// The pass running, if any, would only delay the kill.
 	dw.cancelPass(fmt.Errorf("pod %s: %w", plan.PodString(pod), errdefs.ErrTerminating))
 	w, err := n.lockWorker(ctx, pod.UID)

@@ -90,7 +90,7 @@ func (n *Node) removeOrphan(ctx context.Context, ref plan.PodRef) error {
 	if err := n.removePod(ctx, pod); err != nil {
 		return err
 	}
-	n.log.Info("orphaned pod removed", logx.Pod(pod)...)
+	logx.From(ctx, n.log).Info("orphaned pod removed", logx.Pod(pod)...)
 	return nil
 }
 
@@ -107,7 +107,7 @@ func (n *Node) removePod(ctx context.Context, pod *corev1.Pod) error {
 		if err == nil || i == removeAttempts || ctx.Err() != nil {
 			return err
 		}
-		n.log.Warn("remove pod; retrying", append(logx.Pod(pod), zap.Error(err), zap.Duration(logx.Duration, delay))...)
+		logx.From(ctx, n.log).Warn("remove pod; retrying", append(logx.Pod(pod), zap.Error(err), zap.Duration(logx.Duration, delay))...)
 		select {
 		case <-ctx.Done():
 			return err

@@ -111,7 +111,7 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 	}()
 	in := syncer.SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets, Probes: w.n.probeResults(pod.UID),
 		PullFailures: w.pullFailures()}
-	in.Observed = func(view plan.RuntimeView, actions plan.PodActions) { w.publishObserved(pod, view, actions) }
+	in.Observed = func(view plan.RuntimeView, actions plan.PodActions) { w.publishObserved(ctx, pod, view, actions) }
 	res, err := w.n.syncer.SyncPod(ctx, pod, in, emit)
 	w.notePulls(res.PullFailures)
 	out := passOutcome{steps: res.Steps, status: pod.Status}
@@ -121,7 +121,7 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 	}
 	w.n.prober.Sync(pod, runningContainers(pod, res.View, w.n.cfg))
 	now := w.n.clock.Now()
-	status, err := w.record(pod, res, now)
+	status, err := w.record(ctx, pod, res, now)
 	if err != nil {
 		w.setRetry(w.failureRetry())
 		return out, err
@@ -134,7 +134,7 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 // record computes the status after a pass and appends it, if it changed,
 // with the events of the pass's steps to the revision log. The caller
 // holds w's lock.
-func (w *worker) record(pod *corev1.Pod, res syncer.SyncResult, now time.Time) (corev1.PodStatus, error) {
+func (w *worker) record(ctx context.Context, pod *corev1.Pod, res syncer.SyncResult, now time.Time) (corev1.PodStatus, error) {
 	w.noteStarts(res.Steps)
 	status := podstatus.ComputePodStatus(pod, res.View, w.n.probeResults(pod.UID), now, w.n.statusOptions(w.reasons))
 	changes := w.stepEvents(pod, res.Steps)
@@ -144,7 +144,7 @@ func (w *worker) record(pod *corev1.Pod, res syncer.SyncResult, now time.Time) (
 		c.Sandbox = storedSandbox(sb)
 		changes = append(changes, c)
 		if status.Phase != pod.Status.Phase {
-			w.n.log.Info("pod phase changed", append(logx.Pod(pod), zap.String(logx.Phase, string(status.Phase)),
+			logx.From(ctx, w.n.log).Info("pod phase changed", append(logx.Pod(pod), zap.String(logx.Phase, string(status.Phase)),
 				zap.String(logx.PrevPhase, string(pod.Status.Phase)))...)
 		}
 	}
@@ -265,7 +265,7 @@ func (w *worker) terminate(ctx context.Context, rec *store.PodRecord, emit func(
 	}
 	if changes := w.stepEvents(pod, res.Steps); len(changes) > 0 {
 		if _, err := w.n.store.Append(changes...); err != nil && !errors.Is(err, store.ErrNotFound) {
-			w.n.log.Warn("record events", append(logx.Pod(pod), zap.Error(err))...)
+			logx.From(ctx, w.n.log).Warn("record events", append(logx.Pod(pod), zap.Error(err))...)
 		}
 	}
 	w.n.prober.RemovePod(pod.UID)
@@ -280,7 +280,7 @@ func (w *worker) terminate(ctx context.Context, rec *store.PodRecord, emit func(
 		return out, fmt.Errorf("remove pod from the store: %w", err)
 	}
 	w.retire()
-	w.n.log.Info("pod deleted", append(logx.Pod(pod), zap.Int64(logx.Revision, rev))...)
+	logx.From(ctx, w.n.log).Info("pod deleted", append(logx.Pod(pod), zap.Int64(logx.Revision, rev))...)
 	out.gone = true
 	return out, nil
 }
@@ -310,7 +310,7 @@ func (w *worker) remove(ctx context.Context) error {
 // the restart's CreateContainer and StartContainer, and the status they
 // see next has the new instance. Other passes publish only their result.
 // pod.Status becomes the published status. The caller holds w's lock.
-func (w *worker) publishObserved(pod *corev1.Pod, view plan.RuntimeView, actions plan.PodActions) {
+func (w *worker) publishObserved(ctx context.Context, pod *corev1.Pod, view plan.RuntimeView, actions plan.PodActions) {
 	if !restartsExited(view, actions) {
 		return
 	}
@@ -328,7 +328,7 @@ func (w *worker) publishObserved(pod *corev1.Pod, view plan.RuntimeView, actions
 	c.Sandbox = storedSandbox(sb)
 	if _, err := w.n.store.Append(c); err != nil {
 		// The pass's own status follows; this one is only earlier.
-		w.n.log.Warn("record observed status", append(logx.Pod(pod), zap.Error(err))...)
+		logx.From(ctx, w.n.log).Warn("record observed status", append(logx.Pod(pod), zap.Error(err))...)
 		return
 	}
 	pod.Status = status

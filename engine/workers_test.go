@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -16,6 +18,7 @@ import (
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/logx"
 )
 
 // scriptedSyncer is a PodSyncer for the pod workers' tests: each call
@@ -179,5 +182,42 @@ func TestWorkerRetriesAFailedPass(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if got := ss.count("SyncPod"); got != before+1 {
 		t.Errorf("%d passes after a successful one with nothing to wait for, want none", got-before-1)
+	}
+}
+
+// TestEngineLinesCarryTheRequest: the lines the node and the syncer write
+// on behalf of a request (an Apply's pass, a Delete) carry the request's
+// fields from the context as well as the pod's, and the lines of the
+// worker's own passes do not.
+func TestEngineLinesCarryTheRequest(t *testing.T) {
+	core, logs := observer.New(zap.DebugLevel)
+	h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Logger = zap.New(core) })
+	pod := enginetest.Pod()
+	ctx := logx.WithFields(h.ctx, zap.String(logx.RequestID, "req-1"), zap.String(logx.RPCMethod, "/podsync.v1.PodSyncService/SyncPod"))
+	if _, err := h.node.Apply(ctx, pod, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	dctx := logx.WithFields(h.ctx, zap.String(logx.RequestID, "req-2"))
+	if _, _, err := h.node.Delete(dctx, pod.Namespace, pod.Name, "", ptr.To(int64(0))); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"pod stored": "req-1", "sandbox created": "req-1", "container started": "req-1",
+		"pod deletion requested": "req-2", "pod removed": "req-2", "pod deleted": "req-2"}
+	seen := map[string]bool{}
+	for _, e := range logs.AllUntimed() {
+		id, ok := want[e.Message]
+		if !ok {
+			continue
+		}
+		seen[e.Message] = true
+		f := e.ContextMap()
+		if f[logx.RequestID] != id || f[logx.PodUID] != string(pod.UID) {
+			t.Errorf("%q: request_id %v, pod_uid %v; want %s and %s", e.Message, f[logx.RequestID], f[logx.PodUID], id, pod.UID)
+		}
+	}
+	for msg := range want {
+		if !seen[msg] {
+			t.Errorf("no %q line", msg)
+		}
 	}
 }

@@ -40,6 +40,12 @@ const (
 	RequestID = "request_id"
 	Identity  = "identity"
 	Role      = "role"
+	// The server's line per call adds these.
+	GRPCCode      = "grpc_code"
+	Error         = "error"
+	PeerAddress   = "peer_address"
+	Deadline      = "deadline"
+	RemoteAddress = "remote_address"
 )
 
 // Pod returns the fields that name pod in every log line about it.

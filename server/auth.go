@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/peer"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/logx"
 )
 
 // Reasons of google.rpc.ErrorInfo for refused callers.
@@ -156,7 +157,7 @@ func (id Identity) String() string {
 
 // Field is the identity as a zap field, "identity".
 func (id Identity) Field() zap.Field {
-	return zap.String(logKeyIdentity, id.String())
+	return zap.String(logx.Identity, id.String())
 }
 
 // anonymous reports whether the caller presented no credentials.

@@ -10,23 +10,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
-)
 
-// Log keys of the server's request-scoped fields (STYLE.md: snake_case).
-//
-// NOTE(server): they belong with the other keys in the shared logging
-// package once it exists; ContextLogger becomes its From(ctx).
-const (
-	logKeyRPCMethod     = "rpc_method"
-	logKeyRequestID     = "request_id"
-	logKeyIdentity      = "identity"
-	logKeyRole          = "role"
-	logKeyGRPCCode      = "grpc_code"
-	logKeyDuration      = "duration"
-	logKeyError         = "error"
-	logKeyPeerAddress   = "peer_address"
-	logKeyDeadline      = "deadline"
-	logKeyRemoteAddress = "remote_address"
+	"github.com/podsync/podsync/logx"
 )
 
 // RequestIDHeader is the response header that carries a call's request_id,
@@ -36,12 +21,12 @@ const RequestIDHeader = "x-request-id"
 // upstreamKeys renames go-grpc-middleware's field keys to ours; keys not
 // listed pass through unchanged.
 var upstreamKeys = map[string]string{
-	"grpc.code":             logKeyGRPCCode,
-	"grpc.error":            logKeyError,
-	"grpc.time_ms":          logKeyDuration,
-	"grpc.duration":         logKeyDuration,
-	"peer.address":          logKeyPeerAddress,
-	"grpc.request.deadline": logKeyDeadline,
+	"grpc.code":             logx.GRPCCode,
+	"grpc.error":            logx.Error,
+	"grpc.time_ms":          logx.Duration,
+	"grpc.duration":         logx.Duration,
+	"peer.address":          logx.PeerAddress,
+	"grpc.request.deadline": logx.Deadline,
 }
 
 // droppedKeys are upstream fields that say nothing zap does not (it
@@ -121,7 +106,7 @@ func loggingOptions() []logging.Option {
 	return []logging.Option{
 		logging.WithLogOnEvents(logging.FinishCall),
 		logging.WithDurationField(func(d time.Duration) logging.Fields {
-			return logging.Fields{logKeyDuration, d}
+			return logging.Fields{logx.Duration, d}
 		}),
 		logging.WithDisableLoggingFields(
 			logging.SystemTag[0],
@@ -169,20 +154,23 @@ func newRequestScope(ctx context.Context, fullMethod string, authz *authorizer) 
 	}
 }
 
-// context returns ctx with the identity, the request-scoped logger, and
-// the fields the logging middleware adds to its line.
+// context returns ctx with the identity, the request-scoped logger, the
+// request's fields for the engine's lines (logx.WithFields), and the
+// fields the logging middleware adds to its line.
 func (rs requestScope) context(ctx context.Context, base *zap.Logger) context.Context {
 	ctx = withIdentity(ctx, rs.identity)
-	ctx = WithLogger(ctx, base.With(
-		zap.String(logKeyRPCMethod, rs.method),
-		zap.String(logKeyRequestID, rs.requestID),
+	fields := []zap.Field{
+		zap.String(logx.RPCMethod, rs.method),
+		zap.String(logx.RequestID, rs.requestID),
 		rs.identity.Field(),
-		zap.Stringer(logKeyRole, rs.role),
-	))
+		zap.Stringer(logx.Role, rs.role),
+	}
+	ctx = logx.WithFields(ctx, fields...)
+	ctx = WithLogger(ctx, base.With(fields...))
 	return logging.InjectFields(ctx, logging.Fields{
-		logKeyRPCMethod, rs.method,
-		logKeyRequestID, rs.requestID,
-		logKeyIdentity, rs.identity.String(),
-		logKeyRole, rs.role.String(),
+		logx.RPCMethod, rs.method,
+		logx.RequestID, rs.requestID,
+		logx.Identity, rs.identity.String(),
+		logx.Role, rs.role.String(),
 	})
 }

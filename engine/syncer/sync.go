@@ -175,7 +175,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, in SyncInput, emi
 	if err := CheckPodPaths(pod); err != nil {
 		return SyncResult{}, fmt.Errorf("sync pod %s: %w", plan.PodString(pod), err)
 	}
-	log := s.log.With(logx.Pod(pod)...)
+	log := logx.From(ctx, s.log).With(logx.Pod(pod)...)
 	p := &pass{s: s, pod: pod, in: in, log: log, rec: &recorder{emit: emit, log: log, obs: s.obs},
 		pulls: plan.CurrentPullFailures(pod, in.PullFailures)}
 	start := s.clock.Now()
@@ -202,6 +202,7 @@ func (p *pass) readState(ctx context.Context) (podState, error) {
 // grace: kill the pod with SyncPod first), its pod directory, log
 // directory and cgroup, and the pull failures remembered for it.
 func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
+	log := logx.From(ctx, s.log)
 	st, err := readPodState(ctx, s.rt, pod.UID)
 	if err != nil {
 		return fmt.Errorf("remove pod %s: %w", plan.PodString(pod), err)
@@ -227,19 +228,19 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 	case err != nil || strings.ContainsAny(pod.Namespace+pod.Name, "/\x00"):
 		// Not a pod directory podsync could have made (the identity of an
 		// orphan comes from CRI labels): leave the file system alone.
-		s.log.Warn("pod identity is not a safe path: its directories are not removed", logx.Pod(pod)...)
+		log.Warn("pod identity is not a safe path: its directories are not removed", logx.Pod(pod)...)
 	default:
 		errs = append(errs, os.RemoveAll(criconfig.PodDir(pod, s.cfg)), os.RemoveAll(criconfig.PodLogDirectory(pod, s.cfg)))
 		if err := removePodCgroup(pod, s.cfg); err != nil {
 			// Not an error of the removal: the cgroup holds nothing
 			// of the pod's, and a pod's next incarnation reuses it.
-			s.log.Warn("pod cgroup not removed", append(logx.Pod(pod), zap.Error(err))...)
+			log.Warn("pod cgroup not removed", append(logx.Pod(pod), zap.Error(err))...)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove pod %s: %w", plan.PodString(pod), err)
 	}
-	s.log.Info("pod removed", logx.Pod(pod)...)
+	log.Info("pod removed", logx.Pod(pod)...)
 	return nil
 }
 
