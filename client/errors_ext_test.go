@@ -15,6 +15,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
+	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/server"
 )
 
@@ -196,27 +197,28 @@ func TestErrorDeadline(t *testing.T) {
 	}
 }
 
-// TestReasonsMatchServer: the SDK's reason constants are the server's.
-func TestReasonsMatchServer(t *testing.T) {
+// TestReasonsMatchErrorInfo: the SDK's reason constants are those of
+// package errorinfo, which the server sends.
+func TestReasonsMatchErrorInfo(t *testing.T) {
 	for _, tc := range []struct{ client, server string }{
-		{client.ErrorDomain, server.ErrorDomain},
-		{client.ReasonInvalidSpec, server.ReasonInvalidSpec},
-		{client.ReasonPodNotFound, server.ReasonPodNotFound},
-		{client.ReasonContainerNotFound, server.ReasonContainerNotFound},
-		{client.ReasonPodAlreadyExists, server.ReasonPodAlreadyExists},
-		{client.ReasonUIDMismatch, server.ReasonUIDMismatch},
-		{client.ReasonSyncInProgress, server.ReasonSyncInProgress},
-		{client.ReasonPodTerminating, server.ReasonPodTerminating},
-		{client.ReasonRuntimeUnavailable, server.ReasonRuntimeUnavailable},
-		{client.ReasonShuttingDown, server.ReasonShuttingDown},
-		{client.ReasonRevisionCompacted, server.ReasonRevisionCompacted},
-		{client.ReasonFutureRevision, server.ReasonFutureRevision},
-		{client.ReasonSlowConsumer, server.ReasonSlowConsumer},
-		{client.ReasonNoSpace, server.ReasonNoSpace},
-		{client.ReasonRateLimited, server.ReasonRateLimited},
-		{client.ReasonPermissionDenied, server.ReasonPermissionDenied},
-		{client.ReasonUnauthenticated, server.ReasonUnauthenticated},
-		{client.ReasonInternal, server.ReasonInternal},
+		{client.ErrorDomain, errorinfo.Domain},
+		{client.ReasonInvalidSpec, errorinfo.ReasonInvalidSpec},
+		{client.ReasonPodNotFound, errorinfo.ReasonPodNotFound},
+		{client.ReasonContainerNotFound, errorinfo.ReasonContainerNotFound},
+		{client.ReasonPodAlreadyExists, errorinfo.ReasonPodAlreadyExists},
+		{client.ReasonUIDMismatch, errorinfo.ReasonUIDMismatch},
+		{client.ReasonSyncInProgress, errorinfo.ReasonSyncInProgress},
+		{client.ReasonPodTerminating, errorinfo.ReasonPodTerminating},
+		{client.ReasonRuntimeUnavailable, errorinfo.ReasonRuntimeUnavailable},
+		{client.ReasonShuttingDown, errorinfo.ReasonShuttingDown},
+		{client.ReasonRevisionCompacted, errorinfo.ReasonRevisionCompacted},
+		{client.ReasonFutureRevision, errorinfo.ReasonFutureRevision},
+		{client.ReasonSlowConsumer, errorinfo.ReasonSlowConsumer},
+		{client.ReasonNoSpace, errorinfo.ReasonNoSpace},
+		{client.ReasonRateLimited, errorinfo.ReasonRateLimited},
+		{client.ReasonPermissionDenied, errorinfo.ReasonPermissionDenied},
+		{client.ReasonUnauthenticated, errorinfo.ReasonUnauthenticated},
+		{client.ReasonInternal, errorinfo.ReasonInternal},
 	} {
 		if tc.client != tc.server {
 			t.Errorf("client %q, server %q", tc.client, tc.server)

@@ -4,7 +4,9 @@
 #    (but internal/failpoint);
 #  - engine/ (but its test double) never imports grpc directly;
 #  - the pure parts of the engine (planner, status, configs) import no I/O;
-#  - convert/ is shared by server and client and depends on neither.
+#  - convert/ is shared by server and client and depends on neither;
+#  - errorinfo/ (the ErrorInfo vocabulary of server and client) depends on
+#    nothing of podsync's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=github.com/podsync/podsync
@@ -41,6 +43,10 @@ done
 convert_deps=$(deps_of ./convert/...)
 bad=$(grep -E "^$mod/(server|engine|client|internal)(/|$)" <<<"$convert_deps" || true)
 if [[ -n $bad ]]; then echo "check-deps: convert must not depend on:"; echo "$bad"; fail=1; fi
+
+errorinfo_deps=$(deps_of ./errorinfo/...)
+bad=$(grep -E "^$mod/" <<<"$errorinfo_deps" | grep -vx "$mod/errorinfo" || true)
+if [[ -n $bad ]]; then echo "check-deps: errorinfo must not depend on:"; echo "$bad"; fail=1; fi
 
 if ((fail)); then exit 1; fi
 echo "check-deps: ok"

@@ -19,18 +19,7 @@ import (
 	"google.golang.org/grpc/peer"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-)
-
-// Reasons of google.rpc.ErrorInfo for refused callers.
-const (
-	// ReasonPermissionDenied (PERMISSION_DENIED): the caller's identity has
-	// no role, or its role may not call the method. Metadata "method" and
-	// "identity".
-	ReasonPermissionDenied = "PERMISSION_DENIED"
-	// ReasonUnauthenticated (UNAUTHENTICATED): the caller presented no
-	// identity at all (a plaintext loopback connection) and the roles grant
-	// "anonymous" nothing.
-	ReasonUnauthenticated = "UNAUTHENTICATED"
+	"github.com/podsync/podsync/errorinfo"
 )
 
 // Principal kinds: an Identity is a list of "kind:value" principals, and a
@@ -310,16 +299,16 @@ func authorize(fullMethod string, id Identity, role Role) error {
 	if role >= need {
 		return nil
 	}
-	md := map[string]string{"method": fullMethod, "identity": id.String()}
+	md := map[string]string{errorinfo.MetadataMethod: fullMethod, errorinfo.MetadataIdentity: id.String()}
 	if role == RoleNone && id.anonymous() {
-		return NewError(codes.Unauthenticated, ReasonUnauthenticated,
+		return NewError(codes.Unauthenticated, errorinfo.ReasonUnauthenticated,
 			"no client credentials: connect over the unix socket or with a client certificate", md)
 	}
 	if role == RoleNone {
-		return NewError(codes.PermissionDenied, ReasonPermissionDenied,
+		return NewError(codes.PermissionDenied, errorinfo.ReasonPermissionDenied,
 			fmt.Sprintf("identity %s has no role", id), md)
 	}
-	return NewError(codes.PermissionDenied, ReasonPermissionDenied,
+	return NewError(codes.PermissionDenied, errorinfo.ReasonPermissionDenied,
 		fmt.Sprintf("identity %s has role %s; %s needs %s", id, role, fullMethod, need), md)
 }
 

@@ -11,6 +11,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/logs"
+	"github.com/podsync/podsync/errorinfo"
 )
 
 // Batching of GetContainerLogs: a message carries at most logBatchLines
@@ -80,7 +81,7 @@ func (s *service) GetContainerLogs(req *podsyncv1.GetContainerLogsRequest, strea
 	case err == nil:
 		return nil
 	case errors.Is(err, engine.ErrNotFound):
-		return WithReason(err, ReasonContainerNotFound, map[string]string{"container": req.GetContainer()})
+		return WithReason(err, errorinfo.ReasonContainerNotFound, map[string]string{errorinfo.MetadataContainer: req.GetContainer()})
 	case stream.Context().Err() != nil:
 		return nil // the client went away
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/server"
 )
 
@@ -510,7 +511,7 @@ func TestWatchPodsSlowConsumerIsCutOff(t *testing.T) {
 			continue
 		}
 		n, err := recvErr(stream)
-		wantError(t, err, codes.ResourceExhausted, server.ReasonSlowConsumer)
+		wantError(t, err, codes.ResourceExhausted, errorinfo.ReasonSlowConsumer)
 		if n >= changes {
 			t.Errorf("received all %d changes: not cut off", n)
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/server"
 )
 
@@ -224,7 +225,7 @@ func TestPlanPodHasNoSideEffects(t *testing.T) {
 		t.Errorf("container type %v", ct)
 	}
 	_, err = h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"})
-	wantError(t, err, codes.NotFound, server.ReasonPodNotFound)
+	wantError(t, err, codes.NotFound, errorinfo.ReasonPodNotFound)
 	sandboxes, err := h.rt.ListPodSandbox(h.ctx, nil)
 	if err != nil || len(sandboxes) != 0 {
 		t.Errorf("sandboxes after PlanPod: %d %v", len(sandboxes), err)
@@ -279,14 +280,14 @@ func TestGetAndListPods(t *testing.T) {
 		}
 	}
 	_, err := h.c.ListPods(h.ctx, &podsyncv1.ListPodsRequest{LabelSelector: "app in (("})
-	wantError(t, err, codes.InvalidArgument, server.ReasonInvalidSpec)
+	wantError(t, err, codes.InvalidArgument, errorinfo.ReasonInvalidSpec)
 
 	got, err := h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Namespace: "a", Name: "two"})
 	if err != nil || got.GetPod().GetMetadata().GetLabels()["app"] != "db" {
 		t.Fatalf("GetPod: %v %v", got, err)
 	}
 	_, err = h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Namespace: "a", Name: "three"})
-	wantError(t, err, codes.NotFound, server.ReasonPodNotFound)
+	wantError(t, err, codes.NotFound, errorinfo.ReasonPodNotFound)
 }
 
 func equalStrings(a, b []string) bool {
@@ -312,7 +313,7 @@ func TestDeletePod(t *testing.T) {
 	}
 	_, res := h.sync(testPod(t, "default", "web", nil))
 	_, err = h.c.DeletePod(h.ctx, &podsyncv1.DeletePodRequest{Name: "web", Uid: "6f1e7a4e-1d5b-4a8e-9c3b-2f0a1b2c3d4e"})
-	wantError(t, err, codes.FailedPrecondition, server.ReasonUIDMismatch)
+	wantError(t, err, codes.FailedPrecondition, errorinfo.ReasonUIDMismatch)
 	if _, err := h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"}); err != nil {
 		t.Fatalf("GetPod after a refused delete: %v", err)
 	}
@@ -325,7 +326,7 @@ func TestDeletePod(t *testing.T) {
 		t.Errorf("steps %v: want a kill", resp.GetSteps())
 	}
 	_, err = h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"})
-	wantError(t, err, codes.NotFound, server.ReasonPodNotFound)
+	wantError(t, err, codes.NotFound, errorinfo.ReasonPodNotFound)
 }
 
 // watch opens a WatchPods stream and returns a function that receives
@@ -421,14 +422,14 @@ func TestWatchPods(t *testing.T) {
 	recv, cancel2 := h.watch(&podsyncv1.WatchPodsRequest{SinceRevision: 1})
 	defer cancel2()
 	_, err = recv()
-	wantError(t, err, codes.OutOfRange, server.ReasonRevisionCompacted)
+	wantError(t, err, codes.OutOfRange, errorinfo.ReasonRevisionCompacted)
 	var info *errdetails.ErrorInfo
 	for _, d := range status.Convert(err).Details() {
 		if ei, ok := d.(*errdetails.ErrorInfo); ok {
 			info = ei
 		}
 	}
-	if info.GetMetadata()[server.MetadataCompactRevision] == "" {
+	if info.GetMetadata()[errorinfo.MetadataCompactRevision] == "" {
 		t.Errorf("ErrorInfo %v: no compact_revision", info)
 	}
 }
@@ -511,7 +512,7 @@ func TestRunPods(t *testing.T) {
 	if !small.GetAdmitted() || small.GetOutcome() != podsyncv1.PodOutcome_POD_OUTCOME_REACHED_TARGET {
 		t.Errorf("small: %v", small)
 	}
-	if rejected.GetAdmitted() || rejected.GetOutcome() != podsyncv1.PodOutcome_POD_OUTCOME_REJECTED || rejected.GetReason() != server.ReasonOutOfCPU {
+	if rejected.GetAdmitted() || rejected.GetOutcome() != podsyncv1.PodOutcome_POD_OUTCOME_REJECTED || rejected.GetReason() != admit.ReasonOutOfCPU {
 		t.Errorf("big: %v", rejected)
 	}
 }
@@ -553,7 +554,7 @@ func TestGetContainerLogsTail(t *testing.T) {
 	if err == nil {
 		_, err = stream.Recv()
 	}
-	wantError(t, err, codes.NotFound, server.ReasonContainerNotFound)
+	wantError(t, err, codes.NotFound, errorinfo.ReasonContainerNotFound)
 }
 
 // TestSyncPodInvalidImage: a bad image is INVALID_ARGUMENT with a field
@@ -566,7 +567,7 @@ func TestSyncPodInvalidImage(t *testing.T) {
 	if err == nil {
 		_, err = stream.Recv()
 	}
-	wantError(t, err, codes.InvalidArgument, server.ReasonInvalidSpec)
+	wantError(t, err, codes.InvalidArgument, errorinfo.ReasonInvalidSpec)
 	var fields []string
 	for _, d := range status.Convert(err).Details() {
 		if br, ok := d.(*errdetails.BadRequest); ok {
@@ -590,12 +591,12 @@ func TestUnavailableBeforeReady(t *testing.T) {
 	hc := server.NewHealthChecker(func(context.Context) error { return errors.New("down") }, time.Hour, nil)
 	h := newSvcHarness(t, func(o *server.ServiceOptions) { o.Health = hc })
 	_, err := h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"})
-	wantError(t, err, codes.Unavailable, server.ReasonRuntimeUnavailable)
+	wantError(t, err, codes.Unavailable, errorinfo.ReasonRuntimeUnavailable)
 	_, err = h.c.ListPods(h.ctx, &podsyncv1.ListPodsRequest{})
-	wantError(t, err, codes.Unavailable, server.ReasonRuntimeUnavailable)
+	wantError(t, err, codes.Unavailable, errorinfo.ReasonRuntimeUnavailable)
 	stream, err := h.c.SyncPod(h.ctx, &podsyncv1.SyncPodRequest{Pod: testPod(t, "default", "web", nil)})
 	if err == nil {
 		_, err = stream.Recv()
 	}
-	wantError(t, err, codes.Unavailable, server.ReasonRuntimeUnavailable)
+	wantError(t, err, codes.Unavailable, errorinfo.ReasonRuntimeUnavailable)
 }

@@ -22,6 +22,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/server"
 )
 
@@ -665,8 +666,8 @@ func TestValidateBadRequests(t *testing.T) {
 				t.Fatalf("code = %s, want InvalidArgument; violations:\n%v", st.Code(), errs.ToAggregate())
 			}
 			info, br := details(t, st)
-			if info.GetReason() != server.ReasonInvalidSpec || info.GetDomain() != server.ErrorDomain {
-				t.Errorf("ErrorInfo = %v, want reason %s in %s", info, server.ReasonInvalidSpec, server.ErrorDomain)
+			if info.GetReason() != errorinfo.ReasonInvalidSpec || info.GetDomain() != errorinfo.Domain {
+				t.Errorf("ErrorInfo = %v, want reason %s in %s", info, errorinfo.ReasonInvalidSpec, errorinfo.Domain)
 			}
 			var got []string
 			for _, fv := range br.GetFieldViolations() {

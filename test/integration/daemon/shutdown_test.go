@@ -21,8 +21,8 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
-	"github.com/podsync/podsync/server"
 )
 
 // TestSIGTERMDuringRunPods stops podsyncd while a RunPods of five pods is
@@ -73,9 +73,9 @@ func TestSIGTERMDuringRunPods(t *testing.T) {
 			continue
 		}
 		st := status.Convert(err)
-		if st.Code() != codes.Unavailable || errorReason(err) != server.ReasonShuttingDown || st.Message() == "" {
+		if st.Code() != codes.Unavailable || errorReason(err) != errorinfo.ReasonShuttingDown || st.Message() == "" {
 			t.Errorf("RunPods ended with %v (reason %q), want UNAVAILABLE with reason %s and a message",
-				err, errorReason(err), server.ReasonShuttingDown)
+				err, errorReason(err), errorinfo.ReasonShuttingDown)
 		}
 		t.Logf("RunPods ended after %d messages, %s after SIGTERM: %v", msgs, time.Since(sent).Round(time.Millisecond), err)
 		break
