@@ -97,7 +97,7 @@ func credsSecret(data map[string][]byte) *podsyncv1.Secret {
 func TestSecretDataNeverLeaves(t *testing.T) {
 	secret := "s3cr3t-" + uuid.NewString()
 	scan := newLeakScanner(t, secret)
-	h := newFullHarness(t, fullOptions{})
+	h := newFullHarness(t)
 	creds := credsSecret(map[string][]byte{"password": []byte(secret)})
 
 	watch, err := h.c.WatchPods(h.ctx, &podsyncv1.WatchPodsRequest{})

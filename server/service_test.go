@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
@@ -25,75 +23,64 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/enginetest"
-	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/errorinfo"
+	"github.com/podsync/podsync/internal/testdaemon"
 	"github.com/podsync/podsync/server"
 )
 
 // testImage is held by every fake runtime.
-const testImage = "registry.local/busybox:1"
+const testImage = testdaemon.Image
 
-// svcHarness is the real PodSyncService on an engine.Node on a
-// FakeRuntime with its own store, served over bufconn.
+// svcHarness is an in-process podsyncd (internal/testdaemon) for one
+// test, with the test's context: the real PodSyncService on an
+// engine.Node on a FakeRuntime with its own store.
 type svcHarness struct {
-	t   *testing.T
-	ctx context.Context
-	rt  *enginetest.FakeRuntime
-	st  *store.Store
-	c   podsyncv1.PodSyncServiceClient
+	t         *testing.T
+	ctx       context.Context
+	rt        *enginetest.FakeRuntime
+	st        *store.Store
+	storePath string
+	// logs are every component's logs (newFullHarness only).
+	logs *observer.ObservedLogs
+	c    podsyncv1.PodSyncServiceClient
 }
 
-func newSvcHarness(t *testing.T, mutate ...func(*server.ServiceOptions)) *svcHarness {
+func newHarness(t *testing.T, o testdaemon.Options, logs *observer.ObservedLogs) *svcHarness {
 	t.Helper()
 	ctx := testContext(t)
-	rt := enginetest.NewRuntime(enginetest.WithImages(testImage))
-	st, err := store.Open(filepath.Join(t.TempDir(), "podsync.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	cfg := engine.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
-	node, err := engine.NewNode(engine.NodeOptions{Runtime: rt, Images: rt, Store: st, Logger: zaptest.NewLogger(t), Config: cfg,
-		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
-		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- node.Run(runCtx) }()
+	d := testdaemon.New(t, o)
+	return &svcHarness{t: t, ctx: ctx, rt: d.Runtime, st: d.Store, storePath: d.StorePath, logs: logs, c: d.Client}
+}
 
-	opts := server.ServiceOptions{Node: node, NodeName: "node-1", Logger: zaptest.NewLogger(t),
-		RunPods: runpods.Options{PodLogDir: cfg.PodLogDir}}
+// newSvcHarness serves the bare service (behind the error interceptors
+// only) over bufconn, its options adjusted by mutate.
+func newSvcHarness(t *testing.T, mutate ...func(*server.ServiceOptions)) *svcHarness {
+	t.Helper()
+	return newHarness(t, testdaemon.Options{Transport: testdaemon.Bufconn, Logger: zaptest.NewLogger(t),
+		Service: func(o *server.ServiceOptions) {
+			for _, m := range mutate {
+				m(o)
+			}
+		}}, nil)
+}
+
+// newFullHarness is podsyncd's server as the daemon builds it — server.New
+// with every interceptor — on a unix socket (the caller is root, hence
+// admin), every component logging to one observer, its options adjusted
+// by mutate.
+func newFullHarness(t *testing.T, mutate ...func(*testdaemon.Options)) *svcHarness {
+	t.Helper()
+	core, logs := observer.New(zapcore.DebugLevel)
+	o := testdaemon.Options{Logger: zap.New(core), Service: func(o *server.ServiceOptions) {
+		o.Validator = &server.Validator{NodeName: testdaemon.NodeName}
+	}}
 	for _, m := range mutate {
-		m(&opts)
+		m(&o)
 	}
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(server.UnaryErrorInterceptor()),
-		grpc.ChainStreamInterceptor(server.StreamErrorInterceptor()))
-	podsyncv1.RegisterPodSyncServiceServer(srv, server.NewService(opts))
-	served := make(chan struct{})
-	go func() { defer close(served); _ = srv.Serve(lis) }()
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = conn.Close()
-		srv.Stop()
-		<-served
-		stop()
-		if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return &svcHarness{t: t, ctx: ctx, rt: rt, st: st, c: podsyncv1.NewPodSyncServiceClient(conn)}
+	return newHarness(t, o, logs)
 }
 
 // testPod is a one-container pod that runs until stopped.
