@@ -60,7 +60,7 @@ func TestSIGTERMDuringRunPods(t *testing.T) {
 	if first.GetStep() == nil && first.GetStatus() == nil {
 		t.Fatalf("first message %v, want a step or a status", first)
 	}
-	d.signal(syscall.SIGTERM)
+	d.Signal(syscall.SIGTERM)
 	sent := time.Now()
 	msgs := 1
 	for {
@@ -81,7 +81,7 @@ func TestSIGTERMDuringRunPods(t *testing.T) {
 		break
 	}
 	code := d.wait(shutdownTimeout + 10*time.Second)
-	took := d.exitedAt.Sub(sent)
+	took := d.ExitedAt().Sub(sent)
 	t.Logf("podsyncd exited %d, %s after SIGTERM", code, took.Round(time.Millisecond))
 	if code != 0 {
 		t.Errorf("podsyncd exited %d after SIGTERM, want 0", code)
@@ -91,7 +91,7 @@ func TestSIGTERMDuringRunPods(t *testing.T) {
 	if took > shutdownTimeout+2*time.Second {
 		t.Errorf("podsyncd took %s to exit, its shutdown timeout is %s", took, shutdownTimeout)
 	}
-	for line := range strings.Lines(d.logText()) {
+	for line := range strings.Lines(d.LogText()) {
 		if strings.Contains(line, "shut") || strings.Contains(line, "stop") {
 			t.Logf("podsyncd: %s", strings.TrimSpace(line))
 		}
