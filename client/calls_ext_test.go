@@ -13,6 +13,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
 	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/internal/testdaemon"
 )
 
 func hasAction(steps []*podsyncv1.SyncStep, a podsyncv1.StepAction) *podsyncv1.SyncStep {
@@ -95,8 +96,8 @@ func TestSyncPlanGetListDelete(t *testing.T) {
 // requested pod in request order, with its steps and last status; a pod
 // refused by admission makes OK false.
 func TestRunPods(t *testing.T) {
-	d := newDaemon(t, func(c *daemonConfig) {
-		c.allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("10")}
+	d := newDaemon(t, func(o *testdaemon.Options) {
+		o.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("10")}
 	})
 	c := d.client(t)
 	ctx := testContext(t)
@@ -160,7 +161,7 @@ func TestLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := hasAction(steps, podsyncv1.StepAction_STEP_ACTION_START_CONTAINER).GetContainerId()
-	if err := d.rt.WriteLog(id, "stderr", "oops"); err != nil {
+	if err := d.Runtime.WriteLog(id, "stderr", "oops"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -195,7 +196,7 @@ func TestLogs(t *testing.T) {
 	if l := <-got; l != "hello web" {
 		t.Errorf("first followed line %q", l)
 	}
-	if err := d.rt.WriteLog(id, "stdout", "later"); err != nil {
+	if err := d.Runtime.WriteLog(id, "stdout", "later"); err != nil {
 		t.Fatal(err)
 	}
 	for l := ""; l != "later"; {
@@ -266,13 +267,13 @@ func TestHealth(t *testing.T) {
 // TestNewFromConn: a Client over an in-process connection; Close leaves
 // the connection open.
 func TestNewFromConn(t *testing.T) {
-	d := newDaemon(t, func(c *daemonConfig) { c.bufconn = true })
-	c := client.NewFromConn(d.conn)
+	d := newDaemon(t, func(o *testdaemon.Options) { o.Transport = testdaemon.Bufconn })
+	c := client.NewFromConn(d.Conn)
 	syncPod(t, c, "", "web", nil)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.NewFromConn(d.conn).GetPod(testContext(t), "", "web"); err != nil {
+	if _, err := client.NewFromConn(d.Conn).GetPod(testContext(t), "", "web"); err != nil {
 		t.Fatalf("GetPod on the conn after Close: %v", err)
 	}
 	if _, err := c.API().GetPod(testContext(t), &podsyncv1.GetPodRequest{Name: "web"}); err != nil {

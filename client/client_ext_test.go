@@ -15,6 +15,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
 	"github.com/podsync/podsync/internal/testcert"
+	"github.com/podsync/podsync/internal/testdaemon"
 	"github.com/podsync/podsync/server"
 )
 
@@ -91,7 +92,7 @@ func TestNewAccepts(t *testing.T) {
 // TestNewUnixForms: the three spellings of a socket reach podsyncd.
 func TestNewUnixForms(t *testing.T) {
 	d := newDaemon(t)
-	path := strings.TrimPrefix(d.target, "unix://")
+	path := strings.TrimPrefix(d.Target, "unix://")
 	for _, target := range []string{"unix://" + path, "unix:" + path, path} {
 		c, err := client.New(t.Context(), target, client.WithUserAgent("podsync-test"))
 		if err != nil {
@@ -144,7 +145,7 @@ func TestNewNoDaemon(t *testing.T) {
 // TestNewWithBlock: WithBlock returns once connected.
 func TestNewWithBlock(t *testing.T) {
 	d := newDaemon(t)
-	c, err := client.New(testContext(t), d.target, client.WithBlock())
+	c, err := client.New(testContext(t), d.Target, client.WithBlock())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,9 +158,9 @@ func TestNewWithBlock(t *testing.T) {
 // TestNewInsecureLoopback: plaintext TCP to podsyncd's loopback listener,
 // where the caller is anonymous.
 func TestNewInsecureLoopback(t *testing.T) {
-	d := newDaemon(t, func(c *daemonConfig) {
-		c.tcp = true
-		c.roles = &server.Roles{Read: []string{server.Anonymous}}
+	d := newDaemon(t, func(o *testdaemon.Options) {
+		o.Transport = testdaemon.TCP
+		o.Server.Roles = server.Roles{Read: []string{server.Anonymous}}
 	})
 	c := d.client(t, client.WithInsecure())
 	if _, err := c.ListPods(testContext(t), &podsyncv1.ListPodsRequest{}); err != nil {
@@ -169,7 +170,7 @@ func TestNewInsecureLoopback(t *testing.T) {
 	wantError(t, err, codes.PermissionDenied, client.ReasonPermissionDenied, "ErrPermissionDenied")
 
 	// A plaintext caller podsyncd gives no role is unauthenticated.
-	d = newDaemon(t, func(c *daemonConfig) { c.tcp = true })
+	d = newDaemon(t, func(o *testdaemon.Options) { o.Transport = testdaemon.TCP })
 	_, err = d.client(t, client.WithInsecure()).ListPods(testContext(t), &podsyncv1.ListPodsRequest{})
 	wantError(t, err, codes.Unauthenticated, client.ReasonUnauthenticated, "ErrUnauthenticated")
 }
@@ -180,10 +181,10 @@ func TestNewTLSFiles(t *testing.T) {
 	dir := t.TempDir()
 	ca := testcert.NewCA(t, "test CA")
 	serverCert := ca.Issue(t, testcert.Leaf{CN: "podsyncd", IPs: testcert.Localhost, Server: true})
-	d := newDaemon(t, func(c *daemonConfig) {
-		c.tcp = true
-		c.roles = &server.Roles{Admin: []string{"cn:deployer"}}
-		c.tls = &tls.Config{
+	d := newDaemon(t, func(o *testdaemon.Options) {
+		o.Transport = testdaemon.TCP
+		o.Server.Roles = server.Roles{Admin: []string{"cn:deployer"}}
+		o.Server.TLS = &tls.Config{
 			MinVersion:   tls.VersionTLS13,
 			Certificates: []tls.Certificate{serverCert},
 			ClientCAs:    ca.Pool(),

@@ -2,217 +2,67 @@ package client_test
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
-	"net"
-	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
-	"github.com/podsync/podsync/engine"
-	"github.com/podsync/podsync/engine/admit"
-	"github.com/podsync/podsync/engine/criconfig"
-	"github.com/podsync/podsync/engine/enginetest"
-	"github.com/podsync/podsync/engine/runpods"
-	"github.com/podsync/podsync/engine/store"
-	"github.com/podsync/podsync/server"
+	"github.com/podsync/podsync/internal/testdaemon"
 )
 
 // testImage is held by every fake runtime.
-const testImage = "registry.local/busybox:1"
+const testImage = testdaemon.Image
 
-// daemonConfig configures startDaemon.
-type daemonConfig struct {
-	// logger receives the node's and the server's logs; nil discards.
-	logger *zap.Logger
-	// allocatable, if set, is the node's allocatable resources for
-	// admission (SyncPod's and RunPods').
-	allocatable corev1.ResourceList
-	// roles replace the default: the test's uid is admin.
-	roles *server.Roles
-	// tcp serves on 127.0.0.1 instead of a unix socket: with mutual TLS
-	// if tls is set, else plaintext (InsecureLoopback); target is
-	// "127.0.0.1:port".
-	tcp bool
-	tls *tls.Config
-	// bufconn serves the bare service (server.NewService behind the
-	// error interceptors) on an in-memory listener instead of server.New
-	// on a unix socket; the daemon's conn dials it.
+// daemon is an in-process podsyncd (internal/testdaemon) with faults to
+// inject in front of its service.
+type daemon struct {
+	*testdaemon.Daemon
+	faults *faults
+	// bufconn: the daemon serves the bare service in memory, and
+	// client(t) wraps its Conn.
 	bufconn bool
 }
 
-// daemon is an in-process podsyncd: the real PodSyncService on an
-// engine.Node on a FakeRuntime with its own store, served by server.New
-// on a unix socket (or, with bufconn, by a bare grpc.Server), with faults
-// to inject.
-type daemon struct {
-	// target is the unix socket as a client target, "unix:///…".
-	target string
-	// conn dials the bufconn listener (bufconn only).
-	conn   *grpc.ClientConn
-	rt     *enginetest.FakeRuntime
-	store  *store.Store
-	faults *faults
-
-	closers []func() error
-}
-
-// startDaemon starts a daemon; close stops it and removes its files.
-func startDaemon(cfg daemonConfig) (d *daemon, err error) {
-	d = &daemon{rt: enginetest.NewRuntime(enginetest.WithImages(testImage))}
-	defer func() {
-		if err != nil {
-			_ = d.close()
-		}
-	}()
-	log := cfg.logger
-	if log == nil {
-		log = zap.NewNop()
+// startDaemon starts a daemon whose service is behind faults; Close stops
+// it and removes its files.
+func startDaemon(o testdaemon.Options) (*daemon, error) {
+	d := &daemon{bufconn: o.Transport == testdaemon.Bufconn}
+	o.Wrap = func(svc podsyncv1.PodSyncServiceServer) podsyncv1.PodSyncServiceServer {
+		d.faults = &faults{PodSyncServiceServer: svc, cancels: map[*int]context.CancelFunc{}}
+		return d.faults
 	}
-	// A short directory: a socket path is limited to 107 bytes.
-	dir, err := os.MkdirTemp("", "podsync-client-")
-	if err != nil {
+	var err error
+	if d.Daemon, err = testdaemon.Start(o); err != nil {
 		return nil, err
 	}
-	d.closers = append(d.closers, func() error { return os.RemoveAll(dir) })
-	for _, sub := range []string{"root", "logs"} {
-		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
-			return nil, err
-		}
-	}
-	if d.store, err = store.Open(filepath.Join(dir, "podsync.db"), store.Options{}); err != nil {
-		return nil, err
-	}
-	d.closers = append(d.closers, d.store.Close)
-
-	nodeCfg := criconfig.Options{RootDir: filepath.Join(dir, "root"), PodLogDir: filepath.Join(dir, "logs"), NodeIPs: []string{"192.0.2.10"}}
-	nodeOpts := engine.NodeOptions{Runtime: d.rt, Images: d.rt, Store: d.store, Logger: log.Named("engine"), Config: nodeCfg,
-		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
-		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour}}
-	var admission admit.Node
-	if cfg.allocatable != nil {
-		admission = admit.Node{Allocatable: cfg.allocatable}
-		nodeOpts.Admit, nodeOpts.Policy = engine.Admission(admission, admit.Policy{})
-	}
-	node, err := engine.NewNode(nodeOpts)
-	if err != nil {
-		return nil, err
-	}
-	runCtx, stopNode := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- node.Run(runCtx) }()
-	d.closers = append(d.closers, func() error {
-		stopNode()
-		if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
-			return err
-		}
-		return nil
-	})
-
-	d.faults = &faults{PodSyncServiceServer: server.NewService(server.ServiceOptions{
-		Node: node, NodeName: "node-1", Logger: log.Named("service"),
-		RunPods: runpods.Options{Admission: admission, PodLogDir: nodeCfg.PodLogDir},
-	}), cancels: map[*int]context.CancelFunc{}}
-
-	if cfg.bufconn {
-		return d, d.serveBufconn()
-	}
-	roles := server.Roles{Admin: []string{"uid:" + strconv.Itoa(os.Getuid())}}
-	if cfg.roles != nil {
-		roles = *cfg.roles
-	}
-	srv, err := server.New(server.Options{Service: d.faults, Logger: log.Named("server"), Roles: roles,
-		TLS: cfg.tls, InsecureLoopback: cfg.tcp && cfg.tls == nil})
-	if err != nil {
-		return nil, err
-	}
-	sock := filepath.Join(dir, "podsync.sock")
-	d.target = "unix://" + sock
-	var l net.Listener
-	if cfg.tcp {
-		l, err = net.Listen("tcp", "127.0.0.1:0")
-		if err == nil {
-			d.target = l.Addr().String()
-		}
-	} else {
-		l, err = net.Listen("unix", sock)
-	}
-	if err != nil {
-		return nil, err
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	d.closers = append(d.closers, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		err := srv.Shutdown(ctx)
-		return errors.Join(err, <-served)
-	})
 	return d, nil
 }
 
-func (d *daemon) serveBufconn() error {
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(server.UnaryErrorInterceptor()),
-		grpc.ChainStreamInterceptor(server.StreamErrorInterceptor()))
-	podsyncv1.RegisterPodSyncServiceServer(srv, d.faults)
-	served := make(chan struct{})
-	go func() { defer close(served); _ = srv.Serve(lis) }()
-	d.closers = append(d.closers, func() error {
-		srv.Stop()
-		<-served
-		return nil
-	})
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
-	}
-	d.closers = append(d.closers, conn.Close)
-	d.conn = conn
-	return nil
-}
-
-// close stops what startDaemon started, last first.
-func (d *daemon) close() error {
-	var errs []error
-	for i := len(d.closers) - 1; i >= 0; i-- {
-		errs = append(errs, d.closers[i]())
-	}
-	d.closers = nil
-	return errors.Join(errs...)
-}
-
-// newDaemon starts a daemon that logs to t and stops with the test.
-func newDaemon(t *testing.T, mutate ...func(*daemonConfig)) *daemon {
+// newDaemon starts a daemon that logs to t and stops with the test; its
+// options (a unix socket whose caller is admin by default) are adjusted
+// by mutate.
+func newDaemon(t *testing.T, mutate ...func(*testdaemon.Options)) *daemon {
 	t.Helper()
-	cfg := daemonConfig{logger: zaptest.NewLogger(t)}
+	o := testdaemon.Options{Logger: zaptest.NewLogger(t)}
 	for _, m := range mutate {
-		m(&cfg)
+		m(&o)
 	}
-	d, err := startDaemon(cfg)
+	d, err := startDaemon(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := d.close(); err != nil {
+		if err := d.Close(); err != nil {
 			t.Errorf("stop daemon: %v", err)
 		}
 	})
@@ -222,10 +72,10 @@ func newDaemon(t *testing.T, mutate ...func(*daemonConfig)) *daemon {
 // client returns a Client of the daemon, closed with the test.
 func (d *daemon) client(t *testing.T, opts ...client.Option) *client.Client {
 	t.Helper()
-	if d.conn != nil {
-		return client.NewFromConn(d.conn, opts...)
+	if d.bufconn {
+		return client.NewFromConn(d.Conn, opts...)
 	}
-	c, err := client.New(t.Context(), d.target, opts...)
+	c, err := client.New(t.Context(), d.Target, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

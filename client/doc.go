@@ -102,4 +102,8 @@
 // its result, not as errors. Errors without a sentinel (UNKNOWN or
 // INTERNAL with reason INTERNAL, OUT_OF_RANGE with FUTURE_REVISION) are
 // still *Error values with their code and reason.
+//
+// The reasons, their codes and the metadata keys are defined once, in
+// package errorinfo, for podsyncd and the SDK alike; the Reason*
+// constants here are the same values.
 package client

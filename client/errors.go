@@ -10,64 +10,37 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/podsync/podsync/errorinfo"
 )
 
 // ErrorDomain is the domain of the google.rpc.ErrorInfo podsyncd sends.
-const ErrorDomain = "podsync.io"
+const ErrorDomain = errorinfo.Domain
 
 // Reasons of google.rpc.ErrorInfo that the SDK maps to its sentinels, as
-// podsyncd sends them. Branch on these (through Reason or errors.Is),
-// never on an error's message. The admission reasons are the kubelet's
-// spelling ("OutOfcpu", "NodePorts", "PolicyPrivileged", …) and are not
-// listed here.
+// podsyncd sends them; package errorinfo defines them for the server and
+// the SDK alike, with their codes and metadata. Branch on these (through
+// Reason or errors.Is), never on an error's message. The admission
+// reasons are the kubelet's spelling ("OutOfcpu", "NodePorts",
+// "PolicyPrivileged", …) and are not listed here.
 const (
-	// ReasonInvalidSpec (INVALID_ARGUMENT): the request is malformed; see
-	// FieldViolations.
-	ReasonInvalidSpec = "INVALID_SPEC"
-	// ReasonPodNotFound (NOT_FOUND): podsyncd has no such pod.
-	ReasonPodNotFound = "POD_NOT_FOUND"
-	// ReasonContainerNotFound (NOT_FOUND): the pod has no such container,
-	// or no previous instance of it.
-	ReasonContainerNotFound = "CONTAINER_NOT_FOUND"
-	// ReasonPodAlreadyExists (ALREADY_EXISTS): a pod of the same
-	// namespace/name runs with another uid.
-	ReasonPodAlreadyExists = "POD_ALREADY_EXISTS"
-	// ReasonUIDMismatch (FAILED_PRECONDITION): DeletePod's uid names
-	// another incarnation of the pod; metadata "uid" is the live pod's.
-	ReasonUIDMismatch = "UID_MISMATCH"
-	// ReasonSyncInProgress (ABORTED): a sync of the pod is running; retry.
-	ReasonSyncInProgress = "SYNC_IN_PROGRESS"
-	// ReasonPodTerminating (ABORTED): the pod is being deleted.
-	ReasonPodTerminating = "POD_TERMINATING"
-	// ReasonRuntimeUnavailable (UNAVAILABLE): the CRI runtime does not
-	// answer; retry with back-off.
-	ReasonRuntimeUnavailable = "RUNTIME_UNAVAILABLE"
-	// ReasonShuttingDown (UNAVAILABLE): podsyncd is shutting down; retry
-	// once it is back.
-	ReasonShuttingDown = "SHUTTING_DOWN"
-	// ReasonRevisionCompacted (OUT_OF_RANGE): WatchPods' since_revision is
-	// older than the history podsyncd keeps; metadata "compact_revision".
-	ReasonRevisionCompacted = "REVISION_COMPACTED"
-	// ReasonFutureRevision (OUT_OF_RANGE): WatchPods' since_revision is
-	// newer than podsyncd's store.
-	ReasonFutureRevision = "FUTURE_REVISION"
-	// ReasonSlowConsumer (RESOURCE_EXHAUSTED): a WatchPods caller fell too
-	// far behind; metadata "revision" is the last revision sent.
-	ReasonSlowConsumer = "SLOW_CONSUMER"
-	// ReasonNoSpace (RESOURCE_EXHAUSTED): a disk podsyncd writes to (its
-	// store, pod or log directories) is full; the message names the file.
-	ReasonNoSpace = "NO_SPACE"
-	// ReasonRateLimited (RESOURCE_EXHAUSTED): the caller's rate limit.
-	ReasonRateLimited = "RATE_LIMITED"
-	// ReasonPermissionDenied (PERMISSION_DENIED): the caller's role does
-	// not allow the call.
-	ReasonPermissionDenied = "PERMISSION_DENIED"
-	// ReasonUnauthenticated (UNAUTHENTICATED): the caller presented no
-	// identity.
-	ReasonUnauthenticated = "UNAUTHENTICATED"
-	// ReasonInternal (UNKNOWN or INTERNAL): an error podsyncd did not
-	// classify; its details are in podsyncd's log.
-	ReasonInternal = "INTERNAL"
+	ReasonInvalidSpec        = errorinfo.ReasonInvalidSpec
+	ReasonPodNotFound        = errorinfo.ReasonPodNotFound
+	ReasonContainerNotFound  = errorinfo.ReasonContainerNotFound
+	ReasonPodAlreadyExists   = errorinfo.ReasonPodAlreadyExists
+	ReasonUIDMismatch        = errorinfo.ReasonUIDMismatch
+	ReasonSyncInProgress     = errorinfo.ReasonSyncInProgress
+	ReasonPodTerminating     = errorinfo.ReasonPodTerminating
+	ReasonRuntimeUnavailable = errorinfo.ReasonRuntimeUnavailable
+	ReasonShuttingDown       = errorinfo.ReasonShuttingDown
+	ReasonRevisionCompacted  = errorinfo.ReasonRevisionCompacted
+	ReasonFutureRevision     = errorinfo.ReasonFutureRevision
+	ReasonSlowConsumer       = errorinfo.ReasonSlowConsumer
+	ReasonNoSpace            = errorinfo.ReasonNoSpace
+	ReasonRateLimited        = errorinfo.ReasonRateLimited
+	ReasonPermissionDenied   = errorinfo.ReasonPermissionDenied
+	ReasonUnauthenticated    = errorinfo.ReasonUnauthenticated
+	ReasonInternal           = errorinfo.ReasonInternal
 )
 
 // Sentinel errors. Every error a Client method returns for a failed call
@@ -226,7 +199,7 @@ func (e *Error) rejected() bool {
 	case codes.FailedPrecondition:
 		return e.Reason != ReasonUIDMismatch
 	case codes.ResourceExhausted:
-		return strings.HasPrefix(e.Reason, "OutOf")
+		return errorinfo.IsCapacityReason(e.Reason)
 	}
 	return false
 }

@@ -3,8 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -15,6 +13,8 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
+	"github.com/podsync/podsync/errorinfo"
+	"github.com/podsync/podsync/internal/testdaemon"
 	"github.com/podsync/podsync/server"
 )
 
@@ -140,8 +140,8 @@ func TestErrorUIDMismatch(t *testing.T) {
 
 // TestErrorRejected: admission refusing a new pod for lack of CPU.
 func TestErrorRejected(t *testing.T) {
-	d := newDaemon(t, func(c *daemonConfig) {
-		c.allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("10")}
+	d := newDaemon(t, func(o *testdaemon.Options) {
+		o.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("10")}
 	})
 	c := d.client(t)
 	pod := testPod("", "big", nil)
@@ -156,8 +156,8 @@ func TestErrorRejected(t *testing.T) {
 
 // TestErrorPermissionDenied: a read-only caller may list, not sync.
 func TestErrorPermissionDenied(t *testing.T) {
-	d := newDaemon(t, func(c *daemonConfig) {
-		c.roles = &server.Roles{Read: []string{"uid:" + strconv.Itoa(os.Getuid())}}
+	d := newDaemon(t, func(o *testdaemon.Options) {
+		o.Server.Roles = server.Roles{Read: []string{testdaemon.Self()}}
 	})
 	c := d.client(t)
 	if _, err := c.ListPods(testContext(t), &podsyncv1.ListPodsRequest{}); err != nil {
@@ -172,7 +172,7 @@ func TestErrorRevisionCompacted(t *testing.T) {
 	d := newDaemon(t)
 	c := d.client(t)
 	syncPod(t, c, "", "web", nil)
-	if err := d.store.Compact(d.store.Revision()); err != nil {
+	if err := d.Store.Compact(d.Store.Revision()); err != nil {
 		t.Fatal(err)
 	}
 	err := c.WatchPods(testContext(t), &podsyncv1.WatchPodsRequest{SinceRevision: 1}, func(*podsyncv1.WatchPodsResponse) error { return nil })
@@ -196,27 +196,28 @@ func TestErrorDeadline(t *testing.T) {
 	}
 }
 
-// TestReasonsMatchServer: the SDK's reason constants are the server's.
-func TestReasonsMatchServer(t *testing.T) {
+// TestReasonsMatchErrorInfo: the SDK's reason constants are those of
+// package errorinfo, which the server sends.
+func TestReasonsMatchErrorInfo(t *testing.T) {
 	for _, tc := range []struct{ client, server string }{
-		{client.ErrorDomain, server.ErrorDomain},
-		{client.ReasonInvalidSpec, server.ReasonInvalidSpec},
-		{client.ReasonPodNotFound, server.ReasonPodNotFound},
-		{client.ReasonContainerNotFound, server.ReasonContainerNotFound},
-		{client.ReasonPodAlreadyExists, server.ReasonPodAlreadyExists},
-		{client.ReasonUIDMismatch, server.ReasonUIDMismatch},
-		{client.ReasonSyncInProgress, server.ReasonSyncInProgress},
-		{client.ReasonPodTerminating, server.ReasonPodTerminating},
-		{client.ReasonRuntimeUnavailable, server.ReasonRuntimeUnavailable},
-		{client.ReasonShuttingDown, server.ReasonShuttingDown},
-		{client.ReasonRevisionCompacted, server.ReasonRevisionCompacted},
-		{client.ReasonFutureRevision, server.ReasonFutureRevision},
-		{client.ReasonSlowConsumer, server.ReasonSlowConsumer},
-		{client.ReasonNoSpace, server.ReasonNoSpace},
-		{client.ReasonRateLimited, server.ReasonRateLimited},
-		{client.ReasonPermissionDenied, server.ReasonPermissionDenied},
-		{client.ReasonUnauthenticated, server.ReasonUnauthenticated},
-		{client.ReasonInternal, server.ReasonInternal},
+		{client.ErrorDomain, errorinfo.Domain},
+		{client.ReasonInvalidSpec, errorinfo.ReasonInvalidSpec},
+		{client.ReasonPodNotFound, errorinfo.ReasonPodNotFound},
+		{client.ReasonContainerNotFound, errorinfo.ReasonContainerNotFound},
+		{client.ReasonPodAlreadyExists, errorinfo.ReasonPodAlreadyExists},
+		{client.ReasonUIDMismatch, errorinfo.ReasonUIDMismatch},
+		{client.ReasonSyncInProgress, errorinfo.ReasonSyncInProgress},
+		{client.ReasonPodTerminating, errorinfo.ReasonPodTerminating},
+		{client.ReasonRuntimeUnavailable, errorinfo.ReasonRuntimeUnavailable},
+		{client.ReasonShuttingDown, errorinfo.ReasonShuttingDown},
+		{client.ReasonRevisionCompacted, errorinfo.ReasonRevisionCompacted},
+		{client.ReasonFutureRevision, errorinfo.ReasonFutureRevision},
+		{client.ReasonSlowConsumer, errorinfo.ReasonSlowConsumer},
+		{client.ReasonNoSpace, errorinfo.ReasonNoSpace},
+		{client.ReasonRateLimited, errorinfo.ReasonRateLimited},
+		{client.ReasonPermissionDenied, errorinfo.ReasonPermissionDenied},
+		{client.ReasonUnauthenticated, errorinfo.ReasonUnauthenticated},
+		{client.ReasonInternal, errorinfo.ReasonInternal},
 	} {
 		if tc.client != tc.server {
 			t.Errorf("client %q, server %q", tc.client, tc.server)
@@ -227,7 +228,7 @@ func TestReasonsMatchServer(t *testing.T) {
 // TestErrorIs: the sentinels each code and reason matches, for statuses
 // that came through gRPC.
 func TestErrorIs(t *testing.T) {
-	d := newDaemon(t, func(c *daemonConfig) { c.bufconn = true })
+	d := newDaemon(t, func(o *testdaemon.Options) { o.Transport = testdaemon.Bufconn })
 	c := d.client(t)
 	for _, tc := range []struct {
 		code   codes.Code

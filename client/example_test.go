@@ -13,6 +13,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
 	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/internal/testdaemon"
 )
 
 // exampleDaemon starts an in-process podsyncd on a fake container runtime
@@ -20,12 +21,12 @@ import (
 // and a function that stops it. A real podsyncd listens on
 // client.DefaultAddress.
 func exampleDaemon() (target string, stop func()) {
-	d, err := startDaemon(daemonConfig{})
+	d, err := startDaemon(testdaemon.Options{})
 	if err != nil {
 		panic(err)
 	}
-	return d.target, func() {
-		if err := d.close(); err != nil {
+	return d.Target, func() {
+		if err := d.Close(); err != nil {
 			panic(err)
 		}
 	}

@@ -219,14 +219,14 @@ func TestWatchRelistsOnCompaction(t *testing.T) {
 	d.faults.cut()
 	deletePod(t, c, "", "b")
 	syncPod(t, c, "", "d", nil)
-	if err := d.store.Compact(d.store.Revision()); err != nil {
+	if err := d.Store.Compact(d.Store.Revision()); err != nil {
 		t.Fatal(err)
 	}
 	streams := len(d.faults.watchRequests())
 	d.faults.setRefuse(nil, 0)
 
 	del := w.until("b's deletion", isDeleted("b"))
-	if del.GetPod().GetUid() != resB.GetPod().GetUid() || del.GetRevision() < d.store.CompactRevision() {
+	if del.GetPod().GetUid() != resB.GetPod().GetUid() || del.GetRevision() < d.Store.CompactRevision() {
 		t.Errorf("deletion %v: want b's uid %s, at the list's revision", del, resB.GetPod().GetUid())
 	}
 	for _, name := range []string{"a", "c", "d"} {
@@ -263,7 +263,7 @@ func TestWatchDeliversSynced(t *testing.T) {
 	c := d.client(t)
 	syncPod(t, c, "", "a", nil)
 	syncPod(t, c, "", "b", nil)
-	listedAt := d.store.Revision()
+	listedAt := d.Store.Revision()
 	w := startWatch(t, c, &podsyncv1.WatchPodsRequest{})
 	synced := w.until("synced", isSynced)
 	if got, want := describe(w.all), []string{"status:a", "status:b", fmt.Sprintf("%d:synced:", listedAt)}; len(got) != 3 ||

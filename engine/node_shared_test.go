@@ -52,6 +52,6 @@ func TestGetShared(t *testing.T) {
 		t.Errorf("GetShared after a status change: phase %q, same record %v", b.Pod.Status.Phase, b == a)
 	}
 	if _, err := node.GetShared(t.Context(), "default", "db"); !errors.Is(err, errdefs.ErrNotFound) || !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("GetShared of a pod not stored: %v, want engine.ErrNotFound and store.ErrNotFound", err)
+		t.Errorf("GetShared of a pod not stored: %v, want errdefs.ErrNotFound and store.ErrNotFound", err)
 	}
 }

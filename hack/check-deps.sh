@@ -8,7 +8,9 @@
 #    (but internal/failpoint), and (but its test double) never imports
 #    grpc directly;
 #  - validation/ depends on nothing of this module but convert/;
-#  - convert/ is shared by server and client and depends on neither.
+#  - convert/ is shared by server and client and depends on neither;
+#  - errorinfo/ (the ErrorInfo vocabulary of server and client) depends on
+#    nothing of podsync's.
 # Every pattern must match a package: a boundary over nothing proves
 # nothing.
 set -euo pipefail
@@ -57,6 +59,10 @@ fi
 convert_deps=$(deps_of ./convert/...)
 bad=$(grep -E "^$mod/(server|engine|client|internal)(/|$)" <<<"$convert_deps" || true)
 if [[ -n $bad ]]; then echo "check-deps: convert must not depend on:"; echo "$bad"; fail=1; fi
+
+errorinfo_deps=$(deps_of ./errorinfo/...)
+bad=$(grep -E "^$mod/" <<<"$errorinfo_deps" | grep -vx "$mod/errorinfo" || true)
+if [[ -n $bad ]]; then echo "check-deps: errorinfo must not depend on:"; echo "$bad"; fail=1; fi
 
 if ((fail)); then exit 1; fi
 echo "check-deps: ok"

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/internal/testcert"
 	"github.com/podsync/podsync/server"
 )
@@ -96,7 +97,7 @@ func credsSecret(data map[string][]byte) *podsyncv1.Secret {
 func TestSecretDataNeverLeaves(t *testing.T) {
 	secret := "s3cr3t-" + uuid.NewString()
 	scan := newLeakScanner(t, secret)
-	h := newFullHarness(t, fullOptions{})
+	h := newFullHarness(t)
 	creds := credsSecret(map[string][]byte{"password": []byte(secret)})
 
 	watch, err := h.c.WatchPods(h.ctx, &podsyncv1.WatchPodsRequest{})
@@ -304,8 +305,8 @@ func TestRateLimitIsPerIdentity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wantError(t, callSyncPod(ctx, alice), codes.ResourceExhausted, server.ReasonRateLimited)
-	wantError(t, firstRecv(alice.RunPods(ctx, &podsyncv1.RunPodsRequest{})), codes.ResourceExhausted, server.ReasonRateLimited)
+	wantError(t, callSyncPod(ctx, alice), codes.ResourceExhausted, errorinfo.ReasonRateLimited)
+	wantError(t, firstRecv(alice.RunPods(ctx, &podsyncv1.RunPodsRequest{})), codes.ResourceExhausted, errorinfo.ReasonRateLimited)
 	if err := callGetPod(ctx, alice, "web"); err != nil {
 		t.Errorf("alice's read: %v", err)
 	}

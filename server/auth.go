@@ -19,19 +19,8 @@ import (
 	"google.golang.org/grpc/peer"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/logx"
-)
-
-// Reasons of google.rpc.ErrorInfo for refused callers.
-const (
-	// ReasonPermissionDenied (PERMISSION_DENIED): the caller's identity has
-	// no role, or its role may not call the method. Metadata "method" and
-	// "identity".
-	ReasonPermissionDenied = "PERMISSION_DENIED"
-	// ReasonUnauthenticated (UNAUTHENTICATED): the caller presented no
-	// identity at all (a plaintext loopback connection) and the roles grant
-	// "anonymous" nothing.
-	ReasonUnauthenticated = "UNAUTHENTICATED"
 )
 
 // Principal kinds: an Identity is a list of "kind:value" principals, and a
@@ -311,16 +300,16 @@ func authorize(fullMethod string, id Identity, role Role) error {
 	if role >= need {
 		return nil
 	}
-	md := map[string]string{"method": fullMethod, "identity": id.String()}
+	md := map[string]string{errorinfo.MetadataMethod: fullMethod, errorinfo.MetadataIdentity: id.String()}
 	if role == RoleNone && id.anonymous() {
-		return NewError(codes.Unauthenticated, ReasonUnauthenticated,
+		return NewError(codes.Unauthenticated, errorinfo.ReasonUnauthenticated,
 			"no client credentials: connect over the unix socket or with a client certificate", md)
 	}
 	if role == RoleNone {
-		return NewError(codes.PermissionDenied, ReasonPermissionDenied,
+		return NewError(codes.PermissionDenied, errorinfo.ReasonPermissionDenied,
 			fmt.Sprintf("identity %s has no role", id), md)
 	}
-	return NewError(codes.PermissionDenied, ReasonPermissionDenied,
+	return NewError(codes.PermissionDenied, errorinfo.ReasonPermissionDenied,
 		fmt.Sprintf("identity %s has role %s; %s needs %s", id, role, fullMethod, need), md)
 }
 

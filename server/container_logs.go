@@ -12,6 +12,7 @@ import (
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/logs"
+	"github.com/podsync/podsync/errorinfo"
 )
 
 // Batching of GetContainerLogs: a message carries at most logBatchLines
@@ -81,7 +82,7 @@ func (s *service) GetContainerLogs(req *podsyncv1.GetContainerLogsRequest, strea
 	case err == nil:
 		return nil
 	case errors.Is(err, errdefs.ErrNotFound):
-		return WithReason(err, ReasonContainerNotFound, map[string]string{"container": req.GetContainer()})
+		return WithReason(err, errorinfo.ReasonContainerNotFound, map[string]string{errorinfo.MetadataContainer: req.GetContainer()})
 	case stream.Context().Err() != nil:
 		return nil // the client went away
 	}

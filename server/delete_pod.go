@@ -10,11 +10,8 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/errorinfo"
 )
-
-// ReasonUIDMismatch (FAILED_PRECONDITION): DeletePod's uid names another
-// incarnation of the pod; metadata "uid" is the live pod's.
-const ReasonUIDMismatch = "UID_MISMATCH"
 
 // DeletePod stops and removes a pod; an unknown pod is found = false.
 func (s *service) DeletePod(ctx context.Context, req *podsyncv1.DeletePodRequest) (*podsyncv1.DeletePodResponse, error) {
@@ -35,9 +32,9 @@ func (s *service) DeletePod(ctx context.Context, req *podsyncv1.DeletePodRequest
 	}
 	ref := store.RefOf(rec.Pod)
 	if uid := req.GetUid(); uid != "" && uid != string(ref.UID) {
-		return nil, NewError(codes.FailedPrecondition, ReasonUIDMismatch,
+		return nil, NewError(codes.FailedPrecondition, errorinfo.ReasonUIDMismatch,
 			fmt.Sprintf("pod %s/%s has uid %s, not %s", ns, name, ref.UID, uid),
-			map[string]string{"uid": string(ref.UID)})
+			map[string]string{errorinfo.MetadataUID: string(ref.UID)})
 	}
 	found, steps, err := s.node.Delete(ctx, ns, name, string(ref.UID), req.GracePeriodSeconds)
 	if err != nil {

@@ -25,7 +25,7 @@
 // StreamErrorInterceptor turn err into a status with ToStatus, the only
 // place where errors become codes: engine sentinels map to codes as in
 // STYLE.md, every status carries a google.rpc.ErrorInfo (domain
-// "podsync.io") whose reason clients branch on (the Reason* constants), and
+// errorinfo.Domain) whose reason clients branch on (package errorinfo), and
 // INVALID_ARGUMENT carries a google.rpc.BadRequest with one field violation
 // per problem. An unclassified error reaches the client as UNKNOWN with a
 // short message; its full chain is for the log, which the logging

@@ -19,90 +19,7 @@ import (
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/store"
-)
-
-// ErrorDomain is the domain of every google.rpc.ErrorInfo podsync sends.
-const ErrorDomain = "podsync.io"
-
-// Reasons of google.rpc.ErrorInfo. Clients branch on these, never on a
-// status message; they are part of the API and never change. Every non-OK
-// status podsync produces carries an ErrorInfo with one of them (or, for
-// admission, the reason the engine gives).
-const (
-	// ReasonInvalidSpec (INVALID_ARGUMENT): the request is malformed; a
-	// google.rpc.BadRequest lists the field violations.
-	ReasonInvalidSpec = "INVALID_SPEC"
-	// ReasonPodNotFound (NOT_FOUND): podsyncd has no such pod. The default
-	// reason of engine.ErrNotFound.
-	ReasonPodNotFound = "POD_NOT_FOUND"
-	// ReasonContainerNotFound (NOT_FOUND): the pod has no such container, or
-	// no previous instance of it.
-	ReasonContainerNotFound = "CONTAINER_NOT_FOUND"
-	// ReasonPodAlreadyExists (ALREADY_EXISTS): a pod of the same
-	// namespace/name exists with another uid. The default reason of
-	// engine.ErrAlreadyExists.
-	ReasonPodAlreadyExists = "POD_ALREADY_EXISTS"
-	// ReasonSyncInProgress (ABORTED): a sync is already running for the pod.
-	// The default reason of engine.ErrConflict. Retry.
-	ReasonSyncInProgress = "SYNC_IN_PROGRESS"
-	// ReasonPodTerminating (ABORTED): the pod is being deleted.
-	ReasonPodTerminating = "POD_TERMINATING"
-	// ReasonRuntimeUnavailable (UNAVAILABLE): the CRI runtime did not answer.
-	// Retry with back-off.
-	ReasonRuntimeUnavailable = "RUNTIME_UNAVAILABLE"
-	// ReasonRevisionCompacted (OUT_OF_RANGE): WatchPods' since_revision is
-	// older than the history kept; metadata MetadataCompactRevision.
-	ReasonRevisionCompacted = "REVISION_COMPACTED"
-	// ReasonSlowConsumer (RESOURCE_EXHAUSTED): a WatchPods caller fell too
-	// far behind; metadata MetadataRevision is the last revision sent.
-	ReasonSlowConsumer = "SLOW_CONSUMER"
-	// ReasonFutureRevision (OUT_OF_RANGE): WatchPods' since_revision is
-	// newer than podsyncd's store.
-	ReasonFutureRevision = "FUTURE_REVISION"
-	// ReasonShuttingDown (UNAVAILABLE): podsyncd is shutting down. Retry
-	// once it is back.
-	ReasonShuttingDown = "SHUTTING_DOWN"
-	// ReasonNoSpace (RESOURCE_EXHAUSTED): a write of podsyncd's (its store,
-	// a pod's files) failed because the file system is full (ENOSPC); the
-	// message names the file. Retry once space is freed.
-	ReasonNoSpace = "NO_SPACE"
-	// ReasonCanceled (CANCELLED): the caller canceled.
-	ReasonCanceled = "CANCELED"
-	// ReasonDeadlineExceeded (DEADLINE_EXCEEDED): the caller's deadline
-	// passed.
-	ReasonDeadlineExceeded = "DEADLINE_EXCEEDED"
-	// ReasonInternal (UNKNOWN): an error podsyncd did not classify. Its
-	// details are in podsyncd's log only.
-	ReasonInternal = "INTERNAL"
-)
-
-// Admission reasons (FAILED_PRECONDITION, or RESOURCE_EXHAUSTED for the
-// capacity ones, those starting with "OutOf"). They are the kubelet's
-// reasons, spelled as the kubelet spells them, as the API documents.
-const (
-	// ReasonOutOfCPU: the node's allocatable CPU is taken.
-	ReasonOutOfCPU = "OutOfcpu"
-	// ReasonOutOfMemory: the node's allocatable memory is taken.
-	ReasonOutOfMemory = "OutOfmemory"
-	// ReasonOutOfPods: the node runs its maximum number of pods.
-	ReasonOutOfPods = "OutOfpods"
-	// ReasonNodePorts: a host port is taken by another pod.
-	ReasonNodePorts = "NodePorts"
-	// ReasonUnexpectedAdmissionError: engine.ErrAdmission without a reason.
-	ReasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
-)
-
-// Keys of ErrorInfo metadata.
-const (
-	// MetadataCompactRevision is the oldest revision WatchPods can resume
-	// after (REVISION_COMPACTED).
-	MetadataCompactRevision = "compact_revision"
-	// MetadataRevision is the last revision sent on a stream
-	// (SLOW_CONSUMER).
-	MetadataRevision = "revision"
-	// MetadataViolations is the number of field violations
-	// (INVALID_SPEC).
-	MetadataViolations = "violations"
+	"github.com/podsync/podsync/errorinfo"
 )
 
 // maxFieldViolations bounds the violations sent in one BadRequest, so that
@@ -116,7 +33,7 @@ const maxMessageViolations = 5
 // ValidationError reports an invalid request: one field.Error per
 // violation, with paths into the request. ToStatus makes it
 // INVALID_ARGUMENT with a google.rpc.BadRequest. It matches
-// engine.ErrInvalidSpec with errors.Is.
+// errdefs.ErrInvalidSpec with errors.Is.
 type ValidationError struct {
 	// Errors are the violations; never empty.
 	Errors field.ErrorList
@@ -152,7 +69,7 @@ func (e *ValidationError) Error() string {
 	return b.String()
 }
 
-// Is reports whether target is engine.ErrInvalidSpec.
+// Is reports whether target is errdefs.ErrInvalidSpec.
 func (e *ValidationError) Is(target error) bool {
 	return target == errdefs.ErrInvalidSpec
 }
@@ -162,7 +79,7 @@ func (e *ValidationError) Is(target error) bool {
 // from the first Reasoner in an error's chain; if that error also has a
 // method Metadata() map[string]string, its entries become
 // ErrorInfo.metadata. The reason does not choose the code, except that
-// capacity reasons of engine.ErrAdmission ("OutOf…") make it
+// capacity reasons of errdefs.ErrAdmission ("OutOf…") make it
 // RESOURCE_EXHAUSTED.
 type Reasoner interface {
 	Reason() string
@@ -176,7 +93,8 @@ type metadataer interface {
 // (see Reasoner); errors.Is and errors.As see through it. It returns nil if
 // err is nil. Handlers use it where the sentinel alone does not say enough:
 //
-//	return nil, WithReason(err, ReasonContainerNotFound, map[string]string{"container": name})
+//	return nil, WithReason(err, errorinfo.ReasonContainerNotFound,
+//		map[string]string{errorinfo.MetadataContainer: name})
 func WithReason(err error, reason string, metadata map[string]string) error {
 	if err == nil {
 		return nil
@@ -196,9 +114,9 @@ func (e *reasonError) Reason() string              { return e.reason }
 func (e *reasonError) Metadata() map[string]string { return e.metadata }
 
 // NewError returns a status error with code c, message msg and an
-// ErrorInfo of ErrorDomain with reason and metadata. It is for errors that
-// are born at the gRPC edge (authorization, rate limits, watch streams);
-// ToStatus passes them through unchanged.
+// ErrorInfo of errorinfo.Domain with reason and metadata. It is for errors
+// that are born at the gRPC edge (authorization, rate limits, watch
+// streams); ToStatus passes them through unchanged.
 func NewError(c codes.Code, reason, msg string, metadata map[string]string) error {
 	return newStatus(c, reason, msg, metadata).Err()
 }
@@ -207,18 +125,18 @@ func NewError(c codes.Code, reason, msg string, metadata map[string]string) erro
 // than the history kept: OUT_OF_RANGE, reason REVISION_COMPACTED, metadata
 // compact_revision.
 func RevisionCompactedError(compactRevision int64) error {
-	return NewError(codes.OutOfRange, ReasonRevisionCompacted,
+	return NewError(codes.OutOfRange, errorinfo.ReasonRevisionCompacted,
 		fmt.Sprintf("revision compacted: watch from revision %d or later, or list again", compactRevision),
-		map[string]string{MetadataCompactRevision: strconv.FormatInt(compactRevision, 10)})
+		map[string]string{errorinfo.MetadataCompactRevision: strconv.FormatInt(compactRevision, 10)})
 }
 
 // SlowConsumerError ends a WatchPods stream whose caller fell too far
 // behind: RESOURCE_EXHAUSTED, reason SLOW_CONSUMER, metadata revision (the
 // last revision sent, to resume after).
 func SlowConsumerError(lastRevision int64) error {
-	return NewError(codes.ResourceExhausted, ReasonSlowConsumer,
+	return NewError(codes.ResourceExhausted, errorinfo.ReasonSlowConsumer,
 		fmt.Sprintf("watcher too slow: resume with since_revision %d", lastRevision),
-		map[string]string{MetadataRevision: strconv.FormatInt(lastRevision, 10)})
+		map[string]string{errorinfo.MetadataRevision: strconv.FormatInt(lastRevision, 10)})
 }
 
 // unknownMessage is all a client learns of an unclassified error.
@@ -229,14 +147,14 @@ const unknownMessage = "internal error; podsyncd's log has the details"
 //
 //	status error (top of the chain)     unchanged
 //	*ValidationError, *convert.InvalidError, *field.Error,
-//	engine.ErrInvalidSpec               INVALID_ARGUMENT, BadRequest, INVALID_SPEC
-//	engine.ErrNotFound                  NOT_FOUND, POD_NOT_FOUND
-//	engine.ErrAlreadyExists             ALREADY_EXISTS, POD_ALREADY_EXISTS
-//	engine.ErrAdmission                 FAILED_PRECONDITION, or RESOURCE_EXHAUSTED
+//	errdefs.ErrInvalidSpec               INVALID_ARGUMENT, BadRequest, INVALID_SPEC
+//	errdefs.ErrNotFound                  NOT_FOUND, POD_NOT_FOUND
+//	errdefs.ErrAlreadyExists             ALREADY_EXISTS, POD_ALREADY_EXISTS
+//	errdefs.ErrAdmission                 FAILED_PRECONDITION, or RESOURCE_EXHAUSTED
 //	                                    for "OutOf…" reasons; the engine's reason
-//	engine.ErrTerminating               ABORTED, POD_TERMINATING
-//	engine.ErrConflict                  ABORTED, SYNC_IN_PROGRESS
-//	engine.ErrRuntimeUnavailable        UNAVAILABLE, RUNTIME_UNAVAILABLE
+//	errdefs.ErrTerminating               ABORTED, POD_TERMINATING
+//	errdefs.ErrConflict                  ABORTED, SYNC_IN_PROGRESS
+//	errdefs.ErrRuntimeUnavailable        UNAVAILABLE, RUNTIME_UNAVAILABLE
 //	store.ErrCompacted                  OUT_OF_RANGE, REVISION_COMPACTED, compact_revision
 //	store.ErrFutureRevision             OUT_OF_RANGE, FUTURE_REVISION
 //	store.ErrSlowConsumer               RESOURCE_EXHAUSTED, SLOW_CONSUMER, revision
@@ -252,14 +170,16 @@ const unknownMessage = "internal error; podsyncd's log has the details"
 // The store's errors are mapped too, for handlers that read the store
 // directly (GetPod, ListPods, WatchPods).
 //
-// Every status it makes carries a google.rpc.ErrorInfo of ErrorDomain; a
-// Reasoner in the chain overrides the default reason. Classified errors keep
-// their message; an unclassified one gets a short message only, so the
-// caller must log the error itself (the interceptors return an error whose
-// Error() is the full chain for the logging interceptor). A status error
-// wrapped deeper in the chain, such as a CRI call's, is not passed through:
-// its code is the runtime's, not podsync's; only CANCELLED and
-// DEADLINE_EXCEEDED are kept. ToStatus(nil) is nil, which is OK.
+// Every status it makes carries a google.rpc.ErrorInfo of
+// errorinfo.Domain with a reason of package errorinfo (or, for admission,
+// the engine's); a Reasoner in the chain overrides the default reason.
+// Classified errors keep their message; an unclassified one gets a short
+// message only, so the caller must log the error itself (the interceptors
+// return an error whose Error() is the full chain for the logging
+// interceptor). A status error wrapped deeper in the chain, such as a CRI
+// call's, is not passed through: its code is the runtime's, not
+// podsync's; only CANCELLED and DEADLINE_EXCEEDED are kept. ToStatus(nil)
+// is nil, which is OK.
 func ToStatus(err error) *status.Status {
 	if err == nil {
 		return nil
@@ -278,42 +198,42 @@ func ToStatus(err error) *status.Status {
 	}
 
 	if violations, ok := fieldViolations(err); ok {
-		return invalidArgument(err.Error(), orDefault(ReasonInvalidSpec), metadata, violations)
+		return invalidArgument(err.Error(), orDefault(errorinfo.ReasonInvalidSpec), metadata, violations)
 	}
 	switch {
 	case errors.Is(err, errdefs.ErrInvalidSpec):
-		return invalidArgument(err.Error(), orDefault(ReasonInvalidSpec), metadata, nil)
+		return invalidArgument(err.Error(), orDefault(errorinfo.ReasonInvalidSpec), metadata, nil)
 	case errors.Is(err, errdefs.ErrNotFound):
-		return newStatus(codes.NotFound, orDefault(ReasonPodNotFound), err.Error(), metadata)
+		return newStatus(codes.NotFound, orDefault(errorinfo.ReasonPodNotFound), err.Error(), metadata)
 	case errors.Is(err, errdefs.ErrAlreadyExists):
-		return newStatus(codes.AlreadyExists, orDefault(ReasonPodAlreadyExists), err.Error(), metadata)
+		return newStatus(codes.AlreadyExists, orDefault(errorinfo.ReasonPodAlreadyExists), err.Error(), metadata)
 	case errors.Is(err, errdefs.ErrAdmission):
-		r := orDefault(ReasonUnexpectedAdmissionError)
+		r := orDefault(errorinfo.ReasonUnexpectedAdmissionError)
 		code := codes.FailedPrecondition
-		if isCapacityReason(r) {
+		if errorinfo.IsCapacityReason(r) {
 			code = codes.ResourceExhausted
 		}
 		return newStatus(code, r, err.Error(), metadata)
 	case errors.Is(err, errdefs.ErrTerminating):
-		return newStatus(codes.Aborted, orDefault(ReasonPodTerminating), err.Error(), metadata)
+		return newStatus(codes.Aborted, orDefault(errorinfo.ReasonPodTerminating), err.Error(), metadata)
 	case errors.Is(err, errdefs.ErrConflict):
-		return newStatus(codes.Aborted, orDefault(ReasonSyncInProgress), err.Error(), metadata)
+		return newStatus(codes.Aborted, orDefault(errorinfo.ReasonSyncInProgress), err.Error(), metadata)
 	case errors.Is(err, errdefs.ErrRuntimeUnavailable):
-		return newStatus(codes.Unavailable, orDefault(ReasonRuntimeUnavailable), err.Error(), metadata)
+		return newStatus(codes.Unavailable, orDefault(errorinfo.ReasonRuntimeUnavailable), err.Error(), metadata)
 	}
 	if st := storeStatus(err, orDefault, metadata); st != nil {
 		return st
 	}
 	if errors.Is(err, syscall.ENOSPC) {
-		return newStatus(codes.ResourceExhausted, orDefault(ReasonNoSpace), err.Error(), metadata)
+		return newStatus(codes.ResourceExhausted, orDefault(errorinfo.ReasonNoSpace), err.Error(), metadata)
 	}
 	switch {
 	case errors.Is(err, context.Canceled) || wrappedCode(err) == codes.Canceled:
-		return newStatus(codes.Canceled, orDefault(ReasonCanceled), err.Error(), metadata)
+		return newStatus(codes.Canceled, orDefault(errorinfo.ReasonCanceled), err.Error(), metadata)
 	case errors.Is(err, context.DeadlineExceeded) || wrappedCode(err) == codes.DeadlineExceeded:
-		return newStatus(codes.DeadlineExceeded, orDefault(ReasonDeadlineExceeded), err.Error(), metadata)
+		return newStatus(codes.DeadlineExceeded, orDefault(errorinfo.ReasonDeadlineExceeded), err.Error(), metadata)
 	}
-	return newStatus(codes.Unknown, orDefault(ReasonInternal), unknownMessage, metadata)
+	return newStatus(codes.Unknown, orDefault(errorinfo.ReasonInternal), unknownMessage, metadata)
 }
 
 // storeStatus maps the errors of engine/store, or returns nil.
@@ -330,34 +250,27 @@ func storeStatus(err error, orDefault func(string) string, metadata map[string]s
 	)
 	switch {
 	case errors.As(err, &compacted):
-		return newStatus(codes.OutOfRange, orDefault(ReasonRevisionCompacted), err.Error(),
-			with(MetadataCompactRevision, compacted.CompactRevision))
+		return newStatus(codes.OutOfRange, orDefault(errorinfo.ReasonRevisionCompacted), err.Error(),
+			with(errorinfo.MetadataCompactRevision, compacted.CompactRevision))
 	case errors.Is(err, store.ErrCompacted):
-		return newStatus(codes.OutOfRange, orDefault(ReasonRevisionCompacted), err.Error(), metadata)
+		return newStatus(codes.OutOfRange, orDefault(errorinfo.ReasonRevisionCompacted), err.Error(), metadata)
 	case errors.Is(err, store.ErrFutureRevision):
-		return newStatus(codes.OutOfRange, orDefault(ReasonFutureRevision), err.Error(), metadata)
+		return newStatus(codes.OutOfRange, orDefault(errorinfo.ReasonFutureRevision), err.Error(), metadata)
 	case errors.As(err, &slow):
-		return newStatus(codes.ResourceExhausted, orDefault(ReasonSlowConsumer), err.Error(),
-			with(MetadataRevision, slow.LastRevision))
+		return newStatus(codes.ResourceExhausted, orDefault(errorinfo.ReasonSlowConsumer), err.Error(),
+			with(errorinfo.MetadataRevision, slow.LastRevision))
 	case errors.Is(err, store.ErrSlowConsumer):
-		return newStatus(codes.ResourceExhausted, orDefault(ReasonSlowConsumer), err.Error(), metadata)
+		return newStatus(codes.ResourceExhausted, orDefault(errorinfo.ReasonSlowConsumer), err.Error(), metadata)
 	case errors.Is(err, store.ErrNotFound):
-		return newStatus(codes.NotFound, orDefault(ReasonPodNotFound), err.Error(), metadata)
+		return newStatus(codes.NotFound, orDefault(errorinfo.ReasonPodNotFound), err.Error(), metadata)
 	case errors.Is(err, store.ErrAlreadyExists):
-		return newStatus(codes.AlreadyExists, orDefault(ReasonPodAlreadyExists), err.Error(), metadata)
+		return newStatus(codes.AlreadyExists, orDefault(errorinfo.ReasonPodAlreadyExists), err.Error(), metadata)
 	case errors.Is(err, store.ErrDeleting):
-		return newStatus(codes.Aborted, orDefault(ReasonPodTerminating), err.Error(), metadata)
+		return newStatus(codes.Aborted, orDefault(errorinfo.ReasonPodTerminating), err.Error(), metadata)
 	case errors.Is(err, store.ErrClosed):
-		return newStatus(codes.Unavailable, orDefault(ReasonShuttingDown), err.Error(), metadata)
+		return newStatus(codes.Unavailable, orDefault(errorinfo.ReasonShuttingDown), err.Error(), metadata)
 	}
 	return nil
-}
-
-// isCapacityReason reports whether an admission reason is a lack of
-// capacity: the kubelet's "OutOf<resource>" (OutOfcpu, OutOfmemory,
-// OutOfpods, OutOfephemeral-storage, …).
-func isCapacityReason(reason string) bool {
-	return strings.HasPrefix(reason, "OutOf")
 }
 
 // wrappedCode is the code of a status error in err's chain, or OK.
@@ -401,7 +314,7 @@ func fieldViolations(err error) (field.ErrorList, bool) {
 func invalidArgument(msg, reason string, metadata map[string]string, errs field.ErrorList) *status.Status {
 	md := make(map[string]string, len(metadata)+1)
 	maps.Copy(md, metadata)
-	md[MetadataViolations] = strconv.Itoa(len(errs))
+	md[errorinfo.MetadataViolations] = strconv.Itoa(len(errs))
 	info := errorInfo(reason, md)
 	if len(errs) == 0 {
 		return withDetails(status.New(codes.InvalidArgument, msg), info)
@@ -456,7 +369,7 @@ func violationReason(t field.ErrorType) string {
 }
 
 func errorInfo(reason string, metadata map[string]string) *errdetails.ErrorInfo {
-	return &errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain, Metadata: metadata}
+	return &errdetails.ErrorInfo{Reason: reason, Domain: errorinfo.Domain, Metadata: metadata}
 }
 
 func newStatus(c codes.Code, reason, msg string, metadata map[string]string) *status.Status {

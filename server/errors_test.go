@@ -25,13 +25,15 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/server"
 )
 
 // admissionError is how the engine is expected to report a refusal: an
-// error of class engine.ErrAdmission with the kubelet's reason.
+// error of class errdefs.ErrAdmission with the kubelet's reason.
 type admissionError struct {
 	reason, message string
 }
@@ -48,7 +50,7 @@ func admission(reason string) error {
 }
 
 func info(reason string, metadata map[string]string) *errdetails.ErrorInfo {
-	return &errdetails.ErrorInfo{Reason: reason, Domain: server.ErrorDomain, Metadata: metadata}
+	return &errdetails.ErrorInfo{Reason: reason, Domain: errorinfo.Domain, Metadata: metadata}
 }
 
 // statusCase is one row of the mapping from errors to statuses.
@@ -68,79 +70,79 @@ func statusCases() []statusCase {
 	})
 	notFound := fmt.Errorf("get pod shop/web: %w", errdefs.ErrNotFound)
 	passThrough := status.Error(codes.PermissionDenied, "role read may not call SyncPod")
-	own := server.NewError(codes.ResourceExhausted, "RATE_LIMITED", "slow down", map[string]string{"identity": "ci"})
+	own := server.NewError(codes.ResourceExhausted, errorinfo.ReasonRateLimited, "slow down", map[string]string{"identity": "ci"})
 	return []statusCase{
 		{name: "status error passes through", err: passThrough, code: codes.PermissionDenied},
 		{name: "podsync status error passes through", err: own, code: codes.ResourceExhausted,
-			info: info("RATE_LIMITED", map[string]string{"identity": "ci"})},
+			info: info(errorinfo.ReasonRateLimited, map[string]string{"identity": "ci"})},
 		{name: "ValidationError", err: fmt.Errorf("run pods: %w", validation), code: codes.InvalidArgument,
-			info:   info(server.ReasonInvalidSpec, map[string]string{server.MetadataViolations: "2"}),
+			info:   info(errorinfo.ReasonInvalidSpec, map[string]string{errorinfo.MetadataViolations: "2"}),
 			fields: []string{"pods[0].spec.containers[1].image", "timeout"}},
 		{name: "convert.InvalidError", err: &convert.InvalidError{Kind: "Pod", Name: "web", Errors: field.ErrorList{
 			field.Forbidden(field.NewPath("spec", "tolerations"), "not supported by podsync"),
 		}}, code: codes.InvalidArgument,
-			info:   info(server.ReasonInvalidSpec, map[string]string{server.MetadataViolations: "1"}),
+			info:   info(errorinfo.ReasonInvalidSpec, map[string]string{errorinfo.MetadataViolations: "1"}),
 			fields: []string{"spec.tolerations"}},
 		{name: "field.Error", err: field.Invalid(field.NewPath("labelSelector"), "a=", "bad"), code: codes.InvalidArgument,
-			info:   info(server.ReasonInvalidSpec, map[string]string{server.MetadataViolations: "1"}),
+			info:   info(errorinfo.ReasonInvalidSpec, map[string]string{errorinfo.MetadataViolations: "1"}),
 			fields: []string{"labelSelector"}},
 		{name: "ErrInvalidSpec", err: fmt.Errorf("dns config: %w", errdefs.ErrInvalidSpec), code: codes.InvalidArgument,
-			info: info(server.ReasonInvalidSpec, map[string]string{server.MetadataViolations: "0"})},
-		{name: "ErrNotFound", err: notFound, code: codes.NotFound, info: info(server.ReasonPodNotFound, nil)},
-		{name: "ErrNotFound with a reason", err: server.WithReason(notFound, server.ReasonContainerNotFound, map[string]string{"container": "app"}),
-			code: codes.NotFound, info: info(server.ReasonContainerNotFound, map[string]string{"container": "app"})},
+			info: info(errorinfo.ReasonInvalidSpec, map[string]string{errorinfo.MetadataViolations: "0"})},
+		{name: "ErrNotFound", err: notFound, code: codes.NotFound, info: info(errorinfo.ReasonPodNotFound, nil)},
+		{name: "ErrNotFound with a reason", err: server.WithReason(notFound, errorinfo.ReasonContainerNotFound, map[string]string{"container": "app"}),
+			code: codes.NotFound, info: info(errorinfo.ReasonContainerNotFound, map[string]string{"container": "app"})},
 		{name: "ErrAlreadyExists", err: fmt.Errorf("pod shop/web has uid 1, not 2: %w", errdefs.ErrAlreadyExists),
-			code: codes.AlreadyExists, info: info(server.ReasonPodAlreadyExists, nil)},
-		{name: "admission OutOfcpu", err: admission(server.ReasonOutOfCPU), code: codes.ResourceExhausted,
-			info: info(server.ReasonOutOfCPU, map[string]string{"pod": "shop/web"})},
-		{name: "admission OutOfmemory", err: admission(server.ReasonOutOfMemory), code: codes.ResourceExhausted,
-			info: info(server.ReasonOutOfMemory, map[string]string{"pod": "shop/web"})},
-		{name: "admission OutOfpods", err: admission(server.ReasonOutOfPods), code: codes.ResourceExhausted,
-			info: info(server.ReasonOutOfPods, map[string]string{"pod": "shop/web"})},
-		{name: "admission NodePorts", err: admission(server.ReasonNodePorts), code: codes.FailedPrecondition,
-			info: info(server.ReasonNodePorts, map[string]string{"pod": "shop/web"})},
+			code: codes.AlreadyExists, info: info(errorinfo.ReasonPodAlreadyExists, nil)},
+		{name: "admission OutOfcpu", err: admission(admit.ReasonOutOfCPU), code: codes.ResourceExhausted,
+			info: info(admit.ReasonOutOfCPU, map[string]string{"pod": "shop/web"})},
+		{name: "admission OutOfmemory", err: admission(admit.ReasonOutOfMemory), code: codes.ResourceExhausted,
+			info: info(admit.ReasonOutOfMemory, map[string]string{"pod": "shop/web"})},
+		{name: "admission OutOfpods", err: admission(admit.ReasonOutOfPods), code: codes.ResourceExhausted,
+			info: info(admit.ReasonOutOfPods, map[string]string{"pod": "shop/web"})},
+		{name: "admission NodePorts", err: admission(admit.ReasonNodePorts), code: codes.FailedPrecondition,
+			info: info(admit.ReasonNodePorts, map[string]string{"pod": "shop/web"})},
 		{name: "admission policy", err: admission("HostPathNotAllowed"), code: codes.FailedPrecondition,
 			info: info("HostPathNotAllowed", map[string]string{"pod": "shop/web"})},
 		{name: "admission without reason", err: fmt.Errorf("admit: %w", errdefs.ErrAdmission), code: codes.FailedPrecondition,
-			info: info(server.ReasonUnexpectedAdmissionError, nil)},
+			info: info(errorinfo.ReasonUnexpectedAdmissionError, nil)},
 		{name: "ErrConflict", err: fmt.Errorf("sync pod uid 1: %w", errdefs.ErrConflict), code: codes.Aborted,
-			info: info(server.ReasonSyncInProgress, nil)},
+			info: info(errorinfo.ReasonSyncInProgress, nil)},
 		{name: "ErrTerminating", err: fmt.Errorf("apply pod a/b: %w", errdefs.ErrTerminating), code: codes.Aborted,
-			info: info(server.ReasonPodTerminating, nil)},
-		{name: "ErrConflict while deleting", err: server.WithReason(errdefs.ErrConflict, server.ReasonPodTerminating, nil), code: codes.Aborted,
-			info: info(server.ReasonPodTerminating, nil)},
+			info: info(errorinfo.ReasonPodTerminating, nil)},
+		{name: "ErrConflict while deleting", err: server.WithReason(errdefs.ErrConflict, errorinfo.ReasonPodTerminating, nil), code: codes.Aborted,
+			info: info(errorinfo.ReasonPodTerminating, nil)},
 		{name: "ErrRuntimeUnavailable", err: fmt.Errorf("list sandboxes: %w", errdefs.ErrRuntimeUnavailable), code: codes.Unavailable,
-			info: info(server.ReasonRuntimeUnavailable, nil)},
+			info: info(errorinfo.ReasonRuntimeUnavailable, nil)},
 		{name: "full disk", err: fmt.Errorf("store pod shop/web: %w", &fs.PathError{Op: "write", Path: "/var/lib/podsync/podsync.db", Err: syscall.ENOSPC}),
-			code: codes.ResourceExhausted, info: info(server.ReasonNoSpace, nil)},
+			code: codes.ResourceExhausted, info: info(errorinfo.ReasonNoSpace, nil)},
 		{name: "context.Canceled", err: fmt.Errorf("wait for pod: %w", context.Canceled), code: codes.Canceled,
-			info: info(server.ReasonCanceled, nil)},
+			info: info(errorinfo.ReasonCanceled, nil)},
 		{name: "context.DeadlineExceeded", err: fmt.Errorf("wait for pod: %w", context.DeadlineExceeded), code: codes.DeadlineExceeded,
-			info: info(server.ReasonDeadlineExceeded, nil)},
+			info: info(errorinfo.ReasonDeadlineExceeded, nil)},
 		{name: "canceled CRI call", err: fmt.Errorf("start container: %w", status.Error(codes.Canceled, "context canceled")),
-			code: codes.Canceled, info: info(server.ReasonCanceled, nil)},
+			code: codes.Canceled, info: info(errorinfo.ReasonCanceled, nil)},
 		{name: "runtime's NotFound is not ours", err: fmt.Errorf("start container: %w", status.Error(codes.NotFound, "no such container")),
-			code: codes.Unknown, info: info(server.ReasonInternal, nil), msg: "internal error; podsyncd's log has the details"},
+			code: codes.Unknown, info: info(errorinfo.ReasonInternal, nil), msg: "internal error; podsyncd's log has the details"},
 		{name: "other", err: fmt.Errorf("open /var/lib/podsync/state.db: %w", errors.New("permission denied")),
-			code: codes.Unknown, info: info(server.ReasonInternal, nil), msg: "internal error; podsyncd's log has the details"},
+			code: codes.Unknown, info: info(errorinfo.ReasonInternal, nil), msg: "internal error; podsyncd's log has the details"},
 		{name: "store.CompactedError", err: fmt.Errorf("watch: %w", &store.CompactedError{Revision: 3, CompactRevision: 40}),
-			code: codes.OutOfRange, info: info(server.ReasonRevisionCompacted, map[string]string{server.MetadataCompactRevision: "40"})},
+			code: codes.OutOfRange, info: info(errorinfo.ReasonRevisionCompacted, map[string]string{errorinfo.MetadataCompactRevision: "40"})},
 		{name: "store.ErrFutureRevision", err: fmt.Errorf("watch from 99: %w", store.ErrFutureRevision),
-			code: codes.OutOfRange, info: info(server.ReasonFutureRevision, nil)},
+			code: codes.OutOfRange, info: info(errorinfo.ReasonFutureRevision, nil)},
 		{name: "store.SlowConsumerError", err: &store.SlowConsumerError{LastRevision: 12},
-			code: codes.ResourceExhausted, info: info(server.ReasonSlowConsumer, map[string]string{server.MetadataRevision: "12"})},
+			code: codes.ResourceExhausted, info: info(errorinfo.ReasonSlowConsumer, map[string]string{errorinfo.MetadataRevision: "12"})},
 		{name: "store.ErrNotFound", err: fmt.Errorf("get shop/web: %w", store.ErrNotFound),
-			code: codes.NotFound, info: info(server.ReasonPodNotFound, nil)},
+			code: codes.NotFound, info: info(errorinfo.ReasonPodNotFound, nil)},
 		{name: "store.ErrAlreadyExists", err: fmt.Errorf("put shop/web: %w", store.ErrAlreadyExists),
-			code: codes.AlreadyExists, info: info(server.ReasonPodAlreadyExists, nil)},
+			code: codes.AlreadyExists, info: info(errorinfo.ReasonPodAlreadyExists, nil)},
 		{name: "store.ErrDeleting", err: fmt.Errorf("put shop/web: %w", store.ErrDeleting),
-			code: codes.Aborted, info: info(server.ReasonPodTerminating, nil)},
+			code: codes.Aborted, info: info(errorinfo.ReasonPodTerminating, nil)},
 		{name: "store.ErrClosed", err: fmt.Errorf("list: %w", store.ErrClosed),
-			code: codes.Unavailable, info: info(server.ReasonShuttingDown, nil)},
+			code: codes.Unavailable, info: info(errorinfo.ReasonShuttingDown, nil)},
 		{name: "revision compacted", err: server.RevisionCompactedError(42), code: codes.OutOfRange,
-			info: info(server.ReasonRevisionCompacted, map[string]string{server.MetadataCompactRevision: "42"})},
+			info: info(errorinfo.ReasonRevisionCompacted, map[string]string{errorinfo.MetadataCompactRevision: "42"})},
 		{name: "slow consumer", err: server.SlowConsumerError(7), code: codes.ResourceExhausted,
-			info: info(server.ReasonSlowConsumer, map[string]string{server.MetadataRevision: "7"})},
+			info: info(errorinfo.ReasonSlowConsumer, map[string]string{errorinfo.MetadataRevision: "7"})},
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/errorinfo"
 )
 
 // DefaultMaxRecvMsgSize is the largest message the server receives by
@@ -240,7 +241,7 @@ func (s *Server) recovered(ctx context.Context, p any) error {
 		log = s.log
 	}
 	log.Error("panic in call", zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
-	return NewError(codes.Internal, ReasonInternal, unknownMessage, nil)
+	return NewError(codes.Internal, errorinfo.ReasonInternal, unknownMessage, nil)
 }
 
 func (s *Server) unaryScope(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -318,7 +319,7 @@ func (e *shutdownError) Error() string {
 func (e *shutdownError) Unwrap() error { return e.cause }
 
 func (e *shutdownError) GRPCStatus() *status.Status {
-	return ToStatus(NewError(codes.Unavailable, ReasonShuttingDown,
+	return ToStatus(NewError(codes.Unavailable, errorinfo.ReasonShuttingDown,
 		"podsyncd is shutting down; retry once it is back", nil))
 }
 

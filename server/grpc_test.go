@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/internal/testcert"
 	"github.com/podsync/podsync/server"
 )
@@ -209,8 +210,8 @@ func wantError(t *testing.T, err error, code codes.Code, reason string) {
 	for _, d := range st.Details() {
 		if ei, ok := d.(*errdetails.ErrorInfo); ok {
 			got = ei.GetReason()
-			if ei.GetDomain() != server.ErrorDomain {
-				t.Errorf("ErrorInfo domain %q, want %q", ei.GetDomain(), server.ErrorDomain)
+			if ei.GetDomain() != errorinfo.Domain {
+				t.Errorf("ErrorInfo domain %q, want %q", ei.GetDomain(), errorinfo.Domain)
 			}
 		}
 	}
@@ -247,9 +248,9 @@ func TestUnixPeerReadOnly(t *testing.T) {
 	if err := callGetPod(ctx, c, "web"); err != nil {
 		t.Fatalf("GetPod: %v", err)
 	}
-	wantError(t, callSyncPod(ctx, c), codes.PermissionDenied, server.ReasonPermissionDenied)
+	wantError(t, callSyncPod(ctx, c), codes.PermissionDenied, errorinfo.ReasonPermissionDenied)
 	_, err := c.DeletePod(ctx, &podsyncv1.DeletePodRequest{Name: "web"})
-	wantError(t, err, codes.PermissionDenied, server.ReasonPermissionDenied)
+	wantError(t, err, codes.PermissionDenied, errorinfo.ReasonPermissionDenied)
 	if n := h.svc.calls.Load(); n != 1 {
 		t.Errorf("the service saw %d calls, want 1 (GetPod)", n)
 	}
@@ -308,7 +309,7 @@ func TestMTLS(t *testing.T) {
 	})
 	t.Run("unknown identity", func(t *testing.T) {
 		c := client(t, ca.Issue(t, testcert.Leaf{CN: "stranger"}))
-		wantError(t, callGetPod(testContext(t), c, "web"), codes.PermissionDenied, server.ReasonPermissionDenied)
+		wantError(t, callGetPod(testContext(t), c, "web"), codes.PermissionDenied, errorinfo.ReasonPermissionDenied)
 	})
 	t.Run("read identity by DNS SAN", func(t *testing.T) {
 		ctx := testContext(t)
@@ -316,7 +317,7 @@ func TestMTLS(t *testing.T) {
 		if err := callGetPod(ctx, c, "web"); err != nil {
 			t.Fatalf("GetPod: %v", err)
 		}
-		wantError(t, callSyncPod(ctx, c), codes.PermissionDenied, server.ReasonPermissionDenied)
+		wantError(t, callSyncPod(ctx, c), codes.PermissionDenied, errorinfo.ReasonPermissionDenied)
 	})
 	t.Run("read identity by URI SAN", func(t *testing.T) {
 		ctx := testContext(t)
@@ -324,7 +325,7 @@ func TestMTLS(t *testing.T) {
 		if err := callGetPod(ctx, c, "web"); err != nil {
 			t.Fatalf("GetPod: %v", err)
 		}
-		wantError(t, callSyncPod(ctx, c), codes.PermissionDenied, server.ReasonPermissionDenied)
+		wantError(t, callSyncPod(ctx, c), codes.PermissionDenied, errorinfo.ReasonPermissionDenied)
 	})
 	t.Run("admin identity", func(t *testing.T) {
 		c := client(t, ca.Issue(t, testcert.Leaf{CN: "admin"}))
@@ -358,7 +359,7 @@ func TestPlaintextTCP(t *testing.T) {
 		l := tcpListener(t)
 		start(t, server.Options{InsecureLoopback: true}, l)
 		c := podsyncv1.NewPodSyncServiceClient(dial(t, l.Addr().String(), insecure.NewCredentials()))
-		wantError(t, callGetPod(testContext(t), c, "web"), codes.Unauthenticated, server.ReasonUnauthenticated)
+		wantError(t, callGetPod(testContext(t), c, "web"), codes.Unauthenticated, errorinfo.ReasonUnauthenticated)
 	})
 	t.Run("loopback caller granted read", func(t *testing.T) {
 		ctx := testContext(t)
@@ -368,7 +369,7 @@ func TestPlaintextTCP(t *testing.T) {
 		if err := callGetPod(ctx, c, "web"); err != nil {
 			t.Fatalf("GetPod: %v", err)
 		}
-		wantError(t, callSyncPod(ctx, c), codes.PermissionDenied, server.ReasonPermissionDenied)
+		wantError(t, callSyncPod(ctx, c), codes.PermissionDenied, errorinfo.ReasonPermissionDenied)
 	})
 }
 
@@ -376,13 +377,13 @@ func TestPanicBecomesInternal(t *testing.T) {
 	ctx := testContext(t)
 	h, c, _ := serveUnix(t, server.Options{})
 
-	wantError(t, callGetPod(ctx, c, "panic"), codes.Internal, server.ReasonInternal)
+	wantError(t, callGetPod(ctx, c, "panic"), codes.Internal, errorinfo.ReasonInternal)
 	stream, err := c.WatchPods(ctx, &podsyncv1.WatchPodsRequest{Namespace: "panic"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = stream.Recv()
-	wantError(t, err, codes.Internal, server.ReasonInternal)
+	wantError(t, err, codes.Internal, errorinfo.ReasonInternal)
 
 	if err := callGetPod(ctx, c, "web"); err != nil {
 		t.Fatalf("GetPod after the panics: %v", err)
@@ -419,7 +420,7 @@ func TestLoggingOneLinePerCall(t *testing.T) {
 	if err := callGetPod(ctx, c, "web", grpc.Header(&header)); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, callSyncPod(ctx, c), codes.PermissionDenied, server.ReasonPermissionDenied)
+	wantError(t, callSyncPod(ctx, c), codes.PermissionDenied, errorinfo.ReasonPermissionDenied)
 
 	lines := h.logs.All()
 	if len(lines) != 2 {
@@ -539,10 +540,10 @@ func TestRateLimit(t *testing.T) {
 			t.Fatalf("SyncPod %d within the burst: %v", i, err)
 		}
 	}
-	wantError(t, callSyncPod(ctx, c), codes.ResourceExhausted, server.ReasonRateLimited)
+	wantError(t, callSyncPod(ctx, c), codes.ResourceExhausted, errorinfo.ReasonRateLimited)
 	// Every mutating method draws from the identity's one bucket.
 	_, err := c.DeletePod(ctx, &podsyncv1.DeletePodRequest{Name: "web"})
-	wantError(t, err, codes.ResourceExhausted, server.ReasonRateLimited)
+	wantError(t, err, codes.ResourceExhausted, errorinfo.ReasonRateLimited)
 	// Reads are not limited.
 	for range 5 {
 		if err := callGetPod(ctx, c, "web"); err != nil {
@@ -587,7 +588,7 @@ func TestHealthFollowsTheRuntime(t *testing.T) {
 	if err := hc.CheckReady(); status.Code(err) != codes.Unavailable {
 		t.Fatalf("CheckReady before the runtime answered: %v, want Unavailable", err)
 	}
-	wantError(t, hc.CheckReady(), codes.Unavailable, server.ReasonRuntimeUnavailable)
+	wantError(t, hc.CheckReady(), codes.Unavailable, errorinfo.ReasonRuntimeUnavailable)
 
 	// Both names the server answers for follow the probe.
 	services := []string{"", "podsync.v1.PodSyncService"}
@@ -716,14 +717,14 @@ func TestShutdown(t *testing.T) {
 
 			// Observer streams end at once, with a clear status.
 			_, err = watch.Recv()
-			wantError(t, err, codes.Unavailable, server.ReasonShuttingDown)
+			wantError(t, err, codes.Unavailable, errorinfo.ReasonShuttingDown)
 			// Health watchers see NOT_SERVING, or the end of the stream.
 			if resp, err := hw.Recv(); err == nil {
 				if resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
 					t.Errorf("health during shutdown: %v", resp.GetStatus())
 				}
 			} else {
-				wantError(t, err, codes.Unavailable, server.ReasonShuttingDown)
+				wantError(t, err, codes.Unavailable, errorinfo.ReasonShuttingDown)
 			}
 			select {
 			case err := <-syncDone:
@@ -740,7 +741,7 @@ func TestShutdown(t *testing.T) {
 					t.Fatalf("SyncPod: %v", err)
 				}
 			} else {
-				wantError(t, err, tt.wantSync, server.ReasonShuttingDown)
+				wantError(t, err, tt.wantSync, errorinfo.ReasonShuttingDown)
 			}
 			if err := <-shut; !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
 				t.Fatalf("Shutdown: %v, want %v", err, tt.wantErr)

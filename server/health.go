@@ -12,6 +12,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/errorinfo"
 )
 
 // DefaultProbeInterval is how often a HealthChecker probes the runtime by
@@ -96,7 +97,7 @@ func (hc *HealthChecker) CheckReady() error {
 	if hc.Ready() {
 		return nil
 	}
-	return NewError(codes.Unavailable, ReasonRuntimeUnavailable,
+	return NewError(codes.Unavailable, errorinfo.ReasonRuntimeUnavailable,
 		"the container runtime has not answered yet; retry", nil)
 }
 

@@ -5,18 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -24,92 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine"
-	"github.com/podsync/podsync/engine/criconfig"
-	"github.com/podsync/podsync/engine/enginetest"
-	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/errorinfo"
+	"github.com/podsync/podsync/internal/testdaemon"
 	"github.com/podsync/podsync/server"
 )
-
-// fullHarness is podsyncd's server as the daemon builds it — server.New
-// with every interceptor, the real PodSyncService and an engine.Node on a
-// FakeRuntime with its own store — on a unix socket (the caller is root,
-// hence admin). Every component logs to one observer.
-type fullHarness struct {
-	t         *testing.T
-	ctx       context.Context
-	rt        *enginetest.FakeRuntime
-	st        *store.Store
-	storePath string
-	cfg       criconfig.Options
-	logs      *observer.ObservedLogs
-	c         podsyncv1.PodSyncServiceClient
-}
-
-type fullOptions struct {
-	store  store.Options
-	server server.Options
-	dial   []grpc.DialOption
-}
-
-func newFullHarness(t *testing.T, o fullOptions) *fullHarness {
-	t.Helper()
-	ctx := testContext(t)
-	core, logs := observer.New(zapcore.DebugLevel)
-	log := zap.New(core)
-	rt := enginetest.NewRuntime(enginetest.WithImages(testImage))
-	storePath := filepath.Join(t.TempDir(), "podsync.db")
-	if o.store.Logger == nil {
-		o.store.Logger = log
-	}
-	st, err := store.Open(storePath, o.store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	cfg := criconfig.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
-	node, err := engine.NewNode(engine.NodeOptions{Runtime: rt, Images: rt, Store: st, Logger: log, Config: cfg,
-		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
-		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- node.Run(runCtx) }()
-
-	opts := o.server
-	opts.Service = server.NewService(server.ServiceOptions{Node: node, NodeName: "node-1", Logger: log,
-		Validator: &server.Validator{NodeName: "node-1"}, RunPods: runpods.Options{PodLogDir: cfg.PodLogDir}})
-	opts.Logger = log
-	srv, err := server.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, path := unixListener(t)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	conn, err := grpc.NewClient("unix://"+path, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, o.dial...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = conn.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		stop()
-		if err := <-ran; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return &fullHarness{t: t, ctx: ctx, rt: rt, st: st, storePath: storePath, cfg: cfg, logs: logs,
-		c: podsyncv1.NewPodSyncServiceClient(conn)}
-}
 
 // callSync runs a SyncPod call to its end and returns its messages.
 func callSync(ctx context.Context, c podsyncv1.PodSyncServiceClient, req *podsyncv1.SyncPodRequest) ([]*podsyncv1.SyncPodResponse, error) {
@@ -196,7 +110,7 @@ func configMaps(n, size int) []*podsyncv1.ConfigMap {
 // violation naming the limit — or, for a message beyond gRPC's receive
 // limit, RESOURCE_EXHAUSTED naming that one — before anything runs.
 func TestSizeLimits(t *testing.T) {
-	h := newFullHarness(t, fullOptions{})
+	h := newFullHarness(t)
 	pod := func(mutate func(*podsyncv1.Pod)) *podsyncv1.Pod {
 		p := testPod(t, "default", "web", nil)
 		mutate(p)
@@ -416,7 +330,7 @@ func TestHostilePathsRejected(t *testing.T) {
 // TestGetContainerLogsMessagesStayUnderClientLimit: long lines are sent
 // in messages a client with gRPC's default 4 MiB receive limit accepts.
 func TestGetContainerLogsMessagesStayUnderClientLimit(t *testing.T) {
-	h := newFullHarness(t, fullOptions{})
+	h := newFullHarness(t)
 	msgs, err := callSync(h.ctx, h.c, &podsyncv1.SyncPodRequest{Pod: testPod(t, "default", "web", nil)})
 	if err != nil {
 		t.Fatal(err)
@@ -459,11 +373,11 @@ func TestGetContainerLogsMessagesStayUnderClientLimit(t *testing.T) {
 // SLOW_CONSUMER once gRPC's flow-control window and its watch buffer are
 // full, instead of having the changes queued for it without bound.
 func TestWatchPodsSlowConsumerIsCutOff(t *testing.T) {
-	h := newFullHarness(t, fullOptions{
-		store: store.Options{WatchBuffer: 16},
+	h := newFullHarness(t, func(o *testdaemon.Options) {
+		o.Store.WatchBuffer = 16
 		// A fixed 64 KiB window (no BDP growth): the transport holds
 		// that much for a reader that does not read.
-		dial: []grpc.DialOption{grpc.WithInitialWindowSize(64 << 10), grpc.WithInitialConnWindowSize(64 << 10)},
+		o.Dial = []grpc.DialOption{grpc.WithInitialWindowSize(64 << 10), grpc.WithInitialConnWindowSize(64 << 10)}
 	})
 	if _, err := callSync(h.ctx, h.c, &podsyncv1.SyncPodRequest{Pod: testPod(t, "default", "web", nil)}); err != nil {
 		t.Fatal(err)
@@ -511,7 +425,7 @@ func TestWatchPodsSlowConsumerIsCutOff(t *testing.T) {
 			continue
 		}
 		n, err := recvErr(stream)
-		wantError(t, err, codes.ResourceExhausted, server.ReasonSlowConsumer)
+		wantError(t, err, codes.ResourceExhausted, errorinfo.ReasonSlowConsumer)
 		if n >= changes {
 			t.Errorf("received all %d changes: not cut off", n)
 		}

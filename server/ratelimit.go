@@ -8,12 +8,9 @@ import (
 
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc/codes"
-)
 
-// ReasonRateLimited (RESOURCE_EXHAUSTED): the caller's identity made more
-// mutating calls than its rate limit allows. Metadata "identity" and
-// "retry_after_ms". Retry after a back-off.
-const ReasonRateLimited = "RATE_LIMITED"
+	"github.com/podsync/podsync/errorinfo"
+)
 
 // Defaults of RateLimit.
 const (
@@ -91,12 +88,12 @@ func (l *limiters) allow(key string) error {
 	// Refused calls take no token, so a client that keeps retrying is
 	// not starved for longer than its rate says.
 	r.CancelAt(now)
-	return NewError(codes.ResourceExhausted, ReasonRateLimited,
+	return NewError(codes.ResourceExhausted, errorinfo.ReasonRateLimited,
 		fmt.Sprintf("rate limit of %g mutating calls per second (burst %d) exceeded for %s; retry in %s",
 			float64(l.limit), l.burst, key, delay.Round(time.Millisecond)),
 		map[string]string{
-			"identity":       key,
-			"retry_after_ms": strconv.FormatInt(delay.Milliseconds()+1, 10),
+			errorinfo.MetadataIdentity:         key,
+			errorinfo.MetadataRetryAfterMillis: strconv.FormatInt(delay.Milliseconds()+1, 10),
 		})
 }
 

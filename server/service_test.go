@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
@@ -25,75 +23,64 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
-	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
-	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/errorinfo"
+	"github.com/podsync/podsync/internal/testdaemon"
 	"github.com/podsync/podsync/server"
 )
 
 // testImage is held by every fake runtime.
-const testImage = "registry.local/busybox:1"
+const testImage = testdaemon.Image
 
-// svcHarness is the real PodSyncService on an engine.Node on a
-// FakeRuntime with its own store, served over bufconn.
+// svcHarness is an in-process podsyncd (internal/testdaemon) for one
+// test, with the test's context: the real PodSyncService on an
+// engine.Node on a FakeRuntime with its own store.
 type svcHarness struct {
-	t   *testing.T
-	ctx context.Context
-	rt  *enginetest.FakeRuntime
-	st  *store.Store
-	c   podsyncv1.PodSyncServiceClient
+	t         *testing.T
+	ctx       context.Context
+	rt        *enginetest.FakeRuntime
+	st        *store.Store
+	storePath string
+	// logs are every component's logs (newFullHarness only).
+	logs *observer.ObservedLogs
+	c    podsyncv1.PodSyncServiceClient
 }
 
-func newSvcHarness(t *testing.T, mutate ...func(*server.ServiceOptions)) *svcHarness {
+func newHarness(t *testing.T, o testdaemon.Options, logs *observer.ObservedLogs) *svcHarness {
 	t.Helper()
 	ctx := testContext(t)
-	rt := enginetest.NewRuntime(enginetest.WithImages(testImage))
-	st, err := store.Open(filepath.Join(t.TempDir(), "podsync.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	cfg := criconfig.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
-	node, err := engine.NewNode(engine.NodeOptions{Runtime: rt, Images: rt, Store: st, Logger: zaptest.NewLogger(t), Config: cfg,
-		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
-		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- node.Run(runCtx) }()
+	d := testdaemon.New(t, o)
+	return &svcHarness{t: t, ctx: ctx, rt: d.Runtime, st: d.Store, storePath: d.StorePath, logs: logs, c: d.Client}
+}
 
-	opts := server.ServiceOptions{Node: node, NodeName: "node-1", Logger: zaptest.NewLogger(t),
-		RunPods: runpods.Options{PodLogDir: cfg.PodLogDir}}
+// newSvcHarness serves the bare service (behind the error interceptors
+// only) over bufconn, its options adjusted by mutate.
+func newSvcHarness(t *testing.T, mutate ...func(*server.ServiceOptions)) *svcHarness {
+	t.Helper()
+	return newHarness(t, testdaemon.Options{Transport: testdaemon.Bufconn, Logger: zaptest.NewLogger(t),
+		Service: func(o *server.ServiceOptions) {
+			for _, m := range mutate {
+				m(o)
+			}
+		}}, nil)
+}
+
+// newFullHarness is podsyncd's server as the daemon builds it — server.New
+// with every interceptor — on a unix socket (the caller is root, hence
+// admin), every component logging to one observer, its options adjusted
+// by mutate.
+func newFullHarness(t *testing.T, mutate ...func(*testdaemon.Options)) *svcHarness {
+	t.Helper()
+	core, logs := observer.New(zapcore.DebugLevel)
+	o := testdaemon.Options{Logger: zap.New(core), Service: func(o *server.ServiceOptions) {
+		o.Validator = &server.Validator{NodeName: testdaemon.NodeName}
+	}}
 	for _, m := range mutate {
-		m(&opts)
+		m(&o)
 	}
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(server.UnaryErrorInterceptor()),
-		grpc.ChainStreamInterceptor(server.StreamErrorInterceptor()))
-	podsyncv1.RegisterPodSyncServiceServer(srv, server.NewService(opts))
-	served := make(chan struct{})
-	go func() { defer close(served); _ = srv.Serve(lis) }()
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = conn.Close()
-		srv.Stop()
-		<-served
-		stop()
-		if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return &svcHarness{t: t, ctx: ctx, rt: rt, st: st, c: podsyncv1.NewPodSyncServiceClient(conn)}
+	return newHarness(t, o, logs)
 }
 
 // testPod is a one-container pod that runs until stopped.
@@ -225,7 +212,7 @@ func TestPlanPodHasNoSideEffects(t *testing.T) {
 		t.Errorf("container type %v", ct)
 	}
 	_, err = h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"})
-	wantError(t, err, codes.NotFound, server.ReasonPodNotFound)
+	wantError(t, err, codes.NotFound, errorinfo.ReasonPodNotFound)
 	sandboxes, err := h.rt.ListPodSandbox(h.ctx, nil)
 	if err != nil || len(sandboxes) != 0 {
 		t.Errorf("sandboxes after PlanPod: %d %v", len(sandboxes), err)
@@ -280,14 +267,14 @@ func TestGetAndListPods(t *testing.T) {
 		}
 	}
 	_, err := h.c.ListPods(h.ctx, &podsyncv1.ListPodsRequest{LabelSelector: "app in (("})
-	wantError(t, err, codes.InvalidArgument, server.ReasonInvalidSpec)
+	wantError(t, err, codes.InvalidArgument, errorinfo.ReasonInvalidSpec)
 
 	got, err := h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Namespace: "a", Name: "two"})
 	if err != nil || got.GetPod().GetMetadata().GetLabels()["app"] != "db" {
 		t.Fatalf("GetPod: %v %v", got, err)
 	}
 	_, err = h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Namespace: "a", Name: "three"})
-	wantError(t, err, codes.NotFound, server.ReasonPodNotFound)
+	wantError(t, err, codes.NotFound, errorinfo.ReasonPodNotFound)
 }
 
 func equalStrings(a, b []string) bool {
@@ -313,7 +300,7 @@ func TestDeletePod(t *testing.T) {
 	}
 	_, res := h.sync(testPod(t, "default", "web", nil))
 	_, err = h.c.DeletePod(h.ctx, &podsyncv1.DeletePodRequest{Name: "web", Uid: "6f1e7a4e-1d5b-4a8e-9c3b-2f0a1b2c3d4e"})
-	wantError(t, err, codes.FailedPrecondition, server.ReasonUIDMismatch)
+	wantError(t, err, codes.FailedPrecondition, errorinfo.ReasonUIDMismatch)
 	if _, err := h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"}); err != nil {
 		t.Fatalf("GetPod after a refused delete: %v", err)
 	}
@@ -326,7 +313,7 @@ func TestDeletePod(t *testing.T) {
 		t.Errorf("steps %v: want a kill", resp.GetSteps())
 	}
 	_, err = h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"})
-	wantError(t, err, codes.NotFound, server.ReasonPodNotFound)
+	wantError(t, err, codes.NotFound, errorinfo.ReasonPodNotFound)
 }
 
 // watch opens a WatchPods stream and returns a function that receives
@@ -422,14 +409,14 @@ func TestWatchPods(t *testing.T) {
 	recv, cancel2 := h.watch(&podsyncv1.WatchPodsRequest{SinceRevision: 1})
 	defer cancel2()
 	_, err = recv()
-	wantError(t, err, codes.OutOfRange, server.ReasonRevisionCompacted)
+	wantError(t, err, codes.OutOfRange, errorinfo.ReasonRevisionCompacted)
 	var info *errdetails.ErrorInfo
 	for _, d := range status.Convert(err).Details() {
 		if ei, ok := d.(*errdetails.ErrorInfo); ok {
 			info = ei
 		}
 	}
-	if info.GetMetadata()[server.MetadataCompactRevision] == "" {
+	if info.GetMetadata()[errorinfo.MetadataCompactRevision] == "" {
 		t.Errorf("ErrorInfo %v: no compact_revision", info)
 	}
 }
@@ -512,7 +499,7 @@ func TestRunPods(t *testing.T) {
 	if !small.GetAdmitted() || small.GetOutcome() != podsyncv1.PodOutcome_POD_OUTCOME_REACHED_TARGET {
 		t.Errorf("small: %v", small)
 	}
-	if rejected.GetAdmitted() || rejected.GetOutcome() != podsyncv1.PodOutcome_POD_OUTCOME_REJECTED || rejected.GetReason() != server.ReasonOutOfCPU {
+	if rejected.GetAdmitted() || rejected.GetOutcome() != podsyncv1.PodOutcome_POD_OUTCOME_REJECTED || rejected.GetReason() != admit.ReasonOutOfCPU {
 		t.Errorf("big: %v", rejected)
 	}
 }
@@ -554,7 +541,7 @@ func TestGetContainerLogsTail(t *testing.T) {
 	if err == nil {
 		_, err = stream.Recv()
 	}
-	wantError(t, err, codes.NotFound, server.ReasonContainerNotFound)
+	wantError(t, err, codes.NotFound, errorinfo.ReasonContainerNotFound)
 }
 
 // TestSyncPodInvalidImage: a bad image is INVALID_ARGUMENT with a field
@@ -567,7 +554,7 @@ func TestSyncPodInvalidImage(t *testing.T) {
 	if err == nil {
 		_, err = stream.Recv()
 	}
-	wantError(t, err, codes.InvalidArgument, server.ReasonInvalidSpec)
+	wantError(t, err, codes.InvalidArgument, errorinfo.ReasonInvalidSpec)
 	var fields []string
 	for _, d := range status.Convert(err).Details() {
 		if br, ok := d.(*errdetails.BadRequest); ok {
@@ -591,12 +578,12 @@ func TestUnavailableBeforeReady(t *testing.T) {
 	hc := server.NewHealthChecker(func(context.Context) error { return errors.New("down") }, time.Hour, nil)
 	h := newSvcHarness(t, func(o *server.ServiceOptions) { o.Health = hc })
 	_, err := h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"})
-	wantError(t, err, codes.Unavailable, server.ReasonRuntimeUnavailable)
+	wantError(t, err, codes.Unavailable, errorinfo.ReasonRuntimeUnavailable)
 	_, err = h.c.ListPods(h.ctx, &podsyncv1.ListPodsRequest{})
-	wantError(t, err, codes.Unavailable, server.ReasonRuntimeUnavailable)
+	wantError(t, err, codes.Unavailable, errorinfo.ReasonRuntimeUnavailable)
 	stream, err := h.c.SyncPod(h.ctx, &podsyncv1.SyncPodRequest{Pod: testPod(t, "default", "web", nil)})
 	if err == nil {
 		_, err = stream.Recv()
 	}
-	wantError(t, err, codes.Unavailable, server.ReasonRuntimeUnavailable)
+	wantError(t, err, codes.Unavailable, errorinfo.ReasonRuntimeUnavailable)
 }

@@ -22,6 +22,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/server"
 )
 
@@ -665,8 +666,8 @@ func TestValidateBadRequests(t *testing.T) {
 				t.Fatalf("code = %s, want InvalidArgument; violations:\n%v", st.Code(), errs.ToAggregate())
 			}
 			info, br := details(t, st)
-			if info.GetReason() != server.ReasonInvalidSpec || info.GetDomain() != server.ErrorDomain {
-				t.Errorf("ErrorInfo = %v, want reason %s in %s", info, server.ReasonInvalidSpec, server.ErrorDomain)
+			if info.GetReason() != errorinfo.ReasonInvalidSpec || info.GetDomain() != errorinfo.Domain {
+				t.Errorf("ErrorInfo = %v, want reason %s in %s", info, errorinfo.ReasonInvalidSpec, errorinfo.Domain)
 			}
 			var got []string
 			for _, fv := range br.GetFieldViolations() {
@@ -793,7 +794,7 @@ func TestPodsFromRequest(t *testing.T) {
 		}
 		var ve *server.ValidationError
 		if !errors.As(err, &ve) || !errors.Is(err, errdefs.ErrInvalidSpec) {
-			t.Fatalf("err = %v, want a *ValidationError matching engine.ErrInvalidSpec", err)
+			t.Fatalf("err = %v, want a *ValidationError matching errdefs.ErrInvalidSpec", err)
 		}
 		var got []string
 		for _, fe := range ve.Errors {

@@ -178,7 +178,7 @@ type Summary struct {
 // not nil, from several goroutines, serialised) as things happen. It
 // returns when every admitted pod has a verdict, or with ctx's error when
 // the caller goes away — the pods keep running either way. If the apply of
-// a pod fails with an error wrapping engine.ErrRuntimeUnavailable, the pod
+// a pod fails with an error wrapping errdefs.ErrRuntimeUnavailable, the pod
 // has not failed: Run stops waiting and returns that error at once; the
 // pods applied stay stored, converge once the runtime is back, and a run
 // of the same batch picks them up.

@@ -30,7 +30,7 @@ import (
 )
 
 // Settings podsyncd runs with; the raw baseline builds its CRI configs
-// with the same engine.Options.
+// with the same criconfig.Options.
 const (
 	benchNode      = "podsync-bench"
 	benchNodeIP    = "127.0.0.1"

@@ -276,7 +276,7 @@ func rawUIDs(pods []rawPod) []types.UID {
 }
 
 // rawPods builds the CRI configs of pods exactly as the engine does
-// (engine.SandboxConfig and engine.ContainerConfig with podsyncd's node
+// (criconfig.SandboxConfig and criconfig.ContainerConfig with podsyncd's node
 // settings and the image ID podsync resolves), without the
 // podsync.io/managed label so podsyncd leaves them alone, and creates
 // what they mount (the /etc/hosts file, the termination message file) and

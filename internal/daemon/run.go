@@ -39,6 +39,7 @@ import (
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/server"
 )
 
@@ -445,7 +446,7 @@ func (l *lateService) get() (podsyncv1.PodSyncServiceServer, error) {
 	if b := l.cur.Load(); b != nil {
 		return b.svc, nil
 	}
-	return nil, server.NewError(codes.Unavailable, server.ReasonRuntimeUnavailable,
+	return nil, server.NewError(codes.Unavailable, errorinfo.ReasonRuntimeUnavailable,
 		"podsyncd is not connected to the container runtime yet; retry", nil)
 }
 

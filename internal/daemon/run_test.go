@@ -23,8 +23,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/internal/daemon"
-	"github.com/podsync/podsync/server"
 )
 
 // syncBuffer is a bytes.Buffer safe for the daemon's logger and the test.
@@ -296,8 +296,8 @@ security:
 			reason = info.GetReason()
 		}
 	}
-	if reason != server.ReasonRuntimeUnavailable {
-		t.Errorf("GetPod reason %q, want %s", reason, server.ReasonRuntimeUnavailable)
+	if reason != errorinfo.ReasonRuntimeUnavailable {
+		t.Errorf("GetPod reason %q, want %s", reason, errorinfo.ReasonRuntimeUnavailable)
 	}
 	_ = conn.Close()
 

@@ -6,12 +6,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podsync/podsync/engine/plan"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/podsync/podsync/engine/plan"
 )
 
 var T0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)

@@ -12,6 +12,14 @@
 //			Started: func(i *localcri.Instance) error { inst = i; return nil },
 //		})
 //	}
+//
+// The packages that run podsyncd as operators do, a child process built
+// once with Build, start it with StartPodsyncd: the flags every test
+// podsyncd needs (runtime endpoint, socket, directories, node address),
+// its environment and log, and a Podsyncd to wait on its health, signal,
+// stop or kill it and read its exit. Its options cover a podsyncd that
+// must not die (an exit fails the test) and one that a test crashes and
+// restarts on the same directories.
 package localcritest
 
 import (

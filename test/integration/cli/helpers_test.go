@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,51 +21,39 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/internal/localcri/localcritest"
 )
 
-// podsyncd is one test's podsyncd, a child process with its own socket,
-// root and log directories.
+// podsyncd is one test's podsyncd, a child process
+// (localcritest.Podsyncd) with its own socket, root and log directories.
 type podsyncd struct {
+	*localcritest.Podsyncd
 	t       *testing.T
 	address string
-	log     string
-	cmd     *exec.Cmd
-	done    chan struct{}
 }
 
 // startPodsyncd starts podsyncd on the package's containerd and waits
 // until it is healthy (through podsyncctl health --wait). When the test
-// ends, every pod is deleted, its cgroups removed, podsyncd stopped.
+// ends, every pod is deleted, its cgroups removed, podsyncd stopped; it
+// must exit 0.
 func startPodsyncd(t *testing.T) *podsyncd {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ctl-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &podsyncd{t: t, address: "unix://" + filepath.Join(dir, "podsync.sock"), log: filepath.Join(dir, "podsyncd.log"), done: make(chan struct{})}
-	logf, err := os.Create(d.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.cmd = exec.Command(podsyncdBin, "--listen", d.address, "--runtime-endpoint", inst.Endpoint(),
-		"--root-dir", filepath.Join(dir, "root"), "--pod-log-dir", filepath.Join(dir, "logs"),
-		"--node-ip", "127.0.0.1", "--log-format", "console", "--shutdown-timeout", "10s")
-	d.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	if err := d.cmd.Start(); err != nil {
-		_ = logf.Close()
-		t.Fatalf("start podsyncd: %v", err)
-	}
-	go func() {
-		_ = d.cmd.Wait()
-		_ = logf.Close()
-		close(d.done)
-	}()
+	socket := filepath.Join(dir, "podsync.sock")
+	d := &podsyncd{t: t, address: "unix://" + socket}
+	d.Podsyncd = localcritest.StartPodsyncd(t, localcritest.PodsyncdOptions{
+		Bin: podsyncdBin, Instance: inst, Socket: socket,
+		RootDir: filepath.Join(dir, "root"), PodLogDir: filepath.Join(dir, "logs"),
+		ShutdownTimeout: 10 * time.Second, Args: []string{"--log-format=console"},
+		Log: filepath.Join(dir, "podsyncd.log"),
+	})
 	t.Cleanup(func() {
 		d.cleanup()
 		if t.Failed() {
-			b, _ := os.ReadFile(d.log)
-			t.Logf("podsyncd log:\n%s", b)
+			t.Logf("podsyncd log:\n%s", d.LogText())
 		}
 		_ = os.RemoveAll(dir)
 	})
@@ -78,8 +65,8 @@ func startPodsyncd(t *testing.T) *podsyncd {
 	return d
 }
 
-// cleanup deletes every pod with podsyncctl, removes their cgroups and
-// stops podsyncd.
+// cleanup deletes every pod with podsyncctl, stops podsyncd and removes
+// the pods' cgroups.
 func (d *podsyncd) cleanup() {
 	t := d.t
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -93,14 +80,7 @@ func (d *podsyncd) cleanup() {
 	if r := d.ctl(ctx, "", "delete", "--all", "--grace-period", "0"); r.code != 0 {
 		t.Errorf("cleanup: delete --all: %+v", r)
 	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(30 * time.Second):
-		t.Errorf("podsyncd ignored SIGTERM for 30s; killing it")
-		_ = d.cmd.Process.Kill()
-		<-d.done
-	}
+	d.Stop()
 	for _, uid := range uids {
 		if err := removePodCgroups(uid); err != nil {
 			t.Errorf("cleanup: %v", err)

@@ -21,8 +21,8 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
-	"github.com/podsync/podsync/server"
 )
 
 // TestSIGTERMDuringRunPods stops podsyncd while a RunPods of five pods is
@@ -60,7 +60,7 @@ func TestSIGTERMDuringRunPods(t *testing.T) {
 	if first.GetStep() == nil && first.GetStatus() == nil {
 		t.Fatalf("first message %v, want a step or a status", first)
 	}
-	d.signal(syscall.SIGTERM)
+	d.Signal(syscall.SIGTERM)
 	sent := time.Now()
 	msgs := 1
 	for {
@@ -73,15 +73,15 @@ func TestSIGTERMDuringRunPods(t *testing.T) {
 			continue
 		}
 		st := status.Convert(err)
-		if st.Code() != codes.Unavailable || errorReason(err) != server.ReasonShuttingDown || st.Message() == "" {
+		if st.Code() != codes.Unavailable || errorReason(err) != errorinfo.ReasonShuttingDown || st.Message() == "" {
 			t.Errorf("RunPods ended with %v (reason %q), want UNAVAILABLE with reason %s and a message",
-				err, errorReason(err), server.ReasonShuttingDown)
+				err, errorReason(err), errorinfo.ReasonShuttingDown)
 		}
 		t.Logf("RunPods ended after %d messages, %s after SIGTERM: %v", msgs, time.Since(sent).Round(time.Millisecond), err)
 		break
 	}
 	code := d.wait(shutdownTimeout + 10*time.Second)
-	took := d.exitedAt.Sub(sent)
+	took := d.ExitedAt().Sub(sent)
 	t.Logf("podsyncd exited %d, %s after SIGTERM", code, took.Round(time.Millisecond))
 	if code != 0 {
 		t.Errorf("podsyncd exited %d after SIGTERM, want 0", code)
@@ -91,7 +91,7 @@ func TestSIGTERMDuringRunPods(t *testing.T) {
 	if took > shutdownTimeout+2*time.Second {
 		t.Errorf("podsyncd took %s to exit, its shutdown timeout is %s", took, shutdownTimeout)
 	}
-	for line := range strings.Lines(d.logText()) {
+	for line := range strings.Lines(d.LogText()) {
 		if strings.Contains(line, "shut") || strings.Contains(line, "stop") {
 			t.Logf("podsyncd: %s", strings.TrimSpace(line))
 		}

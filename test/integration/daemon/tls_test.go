@@ -20,9 +20,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/internal/daemon"
 	"github.com/podsync/podsync/internal/testcert"
-	"github.com/podsync/podsync/server"
 )
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -129,7 +129,7 @@ security:
 
 	t.Run("identity without role", func(t *testing.T) {
 		_, err := dial(t, ca.Issue(t, testcert.Leaf{CN: "itest-nobody"})).ListPods(ctx, &podsyncv1.ListPodsRequest{})
-		if status.Code(err) != codes.PermissionDenied || errorReason(err) != server.ReasonPermissionDenied ||
+		if status.Code(err) != codes.PermissionDenied || errorReason(err) != errorinfo.ReasonPermissionDenied ||
 			!strings.Contains(status.Convert(err).Message(), "cn:itest-nobody has no role") {
 			t.Errorf("ListPods: %v; want PERMISSION_DENIED naming the identity", err)
 		}
@@ -144,10 +144,10 @@ security:
 		if err == nil {
 			_, err = stream.Recv()
 		}
-		if status.Code(err) != codes.PermissionDenied || errorReason(err) != server.ReasonPermissionDenied {
+		if status.Code(err) != codes.PermissionDenied || errorReason(err) != errorinfo.ReasonPermissionDenied {
 			t.Errorf("SyncPod: %v; want PERMISSION_DENIED", err)
 		}
-		if _, err := c.DeletePod(ctx, ref); status.Code(err) != codes.PermissionDenied || errorReason(err) != server.ReasonPermissionDenied {
+		if _, err := c.DeletePod(ctx, ref); status.Code(err) != codes.PermissionDenied || errorReason(err) != errorinfo.ReasonPermissionDenied {
 			t.Errorf("DeletePod: %v; want PERMISSION_DENIED", err)
 		}
 		if !d.logHas(`"finished call"`, `"identity":"cn:itest-reader"`, `"role":"read"`, `"grpc_code":"PermissionDenied"`) {
@@ -221,7 +221,7 @@ func TestListenerSecurity(t *testing.T) {
 		}
 		defer func() { _ = conn.Close() }()
 		_, err = podsyncv1.NewPodSyncServiceClient(conn).ListPods(ctx, &podsyncv1.ListPodsRequest{})
-		if status.Code(err) != codes.Unauthenticated || errorReason(err) != server.ReasonUnauthenticated {
+		if status.Code(err) != codes.Unauthenticated || errorReason(err) != errorinfo.ReasonUnauthenticated {
 			t.Errorf("anonymous ListPods: %v; want UNAUTHENTICATED", err)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,7 +129,7 @@ func TestCrashAtFailpoints(t *testing.T) {
 				_, err := n.runPods(ctx, batch, nil)
 				return err
 			}
-			n.cur.stop()
+			n.cur.Stop()
 			if tc.prepare != nil {
 				tc.prepare()
 			}
@@ -181,15 +182,15 @@ func (n *node) crashAt(ctx context.Context, arm string, trigger func(context.Con
 	name := strings.SplitN(arm, "=", 2)[0]
 	d := n.start(arm)
 	done := n.triggerWhileUp(ctx, d, trigger)
-	if !d.awaitExit(2 * time.Minute) {
-		d.kill9()
-		n.t.Fatalf("%s still ran 2 minutes later: failpoint %s never fired (request: %v)", d.name, name, <-done)
+	if !d.AwaitExit(2 * time.Minute) {
+		d.Kill()
+		n.t.Fatalf("%s still ran 2 minutes later: failpoint %s never fired (request: %v)", d.Name(), name, <-done)
 	}
 	err := <-done
-	if !d.killedBySIGKILL() || !d.fired(name) {
-		n.t.Fatalf("%s ended with %v, want killed by failpoint %s", d.name, d.state, name)
+	if !d.KilledBy(syscall.SIGKILL) || !d.fired(name) {
+		n.t.Fatalf("%s ended with %v, want killed by failpoint %s", d.Name(), d.State(), name)
 	}
-	n.t.Logf("%s died at its failpoint (request: %v)", d.name, err)
+	n.t.Logf("%s died at its failpoint (request: %v)", d.Name(), err)
 }
 
 // triggerWhileUp runs trigger once d serves (if it ever does), until d
@@ -197,14 +198,14 @@ func (n *node) crashAt(ctx context.Context, arm string, trigger func(context.Con
 func (n *node) triggerWhileUp(ctx context.Context, d *podsyncd, trigger func(context.Context) error) <-chan error {
 	done := make(chan error, 1)
 	if !d.awaitServing(time.Minute) {
-		done <- fmt.Errorf("%s exited before serving", d.name)
+		done <- fmt.Errorf("%s exited before serving", d.Name())
 		return done
 	}
 	tctx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer cancel()
 		select {
-		case <-d.done:
+		case <-d.Done():
 		case <-tctx.Done():
 		}
 	}()
@@ -271,7 +272,7 @@ func TestRandomKills(t *testing.T) {
 		batch := newBatch(t, fmt.Sprintf("random-%d", round), vet.pod)
 		run := func(ctx context.Context) error { _, err := n.runPods(ctx, batch, nil); return err }
 		for k := range kills {
-			if n.cur.exited() {
+			if n.cur.Exited() {
 				n.startServing()
 			}
 			n.killAtRandom(ctx, rng, fmt.Sprintf("round %d, kill %d of RunPods", round, k+1), 3*time.Second, run)
@@ -300,7 +301,7 @@ func (n *node) killAtRandom(ctx context.Context, rng *rand.Rand, what string, up
 	case <-time.After(delay):
 	case <-ctx.Done():
 	}
-	d.kill9()
+	d.Kill()
 	err := <-done
-	n.t.Logf("%s: killed %s after %s (request: %v)", what, d.name, delay.Round(time.Millisecond), err)
+	n.t.Logf("%s: killed %s after %s (request: %v)", what, d.Name(), delay.Round(time.Millisecond), err)
 }

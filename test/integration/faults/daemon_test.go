@@ -10,11 +10,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -69,8 +67,8 @@ func newNode(t *testing.T) *node {
 				n.showLogs()
 			}
 		}()
-		if d := n.cur; d != nil && !d.exited() {
-			defer d.stop()
+		if d := n.cur; d != nil && !d.Exited() {
+			defer d.Stop()
 			n.deleteAll()
 		}
 	})
@@ -83,72 +81,41 @@ func (n *node) client() podsyncv1.PodSyncServiceClient {
 	return podsyncv1.NewPodSyncServiceClient(n.conn)
 }
 
-// podsyncd is one podsyncd child process.
+// podsyncd is one podsyncd child process of the node
+// (localcritest.Podsyncd).
 type podsyncd struct {
-	n     *node
-	name  string
-	armed string
-	cmd   *exec.Cmd
-	log   string
-	done  chan struct{} // closed when the process has been reaped
-	state *os.ProcessState
+	*localcritest.Podsyncd
+	n *node
 }
 
-// start starts podsyncd with PODSYNC_FAILPOINTS=armed (none if empty). The
-// previous podsyncd must have exited.
+// start starts podsyncd with PODSYNC_FAILPOINTS=armed (none if empty, even
+// if the test's environment arms one). The previous podsyncd must have
+// exited.
 func (n *node) start(armed string) *podsyncd {
 	n.t.Helper()
-	if n.cur != nil && !n.cur.exited() {
-		n.t.Fatalf("start podsyncd: %s is still running", n.cur.name)
+	if n.cur != nil && !n.cur.Exited() {
+		n.t.Fatalf("start podsyncd: %s is still running", n.cur.Name())
 	}
 	n.runs++
-	d := &podsyncd{n: n, armed: armed, done: make(chan struct{}),
-		name: fmt.Sprintf("podsyncd run %d", n.runs), log: filepath.Join(n.logDir, fmt.Sprintf("podsyncd-%02d.log", n.runs))}
-	if armed != "" {
-		d.name += " (" + armed + ")"
-	}
-	logf, err := os.Create(d.log)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	args := []string{
-		"--config=" + n.config,
-		"--runtime-endpoint=" + inst.Endpoint(),
-		"--listen=unix://" + n.socket,
-		"--root-dir=" + n.rootDir,
-		"--pod-log-dir=" + n.podLogDir,
-		"--node-name=faults-" + inst.ID(),
-		"--node-ip=127.0.0.1",
-		"--shutdown-timeout=5s",
+	o := localcritest.PodsyncdOptions{
+		Bin: podsyncdBin, Instance: inst, Socket: n.socket,
+		RootDir: n.rootDir, PodLogDir: n.podLogDir,
+		NodeName: "faults-" + inst.ID(), Config: n.config,
 		// The pods' cgroups live under the run's own root, which TestMain
 		// removes.
-		"--cgroup-root=" + localcritest.CgroupRoot(inst),
+		Args:  []string{"--cgroup-root=" + localcritest.CgroupRoot(inst)},
+		Unset: []string{failpoint.EnvVar},
+		Log:   filepath.Join(n.logDir, fmt.Sprintf("podsyncd-%02d.log", n.runs)),
+		Name:  fmt.Sprintf("podsyncd run %d", n.runs),
 	}
 	if n.metricsAddr != "" {
-		args = append(args, "--metrics-address="+n.metricsAddr)
-	}
-	d.cmd = exec.Command(podsyncdBin, args...)
-	env := []string{"GORACE=atexit_sleep_ms=0"}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, failpoint.EnvVar+"=") {
-			env = append(env, kv)
-		}
+		o.Args = append(o.Args, "--metrics-address="+n.metricsAddr)
 	}
 	if armed != "" {
-		env = append(env, failpoint.EnvVar+"="+armed)
+		o.Env = []string{failpoint.EnvVar + "=" + armed}
+		o.Name += " (" + armed + ")"
 	}
-	d.cmd.Env = env
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	if err := d.cmd.Start(); err != nil {
-		_ = logf.Close()
-		n.t.Fatalf("start podsyncd: %v", err)
-	}
-	go func() {
-		_ = d.cmd.Wait()
-		d.state = d.cmd.ProcessState
-		_ = logf.Close()
-		close(d.done)
-	}()
+	d := &podsyncd{Podsyncd: localcritest.StartPodsyncd(n.t, o), n: n}
 	n.cur = d
 	return d
 }
@@ -158,116 +125,28 @@ func (n *node) startServing() *podsyncd {
 	n.t.Helper()
 	d := n.start("")
 	if !d.awaitServing(time.Minute) {
-		n.t.Fatalf("%s exited (%v) before serving", d.name, d.state)
+		n.t.Fatalf("%s exited (%v) before serving", d.Name(), d.State())
 	}
 	return d
 }
 
-// exited reports whether the process has exited.
-func (d *podsyncd) exited() bool {
-	select {
-	case <-d.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// health returns podsync.v1.PodSyncService's health, or an error.
-func (n *node) health(ctx context.Context) (healthpb.HealthCheckResponse_ServingStatus, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	resp, err := healthpb.NewHealthClient(n.conn).Check(ctx,
-		&healthpb.HealthCheckRequest{Service: podsyncv1.PodSyncService_ServiceDesc.ServiceName})
-	return resp.GetStatus(), err
-}
-
-// awaitHealth waits until podsyncd reports want; it returns false if the
-// process exits first, and fails the test after timeout.
+// awaitHealth waits until podsyncd reports want on the node's socket; it
+// returns false if the process exits first, and fails the test after
+// timeout.
 func (d *podsyncd) awaitHealth(want healthpb.HealthCheckResponse_ServingStatus, timeout time.Duration) bool {
 	d.n.t.Helper()
-	// Not the test's context: cleanups wait too.
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var last string
-	for {
-		st, err := d.n.health(ctx)
-		if err == nil && st == want {
-			return true
-		}
-		last = fmt.Sprintf("%v %v", st, err)
-		select {
-		case <-d.done:
-			return false
-		case <-ctx.Done():
-			d.n.t.Fatalf("%s did not report %v within %s (last: %s)", d.name, want, timeout, last)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return d.AwaitHealth(d.n.conn, want, timeout)
 }
 
 // awaitServing waits until podsyncd reports SERVING; false if it exited.
 func (d *podsyncd) awaitServing(timeout time.Duration) bool {
 	d.n.t.Helper()
-	return d.awaitHealth(healthpb.HealthCheckResponse_SERVING, timeout)
-}
-
-// awaitExit waits up to timeout for the process to exit; false if it did
-// not.
-func (d *podsyncd) awaitExit(timeout time.Duration) bool {
-	select {
-	case <-d.done:
-		return true
-	case <-time.After(timeout):
-		return false
-	}
-}
-
-// killedBySIGKILL reports whether the process died of SIGKILL.
-func (d *podsyncd) killedBySIGKILL() bool {
-	ws, ok := d.state.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
-}
-
-// kill9 kills podsyncd with SIGKILL and reaps it.
-func (d *podsyncd) kill9() {
-	d.n.t.Helper()
-	_ = d.cmd.Process.Signal(syscall.SIGKILL)
-	if !d.awaitExit(30 * time.Second) {
-		d.n.t.Fatalf("%s survived SIGKILL", d.name)
-	}
-}
-
-// stop ends podsyncd with SIGTERM and checks that it exits 0; after 30 s
-// it is killed.
-func (d *podsyncd) stop() {
-	if d.exited() {
-		return
-	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	if d.awaitExit(30 * time.Second) {
-		if !d.state.Success() {
-			d.n.t.Errorf("%s exited with %v after SIGTERM, want 0", d.name, d.state)
-		}
-		return
-	}
-	d.n.t.Errorf("%s ignored SIGTERM for 30s; killing it", d.name)
-	_ = d.cmd.Process.Kill()
-	<-d.done
-}
-
-// logText returns the process's log.
-func (d *podsyncd) logText() string {
-	b, err := os.ReadFile(d.log)
-	if err != nil {
-		return err.Error()
-	}
-	return string(b)
+	return d.AwaitServing(d.n.conn, timeout)
 }
 
 // fired reports whether the log says the failpoint name fired.
 func (d *podsyncd) fired(name string) bool {
-	return strings.Contains(d.logText(), "podsync failpoint "+name+" fired")
+	return strings.Contains(d.LogText(), "podsync failpoint "+name+" fired")
 }
 
 // showLogs logs the end of every run's log and keeps the logs in the

@@ -291,8 +291,8 @@ func (n *node) restartForLeakedTasks(ctx context.Context) bool {
 	if err := inst.Start(ctx); err != nil {
 		t.Fatalf("start containerd: %v", err)
 	}
-	if d := n.cur; d != nil && !d.exited() && !d.awaitServing(time.Minute) {
-		t.Fatalf("%s exited", d.name)
+	if d := n.cur; d != nil && !d.Exited() && !d.awaitServing(time.Minute) {
+		t.Fatalf("%s exited", d.Name())
 	}
 	return true
 }

@@ -149,7 +149,7 @@ func TestContainerdStoppedMidRun(t *testing.T) {
 		t.Fatalf("start containerd: %v", err)
 	}
 	if !d.awaitServing(time.Minute) {
-		t.Fatalf("%s exited", d.name)
+		t.Fatalf("%s exited", d.Name())
 	}
 	all := append(batch, late)
 	n.runAll(ctx, all)
@@ -202,7 +202,7 @@ func TestContainerdHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !d.awaitServing(time.Minute) {
-		t.Fatalf("%s exited", d.name)
+		t.Fatalf("%s exited", d.Name())
 	}
 	pods := []*testPod{first, hung}
 	n.runAll(ctx, pods)
@@ -262,7 +262,7 @@ func TestDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	n.cur.stop()
+	n.cur.Stop()
 	n.startServing()
 	all := append(pods, full)
 	n.runAll(ctx, all)

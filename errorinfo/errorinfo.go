@@ -1,0 +1,116 @@
+package errorinfo
+
+import "strings"
+
+// Domain is the domain of every google.rpc.ErrorInfo podsyncd sends.
+const Domain = "podsync.io"
+
+// Reasons of google.rpc.ErrorInfo, with the gRPC code each comes with.
+// Clients branch on these, never on a status message.
+const (
+	// ReasonInvalidSpec (INVALID_ARGUMENT): the request is malformed; a
+	// google.rpc.BadRequest lists the field violations, and metadata
+	// MetadataViolations counts them.
+	ReasonInvalidSpec = "INVALID_SPEC"
+	// ReasonPodNotFound (NOT_FOUND): podsyncd has no such pod.
+	ReasonPodNotFound = "POD_NOT_FOUND"
+	// ReasonContainerNotFound (NOT_FOUND): the pod has no such container,
+	// or no previous instance of it; metadata MetadataContainer.
+	ReasonContainerNotFound = "CONTAINER_NOT_FOUND"
+	// ReasonPodAlreadyExists (ALREADY_EXISTS): a pod of the same
+	// namespace/name exists with another uid.
+	ReasonPodAlreadyExists = "POD_ALREADY_EXISTS"
+	// ReasonUIDMismatch (FAILED_PRECONDITION): DeletePod's uid names
+	// another incarnation of the pod; metadata MetadataUID is the live
+	// pod's.
+	ReasonUIDMismatch = "UID_MISMATCH"
+	// ReasonSyncInProgress (ABORTED): a sync is already running for the
+	// pod. Retry.
+	ReasonSyncInProgress = "SYNC_IN_PROGRESS"
+	// ReasonPodTerminating (ABORTED): the pod is being deleted.
+	ReasonPodTerminating = "POD_TERMINATING"
+	// ReasonRuntimeUnavailable (UNAVAILABLE): the CRI runtime did not
+	// answer. Retry with back-off.
+	ReasonRuntimeUnavailable = "RUNTIME_UNAVAILABLE"
+	// ReasonShuttingDown (UNAVAILABLE): podsyncd is shutting down. Retry
+	// once it is back.
+	ReasonShuttingDown = "SHUTTING_DOWN"
+	// ReasonRevisionCompacted (OUT_OF_RANGE): WatchPods' since_revision is
+	// older than the history kept; metadata MetadataCompactRevision.
+	ReasonRevisionCompacted = "REVISION_COMPACTED"
+	// ReasonFutureRevision (OUT_OF_RANGE): WatchPods' since_revision is
+	// newer than podsyncd's store.
+	ReasonFutureRevision = "FUTURE_REVISION"
+	// ReasonSlowConsumer (RESOURCE_EXHAUSTED): a WatchPods caller fell too
+	// far behind; metadata MetadataRevision is the last revision sent.
+	ReasonSlowConsumer = "SLOW_CONSUMER"
+	// ReasonNoSpace (RESOURCE_EXHAUSTED): a write of podsyncd's (its
+	// store, a pod's files) failed because the file system is full
+	// (ENOSPC); the message names the file. Retry once space is freed.
+	ReasonNoSpace = "NO_SPACE"
+	// ReasonRateLimited (RESOURCE_EXHAUSTED): the caller's identity made
+	// more mutating calls than its rate limit allows; metadata
+	// MetadataIdentity and MetadataRetryAfterMillis. Retry after a
+	// back-off.
+	ReasonRateLimited = "RATE_LIMITED"
+	// ReasonPermissionDenied (PERMISSION_DENIED): the caller's identity
+	// has no role, or its role may not call the method; metadata
+	// MetadataMethod and MetadataIdentity.
+	ReasonPermissionDenied = "PERMISSION_DENIED"
+	// ReasonUnauthenticated (UNAUTHENTICATED): the caller presented no
+	// identity at all (a plaintext loopback connection) and the roles
+	// grant "anonymous" nothing; metadata MetadataMethod and
+	// MetadataIdentity.
+	ReasonUnauthenticated = "UNAUTHENTICATED"
+	// ReasonCanceled (CANCELLED): the caller canceled.
+	ReasonCanceled = "CANCELED"
+	// ReasonDeadlineExceeded (DEADLINE_EXCEEDED): the caller's deadline
+	// passed.
+	ReasonDeadlineExceeded = "DEADLINE_EXCEEDED"
+	// ReasonInternal (UNKNOWN, or INTERNAL for a panic): an error podsyncd
+	// did not classify. Its details are in podsyncd's log only.
+	ReasonInternal = "INTERNAL"
+	// ReasonUnexpectedAdmissionError (FAILED_PRECONDITION): admission
+	// refused a pod without saying why, the kubelet's name for it. The
+	// other admission reasons are the engine's (see the package
+	// documentation).
+	ReasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
+)
+
+// Keys of ErrorInfo metadata.
+const (
+	// MetadataCompactRevision is the oldest revision WatchPods can resume
+	// after (REVISION_COMPACTED).
+	MetadataCompactRevision = "compact_revision"
+	// MetadataRevision is the last revision sent on a stream
+	// (SLOW_CONSUMER).
+	MetadataRevision = "revision"
+	// MetadataViolations is the number of field violations
+	// (INVALID_SPEC).
+	MetadataViolations = "violations"
+	// MetadataUID is the uid of the live pod (UID_MISMATCH).
+	MetadataUID = "uid"
+	// MetadataContainer is the container asked for (CONTAINER_NOT_FOUND).
+	MetadataContainer = "container"
+	// MetadataIdentity is the caller's identity (PERMISSION_DENIED,
+	// UNAUTHENTICATED, RATE_LIMITED).
+	MetadataIdentity = "identity"
+	// MetadataMethod is the full gRPC method refused (PERMISSION_DENIED,
+	// UNAUTHENTICATED).
+	MetadataMethod = "method"
+	// MetadataRetryAfterMillis is how long to wait before the call can
+	// succeed, in milliseconds (RATE_LIMITED).
+	MetadataRetryAfterMillis = "retry_after_ms"
+)
+
+// capacityPrefix starts the kubelet's capacity reasons, "OutOf<resource>".
+const capacityPrefix = "OutOf"
+
+// IsCapacityReason reports whether an admission reason is a lack of
+// capacity: the kubelet's "OutOf<resource>" (OutOfcpu, OutOfmemory,
+// OutOfpods, OutOfephemeral-storage, …). Those come with
+// RESOURCE_EXHAUSTED, the other admission reasons with
+// FAILED_PRECONDITION.
+func IsCapacityReason(reason string) bool {
+	return strings.HasPrefix(reason, capacityPrefix)
+}
