@@ -23,7 +23,8 @@ import (
 
 // scriptedSyncer is a PodSyncer for the pod workers' tests: each call
 // runs the test's script (or, without one, the wrapped Syncer), and it
-// counts calls and any two calls for one pod that overlap.
+// counts the calls that returned and any two calls for one pod that
+// overlap.
 type scriptedSyncer struct {
 	next engine.PodSyncer
 	// pass, if set, replaces SyncPod's pass.
@@ -44,13 +45,15 @@ func (s *scriptedSyncer) enter(uid types.UID, call string) func() {
 		s.inFlight, s.calls = map[types.UID]int{}, map[string]int{}
 	}
 	s.inFlight[uid]++
-	s.calls[call]++
 	if s.inFlight[uid] > 1 {
 		s.overlaps = append(s.overlaps, fmt.Sprintf("%s of %s while another call ran", call, uid))
 	}
+	// A call counts once it returns, so that a test waiting for it sees
+	// its outcome.
 	return func() {
 		s.mu.Lock()
 		s.inFlight[uid]--
+		s.calls[call]++
 		s.mu.Unlock()
 	}
 }
@@ -154,10 +157,19 @@ func TestWorkerRetriesAFailedPass(t *testing.T) {
 		}
 		return syncer.SyncResult{}, nil
 	}
+	core, logs := observer.New(zap.WarnLevel)
 	h := newNodeHarness(t, func(o *engine.NodeOptions) {
 		ss.next = realSyncer(t, o)
 		o.Syncer = ss
+		o.Logger = zap.New(core)
 	})
+	// retried waits until the worker has set its next retry after n of
+	// its own failed passes (it logs each after setting the retry).
+	retried := func(n int) {
+		h.eventually(fmt.Sprintf("%d failed retries", n), func() bool {
+			return logs.FilterMessage("pod sync failed; retrying").Len() == n
+		})
+	}
 	pod := enginetest.Pod()
 	if _, err := h.node.Apply(h.ctx, pod, nil, nil, nil); err == nil {
 		t.Fatal("Apply of a pod whose pass fails: no error")
@@ -170,7 +182,7 @@ func TestWorkerRetriesAFailedPass(t *testing.T) {
 			t.Fatalf("retry %d ran %d passes before its %s delay", i+1, got-before, d)
 		}
 		h.clock.Step(time.Millisecond)
-		h.eventually(fmt.Sprintf("retry %d after %s", i+1, d), func() bool { return ss.count("SyncPod") == before+1 })
+		retried(i + 1)
 	}
 	failing.Lock()
 	fail = false
