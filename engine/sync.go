@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podsync/podsync/internal/failpoint"
+	"github.com/podsync/podsync/validation"
 )
 
 // cleanupTimeout bounds the rollback and cleanup that run after the
@@ -144,14 +145,14 @@ func (s *Syncer) PodStatus(pod *corev1.Pod, view RuntimeView, probes ProbeResult
 //
 // SyncPod returns an error wrapping ErrConflict if a pass of
 // the pod is running, ErrInvalidSpec for a pod without UID or with a name
-// that cannot be a path (see CheckPodPaths), the runtime's
+// that cannot be a path (see validation.CheckPodPaths), the runtime's
 // error if the pod's state cannot be read, and the context's error if ctx
 // ended during the pass; the result holds the steps done so far.
 func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, in SyncInput, emit func(StepResult)) (SyncResult, error) {
 	if pod == nil || pod.UID == "" {
 		return SyncResult{}, fmt.Errorf("sync pod: pod has no uid: %w", ErrInvalidSpec)
 	}
-	if err := CheckPodPaths(pod); err != nil {
+	if err := invalidSpec(validation.CheckPodPaths(pod)...); err != nil {
 		return SyncResult{}, fmt.Errorf("sync pod %s: %w", podString(pod), err)
 	}
 	if err := s.acquire(pod.UID); err != nil {
@@ -223,7 +224,7 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.ID, err))
 		}
 	}
-	switch err := checkName("pod uid", string(pod.UID)); {
+	switch err := validation.CheckFileName("pod uid", string(pod.UID)); {
 	case len(errs) > 0:
 	case err != nil || strings.ContainsAny(pod.Namespace+pod.Name, "/\x00"):
 		// Not a pod directory podsync could have made (the identity of an

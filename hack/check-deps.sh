@@ -4,7 +4,9 @@
 #    (but internal/failpoint);
 #  - engine/ (but its test double) never imports grpc directly;
 #  - the pure parts of the engine (planner, status, configs) import no I/O;
-#  - convert/ is shared by server and client and depends on neither.
+#  - convert/ is shared by server and client and depends on neither;
+#  - validation/ (shared by server, engine, SDK and CLI) depends on no
+#    package of this module but convert/, and imports no I/O package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=github.com/podsync/podsync
@@ -41,6 +43,16 @@ done
 convert_deps=$(deps_of ./convert/...)
 bad=$(grep -E "^$mod/(server|engine|client|internal)(/|$)" <<<"$convert_deps" || true)
 if [[ -n $bad ]]; then echo "check-deps: convert must not depend on:"; echo "$bad"; fail=1; fi
+
+# validation/ depends on no package of this module but convert/, and
+# imports no I/O package. (convert/ brings the API types, which the engine,
+# importing validation/, may not depend on: in practice, none.)
+validation_deps=$(deps_of ./validation/...)
+bad=$(grep -E "^$mod(/|$)" <<<"$validation_deps" | grep -vE "^$mod/(validation|convert)(/|$)" || true)
+if [[ -n $bad ]]; then echo "check-deps: validation must not depend on:"; echo "$bad"; fail=1; fi
+io=$(go list -f '{{range .Imports}}{{$.ImportPath}}: {{.}}{{"\n"}}{{end}}' ./validation/... |
+	grep -E ': (os|os/.*|net|net/http.*|io/ioutil|syscall|golang\.org/x/sys/.*|google\.golang\.org/grpc.*)$' || true)
+if [[ -n $io ]]; then echo "check-deps: validation must stay pure but imports:"; echo "$io"; fail=1; fi
 
 if ((fail)); then exit 1; fi
 echo "check-deps: ok"

@@ -15,6 +15,7 @@ import (
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/server"
+	"github.com/podsync/podsync/validation"
 )
 
 // fuzzRequests are the request types FuzzValidateRequest decodes, chosen
@@ -118,8 +119,8 @@ func FuzzValidateRequest(f *testing.F) {
 				return
 			}
 			for _, pod := range pods {
-				if err := engine.CheckPodPaths(pod); err != nil {
-					t.Fatalf("validation accepted a pod the engine refuses: %v", err)
+				if errs := validation.CheckPodPaths(pod); len(errs) > 0 {
+					t.Fatalf("validation accepted a pod the engine refuses: %v", errs)
 				}
 				if _, err := convert.PodToProto(pod); err != nil {
 					t.Fatalf("validation accepted a pod that does not convert back: %v", err)
@@ -220,8 +221,8 @@ func FuzzValidatePodStrings(f *testing.F) {
 			return
 		}
 		pod := pods[0]
-		if err := engine.CheckPodPaths(pod); err != nil {
-			t.Fatalf("field %d = %q: validation accepted a pod the engine refuses: %v", int(field)%len(podStringFields), value, err)
+		if errs := validation.CheckPodPaths(pod); len(errs) > 0 {
+			t.Fatalf("field %d = %q: validation accepted a pod the engine refuses: %v", int(field)%len(podStringFields), value, errs)
 		}
 		if _, err := engine.SandboxConfig(pod, 0, opts); err != nil {
 			t.Fatalf("field %d = %q: no sandbox config: %v", int(field)%len(podStringFields), value, err)
