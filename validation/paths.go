@@ -3,10 +3,12 @@ package validation
 import (
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Linux's bounds on the names and paths a pod's values become.
@@ -86,6 +88,39 @@ func CheckLocalPath(what, v string) error {
 		}
 	}
 	return &PathError{What: what, Value: v, Reason: why}
+}
+
+// relativePath accepts a relative path with no ".." element (a subPath, an
+// item path); required says whether it may be empty.
+func relativePath(p *field.Path, v string, required bool) field.ErrorList {
+	switch {
+	case v == "":
+		if required {
+			return field.ErrorList{field.Required(p, "")}
+		}
+	case path.IsAbs(v):
+		return field.ErrorList{field.Invalid(p, v, "must be a relative path")}
+	case hasDotDot(v):
+		return field.ErrorList{field.Invalid(p, v, "must not contain '..'")}
+	}
+	return pathBytes(p, v)
+}
+
+// pathBytes accepts a path the kernel can take: no NUL byte, at most
+// MaxPathBytes long, no element longer than MaxFileNameBytes.
+func pathBytes(p *field.Path, v string) field.ErrorList {
+	switch {
+	case strings.IndexByte(v, 0) >= 0:
+		return field.ErrorList{field.Invalid(p, v, "must not contain a NUL byte")}
+	case len(v) > MaxPathBytes:
+		return field.ErrorList{field.TooLong(p, nil, MaxPathBytes)}
+	}
+	for _, e := range strings.Split(v, "/") {
+		if len(e) > MaxFileNameBytes {
+			return field.ErrorList{field.Invalid(p, v, fmt.Sprintf("must not have an element longer than %d bytes", MaxFileNameBytes))}
+		}
+	}
+	return nil
 }
 
 // hasDotDot reports whether a slash-separated path has a ".." element.
