@@ -24,6 +24,7 @@ import (
 	"github.com/podsync/podsync/engine/watch"
 	"github.com/podsync/podsync/internal/failpoint"
 	"github.com/podsync/podsync/logx"
+	"github.com/podsync/podsync/validation"
 )
 
 // Defaults of NodeOptions.
@@ -406,8 +407,8 @@ func (n *Node) waitReady(ctx context.Context) error {
 // A pod the node does not hold yet is first given to NodeOptions.Admit, a
 // known one to NodeOptions.Policy.
 // Apply returns an error wrapping ErrInvalidSpec for a pod without name,
-// namespace or UID or with a name that cannot be a path (CheckPodPaths),
-// ErrAlreadyExists if namespace/name is held by a pod
+// namespace or UID or with a name that cannot be a path
+// (validation.CheckPodPaths), ErrAlreadyExists if namespace/name is held by a pod
 // with another UID, ErrTerminating if the pod is being deleted, Admit's error,
 // the context's error if ctx ends before or during the pass (the worker
 // then finishes the work), ErrNotFound if the pod was deleted meanwhile,
@@ -417,7 +418,7 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	if pod == nil || pod.UID == "" || pod.Name == "" || pod.Namespace == "" {
 		return ApplyResult{}, fmt.Errorf("apply pod: pod needs a namespace, name and uid: %w", errdefs.ErrInvalidSpec)
 	}
-	if err := syncer.CheckPodPaths(pod); err != nil {
+	if err := errdefs.InvalidSpec(validation.CheckPodPaths(pod)...); err != nil {
 		return ApplyResult{}, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
 	}
 	if err := n.waitReady(ctx); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
@@ -41,6 +42,21 @@ func TestHostileNamesNeverReachTheFileSystem(t *testing.T) {
 		{"secret item escaping", func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 				SecretName: "s", Items: []corev1.KeyToPath{{Key: "k", Path: "../../../../../x"}}}}}}
+		}},
+		{"configMap item absolute", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "c"}, Items: []corev1.KeyToPath{{Key: "k", Path: "/etc/x"}}}}}}
+		}},
+		{"hostPath relative", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "etc"}}}}
+		}},
+		{"subPath escaping", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "d", MountPath: "/d", SubPath: "../../etc"}}
+		}},
+		{"seccomp profile escaping", func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{
+				Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("../../etc/shadow")}}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,7 +7,8 @@
 #  - engine/ never depends on the API, the server, the client or internal/
 #    (but internal/failpoint), and (but its test double) never imports
 #    grpc directly;
-#  - validation/ depends on nothing of this module but convert/;
+#  - validation/ (shared by server, engine, SDK and CLI) depends on no
+#    package of this module but convert/, and imports no I/O package;
 #  - convert/ is shared by server and client and depends on neither;
 #  - errorinfo/ (the ErrorInfo vocabulary of server and client) depends on
 #    nothing of podsync's.
@@ -50,11 +51,15 @@ direct=$(go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./engine/... | grep
 	grep -E 'google\.golang\.org/grpc( |/|$)' || true)
 if [[ -n $direct ]]; then echo "check-deps: engine imports grpc directly:"; echo "$direct"; fail=1; fi
 
-if [[ -d validation ]]; then
-	validation_deps=$(deps_of ./validation/...)
-	bad=$(grep -E "^$mod(/|$)" <<<"$validation_deps" | grep -vE "^$mod/(validation|convert)(/|$)" || true)
-	if [[ -n $bad ]]; then echo "check-deps: validation may depend on convert only, not on:"; echo "$bad"; fail=1; fi
-fi
+# validation/ depends on no package of this module but convert/, and
+# imports no I/O package. (convert/ brings the API types, which the engine,
+# importing validation/, may not depend on: in practice, none.)
+validation_deps=$(deps_of ./validation/...)
+bad=$(grep -E "^$mod(/|$)" <<<"$validation_deps" | grep -vE "^$mod/(validation|convert)(/|$)" || true)
+if [[ -n $bad ]]; then echo "check-deps: validation may depend on convert only, not on:"; echo "$bad"; fail=1; fi
+io=$(go list -f '{{range .Imports}}{{$.ImportPath}}: {{.}}{{"\n"}}{{end}}' ./validation/... |
+	grep -E ': (os|os/.*|net|net/http.*|io/ioutil|syscall|golang\.org/x/sys/.*|google\.golang\.org/grpc.*)$' || true)
+if [[ -n $io ]]; then echo "check-deps: validation must stay pure but imports:"; echo "$io"; fail=1; fi
 
 convert_deps=$(deps_of ./convert/...)
 bad=$(grep -E "^$mod/(server|engine|client|internal)(/|$)" <<<"$convert_deps" || true)

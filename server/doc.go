@@ -12,12 +12,16 @@
 // A Validator checks each request kind (ValidateRunPodsRequest,
 // ValidateSyncPodRequest, …) and returns every violation as a
 // field.ErrorList whose paths name the request's fields in the API's JSON
-// names, such as "pods[0].spec.containers[1].image". Pods are checked after
-// the API server's defaulting (convert.Default), as Kubernetes does, so a
-// manifest that a cluster accepts means the same here. PodsFromRequest does
-// the conversion, defaulting and validation in one call and returns the
-// core/v1 objects the engine takes. A handler validates first and returns
-// the violations with InvalidRequest; nothing reaches the runtime before.
+// names, such as "pods[0].spec.containers[1].image". It checks what is the
+// request's own (its fields, its size, how many pods it carries and that
+// they are unique); the content of its pods, ConfigMaps and Secrets is
+// checked by package validation, which the SDK and the CLI share. Pods are
+// checked after the API server's defaulting (convert.Default), as
+// Kubernetes does, so a manifest that a cluster accepts means the same
+// here. PodsFromRequest does the conversion, defaulting and validation in
+// one call and returns the core/v1 objects the engine takes. A handler
+// validates first and returns the violations with InvalidRequest; nothing
+// reaches the runtime before.
 //
 // # Errors
 //

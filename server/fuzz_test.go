@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -14,8 +13,8 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine/criconfig"
-	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/server"
+	"github.com/podsync/podsync/validation"
 )
 
 // fuzzRequests are the request types FuzzValidateRequest decodes, chosen
@@ -119,8 +118,8 @@ func FuzzValidateRequest(f *testing.F) {
 				return
 			}
 			for _, pod := range pods {
-				if err := syncer.CheckPodPaths(pod); err != nil {
-					t.Fatalf("validation accepted a pod the engine refuses: %v", err)
+				if errs := validation.CheckPodPaths(pod); len(errs) > 0 {
+					t.Fatalf("validation accepted a pod the engine refuses: %v", errs)
 				}
 				if _, err := convert.PodToProto(pod); err != nil {
 					t.Fatalf("validation accepted a pod that does not convert back: %v", err)
@@ -136,100 +135,6 @@ func FuzzValidateRequest(f *testing.F) {
 						}
 					}
 				}
-			}
-		}
-	})
-}
-
-// volumesRequest is the SyncPodRequest of testdata/manifests/volumes.yaml
-// built as podsyncctl builds it: a pod with every volume type, items,
-// subPaths and env from a ConfigMap and a Secret.
-func volumesRequest(tb testing.TB) *podsyncv1.SyncPodRequest {
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "manifests", "volumes.yaml"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	m, err := convert.Decode(bytes.NewReader(data))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	convert.Default(m.Pods[0])
-	for _, c := range m.ConfigMaps {
-		convert.DefaultConfigMap(c)
-	}
-	for _, s := range m.Secrets {
-		convert.DefaultSecret(s)
-	}
-	pods, cms, secrets, err := convert.ManifestsToProto(m)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return &podsyncv1.SyncPodRequest{Pod: pods[0], ConfigMaps: cms, Secrets: secrets}
-}
-
-// podStringFields set one string of volumesRequest's pod that ends up in a
-// path, a file name or a label on the node.
-var podStringFields = []func(r *podsyncv1.SyncPodRequest, v string){
-	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Metadata.Name = v },
-	func(r *podsyncv1.SyncPodRequest, v string) {
-		r.Pod.Metadata.Namespace = v
-		for _, c := range r.ConfigMaps {
-			c.Metadata.Namespace = v
-		}
-		for _, s := range r.Secrets {
-			s.Metadata.Namespace = v
-		}
-	},
-	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Metadata.Uid = v },
-	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Containers[0].Name = v },
-	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Containers[0].VolumeMounts[1].SubPath = v },
-	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Containers[0].VolumeMounts[0].MountPath = v },
-	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Volumes[0].ConfigMap.Items[0].Path = v },
-	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Volumes[1].Secret.Items[1].Path = v },
-	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Volumes[4].HostPath.Path = v },
-	func(r *podsyncv1.SyncPodRequest, v string) {
-		r.Pod.Spec.Volumes[2].Name = v
-		r.Pod.Spec.Containers[0].VolumeMounts[2].Name = v
-	},
-	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Containers[0].Image = v },
-	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Containers[0].WorkingDir = v },
-	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Containers[0].TerminationMessagePath = v },
-	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Metadata.Labels = map[string]string{v: "x"} },
-	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Metadata.Labels = map[string]string{"app": v} },
-	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Hostname = v },
-	func(r *podsyncv1.SyncPodRequest, v string) { r.Pod.Spec.Containers[0].Env[0].Name = v },
-	func(r *podsyncv1.SyncPodRequest, v string) { r.ConfigMaps[0].Data = map[string]string{v: "x"} },
-}
-
-// FuzzValidatePodStrings sets one string of a valid pod that reaches the
-// node's file system (names, UID, subPath, item paths, hostPath, mount
-// and working directories, labels) to arbitrary text. Validation never
-// panics, and a pod it accepts passes the engine's own path checks and
-// builds its sandbox and container configs.
-func FuzzValidatePodStrings(f *testing.F) {
-	for i, s := range []string{"..", "../../etc", "/etc/passwd", "a\x00b", "web", "a/b", strings.Repeat("x", 300), ".", "~", "$(POD_NAME)", "a//b", "./x", "\u00e9", " "} {
-		f.Add(uint8(i), s)
-	}
-	base := volumesRequest(f)
-	v := &server.Validator{}
-	opts := criconfig.Options{RootDir: "/var/lib/podsync", PodLogDir: "/var/log/pods"}
-	f.Fuzz(func(t *testing.T, field uint8, value string) {
-		req := proto.CloneOf(base)
-		podStringFields[int(field)%len(podStringFields)](req, value)
-		pods, cms, secrets, err := v.PodsFromRequest(req)
-		if err != nil {
-			return
-		}
-		pod := pods[0]
-		if err := syncer.CheckPodPaths(pod); err != nil {
-			t.Fatalf("field %d = %q: validation accepted a pod the engine refuses: %v", int(field)%len(podStringFields), value, err)
-		}
-		if _, err := criconfig.SandboxConfig(pod, 0, opts); err != nil {
-			t.Fatalf("field %d = %q: no sandbox config: %v", int(field)%len(podStringFields), value, err)
-		}
-		for i := range pod.Spec.Containers {
-			if _, err := criconfig.ContainerConfig(criconfig.ContainerConfigInput{Pod: pod, Container: &pod.Spec.Containers[i], ConfigMaps: cms, Secrets: secrets}, opts); err != nil {
-				t.Fatalf("field %d = %q: no container config: %v", int(field)%len(podStringFields), value, err)
 			}
 		}
 	})

@@ -26,3 +26,16 @@ var (
 	// ErrRuntimeUnavailable reports that the container runtime did not answer.
 	ErrRuntimeUnavailable = errors.New("container runtime unavailable")
 )
+
+// InvalidSpec marks each non-nil error of errs (validation's path checks,
+// say) as ErrInvalidSpec ("<what> <value> <why>: invalid pod spec") and
+// joins them; it returns nil if every error is nil.
+func InvalidSpec(errs ...error) error {
+	var out []error
+	for _, err := range errs {
+		if err != nil {
+			out = append(out, fmt.Errorf("%w: %w", err, ErrInvalidSpec))
+		}
+	}
+	return errors.Join(out...)
+}

@@ -8,153 +8,10 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/validation"
 )
-
-// Bounds of the names the engine turns into file names and paths.
-const (
-	// maxNameBytes is the longest file name Linux accepts (NAME_MAX).
-	maxNameBytes = 255
-	// maxPathBytes is the longest path Linux accepts (PATH_MAX, with its
-	// NUL).
-	maxPathBytes = 4095
-)
-
-// checkName returns an error wrapping ErrInvalidSpec if v cannot be one
-// file name in a directory podsync owns: empty, "." or "..", with a '/' or
-// a NUL byte, or longer than NAME_MAX.
-func checkName(what, v string) error {
-	var why string
-	switch {
-	case v == "":
-		why = "is empty"
-	case v == "." || v == "..":
-		why = "is a relative directory name"
-	case strings.ContainsAny(v, "/\x00"):
-		why = "contains '/' or a NUL byte"
-	case len(v) > maxNameBytes:
-		why = fmt.Sprintf("is longer than %d bytes", maxNameBytes)
-	default:
-		return nil
-	}
-	return fmt.Errorf("%s %q %s: %w", what, v, why, errdefs.ErrInvalidSpec)
-}
-
-// checkLocalPath returns an error wrapping ErrInvalidSpec unless v is a
-// relative path that stays below the directory it is joined to: not
-// empty, not absolute, no ".." element, no NUL byte, no element longer
-// than NAME_MAX and at most PATH_MAX in all.
-func checkLocalPath(what, v string) error {
-	var why string
-	switch {
-	case v == "":
-		why = "is empty"
-	case strings.IndexByte(v, 0) >= 0:
-		why = "contains a NUL byte"
-	case filepath.IsAbs(v):
-		why = "is absolute"
-	case !filepath.IsLocal(v) || hasDotDot(v):
-		why = "contains '..'"
-	case len(v) > maxPathBytes:
-		why = fmt.Sprintf("is longer than %d bytes", maxPathBytes)
-	default:
-		for _, e := range strings.Split(v, "/") {
-			if len(e) > maxNameBytes {
-				why = fmt.Sprintf("has an element longer than %d bytes", maxNameBytes)
-				break
-			}
-		}
-		if why == "" {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s %q %s: %w", what, v, why, errdefs.ErrInvalidSpec)
-}
-
-// hasDotDot reports whether a slash-separated path has a ".." element.
-func hasDotDot(v string) bool {
-	for _, e := range strings.Split(v, "/") {
-		if e == ".." {
-			return true
-		}
-	}
-	return false
-}
-
-// CheckPodPaths returns an error wrapping ErrInvalidSpec if a name of pod
-// that the engine turns into a path could leave the directory it belongs
-// in, or cannot be a file name: the UID (<root>/pods/<uid>), namespace and
-// name (<pod-log-dir>/<namespace>_<name>_<uid>), container names (log and
-// termination-message directories), volume names
-// (<root>/pods/<uid>/volumes/<plugin>/<name>), hostPath paths (absolute,
-// no ".."), static subPaths and configMap and secret item paths (relative,
-// no ".."), and localhost seccomp profiles (relative to <root>/seccomp).
-// The server validates requests more strictly; this is the engine's own
-// defence, for every caller.
-func CheckPodPaths(pod *corev1.Pod) error {
-	if pod == nil {
-		return fmt.Errorf("no pod: %w", errdefs.ErrInvalidSpec)
-	}
-	errs := []error{checkName("pod uid", string(pod.UID))}
-	for _, v := range []struct{ what, value string }{{"pod namespace", pod.Namespace}, {"pod name", pod.Name}} {
-		if strings.ContainsAny(v.value, "/\x00") || v.value == "" {
-			errs = append(errs, fmt.Errorf("%s %q is empty or contains '/' or a NUL byte: %w", v.what, v.value, errdefs.ErrInvalidSpec))
-		}
-	}
-	if errs[0] == nil {
-		// The log directory's name joins namespace, name and UID.
-		errs = append(errs, checkName("pod log directory name", strings.Join([]string{pod.Namespace, pod.Name, string(pod.UID)}, "_")))
-	}
-	checkContainer := func(c *corev1.Container) {
-		errs = append(errs, checkName("container name", c.Name))
-		for _, m := range c.VolumeMounts {
-			if m.SubPath != "" {
-				errs = append(errs, checkLocalPath(fmt.Sprintf("subPath of volume mount %q of container %q", m.Name, c.Name), m.SubPath))
-			}
-		}
-		if sc := c.SecurityContext; sc != nil && sc.SeccompProfile != nil {
-			errs = append(errs, checkSeccomp(sc.SeccompProfile))
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		checkContainer(&pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		checkContainer(&pod.Spec.Containers[i])
-	}
-	if sc := pod.Spec.SecurityContext; sc != nil && sc.SeccompProfile != nil {
-		errs = append(errs, checkSeccomp(sc.SeccompProfile))
-	}
-	for i := range pod.Spec.Volumes {
-		v := &pod.Spec.Volumes[i]
-		errs = append(errs, checkName("volume name", v.Name))
-		var items []corev1.KeyToPath
-		switch {
-		case v.HostPath != nil:
-			p := v.HostPath.Path
-			if !filepath.IsAbs(p) || hasDotDot(p) || strings.IndexByte(p, 0) >= 0 || len(p) > maxPathBytes {
-				errs = append(errs, fmt.Errorf("hostPath %q of volume %q must be an absolute path without '..' or NUL: %w", p, v.Name, errdefs.ErrInvalidSpec))
-			}
-		case v.ConfigMap != nil:
-			items = v.ConfigMap.Items
-		case v.Secret != nil:
-			items = v.Secret.Items
-		}
-		for _, it := range items {
-			errs = append(errs, checkLocalPath(fmt.Sprintf("item path of key %q of volume %q", it.Key, v.Name), it.Path))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func checkSeccomp(p *corev1.SeccompProfile) error {
-	if p.Type != corev1.SeccompProfileTypeLocalhost || p.LocalhostProfile == nil {
-		return nil
-	}
-	return checkLocalPath("localhost seccomp profile", *p.LocalhostProfile)
-}
 
 // ResolveSubPath returns the host path of subPath within the volume
 // directory root, for a bind mount: root/subPath, after checking, one
@@ -165,7 +22,7 @@ func checkSeccomp(p *corev1.SeccompProfile) error {
 // elements are created as directories with root's permission bits, as the
 // kubelet does.
 //
-// It returns an error wrapping ErrInvalidSpec for a subPath that is not
+// It returns an error wrapping errdefs.ErrInvalidSpec for a subPath that is not
 // relative and free of ".." and NUL bytes, or that crosses a symbolic link
 // or a file that is not a directory. The kubelet allows symbolic links
 // that stay within the volume; podsync refuses every one.
@@ -176,7 +33,7 @@ func checkSeccomp(p *corev1.SeccompProfile) error {
 // mount; the kubelet closes that window by bind-mounting the file
 // descriptor it checked, which podsync does not do.
 func ResolveSubPath(root, subPath string) (string, error) {
-	if err := checkLocalPath("subPath", subPath); err != nil {
+	if err := errdefs.InvalidSpec(validation.CheckLocalPath("subPath", subPath)); err != nil {
 		return "", err
 	}
 	clean := filepath.Clean(subPath)

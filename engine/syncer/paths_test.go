@@ -10,100 +10,39 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/validation"
 )
 
-// pathsPod is a pod with one of each name CheckPodPaths looks at.
-func pathsPod() *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "0f8fad5b-d9cb-469f-a165-70867728950e"},
+// TestPathChecksAreInvalidSpec: each problem validation's path checks
+// find is its own line of the error, marked errdefs.ErrInvalidSpec.
+func TestPathChecksAreInvalidSpec(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "a/b", Name: "web", UID: ".."},
 		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "app", Image: "busybox",
-				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data", SubPath: "sub/dir"}}}},
-			Volumes: []corev1.Volume{
-				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-				{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/app"}}},
-				{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-					LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"},
-					Items:                []corev1.KeyToPath{{Key: "k", Path: "conf/k.txt"}}}}},
-				{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-					SecretName: "sec", Items: []corev1.KeyToPath{{Key: "k", Path: "k"}}}}},
-			},
+			Containers: []corev1.Container{{VolumeMounts: []corev1.VolumeMount{{Name: "data", SubPath: "/etc"}}}},
+			Volumes:    []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "etc"}}}},
 		},
 	}
-}
-
-// TestCheckPodPaths: every name the engine turns into a path is refused
-// when it could leave its directory or cannot be a file name.
-func TestCheckPodPaths(t *testing.T) {
-	long := strings.Repeat("a", 256)
-	for _, tc := range []struct {
-		name   string
-		mutate func(*corev1.Pod)
-		ok     bool
-	}{
-		{"valid", func(*corev1.Pod) {}, true},
-		{"uid ..", func(p *corev1.Pod) { p.UID = ".." }, false},
-		{"uid .", func(p *corev1.Pod) { p.UID = "." }, false},
-		{"uid with slash", func(p *corev1.Pod) { p.UID = "../../etc" }, false},
-		{"uid absolute", func(p *corev1.Pod) { p.UID = "/etc" }, false},
-		{"uid with NUL", func(p *corev1.Pod) { p.UID = "a\x00b" }, false},
-		{"uid too long", func(p *corev1.Pod) { p.UID = types.UID("u" + long) }, false},
-		{"namespace with slash", func(p *corev1.Pod) { p.Namespace = "../x" }, false},
-		{"name with slash", func(p *corev1.Pod) { p.Name = "a/b" }, false},
-		{"name with NUL", func(p *corev1.Pod) { p.Name = "a\x00" }, false},
-		{"name ..", func(p *corev1.Pod) { p.Name = ".." }, true}, // "shop_.._uid" is one name
-		{"log directory name too long", func(p *corev1.Pod) { p.Name = strings.Repeat("n", 253) }, false},
-		{"container ..", func(p *corev1.Pod) { p.Spec.Containers[0].Name = ".." }, false},
-		{"container with slash", func(p *corev1.Pod) { p.Spec.Containers[0].Name = "../../x" }, false},
-		{"init container with NUL", func(p *corev1.Pod) {
-			p.Spec.InitContainers = []corev1.Container{{Name: "i\x00"}}
-		}, false},
-		{"volume ..", func(p *corev1.Pod) { p.Spec.Volumes[0].Name = ".." }, false},
-		{"volume with slash", func(p *corev1.Pod) { p.Spec.Volumes[0].Name = "a/../../b" }, false},
-		{"volume name too long", func(p *corev1.Pod) { p.Spec.Volumes[0].Name = long }, false},
-		{"hostPath relative", func(p *corev1.Pod) { p.Spec.Volumes[1].HostPath.Path = "etc" }, false},
-		{"hostPath with ..", func(p *corev1.Pod) { p.Spec.Volumes[1].HostPath.Path = "/var/../etc" }, false},
-		{"hostPath with NUL", func(p *corev1.Pod) { p.Spec.Volumes[1].HostPath.Path = "/var/\x00" }, false},
-		{"subPath absolute", func(p *corev1.Pod) { p.Spec.Containers[0].VolumeMounts[0].SubPath = "/etc" }, false},
-		{"subPath ..", func(p *corev1.Pod) { p.Spec.Containers[0].VolumeMounts[0].SubPath = "a/../../etc" }, false},
-		{"subPath with NUL", func(p *corev1.Pod) { p.Spec.Containers[0].VolumeMounts[0].SubPath = "a\x00" }, false},
-		{"subPath element too long", func(p *corev1.Pod) { p.Spec.Containers[0].VolumeMounts[0].SubPath = "a/" + long }, false},
-		{"subPath too long", func(p *corev1.Pod) {
-			p.Spec.Containers[0].VolumeMounts[0].SubPath = strings.Repeat("a/", 2100)
-		}, false},
-		{"configMap item ..", func(p *corev1.Pod) { p.Spec.Volumes[2].ConfigMap.Items[0].Path = "../k" }, false},
-		{"configMap item absolute", func(p *corev1.Pod) { p.Spec.Volumes[2].ConfigMap.Items[0].Path = "/etc/k" }, false},
-		{"configMap item empty", func(p *corev1.Pod) { p.Spec.Volumes[2].ConfigMap.Items[0].Path = "" }, false},
-		{"secret item ..", func(p *corev1.Pod) { p.Spec.Volumes[3].Secret.Items[0].Path = "a/../../k" }, false},
-		{"secret item with NUL", func(p *corev1.Pod) { p.Spec.Volumes[3].Secret.Items[0].Path = "k\x00" }, false},
-		{"seccomp localhost ..", func(p *corev1.Pod) {
-			p.Spec.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{
-				Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("../../etc/shadow")}}
-		}, false},
-		{"seccomp localhost absolute", func(p *corev1.Pod) {
-			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{
-				Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("/etc/shadow")}}
-		}, false},
-		{"seccomp localhost relative", func(p *corev1.Pod) {
-			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{
-				Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("profiles/audit.json")}}
-		}, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := pathsPod()
-			tc.mutate(p)
-			err := CheckPodPaths(p)
-			if (err == nil) != tc.ok {
-				t.Fatalf("CheckPodPaths = %v, want ok=%v", err, tc.ok)
-			}
-			if err != nil && !errors.Is(err, errdefs.ErrInvalidSpec) {
-				t.Errorf("error %v does not wrap ErrInvalidSpec", err)
-			}
-		})
+	err := errdefs.InvalidSpec(validation.CheckPodPaths(pod)...)
+	want := `pod uid ".." is a relative directory name: invalid pod spec
+pod namespace "a/b" is empty or contains '/' or a NUL byte: invalid pod spec
+container name "" is empty: invalid pod spec
+subPath of volume mount "data" of container "" "/etc" is absolute: invalid pod spec
+hostPath "etc" of volume "host" must be an absolute path without '..' or NUL: invalid pod spec`
+	if !errors.Is(err, errdefs.ErrInvalidSpec) || err.Error() != want {
+		t.Errorf("err = %v, want errdefs.ErrInvalidSpec:\n%s", err, want)
+	}
+	var pe *validation.PathError
+	if !errors.As(err, &pe) || pe.What != "pod uid" {
+		t.Errorf("err = %v, want the first *validation.PathError, of the pod uid", err)
+	}
+	if err := errdefs.InvalidSpec(validation.CheckPodPaths(nil)...); !errors.Is(err, errdefs.ErrInvalidSpec) || err.Error() != "no pod: invalid pod spec" {
+		t.Errorf("nil pod: %v", err)
+	}
+	if err := errdefs.InvalidSpec(nil, validation.CheckLocalPath("path", "a")); err != nil {
+		t.Errorf("no error: %v", err)
 	}
 }
 
@@ -178,7 +117,7 @@ func TestResolveSubPath(t *testing.T) {
 		case tc.want == "" && err == nil:
 			t.Errorf("ResolveSubPath(%q) = %q, want refused", tc.sub, got)
 		case tc.want == "" && !errors.Is(err, errdefs.ErrInvalidSpec) && !errors.Is(err, syscall.ENOTDIR) && !errors.Is(err, syscall.ENAMETOOLONG):
-			t.Errorf("ResolveSubPath(%q) = %v, want ErrInvalidSpec", tc.sub, err)
+			t.Errorf("ResolveSubPath(%q) = %v, want errdefs.ErrInvalidSpec", tc.sub, err)
 		case tc.want != "" && (err != nil || got != filepath.Join(vol, tc.want)):
 			t.Errorf("ResolveSubPath(%q) = %q, %v; want %q", tc.sub, got, err, filepath.Join(vol, tc.want))
 		}
@@ -216,7 +155,7 @@ func TestWriteVolumeFilesDoesNotFollowSymlinks(t *testing.T) {
 	symlink(t, out, filepath.Join(dir, "sub"))
 	err := writeVolumeFiles(dir, map[string]volumeFile{"sub/passwd": {[]byte("pwned"), 0o644}})
 	if !errors.Is(err, errdefs.ErrInvalidSpec) {
-		t.Errorf("write through a linked directory = %v, want ErrInvalidSpec", err)
+		t.Errorf("write through a linked directory = %v, want errdefs.ErrInvalidSpec", err)
 	}
 	if b, _ := os.ReadFile(outFile); string(b) != "root:x:0:0" {
 		t.Errorf("a file outside the volume was written: %q", b)
@@ -244,7 +183,7 @@ func TestWriteVolumeFilesDoesNotFollowSymlinks(t *testing.T) {
 	}
 	for _, bad := range []string{"../x", "/etc/x", "a\x00", ""} {
 		if err := writeVolumeFiles(clean, map[string]volumeFile{bad: {[]byte("x"), 0o644}}); !errors.Is(err, errdefs.ErrInvalidSpec) {
-			t.Errorf("path %q: %v, want ErrInvalidSpec", bad, err)
+			t.Errorf("path %q: %v, want errdefs.ErrInvalidSpec", bad, err)
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/internal/failpoint"
 	"github.com/podsync/podsync/logx"
+	"github.com/podsync/podsync/validation"
 )
 
 // cleanupTimeout bounds the rollback and cleanup that run after the
@@ -165,14 +166,14 @@ func (s *Syncer) PodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.P
 // sandbox created without the pod security context the defaults add.
 //
 // SyncPod returns an error wrapping ErrInvalidSpec for a pod without UID or with a name
-// that cannot be a path (see CheckPodPaths), the runtime's
+// that cannot be a path (see validation.CheckPodPaths), the runtime's
 // error if the pod's state cannot be read, and the context's error if ctx
 // ended during the pass; the result holds the steps done so far.
 func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, in SyncInput, emit func(StepResult)) (SyncResult, error) {
 	if pod == nil || pod.UID == "" {
 		return SyncResult{}, fmt.Errorf("sync pod: pod has no uid: %w", errdefs.ErrInvalidSpec)
 	}
-	if err := CheckPodPaths(pod); err != nil {
+	if err := errdefs.InvalidSpec(validation.CheckPodPaths(pod)...); err != nil {
 		return SyncResult{}, fmt.Errorf("sync pod %s: %w", plan.PodString(pod), err)
 	}
 	log := logx.From(ctx, s.log).With(logx.Pod(pod)...)
@@ -223,7 +224,7 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.ID, err))
 		}
 	}
-	switch err := checkName("pod uid", string(pod.UID)); {
+	switch err := validation.CheckFileName("pod uid", string(pod.UID)); {
 	case len(errs) > 0:
 	case err != nil || strings.ContainsAny(pod.Namespace+pod.Name, "/\x00"):
 		// Not a pod directory podsync could have made (the identity of an

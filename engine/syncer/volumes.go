@@ -20,6 +20,7 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/validation"
 )
 
 // etcHostsPath is the node's hosts file, copied for host-network pods.
@@ -210,7 +211,7 @@ func writeVolumeFiles(dir string, files map[string]volumeFile) error {
 	// AtomicWriter does.
 	clean := make(map[string]volumeFile, len(files))
 	for _, rel := range slices.Sorted(maps.Keys(files)) {
-		if err := checkLocalPath("path", rel); err != nil {
+		if err := errdefs.InvalidSpec(validation.CheckLocalPath("path", rel)); err != nil {
 			return err
 		}
 		clean[filepath.Clean(rel)] = files[rel]
@@ -279,7 +280,7 @@ func writeVolumeFile(root int, rel string, f volumeFile) error {
 		return err
 	}
 	tmp := fmt.Sprintf(".tmp-%s-%d", name, time.Now().UnixNano())
-	if len(tmp) > maxNameBytes {
+	if len(tmp) > validation.MaxFileNameBytes {
 		tmp = fmt.Sprintf(".tmp-%d", time.Now().UnixNano())
 	}
 	fd, err := unix.Openat(parent, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)

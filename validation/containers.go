@@ -1,0 +1,287 @@
+package validation
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"path"
+	"slices"
+	"strings"
+
+	// Digest algorithms must be linked in for image references with a
+	// digest to parse (github.com/opencontainers/go-digest).
+	_ "crypto/sha256"
+	_ "crypto/sha512"
+
+	"github.com/distribution/reference"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// podContainers is what the containers of a pod share: what they are
+// checked against, and what must be unique across them.
+type podContainers struct {
+	namespace   string
+	hostNetwork bool
+	// volumes are the names of the pod's volumes.
+	volumes   map[string]bool
+	names     map[string]bool
+	portNames map[string]bool
+	hostPorts []hostPort
+}
+
+type hostPort struct {
+	protocol corev1.Protocol
+	ip       string
+	port     int32
+}
+
+// conflicts reports whether two host ports cannot both be bound: same
+// protocol and port, and the same address or a wildcard one.
+func (a hostPort) conflicts(b hostPort) bool {
+	wildcard := func(ip string) bool { return ip == "" || ip == "0.0.0.0" || ip == "::" }
+	return a.protocol == b.protocol && a.port == b.port && (a.ip == b.ip || wildcard(a.ip) || wildcard(b.ip))
+}
+
+func (pv *podValidator) container(p *field.Path, c *corev1.Container, isInit bool, pc *podContainers) {
+	switch {
+	case c.Name == "":
+		pv.add(field.Required(p.Child("name"), ""))
+	case pc.names[c.Name]:
+		pv.add(field.Duplicate(p.Child("name"), c.Name))
+	default:
+		pv.add(dns1123Label(p.Child("name"), c.Name)...)
+	}
+	pc.names[c.Name] = true
+
+	if c.Image == "" {
+		pv.add(field.Required(p.Child("image"), ""))
+	} else if _, err := reference.ParseNormalizedNamed(c.Image); err != nil {
+		pv.add(field.Invalid(p.Child("image"), c.Image, err.Error()))
+	}
+	if !slices.Contains(pullPolicies, c.ImagePullPolicy) {
+		pv.add(field.NotSupported(p.Child("imagePullPolicy"), c.ImagePullPolicy, pullPolicies))
+	}
+	if !slices.Contains(terminationMsgPolicies, c.TerminationMessagePolicy) {
+		pv.add(field.NotSupported(p.Child("terminationMessagePolicy"), c.TerminationMessagePolicy, terminationMsgPolicies))
+	}
+	if c.WorkingDir != "" && !path.IsAbs(c.WorkingDir) {
+		pv.add(field.Invalid(p.Child("workingDir"), c.WorkingDir, "must be an absolute path"))
+	}
+
+	if rp := c.RestartPolicy; rp != nil {
+		switch {
+		case !isInit:
+			pv.add(field.Forbidden(p.Child("restartPolicy"), "may only be set on init containers"))
+		case !slices.Contains(initRestartPolicies, *rp):
+			pv.add(field.NotSupported(p.Child("restartPolicy"), *rp, initRestartPolicies))
+		}
+	}
+	if isInit && c.RestartPolicy == nil {
+		// Only a native sidecar (restartPolicy Always) keeps running, so
+		// only it may have hooks and probes.
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{
+			{"lifecycle", c.Lifecycle != nil},
+			{"livenessProbe", c.LivenessProbe != nil},
+			{"readinessProbe", c.ReadinessProbe != nil},
+			{"startupProbe", c.StartupProbe != nil},
+		} {
+			if f.set {
+				pv.add(field.Forbidden(p.Child(f.name), "may only be set on init containers with restartPolicy Always"))
+			}
+		}
+	}
+
+	pv.ports(p.Child("ports"), c, pc)
+	pv.env(p, pc.namespace, c)
+	pv.resources(p.Child("resources"), &c.Resources)
+	pv.volumeMounts(p.Child("volumeMounts"), c.VolumeMounts, pc.volumes)
+	if lc := c.Lifecycle; lc != nil {
+		pv.handler(p.Child("lifecycle", "postStart"), lc.PostStart)
+		pv.handler(p.Child("lifecycle", "preStop"), lc.PreStop)
+	}
+	pv.probe(p.Child("livenessProbe"), c, c.LivenessProbe, true)
+	pv.probe(p.Child("readinessProbe"), c, c.ReadinessProbe, false)
+	pv.probe(p.Child("startupProbe"), c, c.StartupProbe, true)
+	pv.securityContext(p.Child("securityContext"), c.SecurityContext)
+}
+
+func (pv *podValidator) ports(p *field.Path, c *corev1.Container, pc *podContainers) {
+	for i, port := range c.Ports {
+		pp := p.Index(i)
+		if port.Name != "" {
+			if msgs := validation.IsValidPortName(port.Name); len(msgs) > 0 {
+				pv.add(invalid(pp.Child("name"), port.Name, msgs)...)
+			} else if pc.portNames[port.Name] {
+				pv.add(field.Duplicate(pp.Child("name"), port.Name))
+			}
+			pc.portNames[port.Name] = true
+		}
+		if msgs := validation.IsValidPortNum(int(port.ContainerPort)); len(msgs) > 0 {
+			pv.add(invalid(pp.Child("containerPort"), port.ContainerPort, msgs)...)
+		}
+		if !slices.Contains(protocols, port.Protocol) {
+			pv.add(field.NotSupported(pp.Child("protocol"), port.Protocol, protocols))
+		}
+		if port.HostIP != "" {
+			pv.add(validation.IsValidIP(pp.Child("hostIP"), port.HostIP)...)
+		}
+		switch {
+		case port.HostPort == 0:
+			continue
+		case port.HostPort < 0 || port.HostPort > math.MaxUint16:
+			pv.add(field.Invalid(pp.Child("hostPort"), port.HostPort, validation.InclusiveRangeError(0, math.MaxUint16)))
+			continue
+		case pc.hostNetwork && port.HostPort != port.ContainerPort:
+			pv.add(field.Invalid(pp.Child("hostPort"), port.HostPort, "must equal containerPort when hostNetwork is true"))
+		}
+		hp := hostPort{protocol: port.Protocol, ip: port.HostIP, port: port.HostPort}
+		if slices.ContainsFunc(pc.hostPorts, hp.conflicts) {
+			pv.add(field.Duplicate(pp.Child("hostPort"), fmt.Sprintf("%s/%s:%d", hp.protocol, hp.ip, hp.port)))
+		}
+		pc.hostPorts = append(pc.hostPorts, hp)
+	}
+}
+
+// supportedResource reports whether podsync accounts for a resource name.
+func supportedResource(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		return true
+	}
+	size, ok := strings.CutPrefix(string(name), corev1.ResourceHugePagesPrefix)
+	if !ok {
+		return false
+	}
+	q, err := resource.ParseQuantity(size)
+	return err == nil && q.Sign() > 0
+}
+
+var supportedResources = []string{"cpu", "memory", "ephemeral-storage", "hugepages-<size>"}
+
+func (pv *podValidator) resources(p *field.Path, r *corev1.ResourceRequirements) {
+	check := func(lp *field.Path, rl corev1.ResourceList) {
+		for _, name := range slices.Sorted(maps.Keys(rl)) {
+			q := rl[name]
+			np := lp.Key(string(name))
+			if !supportedResource(name) {
+				pv.add(field.NotSupported(np, name, supportedResources))
+			} else if q.Sign() < 0 {
+				pv.add(field.Invalid(np, q.String(), "must be greater than or equal to 0"))
+			}
+		}
+	}
+	check(p.Child("limits"), r.Limits)
+	check(p.Child("requests"), r.Requests)
+	for _, name := range slices.Sorted(maps.Keys(r.Requests)) {
+		req := r.Requests[name]
+		limit, ok := r.Limits[name]
+		if ok && req.Cmp(limit) > 0 {
+			pv.add(field.Invalid(p.Child("requests").Key(string(name)), req.String(),
+				fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
+		}
+	}
+}
+
+func (pv *podValidator) handler(p *field.Path, h *corev1.LifecycleHandler) {
+	if h == nil {
+		return
+	}
+	switch {
+	case h.Exec == nil:
+		pv.add(field.Required(p.Child("exec"), "hooks must use exec"))
+	case len(h.Exec.Command) == 0:
+		pv.add(field.Required(p.Child("exec", "command"), ""))
+	}
+}
+
+func (pv *podValidator) probe(p *field.Path, c *corev1.Container, pr *corev1.Probe, stops bool) {
+	if pr == nil {
+		return
+	}
+	var set []string
+	if pr.Exec != nil {
+		set = append(set, "exec")
+		if len(pr.Exec.Command) == 0 {
+			pv.add(field.Required(p.Child("exec", "command"), ""))
+		}
+	}
+	if h := pr.HTTPGet; h != nil {
+		set = append(set, "httpGet")
+		hp := p.Child("httpGet")
+		pv.probePort(hp.Child("port"), c, h.Port)
+		if !slices.Contains(uriSchemes, h.Scheme) {
+			pv.add(field.NotSupported(hp.Child("scheme"), h.Scheme, uriSchemes))
+		}
+		for i, hd := range h.HTTPHeaders {
+			pv.add(invalid(hp.Child("httpHeaders").Index(i).Child("name"), hd.Name, validation.IsHTTPHeaderName(hd.Name))...)
+		}
+	}
+	if t := pr.TCPSocket; t != nil {
+		set = append(set, "tcpSocket")
+		pv.probePort(p.Child("tcpSocket", "port"), c, t.Port)
+	}
+	switch len(set) {
+	case 0:
+		pv.add(field.Required(p, "must specify a handler: exec, httpGet or tcpSocket"))
+	case 1:
+	default:
+		for _, extra := range set[1:] {
+			pv.add(field.Forbidden(p.Child(extra), "may not specify more than 1 handler type"))
+		}
+	}
+	atLeast := func(name string, v int32, minimum int32) {
+		if v < minimum {
+			pv.add(field.Invalid(p.Child(name), v, fmt.Sprintf("must be greater than or equal to %d", minimum)))
+		}
+	}
+	atLeast("initialDelaySeconds", pr.InitialDelaySeconds, 0)
+	atLeast("timeoutSeconds", pr.TimeoutSeconds, 1)
+	atLeast("periodSeconds", pr.PeriodSeconds, 1)
+	atLeast("successThreshold", pr.SuccessThreshold, 1)
+	atLeast("failureThreshold", pr.FailureThreshold, 1)
+	if stops && pr.SuccessThreshold > 1 {
+		pv.add(field.Invalid(p.Child("successThreshold"), pr.SuccessThreshold, "must be 1 for liveness and startup probes"))
+	}
+	if g := pr.TerminationGracePeriodSeconds; g != nil {
+		gp := p.Child("terminationGracePeriodSeconds")
+		if stops {
+			pv.add(gracePeriod(gp, *g, 1, pv.lim.MaxGracePeriodSeconds)...)
+		} else {
+			pv.add(field.Forbidden(gp, "may only be set on liveness and startup probes"))
+		}
+	}
+}
+
+// probePort validates a probe's port: a number in 1-65535, or the name of
+// one of the container's ports.
+func (pv *podValidator) probePort(p *field.Path, c *corev1.Container, port intstr.IntOrString) {
+	if port.Type == intstr.Int {
+		pv.add(invalid(p, port.IntVal, validation.IsValidPortNum(int(port.IntVal)))...)
+		return
+	}
+	if msgs := validation.IsValidPortName(port.StrVal); len(msgs) > 0 {
+		pv.add(invalid(p, port.StrVal, msgs)...)
+		return
+	}
+	if !slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool { return cp.Name == port.StrVal }) {
+		pv.add(notFound(p, port.StrVal, "no port of the container has this name"))
+	}
+}
+
+func (pv *podValidator) securityContext(p *field.Path, sc *corev1.SecurityContext) {
+	if sc == nil {
+		return
+	}
+	pv.add(userID(p.Child("runAsUser"), sc.RunAsUser)...)
+	pv.add(groupID(p.Child("runAsGroup"), sc.RunAsGroup)...)
+	if sc.Privileged != nil && *sc.Privileged && sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
+		pv.add(field.Invalid(p.Child("allowPrivilegeEscalation"), false, "cannot be false when privileged is true"))
+	}
+}

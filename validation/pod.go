@@ -1,0 +1,246 @@
+package validation
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// ValidatePod validates a pod as podsync runs it: its metadata
+// (ValidatePodMetadata) and its spec (ValidatePodSpec). The pod must be
+// defaulted as the API server defaults pods (convert.Default), as
+// Kubernetes validates after defaulting; it is not changed.
+//
+// Every violation is returned, with a path below fldPath in the API's JSON
+// names: "spec.containers[1].image" with a nil fldPath, or
+// "pods[0].spec.containers[1].image" with fldPath "pods[0]". An empty list
+// means the pod is valid.
+func ValidatePod(pod *corev1.Pod, fldPath *field.Path, opts Options) field.ErrorList {
+	errs := ValidatePodMetadata(pod, fldPath)
+	return append(errs, ValidatePodSpec(&pod.Spec, &pod.ObjectMeta, fldPath.Child("spec"), opts)...)
+}
+
+// ValidatePodMetadata validates a defaulted pod's apiVersion and kind
+// (empty, or v1 and Pod), its name (a DNS-1123 subdomain), namespace (a
+// DNS-1123 label), labels, annotations and UID (ValidateUID), and that the
+// name of its log directory, <namespace>_<name>_<uid>, is one file name.
+// Paths are below fldPath, as in ValidatePod.
+func ValidatePodMetadata(pod *corev1.Pod, fldPath *field.Path) field.ErrorList {
+	errs := validateTypeMeta(fldPath, pod.TypeMeta, "Pod")
+	errs = append(errs, validateObjectMeta(fldPath.Child("metadata"), &pod.ObjectMeta)...)
+	errs = append(errs, ValidateUID(string(pod.UID), fldPath.Child("metadata", "uid"))...)
+	// The pod's log directory is named <namespace>_<name>_<uid>, one file
+	// name (the kubelet's layout).
+	validNamespace := len(validation.IsDNS1123Label(pod.Namespace)) == 0
+	if maxName := MaxFileNameBytes - len(pod.Namespace) - len(pod.UID) - 2; validNamespace && len(pod.UID) == 36 && len(pod.Name) > maxName {
+		errs = append(errs, field.Invalid(fldPath.Child("metadata", "name"), pod.Name, fmt.Sprintf(
+			"must be at most %d bytes long in namespace %q: the log directory name <namespace>_<name>_<uid> may not exceed %d bytes",
+			maxName, pod.Namespace, MaxFileNameBytes)))
+	}
+	return errs
+}
+
+// ValidatePodSpec validates the spec of a defaulted pod whose metadata is
+// meta, at fldPath (the spec itself: "pods[0].spec"): the restart, DNS and
+// pull policies podsync knows, grace periods within opts.Limits, the node
+// name against opts.NodeName, host aliases, security contexts, volumes,
+// containers (unique names, images, ports, env, resources, mounts, probes
+// and hooks), and that every ConfigMap and Secret it refers to without
+// optional is in opts.Objects, with the keys it names. References are not
+// checked when meta's namespace is not a valid one: ValidatePodMetadata
+// reports that.
+func ValidatePodSpec(spec *corev1.PodSpec, meta *metav1.ObjectMeta, fldPath *field.Path, opts Options) field.ErrorList {
+	pv := &podValidator{
+		lim:      opts.Limits.withDefaults(),
+		nodeName: opts.NodeName,
+		objs:     opts.Objects,
+		skipRefs: len(validation.IsDNS1123Label(meta.Namespace)) > 0,
+	}
+	pv.spec(fldPath, meta.Namespace, spec)
+	return pv.errs
+}
+
+// podValidator validates the spec of one pod and collects violations.
+type podValidator struct {
+	lim      Limits
+	nodeName string
+	objs     *Objects
+	errs     field.ErrorList
+	// skipRefs turns off the checks that referenced ConfigMaps and
+	// Secrets are among objs, for a pod whose namespace is invalid.
+	skipRefs bool
+}
+
+func (pv *podValidator) add(errs ...*field.Error) {
+	pv.errs = append(pv.errs, errs...)
+}
+
+var (
+	restartPolicies        = []corev1.RestartPolicy{corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}
+	dnsPolicies            = []corev1.DNSPolicy{corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault, corev1.DNSNone}
+	pullPolicies           = []corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever}
+	protocols              = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
+	terminationMsgPolicies = []corev1.TerminationMessagePolicy{corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError}
+	storageMedia           = []corev1.StorageMedium{corev1.StorageMediumDefault, corev1.StorageMediumMemory}
+	uriSchemes             = []corev1.URIScheme{corev1.URISchemeHTTP, corev1.URISchemeHTTPS}
+	initRestartPolicies    = []corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways}
+	hostPathTypes          = []corev1.HostPathType{
+		corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory, corev1.HostPathFileOrCreate,
+		corev1.HostPathFile, corev1.HostPathSocket, corev1.HostPathCharDev, corev1.HostPathBlockDev,
+	}
+	// envFieldPaths are the downward API fields an env var may select,
+	// besides metadata.labels['key'] and metadata.annotations['key'].
+	envFieldPaths = []string{
+		"metadata.name", "metadata.namespace", "metadata.uid",
+		"spec.nodeName", "status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs",
+	}
+)
+
+// Kubernetes' bounds on DNS configuration (k8s.io/kubernetes
+// pkg/apis/core/validation).
+const (
+	maxDNSNameservers     = 3
+	maxDNSSearchPaths     = 32
+	maxDNSSearchListChars = 2048
+)
+
+func (pv *podValidator) spec(p *field.Path, namespace string, spec *corev1.PodSpec) {
+	if !slices.Contains(restartPolicies, spec.RestartPolicy) {
+		pv.add(field.NotSupported(p.Child("restartPolicy"), spec.RestartPolicy, restartPolicies))
+	}
+	if g := spec.TerminationGracePeriodSeconds; g != nil {
+		pv.add(gracePeriod(p.Child("terminationGracePeriodSeconds"), *g, 0, pv.lim.MaxGracePeriodSeconds)...)
+	}
+	if d := spec.ActiveDeadlineSeconds; d != nil && *d <= 0 {
+		pv.add(field.Invalid(p.Child("activeDeadlineSeconds"), *d, "must be greater than 0"))
+	}
+	if spec.Hostname != "" {
+		pv.add(dns1123Label(p.Child("hostname"), spec.Hostname)...)
+	}
+	if spec.Subdomain != "" {
+		pv.add(dns1123Label(p.Child("subdomain"), spec.Subdomain)...)
+	}
+	if n := spec.NodeName; n != "" {
+		if pv.nodeName != "" && n != pv.nodeName {
+			pv.add(field.Invalid(p.Child("nodeName"), n, fmt.Sprintf("must be empty or this node's name %q", pv.nodeName)))
+		} else {
+			pv.add(dns1123Subdomain(p.Child("nodeName"), n)...)
+		}
+	}
+	pv.dns(p, spec)
+	for i, h := range spec.HostAliases {
+		hp := p.Child("hostAliases").Index(i)
+		pv.add(validation.IsValidIP(hp.Child("ip"), h.IP)...)
+		for j, name := range h.Hostnames {
+			pv.add(dns1123Subdomain(hp.Child("hostnames").Index(j), name)...)
+		}
+	}
+	pv.podSecurityContext(p.Child("securityContext"), spec.SecurityContext)
+	volumes := pv.volumes(p.Child("volumes"), namespace, spec.Volumes)
+
+	if len(spec.Containers) == 0 {
+		pv.add(field.Required(p.Child("containers"), "at least one container is required"))
+	}
+	if n := len(spec.Containers) + len(spec.InitContainers); n > pv.lim.MaxContainersPerPod {
+		tooMany := field.TooMany(p.Child("containers"), n, pv.lim.MaxContainersPerPod)
+		tooMany.Detail += ", init and regular containers together"
+		pv.add(tooMany)
+	}
+	pc := &podContainers{
+		namespace:   namespace,
+		hostNetwork: spec.HostNetwork,
+		volumes:     volumes,
+		names:       make(map[string]bool),
+		portNames:   make(map[string]bool),
+	}
+	for i := range spec.InitContainers {
+		pv.container(p.Child("initContainers").Index(i), &spec.InitContainers[i], true, pc)
+	}
+	for i := range spec.Containers {
+		pv.container(p.Child("containers").Index(i), &spec.Containers[i], false, pc)
+	}
+}
+
+func (pv *podValidator) dns(p *field.Path, spec *corev1.PodSpec) {
+	if !slices.Contains(dnsPolicies, spec.DNSPolicy) {
+		pv.add(field.NotSupported(p.Child("dnsPolicy"), spec.DNSPolicy, dnsPolicies))
+	}
+	cfg := spec.DNSConfig
+	if spec.DNSPolicy == corev1.DNSNone {
+		switch {
+		case cfg == nil:
+			pv.add(field.Required(p.Child("dnsConfig"), "must provide dnsConfig when dnsPolicy is None"))
+		case len(cfg.Nameservers) == 0:
+			pv.add(field.Required(p.Child("dnsConfig", "nameservers"), "must provide at least one DNS nameserver when dnsPolicy is None"))
+		}
+	}
+	if cfg == nil {
+		return
+	}
+	cp := p.Child("dnsConfig")
+	if n := len(cfg.Nameservers); n > maxDNSNameservers {
+		pv.add(field.TooMany(cp.Child("nameservers"), n, maxDNSNameservers))
+	}
+	for i, ns := range cfg.Nameservers {
+		pv.add(validation.IsValidIP(cp.Child("nameservers").Index(i), ns)...)
+	}
+	if n := len(cfg.Searches); n > maxDNSSearchPaths {
+		pv.add(field.TooMany(cp.Child("searches"), n, maxDNSSearchPaths))
+	}
+	if n := len(strings.Join(cfg.Searches, " ")); n > maxDNSSearchListChars {
+		pv.add(field.TooLong(cp.Child("searches"), nil, maxDNSSearchListChars))
+	}
+	for i, s := range cfg.Searches {
+		// A trailing dot (a fully qualified name) and "." itself are
+		// allowed, as in Kubernetes.
+		if s == "." {
+			continue
+		}
+		pv.add(dns1123Subdomain(cp.Child("searches").Index(i), strings.TrimSuffix(s, "."))...)
+	}
+	for i, o := range cfg.Options {
+		if o.Name == "" {
+			pv.add(field.Required(cp.Child("options").Index(i).Child("name"), ""))
+		}
+	}
+}
+
+var sysctlRE = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)
+
+const maxSysctlNameLen = 253
+
+func (pv *podValidator) podSecurityContext(p *field.Path, sc *corev1.PodSecurityContext) {
+	if sc == nil {
+		return
+	}
+	pv.add(userID(p.Child("runAsUser"), sc.RunAsUser)...)
+	pv.add(groupID(p.Child("runAsGroup"), sc.RunAsGroup)...)
+	pv.add(groupID(p.Child("fsGroup"), sc.FSGroup)...)
+	for i, g := range sc.SupplementalGroups {
+		pv.add(groupID(p.Child("supplementalGroups").Index(i), &g)...)
+	}
+	seen := make(map[string]bool, len(sc.Sysctls))
+	for i, s := range sc.Sysctls {
+		sp := p.Child("sysctls").Index(i)
+		switch {
+		case s.Name == "":
+			pv.add(field.Required(sp.Child("name"), ""))
+		case len(s.Name) > maxSysctlNameLen:
+			pv.add(field.TooLong(sp.Child("name"), s.Name, maxSysctlNameLen))
+		case !sysctlRE.MatchString(s.Name):
+			pv.add(field.Invalid(sp.Child("name"), s.Name, "must be a sysctl name of lower-case segments separated by '.' or '/', such as net.ipv4.ip_forward"))
+		case seen[s.Name]:
+			pv.add(field.Duplicate(sp.Child("name"), s.Name))
+		}
+		seen[s.Name] = true
+		if s.Value == "" {
+			pv.add(field.Required(sp.Child("value"), ""))
+		}
+	}
+}

@@ -1,0 +1,537 @@
+package validation_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/validation"
+)
+
+const testNode = "node-1"
+
+// basePod is a valid pod that uses most of what validation checks: a
+// classic init container and a sidecar, two containers with ports, probes,
+// hooks, env from a ConfigMap, a Secret and the downward API, and a volume
+// of each kind. It references the objects of baseConfigMap and baseSecret.
+// It is not defaulted.
+func basePod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Namespace:   "shop",
+			Labels:      map[string]string{"app": name},
+			Annotations: map[string]string{"example.com/owner": "team-storefront"},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			DNSConfig: &corev1.PodDNSConfig{
+				Nameservers: []string{"10.96.0.10"},
+				Searches:    []string{"shop.svc.cluster.local"},
+				Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("2")}},
+			},
+			HostAliases: []corev1.HostAlias{{IP: "192.0.2.10", Hostnames: []string{"registry.local"}}},
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsUser: ptr.To[int64](1000),
+				Sysctls:   []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "80"}},
+			},
+			Volumes: []corev1.Volume{
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"},
+					Items:                []corev1.KeyToPath{{Key: "app.properties", Path: "app.properties", Mode: ptr.To[int32](0o440)}},
+				}}},
+				{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db-credentials", DefaultMode: ptr.To[int32](0o400)}}},
+				{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("64Mi"))}}},
+				{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/shop", Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}},
+			},
+			InitContainers: []corev1.Container{
+				{
+					Name:         "setup",
+					Image:        "registry.local/busybox:1.37",
+					Command:      []string{"sh", "-c", "true"},
+					VolumeMounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/cache"}},
+				},
+				{
+					Name:          "shipper",
+					Image:         "registry.local/busybox:1.37",
+					RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+					StartupProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}},
+				},
+			},
+			Containers: []corev1.Container{
+				{
+					Name:  "web",
+					Image: "registry.local/web:1.0",
+					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, HostPort: 18080, HostIP: "127.0.0.1", Protocol: corev1.ProtocolTCP}},
+					Env: []corev1.EnvVar{
+						{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+							LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Key: "MODE"}}},
+						{Name: "DB_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+							LocalObjectReference: corev1.LocalObjectReference{Name: "db-credentials"}, Key: "DB_PASSWORD"}}},
+						{Name: "APP_LABEL", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}},
+						{Name: "GREETING", Value: "hello"},
+					},
+					EnvFrom: []corev1.EnvFromSource{
+						{Prefix: "APP_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}},
+						{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db-credentials"}}},
+					},
+					Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{"cpu": resource.MustParse("100m"), "memory": resource.MustParse("32Mi")},
+						Limits:   corev1.ResourceList{"cpu": resource.MustParse("500m"), "memory": resource.MustParse("64Mi")},
+					},
+					VolumeMounts: []corev1.VolumeMount{
+						{Name: "config", MountPath: "/etc/app", ReadOnly: true},
+						{Name: "creds", MountPath: "/etc/creds", ReadOnly: true},
+						{Name: "cache", MountPath: "/cache"},
+						{Name: "host", MountPath: "/data", SubPath: "shop"},
+					},
+					LivenessProbe: &corev1.Probe{
+						ProbeHandler:                  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
+						TerminationGracePeriodSeconds: ptr.To[int64](5),
+					},
+					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+						Path: "/ready", Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTP,
+						HTTPHeaders: []corev1.HTTPHeader{{Name: "X-Probe", Value: "readiness"}},
+					}}},
+					StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}}},
+					Lifecycle: &corev1.Lifecycle{
+						PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"touch", "/tmp/started"}}},
+						PreStop:   &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "1"}}},
+					},
+				},
+				{
+					Name:      "exporter",
+					Image:     "registry.local/exporter@sha256:3be6086b3e45bfa801dc4ee51a083c856e6e92fa9942bf10add98d746b28b8dd",
+					Ports:     []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9113}},
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"cpu": resource.MustParse("50m"), "memory": resource.MustParse("16Mi")}},
+				},
+			},
+		},
+	}
+}
+
+func baseConfigMap() *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "app-config", Namespace: "shop"},
+		Data:       map[string]string{"MODE": "production", "app.properties": "cache.dir=/cache\n"},
+	}
+}
+
+func baseSecret() *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-credentials", Namespace: "shop"},
+		Data:       map[string][]byte{"DB_PASSWORD": []byte("s3cr3t")},
+	}
+}
+
+// input is what a row validates: a pod and the objects sent with it.
+type input struct {
+	pod        *corev1.Pod
+	configMaps []*corev1.ConfigMap
+	secrets    []*corev1.Secret
+}
+
+// mutation changes the base input for one row.
+type mutation func(in *input)
+
+func nop(*input) {}
+
+func pod(mutate func(p *corev1.Pod)) mutation {
+	return func(in *input) { mutate(in.pod) }
+}
+
+// web and exporter mutate the pod's containers.
+func web(mutate func(c *corev1.Container)) mutation {
+	return pod(func(p *corev1.Pod) { mutate(&p.Spec.Containers[0]) })
+}
+
+func exporter(mutate func(c *corev1.Container)) mutation {
+	return pod(func(p *corev1.Pod) { mutate(&p.Spec.Containers[1]) })
+}
+
+// validatePod builds the base input, mutates it, defaults it as the
+// server does and validates the pod with opts and the input's objects.
+func validatePod(mutate mutation, opts validation.Options) field.ErrorList {
+	in := &input{pod: basePod("web"), configMaps: []*corev1.ConfigMap{baseConfigMap()}, secrets: []*corev1.Secret{baseSecret()}}
+	mutate(in)
+	for _, cm := range in.configMaps {
+		convert.DefaultConfigMap(cm)
+	}
+	for _, s := range in.secrets {
+		convert.DefaultSecret(s)
+	}
+	convert.Default(in.pod)
+	opts.Objects = validation.NewObjects(in.configMaps, in.secrets)
+	return validation.ValidatePod(in.pod, nil, opts)
+}
+
+func options() validation.Options {
+	return validation.Options{NodeName: testNode}
+}
+
+// TestValidatePodValid checks that the base pod, and variations that look
+// suspicious but are valid, validate clean, so that each row of
+// TestValidatePodInvalid fails only for its mutation.
+func TestValidatePodValid(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   *validation.Options // nil: options()
+		mutate mutation
+	}{
+		{"base", nil, nop},
+		{"zero Options", &validation.Options{}, nop},
+		{"minimal", nil, func(in *input) {
+			in.pod = &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "min"},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+			}
+		}},
+		{"missing optional configMap volume", nil, pod(func(p *corev1.Pod) {
+			p.Spec.Volumes[0].ConfigMap.Name = "absent"
+			p.Spec.Volumes[0].ConfigMap.Optional = ptr.To(true)
+		})},
+		{"missing optional key", nil, web(func(c *corev1.Container) {
+			c.Env[1].ValueFrom.SecretKeyRef.Key = "ABSENT"
+			c.Env[1].ValueFrom.SecretKeyRef.Optional = ptr.To(true)
+		})},
+		{"missing optional envFrom secret", nil, web(func(c *corev1.Container) {
+			c.EnvFrom[1].SecretRef = &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Optional: ptr.To(true)}
+		})},
+		{"own node name", nil, pod(func(p *corev1.Pod) { p.Spec.NodeName = testNode })},
+		{"host network ports", nil, pod(func(p *corev1.Pod) {
+			p.Spec.HostNetwork = true
+			p.Spec.Containers[0].Ports[0].HostPort = 0
+		})},
+		{"same host port on two addresses", nil, exporter(func(c *corev1.Container) {
+			c.Ports[0].HostPort = 18080
+			c.Ports[0].HostIP = "127.0.0.2"
+		})},
+		{"same host port, other protocol", nil, exporter(func(c *corev1.Container) {
+			c.Ports[0].HostPort = 18080
+			c.Ports[0].Protocol = corev1.ProtocolUDP
+		})},
+		{"only limits", nil, web(func(c *corev1.Container) { c.Resources.Requests = nil })},
+		{"requests equal limits", nil, web(func(c *corev1.Container) { c.Resources.Requests["memory"] = resource.MustParse("64Mi") })},
+		{"no source volume is an emptyDir", nil, pod(func(p *corev1.Pod) { p.Spec.Volumes[2].EmptyDir = nil })},
+		{"grace period at the limit", nil, pod(func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](3600) })},
+		{"grace period zero", nil, pod(func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0) })},
+		{"dnsPolicy None with nameservers", nil, pod(func(p *corev1.Pod) { p.Spec.DNSPolicy = corev1.DNSNone })},
+		{"fully qualified search", nil, pod(func(p *corev1.Pod) { p.Spec.DNSConfig.Searches = []string{"svc.cluster.local.", "."} })},
+		{"explicit uid", nil, pod(func(p *corev1.Pod) { p.UID = "0f8fad5b-d9cb-469f-a165-70867728950e" })},
+		{"secret from stringData", nil, func(in *input) {
+			in.secrets[0].Data = nil
+			in.secrets[0].StringData = map[string]string{"DB_PASSWORD": "s3cr3t"}
+		}},
+		{"annotation fieldRef", nil, web(func(c *corev1.Container) {
+			c.Env[2].ValueFrom.FieldRef.FieldPath = "metadata.annotations['example.com/owner']"
+		})},
+		{"limits at their bounds", &validation.Options{Limits: validation.Limits{MaxContainersPerPod: 4, MaxEnvVarsPerContainer: 4}}, nop},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := options()
+			if tt.opts != nil {
+				opts = *tt.opts
+			}
+			if errs := validatePod(tt.mutate, opts); len(errs) > 0 {
+				t.Errorf("want no violations, got:\n%s", errs.ToAggregate())
+			}
+		})
+	}
+}
+
+// TestValidatePodInvalid validates each bad pod and checks that it has
+// exactly the expected violations, by field path, each with a type and a
+// description (the server's BadRequest field violations).
+func TestValidatePodInvalid(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   *validation.Options // nil: options()
+		mutate mutation
+		want   []string
+	}{
+		// Metadata.
+		{"apiVersion", nil, pod(func(p *corev1.Pod) { p.APIVersion = "v2" }), []string{"apiVersion"}},
+		{"kind", nil, pod(func(p *corev1.Pod) { p.Kind = "Deployment" }), []string{"kind"}},
+		{"name missing", nil, pod(func(p *corev1.Pod) { p.Name = "" }), []string{"metadata.name"}},
+		{"name not a subdomain", nil, pod(func(p *corev1.Pod) { p.Name = "Web_1" }), []string{"metadata.name"}},
+		{"namespace not a label", nil, pod(func(p *corev1.Pod) { p.Namespace = "shop.eu" }), []string{"metadata.namespace"}},
+		{"label key", nil, pod(func(p *corev1.Pod) { p.Labels["-app"] = "x" }), []string{"metadata.labels"}},
+		{"label value", nil, pod(func(p *corev1.Pod) { p.Labels["app"] = "a b" }), []string{"metadata.labels"}},
+		{"annotations too large", nil, pod(func(p *corev1.Pod) {
+			p.Annotations["example.com/big"] = strings.Repeat("x", 256*1024)
+		}), []string{"metadata.annotations"}},
+		{"uid not a UUID", nil, pod(func(p *corev1.Pod) { p.UID = "web-1" }), []string{"metadata.uid"}},
+
+		// Spec.
+		{"no containers", nil, pod(func(p *corev1.Pod) { p.Spec.Containers = nil }), []string{"spec.containers"}},
+		{"too many containers", &validation.Options{Limits: validation.Limits{MaxContainersPerPod: 3}}, nop, []string{"spec.containers"}},
+		{"restartPolicy", nil, pod(func(p *corev1.Pod) { p.Spec.RestartPolicy = "Sometimes" }), []string{"spec.restartPolicy"}},
+		{"dnsPolicy", nil, pod(func(p *corev1.Pod) { p.Spec.DNSPolicy = "Cluster" }), []string{"spec.dnsPolicy"}},
+		{"dnsPolicy None without dnsConfig", nil, pod(func(p *corev1.Pod) {
+			p.Spec.DNSPolicy = corev1.DNSNone
+			p.Spec.DNSConfig = nil
+		}), []string{"spec.dnsConfig"}},
+		{"dnsPolicy None without nameservers", nil, pod(func(p *corev1.Pod) {
+			p.Spec.DNSPolicy = corev1.DNSNone
+			p.Spec.DNSConfig.Nameservers = nil
+		}), []string{"spec.dnsConfig.nameservers"}},
+		{"four nameservers", nil, pod(func(p *corev1.Pod) {
+			p.Spec.DNSConfig.Nameservers = []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"}
+		}), []string{"spec.dnsConfig.nameservers"}},
+		{"nameserver not an IP", nil, pod(func(p *corev1.Pod) { p.Spec.DNSConfig.Nameservers[0] = "dns.local" }),
+			[]string{"spec.dnsConfig.nameservers[0]"}},
+		{"33 searches", nil, pod(func(p *corev1.Pod) {
+			p.Spec.DNSConfig.Searches = slices.Repeat([]string{"svc.cluster.local"}, 33)
+		}), []string{"spec.dnsConfig.searches"}},
+		{"hostAlias IP", nil, pod(func(p *corev1.Pod) { p.Spec.HostAliases[0].IP = "192.0.2.300" }), []string{"spec.hostAliases[0].ip"}},
+		{"hostAlias hostname", nil, pod(func(p *corev1.Pod) { p.Spec.HostAliases[0].Hostnames[0] = "Registry_Local" }),
+			[]string{"spec.hostAliases[0].hostnames[0]"}},
+		{"grace period above max", nil, pod(func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](3601) }),
+			[]string{"spec.terminationGracePeriodSeconds"}},
+		{"grace period above configured max", &validation.Options{Limits: validation.Limits{MaxGracePeriodSeconds: 10}}, nop,
+			[]string{"spec.terminationGracePeriodSeconds"}},
+		{"negative grace period", nil, pod(func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](-1) }),
+			[]string{"spec.terminationGracePeriodSeconds"}},
+		{"activeDeadlineSeconds zero", nil, pod(func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr.To[int64](0) }),
+			[]string{"spec.activeDeadlineSeconds"}},
+		{"sysctl name", nil, pod(func(p *corev1.Pod) { p.Spec.SecurityContext.Sysctls[0].Name = "Net.IPv4.Forward" }),
+			[]string{"spec.securityContext.sysctls[0].name"}},
+		{"duplicate sysctl", nil, pod(func(p *corev1.Pod) {
+			p.Spec.SecurityContext.Sysctls = append(p.Spec.SecurityContext.Sysctls, corev1.Sysctl{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"})
+		}), []string{"spec.securityContext.sysctls[1].name"}},
+		{"negative runAsUser", nil, pod(func(p *corev1.Pod) { p.Spec.SecurityContext.RunAsUser = ptr.To[int64](-1) }),
+			[]string{"spec.securityContext.runAsUser"}},
+		{"other node", nil, pod(func(p *corev1.Pod) { p.Spec.NodeName = "node-2" }), []string{"spec.nodeName"}},
+		{"hostname", nil, pod(func(p *corev1.Pod) { p.Spec.Hostname = "web.shop" }), []string{"spec.hostname"}},
+
+		// Containers.
+		{"image missing", nil, exporter(func(c *corev1.Container) { c.Image = "" }), []string{"spec.containers[1].image"}},
+		{"image reference", nil, exporter(func(c *corev1.Container) { c.Image = "Registry.Local/Exporter:2.1" }),
+			[]string{"spec.containers[1].image"}},
+		{"container name missing", nil, exporter(func(c *corev1.Container) { c.Name = "" }), []string{"spec.containers[1].name"}},
+		{"container name not a label", nil, exporter(func(c *corev1.Container) { c.Name = "Exporter" }), []string{"spec.containers[1].name"}},
+		{"container name shared with an init container", nil, pod(func(p *corev1.Pod) { p.Spec.InitContainers[0].Name = "web" }),
+			[]string{"spec.containers[0].name"}},
+		{"imagePullPolicy", nil, exporter(func(c *corev1.Container) { c.ImagePullPolicy = "Sometimes" }),
+			[]string{"spec.containers[1].imagePullPolicy"}},
+		{"terminationMessagePolicy", nil, exporter(func(c *corev1.Container) { c.TerminationMessagePolicy = "Logs" }),
+			[]string{"spec.containers[1].terminationMessagePolicy"}},
+		{"restartPolicy on a regular container", nil, exporter(func(c *corev1.Container) { c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways) }),
+			[]string{"spec.containers[1].restartPolicy"}},
+		{"init container restartPolicy", nil, pod(func(p *corev1.Pod) {
+			p.Spec.InitContainers[1].RestartPolicy = ptr.To(corev1.ContainerRestartPolicy("OnFailure"))
+		}), []string{"spec.initContainers[1].restartPolicy"}},
+		{"probe on a classic init container", nil, pod(func(p *corev1.Pod) {
+			p.Spec.InitContainers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+		}), []string{"spec.initContainers[0].livenessProbe"}},
+		{"privileged without privilege escalation", nil, exporter(func(c *corev1.Container) {
+			c.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false)}
+		}), []string{"spec.containers[1].securityContext.allowPrivilegeEscalation"}},
+
+		// Ports.
+		{"containerPort zero", nil, exporter(func(c *corev1.Container) { c.Ports[0].ContainerPort = 0 }),
+			[]string{"spec.containers[1].ports[0].containerPort"}},
+		{"containerPort above 65535", nil, exporter(func(c *corev1.Container) { c.Ports[0].ContainerPort = 70000 }),
+			[]string{"spec.containers[1].ports[0].containerPort"}},
+		{"hostPort above 65535", nil, exporter(func(c *corev1.Container) { c.Ports[0].HostPort = 70000 }),
+			[]string{"spec.containers[1].ports[0].hostPort"}},
+		{"duplicate hostPort", nil, exporter(func(c *corev1.Container) { c.Ports[0].HostPort = 18080 }),
+			[]string{"spec.containers[1].ports[0].hostPort"}},
+		{"hostPort differs from containerPort on host network", nil, pod(func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
+			[]string{"spec.containers[0].ports[0].hostPort"}},
+		{"hostIP", nil, exporter(func(c *corev1.Container) { c.Ports[0].HostIP = "localhost" }),
+			[]string{"spec.containers[1].ports[0].hostIP"}},
+		{"protocol", nil, exporter(func(c *corev1.Container) { c.Ports[0].Protocol = "HTTP" }),
+			[]string{"spec.containers[1].ports[0].protocol"}},
+		{"port name longer than 15", nil, exporter(func(c *corev1.Container) { c.Ports[0].Name = "prometheus-metrics" }),
+			[]string{"spec.containers[1].ports[0].name"}},
+		{"port name not an IANA name", nil, exporter(func(c *corev1.Container) { c.Ports[0].Name = "9113" }),
+			[]string{"spec.containers[1].ports[0].name"}},
+		{"duplicate port name", nil, exporter(func(c *corev1.Container) { c.Ports[0].Name = "http" }),
+			[]string{"spec.containers[1].ports[0].name"}},
+
+		// Resources.
+		{"requests above limits", nil, web(func(c *corev1.Container) { c.Resources.Requests["memory"] = resource.MustParse("128Mi") }),
+			[]string{"spec.containers[0].resources.requests[memory]"}},
+		{"negative quantity", nil, web(func(c *corev1.Container) { c.Resources.Requests["cpu"] = resource.MustParse("-1") }),
+			[]string{"spec.containers[0].resources.requests[cpu]"}},
+		{"unsupported resource", nil, exporter(func(c *corev1.Container) { c.Resources.Limits["nvidia.com/gpu"] = resource.MustParse("1") }),
+			[]string{"spec.containers[1].resources.limits[nvidia.com/gpu]", "spec.containers[1].resources.requests[nvidia.com/gpu]"}},
+
+		// Env.
+		{"env name", nil, web(func(c *corev1.Container) { c.Env[3].Name = "1GREETING" }), []string{"spec.containers[0].env[3].name"}},
+		{"too many env vars", &validation.Options{Limits: validation.Limits{MaxEnvVarsPerContainer: 3}}, nop,
+			[]string{"spec.containers[0].env"}},
+		{"env too large", &validation.Options{Limits: validation.Limits{MaxEnvBytesPerContainer: 16}}, nop,
+			[]string{"spec.containers[0].env"}},
+		{"value and valueFrom", nil, web(func(c *corev1.Container) { c.Env[0].Value = "x" }), []string{"spec.containers[0].env[0].valueFrom"}},
+		{"empty valueFrom", nil, web(func(c *corev1.Container) { c.Env[0].ValueFrom = &corev1.EnvVarSource{} }),
+			[]string{"spec.containers[0].env[0].valueFrom"}},
+		{"configMapKeyRef to a missing ConfigMap", nil, web(func(c *corev1.Container) { c.Env[0].ValueFrom.ConfigMapKeyRef.Name = "absent" }),
+			[]string{"spec.containers[0].env[0].valueFrom.configMapKeyRef.name"}},
+		{"secretKeyRef to a missing key", nil, web(func(c *corev1.Container) { c.Env[1].ValueFrom.SecretKeyRef.Key = "ABSENT" }),
+			[]string{"spec.containers[0].env[1].valueFrom.secretKeyRef.key"}},
+		{"secretKeyRef key not a key", nil, web(func(c *corev1.Container) { c.Env[1].ValueFrom.SecretKeyRef.Key = "a/b" }),
+			[]string{"spec.containers[0].env[1].valueFrom.secretKeyRef.key"}},
+		{"unsupported fieldPath", nil, web(func(c *corev1.Container) { c.Env[2].ValueFrom.FieldRef.FieldPath = "spec.serviceAccountName" }),
+			[]string{"spec.containers[0].env[2].valueFrom.fieldRef.fieldPath"}},
+		{"fieldPath label key", nil, web(func(c *corev1.Container) { c.Env[2].ValueFrom.FieldRef.FieldPath = "metadata.labels['-app']" }),
+			[]string{"spec.containers[0].env[2].valueFrom.fieldRef.fieldPath"}},
+		{"fieldRef apiVersion", nil, web(func(c *corev1.Container) { c.Env[2].ValueFrom.FieldRef.APIVersion = "v2" }),
+			[]string{"spec.containers[0].env[2].valueFrom.fieldRef.apiVersion"}},
+		{"envFrom to a missing Secret", nil, web(func(c *corev1.Container) { c.EnvFrom[1].SecretRef.Name = "absent" }),
+			[]string{"spec.containers[0].envFrom[1].secretRef.name"}},
+		{"envFrom prefix", nil, web(func(c *corev1.Container) { c.EnvFrom[0].Prefix = "APP-1=" }),
+			[]string{"spec.containers[0].envFrom[0].prefix"}},
+		{"envFrom without name", nil, web(func(c *corev1.Container) { c.EnvFrom[0].ConfigMapRef.Name = "" }),
+			[]string{"spec.containers[0].envFrom[0].configMapRef.name"}},
+		{"configMapKeyRef name not a subdomain", nil, web(func(c *corev1.Container) { c.Env[0].ValueFrom.ConfigMapKeyRef.Name = "App_Config" }),
+			[]string{"spec.containers[0].env[0].valueFrom.configMapKeyRef.name"}},
+		{"envFrom with both refs", nil, web(func(c *corev1.Container) {
+			c.EnvFrom[0].SecretRef = &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db-credentials"}}
+		}), []string{"spec.containers[0].envFrom[0].secretRef"}},
+		{"ConfigMap in another namespace", nil, func(in *input) { in.configMaps[0].Namespace = "other" }, []string{
+			"spec.volumes[0].configMap.name",
+			"spec.containers[0].env[0].valueFrom.configMapKeyRef.name",
+			"spec.containers[0].envFrom[0].configMapRef.name",
+		}},
+		{"without its Secret", nil, func(in *input) { in.secrets = nil }, []string{
+			"spec.volumes[1].secret.secretName",
+			"spec.containers[0].env[1].valueFrom.secretKeyRef.name",
+			"spec.containers[0].envFrom[1].secretRef.name",
+		}},
+
+		// Volumes and mounts.
+		{"volume name not a label", nil, pod(func(p *corev1.Pod) {
+			p.Spec.Volumes[3].Name = "host_data"
+			p.Spec.Containers[0].VolumeMounts[3].Name = "host_data"
+		}), []string{"spec.volumes[3].name"}},
+		{"duplicate volume name", nil, pod(func(p *corev1.Pod) { p.Spec.Volumes[1].Name = "config" }),
+			[]string{"spec.volumes[1].name", "spec.containers[0].volumeMounts[1].name"}},
+		{"two volume sources", nil, pod(func(p *corev1.Pod) {
+			p.Spec.Volumes[2].HostPath = &corev1.HostPathVolumeSource{Path: "/tmp"}
+		}), []string{"spec.volumes[2].hostPath"}},
+		{"emptyDir medium", nil, pod(func(p *corev1.Pod) { p.Spec.Volumes[2].EmptyDir.Medium = "HugePages" }),
+			[]string{"spec.volumes[2].emptyDir.medium"}},
+		{"hostPath type", nil, pod(func(p *corev1.Pod) { p.Spec.Volumes[3].HostPath.Type = ptr.To(corev1.HostPathType("Dir")) }),
+			[]string{"spec.volumes[3].hostPath.type"}},
+		{"hostPath relative", nil, pod(func(p *corev1.Pod) { p.Spec.Volumes[3].HostPath.Path = "var/lib/shop" }),
+			[]string{"spec.volumes[3].hostPath.path"}},
+		{"configMap volume to a missing ConfigMap", nil, pod(func(p *corev1.Pod) { p.Spec.Volumes[0].ConfigMap.Name = "absent" }),
+			[]string{"spec.volumes[0].configMap.name"}},
+		{"configMap volume item to a missing key", nil, pod(func(p *corev1.Pod) { p.Spec.Volumes[0].ConfigMap.Items[0].Key = "absent" }),
+			[]string{"spec.volumes[0].configMap.items[0].key"}},
+		{"configMap volume item path", nil, pod(func(p *corev1.Pod) { p.Spec.Volumes[0].ConfigMap.Items[0].Path = "../app.properties" }),
+			[]string{"spec.volumes[0].configMap.items[0].path"}},
+		{"configMap volume item mode", nil, pod(func(p *corev1.Pod) { p.Spec.Volumes[0].ConfigMap.Items[0].Mode = ptr.To[int32](0o1777) }),
+			[]string{"spec.volumes[0].configMap.items[0].mode"}},
+		{"secret volume to a missing Secret", nil, pod(func(p *corev1.Pod) { p.Spec.Volumes[1].Secret.SecretName = "absent" }),
+			[]string{"spec.volumes[1].secret.secretName"}},
+		{"mount of an undefined volume", nil, web(func(c *corev1.Container) { c.VolumeMounts[2].Name = "scratch" }),
+			[]string{"spec.containers[0].volumeMounts[2].name"}},
+		{"relative mountPath", nil, web(func(c *corev1.Container) { c.VolumeMounts[2].MountPath = "cache" }),
+			[]string{"spec.containers[0].volumeMounts[2].mountPath"}},
+		{"duplicate mountPath", nil, web(func(c *corev1.Container) { c.VolumeMounts[2].MountPath = "/etc/app/" }),
+			[]string{"spec.containers[0].volumeMounts[2].mountPath"}},
+		{"subPath with ..", nil, web(func(c *corev1.Container) { c.VolumeMounts[3].SubPath = "shop/../../etc" }),
+			[]string{"spec.containers[0].volumeMounts[3].subPath"}},
+		{"absolute subPath", nil, web(func(c *corev1.Container) { c.VolumeMounts[3].SubPath = "/etc" }),
+			[]string{"spec.containers[0].volumeMounts[3].subPath"}},
+
+		// Probes and hooks.
+		{"probe without handler", nil, web(func(c *corev1.Container) { c.LivenessProbe.HTTPGet = nil }),
+			[]string{"spec.containers[0].livenessProbe"}},
+		{"probe with two handlers", nil, web(func(c *corev1.Container) {
+			c.LivenessProbe.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}
+		}), []string{"spec.containers[0].livenessProbe.tcpSocket"}},
+		{"probe port zero", nil, web(func(c *corev1.Container) { c.LivenessProbe.HTTPGet.Port = intstr.FromInt32(0) }),
+			[]string{"spec.containers[0].livenessProbe.httpGet.port"}},
+		{"probe named port not in the container", nil, web(func(c *corev1.Container) {
+			c.StartupProbe.TCPSocket.Port = intstr.FromString("metrics")
+		}), []string{"spec.containers[0].startupProbe.tcpSocket.port"}},
+		{"probe scheme", nil, web(func(c *corev1.Container) { c.ReadinessProbe.HTTPGet.Scheme = "FTP" }),
+			[]string{"spec.containers[0].readinessProbe.httpGet.scheme"}},
+		{"probe header name", nil, web(func(c *corev1.Container) { c.ReadinessProbe.HTTPGet.HTTPHeaders[0].Name = "X Probe" }),
+			[]string{"spec.containers[0].readinessProbe.httpGet.httpHeaders[0].name"}},
+		{"liveness successThreshold", nil, web(func(c *corev1.Container) { c.LivenessProbe.SuccessThreshold = 2 }),
+			[]string{"spec.containers[0].livenessProbe.successThreshold"}},
+		{"negative periodSeconds", nil, web(func(c *corev1.Container) { c.ReadinessProbe.PeriodSeconds = -1 }),
+			[]string{"spec.containers[0].readinessProbe.periodSeconds"}},
+		{"readiness probe grace period", nil, web(func(c *corev1.Container) { c.ReadinessProbe.TerminationGracePeriodSeconds = ptr.To[int64](5) }),
+			[]string{"spec.containers[0].readinessProbe.terminationGracePeriodSeconds"}},
+		{"empty exec probe", nil, pod(func(p *corev1.Pod) { p.Spec.InitContainers[1].StartupProbe.Exec.Command = nil }),
+			[]string{"spec.initContainers[1].startupProbe.exec.command"}},
+		{"empty preStop command", nil, web(func(c *corev1.Container) { c.Lifecycle.PreStop.Exec.Command = nil }),
+			[]string{"spec.containers[0].lifecycle.preStop.exec.command"}},
+		{"hook without exec", nil, web(func(c *corev1.Container) { c.Lifecycle.PostStart.Exec = nil }),
+			[]string{"spec.containers[0].lifecycle.postStart.exec"}},
+	}
+	if len(tests) < 40 {
+		t.Fatalf("the table must have at least 40 rows, has %d", len(tests))
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := options()
+			if tt.opts != nil {
+				opts = *tt.opts
+			}
+			errs := validatePod(tt.mutate, opts)
+			checkPaths(t, errs, tt.want)
+		})
+	}
+}
+
+// checkPaths checks that errs are at the paths want, in order, and that
+// each has a type and a description.
+func checkPaths(t *testing.T, errs field.ErrorList, want []string) {
+	t.Helper()
+	var got []string
+	for _, fe := range errs {
+		got = append(got, fe.Field)
+		if fe.Type == "" || fe.ErrorBody() == "" {
+			t.Errorf("violation %q has no type or description", fe.Field)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("field paths (-want +got):\n%s\nviolations:\n%v", diff, errs.ToAggregate())
+	}
+}
+
+// TestValidatePodPaths: the paths of the violations are below fldPath, and
+// ValidatePod is ValidatePodMetadata then ValidatePodSpec.
+func TestValidatePodPaths(t *testing.T) {
+	p := basePod("web")
+	p.Kind = "Deployment"
+	p.Spec.Containers[1].Image = ""
+	convert.Default(p)
+	opts := validation.Options{Objects: validation.NewObjects([]*corev1.ConfigMap{baseConfigMap()}, []*corev1.Secret{baseSecret()})}
+	root := field.NewPath("pods").Index(3)
+	checkPaths(t, validation.ValidatePod(p, root, opts), []string{"pods[3].kind", "pods[3].spec.containers[1].image"})
+	checkPaths(t, validation.ValidatePodMetadata(p, root), []string{"pods[3].kind"})
+	checkPaths(t, validation.ValidatePodSpec(&p.Spec, &p.ObjectMeta, root.Child("spec"), opts), []string{"pods[3].spec.containers[1].image"})
+	checkPaths(t, validation.ValidatePod(p, nil, opts), []string{"kind", "spec.containers[1].image"})
+}
+
+// TestValidatePodDoesNotChangeThePod: validation reads the pod only.
+func TestValidatePodDoesNotChangeThePod(t *testing.T) {
+	p := basePod("web")
+	convert.Default(p)
+	want := p.DeepCopy()
+	_ = validation.ValidatePod(p, nil, validation.Options{})
+	if diff := cmp.Diff(want, p); diff != "" {
+		t.Errorf("pod changed (-before +after):\n%s", diff)
+	}
+}

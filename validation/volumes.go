@@ -1,0 +1,154 @@
+package validation
+
+import (
+	"path"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// volumes validates the pod's volumes and returns their names.
+func (pv *podValidator) volumes(p *field.Path, namespace string, vols []corev1.Volume) map[string]bool {
+	names := make(map[string]bool, len(vols))
+	for i := range vols {
+		vol := &vols[i]
+		vp := p.Index(i)
+		switch {
+		case vol.Name == "":
+			pv.add(field.Required(vp.Child("name"), ""))
+		case names[vol.Name]:
+			pv.add(field.Duplicate(vp.Child("name"), vol.Name))
+		default:
+			pv.add(dns1123Label(vp.Child("name"), vol.Name)...)
+		}
+		names[vol.Name] = true
+
+		// convert.Default made a volume without a source an emptyDir, as
+		// the API server does; more than one is an error.
+		var sources []string
+		if s := vol.EmptyDir; s != nil {
+			sources = append(sources, "emptyDir")
+			pv.emptyDir(vp.Child("emptyDir"), s)
+		}
+		if s := vol.HostPath; s != nil {
+			sources = append(sources, "hostPath")
+			pv.hostPath(vp.Child("hostPath"), s)
+		}
+		if s := vol.ConfigMap; s != nil {
+			sources = append(sources, "configMap")
+			pv.configMapVolume(vp.Child("configMap"), namespace, s)
+		}
+		if s := vol.Secret; s != nil {
+			sources = append(sources, "secret")
+			pv.secretVolume(vp.Child("secret"), namespace, s)
+		}
+		for _, extra := range sources[min(1, len(sources)):] {
+			pv.add(field.Forbidden(vp.Child(extra), "may not specify more than 1 volume source"))
+		}
+	}
+	return names
+}
+
+func (pv *podValidator) emptyDir(p *field.Path, s *corev1.EmptyDirVolumeSource) {
+	if !slices.Contains(storageMedia, s.Medium) {
+		pv.add(field.NotSupported(p.Child("medium"), s.Medium, storageMedia))
+	}
+	if s.SizeLimit != nil && s.SizeLimit.Sign() < 0 {
+		pv.add(field.Invalid(p.Child("sizeLimit"), s.SizeLimit.String(), "must be greater than or equal to 0"))
+	}
+}
+
+func (pv *podValidator) hostPath(p *field.Path, s *corev1.HostPathVolumeSource) {
+	switch {
+	case s.Path == "":
+		pv.add(field.Required(p.Child("path"), ""))
+	case !path.IsAbs(s.Path):
+		pv.add(field.Invalid(p.Child("path"), s.Path, "must be an absolute path"))
+	case hasDotDot(s.Path):
+		pv.add(field.Invalid(p.Child("path"), s.Path, "must not contain '..'"))
+	default:
+		pv.add(pathBytes(p.Child("path"), s.Path)...)
+	}
+	if s.Type != nil && !slices.Contains(hostPathTypes, *s.Type) {
+		pv.add(field.NotSupported(p.Child("type"), *s.Type, hostPathTypes))
+	}
+}
+
+func (pv *podValidator) configMapVolume(p *field.Path, namespace string, s *corev1.ConfigMapVolumeSource) {
+	optional := s.Optional != nil && *s.Optional
+	var data func(string) bool
+	if s.Name == "" {
+		pv.add(field.Required(p.Child("name"), ""))
+	} else if cm, ok := pv.objs.configMap(namespace, s.Name); ok {
+		data = func(k string) bool {
+			_, inData := cm.Data[k]
+			_, inBinary := cm.BinaryData[k]
+			return inData || inBinary
+		}
+	} else if !optional && !pv.skipRefs {
+		pv.add(notFound(p.Child("name"), s.Name, notInRequest("ConfigMap", namespace)))
+	}
+	pv.keyToPaths(p, s.Items, s.DefaultMode, data, optional)
+}
+
+func (pv *podValidator) secretVolume(p *field.Path, namespace string, s *corev1.SecretVolumeSource) {
+	optional := s.Optional != nil && *s.Optional
+	var data func(string) bool
+	if s.SecretName == "" {
+		pv.add(field.Required(p.Child("secretName"), ""))
+	} else if sec, ok := pv.objs.secret(namespace, s.SecretName); ok {
+		data = func(k string) bool { _, ok := sec.Data[k]; return ok }
+	} else if !optional && !pv.skipRefs {
+		pv.add(notFound(p.Child("secretName"), s.SecretName, notInRequest("Secret", namespace)))
+	}
+	pv.keyToPaths(p, s.Items, s.DefaultMode, data, optional)
+}
+
+// keyToPaths validates the items of a configMap or secret volume. has
+// reports whether the referenced object holds a key; it is nil when the
+// object is not among the Options' Objects.
+func (pv *podValidator) keyToPaths(p *field.Path, items []corev1.KeyToPath, defaultMode *int32, has func(string) bool, optional bool) {
+	if defaultMode != nil {
+		pv.add(fileMode(p.Child("defaultMode"), *defaultMode)...)
+	}
+	for i, it := range items {
+		ip := p.Child("items").Index(i)
+		if it.Key == "" {
+			pv.add(field.Required(ip.Child("key"), ""))
+		} else if errs := configMapKey(ip.Child("key"), it.Key); len(errs) > 0 {
+			pv.add(errs...)
+		} else if has != nil && !optional && !has(it.Key) {
+			pv.add(notFound(ip.Child("key"), it.Key, "no such key in the object"))
+		}
+		pv.add(relativePath(ip.Child("path"), it.Path, true)...)
+		if it.Mode != nil {
+			pv.add(fileMode(ip.Child("mode"), *it.Mode)...)
+		}
+	}
+}
+
+func (pv *podValidator) volumeMounts(p *field.Path, mounts []corev1.VolumeMount, volumes map[string]bool) {
+	paths := make(map[string]bool, len(mounts))
+	for i, m := range mounts {
+		mp := p.Index(i)
+		switch {
+		case m.Name == "":
+			pv.add(field.Required(mp.Child("name"), ""))
+		case !volumes[m.Name]:
+			pv.add(notFound(mp.Child("name"), m.Name, "no volume of the pod has this name"))
+		}
+		switch {
+		case m.MountPath == "":
+			pv.add(field.Required(mp.Child("mountPath"), ""))
+		case !path.IsAbs(m.MountPath):
+			pv.add(field.Invalid(mp.Child("mountPath"), m.MountPath, "must be an absolute path"))
+		case paths[path.Clean(m.MountPath)]:
+			pv.add(field.Duplicate(mp.Child("mountPath"), m.MountPath))
+		}
+		paths[path.Clean(m.MountPath)] = true
+		if m.SubPath != "" {
+			pv.add(relativePath(mp.Child("subPath"), m.SubPath, false)...)
+		}
+	}
+}
