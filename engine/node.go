@@ -688,18 +688,7 @@ func isTerminal(p corev1.PodPhase) bool {
 
 // probeResults converts the prober's results of a pod.
 func (n *Node) probeResults(uid types.UID) plan.ProbeResults {
-	r := n.prober.Results(uid)
-	conv := func(m map[string]prober.Result) map[string]plan.ProbeResult {
-		if m == nil {
-			return nil
-		}
-		out := make(map[string]plan.ProbeResult, len(m))
-		for id, v := range m {
-			out[id] = plan.ProbeResult(v)
-		}
-		return out
-	}
-	return plan.ProbeResults{Liveness: conv(r.Liveness), Readiness: conv(r.Readiness), Startup: conv(r.Startup)}
+	return n.prober.Results(uid)
 }
 
 func (n *Node) statusOptions(reasons map[string]corev1.ContainerStateWaiting) podstatus.StatusOptions {

@@ -20,6 +20,20 @@ const (
 	ProbeFailure
 )
 
+// String returns "Unknown", "Success" or "Failure".
+func (r ProbeResult) String() string {
+	switch r {
+	case ProbeUnknown:
+		return "Unknown"
+	case ProbeSuccess:
+		return "Success"
+	case ProbeFailure:
+		return "Failure"
+	default:
+		return fmt.Sprintf("Result(%d)", int(r))
+	}
+}
+
 // ProbeResults holds the prober's last results, by container ID. Nil maps
 // are empty.
 type ProbeResults struct {

@@ -172,7 +172,7 @@ func (h *harness) wantUpdate(id string, typ Type, r Result) {
 // result returns the current result of the probe of type typ of id.
 func (h *harness) result(uid types.UID, typ Type, id string) (Result, bool) {
 	res := h.m.Results(uid)
-	r, ok := (*res.byType(typ))[id]
+	r, ok := (*resultsOf(&res, typ))[id]
 	return r, ok
 }
 

@@ -182,7 +182,7 @@ func (m *Manager) Results(podUID types.UID) Results {
 			if !inst.has[t.index()] {
 				continue
 			}
-			dst := res.byType(t)
+			dst := resultsOf(&res, t)
 			if *dst == nil {
 				*dst = make(map[string]Result)
 			}
@@ -192,8 +192,8 @@ func (m *Manager) Results(podUID types.UID) Results {
 	return res
 }
 
-// byType returns the address of r's map for t.
-func (r *Results) byType(t Type) *map[string]Result {
+// resultsOf returns the address of r's map for t.
+func resultsOf(r *Results, t Type) *map[string]Result {
 	switch t {
 	case Liveness:
 		return &r.Liveness

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // Type is the kind of a probe: liveness, readiness or startup.
@@ -40,37 +42,21 @@ func (t Type) String() string {
 // index is t's position in per-type arrays.
 func (t Type) index() int { return int(t) - 1 }
 
-// Result is the current result of one probe of one container instance. Its
-// values are ordered as the engine's ProbeResult (Unknown, Success,
-// Failure), so mapping one to the other is a conversion.
-type Result int
+// Result is the current result of one probe of one container instance:
+// the planner's plan.ProbeResult, so that the prober's results reach the
+// planner as they are (Unknown: the probe has not decided yet, a startup
+// probe before it has passed or failed its threshold; Success: it passed
+// SuccessThreshold times in a row, or, for liveness, has not run yet;
+// Failure: it failed FailureThreshold times in a row, or, for readiness,
+// has not passed yet).
+type Result = plan.ProbeResult
 
 // Probe results.
 const (
-	// Unknown means the probe has not decided yet: a startup probe before
-	// it has passed or failed its threshold.
-	Unknown Result = iota
-	// Success means the probe passed SuccessThreshold times in a row (or,
-	// for liveness, has not run yet).
-	Success
-	// Failure means the probe failed FailureThreshold times in a row (or,
-	// for readiness, has not passed yet).
-	Failure
+	Unknown = plan.ProbeUnknown
+	Success = plan.ProbeSuccess
+	Failure = plan.ProbeFailure
 )
-
-// String returns "Unknown", "Success" or "Failure".
-func (r Result) String() string {
-	switch r {
-	case Unknown:
-		return "Unknown"
-	case Success:
-		return "Success"
-	case Failure:
-		return "Failure"
-	default:
-		return fmt.Sprintf("Result(%d)", int(r))
-	}
-}
 
 // initialResult is what a probe's result is taken to be before the probe
 // has decided (the kubelet's worker initialValue): a container is not
@@ -88,14 +74,9 @@ func initialResult(t Type) Result {
 	}
 }
 
-// Results holds the current results of one pod's probes, by container ID.
-// A container instance appears in a map only if its container has that
-// probe; nil maps are empty.
-type Results struct {
-	Liveness  map[string]Result
-	Readiness map[string]Result
-	Startup   map[string]Result
-}
+// Results are a pod's current probe results by container instance id,
+// the planner's plan.ProbeResults.
+type Results = plan.ProbeResults
 
 // Update reports that one probe's result changed.
 type Update struct {
