@@ -427,7 +427,7 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	var res ApplyResult
 	existing, err := n.store.GetByName(pod.Namespace, pod.Name)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, errdefs.ErrPodNotFound):
 		res.Created = true
 	case err != nil:
 		return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
@@ -453,7 +453,7 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	failpoint.Inject(failpoint.BeforeStorePut)
 	rec, err := n.store.Put(store.PodRecord{Pod: pod, ConfigMaps: configMaps, Secrets: secrets})
 	if err != nil {
-		return res, fmt.Errorf("store pod %s: %w", plan.PodString(pod), storeError(err))
+		return res, fmt.Errorf("store pod %s: %w", plan.PodString(pod), err)
 	}
 	failpoint.Inject(failpoint.AfterStorePut)
 	if res.Created {
@@ -495,7 +495,7 @@ func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap,
 	case err == nil:
 		known = true
 		pod.Status = rec.Pod.Status
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(err, errdefs.ErrPodNotFound):
 		return plan.PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod %s: %w", plan.PodString(pod), err)
 	default:
 		pod.Status = corev1.PodStatus{}
@@ -528,7 +528,7 @@ func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap,
 func (n *Node) Get(_ context.Context, namespace, name string) (*store.PodRecord, error) {
 	rec, err := n.store.GetByName(namespace, name)
 	if err != nil {
-		return nil, storeError(err) // the store's error names the pod
+		return nil, err // the store's error names the pod
 	}
 	return rec, nil
 }
@@ -541,7 +541,7 @@ func (n *Node) Get(_ context.Context, namespace, name string) (*store.PodRecord,
 func (n *Node) GetShared(_ context.Context, namespace, name string) (*store.PodRecord, error) {
 	rec, err := n.store.GetByNameShared(namespace, name)
 	if err != nil {
-		return nil, storeError(err) // the store's error names the pod
+		return nil, err // the store's error names the pod
 	}
 	return rec, nil
 }
@@ -552,7 +552,7 @@ func (n *Node) GetShared(_ context.Context, namespace, name string) (*store.PodR
 func (n *Node) List(_ context.Context, f store.Filter) ([]*store.PodRecord, int64, error) {
 	recs, rev, err := n.store.List(f)
 	if err != nil {
-		return nil, 0, fmt.Errorf("list pods: %w", storeError(err))
+		return nil, 0, fmt.Errorf("list pods: %w", err)
 	}
 	return recs, rev, nil
 }
@@ -563,14 +563,14 @@ func (n *Node) List(_ context.Context, f store.Filter) ([]*store.PodRecord, int6
 func (n *Node) ListShared(_ context.Context, f store.Filter) ([]*store.PodRecord, int64, error) {
 	recs, rev, err := n.store.ListShared(f)
 	if err != nil {
-		return nil, 0, fmt.Errorf("list pods: %w", storeError(err))
+		return nil, 0, fmt.Errorf("list pods: %w", err)
 	}
 	return recs, rev, nil
 }
 
 // Watch follows the revision log from after revision since: status
 // changes, events and deletions, each once and in order. It returns an
-// error wrapping store.ErrCompacted (a *store.CompactedError) if since is
+// error wrapping errdefs.ErrCompacted (a *errdefs.CompactedError) if since is
 // older than the compaction point; see store.Watch.
 func (n *Node) Watch(ctx context.Context, since int64) (*store.Watcher, error) {
 	return n.store.Watch(ctx, since)
@@ -591,7 +591,7 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 		return false, nil, err
 	}
 	rec, err := n.store.GetByName(namespace, name)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && uid != "" && string(rec.Pod.UID) != uid) {
+	if errors.Is(err, errdefs.ErrPodNotFound) || (err == nil && uid != "" && string(rec.Pod.UID) != uid) {
 		return false, nil, nil
 	}
 	if err != nil {
@@ -607,10 +607,10 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 		}
 	}()
 	if _, err := n.store.MarkDeleting(pod.UID, grace); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, errdefs.ErrPodNotFound) {
 			return false, nil, nil
 		}
-		return false, nil, fmt.Errorf("delete pod %s: %w", plan.PodString(pod), storeError(err))
+		return false, nil, fmt.Errorf("delete pod %s: %w", plan.PodString(pod), err)
 	}
 	logx.From(ctx, n.log).Info("pod deletion requested", logx.Pod(pod)...)
 	// The pass running, if any, would only delay the kill.
@@ -656,31 +656,6 @@ func (n *Node) runtimeError(err error) error {
 	return fmt.Errorf("%w: %w", errdefs.ErrRuntimeUnavailable, err)
 }
 
-// storeError adds the engine's class to a store error.
-func storeError(err error) error {
-	for _, m := range []struct{ store, engine error }{
-		{store.ErrNotFound, errdefs.ErrNotFound},
-		{store.ErrAlreadyExists, errdefs.ErrAlreadyExists},
-		{store.ErrDeleting, errdefs.ErrTerminating},
-		{store.ErrInvalid, errdefs.ErrInvalidSpec},
-	} {
-		if errors.Is(err, m.store) {
-			return &classified{err: err, class: m.engine}
-		}
-	}
-	return err
-}
-
-// classified is a store error that also matches an engine sentinel, with
-// the store's message alone: "get pod a/b: pod not found", not "not
-// found: get pod a/b: pod not found".
-type classified struct {
-	err   error
-	class error
-}
-
-func (c *classified) Error() string   { return c.err.Error() }
-func (c *classified) Unwrap() []error { return []error{c.err, c.class} }
 
 func isTerminal(p corev1.PodPhase) bool {
 	return p == corev1.PodSucceeded || p == corev1.PodFailed
@@ -705,7 +680,7 @@ func (n *Node) consumeProbes() {
 		if ref, ok := w.podRef(); ok && u.Result == prober.Failure {
 			ev := store.Event{Type: corev1.EventTypeWarning, Reason: "Unhealthy", Container: u.ContainerName,
 				Message: fmt.Sprintf("%s probe failed: %s", u.Type, u.Output)}
-			if _, err := n.store.Append(store.EventChange(ref, ev)); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if _, err := n.store.Append(store.EventChange(ref, ev)); err != nil && !errors.Is(err, errdefs.ErrPodNotFound) {
 				n.log.Warn("record probe event", zap.String(logx.PodUID, string(u.PodUID)), zap.Error(err))
 			}
 		}

@@ -17,7 +17,6 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/logs"
-	"github.com/podsync/podsync/engine/store"
 )
 
 // LogsRequest selects a container's output.
@@ -44,7 +43,7 @@ func (n *Node) ContainerLogs(ctx context.Context, req LogsRequest, emit func(log
 	// Only read: the shared record spares a copy of the pod.
 	rec, err := n.store.GetByNameShared(req.Namespace, req.Name)
 	if err != nil {
-		return fmt.Errorf("logs of pod %s/%s: %w", req.Namespace, req.Name, storeError(err))
+		return fmt.Errorf("logs of pod %s/%s: %w", req.Namespace, req.Name, err)
 	}
 	pod := rec.Pod
 	name, err := logsContainer(pod, req.Container)
@@ -82,7 +81,7 @@ func (n *Node) ContainerLogs(ctx context.Context, req LogsRequest, emit func(log
 		uid := pod.UID
 		opts.Finished = func() bool {
 			cur, err := n.store.Get(uid)
-			if errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, errdefs.ErrPodNotFound) {
 				return true
 			}
 			return err == nil && (cur.Deleting || cur.Pod.Status.Phase == corev1.PodSucceeded || cur.Pod.Status.Phase == corev1.PodFailed)

@@ -51,7 +51,7 @@ func TestGetShared(t *testing.T) {
 	if b == a || b.Pod.Status.Phase != corev1.PodRunning {
 		t.Errorf("GetShared after a status change: phase %q, same record %v", b.Pod.Status.Phase, b == a)
 	}
-	if _, err := node.GetShared(t.Context(), "default", "db"); !errors.Is(err, errdefs.ErrNotFound) || !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("GetShared of a pod not stored: %v, want errdefs.ErrNotFound and store.ErrNotFound", err)
+	if _, err := node.GetShared(t.Context(), "default", "db"); !errors.Is(err, errdefs.ErrNotFound) || !errors.Is(err, errdefs.ErrPodNotFound) {
+		t.Errorf("GetShared of a pod not stored: %v, want errdefs.ErrNotFound and errdefs.ErrPodNotFound", err)
 	}
 }

@@ -261,7 +261,7 @@ func TestNodeAdmitSeam(t *testing.T) {
 	if _, err := h.node.Apply(h.ctx, refused, nil, nil, nil); !errors.Is(err, errdefs.ErrAdmission) {
 		t.Fatalf("Apply = %v, want ErrAdmission", err)
 	}
-	if _, err := h.st.Get(refused.UID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := h.st.Get(refused.UID); !errors.Is(err, errdefs.ErrPodNotFound) {
 		t.Errorf("refused pod stored: %v", err)
 	}
 	if want := []string{"web", "refused"}; !slices.Equal(asked, want) {
@@ -597,7 +597,7 @@ func TestNodeRecovery(t *testing.T) {
 	})
 	h.eventually("deleted pod forgotten", func() bool {
 		_, err := h.st.Get(deleting.UID)
-		return errors.Is(err, store.ErrNotFound)
+		return errors.Is(err, errdefs.ErrPodNotFound)
 	})
 	res := h.apply(pod)
 	after := h.view(pod)
@@ -786,7 +786,7 @@ func TestNodeAdmissionAndPolicy(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Reason() != admit.ReasonOutOfCPU || !errors.Is(err, errdefs.ErrAdmission) {
 		t.Fatalf("Apply(big) = %v, want an AdmissionError OutOfcpu", err)
 	}
-	if _, err := h.st.Get(big.UID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := h.st.Get(big.UID); !errors.Is(err, errdefs.ErrPodNotFound) {
 		t.Errorf("refused pod stored: %v", err)
 	}
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
 )
 
@@ -65,7 +64,7 @@ func TestHostileNamesNeverReachTheFileSystem(t *testing.T) {
 			if _, err := h.node.Apply(h.ctx, pod, nil, nil, nil); !errors.Is(err, errdefs.ErrInvalidSpec) {
 				t.Errorf("Apply = %v, want ErrInvalidSpec", err)
 			}
-			if _, err := h.st.Get(pod.UID); !errors.Is(err, store.ErrNotFound) {
+			if _, err := h.st.Get(pod.UID); !errors.Is(err, errdefs.ErrPodNotFound) {
 				t.Errorf("the pod was stored: %v", err)
 			}
 			s, err := syncer.NewSyncer(syncer.SyncerOptions{Runtime: h.rt, Images: h.rt, Config: h.cfg})

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/prober"
@@ -63,7 +64,7 @@ func (w *worker) pass(ctx context.Context, byLoop bool, emit func(syncer.StepRes
 		emit = func(st syncer.StepResult) { w.n.observe(w.uid, st) }
 	}
 	rec, err := w.n.store.GetWithSecrets(w.uid)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, errdefs.ErrPodNotFound) {
 		w.enter(removed)
 		return passOutcome{gone: true}, w.remove(ctx)
 	}
@@ -264,7 +265,7 @@ func (w *worker) terminate(ctx context.Context, rec *store.PodRecord, emit func(
 		return out, fmt.Errorf("kill pod: %w", err)
 	}
 	if changes := w.stepEvents(pod, res.Steps); len(changes) > 0 {
-		if _, err := w.n.store.Append(changes...); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if _, err := w.n.store.Append(changes...); err != nil && !errors.Is(err, errdefs.ErrPodNotFound) {
 			logx.From(ctx, w.n.log).Warn("record events", append(logx.Pod(pod), zap.Error(err))...)
 		}
 	}
@@ -275,7 +276,7 @@ func (w *worker) terminate(ctx context.Context, rec *store.PodRecord, emit func(
 	}
 	failpoint.Inject(failpoint.BeforeStoreDelete)
 	rev, err := w.n.store.Delete(pod.UID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, errdefs.ErrPodNotFound) {
 		w.setRetry(w.failureRetry())
 		return out, fmt.Errorf("remove pod from the store: %w", err)
 	}

@@ -25,7 +25,7 @@ func (s *service) DeletePod(ctx context.Context, req *podsyncv1.DeletePodRequest
 	// Only read: the shared record spares a copy of the pod.
 	rec, err := s.node.GetShared(ctx, ns, name)
 	switch {
-	case errors.Is(err, errdefs.ErrNotFound) || errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, errdefs.ErrNotFound) || errors.Is(err, errdefs.ErrPodNotFound):
 		return &podsyncv1.DeletePodResponse{Found: false}, nil
 	case err != nil:
 		return nil, err

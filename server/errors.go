@@ -18,7 +18,6 @@ import (
 
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/errorinfo"
 )
 
@@ -155,20 +154,20 @@ const unknownMessage = "internal error; podsyncd's log has the details"
 //	errdefs.ErrTerminating               ABORTED, POD_TERMINATING
 //	errdefs.ErrConflict                  ABORTED, SYNC_IN_PROGRESS
 //	errdefs.ErrRuntimeUnavailable        UNAVAILABLE, RUNTIME_UNAVAILABLE
-//	store.ErrCompacted                  OUT_OF_RANGE, REVISION_COMPACTED, compact_revision
-//	store.ErrFutureRevision             OUT_OF_RANGE, FUTURE_REVISION
-//	store.ErrSlowConsumer               RESOURCE_EXHAUSTED, SLOW_CONSUMER, revision
-//	store.ErrNotFound                   NOT_FOUND, POD_NOT_FOUND
-//	store.ErrAlreadyExists              ALREADY_EXISTS, POD_ALREADY_EXISTS
-//	store.ErrDeleting                   ABORTED, POD_TERMINATING
-//	store.ErrClosed                     UNAVAILABLE, SHUTTING_DOWN
+//	errdefs.ErrCompacted                OUT_OF_RANGE, REVISION_COMPACTED, compact_revision
+//	errdefs.ErrFutureRevision           OUT_OF_RANGE, FUTURE_REVISION
+//	errdefs.ErrSlowConsumer             RESOURCE_EXHAUSTED, SLOW_CONSUMER, revision
+//	errdefs.ErrStoreClosed              UNAVAILABLE, SHUTTING_DOWN
 //	syscall.ENOSPC (a full disk)        RESOURCE_EXHAUSTED, NO_SPACE
 //	context.Canceled                    CANCELLED, CANCELED
 //	context.DeadlineExceeded            DEADLINE_EXCEEDED, DEADLINE_EXCEEDED
 //	anything else                       UNKNOWN, INTERNAL, a short message
 //
-// The store's errors are mapped too, for handlers that read the store
-// directly (GetPod, ListPods, WatchPods).
+// The store's errors are the engine's (engine/errdefs): its pod errors are
+// of the classes above (ErrPodNotFound an ErrNotFound, ErrPodExists an
+// ErrAlreadyExists, ErrPodDeleting an ErrTerminating, ErrInvalidRecord an
+// ErrInvalidSpec), so one taxonomy is mapped once, whether a handler's
+// error comes through the node or from the store directly.
 //
 // Every status it makes carries a google.rpc.ErrorInfo of
 // errorinfo.Domain with a reason of package errorinfo (or, for admission,
@@ -236,7 +235,9 @@ func ToStatus(err error) *status.Status {
 	return newStatus(codes.Unknown, orDefault(errorinfo.ReasonInternal), unknownMessage, metadata)
 }
 
-// storeStatus maps the errors of engine/store, or returns nil.
+// storeStatus maps the store's own errors (errdefs' ErrCompacted,
+// ErrFutureRevision, ErrSlowConsumer, ErrStoreClosed), or returns nil: its
+// pod errors are of the classes ToStatus maps first.
 func storeStatus(err error, orDefault func(string) string, metadata map[string]string) *status.Status {
 	with := func(k string, v int64) map[string]string {
 		md := make(map[string]string, len(metadata)+1)
@@ -245,29 +246,23 @@ func storeStatus(err error, orDefault func(string) string, metadata map[string]s
 		return md
 	}
 	var (
-		compacted *store.CompactedError
-		slow      *store.SlowConsumerError
+		compacted *errdefs.CompactedError
+		slow      *errdefs.SlowConsumerError
 	)
 	switch {
 	case errors.As(err, &compacted):
 		return newStatus(codes.OutOfRange, orDefault(errorinfo.ReasonRevisionCompacted), err.Error(),
 			with(errorinfo.MetadataCompactRevision, compacted.CompactRevision))
-	case errors.Is(err, store.ErrCompacted):
+	case errors.Is(err, errdefs.ErrCompacted):
 		return newStatus(codes.OutOfRange, orDefault(errorinfo.ReasonRevisionCompacted), err.Error(), metadata)
-	case errors.Is(err, store.ErrFutureRevision):
+	case errors.Is(err, errdefs.ErrFutureRevision):
 		return newStatus(codes.OutOfRange, orDefault(errorinfo.ReasonFutureRevision), err.Error(), metadata)
 	case errors.As(err, &slow):
 		return newStatus(codes.ResourceExhausted, orDefault(errorinfo.ReasonSlowConsumer), err.Error(),
 			with(errorinfo.MetadataRevision, slow.LastRevision))
-	case errors.Is(err, store.ErrSlowConsumer):
+	case errors.Is(err, errdefs.ErrSlowConsumer):
 		return newStatus(codes.ResourceExhausted, orDefault(errorinfo.ReasonSlowConsumer), err.Error(), metadata)
-	case errors.Is(err, store.ErrNotFound):
-		return newStatus(codes.NotFound, orDefault(errorinfo.ReasonPodNotFound), err.Error(), metadata)
-	case errors.Is(err, store.ErrAlreadyExists):
-		return newStatus(codes.AlreadyExists, orDefault(errorinfo.ReasonPodAlreadyExists), err.Error(), metadata)
-	case errors.Is(err, store.ErrDeleting):
-		return newStatus(codes.Aborted, orDefault(errorinfo.ReasonPodTerminating), err.Error(), metadata)
-	case errors.Is(err, store.ErrClosed):
+	case errors.Is(err, errdefs.ErrStoreClosed):
 		return newStatus(codes.Unavailable, orDefault(errorinfo.ReasonShuttingDown), err.Error(), metadata)
 	}
 	return nil

@@ -27,7 +27,6 @@ import (
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/server"
 )
@@ -125,19 +124,19 @@ func statusCases() []statusCase {
 			code: codes.Unknown, info: info(errorinfo.ReasonInternal, nil), msg: "internal error; podsyncd's log has the details"},
 		{name: "other", err: fmt.Errorf("open /var/lib/podsync/state.db: %w", errors.New("permission denied")),
 			code: codes.Unknown, info: info(errorinfo.ReasonInternal, nil), msg: "internal error; podsyncd's log has the details"},
-		{name: "store.CompactedError", err: fmt.Errorf("watch: %w", &store.CompactedError{Revision: 3, CompactRevision: 40}),
+		{name: "errdefs.CompactedError", err: fmt.Errorf("watch: %w", &errdefs.CompactedError{Revision: 3, CompactRevision: 40}),
 			code: codes.OutOfRange, info: info(errorinfo.ReasonRevisionCompacted, map[string]string{errorinfo.MetadataCompactRevision: "40"})},
-		{name: "store.ErrFutureRevision", err: fmt.Errorf("watch from 99: %w", store.ErrFutureRevision),
+		{name: "errdefs.ErrFutureRevision", err: fmt.Errorf("watch from 99: %w", errdefs.ErrFutureRevision),
 			code: codes.OutOfRange, info: info(errorinfo.ReasonFutureRevision, nil)},
-		{name: "store.SlowConsumerError", err: &store.SlowConsumerError{LastRevision: 12},
+		{name: "errdefs.SlowConsumerError", err: &errdefs.SlowConsumerError{LastRevision: 12},
 			code: codes.ResourceExhausted, info: info(errorinfo.ReasonSlowConsumer, map[string]string{errorinfo.MetadataRevision: "12"})},
-		{name: "store.ErrNotFound", err: fmt.Errorf("get shop/web: %w", store.ErrNotFound),
+		{name: "errdefs.ErrPodNotFound", err: fmt.Errorf("get shop/web: %w", errdefs.ErrPodNotFound),
 			code: codes.NotFound, info: info(errorinfo.ReasonPodNotFound, nil)},
-		{name: "store.ErrAlreadyExists", err: fmt.Errorf("put shop/web: %w", store.ErrAlreadyExists),
+		{name: "errdefs.ErrPodExists", err: fmt.Errorf("put shop/web: %w", errdefs.ErrPodExists),
 			code: codes.AlreadyExists, info: info(errorinfo.ReasonPodAlreadyExists, nil)},
-		{name: "store.ErrDeleting", err: fmt.Errorf("put shop/web: %w", store.ErrDeleting),
+		{name: "errdefs.ErrPodDeleting", err: fmt.Errorf("put shop/web: %w", errdefs.ErrPodDeleting),
 			code: codes.Aborted, info: info(errorinfo.ReasonPodTerminating, nil)},
-		{name: "store.ErrClosed", err: fmt.Errorf("list: %w", store.ErrClosed),
+		{name: "errdefs.ErrStoreClosed", err: fmt.Errorf("list: %w", errdefs.ErrStoreClosed),
 			code: codes.Unavailable, info: info(errorinfo.ReasonShuttingDown, nil)},
 		{name: "revision compacted", err: server.RevisionCompactedError(42), code: codes.OutOfRange,
 			info: info(errorinfo.ReasonRevisionCompacted, map[string]string{errorinfo.MetadataCompactRevision: "42"})},

@@ -35,7 +35,7 @@
 // bounded: entries beyond the newest Options.KeepEntries are removed in the
 // same transaction that adds new ones, and Compact removes entries up to a
 // revision. The compaction point is persisted; reading from before it fails
-// with a *CompactedError (errors.Is(err, ErrCompacted)) that carries it.
+// with a *errdefs.CompactedError (errors.Is(err, errdefs.ErrCompacted)) that carries it.
 //
 // # Watchers
 //
@@ -44,8 +44,8 @@
 // without gap or repetition. Each watcher has a bounded buffer
 // (Options.WatchBuffer, default 1024 entries). Writers never wait for a
 // watcher: one whose buffer is full when an entry is appended has its
-// channel closed, and Err then returns a *SlowConsumerError
-// (errors.Is(err, ErrSlowConsumer)) naming the last revision it was sent,
+// channel closed, and Err then returns a *errdefs.SlowConsumerError
+// (errors.Is(err, errdefs.ErrSlowConsumer)) naming the last revision it was sent,
 // from which it can watch again. A watcher's goroutine ends with its
 // context or with Close.
 package store

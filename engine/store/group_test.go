@@ -11,6 +11,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 // queueWrites holds s.mu, as a commit in progress does, while n writers
@@ -134,7 +136,7 @@ func TestFailedWriteLeavesItsGroupAlone(t *testing.T) {
 }
 
 // TestWritesAfterCloseFail: writes queued when the store closes fail with
-// ErrClosed.
+// errdefs.ErrStoreClosed.
 func TestWritesAfterCloseFail(t *testing.T) {
 	s := openTest(t, Options{})
 	p := testPod("ns", "a", "uid-a")
@@ -148,8 +150,8 @@ func TestWritesAfterCloseFail(t *testing.T) {
 	s.closed = false // let the cleanup's Close run
 	s.mu.Unlock()
 	for i, err := range errs {
-		if !errors.Is(err, ErrClosed) {
-			t.Errorf("write %d: %v, want ErrClosed", i, err)
+		if !errors.Is(err, errdefs.ErrStoreClosed) {
+			t.Errorf("write %d: %v, want errdefs.ErrStoreClosed", i, err)
 		}
 	}
 }

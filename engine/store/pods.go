@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 // PodRef names one pod.
@@ -89,10 +91,10 @@ func (f Filter) match(rec *PodRecord) bool {
 // changed one the next generation and a new ModRevision; an unchanged one
 // is not written.
 //
-// Put returns ErrInvalid if the pod lacks a namespace, name or UID, its
+// Put returns errdefs.ErrInvalidRecord if the pod lacks a namespace, name or UID, its
 // UID is stored under another namespace/name, or rec came from a read
-// with redacted secrets (SecretsRedacted); ErrAlreadyExists if its
-// namespace/name is held by another UID; ErrDeleting if the pod is being
+// with redacted secrets (SecretsRedacted); errdefs.ErrPodExists if its
+// namespace/name is held by another UID; errdefs.ErrPodDeleting if the pod is being
 // deleted.
 func (s *Store) Put(rec PodRecord) (*PodRecord, error) {
 	if err := validateRecord(rec); err != nil {
@@ -103,7 +105,7 @@ func (s *Store) Put(rec PodRecord) (*PodRecord, error) {
 	err := s.update(func(tx *bolt.Tx, st *txState) error {
 		pods, names := tx.Bucket(bucketPods), tx.Bucket(bucketNames)
 		if uid := names.Get(nameKey(ref.Namespace, ref.Name)); uid != nil && types.UID(uid) != ref.UID {
-			return fmt.Errorf("put pod %s: %w: held by uid %s", ref, ErrAlreadyExists, uid)
+			return fmt.Errorf("put pod %s: %w: held by uid %s", ref, errdefs.ErrPodExists, uid)
 		}
 		pod := *rec.Pod // shallow: only Status is replaced
 		next := PodRecord{Pod: &pod, ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets}
@@ -114,10 +116,10 @@ func (s *Store) Put(rec PodRecord) (*PodRecord, error) {
 				return fmt.Errorf("put pod %s: %w", ref, err)
 			}
 			if old.Pod.Namespace != ref.Namespace || old.Pod.Name != ref.Name {
-				return fmt.Errorf("put pod %s: %w: uid is stored as %s/%s", ref, ErrInvalid, old.Pod.Namespace, old.Pod.Name)
+				return fmt.Errorf("put pod %s: %w: uid is stored as %s/%s", ref, errdefs.ErrInvalidRecord, old.Pod.Namespace, old.Pod.Name)
 			}
 			if old.Deleting {
-				return fmt.Errorf("put pod %s: %w", ref, ErrDeleting)
+				return fmt.Errorf("put pod %s: %w", ref, errdefs.ErrPodDeleting)
 			}
 			pod.Status = old.Pod.Status
 			next.Generation, next.CreatedAt = old.Generation, old.CreatedAt
@@ -161,26 +163,26 @@ func (s *Store) Put(rec PodRecord) (*PodRecord, error) {
 func validateRecord(rec PodRecord) error {
 	switch {
 	case rec.Pod == nil:
-		return fmt.Errorf("put pod: %w: no pod", ErrInvalid)
+		return fmt.Errorf("put pod: %w: no pod", errdefs.ErrInvalidRecord)
 	case rec.SecretsRedacted:
-		return fmt.Errorf("put pod %s: %w: the record's secrets are redacted", RefOf(rec.Pod), ErrInvalid)
+		return fmt.Errorf("put pod %s: %w: the record's secrets are redacted", RefOf(rec.Pod), errdefs.ErrInvalidRecord)
 	case rec.Pod.Namespace == "" || rec.Pod.Name == "" || rec.Pod.UID == "":
-		return fmt.Errorf("put pod %s: %w: namespace, name and uid are required", RefOf(rec.Pod), ErrInvalid)
+		return fmt.Errorf("put pod %s: %w: namespace, name and uid are required", RefOf(rec.Pod), errdefs.ErrInvalidRecord)
 	}
 	for _, cm := range rec.ConfigMaps {
 		if cm == nil {
-			return fmt.Errorf("put pod %s: %w: nil ConfigMap", RefOf(rec.Pod), ErrInvalid)
+			return fmt.Errorf("put pod %s: %w: nil ConfigMap", RefOf(rec.Pod), errdefs.ErrInvalidRecord)
 		}
 	}
 	for _, sec := range rec.Secrets {
 		if sec == nil {
-			return fmt.Errorf("put pod %s: %w: nil Secret", RefOf(rec.Pod), ErrInvalid)
+			return fmt.Errorf("put pod %s: %w: nil Secret", RefOf(rec.Pod), errdefs.ErrInvalidRecord)
 		}
 	}
 	return nil
 }
 
-// Get returns the pod with uid, its secrets redacted, or ErrNotFound.
+// Get returns the pod with uid, its secrets redacted, or errdefs.ErrPodNotFound.
 func (s *Store) Get(uid types.UID) (*PodRecord, error) {
 	rec, err := s.get(uid)
 	if err != nil {
@@ -191,7 +193,7 @@ func (s *Store) Get(uid types.UID) (*PodRecord, error) {
 }
 
 // GetWithSecrets returns the pod with uid and the data of its Secrets, or
-// ErrNotFound. Use it only to build the pod's containers and write its
+// errdefs.ErrPodNotFound. Use it only to build the pod's containers and write its
 // volume files; answer callers with Get.
 func (s *Store) GetWithSecrets(uid types.UID) (*PodRecord, error) {
 	return s.get(uid)
@@ -202,7 +204,7 @@ func (s *Store) get(uid types.UID) (*PodRecord, error) {
 	err := s.view(func(tx *bolt.Tx) error {
 		data := tx.Bucket(bucketPods).Get([]byte(uid))
 		if data == nil {
-			return fmt.Errorf("get pod uid %s: %w", uid, ErrNotFound)
+			return fmt.Errorf("get pod uid %s: %w", uid, errdefs.ErrPodNotFound)
 		}
 		var err error
 		rec, err = decodeRecord(data)
@@ -212,7 +214,7 @@ func (s *Store) get(uid types.UID) (*PodRecord, error) {
 }
 
 // GetByName returns the pod namespace/name, its secrets redacted, or
-// ErrNotFound.
+// errdefs.ErrPodNotFound.
 func (s *Store) GetByName(namespace, name string) (*PodRecord, error) {
 	return s.getByName(namespace, name, s.decoded.redacted)
 }
@@ -231,7 +233,7 @@ func (s *Store) getByName(namespace, name string, decode func(uid, data []byte) 
 	err := s.view(func(tx *bolt.Tx) error {
 		uid := tx.Bucket(bucketNames).Get(nameKey(namespace, name))
 		if uid == nil {
-			return fmt.Errorf("get pod %s/%s: %w", namespace, name, ErrNotFound)
+			return fmt.Errorf("get pod %s/%s: %w", namespace, name, errdefs.ErrPodNotFound)
 		}
 		data := tx.Bucket(bucketPods).Get(uid)
 		if data == nil {
@@ -297,17 +299,17 @@ func (s *Store) list(f Filter, decode func(uid, data []byte) (*PodRecord, error)
 // (gracePeriodSeconds, or the pod's terminationGracePeriodSeconds when
 // nil) and deletionTimestamp (now plus the grace period). Marking a pod
 // again only shortens its grace period. It returns the record (secrets
-// redacted), or ErrNotFound.
+// redacted), or errdefs.ErrPodNotFound.
 func (s *Store) MarkDeleting(uid types.UID, gracePeriodSeconds *int64) (*PodRecord, error) {
 	if gracePeriodSeconds != nil && *gracePeriodSeconds < 0 {
-		return nil, fmt.Errorf("mark pod uid %s deleting: %w: negative grace period", uid, ErrInvalid)
+		return nil, fmt.Errorf("mark pod uid %s deleting: %w: negative grace period", uid, errdefs.ErrInvalidRecord)
 	}
 	var out []byte
 	err := s.update(func(tx *bolt.Tx, st *txState) error {
 		pods := tx.Bucket(bucketPods)
 		data := pods.Get([]byte(uid))
 		if data == nil {
-			return fmt.Errorf("mark pod uid %s deleting: %w", uid, ErrNotFound)
+			return fmt.Errorf("mark pod uid %s deleting: %w", uid, errdefs.ErrPodNotFound)
 		}
 		rec, err := decodeRecord(data)
 		if err != nil {
@@ -349,14 +351,14 @@ func (s *Store) MarkDeleting(uid types.UID, gracePeriodSeconds *int64) (*PodReco
 
 // Delete removes the pod with uid and records its deletion in the revision
 // log, in one transaction. It returns the deletion's revision, or
-// ErrNotFound.
+// errdefs.ErrPodNotFound.
 func (s *Store) Delete(uid types.UID) (int64, error) {
 	var rev int64
 	err := s.update(func(tx *bolt.Tx, st *txState) error {
 		pods := tx.Bucket(bucketPods)
 		data := pods.Get([]byte(uid))
 		if data == nil {
-			return fmt.Errorf("delete pod uid %s: %w", uid, ErrNotFound)
+			return fmt.Errorf("delete pod uid %s: %w", uid, errdefs.ErrPodNotFound)
 		}
 		rec, err := decodeRecord(data)
 		if err != nil {
@@ -393,7 +395,7 @@ func decodeRecord(data []byte) (*PodRecord, error) {
 		return nil, fmt.Errorf("decode pod record: %w", err)
 	}
 	if rec.Pod == nil {
-		return nil, fmt.Errorf("decode pod record: %w: no pod", ErrCorrupt)
+		return nil, fmt.Errorf("decode pod record: %w: no pod", errdefs.ErrStoreCorrupt)
 	}
 	return rec, nil
 }

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 func names(recs []*PodRecord) []string {
@@ -89,14 +91,14 @@ func TestPutGetListDelete(t *testing.T) {
 	if delRev != s.Revision() {
 		t.Errorf("Delete revision %d, store revision %d", delRev, s.Revision())
 	}
-	if _, err := s.Get("uid-db"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Get after Delete: %v, want ErrNotFound", err)
+	if _, err := s.Get("uid-db"); !errors.Is(err, errdefs.ErrPodNotFound) {
+		t.Errorf("Get after Delete: %v, want errdefs.ErrPodNotFound", err)
 	}
-	if _, err := s.GetByName("a", "db"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("GetByName after Delete: %v, want ErrNotFound", err)
+	if _, err := s.GetByName("a", "db"); !errors.Is(err, errdefs.ErrPodNotFound) {
+		t.Errorf("GetByName after Delete: %v, want errdefs.ErrPodNotFound", err)
 	}
-	if _, err := s.Delete("uid-db"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("second Delete: %v, want ErrNotFound", err)
+	if _, err := s.Delete("uid-db"); !errors.Is(err, errdefs.ErrPodNotFound) {
+		t.Errorf("second Delete: %v, want errdefs.ErrPodNotFound", err)
 	}
 	all, _, err = s.List(Filter{})
 	if err != nil {
@@ -155,14 +157,14 @@ func TestPutConflicts(t *testing.T) {
 		rec  PodRecord
 		want error
 	}{
-		{"name held by another uid", PodRecord{Pod: testPod("default", "web", "uid-2")}, ErrAlreadyExists},
-		{"uid renamed", PodRecord{Pod: testPod("default", "web2", "uid-1")}, ErrInvalid},
-		{"uid moved to another namespace", PodRecord{Pod: testPod("other", "web", "uid-1")}, ErrInvalid},
-		{"no pod", PodRecord{}, ErrInvalid},
-		{"no uid", PodRecord{Pod: testPod("default", "x", "")}, ErrInvalid},
-		{"no name", PodRecord{Pod: testPod("default", "", "uid-3")}, ErrInvalid},
-		{"nil secret", PodRecord{Pod: testPod("default", "x", "uid-3"), Secrets: []*corev1.Secret{nil}}, ErrInvalid},
-		{"redacted record", PodRecord{Pod: testPod("default", "web", "uid-1"), SecretsRedacted: true}, ErrInvalid},
+		{"name held by another uid", PodRecord{Pod: testPod("default", "web", "uid-2")}, errdefs.ErrPodExists},
+		{"uid renamed", PodRecord{Pod: testPod("default", "web2", "uid-1")}, errdefs.ErrInvalidRecord},
+		{"uid moved to another namespace", PodRecord{Pod: testPod("other", "web", "uid-1")}, errdefs.ErrInvalidRecord},
+		{"no pod", PodRecord{}, errdefs.ErrInvalidRecord},
+		{"no uid", PodRecord{Pod: testPod("default", "x", "")}, errdefs.ErrInvalidRecord},
+		{"no name", PodRecord{Pod: testPod("default", "", "uid-3")}, errdefs.ErrInvalidRecord},
+		{"nil secret", PodRecord{Pod: testPod("default", "x", "uid-3"), Secrets: []*corev1.Secret{nil}}, errdefs.ErrInvalidRecord},
+		{"redacted record", PodRecord{Pod: testPod("default", "web", "uid-1"), SecretsRedacted: true}, errdefs.ErrInvalidRecord},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,8 +179,8 @@ func TestPutConflicts(t *testing.T) {
 	if _, err := s.MarkDeleting("uid-1", nil); err != nil {
 		t.Fatalf("MarkDeleting: %v", err)
 	}
-	if _, err := s.Put(PodRecord{Pod: testPod("default", "web", "uid-1")}); !errors.Is(err, ErrDeleting) {
-		t.Errorf("Put of a deleting pod: %v, want ErrDeleting", err)
+	if _, err := s.Put(PodRecord{Pod: testPod("default", "web", "uid-1")}); !errors.Is(err, errdefs.ErrPodDeleting) {
+		t.Errorf("Put of a deleting pod: %v, want errdefs.ErrPodDeleting", err)
 	}
 }
 
@@ -234,8 +236,8 @@ func TestSecretsRedactedByDefault(t *testing.T) {
 		if rec.ConfigMaps[0].Data["k"] != "v" {
 			t.Errorf("%s: ConfigMap data %v, want it whole", name, rec.ConfigMaps[0].Data)
 		}
-		if _, err := s.Put(*rec); !errors.Is(err, ErrInvalid) {
-			t.Errorf("%s: Put of the redacted record: %v, want ErrInvalid", name, err)
+		if _, err := s.Put(*rec); !errors.Is(err, errdefs.ErrInvalidRecord) {
+			t.Errorf("%s: Put of the redacted record: %v, want errdefs.ErrInvalidRecord", name, err)
 		}
 	}
 
@@ -256,8 +258,8 @@ func TestSecretsRedactedByDefault(t *testing.T) {
 	if string(again.Secrets[0].Data["password"]) != "hunter2" {
 		t.Errorf("stored secret changed through a returned record")
 	}
-	if _, err := s.GetWithSecrets("nope"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("GetWithSecrets(unknown): %v, want ErrNotFound", err)
+	if _, err := s.GetWithSecrets("nope"); !errors.Is(err, errdefs.ErrPodNotFound) {
+		t.Errorf("GetWithSecrets(unknown): %v, want errdefs.ErrPodNotFound", err)
 	}
 }
 
@@ -297,11 +299,11 @@ func TestMarkDeleting(t *testing.T) {
 		t.Errorf("shortened: %d s, deadline %v, want 5 s from the first request (%v)", *rec.Pod.DeletionGracePeriodSeconds, rec.Pod.DeletionTimestamp, t0.Add(5*time.Second))
 	}
 	negative := int64(-1)
-	if _, err := s.MarkDeleting("uid-1", &negative); !errors.Is(err, ErrInvalid) {
-		t.Errorf("negative grace: %v, want ErrInvalid", err)
+	if _, err := s.MarkDeleting("uid-1", &negative); !errors.Is(err, errdefs.ErrInvalidRecord) {
+		t.Errorf("negative grace: %v, want errdefs.ErrInvalidRecord", err)
 	}
-	if _, err := s.MarkDeleting("nope", nil); !errors.Is(err, ErrNotFound) {
-		t.Errorf("MarkDeleting(unknown): %v, want ErrNotFound", err)
+	if _, err := s.MarkDeleting("nope", nil); !errors.Is(err, errdefs.ErrPodNotFound) {
+		t.Errorf("MarkDeleting(unknown): %v, want errdefs.ErrPodNotFound", err)
 	}
 }
 
@@ -352,8 +354,8 @@ func TestOpenLocked(t *testing.T) {
 		_ = s.Close()
 		t.Fatal("second Open of a held file succeeded")
 	}
-	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), path) {
-		t.Errorf("second Open: %v, want ErrLocked naming %s", err, path)
+	if !errors.Is(err, errdefs.ErrStoreLocked) || !strings.Contains(err.Error(), path) {
+		t.Errorf("second Open: %v, want errdefs.ErrStoreLocked naming %s", err, path)
 	}
 	if waited := time.Since(start); waited > 5*time.Second {
 		t.Errorf("second Open waited %v for the lock", waited)
@@ -379,8 +381,8 @@ func TestOpenCorrupt(t *testing.T) {
 				_ = s.Close()
 				t.Fatal("Open of a corrupt file succeeded")
 			}
-			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
-				t.Errorf("Open: %v, want ErrCorrupt naming %s", err, path)
+			if !errors.Is(err, errdefs.ErrStoreCorrupt) || !strings.Contains(err.Error(), path) {
+				t.Errorf("Open: %v, want errdefs.ErrStoreCorrupt naming %s", err, path)
 			}
 		})
 	}
@@ -408,14 +410,14 @@ func TestReopenKeepsPods(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if _, err := s.Get("uid-1"); !errors.Is(err, ErrClosed) {
-		t.Errorf("Get after Close: %v, want ErrClosed", err)
+	if _, err := s.Get("uid-1"); !errors.Is(err, errdefs.ErrStoreClosed) {
+		t.Errorf("Get after Close: %v, want errdefs.ErrStoreClosed", err)
 	}
-	if _, err := s.Put(PodRecord{Pod: pod}); !errors.Is(err, ErrClosed) {
-		t.Errorf("Put after Close: %v, want ErrClosed", err)
+	if _, err := s.Put(PodRecord{Pod: pod}); !errors.Is(err, errdefs.ErrStoreClosed) {
+		t.Errorf("Put after Close: %v, want errdefs.ErrStoreClosed", err)
 	}
-	if _, err := s.Watch(t.Context(), 0); !errors.Is(err, ErrClosed) {
-		t.Errorf("Watch after Close: %v, want ErrClosed", err)
+	if _, err := s.Watch(t.Context(), 0); !errors.Is(err, errdefs.ErrStoreClosed) {
+		t.Errorf("Watch after Close: %v, want errdefs.ErrStoreClosed", err)
 	}
 
 	s2 := openAt(t, path, Options{})

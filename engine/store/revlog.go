@@ -8,6 +8,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 // Kind is the kind of a Change.
@@ -91,8 +93,8 @@ type Entry struct {
 // one is dropped, so passes that change nothing add nothing. Append copies
 // what it is given.
 //
-// Append returns ErrInvalid for a change that is not a valid status or
-// event, and ErrNotFound for a pod that is not stored (or no longer is);
+// Append returns errdefs.ErrInvalidRecord for a change that is not a valid status or
+// event, and errdefs.ErrPodNotFound for a pod that is not stored (or no longer is);
 // then nothing is recorded.
 func (s *Store) Append(changes ...Change) (int64, error) {
 	for _, c := range changes {
@@ -106,14 +108,14 @@ func (s *Store) Append(changes ...Change) (int64, error) {
 		for _, c := range changes {
 			data := pods.Get([]byte(c.Pod.UID))
 			if data == nil {
-				return fmt.Errorf("append %s of pod %s: %w", c.Kind, c.Pod, ErrNotFound)
+				return fmt.Errorf("append %s of pod %s: %w", c.Kind, c.Pod, errdefs.ErrPodNotFound)
 			}
 			rec, err := decodeRecord(data)
 			if err != nil {
 				return err
 			}
 			if ref := rec.Ref(); ref != c.Pod {
-				return fmt.Errorf("append %s of pod %s: %w: uid is stored as %s/%s", c.Kind, c.Pod, ErrInvalid, ref.Namespace, ref.Name)
+				return fmt.Errorf("append %s of pod %s: %w: uid is stored as %s/%s", c.Kind, c.Pod, errdefs.ErrInvalidRecord, ref.Namespace, ref.Name)
 			}
 			switch c.Kind {
 			case KindStatus:
@@ -163,26 +165,26 @@ func (s *Store) Append(changes ...Change) (int64, error) {
 
 func validateChange(c Change) error {
 	if c.Pod.UID == "" || c.Pod.Namespace == "" || c.Pod.Name == "" {
-		return fmt.Errorf("append %s: %w: pod namespace, name and uid are required", c.Kind, ErrInvalid)
+		return fmt.Errorf("append %s: %w: pod namespace, name and uid are required", c.Kind, errdefs.ErrInvalidRecord)
 	}
 	switch c.Kind {
 	case KindStatus:
 		if c.Status == nil {
-			return fmt.Errorf("append status of pod %s: %w: no status", c.Pod, ErrInvalid)
+			return fmt.Errorf("append status of pod %s: %w: no status", c.Pod, errdefs.ErrInvalidRecord)
 		}
 	case KindEvent:
 		switch {
 		case c.Event == nil:
-			return fmt.Errorf("append event of pod %s: %w: no event", c.Pod, ErrInvalid)
+			return fmt.Errorf("append event of pod %s: %w: no event", c.Pod, errdefs.ErrInvalidRecord)
 		case c.Event.Type != corev1.EventTypeNormal && c.Event.Type != corev1.EventTypeWarning:
-			return fmt.Errorf("append event of pod %s: %w: type %q is neither Normal nor Warning", c.Pod, ErrInvalid, c.Event.Type)
+			return fmt.Errorf("append event of pod %s: %w: type %q is neither Normal nor Warning", c.Pod, errdefs.ErrInvalidRecord, c.Event.Type)
 		case c.Event.Reason == "":
-			return fmt.Errorf("append event of pod %s: %w: no reason", c.Pod, ErrInvalid)
+			return fmt.Errorf("append event of pod %s: %w: no reason", c.Pod, errdefs.ErrInvalidRecord)
 		}
 	case KindDeleted:
-		return fmt.Errorf("append deletion of pod %s: %w: Delete records deletions", c.Pod, ErrInvalid)
+		return fmt.Errorf("append deletion of pod %s: %w: Delete records deletions", c.Pod, errdefs.ErrInvalidRecord)
 	default:
-		return fmt.Errorf("append change of pod %s: %w: unknown kind %q", c.Pod, ErrInvalid, c.Kind)
+		return fmt.Errorf("append change of pod %s: %w: unknown kind %q", c.Pod, errdefs.ErrInvalidRecord, c.Kind)
 	}
 	return nil
 }
@@ -222,11 +224,11 @@ func (st *txState) autoCompact(tx *bolt.Tx) error {
 
 // Compact removes the log entries up to and including rev and makes rev
 // the compaction point. Compacting at or before the current point does
-// nothing; a rev past the store's revision is ErrFutureRevision.
+// nothing; a rev past the store's revision is errdefs.ErrFutureRevision.
 func (s *Store) Compact(rev int64) error {
 	return s.update(func(tx *bolt.Tx, st *txState) error {
 		if rev > st.rev {
-			return fmt.Errorf("compact at revision %d (store revision %d): %w", rev, st.rev, ErrFutureRevision)
+			return fmt.Errorf("compact at revision %d (store revision %d): %w", rev, st.rev, errdefs.ErrFutureRevision)
 		}
 		if rev <= st.compact {
 			return nil
@@ -244,8 +246,8 @@ func (s *Store) Compact(rev int64) error {
 }
 
 // Since returns the entries after rev, in revision order. It fails with a
-// *CompactedError when rev is before the compaction point and with
-// ErrFutureRevision when rev is past the store's revision.
+// *errdefs.CompactedError when rev is before the compaction point and with
+// errdefs.ErrFutureRevision when rev is past the store's revision.
 func (s *Store) Since(rev int64) ([]Entry, error) {
 	entries, _, err := s.readLog(rev, 0)
 	return entries, err
@@ -259,16 +261,16 @@ func (s *Store) readLog(rev int64, limit int) ([]Entry, int64, error) {
 		snap int64
 	)
 	if rev < 0 {
-		return nil, 0, fmt.Errorf("read revision log after %d: %w: negative revision", rev, ErrInvalid)
+		return nil, 0, fmt.Errorf("read revision log after %d: %w: negative revision", rev, errdefs.ErrInvalidRecord)
 	}
 	err := s.view(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		snap = getInt(meta, keyRev)
 		if compact := getInt(meta, keyCompact); rev < compact {
-			return &CompactedError{Revision: rev, CompactRevision: compact}
+			return &errdefs.CompactedError{Revision: rev, CompactRevision: compact}
 		}
 		if rev > snap {
-			return fmt.Errorf("read revision log after %d (store revision %d): %w", rev, snap, ErrFutureRevision)
+			return fmt.Errorf("read revision log after %d (store revision %d): %w", rev, snap, errdefs.ErrFutureRevision)
 		}
 		c := tx.Bucket(bucketLog).Cursor()
 		for k, v := c.Seek(revKey(rev + 1)); k != nil; k, v = c.Next() {

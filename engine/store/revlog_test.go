@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 func TestRevisionMonotonicAcrossReopen(t *testing.T) {
@@ -106,11 +108,11 @@ func TestSinceExactlyOnceAfterReopen(t *testing.T) {
 	if got[0].Pod != RefOf(a) && got[0].Pod != RefOf(b) || !got[0].Time.Equal(t0) || got[0].Event.Type != corev1.EventTypeNormal {
 		t.Errorf("entry %+v", got[0])
 	}
-	if _, err := s.Since(s.Revision() + 1); !errors.Is(err, ErrFutureRevision) {
-		t.Errorf("Since(future): %v, want ErrFutureRevision", err)
+	if _, err := s.Since(s.Revision() + 1); !errors.Is(err, errdefs.ErrFutureRevision) {
+		t.Errorf("Since(future): %v, want errdefs.ErrFutureRevision", err)
 	}
-	if _, err := s.Since(-1); !errors.Is(err, ErrInvalid) {
-		t.Errorf("Since(-1): %v, want ErrInvalid", err)
+	if _, err := s.Since(-1); !errors.Is(err, errdefs.ErrInvalidRecord) {
+		t.Errorf("Since(-1): %v, want errdefs.ErrInvalidRecord", err)
 	}
 }
 
@@ -195,14 +197,14 @@ func TestAppendRejects(t *testing.T) {
 		changes []Change
 		want    error
 	}{
-		{"unknown pod, after a valid change", []Change{event(pod, "Ok"), event(ghost, "Nope")}, ErrNotFound},
-		{"ref names another pod", []Change{EventChange(renamed, Event{Type: corev1.EventTypeNormal, Reason: "X"})}, ErrInvalid},
-		{"deletion", []Change{{Kind: KindDeleted, Pod: RefOf(pod)}}, ErrInvalid},
-		{"unknown kind", []Change{{Kind: "Spec", Pod: RefOf(pod)}}, ErrInvalid},
-		{"no status", []Change{{Kind: KindStatus, Pod: RefOf(pod)}}, ErrInvalid},
-		{"event type", []Change{EventChange(RefOf(pod), Event{Type: "Error", Reason: "X"})}, ErrInvalid},
-		{"event reason", []Change{EventChange(RefOf(pod), Event{Type: corev1.EventTypeWarning})}, ErrInvalid},
-		{"no uid", []Change{EventChange(PodRef{Namespace: "default", Name: "web"}, Event{Type: corev1.EventTypeNormal, Reason: "X"})}, ErrInvalid},
+		{"unknown pod, after a valid change", []Change{event(pod, "Ok"), event(ghost, "Nope")}, errdefs.ErrPodNotFound},
+		{"ref names another pod", []Change{EventChange(renamed, Event{Type: corev1.EventTypeNormal, Reason: "X"})}, errdefs.ErrInvalidRecord},
+		{"deletion", []Change{{Kind: KindDeleted, Pod: RefOf(pod)}}, errdefs.ErrInvalidRecord},
+		{"unknown kind", []Change{{Kind: "Spec", Pod: RefOf(pod)}}, errdefs.ErrInvalidRecord},
+		{"no status", []Change{{Kind: KindStatus, Pod: RefOf(pod)}}, errdefs.ErrInvalidRecord},
+		{"event type", []Change{EventChange(RefOf(pod), Event{Type: "Error", Reason: "X"})}, errdefs.ErrInvalidRecord},
+		{"event reason", []Change{EventChange(RefOf(pod), Event{Type: corev1.EventTypeWarning})}, errdefs.ErrInvalidRecord},
+		{"no uid", []Change{EventChange(PodRef{Namespace: "default", Name: "web"}, Event{Type: corev1.EventTypeNormal, Reason: "X"})}, errdefs.ErrInvalidRecord},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -228,8 +230,8 @@ func TestDeleteIsTheLastEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(event(pod, "Late")); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Append after Delete: %v, want ErrNotFound", err)
+	if _, err := s.Append(event(pod, "Late")); !errors.Is(err, errdefs.ErrPodNotFound) {
+		t.Errorf("Append after Delete: %v, want errdefs.ErrPodNotFound", err)
 	}
 	entries, err := s.Since(0)
 	if err != nil {
@@ -260,8 +262,8 @@ func TestCompact(t *testing.T) {
 	if err := s.Compact(revs[2]); err != nil {
 		t.Errorf("Compact before the compaction point: %v", err)
 	}
-	if err := s.Compact(s.Revision() + 1); !errors.Is(err, ErrFutureRevision) {
-		t.Errorf("Compact(future): %v, want ErrFutureRevision", err)
+	if err := s.Compact(s.Revision() + 1); !errors.Is(err, errdefs.ErrFutureRevision) {
+		t.Errorf("Compact(future): %v, want errdefs.ErrFutureRevision", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -272,9 +274,9 @@ func TestCompact(t *testing.T) {
 		t.Errorf("compaction point after reopen %d, want %d", s.CompactRevision(), at)
 	}
 	_, err = s.Since(at - 1)
-	var ce *CompactedError
-	if !errors.As(err, &ce) || !errors.Is(err, ErrCompacted) || ce.CompactRevision != at || ce.Revision != at-1 {
-		t.Fatalf("Since(%d): %v, want a CompactedError at %d", at-1, err, at)
+	var ce *errdefs.CompactedError
+	if !errors.As(err, &ce) || !errors.Is(err, errdefs.ErrCompacted) || ce.CompactRevision != at || ce.Revision != at-1 {
+		t.Fatalf("Since(%d): %v, want a errdefs.CompactedError at %d", at-1, err, at)
 	}
 	got, err := s.Since(at)
 	if err != nil {
@@ -315,9 +317,9 @@ func TestAutoCompaction(t *testing.T) {
 	if diff := cmp.Diff(kept, revisions(got)); diff != "" {
 		t.Errorf("kept entries (-want +got):\n%s", diff)
 	}
-	var ce *CompactedError
+	var ce *errdefs.CompactedError
 	if _, err := s.Since(0); !errors.As(err, &ce) || ce.CompactRevision != wantCompact {
-		t.Errorf("Since(0): %v, want a CompactedError at %d", err, wantCompact)
+		t.Errorf("Since(0): %v, want a errdefs.CompactedError at %d", err, wantCompact)
 	}
 }
 

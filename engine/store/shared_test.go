@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 // TestGetByNameSharedFollowsWrites: the shared record of a pod is the one
@@ -57,7 +59,7 @@ func TestGetByNameSharedFollowsWrites(t *testing.T) {
 	if _, err := s.Delete("uid-1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.GetByNameShared("default", "web"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("GetByNameShared after Delete: %v, want ErrNotFound", err)
+	if _, err := s.GetByNameShared("default", "web"); !errors.Is(err, errdefs.ErrPodNotFound) {
+		t.Errorf("GetByNameShared after Delete: %v, want errdefs.ErrPodNotFound", err)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 	"go.uber.org/zap"
 	"k8s.io/utils/clock"
+
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 // Defaults of Options.
@@ -108,9 +110,9 @@ type Store struct {
 }
 
 // Open opens the store at path, creating the file (mode 0600) and its
-// directory (mode 0700) when missing. It fails with ErrLocked when another
+// directory (mode 0700) when missing. It fails with errdefs.ErrStoreLocked when another
 // process holds the file for longer than Options.LockTimeout, and with
-// ErrCorrupt when the file is not a store.
+// errdefs.ErrStoreCorrupt when the file is not a store.
 func Open(path string, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -142,20 +144,20 @@ func Open(path string, opts Options) (*Store, error) {
 func openError(path string, err error) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
-		return fmt.Errorf("open store %s: %w (is another podsyncd using this root directory?)", path, ErrLocked)
+		return fmt.Errorf("open store %s: %w (is another podsyncd using this root directory?)", path, errdefs.ErrStoreLocked)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
-		return fmt.Errorf("open store %s: %w: %w", path, ErrCorrupt, err)
+		return fmt.Errorf("open store %s: %w: %w", path, errdefs.ErrStoreCorrupt, err)
 	default:
 		return fmt.Errorf("open store %s: %w", path, err)
 	}
 }
 
 // init enforces the file mode, creates the buckets and loads the counters.
-// bbolt panics on some corrupt pages; init turns that into ErrCorrupt.
+// bbolt panics on some corrupt pages; init turns that into errdefs.ErrStoreCorrupt.
 func (s *Store) init() (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("open store %s: %w: %v", s.path, ErrCorrupt, r)
+			err = fmt.Errorf("open store %s: %w: %v", s.path, errdefs.ErrStoreCorrupt, r)
 		}
 	}()
 	fi, err := os.Stat(s.path)
@@ -208,9 +210,9 @@ func (s *Store) CompactRevision() int64 {
 	return s.compact
 }
 
-// Close ends every watcher (Err returns ErrClosed), waits for their
+// Close ends every watcher (Err returns errdefs.ErrStoreClosed), waits for their
 // goroutines and closes the file. Later calls of any method return
-// ErrClosed; Close itself may be called again.
+// errdefs.ErrStoreClosed; Close itself may be called again.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -219,7 +221,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	for w := range s.watchers {
-		w.finish(ErrClosed)
+		w.finish(errdefs.ErrStoreClosed)
 	}
 	clear(s.watchers)
 	close(s.closing)
@@ -312,7 +314,7 @@ func (s *Store) commitGroup(group []*writeReq) {
 // publishes the appended entries; s.mu is held.
 func (s *Store) commit(fns ...func(tx *bolt.Tx, st *txState) error) error {
 	if s.closed {
-		return ErrClosed
+		return errdefs.ErrStoreClosed
 	}
 	st := &txState{s: s, now: s.clock.Now(), rev: s.rev, compact: s.compact, count: s.count}
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -339,7 +341,7 @@ func (s *Store) commit(fns ...func(tx *bolt.Tx, st *txState) error) error {
 	})
 	if err != nil {
 		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-			return ErrClosed
+			return errdefs.ErrStoreClosed
 		}
 		return err
 	}
@@ -355,7 +357,7 @@ func (s *Store) commit(fns ...func(tx *bolt.Tx, st *txState) error) error {
 func (s *Store) view(fn func(tx *bolt.Tx) error) error {
 	err := s.db.View(fn)
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-		return ErrClosed
+		return errdefs.ErrStoreClosed
 	}
 	return err
 }

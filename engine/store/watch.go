@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
+
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 // watchBatch is how many entries a catching-up watcher reads per snapshot.
@@ -32,10 +34,10 @@ type Watcher struct {
 func (w *Watcher) Events() <-chan Entry { return w.ch }
 
 // Err returns why the watcher ended once Events is closed, and nil before:
-// the context's error; a *SlowConsumerError (ErrSlowConsumer) when the
-// watcher fell behind by more than its buffer; a *CompactedError
-// (ErrCompacted) when the entries it still had to read were compacted
-// first; ErrClosed when the store was closed.
+// the context's error; a *errdefs.SlowConsumerError (errdefs.ErrSlowConsumer) when the
+// watcher fell behind by more than its buffer; a *errdefs.CompactedError
+// (errdefs.ErrCompacted) when the entries it still had to read were compacted
+// first; errdefs.ErrStoreClosed when the store was closed.
 func (w *Watcher) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -58,23 +60,23 @@ func (w *Watcher) finish(err error) {
 // already stored, then the ones appended later, without gap or
 // repetition, until ctx ends, the store closes, or the watcher falls more
 // than Options.WatchBuffer entries behind. It fails at once with a
-// *CompactedError when since is before the compaction point,
-// ErrFutureRevision when it is past the store's revision, and ErrClosed.
+// *errdefs.CompactedError when since is before the compaction point,
+// errdefs.ErrFutureRevision when it is past the store's revision, and errdefs.ErrStoreClosed.
 func (s *Store) Watch(ctx context.Context, since int64) (*Watcher, error) {
 	if since < 0 {
-		return nil, fmt.Errorf("watch from revision %d: %w: negative revision", since, ErrInvalid)
+		return nil, fmt.Errorf("watch from revision %d: %w: negative revision", since, errdefs.ErrInvalidRecord)
 	}
 	s.mu.Lock()
 	switch {
 	case s.closed:
 		s.mu.Unlock()
-		return nil, ErrClosed
+		return nil, errdefs.ErrStoreClosed
 	case since < s.compact:
-		err := &CompactedError{Revision: since, CompactRevision: s.compact}
+		err := &errdefs.CompactedError{Revision: since, CompactRevision: s.compact}
 		s.mu.Unlock()
 		return nil, err
 	case since > s.rev:
-		err := fmt.Errorf("watch from revision %d (store revision %d): %w", since, s.rev, ErrFutureRevision)
+		err := fmt.Errorf("watch from revision %d (store revision %d): %w", since, s.rev, errdefs.ErrFutureRevision)
 		s.mu.Unlock()
 		return nil, err
 	}
@@ -104,7 +106,7 @@ func (s *Store) runWatcher(ctx context.Context, w *Watcher, pos int64) {
 				w.finish(ctx.Err())
 				return
 			case <-s.closing:
-				w.finish(ErrClosed)
+				w.finish(errdefs.ErrStoreClosed)
 				return
 			}
 		}
@@ -117,7 +119,7 @@ func (s *Store) runWatcher(ctx context.Context, w *Watcher, pos int64) {
 		switch {
 		case s.closed:
 			s.mu.Unlock()
-			w.finish(ErrClosed)
+			w.finish(errdefs.ErrStoreClosed)
 			return
 		case s.rev == pos:
 			// Every entry up to s.rev is sent and publish, which runs
@@ -154,7 +156,7 @@ next:
 				w.last = e.Revision
 			default:
 				delete(s.watchers, w)
-				w.finish(&SlowConsumerError{LastRevision: w.last})
+				w.finish(&errdefs.SlowConsumerError{LastRevision: w.last})
 				s.log.Warn("watcher ended as a slow consumer", zap.Int64("revision", w.last),
 					zap.Int("watch_buffer", s.opts.WatchBuffer))
 				continue next

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/podsync/podsync/engine/errdefs"
 )
 
 func TestWatchLiveAndResume(t *testing.T) {
@@ -138,9 +140,9 @@ func TestWatchSlowConsumer(t *testing.T) {
 	if diff := cmp.Diff(revs[:buffer], revisions(got)); diff != "" {
 		t.Errorf("buffered entries (-want +got):\n%s", diff)
 	}
-	var sc *SlowConsumerError
-	if err := w.Err(); !errors.As(err, &sc) || !errors.Is(err, ErrSlowConsumer) || sc.LastRevision != revs[buffer-1] {
-		t.Fatalf("Err: %v, want a SlowConsumerError after revision %d", err, revs[buffer-1])
+	var sc *errdefs.SlowConsumerError
+	if err := w.Err(); !errors.As(err, &sc) || !errors.Is(err, errdefs.ErrSlowConsumer) || sc.LastRevision != revs[buffer-1] {
+		t.Fatalf("Err: %v, want a errdefs.SlowConsumerError after revision %d", err, revs[buffer-1])
 	}
 	// Resuming from the last revision delivered misses nothing.
 	w, err = s.Watch(ctx, sc.LastRevision)
@@ -161,15 +163,15 @@ func TestWatchErrors(t *testing.T) {
 	for i := range 5 {
 		mustAppend(t, s, event(pod, fmt.Sprint(i)))
 	}
-	var ce *CompactedError
+	var ce *errdefs.CompactedError
 	if _, err := s.Watch(ctx, 1); !errors.As(err, &ce) || ce.CompactRevision != s.CompactRevision() {
-		t.Errorf("Watch(compacted): %v, want a CompactedError at %d", err, s.CompactRevision())
+		t.Errorf("Watch(compacted): %v, want a errdefs.CompactedError at %d", err, s.CompactRevision())
 	}
-	if _, err := s.Watch(ctx, s.Revision()+1); !errors.Is(err, ErrFutureRevision) {
-		t.Errorf("Watch(future): %v, want ErrFutureRevision", err)
+	if _, err := s.Watch(ctx, s.Revision()+1); !errors.Is(err, errdefs.ErrFutureRevision) {
+		t.Errorf("Watch(future): %v, want errdefs.ErrFutureRevision", err)
 	}
-	if _, err := s.Watch(ctx, -1); !errors.Is(err, ErrInvalid) {
-		t.Errorf("Watch(-1): %v, want ErrInvalid", err)
+	if _, err := s.Watch(ctx, -1); !errors.Is(err, errdefs.ErrInvalidRecord) {
+		t.Errorf("Watch(-1): %v, want errdefs.ErrInvalidRecord", err)
 	}
 }
 
@@ -194,9 +196,9 @@ func TestWatchCompactedWhileBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = append(got, drain(ctx, t, w)...)
-	var ce *CompactedError
+	var ce *errdefs.CompactedError
 	if err := w.Err(); !errors.As(err, &ce) || ce.CompactRevision != s.Revision() {
-		t.Fatalf("Err: %v, want a CompactedError at %d", err, s.Revision())
+		t.Fatalf("Err: %v, want a errdefs.CompactedError at %d", err, s.Revision())
 	}
 	if len(got) == 0 || len(got) > watchBatch || got[0].Revision != start+1 {
 		t.Errorf("got %d entries from %v before the error", len(got), revisions(got)[:min(1, len(got))])
@@ -229,8 +231,8 @@ func TestWatchEndsWithClose(t *testing.T) {
 	}
 	for name, w := range map[string]*Watcher{"live": live, "replaying": stuck} {
 		drain(ctx, t, w)
-		if !errors.Is(w.Err(), ErrClosed) {
-			t.Errorf("%s watcher: Err %v, want ErrClosed", name, w.Err())
+		if !errors.Is(w.Err(), errdefs.ErrStoreClosed) {
+			t.Errorf("%s watcher: Err %v, want errdefs.ErrStoreClosed", name, w.Err())
 		}
 	}
 }

@@ -5,9 +5,10 @@ package integration
 import (
 	"context"
 	"errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	cri "k8s.io/cri-api/pkg/apis"
 

@@ -4,10 +4,11 @@ package workers_test
 
 import (
 	"fmt"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/podsync/podsync/internal/localcri/localcritest"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"

@@ -346,7 +346,7 @@ func TestWatchAcrossRestart(t *testing.T) {
 	if err := e.st.Compact(r + 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.node.Watch(e.ctx, r); !errors.Is(err, store.ErrCompacted) {
+	if _, err := e.node.Watch(e.ctx, r); !errors.Is(err, errdefs.ErrCompacted) {
 		t.Errorf("Watch from a compacted revision = %v, want ErrCompacted", err)
 	}
 }
