@@ -1,0 +1,345 @@
+package criconfig
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/plan"
+)
+
+// aggregate is the kubelet's PodRequests/PodLimits: regular containers
+// and sidecars add up; other init containers count as their maximum (with
+// the sidecars started before them).
+func aggregate(pod *corev1.Pod, get func(*corev1.Container) corev1.ResourceList) corev1.ResourceList {
+	sum := corev1.ResourceList{}
+	add := func(dst, src corev1.ResourceList) {
+		for k, v := range src {
+			q := v.DeepCopy()
+			if cur, ok := dst[k]; ok {
+				q.Add(cur)
+			}
+			dst[k] = q
+		}
+	}
+	maxOf := func(dst, src corev1.ResourceList) {
+		for k, v := range src {
+			if cur, ok := dst[k]; !ok || v.Cmp(cur) > 0 {
+				dst[k] = v.DeepCopy()
+			}
+		}
+	}
+	for i := range pod.Spec.Containers {
+		add(sum, get(&pod.Spec.Containers[i]))
+	}
+	sidecars := corev1.ResourceList{}
+	inits := corev1.ResourceList{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		r := get(c)
+		if plan.IsRestartableInitContainer(c) {
+			add(sum, r)
+			add(sidecars, r)
+			r = sidecars
+		} else {
+			tmp := corev1.ResourceList{}
+			add(tmp, r)
+			add(tmp, sidecars)
+			r = tmp
+		}
+		maxOf(inits, r)
+	}
+	maxOf(sum, inits)
+	return sum
+}
+
+// linuxResources is the kubelet's calculateLinuxResources.
+func linuxResources(cpuRequest, cpuLimit, memoryLimit *resource.Quantity, opts Options) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{}
+	switch {
+	case cpuRequest == nil && !cpuLimit.IsZero():
+		// An unset request defaults to the limit.
+		r.CpuShares = int64(MilliCPUToShares(cpuLimit.MilliValue()))
+	case cpuRequest == nil:
+		r.CpuShares = MinShares
+	default:
+		r.CpuShares = int64(MilliCPUToShares(cpuRequest.MilliValue()))
+	}
+	if m := memoryLimit.Value(); m != 0 {
+		r.MemoryLimitInBytes = m
+	}
+	if !opts.DisableCPUQuota {
+		period := int64(opts.CPUCFSQuotaPeriod / time.Microsecond)
+		r.CpuQuota = MilliCPUToQuota(cpuLimit.MilliValue(), period)
+		r.CpuPeriod = period
+	}
+	return r
+}
+
+// ContainerConfigInput is what ContainerConfig builds from.
+type ContainerConfigInput struct {
+	// Pod and Container are required; Container is one of Pod's.
+	Pod       *corev1.Pod
+	Container *corev1.Container
+	// RestartCount is the new instance's (PodActions' Attempt).
+	RestartCount int32
+	// ImageRef is the pulled image's reference; empty means the spec's.
+	ImageRef string
+	// PodIPs are the sandbox's IPs, for the downward API and /etc/hosts.
+	PodIPs []string
+	// ConfigMaps and Secrets of the pod's namespace that env refers to.
+	ConfigMaps []*corev1.ConfigMap
+	Secrets    []*corev1.Secret
+	// ResolveSubPath, if set, returns the host path of a mount's subPath
+	// (subPathExpr expanded) within the volume's host directory, or an
+	// error; the executor passes ResolveSubPath, which refuses symbolic
+	// links. Nil joins the two after the same lexical checks, without
+	// looking at the file system.
+	ResolveSubPath func(volumeDir, subPath string) (string, error)
+}
+
+// ContainerConfig builds a ContainerConfig as the kubelet's
+// generateContainerConfig does. It returns an error wrapping ErrNotFound
+// for a missing ConfigMap, Secret or key that is not optional, and
+// ErrInvalidSpec for a mount of an unknown or unsupported volume.
+func ContainerConfig(in ContainerConfigInput, opts Options) (*runtimeapi.ContainerConfig, error) {
+	opts = opts.WithDefaults()
+	pod, c := in.Pod, in.Container
+	env, err := MakeEnvironment(in, opts)
+	if err != nil {
+		return nil, err
+	}
+	mounts, err := makeMounts(in, env, opts)
+	if err != nil {
+		return nil, err
+	}
+	image := in.ImageRef
+	if image == "" {
+		image = c.Image
+	}
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(in.RestartCount)},
+		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
+		Command:     expandAll(c.Command, env),
+		Args:        expandAll(c.Args, env),
+		WorkingDir:  c.WorkingDir,
+		Labels:      plan.ContainerLabels(pod, c),
+		Annotations: plan.ContainerAnnotations(pod, c, in.RestartCount),
+		Mounts:      mounts,
+		LogPath:     ContainerLogPath(c.Name, in.RestartCount),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+	}
+	for _, e := range env {
+		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+	}
+	var cpuReq *resource.Quantity
+	if _, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
+		cpuReq = c.Resources.Requests.Cpu()
+	}
+	res := linuxResources(cpuReq, c.Resources.Limits.Cpu(), c.Resources.Limits.Memory(), opts)
+	res.OomScoreAdj = ContainerOOMScoreAdjust(pod, c, opts.MemoryCapacity)
+	cfg.Linux = &runtimeapi.LinuxContainerConfig{
+		Resources:       res,
+		SecurityContext: containerSecurityContext(pod, c, opts),
+	}
+	return cfg, nil
+}
+
+func expandAll(in []string, env []corev1.EnvVar) []string {
+	if in == nil {
+		return nil
+	}
+	vars := make(map[string]string, len(env))
+	for _, e := range env {
+		vars[e.Name] = e.Value
+	}
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = Expand(s, vars)
+	}
+	return out
+}
+
+// containerSecurityContext is the kubelet's
+// determineEffectiveSecurityContext: the container's security context with
+// the pod's filled in, namespaces, supplemental groups, no_new_privs,
+// seccomp and masked paths.
+func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, opts Options) *runtimeapi.LinuxContainerSecurityContext {
+	eff := &corev1.SecurityContext{}
+	if c.SecurityContext != nil {
+		eff = c.SecurityContext.DeepCopy()
+	}
+	psc := pod.Spec.SecurityContext
+	if psc != nil {
+		if eff.SELinuxOptions == nil {
+			eff.SELinuxOptions = psc.SELinuxOptions
+		}
+		if eff.RunAsUser == nil {
+			eff.RunAsUser = psc.RunAsUser
+		}
+		if eff.RunAsGroup == nil {
+			eff.RunAsGroup = psc.RunAsGroup
+		}
+		if eff.RunAsNonRoot == nil {
+			eff.RunAsNonRoot = psc.RunAsNonRoot
+		}
+		if eff.SeccompProfile == nil {
+			eff.SeccompProfile = psc.SeccompProfile
+		}
+		if eff.AppArmorProfile == nil {
+			eff.AppArmorProfile = psc.AppArmorProfile
+		}
+	}
+	sc := &runtimeapi.LinuxContainerSecurityContext{}
+	if caps := eff.Capabilities; caps != nil {
+		sc.Capabilities = &runtimeapi.Capability{}
+		for _, a := range caps.Add {
+			sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(a))
+		}
+		for _, d := range caps.Drop {
+			sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(d))
+		}
+	}
+	if o := eff.SELinuxOptions; o != nil {
+		sc.SelinuxOptions = &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
+	}
+	if eff.RunAsUser != nil {
+		sc.RunAsUser = &runtimeapi.Int64Value{Value: *eff.RunAsUser}
+	}
+	if eff.RunAsGroup != nil {
+		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *eff.RunAsGroup}
+	}
+	if eff.Privileged != nil {
+		sc.Privileged = *eff.Privileged
+	}
+	if eff.ReadOnlyRootFilesystem != nil {
+		sc.ReadonlyRootfs = *eff.ReadOnlyRootFilesystem
+	}
+	sc.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+	if p := eff.SeccompProfile; p != nil {
+		switch p.Type {
+		case corev1.SeccompProfileTypeRuntimeDefault:
+			sc.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+		case corev1.SeccompProfileTypeLocalhost:
+			if p.LocalhostProfile != nil {
+				sc.Seccomp = &runtimeapi.SecurityProfile{
+					ProfileType:  runtimeapi.SecurityProfile_Localhost,
+					LocalhostRef: filepath.Join(opts.RootDir, "seccomp", *p.LocalhostProfile),
+				}
+			}
+		}
+	}
+	sc.NamespaceOptions = NamespacesForPod(pod)
+	if psc != nil {
+		if psc.FSGroup != nil {
+			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
+		}
+		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
+	}
+	sc.NoNewPrivs = eff.AllowPrivilegeEscalation != nil && !*eff.AllowPrivilegeEscalation
+	if eff.ProcMount != nil && *eff.ProcMount == corev1.UnmaskedProcMount {
+		sc.MaskedPaths, sc.ReadonlyPaths = []string{}, []string{}
+	} else {
+		sc.MaskedPaths, sc.ReadonlyPaths = slices.Clone(defaultMaskedPaths), slices.Clone(defaultReadonlyPaths)
+	}
+	return sc
+}
+
+// makeMounts is the kubelet's makeMounts (kubelet_pods.go) and
+// kuberuntime's: the volume mounts in order, /etc/hosts once the pod has
+// IPs, and the termination-message file.
+func makeMounts(in ContainerConfigInput, env []corev1.EnvVar, opts Options) ([]*runtimeapi.Mount, error) {
+	pod, c := in.Pod, in.Container
+	var out []*runtimeapi.Mount
+	mountHosts := len(in.PodIPs) > 0
+	vars := map[string]string{}
+	for _, e := range env {
+		vars[e.Name] = e.Value
+	}
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == "/etc/hosts" {
+			mountHosts = false
+		}
+		i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
+		if i < 0 {
+			return nil, fmt.Errorf("container %q mounts unknown volume %q: %w", c.Name, m.Name, errdefs.ErrInvalidSpec)
+		}
+		v := &pod.Spec.Volumes[i]
+		var host string
+		mustRO := false
+		switch {
+		case v.EmptyDir != nil:
+			host = VolumeDir(pod, VolumePluginEmptyDir, v.Name, opts)
+		case v.HostPath != nil:
+			host = v.HostPath.Path
+		case v.ConfigMap != nil:
+			host, mustRO = VolumeDir(pod, VolumePluginConfigMap, v.Name, opts), true
+		case v.Secret != nil:
+			host, mustRO = VolumeDir(pod, VolumePluginSecret, v.Name, opts), true
+		default:
+			return nil, fmt.Errorf("volume %q: unsupported volume type: %w", v.Name, errdefs.ErrInvalidSpec)
+		}
+		sub := m.SubPath
+		if m.SubPathExpr != "" {
+			sub = Expand(m.SubPathExpr, vars)
+		}
+		if sub != "" {
+			if path.IsAbs(sub) || slices.Contains(strings.Split(sub, "/"), "..") || strings.IndexByte(sub, 0) >= 0 {
+				return nil, fmt.Errorf("volume %q: subPath %q must be a relative path without '..' or NUL: %w", v.Name, sub, errdefs.ErrInvalidSpec)
+			}
+			if in.ResolveSubPath == nil {
+				host = filepath.Join(host, sub)
+			} else {
+				resolved, err := in.ResolveSubPath(host, sub)
+				if err != nil {
+					return nil, fmt.Errorf("container %q: volume %q: %w", c.Name, v.Name, err)
+				}
+				host = resolved
+			}
+		}
+		mnt := &runtimeapi.Mount{
+			ContainerPath: m.MountPath,
+			HostPath:      host,
+			Readonly:      m.ReadOnly || mustRO,
+			Propagation:   runtimeapi.MountPropagation_PROPAGATION_PRIVATE,
+		}
+		if m.MountPropagation != nil {
+			switch *m.MountPropagation {
+			case corev1.MountPropagationHostToContainer:
+				mnt.Propagation = runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
+			case corev1.MountPropagationBidirectional:
+				mnt.Propagation = runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
+			}
+		}
+		out = append(out, mnt)
+	}
+	if mountHosts {
+		out = append(out, &runtimeapi.Mount{ContainerPath: "/etc/hosts", HostPath: filepath.Join(PodDir(pod, opts), "etc-hosts")})
+	}
+	if c.TerminationMessagePath != "" {
+		out = append(out, &runtimeapi.Mount{
+			ContainerPath: c.TerminationMessagePath,
+			HostPath:      TerminationMessageFile(pod, c.Name, in.RestartCount, opts),
+		})
+	}
+	return out, nil
+}
+
+// TerminationMessageFile is the host file mounted at a container
+// instance's terminationMessagePath:
+// <root>/pods/<uid>/containers/<name>/<restartCount as %08x>. The kubelet
+// names it randomly; podsync derives it so it is known after a restart.
+// The executor creates it empty.
+func TerminationMessageFile(pod *corev1.Pod, name string, restartCount int32, opts Options) string {
+	return filepath.Join(PodDir(pod, opts), "containers", name, fmt.Sprintf("%08x", uint32(restartCount)))
+}

@@ -1,0 +1,284 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/podstatus"
+	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/internal/failpoint"
+	"github.com/podsync/podsync/logx"
+	"github.com/podsync/podsync/validation"
+)
+
+// ApplyResult is what Apply did.
+type ApplyResult struct {
+	// Created is true when the node did not hold the pod before.
+	Created bool
+	// Status is the pod's status after the pass.
+	Status corev1.PodStatus
+	// Steps are the steps of the pass, in the order they finished.
+	Steps []syncer.StepResult
+	// NextSync is when the pod's worker will sync the pod again on its
+	// own (a back-off ending, a retry); zero if only a change will.
+	NextSync time.Time
+}
+
+// Apply stores pod (defaulted, with a UID: convert.Default derives one
+// from namespace/name when empty) and the ConfigMaps and Secrets it refers
+// to as the pod's desired state, then runs one sync pass of it now, in
+// the pod's turn: a pass of the pod already running (its worker's, another
+// caller's) is waited for while ctx allows. Each step of the pass is
+// passed to emit (if not nil) as it finishes. The pod's worker keeps it
+// converged afterwards.
+//
+// A pod the node does not hold yet is first given to NodeOptions.Admit, a
+// known one to NodeOptions.Policy.
+// Apply returns an error wrapping ErrInvalidSpec for a pod without name,
+// namespace or UID or with a name that cannot be a path
+// (validation.CheckPodPaths), ErrAlreadyExists if namespace/name is held by a pod
+// with another UID, ErrTerminating if the pod is being deleted, Admit's error,
+// the context's error if ctx ends before or during the pass (the worker
+// then finishes the work), ErrNotFound if the pod was deleted meanwhile,
+// and the runtime's error if the pod's state cannot be read. Failed steps
+// are in the result, not the error.
+func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(syncer.StepResult)) (ApplyResult, error) {
+	if pod == nil || pod.UID == "" || pod.Name == "" || pod.Namespace == "" {
+		return ApplyResult{}, fmt.Errorf("apply pod: pod needs a namespace, name and uid: %w", errdefs.ErrInvalidSpec)
+	}
+	if err := errdefs.InvalidSpec(validation.CheckPodPaths(pod)...); err != nil {
+		return ApplyResult{}, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
+	}
+	if err := n.waitReady(ctx); err != nil {
+		return ApplyResult{}, err
+	}
+	var res ApplyResult
+	existing, err := n.store.GetByName(pod.Namespace, pod.Name)
+	switch {
+	case errors.Is(err, errdefs.ErrPodNotFound):
+		res.Created = true
+	case err != nil:
+		return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
+	case existing.Pod.UID != pod.UID:
+		return res, fmt.Errorf("apply pod %s: %s/%s has uid %s: %w", plan.PodString(pod), pod.Namespace, pod.Name, existing.Pod.UID, errdefs.ErrAlreadyExists)
+	case existing.Deleting:
+		return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), errdefs.ErrTerminating)
+	}
+	if !res.Created && n.policy != nil {
+		if err := n.policy(pod); err != nil {
+			return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
+		}
+	}
+	if res.Created && n.admit != nil {
+		others, err := n.activePods()
+		if err != nil {
+			return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
+		}
+		if err := n.admit(pod, others); err != nil {
+			return res, fmt.Errorf("admit pod %s: %w", plan.PodString(pod), err)
+		}
+	}
+	failpoint.Inject(failpoint.BeforeStorePut)
+	rec, err := n.store.Put(store.PodRecord{Pod: pod, ConfigMaps: configMaps, Secrets: secrets})
+	if err != nil {
+		return res, fmt.Errorf("store pod %s: %w", plan.PodString(pod), err)
+	}
+	failpoint.Inject(failpoint.AfterStorePut)
+	if res.Created {
+		logx.From(ctx, n.log).Info("pod stored", logx.Pod(pod)...)
+	} else if rec.ModRevision != existing.ModRevision {
+		logx.From(ctx, n.log).Info("pod updated", append(logx.Pod(pod), zap.Int64(logx.Generation, rec.Generation))...)
+	}
+
+	w, err := n.lockWorker(ctx, pod.UID)
+	if err != nil {
+		return res, fmt.Errorf("apply pod %s: wait for the pod's turn: %w", plan.PodString(pod), err)
+	}
+	out, err := w.pass(ctx, false, emit)
+	w.release()
+	if ctx.Err() != nil {
+		w.kickSelf()
+	}
+	res.Status, res.Steps, res.NextSync = out.status, out.steps, out.next
+	if err == nil && out.gone {
+		err = fmt.Errorf("apply pod %s: pod was deleted: %w", plan.PodString(pod), errdefs.ErrNotFound)
+	}
+	return res, n.runtimeError(err)
+}
+
+// Plan returns what a pass of pod would do now and the status the pod has
+// now, without side effects: known says whether the node holds the pod
+// (then its stored status is the previous status). pod must be defaulted.
+// The ConfigMaps and Secrets do not change a plan (a missing one fails a
+// start, not the plan); they are accepted so Plan mirrors Apply.
+// Plan returns the runtime's error if the pod's state cannot be read.
+func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap, _ []*corev1.Secret) (plan.PodActions, corev1.PodStatus, bool, error) {
+	if pod == nil || pod.UID == "" {
+		return plan.PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod: pod has no uid: %w", errdefs.ErrInvalidSpec)
+	}
+	pod = pod.DeepCopy()
+	known := false
+	rec, err := n.store.Get(pod.UID)
+	switch {
+	case err == nil:
+		known = true
+		pod.Status = rec.Pod.Status
+	case !errors.Is(err, errdefs.ErrPodNotFound):
+		return plan.PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod %s: %w", plan.PodString(pod), err)
+	default:
+		pod.Status = corev1.PodStatus{}
+	}
+	view, err := n.syncer.ReadView(ctx, pod.UID)
+	if err != nil {
+		return plan.PodActions{}, corev1.PodStatus{}, known, fmt.Errorf("plan pod %s: %w", plan.PodString(pod), n.runtimeError(err))
+	}
+	n.mu.Lock()
+	w := n.workers[pod.UID]
+	n.mu.Unlock()
+	if w != nil {
+		view.PullFailures = plan.CurrentPullFailures(pod, w.pullFailures())
+	}
+	probes := n.probeResults(pod.UID)
+	now := n.clock.Now()
+	plan := plan.ComputePodActions(pod, view, probes, now, n.backoff)
+	var st corev1.PodStatus
+	if known {
+		st = pod.Status
+	} else {
+		st = podstatus.ComputePodStatus(pod, view, probes, now, n.statusOptions(nil))
+	}
+	return plan, st, known, nil
+}
+
+// Get returns the stored pod namespace/name with its current status (in
+// Pod.Status) and revision (ModRevision), its secrets redacted, or an
+// error wrapping ErrNotFound.
+func (n *Node) Get(_ context.Context, namespace, name string) (*store.PodRecord, error) {
+	rec, err := n.store.GetByName(namespace, name)
+	if err != nil {
+		return nil, err // the store's error names the pod
+	}
+	return rec, nil
+}
+
+// GetShared is Get for callers that only read the record (GetPod): it is
+// shared with the store's cache and other callers and must not be changed,
+// which spares a copy of the pod. While the pod's stored bytes are
+// unchanged every call returns the same record; any write (a status, a
+// spec, a deletion mark) makes a new one.
+func (n *Node) GetShared(_ context.Context, namespace, name string) (*store.PodRecord, error) {
+	rec, err := n.store.GetByNameShared(namespace, name)
+	if err != nil {
+		return nil, err // the store's error names the pod
+	}
+	return rec, nil
+}
+
+// List returns the stored pods f selects, ordered by namespace and name,
+// with their current status and their secrets redacted, and the revision
+// of the snapshot: Watch from it misses nothing.
+func (n *Node) List(_ context.Context, f store.Filter) ([]*store.PodRecord, int64, error) {
+	recs, rev, err := n.store.List(f)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list pods: %w", err)
+	}
+	return recs, rev, nil
+}
+
+// ListShared is List for callers that only read the records (ListPods,
+// WatchPods): they are shared with the store's cache and must not be
+// changed, which spares a copy of every pod.
+func (n *Node) ListShared(_ context.Context, f store.Filter) ([]*store.PodRecord, int64, error) {
+	recs, rev, err := n.store.ListShared(f)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list pods: %w", err)
+	}
+	return recs, rev, nil
+}
+
+// Watch follows the revision log from after revision since: status
+// changes, events and deletions, each once and in order. It returns an
+// error wrapping errdefs.ErrCompacted (a *errdefs.CompactedError) if since is
+// older than the compaction point; see store.Watch.
+func (n *Node) Watch(ctx context.Context, since int64) (*store.Watcher, error) {
+	return n.store.Watch(ctx, since)
+}
+
+// Delete deletes the pod namespace/name (and uid, if not empty): it marks
+// the pod deleting in the store, kills it (preStop hooks, then stop, within
+// grace seconds, or the pod's terminationGracePeriodSeconds when nil),
+// removes its containers, sandboxes, pod directory and log directory, and
+// removes it from the store, which records the deletion in the revision
+// log. A sync pass of the pod that is running is cancelled (an Apply
+// waiting for it fails with ErrConflict). found is false, with no error,
+// if no such pod is stored. If ctx
+// ends first, Delete returns the context's error and the pod's worker
+// finishes the deletion; a deleted pod stays deleted.
+func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *int64) (bool, []syncer.StepResult, error) {
+	if err := n.waitReady(ctx); err != nil {
+		return false, nil, err
+	}
+	rec, err := n.store.GetByName(namespace, name)
+	if errors.Is(err, errdefs.ErrPodNotFound) || (err == nil && uid != "" && string(rec.Pod.UID) != uid) {
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, fmt.Errorf("delete pod %s/%s: %w", namespace, name, err)
+	}
+	pod := rec.Pod
+	dw := n.workerFor(pod.UID)
+	dw.deleters.Add(1)
+	defer func() {
+		if dw.deleters.Add(-1) == 0 {
+			// Whatever this call left undone is the worker's.
+			n.workerFor(pod.UID).kickSelf()
+		}
+	}()
+	if _, err := n.store.MarkDeleting(pod.UID, grace); err != nil {
+		if errors.Is(err, errdefs.ErrPodNotFound) {
+			return false, nil, nil
+		}
+		return false, nil, fmt.Errorf("delete pod %s: %w", plan.PodString(pod), err)
+	}
+	logx.From(ctx, n.log).Info("pod deletion requested", logx.Pod(pod)...)
+	// The pass running, if any, would only delay the kill.
+	dw.cancelPass(fmt.Errorf("pod %s: %w", plan.PodString(pod), errdefs.ErrTerminating))
+	w, err := n.lockWorker(ctx, pod.UID)
+	if err != nil {
+		return true, nil, fmt.Errorf("delete pod %s: wait for the pod's turn: %w", plan.PodString(pod), err)
+	}
+	var steps []syncer.StepResult
+	_, err = w.pass(ctx, false, func(s syncer.StepResult) { steps = append(steps, s) })
+	w.release()
+	if err != nil {
+		return true, steps, fmt.Errorf("delete pod %s: %w", plan.PodString(pod), n.runtimeError(err))
+	}
+	return true, steps, nil
+}
+
+// activePods returns the stored pods that are neither terminal nor being
+// deleted, for admission.
+func (n *Node) activePods() ([]*corev1.Pod, error) {
+	// Admission only reads the pods: shared records spare a copy of
+	// every stored pod per admitted pod.
+	recs, _, err := n.store.ListShared(store.Filter{})
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	var out []*corev1.Pod
+	for _, r := range recs {
+		if r.Deleting || isTerminal(r.Pod.Status.Phase) {
+			continue
+		}
+		out = append(out, r.Pod)
+	}
+	return out, nil
+}

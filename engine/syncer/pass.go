@@ -1,0 +1,510 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/podstatus"
+	"github.com/podsync/podsync/internal/failpoint"
+	"github.com/podsync/podsync/logx"
+)
+
+// readState reads the pod's state with termination messages and pull
+// failures.
+func (p *pass) readState(ctx context.Context) (podState, error) {
+	st, err := readPodState(ctx, p.s.rt, p.pod.UID)
+	if err != nil {
+		return podState{}, err
+	}
+	p.s.fillTerminationMessages(p.pod, &st)
+	st.view.PullFailures = slices.Clone(p.pulls)
+	return st, nil
+}
+
+// recorder collects the steps of a pass, logs each once and passes it to
+// emit, one at a time.
+type recorder struct {
+	mu    sync.Mutex
+	steps []StepResult
+	emit  func(StepResult)
+	log   *zap.Logger
+	obs   Observer
+}
+
+func (r *recorder) add(st StepResult) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps = append(r.steps, st)
+	fields := stepFields(st)
+	switch {
+	case st.Err != nil:
+		r.log.Warn("step failed", append(fields, zap.String("message", st.Message), zap.Error(st.Err))...)
+	case st.BackedOff():
+		r.log.Warn("start backed off", append(fields, zap.String("message", st.Message))...)
+	default:
+		lvl := zapcore.InfoLevel
+		if st.Action == ActionConfigPodSandbox {
+			lvl = zapcore.DebugLevel
+		}
+		r.log.Log(lvl, stepMessages[st.Action], fields...)
+	}
+	r.obs.ObserveStep(st)
+	if r.emit != nil {
+		r.emit(st)
+	}
+}
+
+// mutated reports whether any step may have changed the runtime.
+func (r *recorder) mutated() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.ContainsFunc(r.steps, func(s StepResult) bool { return !s.BackedOff() })
+}
+
+// pass is one sync pass of one pod.
+type pass struct {
+	s   *Syncer
+	pod *corev1.Pod
+	in  SyncInput
+	log *zap.Logger
+	rec *recorder
+	st  podState
+	// pulls are the pod's failed image pulls: SyncInput's, as this pass
+	// pulls and fails.
+	pulls []plan.PullFailure
+
+	// What the pass created, so its end reads the pod's objects without
+	// listing them: the sandboxes and containers created, the status of
+	// each new sandbox (read after it was created, and nothing the pass
+	// does later changes it), and whether a create failed (it may have
+	// left an object behind whose id the pass does not know).
+	created       podObjects
+	newSandboxes  map[string]*runtimeapi.PodSandboxStatus
+	createsFailed bool
+}
+
+func (p *pass) run(ctx context.Context) (SyncResult, error) {
+	st, err := p.readState(ctx)
+	if err != nil {
+		return SyncResult{}, fmt.Errorf("read runtime state of pod %s: %w", plan.PodString(p.pod), err)
+	}
+	p.st = st
+	actions := plan.ComputePodActions(p.pod, st.view, p.in.Probes, p.s.clock.Now(), p.s.backoff)
+	if p.log.Core().Enabled(zapcore.DebugLevel) {
+		p.log.Debug("pod plan", zap.Reflect("plan", actions))
+	}
+	if p.in.Observed != nil {
+		p.in.Observed(st.view, actions)
+	}
+	p.execute(ctx, actions)
+
+	res := SyncResult{Plan: actions}
+	if ctx.Err() == nil {
+		final := st
+		if p.rec.mutated() {
+			if final, err = p.reread(ctx); err != nil {
+				res.Steps = p.rec.steps
+				return res, fmt.Errorf("read runtime state of pod %s after the pass: %w", plan.PodString(p.pod), err)
+			}
+		}
+		final = p.collectGarbage(ctx, final)
+		res.View = final.view
+	}
+	res.Steps = p.rec.steps
+	if len(res.View.Sandboxes) > 0 && res.View.Sandboxes[0].State == plan.SandboxReady {
+		res.SandboxID = res.View.Sandboxes[0].ID
+		res.PodIPs = res.View.Sandboxes[0].IPs
+	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("sync pod %s: %w", plan.PodString(p.pod), context.Cause(ctx))
+	}
+	return res, nil
+}
+
+// reread reads the pod's state at the end of a pass that changed it. The
+// pass knows the pod's objects: those it found and those it created (only
+// podsync creates objects with the pod's labels, and only in the pod's
+// passes, one at a time), so it reads their statuses without listing the
+// runtime, unless a create failed. A new sandbox's status is the one read
+// when it was created. Objects removed meanwhile are left out, as a list
+// would; objects changed from outside after the read are the watcher's to
+// report.
+func (p *pass) reread(ctx context.Context) (podState, error) {
+	if p.createsFailed {
+		return p.readState(ctx)
+	}
+	objs := podObjects{sandboxOf: p.st.sandboxOf} // only read
+	for _, sb := range p.st.view.Sandboxes {
+		objs.sandboxes = append(objs.sandboxes, sb.ID)
+	}
+	for _, c := range p.st.view.Containers {
+		objs.containers = append(objs.containers, c.ID)
+	}
+	objs.sandboxes = append(objs.sandboxes, p.created.sandboxes...)
+	objs.containers = append(objs.containers, p.created.containers...)
+	st, err := readObjects(ctx, p.s.rt, p.pod.UID, objs, p.newSandboxes)
+	if err != nil {
+		return podState{}, err
+	}
+	p.s.fillTerminationMessages(p.pod, &st)
+	st.view.PullFailures = slices.Clone(p.pulls)
+	return st, nil
+}
+
+// execute runs the plan in the kubelet's order.
+func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
+	// Steps 2 and 3: kill the pod, or the containers not to keep.
+	if actions.KillPod {
+		if !p.killPod(ctx, actions) {
+			return
+		}
+		if actions.Sandbox.Create {
+			p.purgeInitContainers(ctx)
+		}
+	} else {
+		for _, k := range actions.Kill {
+			if !p.killContainer(ctx, k, p.readyIPs()) {
+				return
+			}
+		}
+	}
+	if !actions.Sandbox.Create && len(actions.StartInit) == 0 && len(actions.Start) == 0 {
+		p.backOffSteps(actions.BackOff, nil)
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+
+	sb, ok := p.prepareSandbox(ctx, actions.Sandbox)
+	if !ok {
+		return
+	}
+	p.startContainers(ctx, actions, sb)
+}
+
+// prepareSandbox sets up the pod's volumes (the kubelet mounts them before
+// SyncPod), creates the sandbox if the plan says so (step 4) and builds the
+// sandbox config the containers are created with. It reports false when a
+// step failed or ctx ended.
+func (p *pass) prepareSandbox(ctx context.Context, d plan.SandboxDecision) (sandboxRef, bool) {
+	// Volumes (the kubelet mounts them before SyncPod).
+	if err := p.s.setupVolumes(p.pod, p.in); err != nil {
+		p.rec.add(StepResult{Action: ActionMountVolumes, Target: plan.PodString(p.pod), Err: err, Reason: ReasonFailedMount,
+			Message: fmt.Sprintf("Unable to attach or mount volumes: %v", err), Start: p.s.clock.Now()})
+		return sandboxRef{}, false
+	}
+
+	// Step 4: create the sandbox.
+	sandboxID, podIPs := d.ID, p.readyIPs()
+	if d.Create {
+		var ok bool
+		if sandboxID, podIPs, ok = p.createSandbox(ctx, d); !ok {
+			return sandboxRef{}, false
+		}
+	}
+	if p.pod.Spec.HostNetwork {
+		podIPs = p.s.cfg.NodeIPs
+	}
+
+	// The sandbox config the containers are created with.
+	if ctx.Err() != nil {
+		return sandboxRef{}, false
+	}
+	start := p.s.clock.Now()
+	sbConfig, err := criconfig.SandboxConfig(p.pod, d.Attempt, p.s.cfg)
+	step := StepResult{Action: ActionConfigPodSandbox, Target: sandboxID, SandboxID: sandboxID,
+		Attempt: d.Attempt, Start: start, Duration: p.s.clock.Since(start)}
+	if err != nil {
+		step.Err, step.Reason = err, ReasonConfigPodSandboxError
+		step.Message = fmt.Sprintf("GeneratePodSandboxConfig for pod %q failed: %v", plan.PodString(p.pod), err)
+		p.rec.add(step)
+		return sandboxRef{}, false
+	}
+	p.rec.add(step)
+
+	return sandboxRef{id: sandboxID, config: sbConfig, ips: podIPs}, true
+}
+
+// startContainers starts what the plan starts in the sandbox, in the
+// kubelet's order (steps 6 and 8): init containers in order (a classic
+// one failing aborts the pass), then regular containers; those waiting in
+// a back-off are reported as back-off steps.
+func (p *pass) startContainers(ctx context.Context, actions plan.PodActions, sb sandboxRef) {
+	for i := range p.pod.Spec.InitContainers {
+		c := &p.pod.Spec.InitContainers[i]
+		if ctx.Err() != nil {
+			return
+		}
+		if a, ok := findAction(actions.StartInit, c.Name); ok {
+			if !p.startContainer(ctx, sb, a) && !plan.IsRestartableInitContainer(c) {
+				return
+			}
+			continue
+		}
+		if a, ok := findAction(actions.BackOff, c.Name); ok {
+			p.backOffSteps([]plan.ContainerAction{a}, &sb)
+		}
+	}
+	for i := range p.pod.Spec.Containers {
+		c := &p.pod.Spec.Containers[i]
+		if ctx.Err() != nil {
+			return
+		}
+		if a, ok := findAction(actions.Start, c.Name); ok {
+			p.startContainer(ctx, sb, a)
+			continue
+		}
+		if a, ok := findAction(actions.BackOff, c.Name); ok {
+			p.backOffSteps([]plan.ContainerAction{a}, &sb)
+		}
+	}
+}
+func findAction(as []plan.ContainerAction, name string) (plan.ContainerAction, bool) {
+	i := slices.IndexFunc(as, func(a plan.ContainerAction) bool { return a.Name == name })
+	if i < 0 {
+		return plan.ContainerAction{}, false
+	}
+	return as[i], true
+}
+
+// readyIPs returns the IPs of the pod's newest sandbox if it is ready.
+func (p *pass) readyIPs() []string {
+	if sbs := p.st.view.Sandboxes; len(sbs) > 0 && sbs[0].State == plan.SandboxReady {
+		return sbs[0].IPs
+	}
+	return nil
+}
+
+// containerType returns the type of the container named name.
+func containerType(pod *corev1.Pod, name string) ContainerType {
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.Name == name {
+			if plan.IsRestartableInitContainer(c) {
+				return ContainerTypeSidecar
+			}
+			return ContainerTypeInit
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return ContainerTypeRegular
+		}
+	}
+	return ContainerTypeUnknown
+}
+
+// backOffSteps reports starts that must wait: the kubelet's
+// StartContainer results failed with CrashLoopBackOff or
+// ImagePullBackOff, here without an error.
+func (p *pass) backOffSteps(as []plan.ContainerAction, sb *sandboxRef) {
+	for _, a := range as {
+		msg := a.Message
+		if a.Reason == plan.ReasonImagePullBackOff {
+			if f := p.st.view.PullFailure(a.Name, plan.SpecContainer(p.pod, a.Name).Image); f != nil {
+				msg = fmt.Sprintf("%s: %s: %s", msg, podstatus.ReasonErrImagePull, f.Message)
+			}
+		}
+		st := StepResult{Action: ActionStartContainer, Target: a.Name, ContainerType: containerType(p.pod, a.Name),
+			Reason: a.Reason, Message: msg, Start: p.s.clock.Now(), NextRetry: a.NextAttempt, Attempt: a.Attempt}
+		if sb != nil {
+			st.SandboxID = sb.id
+		}
+		p.rec.add(st)
+	}
+}
+
+// sandboxRef is the sandbox containers are started in.
+type sandboxRef struct {
+	id     string
+	config *runtimeapi.PodSandboxConfig
+	ips    []string
+}
+
+// createSandbox is the kubelet's createPodSandbox followed by the read of
+// the new sandbox's IPs.
+func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (string, []string, bool) {
+	start := p.s.clock.Now()
+	step := StepResult{Action: ActionCreatePodSandbox, Target: plan.PodString(p.pod), Attempt: d.Attempt,
+		Reason: d.Reason, Message: d.Message, Start: start}
+	fail := func(msg string, err error) (string, []string, bool) {
+		step.Duration = p.s.clock.Since(start)
+		step.Err, step.Reason, step.Message = err, ReasonCreatePodSandboxError, msg
+		p.rec.add(step)
+		return "", nil, false
+	}
+	cfg, err := criconfig.SandboxConfig(p.pod, d.Attempt, p.s.cfg)
+	if err != nil {
+		return fail(fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", plan.PodString(p.pod), err), err)
+	}
+	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+		return fail(fmt.Sprintf("Failed to create log directory for pod %q: %v", plan.PodString(p.pod), err),
+			fmt.Errorf("create pod log directory: %w", err))
+	}
+	id, err := p.s.rt.RunPodSandbox(ctx, cfg, runtimeHandler(p.pod))
+	if err != nil {
+		p.createsFailed = true
+		return fail(fmt.Sprintf("Failed to create pod sandbox: %v", err), fmt.Errorf("run pod sandbox: %w", err))
+	}
+	failpoint.Inject(failpoint.AfterSandboxCreated)
+	step.SandboxID = id
+	p.created.sandboxes = append(p.created.sandboxes, id)
+	resp, err := p.s.rt.PodSandboxStatus(ctx, id, false)
+	if err == nil && resp.GetStatus() == nil {
+		err = errors.New("pod sandbox status is nil")
+	}
+	if err == nil {
+		if p.newSandboxes == nil {
+			p.newSandboxes = map[string]*runtimeapi.PodSandboxStatus{}
+		}
+		p.newSandboxes[id] = resp.GetStatus()
+	}
+	if err != nil {
+		return fail(fmt.Sprintf("Unable to get pod sandbox status: %v", err), fmt.Errorf("status of new sandbox %s: %w", id, err))
+	}
+	var ips []string
+	if !p.pod.Spec.HostNetwork {
+		ips = plan.SandboxFromCRI(resp.GetStatus()).IPs
+	}
+	step.Duration = p.s.clock.Since(start)
+	p.rec.add(step)
+	return id, ips, true
+}
+
+// startContainer is the kubelet's startContainer: ensure the image,
+// create the container, start it and run its postStart hook (killing it if
+// the hook fails). It reports a StartContainer step and whether the start
+// succeeded.
+func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.ContainerAction) bool {
+	c := plan.SpecContainer(p.pod, a.Name)
+	start := p.s.clock.Now()
+	step := StepResult{Action: ActionStartContainer, Target: c.Name, ContainerType: containerType(p.pod, c.Name),
+		Reason: a.Reason, Message: a.Message, Start: start, SandboxID: sb.id, Attempt: a.Attempt}
+	fail := func(reason, msg string, err error) bool {
+		step.Duration = p.s.clock.Since(start)
+		step.Err, step.Reason, step.Message = err, reason, msg
+		p.rec.add(step)
+		return false
+	}
+
+	// Step 1: the image.
+	imageRef, ifail := p.ensureImage(ctx, c, sb.config)
+	if ifail != nil {
+		return fail(ifail.reason, ifail.message, ifail.err)
+	}
+
+	// Step 2: the container. A container the runtime has no instance of
+	// continues the numbering of its logs.
+	restartCount := int32(a.Attempt)
+	if p.st.view.FindContainer(c.Name) == nil {
+		restartCount = max(restartCount, p.s.restartCountFromLogDir(p.pod, c.Name))
+	}
+	step.Attempt = uint32(restartCount)
+	cfg, err := p.containerConfig(c, restartCount, imageRef, sb.ips)
+	if err != nil {
+		return fail(ReasonCreateContainerConfigErr, err.Error(), err)
+	}
+	id, err := p.s.rt.CreateContainer(ctx, sb.id, cfg, sb.config)
+	if err != nil {
+		p.createsFailed = true
+		return fail(ReasonCreateContainerError, err.Error(), fmt.Errorf("create container %q: %w", c.Name, err))
+	}
+	failpoint.Inject(failpoint.AfterContainerCreated)
+	step.ContainerID = id
+	p.st.sandboxOf[id] = sb.id
+	p.created.containers = append(p.created.containers, id)
+
+	// Step 3: start it. NOTE(podsync): the call is not cancelled with the
+	// pass: containerd cannot take back a start cancelled midway (2.x
+	// keeps a running task behind a container it reports exited and can
+	// no longer remove; 1.6 holds the container "starting" for seconds),
+	// so it runs to its end, within the cleanup timeout.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	err = p.s.rt.StartContainer(sctx, id)
+	scancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			// Interrupted, not refused: do not leave a created container
+			// behind.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			if rerr := p.s.rt.RemoveContainer(cctx, id); rerr != nil {
+				p.log.Warn("remove unstarted container", zap.String(logx.ContainerName, c.Name), zap.String(logx.ContainerID, id), zap.Error(rerr))
+			}
+			cancel()
+		}
+		return fail(ReasonRunContainerError, err.Error(), fmt.Errorf("start container %q: %w", c.Name, err))
+	}
+	failpoint.Inject(failpoint.AfterContainerStarted)
+
+	// Step 4: the postStart hook.
+	if msg, err := p.postStart(ctx, c, id, sb, step); err != nil {
+		return fail(ReasonPostStartHookError, msg, err)
+	}
+	step.Duration = p.s.clock.Since(start)
+	p.rec.add(step)
+	return true
+}
+
+// postStart runs c's postStart hook, if it has one, in the container with
+// id that the start step step started, and records its step. A hook that
+// fails kills the container, as the kubelet does, and its message and
+// error are returned.
+func (p *pass) postStart(ctx context.Context, c *corev1.Container, id string, sb sandboxRef, step StepResult) (string, error) {
+	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
+		return "", nil
+	}
+	hstart := p.s.clock.Now()
+	t := hookTarget{pod: p.pod, name: c.Name, containerID: id, ports: c.Ports, podIPs: sb.ips}
+	msg, herr := p.s.runHook(ctx, t, c.Lifecycle.PostStart, 0)
+	hstep := StepResult{Action: ActionPostStartHook, Target: c.Name, ContainerType: step.ContainerType,
+		Start: hstart, Duration: p.s.clock.Since(hstart), ContainerID: id, SandboxID: sb.id, Attempt: step.Attempt}
+	if herr != nil {
+		hstep.Err, hstep.Reason, hstep.Message = fmt.Errorf("post-start hook of container %q: %w", c.Name, herr), ReasonPostStartHookError, msg
+	}
+	p.rec.add(hstep)
+	if herr != nil {
+		// The kubelet kills a container whose postStart hook failed,
+		// even if the pass is being cancelled.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		p.killContainer(cctx, plan.ContainerAction{Name: c.Name, ContainerID: id, Attempt: step.Attempt, Reason: "FailedPostStartHook",
+			Message: fmt.Sprintf("Container %s failed its postStart hook", c.Name)}, sb.ips)
+		cancel()
+		return msg, hstep.Err
+	}
+	return "", nil
+}
+
+// containerConfig writes the files the container mounts (/etc/hosts, its
+// termination message file) and builds its CRI config, as the kubelet's
+// generateContainerConfig.
+func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef string, podIPs []string) (*runtimeapi.ContainerConfig, error) {
+	if len(podIPs) > 0 {
+		if err := p.s.ensureHostsFile(p.pod, podIPs); err != nil {
+			return nil, fmt.Errorf("write hosts file: %w", err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(criconfig.PodLogDirectory(p.pod, p.s.cfg), c.Name), 0o755); err != nil {
+		return nil, fmt.Errorf("create container log directory: %w", err)
+	}
+	if c.TerminationMessagePath != "" {
+		if err := p.s.createTerminationMessageFile(p.pod, c.Name, restartCount); err != nil {
+			return nil, fmt.Errorf("create termination message file: %w", err)
+		}
+	}
+	return criconfig.ContainerConfig(criconfig.ContainerConfigInput{
+		Pod: p.pod, Container: c, RestartCount: restartCount, ImageRef: imageRef, PodIPs: podIPs,
+		ConfigMaps: p.in.ConfigMaps, Secrets: p.in.Secrets, ResolveSubPath: ResolveSubPath,
+	}, p.s.cfg)
+}
