@@ -153,10 +153,10 @@ func fitsResources(pod *corev1.Pod, active []*corev1.Pod, node Node) Result {
 	if int64(len(active))+1 > maxPods {
 		return reject(ReasonOutOfPods, "Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", len(active), maxPods)
 	}
-	want := PodRequests(pod)
+	want := podRequests(pod)
 	used := corev1.ResourceList{}
 	for _, o := range active {
-		addTo(used, PodRequests(o))
+		addTo(used, podRequests(o))
 	}
 	for _, check := range []struct {
 		name   corev1.ResourceName
@@ -187,11 +187,11 @@ func fitsResources(pod *corev1.Pod, active []*corev1.Pod, node Node) Result {
 	return Result{Admit: true}
 }
 
-// PodRequests is the pod's effective request, as the scheduler and the
+// podRequests is the pod's effective request, as the scheduler and the
 // kubelet compute it: the sum over regular containers and sidecars, or the
 // largest need of any classic init container (plus the sidecars started
 // before it), whichever is larger.
-func PodRequests(pod *corev1.Pod) corev1.ResourceList {
+func podRequests(pod *corev1.Pod) corev1.ResourceList {
 	reqs := corev1.ResourceList{}
 	for _, c := range pod.Spec.Containers {
 		addTo(reqs, c.Resources.Requests)

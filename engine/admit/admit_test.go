@@ -189,7 +189,7 @@ func TestPodRequests(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: tt.init, Containers: tt.regular}}
-			got := PodRequests(p)[corev1.ResourceCPU]
+			got := podRequests(p)[corev1.ResourceCPU]
 			if want := resource.MustParse(tt.wantCPU); got.Cmp(want) != 0 {
 				t.Errorf("cpu = %s, want %s", got.String(), want.String())
 			}

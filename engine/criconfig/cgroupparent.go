@@ -11,12 +11,12 @@ import (
 
 // CPU constants of the kubelet's pkg/kubelet/cm (helpers_linux.go).
 const (
-	MinShares       = 2
-	MaxShares       = 262144
-	SharesPerCPU    = 1024
-	MilliCPUToCPU   = 1000
-	QuotaPeriod     = 100000 // µs
-	MinQuotaPeriod  = 1000   // µs
+	minShares       = 2
+	maxShares       = 262144
+	sharesPerCPU    = 1024
+	milliCPUToCPU   = 1000
+	quotaPeriod     = 100000 // µs
+	minQuotaPeriod  = 1000   // µs
 	guaranteedOOM   = -997
 	besteffortOOM   = 1000
 	CgroupfsDriver  = "cgroupfs"
@@ -25,31 +25,31 @@ const (
 	podCgroupPrefix = "pod"
 )
 
-// MilliCPUToShares is the kubelet's: CPU shares for a CPU request in
+// milliCPUToShares is the kubelet's: CPU shares for a CPU request in
 // millicores, clamped to [MinShares, MaxShares].
-func MilliCPUToShares(milliCPU int64) uint64 {
+func milliCPUToShares(milliCPU int64) uint64 {
 	if milliCPU == 0 {
-		return MinShares
+		return minShares
 	}
-	shares := (milliCPU * SharesPerCPU) / MilliCPUToCPU
-	if shares < MinShares {
-		return MinShares
+	shares := (milliCPU * sharesPerCPU) / milliCPUToCPU
+	if shares < minShares {
+		return minShares
 	}
-	if shares > MaxShares {
-		return MaxShares
+	if shares > maxShares {
+		return maxShares
 	}
 	return uint64(shares)
 }
 
-// MilliCPUToQuota is the kubelet's: the CFS quota for a CPU limit in
+// milliCPUToQuota is the kubelet's: the CFS quota for a CPU limit in
 // millicores over period µs, at least MinQuotaPeriod; 0 for no limit.
-func MilliCPUToQuota(milliCPU, period int64) int64 {
+func milliCPUToQuota(milliCPU, period int64) int64 {
 	if milliCPU == 0 {
 		return 0
 	}
-	quota := (milliCPU * period) / MilliCPUToCPU
-	if quota < MinQuotaPeriod {
-		quota = MinQuotaPeriod
+	quota := (milliCPU * period) / milliCPUToCPU
+	if quota < minQuotaPeriod {
+		quota = minQuotaPeriod
 	}
 	return quota
 }
@@ -96,9 +96,9 @@ func toSystemd(name []string) string {
 	return b.String()
 }
 
-// ContainerOOMScoreAdjust is the kubelet's GetContainerOOMScoreAdjust.
+// containerOOMScoreAdjust is the kubelet's GetContainerOOMScoreAdjust.
 // memoryCapacity 0 (unknown) scores a burstable container 999.
-func ContainerOOMScoreAdjust(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) int64 {
+func containerOOMScoreAdjust(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) int64 {
 	switch plan.GetPodQOS(pod) {
 	case corev1.PodQOSGuaranteed:
 		return guaranteedOOM

@@ -79,7 +79,7 @@ func (o Options) WithDefaults() Options {
 		o.CgroupFS = DefaultCgroupFS
 	}
 	if o.CPUCFSQuotaPeriod == 0 {
-		o.CPUCFSQuotaPeriod = QuotaPeriod * time.Microsecond
+		o.CPUCFSQuotaPeriod = quotaPeriod * time.Microsecond
 	}
 	return o
 }
@@ -111,9 +111,9 @@ func PodLogDirectory(pod *corev1.Pod, opts Options) string {
 	return filepath.Join(opts.WithDefaults().PodLogDir, strings.Join([]string{pod.Namespace, pod.Name, string(pod.UID)}, "_"))
 }
 
-// ContainerLogPath is the kubelet's buildContainerLogsPath, relative to
+// containerLogPath is the kubelet's buildContainerLogsPath, relative to
 // the sandbox's log directory: <container>/<restartCount>.log.
-func ContainerLogPath(name string, restartCount int32) string {
+func containerLogPath(name string, restartCount int32) string {
 	return filepath.Join(name, strconv.Itoa(int(restartCount))+".log")
 }
 
@@ -130,7 +130,7 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, opts Options) (*runtimeapi.P
 		Annotations:  plan.PodAnnotations(pod),
 		LogDirectory: PodLogDirectory(pod, opts),
 	}
-	dns, err := PodDNS(pod, opts)
+	dns, err := podDNS(pod, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -203,8 +203,8 @@ const (
 	maxDNSSearchChars = 2048
 )
 
-// NamespacesForPod is the kubelet's runtimeutil.NamespacesForPod.
-func NamespacesForPod(pod *corev1.Pod) *runtimeapi.NamespaceOption {
+// namespacesForPod is the kubelet's runtimeutil.NamespacesForPod.
+func namespacesForPod(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 	ns := &runtimeapi.NamespaceOption{
 		Network: plan.NetworkModeForPod(pod),
 		Ipc:     runtimeapi.NamespaceMode_POD,
@@ -270,7 +270,7 @@ func sandboxLinuxConfig(pod *corev1.Pod, opts Options) *runtimeapi.LinuxPodSandb
 	// defaulting one; podsync sets them always, so a pod that skipped
 	// defaulting cannot start a sandbox whose namespaces disagree with its
 	// containers' (containerd 2.x refuses that).
-	lc.SecurityContext.NamespaceOptions = NamespacesForPod(pod)
+	lc.SecurityContext.NamespaceOptions = namespacesForPod(pod)
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		for _, s := range sc.Sysctls {
 			lc.Sysctls[normalizeSysctl(s.Name)] = s.Value

@@ -249,8 +249,8 @@ func TestQOSAndCgroups(t *testing.T) {
 			}
 			r := cfg.Linux.Resources
 			got.shares, got.quota, got.memory, got.oomScore = r.CpuShares, r.CpuQuota, r.MemoryLimitInBytes, r.OomScoreAdj
-			if r.CpuPeriod != QuotaPeriod {
-				t.Errorf("CpuPeriod = %d, want %d", r.CpuPeriod, QuotaPeriod)
+			if r.CpuPeriod != quotaPeriod {
+				t.Errorf("CpuPeriod = %d, want %d", r.CpuPeriod, quotaPeriod)
 			}
 			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("mismatch (-want +got):\n%s", diff)
@@ -324,7 +324,7 @@ func TestPodDNS(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(pod)
 			}
-			got, err := PodDNS(pod, tt.opts)
+			got, err := podDNS(pod, tt.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -337,7 +337,7 @@ func TestPodDNS(t *testing.T) {
 	}
 	pod := &corev1.Pod{}
 	pod.Spec.DNSPolicy = "Bogus"
-	if _, err := PodDNS(pod, Options{}); !errors.Is(err, errdefs.ErrInvalidSpec) {
+	if _, err := podDNS(pod, Options{}); !errors.Is(err, errdefs.ErrInvalidSpec) {
 		t.Errorf("PodDNS(bogus policy) error = %v, want ErrInvalidSpec", err)
 	}
 }

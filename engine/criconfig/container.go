@@ -67,18 +67,18 @@ func linuxResources(cpuRequest, cpuLimit, memoryLimit *resource.Quantity, opts O
 	switch {
 	case cpuRequest == nil && !cpuLimit.IsZero():
 		// An unset request defaults to the limit.
-		r.CpuShares = int64(MilliCPUToShares(cpuLimit.MilliValue()))
+		r.CpuShares = int64(milliCPUToShares(cpuLimit.MilliValue()))
 	case cpuRequest == nil:
-		r.CpuShares = MinShares
+		r.CpuShares = minShares
 	default:
-		r.CpuShares = int64(MilliCPUToShares(cpuRequest.MilliValue()))
+		r.CpuShares = int64(milliCPUToShares(cpuRequest.MilliValue()))
 	}
 	if m := memoryLimit.Value(); m != 0 {
 		r.MemoryLimitInBytes = m
 	}
 	if !opts.DisableCPUQuota {
 		period := int64(opts.CPUCFSQuotaPeriod / time.Microsecond)
-		r.CpuQuota = MilliCPUToQuota(cpuLimit.MilliValue(), period)
+		r.CpuQuota = milliCPUToQuota(cpuLimit.MilliValue(), period)
 		r.CpuPeriod = period
 	}
 	return r
@@ -100,7 +100,7 @@ type ContainerConfigInput struct {
 	Secrets    []*corev1.Secret
 	// ResolveSubPath, if set, returns the host path of a mount's subPath
 	// (subPathExpr expanded) within the volume's host directory, or an
-	// error; the executor passes ResolveSubPath, which refuses symbolic
+	// error; the syncer passes its resolver, which refuses symbolic
 	// links. Nil joins the two after the same lexical checks, without
 	// looking at the file system.
 	ResolveSubPath func(volumeDir, subPath string) (string, error)
@@ -113,7 +113,7 @@ type ContainerConfigInput struct {
 func ContainerConfig(in ContainerConfigInput, opts Options) (*runtimeapi.ContainerConfig, error) {
 	opts = opts.WithDefaults()
 	pod, c := in.Pod, in.Container
-	env, err := MakeEnvironment(in, opts)
+	env, err := makeEnvironment(in, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func ContainerConfig(in ContainerConfigInput, opts Options) (*runtimeapi.Contain
 		Labels:      plan.ContainerLabels(pod, c),
 		Annotations: plan.ContainerAnnotations(pod, c, in.RestartCount),
 		Mounts:      mounts,
-		LogPath:     ContainerLogPath(c.Name, in.RestartCount),
+		LogPath:     containerLogPath(c.Name, in.RestartCount),
 		Stdin:       c.Stdin,
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
@@ -147,7 +147,7 @@ func ContainerConfig(in ContainerConfigInput, opts Options) (*runtimeapi.Contain
 		cpuReq = c.Resources.Requests.Cpu()
 	}
 	res := linuxResources(cpuReq, c.Resources.Limits.Cpu(), c.Resources.Limits.Memory(), opts)
-	res.OomScoreAdj = ContainerOOMScoreAdjust(pod, c, opts.MemoryCapacity)
+	res.OomScoreAdj = containerOOMScoreAdjust(pod, c, opts.MemoryCapacity)
 	cfg.Linux = &runtimeapi.LinuxContainerConfig{
 		Resources:       res,
 		SecurityContext: containerSecurityContext(pod, c, opts),
@@ -165,7 +165,7 @@ func expandAll(in []string, env []corev1.EnvVar) []string {
 	}
 	out := make([]string, len(in))
 	for i, s := range in {
-		out[i] = Expand(s, vars)
+		out[i] = expand(s, vars)
 	}
 	return out
 }
@@ -239,7 +239,7 @@ func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, opts Options
 			}
 		}
 	}
-	sc.NamespaceOptions = NamespacesForPod(pod)
+	sc.NamespaceOptions = namespacesForPod(pod)
 	if psc != nil {
 		if psc.FSGroup != nil {
 			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
@@ -291,7 +291,7 @@ func makeMounts(in ContainerConfigInput, env []corev1.EnvVar, opts Options) ([]*
 		}
 		sub := m.SubPath
 		if m.SubPathExpr != "" {
-			sub = Expand(m.SubPathExpr, vars)
+			sub = expand(m.SubPathExpr, vars)
 		}
 		if sub != "" {
 			if path.IsAbs(sub) || slices.Contains(strings.Split(sub, "/"), "..") || strings.IndexByte(sub, 0) >= 0 {

@@ -41,9 +41,9 @@ func PodHostnameAndDomain(pod *corev1.Pod, opts Options) (string, string, error)
 	return hostname, domain, nil
 }
 
-// PodDNS is the kubelet's GetPodDNS: the resolver configuration from the
+// podDNS is the kubelet's GetPodDNS: the resolver configuration from the
 // pod's dnsPolicy and dnsConfig, the cluster DNS settings and the host's.
-func PodDNS(pod *corev1.Pod, opts Options) (*runtimeapi.DNSConfig, error) {
+func podDNS(pod *corev1.Pod, opts Options) (*runtimeapi.DNSConfig, error) {
 	var base runtimeapi.DNSConfig
 	if opts.HostDNS != nil {
 		base.Servers = slices.Clone(opts.HostDNS.Servers)

@@ -17,14 +17,14 @@ import (
 	"github.com/podsync/podsync/engine/plan"
 )
 
-// Expand is the Kubernetes $(VAR) expansion (third_party/forked/golang/
+// expand is the Kubernetes $(VAR) expansion (third_party/forked/golang/
 // expansion): $(NAME) is replaced by vars[NAME], an unknown reference is
 // left as written, and $$ is an escaped $.
-func Expand(input string, vars map[string]string) string {
+func expand(input string, vars map[string]string) string {
 	return expansion.Expand(input, vars)
 }
 
-// MakeEnvironment is the kubelet's makeEnvironmentVariables: envFrom
+// makeEnvironment is the kubelet's makeEnvironmentVariables: envFrom
 // sources, then env with $(VAR) expansion against the variables defined
 // before it, downward-API fieldRef and resourceFieldRef values, and
 // configMapKeyRef and secretKeyRef values from in.ConfigMaps and
@@ -33,7 +33,7 @@ func Expand(input string, vars map[string]string) string {
 // NOTE(podsync): the kubelet returns the variables in map order; podsync
 // keeps the order of definition (envFrom sources in order with keys
 // sorted, then env), a variable defined again keeping its first place.
-func MakeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, error) {
+func makeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, error) {
 	pod, c := in.Pod, in.Container
 	vars := map[string]string{}
 	var order []string
@@ -83,7 +83,7 @@ func MakeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, er
 		val := e.Value
 		switch from := e.ValueFrom; {
 		case val != "":
-			val = Expand(val, vars)
+			val = expand(val, vars)
 		case from == nil:
 		case from.FieldRef != nil:
 			v, err := fieldRefValue(pod, from.FieldRef.FieldPath, in.PodIPs, opts)

@@ -16,10 +16,10 @@ const (
 	Stderr Stream = "stderr"
 )
 
-// MaxLineBytes bounds the joining of partial lines: once the parts of a
+// maxLineBytes bounds the joining of partial lines: once the parts of a
 // line reach it, they are emitted as a line of their own and the rest of
 // the line starts a new one.
-const MaxLineBytes = 1 << 20
+const maxLineBytes = 1 << 20
 
 // maxRawLineBytes bounds one line of the file; a longer one is malformed.
 // Runtimes split output lines at 16 KiB by default.
@@ -104,7 +104,7 @@ func (a *assembler) add(r rawLine, emit func(Line) error) error {
 		a.open[i], a.time[i], a.buf[i] = true, r.time, a.buf[i][:0]
 	}
 	a.buf[i] = append(a.buf[i], r.content...)
-	if r.partial && len(a.buf[i]) < MaxLineBytes {
+	if r.partial && len(a.buf[i]) < maxLineBytes {
 		return nil
 	}
 	return a.end(i, emit)

@@ -83,7 +83,7 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte("\n\n2026-01-02T03:04:05Z stdout F\n"), uint8(5), uint8(2), int16(100))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte, tail, chunk uint8, limit int16) {
-		if len(data) > MaxLineBytes/2 {
+		if len(data) > maxLineBytes/2 {
 			return
 		}
 		path := filepath.Join(dir, "0.log")

@@ -235,7 +235,7 @@ func TestReadLastLineBeingWritten(t *testing.T) {
 
 func TestLongLineIsEmittedInPieces(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "0.log")
-	piece := strings.Repeat("x", MaxLineBytes/3+1)
+	piece := strings.Repeat("x", maxLineBytes/3+1)
 	appendRaw(t, path, part(0, Stdout, piece), part(1, Stdout, piece), errl(2, "between"), part(3, Stdout, piece), part(4, Stdout, piece), out(5, "end"))
 	got, err := readAll(t, path, Options{})
 	if err != nil {
@@ -414,7 +414,7 @@ func TestNextInstancePath(t *testing.T) {
 		{"0.log.20260102-030405", ""},
 	}
 	for _, tt := range tests {
-		got, ok := NextInstancePath(filepath.Join(dir, tt.from))
+		got, ok := nextInstancePath(filepath.Join(dir, tt.from))
 		want := ""
 		if tt.want != "" {
 			want = filepath.Join(dir, tt.want)

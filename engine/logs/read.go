@@ -36,7 +36,7 @@ type Options struct {
 	PollInterval time.Duration
 	// NextPath returns the log file of the container instance that follows
 	// the one writing current, if there is one yet. Default
-	// NextInstancePath.
+	// nextInstancePath.
 	NextPath func(current string) (next string, ok bool)
 	// Finished, when set, is asked at the end of the current file when
 	// there is no next instance: true means the container will write no more
@@ -90,7 +90,7 @@ func read(ctx context.Context, path string, opts Options, emit func(Line) error,
 		opts.PollInterval = DefaultPollInterval
 	}
 	if opts.NextPath == nil {
-		opts.NextPath = NextInstancePath
+		opts.NextPath = nextInstancePath
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -342,12 +342,12 @@ func (lr *lineReader) rest() ([]byte, int64) { return lr.pend, lr.off }
 // consumed is how far into the file the reader has read.
 func (lr *lineReader) consumed() int64 { return lr.off + int64(len(lr.pend)) }
 
-// NextInstancePath returns the log file of the container instance after
+// nextInstancePath returns the log file of the container instance after
 // the one that writes path, following the kubelet's layout
 // <container>/<restartCount>.log: the existing <m>.log in the same
 // directory with the smallest m greater than path's. It returns false when
 // path is not laid out so or there is no such file.
-func NextInstancePath(path string) (string, bool) {
+func nextInstancePath(path string) (string, bool) {
 	dir, base := filepath.Split(path)
 	n, ok := instanceNumber(base)
 	if !ok {

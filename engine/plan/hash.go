@@ -116,11 +116,11 @@ func ContainerHash(pod *corev1.Pod, c *corev1.Container) string {
 	return strconv.FormatUint(hashContainerSpec(&s, pod, c), 16)
 }
 
-// ChangedFields names the fields that differ between old and new, in the
+// changedFields names the fields that differ between old and new, in the
 // order of ContainerSpec, with env vars, mounts and volumes named by key:
 // "image", "env[FOO]", "volumeMounts[/data]", "volumes[cache]". It returns
 // nil if old is nil (the annotation was lost) or nothing differs.
-func ChangedFields(old, new *ContainerSpec) []string {
+func changedFields(old, new *ContainerSpec) []string {
 	if old == nil || new == nil {
 		return nil
 	}

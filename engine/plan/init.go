@@ -88,7 +88,7 @@ func (p *planner) computeInitContainerActions(a *PodActions) bool {
 			}
 			if hash := ContainerHash(pod, c); hash != inst.Hash {
 				msg := fmt.Sprintf("Init container %s definition changed", c.Name)
-				p.kill(c, inst, ReasonDefinitionChanged, msg, ChangedFields(inst.Spec, NewContainerSpec(pod, c)))
+				p.kill(c, inst, ReasonDefinitionChanged, msg, changedFields(inst.Spec, NewContainerSpec(pod, c)))
 				start(c, ReasonDefinitionChanged, msg)
 				break
 			}

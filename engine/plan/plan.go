@@ -342,7 +342,7 @@ func (p *planner) compute() PodActions {
 		var changed []string
 		willRestart := restart
 		if hash := ContainerHash(pod, c); hash != inst.Hash {
-			changed = ChangedFields(inst.Spec, NewContainerSpec(pod, c))
+			changed = changedFields(inst.Spec, NewContainerSpec(pod, c))
 			reason, msg = ReasonDefinitionChanged, fmt.Sprintf("Container %s definition changed", c.Name)
 			willRestart = true
 		} else if p.probes.Liveness[inst.ID] == ProbeFailure {

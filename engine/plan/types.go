@@ -179,7 +179,7 @@ func NewRuntimeView(uid types.UID, sandboxes []*runtimeapi.PodSandboxStatus, con
 		if c == nil || !IsManaged(c.GetLabels()) || PodFromLabels(c.GetLabels()).UID != uid {
 			continue
 		}
-		v.Containers = append(v.Containers, ContainerFromCRI(c))
+		v.Containers = append(v.Containers, containerFromCRI(c))
 	}
 	slices.SortStableFunc(v.Sandboxes, func(a, b Sandbox) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	slices.SortStableFunc(v.Containers, func(a, b ContainerInstance) int {
@@ -208,9 +208,9 @@ func SandboxFromCRI(s *runtimeapi.PodSandboxStatus) Sandbox {
 	return out
 }
 
-// ContainerFromCRI decodes one CRI container status, with what podsync
+// containerFromCRI decodes one CRI container status, with what podsync
 // recorded in its labels and annotations.
-func ContainerFromCRI(c *runtimeapi.ContainerStatus) ContainerInstance {
+func containerFromCRI(c *runtimeapi.ContainerStatus) ContainerInstance {
 	info := ContainerInfoFromLabels(c.GetLabels())
 	ann := ContainerAnnotationsFrom(c.GetAnnotations())
 	name := info.ContainerName

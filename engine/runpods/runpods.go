@@ -101,8 +101,8 @@ const DefaultTimeout = 5 * time.Minute
 
 // Log tail limits of a failed container.
 const (
-	LogTailLines = 20
-	LogTailBytes = 4 << 10
+	logTailLines = 20
+	logTailBytes = 4 << 10
 )
 
 // Request is a batch of pods to run. Pods must be defaulted and valid.
@@ -501,7 +501,7 @@ func (r *run) logTail(ctx context.Context, pod *corev1.Pod, container string) []
 		return nil
 	}
 	path := files[len(files)-1]
-	lines, err := logs.TailLines(ctx, path, LogTailLines, LogTailBytes)
+	lines, err := logs.TailLines(ctx, path, logTailLines, logTailBytes)
 	if err != nil {
 		r.opts.Logger.Warn("run pods: read log tail", zap.String("path", path), zap.Error(err))
 	}

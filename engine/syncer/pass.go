@@ -505,6 +505,6 @@ func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef
 	}
 	return criconfig.ContainerConfig(criconfig.ContainerConfigInput{
 		Pod: p.pod, Container: c, RestartCount: restartCount, ImageRef: imageRef, PodIPs: podIPs,
-		ConfigMaps: p.in.ConfigMaps, Secrets: p.in.Secrets, ResolveSubPath: ResolveSubPath,
+		ConfigMaps: p.in.ConfigMaps, Secrets: p.in.Secrets, ResolveSubPath: resolveSubPath,
 	}, p.s.cfg)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/podsync/podsync/validation"
 )
 
-// ResolveSubPath returns the host path of subPath within the volume
+// resolveSubPath returns the host path of subPath within the volume
 // directory root, for a bind mount: root/subPath, after checking, one
 // element at a time and without following symbolic links, that no element
 // below root is a symbolic link. A container can write a symbolic link
@@ -32,7 +32,7 @@ import (
 // an element for a symbolic link between the check and the runtime's
 // mount; the kubelet closes that window by bind-mounting the file
 // descriptor it checked, which podsync does not do.
-func ResolveSubPath(root, subPath string) (string, error) {
+func resolveSubPath(root, subPath string) (string, error) {
 	if err := errdefs.InvalidSpec(validation.CheckLocalPath("subPath", subPath)); err != nil {
 		return "", err
 	}

@@ -43,7 +43,7 @@ func FuzzResolveSubPath(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, sub string) {
-		got, err := ResolveSubPath(vol, sub)
+		got, err := resolveSubPath(vol, sub)
 		if entries, _ := os.ReadDir(outside); len(entries) != 1 {
 			t.Fatalf("ResolveSubPath(%q) changed the directory outside the volume: %v", sub, entries)
 		}

@@ -112,7 +112,7 @@ func TestResolveSubPath(t *testing.T) {
 		{"a\x00b", ""},
 		{strings.Repeat("x", 256), ""},
 	} {
-		got, err := ResolveSubPath(vol, tc.sub)
+		got, err := resolveSubPath(vol, tc.sub)
 		switch {
 		case tc.want == "" && err == nil:
 			t.Errorf("ResolveSubPath(%q) = %q, want refused", tc.sub, got)
