@@ -14,4 +14,12 @@
 // is a function the caller passes in ContainerConfigInput). It may import
 // what engine/plan may and engine/plan, engine/errdefs and validation/;
 // make check-deps checks it.
+//
+// Differences from the kubelet, all for determinism or because podsync has
+// no API server: environment variables are ordered (envFrom sources in
+// order, keys sorted within a source, then env in declaration order) where
+// the kubelet ranges over a map; merged DNS options are sorted; the
+// termination-log file of a container is named after its restart count
+// instead of a random number; the host's resolv.conf is passed in Options
+// rather than read.
 package criconfig

@@ -29,4 +29,16 @@
 // it, with everything it imports from this module). The syncer
 // (engine/syncer) executes what it decides; podstatus and criconfig build
 // on its view.
+//
+// # Differences from the kubelet
+//
+// The kubelet (since v1.31) hashes only a container's name and image, so a
+// changed command, args, env or mounts of a static pod is silently ignored
+// (kubernetes issue 136931). podsync specs are mutable by their callers, so
+// podsync hashes every field that shapes the created container (see
+// ContainerHash) and stores the hashed fields in an annotation; a running
+// container whose hash changed is killed and restarted, and the plan names
+// the fields that changed ("image", "env[FOO]", "volumeMounts[/data]").
+// Container-level restart policies of regular containers (KEP-5307) are
+// not supported.
 package plan
