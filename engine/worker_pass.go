@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -177,14 +178,31 @@ func (w *worker) scheduleNext(pod *corev1.Pod, status *corev1.PodStatus, res syn
 		// Hints of what this pass saw at its end may skip their pass
 		// only if a pass over that view would do nothing: it may show
 		// more than the pass planned from (an init container that
-		// exited meanwhile). A pass with a failed step keeps its retry
-		// delay, and hints after it run passes.
-		if settled(plan.ComputePodActions(pod, res.View, w.n.probeResults(pod.UID), now, w.n.backoff)) {
+		// exited meanwhile, or a container that exited as the pass
+		// ended and now waits in a back-off the pass did not report).
+		// A pass with a failed step keeps its retry delay, and hints
+		// after it run passes.
+		final := plan.ComputePodActions(pod, res.View, w.n.probeResults(pod.UID), now, w.n.backoff)
+		if settled(final) && backOffsReported(final.BackOff, res.Steps) {
 			w.passSaw(watch.StatesOf(res.View))
 		}
 	}
 	w.setRetry(next)
 	return next
+}
+
+// backOffsReported reports whether every back-off of a plan is among the
+// back-off steps of a pass, which reported it (a BackOff event) and set
+// the retry for its end.
+func backOffsReported(backoffs []plan.ContainerAction, steps []syncer.StepResult) bool {
+	for _, b := range backoffs {
+		if !slices.ContainsFunc(steps, func(s syncer.StepResult) bool {
+			return s.Action == syncer.ActionStartContainer && s.Target == b.Name && s.BackedOff()
+		}) {
+			return false
+		}
+	}
+	return true
 }
 
 // settled reports whether a plan kills, creates and starts nothing:
