@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"go.uber.org/zap"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Images that every instance holds, imported at start and also served by its
@@ -422,4 +423,46 @@ func tarDir(dir, path string) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// pushImages stores the local images in the registry.
+func (i *Instance) pushImages(ctx context.Context) error {
+	imgs, err := LayoutImages(i.images.Layout)
+	if err != nil {
+		return err
+	}
+	for ref, img := range imgs {
+		if err := i.reg.Push(ctx, strings.TrimPrefix(ref, "registry.local/"), img); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// importImages imports the image tarball with ctr and waits until CRI
+// lists every image.
+func (i *Instance) importImages(ctx context.Context) error {
+	cmd := i.CtrCommand("images", "import", i.images.Tar)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("ctr images import: %w: %s", err, tail(out.String(), 2000))
+	}
+	conn, err := dialCRI(i.rec.Socket)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close() }()
+	is := runtimeapi.NewImageServiceClient(conn)
+	return poll(ctx, 50*time.Millisecond, func() (bool, error) {
+		for _, ref := range i.images.Refs {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			resp, err := is.ImageStatus(cctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+			cancel()
+			if err != nil || resp.GetImage() == nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
