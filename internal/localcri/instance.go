@@ -86,25 +86,64 @@ func Start(ctx context.Context, opts Options) (_ *Instance, err error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	if opts.Flavour == "" {
-		if opts.Flavour, err = FlavourFromEnv(); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := ParseFlavour(string(opts.Flavour)); err != nil {
+	if opts, err = opts.withDefaults(); err != nil {
 		return nil, err
-	}
-	if opts.RepoDir == "" {
-		if opts.RepoDir, err = RepoDir(); err != nil {
-			return nil, err
-		}
-	}
-	if opts.ToolsDir == "" {
-		opts.ToolsDir = filepath.Join(opts.RepoDir, ".tmp")
 	}
 	sw := newStopwatch()
 	log = log.With(zap.String("flavour", string(opts.Flavour)))
+	imgs, err := prepareHost(ctx, log, opts, sw)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := newInstance(log, opts, imgs)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = inst.abortStart(ctx, err)
+		}
+	}()
+	if err := inst.bringUp(ctx, sw); err != nil {
+		return nil, err
+	}
+	inst.stages = sw.stages
+	inst.log.Info("containerd instance ready",
+		zap.String("endpoint", inst.Endpoint()),
+		zap.String("subnet", inst.rec.Subnet),
+		zap.String("registry", inst.rec.RegistryAddr),
+		zap.String("stages", inst.stages.String()))
+	return inst, nil
+}
 
+// withDefaults returns o with its empty fields filled in (see Options),
+// and checks its flavour.
+func (o Options) withDefaults() (Options, error) {
+	var err error
+	if o.Flavour == "" {
+		if o.Flavour, err = FlavourFromEnv(); err != nil {
+			return o, err
+		}
+	}
+	if _, err := ParseFlavour(string(o.Flavour)); err != nil {
+		return o, err
+	}
+	if o.RepoDir == "" {
+		if o.RepoDir, err = RepoDir(); err != nil {
+			return o, err
+		}
+	}
+	if o.ToolsDir == "" {
+		o.ToolsDir = filepath.Join(o.RepoDir, ".tmp")
+	}
+	return o, nil
+}
+
+// prepareHost makes the machine ready for an instance of opts.Flavour: it
+// installs the missing packages, checks that it runs as root, builds
+// containerd 2.x when that is the flavour, and builds the local images
+// (or finds them cached). Each step is a lap of sw.
+func prepareHost(ctx context.Context, log *zap.Logger, opts Options, sw *stopwatch) (*Images, error) {
 	if err := ensurePackages(ctx, log, opts.Flavour); err != nil {
 		return nil, err
 	}
@@ -127,7 +166,13 @@ func Start(ctx context.Context, opts Options) (_ *Instance, err error) {
 	} else {
 		sw.lap("images (built)")
 	}
+	return imgs, nil
+}
 
+// newInstance creates the directory of a fresh run id and returns the
+// instance that will live in it, with every name and path derived from
+// the id. Nothing is started yet.
+func newInstance(log *zap.Logger, opts Options, imgs *Images) (*Instance, error) {
 	id, dir, err := newInstanceDir()
 	if err != nil {
 		return nil, err
@@ -155,59 +200,63 @@ func Start(ctx context.Context, opts Options) (_ *Instance, err error) {
 		}
 		inst.rec.LogPath = filepath.Join(opts.LogDir, "containerd-"+id+".log")
 	}
-	defer func() {
-		if err == nil {
-			return
-		}
-		logTail := inst.logTail()
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		if terr := inst.Teardown(cctx); terr != nil {
-			err = errors.Join(err, fmt.Errorf("tear down after failed start: %w", terr))
-		}
-		if logTail != "" {
-			err = fmt.Errorf("%w\ncontainerd log (last lines):\n%s", err, logTail)
-		}
-	}()
-	if err := inst.writeRecord(); err != nil {
-		return nil, err
+	return inst, nil
+}
+
+// bringUp brings a new instance to life, each step a lap of sw: it records
+// the instance on disk, claims a pod subnet, starts the registry with the
+// local images, writes the configuration, starts containerd and imports
+// the images into it.
+func (i *Instance) bringUp(ctx context.Context, sw *stopwatch) error {
+	if err := i.writeRecord(); err != nil {
+		return err
 	}
-	subnet, err := claimSubnet(ctx, id)
+	subnet, err := claimSubnet(ctx, i.rec.ID)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	inst.rec.Subnet = subnet.String()
+	i.rec.Subnet = subnet.String()
 	sw.lap("allocate")
 
-	inst.reg, err = StartRegistry(ctx, inst.log)
+	i.reg, err = StartRegistry(ctx, i.log)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	inst.rec.RegistryAddr = inst.reg.Addr()
-	if err := inst.pushImages(ctx); err != nil {
-		return nil, err
+	i.rec.RegistryAddr = i.reg.Addr()
+	if err := i.pushImages(ctx); err != nil {
+		return err
 	}
 	sw.lap("registry")
 
-	if err := inst.writeConfig(ctx, subnet); err != nil {
-		return nil, err
+	if err := i.writeConfig(ctx, subnet); err != nil {
+		return err
 	}
 	sw.lap("config")
-	if err := inst.startContainerd(ctx); err != nil {
-		return nil, err
+	if err := i.startContainerd(ctx); err != nil {
+		return err
 	}
 	sw.lap("containerd ready")
-	if err := inst.importImages(ctx); err != nil {
-		return nil, err
+	if err := i.importImages(ctx); err != nil {
+		return err
 	}
 	sw.lap("import images")
-	inst.stages = sw.stages
-	inst.log.Info("containerd instance ready",
-		zap.String("endpoint", inst.Endpoint()),
-		zap.String("subnet", inst.rec.Subnet),
-		zap.String("registry", inst.rec.RegistryAddr),
-		zap.String("stages", inst.stages.String()))
-	return inst, nil
+	return nil
+}
+
+// abortStart tears down an instance whose start failed with err, under a
+// fresh two-minute context, and returns err with the teardown's error and
+// the end of containerd's log added.
+func (i *Instance) abortStart(ctx context.Context, err error) error {
+	logTail := i.logTail()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	if terr := i.Teardown(cctx); terr != nil {
+		err = errors.Join(err, fmt.Errorf("tear down after failed start: %w", terr))
+	}
+	if logTail != "" {
+		err = fmt.Errorf("%w\ncontainerd log (last lines):\n%s", err, logTail)
+	}
+	return err
 }
 
 // newInstanceDir creates /run/localcri/<id> for a fresh random id.
