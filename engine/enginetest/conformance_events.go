@@ -13,61 +13,13 @@ import (
 )
 
 func testEvents(t *testing.T, h *Harness) {
-	ctx, cancel := context.WithCancel(h.Ctx)
-	events := make(chan *runtimeapi.ContainerEventResponse, 256)
-	streamErr := make(chan error, 1)
-	go func() {
-		streamErr <- h.RT.GetContainerEvents(ctx, events, nil)
-	}()
-	stopped := false
-	stop := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		cancel()
-		// The client sends into events without watching ctx: drain until
-		// the call returns.
-		for {
-			select {
-			case err := <-streamErr:
-				return err
-			case <-events:
-			}
-		}
-	}
-	defer func() { _ = stop() }()
+	sub := subscribeEvents(h)
+	defer func() { _ = sub.stop() }()
 
 	cfg := h.PodConfig("")
 	pod := h.RunPod(cfg)
-	// A probe container's event proves the subscription is live before the
-	// checked sequence starts, so no event of it can be missed. The stream
-	// may start after a probe's events were sent, so start another probe
-	// until one is seen.
-	probes := map[string]bool{}
-	newProbe := func() {
-		probes[h.Run(pod, cfg, h.ContainerConfig(fmt.Sprintf("probe-%d", len(probes)), 0, "/bin/sh", "-c", "exit 0"))] = true
-	}
-	newProbe()
-	retry := time.NewTicker(500 * time.Millisecond)
-	defer retry.Stop()
-	live := false
-	for !live {
-		select {
-		case ev := <-events:
-			live = probes[ev.ContainerId]
-		case <-retry.C:
-			newProbe()
-		case err := <-streamErr:
-			stopped = true
-			if status.Code(err) == codes.Unimplemented {
-				t.Logf("runtime has no container events: %v", err)
-				return
-			}
-			t.Fatalf("GetContainerEvents: %v", err)
-		case <-h.Ctx.Done():
-			t.Fatalf("no event for the probe container: %v", h.Ctx.Err())
-		}
+	if !sub.waitLive(t, h, pod, cfg) {
+		return
 	}
 
 	id := h.Run(pod, cfg, h.ContainerConfig("app", 0, "/bin/sh", "-c", TermScript))
@@ -84,10 +36,101 @@ func testEvents(t *testing.T, h *Harness) {
 		runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT,
 		runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT,
 	}
+	got := sub.collect(t, h, id, pod, want)
+	if !slices.Equal(got, want) {
+		t.Errorf("events = %v, want %v", got, want)
+	}
+	if err := sub.stop(); status.Code(err) != codes.Canceled {
+		t.Errorf("GetContainerEvents after cancel: %v, want Canceled", err)
+	}
+}
+
+// eventSubscription is a GetContainerEvents call that a row runs in the
+// background.
+type eventSubscription struct {
+	events chan *runtimeapi.ContainerEventResponse
+	result chan error // receives what the call returns
+	cancel context.CancelFunc
+	ended  bool // the call's result was taken, or stop was called
+}
+
+// subscribeEvents starts a GetContainerEvents call on h's runtime.
+func subscribeEvents(h *Harness) *eventSubscription {
+	ctx, cancel := context.WithCancel(h.Ctx)
+	s := &eventSubscription{
+		events: make(chan *runtimeapi.ContainerEventResponse, 256),
+		result: make(chan error, 1),
+		cancel: cancel,
+	}
+	go func() {
+		s.result <- h.RT.GetContainerEvents(ctx, s.events, nil)
+	}()
+	return s
+}
+
+// stop cancels the call and returns what it returned; once the call has
+// ended (or stop was called) it returns nil.
+func (s *eventSubscription) stop() error {
+	if s.ended {
+		return nil
+	}
+	s.ended = true
+	s.cancel()
+	// The client sends into events without watching ctx: drain until
+	// the call returns.
+	for {
+		select {
+		case err := <-s.result:
+			return err
+		case <-s.events:
+		}
+	}
+}
+
+// waitLive returns once the subscription has delivered an event of a probe
+// container in pod: it is then live, so no event of the checked sequence
+// can be missed. The stream may start after a probe's events were sent, so
+// another probe starts every 500 ms until one is seen. It returns false,
+// and logs why, when the runtime has no container events (Unimplemented).
+func (s *eventSubscription) waitLive(t *testing.T, h *Harness, pod string, cfg *runtimeapi.PodSandboxConfig) bool {
+	t.Helper()
+	probes := map[string]bool{}
+	newProbe := func() {
+		probes[h.Run(pod, cfg, h.ContainerConfig(fmt.Sprintf("probe-%d", len(probes)), 0, "/bin/sh", "-c", "exit 0"))] = true
+	}
+	newProbe()
+	retry := time.NewTicker(500 * time.Millisecond)
+	defer retry.Stop()
+	for {
+		select {
+		case ev := <-s.events:
+			if probes[ev.ContainerId] {
+				return true
+			}
+		case <-retry.C:
+			newProbe()
+		case err := <-s.result:
+			s.ended = true
+			if status.Code(err) == codes.Unimplemented {
+				t.Logf("runtime has no container events: %v", err)
+				return false
+			}
+			t.Fatalf("GetContainerEvents: %v", err)
+		case <-h.Ctx.Done():
+			t.Fatalf("no event for the probe container: %v", h.Ctx.Err())
+		}
+	}
+}
+
+// collect returns the types of the next len(want) events about container
+// id, and checks that each has a time and, but for the deletion, names
+// sandbox pod.
+func (s *eventSubscription) collect(t *testing.T, h *Harness, id, pod string, want []runtimeapi.ContainerEventType) []runtimeapi.ContainerEventType {
+	t.Helper()
 	var got []runtimeapi.ContainerEventType
 	for len(got) < len(want) {
 		select {
-		case ev := <-events:
+		case ev := <-s.events:
 			if ev.ContainerId != id {
 				continue
 			}
@@ -98,17 +141,12 @@ func testEvents(t *testing.T, h *Harness) {
 			if ev.ContainerEventType != runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT && ev.GetPodSandboxStatus().GetId() != pod {
 				t.Errorf("event %s names sandbox %q, want %q", ev.ContainerEventType, ev.GetPodSandboxStatus().GetId(), pod)
 			}
-		case err := <-streamErr:
-			stopped = true
+		case err := <-s.result:
+			s.ended = true
 			t.Fatalf("GetContainerEvents ended: %v (events so far %v)", err, got)
 		case <-h.Ctx.Done():
 			t.Fatalf("events = %v, want %v: %v", got, want, h.Ctx.Err())
 		}
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("events = %v, want %v", got, want)
-	}
-	if err := stop(); status.Code(err) != codes.Canceled {
-		t.Errorf("GetContainerEvents after cancel: %v, want Canceled", err)
-	}
+	return got
 }
