@@ -156,55 +156,91 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 	}()
 
 	reg := prometheus.NewRegistry()
+	srv, err := d.newServer(opts, reg)
+	if err != nil {
+		return err
+	}
+	listeners, err := listenAll(ctx, cfg.Listen, cfg.Security)
+	if err != nil {
+		return err
+	}
+	metrics, metricsL, err := listenMetrics(ctx, cfg, reg)
+	if err != nil {
+		closeAll(listeners)
+		return err
+	}
+	return d.serve(ctx, srv, listeners, metrics, metricsL)
+}
+
+// newServer builds the gRPC server from opts, with the engine's metrics
+// and the Go and process collectors on reg and the health checker,
+// serving the late-bound service.
+func (d *daemon) newServer(opts server.Options, reg *prometheus.Registry) (*server.Server, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var err error
 	d.metrics, err = engine.NewMetrics(reg, engine.MetricsOptions{ErrorCode: criErrorCode})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	d.health = server.NewHealthChecker(d.svc.probe, 0, log.Named("health"))
+	d.health = server.NewHealthChecker(d.svc.probe, 0, d.log.Named("health"))
 	opts.Service = d.svc
-	opts.Logger = log.Named("grpc")
+	opts.Logger = d.log.Named("grpc")
 	opts.Registerer = reg
 	opts.Health = d.health
-	srv, err := server.New(opts)
-	if err != nil {
-		return err
-	}
+	return server.New(opts)
+}
 
-	listeners := make([]net.Listener, 0, len(cfg.Listen))
-	closeListeners := func() {
-		for _, l := range listeners {
-			_ = l.Close()
-		}
-	}
-	for _, addr := range cfg.Listen {
-		l, err := Listen(ctx, addr, cfg.Security)
+// listenAll listens on every --listen address; if one fails, it closes
+// the listeners it opened.
+func listenAll(ctx context.Context, addrs []string, sec Security) ([]net.Listener, error) {
+	listeners := make([]net.Listener, 0, len(addrs))
+	for _, addr := range addrs {
+		l, err := Listen(ctx, addr, sec)
 		if err != nil {
-			closeListeners()
-			return err
+			closeAll(listeners)
+			return nil, err
 		}
 		listeners = append(listeners, l)
 	}
-	var metrics *http.Server
-	var metricsL net.Listener
-	if cfg.MetricsAddress != "" {
-		var lc net.ListenConfig
-		if metricsL, err = lc.Listen(ctx, "tcp", cfg.MetricsAddress); err != nil {
-			closeListeners()
-			return fmt.Errorf("metrics: listen on %s: %w", cfg.MetricsAddress, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", server.MetricsHandler(reg))
-		if cfg.EnableProfiling {
-			mux.HandleFunc("/debug/pprof/", pprof.Index)
-			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		}
-		metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	}
+	return listeners, nil
+}
 
+// closeAll closes listeners.
+func closeAll(listeners []net.Listener) {
+	for _, l := range listeners {
+		_ = l.Close()
+	}
+}
+
+// listenMetrics listens on --metrics-address and returns the HTTP server
+// of /metrics (reg) and, with --enable-profiling, /debug/pprof. Both are
+// nil without --metrics-address.
+func listenMetrics(ctx context.Context, cfg Config, reg *prometheus.Registry) (*http.Server, net.Listener, error) {
+	if cfg.MetricsAddress == "" {
+		return nil, nil, nil
+	}
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", cfg.MetricsAddress)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metrics: listen on %s: %w", cfg.MetricsAddress, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", server.MetricsHandler(reg))
+	if cfg.EnableProfiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, l, nil
+}
+
+// serve runs the health checker, the node and the servers (metrics may be
+// nil) until ctx ends or a background failure, then shuts down in order:
+// health first, then the servers within --shutdown-timeout, then the node.
+// It returns the failure, or nil when ctx ended.
+func (d *daemon) serve(ctx context.Context, srv *server.Server, listeners []net.Listener, metrics *http.Server, metricsL net.Listener) error {
 	// The health checker and the node outlive ctx: they stop after the
 	// server has drained.
 	healthCtx, stopHealth := context.WithCancel(context.WithoutCancel(ctx))
@@ -213,7 +249,7 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 	healthWG.Go(func() { _ = d.health.Run(healthCtx) })
 	nodeWG.Go(func() { d.supervise(nodeCtx) })
 	for _, l := range listeners {
-		log.Info("serving", zap.String("address", l.Addr().Network()+"://"+l.Addr().String()))
+		d.log.Info("serving", zap.String("address", l.Addr().Network()+"://"+l.Addr().String()))
 		serveWG.Go(func() {
 			if err := srv.Serve(l); err != nil {
 				d.fail(err)
@@ -221,7 +257,7 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 		})
 	}
 	if metrics != nil {
-		log.Info("serving metrics", zap.String("address", metricsL.Addr().String()))
+		d.log.Info("serving metrics", zap.String("address", metricsL.Addr().String()))
 		serveWG.Go(func() {
 			if err := metrics.Serve(metricsL); !errors.Is(err, http.ErrServerClosed) {
 				d.fail(fmt.Errorf("metrics: %w", err))
@@ -232,18 +268,18 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 	var runErr error
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout.Duration))
+		d.log.Info("shutting down", zap.Duration("timeout", d.cfg.ShutdownTimeout.Duration))
 	case runErr = <-d.fatal:
-		log.Error("shutting down after a failure", zap.Error(runErr))
+		d.log.Error("shutting down after a failure", zap.Error(runErr))
 	}
 
 	// Health first: Shutdown sets NOT_SERVING, nothing may set it back.
 	stopHealth()
 	healthWG.Wait()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout.Duration)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.ShutdownTimeout.Duration)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("graceful shutdown incomplete", zap.Error(err))
+		d.log.Warn("graceful shutdown incomplete", zap.Error(err))
 	}
 	if metrics != nil {
 		if err := metrics.Shutdown(sctx); err != nil {
