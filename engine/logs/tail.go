@@ -25,35 +25,10 @@ const tailChunk = 32 << 10
 // raw line (the forward read emits them), so that a tail never holds a
 // fragment of a line whose first parts it left out.
 func tailStarts(f *os.File, size, n int64, follow bool, chunk int) ([2]int64, error) {
-	// Find the end of the last complete raw line.
-	var seg []byte // bytes [pos, end) of the file not yet split into lines
-	pos := size
-	end := int64(-1)
-	var trailing []byte // the bytes after the last newline
-	for end < 0 && pos > 0 {
-		if len(seg) > maxRawLineBytes {
-			return [2]int64{}, fmt.Errorf("no newline in the last %d bytes: %w: a line longer than %d bytes", len(seg), ErrMalformed, maxRawLineBytes)
-		}
-		var err error
-		if seg, pos, err = readBefore(f, seg, pos, max(chunk, len(seg))); err != nil {
-			return [2]int64{}, err
-		}
-		if i := bytes.LastIndexByte(seg, '\n'); i >= 0 {
-			end = pos + int64(i) + 1
-			seg, trailing = seg[:i+1], bytes.Clone(seg[i+1:])
-		}
-	}
-	if end < 0 { // no newline: seg is the whole file
-		end, seg, trailing = 0, nil, seg
-	}
-	if !follow && len(trailing) > 0 {
-		if _, err := parseRaw(trailing); err == nil {
-			// A reader that does not follow emits the line being written
-			// if it parses, so it counts as the file's last raw line; its
-			// newline is virtual, at offset size.
-			seg = append(append(seg, trailing...), '\n')
-			end = size + 1
-		}
+	// seg holds the bytes [pos, end) of the file not yet split into lines.
+	seg, pos, end, err := lastLineEnd(f, size, follow, chunk)
+	if err != nil {
+		return [2]int64{}, err
 	}
 	if end == 0 {
 		return [2]int64{0, 0}, nil // no line
@@ -72,7 +47,6 @@ func tailStarts(f *os.File, size, n int64, follow bool, chunk int) ([2]int64, er
 			if len(body) > maxRawLineBytes {
 				return [2]int64{}, fmt.Errorf("line before offset %d: %w: longer than %d bytes", end, ErrMalformed, maxRawLineBytes)
 			}
-			var err error
 			if seg, pos, err = readBefore(f, seg, pos, max(chunk, len(seg))); err != nil {
 				return [2]int64{}, err
 			}
@@ -108,6 +82,43 @@ func tailStarts(f *os.File, size, n int64, follow bool, chunk int) ([2]int64, er
 		}
 	}
 	return starts, nil
+}
+
+// lastLineEnd finds the end of the last complete raw line of f (of size
+// bytes) by reading it backwards, chunk bytes at a time: the offset after
+// its newline, 0 when f holds no line. When not following, the bytes after
+// the last newline, if they parse, are the last raw line, ending at a
+// virtual newline at offset size (so end is size+1). It returns end and
+// seg, the bytes [pos, end) read so far, which end with that newline.
+func lastLineEnd(f *os.File, size int64, follow bool, chunk int) (seg []byte, pos, end int64, err error) {
+	pos = size
+	end = -1
+	var trailing []byte // the bytes after the last newline
+	for end < 0 && pos > 0 {
+		if len(seg) > maxRawLineBytes {
+			return nil, 0, 0, fmt.Errorf("no newline in the last %d bytes: %w: a line longer than %d bytes", len(seg), ErrMalformed, maxRawLineBytes)
+		}
+		if seg, pos, err = readBefore(f, seg, pos, max(chunk, len(seg))); err != nil {
+			return nil, 0, 0, err
+		}
+		if i := bytes.LastIndexByte(seg, '\n'); i >= 0 {
+			end = pos + int64(i) + 1
+			seg, trailing = seg[:i+1], bytes.Clone(seg[i+1:])
+		}
+	}
+	if end < 0 { // no newline: seg is the whole file
+		end, seg, trailing = 0, nil, seg
+	}
+	if !follow && len(trailing) > 0 {
+		if _, err := parseRaw(trailing); err == nil {
+			// A reader that does not follow emits the line being written
+			// if it parses, so it counts as the file's last raw line; its
+			// newline is virtual, at offset size.
+			seg = append(append(seg, trailing...), '\n')
+			end = size + 1
+		}
+	}
+	return seg, pos, end, nil
 }
 
 // readBefore reads up to chunk bytes before pos and prepends them to seg.

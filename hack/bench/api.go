@@ -58,9 +58,54 @@ func (b *bench) apiLoad(ctx context.Context, e *env, pods, batch, clients int, d
 	return res
 }
 
+// measureAPI creates res.pods pods, then measures GetPod and ListPods
+// under load and podsyncd's memory before and after it, with CPU and heap
+// profiles when -profile-dir is set.
 func (b *bench) measureAPI(ctx context.Context, e *env, res *apiResult, batch int) error {
-	// The profile of the creation holds RunPods work only: it ends before
-	// the load starts (a CPU profile has no samples while podsyncd idles).
+	names, err := b.createAPIPods(ctx, e, res, batch)
+	if err != nil {
+		return err
+	}
+	// Let the statuses that follow RunPods settle.
+	time.Sleep(time.Second)
+	if res.rssBefore, _, err = procMemory(e.d.pid); err != nil {
+		return err
+	}
+	list, err := e.d.api.ListPods(ctx, &podsyncv1.ListPodsRequest{})
+	if err != nil {
+		return fmt.Errorf("ListPods: %w", err)
+	}
+	if len(list.GetPods()) != res.pods {
+		return fmt.Errorf("ListPods returned %d pods, want %d", len(list.GetPods()), res.pods)
+	}
+	res.listBytes = proto.Size(list)
+
+	conns, closeConns, err := dialLoadClients(ctx, e, res.clients, names)
+	if err != nil {
+		return err
+	}
+	defer closeConns()
+	b.driveLoad(ctx, e, res, conns, names)
+	if res.rssAfter, res.hwm, err = procMemory(e.d.pid); err != nil {
+		return err
+	}
+	if b.cfg.profileDir != "" {
+		path := filepath.Join(b.cfg.profileDir, fmt.Sprintf("heap-%dpods.pprof", res.pods))
+		if err := e.d.profile(ctx, "heap", 0, path); err != nil {
+			res.errs = append(res.errs, err.Error())
+		} else {
+			res.profiles = append(res.profiles, path)
+		}
+	}
+	return nil
+}
+
+// createAPIPods runs res.pods pods, batch pods per RunPods, and records
+// each batch's time in res. With -profile-dir the creation is profiled;
+// the profile holds RunPods work only, as it ends before the load starts
+// (a CPU profile has no samples while podsyncd idles). It returns the
+// pods' names.
+func (b *bench) createAPIPods(ctx context.Context, e *env, res *apiResult, batch int) ([]string, error) {
 	var createProfile chan error
 	if b.cfg.profileDir != "" {
 		path := filepath.Join(b.cfg.profileDir, fmt.Sprintf("runpods-create-%dpods.pprof", res.pods))
@@ -75,13 +120,13 @@ func (b *bench) measureAPI(ctx context.Context, e *env, res *apiResult, batch in
 		e.noteUIDs(uidsOf(pods)...)
 		req, err := runPodsRequest(pods)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		start := time.Now()
 		done, err := e.d.runPods(ctx, req)
 		if err != nil {
 			res.createBatch.fail(err)
-			return fmt.Errorf("create pods: %w", err)
+			return nil, fmt.Errorf("create pods: %w", err)
 		}
 		res.createBatch.add(msOf(done.Sub(start)))
 		for _, p := range pods {
@@ -94,35 +139,46 @@ func (b *bench) measureAPI(ctx context.Context, e *env, res *apiResult, batch in
 			res.errs = append(res.errs, err.Error())
 		}
 	}
-	// Let the statuses that follow RunPods settle.
-	time.Sleep(time.Second)
-	var err error
-	if res.rssBefore, _, err = procMemory(e.d.pid); err != nil {
-		return err
-	}
-	list, err := e.d.api.ListPods(ctx, &podsyncv1.ListPodsRequest{})
-	if err != nil {
-		return fmt.Errorf("ListPods: %w", err)
-	}
-	if len(list.GetPods()) != res.pods {
-		return fmt.Errorf("ListPods returned %d pods, want %d", len(list.GetPods()), res.pods)
-	}
-	res.listBytes = proto.Size(list)
+	return names, nil
+}
 
-	conns := make([]podsyncv1.PodSyncServiceClient, res.clients)
-	for i := range conns {
+// dialLoadClients opens n connections to podsyncd and returns a client on
+// each that has already called GetPod of the first pod of names, so that
+// the load's clock starts on connected clients. The returned func closes the connections;
+// on error they are closed already.
+func dialLoadClients(ctx context.Context, e *env, n int, names []string) (_ []podsyncv1.PodSyncServiceClient, closeConns func(), err error) {
+	var opened []*grpc.ClientConn
+	closeConns = func() {
+		for _, conn := range opened {
+			_ = conn.Close()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeConns()
+		}
+	}()
+	clients := make([]podsyncv1.PodSyncServiceClient, n)
+	for i := range clients {
 		conn, err := grpc.NewClient("unix://"+e.d.sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		defer func() { _ = conn.Close() }()
-		conns[i] = podsyncv1.NewPodSyncServiceClient(conn)
+		opened = append(opened, conn)
+		clients[i] = podsyncv1.NewPodSyncServiceClient(conn)
 		// Connect before the clock starts.
-		if _, err := conns[i].GetPod(ctx, &podsyncv1.GetPodRequest{Namespace: benchNamespace, Name: names[0]}); err != nil {
-			return fmt.Errorf("GetPod: %w", err)
+		if _, err := clients[i].GetPod(ctx, &podsyncv1.GetPodRequest{Namespace: benchNamespace, Name: names[0]}); err != nil {
+			return nil, nil, fmt.Errorf("GetPod: %w", err)
 		}
 	}
+	return clients, closeConns, nil
+}
+
+// driveLoad drives GetPod of random pods of names, then ListPods, from
+// every client for res.duration each, into res.get and res.list; with
+// -profile-dir each load is profiled.
+func (b *bench) driveLoad(ctx context.Context, e *env, res *apiResult, clients []podsyncv1.PodSyncServiceClient, names []string) {
 	calls := []struct {
 		name string
 		out  *loadResult
@@ -145,7 +201,7 @@ func (b *bench) measureAPI(ctx context.Context, e *env, res *apiResult, batch in
 			go func() { perr <- e.d.profile(ctx, "profile", int(res.duration/time.Second), path) }()
 			res.profiles = append(res.profiles, path)
 		}
-		*c.out = drive(ctx, conns, res.duration, c.call)
+		*c.out = drive(ctx, clients, res.duration, c.call)
 		if perr != nil {
 			if err := <-perr; err != nil {
 				res.errs = append(res.errs, err.Error())
@@ -154,18 +210,6 @@ func (b *bench) measureAPI(ctx context.Context, e *env, res *apiResult, batch in
 		b.log.Info("api: load done", zap.String("call", c.name), zap.Int("calls", c.out.calls),
 			zap.String("p50", fmtMS(c.out.p(0.5))), zap.String("p99", fmtMS(c.out.p(0.99))))
 	}
-	if res.rssAfter, res.hwm, err = procMemory(e.d.pid); err != nil {
-		return err
-	}
-	if b.cfg.profileDir != "" {
-		path := filepath.Join(b.cfg.profileDir, fmt.Sprintf("heap-%dpods.pprof", res.pods))
-		if err := e.d.profile(ctx, "heap", 0, path); err != nil {
-			res.errs = append(res.errs, err.Error())
-		} else {
-			res.profiles = append(res.profiles, path)
-		}
-	}
-	return nil
 }
 
 // drive calls call from one goroutine per client, back to back, for d.

@@ -226,11 +226,30 @@ func startPodsyncd(ctx context.Context, log *zap.Logger, bin, dir, logPath, endp
 		return nil, err
 	}
 	d := &podsyncd{log: log, bin: bin, sock: filepath.Join(sockDir, "podsync.sock"), logPath: logPath, done: make(chan struct{})}
-	logf, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	if err := d.start(cfg, dir, endpoint); err != nil {
 		return nil, err
 	}
-	d.cmd = exec.Command(bin,
+	defer func() {
+		if err != nil {
+			d.stop()
+			err = fmt.Errorf("%w; podsyncd log:\n%s", err, tailFile(d.logPath, 20))
+		}
+	}()
+	if err := d.waitServing(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// start starts the podsyncd binary, in its own process group, with the
+// config file cfg, its state under dir and the runtime at endpoint,
+// appending its output to d.logPath; d.done is closed when it exits.
+func (d *podsyncd) start(cfg, dir, endpoint string) error {
+	logf, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	d.cmd = exec.Command(d.bin,
 		"--config", cfg,
 		"--runtime-endpoint", endpoint,
 		"--listen", "unix://"+d.sock,
@@ -248,7 +267,7 @@ func startPodsyncd(ctx context.Context, log *zap.Logger, bin, dir, logPath, endp
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
 		_ = logf.Close()
-		return nil, fmt.Errorf("start podsyncd: %w", err)
+		return fmt.Errorf("start podsyncd: %w", err)
 	}
 	_ = logf.Close()
 	d.pid = d.cmd.Process.Pid
@@ -256,16 +275,19 @@ func startPodsyncd(ctx context.Context, log *zap.Logger, bin, dir, logPath, endp
 		_ = d.cmd.Wait()
 		close(d.done)
 	}()
-	defer func() {
-		if err != nil {
-			d.stop()
-			err = fmt.Errorf("%w; podsyncd log:\n%s", err, tailFile(d.logPath, 20))
-		}
-	}()
+	return nil
+}
+
+// waitServing connects to podsyncd and waits, for two minutes at most,
+// until its health check says SERVING and then a ListPods succeeds; in
+// between it reads the metrics address from the log. It fails at once if
+// podsyncd exits before it is healthy.
+func (d *podsyncd) waitServing(ctx context.Context) error {
+	var err error
 	d.conn, err = grpc.NewClient("unix://"+d.sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	d.api = podsyncv1.NewPodSyncServiceClient(d.conn)
 	hc := healthpb.NewHealthClient(d.conn)
@@ -274,7 +296,7 @@ func startPodsyncd(ctx context.Context, log *zap.Logger, bin, dir, logPath, endp
 	for {
 		select {
 		case <-d.done:
-			return nil, errors.New("podsyncd exited during start")
+			return errors.New("podsyncd exited during start")
 		default:
 		}
 		cctx, ccancel := context.WithTimeout(wctx, 2*time.Second)
@@ -285,22 +307,22 @@ func startPodsyncd(ctx context.Context, log *zap.Logger, bin, dir, logPath, endp
 		}
 		select {
 		case <-wctx.Done():
-			return nil, fmt.Errorf("podsyncd not serving: %w (last: %w)", wctx.Err(), errors.Join(err, errors.New(resp.GetStatus().String())))
+			return fmt.Errorf("podsyncd not serving: %w (last: %w)", wctx.Err(), errors.Join(err, errors.New(resp.GetStatus().String())))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	if d.metrics, err = logAddress(d.logPath, "serving metrics"); err != nil {
-		return nil, err
+		return err
 	}
 	// The first call after health may still meet a node that is starting.
 	for {
 		_, err := d.api.ListPods(wctx, &podsyncv1.ListPodsRequest{})
 		if err == nil {
-			return d, nil
+			return nil
 		}
 		select {
 		case <-wctx.Done():
-			return nil, fmt.Errorf("podsyncd ListPods: %w", err)
+			return fmt.Errorf("podsyncd ListPods: %w", err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -109,31 +109,18 @@ func (b *bench) measureLatency(ctx context.Context, e *env, k int, res *latencyR
 	return nil
 }
 
+// latencySample kills the container of pod name and records in res how
+// long the WatchPods messages about it (msgs), the runtime's report of the
+// exit and the running status of the restarted container took, and the
+// sync passes podsyncd ran meanwhile.
 func (b *bench) latencySample(ctx context.Context, e *env, name string, msgs <-chan watchMsg, criEvents *criEventFollower, res *latencyResult) error {
-	got, err := e.d.api.GetPod(ctx, &podsyncv1.GetPodRequest{Namespace: benchNamespace, Name: name})
-	if err != nil {
-		return fmt.Errorf("GetPod: %w", err)
-	}
-	css := got.GetPod().GetStatus().GetContainerStatuses()
-	if len(css) != 1 || css[0].GetState().GetRunning() == nil {
-		return fmt.Errorf("pod %s is not running", name)
-	}
-	restarts := css[0].GetRestartCount()
-	_, id, _ := strings.Cut(css[0].GetContainerId(), "://")
-	pid, err := e.containerPID(ctx, id)
+	id, pid, restarts, err := e.runningContainer(ctx, name)
 	if err != nil {
 		return err
 	}
 	// Drop what arrived before the kill.
-	for drained := false; !drained; {
-		select {
-		case m := <-msgs:
-			if m.err != nil {
-				return fmt.Errorf("WatchPods: %w", m.err)
-			}
-		default:
-			drained = true
-		}
+	if err := drainWatch(msgs); err != nil {
+		return err
 	}
 	counts0, cerr := e.d.scrapeCounts(ctx)
 	criEvents.drain()
@@ -190,6 +177,40 @@ func (b *bench) latencySample(ctx context.Context, e *env, name string, msgs <-c
 				res.passMS.add((counts1["pass_seconds"] - counts0["pass_seconds"]) * 1000)
 				res.passes.add(counts1["passes"] - counts0["passes"])
 			}
+			return nil
+		}
+	}
+}
+
+// runningContainer returns the id, host PID and restart count of the one
+// container of pod name, which must be running.
+func (e *env) runningContainer(ctx context.Context, name string) (id string, pid int, restarts int32, err error) {
+	got, err := e.d.api.GetPod(ctx, &podsyncv1.GetPodRequest{Namespace: benchNamespace, Name: name})
+	if err != nil {
+		return "", 0, 0, fmt.Errorf("GetPod: %w", err)
+	}
+	css := got.GetPod().GetStatus().GetContainerStatuses()
+	if len(css) != 1 || css[0].GetState().GetRunning() == nil {
+		return "", 0, 0, fmt.Errorf("pod %s is not running", name)
+	}
+	_, id, _ = strings.Cut(css[0].GetContainerId(), "://")
+	pid, err = e.containerPID(ctx, id)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	return id, pid, css[0].GetRestartCount(), nil
+}
+
+// drainWatch drops the WatchPods messages that have arrived; it fails if
+// one of them is the stream's error.
+func drainWatch(msgs <-chan watchMsg) error {
+	for {
+		select {
+		case m := <-msgs:
+			if m.err != nil {
+				return fmt.Errorf("WatchPods: %w", m.err)
+			}
+		default:
 			return nil
 		}
 	}

@@ -161,9 +161,9 @@ func renderMethod(w *strings.Builder, res *results, cfg config) {
 	p("- **podsync:** one `RunPods` (wait for RUNNING) through podsyncd's unix socket with the generated\n" +
 		"  gRPC client (client → podsyncd → containerd); timed from the call to the summary message.\n")
 	p("- **raw CRI floor:** `RunPodSandbox → CreateContainer → StartContainer` per pod through\n" +
-		"  `k8s.io/cri-client` (what `engine.DialRuntime` uses) at concurrency 1, 4 and N, then listing\n" +
-		"  until every container is RUNNING. Its configs are the engine's own (`engine.SandboxConfig`,\n" +
-		"  `engine.ContainerConfig` with podsyncd's node settings and image ID) minus the\n" +
+		"  `k8s.io/cri-client` (what `syncer.DialRuntime` uses) at concurrency 1, 4 and N, then listing\n" +
+		"  until every container is RUNNING. Its configs are the engine's own (`criconfig.SandboxConfig`,\n" +
+		"  `criconfig.ContainerConfig` with podsyncd's node settings and image ID) minus the\n" +
 		"  `podsync.io/managed` label, so image, mounts, log paths, cgroup parent\n" +
 		"  (`/kubepods/besteffort/pod<uid>`), security context and network are the same; the files they\n" +
 		"  mount are written before the clock starts. The floor is the raw run at concurrency N.\n")
@@ -181,7 +181,7 @@ func renderMethod(w *strings.Builder, res *results, cfg config) {
 		"  status showing the exit and the first status with the container running again (restart count 1:\n"+
 		"  a first crash is restarted at once, no back-off). containerd 2.x streams CRI container events\n"+
 		"  (relist every %s as a safety net); containerd 1.6 has none and podsyncd relists every %s\n"+
-		"  (`engine.DefaultRelistPeriod`; podsyncd has no flag for it), so its latency is up to a relist\n"+
+		"  (`watch.DefaultRelistPeriod`; podsyncd has no flag for it), so its latency is up to a relist\n"+
 		"  period plus a pass.\n", cfg.latSamples, res.machine.evRelist, res.machine.relist)
 	p("- **API under load:** %d running pods (RunPods in batches of %d), then GetPod (a random pod) and\n"+
 		"  then ListPods (all pods) back to back from %d clients, each on its own connection, for %s each\n"+

@@ -128,16 +128,35 @@ func (b *bench) warmUp(ctx context.Context, e *env) {
 // run of rr.n pods. A failed run is recorded in its row; an error is
 // returned only when the runtime cannot be cleaned.
 func (b *bench) round(ctx context.Context, e *env, rr *runResult) error {
-	n := rr.n
-	var podsyncMS, crictlMS = math.NaN(), math.NaN()
-	rawMS := map[int]float64{}
+	podsyncMS, err := podsyncRun(ctx, e, rr)
+	if err != nil {
+		return err
+	}
+	rawMS, err := rawRuns(ctx, e, rr)
+	if err != nil {
+		return err
+	}
+	crictlMS, err := crictlRun(ctx, e, rr)
+	if err != nil {
+		return err
+	}
+	rr.addRatios(podsyncMS, crictlMS, rawMS)
+	rr.roundsDone++
+	return nil
+}
 
-	// podsync through podsyncd.
+// podsyncRun runs rr.n pods through podsyncd (one RunPods) and records
+// the time to running, podsyncd's CRI calls and CPU, and the runtime's
+// CPU, per pod, in rr; then it cleans the runtime. It returns the time in
+// ms, NaN when the run failed.
+func podsyncRun(ctx context.Context, e *env, rr *runResult) (float64, error) {
+	n := rr.n
+	podsyncMS := math.NaN()
 	pods := newPods("ps", n)
 	e.noteUIDs(uidsOf(pods)...)
 	req, err := runPodsRequest(pods)
 	if err != nil {
-		return err
+		return podsyncMS, err
 	}
 	counts0, cerr0 := e.d.scrapeCounts(ctx)
 	cpu0, err0 := procCPU(e.d.pid)
@@ -178,15 +197,23 @@ func (b *bench) round(ctx context.Context, e *env, rr *runResult) error {
 		}
 	}
 	if err := e.cleanAll(ctx); err != nil {
-		return fmt.Errorf("clean after podsync run: %w", err)
+		return podsyncMS, fmt.Errorf("clean after podsync run: %w", err)
 	}
+	return podsyncMS, nil
+}
 
-	// The raw CRI baseline, at each concurrency.
+// rawRuns runs rr.n pods through raw CRI calls at each concurrency of
+// rr.concs, from a clean runtime each time, and records the times (and at
+// concurrency n the runtime's CPU per pod) in rr. It returns the times in
+// ms of the runs that succeeded, by concurrency.
+func rawRuns(ctx context.Context, e *env, rr *runResult) (map[int]float64, error) {
+	n := rr.n
+	rawMS := map[int]float64{}
 	for _, c := range rr.concs {
 		pods := newPods("raw", n)
 		raws, err := e.rawPods(pods)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rt0 := snapshotRuntime(e.inst.PID(), e.inst.Socket())
 		start := time.Now()
@@ -206,21 +233,27 @@ func (b *bench) round(ctx context.Context, e *env, rr *runResult) error {
 			}
 		}
 		if err := e.cleanAll(ctx); err != nil {
-			return fmt.Errorf("clean after raw run: %w", err)
+			return nil, fmt.Errorf("clean after raw run: %w", err)
 		}
 	}
+	return rawMS, nil
+}
 
-	// The crictl loop.
-	pods = newPods("crictl", n)
+// crictlRun runs rr.n pods with the crictl loop, records the time in rr
+// and cleans the runtime. It returns the time in ms, NaN when the run
+// failed.
+func crictlRun(ctx context.Context, e *env, rr *runResult) (float64, error) {
+	crictlMS := math.NaN()
+	pods := newPods("crictl", rr.n)
 	raws, err := e.rawPods(pods)
 	if err != nil {
-		return err
+		return crictlMS, err
 	}
 	files, err := e.crictlFiles(raws)
 	if err != nil {
-		return err
+		return crictlMS, err
 	}
-	start = time.Now()
+	start := time.Now()
 	err = e.runCrictl(ctx, raws, files)
 	d := time.Since(start)
 	if err != nil {
@@ -230,11 +263,16 @@ func (b *bench) round(ctx context.Context, e *env, rr *runResult) error {
 		rr.crictl.add(crictlMS)
 	}
 	if err := e.cleanAll(ctx); err != nil {
-		return fmt.Errorf("clean after crictl run: %w", err)
+		return crictlMS, fmt.Errorf("clean after crictl run: %w", err)
 	}
+	return crictlMS, nil
+}
 
-	// Ratios to the floor of this round.
-	if floor, ok := rawMS[n]; ok && floor > 0 {
+// addRatios records a round's times as ratios to the round's floor, its
+// raw run at concurrency n; a round whose floor failed adds none. NaN
+// times (failed runs) are left out.
+func (rr *runResult) addRatios(podsyncMS, crictlMS float64, rawMS map[int]float64) {
+	if floor, ok := rawMS[rr.n]; ok && floor > 0 {
 		if !math.IsNaN(podsyncMS) {
 			rr.podsyncRatio.add(podsyncMS / floor)
 		}
@@ -245,8 +283,6 @@ func (b *bench) round(ctx context.Context, e *env, rr *runResult) error {
 			rr.rawRatio[c].add(v / floor)
 		}
 	}
-	rr.roundsDone++
-	return nil
 }
 
 // profileRunPods takes a CPU profile of podsyncd during one RunPods of n

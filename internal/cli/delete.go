@@ -1,24 +1,29 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/client"
 )
 
+// deleteFlags are delete's flags.
+type deleteFlags struct {
+	files          []string
+	namespace      string
+	all            bool
+	gracePeriod    int64
+	uid            string
+	ignoreNotFound bool
+	output         string
+}
+
 func (a *app) newDeleteCommand() *cobra.Command {
-	var (
-		files          []string
-		namespace      string
-		all            bool
-		gracePeriod    int64
-		uid            string
-		ignoreNotFound bool
-		output         string
-	)
+	var f deleteFlags
 	cmd := &cobra.Command{
 		Use:   "delete [pods] (NAME... | -f FILE... | --all)",
 		Short: "Stop and remove pods",
@@ -34,100 +39,127 @@ func (a *app) newDeleteCommand() *cobra.Command {
 			if len(args) > 0 && resourceWords[args[0]] {
 				args = args[1:]
 			}
-			if err := checkFormat(output, formatText, formatJSON, formatYAML); err != nil {
+			if err := f.check(args); err != nil {
 				return err
-			}
-			sources := 0
-			for _, set := range []bool{len(args) > 0, len(files) > 0, all} {
-				if set {
-					sources++
-				}
-			}
-			if sources != 1 {
-				return usageErrorf("name the pods, or give -f or --all (one of them)")
-			}
-			if uid != "" && len(args) != 1 {
-				return usageErrorf("--uid takes exactly one pod name")
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer func() { _ = c.Close() }()
-			var refs [][2]string
-			switch {
-			case len(files) > 0:
-				m, err := readManifests(a.stdin, files)
-				if err != nil {
-					return err
-				}
-				if len(m.Pods) == 0 {
-					return errors.New("no Pod in the manifests")
-				}
-				refs = manifestRefs(m)
-			case all:
-				ctx, cancel := a.callContext(cmd.Context())
-				resp, err := c.ListPods(ctx, &podsyncv1.ListPodsRequest{Namespace: namespace})
-				cancel()
-				if err != nil {
-					return err
-				}
-				for _, p := range resp.GetPods() {
-					refs = append(refs, [2]string{p.GetMetadata().GetNamespace(), p.GetMetadata().GetName()})
-				}
-			default:
-				for _, name := range args {
-					refs = append(refs, [2]string{namespaceOr(namespace), name})
-				}
+			refs, err := a.deleteTargets(cmd.Context(), c, f, args)
+			if err != nil {
+				return err
 			}
-			mw := &messageWriter{w: a.stdout, format: output}
-			var missing []string
-			for _, ref := range refs {
-				req := &podsyncv1.DeletePodRequest{Namespace: ref[0], Name: ref[1], Uid: uid}
-				if gracePeriod >= 0 {
-					req.GracePeriodSeconds = &gracePeriod
-				}
-				// Deleting waits for the grace period: bound it by --timeout
-				// only.
-				ctx, cancel := a.waitContext(cmd.Context())
-				resp, err := c.DeletePod(ctx, req)
-				cancel()
-				if err != nil {
-					return err
-				}
-				if output != formatText {
-					if err := mw.write(resp); err != nil {
-						return err
-					}
-				}
-				if !resp.GetFound() {
-					if !ignoreNotFound {
-						missing = append(missing, ref[0]+"/"+ref[1])
-					}
-					continue
-				}
-				if output == formatText {
-					if _, err := fmt.Fprintf(a.stdout, "pod %q deleted\n", ref[0]+"/"+ref[1]); err != nil {
-						return err
-					}
-				}
-			}
-			switch len(missing) {
-			case 0:
-				return nil
-			case 1:
-				return failed("pod %q not found", missing[0])
-			}
-			return failed("pods %q not found", missing)
+			return a.deletePods(cmd.Context(), c, f, refs)
 		},
-		ValidArgsFunction: a.completePodNames(&namespace),
+		ValidArgsFunction: a.completePodNames(&f.namespace),
 	}
-	addFileFlag(cmd, &files, "delete the pods of these manifests (file, directory or -); repeatable")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", `namespace of the named pods (default "default"); with --all, all namespaces when empty`)
-	cmd.Flags().BoolVar(&all, "all", false, "delete every pod of -n, or of every namespace")
-	cmd.Flags().Int64Var(&gracePeriod, "grace-period", -1, "seconds given to the containers to stop; 0 kills at once; -1 uses each pod's terminationGracePeriodSeconds")
-	cmd.Flags().StringVar(&uid, "uid", "", "delete only this incarnation (uid) of the pod")
-	cmd.Flags().BoolVar(&ignoreNotFound, "ignore-not-found", false, "a pod that does not exist is not an error")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (the API's DeletePodResponse messages)")
+	addFileFlag(cmd, &f.files, "delete the pods of these manifests (file, directory or -); repeatable")
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", `namespace of the named pods (default "default"); with --all, all namespaces when empty`)
+	cmd.Flags().BoolVar(&f.all, "all", false, "delete every pod of -n, or of every namespace")
+	cmd.Flags().Int64Var(&f.gracePeriod, "grace-period", -1, "seconds given to the containers to stop; 0 kills at once; -1 uses each pod's terminationGracePeriodSeconds")
+	cmd.Flags().StringVar(&f.uid, "uid", "", "delete only this incarnation (uid) of the pod")
+	cmd.Flags().BoolVar(&f.ignoreNotFound, "ignore-not-found", false, "a pod that does not exist is not an error")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "", "output format: json or yaml (the API's DeletePodResponse messages)")
 	return cmd
+}
+
+// check checks the output format and that the pods come from exactly one
+// of the names (args), -f and --all.
+func (f deleteFlags) check(args []string) error {
+	if err := checkFormat(f.output, formatText, formatJSON, formatYAML); err != nil {
+		return err
+	}
+	sources := 0
+	for _, set := range []bool{len(args) > 0, len(f.files) > 0, f.all} {
+		if set {
+			sources++
+		}
+	}
+	if sources != 1 {
+		return usageErrorf("name the pods, or give -f or --all (one of them)")
+	}
+	if f.uid != "" && len(args) != 1 {
+		return usageErrorf("--uid takes exactly one pod name")
+	}
+	return nil
+}
+
+// deleteTargets returns the namespace and name of each pod to delete: the
+// Pods of the manifests of -f, every pod of -n (ListPods) with --all, or
+// the named pods in -n.
+func (a *app) deleteTargets(ctx context.Context, c *client.Client, f deleteFlags, args []string) ([][2]string, error) {
+	var refs [][2]string
+	switch {
+	case len(f.files) > 0:
+		m, err := readManifests(a.stdin, f.files)
+		if err != nil {
+			return nil, err
+		}
+		if len(m.Pods) == 0 {
+			return nil, errors.New("no Pod in the manifests")
+		}
+		refs = manifestRefs(m)
+	case f.all:
+		lctx, cancel := a.callContext(ctx)
+		resp, err := c.ListPods(lctx, &podsyncv1.ListPodsRequest{Namespace: f.namespace})
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range resp.GetPods() {
+			refs = append(refs, [2]string{p.GetMetadata().GetNamespace(), p.GetMetadata().GetName()})
+		}
+	default:
+		for _, name := range args {
+			refs = append(refs, [2]string{namespaceOr(f.namespace), name})
+		}
+	}
+	return refs, nil
+}
+
+// deletePods deletes the pods of refs in turn, each bounded by --timeout
+// only, and prints each result. A pod that is not found fails the command
+// after the others are deleted, unless --ignore-not-found.
+func (a *app) deletePods(ctx context.Context, c *client.Client, f deleteFlags, refs [][2]string) error {
+	mw := &messageWriter{w: a.stdout, format: f.output}
+	var missing []string
+	for _, ref := range refs {
+		req := &podsyncv1.DeletePodRequest{Namespace: ref[0], Name: ref[1], Uid: f.uid}
+		if f.gracePeriod >= 0 {
+			req.GracePeriodSeconds = &f.gracePeriod
+		}
+		// Deleting waits for the grace period: bound it by --timeout
+		// only.
+		dctx, cancel := a.waitContext(ctx)
+		resp, err := c.DeletePod(dctx, req)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if f.output != formatText {
+			if err := mw.write(resp); err != nil {
+				return err
+			}
+		}
+		if !resp.GetFound() {
+			if !f.ignoreNotFound {
+				missing = append(missing, ref[0]+"/"+ref[1])
+			}
+			continue
+		}
+		if f.output == formatText {
+			if _, err := fmt.Fprintf(a.stdout, "pod %q deleted\n", ref[0]+"/"+ref[1]); err != nil {
+				return err
+			}
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return failed("pod %q not found", missing[0])
+	}
+	return failed("pods %q not found", missing)
 }

@@ -12,20 +12,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/client"
 )
 
 // resourceWords are accepted before the pod names, as kubectl takes them
 // ("get pods web").
 var resourceWords = map[string]bool{"pod": true, "pods": true, "po": true}
 
+// getFlags are get's flags.
+type getFlags struct {
+	namespace     string
+	allNamespaces bool
+	selector      string
+	phases        []string
+	output        string
+}
+
 func (a *app) newGetCommand() *cobra.Command {
-	var (
-		namespace     string
-		allNamespaces bool
-		selector      string
-		phases        []string
-		output        string
-	)
+	var f getFlags
 	cmd := &cobra.Command{
 		Use:     "get [pods] [NAME...]",
 		Aliases: []string{"ls", "list"},
@@ -46,14 +50,8 @@ func (a *app) newGetCommand() *cobra.Command {
 			if len(args) > 0 && resourceWords[args[0]] {
 				args = args[1:]
 			}
-			if err := checkFormat(output, formatText, formatWide, formatJSON, formatYAML); err != nil {
+			if err := f.check(args); err != nil {
 				return err
-			}
-			if allNamespaces && namespace != "" {
-				return usageErrorf("-A and -n exclude each other")
-			}
-			if len(args) > 0 && (selector != "" || len(phases) > 0 || allNamespaces) {
-				return usageErrorf("names exclude -A, -l and --phase")
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
@@ -62,46 +60,76 @@ func (a *app) newGetCommand() *cobra.Command {
 			defer func() { _ = c.Close() }()
 			ctx, cancel := a.callContext(cmd.Context())
 			defer cancel()
-			var pods []*podsyncv1.Pod
-			if len(args) == 0 {
-				resp, err := c.ListPods(ctx, &podsyncv1.ListPodsRequest{Namespace: namespace, LabelSelector: selector, Phases: phases})
-				if err != nil {
-					return err
-				}
-				pods = resp.GetPods()
-			} else {
-				for _, name := range args {
-					resp, err := c.GetPod(ctx, namespaceOr(namespace), name)
-					if err != nil {
-						return err
-					}
-					pods = append(pods, resp.GetPod())
-				}
-			}
-			switch {
-			case output == formatJSON || output == formatYAML:
-				if len(args) == 1 {
-					return (&messageWriter{w: a.stdout, format: output}).write(pods[0])
-				}
-				return writePodList(a.stdout, output, pods)
-			case len(pods) == 0:
-				where := "in any namespace"
-				if namespace != "" {
-					where = "in namespace " + namespace
-				}
-				_, err := fmt.Fprintf(a.stderr, "No pods found %s.\n", where)
+			pods, err := f.fetch(ctx, c, args)
+			if err != nil {
 				return err
 			}
-			return writePodTable(a.stdout, pods, output == formatWide, a.now())
+			return a.writePods(f, args, pods)
 		},
-		ValidArgsFunction: a.completePodNames(&namespace),
+		ValidArgsFunction: a.completePodNames(&f.namespace),
 	}
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", `namespace (lists: all namespaces when empty; names: "default" when empty)`)
-	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the pods of every namespace (the default without -n)")
-	cmd.Flags().StringVarP(&selector, "selector", "l", "", `label selector, such as "app=web,tier!=db"`)
-	cmd.Flags().StringSliceVar(&phases, "phase", nil, "keep pods in these phases (Pending, Running, Succeeded, Failed, Unknown)")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, json or yaml")
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", `namespace (lists: all namespaces when empty; names: "default" when empty)`)
+	cmd.Flags().BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "list the pods of every namespace (the default without -n)")
+	cmd.Flags().StringVarP(&f.selector, "selector", "l", "", `label selector, such as "app=web,tier!=db"`)
+	cmd.Flags().StringSliceVar(&f.phases, "phase", nil, "keep pods in these phases (Pending, Running, Succeeded, Failed, Unknown)")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "", "output format: wide, json or yaml")
 	return cmd
+}
+
+// check checks the output format and that names (args) come without -A,
+// -l and --phase, and -A without -n.
+func (f getFlags) check(args []string) error {
+	if err := checkFormat(f.output, formatText, formatWide, formatJSON, formatYAML); err != nil {
+		return err
+	}
+	if f.allNamespaces && f.namespace != "" {
+		return usageErrorf("-A and -n exclude each other")
+	}
+	if len(args) > 0 && (f.selector != "" || len(f.phases) > 0 || f.allNamespaces) {
+		return usageErrorf("names exclude -A, -l and --phase")
+	}
+	return nil
+}
+
+// fetch returns the named pods of -n (GetPod each), or without names the
+// pods ListPods finds for the flags.
+func (f getFlags) fetch(ctx context.Context, c *client.Client, names []string) ([]*podsyncv1.Pod, error) {
+	if len(names) == 0 {
+		resp, err := c.ListPods(ctx, &podsyncv1.ListPodsRequest{Namespace: f.namespace, LabelSelector: f.selector, Phases: f.phases})
+		if err != nil {
+			return nil, err
+		}
+		return resp.GetPods(), nil
+	}
+	var pods []*podsyncv1.Pod
+	for _, name := range names {
+		resp, err := c.GetPod(ctx, namespaceOr(f.namespace), name)
+		if err != nil {
+			return nil, err
+		}
+		pods = append(pods, resp.GetPod())
+	}
+	return pods, nil
+}
+
+// writePods prints pods in the -o format: one Pod message for a single
+// name, a List otherwise, or the table (a note on stderr when empty).
+func (a *app) writePods(f getFlags, names []string, pods []*podsyncv1.Pod) error {
+	switch {
+	case f.output == formatJSON || f.output == formatYAML:
+		if len(names) == 1 {
+			return (&messageWriter{w: a.stdout, format: f.output}).write(pods[0])
+		}
+		return writePodList(a.stdout, f.output, pods)
+	case len(pods) == 0:
+		where := "in any namespace"
+		if f.namespace != "" {
+			where = "in namespace " + f.namespace
+		}
+		_, err := fmt.Fprintf(a.stderr, "No pods found %s.\n", where)
+		return err
+	}
+	return writePodTable(a.stdout, pods, f.output == formatWide, a.now())
 }
 
 func namespaceOr(ns string) string {

@@ -21,14 +21,17 @@ var waitForValues = map[string]podsyncv1.WaitFor{
 	"succeeded": podsyncv1.WaitFor_WAIT_FOR_SUCCEEDED,
 }
 
+// runFlags are run's flags.
+type runFlags struct {
+	files        []string
+	waitFor      string
+	timeout      time.Duration
+	allOrNothing bool
+	output       string
+}
+
 func (a *app) newRunCommand() *cobra.Command {
-	var (
-		files        []string
-		waitFor      string
-		timeout      time.Duration
-		allOrNothing bool
-		output       string
-	)
+	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "run -f FILE...",
 		Short: "Run the pods of manifests and wait until they run, are ready or succeed",
@@ -49,41 +52,16 @@ func (a *app) newRunCommand() *cobra.Command {
 			"  kubectl create --dry-run=client -o yaml ... | podsyncctl run -f -",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(files) == 0 {
-				return usageErrorf("run needs at least one -f")
-			}
-			wf, ok := waitForValues[waitFor]
-			if !ok {
-				return usageErrorf("--wait-for %q: want running, ready or succeeded", waitFor)
-			}
-			if err := checkFormat(output, formatText, formatJSON, formatYAML); err != nil {
-				return err
-			}
-			if timeout <= 0 {
-				return usageErrorf("--timeout %s: must be positive", timeout)
-			}
-			m, err := readManifests(a.stdin, files)
+			req, err := a.runRequest(f)
 			if err != nil {
 				return err
-			}
-			if len(m.Pods) == 0 {
-				return errors.New("no Pod in the manifests")
-			}
-			req, err := client.RunPodsRequestFromManifests(m)
-			if err != nil {
-				return err
-			}
-			req.WaitFor = wf
-			req.Timeout = durationpb.New(timeout)
-			if allOrNothing {
-				req.AdmissionMode = podsyncv1.AdmissionMode_ADMISSION_MODE_ALL_OR_NOTHING
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer func() { _ = c.Close() }()
-			p := newRunPrinter(a, req, output)
+			p := newRunPrinter(a, req, f.output)
 			res, err := c.RunPods(cmd.Context(), req, p.progress)
 			if err != nil {
 				return err
@@ -94,17 +72,53 @@ func (a *app) newRunCommand() *cobra.Command {
 			if !res.OK() {
 				s := res.Summary
 				return failed("%d of %d pods did not reach %s: %s", len(s.GetResults())-int(s.GetReachedTarget()),
-					len(s.GetResults()), targetWord(wf), countsPhrase(s))
+					len(s.GetResults()), targetWord(req.GetWaitFor()), countsPhrase(s))
 			}
 			return nil
 		},
 	}
-	addFileFlag(cmd, &files, "manifest file, directory (its .yaml, .yml and .json files) or - for stdin; repeatable")
-	cmd.Flags().StringVar(&waitFor, "wait-for", "running", "what to wait for, per pod: running, ready or succeeded")
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for each pod, from its admission (at most 24h)")
-	cmd.Flags().BoolVar(&allOrNothing, "all-or-nothing", false, "run no pod when admission refuses any of them")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (the API's RunPodsResponse messages)")
+	addFileFlag(cmd, &f.files, "manifest file, directory (its .yaml, .yml and .json files) or - for stdin; repeatable")
+	cmd.Flags().StringVar(&f.waitFor, "wait-for", "running", "what to wait for, per pod: running, ready or succeeded")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for each pod, from its admission (at most 24h)")
+	cmd.Flags().BoolVar(&f.allOrNothing, "all-or-nothing", false, "run no pod when admission refuses any of them")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "", "output format: json or yaml (the API's RunPodsResponse messages)")
 	return cmd
+}
+
+// runRequest checks the flags and builds the RunPods request from the
+// manifests of -f: their Pods, with the ConfigMaps and Secrets they use,
+// the target of --wait-for, --timeout and --all-or-nothing.
+func (a *app) runRequest(f runFlags) (*podsyncv1.RunPodsRequest, error) {
+	if len(f.files) == 0 {
+		return nil, usageErrorf("run needs at least one -f")
+	}
+	wf, ok := waitForValues[f.waitFor]
+	if !ok {
+		return nil, usageErrorf("--wait-for %q: want running, ready or succeeded", f.waitFor)
+	}
+	if err := checkFormat(f.output, formatText, formatJSON, formatYAML); err != nil {
+		return nil, err
+	}
+	if f.timeout <= 0 {
+		return nil, usageErrorf("--timeout %s: must be positive", f.timeout)
+	}
+	m, err := readManifests(a.stdin, f.files)
+	if err != nil {
+		return nil, err
+	}
+	if len(m.Pods) == 0 {
+		return nil, errors.New("no Pod in the manifests")
+	}
+	req, err := client.RunPodsRequestFromManifests(m)
+	if err != nil {
+		return nil, err
+	}
+	req.WaitFor = wf
+	req.Timeout = durationpb.New(f.timeout)
+	if f.allOrNothing {
+		req.AdmissionMode = podsyncv1.AdmissionMode_ADMISSION_MODE_ALL_OR_NOTHING
+	}
+	return req, nil
 }
 
 // countsPhrase is "1 rejected, 2 failed" from a summary.

@@ -29,6 +29,15 @@ type podSummary struct {
 
 // summarizePod computes the columns kubectl shows for a pod from its spec
 // and status. now is the reference for "ago".
+//
+// It is a port of printPod in kubernetes/kubernetes
+// pkg/printers/internalversion/printers.go, the printer behind kubectl get
+// pods, and its shape mirrors upstream's on purpose (the init containers in
+// order, then the regular containers from last to first, then the
+// Completed-but-running correction) so that the two compare line by line;
+// that is why it is longer than 80 lines. Left out: the SchedulingGated
+// reason (podsync has no scheduler), the table row's cells and conditions,
+// and the deletion rules (writePodTable shows Terminating).
 func summarizePod(spec *podsyncv1.PodSpec, pst *podsyncv1.PodStatus, now time.Time) podSummary {
 	st := convert.PodStatusFromProto(pst)
 	if st == nil {

@@ -157,38 +157,11 @@ func writePlan(w io.Writer, resp *podsyncv1.PlanPodResponse, now time.Time, p pa
 		add("-", fmt.Sprintf("kill pod: every container and sandbox (reason: %s)", orNone(plan.GetKillPodReason())))
 	}
 	for _, k := range plan.GetContainersToKill() {
-		text := fmt.Sprintf("kill %s %s", containerKind(k.GetContainerType()), k.GetName())
-		if id := k.GetContainerId(); id != "" {
-			text += " " + shortID(id)
-		}
-		why := "reason: " + k.GetReason()
-		if len(k.GetChangedFields()) > 0 {
-			why += "; changed: " + strings.Join(k.GetChangedFields(), ", ")
-		}
-		if m := k.GetMessage(); m != "" && len(k.GetChangedFields()) == 0 {
-			why += "; " + oneLine(m)
-		}
-		text += " (" + why + ")"
-		if k.GetRestart() {
-			text += ", then start it again"
-		}
-		add("-", text)
+		add("-", planKillText(k))
 	}
 	if sb := plan.GetSandbox(); sb.GetCreate() {
-		reason := fmt.Sprintf("(reason: %s)", sb.GetReason())
-		if sb.GetAttempt() == 0 && len(sb.GetKillSandboxIds()) == 0 {
-			add("+", "create sandbox, attempt 0 "+reason)
-		} else {
-			text := fmt.Sprintf("sandbox recreate attempt %d %s", sb.GetAttempt(), reason)
-			if ids := sb.GetKillSandboxIds(); len(ids) > 0 {
-				short := make([]string, len(ids))
-				for i, id := range ids {
-					short[i] = shortID(id)
-				}
-				text += ", killing " + strings.Join(short, ", ")
-			}
-			add("~", text)
-		}
+		sign, text := planSandboxLine(sb)
+		add(sign, text)
 	}
 	for _, id := range plan.GetInitInstancesToRemove() {
 		add("-", "remove dead init container instance "+shortID(id))
@@ -202,22 +175,67 @@ func writePlan(w io.Writer, resp *podsyncv1.PlanPodResponse, now time.Time, p pa
 		add("+", text+")")
 	}
 	for _, bo := range plan.GetBackingOff() {
-		text := fmt.Sprintf("%s %s waits: %s", containerKind(bo.GetContainerType()), bo.GetName(), bo.GetReason())
-		var when []string
-		if t := bo.GetNextRetryTime(); t != nil {
-			when = append(when, "retry "+until(t.AsTime(), now))
-		}
-		if d := bo.GetDelay(); d != nil {
-			when = append(when, "back-off "+d.AsDuration().Round(100*time.Millisecond).String())
-		}
-		if len(when) > 0 {
-			text += " (" + strings.Join(when, ", ") + ")"
-		}
-		add("!", text)
+		add("!", planBackOffText(bo, now))
 	}
 	if plan.GetUpToDate() {
 		add("=", "up to date: a sync would change nothing")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// planKillText is a plan's line for a container to kill: which one, why
+// (the changed fields, else the message), and whether it starts again.
+func planKillText(k *podsyncv1.ContainerKill) string {
+	text := fmt.Sprintf("kill %s %s", containerKind(k.GetContainerType()), k.GetName())
+	if id := k.GetContainerId(); id != "" {
+		text += " " + shortID(id)
+	}
+	why := "reason: " + k.GetReason()
+	if len(k.GetChangedFields()) > 0 {
+		why += "; changed: " + strings.Join(k.GetChangedFields(), ", ")
+	}
+	if m := k.GetMessage(); m != "" && len(k.GetChangedFields()) == 0 {
+		why += "; " + oneLine(m)
+	}
+	text += " (" + why + ")"
+	if k.GetRestart() {
+		text += ", then start it again"
+	}
+	return text
+}
+
+// planSandboxLine is a plan's line for a sandbox to create: "+" for a
+// pod's first, "~" for a re-creation, with the sandboxes it kills.
+func planSandboxLine(sb *podsyncv1.SandboxDecision) (sign, text string) {
+	reason := fmt.Sprintf("(reason: %s)", sb.GetReason())
+	if sb.GetAttempt() == 0 && len(sb.GetKillSandboxIds()) == 0 {
+		return "+", "create sandbox, attempt 0 " + reason
+	}
+	text = fmt.Sprintf("sandbox recreate attempt %d %s", sb.GetAttempt(), reason)
+	if ids := sb.GetKillSandboxIds(); len(ids) > 0 {
+		short := make([]string, len(ids))
+		for i, id := range ids {
+			short[i] = shortID(id)
+		}
+		text += ", killing " + strings.Join(short, ", ")
+	}
+	return "~", text
+}
+
+// planBackOffText is a plan's line for a container that waits out a
+// back-off, with its next retry and its delay.
+func planBackOffText(bo *podsyncv1.ContainerBackoff, now time.Time) string {
+	text := fmt.Sprintf("%s %s waits: %s", containerKind(bo.GetContainerType()), bo.GetName(), bo.GetReason())
+	var when []string
+	if t := bo.GetNextRetryTime(); t != nil {
+		when = append(when, "retry "+until(t.AsTime(), now))
+	}
+	if d := bo.GetDelay(); d != nil {
+		when = append(when, "back-off "+d.AsDuration().Round(100*time.Millisecond).String())
+	}
+	if len(when) > 0 {
+		text += " (" + strings.Join(when, ", ") + ")"
+	}
+	return text
 }

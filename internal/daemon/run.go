@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,14 +23,12 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
@@ -39,7 +36,6 @@ import (
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
-	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/server"
 )
 
@@ -160,55 +156,91 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 	}()
 
 	reg := prometheus.NewRegistry()
+	srv, err := d.newServer(opts, reg)
+	if err != nil {
+		return err
+	}
+	listeners, err := listenAll(ctx, cfg.Listen, cfg.Security)
+	if err != nil {
+		return err
+	}
+	metrics, metricsL, err := listenMetrics(ctx, cfg, reg)
+	if err != nil {
+		closeAll(listeners)
+		return err
+	}
+	return d.serve(ctx, srv, listeners, metrics, metricsL)
+}
+
+// newServer builds the gRPC server from opts, with the engine's metrics
+// and the Go and process collectors on reg and the health checker,
+// serving the late-bound service.
+func (d *daemon) newServer(opts server.Options, reg *prometheus.Registry) (*server.Server, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var err error
 	d.metrics, err = engine.NewMetrics(reg, engine.MetricsOptions{ErrorCode: criErrorCode})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	d.health = server.NewHealthChecker(d.svc.probe, 0, log.Named("health"))
+	d.health = server.NewHealthChecker(d.svc.probe, 0, d.log.Named("health"))
 	opts.Service = d.svc
-	opts.Logger = log.Named("grpc")
+	opts.Logger = d.log.Named("grpc")
 	opts.Registerer = reg
 	opts.Health = d.health
-	srv, err := server.New(opts)
-	if err != nil {
-		return err
-	}
+	return server.New(opts)
+}
 
-	listeners := make([]net.Listener, 0, len(cfg.Listen))
-	closeListeners := func() {
-		for _, l := range listeners {
-			_ = l.Close()
-		}
-	}
-	for _, addr := range cfg.Listen {
-		l, err := Listen(ctx, addr, cfg.Security)
+// listenAll listens on every --listen address; if one fails, it closes
+// the listeners it opened.
+func listenAll(ctx context.Context, addrs []string, sec Security) ([]net.Listener, error) {
+	listeners := make([]net.Listener, 0, len(addrs))
+	for _, addr := range addrs {
+		l, err := Listen(ctx, addr, sec)
 		if err != nil {
-			closeListeners()
-			return err
+			closeAll(listeners)
+			return nil, err
 		}
 		listeners = append(listeners, l)
 	}
-	var metrics *http.Server
-	var metricsL net.Listener
-	if cfg.MetricsAddress != "" {
-		var lc net.ListenConfig
-		if metricsL, err = lc.Listen(ctx, "tcp", cfg.MetricsAddress); err != nil {
-			closeListeners()
-			return fmt.Errorf("metrics: listen on %s: %w", cfg.MetricsAddress, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", server.MetricsHandler(reg))
-		if cfg.EnableProfiling {
-			mux.HandleFunc("/debug/pprof/", pprof.Index)
-			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		}
-		metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	}
+	return listeners, nil
+}
 
+// closeAll closes listeners.
+func closeAll(listeners []net.Listener) {
+	for _, l := range listeners {
+		_ = l.Close()
+	}
+}
+
+// listenMetrics listens on --metrics-address and returns the HTTP server
+// of /metrics (reg) and, with --enable-profiling, /debug/pprof. Both are
+// nil without --metrics-address.
+func listenMetrics(ctx context.Context, cfg Config, reg *prometheus.Registry) (*http.Server, net.Listener, error) {
+	if cfg.MetricsAddress == "" {
+		return nil, nil, nil
+	}
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", cfg.MetricsAddress)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metrics: listen on %s: %w", cfg.MetricsAddress, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", server.MetricsHandler(reg))
+	if cfg.EnableProfiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, l, nil
+}
+
+// serve runs the health checker, the node and the servers (metrics may be
+// nil) until ctx ends or a background failure, then shuts down in order:
+// health first, then the servers within --shutdown-timeout, then the node.
+// It returns the failure, or nil when ctx ended.
+func (d *daemon) serve(ctx context.Context, srv *server.Server, listeners []net.Listener, metrics *http.Server, metricsL net.Listener) error {
 	// The health checker and the node outlive ctx: they stop after the
 	// server has drained.
 	healthCtx, stopHealth := context.WithCancel(context.WithoutCancel(ctx))
@@ -217,7 +249,7 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 	healthWG.Go(func() { _ = d.health.Run(healthCtx) })
 	nodeWG.Go(func() { d.supervise(nodeCtx) })
 	for _, l := range listeners {
-		log.Info("serving", zap.String("address", l.Addr().Network()+"://"+l.Addr().String()))
+		d.log.Info("serving", zap.String("address", l.Addr().Network()+"://"+l.Addr().String()))
 		serveWG.Go(func() {
 			if err := srv.Serve(l); err != nil {
 				d.fail(err)
@@ -225,7 +257,7 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 		})
 	}
 	if metrics != nil {
-		log.Info("serving metrics", zap.String("address", metricsL.Addr().String()))
+		d.log.Info("serving metrics", zap.String("address", metricsL.Addr().String()))
 		serveWG.Go(func() {
 			if err := metrics.Serve(metricsL); !errors.Is(err, http.ErrServerClosed) {
 				d.fail(fmt.Errorf("metrics: %w", err))
@@ -236,18 +268,18 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 	var runErr error
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout.Duration))
+		d.log.Info("shutting down", zap.Duration("timeout", d.cfg.ShutdownTimeout.Duration))
 	case runErr = <-d.fatal:
-		log.Error("shutting down after a failure", zap.Error(runErr))
+		d.log.Error("shutting down after a failure", zap.Error(runErr))
 	}
 
 	// Health first: Shutdown sets NOT_SERVING, nothing may set it back.
 	stopHealth()
 	healthWG.Wait()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout.Duration)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.ShutdownTimeout.Duration)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("graceful shutdown incomplete", zap.Error(err))
+		d.log.Warn("graceful shutdown incomplete", zap.Error(err))
 	}
 	if metrics != nil {
 		if err := metrics.Shutdown(sctx); err != nil {
@@ -425,104 +457,6 @@ func criErrorCode(err error) string { return status.Code(err).String() }
 // runtimeUnavailable reports whether a CRI call failed because the runtime
 // did not answer (UNAVAILABLE: containerd stopped or restarting).
 func runtimeUnavailable(err error) bool { return status.Code(err) == codes.Unavailable }
-
-// backend is the service of the node running on a connected runtime.
-type backend struct {
-	svc podsyncv1.PodSyncServiceServer
-	rt  *syncer.RemoteRuntime
-}
-
-// lateService is the PodSyncService the gRPC server is built with before
-// the runtime is connected: it forwards to the current backend, and
-// answers UNAVAILABLE (RUNTIME_UNAVAILABLE) while there is none.
-type lateService struct {
-	podsyncv1.UnimplementedPodSyncServiceServer
-	cur atomic.Pointer[backend]
-}
-
-func (l *lateService) set(b *backend) { l.cur.Store(b) }
-
-func (l *lateService) get() (podsyncv1.PodSyncServiceServer, error) {
-	if b := l.cur.Load(); b != nil {
-		return b.svc, nil
-	}
-	return nil, server.NewError(codes.Unavailable, errorinfo.ReasonRuntimeUnavailable,
-		"podsyncd is not connected to the container runtime yet; retry", nil)
-}
-
-// probe is the health probe: CRI Version of the connected runtime.
-func (l *lateService) probe(ctx context.Context) error {
-	b := l.cur.Load()
-	if b == nil {
-		return errors.New("not connected to the container runtime")
-	}
-	_, err := b.rt.Version(ctx, "v1")
-	return err
-}
-
-func (l *lateService) RunPods(req *podsyncv1.RunPodsRequest, s grpc.ServerStreamingServer[podsyncv1.RunPodsResponse]) error {
-	svc, err := l.get()
-	if err != nil {
-		return err
-	}
-	return svc.RunPods(req, s)
-}
-
-func (l *lateService) SyncPod(req *podsyncv1.SyncPodRequest, s grpc.ServerStreamingServer[podsyncv1.SyncPodResponse]) error {
-	svc, err := l.get()
-	if err != nil {
-		return err
-	}
-	return svc.SyncPod(req, s)
-}
-
-func (l *lateService) PlanPod(ctx context.Context, req *podsyncv1.PlanPodRequest) (*podsyncv1.PlanPodResponse, error) {
-	svc, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return svc.PlanPod(ctx, req)
-}
-
-func (l *lateService) GetPod(ctx context.Context, req *podsyncv1.GetPodRequest) (*podsyncv1.GetPodResponse, error) {
-	svc, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return svc.GetPod(ctx, req)
-}
-
-func (l *lateService) ListPods(ctx context.Context, req *podsyncv1.ListPodsRequest) (*podsyncv1.ListPodsResponse, error) {
-	svc, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return svc.ListPods(ctx, req)
-}
-
-func (l *lateService) DeletePod(ctx context.Context, req *podsyncv1.DeletePodRequest) (*podsyncv1.DeletePodResponse, error) {
-	svc, err := l.get()
-	if err != nil {
-		return nil, err
-	}
-	return svc.DeletePod(ctx, req)
-}
-
-func (l *lateService) WatchPods(req *podsyncv1.WatchPodsRequest, s grpc.ServerStreamingServer[podsyncv1.WatchPodsResponse]) error {
-	svc, err := l.get()
-	if err != nil {
-		return err
-	}
-	return svc.WatchPods(req, s)
-}
-
-func (l *lateService) GetContainerLogs(req *podsyncv1.GetContainerLogsRequest, s grpc.ServerStreamingServer[podsyncv1.GetContainerLogsResponse]) error {
-	svc, err := l.get()
-	if err != nil {
-		return err
-	}
-	return svc.GetContainerLogs(req, s)
-}
 
 // memTotal returns MemTotal of a /proc/meminfo file, in bytes.
 func memTotal(path string) (int64, error) {

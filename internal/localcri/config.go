@@ -1,9 +1,12 @@
 package localcri
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 
 	toml "github.com/pelletier/go-toml/v2"
@@ -160,4 +163,58 @@ server = "http://%[1]s"
   capabilities = ["pull", "resolve"]
   skip_verify = true
 `, registryAddr)
+}
+
+// writeConfig writes config.toml, the CNI conflist and the registry hosts
+// files.
+func (i *Instance) writeConfig(ctx context.Context, subnet netip.Prefix) error {
+	for _, d := range []string{"root", "state", "tmp", "opt", "runc", "s", "cni/net.d", "cni/ipam", "certs.d"} {
+		if err := os.MkdirAll(i.path(d), 0o711); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	defaults, err := runCommand(ctx, nil, "", i.bins.containerd, "config", "default")
+	if err != nil {
+		return fmt.Errorf("containerd config default: %w", err)
+	}
+	cfg, err := patchConfig(defaults, configParams{
+		root:          i.path("root"),
+		state:         i.path("state"),
+		temp:          i.path("tmp"),
+		socket:        i.rec.Socket,
+		ttrpcSocket:   i.rec.Socket + ".ttrpc",
+		runcRoot:      i.path("runc"),
+		shimSocketDir: i.path("s"),
+		cniConfDir:    i.path("cni", "net.d"),
+		certsDir:      i.path("certs.d"),
+		optDir:        i.path("opt"),
+		sandboxImage:  PauseImage,
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(i.rec.ConfigPath, cfg, 0o644); err != nil {
+		return fmt.Errorf("write containerd config: %w", err)
+	}
+	crictl := fmt.Sprintf("runtime-endpoint: %s\nimage-endpoint: %s\ntimeout: 60\n", i.Endpoint(), i.Endpoint())
+	if err := os.WriteFile(i.path("crictl.yaml"), []byte(crictl), 0o644); err != nil {
+		return fmt.Errorf("write crictl config: %w", err)
+	}
+	conflist, err := cniConfList(i.rec.Network, i.rec.Bridge, i.path("cni", "ipam"), subnet)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(i.path("cni", "net.d", "10-localcri.conflist"), conflist, 0o644); err != nil {
+		return fmt.Errorf("write cni config: %w", err)
+	}
+	for _, host := range []string{i.rec.RegistryAddr, "registry.local"} {
+		d := i.path("certs.d", host)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create hosts dir: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "hosts.toml"), hostsTOML(i.rec.RegistryAddr), 0o644); err != nil {
+			return fmt.Errorf("write hosts.toml: %w", err)
+		}
+	}
+	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	criclient "k8s.io/cri-client/pkg"
@@ -60,4 +62,13 @@ func ProbeVersion(ctx context.Context, endpoint string) (*runtimeapi.VersionResp
 		return nil, fmt.Errorf("cri version: %w", err)
 	}
 	return v, nil
+}
+
+// dialCRI opens a gRPC client connection to a CRI socket.
+func dialCRI(socket string) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", socket, err)
+	}
+	return conn, nil
 }

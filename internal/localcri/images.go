@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"go.uber.org/zap"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Images that every instance holds, imported at start and also served by its
@@ -123,42 +124,52 @@ func BuildImages(ctx context.Context, log *zap.Logger, repoDir, toolsDir string)
 		return imgs, nil
 	}
 	log.Info("building local images", zap.String("dir", dir))
+	if err := buildImageDir(ctx, dir, repoDir, gocmd, busybox); err != nil {
+		return nil, err
+	}
+	return imgs, nil
+}
 
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), key+".tmp-")
+// buildImageDir builds the image directory dir (<tools>/images/<key>) from
+// the pause program in repoDir, built with gocmd, and the busybox binary.
+// It builds them in a temporary directory beside dir and renames it to
+// dir at the end, so that dir holds a complete build or none.
+func buildImageDir(ctx context.Context, dir, repoDir, gocmd string, busybox []byte) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".tmp-")
 	if err != nil {
-		return nil, fmt.Errorf("create image build dir: %w", err)
+		return fmt.Errorf("create image build dir: %w", err)
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
 	pauseBin := filepath.Join(tmp, "pause")
 	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 	if _, err := runCommand(ctx, env, repoDir, gocmd, "build", "-trimpath", "-ldflags=-s -w", "-o", pauseBin, "./internal/localcri/pause"); err != nil {
-		return nil, fmt.Errorf("build pause: %w", err)
+		return fmt.Errorf("build pause: %w", err)
 	}
 	pause, err := os.ReadFile(pauseBin)
 	if err != nil {
-		return nil, fmt.Errorf("read pause: %w", err)
+		return fmt.Errorf("read pause: %w", err)
 	}
 	list, err := runCommand(ctx, nil, "", busyboxPath, "--list")
 	if err != nil {
-		return nil, fmt.Errorf("list busybox applets: %w", err)
+		return fmt.Errorf("list busybox applets: %w", err)
 	}
 	in := imageInputs{pause: pause, busybox: busybox, applets: strings.Fields(string(list))}
 	if err := writeImages(in, filepath.Join(tmp, "layout"), filepath.Join(tmp, "images.tar")); err != nil {
-		return nil, err
+		return err
 	}
 	if err := os.Remove(pauseBin); err != nil {
-		return nil, fmt.Errorf("remove pause binary: %w", err)
+		return fmt.Errorf("remove pause binary: %w", err)
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("open up image dir: %w", err)
+		return fmt.Errorf("open up image dir: %w", err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("clean %s: %w", dir, err)
+		return fmt.Errorf("clean %s: %w", dir, err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		return nil, fmt.Errorf("store images: %w", err)
+		return fmt.Errorf("store images: %w", err)
 	}
-	return imgs, nil
+	return nil
 }
 
 // hashDir adds the names and contents of the regular files in dir to h.
@@ -422,4 +433,46 @@ func tarDir(dir, path string) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// pushImages stores the local images in the registry.
+func (i *Instance) pushImages(ctx context.Context) error {
+	imgs, err := LayoutImages(i.images.Layout)
+	if err != nil {
+		return err
+	}
+	for ref, img := range imgs {
+		if err := i.reg.Push(ctx, strings.TrimPrefix(ref, "registry.local/"), img); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// importImages imports the image tarball with ctr and waits until CRI
+// lists every image.
+func (i *Instance) importImages(ctx context.Context) error {
+	cmd := i.CtrCommand("images", "import", i.images.Tar)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("ctr images import: %w: %s", err, tail(out.String(), 2000))
+	}
+	conn, err := dialCRI(i.rec.Socket)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close() }()
+	is := runtimeapi.NewImageServiceClient(conn)
+	return poll(ctx, 50*time.Millisecond, func() (bool, error) {
+		for _, ref := range i.images.Refs {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			resp, err := is.ImageStatus(cctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+			cancel()
+			if err != nil || resp.GetImage() == nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }

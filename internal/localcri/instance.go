@@ -11,17 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // criNamespace is the containerd namespace the CRI plugin uses.
@@ -92,25 +87,64 @@ func Start(ctx context.Context, opts Options) (_ *Instance, err error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	if opts.Flavour == "" {
-		if opts.Flavour, err = FlavourFromEnv(); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := ParseFlavour(string(opts.Flavour)); err != nil {
+	if opts, err = opts.withDefaults(); err != nil {
 		return nil, err
-	}
-	if opts.RepoDir == "" {
-		if opts.RepoDir, err = RepoDir(); err != nil {
-			return nil, err
-		}
-	}
-	if opts.ToolsDir == "" {
-		opts.ToolsDir = filepath.Join(opts.RepoDir, ".tmp")
 	}
 	sw := newStopwatch()
 	log = log.With(zap.String("flavour", string(opts.Flavour)))
+	imgs, err := prepareHost(ctx, log, opts, sw)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := newInstance(log, opts, imgs)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = inst.abortStart(ctx, err)
+		}
+	}()
+	if err := inst.bringUp(ctx, sw); err != nil {
+		return nil, err
+	}
+	inst.stages = sw.stages
+	inst.log.Info("containerd instance ready",
+		zap.String("endpoint", inst.Endpoint()),
+		zap.String("subnet", inst.rec.Subnet),
+		zap.String("registry", inst.rec.RegistryAddr),
+		zap.String("stages", inst.stages.String()))
+	return inst, nil
+}
 
+// withDefaults returns o with its empty fields filled in (see Options),
+// and checks its flavour.
+func (o Options) withDefaults() (Options, error) {
+	var err error
+	if o.Flavour == "" {
+		if o.Flavour, err = FlavourFromEnv(); err != nil {
+			return o, err
+		}
+	}
+	if _, err := ParseFlavour(string(o.Flavour)); err != nil {
+		return o, err
+	}
+	if o.RepoDir == "" {
+		if o.RepoDir, err = RepoDir(); err != nil {
+			return o, err
+		}
+	}
+	if o.ToolsDir == "" {
+		o.ToolsDir = filepath.Join(o.RepoDir, ".tmp")
+	}
+	return o, nil
+}
+
+// prepareHost makes the machine ready for an instance of opts.Flavour: it
+// installs the missing packages, checks that it runs as root, builds
+// containerd 2.x when that is the flavour, and builds the local images
+// (or finds them cached). Each step is a lap of sw.
+func prepareHost(ctx context.Context, log *zap.Logger, opts Options, sw *stopwatch) (*Images, error) {
 	if err := ensurePackages(ctx, log, opts.Flavour); err != nil {
 		return nil, err
 	}
@@ -133,7 +167,13 @@ func Start(ctx context.Context, opts Options) (_ *Instance, err error) {
 	} else {
 		sw.lap("images (built)")
 	}
+	return imgs, nil
+}
 
+// newInstance creates the directory of a fresh run id and returns the
+// instance that will live in it, with every name and path derived from
+// the id. Nothing is started yet.
+func newInstance(log *zap.Logger, opts Options, imgs *Images) (*Instance, error) {
 	id, dir, err := newInstanceDir()
 	if err != nil {
 		return nil, err
@@ -161,59 +201,63 @@ func Start(ctx context.Context, opts Options) (_ *Instance, err error) {
 		}
 		inst.rec.LogPath = filepath.Join(opts.LogDir, "containerd-"+id+".log")
 	}
-	defer func() {
-		if err == nil {
-			return
-		}
-		logTail := inst.logTail()
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		if terr := inst.Teardown(cctx); terr != nil {
-			err = errors.Join(err, fmt.Errorf("tear down after failed start: %w", terr))
-		}
-		if logTail != "" {
-			err = fmt.Errorf("%w\ncontainerd log (last lines):\n%s", err, logTail)
-		}
-	}()
-	if err := inst.writeRecord(); err != nil {
-		return nil, err
+	return inst, nil
+}
+
+// bringUp brings a new instance to life, each step a lap of sw: it records
+// the instance on disk, claims a pod subnet, starts the registry with the
+// local images, writes the configuration, starts containerd and imports
+// the images into it.
+func (i *Instance) bringUp(ctx context.Context, sw *stopwatch) error {
+	if err := i.writeRecord(); err != nil {
+		return err
 	}
-	subnet, err := claimSubnet(ctx, id)
+	subnet, err := claimSubnet(ctx, i.rec.ID)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	inst.rec.Subnet = subnet.String()
+	i.rec.Subnet = subnet.String()
 	sw.lap("allocate")
 
-	inst.reg, err = StartRegistry(ctx, inst.log)
+	i.reg, err = StartRegistry(ctx, i.log)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	inst.rec.RegistryAddr = inst.reg.Addr()
-	if err := inst.pushImages(ctx); err != nil {
-		return nil, err
+	i.rec.RegistryAddr = i.reg.Addr()
+	if err := i.pushImages(ctx); err != nil {
+		return err
 	}
 	sw.lap("registry")
 
-	if err := inst.writeConfig(ctx, subnet); err != nil {
-		return nil, err
+	if err := i.writeConfig(ctx, subnet); err != nil {
+		return err
 	}
 	sw.lap("config")
-	if err := inst.startContainerd(ctx); err != nil {
-		return nil, err
+	if err := i.startContainerd(ctx); err != nil {
+		return err
 	}
 	sw.lap("containerd ready")
-	if err := inst.importImages(ctx); err != nil {
-		return nil, err
+	if err := i.importImages(ctx); err != nil {
+		return err
 	}
 	sw.lap("import images")
-	inst.stages = sw.stages
-	inst.log.Info("containerd instance ready",
-		zap.String("endpoint", inst.Endpoint()),
-		zap.String("subnet", inst.rec.Subnet),
-		zap.String("registry", inst.rec.RegistryAddr),
-		zap.String("stages", inst.stages.String()))
-	return inst, nil
+	return nil
+}
+
+// abortStart tears down an instance whose start failed with err, under a
+// fresh two-minute context, and returns err with the teardown's error and
+// the end of containerd's log added.
+func (i *Instance) abortStart(ctx context.Context, err error) error {
+	logTail := i.logTail()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	if terr := i.Teardown(cctx); terr != nil {
+		err = errors.Join(err, fmt.Errorf("tear down after failed start: %w", terr))
+	}
+	if logTail != "" {
+		err = fmt.Errorf("%w\ncontainerd log (last lines):\n%s", err, logTail)
+	}
+	return err
 }
 
 // newInstanceDir creates /run/localcri/<id> for a fresh random id.
@@ -351,302 +395,8 @@ func (i *Instance) path(elem ...string) string {
 	return filepath.Join(append([]string{i.rec.Dir}, elem...)...)
 }
 
-// writeConfig writes config.toml, the CNI conflist and the registry hosts
-// files.
-func (i *Instance) writeConfig(ctx context.Context, subnet netip.Prefix) error {
-	for _, d := range []string{"root", "state", "tmp", "opt", "runc", "s", "cni/net.d", "cni/ipam", "certs.d"} {
-		if err := os.MkdirAll(i.path(d), 0o711); err != nil {
-			return fmt.Errorf("create %s: %w", d, err)
-		}
-	}
-	defaults, err := runCommand(ctx, nil, "", i.bins.containerd, "config", "default")
-	if err != nil {
-		return fmt.Errorf("containerd config default: %w", err)
-	}
-	cfg, err := patchConfig(defaults, configParams{
-		root:          i.path("root"),
-		state:         i.path("state"),
-		temp:          i.path("tmp"),
-		socket:        i.rec.Socket,
-		ttrpcSocket:   i.rec.Socket + ".ttrpc",
-		runcRoot:      i.path("runc"),
-		shimSocketDir: i.path("s"),
-		cniConfDir:    i.path("cni", "net.d"),
-		certsDir:      i.path("certs.d"),
-		optDir:        i.path("opt"),
-		sandboxImage:  PauseImage,
-	})
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(i.rec.ConfigPath, cfg, 0o644); err != nil {
-		return fmt.Errorf("write containerd config: %w", err)
-	}
-	crictl := fmt.Sprintf("runtime-endpoint: %s\nimage-endpoint: %s\ntimeout: 60\n", i.Endpoint(), i.Endpoint())
-	if err := os.WriteFile(i.path("crictl.yaml"), []byte(crictl), 0o644); err != nil {
-		return fmt.Errorf("write crictl config: %w", err)
-	}
-	conflist, err := cniConfList(i.rec.Network, i.rec.Bridge, i.path("cni", "ipam"), subnet)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(i.path("cni", "net.d", "10-localcri.conflist"), conflist, 0o644); err != nil {
-		return fmt.Errorf("write cni config: %w", err)
-	}
-	for _, host := range []string{i.rec.RegistryAddr, "registry.local"} {
-		d := i.path("certs.d", host)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("create hosts dir: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(d, "hosts.toml"), hostsTOML(i.rec.RegistryAddr), 0o644); err != nil {
-			return fmt.Errorf("write hosts.toml: %w", err)
-		}
-	}
-	return nil
-}
-
-// pushImages stores the local images in the registry.
-func (i *Instance) pushImages(ctx context.Context) error {
-	imgs, err := LayoutImages(i.images.Layout)
-	if err != nil {
-		return err
-	}
-	for ref, img := range imgs {
-		if err := i.reg.Push(ctx, strings.TrimPrefix(ref, "registry.local/"), img); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// importImages imports the image tarball with ctr and waits until CRI
-// lists every image.
-func (i *Instance) importImages(ctx context.Context) error {
-	cmd := i.CtrCommand("images", "import", i.images.Tar)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("ctr images import: %w: %s", err, tail(out.String(), 2000))
-	}
-	conn, err := dialCRI(i.rec.Socket)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = conn.Close() }()
-	is := runtimeapi.NewImageServiceClient(conn)
-	return poll(ctx, 50*time.Millisecond, func() (bool, error) {
-		for _, ref := range i.images.Refs {
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			resp, err := is.ImageStatus(cctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
-			cancel()
-			if err != nil || resp.GetImage() == nil {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-}
-
-// dialCRI opens a gRPC client connection to a CRI socket.
-func dialCRI(socket string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", socket, err)
-	}
-	return conn, nil
-}
-
 // poll calls cond every interval until it returns true or an error, or ctx
 // is done.
 func poll(ctx context.Context, interval time.Duration, cond func() (bool, error)) error {
 	return wait.PollUntilContextCancel(ctx, interval, true, func(context.Context) (bool, error) { return cond() })
-}
-
-// containerdEnv is containerd's environment: the flavour's shim first on PATH.
-func containerdEnv(shimDir string) []string {
-	env := make([]string, 0, len(os.Environ())+1)
-	path := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	for _, kv := range os.Environ() {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v + ":" + path
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "PATH="+shimDir+":"+path)
-}
-
-// startContainerd starts containerd as a child process and waits until CRI
-// answers Version and reports the runtime and the network ready.
-func (i *Instance) startContainerd(ctx context.Context) error {
-	if i.running() {
-		return errors.New("containerd is running already")
-	}
-	i.mu.Lock()
-	logf, err := os.OpenFile(i.rec.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		i.mu.Unlock()
-		return fmt.Errorf("open containerd log: %w", err)
-	}
-	cmd := exec.Command(i.bins.containerd, "--config", i.rec.ConfigPath)
-	cmd.Env = containerdEnv(i.bins.shimDir)
-	cmd.Dir = i.rec.Dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// Its own process group: a ^C meant for the test binary does not reach it,
-	// so that teardown still finds it running.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	_ = logf.Close()
-	if err != nil {
-		i.mu.Unlock()
-		return fmt.Errorf("start containerd: %w", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	i.proc, i.procDone = cmd.Process, done
-	i.started = true
-	i.rec.ContainerdPID = cmd.Process.Pid
-	i.mu.Unlock()
-	if err := i.writeRecord(); err != nil {
-		return err
-	}
-	return i.waitReady(ctx, done)
-}
-
-// waitReady waits until CRI answers Version and Status says the runtime and
-// the network are ready; it fails early if containerd exits.
-func (i *Instance) waitReady(ctx context.Context, done <-chan struct{}) error {
-	conn, err := dialCRI(i.rec.Socket)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = conn.Close() }()
-	rs := runtimeapi.NewRuntimeServiceClient(conn)
-	var last error
-	err = poll(ctx, 50*time.Millisecond, func() (bool, error) {
-		select {
-		case <-done:
-			return false, errors.New("containerd exited during start")
-		default:
-		}
-		if !fileExists(i.rec.Socket) {
-			return false, nil
-		}
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		if _, err := rs.Version(cctx, &runtimeapi.VersionRequest{}); err != nil {
-			last = err
-			return false, nil
-		}
-		st, err := rs.Status(cctx, &runtimeapi.StatusRequest{})
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		for _, c := range st.GetStatus().GetConditions() {
-			// Other conditions, such as containerd 2.x's deprecation warnings
-			// (cgroup v1 here), do not keep pods from running.
-			if (c.Type == runtimeapi.RuntimeReady || c.Type == runtimeapi.NetworkReady) && !c.Status {
-				last = fmt.Errorf("condition %s: %s %s", c.Type, c.Reason, c.Message)
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil && last != nil {
-		return fmt.Errorf("wait for cri: %w (last: %w)", err, last)
-	}
-	if err != nil {
-		return fmt.Errorf("wait for cri: %w", err)
-	}
-	return nil
-}
-
-// Stop stops containerd (SIGTERM, then SIGKILL after 15 s or when ctx is
-// done) and keeps all its state: pods and containers keep running under
-// their shims, and Start brings containerd back to them.
-func (i *Instance) Stop(ctx context.Context) error {
-	i.mu.Lock()
-	p, done := i.proc, i.procDone
-	i.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	err := stopProcess(ctx, p.Pid, done, 15*time.Second)
-	i.mu.Lock()
-	i.proc, i.procDone = nil, nil
-	i.rec.ContainerdPID = 0
-	i.mu.Unlock()
-	if werr := i.writeRecord(); werr != nil && err == nil {
-		err = werr
-	}
-	if err != nil {
-		return fmt.Errorf("stop containerd: %w", err)
-	}
-	return nil
-}
-
-// Start starts containerd again after Stop, with the same configuration
-// and state, and waits until CRI is ready.
-func (i *Instance) Start(ctx context.Context) error {
-	i.mu.Lock()
-	torn := i.torn
-	i.mu.Unlock()
-	if torn {
-		return errors.New("instance was torn down")
-	}
-	return i.startContainerd(ctx)
-}
-
-// stopProcess sends SIGTERM to pid and waits for it to exit; after grace, or
-// when ctx is done, it sends SIGKILL and waits again. done, if not nil, is
-// closed when the process is reaped; otherwise /proc is polled.
-func stopProcess(ctx context.Context, pid int, done <-chan struct{}, grace time.Duration) error {
-	exited := func() bool {
-		if done != nil {
-			select {
-			case <-done:
-				return true
-			default:
-				return false
-			}
-		}
-		return !Alive(pid)
-	}
-	waitExit := func(ctx context.Context) error {
-		return poll(ctx, 20*time.Millisecond, func() (bool, error) { return exited(), nil })
-	}
-	if exited() {
-		return nil
-	}
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	gctx, cancel := context.WithTimeout(ctx, grace)
-	err := waitExit(gctx)
-	cancel()
-	if err == nil {
-		return nil
-	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := waitExit(kctx); err != nil {
-		return fmt.Errorf("process %d survived SIGKILL: %w", pid, err)
-	}
-	return nil
-}
-
-// logTail returns the last lines of containerd's log.
-func (i *Instance) logTail() string {
-	b, err := os.ReadFile(i.rec.LogPath)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 30 {
-		lines = lines[len(lines)-30:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -24,11 +24,8 @@ package localcritest
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -126,34 +123,14 @@ func (r runner) Run() int {
 		zap.String("stages", inst.Stages().String()))
 
 	// A ^C or SIGTERM still tears the instance down.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		select {
-		case sig := <-sigs:
-			log.Warn("signal: tearing down", zap.Stringer("signal", sig))
-			if r.cfg.Finished != nil {
-				_ = r.cfg.Finished()
-			}
-			if err := teardown(); err != nil {
-				log.Error("teardown", zap.Error(err))
-			}
-			os.Exit(1)
-		case <-done:
-		}
-	}()
+	stopWatching := teardownOnSignal(log, r.cfg.Finished, teardown)
 
 	start := time.Now()
 	code := r.m.Run()
 	testsTook := time.Since(start)
 	log.Info("tests done", zap.Duration("duration", testsTook))
 
-	signal.Stop(sigs)
-	close(done)
-	<-stopped
+	stopWatching()
 	if r.cfg.Finished != nil {
 		if err := r.cfg.Finished(); err != nil {
 			log.Error("FAIL: after the tests", zap.Error(err))
@@ -167,14 +144,7 @@ func (r runner) Run() int {
 	}
 	teardownTook := time.Since(tstart)
 	log.Info("private containerd torn down", zap.Duration("duration", teardownTook))
-	// go test prints a passing package's output only with -v: keep the
-	// timings in a file too.
-	if f, err := os.OpenFile(filepath.Join(logDir, "integration-timings.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-		_, _ = fmt.Fprintf(f, "%s package=%s flavour=%s run=%s exit=%d start: %s; tests %s; teardown %s\n",
-			time.Now().UTC().Format(time.RFC3339), r.cfg.Package, flavour, inst.ID(), code, inst.Stages(),
-			testsTook.Round(time.Millisecond), teardownTook.Round(time.Millisecond))
-		_ = f.Close()
-	}
+	r.writeTimings(logDir, inst, code, testsTook, teardownTook)
 	if code == 0 {
 		_ = os.Remove(inst.LogPath())
 	} else {

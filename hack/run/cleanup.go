@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/podsync/podsync/internal/localcri/localcritest"
+)
+
+// cleanup deletes the pods, stops podsyncd and containerd, removes the
+// pods' cgroups, checks that nothing is left and, when everything went
+// ok, removes the run dir.
+func (r *runner) cleanup(ok bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var errs []error
+	if r.daemon != nil && r.api != nil {
+		r.recordUIDs(ctx)
+		if err := r.podsyncctl(ctx, true, "delete", "--all"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if r.api != nil {
+		_ = r.api.Close()
+	}
+	if r.daemon != nil {
+		r.say("stopping podsyncd")
+		if err := stopProcess(r.daemon.Process, r.exited, 30*time.Second); err != nil {
+			errs = append(errs, fmt.Errorf("stop podsyncd: %w", err))
+		}
+	}
+	if r.inst != nil {
+		r.say("stopping containerd %s", r.inst.ID())
+		if err := r.inst.Teardown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, uid := range r.uids {
+		for _, qos := range []string{"", "burstable", "besteffort"} {
+			if err := localcritest.RemoveCgroups(filepath.Join("/kubepods", qos, "pod"+uid)); err != nil {
+				errs = append(errs, fmt.Errorf("remove cgroups of pod %s: %w", uid, err))
+			}
+		}
+	}
+	if r.dir != "" {
+		// podsyncd's pod volumes are mounts under its root dir: deleting
+		// the pods unmounts them.
+		mps := mountsUnder(r.dir)
+		slices.Reverse(mps)
+		for _, mp := range mps {
+			errs = append(errs, fmt.Errorf("mount left behind (now unmounted): %s", mp))
+			_ = syscall.Unmount(mp, syscall.MNT_DETACH)
+		}
+	}
+	if r.base != nil {
+		r.removeNewCgroups()
+		if left := r.leftovers(); len(left) > 0 {
+			errs = append(errs, fmt.Errorf("left behind:\n  %s", strings.Join(left, "\n  ")))
+		}
+	}
+	// The logs stay when something failed.
+	if ok && len(errs) == 0 && r.dir != "" {
+		if err := os.RemoveAll(r.dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove run dir: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stopProcess sends SIGTERM to p, then SIGKILL after grace, and waits
+// until it has exited.
+func stopProcess(p *os.Process, exited <-chan struct{}, grace time.Duration) error {
+	if err := p.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(grace):
+	}
+	if err := p.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	<-exited
+	return fmt.Errorf("pid %d did not stop within %s and was killed", p.Pid, grace)
+}
+
+// removeNewCgroups removes the kubepods cgroups that did not exist
+// before the run, once empty.
+func (r *runner) removeNewCgroups() {
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
+	more, _ := filepath.Glob("/sys/fs/cgroup/kubepods")
+	dirs = append(dirs, more...)
+	for _, d := range dirs {
+		var all []string
+		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				all = append(all, p)
+			}
+			return nil
+		})
+		slices.Reverse(all)
+		for _, p := range all {
+			if !r.base.cgroups[p] {
+				_ = os.Remove(p) // fails, as it should, when not empty
+			}
+		}
+	}
+}
+
+// leftovers lists what the run left behind: processes of its binaries or
+// run dir, mounts under the run dir, and pod cgroups. (The containerd
+// instance's processes, mounts, links and network namespaces are checked
+// by its Teardown, which also knows the pods' network namespaces and
+// veths.)
+func (r *runner) leftovers() []string {
+	var out []string
+	now := takeSnapshot()
+	for pid, cmd := range now.procs {
+		if pid == os.Getpid() {
+			continue
+		}
+		if strings.Contains(cmd, r.dir) || strings.Contains(cmd, filepath.Join(r.bin, "podsyncd")) ||
+			(r.inst != nil && strings.Contains(cmd, r.inst.ID())) {
+			out = append(out, fmt.Sprintf("process %d: %s", pid, cmd))
+		}
+	}
+	for _, uid := range r.uids {
+		for p := range now.cgroups {
+			if strings.HasSuffix(p, "/pod"+uid) {
+				out = append(out, "cgroup "+p)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// snapshot is what the leak check compares.
+type snapshot struct {
+	procs   map[int]string
+	cgroups map[string]bool // kubepods cgroups
+}
+
+func takeSnapshot() *snapshot {
+	s := &snapshot{procs: map[int]string{}, cgroups: map[string]bool{}}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && len(b) > 0 {
+			s.procs[pid] = strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+		}
+	}
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
+	more, _ := filepath.Glob("/sys/fs/cgroup/kubepods")
+	for _, root := range append(roots, more...) {
+		_ = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				s.cgroups[p] = true
+			}
+			return nil
+		})
+	}
+	return s
+}
+
+// mountsUnder lists the mount points under dir.
+func mountsUnder(dir string) []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
