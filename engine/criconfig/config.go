@@ -62,6 +62,7 @@ type Options struct {
 	CPUCFSQuotaPeriod time.Duration
 }
 
+// WithDefaults returns o with the defaults of its zero fields filled in.
 func (o Options) WithDefaults() Options {
 	if o.RootDir == "" {
 		o.RootDir = DefaultRootDir

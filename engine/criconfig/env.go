@@ -145,6 +145,7 @@ func makeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, er
 	return out, nil
 }
 
+// FindConfigMap returns the ConfigMap ns/name of cms, or nil.
 func FindConfigMap(cms []*corev1.ConfigMap, ns, name string) *corev1.ConfigMap {
 	for _, cm := range cms {
 		if cm != nil && cm.Name == name && (cm.Namespace == ns || cm.Namespace == "") {
@@ -154,6 +155,7 @@ func FindConfigMap(cms []*corev1.ConfigMap, ns, name string) *corev1.ConfigMap {
 	return nil
 }
 
+// FindSecret returns the Secret ns/name of ss, or nil.
 func FindSecret(ss []*corev1.Secret, ns, name string) *corev1.Secret {
 	for _, s := range ss {
 		if s != nil && s.Name == name && (s.Namespace == ns || s.Namespace == "") {

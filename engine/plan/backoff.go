@@ -169,12 +169,12 @@ func ImagePullBackoff(pod *corev1.Pod, c *corev1.Container, view *RuntimeView, p
 	return b
 }
 
-// crashLoopMessage is the kubelet's doBackOff message.
+// CrashLoopMessage is the kubelet's doBackOff message.
 func CrashLoopMessage(pod *corev1.Pod, name string, d time.Duration) string {
 	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, name, PodString(pod))
 }
 
-// podString is the kubelet's format.Pod: name_namespace(uid).
+// PodString is the kubelet's format.Pod: name_namespace(uid).
 func PodString(pod *corev1.Pod) string {
 	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }

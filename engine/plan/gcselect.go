@@ -12,7 +12,7 @@ type garbage struct {
 	Sandboxes  []Sandbox
 }
 
-// findGarbage picks the dead instances and sandboxes of a pod that are no
+// FindGarbage picks the dead instances and sandboxes of a pod that are no
 // longer needed, as the kubelet's container GC with MaxPerPodContainer 1
 // does, adapted to podsync's back-off, which is computed from what the
 // runtime holds. Of each container in the spec it keeps

@@ -149,7 +149,7 @@ func shouldRestartOnFailure(pod *corev1.Pod) bool {
 	return pod.Spec.RestartPolicy != corev1.RestartPolicyNever
 }
 
-// networkModeForPod is the kubelet's NetworkNamespaceForPod.
+// NetworkModeForPod is the kubelet's NetworkNamespaceForPod.
 func NetworkModeForPod(pod *corev1.Pod) runtimeapi.NamespaceMode {
 	if pod.Spec.HostNetwork {
 		return runtimeapi.NamespaceMode_NODE
@@ -232,9 +232,11 @@ func podNotRunnable(pod *corev1.Pod, now time.Time) (reason, message string) {
 	return "", ""
 }
 
+// ActiveDeadlineMessage is the kubelet's message for a pod past its
+// activeDeadlineSeconds.
 const ActiveDeadlineMessage = "Pod was active on the node longer than the specified deadline"
 
-// activeDeadlineExceeded is the kubelet's activeDeadlineHandler.
+// ActiveDeadlineExceeded is the kubelet's activeDeadlineHandler.
 func ActiveDeadlineExceeded(pod *corev1.Pod, now time.Time) bool {
 	d := pod.Spec.ActiveDeadlineSeconds
 	if d == nil || pod.Status.StartTime == nil {
@@ -429,7 +431,7 @@ func hasAnyRegularContainerCreated(pod *corev1.Pod, view *RuntimeView) bool {
 	return false
 }
 
-// shouldContainerBeRestarted is the kubelet's ShouldContainerBeRestarted,
+// ShouldContainerBeRestarted is the kubelet's ShouldContainerBeRestarted,
 // returning the reason.
 func ShouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, view *RuntimeView) (string, bool) {
 	if pod.DeletionTimestamp != nil {
@@ -504,7 +506,7 @@ func (p *planner) collectKills(a *PodActions) {
 	p.kills = nil
 }
 
-// specContainer returns the init or regular container named name, or nil.
+// SpecContainer returns the init or regular container named name, or nil.
 func SpecContainer(pod *corev1.Pod, name string) *corev1.Container {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == name {

@@ -139,7 +139,7 @@ func (v *RuntimeView) FindContainer(name string) *ContainerInstance {
 	return nil
 }
 
-// pullFailure returns the pull failure recorded for the named container
+// PullFailure returns the pull failure recorded for the named container
 // and image, or nil.
 func (v *RuntimeView) PullFailure(name, image string) *PullFailure {
 	for i := range v.PullFailures {
@@ -241,7 +241,7 @@ func containerFromCRI(c *runtimeapi.ContainerStatus) ContainerInstance {
 	return out
 }
 
-// sandboxStateFromCRI decodes a CRI sandbox state.
+// SandboxStateFromCRI decodes a CRI sandbox state.
 func SandboxStateFromCRI(s runtimeapi.PodSandboxState) SandboxState {
 	if s == runtimeapi.PodSandboxState_SANDBOX_READY {
 		return SandboxReady
@@ -249,7 +249,7 @@ func SandboxStateFromCRI(s runtimeapi.PodSandboxState) SandboxState {
 	return SandboxNotReady
 }
 
-// containerStateFromCRI decodes a CRI container state.
+// ContainerStateFromCRI decodes a CRI container state.
 func ContainerStateFromCRI(s runtimeapi.ContainerState) ContainerState {
 	switch s {
 	case runtimeapi.ContainerState_CONTAINER_CREATED:

@@ -27,7 +27,7 @@ const (
 	maxTerminationMessageLogLine = 80
 )
 
-// podSelector selects the CRI objects podsync created for the pod uid.
+// PodSelector selects the CRI objects podsync created for the pod uid.
 func PodSelector(uid types.UID) map[string]string {
 	return map[string]string{plan.LabelManaged: "true", plan.LabelPodUID: string(uid)}
 }

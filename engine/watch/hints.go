@@ -22,7 +22,7 @@ const (
 	containerUnknown
 )
 
-// objectStates maps the CRI ids of a pod's sandboxes and containers to
+// ObjectStates maps the CRI ids of a pod's sandboxes and containers to
 // their states.
 type ObjectStates map[string]objectState
 
@@ -48,7 +48,7 @@ func containerObject(s plan.ContainerState) objectState {
 	}
 }
 
-// statesOf returns the objects of a view and their states.
+// StatesOf returns the objects of a view and their states.
 func StatesOf(v plan.RuntimeView) ObjectStates {
 	out := make(ObjectStates, len(v.Sandboxes)+len(v.Containers))
 	for _, sb := range v.Sandboxes {
@@ -88,7 +88,7 @@ func (e objectEvent) seenBy(states ObjectStates) bool {
 	}
 }
 
-// hint is what the runtime watcher tells a pod's worker: that the pod's
+// Hint is what the runtime watcher tells a pod's worker: that the pod's
 // objects may have changed, and what it knows of the change, so a worker
 // whose last pass already saw it can skip the pass the hint would cost.
 // Hints for the same pod not yet delivered are merged.
@@ -108,7 +108,7 @@ type Hint struct {
 // is busy (a long kill, say); past it the hint only asks for a pass.
 const maxHintEvents = 64
 
-// merge adds a later hint for the same pod to h.
+// Merge adds a later hint for the same pod to h.
 func (h *Hint) Merge(later Hint) {
 	h.Unknown = h.Unknown || later.Unknown || len(h.events)+len(later.events) > maxHintEvents
 	if h.Unknown {
@@ -122,7 +122,7 @@ func (h *Hint) Merge(later Hint) {
 	h.events = append(h.events, later.events...)
 }
 
-// seenBy reports whether states, read after every change h reports,
+// SeenBy reports whether states, read after every change h reports,
 // show all of them: then a pass would find what the last one found.
 func (h *Hint) SeenBy(states ObjectStates) bool {
 	if h.Unknown || states == nil {

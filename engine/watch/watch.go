@@ -176,7 +176,7 @@ func (w *Watcher) Subscribe(ctx context.Context) <-chan types.UID {
 	return uids
 }
 
-// subscribeHints is Subscribe with what the watcher knows of each change:
+// SubscribeHints is Subscribe with what the watcher knows of each change:
 // the pod's objects at the relist that found it, the container events.
 // Hints not yet received are merged per pod.
 func (w *Watcher) SubscribeHints(ctx context.Context) <-chan Hint {

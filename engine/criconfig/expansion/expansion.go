@@ -5,7 +5,7 @@ package expansion
 
 import "strings"
 
-// expand replaces every $(NAME) in input with vars[NAME]. A reference to an
+// Expand replaces every $(NAME) in input with vars[NAME]. A reference to an
 // unknown variable is left as written, $$ is an escaped $, and a $ not
 // followed by ( or $ is kept, all as the kubelet does.
 func Expand(input string, vars map[string]string) string {

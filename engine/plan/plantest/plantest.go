@@ -15,8 +15,11 @@ import (
 	"github.com/podsync/podsync/engine/plan"
 )
 
+// T0 is the time the fixtures are built relative to: "now" of the tests.
 var T0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
+// BasePod is web in namespace shop (uid-1), restartPolicy Always, with two
+// regular containers, app and helper.
 func BasePod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"},
@@ -31,7 +34,7 @@ func BasePod() *corev1.Pod {
 	}
 }
 
-// inst builds an instance of the container named name in pod, with the
+// Inst builds an instance of the container named name in pod, with the
 // hash pod gives it.
 func Inst(pod *corev1.Pod, name, id string, state plan.ContainerState, restarts int32, age time.Duration) plan.ContainerInstance {
 	c := plan.SpecContainer(pod, name)
@@ -47,6 +50,7 @@ func Inst(pod *corev1.Pod, name, id string, state plan.ContainerState, restarts 
 	return i
 }
 
+// Exited returns i exited with code, finishedAgo before T0.
 func Exited(i plan.ContainerInstance, code int32, finishedAgo time.Duration) plan.ContainerInstance {
 	i.State = plan.ContainerExited
 	i.ExitCode = code
@@ -54,6 +58,8 @@ func Exited(i plan.ContainerInstance, code int32, finishedAgo time.Duration) pla
 	return i
 }
 
+// BaseView is BasePod's view: a ready sandbox sb1 with both containers
+// running.
 func BaseView() plan.RuntimeView {
 	p := BasePod()
 	return plan.RuntimeView{
@@ -65,7 +71,7 @@ func BaseView() plan.RuntimeView {
 	}
 }
 
-// withInit gives the pod init containers: "init-a" and "init-b" run to
+// WithInit gives the pod init containers: "init-a" and "init-b" run to
 // completion; names ending in "-sidecar" are restartable.
 func WithInit(names ...string) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
@@ -79,6 +85,7 @@ func WithInit(names ...string) func(*corev1.Pod) {
 	}
 }
 
+// Chain applies the pod mutators fs in order.
 func Chain(fs ...func(*corev1.Pod)) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		for _, f := range fs {
@@ -87,19 +94,20 @@ func Chain(fs ...func(*corev1.Pod)) func(*corev1.Pod) {
 	}
 }
 
+// Policy sets the pod's restart policy.
 func Policy(rp corev1.RestartPolicy) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Spec.RestartPolicy = rp }
 }
 
-// setContainers replaces the view's containers, newest first.
+// SetContainers replaces the view's containers, newest first.
 func SetContainers(is ...plan.ContainerInstance) func(*corev1.Pod, *plan.RuntimeView) {
 	return func(_ *corev1.Pod, v *plan.RuntimeView) { v.Containers = is }
 }
 
-// benchNow is the planning time of the benchmarks.
+// BenchNow is the planning time of the benchmarks.
 var BenchNow = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
-// benchPod returns a defaulted-looking pod of n web-like containers:
+// BenchPod returns a defaulted-looking pod of n web-like containers:
 // command, env, a port, requests and limits, a volume mount and a
 // termination message path, as convert.Default leaves them.
 func BenchPod(n int) *corev1.Pod {
@@ -141,7 +149,7 @@ func BenchPod(n int) *corev1.Pod {
 	return pod
 }
 
-// benchView returns the runtime view of pod: one ready sandbox and one
+// BenchView returns the runtime view of pod: one ready sandbox and one
 // running instance of every container, except that every container whose
 // index satisfies exited has exited with code 1 (its first failure: the
 // planner restarts it at once).
@@ -171,6 +179,7 @@ func BenchView(pod *corev1.Pod, exited func(i int) bool) plan.RuntimeView {
 	return v
 }
 
+// Sandbox builds a sandbox created age before T0 with one IP, ready or not.
 func Sandbox(id string, attempt uint32, ready bool, age time.Duration) plan.Sandbox {
 	s := plan.Sandbox{ID: id, Attempt: attempt, CreatedAt: T0.Add(-age), IPs: []string{"10.0.0.5"}, NetworkMode: runtimeapi.NamespaceMode_POD}
 	if ready {

@@ -38,6 +38,8 @@ type Harness struct {
 	In    syncer.SyncInput
 }
 
+// New returns a Harness on a fresh fake runtime and fake clock at T0;
+// mutate adjusts the Syncer's options before it is built.
 func New(t *testing.T, mutate ...func(*syncer.SyncerOptions)) *Harness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -56,7 +58,7 @@ func New(t *testing.T, mutate ...func(*syncer.SyncerOptions)) *Harness {
 	return &Harness{T: t, Ctx: ctx, RT: rt, Clock: clk, S: s, Cfg: opts.Config}
 }
 
-// sync runs one pass (after moving the clock on by a millisecond, so that
+// Sync runs one pass (after moving the clock on by a millisecond, so that
 // objects of different passes are ordered), checks that the emitted steps
 // are the result's, and fails the test on a pass error.
 func (h *Harness) Sync(pod *corev1.Pod) syncer.SyncResult {
@@ -68,6 +70,7 @@ func (h *Harness) Sync(pod *corev1.Pod) syncer.SyncResult {
 	return res
 }
 
+// TrySync is Sync that returns the pass's error instead of failing.
 func (h *Harness) TrySync(pod *corev1.Pod) (syncer.SyncResult, error) {
 	h.T.Helper()
 	h.Clock.Step(time.Millisecond)
@@ -82,7 +85,7 @@ func (h *Harness) TrySync(pod *corev1.Pod) (syncer.SyncResult, error) {
 	return res, err
 }
 
-// summary renders steps as "Action Target Reason", with "!" before the
+// Summary renders steps as "Action Target Reason", with "!" before the
 // reason of a failed step and "@+duration" for a back-off's next retry.
 func Summary(steps []syncer.StepResult) []string {
 	var out []string
@@ -102,6 +105,7 @@ func Summary(steps []syncer.StepResult) []string {
 	return out
 }
 
+// WantSteps fails t unless res's steps are want (see Summary).
 func WantSteps(t *testing.T, res syncer.SyncResult, want ...string) {
 	t.Helper()
 	if diff := cmp.Diff(want, Summary(res.Steps)); diff != "" {
@@ -109,7 +113,7 @@ func WantSteps(t *testing.T, res syncer.SyncResult, want ...string) {
 	}
 }
 
-// failedStep returns the failed step with action on target, failing the
+// FailedStep returns the failed step with action on target, failing the
 // test if there is none.
 func FailedStep(t *testing.T, res syncer.SyncResult, action syncer.StepAction, target string) syncer.StepResult {
 	t.Helper()
@@ -122,7 +126,7 @@ func FailedStep(t *testing.T, res syncer.SyncResult, action syncer.StepAction, t
 	return syncer.StepResult{}
 }
 
-// newest returns the newest instance of the named container.
+// Newest returns the newest instance of the named container.
 func Newest(t *testing.T, res syncer.SyncResult, name string) plan.ContainerInstance {
 	t.Helper()
 	inst := res.View.FindContainer(name)
@@ -132,7 +136,7 @@ func Newest(t *testing.T, res syncer.SyncResult, name string) plan.ContainerInst
 	return *inst
 }
 
-// exit makes the newest instance of the named container exit.
+// Exit makes the newest instance of the named container exit.
 func (h *Harness) Exit(res syncer.SyncResult, name string, code int32, lines ...string) {
 	h.T.Helper()
 	inst := Newest(h.T, res, name)
@@ -141,7 +145,7 @@ func (h *Harness) Exit(res syncer.SyncResult, name string, code int32, lines ...
 	}
 }
 
-// converged checks that the pod runs: every regular container running in
+// Converged checks that the pod runs: every regular container running in
 // the ready sandbox, phase Running, and no dead instance but the newest
 // two of each container.
 func (h *Harness) Converged(pod *corev1.Pod, res syncer.SyncResult) {
@@ -168,7 +172,7 @@ func (h *Harness) Converged(pod *corev1.Pod, res syncer.SyncResult) {
 	}
 }
 
-// criContainers lists the fake runtime's containers of the pod, by name
+// CriContainers lists the fake runtime's containers of the pod, by name
 // and state.
 func (h *Harness) CriContainers() []string {
 	h.T.Helper()
@@ -184,6 +188,7 @@ func (h *Harness) CriContainers() []string {
 	return out
 }
 
+// CriSandboxes lists the runtime's sandboxes as "attempt state", sorted.
 func (h *Harness) CriSandboxes() []string {
 	h.T.Helper()
 	sbs, err := h.RT.ListPodSandbox(h.Ctx, nil)
@@ -198,7 +203,7 @@ func (h *Harness) CriSandboxes() []string {
 	return out
 }
 
-// calls returns the CRI calls made so far, and forgets them.
+// Calls returns the CRI calls made so far, and forgets them.
 func (h *Harness) Calls() []string {
 	h.RT.Lock()
 	defer h.RT.Unlock()
