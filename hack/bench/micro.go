@@ -9,11 +9,13 @@ import (
 	"strings"
 )
 
-// microPackages are the Go benchmarks of the report: the planner and
-// status in engine, the conversions in convert, the store's reads behind
-// GetPod and ListPods.
+// microPackages are the Go benchmarks of the report: the planner and the
+// spec hash in engine/plan, the status in engine/podstatus, the
+// conversions in convert, the store's reads behind GetPod and ListPods.
+// A package whose pattern matches no benchmark is an error of the run.
 var microPackages = []struct{ pkg, pattern string }{
-	{"./engine", "^(BenchmarkComputePodActions|BenchmarkContainerHash|BenchmarkComputePodStatus)$"},
+	{"./engine/plan", "^(BenchmarkComputePodActions|BenchmarkContainerHash)$"},
+	{"./engine/podstatus", "^BenchmarkComputePodStatus$"},
 	{"./convert", "^(BenchmarkManifestToProto|BenchmarkDecode|BenchmarkDefault|BenchmarkPodToProto|BenchmarkPodToProtoWithStatus|BenchmarkPodFromProto)$"},
 	{"./engine/store", "^(BenchmarkList|BenchmarkGetByName)$"},
 }
@@ -39,7 +41,12 @@ func (b *bench) microBench(ctx context.Context) ([]*microResult, []string) {
 			errs = append(errs, fmt.Sprintf("go %s: %v: %s", strings.Join(args, " "), err, tailString(string(data), 1500)))
 			continue
 		}
-		out = append(out, parseBench(strings.TrimPrefix(p.pkg, "./"), string(data))...)
+		res := parseBench(strings.TrimPrefix(p.pkg, "./"), string(data))
+		if len(res) == 0 {
+			errs = append(errs, fmt.Sprintf("go %s: no benchmark matched %s", strings.Join(args, " "), p.pattern))
+			continue
+		}
+		out = append(out, res...)
 	}
 	return out, errs
 }

@@ -188,8 +188,8 @@ func renderMethod(w *strings.Builder, res *results, cfg config) {
 		"  (an in-repo Go load generator over the generated stubs, on the same machine). RSS is VmRSS of\n"+
 		"  podsyncd with the pods running, before the load; the peak is VmHWM at the end.\n",
 		cfg.apiPods, cfg.apiBatch, cfg.apiClients, cfg.apiDuration)
-	p("- **Micro-benchmarks:** `go test -bench -benchmem -count %d -benchtime %s` of `engine` (planner,\n"+
-		"  status, container hash) and `convert`; medians over the counts.\n", cfg.microCount, cfg.microTime)
+	p("- **Micro-benchmarks:** `go test -bench -benchmem -count %d -benchtime %s` of `engine/plan`\n"+
+		"  (planner, container hash), `engine/podstatus`, `convert` and `engine/store`; medians over the counts.\n", cfg.microCount, cfg.microTime)
 	p("- Figures are median (min–max) of the runs. No timed assertion is part of `make test`.\n\n")
 }
 
