@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
@@ -271,7 +270,7 @@ func (v *Validator) ValidateGetContainerLogsRequest(req *podsyncv1.GetContainerL
 	}
 	errs := validatePodName(nil, req.GetNamespace(), req.GetName())
 	if c := req.GetContainer(); c != "" {
-		errs = append(errs, dns1123Label(field.NewPath("container"), c)...)
+		errs = append(errs, validation.DNS1123Label(field.NewPath("container"), c)...)
 	}
 	if req.TailLines != nil && *req.TailLines < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("tailLines"), *req.TailLines, "must be greater than or equal to 0"))
@@ -489,14 +488,14 @@ func validatePodName(p *field.Path, namespace, name string) field.ErrorList {
 	if name == "" {
 		return append(errs, field.Required(child("name"), ""))
 	}
-	return append(errs, dns1123Subdomain(child("name"), name)...)
+	return append(errs, validation.DNS1123Subdomain(child("name"), name)...)
 }
 
 func validateOptionalNamespace(p *field.Path, namespace string) field.ErrorList {
 	if namespace == "" {
 		return nil
 	}
-	return dns1123Label(p, namespace)
+	return validation.DNS1123Label(p, namespace)
 }
 
 func validateSelector(p *field.Path, selector string, maxBytes int) field.ErrorList {
@@ -510,20 +509,4 @@ func validateSelector(p *field.Path, selector string, maxBytes int) field.ErrorL
 		return field.ErrorList{field.Invalid(p, selector, err.Error())}
 	}
 	return nil
-}
-
-func invalid(p *field.Path, value any, msgs []string) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range msgs {
-		errs = append(errs, field.Invalid(p, value, msg))
-	}
-	return errs
-}
-
-func dns1123Label(p *field.Path, v string) field.ErrorList {
-	return invalid(p, v, utilvalidation.IsDNS1123Label(v))
-}
-
-func dns1123Subdomain(p *field.Path, v string) field.ErrorList {
-	return invalid(p, v, utilvalidation.IsDNS1123Subdomain(v))
 }

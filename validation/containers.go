@@ -53,7 +53,7 @@ func (pv *podValidator) container(p *field.Path, c *corev1.Container, isInit boo
 	case pc.names[c.Name]:
 		pv.add(field.Duplicate(p.Child("name"), c.Name))
 	default:
-		pv.add(dns1123Label(p.Child("name"), c.Name)...)
+		pv.add(DNS1123Label(p.Child("name"), c.Name)...)
 	}
 	pc.names[c.Name] = true
 

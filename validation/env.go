@@ -125,7 +125,7 @@ func (pv *podValidator) objectRef(p *field.Path, kind, namespace, name string, o
 	case name == "":
 		pv.add(field.Required(p, ""))
 	case len(validation.IsDNS1123Subdomain(name)) > 0:
-		pv.add(dns1123Subdomain(p, name)...)
+		pv.add(DNS1123Subdomain(p, name)...)
 	case !found && !optional && !pv.skipRefs:
 		pv.add(notFound(p, name, notInRequest(kind, namespace)))
 	}

@@ -29,11 +29,15 @@ func invalid(p *field.Path, value any, msgs []string) field.ErrorList {
 	return errs
 }
 
-func dns1123Label(p *field.Path, v string) field.ErrorList {
+// DNS1123Label checks that v is a DNS-1123 label (a namespace, a container
+// name), as the API server does.
+func DNS1123Label(p *field.Path, v string) field.ErrorList {
 	return invalid(p, v, validation.IsDNS1123Label(v))
 }
 
-func dns1123Subdomain(p *field.Path, v string) field.ErrorList {
+// DNS1123Subdomain checks that v is a DNS-1123 subdomain (an object's
+// name), as the API server does.
+func DNS1123Subdomain(p *field.Path, v string) field.ErrorList {
 	return invalid(p, v, validation.IsDNS1123Subdomain(v))
 }
 

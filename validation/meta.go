@@ -35,9 +35,9 @@ func validateObjectMeta(p *field.Path, m *metav1.ObjectMeta) field.ErrorList {
 	if m.Name == "" {
 		errs = append(errs, field.Required(p.Child("name"), ""))
 	} else {
-		errs = append(errs, dns1123Subdomain(p.Child("name"), m.Name)...)
+		errs = append(errs, DNS1123Subdomain(p.Child("name"), m.Name)...)
 	}
-	errs = append(errs, dns1123Label(p.Child("namespace"), m.Namespace)...)
+	errs = append(errs, DNS1123Label(p.Child("namespace"), m.Namespace)...)
 	errs = append(errs, metav1validation.ValidateLabels(m.Labels, p.Child("labels"))...)
 	errs = append(errs, apivalidation.ValidateAnnotations(m.Annotations, p.Child("annotations"))...)
 	return errs

@@ -121,16 +121,16 @@ func (pv *podValidator) spec(p *field.Path, namespace string, spec *corev1.PodSp
 		pv.add(field.Invalid(p.Child("activeDeadlineSeconds"), *d, "must be greater than 0"))
 	}
 	if spec.Hostname != "" {
-		pv.add(dns1123Label(p.Child("hostname"), spec.Hostname)...)
+		pv.add(DNS1123Label(p.Child("hostname"), spec.Hostname)...)
 	}
 	if spec.Subdomain != "" {
-		pv.add(dns1123Label(p.Child("subdomain"), spec.Subdomain)...)
+		pv.add(DNS1123Label(p.Child("subdomain"), spec.Subdomain)...)
 	}
 	if n := spec.NodeName; n != "" {
 		if pv.nodeName != "" && n != pv.nodeName {
 			pv.add(field.Invalid(p.Child("nodeName"), n, fmt.Sprintf("must be empty or this node's name %q", pv.nodeName)))
 		} else {
-			pv.add(dns1123Subdomain(p.Child("nodeName"), n)...)
+			pv.add(DNS1123Subdomain(p.Child("nodeName"), n)...)
 		}
 	}
 	pv.dns(p, spec)
@@ -138,7 +138,7 @@ func (pv *podValidator) spec(p *field.Path, namespace string, spec *corev1.PodSp
 		hp := p.Child("hostAliases").Index(i)
 		pv.add(validation.IsValidIP(hp.Child("ip"), h.IP)...)
 		for j, name := range h.Hostnames {
-			pv.add(dns1123Subdomain(hp.Child("hostnames").Index(j), name)...)
+			pv.add(DNS1123Subdomain(hp.Child("hostnames").Index(j), name)...)
 		}
 	}
 	pv.podSecurityContext(p.Child("securityContext"), spec.SecurityContext)
@@ -202,7 +202,7 @@ func (pv *podValidator) dns(p *field.Path, spec *corev1.PodSpec) {
 		if s == "." {
 			continue
 		}
-		pv.add(dns1123Subdomain(cp.Child("searches").Index(i), strings.TrimSuffix(s, "."))...)
+		pv.add(DNS1123Subdomain(cp.Child("searches").Index(i), strings.TrimSuffix(s, "."))...)
 	}
 	for i, o := range cfg.Options {
 		if o.Name == "" {

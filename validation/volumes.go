@@ -20,7 +20,7 @@ func (pv *podValidator) volumes(p *field.Path, namespace string, vols []corev1.V
 		case names[vol.Name]:
 			pv.add(field.Duplicate(vp.Child("name"), vol.Name))
 		default:
-			pv.add(dns1123Label(vp.Child("name"), vol.Name)...)
+			pv.add(DNS1123Label(vp.Child("name"), vol.Name)...)
 		}
 		names[vol.Name] = true
 
