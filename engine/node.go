@@ -198,6 +198,11 @@ type Node struct {
 
 	obsMu     sync.Mutex
 	observers map[types.UID][]*stepObserver
+
+	// admitMu serialises the admission of new pods; admitting holds the
+	// pods admitted and not stored yet.
+	admitMu   sync.Mutex
+	admitting map[types.UID]*reservation
 }
 
 // stepObserver is one ObserveSteps registration.
@@ -288,6 +293,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 		clock: opts.Clock, log: opts.Logger, backoff: opts.Backoff, cfg: opts.Config.WithDefaults(),
 		gc: gc, rot: opts.LogRotation.withDefaults(), admit: opts.Admit, policy: opts.Policy, metrics: opts.Metrics,
 		unavailable: opts.RuntimeUnavailable, ready: make(chan struct{}), workers: map[types.UID]*worker{},
+		admitting: map[types.UID]*reservation{},
 	}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -78,13 +79,12 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 		}
 	}
 	if res.Created && n.admit != nil {
-		others, err := n.activePods()
+		release, err := n.admitNew(pod)
 		if err != nil {
-			return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
-		}
-		if err := n.admit(pod, others); err != nil {
 			return res, fmt.Errorf("admit pod %s: %w", plan.PodString(pod), err)
 		}
+		// Until the pod is stored, its reservation counts it.
+		defer release()
 	}
 	failpoint.Inject(failpoint.BeforeStorePut)
 	rec, err := n.store.Put(store.PodRecord{Pod: pod, ConfigMaps: configMaps, Secrets: secrets})
@@ -262,6 +262,53 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 		return true, steps, fmt.Errorf("delete pod %s: %w", plan.PodString(pod), n.runtimeError(err))
 	}
 	return true, steps, nil
+}
+
+// admitNew admits a pod the node does not hold yet, one pod at a time as
+// the kubelet does: against the active stored pods and the pods admitted
+// but not stored yet, so concurrent applies cannot together overrun the
+// node's pods, resources or host ports. The pod is reserved until release,
+// which the caller calls once it is stored (or refused by the store); the
+// store writes of admitted pods still run in parallel.
+func (n *Node) admitNew(pod *corev1.Pod) (release func(), err error) {
+	n.admitMu.Lock()
+	defer n.admitMu.Unlock()
+	active, err := n.activePods()
+	if err != nil {
+		return nil, err
+	}
+	// The pod itself is not one of the others: two applies of one new pod
+	// (a retried SyncPod) are one pod.
+	others := slices.DeleteFunc(active, func(o *corev1.Pod) bool { return o.UID == pod.UID })
+	for uid, r := range n.admitting {
+		if uid != pod.UID && !slices.ContainsFunc(others, func(o *corev1.Pod) bool { return o.UID == uid }) {
+			others = append(others, r.pod)
+		}
+	}
+	if err := n.admit(pod, others); err != nil {
+		return nil, err
+	}
+	r := n.admitting[pod.UID]
+	if r == nil {
+		r = &reservation{}
+		n.admitting[pod.UID] = r
+	}
+	r.pod = pod
+	r.holders++
+	return func() {
+		n.admitMu.Lock()
+		defer n.admitMu.Unlock()
+		if r.holders--; r.holders == 0 {
+			delete(n.admitting, pod.UID)
+		}
+	}, nil
+}
+
+// reservation is a pod admitted and not stored yet, and how many applies
+// of it hold it.
+type reservation struct {
+	pod     *corev1.Pod
+	holders int
 }
 
 // activePods returns the stored pods that are neither terminal nor being

@@ -1,0 +1,89 @@
+package engine_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/store"
+)
+
+// TestConcurrentAppliesCannotOverrunAdmission: new pods applied at once
+// are admitted one at a time, as the kubelet admits them, so together
+// they cannot exceed the node's pod count or take one host port twice;
+// the refused ones leave nothing in the store or the runtime, and
+// concurrent applies of one new pod are one pod.
+func TestConcurrentAppliesCannotOverrunAdmission(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		maxPods int64
+		mutate  func(*corev1.Pod)
+		pods    int
+		want    int
+	}{
+		{name: "max pods", maxPods: 3, pods: 10, want: 3},
+		{name: "one host port", maxPods: 110, pods: 6, want: 1, mutate: func(p *corev1.Pod) {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080, Protocol: corev1.ProtocolTCP}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			admitFn, policyFn := engine.Admission(admit.Node{Allocatable: corev1.ResourceList{
+				corev1.ResourcePods: *resource.NewQuantity(tc.maxPods, resource.DecimalSI)}}, admit.Policy{})
+			h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Admit, o.Policy = admitFn, policyFn })
+			var admitted, refused atomic.Int32
+			var wg sync.WaitGroup
+			for i := range tc.pods {
+				pod := enginetest.Pod()
+				pod.Name, pod.UID = fmt.Sprintf("web-%d", i), types.UID(fmt.Sprintf("uid-%d", i))
+				pod.Spec.Containers = pod.Spec.Containers[:1]
+				if tc.mutate != nil {
+					tc.mutate(pod)
+				}
+				// Each pod twice at once: a retried apply of a new pod.
+				for range 2 {
+					wg.Go(func() {
+						_, err := h.node.Apply(h.ctx, pod.DeepCopy(), nil, nil, nil)
+						switch {
+						case err == nil:
+							admitted.Add(1)
+						case errors.Is(err, errdefs.ErrAdmission):
+							refused.Add(1)
+						default:
+							t.Errorf("Apply %s: %v", pod.Name, err)
+						}
+					})
+				}
+			}
+			wg.Wait()
+			recs, _, err := h.st.List(store.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != tc.want {
+				t.Errorf("%d pods stored, want %d", len(recs), tc.want)
+			}
+			// Both applies of an admitted pod succeed; both of a refused
+			// one are refused.
+			if int(admitted.Load()) != 2*tc.want || int(refused.Load()) != 2*(tc.pods-tc.want) {
+				t.Errorf("%d applies admitted and %d refused, want %d and %d", admitted.Load(), refused.Load(), 2*tc.want, 2*(tc.pods-tc.want))
+			}
+			sbs, err := h.rt.ListPodSandbox(h.ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sbs) != tc.want {
+				t.Errorf("%d sandboxes in the runtime, want %d", len(sbs), tc.want)
+			}
+		})
+	}
+}
