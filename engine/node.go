@@ -145,6 +145,12 @@ type NodeOptions struct {
 	// recorded only if Runtime and Images are wrapped with
 	// Metrics.InstrumentRuntime and InstrumentImages.
 	Metrics *Metrics
+	// RemoveOrphans lets Run remove podsync's pods on the runtime when the
+	// store has no history at all (it is new, was emptied or replaced):
+	// without it Run refuses to start, with an error wrapping
+	// ErrStoreLost, and touches nothing, so that a lost store never takes
+	// the running pods with it (podsyncd --remove-orphans).
+	RemoveOrphans bool
 	// Syncer, if set, runs the pod workers' passes in place of a
 	// syncer.Syncer built from Runtime, Images, Clock, Logger, Backoff,
 	// Config and Metrics (tests drive the workers with a scripted one).
@@ -181,6 +187,8 @@ type Node struct {
 	admit   AdmitFunc
 	policy  PolicyFunc
 	metrics *Metrics
+	// removeOrphans is NodeOptions.RemoveOrphans.
+	removeOrphans bool
 	// unavailable is NodeOptions.RuntimeUnavailable.
 	unavailable func(error) bool
 
@@ -292,7 +300,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 		rt: opts.Runtime, store: opts.Store, syncer: ps, watcher: watcher, prober: pm,
 		clock: opts.Clock, log: opts.Logger, backoff: opts.Backoff, cfg: opts.Config.WithDefaults(),
 		gc: gc, rot: opts.LogRotation.withDefaults(), admit: opts.Admit, policy: opts.Policy, metrics: opts.Metrics,
-		unavailable: opts.RuntimeUnavailable, ready: make(chan struct{}), workers: map[types.UID]*worker{},
+		unavailable: opts.RuntimeUnavailable, removeOrphans: opts.RemoveOrphans, ready: make(chan struct{}), workers: map[types.UID]*worker{},
 		admitting: map[types.UID]*reservation{},
 	}, nil
 }

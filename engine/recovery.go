@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -19,7 +21,11 @@ import (
 // recover loads the store and lists the runtime: podsync's objects of
 // pods the store does not hold are removed (a failure is logged and left
 // to the garbage collector), and every stored pod gets a worker, whose
-// first pass adopts what the runtime holds or finishes a deletion.
+// first pass adopts what the runtime holds or finishes a deletion. A store
+// with no history (revision 0: new, emptied or replaced) on a runtime that
+// holds podsync's pods is a lost store, not a node whose pods are all
+// orphans: recover then fails with ErrStoreLost and touches nothing,
+// unless RemoveOrphans.
 func (n *Node) recover(ctx context.Context) error {
 	recs, rev, err := n.store.List(store.Filter{})
 	if err != nil {
@@ -28,6 +34,11 @@ func (n *Node) recover(ctx context.Context) error {
 	inRuntime, err := n.runtimePods(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("recover: list the runtime: %w: %w", errdefs.ErrRuntimeUnavailable, err)
+	}
+	if rev == 0 && len(inRuntime) > 0 && !n.removeOrphans {
+		return fmt.Errorf("recover: %w: the store at %s is new or empty, but the runtime holds %d of podsync's pods (%s); "+
+			"they keep running and nothing was changed: restore the store file, or start with --remove-orphans to remove them",
+			errdefs.ErrStoreLost, n.store.Path(), len(inRuntime), podNames(inRuntime, 5))
 	}
 	stored := map[types.UID]bool{}
 	for _, r := range recs {
@@ -56,6 +67,19 @@ func (n *Node) recover(ctx context.Context) error {
 	}
 	n.log.Info("node recovered", zap.Int(logx.Pods, len(recs)), zap.Int64(logx.Revision, rev))
 	return nil
+}
+
+// podNames lists up to max of the pods, sorted, as "namespace/name".
+func podNames(pods map[types.UID]plan.PodRef, max int) string {
+	var names []string
+	for _, r := range pods {
+		names = append(names, r.Namespace+"/"+r.Name)
+	}
+	slices.Sort(names)
+	if len(names) > max {
+		return strings.Join(names[:max], ", ") + fmt.Sprintf(", and %d more", len(names)-max)
+	}
+	return strings.Join(names, ", ")
 }
 
 // runtimePods returns the pods podsync's sandboxes and containers belong

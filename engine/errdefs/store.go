@@ -37,6 +37,10 @@ var (
 	ErrStoreLocked = errors.New("store file is locked by another process")
 	// ErrStoreCorrupt reports a store file that is not a valid store.
 	ErrStoreCorrupt = errors.New("store file is corrupt")
+	// ErrStoreLost reports a store with no history (new, emptied or
+	// replaced) on a runtime that holds podsync's pods: the node refuses
+	// to start rather than take them for orphans and remove them.
+	ErrStoreLost = errors.New("the store holds none of the pods podsync runs on this runtime")
 )
 
 // classError is an error of its own text that is also of a class:

@@ -219,6 +219,11 @@ type Config struct {
 	MaxPods int `json:"maxPods,omitempty"`
 	// ShutdownTimeout bounds the graceful shutdown (--shutdown-timeout).
 	ShutdownTimeout metav1.Duration `json:"shutdownTimeout,omitzero"`
+	// RemoveOrphans lets podsyncd start on a store with no history (new,
+	// emptied or replaced) while the runtime holds podsync's pods, and
+	// remove those pods (--remove-orphans). Without it podsyncd refuses
+	// to start and leaves them running.
+	RemoveOrphans bool `json:"removeOrphans,omitempty"`
 }
 
 // PolicyConfig is the operator's admission policy (engine/admit.Policy).
@@ -288,6 +293,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "most pods the node admits")
 	fs.DurationVar(&c.ShutdownTimeout.Duration, "shutdown-timeout", c.ShutdownTimeout.Duration,
 		"time calls in flight get to finish on SIGTERM")
+	fs.BoolVar(&c.RemoveOrphans, "remove-orphans", c.RemoveOrphans,
+		"start on a new or empty store although the runtime holds podsync's pods, and remove those pods "+
+			"(without it podsyncd refuses to start and leaves them running)")
 }
 
 // Validate checks c; it does not touch the file system. Call Complete

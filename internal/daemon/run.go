@@ -393,6 +393,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		Admit:              admitFn,
 		Policy:             policyFn,
 		RuntimeUnavailable: runtimeUnavailable,
+		RemoveOrphans:      d.cfg.RemoveOrphans,
 	})
 	if err != nil {
 		return err
