@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
@@ -96,10 +97,10 @@ type imageFailure struct {
 // as the pull policy says (emitting a PullImage step), records failed pulls
 // for the image-pull back-off, and returns the image reference (ID) to
 // create the container from.
-func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, *imageFailure) {
+func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, *imageFailure) {
 	image, err := applyDefaultImageTag(c.Image)
 	if err != nil {
-		return "", &imageFailure{ReasonInvalidImageName,
+		return "", nil, &imageFailure{ReasonInvalidImageName,
 			fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err), err}
 	}
 	spec := &runtimeapi.ImageSpec{
@@ -112,17 +113,17 @@ func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *r
 	}
 	resp, err := p.s.images.ImageStatus(ctx, spec, false)
 	if err != nil {
-		return "", &imageFailure{ReasonImageInspectError,
+		return "", nil, &imageFailure{ReasonImageInspectError,
 			fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err), fmt.Errorf("inspect image %q: %w", c.Image, err)}
 	}
 	ref := resp.GetImage().GetId()
 	present := resp.GetImage() != nil
 	if !shouldPullImage(pullPolicy(c), present) {
 		if present {
-			return ref, nil
+			return ref, resp.GetImage(), nil
 		}
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-		return "", &imageFailure{ReasonErrImageNeverPull, msg, fmt.Errorf("image %q: not present with pull policy Never: %w", c.Image, errdefs.ErrNotFound)}
+		return "", nil, &imageFailure{ReasonErrImageNeverPull, msg, fmt.Errorf("image %q: not present with pull policy Never: %w", c.Image, errdefs.ErrNotFound)}
 	}
 
 	failpoint.Inject(failpoint.BeforeImagePull)
@@ -135,12 +136,32 @@ func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *r
 		step.Err = fmt.Errorf("pull image %q: %w", c.Image, err)
 		step.Reason, step.Message = reason, msg
 		p.rec.add(step)
-		return "", &imageFailure{reason, msg, step.Err}
+		return "", nil, &imageFailure{reason, msg, step.Err}
 	}
 	p.clearPullFailure(c.Name)
 	step.Message = fmt.Sprintf("Successfully pulled image %q in %s", c.Image, step.Duration.Truncate(time.Millisecond))
 	p.rec.add(step)
-	return ref, nil
+	return ref, nil, nil
+}
+
+// verifyRunAsNonRoot refuses c, as the kubelet does before it creates a
+// container, if it would run as root although runAsNonRoot says it must
+// not (criconfig.VerifyRunAsNonRoot). img is the image's status when
+// ensureImage had it; a pulled image's is read only if its user matters.
+func (p *pass) verifyRunAsNonRoot(ctx context.Context, c *corev1.Container, imageRef string, img *runtimeapi.Image) error {
+	var uid *int64
+	var username string
+	if criconfig.NeedsImageUser(p.pod, c) {
+		if img == nil {
+			resp, err := p.s.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: imageRef}, false)
+			if err != nil {
+				return fmt.Errorf("inspect image %q for its user: %w", c.Image, err)
+			}
+			img = resp.GetImage()
+		}
+		uid, username = criconfig.ImageUser(img)
+	}
+	return criconfig.VerifyRunAsNonRoot(p.pod, c, uid, username)
 }
 
 // pullImage pulls with each credential of the pod's image pull secrets

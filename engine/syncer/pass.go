@@ -400,9 +400,12 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.Contain
 	}
 
 	// Step 1: the image.
-	imageRef, ifail := p.ensureImage(ctx, c, sb.config)
+	imageRef, img, ifail := p.ensureImage(ctx, c, sb.config)
 	if ifail != nil {
 		return fail(ifail.reason, ifail.message, ifail.err)
+	}
+	if err := p.verifyRunAsNonRoot(ctx, c, imageRef, img); err != nil {
+		return fail(ReasonCreateContainerConfigErr, err.Error(), err)
 	}
 
 	// Step 2: the container. A container the runtime has no instance of
