@@ -121,7 +121,36 @@ func ComputePodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.ProbeR
 		t := metav1.NewTime(now)
 		s.StartTime = &t
 	}
+	truncateTerminationMessages(pod, &s)
 	return s
+}
+
+// MaxPodTerminationMessageLogLength is the most bytes of termination
+// messages one pod's status holds, the kubelet's
+// (pkg/kubelet/container/runtime.go).
+const MaxPodTerminationMessageLogLength = 1024 * 12
+
+// truncateTerminationMessages cuts each container's termination messages
+// (of its state and its last termination state) to an equal share of
+// MaxPodTerminationMessageLogLength, as the kubelet's status manager
+// (normalizeStatus) does, so that many containers cannot make a pod's
+// status, and the store's record of it, grow without bound.
+func truncateTerminationMessages(pod *corev1.Pod, s *corev1.PodStatus) {
+	per := MaxPodTerminationMessageLogLength
+	if n := len(pod.Spec.Containers) + len(pod.Spec.InitContainers) + len(pod.Spec.EphemeralContainers); n > 0 {
+		per /= n
+	}
+	cut := func(st *corev1.ContainerState) {
+		if t := st.Terminated; t != nil && len(t.Message) > per {
+			t.Message = t.Message[:per]
+		}
+	}
+	for _, list := range [][]corev1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses, s.EphemeralContainerStatuses} {
+		for i := range list {
+			cut(&list[i].State)
+			cut(&list[i].LastTerminationState)
+		}
+	}
 }
 
 func anyRunning(view *plan.RuntimeView) bool {

@@ -445,3 +445,31 @@ func TestComputePodStatusDetails(t *testing.T) {
 		t.Errorf("app status = %+v, want restartCount 4 from the annotation, imageID and containerd:// ID", app)
 	}
 }
+
+// TestTerminationMessagesShareThePodBudget: each container's termination
+// messages are cut to its share of the pod's 12 KiB (the kubelet's
+// TestTruncatePodStatus idea: many containers with long messages).
+func TestTerminationMessagesShareThePodBudget(t *testing.T) {
+	pod := plantest.BasePod()
+	long := strings.Repeat("x", 10000)
+	view := plantest.BaseView()
+	for i := range view.Containers {
+		view.Containers[i] = plantest.Exited(view.Containers[i], 1, time.Minute)
+		view.Containers[i].Message = long
+	}
+	st := ComputePodStatus(pod, view, plan.ProbeResults{}, plantest.T0, StatusOptions{})
+	total := 0
+	for _, cs := range st.ContainerStatuses {
+		for _, s := range []corev1.ContainerState{cs.State, cs.LastTerminationState} {
+			if s.Terminated != nil {
+				if l := len(s.Terminated.Message); l != MaxPodTerminationMessageLogLength/2 {
+					t.Errorf("%s: message of %d bytes, want %d (its share)", cs.Name, l, MaxPodTerminationMessageLogLength/2)
+				}
+				total += len(s.Terminated.Message)
+			}
+		}
+	}
+	if total == 0 || total > MaxPodTerminationMessageLogLength {
+		t.Errorf("termination messages hold %d bytes, want some and at most %d", total, MaxPodTerminationMessageLogLength)
+	}
+}
