@@ -36,8 +36,13 @@ type ServerConfig struct {
 	// "unix:///path" or "tcp://host:port". Default DefaultSocket.
 	Listen []string `json:"listen,omitempty"`
 	// MetricsAddress is the host:port of the Prometheus endpoint
-	// (--metrics-address); empty means none.
+	// (--metrics-address); empty means none. It is plain HTTP without
+	// authentication (and serves pprof with EnableProfiling), so it must
+	// be a loopback address unless MetricsAllowRemote.
 	MetricsAddress string `json:"metricsAddress,omitempty"`
+	// MetricsAllowRemote lets MetricsAddress be any address
+	// (--metrics-allow-remote).
+	MetricsAllowRemote bool `json:"metricsAllowRemote,omitempty"`
 	// EnableProfiling serves net/http/pprof under /debug/pprof/ on the
 	// metrics server (--enable-profiling); it needs MetricsAddress.
 	EnableProfiling bool `json:"enableProfiling,omitempty"`
@@ -77,6 +82,8 @@ func DefaultServerConfig() ServerConfig {
 func (c *ServerConfig) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&c.Listen, "listen", c.Listen,
 		`address to serve on, "unix:///path" or "tcp://host:port" (TCP needs mTLS or --insecure-listen-loopback); repeatable`)
+	fs.BoolVar(&c.MetricsAllowRemote, "metrics-allow-remote", c.MetricsAllowRemote,
+		"let --metrics-address be a non-loopback address (metrics and pprof are plain, unauthenticated HTTP)")
 	fs.StringVar(&c.MetricsAddress, "metrics-address", c.MetricsAddress,
 		"host:port to serve Prometheus metrics on (/metrics); empty disables")
 	fs.BoolVar(&c.EnableProfiling, "enable-profiling", c.EnableProfiling,
@@ -368,8 +375,14 @@ func (c Config) Validate(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout %s: must be positive", c.ShutdownTimeout.Duration))
 	}
 	if c.MetricsAddress != "" {
-		if _, _, err := net.SplitHostPort(c.MetricsAddress); err != nil {
+		host, _, err := net.SplitHostPort(c.MetricsAddress)
+		switch ip, perr := netip.ParseAddr(host); {
+		case err != nil:
 			errs = append(errs, fmt.Errorf("--metrics-address %q: want host:port", c.MetricsAddress))
+		case c.MetricsAllowRemote:
+		case host == "" || (perr == nil && !ip.Unmap().IsLoopback()):
+			errs = append(errs, fmt.Errorf("--metrics-address %q: not a loopback address; metrics and pprof are "+
+				"unauthenticated HTTP: use 127.0.0.1:PORT, or add --metrics-allow-remote", c.MetricsAddress))
 		}
 	}
 	if c.EnableProfiling && c.MetricsAddress == "" {

@@ -75,3 +75,14 @@ func TestProfilingEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsAllowRemote: a non-loopback --metrics-address is refused
+// unless --metrics-allow-remote says so (the refusals are rows of
+// TestRunUsageErrors).
+func TestMetricsAllowRemote(t *testing.T) {
+	args := append([]string{"--metrics-address=0.0.0.0:9090", "--metrics-allow-remote"}, base...)
+	c, err := daemon.LoadConfig(t.Context(), args)
+	if err != nil || !c.MetricsAllowRemote {
+		t.Fatalf("LoadConfig(--metrics-allow-remote) = %+v, %v; want it accepted", c.MetricsAllowRemote, err)
+	}
+}

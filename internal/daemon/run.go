@@ -219,8 +219,19 @@ func listenMetrics(ctx context.Context, cfg Config, reg *prometheus.Registry) (*
 	if cfg.MetricsAddress == "" {
 		return nil, nil, nil
 	}
+	addr := cfg.MetricsAddress
+	if !cfg.MetricsAllowRemote {
+		// A host name must resolve to loopback only; listen on the
+		// address checked, never on the name resolved again.
+		host, port, _ := net.SplitHostPort(addr)
+		ip, err := loopbackIP(ctx, host)
+		if err != nil {
+			return nil, nil, fmt.Errorf("metrics: listen on %s: %w (or add --metrics-allow-remote)", addr, err)
+		}
+		addr = net.JoinHostPort(ip.String(), port)
+	}
 	var lc net.ListenConfig
-	l, err := lc.Listen(ctx, "tcp", cfg.MetricsAddress)
+	l, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("metrics: listen on %s: %w", cfg.MetricsAddress, err)
 	}

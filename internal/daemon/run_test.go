@@ -157,6 +157,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{name: "cluster dns", args: []string{"--cluster-dns=1.2.3"}, want: []string{`--cluster-dns "1.2.3"`}},
 		{name: "max pods", args: []string{"--max-pods=0"}, want: []string{"--max-pods 0"}},
 		{name: "shutdown timeout", args: []string{"--shutdown-timeout=0s"}, want: []string{"--shutdown-timeout"}},
+		{name: "metrics on every interface", args: []string{"--metrics-address=:9090"}, want: []string{"not a loopback address", "--metrics-allow-remote"}},
+		{name: "metrics on a public address", args: []string{"--metrics-address=192.0.2.1:9090"}, want: []string{"not a loopback address"}},
 		{name: "reserved resource", args: []string{"--system-reserved=gpu=1"}, want: []string{"--system-reserved gpu"}},
 		{name: "reserved quantity", args: []string{"--system-reserved=cpu=lots"}, want: []string{"--system-reserved cpu=lots"}},
 		{name: "relative root", args: []string{"--root-dir=state"}, want: []string{`--root-dir "state"`}},
