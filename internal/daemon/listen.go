@@ -174,7 +174,9 @@ func listenUnix(ctx context.Context, path, group string) (_ net.Listener, err er
 }
 
 // socketDir creates dir (mode 0750) if missing and refuses it if it is
-// not a directory or is world-writable.
+// not a directory, is writable by group or others, or is owned by another
+// user than podsyncd's: whoever can write the directory can replace the
+// socket.
 func socketDir(dir string) error {
 	fi, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -195,6 +197,12 @@ func socketDir(dir string) error {
 	}
 	if fi.Mode().Perm()&0o002 != 0 {
 		return fmt.Errorf("socket directory %s is world-writable (mode %#o): any user could replace the socket; use a directory only root can write to, such as /run/podsync", dir, fi.Mode().Perm())
+	}
+	if fi.Mode().Perm()&0o020 != 0 {
+		return fmt.Errorf("socket directory %s is group-writable (mode %#o): the group's users could replace the socket; use a directory only podsyncd's user can write to (chmod g-w), such as /run/podsync", dir, fi.Mode().Perm())
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("socket directory %s is owned by uid %d, not podsyncd's uid %d: its owner could replace the socket; use a directory podsyncd's user owns, such as /run/podsync", dir, st.Uid, os.Geteuid())
 	}
 	return nil
 }

@@ -231,3 +231,42 @@ func TestParseAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestListenRefusesASocketDirectoryOthersControl: a socket directory that
+// the group can write, or that another user owns, is refused as a
+// world-writable one is, and no socket is made.
+func TestListenRefusesASocketDirectoryOthersControl(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mode os.FileMode
+		uid  int
+		want string
+	}{
+		{name: "group-writable", mode: 0o770, uid: -1, want: "group-writable"},
+		{name: "owned by another user", mode: 0o750, uid: 4242, want: "owned by uid 4242"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "socks")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			if tc.uid >= 0 {
+				if os.Geteuid() != 0 {
+					t.Fatal("the ownership row needs root (make test runs as root)")
+				}
+				if err := os.Chown(dir, tc.uid, -1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := filepath.Join(dir, "s.sock")
+			_, err := daemon.Listen(testContext(t), "unix://"+path, daemon.Security{})
+			wantErrorContaining(t, err, tc.want)
+			if _, err := os.Lstat(path); !os.IsNotExist(err) {
+				t.Errorf("a socket was created: %v", err)
+			}
+		})
+	}
+}
