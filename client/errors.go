@@ -38,6 +38,7 @@ const (
 	ReasonSlowConsumer       = errorinfo.ReasonSlowConsumer
 	ReasonNoSpace            = errorinfo.ReasonNoSpace
 	ReasonRateLimited        = errorinfo.ReasonRateLimited
+	ReasonTooManyStreams     = errorinfo.ReasonTooManyStreams
 	ReasonPermissionDenied   = errorinfo.ReasonPermissionDenied
 	ReasonUnauthenticated    = errorinfo.ReasonUnauthenticated
 	ReasonInternal           = errorinfo.ReasonInternal

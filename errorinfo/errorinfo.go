@@ -53,6 +53,10 @@ const (
 	// MetadataIdentity and MetadataRetryAfterMillis. Retry after a
 	// back-off.
 	ReasonRateLimited = "RATE_LIMITED"
+	// ReasonTooManyStreams (RESOURCE_EXHAUSTED): the caller's identity
+	// holds as many long-lived streams open (WatchPods, GetContainerLogs)
+	// as it may; metadata MetadataIdentity. Close one, then retry.
+	ReasonTooManyStreams = "TOO_MANY_STREAMS"
 	// ReasonPermissionDenied (PERMISSION_DENIED): the caller's identity
 	// has no role, or its role may not call the method; metadata
 	// MetadataMethod and MetadataIdentity.

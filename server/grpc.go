@@ -58,6 +58,11 @@ type Options struct {
 	// Health publishes the runtime's health; the caller runs it. Nil means
 	// always SERVING (until Shutdown).
 	Health *HealthChecker
+	// MaxStreamsPerIdentity bounds the long-lived streams (WatchPods,
+	// GetContainerLogs) one identity holds open at once; more are refused
+	// with RESOURCE_EXHAUSTED (TOO_MANY_STREAMS). Zero means
+	// DefaultMaxStreamsPerIdentity.
+	MaxStreamsPerIdentity int
 	// MaxRecvMsgSize is the largest request accepted, in bytes. Zero
 	// means DefaultMaxRecvMsgSize; keep it above the validator's
 	// Limits.MaxRequestBytes.
@@ -85,11 +90,12 @@ type Options struct {
 //     reason SHUTTING_DOWN;
 //   - errors: UnaryErrorInterceptor and StreamErrorInterceptor.
 type Server struct {
-	grpc   *grpc.Server
-	health *health.Server
-	log    *zap.Logger
-	authz  *authorizer
-	limits *limiters
+	grpc    *grpc.Server
+	health  *health.Server
+	log     *zap.Logger
+	authz   *authorizer
+	limits  *limiters
+	streams *streamLimits
 
 	// allCtx ends when Shutdown gives up waiting; observersCtx, its child,
 	// when Shutdown starts. Calls end through context.AfterFunc on them.
@@ -112,7 +118,7 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Server{log: log, authz: authz, limits: newLimiters(opts.RateLimit)}
+	s := &Server{log: log, authz: authz, limits: newLimiters(opts.RateLimit), streams: newStreamLimits(opts.MaxStreamsPerIdentity)}
 	s.allCtx, s.cancelAll = context.WithCancel(context.Background())
 	s.observersCtx, s.cancelObserve = context.WithCancel(s.allCtx)
 
@@ -161,6 +167,7 @@ func New(opts Options) (*Server, error) {
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 		grpc.MaxRecvMsgSize(maxRecv),
+		grpc.MaxConcurrentStreams(DefaultMaxConcurrentStreams),
 		// Find callers that vanished without closing their watch streams.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
@@ -279,6 +286,14 @@ func (s *Server) unaryAuthorize(ctx context.Context, req any, info *grpc.UnarySe
 func (s *Server) streamAuthorize(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	if err := s.check(ss.Context(), info.FullMethod); err != nil {
 		return err
+	}
+	if longLived(info.FullMethod) {
+		id, _ := IdentityFromContext(ss.Context())
+		release, err := s.streams.acquire(id.String())
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	return handler(srv, ss)
 }

@@ -70,6 +70,10 @@ type Security struct {
 	Roles server.Roles `json:"roles"`
 	// RateLimit bounds each identity's mutating calls (config file only).
 	RateLimit server.RateLimit `json:"rateLimit"`
+	// MaxStreamsPerIdentity bounds each identity's open WatchPods and
+	// GetContainerLogs streams (config file only); 0 means
+	// server.DefaultMaxStreamsPerIdentity.
+	MaxStreamsPerIdentity int `json:"maxStreamsPerIdentity,omitempty"`
 }
 
 // DefaultServerConfig returns the defaults.
@@ -153,7 +157,7 @@ func (s Security) checkTLSFiles() error {
 }
 
 // Apply sets the security fields of opts: TLS (loaded from the files),
-// InsecureLoopback, Roles and RateLimit.
+// InsecureLoopback, Roles, RateLimit and MaxStreamsPerIdentity.
 func (s Security) Apply(opts *server.Options) error {
 	cfg, err := s.ServerTLSConfig()
 	if err != nil {
@@ -163,6 +167,7 @@ func (s Security) Apply(opts *server.Options) error {
 	opts.InsecureLoopback = s.InsecureListenLoopback && cfg == nil
 	opts.Roles = s.Roles
 	opts.RateLimit = s.RateLimit
+	opts.MaxStreamsPerIdentity = s.MaxStreamsPerIdentity
 	return nil
 }
 
