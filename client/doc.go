@@ -94,7 +94,7 @@
 //	ErrUnauthenticated    UNAUTHENTICATED                                 the caller has no identity podsyncd accepts
 //	ErrRevisionCompacted  OUT_OF_RANGE (REVISION_COMPACTED)               WatchPods from a revision no longer kept; Metadata["compact_revision"]
 //	ErrSlowConsumer       RESOURCE_EXHAUSTED (SLOW_CONSUMER)              a WatchPods caller fell behind; Metadata["revision"]
-//	ErrResourceExhausted  RESOURCE_EXHAUSTED                              rate limit (RATE_LIMITED), full disk (NO_SPACE), message too large, and the two above
+//	ErrResourceExhausted  RESOURCE_EXHAUSTED                              rate limit (RATE_LIMITED), too many streams (TOO_MANY_STREAMS), full disk (NO_SPACE), message too large, and the two above
 //	ErrDeadlineExceeded   DEADLINE_EXCEEDED                               ctx's deadline passed (also context.DeadlineExceeded)
 //	context.Canceled      CANCELLED                                       ctx was canceled
 //
