@@ -60,6 +60,10 @@ type Options struct {
 	DisableCPUQuota bool
 	// CPUCFSQuotaPeriod is the CFS period; default 100ms.
 	CPUCFSQuotaPeriod time.Duration
+	// SeccompDefault gives containers whose pod and container name no
+	// seccomp profile the runtime's default one (RuntimeDefault) instead of
+	// none (Unconfined), as the kubelet's --seccomp-default does.
+	SeccompDefault bool
 }
 
 // WithDefaults returns o with the defaults of its zero fields filled in.

@@ -225,9 +225,16 @@ func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, opts Options
 	if eff.ReadOnlyRootFilesystem != nil {
 		sc.ReadonlyRootfs = *eff.ReadOnlyRootFilesystem
 	}
+	// The kubelet's getSeccompProfile: the container's profile, else the
+	// pod's, else RuntimeDefault with SeccompDefault, else Unconfined.
 	sc.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+	if opts.SeccompDefault {
+		sc.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+	}
 	if p := eff.SeccompProfile; p != nil {
 		switch p.Type {
+		case corev1.SeccompProfileTypeUnconfined:
+			sc.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
 		case corev1.SeccompProfileTypeRuntimeDefault:
 			sc.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
 		case corev1.SeccompProfileTypeLocalhost:

@@ -103,6 +103,8 @@ func startEnv(ctx context.Context, log *zap.Logger, repo string, flavour localcr
 		NodeName:       benchNode,
 		NodeIPs:        []string{benchNodeIP},
 		MemoryCapacity: memTotal(),
+		// As podsyncd's default --seccomp-default.
+		SeccompDefault: true,
 	}
 	if e.d, err = startPodsyncd(sctx, log, bin, e.dir, filepath.Join(logDir, "podsyncd-"+inst.ID()+".log"), inst.Endpoint()); err != nil {
 		return nil, err

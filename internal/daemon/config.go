@@ -231,6 +231,10 @@ type Config struct {
 	MaxPods int `json:"maxPods,omitempty"`
 	// ShutdownTimeout bounds the graceful shutdown (--shutdown-timeout).
 	ShutdownTimeout metav1.Duration `json:"shutdownTimeout,omitzero"`
+	// SeccompDefault gives containers that name no seccomp profile the
+	// runtime's default one (--seccomp-default, on by default; the
+	// kubelet's --seccomp-default). Off, they run Unconfined.
+	SeccompDefault bool `json:"seccompDefault"`
 	// RemoveOrphans lets podsyncd start on a store with no history (new,
 	// emptied or replaced) while the runtime holds podsync's pods, and
 	// remove those pods (--remove-orphans). Without it podsyncd refuses
@@ -273,6 +277,7 @@ func DefaultConfig() Config {
 		LogFormat:       "json",
 		MaxPods:         DefaultMaxPods,
 		ShutdownTimeout: metav1.Duration{Duration: DefaultShutdownTimeout},
+		SeccompDefault:  true,
 	}
 }
 
@@ -305,6 +310,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "most pods the node admits")
 	fs.DurationVar(&c.ShutdownTimeout.Duration, "shutdown-timeout", c.ShutdownTimeout.Duration,
 		"time calls in flight get to finish on SIGTERM")
+	fs.BoolVar(&c.SeccompDefault, "seccomp-default", c.SeccompDefault,
+		"give containers that name no seccomp profile the runtime's default (RuntimeDefault) rather than none (Unconfined)")
 	fs.BoolVar(&c.RemoveOrphans, "remove-orphans", c.RemoveOrphans,
 		"start on a new or empty store although the runtime holds podsync's pods, and remove those pods "+
 			"(without it podsyncd refuses to start and leaves them running)")

@@ -396,6 +396,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 			HostDNS:         d.hostDNS,
 			CgroupDriver:    d.cfg.CgroupDriver,
 			CgroupRoot:      d.cfg.CgroupRoot,
+			SeccompDefault:  d.cfg.SeccompDefault,
 			NodeName:        d.cfg.NodeName,
 			NodeIPs:         d.cfg.NodeIPs,
 			NodeAllocatable: d.alloc,
