@@ -17,6 +17,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/durationpb"
+	cri "k8s.io/cri-api/pkg/apis"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/internal/localcri"
@@ -172,6 +173,10 @@ func TestGrpcurlRunPodsAndSyncPod(t *testing.T) {
 		if !res.GetCreated() {
 			t.Errorf("result of the first SyncPod: created = false")
 		}
+		// A pod that names no seccomp profile runs with the runtime's
+		// default one (podsyncd's --seccomp-default), as crictl inspect
+		// shows it: the container's OCI spec has a seccomp filter.
+		wantSeccompFilter(ctx, t, runtimeClient(t), res.GetStatus().GetContainerStatuses()[0].GetContainerId())
 		// A changed command restarts the container in the same sandbox.
 		pod.GetSpec().GetContainers()[0].Command = []string{"/bin/sh", "-c", "trap 'exit 0' TERM; echo changed; while true; do sleep 1; done"}
 		res = sync(podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER, podsyncv1.StepAction_STEP_ACTION_CONFIG_POD_SANDBOX,
@@ -314,5 +319,31 @@ func lastSyncResult(t *testing.T, stream grpc.ServerStreamingClient[podsyncv1.Sy
 		if r := m.GetResult(); r != nil {
 			res = r
 		}
+	}
+}
+
+// wantSeccompFilter fails t unless the container with id (a
+// "containerd://" ID from a status) runs under a seccomp filter: the
+// runtime's verbose status (crictl inspect's) shows its OCI spec.
+func wantSeccompFilter(ctx context.Context, t *testing.T, rs cri.RuntimeService, id string) {
+	t.Helper()
+	st, err := rs.ContainerStatus(ctx, strings.TrimPrefix(id, "containerd://"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		RuntimeSpec struct {
+			Linux struct {
+				Seccomp *struct {
+					DefaultAction string `json:"defaultAction"`
+				} `json:"seccomp"`
+			} `json:"linux"`
+		} `json:"runtimeSpec"`
+	}
+	if err := json.Unmarshal([]byte(st.GetInfo()["info"]), &info); err != nil {
+		t.Fatalf("container %s: verbose info: %v", id, err)
+	}
+	if sc := info.RuntimeSpec.Linux.Seccomp; sc == nil || sc.DefaultAction == "" || sc.DefaultAction == "SCMP_ACT_ALLOW" {
+		t.Errorf("container %s: seccomp %+v, want the runtime's default filter", id, sc)
 	}
 }
