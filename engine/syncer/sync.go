@@ -134,9 +134,6 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 	return s, nil
 }
 
-// Backoff returns the syncer's back-off policy.
-func (s *Syncer) Backoff() plan.BackoffPolicy { return s.backoff }
-
 // PodStatus computes pod's status from a view (a SyncResult's) with the
 // syncer's clock, back-off and node IPs.
 func (s *Syncer) PodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.ProbeResults) corev1.PodStatus {
