@@ -375,10 +375,16 @@ func TestMetricsPodsAndBackoffs(t *testing.T) {
 	if after := countPasses(t, reg); after <= passesBefore {
 		t.Errorf("the worker's passes were not recorded: %d before, %d after", passesBefore, after)
 	}
+	// The status can show the back-off before the pass that meets it has
+	// armed the worker's timer: if that happens after this step, the
+	// clock must move on for the timer to fire.
 	h.clock.Step(11 * time.Second)
 	h.eventually("restart after the back-off", func() bool {
-		inst := h.view(pod).FindContainer("app")
-		return inst != nil && inst.State == plan.ContainerRunning && inst.RestartCount == 2
+		if inst := h.view(pod).FindContainer("app"); inst != nil && inst.State == plan.ContainerRunning && inst.RestartCount == 2 {
+			return true
+		}
+		h.clock.Step(time.Second)
+		return false
 	})
 	h.eventually("no container in back-off", func() bool { return backoffs() == 0 })
 
