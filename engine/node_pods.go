@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
@@ -86,6 +87,9 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 		// Until the pod is stored, its reservation counts it.
 		defer release()
 	}
+	// The record keeps only the objects the pod refers to: a request's
+	// others would be copied into every pod's record.
+	configMaps, secrets = criconfig.ReferencedObjects(pod, configMaps, secrets)
 	failpoint.Inject(failpoint.BeforeStorePut)
 	rec, err := n.store.Put(store.PodRecord{Pod: pod, ConfigMaps: configMaps, Secrets: secrets})
 	if err != nil {
