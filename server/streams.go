@@ -45,7 +45,8 @@ func newStreamLimits(max int) *streamLimits {
 }
 
 // acquire counts one more stream of identity, or returns the
-// TOO_MANY_STREAMS error if it holds max already; release uncounts it.
+// TOO_MANY_STREAMS error if it holds max already; release, called once,
+// uncounts it.
 func (l *streamLimits) acquire(identity string) (release func(), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -55,14 +56,11 @@ func (l *streamLimits) acquire(identity string) (release func(), err error) {
 			map[string]string{errorinfo.MetadataIdentity: identity})
 	}
 	l.open[identity]++
-	var once sync.Once
 	return func() {
-		once.Do(func() {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			if l.open[identity]--; l.open[identity] == 0 {
-				delete(l.open, identity)
-			}
-		})
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.open[identity]--; l.open[identity] == 0 {
+			delete(l.open, identity)
+		}
 	}, nil
 }

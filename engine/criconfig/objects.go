@@ -1,6 +1,8 @@
 package criconfig
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -23,16 +25,7 @@ func ReferencedObjects(pod *corev1.Pod, cms []*corev1.ConfigMap, secrets []*core
 			secretNames[v.Secret.SecretName] = true
 		}
 	}
-	containers := func(yield func(*corev1.Container) bool) {
-		for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-			for i := range list {
-				if !yield(&list[i]) {
-					return
-				}
-			}
-		}
-	}
-	for c := range containers {
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
 		for _, e := range c.EnvFrom {
 			if e.ConfigMapRef != nil {
 				cmNames[e.ConfigMapRef.Name] = true
