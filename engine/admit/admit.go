@@ -105,18 +105,20 @@ func CheckPolicy(pod *corev1.Pod, p Policy) Result {
 		if v.HostPath == nil {
 			continue
 		}
-		if !hostPathAllowed(v.HostPath.Path, p.AllowedHostPaths) {
+		if !p.HostPathAllowed(v.HostPath.Path) {
 			return reject(ReasonPolicyHostPath, "hostPath volume %q uses %s, outside the node's allowed paths %v", v.Name, v.HostPath.Path, p.AllowedHostPaths)
 		}
 	}
 	return Result{Admit: true}
 }
 
-func hostPathAllowed(p string, prefixes []string) bool {
-	p = path.Clean(p)
-	for _, pre := range prefixes {
+// HostPathAllowed reports whether a hostPath volume may use path: it is
+// one of the allowed prefixes or below one.
+func (p Policy) HostPathAllowed(hostPath string) bool {
+	hostPath = path.Clean(hostPath)
+	for _, pre := range p.AllowedHostPaths {
 		pre = path.Clean(pre)
-		if p == pre || pre == "/" || strings.HasPrefix(p, pre+"/") {
+		if hostPath == pre || pre == "/" || strings.HasPrefix(hostPath, pre+"/") {
 			return true
 		}
 	}
