@@ -22,7 +22,7 @@ const ErrorDomain = errorinfo.Domain
 // the SDK alike, with their codes and metadata. Branch on these (through
 // Reason or errors.Is), never on an error's message. The admission
 // reasons are the kubelet's spelling ("OutOfcpu", "NodePorts",
-// "PolicyPrivileged", …) and are not listed here.
+// "PodSecurity", …) and are not listed here.
 const (
 	ReasonInvalidSpec        = errorinfo.ReasonInvalidSpec
 	ReasonPodNotFound        = errorinfo.ReasonPodNotFound

@@ -238,7 +238,7 @@ func TestErrorIs(t *testing.T) {
 		{codes.NotFound, client.ReasonContainerNotFound, []string{"ErrNotFound"}},
 		{codes.InvalidArgument, client.ReasonInvalidSpec, []string{"ErrInvalidArgument"}},
 		{codes.FailedPrecondition, "NodePorts", []string{"ErrRejected"}},
-		{codes.FailedPrecondition, "PolicyPrivileged", []string{"ErrRejected"}},
+		{codes.FailedPrecondition, "PodSecurity", []string{"ErrRejected"}},
 		{codes.ResourceExhausted, "OutOfmemory", []string{"ErrRejected", "ErrResourceExhausted"}},
 		{codes.FailedPrecondition, client.ReasonUIDMismatch, []string{"ErrUIDMismatch"}},
 		{codes.AlreadyExists, client.ReasonPodAlreadyExists, []string{"ErrUIDMismatch", "ErrAlreadyExists"}},

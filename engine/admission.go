@@ -13,9 +13,9 @@ type PolicyFunc func(pod *corev1.Pod) error
 
 // AdmissionError is a pod the node refuses to run. It matches ErrAdmission
 // with errors.Is, and Reason is the kubelet's admission reason (OutOfcpu,
-// OutOfmemory, OutOfpods, NodePorts) or a policy reason (PolicyPrivileged,
-// PolicyHostNamespace, PolicyHostPath), which the API reports as its
-// ErrorInfo reason.
+// OutOfmemory, OutOfpods, NodePorts, SysctlForbidden) or a policy reason
+// (PodSecurity, PolicyHostPath), which the API reports as its ErrorInfo
+// reason.
 type AdmissionError struct {
 	Result admit.Result
 }
@@ -40,7 +40,7 @@ func Admission(node admit.Node, policy admit.Policy) (AdmitFunc, PolicyFunc) {
 		return nil
 	}
 	policyFn := func(pod *corev1.Pod) error {
-		if r := admit.CheckPolicy(pod, policy); !r.Admit {
+		if r := admit.CheckPolicy(pod, node, policy); !r.Admit {
 			return &AdmissionError{Result: r}
 		}
 		return nil

@@ -3,6 +3,8 @@ package engine_test
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,11 +12,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	psapi "k8s.io/pod-security-admission/api"
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 )
 
@@ -38,7 +42,7 @@ func TestConcurrentAppliesCannotOverrunAdmission(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			admitFn, policyFn := engine.Admission(admit.Node{Allocatable: corev1.ResourceList{
-				corev1.ResourcePods: *resource.NewQuantity(tc.maxPods, resource.DecimalSI)}}, admit.Policy{})
+				corev1.ResourcePods: *resource.NewQuantity(tc.maxPods, resource.DecimalSI)}}, admit.Policy{AllowedHostPorts: []admit.PortRange{{From: 8080, To: 8080}}})
 			h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Admit, o.Policy = admitFn, policyFn })
 			var admitted, refused atomic.Int32
 			var wg sync.WaitGroup
@@ -85,5 +89,56 @@ func TestConcurrentAppliesCannotOverrunAdmission(t *testing.T) {
 				t.Errorf("%d sandboxes in the runtime, want %d", len(sbs), tc.want)
 			}
 		})
+	}
+}
+
+// TestRestartReadmitsStoredPods: a node started with a stricter policy
+// than the one its pods were admitted under rejects the pods that no
+// longer pass, as the kubelet re-admits pods when it starts — phase
+// Failed with the Pod Security reason and message, a warning event, and
+// their containers stopped — and keeps the others running.
+func TestRestartReadmitsStoredPods(t *testing.T) {
+	privileged := admit.Policy{Level: psapi.LevelPrivileged}
+	admitFn, policyFn := engine.Admission(admit.Node{}, privileged)
+	h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Admit, o.Policy = admitFn, policyFn })
+	adder := enginetest.Pod()
+	adder.Name, adder.UID = "adder", "uid-adder"
+	adder.Spec.Containers = adder.Spec.Containers[:1]
+	adder.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
+	plain := enginetest.Pod()
+	plain.Spec.Containers = plain.Spec.Containers[:1]
+	h.apply(adder)
+	h.apply(plain)
+	h.stop()
+
+	h.opts.Admit, h.opts.Policy = engine.Admission(admit.Node{}, admit.Policy{})
+	h.start()
+	h.eventually("the rejected pod's containers stopped", func() bool {
+		for _, c := range h.view(adder).Containers {
+			if c.State == plan.ContainerRunning {
+				return false
+			}
+		}
+		return true
+	})
+	st := h.storedStatus(adder)
+	if st.Phase != corev1.PodFailed || st.Reason != admit.ReasonPodSecurity ||
+		!strings.Contains(st.Message, `violates PodSecurity "baseline:latest"`) || !strings.Contains(st.Message, "SYS_ADMIN") {
+		t.Errorf("rejected pod's status = %s %s %q, want Failed PodSecurity naming the level and SYS_ADMIN", st.Phase, st.Reason, st.Message)
+	}
+	if evs := h.events(adder); !slices.Contains(evs, admit.ReasonPodSecurity) {
+		t.Errorf("events %v, want a %s event", evs, admit.ReasonPodSecurity)
+	}
+	if st := h.storedStatus(plain); st.Phase != corev1.PodRunning {
+		t.Errorf("the plain pod is %s, want Running", st.Phase)
+	}
+	for _, c := range h.view(plain).Containers {
+		if c.State != plan.ContainerRunning {
+			t.Errorf("plain pod's container %s is %s, want running", c.Name, c.State)
+		}
+	}
+	// An apply of the rejected spec is refused like a new pod's.
+	if _, err := h.node.Apply(h.ctx, adder, nil, nil, nil); !errors.Is(err, errdefs.ErrAdmission) {
+		t.Errorf("Apply of the rejected pod = %v, want ErrAdmission", err)
 	}
 }

@@ -799,8 +799,8 @@ func TestNodeAdmissionAndPolicy(t *testing.T) {
 	changed := pod.DeepCopy()
 	changed.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
 	_, err = h.node.Apply(h.ctx, changed, nil, nil, nil)
-	if !errors.As(err, &ae) || ae.Reason() != admit.ReasonPolicyPrivileged {
-		t.Fatalf("Apply(privileged) = %v, want an AdmissionError PolicyPrivileged", err)
+	if !errors.As(err, &ae) || ae.Reason() != admit.ReasonPodSecurity {
+		t.Fatalf("Apply(privileged) = %v, want an AdmissionError PodSecurity", err)
 	}
 	rec, err := h.st.Get(pod.UID)
 	if err != nil {

@@ -2,12 +2,14 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -43,6 +45,9 @@ func (n *Node) recover(ctx context.Context) error {
 	stored := map[types.UID]bool{}
 	for _, r := range recs {
 		stored[r.Pod.UID] = true
+		if err := n.readmit(ctx, r); err != nil {
+			return err
+		}
 		w := n.workerFor(r.Pod.UID)
 		w.setRef(r.Ref())
 		w.noteStatus(&r.Pod.Status)
@@ -66,6 +71,35 @@ func (n *Node) recover(ctx context.Context) error {
 		w.release()
 	}
 	n.log.Info("node recovered", zap.Int(logx.Pods, len(recs)), zap.Int64(logx.Revision, rev))
+	return nil
+}
+
+// readmit checks a stored pod against the node's policy again, as the
+// kubelet re-admits the pods it finds when it starts: one the policy no
+// longer allows (a stricter --pod-security, an exemption taken away) is
+// rejected as a new one would be — phase Failed with the check's reason
+// and message, and a warning event — and its worker's first pass stops its
+// containers. Deleting and terminal pods are not checked.
+func (n *Node) readmit(ctx context.Context, r *store.PodRecord) error {
+	if n.policy == nil || r.Deleting || r.Pod.Status.Phase == corev1.PodFailed || r.Pod.Status.Phase == corev1.PodSucceeded {
+		return nil
+	}
+	var ae *AdmissionError
+	if err := n.policy(r.Pod); !errors.As(err, &ae) {
+		return nil
+	}
+	status := r.Pod.Status.DeepCopy()
+	status.Phase = corev1.PodFailed
+	status.Reason = ae.Reason()
+	status.Message = "Pod was rejected: " + ae.Result.Message
+	ref := store.RefOf(r.Pod)
+	ev := store.Event{Type: corev1.EventTypeWarning, Reason: ae.Reason(), Message: status.Message}
+	if _, err := n.store.Append(store.StatusChange(ref, status), store.EventChange(ref, ev)); err != nil {
+		return fmt.Errorf("recover: reject pod %s: %w", plan.PodString(r.Pod), err)
+	}
+	r.Pod.Status = *status
+	logx.From(ctx, n.log).Warn("pod rejected: the node's policy no longer admits it", append(logx.Pod(r.Pod),
+		zap.String(logx.Reason, ae.Reason()), zap.String("message", ae.Result.Message))...)
 	return nil
 }
 

@@ -7,7 +7,7 @@
 // change.
 //
 // The admission reasons are the kubelet's ("OutOfcpu", "NodePorts", …) and
-// podsync's policy ones ("PolicyPrivileged", …); the engine decides them,
+// podsync's policy ones ("PodSecurity", …); the engine decides them,
 // so they are defined where it does, in engine/admit, and reach the client
 // unchanged. IsCapacityReason tells the capacity ones apart.
 //

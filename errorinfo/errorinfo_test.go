@@ -43,7 +43,7 @@ func TestIsCapacityReason(t *testing.T) {
 		{"OutOfpods", true},
 		{"OutOfephemeral-storage", true},
 		{"NodePorts", false},
-		{"PolicyPrivileged", false},
+		{"PodSecurity", false},
 		{"", false},
 	} {
 		if got := errorinfo.IsCapacityReason(tc.reason); got != tc.want {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	psapi "k8s.io/pod-security-admission/api"
 )
 
 // Admission reasons: the kubelet's for resources and ports, podsync's for
@@ -18,8 +19,6 @@ const (
 	ReasonOutOfMemory           = "OutOfmemory"
 	ReasonOutOfEphemeralStorage = "OutOfephemeral-storage"
 	ReasonNodePorts             = "NodePorts"
-	ReasonPolicyPrivileged      = "PolicyPrivileged"
-	ReasonPolicyHostNamespace   = "PolicyHostNamespace"
 	ReasonPolicyHostPath        = "PolicyHostPath"
 )
 
@@ -29,6 +28,9 @@ type Node struct {
 	// optionally ephemeral-storage. A resource absent here is not limited,
 	// except pods, which defaults to DefaultMaxPods.
 	Allocatable corev1.ResourceList
+	// KernelVersion is the node's kernel release ("6.1.0-18-amd64"): the
+	// safe sysctls depend on it. Empty counts as a recent kernel.
+	KernelVersion string
 }
 
 // DefaultMaxPods is the kubelet's default --max-pods.
@@ -51,17 +53,33 @@ func Allocatable(capacity, reserved corev1.ResourceList) corev1.ResourceList {
 	return out
 }
 
-// Policy is the operator's policy for dangerous pod features. The zero
-// value refuses them all.
+// Policy is the node's admission policy: a Pod Security level, checked
+// with k8s.io/pod-security-admission, and the operator's exemptions, each
+// of which narrows one check to the values it names. The zero value is
+// the baseline level without exemptions.
 type Policy struct {
-	// AllowPrivileged admits privileged containers.
+	// Level is the Pod Security level: privileged, baseline or restricted
+	// ("" is DefaultLevel, baseline).
+	Level psapi.Level
+	// AllowPrivileged exempts privileged containers from the privileged
+	// check.
 	AllowPrivileged bool
-	// AllowHostNetwork, AllowHostPID and AllowHostIPC admit pods in the
-	// node's namespaces.
+	// AllowHostNetwork, AllowHostPID and AllowHostIPC exempt pods in the
+	// node's namespaces from the hostNamespaces check.
 	AllowHostNetwork, AllowHostPID, AllowHostIPC bool
-	// AllowedHostPaths are the path prefixes hostPath volumes may use; a
-	// prefix admits itself and everything below it. Empty refuses hostPath.
+	// AllowedHostPaths are the path prefixes hostPath volumes may use
+	// (exempted from the hostPathVolumes and restrictedVolumes checks); a
+	// prefix admits itself and everything below it.
 	AllowedHostPaths []string
+	// AllowedHostPorts are the host ports containers may use (exempted
+	// from the hostPorts check).
+	AllowedHostPorts []PortRange
+	// AllowedCapabilities may be added beyond the level's (exempted from
+	// the capabilities checks); "ALL" only when listed itself.
+	AllowedCapabilities []string
+	// AllowedUnsafeSysctls are the sysctls (or prefixes ending in *) pods
+	// may set beyond the safe ones, the kubelet's --allowed-unsafe-sysctls.
+	AllowedUnsafeSysctls []string
 }
 
 // Result is an admission decision.
@@ -78,43 +96,23 @@ func reject(reason, format string, args ...any) Result {
 	return Result{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-// CheckPolicy checks the pod against the operator's policy: privileged
-// containers, host namespaces, then hostPath volumes. It runs on every
-// apply of a pod, known or new.
-func CheckPolicy(pod *corev1.Pod, p Policy) Result {
-	if !p.AllowPrivileged {
-		for _, c := range allContainers(pod) {
-			if sc := c.SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged {
-				return reject(ReasonPolicyPrivileged, "container %q is privileged, which the node's policy does not allow", c.Name)
-			}
-		}
+// CheckPolicy checks the pod against the node's policy: its Pod Security
+// level with the operator's exemptions, then, at every level, the
+// kubelet's sysctl allowlist. It runs on every apply of a pod, known or
+// new, and on every stored pod when the node starts.
+func CheckPolicy(pod *corev1.Pod, node Node, p Policy) Result {
+	if r := checkPodSecurity(pod, p); !r.Admit {
+		return r
 	}
-	for _, ns := range []struct {
-		used, allowed bool
-		name          string
-	}{
-		{pod.Spec.HostNetwork, p.AllowHostNetwork, "hostNetwork"},
-		{pod.Spec.HostPID, p.AllowHostPID, "hostPID"},
-		{pod.Spec.HostIPC, p.AllowHostIPC, "hostIPC"},
-	} {
-		if ns.used && !ns.allowed {
-			return reject(ReasonPolicyHostNamespace, "%s is not allowed by the node's policy", ns.name)
-		}
-	}
-	for _, v := range pod.Spec.Volumes {
-		if v.HostPath == nil {
-			continue
-		}
-		if !p.HostPathAllowed(v.HostPath.Path) {
-			return reject(ReasonPolicyHostPath, "hostPath volume %q uses %s, outside the node's allowed paths %v", v.Name, v.HostPath.Path, p.AllowedHostPaths)
-		}
-	}
-	return Result{Admit: true}
+	return checkSysctls(pod, node, p)
 }
 
 // HostPathAllowed reports whether a hostPath volume may use path: it is
 // one of the allowed prefixes or below one.
 func (p Policy) HostPathAllowed(hostPath string) bool {
+	if p.level() == psapi.LevelPrivileged {
+		return true
+	}
 	hostPath = path.Clean(hostPath)
 	for _, pre := range p.AllowedHostPaths {
 		pre = path.Clean(pre)
@@ -131,7 +129,7 @@ func (p Policy) HostPathAllowed(hostPath string) bool {
 // kubelet's order, the pod count, cpu, memory and ephemeral storage
 // requests, and host ports.
 func Admit(pod *corev1.Pod, others []*corev1.Pod, node Node, p Policy) Result {
-	if r := CheckPolicy(pod, p); !r.Admit {
+	if r := CheckPolicy(pod, node, p); !r.Admit {
 		return r
 	}
 	var active []*corev1.Pod
@@ -320,7 +318,3 @@ func Batch(pods, others []*corev1.Pod, node Node, p Policy, allOrNothing bool) [
 // ReasonNotRunAllOrNothing marks a pod that would have been admitted but
 // was not run because another pod of an ALL_OR_NOTHING batch was rejected.
 const ReasonNotRunAllOrNothing = "NotRunAllOrNothing"
-
-func allContainers(pod *corev1.Pod) []corev1.Container {
-	return append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...)
-}

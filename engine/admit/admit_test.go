@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/utils/ptr"
 )
 
@@ -39,7 +40,7 @@ func withHostPort(p *corev1.Pod, port int32, ip string, proto corev1.Protocol) *
 
 var node = Node{Allocatable: rl("cpu", "2", "memory", "1Gi", "pods", "5")}
 
-var openPolicy = Policy{AllowPrivileged: true, AllowHostNetwork: true, AllowHostPID: true, AllowHostIPC: true, AllowedHostPaths: []string{"/"}}
+var openPolicy = Policy{Level: psapi.LevelPrivileged}
 
 func TestAdmit(t *testing.T) {
 	tests := []struct {
@@ -112,59 +113,6 @@ func TestAdmitMessagesAreTheKubelets(t *testing.T) {
 	want := "Node didn't have enough resource: cpu, requested: 3000, used: 500, capacity: 2000"
 	if got.Message != want {
 		t.Errorf("message = %q, want %q", got.Message, want)
-	}
-}
-
-func TestCheckPolicy(t *testing.T) {
-	hostPath := func(p string) func(*corev1.Pod) {
-		return func(pod *corev1.Pod) {
-			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p}}})
-		}
-	}
-	tests := []struct {
-		name       string
-		mutate     func(*corev1.Pod)
-		policy     Policy
-		wantReason string
-	}{
-		{"plain pod passes the strictest policy", func(*corev1.Pod) {}, Policy{}, ""},
-		{"privileged container refused", func(p *corev1.Pod) {
-			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
-		}, Policy{}, ReasonPolicyPrivileged},
-		{"privileged init container refused", func(p *corev1.Pod) {
-			p.Spec.InitContainers = []corev1.Container{{Name: "i", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}
-		}, Policy{}, ReasonPolicyPrivileged},
-		{"privileged: false passes", func(p *corev1.Pod) {
-			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(false)}
-		}, Policy{}, ""},
-		{"privileged allowed by policy", func(p *corev1.Pod) {
-			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
-		}, Policy{AllowPrivileged: true}, ""},
-		{"host network refused", func(p *corev1.Pod) { p.Spec.HostNetwork = true }, Policy{}, ReasonPolicyHostNamespace},
-		{"host PID refused", func(p *corev1.Pod) { p.Spec.HostPID = true }, Policy{AllowHostNetwork: true}, ReasonPolicyHostNamespace},
-		{"host IPC refused", func(p *corev1.Pod) { p.Spec.HostIPC = true }, Policy{AllowHostPID: true}, ReasonPolicyHostNamespace},
-		{"host namespaces allowed by policy", func(p *corev1.Pod) {
-			p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = true, true, true
-		}, Policy{AllowHostNetwork: true, AllowHostPID: true, AllowHostIPC: true}, ""},
-		{"hostPath refused without allowed prefixes", hostPath("/var/log"), Policy{}, ReasonPolicyHostPath},
-		{"hostPath under an allowed prefix", hostPath("/srv/data/app"), Policy{AllowedHostPaths: []string{"/srv/data"}}, ""},
-		{"hostPath equal to an allowed prefix", hostPath("/srv/data"), Policy{AllowedHostPaths: []string{"/srv/data/"}}, ""},
-		{"hostPath sharing a name prefix is refused", hostPath("/srv/database"), Policy{AllowedHostPaths: []string{"/srv/data"}}, ReasonPolicyHostPath},
-		{"hostPath escaping with .. is refused", hostPath("/srv/data/../../etc"), Policy{AllowedHostPaths: []string{"/srv/data"}}, ReasonPolicyHostPath},
-		{"root prefix allows every path", hostPath("/etc"), Policy{AllowedHostPaths: []string{"/"}}, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := pod("a", nil)
-			tt.mutate(p)
-			got := CheckPolicy(p, tt.policy)
-			if got.Reason != tt.wantReason || got.Admit != (tt.wantReason == "") {
-				t.Errorf("CheckPolicy = %+v, want reason %q", got, tt.wantReason)
-			}
-			if full := Admit(p, nil, node, tt.policy); full.Reason != tt.wantReason {
-				t.Errorf("Admit does not apply the policy: %+v, want reason %q", full, tt.wantReason)
-			}
-		})
 	}
 }
 

@@ -164,7 +164,7 @@ func options(n *fakeNode, logDir string) Options {
 	return Options{
 		Node:      n,
 		Admission: admit.Node{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")}},
-		Policy:    admit.Policy{},
+		Policy:    admit.Policy{AllowedHostPorts: []admit.PortRange{{From: 9000, To: 9000}}},
 		PodLogDir: logDir,
 	}
 }

@@ -205,6 +205,9 @@ func (r *runner) startDaemon() error {
 		"--root-dir", filepath.Join(r.dir, "root"),
 		"--pod-log-dir", filepath.Join(r.dir, "pods"),
 		"--log-format", "console",
+		// The default Pod Security level, baseline, refuses host ports;
+		// examples/web.yaml publishes 8080, so the run opens that one.
+		"--allowed-host-ports", "8080",
 		"--shutdown-timeout", "10s")
 	r.daemon.Dir = r.repo
 	r.daemon.Stdout, r.daemon.Stderr = logf, logf

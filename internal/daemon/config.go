@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -242,25 +243,71 @@ type Config struct {
 	RemoveOrphans bool `json:"removeOrphans,omitempty"`
 }
 
-// PolicyConfig is the operator's admission policy (engine/admit.Policy).
-// The zero value refuses every dangerous feature.
+// PolicyConfig is the node's admission policy (engine/admit.Policy): a
+// Pod Security level and the operator's exemptions, each narrowing one
+// check of the level.
 type PolicyConfig struct {
-	AllowPrivileged  bool     `json:"allowPrivileged,omitempty"`
-	AllowHostNetwork bool     `json:"allowHostNetwork,omitempty"`
-	AllowHostPID     bool     `json:"allowHostPID,omitempty"`
-	AllowHostIPC     bool     `json:"allowHostIPC,omitempty"`
-	AllowedHostPaths []string `json:"allowedHostPaths,omitempty"`
+	// PodSecurity is the Pod Security level every pod is held to:
+	// privileged, baseline (the default) or restricted (--pod-security).
+	PodSecurity          string   `json:"podSecurity,omitempty"`
+	AllowPrivileged      bool     `json:"allowPrivileged,omitempty"`
+	AllowHostNamespaces  bool     `json:"allowHostNamespaces,omitempty"`
+	AllowHostNetwork     bool     `json:"allowHostNetwork,omitempty"`
+	AllowHostPID         bool     `json:"allowHostPID,omitempty"`
+	AllowHostIPC         bool     `json:"allowHostIPC,omitempty"`
+	AllowedHostPaths     []string `json:"allowedHostPaths,omitempty"`
+	AllowedHostPorts     []string `json:"allowedHostPorts,omitempty"`
+	AllowedCapabilities  []string `json:"allowedCapabilities,omitempty"`
+	AllowedUnsafeSysctls []string `json:"allowedUnsafeSysctls,omitempty"`
 }
 
-// Admit returns the policy as admission takes it.
+// Admit returns the policy as admission takes it; Validate has checked it.
 func (p PolicyConfig) Admit() admit.Policy {
-	return admit.Policy{
-		AllowPrivileged:  p.AllowPrivileged,
-		AllowHostNetwork: p.AllowHostNetwork,
-		AllowHostPID:     p.AllowHostPID,
-		AllowHostIPC:     p.AllowHostIPC,
-		AllowedHostPaths: slices.Clone(p.AllowedHostPaths),
+	out := admit.Policy{
+		AllowPrivileged:      p.AllowPrivileged,
+		AllowHostNetwork:     p.AllowHostNetwork || p.AllowHostNamespaces,
+		AllowHostPID:         p.AllowHostPID || p.AllowHostNamespaces,
+		AllowHostIPC:         p.AllowHostIPC || p.AllowHostNamespaces,
+		AllowedHostPaths:     slices.Clone(p.AllowedHostPaths),
+		AllowedCapabilities:  slices.Clone(p.AllowedCapabilities),
+		AllowedUnsafeSysctls: slices.Clone(p.AllowedUnsafeSysctls),
 	}
+	out.Level, _ = admit.ParseLevel(cmp.Or(p.PodSecurity, string(admit.DefaultLevel)))
+	for _, r := range p.AllowedHostPorts {
+		if pr, err := admit.ParsePortRange(r); err == nil {
+			out.AllowedHostPorts = append(out.AllowedHostPorts, pr)
+		}
+	}
+	return out
+}
+
+// validate checks the policy's values, naming the flag of each.
+func (p PolicyConfig) validate() []error {
+	var errs []error
+	if p.PodSecurity != "" {
+		if _, err := admit.ParseLevel(p.PodSecurity); err != nil {
+			errs = append(errs, fmt.Errorf("--pod-security %q: want privileged, baseline or restricted", p.PodSecurity))
+		}
+	}
+	for _, hp := range p.AllowedHostPaths {
+		if !filepath.IsAbs(hp) {
+			errs = append(errs, fmt.Errorf("--allowed-host-paths %q: want an absolute path", hp))
+		}
+	}
+	for _, r := range p.AllowedHostPorts {
+		if _, err := admit.ParsePortRange(r); err != nil {
+			errs = append(errs, fmt.Errorf("--allowed-host-ports: %w", err))
+		}
+	}
+	for _, c := range p.AllowedCapabilities {
+		if !admit.ValidCapability(c) {
+			errs = append(errs, fmt.Errorf("--allowed-capabilities %q: want a capability name such as NET_ADMIN", c))
+		}
+	}
+	if err := admit.ValidateUnsafeSysctls(p.AllowedUnsafeSysctls); err != nil {
+		errs = append(errs, fmt.Errorf("--allowed-unsafe-sysctls: %w", err))
+	}
+	return errs
 }
 
 // DefaultConfig returns the defaults.
@@ -299,12 +346,24 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, `cgroup under which the pods' "kubepods" cgroups are made`)
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: json or console")
-	fs.BoolVar(&c.Policy.AllowPrivileged, "allow-privileged", c.Policy.AllowPrivileged, "admit privileged containers")
-	fs.BoolVar(&c.Policy.AllowHostNetwork, "allow-host-network", c.Policy.AllowHostNetwork, "admit pods in the host network namespace")
-	fs.BoolVar(&c.Policy.AllowHostPID, "allow-host-pid", c.Policy.AllowHostPID, "admit pods in the host PID namespace")
-	fs.BoolVar(&c.Policy.AllowHostIPC, "allow-host-ipc", c.Policy.AllowHostIPC, "admit pods in the host IPC namespace")
+	fs.StringVar(&c.Policy.PodSecurity, "pod-security", c.Policy.PodSecurity,
+		"Pod Security level every pod is held to: privileged, baseline or restricted (default baseline)")
+	fs.BoolVar(&c.Policy.AllowPrivileged, "allow-privileged", c.Policy.AllowPrivileged,
+		"exempt privileged containers from the Pod Security level")
+	fs.BoolVar(&c.Policy.AllowHostNamespaces, "allow-host-namespaces", c.Policy.AllowHostNamespaces,
+		"exempt pods in the host's network, PID and IPC namespaces from the Pod Security level")
+	fs.BoolVar(&c.Policy.AllowHostNetwork, "allow-host-network", c.Policy.AllowHostNetwork,
+		"exempt pods in the host network namespace from the Pod Security level")
+	fs.BoolVar(&c.Policy.AllowHostPID, "allow-host-pid", c.Policy.AllowHostPID, "exempt pods in the host PID namespace from the Pod Security level")
+	fs.BoolVar(&c.Policy.AllowHostIPC, "allow-host-ipc", c.Policy.AllowHostIPC, "exempt pods in the host IPC namespace from the Pod Security level")
 	fs.StringArrayVar(&c.Policy.AllowedHostPaths, "allowed-host-paths", c.Policy.AllowedHostPaths,
-		"path prefix hostPath volumes may use; repeatable (none: hostPath refused)")
+		"path prefix hostPath volumes may use; repeatable (none: hostPath refused below privileged)")
+	fs.StringArrayVar(&c.Policy.AllowedHostPorts, "allowed-host-ports", c.Policy.AllowedHostPorts,
+		"host port or range (8000-8099) containers may use; repeatable (none: hostPort refused below privileged)")
+	fs.StringArrayVar(&c.Policy.AllowedCapabilities, "allowed-capabilities", c.Policy.AllowedCapabilities,
+		"capability containers may add beyond the Pod Security level's; repeatable")
+	fs.StringArrayVar(&c.Policy.AllowedUnsafeSysctls, "allowed-unsafe-sysctls", c.Policy.AllowedUnsafeSysctls,
+		"unsafe sysctl or prefix (kernel.msg*) pods may set, beyond the safe ones; repeatable")
 	fs.StringToStringVar(&c.SystemReserved, "system-reserved", c.SystemReserved,
 		"resources reserved for the system, subtracted from the machine's (e.g. cpu=500m,memory=512Mi)")
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "most pods the node admits")
@@ -372,11 +431,7 @@ func (c Config) Validate(ctx context.Context) error {
 	if c.LogFormat != "json" && c.LogFormat != "console" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want json or console", c.LogFormat))
 	}
-	for _, p := range c.Policy.AllowedHostPaths {
-		if !filepath.IsAbs(p) {
-			errs = append(errs, fmt.Errorf("--allowed-host-paths %q: want an absolute path", p))
-		}
-	}
+	errs = append(errs, c.Policy.validate()...)
 	if _, err := c.Reserved(); err != nil {
 		errs = append(errs, err)
 	}

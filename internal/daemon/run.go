@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
@@ -329,10 +330,15 @@ func (d *daemon) machine() error {
 	}
 	d.alloc = admit.Allocatable(capacity, reserved)
 	d.memory = mem
-	d.hooksFor = admit.Node{Allocatable: d.alloc}
+	d.hooksFor = admit.Node{Allocatable: d.alloc, KernelVersion: kernelRelease()}
 	cpu, memory := d.alloc[corev1.ResourceCPU], d.alloc[corev1.ResourceMemory]
 	d.log.Info("allocatable", zap.String("cpu", cpu.String()), zap.String("memory", memory.String()),
 		zap.Int("pods", d.cfg.MaxPods))
+	d.log.Info("admission policy", zap.String("podSecurity", string(d.policy.Level)),
+		zap.Bool("allowPrivileged", d.policy.AllowPrivileged), zap.Bool("allowHostNetwork", d.policy.AllowHostNetwork),
+		zap.Bool("allowHostPID", d.policy.AllowHostPID), zap.Bool("allowHostIPC", d.policy.AllowHostIPC),
+		zap.Strings("allowedHostPaths", d.policy.AllowedHostPaths), zap.Strings("allowedCapabilities", d.policy.AllowedCapabilities),
+		zap.Stringers("allowedHostPorts", d.policy.AllowedHostPorts), zap.Strings("allowedUnsafeSysctls", d.policy.AllowedUnsafeSysctls))
 	if d.cfg.ResolvConf != "" {
 		if d.hostDNS, err = readResolvConf(d.cfg.ResolvConf); err != nil {
 			return err
@@ -530,4 +536,14 @@ func readResolvConf(path string) (*runtimeapi.DNSConfig, error) {
 		return nil, fmt.Errorf("--resolv-conf %s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// kernelRelease is the running kernel's release ("6.1.0-18-amd64"), which
+// decides the safe sysctls; "" if unknown.
+func kernelRelease() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
 }

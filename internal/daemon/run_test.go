@@ -76,6 +76,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if c.Policy.AllowPrivileged || c.Policy.AllowHostNetwork || len(c.Policy.AllowedHostPaths) != 0 {
 		t.Errorf("default policy is not the refusing one: %+v", c.Policy)
 	}
+	if p := c.Policy.Admit(); p.Level != "baseline" || len(p.AllowedHostPorts)+len(p.AllowedCapabilities)+len(p.AllowedUnsafeSysctls) != 0 {
+		t.Errorf("default admission policy %+v, want baseline without exemptions", p)
+	}
 
 	// Host-derived defaults.
 	c, err = daemon.LoadConfig(t.Context(), []string{"--resolv-conf="})
@@ -102,8 +105,12 @@ listen:
 systemReserved:
   cpu: 500m
 policy:
+  podSecurity: restricted
   allowHostNetwork: true
   allowedHostPaths: [/data]
+  allowedHostPorts: ["8000-8099"]
+  allowedCapabilities: [NET_ADMIN]
+  allowedUnsafeSysctls: ["kernel.msg*"]
 security:
   roles:
     admin: ["uid:0"]
@@ -130,6 +137,13 @@ security:
 	}
 	if fmt.Sprint(c.Listen) != "[unix:///flag/c.sock]" || fmt.Sprint(c.Policy.AllowedHostPaths) != "[/srv]" {
 		t.Errorf("listen %q, allowedHostPaths %q: the flags' lists must replace the file's", c.Listen, c.Policy.AllowedHostPaths)
+	}
+	if p := c.Policy.Admit(); p.Level != "restricted" || fmt.Sprint(p.AllowedHostPorts) != "[8000-8099]" ||
+		fmt.Sprint(p.AllowedCapabilities) != "[NET_ADMIN]" || fmt.Sprint(p.AllowedUnsafeSysctls) != "[kernel.msg*]" || !p.AllowHostNetwork || p.AllowHostPID {
+		t.Errorf("policy from the file: %+v", p)
+	}
+	if p := mustLoad(t, "--allow-host-namespaces").Policy.Admit(); !p.AllowHostNetwork || !p.AllowHostPID || !p.AllowHostIPC {
+		t.Errorf("--allow-host-namespaces: %+v, want all three host namespaces exempted", p)
 	}
 	if fmt.Sprint(c.SystemReserved) != "map[memory:1Gi]" {
 		t.Errorf("systemReserved = %v, want the flag's", c.SystemReserved)
@@ -169,6 +183,12 @@ func TestRunUsageErrors(t *testing.T) {
 		{name: "unknown key", file: "listen: [unix:///a.sock]\nmaxPodz: 3\n", want: []string{"--config", `unknown field "maxPodz"`}},
 		{name: "bad yaml", file: "listen: [\n", want: []string{"--config"}},
 		{name: "bad roles", file: "security:\n  roles:\n    admin: [\"uid:root\"]\n", want: []string{"roles.admin[0]"}},
+		{name: "pod security level", args: []string{"--pod-security=strict"}, want: []string{`--pod-security "strict"`, "privileged, baseline or restricted"}},
+		{name: "host port range", args: []string{"--allowed-host-ports=9000-80"}, want: []string{"--allowed-host-ports", `"9000-80"`}},
+		{name: "host port", args: []string{"--allowed-host-ports=0"}, want: []string{"--allowed-host-ports", `"0"`}},
+		{name: "capability", args: []string{"--allowed-capabilities=SYS ADMIN"}, want: []string{`--allowed-capabilities "SYS ADMIN"`}},
+		{name: "unsafe sysctl not namespaced", args: []string{"--allowed-unsafe-sysctls=kernel.panic"}, want: []string{"--allowed-unsafe-sysctls", "kernel.panic", "not known to be namespaced"}},
+		{name: "bad policy in the file", file: "policy:\n  podSecurity: open\n", want: []string{`--pod-security "open"`}},
 		{name: "missing file", args: []string{"--config=/nonexistent/podsyncd.yaml"}, want: []string{"--config", "no such file"}},
 	}
 	for _, tt := range tests {
@@ -203,7 +223,8 @@ func TestRunHelp(t *testing.T) {
 		"--tls-key-file", "--tls-client-ca-file", "--insecure-listen-loopback", "--root-dir", "--pod-log-dir",
 		"--node-name", "--node-ip", "--cluster-dns", "--cluster-domain", "--cgroup-driver", "--metrics-address",
 		"--config", "--log-level", "--log-format", "--allow-privileged", "--allow-host-network", "--allow-host-pid",
-		"--allow-host-ipc", "--allowed-host-paths", "--system-reserved", "--max-pods", "--shutdown-timeout"} {
+		"--allow-host-ipc", "--allowed-host-paths", "--pod-security", "--allow-host-namespaces", "--allowed-host-ports",
+		"--allowed-capabilities", "--allowed-unsafe-sysctls", "--system-reserved", "--max-pods", "--shutdown-timeout"} {
 		if !strings.Contains(stdout.String(), flag+" ") {
 			t.Errorf("--help does not list %s", flag)
 		}
@@ -388,4 +409,13 @@ func TestRunStartupFailure(t *testing.T) {
 	if !strings.Contains(stderr.String(), "refusing to remove what is not a socket") {
 		t.Errorf("stderr lacks the reason:\n%s", stderr.String())
 	}
+}
+
+func mustLoad(t *testing.T, args ...string) daemon.Config {
+	t.Helper()
+	c, err := daemon.LoadConfig(t.Context(), append(append([]string{}, base...), args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

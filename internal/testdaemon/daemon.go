@@ -67,10 +67,11 @@ type Options struct {
 	// Store are the store's options; a nil Logger is Logger's "store".
 	Store store.Options
 	// Allocatable, when set, is the node's allocatable resources: the
-	// node admits SyncPod's pods against them (with the zero
-	// admit.Policy, which refuses privileged pods and host namespaces),
-	// and RunPods admits its pods against them.
+	// node admits SyncPod's pods against them and Policy, and RunPods
+	// admits its pods against them.
 	Allocatable corev1.ResourceList
+	// Policy is the admission policy; nil means DefaultPolicy.
+	Policy *admit.Policy
 	// Service, if set, adjusts the service's options before it is built
 	// (Health, Validator, RunPods, …).
 	Service func(*server.ServiceOptions)
@@ -83,6 +84,18 @@ type Options struct {
 	Server server.Options
 	// Dial are further options of Conn, after plaintext credentials.
 	Dial []grpc.DialOption
+}
+
+// DefaultPolicy is a test daemon's admission policy: podsyncd's default
+// level, baseline, with the exemption the examples and tests declare —
+// they publish unprivileged host ports (examples/web.yaml's 8080).
+var DefaultPolicy = admit.Policy{AllowedHostPorts: []admit.PortRange{{From: 1024, To: 65535}}}
+
+func (o Options) policy() admit.Policy {
+	if o.Policy != nil {
+		return *o.Policy
+	}
+	return DefaultPolicy
 }
 
 // Daemon is a running in-process podsyncd. Its fields are read-only.
@@ -207,7 +220,7 @@ func (d *Daemon) runNode(o Options, log *zap.Logger) (podsyncv1.PodSyncServiceSe
 	var admission admit.Node
 	if o.Allocatable != nil {
 		admission = admit.Node{Allocatable: o.Allocatable}
-		nodeOpts.Admit, nodeOpts.Policy = engine.Admission(admission, admit.Policy{})
+		nodeOpts.Admit, nodeOpts.Policy = engine.Admission(admission, o.policy())
 	}
 	node, err := engine.NewNode(nodeOpts)
 	if err != nil {
@@ -225,7 +238,7 @@ func (d *Daemon) runNode(o Options, log *zap.Logger) (podsyncv1.PodSyncServiceSe
 	})
 
 	svcOpts := server.ServiceOptions{Node: node, NodeName: NodeName, Logger: log.Named("service"),
-		RunPods: runpods.Options{Admission: admission, PodLogDir: d.PodLogDir}}
+		RunPods: runpods.Options{Admission: admission, Policy: o.policy(), PodLogDir: d.PodLogDir}}
 	if o.Service != nil {
 		o.Service(&svcOpts)
 	}

@@ -1247,8 +1247,8 @@ type PodResult struct {
 	// outcome of the run.
 	Outcome PodOutcome `protobuf:"varint,3,opt,name=outcome,proto3,enum=podsync.v1.PodOutcome" json:"outcome,omitempty"`
 	// reason for a rejection or failure: the kubelet's admission reasons
-	// (OutOfcpu, OutOfmemory, OutOfpods, NodePorts), a policy reason
-	// (PolicyPrivileged, PolicyHostNamespace, PolicyHostPath), or
+	// (OutOfcpu, OutOfmemory, OutOfpods, NodePorts, SysctlForbidden), a
+	// policy reason (PodSecurity, PolicyHostPath), or
 	// DeadlineExceeded, PodFailed, SyncError, NotRunAllOrNothing.
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	// message for humans.

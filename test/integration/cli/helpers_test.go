@@ -47,8 +47,11 @@ func startPodsyncd(t *testing.T) *podsyncd {
 	d.Podsyncd = localcritest.StartPodsyncd(t, localcritest.PodsyncdOptions{
 		Bin: podsyncdBin, Instance: inst, Socket: socket,
 		RootDir: filepath.Join(dir, "root"), PodLogDir: filepath.Join(dir, "logs"),
-		ShutdownTimeout: 10 * time.Second, Args: []string{"--log-format=console"},
-		Log: filepath.Join(dir, "podsyncd.log"),
+		ShutdownTimeout: 10 * time.Second,
+		// The web example publishes a host port, which the default Pod
+		// Security level refuses unless the operator opens it.
+		Args: []string{"--log-format=console", "--allowed-host-ports=1024-65535"},
+		Log:  filepath.Join(dir, "podsyncd.log"),
 	})
 	t.Cleanup(func() {
 		d.cleanup()
