@@ -142,3 +142,36 @@ func TestRestartReadmitsStoredPods(t *testing.T) {
 		t.Errorf("Apply of the rejected pod = %v, want ErrAdmission", err)
 	}
 }
+
+// TestPlanRefusesWhatApplyWould: PlanPod, the dry run, refuses a pod the
+// node's policy or resources would refuse, new or known, and creates and
+// stores nothing.
+func TestPlanRefusesWhatApplyWould(t *testing.T) {
+	admitFn, policyFn := engine.Admission(admit.Node{Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}, admit.Policy{})
+	h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Admit, o.Policy = admitFn, policyFn })
+	adder := enginetest.Pod()
+	adder.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
+	if _, _, _, err := h.node.Plan(h.ctx, adder, nil, nil); !errors.Is(err, errdefs.ErrAdmission) || !strings.Contains(err.Error(), "SYS_ADMIN") {
+		t.Errorf("Plan of a new SYS_ADMIN pod = %v, want the PodSecurity refusal", err)
+	}
+	pod := enginetest.Pod()
+	if _, _, known, err := h.node.Plan(h.ctx, pod, nil, nil); err != nil || known {
+		t.Fatalf("Plan of a new plain pod = known %v, %v", known, err)
+	}
+	h.apply(pod)
+	if _, _, known, err := h.node.Plan(h.ctx, adder, nil, nil); !errors.Is(err, errdefs.ErrAdmission) || !known {
+		t.Errorf("Plan of the stored pod adding SYS_ADMIN = known %v, %v; want the PodSecurity refusal", known, err)
+	}
+	other := enginetest.Pod()
+	other.Name, other.UID = "other", "uid-other"
+	var ae *engine.AdmissionError
+	if _, _, _, err := h.node.Plan(h.ctx, other, nil, nil); !errors.As(err, &ae) || ae.Reason() != admit.ReasonOutOfPods {
+		t.Errorf("Plan of a second pod on a one-pod node = %v, want OutOfpods", err)
+	}
+	if recs, _, _ := h.st.List(store.Filter{}); len(recs) != 1 {
+		t.Errorf("%d pods stored, want the one applied", len(recs))
+	}
+	if sbs, _ := h.rt.ListPodSandbox(h.ctx, nil); len(sbs) != 1 {
+		t.Errorf("%d sandboxes, want the applied pod's", len(sbs))
+	}
+}

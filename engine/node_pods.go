@@ -123,7 +123,9 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 // (then its stored status is the previous status). pod must be defaulted.
 // The ConfigMaps and Secrets do not change a plan (a missing one fails a
 // start, not the plan); they are accepted so Plan mirrors Apply.
-// Plan returns the runtime's error if the pod's state cannot be read.
+// Plan returns the admission error Apply would return (NodeOptions.Admit
+// for a new pod, Policy for a known one), and the runtime's error if the
+// pod's state cannot be read.
 func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap, _ []*corev1.Secret) (plan.PodActions, corev1.PodStatus, bool, error) {
 	if pod == nil || pod.UID == "" {
 		return plan.PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod: pod has no uid: %w", errdefs.ErrInvalidSpec)
@@ -139,6 +141,11 @@ func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap,
 		return plan.PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod %s: %w", plan.PodString(pod), err)
 	default:
 		pod.Status = corev1.PodStatus{}
+	}
+	// A dry run answers as Apply would: a pod the node would refuse is
+	// refused here too.
+	if err := n.admitDryRun(pod, known); err != nil {
+		return plan.PodActions{}, corev1.PodStatus{}, known, fmt.Errorf("plan pod %s: %w", plan.PodString(pod), err)
 	}
 	view, err := n.syncer.ReadView(ctx, pod.UID)
 	if err != nil {
@@ -306,6 +313,26 @@ func (n *Node) admitNew(pod *corev1.Pod) (release func(), err error) {
 			delete(n.admitting, pod.UID)
 		}
 	}, nil
+}
+
+// admitDryRun is Apply's admission without its effects: the policy for a
+// known pod, full admission for a new one (reserved only for the call).
+func (n *Node) admitDryRun(pod *corev1.Pod, known bool) error {
+	if known {
+		if n.policy != nil {
+			return n.policy(pod)
+		}
+		return nil
+	}
+	if n.admit == nil {
+		return nil
+	}
+	release, err := n.admitNew(pod)
+	if err != nil {
+		return err
+	}
+	release()
+	return nil
 }
 
 // reservation is a pod admitted and not stored yet, and how many applies
