@@ -65,7 +65,8 @@ func runtimeSpec(ctx context.Context, t *testing.T, rs cri.RuntimeService, id st
 // seccomp Unconfined runs without a filter, RuntimeDefault under the
 // runtime's filter, Localhost under the profile file in
 // <root-dir>/seccomp; procMount Default keeps the masked and read-only
-// paths. A Localhost profile outside that directory is refused at the API
+// paths; seLinuxOptions do not stop a pod on a node without SELinux. A
+// Localhost profile outside that directory is refused at the API
 // with the field's path.
 func TestSecurityProfilesOnRuntime(t *testing.T) {
 	ctx := testContext(t)
@@ -86,6 +87,8 @@ func TestSecurityProfilesOnRuntime(t *testing.T) {
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined},
 		// Unconfined runs on a node with or without AppArmor.
 		AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined},
+		// containerd ignores SELinux labels where SELinux is disabled.
+		SELinuxOptions: &corev1.SELinuxOptions{Level: "s0:c1,c2"},
 	}
 	runtimeDefault := sleeper("runtime-default")
 	runtimeDefault.SecurityContext = &corev1.SecurityContext{
