@@ -232,7 +232,9 @@ func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, opts Options
 	if sc.Seccomp, err = seccompProfile(psc, c.SecurityContext, opts); err != nil {
 		return nil, err
 	}
-	if sc.Apparmor, sc.ApparmorProfile, err = appArmorProfile(pod, c); err != nil {
+	// The kubelet sets the deprecated string form too, for runtimes that
+	// read only it.
+	if sc.Apparmor, sc.ApparmorProfile, err = appArmorProfile(pod, c); err != nil { //nolint:staticcheck // as the kubelet does.
 		return nil, err
 	}
 	sc.NamespaceOptions = namespacesForPod(pod)

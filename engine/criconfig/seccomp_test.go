@@ -263,8 +263,9 @@ func TestGetAppArmorProfile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(test.expectedProfile, sc.GetApparmor(), cmpProto); diff != "" || sc.GetApparmorProfile() != test.expectedOldProfile {
-				t.Errorf("security context's AppArmor %v %q (-want +got):\n%s", sc.GetApparmor(), sc.GetApparmorProfile(), diff)
+			old := sc.GetApparmorProfile() //nolint:staticcheck // the deprecated form the kubelet still sets.
+			if diff := cmp.Diff(test.expectedProfile, sc.GetApparmor(), cmpProto); diff != "" || old != test.expectedOldProfile {
+				t.Errorf("security context's AppArmor %v %q (-want +got):\n%s", sc.GetApparmor(), old, diff)
 			}
 		})
 	}
