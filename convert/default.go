@@ -21,8 +21,11 @@ import (
 // applies to a Pod on create: SetObjectDefaults_Pod in
 // k8s.io/kubernetes/pkg/apis/core/v1/zz_generated.defaults.go, which calls the
 // SetDefaults_* functions of defaults.go in the same package, plus what the
-// generic registry (k8s.io/apiserver rest.BeforeCreate) fills in. Each default
-// names the function it mirrors. They run in the API server's order.
+// generic registry (k8s.io/apiserver rest.BeforeCreate) fills in, and the pod
+// strategy's conversion of legacy seccomp and AppArmor annotations to fields
+// (PrepareForCreate's applyAppArmorVersionSkew, and applySeccompVersionSkew
+// of v1.19 to v1.26). Each default names the function it mirrors. They run
+// in the API server's order.
 //
 // Defaults deliberately skipped, because podsync rejects the field they
 // default, so they can never change a pod podsync accepts:
@@ -68,8 +71,10 @@ func PodUID(namespace, name string) types.UID {
 
 // Default applies, in place, the defaults the Kubernetes API server applies
 // to a Pod on create, for the fields podsync accepts, and derives a missing
-// metadata.uid with PodUID. Fields already set are never changed, so Default
-// is idempotent. Default does nothing if pod is nil.
+// metadata.uid with PodUID, and turns the legacy seccomp and AppArmor
+// annotations into the seccompProfile and appArmorProfile fields they name
+// (validation.ValidatePodMetadata refuses those it cannot). Fields already
+// set are never changed, so Default is idempotent. Default does nothing if pod is nil.
 func Default(pod *corev1.Pod) {
 	if pod == nil {
 		return
