@@ -9,17 +9,23 @@ import (
 	"github.com/distribution/reference"
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/podsync/podsync/validation"
 )
 
 // The functions in this file mirror the defaulting the Kubernetes API server
 // applies to a Pod on create: SetObjectDefaults_Pod in
 // k8s.io/kubernetes/pkg/apis/core/v1/zz_generated.defaults.go, which calls the
 // SetDefaults_* functions of defaults.go in the same package, plus what the
-// generic registry (k8s.io/apiserver rest.BeforeCreate) fills in. Each default
-// names the function it mirrors. They run in the API server's order.
+// generic registry (k8s.io/apiserver rest.BeforeCreate) fills in, and the pod
+// strategy's conversion of legacy seccomp and AppArmor annotations to fields
+// (PrepareForCreate's applyAppArmorVersionSkew, and applySeccompVersionSkew
+// of v1.19 to v1.26). Each default names the function it mirrors. They run
+// in the API server's order.
 //
 // Defaults deliberately skipped, because podsync rejects the field they
 // default, so they can never change a pod podsync accepts:
@@ -65,8 +71,10 @@ func PodUID(namespace, name string) types.UID {
 
 // Default applies, in place, the defaults the Kubernetes API server applies
 // to a Pod on create, for the fields podsync accepts, and derives a missing
-// metadata.uid with PodUID. Fields already set are never changed, so Default
-// is idempotent. Default does nothing if pod is nil.
+// metadata.uid with PodUID, and turns the legacy seccomp and AppArmor
+// annotations into the seccompProfile and appArmorProfile fields they name
+// (validation.ValidatePodMetadata refuses those it cannot). Fields already
+// set are never changed, so Default is idempotent. Default does nothing if pod is nil.
 func Default(pod *corev1.Pod) {
 	if pod == nil {
 		return
@@ -82,6 +90,67 @@ func Default(pod *corev1.Pod) {
 	}
 	for i := range pod.Spec.Containers {
 		defaultContainer(&pod.Spec.Containers[i])
+	}
+	applySeccompVersionSkew(pod)
+	applyAppArmorVersionSkew(pod)
+}
+
+// applySeccompVersionSkew mirrors the API server's applySeccompVersionSkew
+// of v1.19 to v1.26 (pkg/registry/core/pod/strategy.go), in its direction
+// from annotation to field: a seccomp.security.alpha.kubernetes.io/pod or
+// container.seccomp.security.alpha.kubernetes.io/<name> annotation whose
+// field is unset sets the field. Since v1.27 the API server ignores these
+// annotations; podsync converts them rather than run a pod without the
+// profile it asked for (validation refuses one it cannot convert). The
+// annotations are kept, as the API server kept them.
+func applySeccompVersionSkew(pod *corev1.Pod) {
+	if v, ok := pod.Annotations[corev1.SeccompPodAnnotationKey]; ok && pod.Spec.SecurityContext.SeccompProfile == nil {
+		pod.Spec.SecurityContext.SeccompProfile = validation.SeccompProfileForAnnotation(v)
+	}
+	visitContainers(&pod.Spec, func(c *corev1.Container) {
+		v, ok := pod.Annotations[corev1.SeccompContainerAnnotationKeyPrefix+c.Name]
+		if !ok || (c.SecurityContext != nil && c.SecurityContext.SeccompProfile != nil) {
+			return
+		}
+		if f := validation.SeccompProfileForAnnotation(v); f != nil {
+			if c.SecurityContext == nil {
+				c.SecurityContext = &corev1.SecurityContext{}
+			}
+			c.SecurityContext.SeccompProfile = f
+		}
+	})
+}
+
+// applyAppArmorVersionSkew mirrors the API server's applyAppArmorVersionSkew
+// (pkg/registry/core/pod/strategy.go): a
+// container.apparmor.security.beta.kubernetes.io/<name> annotation sets the
+// container's appArmorProfile when that is unset, the annotation names a
+// valid profile, and it differs from the pod's profile.
+func applyAppArmorVersionSkew(pod *corev1.Pod) {
+	podProfile := pod.Spec.SecurityContext.AppArmorProfile
+	visitContainers(&pod.Spec, func(c *corev1.Container) {
+		v, ok := pod.Annotations[corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+c.Name]
+		if !ok || (c.SecurityContext != nil && c.SecurityContext.AppArmorProfile != nil) {
+			return
+		}
+		f := validation.AppArmorProfileForAnnotation(v)
+		if f == nil || validation.ValidateAppArmorProfile(f, nil) != nil || equality.Semantic.DeepEqual(f, podProfile) {
+			return
+		}
+		if c.SecurityContext == nil {
+			c.SecurityContext = &corev1.SecurityContext{}
+		}
+		c.SecurityContext.AppArmorProfile = f
+	})
+}
+
+// visitContainers calls visit with each init and regular container.
+func visitContainers(spec *corev1.PodSpec, visit func(*corev1.Container)) {
+	for i := range spec.InitContainers {
+		visit(&spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		visit(&spec.Containers[i])
 	}
 }
 

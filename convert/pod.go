@@ -216,7 +216,31 @@ func podSecurityContextToProto(in *corev1.PodSecurityContext) *podsyncv1.PodSecu
 		Sysctls: toSlice(in.Sysctls, func(s corev1.Sysctl) *podsyncv1.Sysctl {
 			return &podsyncv1.Sysctl{Name: s.Name, Value: s.Value}
 		}),
+		SeLinuxOptions:  seLinuxOptionsToProto(in.SELinuxOptions),
+		SeccompProfile:  seccompProfileToProto(in.SeccompProfile),
+		AppArmorProfile: appArmorProfileToProto(in.AppArmorProfile),
 	}
+}
+
+func seLinuxOptionsToProto(in *corev1.SELinuxOptions) *podsyncv1.SELinuxOptions {
+	if in == nil {
+		return nil
+	}
+	return &podsyncv1.SELinuxOptions{User: in.User, Role: in.Role, Type: in.Type, Level: in.Level}
+}
+
+func seccompProfileToProto(in *corev1.SeccompProfile) *podsyncv1.SeccompProfile {
+	if in == nil {
+		return nil
+	}
+	return &podsyncv1.SeccompProfile{Type: string(in.Type), LocalhostProfile: in.LocalhostProfile}
+}
+
+func appArmorProfileToProto(in *corev1.AppArmorProfile) *podsyncv1.AppArmorProfile {
+	if in == nil {
+		return nil
+	}
+	return &podsyncv1.AppArmorProfile{Type: string(in.Type), LocalhostProfile: in.LocalhostProfile}
 }
 
 func volumeToProto(in corev1.Volume) *podsyncv1.Volume {
@@ -398,6 +422,10 @@ func securityContextToProto(in *corev1.SecurityContext) *podsyncv1.SecurityConte
 		RunAsNonRoot:             in.RunAsNonRoot,
 		ReadOnlyRootFilesystem:   in.ReadOnlyRootFilesystem,
 		AllowPrivilegeEscalation: in.AllowPrivilegeEscalation,
+		SeLinuxOptions:           seLinuxOptionsToProto(in.SELinuxOptions),
+		SeccompProfile:           seccompProfileToProto(in.SeccompProfile),
+		AppArmorProfile:          appArmorProfileToProto(in.AppArmorProfile),
+		ProcMount:                (*string)(in.ProcMount),
 	}
 	if c := in.Capabilities; c != nil {
 		out.Capabilities = &podsyncv1.Capabilities{

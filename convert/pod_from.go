@@ -72,7 +72,31 @@ func podSecurityContextFromProto(in *podsyncv1.PodSecurityContext) *corev1.PodSe
 		Sysctls: toSlice(in.Sysctls, func(s *podsyncv1.Sysctl) corev1.Sysctl {
 			return corev1.Sysctl{Name: s.GetName(), Value: s.GetValue()}
 		}),
+		SELinuxOptions:  seLinuxOptionsFromProto(in.SeLinuxOptions),
+		SeccompProfile:  seccompProfileFromProto(in.SeccompProfile),
+		AppArmorProfile: appArmorProfileFromProto(in.AppArmorProfile),
 	}
+}
+
+func seLinuxOptionsFromProto(in *podsyncv1.SELinuxOptions) *corev1.SELinuxOptions {
+	if in == nil {
+		return nil
+	}
+	return &corev1.SELinuxOptions{User: in.User, Role: in.Role, Type: in.Type, Level: in.Level}
+}
+
+func seccompProfileFromProto(in *podsyncv1.SeccompProfile) *corev1.SeccompProfile {
+	if in == nil {
+		return nil
+	}
+	return &corev1.SeccompProfile{Type: corev1.SeccompProfileType(in.Type), LocalhostProfile: in.LocalhostProfile}
+}
+
+func appArmorProfileFromProto(in *podsyncv1.AppArmorProfile) *corev1.AppArmorProfile {
+	if in == nil {
+		return nil
+	}
+	return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileType(in.Type), LocalhostProfile: in.LocalhostProfile}
 }
 
 func (c *fromProto) volumes(path *field.Path, in []*podsyncv1.Volume) []corev1.Volume {
@@ -315,6 +339,10 @@ func securityContextFromProto(in *podsyncv1.SecurityContext) *corev1.SecurityCon
 		RunAsNonRoot:             in.RunAsNonRoot,
 		ReadOnlyRootFilesystem:   in.ReadOnlyRootFilesystem,
 		AllowPrivilegeEscalation: in.AllowPrivilegeEscalation,
+		SELinuxOptions:           seLinuxOptionsFromProto(in.SeLinuxOptions),
+		SeccompProfile:           seccompProfileFromProto(in.SeccompProfile),
+		AppArmorProfile:          appArmorProfileFromProto(in.AppArmorProfile),
+		ProcMount:                (*corev1.ProcMountType)(in.ProcMount),
 	}
 	if c := in.Capabilities; c != nil {
 		out.Capabilities = &corev1.Capabilities{

@@ -233,12 +233,12 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 				ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"},
 			}})
 		}, []string{"spec.containers[0].env[1].valueFrom.resourceFieldRef"}},
-		{"seccomp profile", func(p *corev1.Pod) {
-			p.Spec.Containers[0].SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
-		}, []string{"spec.containers[0].securityContext.seccompProfile"}},
-		{"pod seLinuxOptions", func(p *corev1.Pod) {
-			p.Spec.SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Level: "s0"}
-		}, []string{"spec.securityContext.seLinuxOptions"}},
+		{"windows options", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.WindowsOptions = &corev1.WindowsSecurityContextOptions{RunAsUserName: ptr.To("x")}
+		}, []string{"spec.containers[0].securityContext.windowsOptions"}},
+		{"pod seLinuxChangePolicy", func(p *corev1.Pod) {
+			p.Spec.SecurityContext.SELinuxChangePolicy = ptr.To(corev1.SELinuxChangePolicyRecursive)
+		}, []string{"spec.securityContext.seLinuxChangePolicy"}},
 		{"resize policy", func(p *corev1.Pod) {
 			p.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: "NotRequired"}}
 		}, []string{"spec.containers[0].resizePolicy"}},

@@ -284,4 +284,7 @@ func (pv *podValidator) securityContext(p *field.Path, sc *corev1.SecurityContex
 	if sc.Privileged != nil && *sc.Privileged && sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
 		pv.add(field.Invalid(p.Child("allowPrivilegeEscalation"), false, "cannot be false when privileged is true"))
 	}
+	pv.add(procMount(p.Child("procMount"), sc.ProcMount)...)
+	pv.add(seccompProfile(p.Child("seccompProfile"), sc.SeccompProfile)...)
+	pv.add(appArmorProfile(p.Child("appArmorProfile"), sc.AppArmorProfile)...)
 }

@@ -28,13 +28,18 @@ func ValidatePod(pod *corev1.Pod, fldPath *field.Path, opts Options) field.Error
 
 // ValidatePodMetadata validates a defaulted pod's apiVersion and kind
 // (empty, or v1 and Pod), its name (a DNS-1123 subdomain), namespace (a
-// DNS-1123 label), labels, annotations and UID (ValidateUID), and that the
-// name of its log directory, <namespace>_<name>_<uid>, is one file name.
+// DNS-1123 label), labels, annotations and UID (ValidateUID), that the
+// name of its log directory, <namespace>_<name>_<uid>, is one file name,
+// and its legacy seccomp and AppArmor annotations: each must name a valid
+// profile and a container of the pod and agree with the field that
+// convert.Default made of it, or the pod set (the API server's checks,
+// plus a refusal of what it would accept and ignore).
 // Paths are below fldPath, as in ValidatePod.
 func ValidatePodMetadata(pod *corev1.Pod, fldPath *field.Path) field.ErrorList {
 	errs := validateTypeMeta(fldPath, pod.TypeMeta, "Pod")
 	errs = append(errs, validateObjectMeta(fldPath.Child("metadata"), &pod.ObjectMeta)...)
 	errs = append(errs, ValidateUID(string(pod.UID), fldPath.Child("metadata", "uid"))...)
+	errs = append(errs, legacyProfileAnnotations(pod, fldPath)...)
 	// The pod's log directory is named <namespace>_<name>_<uid>, one file
 	// name (the kubelet's layout).
 	validNamespace := len(validation.IsDNS1123Label(pod.Namespace)) == 0
@@ -222,6 +227,8 @@ func (pv *podValidator) podSecurityContext(p *field.Path, sc *corev1.PodSecurity
 	pv.add(userID(p.Child("runAsUser"), sc.RunAsUser)...)
 	pv.add(groupID(p.Child("runAsGroup"), sc.RunAsGroup)...)
 	pv.add(groupID(p.Child("fsGroup"), sc.FSGroup)...)
+	pv.add(seccompProfile(p.Child("seccompProfile"), sc.SeccompProfile)...)
+	pv.add(appArmorProfile(p.Child("appArmorProfile"), sc.AppArmorProfile)...)
 	for i, g := range sc.SupplementalGroups {
 		pv.add(groupID(p.Child("supplementalGroups").Index(i), &g)...)
 	}

@@ -238,6 +238,22 @@ func TestValidatePodValid(t *testing.T) {
 			c.Env[2].ValueFrom.FieldRef.FieldPath = "metadata.annotations['example.com/owner']"
 		})},
 		{"limits at their bounds", &validation.Options{Limits: validation.Limits{MaxContainersPerPod: 4, MaxEnvVarsPerContainer: 4}}, nop},
+		{"security profiles", nil, pod(func(p *corev1.Pod) {
+			p.Spec.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+			p.Spec.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
+			p.Spec.SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Level: "s0:c1,c2"}
+			p.Spec.Containers[1].SecurityContext = &corev1.SecurityContext{
+				SeccompProfile:  &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("profiles/audit.json")},
+				AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To("deny-write")},
+				SELinuxOptions:  &corev1.SELinuxOptions{User: "system_u", Role: "system_r", Type: "container_t", Level: "s0"},
+				ProcMount:       ptr.To(corev1.DefaultProcMount),
+			}
+		})},
+		{"legacy annotations converted", nil, pod(func(p *corev1.Pod) {
+			p.Annotations[corev1.SeccompPodAnnotationKey] = "runtime/default"
+			p.Annotations[corev1.SeccompContainerAnnotationKeyPrefix+p.Spec.Containers[0].Name] = "unconfined"
+			p.Annotations[corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+p.Spec.Containers[1].Name] = "localhost/deny-write"
+		})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -340,6 +356,42 @@ func TestValidatePodInvalid(t *testing.T) {
 		{"privileged without privilege escalation", nil, exporter(func(c *corev1.Container) {
 			c.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false)}
 		}), []string{"spec.containers[1].securityContext.allowPrivilegeEscalation"}},
+		{"seccomp type missing", nil, pod(func(p *corev1.Pod) { p.Spec.SecurityContext.SeccompProfile = &corev1.SeccompProfile{} }), []string{"spec.securityContext.seccompProfile.type"}},
+		{"seccomp type unknown", nil, pod(func(p *corev1.Pod) { p.Spec.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: "Strict"} }), []string{"spec.securityContext.seccompProfile.type"}},
+		{"seccomp Localhost without profile", nil, exporter(func(c *corev1.Container) {
+			c.SecurityContext = &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost}}
+		}), []string{"spec.containers[1].securityContext.seccompProfile.localhostProfile"}},
+		{"seccomp Localhost empty profile", nil, exporter(func(c *corev1.Container) {
+			c.SecurityContext = &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("")}}
+		}), []string{"spec.containers[1].securityContext.seccompProfile.localhostProfile"}},
+		{"seccomp Localhost absolute", nil, exporter(func(c *corev1.Container) {
+			c.SecurityContext = &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("/etc/seccomp/audit.json")}}
+		}), []string{"spec.containers[1].securityContext.seccompProfile.localhostProfile"}},
+		{"seccomp Localhost escaping", nil, exporter(func(c *corev1.Container) {
+			c.SecurityContext = &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("profiles/../../audit.json")}}
+		}), []string{"spec.containers[1].securityContext.seccompProfile.localhostProfile"}},
+		{"seccomp localhostProfile without Localhost", nil, exporter(func(c *corev1.Container) {
+			c.SecurityContext = &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault, LocalhostProfile: ptr.To("audit.json")}}
+		}), []string{"spec.containers[1].securityContext.seccompProfile.localhostProfile"}},
+		{"appArmor type missing", nil, pod(func(p *corev1.Pod) { p.Spec.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{} }), []string{"spec.securityContext.appArmorProfile.type"}},
+		{"appArmor type unknown", nil, exporter(func(c *corev1.Container) {
+			c.SecurityContext = &corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: "Complain"}}
+		}), []string{"spec.containers[1].securityContext.appArmorProfile.type"}},
+		{"appArmor Localhost without profile", nil, exporter(func(c *corev1.Container) {
+			c.SecurityContext = &corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost}}
+		}), []string{"spec.containers[1].securityContext.appArmorProfile.localhostProfile"}},
+		{"appArmor Localhost padded", nil, exporter(func(c *corev1.Container) {
+			c.SecurityContext = &corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To(" deny-write")}}
+		}), []string{"spec.containers[1].securityContext.appArmorProfile.localhostProfile"}},
+		{"appArmor localhostProfile without Localhost", nil, exporter(func(c *corev1.Container) {
+			c.SecurityContext = &corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined, LocalhostProfile: ptr.To("x")}}
+		}), []string{"spec.containers[1].securityContext.appArmorProfile.localhostProfile"}},
+		{"procMount Unmasked needs hostUsers false", nil, exporter(func(c *corev1.Container) {
+			c.SecurityContext = &corev1.SecurityContext{ProcMount: ptr.To(corev1.UnmaskedProcMount)}
+		}), []string{"spec.containers[1].securityContext.procMount"}},
+		{"procMount unknown", nil, exporter(func(c *corev1.Container) {
+			c.SecurityContext = &corev1.SecurityContext{ProcMount: ptr.To(corev1.ProcMountType("Masked"))}
+		}), []string{"spec.containers[1].securityContext.procMount"}},
 
 		// Ports.
 		{"containerPort zero", nil, exporter(func(c *corev1.Container) { c.Ports[0].ContainerPort = 0 }),

@@ -64,6 +64,11 @@ type Options struct {
 	// seccomp profile the runtime's default one (RuntimeDefault) instead of
 	// none (Unconfined), as the kubelet's --seccomp-default does.
 	SeccompDefault bool
+	// SeccompProfileRoot is the directory a Localhost seccomp profile
+	// (seccompProfile.localhostProfile) is a path below, as the kubelet's
+	// --seccomp-profile-root; default <RootDir>/seccomp. A profile path
+	// that leaves it is refused.
+	SeccompProfileRoot string
 }
 
 // WithDefaults returns o with the defaults of its zero fields filled in.
@@ -82,6 +87,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.CgroupFS == "" {
 		o.CgroupFS = DefaultCgroupFS
+	}
+	if o.SeccompProfileRoot == "" {
+		o.SeccompProfileRoot = filepath.Join(o.RootDir, "seccomp")
 	}
 	if o.CPUCFSQuotaPeriod == 0 {
 		o.CPUCFSQuotaPeriod = quotaPeriod * time.Microsecond

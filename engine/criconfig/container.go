@@ -109,7 +109,9 @@ type ContainerConfigInput struct {
 // ContainerConfig builds a ContainerConfig as the kubelet's
 // generateContainerConfig does. It returns an error wrapping ErrNotFound
 // for a missing ConfigMap, Secret or key that is not optional, and
-// ErrInvalidSpec for a mount of an unknown or unsupported volume.
+// ErrInvalidSpec for a mount of an unknown or unsupported volume or a
+// seccomp or AppArmor profile it cannot give the runtime (a Localhost
+// seccomp profile outside Options.SeccompProfileRoot).
 func ContainerConfig(in ContainerConfigInput, opts Options) (*runtimeapi.ContainerConfig, error) {
 	opts = opts.WithDefaults()
 	pod, c := in.Pod, in.Container
@@ -148,9 +150,13 @@ func ContainerConfig(in ContainerConfigInput, opts Options) (*runtimeapi.Contain
 	}
 	res := linuxResources(cpuReq, c.Resources.Limits.Cpu(), c.Resources.Limits.Memory(), opts)
 	res.OomScoreAdj = containerOOMScoreAdjust(pod, c, opts.MemoryCapacity)
+	sc, err := containerSecurityContext(pod, c, opts)
+	if err != nil {
+		return nil, fmt.Errorf("container %q: %w", c.Name, err)
+	}
 	cfg.Linux = &runtimeapi.LinuxContainerConfig{
 		Resources:       res,
-		SecurityContext: containerSecurityContext(pod, c, opts),
+		SecurityContext: sc,
 	}
 	return cfg, nil
 }
@@ -173,8 +179,11 @@ func expandAll(in []string, env []corev1.EnvVar) []string {
 // containerSecurityContext is the kubelet's
 // determineEffectiveSecurityContext: the container's security context with
 // the pod's filled in, namespaces, supplemental groups, no_new_privs,
-// seccomp and masked paths.
-func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, opts Options) *runtimeapi.LinuxContainerSecurityContext {
+// seccomp, AppArmor and masked paths. It returns an error wrapping
+// ErrInvalidSpec for a seccomp or AppArmor profile it cannot give the
+// runtime.
+func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, opts Options) (*runtimeapi.LinuxContainerSecurityContext, error) {
+	opts = opts.WithDefaults()
 	eff := &corev1.SecurityContext{}
 	if c.SecurityContext != nil {
 		eff = c.SecurityContext.DeepCopy()
@@ -192,12 +201,6 @@ func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, opts Options
 		}
 		if eff.RunAsNonRoot == nil {
 			eff.RunAsNonRoot = psc.RunAsNonRoot
-		}
-		if eff.SeccompProfile == nil {
-			eff.SeccompProfile = psc.SeccompProfile
-		}
-		if eff.AppArmorProfile == nil {
-			eff.AppArmorProfile = psc.AppArmorProfile
 		}
 	}
 	sc := &runtimeapi.LinuxContainerSecurityContext{}
@@ -225,26 +228,14 @@ func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, opts Options
 	if eff.ReadOnlyRootFilesystem != nil {
 		sc.ReadonlyRootfs = *eff.ReadOnlyRootFilesystem
 	}
-	// The kubelet's getSeccompProfile: the container's profile, else the
-	// pod's, else RuntimeDefault with SeccompDefault, else Unconfined.
-	sc.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
-	if opts.SeccompDefault {
-		sc.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+	var err error
+	if sc.Seccomp, err = seccompProfile(psc, c.SecurityContext, opts); err != nil {
+		return nil, err
 	}
-	if p := eff.SeccompProfile; p != nil {
-		switch p.Type {
-		case corev1.SeccompProfileTypeUnconfined:
-			sc.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
-		case corev1.SeccompProfileTypeRuntimeDefault:
-			sc.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
-		case corev1.SeccompProfileTypeLocalhost:
-			if p.LocalhostProfile != nil {
-				sc.Seccomp = &runtimeapi.SecurityProfile{
-					ProfileType:  runtimeapi.SecurityProfile_Localhost,
-					LocalhostRef: filepath.Join(opts.RootDir, "seccomp", *p.LocalhostProfile),
-				}
-			}
-		}
+	// The kubelet sets the deprecated string form too, for runtimes that
+	// read only it.
+	if sc.Apparmor, sc.ApparmorProfile, err = appArmorProfile(pod, c); err != nil { //nolint:staticcheck // as the kubelet does.
+		return nil, err
 	}
 	sc.NamespaceOptions = namespacesForPod(pod)
 	if psc != nil {
@@ -254,12 +245,106 @@ func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, opts Options
 		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
 	}
 	sc.NoNewPrivs = eff.AllowPrivilegeEscalation != nil && !*eff.AllowPrivilegeEscalation
+	// The kubelet's ConvertToRuntimeMaskedPaths and
+	// ConvertToRuntimeReadonlyPaths: Unmasked clears both lists, anything
+	// else gives the kubelet's defaults.
 	if eff.ProcMount != nil && *eff.ProcMount == corev1.UnmaskedProcMount {
 		sc.MaskedPaths, sc.ReadonlyPaths = []string{}, []string{}
 	} else {
 		sc.MaskedPaths, sc.ReadonlyPaths = slices.Clone(defaultMaskedPaths), slices.Clone(defaultReadonlyPaths)
 	}
-	return sc
+	return sc, nil
+}
+
+// seccompProfile is the kubelet's getSeccompProfile and
+// fieldSeccompProfile: the container's profile, else the pod's, else
+// RuntimeDefault with SeccompDefault, else Unconfined. A Localhost profile
+// is a file below opts.SeccompProfileRoot; one that is missing, absolute or
+// leaves that directory is an error wrapping ErrInvalidSpec (validation
+// refuses such a pod first; this is the engine's own defence).
+func seccompProfile(psc *corev1.PodSecurityContext, csc *corev1.SecurityContext, opts Options) (*runtimeapi.SecurityProfile, error) {
+	var p *corev1.SeccompProfile
+	switch {
+	case csc != nil && csc.SeccompProfile != nil:
+		p = csc.SeccompProfile
+	case psc != nil && psc.SeccompProfile != nil:
+		p = psc.SeccompProfile
+	case opts.SeccompDefault:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, nil
+	default:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, nil
+	}
+	switch p.Type {
+	case corev1.SeccompProfileTypeRuntimeDefault:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, nil
+	case corev1.SeccompProfileTypeLocalhost:
+		if p.LocalhostProfile == nil || *p.LocalhostProfile == "" {
+			return nil, fmt.Errorf("localhostProfile must be set if seccompProfile type is Localhost: %w", errdefs.ErrInvalidSpec)
+		}
+		name := *p.LocalhostProfile
+		if filepath.IsAbs(name) || !filepath.IsLocal(name) || strings.IndexByte(name, 0) >= 0 {
+			return nil, fmt.Errorf("seccomp localhostProfile %q must be a path below the seccomp profile directory %s: %w", name, opts.SeccompProfileRoot, errdefs.ErrInvalidSpec)
+		}
+		return &runtimeapi.SecurityProfile{
+			ProfileType:  runtimeapi.SecurityProfile_Localhost,
+			LocalhostRef: filepath.Join(opts.SeccompProfileRoot, name),
+		}, nil
+	}
+	// NOTE(secctx): the kubelet gives any other type Unconfined;
+	// validation refuses one, so only a pod that skipped it gets here.
+	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, nil
+}
+
+// appArmorProfile is the kubelet's getAppArmorProfile over
+// apparmor.GetProfile: the container's profile, else its legacy
+// container.apparmor.security.beta.kubernetes.io/<name> annotation, else
+// the pod's profile, else none (nil: the runtime applies its default where
+// AppArmor is enabled). It also returns the profile in the deprecated
+// string form older runtimes read. An unusable profile is an error
+// wrapping ErrInvalidSpec.
+func appArmorProfile(pod *corev1.Pod, c *corev1.Container) (*runtimeapi.SecurityProfile, string, error) {
+	var p *corev1.AppArmorProfile
+	if c.SecurityContext != nil {
+		p = c.SecurityContext.AppArmorProfile
+	}
+	if v, ok := pod.Annotations[corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+c.Name]; ok && p == nil {
+		p = appArmorProfileFromAnnotation(v)
+	}
+	if p == nil && pod.Spec.SecurityContext != nil {
+		p = pod.Spec.SecurityContext.AppArmorProfile
+	}
+	if p == nil {
+		return nil, "", nil
+	}
+	switch p.Type {
+	case corev1.AppArmorProfileTypeRuntimeDefault:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, corev1.DeprecatedAppArmorBetaProfileRuntimeDefault, nil
+	case corev1.AppArmorProfileTypeUnconfined:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, corev1.DeprecatedAppArmorBetaProfileNameUnconfined, nil
+	case corev1.AppArmorProfileTypeLocalhost:
+		if p.LocalhostProfile == nil || *p.LocalhostProfile == "" {
+			return nil, "", fmt.Errorf("missing localhost apparmor profile name: %w", errdefs.ErrInvalidSpec)
+		}
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: *p.LocalhostProfile},
+			corev1.DeprecatedAppArmorBetaProfileNamePrefix + *p.LocalhostProfile, nil
+	}
+	return nil, "", fmt.Errorf("unknown apparmor profile type %q: %w", p.Type, errdefs.ErrInvalidSpec)
+}
+
+// appArmorProfileFromAnnotation is the kubelet's
+// getProfileFromPodAnnotations: an unknown value is no profile, and
+// "localhost/" alone a Localhost profile without a name.
+func appArmorProfileFromAnnotation(v string) *corev1.AppArmorProfile {
+	switch {
+	case v == corev1.DeprecatedAppArmorBetaProfileRuntimeDefault:
+		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
+	case v == corev1.DeprecatedAppArmorBetaProfileNameUnconfined:
+		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+	case strings.HasPrefix(v, corev1.DeprecatedAppArmorBetaProfileNamePrefix):
+		name := strings.TrimPrefix(v, corev1.DeprecatedAppArmorBetaProfileNamePrefix)
+		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}
+	}
+	return nil
 }
 
 // makeMounts is the kubelet's makeMounts (kubelet_pods.go) and

@@ -841,3 +841,60 @@ func TestChangedFields(t *testing.T) {
 		t.Error("ContainerHash did not change with the spec")
 	}
 }
+
+// TestChangedFieldsSecurityProfiles: a changed seccomp, AppArmor or SELinux
+// profile or procMount, the container's or the pod's that it inherits,
+// changes the container's hash and is named, so the planner restarts the
+// container with the new profile (the runtime applies a profile only at
+// creation).
+func TestChangedFieldsSecurityProfiles(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*corev1.Pod)
+		want   []string
+	}{
+		{"container seccompProfile", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}
+		}, []string{"securityContext"}},
+		{"container localhostProfile", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("b.json")}}
+		}, []string{"securityContext"}},
+		{"container appArmorProfile", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}}
+		}, []string{"securityContext"}},
+		{"container seLinuxOptions", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{SELinuxOptions: &corev1.SELinuxOptions{Level: "s0:c1"}}
+		}, []string{"securityContext"}},
+		{"container procMount", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ProcMount: ptr.To(corev1.UnmaskedProcMount)}
+		}, []string{"securityContext"}},
+		{"pod seccompProfile", func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+		}, []string{"podSecurityContext"}},
+		{"pod appArmorProfile", func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}}
+		}, []string{"podSecurityContext"}},
+		{"pod seLinuxOptions", func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{SELinuxOptions: &corev1.SELinuxOptions{Type: "spc_t"}}
+		}, []string{"podSecurityContext"}},
+	}
+	base := plantest.BasePod()
+	base.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("a.json")}}
+	old := plan.NewContainerSpec(base, &base.Spec.Containers[0])
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			changed := base.DeepCopy()
+			tt.mutate(changed)
+			c := &changed.Spec.Containers[0]
+			if diff := cmp.Diff(tt.want, plan.ChangedFields(old, plan.NewContainerSpec(changed, c))); diff != "" {
+				t.Errorf("ChangedFields (-want +got):\n%s", diff)
+			}
+			if plan.ContainerHash(base, &base.Spec.Containers[0]) == plan.ContainerHash(changed, c) {
+				t.Error("ContainerHash did not change with the profile")
+			}
+			if got := plan.NewContainerSpec(changed, c).Hash(); got != plan.ContainerHash(changed, c) {
+				t.Errorf("Hash %s differs from ContainerHash %s", got, plan.ContainerHash(changed, c))
+			}
+		})
+	}
+}

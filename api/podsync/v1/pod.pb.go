@@ -643,9 +643,19 @@ type PodSecurityContext struct {
 	// supplemental_groups are added to every container's process.
 	SupplementalGroups []int64 `protobuf:"varint,5,rep,packed,name=supplemental_groups,json=supplementalGroups,proto3" json:"supplemental_groups,omitempty"`
 	// sysctls are namespaced kernel parameters set in the sandbox.
-	Sysctls       []*Sysctl `protobuf:"bytes,6,rep,name=sysctls,proto3" json:"sysctls,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Sysctls []*Sysctl `protobuf:"bytes,6,rep,name=sysctls,proto3" json:"sysctls,omitempty"`
+	// se_linux_options is the SELinux context of the sandbox and the default
+	// of every container's. It takes effect only where SELinux is enabled.
+	SeLinuxOptions *SELinuxOptions `protobuf:"bytes,7,opt,name=se_linux_options,json=seLinuxOptions,proto3" json:"se_linux_options,omitempty"`
+	// seccomp_profile is the default seccomp profile of every container. Unset,
+	// containers run under the runtime's default filter (RuntimeDefault) unless
+	// podsyncd runs with --seccomp-default=false (then Unconfined).
+	SeccompProfile *SeccompProfile `protobuf:"bytes,8,opt,name=seccomp_profile,json=seccompProfile,proto3" json:"seccomp_profile,omitempty"`
+	// app_armor_profile is the default AppArmor profile of every container.
+	// Unset, the runtime applies its default where AppArmor is enabled.
+	AppArmorProfile *AppArmorProfile `protobuf:"bytes,9,opt,name=app_armor_profile,json=appArmorProfile,proto3" json:"app_armor_profile,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PodSecurityContext) Reset() {
@@ -720,6 +730,214 @@ func (x *PodSecurityContext) GetSysctls() []*Sysctl {
 	return nil
 }
 
+func (x *PodSecurityContext) GetSeLinuxOptions() *SELinuxOptions {
+	if x != nil {
+		return x.SeLinuxOptions
+	}
+	return nil
+}
+
+func (x *PodSecurityContext) GetSeccompProfile() *SeccompProfile {
+	if x != nil {
+		return x.SeccompProfile
+	}
+	return nil
+}
+
+func (x *PodSecurityContext) GetAppArmorProfile() *AppArmorProfile {
+	if x != nil {
+		return x.AppArmorProfile
+	}
+	return nil
+}
+
+// SeccompProfile mirrors core/v1 SeccompProfile.
+type SeccompProfile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// type is "RuntimeDefault", "Localhost" or "Unconfined". Required.
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// localhost_profile is the profile's path relative to podsyncd's seccomp
+	// profile directory (<root-dir>/seccomp); it may not be absolute or
+	// contain "..". Required with type Localhost, and only then.
+	LocalhostProfile *string `protobuf:"bytes,2,opt,name=localhost_profile,json=localhostProfile,proto3,oneof" json:"localhost_profile,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SeccompProfile) Reset() {
+	*x = SeccompProfile{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeccompProfile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeccompProfile) ProtoMessage() {}
+
+func (x *SeccompProfile) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeccompProfile.ProtoReflect.Descriptor instead.
+func (*SeccompProfile) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SeccompProfile) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *SeccompProfile) GetLocalhostProfile() string {
+	if x != nil && x.LocalhostProfile != nil {
+		return *x.LocalhostProfile
+	}
+	return ""
+}
+
+// AppArmorProfile mirrors core/v1 AppArmorProfile.
+type AppArmorProfile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// type is "RuntimeDefault", "Localhost" or "Unconfined". Required.
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// localhost_profile is the name of a profile loaded on the node. Required
+	// with type Localhost, and only then.
+	LocalhostProfile *string `protobuf:"bytes,2,opt,name=localhost_profile,json=localhostProfile,proto3,oneof" json:"localhost_profile,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *AppArmorProfile) Reset() {
+	*x = AppArmorProfile{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppArmorProfile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppArmorProfile) ProtoMessage() {}
+
+func (x *AppArmorProfile) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppArmorProfile.ProtoReflect.Descriptor instead.
+func (*AppArmorProfile) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *AppArmorProfile) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *AppArmorProfile) GetLocalhostProfile() string {
+	if x != nil && x.LocalhostProfile != nil {
+		return *x.LocalhostProfile
+	}
+	return ""
+}
+
+// SELinuxOptions mirrors core/v1 SELinuxOptions: the SELinux label of a
+// process. Unset parts are the runtime's defaults.
+type SELinuxOptions struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// user is the SELinux user.
+	User string `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	// role is the SELinux role.
+	Role string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	// type is the SELinux type.
+	Type string `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	// level is the SELinux level, such as "s0:c123,c456".
+	Level         string `protobuf:"bytes,4,opt,name=level,proto3" json:"level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SELinuxOptions) Reset() {
+	*x = SELinuxOptions{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SELinuxOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SELinuxOptions) ProtoMessage() {}
+
+func (x *SELinuxOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SELinuxOptions.ProtoReflect.Descriptor instead.
+func (*SELinuxOptions) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SELinuxOptions) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *SELinuxOptions) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *SELinuxOptions) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *SELinuxOptions) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
 // Sysctl is one namespaced kernel parameter.
 type Sysctl struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -733,7 +951,7 @@ type Sysctl struct {
 
 func (x *Sysctl) Reset() {
 	*x = Sysctl{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[7]
+	mi := &file_podsync_v1_pod_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +963,7 @@ func (x *Sysctl) String() string {
 func (*Sysctl) ProtoMessage() {}
 
 func (x *Sysctl) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[7]
+	mi := &file_podsync_v1_pod_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +976,7 @@ func (x *Sysctl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sysctl.ProtoReflect.Descriptor instead.
 func (*Sysctl) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{7}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Sysctl) GetName() string {
@@ -795,7 +1013,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[8]
+	mi := &file_podsync_v1_pod_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -807,7 +1025,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[8]
+	mi := &file_podsync_v1_pod_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -820,7 +1038,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{8}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Volume) GetName() string {
@@ -871,7 +1089,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[9]
+	mi := &file_podsync_v1_pod_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -883,7 +1101,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[9]
+	mi := &file_podsync_v1_pod_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -896,7 +1114,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{9}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -927,7 +1145,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[10]
+	mi := &file_podsync_v1_pod_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -939,7 +1157,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[10]
+	mi := &file_podsync_v1_pod_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -952,7 +1170,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{10}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -984,7 +1202,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[11]
+	mi := &file_podsync_v1_pod_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -996,7 +1214,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[11]
+	mi := &file_podsync_v1_pod_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1009,7 +1227,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{11}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -1051,7 +1269,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[12]
+	mi := &file_podsync_v1_pod_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1063,7 +1281,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[12]
+	mi := &file_podsync_v1_pod_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1076,7 +1294,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{12}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -1126,7 +1344,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[13]
+	mi := &file_podsync_v1_pod_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1356,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[13]
+	mi := &file_podsync_v1_pod_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1369,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{13}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -1237,7 +1455,7 @@ type Container struct {
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[14]
+	mi := &file_podsync_v1_pod_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1249,7 +1467,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[14]
+	mi := &file_podsync_v1_pod_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1262,7 +1480,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{14}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Container) GetName() string {
@@ -1427,7 +1645,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[15]
+	mi := &file_podsync_v1_pod_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1439,7 +1657,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[15]
+	mi := &file_podsync_v1_pod_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1452,7 +1670,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{15}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EnvVar) GetName() string {
@@ -1491,7 +1709,7 @@ type EnvVarSource struct {
 
 func (x *EnvVarSource) Reset() {
 	*x = EnvVarSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[16]
+	mi := &file_podsync_v1_pod_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1503,7 +1721,7 @@ func (x *EnvVarSource) String() string {
 func (*EnvVarSource) ProtoMessage() {}
 
 func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[16]
+	mi := &file_podsync_v1_pod_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1516,7 +1734,7 @@ func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVarSource.ProtoReflect.Descriptor instead.
 func (*EnvVarSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{16}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EnvVarSource) GetFieldRef() *ObjectFieldSelector {
@@ -1555,7 +1773,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[17]
+	mi := &file_podsync_v1_pod_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1785,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[17]
+	mi := &file_podsync_v1_pod_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1798,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{17}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ObjectFieldSelector) GetApiVersion() string {
@@ -1612,7 +1830,7 @@ type ConfigMapKeySelector struct {
 
 func (x *ConfigMapKeySelector) Reset() {
 	*x = ConfigMapKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1624,7 +1842,7 @@ func (x *ConfigMapKeySelector) String() string {
 func (*ConfigMapKeySelector) ProtoMessage() {}
 
 func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1637,7 +1855,7 @@ func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapKeySelector.ProtoReflect.Descriptor instead.
 func (*ConfigMapKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{18}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ConfigMapKeySelector) GetName() string {
@@ -1676,7 +1894,7 @@ type SecretKeySelector struct {
 
 func (x *SecretKeySelector) Reset() {
 	*x = SecretKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +1906,7 @@ func (x *SecretKeySelector) String() string {
 func (*SecretKeySelector) ProtoMessage() {}
 
 func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +1919,7 @@ func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretKeySelector.ProtoReflect.Descriptor instead.
 func (*SecretKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{19}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SecretKeySelector) GetName() string {
@@ -1740,7 +1958,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1752,7 +1970,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1765,7 +1983,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{20}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -1802,7 +2020,7 @@ type ConfigMapEnvSource struct {
 
 func (x *ConfigMapEnvSource) Reset() {
 	*x = ConfigMapEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1814,7 +2032,7 @@ func (x *ConfigMapEnvSource) String() string {
 func (*ConfigMapEnvSource) ProtoMessage() {}
 
 func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1827,7 +2045,7 @@ func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapEnvSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{21}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ConfigMapEnvSource) GetName() string {
@@ -1857,7 +2075,7 @@ type SecretEnvSource struct {
 
 func (x *SecretEnvSource) Reset() {
 	*x = SecretEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1869,7 +2087,7 @@ func (x *SecretEnvSource) String() string {
 func (*SecretEnvSource) ProtoMessage() {}
 
 func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1882,7 +2100,7 @@ func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretEnvSource.ProtoReflect.Descriptor instead.
 func (*SecretEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{22}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SecretEnvSource) GetName() string {
@@ -1920,7 +2138,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1932,7 +2150,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1945,7 +2163,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{23}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -1998,7 +2216,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2010,7 +2228,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2023,7 +2241,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{24}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -2057,7 +2275,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2287,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2300,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{25}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -2127,7 +2345,7 @@ type Lifecycle struct {
 
 func (x *Lifecycle) Reset() {
 	*x = Lifecycle{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2139,7 +2357,7 @@ func (x *Lifecycle) String() string {
 func (*Lifecycle) ProtoMessage() {}
 
 func (x *Lifecycle) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2152,7 +2370,7 @@ func (x *Lifecycle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lifecycle.ProtoReflect.Descriptor instead.
 func (*Lifecycle) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{26}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Lifecycle) GetPostStart() *LifecycleHandler {
@@ -2180,7 +2398,7 @@ type LifecycleHandler struct {
 
 func (x *LifecycleHandler) Reset() {
 	*x = LifecycleHandler{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2192,7 +2410,7 @@ func (x *LifecycleHandler) String() string {
 func (*LifecycleHandler) ProtoMessage() {}
 
 func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2205,7 +2423,7 @@ func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LifecycleHandler.ProtoReflect.Descriptor instead.
 func (*LifecycleHandler) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{27}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LifecycleHandler) GetExec() *ExecAction {
@@ -2226,7 +2444,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2238,7 +2456,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2251,7 +2469,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{28}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -2290,7 +2508,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2302,7 +2520,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2315,7 +2533,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{29}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -2401,7 +2619,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2413,7 +2631,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2426,7 +2644,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{30}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -2477,7 +2695,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2489,7 +2707,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2502,7 +2720,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{31}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -2533,7 +2751,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2545,7 +2763,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2558,7 +2776,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{32}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TCPSocketAction) GetPort() *structpb.Value {
@@ -2592,14 +2810,24 @@ type SecurityContext struct {
 	// allow_privilege_escalation controls no_new_privs.
 	AllowPrivilegeEscalation *bool `protobuf:"varint,6,opt,name=allow_privilege_escalation,json=allowPrivilegeEscalation,proto3,oneof" json:"allow_privilege_escalation,omitempty"`
 	// capabilities to add and drop.
-	Capabilities  *Capabilities `protobuf:"bytes,7,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
+	Capabilities *Capabilities `protobuf:"bytes,7,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
+	// se_linux_options overrides the pod's.
+	SeLinuxOptions *SELinuxOptions `protobuf:"bytes,8,opt,name=se_linux_options,json=seLinuxOptions,proto3" json:"se_linux_options,omitempty"`
+	// seccomp_profile overrides the pod's.
+	SeccompProfile *SeccompProfile `protobuf:"bytes,9,opt,name=seccomp_profile,json=seccompProfile,proto3" json:"seccomp_profile,omitempty"`
+	// app_armor_profile overrides the pod's.
+	AppArmorProfile *AppArmorProfile `protobuf:"bytes,10,opt,name=app_armor_profile,json=appArmorProfile,proto3" json:"app_armor_profile,omitempty"`
+	// proc_mount is "Default" (the runtime masks and makes read-only parts of
+	// /proc and /sys) or "Unmasked"; Unmasked needs hostUsers: false, which
+	// podsync does not offer, so only Default is accepted.
+	ProcMount     *string `protobuf:"bytes,11,opt,name=proc_mount,json=procMount,proto3,oneof" json:"proc_mount,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SecurityContext) Reset() {
 	*x = SecurityContext{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2611,7 +2839,7 @@ func (x *SecurityContext) String() string {
 func (*SecurityContext) ProtoMessage() {}
 
 func (x *SecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2624,7 +2852,7 @@ func (x *SecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityContext.ProtoReflect.Descriptor instead.
 func (*SecurityContext) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{33}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SecurityContext) GetPrivileged() bool {
@@ -2676,6 +2904,34 @@ func (x *SecurityContext) GetCapabilities() *Capabilities {
 	return nil
 }
 
+func (x *SecurityContext) GetSeLinuxOptions() *SELinuxOptions {
+	if x != nil {
+		return x.SeLinuxOptions
+	}
+	return nil
+}
+
+func (x *SecurityContext) GetSeccompProfile() *SeccompProfile {
+	if x != nil {
+		return x.SeccompProfile
+	}
+	return nil
+}
+
+func (x *SecurityContext) GetAppArmorProfile() *AppArmorProfile {
+	if x != nil {
+		return x.AppArmorProfile
+	}
+	return nil
+}
+
+func (x *SecurityContext) GetProcMount() string {
+	if x != nil && x.ProcMount != nil {
+		return *x.ProcMount
+	}
+	return ""
+}
+
 // Capabilities lists Linux capabilities, such as "NET_ADMIN".
 type Capabilities struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2689,7 +2945,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2701,7 +2957,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2714,7 +2970,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{34}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Capabilities) GetAdd() []string {
@@ -2778,7 +3034,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2790,7 +3046,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2803,7 +3059,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{35}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -2929,7 +3185,7 @@ type PodIP struct {
 
 func (x *PodIP) Reset() {
 	*x = PodIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2941,7 +3197,7 @@ func (x *PodIP) String() string {
 func (*PodIP) ProtoMessage() {}
 
 func (x *PodIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2954,7 +3210,7 @@ func (x *PodIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodIP.ProtoReflect.Descriptor instead.
 func (*PodIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{36}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PodIP) GetIp() string {
@@ -2975,7 +3231,7 @@ type HostIP struct {
 
 func (x *HostIP) Reset() {
 	*x = HostIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2987,7 +3243,7 @@ func (x *HostIP) String() string {
 func (*HostIP) ProtoMessage() {}
 
 func (x *HostIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3000,7 +3256,7 @@ func (x *HostIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostIP.ProtoReflect.Descriptor instead.
 func (*HostIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{37}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *HostIP) GetIp() string {
@@ -3031,7 +3287,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3043,7 +3299,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3056,7 +3312,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PodCondition) GetType() string {
@@ -3130,7 +3386,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3142,7 +3398,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3155,7 +3411,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -3236,7 +3492,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3248,7 +3504,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3261,7 +3517,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -3299,7 +3555,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3311,7 +3567,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3324,7 +3580,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -3352,7 +3608,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3364,7 +3620,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3377,7 +3633,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -3410,7 +3666,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3422,7 +3678,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3435,7 +3691,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -3508,7 +3764,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3520,7 +3776,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3533,7 +3789,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ConfigMap) GetApiVersion() string {
@@ -3594,7 +3850,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3606,7 +3862,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3619,7 +3875,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Secret) GetApiVersion() string {
@@ -3731,7 +3987,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x06_value\"9\n" +
 	"\tHostAlias\x12\x0e\n" +
 	"\x02ip\x18\x01 \x01(\tR\x02ip\x12\x1c\n" +
-	"\thostnames\x18\x02 \x03(\tR\thostnames\"\xcd\x02\n" +
+	"\thostnames\x18\x02 \x03(\tR\thostnames\"\xa1\x04\n" +
 	"\x12PodSecurityContext\x12#\n" +
 	"\vrun_as_user\x18\x01 \x01(\x03H\x00R\trunAsUser\x88\x01\x01\x12%\n" +
 	"\frun_as_group\x18\x02 \x01(\x03H\x01R\n" +
@@ -3739,11 +3995,27 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x0frun_as_non_root\x18\x03 \x01(\bH\x02R\frunAsNonRoot\x88\x01\x01\x12\x1e\n" +
 	"\bfs_group\x18\x04 \x01(\x03H\x03R\afsGroup\x88\x01\x01\x12/\n" +
 	"\x13supplemental_groups\x18\x05 \x03(\x03R\x12supplementalGroups\x12,\n" +
-	"\asysctls\x18\x06 \x03(\v2\x12.podsync.v1.SysctlR\asysctlsB\x0e\n" +
+	"\asysctls\x18\x06 \x03(\v2\x12.podsync.v1.SysctlR\asysctls\x12D\n" +
+	"\x10se_linux_options\x18\a \x01(\v2\x1a.podsync.v1.SELinuxOptionsR\x0eseLinuxOptions\x12C\n" +
+	"\x0fseccomp_profile\x18\b \x01(\v2\x1a.podsync.v1.SeccompProfileR\x0eseccompProfile\x12G\n" +
+	"\x11app_armor_profile\x18\t \x01(\v2\x1b.podsync.v1.AppArmorProfileR\x0fappArmorProfileB\x0e\n" +
 	"\f_run_as_userB\x0f\n" +
 	"\r_run_as_groupB\x12\n" +
 	"\x10_run_as_non_rootB\v\n" +
-	"\t_fs_group\"2\n" +
+	"\t_fs_group\"l\n" +
+	"\x0eSeccompProfile\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x120\n" +
+	"\x11localhost_profile\x18\x02 \x01(\tH\x00R\x10localhostProfile\x88\x01\x01B\x14\n" +
+	"\x12_localhost_profile\"m\n" +
+	"\x0fAppArmorProfile\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x120\n" +
+	"\x11localhost_profile\x18\x02 \x01(\tH\x00R\x10localhostProfile\x88\x01\x01B\x14\n" +
+	"\x12_localhost_profile\"b\n" +
+	"\x0eSELinuxOptions\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\x12\x14\n" +
+	"\x05level\x18\x04 \x01(\tR\x05level\"2\n" +
 	"\x06Sysctl\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\"\x94\x02\n" +
@@ -3898,7 +4170,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value\"Q\n" +
 	"\x0fTCPSocketAction\x12*\n" +
 	"\x04port\x18\x01 \x01(\v2\x16.google.protobuf.ValueR\x04port\x12\x12\n" +
-	"\x04host\x18\x02 \x01(\tR\x04host\"\xf0\x03\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\"\xf7\x05\n" +
 	"\x0fSecurityContext\x12#\n" +
 	"\n" +
 	"privileged\x18\x01 \x01(\bH\x00R\n" +
@@ -3909,13 +4181,20 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x0frun_as_non_root\x18\x04 \x01(\bH\x03R\frunAsNonRoot\x88\x01\x01\x12>\n" +
 	"\x19read_only_root_filesystem\x18\x05 \x01(\bH\x04R\x16readOnlyRootFilesystem\x88\x01\x01\x12A\n" +
 	"\x1aallow_privilege_escalation\x18\x06 \x01(\bH\x05R\x18allowPrivilegeEscalation\x88\x01\x01\x12<\n" +
-	"\fcapabilities\x18\a \x01(\v2\x18.podsync.v1.CapabilitiesR\fcapabilitiesB\r\n" +
+	"\fcapabilities\x18\a \x01(\v2\x18.podsync.v1.CapabilitiesR\fcapabilities\x12D\n" +
+	"\x10se_linux_options\x18\b \x01(\v2\x1a.podsync.v1.SELinuxOptionsR\x0eseLinuxOptions\x12C\n" +
+	"\x0fseccomp_profile\x18\t \x01(\v2\x1a.podsync.v1.SeccompProfileR\x0eseccompProfile\x12G\n" +
+	"\x11app_armor_profile\x18\n" +
+	" \x01(\v2\x1b.podsync.v1.AppArmorProfileR\x0fappArmorProfile\x12\"\n" +
+	"\n" +
+	"proc_mount\x18\v \x01(\tH\x06R\tprocMount\x88\x01\x01B\r\n" +
 	"\v_privilegedB\x0e\n" +
 	"\f_run_as_userB\x0f\n" +
 	"\r_run_as_groupB\x12\n" +
 	"\x10_run_as_non_rootB\x1c\n" +
 	"\x1a_read_only_root_filesystemB\x1d\n" +
-	"\x1b_allow_privilege_escalation\"4\n" +
+	"\x1b_allow_privilege_escalationB\r\n" +
+	"\v_proc_mount\"4\n" +
 	"\fCapabilities\x12\x10\n" +
 	"\x03add\x18\x01 \x03(\tR\x03add\x12\x12\n" +
 	"\x04drop\x18\x02 \x03(\tR\x04drop\"\xa7\x05\n" +
@@ -4032,7 +4311,7 @@ func file_podsync_v1_pod_proto_rawDescGZIP() []byte {
 	return file_podsync_v1_pod_proto_rawDescData
 }
 
-var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_podsync_v1_pod_proto_goTypes = []any{
 	(*Pod)(nil),                      // 0: podsync.v1.Pod
 	(*ObjectMeta)(nil),               // 1: podsync.v1.ObjectMeta
@@ -4041,133 +4320,142 @@ var file_podsync_v1_pod_proto_goTypes = []any{
 	(*PodDNSConfigOption)(nil),       // 4: podsync.v1.PodDNSConfigOption
 	(*HostAlias)(nil),                // 5: podsync.v1.HostAlias
 	(*PodSecurityContext)(nil),       // 6: podsync.v1.PodSecurityContext
-	(*Sysctl)(nil),                   // 7: podsync.v1.Sysctl
-	(*Volume)(nil),                   // 8: podsync.v1.Volume
-	(*EmptyDirVolumeSource)(nil),     // 9: podsync.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),     // 10: podsync.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                // 11: podsync.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),    // 12: podsync.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),       // 13: podsync.v1.SecretVolumeSource
-	(*Container)(nil),                // 14: podsync.v1.Container
-	(*EnvVar)(nil),                   // 15: podsync.v1.EnvVar
-	(*EnvVarSource)(nil),             // 16: podsync.v1.EnvVarSource
-	(*ObjectFieldSelector)(nil),      // 17: podsync.v1.ObjectFieldSelector
-	(*ConfigMapKeySelector)(nil),     // 18: podsync.v1.ConfigMapKeySelector
-	(*SecretKeySelector)(nil),        // 19: podsync.v1.SecretKeySelector
-	(*EnvFromSource)(nil),            // 20: podsync.v1.EnvFromSource
-	(*ConfigMapEnvSource)(nil),       // 21: podsync.v1.ConfigMapEnvSource
-	(*SecretEnvSource)(nil),          // 22: podsync.v1.SecretEnvSource
-	(*ContainerPort)(nil),            // 23: podsync.v1.ContainerPort
-	(*ResourceRequirements)(nil),     // 24: podsync.v1.ResourceRequirements
-	(*VolumeMount)(nil),              // 25: podsync.v1.VolumeMount
-	(*Lifecycle)(nil),                // 26: podsync.v1.Lifecycle
-	(*LifecycleHandler)(nil),         // 27: podsync.v1.LifecycleHandler
-	(*ExecAction)(nil),               // 28: podsync.v1.ExecAction
-	(*Probe)(nil),                    // 29: podsync.v1.Probe
-	(*HTTPGetAction)(nil),            // 30: podsync.v1.HTTPGetAction
-	(*HTTPHeader)(nil),               // 31: podsync.v1.HTTPHeader
-	(*TCPSocketAction)(nil),          // 32: podsync.v1.TCPSocketAction
-	(*SecurityContext)(nil),          // 33: podsync.v1.SecurityContext
-	(*Capabilities)(nil),             // 34: podsync.v1.Capabilities
-	(*PodStatus)(nil),                // 35: podsync.v1.PodStatus
-	(*PodIP)(nil),                    // 36: podsync.v1.PodIP
-	(*HostIP)(nil),                   // 37: podsync.v1.HostIP
-	(*PodCondition)(nil),             // 38: podsync.v1.PodCondition
-	(*ContainerStatus)(nil),          // 39: podsync.v1.ContainerStatus
-	(*ContainerState)(nil),           // 40: podsync.v1.ContainerState
-	(*ContainerStateWaiting)(nil),    // 41: podsync.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),    // 42: podsync.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil), // 43: podsync.v1.ContainerStateTerminated
-	(*ConfigMap)(nil),                // 44: podsync.v1.ConfigMap
-	(*Secret)(nil),                   // 45: podsync.v1.Secret
-	nil,                              // 46: podsync.v1.ObjectMeta.LabelsEntry
-	nil,                              // 47: podsync.v1.ObjectMeta.AnnotationsEntry
-	nil,                              // 48: podsync.v1.ResourceRequirements.RequestsEntry
-	nil,                              // 49: podsync.v1.ResourceRequirements.LimitsEntry
-	nil,                              // 50: podsync.v1.ConfigMap.DataEntry
-	nil,                              // 51: podsync.v1.ConfigMap.BinaryDataEntry
-	nil,                              // 52: podsync.v1.Secret.DataEntry
-	nil,                              // 53: podsync.v1.Secret.StringDataEntry
-	(*timestamppb.Timestamp)(nil),    // 54: google.protobuf.Timestamp
-	(*structpb.Value)(nil),           // 55: google.protobuf.Value
+	(*SeccompProfile)(nil),           // 7: podsync.v1.SeccompProfile
+	(*AppArmorProfile)(nil),          // 8: podsync.v1.AppArmorProfile
+	(*SELinuxOptions)(nil),           // 9: podsync.v1.SELinuxOptions
+	(*Sysctl)(nil),                   // 10: podsync.v1.Sysctl
+	(*Volume)(nil),                   // 11: podsync.v1.Volume
+	(*EmptyDirVolumeSource)(nil),     // 12: podsync.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),     // 13: podsync.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                // 14: podsync.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),    // 15: podsync.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),       // 16: podsync.v1.SecretVolumeSource
+	(*Container)(nil),                // 17: podsync.v1.Container
+	(*EnvVar)(nil),                   // 18: podsync.v1.EnvVar
+	(*EnvVarSource)(nil),             // 19: podsync.v1.EnvVarSource
+	(*ObjectFieldSelector)(nil),      // 20: podsync.v1.ObjectFieldSelector
+	(*ConfigMapKeySelector)(nil),     // 21: podsync.v1.ConfigMapKeySelector
+	(*SecretKeySelector)(nil),        // 22: podsync.v1.SecretKeySelector
+	(*EnvFromSource)(nil),            // 23: podsync.v1.EnvFromSource
+	(*ConfigMapEnvSource)(nil),       // 24: podsync.v1.ConfigMapEnvSource
+	(*SecretEnvSource)(nil),          // 25: podsync.v1.SecretEnvSource
+	(*ContainerPort)(nil),            // 26: podsync.v1.ContainerPort
+	(*ResourceRequirements)(nil),     // 27: podsync.v1.ResourceRequirements
+	(*VolumeMount)(nil),              // 28: podsync.v1.VolumeMount
+	(*Lifecycle)(nil),                // 29: podsync.v1.Lifecycle
+	(*LifecycleHandler)(nil),         // 30: podsync.v1.LifecycleHandler
+	(*ExecAction)(nil),               // 31: podsync.v1.ExecAction
+	(*Probe)(nil),                    // 32: podsync.v1.Probe
+	(*HTTPGetAction)(nil),            // 33: podsync.v1.HTTPGetAction
+	(*HTTPHeader)(nil),               // 34: podsync.v1.HTTPHeader
+	(*TCPSocketAction)(nil),          // 35: podsync.v1.TCPSocketAction
+	(*SecurityContext)(nil),          // 36: podsync.v1.SecurityContext
+	(*Capabilities)(nil),             // 37: podsync.v1.Capabilities
+	(*PodStatus)(nil),                // 38: podsync.v1.PodStatus
+	(*PodIP)(nil),                    // 39: podsync.v1.PodIP
+	(*HostIP)(nil),                   // 40: podsync.v1.HostIP
+	(*PodCondition)(nil),             // 41: podsync.v1.PodCondition
+	(*ContainerStatus)(nil),          // 42: podsync.v1.ContainerStatus
+	(*ContainerState)(nil),           // 43: podsync.v1.ContainerState
+	(*ContainerStateWaiting)(nil),    // 44: podsync.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),    // 45: podsync.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil), // 46: podsync.v1.ContainerStateTerminated
+	(*ConfigMap)(nil),                // 47: podsync.v1.ConfigMap
+	(*Secret)(nil),                   // 48: podsync.v1.Secret
+	nil,                              // 49: podsync.v1.ObjectMeta.LabelsEntry
+	nil,                              // 50: podsync.v1.ObjectMeta.AnnotationsEntry
+	nil,                              // 51: podsync.v1.ResourceRequirements.RequestsEntry
+	nil,                              // 52: podsync.v1.ResourceRequirements.LimitsEntry
+	nil,                              // 53: podsync.v1.ConfigMap.DataEntry
+	nil,                              // 54: podsync.v1.ConfigMap.BinaryDataEntry
+	nil,                              // 55: podsync.v1.Secret.DataEntry
+	nil,                              // 56: podsync.v1.Secret.StringDataEntry
+	(*timestamppb.Timestamp)(nil),    // 57: google.protobuf.Timestamp
+	(*structpb.Value)(nil),           // 58: google.protobuf.Value
 }
 var file_podsync_v1_pod_proto_depIdxs = []int32{
 	1,  // 0: podsync.v1.Pod.metadata:type_name -> podsync.v1.ObjectMeta
 	2,  // 1: podsync.v1.Pod.spec:type_name -> podsync.v1.PodSpec
-	35, // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
-	46, // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
-	47, // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
-	54, // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	54, // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
-	14, // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
-	14, // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
+	38, // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
+	49, // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
+	50, // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
+	57, // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	57, // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	17, // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
+	17, // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
 	3,  // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
 	5,  // 10: podsync.v1.PodSpec.host_aliases:type_name -> podsync.v1.HostAlias
-	8,  // 11: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
+	11, // 11: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
 	6,  // 12: podsync.v1.PodSpec.security_context:type_name -> podsync.v1.PodSecurityContext
 	4,  // 13: podsync.v1.PodDNSConfig.options:type_name -> podsync.v1.PodDNSConfigOption
-	7,  // 14: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
-	9,  // 15: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
-	10, // 16: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
-	12, // 17: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
-	13, // 18: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
-	11, // 19: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	11, // 20: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	15, // 21: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
-	20, // 22: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
-	23, // 23: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
-	24, // 24: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
-	25, // 25: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
-	26, // 26: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
-	29, // 27: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
-	29, // 28: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
-	29, // 29: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
-	33, // 30: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
-	16, // 31: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
-	17, // 32: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
-	18, // 33: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
-	19, // 34: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
-	21, // 35: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
-	22, // 36: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
-	48, // 37: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
-	49, // 38: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
-	27, // 39: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
-	27, // 40: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
-	28, // 41: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
-	28, // 42: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
-	30, // 43: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
-	32, // 44: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
-	55, // 45: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
-	31, // 46: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
-	55, // 47: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
-	34, // 48: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
-	38, // 49: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
-	36, // 50: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
-	54, // 51: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	39, // 52: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
-	39, // 53: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
-	37, // 54: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
-	54, // 55: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	54, // 56: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	40, // 57: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
-	40, // 58: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
-	41, // 59: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
-	42, // 60: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
-	43, // 61: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
-	54, // 62: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	54, // 63: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	54, // 64: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	1,  // 65: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
-	50, // 66: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
-	51, // 67: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
-	1,  // 68: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
-	52, // 69: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
-	53, // 70: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
-	71, // [71:71] is the sub-list for method output_type
-	71, // [71:71] is the sub-list for method input_type
-	71, // [71:71] is the sub-list for extension type_name
-	71, // [71:71] is the sub-list for extension extendee
-	0,  // [0:71] is the sub-list for field type_name
+	10, // 14: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
+	9,  // 15: podsync.v1.PodSecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	7,  // 16: podsync.v1.PodSecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	8,  // 17: podsync.v1.PodSecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	12, // 18: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
+	13, // 19: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
+	15, // 20: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
+	16, // 21: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
+	14, // 22: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	14, // 23: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	18, // 24: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
+	23, // 25: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
+	26, // 26: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
+	27, // 27: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
+	28, // 28: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
+	29, // 29: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
+	32, // 30: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
+	32, // 31: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
+	32, // 32: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
+	36, // 33: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
+	19, // 34: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
+	20, // 35: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
+	21, // 36: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
+	22, // 37: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
+	24, // 38: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
+	25, // 39: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
+	51, // 40: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
+	52, // 41: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
+	30, // 42: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
+	30, // 43: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
+	31, // 44: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
+	31, // 45: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
+	33, // 46: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
+	35, // 47: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
+	58, // 48: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
+	34, // 49: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
+	58, // 50: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
+	37, // 51: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
+	9,  // 52: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	7,  // 53: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	8,  // 54: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	41, // 55: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
+	39, // 56: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
+	57, // 57: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	42, // 58: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
+	42, // 59: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
+	40, // 60: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
+	57, // 61: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	57, // 62: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	43, // 63: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
+	43, // 64: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
+	44, // 65: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
+	45, // 66: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
+	46, // 67: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
+	57, // 68: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	57, // 69: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	57, // 70: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	1,  // 71: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
+	53, // 72: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
+	54, // 73: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
+	1,  // 74: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
+	55, // 75: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
+	56, // 76: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
+	77, // [77:77] is the sub-list for method output_type
+	77, // [77:77] is the sub-list for method input_type
+	77, // [77:77] is the sub-list for extension type_name
+	77, // [77:77] is the sub-list for extension extendee
+	0,  // [0:77] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_proto_init() }
@@ -4179,25 +4467,27 @@ func file_podsync_v1_pod_proto_init() {
 	file_podsync_v1_pod_proto_msgTypes[2].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[4].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[6].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[10].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[11].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[12].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[7].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[8].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[13].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[14].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[18].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[19].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[15].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[16].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[17].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[21].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[22].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[29].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[33].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[39].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[24].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[25].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[32].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[36].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[42].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_proto_rawDesc), len(file_podsync_v1_pod_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   54,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
