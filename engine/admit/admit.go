@@ -28,6 +28,8 @@ type Node struct {
 	// optionally ephemeral-storage. A resource absent here is not limited,
 	// except pods, which defaults to DefaultMaxPods.
 	Allocatable corev1.ResourceList
+	// AppArmor says whether the host enforces AppArmor profiles.
+	AppArmor bool
 	// KernelVersion is the node's kernel release ("6.1.0-18-amd64"): the
 	// safe sysctls depend on it. Empty counts as a recent kernel.
 	KernelVersion string
@@ -127,9 +129,13 @@ func (p Policy) HostPathAllowed(hostPath string) bool {
 // or has admitted (others). Terminal pods and earlier instances of the same
 // pod (same uid) do not count. The policy is checked first, then, in the
 // kubelet's order, the pod count, cpu, memory and ephemeral storage
-// requests, and host ports.
+// requests, and host ports. AppArmor support (the kubelet's AppArmor
+// handler) is checked after the policy.
 func Admit(pod *corev1.Pod, others []*corev1.Pod, node Node, p Policy) Result {
 	if r := CheckPolicy(pod, node, p); !r.Admit {
+		return r
+	}
+	if r := checkAppArmor(pod, node); !r.Admit {
 		return r
 	}
 	var active []*corev1.Pod

@@ -330,7 +330,7 @@ func (d *daemon) machine() error {
 	}
 	d.alloc = admit.Allocatable(capacity, reserved)
 	d.memory = mem
-	d.hooksFor = admit.Node{Allocatable: d.alloc, KernelVersion: kernelRelease()}
+	d.hooksFor = admit.Node{Allocatable: d.alloc, KernelVersion: kernelRelease(), AppArmor: appArmorEnabled()}
 	cpu, memory := d.alloc[corev1.ResourceCPU], d.alloc[corev1.ResourceMemory]
 	d.log.Info("allocatable", zap.String("cpu", cpu.String()), zap.String("memory", memory.String()),
 		zap.Int("pods", d.cfg.MaxPods))
@@ -549,4 +549,12 @@ func kernelRelease() string {
 		return ""
 	}
 	return unix.ByteSliceToString(u.Release[:])
+}
+
+// appArmorEnabled reports whether the kernel enforces AppArmor, as the
+// kubelet's check (github.com/opencontainers/runc/libcontainer/apparmor
+// IsEnabled) reads it.
+func appArmorEnabled() bool {
+	b, err := os.ReadFile("/sys/module/apparmor/parameters/enabled")
+	return err == nil && len(b) > 0 && b[0] == 'Y'
 }

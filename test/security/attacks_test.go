@@ -171,6 +171,21 @@ func TestAttacksAreRefused(t *testing.T) {
 		{name: "privileged init container", pod: func(p *corev1.Pod) {
 			p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: testdaemon.Image, SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}
 		}, code: failed, reason: admit.ReasonPodSecurity, want: podSec("privileged", `"init"`)},
+		{name: "seccomp Unconfined", pod: func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}
+		}, code: failed, reason: admit.ReasonPodSecurity, want: podSec("seccompProfile_baseline", "Unconfined")},
+		{name: "seccomp Unconfined by the legacy annotation", pod: func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"seccomp.security.alpha.kubernetes.io/pod": "unconfined"}
+		}, code: failed, reason: admit.ReasonPodSecurity, want: podSec("seccompProfile_baseline", "Unconfined")},
+		{name: "AppArmor Unconfined", pod: func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}}
+		}, code: failed, reason: admit.ReasonPodSecurity, want: podSec("appArmorProfile", "Unconfined")},
+		{name: "AppArmor profile on a node without AppArmor", pod: func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}}
+		}, code: failed, reason: admit.ReasonAppArmor, want: []string{"Cannot enforce AppArmor: AppArmor is not enabled on the host"}},
+		{name: "procMount Unmasked", pod: func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ProcMount: ptr.To(corev1.UnmaskedProcMount)}
+		}, code: codes.InvalidArgument, reason: client.ReasonInvalidSpec, want: []string{"procMount"}},
 		{name: "host network", pod: func(p *corev1.Pod) { p.Spec.HostNetwork = true }, code: failed, reason: admit.ReasonPodSecurity,
 			want: podSec("hostNamespaces", "hostNetwork=true", "--allow-host-namespaces")},
 		{name: "host PID", pod: func(p *corev1.Pod) { p.Spec.HostPID = true }, code: failed, reason: admit.ReasonPodSecurity, want: podSec("hostNamespaces", "hostPID=true")},

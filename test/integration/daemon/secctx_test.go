@@ -70,7 +70,9 @@ func runtimeSpec(ctx context.Context, t *testing.T, rs cri.RuntimeService, id st
 // with the field's path.
 func TestSecurityProfilesOnRuntime(t *testing.T) {
 	ctx := testContext(t)
-	d := startPodsyncd(t, daemonOptions{})
+	// Unconfined seccomp and AppArmor profiles pass only the privileged
+	// Pod Security level.
+	d := startPodsyncd(t, daemonOptions{Args: []string{"--pod-security=privileged"}})
 	rs := runtimeClient(t)
 
 	// A profile that allows everything but mkdir, which fails with EPERM.
@@ -166,10 +168,10 @@ func wantFieldViolation(t *testing.T, err error, path string) {
 }
 
 // TestAppArmorWithoutKernelSupport: a pod asking for an AppArmor profile
-// on a node whose kernel has AppArmor off does not run unconfined: the
-// runtime refuses to create the container (containerd: "apparmor is not
-// supported"), which the step and the container's status say. Where
-// AppArmor is on, the runtime default profile applies.
+// on a node whose kernel has AppArmor off does not run unconfined: as the
+// kubelet's AppArmor admit handler, podsyncd refuses it at admission with
+// the kubelet's message, and nothing is created. Where AppArmor is on,
+// the runtime default profile applies.
 func TestAppArmorWithoutKernelSupport(t *testing.T) {
 	ctx := testContext(t)
 	d := startPodsyncd(t, daemonOptions{})
@@ -183,7 +185,6 @@ func TestAppArmorWithoutKernelSupport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var failed *podsyncv1.SyncStep
 	var res *podsyncv1.SyncPodResult
 	for {
 		m, err := stream.Recv()
@@ -191,34 +192,32 @@ func TestAppArmorWithoutKernelSupport(t *testing.T) {
 			break
 		}
 		if err != nil {
-			t.Fatalf("SyncPod: %v", err)
-		}
-		if s := m.GetStep(); s != nil && s.GetOutcome() != podsyncv1.StepOutcome_STEP_OUTCOME_SUCCEEDED {
-			failed = s
+			if strings.TrimSpace(string(enabled)) == "Y" {
+				t.Fatalf("AppArmor enabled: SyncPod: %v", err)
+			}
+			// As the kubelet's AppArmor admit handler: refused before
+			// anything is created.
+			if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "Cannot enforce AppArmor: AppArmor is not enabled on the host") {
+				t.Fatalf("SyncPod = %v, want FAILED_PRECONDITION, the kubelet's AppArmor message", err)
+			}
+			if ready, notReady := sandboxesOf(ctx, t, rs, pod.GetMetadata().GetUid()); len(ready)+len(notReady) != 0 {
+				t.Errorf("sandboxes created for the refused pod: %v %v", ready, notReady)
+			}
+			t.Logf("AppArmor is not enabled on this kernel: refused with %v", err)
+			return
 		}
 		if r := m.GetResult(); r != nil {
 			res = r
 		}
 	}
-	if strings.TrimSpace(string(enabled)) == "Y" {
-		if failed != nil || res.GetStatus().GetPhase() != "Running" {
-			t.Fatalf("AppArmor enabled: step %v, phase %q; want the pod running", failed, res.GetStatus().GetPhase())
-		}
-		id := res.GetStatus().GetContainerStatuses()[0].GetContainerId()
-		if p := runtimeSpec(ctx, t, rs, id).Process.ApparmorProfile; p == "" {
-			t.Errorf("AppArmor enabled: container runs without a profile")
-		}
-		return
+	if strings.TrimSpace(string(enabled)) != "Y" {
+		t.Fatalf("AppArmor is not enabled, but the pod was admitted: %v", res.GetStatus())
 	}
-	t.Logf("AppArmor is not enabled on this kernel: the runtime must refuse the container")
-	if failed == nil || failed.GetAction() != podsyncv1.StepAction_STEP_ACTION_START_CONTAINER ||
-		failed.GetReason() != "CreateContainerError" || !strings.Contains(strings.ToLower(failed.GetMessage()), "apparmor") {
-		t.Fatalf("failed step %v, want START_CONTAINER CreateContainerError naming apparmor", failed)
+	if res.GetStatus().GetPhase() != "Running" {
+		t.Fatalf("AppArmor enabled: phase %q; want the pod running", res.GetStatus().GetPhase())
 	}
-	cs := res.GetStatus().GetContainerStatuses()
-	if len(cs) != 1 || cs[0].GetState().GetWaiting().GetReason() != "CreateContainerError" ||
-		!strings.Contains(strings.ToLower(cs[0].GetState().GetWaiting().GetMessage()), "apparmor") {
-		t.Errorf("container statuses %v, want app waiting with CreateContainerError naming apparmor", cs)
+	id := res.GetStatus().GetContainerStatuses()[0].GetContainerId()
+	if p := runtimeSpec(ctx, t, rs, id).Process.ApparmorProfile; p == "" {
+		t.Errorf("AppArmor enabled: container runs without a profile")
 	}
-	t.Logf("refused with: %s", failed.GetMessage())
 }
