@@ -27,6 +27,7 @@ security:
   rateLimit:
     perSecond: 5
     burst: 10
+    read: {perSecond: 50, burst: 80, planPodCost: 8}
 `
 
 func TestServerConfigFileThenFlags(t *testing.T) {
@@ -51,7 +52,8 @@ func TestServerConfigFileThenFlags(t *testing.T) {
 				Admin: []string{"cn:control-plane", "uid:0"},
 				Read:  []string{"dns:monitor.example.com", "user:prometheus"},
 			},
-			RateLimit: server.RateLimit{PerSecond: 5, Burst: 10},
+			RateLimit: server.RateLimit{PerSecond: 5, Burst: 10,
+				Read: server.ReadRateLimit{PerSecond: 50, Burst: 80, PlanPodCost: 8}},
 		},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
