@@ -50,9 +50,8 @@ const (
 	ReasonNoSpace = "NO_SPACE"
 	// ReasonRateLimited (RESOURCE_EXHAUSTED): the caller's identity made
 	// more mutating calls, or more read calls, than its rate limit allows
-	// (one bucket each); metadata
-	// MetadataIdentity and MetadataRetryAfterMillis. Retry after a
-	// back-off.
+	// (one bucket each); metadata MetadataIdentity and
+	// MetadataRetryAfterMillis. Retry after a back-off.
 	ReasonRateLimited = "RATE_LIMITED"
 	// ReasonTooManyStreams (RESOURCE_EXHAUSTED): the caller's identity
 	// holds as many long-lived streams open (WatchPods, GetContainerLogs)
