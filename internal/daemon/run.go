@@ -141,7 +141,8 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 	}
 
 	var opts server.Options
-	if err := cfg.Apply(&opts); err != nil {
+	tlsReloader, err := cfg.Apply(&opts, log.Named("tls"))
+	if err != nil {
 		return err
 	}
 	st, err := store.Open(filepath.Join(cfg.RootDir, StoreFile), store.Options{Logger: log.Named("store")})
@@ -159,6 +160,14 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 	srv, err := d.newServer(opts, reg)
 	if err != nil {
 		return err
+	}
+	if tlsReloader != nil {
+		// Certificates, CAs and the CRL rotate without a restart: read
+		// every DefaultTLSReloadInterval and on SIGHUP.
+		if err := tlsReloader.Register(reg); err != nil {
+			return err
+		}
+		defer tlsReloader.Start(ctx, DefaultTLSReloadInterval)()
 	}
 	listeners, err := listenAll(ctx, cfg.Listen, cfg.Security)
 	if err != nil {

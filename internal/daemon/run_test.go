@@ -200,7 +200,7 @@ func TestRunHelp(t *testing.T) {
 	}
 	// The names operators, docs and deploy files rely on (issue 8, §7).
 	for _, flag := range []string{"--runtime-endpoint", "--image-endpoint", "--listen", "--tls-cert-file",
-		"--tls-key-file", "--tls-client-ca-file", "--insecure-listen-loopback", "--root-dir", "--pod-log-dir",
+		"--tls-key-file", "--tls-client-ca-file", "--tls-crl-file", "--insecure-listen-loopback", "--root-dir", "--pod-log-dir",
 		"--node-name", "--node-ip", "--cluster-dns", "--cluster-domain", "--cgroup-driver", "--metrics-address",
 		"--config", "--log-level", "--log-format", "--allow-privileged", "--allow-host-network", "--allow-host-pid",
 		"--allow-host-ipc", "--allowed-host-paths", "--system-reserved", "--max-pods", "--shutdown-timeout"} {
