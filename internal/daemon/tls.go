@@ -77,7 +77,7 @@ type TLSReloader struct {
 	log     *zap.Logger
 	now     func() time.Time
 	cur     atomic.Pointer[tlsState]
-	mu      sync.Mutex // serialises reloads
+	mu      sync.Mutex   // serialises reloads
 	failed  *tlsContents // the contents of the last failed load, logged once
 	reloads *prometheus.CounterVec
 }

@@ -84,7 +84,9 @@ func newReloadPKI(t *testing.T, crl func(p *reloadPKI) []byte) *reloadPKI {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-		<-served
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
 	})
 	return p
 }
@@ -263,9 +265,9 @@ func wantRevokedLogged(t *testing.T, p *reloadPKI, c tls.Certificate, identity s
 func TestTLSReloadKeepsTheOldConfigOnABrokenFile(t *testing.T) {
 	otherCA := testcert.NewCA(t, "another CA")
 	for _, tt := range []struct {
-		name  string
-		break_ func(p *reloadPKI)
-		want  string
+		name       string
+		breakFiles func(p *reloadPKI)
+		want       string
 	}{
 		{"garbage certificate", func(p *reloadPKI) { p.write(p.files.Cert, []byte("not a certificate")) }, "--tls-cert-file"},
 		{"key of another certificate", func(p *reloadPKI) {
@@ -292,7 +294,7 @@ func TestTLSReloadKeepsTheOldConfigOnABrokenFile(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newReloadPKI(t, func(p *reloadPKI) []byte { return pemCRL(p.ca.CRL(t, 1, p.bob)) })
-			tt.break_(p)
+			tt.breakFiles(p)
 			for range 3 {
 				wantErrorContaining(t, p.reloader.Reload(), tt.want)
 			}
