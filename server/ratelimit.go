@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,14 +81,14 @@ func (r ReadRateLimit) withDefaults() ReadRateLimit {
 	return r
 }
 
-// readCost is the tokens a read call of the read bucket takes; 0 for the
-// calls it does not limit (health, reflection, mutating calls).
+// readCost is the tokens a read call takes from the read bucket: every
+// PodSyncService read method takes one (a method added later too), PlanPod
+// PlanPodCost; health and reflection take none.
 func (r ReadRateLimit) readCost(fullMethod string) int {
-	switch fullMethod {
-	case podsyncv1.PodSyncService_PlanPod_FullMethodName:
+	switch {
+	case fullMethod == podsyncv1.PodSyncService_PlanPod_FullMethodName:
 		return r.PlanPodCost
-	case podsyncv1.PodSyncService_GetPod_FullMethodName, podsyncv1.PodSyncService_ListPods_FullMethodName,
-		podsyncv1.PodSyncService_WatchPods_FullMethodName, podsyncv1.PodSyncService_GetContainerLogs_FullMethodName:
+	case strings.HasPrefix(fullMethod, "/"+podsyncv1.PodSyncService_ServiceDesc.ServiceName+"/"):
 		return 1
 	}
 	return 0
