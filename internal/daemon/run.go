@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -168,6 +170,10 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 			return err
 		}
 		defer tlsReloader.Start(ctx, DefaultTLSReloadInterval)()
+	} else {
+		// Nothing to reload: a SIGHUP (systemctl reload) must not end
+		// podsyncd, as it would by default.
+		signal.Ignore(syscall.SIGHUP)
 	}
 	listeners, err := listenAll(ctx, cfg.Listen, cfg.Security)
 	if err != nil {

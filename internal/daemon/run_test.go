@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -286,6 +287,14 @@ security:
 		if resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
 			t.Errorf("health %q = %v, want NOT_SERVING", svc, resp.GetStatus())
 		}
+	}
+	// Without TLS there is nothing to reload: SIGHUP (systemctl reload)
+	// leaves podsyncd running rather than ending the process.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := healthpb.NewHealthClient(conn).Check(cctx, &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatalf("health after SIGHUP: %v", err)
 	}
 	_, err = podsyncv1.NewPodSyncServiceClient(conn).GetPod(cctx, &podsyncv1.GetPodRequest{Name: "web"})
 	st := status.Convert(err)
