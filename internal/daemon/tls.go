@@ -182,6 +182,7 @@ func (r *TLSReloader) Reload() error {
 	defer r.mu.Unlock()
 	contents, err := r.read()
 	if err == nil && contents.equal(r.cur.Load().contents) {
+		r.failed = nil // back as loaded: a new failure is news again
 		return nil
 	}
 	var st *tlsState
