@@ -49,9 +49,9 @@ const (
 	// (ENOSPC); the message names the file. Retry once space is freed.
 	ReasonNoSpace = "NO_SPACE"
 	// ReasonRateLimited (RESOURCE_EXHAUSTED): the caller's identity made
-	// more mutating calls than its rate limit allows; metadata
-	// MetadataIdentity and MetadataRetryAfterMillis. Retry after a
-	// back-off.
+	// more mutating calls, or more read calls, than its rate limit allows
+	// (one bucket each); metadata MetadataIdentity and
+	// MetadataRetryAfterMillis. Retry after a back-off.
 	ReasonRateLimited = "RATE_LIMITED"
 	// ReasonTooManyStreams (RESOURCE_EXHAUSTED): the caller's identity
 	// holds as many long-lived streams open (WatchPods, GetContainerLogs)

@@ -46,6 +46,11 @@ const (
 	PeerAddress   = "peer_address"
 	Deadline      = "deadline"
 	RemoteAddress = "remote_address"
+	// mTLS certificates (the TLS reloader, revoked clients).
+	Serial   = "serial"
+	Subject  = "subject"
+	Issuer   = "issuer"
+	NotAfter = "not_after"
 )
 
 // Pod returns the fields that name pod in every log line about it.

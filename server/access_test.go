@@ -14,9 +14,12 @@ import (
 
 	"github.com/google/uuid"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -315,4 +318,152 @@ func TestRateLimitIsPerIdentity(t *testing.T) {
 			t.Errorf("bob, limited by alice's calls: %v", err)
 		}
 	}
+}
+
+// TestReadRateLimitIsPerIdentity: read calls and stream openings draw
+// from a bucket of their own, PlanPod taking PlanPodCost tokens; an
+// identity that emptied it is RATE_LIMITED, with its identity and a
+// retry delay, while another identity's reads, and everyone's health
+// checks and reflection, go through.
+func TestReadRateLimitIsPerIdentity(t *testing.T) {
+	ca := testcert.NewCA(t, "podsync test CA")
+	serverCert := ca.Issue(t, testcert.Leaf{CN: "podsyncd", IPs: testcert.Localhost, Server: true})
+	l := tcpListener(t)
+	h := start(t, server.Options{
+		TLS: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{serverCert},
+			ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool()},
+		Roles:     server.Roles{Read: []string{"cn:alice", "cn:bob"}},
+		RateLimit: server.RateLimit{Read: server.ReadRateLimit{PerSecond: 0.001, Burst: 13, PlanPodCost: 10}},
+	}, l)
+	conn := func(cn string) *grpc.ClientConn {
+		creds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: ca.Pool(),
+			Certificates: []tls.Certificate{ca.Issue(t, testcert.Leaf{CN: cn})}})
+		return dial(t, l.Addr().String(), creds)
+	}
+	ctx := testContext(t)
+	aliceConn := conn("alice")
+	alice, bob := podsyncv1.NewPodSyncServiceClient(aliceConn), podsyncv1.NewPodSyncServiceClient(conn("bob"))
+	planPod := func(c podsyncv1.PodSyncServiceClient) error {
+		_, err := c.PlanPod(ctx, &podsyncv1.PlanPodRequest{})
+		return err
+	}
+	listPods := func(c podsyncv1.PodSyncServiceClient) error {
+		_, err := c.ListPods(ctx, &podsyncv1.ListPodsRequest{})
+		return err
+	}
+	logs := func(c podsyncv1.PodSyncServiceClient) error {
+		return firstRecv(c.GetContainerLogs(ctx, &podsyncv1.GetContainerLogsRequest{}))
+	}
+	// The test service implements neither PlanPod, ListPods nor
+	// GetContainerLogs: UNIMPLEMENTED means the call got past the limit.
+	wantError(t, planPod(alice), codes.Unimplemented, "") // 10 tokens
+	wantError(t, listPods(alice), codes.Unimplemented, "")
+	wctx, cancel := context.WithCancel(ctx)
+	w, err := alice.WatchPods(wctx, &podsyncv1.WatchPodsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStarted(t, h.svc, "WatchPods")
+	cancel()
+	_, _ = w.Recv()
+	wantError(t, logs(alice), codes.Unimplemented, "") // the 13th token
+
+	err = callGetPod(ctx, alice, "web")
+	wantError(t, err, codes.ResourceExhausted, errorinfo.ReasonRateLimited)
+	md := errorMetadata(t, err)
+	if md[errorinfo.MetadataIdentity] != "cn:alice" || md[errorinfo.MetadataRetryAfterMillis] == "" {
+		t.Errorf("RATE_LIMITED metadata %v, want the identity and a retry delay", md)
+	}
+	if !strings.Contains(status.Convert(err).Message(), "read calls") {
+		t.Errorf("message %q does not say the read limit was hit", status.Convert(err).Message())
+	}
+	wantError(t, planPod(alice), codes.ResourceExhausted, errorinfo.ReasonRateLimited)
+	wantError(t, listPods(alice), codes.ResourceExhausted, errorinfo.ReasonRateLimited)
+	wantError(t, logs(alice), codes.ResourceExhausted, errorinfo.ReasonRateLimited)
+	wantError(t, firstRecv(alice.WatchPods(ctx, &podsyncv1.WatchPodsRequest{})), codes.ResourceExhausted, errorinfo.ReasonRateLimited)
+
+	for i := range 50 {
+		if _, err := healthpb.NewHealthClient(aliceConn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+			t.Fatalf("alice's health check %d: %v", i, err)
+		}
+	}
+	for i := range 20 {
+		if err := listServices(ctx, aliceConn); err != nil {
+			t.Fatalf("alice's reflection call %d: %v", i, err)
+		}
+	}
+
+	wantError(t, planPod(bob), codes.Unimplemented, "")
+	if err := callGetPod(ctx, bob, "web"); err != nil {
+		t.Errorf("bob, limited by alice's calls: %v", err)
+	}
+}
+
+// TestPlanPodLoopIsLimitedByDefault: with the default read limit, a tight
+// loop of PlanPod from one identity is refused within the burst, while
+// a control plane's once-a-second reads from another identity are not.
+func TestPlanPodLoopIsLimitedByDefault(t *testing.T) {
+	ctx := testContext(t)
+	ca := testcert.NewCA(t, "podsync test CA")
+	serverCert := ca.Issue(t, testcert.Leaf{CN: "podsyncd", IPs: testcert.Localhost, Server: true})
+	l := tcpListener(t)
+	start(t, server.Options{
+		TLS: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{serverCert},
+			ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool()},
+		Roles: server.Roles{Read: []string{"cn:loop", "cn:control-plane"}},
+	}, l)
+	client := func(cn string) podsyncv1.PodSyncServiceClient {
+		creds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: ca.Pool(),
+			Certificates: []tls.Certificate{ca.Issue(t, testcert.Leaf{CN: cn})}})
+		return podsyncv1.NewPodSyncServiceClient(dial(t, l.Addr().String(), creds))
+	}
+	loop, cp := client("loop"), client("control-plane")
+	limitedAt := 0
+	for i := 1; i <= 200 && limitedAt == 0; i++ {
+		_, err := loop.PlanPod(ctx, &podsyncv1.PlanPodRequest{})
+		if status.Code(err) == codes.ResourceExhausted {
+			wantError(t, err, codes.ResourceExhausted, errorinfo.ReasonRateLimited)
+			limitedAt = i
+		}
+	}
+	// The burst holds 20 PlanPods; the loop refills a token or so.
+	if maxCalls := server.DefaultReadRateLimitBurst/server.DefaultPlanPodCost + 2; limitedAt == 0 || limitedAt > maxCalls {
+		t.Errorf("PlanPod loop limited at call %d, want within %d calls", limitedAt, maxCalls)
+	}
+	// A control plane listing its pods and getting each of a full node's
+	// (110) once: well within the burst.
+	for i := range 111 {
+		if err := callGetPod(ctx, cp, "web"); err != nil {
+			t.Fatalf("control plane's read %d: %v", i, err)
+		}
+	}
+}
+
+// errorMetadata returns the metadata of err's ErrorInfo.
+func errorMetadata(t *testing.T, err error) map[string]string {
+	t.Helper()
+	for _, d := range status.Convert(err).Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok {
+			return ei.GetMetadata()
+		}
+	}
+	t.Fatalf("%v has no ErrorInfo", err)
+	return nil
+}
+
+// listServices makes one reflection call.
+func listServices(ctx context.Context, conn *grpc.ClientConn) error {
+	stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+	if err != nil {
+		return err
+	}
+	if err := stream.Send(&reflectionpb.ServerReflectionRequest{
+		MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{},
+	}); err != nil {
+		return err
+	}
+	if _, err := stream.Recv(); err != nil {
+		return err
+	}
+	return stream.CloseSend()
 }

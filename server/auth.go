@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -198,7 +199,12 @@ func identityFromTLS(cs tls.ConnectionState) Identity {
 	if len(cs.PeerCertificates) == 0 {
 		return Identity{}
 	}
-	leaf := cs.PeerCertificates[0]
+	return CertificateIdentity(cs.PeerCertificates[0])
+}
+
+// CertificateIdentity is the identity of an mTLS client presenting leaf:
+// "cn:…" for its subject's common name, "dns:…" and "uri:…" for its SANs.
+func CertificateIdentity(leaf *x509.Certificate) Identity {
 	var id Identity
 	if cn := leaf.Subject.CommonName; cn != "" {
 		id.Principals = append(id.Principals, PrincipalCN+":"+cn)

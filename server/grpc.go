@@ -53,7 +53,8 @@ type Options struct {
 	// address when TLS is nil (--insecure-listen-loopback; development
 	// only). Their callers are "anonymous".
 	InsecureLoopback bool
-	// RateLimit bounds the mutating calls of each identity.
+	// RateLimit bounds the mutating calls of each identity, and in
+	// another bucket its read calls (RateLimit.Read).
 	RateLimit RateLimit
 	// Health publishes the runtime's health; the caller runs it. Nil means
 	// always SERVING (until Shutdown).
@@ -84,8 +85,9 @@ type Options struct {
 //   - recovery: a panic in a handler becomes INTERNAL with reason
 //     INTERNAL, logged with its stack; logging and metrics see the call;
 //   - authorization: Roles, PERMISSION_DENIED otherwise;
-//   - rate limit: mutating calls per identity, RESOURCE_EXHAUSTED with
-//     reason RATE_LIMITED;
+//   - rate limit: mutating calls per identity, and in another bucket
+//     read calls and stream openings (PlanPod weighing more),
+//     RESOURCE_EXHAUSTED with reason RATE_LIMITED;
 //   - shutdown: ends calls that Shutdown interrupts with UNAVAILABLE,
 //     reason SHUTTING_DOWN;
 //   - errors: UnaryErrorInterceptor and StreamErrorInterceptor.
@@ -95,6 +97,8 @@ type Server struct {
 	log     *zap.Logger
 	authz   *authorizer
 	limits  *limiters
+	reads   *limiters
+	readLim ReadRateLimit
 	streams *streamLimits
 
 	// allCtx ends when Shutdown gives up waiting; observersCtx, its child,
@@ -118,7 +122,11 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Server{log: log, authz: authz, limits: newLimiters(opts.RateLimit), streams: newStreamLimits(opts.MaxStreamsPerIdentity)}
+	s := &Server{
+		log: log, authz: authz,
+		limits: newLimiters(opts.RateLimit), reads: newReadLimiters(opts.RateLimit.Read),
+		readLim: opts.RateLimit.Read.withDefaults(), streams: newStreamLimits(opts.MaxStreamsPerIdentity),
+	}
 	s.allCtx, s.cancelAll = context.WithCancel(context.Background())
 	s.observersCtx, s.cancelObserve = context.WithCancel(s.allCtx)
 
@@ -264,7 +272,9 @@ func (s *Server) streamScope(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 	return handler(srv, &contextStream{ServerStream: ss, ctx: rs.context(ctx, s.log)})
 }
 
-// check authorizes a call and takes a rate-limit token for a mutating one.
+// check authorizes a call and takes its rate-limit tokens: one of the
+// mutating bucket for a mutating call, readCost of the read bucket for a
+// read call of PodSyncService.
 func (s *Server) check(ctx context.Context, fullMethod string) error {
 	id, _ := IdentityFromContext(ctx)
 	if err := authorize(fullMethod, id, s.authz.role(id)); err != nil {
@@ -273,7 +283,7 @@ func (s *Server) check(ctx context.Context, fullMethod string) error {
 	if mutating(fullMethod) {
 		return s.limits.allow(id.String())
 	}
-	return nil
+	return s.reads.allowN(id.String(), s.readLim.readCost(fullMethod))
 }
 
 func (s *Server) unaryAuthorize(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {

@@ -544,7 +544,7 @@ func TestRateLimit(t *testing.T) {
 	// Every mutating method draws from the identity's one bucket.
 	_, err := c.DeletePod(ctx, &podsyncv1.DeletePodRequest{Name: "web"})
 	wantError(t, err, codes.ResourceExhausted, errorinfo.ReasonRateLimited)
-	// Reads are not limited.
+	// Reads draw from another bucket.
 	for range 5 {
 		if err := callGetPod(ctx, c, "web"); err != nil {
 			t.Fatalf("GetPod: %v", err)

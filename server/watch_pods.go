@@ -32,7 +32,11 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 
-	wf := &watchFilter{s: s, f: f, labels: map[types.UID]labels.Set{}}
+	wf := &watchFilter{s: s, f: f}
+	if wf.bySelector() {
+		// Kept for the stream's life: only a selector needs them.
+		wf.labels = map[types.UID]labels.Set{}
+	}
 	since := req.GetSinceRevision()
 	if since == 0 {
 		recs, rev, err := s.node.ListShared(ctx, f)
@@ -40,7 +44,9 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 			return err
 		}
 		for _, rec := range recs {
-			wf.labels[rec.Pod.UID] = rec.Pod.Labels
+			if wf.labels != nil {
+				wf.labels[rec.Pod.UID] = rec.Pod.Labels
+			}
 			st := rec.Pod.Status
 			if err := stream.Send(&podsyncv1.WatchPodsResponse{
 				Revision: rec.ModRevision,
@@ -87,16 +93,23 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 // event entries name pods, not their labels: it looks the labels up in the
 // store. Deletions carry the labels the pod had.
 type watchFilter struct {
-	s      *service
-	f      store.Filter
+	s *service
+	f store.Filter
+	// labels are the selected pods' labels last seen; nil without a
+	// selector.
 	labels map[types.UID]labels.Set
+}
+
+// bySelector reports whether the filter has a label selector.
+func (wf *watchFilter) bySelector() bool {
+	return wf.f.Selector != nil && !wf.f.Selector.Empty()
 }
 
 func (wf *watchFilter) match(ctx context.Context, e store.Entry) bool {
 	if wf.f.Namespace != "" && e.Pod.Namespace != wf.f.Namespace {
 		return false
 	}
-	if wf.f.Selector == nil || wf.f.Selector.Empty() {
+	if !wf.bySelector() {
 		return true
 	}
 	set, known := wf.labels[e.Pod.UID]

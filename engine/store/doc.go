@@ -42,9 +42,12 @@
 // Watch follows the log live: it first replays the entries after the given
 // revision from the file, then switches to entries as they are appended,
 // without gap or repetition. Each watcher has a bounded buffer
-// (Options.WatchBuffer, default 1024 entries). Writers never wait for a
-// watcher: one whose buffer is full when an entry is appended has its
-// channel closed, and Err then returns a *errdefs.SlowConsumerError
+// (Options.WatchBuffer, default 1024 entries), allocated when entries
+// wait for its reader, grown with them and let go once they are read, so
+// that an idle watcher holds about 4 KiB (mostly its goroutine's stack).
+// Writers never wait for a watcher: one whose buffer is full when an
+// entry is appended has its channel closed once it has read the buffer,
+// and Err then returns a *errdefs.SlowConsumerError
 // (errors.Is(err, errdefs.ErrSlowConsumer)) naming the last revision it was sent,
 // from which it can watch again. A watcher's goroutine ends with its
 // context or with Close.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -253,6 +254,73 @@ func waitLive(ctx context.Context, t *testing.T, s *Store, w *Watcher) {
 		case <-tick.C:
 		case <-ctx.Done():
 			t.Fatalf("watcher never went live: %v", ctx.Err())
+		}
+	}
+}
+
+// TestIdleWatcherHoldsNoBuffer: a watcher's queue is allocated when
+// entries arrive, grows with them up to WatchBuffer, and is let go once
+// drained; opening one allocates about a KiB, not a channel of
+// WatchBuffer entries (147 KiB with the default of 1024).
+func TestIdleWatcherHoldsNoBuffer(t *testing.T) {
+	const buffer = 64
+	s := openTest(t, Options{WatchBuffer: buffer})
+	ctx := testCtx(t)
+	pod := testPod("default", "web", "uid-1")
+	mustPut(t, s, pod)
+
+	var before, after runtime.MemStats
+	const n = 50
+	ws := make([]*Watcher, 0, n)
+	runtime.ReadMemStats(&before)
+	for range n {
+		w, err := s.Watch(ctx, s.Revision())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 8<<10 {
+		t.Errorf("opening a watcher allocates %d bytes, want under 8 KiB", per)
+	}
+	w := ws[0]
+	waitLive(ctx, t, s, w)
+	queueCap := func() int {
+		w.qmu.Lock()
+		defer w.qmu.Unlock()
+		return len(w.q.buf)
+	}
+	if c := queueCap(); c != 0 {
+		t.Fatalf("idle watcher's queue holds %d entries' room, want none", c)
+	}
+	mustAppend(t, s, event(pod, "one"))
+	receive(ctx, t, w, 1)
+	waitFor(ctx, t, "the drained queue to be let go", func() bool { return queueCap() == 0 })
+
+	// Unread entries grow the queue up to the buffer, never beyond.
+	for i := range buffer - 1 {
+		mustAppend(t, s, event(pod, fmt.Sprint(i)))
+		if c := queueCap(); c > buffer {
+			t.Fatalf("queue of %d entries' room, above WatchBuffer %d", c, buffer)
+		}
+	}
+	got := receive(ctx, t, w, buffer-1)
+	if len(got) != buffer-1 {
+		t.Fatalf("received %d entries, want %d", len(got), buffer-1)
+	}
+	waitFor(ctx, t, "the drained queue to be let go", func() bool { return queueCap() == 0 })
+}
+
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
 }

@@ -223,8 +223,9 @@ func startPodsyncd(ctx context.Context, log *zap.Logger, bin, dir, logPath, endp
 		return nil, err
 	}
 	cfg := filepath.Join(dir, "podsyncd.yaml")
-	// Rate limits would throttle the deletions between runs.
-	if err := os.WriteFile(cfg, []byte("security:\n  roles:\n    admin: [\"uid:0\"]\n  rateLimit:\n    perSecond: -1\n"), 0o644); err != nil {
+	// Rate limits would throttle the deletions between runs, and the API
+	// load's back-to-back reads.
+	if err := os.WriteFile(cfg, []byte("security:\n  roles:\n    admin: [\"uid:0\"]\n  rateLimit:\n    perSecond: -1\n    read: {perSecond: -1}\n"), 0o644); err != nil {
 		return nil, err
 	}
 	d := &podsyncd{log: log, bin: bin, sock: filepath.Join(sockDir, "podsync.sock"), logPath: logPath, done: make(chan struct{})}

@@ -11,19 +11,24 @@ import (
 
 // microPackages are the Go benchmarks of the report: the planner and the
 // spec hash in engine/plan, the status in engine/podstatus, the
-// conversions in convert, the store's reads behind GetPod and ListPods.
+// conversions in convert, the store's reads behind GetPod and ListPods,
+// and the memory an idle watch holds (store watcher, WatchPods stream).
 // A package whose pattern matches no benchmark is an error of the run.
 var microPackages = []struct{ pkg, pattern string }{
 	{"./engine/plan", "^(BenchmarkComputePodActions|BenchmarkContainerHash)$"},
 	{"./engine/podstatus", "^BenchmarkComputePodStatus$"},
 	{"./convert", "^(BenchmarkManifestToProto|BenchmarkDecode|BenchmarkDefault|BenchmarkPodToProto|BenchmarkPodToProtoWithStatus|BenchmarkPodFromProto)$"},
-	{"./engine/store", "^(BenchmarkList|BenchmarkGetByName)$"},
+	{"./engine/store", "^(BenchmarkList|BenchmarkGetByName|BenchmarkIdleWatchers)$"},
+	{"./server", "^BenchmarkIdleWatchPodsStreams$"},
 }
 
-// microResult is one benchmark: ns/op, B/op and allocs/op of each count.
+// microResult is one benchmark: ns/op, B/op and allocs/op of each count,
+// and a bytes/… metric of its own (b.ReportMetric) if it has one.
 type microResult struct {
 	pkg, name     string
 	ns, b, allocs sample
+	per           sample
+	perUnit       string
 	order         int
 }
 
@@ -86,6 +91,11 @@ func parseBench(pkg, out string) []*microResult {
 				r.b.add(v)
 			case "allocs/op":
 				r.allocs.add(v)
+			default:
+				if strings.HasPrefix(f[i+1], "bytes/") {
+					r.per.add(v)
+					r.perUnit = f[i+1]
+				}
 			}
 		}
 	}

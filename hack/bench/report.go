@@ -21,6 +21,10 @@ const (
 	targetListP99MS    = 50.0
 	targetRSSBytes     = 50 << 20
 	planner10Benchmark = "BenchmarkComputePodActions/containers=10/running"
+	// idleStreamBenchmark measures an idle WatchPods stream's memory;
+	// targetIdleStreamBytes bounds it (2,000 streams under 128 MiB).
+	idleStreamBenchmark   = "BenchmarkIdleWatchPodsStreams"
+	targetIdleStreamBytes = 64 * 1024.0
 )
 
 // renderReport renders BENCHMARKS.md.
@@ -111,9 +115,13 @@ func renderTargets(w *strings.Builder, res *results) {
 		}
 	}
 	for _, m := range res.micro {
-		if m.name == planner10Benchmark {
+		switch m.name {
+		case planner10Benchmark:
 			p("| planner, 10-container pod (all running): ≤ 20 µs | %.1f µs | %s |\n", m.ns.median()/1000,
 				verdict(m.ns.median(), targetPlanner10NS))
+		case idleStreamBenchmark:
+			p("| idle WatchPods stream (server and client, heap and stacks): ≤ %.0f KiB | %.1f KiB | %s |\n",
+				targetIdleStreamBytes/1024, m.per.median()/1024, verdict(m.per.median(), targetIdleStreamBytes))
 		}
 	}
 	for _, fr := range res.flavours {
@@ -189,7 +197,8 @@ func renderMethod(w *strings.Builder, res *results, cfg config) {
 		"  podsyncd with the pods running, before the load; the peak is VmHWM at the end.\n",
 		cfg.apiPods, cfg.apiBatch, cfg.apiClients, cfg.apiDuration)
 	p("- **Micro-benchmarks:** `go test -bench -benchmem -count %d -benchtime %s` of `engine/plan`\n"+
-		"  (planner, container hash), `engine/podstatus`, `convert` and `engine/store`; medians over the counts.\n", cfg.microCount, cfg.microTime)
+		"  (planner, container hash), `engine/podstatus`, `convert`, `engine/store` and `server` (idle watches);\n"+
+		"  medians over the counts.\n", cfg.microCount, cfg.microTime)
 	p("- Figures are median (min–max) of the runs. No timed assertion is part of `make test`.\n\n")
 }
 
@@ -261,7 +270,12 @@ func renderMicro(w *strings.Builder, res *results) {
 	}
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("## Planner and conversion\n\n| package | benchmark | time/op | B/op | allocs/op |\n|---|---|---|---|---|\n")
+	var idle []*microResult
 	for _, m := range res.micro {
+		if m.perUnit != "" {
+			idle = append(idle, m)
+			continue
+		}
 		p("| %s | %s | %s | %.0f | %.0f |\n", m.pkg, strings.TrimPrefix(m.name, "Benchmark"), nsRange(&m.ns), m.b.median(), m.allocs.median())
 	}
 	p("\n`ComputePodActions` states: *running* — every container running, nothing to do; *exited* — every\n" +
@@ -270,6 +284,19 @@ func renderMicro(w *strings.Builder, res *results) {
 		"`ManifestToProto` = `Decode` + `Default` + `PodToProto` of `testdata/manifests/multi-container.yaml`;\n" +
 		"`PodToProtoWithStatus` is what GetPod/ListPods do per pod. `store` `List` reads 200 stored running pods\n" +
 		"(ListPods' store part), `GetByName` one of them (GetPod's).\n\n")
+	if len(idle) == 0 {
+		return
+	}
+	p("## Idle watches\n\n| package | benchmark | memory held |\n|---|---|---|\n")
+	for _, m := range idle {
+		p("| %s | %s | %s %s |\n", m.pkg, strings.TrimPrefix(m.name, "Benchmark"), m.per.num("%.0f"), m.perUnit)
+	}
+	p("\nHeap and goroutine stacks in use after a GC, per idle watch. `store` `IdleWatchers`: 500 live\n" +
+		"watchers of the revision log that received nothing. `server` `IdleWatchPodsStreams`: 200 WatchPods\n" +
+		"streams through `server.New` on a unix socket (every interceptor), each having received one pod, its\n" +
+		"synced message and one event, podsync's server and the in-process client together. Before the\n" +
+		"watchers' queues were allocated on demand (issue 17), a watcher made a 1024-entry channel up front:\n" +
+		"151,880 bytes/watcher and 173,998 bytes/stream on the machine above.\n\n")
 }
 
 func nsRange(s *sample) string {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,6 +61,11 @@ type Security struct {
 	TLSCertFile     string `json:"tlsCertFile,omitempty"`
 	TLSKeyFile      string `json:"tlsKeyFile,omitempty"`
 	TLSClientCAFile string `json:"tlsClientCAFile,omitempty"`
+	// TLSCRLFile is an optional CRL of the client CAs (--tls-crl-file),
+	// PEM or DER X.509 RevocationLists each signed by one of them: a
+	// client certificate it revokes is refused at the handshake. All four
+	// files are read again when they change (TLSReloader).
+	TLSCRLFile string `json:"tlsCRLFile,omitempty"`
 	// InsecureListenLoopback allows a plaintext TCP listener on a loopback
 	// address when TLS is not configured (--insecure-listen-loopback; for
 	// development). Its callers are "anonymous" (see server.Roles).
@@ -97,6 +103,8 @@ func (c *ServerConfig) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.TLSKeyFile, "tls-key-file", c.TLSKeyFile, "server private key (PEM) for TCP listeners")
 	fs.StringVar(&c.TLSClientCAFile, "tls-client-ca-file", c.TLSClientCAFile,
 		"CA certificates (PEM) that sign accepted client certificates; TCP callers must present one")
+	fs.StringVar(&c.TLSCRLFile, "tls-crl-file", c.TLSCRLFile,
+		"CRL (PEM or DER) of the client CAs; client certificates it revokes are refused (reloaded on change)")
 	fs.BoolVar(&c.InsecureListenLoopback, "insecure-listen-loopback", c.InsecureListenLoopback,
 		"DEVELOPMENT ONLY: allow a plaintext TCP listener on a loopback address when TLS is not configured")
 	fs.StringVar(&c.SocketGroup, "socket-group", c.SocketGroup,
@@ -134,7 +142,7 @@ func (c ServerConfig) Validate(ctx context.Context) error {
 
 // tlsConfigured reports whether any TLS file is set.
 func (s Security) tlsConfigured() bool {
-	return s.TLSCertFile != "" || s.TLSKeyFile != "" || s.TLSClientCAFile != ""
+	return s.TLSCertFile != "" || s.TLSKeyFile != "" || s.TLSClientCAFile != "" || s.TLSCRLFile != ""
 }
 
 func (s Security) checkTLSFiles() error {
@@ -152,24 +160,30 @@ func (s Security) checkTLSFiles() error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("tls: %v missing: mTLS needs --tls-cert-file, --tls-key-file and --tls-client-ca-file together", missing)
+		return fmt.Errorf("tls: %v missing: mTLS needs --tls-cert-file, --tls-key-file and --tls-client-ca-file together"+
+			" (and --tls-crl-file needs them)", missing)
 	}
 	return nil
 }
 
 // Apply sets the security fields of opts: TLS (loaded from the files),
-// InsecureLoopback, Roles, RateLimit and MaxStreamsPerIdentity.
-func (s Security) Apply(opts *server.Options) error {
-	cfg, err := s.ServerTLSConfig()
+// InsecureLoopback, Roles, RateLimit and MaxStreamsPerIdentity. It
+// returns the TLSReloader behind opts.TLS (nil without TLS), logging to
+// log, for the caller to Start.
+func (s Security) Apply(opts *server.Options, log *zap.Logger) (*TLSReloader, error) {
+	r, err := s.NewTLSReloader(log)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	opts.TLS = cfg
-	opts.InsecureLoopback = s.InsecureListenLoopback && cfg == nil
+	opts.TLS = nil
+	if r != nil {
+		opts.TLS = r.Config()
+	}
+	opts.InsecureLoopback = s.InsecureListenLoopback && r == nil
 	opts.Roles = s.Roles
 	opts.RateLimit = s.RateLimit
 	opts.MaxStreamsPerIdentity = s.MaxStreamsPerIdentity
-	return nil
+	return r, nil
 }
 
 // Defaults of podsyncd's settings.

@@ -20,6 +20,7 @@ security:
   tlsCertFile: /etc/podsync/tls/server.pem
   tlsKeyFile: /etc/podsync/tls/server-key.pem
   tlsClientCAFile: /etc/podsync/tls/clients-ca.pem
+  tlsCRLFile: /etc/podsync/tls/clients.crl
   socketGroup: podsync
   roles:
     admin: ["cn:control-plane", "uid:0"]
@@ -27,6 +28,7 @@ security:
   rateLimit:
     perSecond: 5
     burst: 10
+    read: {perSecond: 50, burst: 80, planPodCost: 8}
 `
 
 func TestServerConfigFileThenFlags(t *testing.T) {
@@ -46,12 +48,14 @@ func TestServerConfigFileThenFlags(t *testing.T) {
 			TLSCertFile:     "/etc/podsync/tls/server.pem",
 			TLSKeyFile:      "/etc/podsync/tls/server-key.pem",
 			TLSClientCAFile: "/etc/podsync/tls/clients-ca.pem",
+			TLSCRLFile:      "/etc/podsync/tls/clients.crl",
 			SocketGroup:     "4242",
 			Roles: server.Roles{
 				Admin: []string{"cn:control-plane", "uid:0"},
 				Read:  []string{"dns:monitor.example.com", "user:prometheus"},
 			},
-			RateLimit: server.RateLimit{PerSecond: 5, Burst: 10},
+			RateLimit: server.RateLimit{PerSecond: 5, Burst: 10,
+				Read: server.ReadRateLimit{PerSecond: 50, Burst: 80, PlanPodCost: 8}},
 		},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
@@ -86,6 +90,10 @@ func TestServerConfigValidate(t *testing.T) {
 			Listen:   []string{daemon.DefaultSocket},
 			Security: daemon.Security{TLSKeyFile: "k.pem"},
 		}, "--tls-cert-file"},
+		{"CRL without mTLS", daemon.ServerConfig{
+			Listen:   []string{daemon.DefaultSocket},
+			Security: daemon.Security{TLSCRLFile: "clients.crl"},
+		}, "--tls-crl-file needs them"},
 		{"bad role", daemon.ServerConfig{
 			Listen:   []string{daemon.DefaultSocket},
 			Security: daemon.Security{Roles: server.Roles{Read: []string{"uid:root"}}},
@@ -104,13 +112,13 @@ func TestSecurityApply(t *testing.T) {
 		Roles:                  server.Roles{Admin: []string{"anonymous"}},
 		RateLimit:              server.RateLimit{PerSecond: 1},
 	}
-	if err := sec.Apply(&opts); err != nil {
-		t.Fatal(err)
+	if r, err := sec.Apply(&opts, nil); err != nil || r != nil {
+		t.Fatalf("Apply without TLS: %v, %v; want no reloader, no error", r, err)
 	}
 	if opts.TLS != nil || !opts.InsecureLoopback || len(opts.Roles.Admin) != 1 || opts.RateLimit.PerSecond != 1 {
 		t.Errorf("options %+v", opts)
 	}
-	if err := (daemon.Security{TLSCertFile: "/nonexistent.pem"}).Apply(&opts); err == nil {
+	if _, err := (daemon.Security{TLSCertFile: "/nonexistent.pem"}).Apply(&opts, nil); err == nil {
 		t.Error("Apply with partial TLS: no error")
 	}
 }

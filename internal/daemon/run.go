@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -142,7 +144,8 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 	}
 
 	var opts server.Options
-	if err := cfg.Apply(&opts); err != nil {
+	tlsReloader, err := cfg.Apply(&opts, log.Named("tls"))
+	if err != nil {
 		return err
 	}
 	st, err := store.Open(filepath.Join(cfg.RootDir, StoreFile), store.Options{Logger: log.Named("store")})
@@ -160,6 +163,18 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 	srv, err := d.newServer(opts, reg)
 	if err != nil {
 		return err
+	}
+	if tlsReloader != nil {
+		// Certificates, CAs and the CRL rotate without a restart: read
+		// every DefaultTLSReloadInterval and on SIGHUP.
+		if err := tlsReloader.Register(reg); err != nil {
+			return err
+		}
+		defer tlsReloader.Start(ctx, DefaultTLSReloadInterval)()
+	} else {
+		// Nothing to reload: a SIGHUP (systemctl reload) must not end
+		// podsyncd, as it would by default.
+		signal.Ignore(syscall.SIGHUP)
 	}
 	listeners, err := listenAll(ctx, cfg.Listen, cfg.Security)
 	if err != nil {

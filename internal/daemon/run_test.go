@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -220,7 +221,7 @@ func TestRunHelp(t *testing.T) {
 	}
 	// The names operators, docs and deploy files rely on (issue 8, §7).
 	for _, flag := range []string{"--runtime-endpoint", "--image-endpoint", "--listen", "--tls-cert-file",
-		"--tls-key-file", "--tls-client-ca-file", "--insecure-listen-loopback", "--root-dir", "--pod-log-dir",
+		"--tls-key-file", "--tls-client-ca-file", "--tls-crl-file", "--insecure-listen-loopback", "--root-dir", "--pod-log-dir",
 		"--node-name", "--node-ip", "--cluster-dns", "--cluster-domain", "--cgroup-driver", "--metrics-address",
 		"--config", "--log-level", "--log-format", "--allow-privileged", "--allow-host-network", "--allow-host-pid",
 		"--allow-host-ipc", "--allowed-host-paths", "--pod-security", "--allow-host-namespaces", "--allowed-host-ports",
@@ -307,6 +308,14 @@ security:
 		if resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
 			t.Errorf("health %q = %v, want NOT_SERVING", svc, resp.GetStatus())
 		}
+	}
+	// Without TLS there is nothing to reload: SIGHUP (systemctl reload)
+	// leaves podsyncd running rather than ending the process.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := healthpb.NewHealthClient(conn).Check(cctx, &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatalf("health after SIGHUP: %v", err)
 	}
 	_, err = podsyncv1.NewPodSyncServiceClient(conn).GetPod(cctx, &podsyncv1.GetPodRequest{Name: "web"})
 	st := status.Convert(err)

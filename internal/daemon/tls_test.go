@@ -30,9 +30,13 @@ func TestServerTLSConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MinVersion != tls.VersionTLS12 || cfg.ClientAuth != tls.RequireAndVerifyClientCert ||
-		cfg.ClientCAs == nil || len(cfg.Certificates) != 1 {
-		t.Errorf("config %+v: want TLS 1.2+, client certificates required and verified, one CA pool and certificate", cfg)
+	if cfg.MinVersion != tls.VersionTLS12 || cfg.ClientAuth != tls.RequireAndVerifyClientCert || cfg.GetConfigForClient == nil {
+		t.Errorf("config %+v: want TLS 1.2+, client certificates required and verified, a configuration per connection", cfg)
+	}
+	conn, err := cfg.GetConfigForClient(&tls.ClientHelloInfo{})
+	if err != nil || conn.MinVersion != tls.VersionTLS12 || conn.ClientAuth != tls.RequireAndVerifyClientCert ||
+		conn.ClientCAs == nil || len(conn.Certificates) != 1 {
+		t.Errorf("connection's config %+v (%v): want TLS 1.2+, client certificates required and verified, one CA pool and certificate", conn, err)
 	}
 
 	if cfg, err := (daemon.Security{}).ServerTLSConfig(); cfg != nil || err != nil {

@@ -5,9 +5,11 @@ package daemon_test
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"k8s.io/utils/ptr"
 
@@ -225,4 +228,80 @@ func TestListenerSecurity(t *testing.T) {
 			t.Errorf("anonymous ListPods: %v; want UNAUTHENTICATED", err)
 		}
 	})
+}
+
+// TestMTLSReloadAndCRL: podsyncd, started with a CRL, takes a rotated
+// server certificate and a new CRL on SIGHUP without a restart: the next
+// connection sees the new certificate, the revoked client is refused
+// (logged with its serial and identity) and another still connects.
+func TestMTLSReloadAndCRL(t *testing.T) {
+	ctx := testContext(t)
+	dir := t.TempDir()
+	ca := testcert.NewCA(t, "podsync itest CA")
+	issueServer := func(cn string) (string, string) {
+		return testcert.WriteFiles(t, dir, "server", ca.Issue(t, testcert.Leaf{CN: cn, IPs: testcert.Localhost, Server: true}))
+	}
+	srvCertFile, srvKeyFile := issueServer("podsyncd")
+	crlFile := testcert.WritePEM(t, dir, "clients.crl", "X509 CRL", ca.CRL(t, 1))
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	d := startPodsyncd(t, daemonOptions{
+		ExtraListen: []string{"tcp://" + addr},
+		Config: `
+security:
+  roles:
+    read: ["cn:itest-reader", "cn:itest-revoked"]
+`,
+		Args: []string{
+			"--tls-cert-file=" + srvCertFile,
+			"--tls-key-file=" + srvKeyFile,
+			"--tls-client-ca-file=" + testcert.WritePEM(t, dir, "client-ca.crt", "CERTIFICATE", ca.Cert.Raw),
+			"--tls-crl-file=" + crlFile,
+		},
+	})
+	reader := ca.Issue(t, testcert.Leaf{CN: "itest-reader"})
+	revoked := ca.Issue(t, testcert.Leaf{CN: "itest-revoked"})
+	// call connects anew and returns the server certificate's CN.
+	call := func(cert tls.Certificate) (string, error) {
+		creds := credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}})
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = conn.Close() }()
+		var p peer.Peer
+		if _, err := podsyncv1.NewPodSyncServiceClient(conn).ListPods(ctx, &podsyncv1.ListPodsRequest{}, grpc.Peer(&p)); err != nil {
+			return "", err
+		}
+		return p.AuthInfo.(credentials.TLSInfo).State.PeerCertificates[0].Subject.CommonName, nil
+	}
+	for _, c := range []tls.Certificate{reader, revoked} {
+		if cn, err := call(c); err != nil || cn != "podsyncd" {
+			t.Fatalf("before the rotation: server %q, %v", cn, err)
+		}
+	}
+
+	issueServer("podsyncd-rotated")
+	testcert.WritePEM(t, dir, "clients.crl", "X509 CRL", ca.CRL(t, 2, revoked))
+	d.Signal(syscall.SIGHUP)
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	eventually(lctx, t, "podsyncd reloads its TLS files", func() bool { return d.logHas(`"TLS files reloaded"`) })
+
+	if cn, err := call(reader); err != nil || cn != "podsyncd-rotated" {
+		t.Errorf("after SIGHUP: server %q, %v; want podsyncd-rotated", cn, err)
+	}
+	if _, err := call(revoked); status.Code(err) != codes.Unavailable {
+		t.Errorf("revoked client: %v; want UNAVAILABLE from a refused handshake", err)
+	}
+	leaf, err := x509.ParseCertificate(revoked.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(lctx, t, "podsyncd logs the revoked client", func() bool {
+		return d.logHas(`"client certificate revoked: connection refused"`,
+			fmt.Sprintf(`"serial":"%X"`, leaf.SerialNumber), `"identity":"cn:itest-revoked"`)
+	})
+	if d.Exited() {
+		t.Fatal("podsyncd exited on SIGHUP")
+	}
 }
