@@ -257,6 +257,20 @@ func TestAttacksAreRefused(t *testing.T) {
 				t.Errorf("the record keeps %d ConfigMaps the pod does not refer to", len(rec.ConfigMaps))
 			}
 		}},
+		{name: "a PlanPod loop against the runtime", run: func(t *testing.T, e *env) {
+			p, err := convert.PodToProto(basePod("plan"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 100 {
+				_, err = e.d.Client.PlanPod(e.ctx, &podsyncv1.PlanPodRequest{Pod: p})
+				if err != nil {
+					t.Logf("refused after %d plans", i)
+					break
+				}
+			}
+			refused(t, err, codes.ResourceExhausted, client.ReasonRateLimited)
+		}},
 		{name: "stream exhaustion by one identity", run: func(t *testing.T, e *env) {
 			ctx, cancel := context.WithCancel(e.ctx)
 			defer cancel()
