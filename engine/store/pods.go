@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podsync/podsync/engine/errdefs"
 )
@@ -145,6 +146,9 @@ func (s *Store) Put(rec PodRecord) (*PodRecord, error) {
 		if err != nil {
 			return fmt.Errorf("put pod %s: %w", ref, err)
 		}
+		if err := s.checkSize(ref, len(data)); err != nil {
+			return err
+		}
 		if err := pods.Put([]byte(ref.UID), data); err != nil {
 			return fmt.Errorf("put pod %s: %w", ref, err)
 		}
@@ -158,6 +162,18 @@ func (s *Store) Put(rec PodRecord) (*PodRecord, error) {
 		return nil, err
 	}
 	return decodeRedacted(out)
+}
+
+// checkSize refuses a record of n bytes over Options.MaxRecordBytes.
+func (s *Store) checkSize(ref PodRef, n int) error {
+	limit := s.opts.MaxRecordBytes
+	if n <= limit {
+		return nil
+	}
+	fe := field.TooLong(field.NewPath("pod"), n, limit)
+	fe.Detail = fmt.Sprintf("the pod's record (its spec with the ConfigMaps and Secrets it refers to, as stored) is %d bytes, "+
+		"more than the node's cap of %d bytes (--max-record-bytes)", n, limit)
+	return fmt.Errorf("put pod %s: %w: %w", ref, errdefs.ErrRecordTooLarge, fe)
 }
 
 func validateRecord(rec PodRecord) error {

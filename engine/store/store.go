@@ -20,6 +20,18 @@ import (
 // Defaults of Options.
 const (
 	DefaultKeepEntries = 10000
+	// DefaultKeepBytes bounds the revision log by the bytes of its
+	// entries: 64 MiB, what a watcher resuming from the compaction point
+	// reads into memory at most. Entries are statuses, events and
+	// deletions, never specs; the entry count alone would let 10,000
+	// statuses of pods with many containers and 12 KiB termination
+	// messages each (2,000 pods at the record cap) grow the file and a
+	// resuming watcher to gigabytes.
+	DefaultKeepBytes = 64 << 20
+	// DefaultMaxRecordBytes is the per-pod record cap: 1.5 MiB, etcd's
+	// default request limit (--max-request-bytes), which bounds a pod a
+	// kubelet can be given.
+	DefaultMaxRecordBytes = 3 << 19
 	DefaultWatchBuffer = 1024
 	DefaultLockTimeout = time.Second
 )
@@ -38,6 +50,7 @@ var (
 	keyRev     = []byte("revision")
 	keyCompact = []byte("compact_revision")
 	keyCount   = []byte("log_entries")
+	keyBytes   = []byte("log_bytes")
 )
 
 // Options configure a Store. The zero value is valid.
@@ -45,6 +58,14 @@ type Options struct {
 	// KeepEntries is how many revision-log entries are kept; older ones are
 	// removed as new ones are appended. Default DefaultKeepEntries.
 	KeepEntries int
+	// KeepBytes bounds the bytes of the revision log's entries as stored;
+	// the oldest entries beyond it are removed as new ones are appended
+	// (the newest entry always stays). Default DefaultKeepBytes.
+	KeepBytes int64
+	// MaxRecordBytes caps a pod's record as stored (the pod with the
+	// ConfigMaps and Secrets it refers to): Put refuses a bigger one with
+	// an ErrRecordTooLarge. Default DefaultMaxRecordBytes.
+	MaxRecordBytes int
 	// WatchBuffer is each watcher's buffer, in entries. Default
 	// DefaultWatchBuffer.
 	WatchBuffer int
@@ -61,6 +82,12 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.KeepEntries <= 0 {
 		o.KeepEntries = DefaultKeepEntries
+	}
+	if o.KeepBytes <= 0 {
+		o.KeepBytes = DefaultKeepBytes
+	}
+	if o.MaxRecordBytes <= 0 {
+		o.MaxRecordBytes = DefaultMaxRecordBytes
 	}
 	if o.WatchBuffer <= 0 {
 		o.WatchBuffer = DefaultWatchBuffer
@@ -92,6 +119,7 @@ type Store struct {
 	rev      int64 // current revision
 	compact  int64 // compaction point: entries up to it are gone
 	count    int64 // entries in the log
+	bytes    int64 // bytes of the entries in the log
 	groups   int64 // write groups committed (tests see the grouping)
 	closed   bool
 	watchers map[*Watcher]struct{} // live watchers, fed by publish
@@ -188,8 +216,27 @@ func (s *Store) init() (err error) {
 			}
 		}
 		s.rev, s.compact, s.count = getInt(meta, keyRev), getInt(meta, keyCompact), getInt(meta, keyCount)
+		if meta.Get(keyBytes) == nil {
+			// A store written before the log was bounded by bytes: count
+			// them once.
+			var n int64
+			if err := tx.Bucket(bucketLog).ForEach(func(_, v []byte) error { n += int64(len(v)); return nil }); err != nil {
+				return fmt.Errorf("open store %s: %w", s.path, err)
+			}
+			if err := putInt(meta, keyBytes, n); err != nil {
+				return fmt.Errorf("open store %s: %w", s.path, err)
+			}
+		}
+		s.bytes = getInt(meta, keyBytes)
 		return nil
 	})
+}
+
+// logBytes returns the bytes of the revision log's entries.
+func (s *Store) logBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bytes
 }
 
 // Path returns the store's file.
@@ -242,6 +289,7 @@ type txState struct {
 	rev     int64
 	compact int64
 	count   int64
+	bytes   int64
 	entries []Entry
 }
 
@@ -316,7 +364,7 @@ func (s *Store) commit(fns ...func(tx *bolt.Tx, st *txState) error) error {
 	if s.closed {
 		return errdefs.ErrStoreClosed
 	}
-	st := &txState{s: s, now: s.clock.Now(), rev: s.rev, compact: s.compact, count: s.count}
+	st := &txState{s: s, now: s.clock.Now(), rev: s.rev, compact: s.compact, count: s.count, bytes: s.bytes}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, fn := range fns {
 			if err := fn(tx, st); err != nil {
@@ -330,7 +378,7 @@ func (s *Store) commit(fns ...func(tx *bolt.Tx, st *txState) error) error {
 		for _, kv := range []struct {
 			key       []byte
 			old, next int64
-		}{{keyRev, s.rev, st.rev}, {keyCompact, s.compact, st.compact}, {keyCount, s.count, st.count}} {
+		}{{keyRev, s.rev, st.rev}, {keyCompact, s.compact, st.compact}, {keyCount, s.count, st.count}, {keyBytes, s.bytes, st.bytes}} {
 			if kv.old != kv.next {
 				if err := putInt(meta, kv.key, kv.next); err != nil {
 					return err
@@ -346,9 +394,10 @@ func (s *Store) commit(fns ...func(tx *bolt.Tx, st *txState) error) error {
 		return err
 	}
 	if st.compact != s.compact {
-		s.log.Debug("revision log compacted", zap.Int64("compact_revision", st.compact), zap.Int64("log_entries", st.count))
+		s.log.Debug("revision log compacted", zap.Int64("compact_revision", st.compact), zap.Int64("log_entries", st.count),
+			zap.Int64("log_bytes", st.bytes))
 	}
-	s.rev, s.compact, s.count = st.rev, st.compact, st.count
+	s.rev, s.compact, s.count, s.bytes = st.rev, st.compact, st.count, st.bytes
 	s.publish(st.entries)
 	return nil
 }
