@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -140,13 +141,25 @@ type Store struct {
 // Open opens the store at path, creating the file (mode 0600) and its
 // directory (mode 0700) when missing. It fails with errdefs.ErrStoreLocked when another
 // process holds the file for longer than Options.LockTimeout, and with
-// errdefs.ErrStoreCorrupt when the file is not a store.
+// errdefs.ErrStoreCorrupt, saying what it found, when the file is not a
+// store or is damaged (see check.go): Open reads all of a file that is
+// not empty before it writes to it, and never panics on a corrupt one.
 func Open(path string, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		if err := checkFile(path, opts); err != nil {
+			return nil, err
+		}
+	}
+	var db *bolt.DB
+	err := guard(func() error {
+		var err error
+		db, err = openBolt(path, &bolt.Options{Timeout: opts.LockTimeout})
+		return err
+	})
 	if err != nil {
 		return nil, openError(path, err)
 	}
@@ -173,7 +186,8 @@ func openError(path string, err error) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
 		return fmt.Errorf("open store %s: %w (is another podsyncd using this root directory?)", path, errdefs.ErrStoreLocked)
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch),
+		errors.Is(err, errPanicked):
 		return fmt.Errorf("open store %s: %w: %w", path, errdefs.ErrStoreCorrupt, err)
 	default:
 		return fmt.Errorf("open store %s: %w", path, err)
@@ -183,6 +197,7 @@ func openError(path string, err error) error {
 // init enforces the file mode, creates the buckets and loads the counters.
 // bbolt panics on some corrupt pages; init turns that into errdefs.ErrStoreCorrupt.
 func (s *Store) init() (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("open store %s: %w: %v", s.path, errdefs.ErrStoreCorrupt, r)
