@@ -189,6 +189,10 @@ type Node struct {
 	metrics *Metrics
 	// removeOrphans is NodeOptions.RemoveOrphans.
 	removeOrphans bool
+	// orphanMu guards orphans, the pods the runtime holds that the store
+	// does not, kept running (see orphans.go).
+	orphanMu sync.Mutex
+	orphans  map[types.UID]plan.PodRef
 	// unavailable is NodeOptions.RuntimeUnavailable.
 	unavailable func(error) bool
 
@@ -301,7 +305,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 		clock: opts.Clock, log: opts.Logger, backoff: opts.Backoff, cfg: opts.Config.WithDefaults(),
 		gc: gc, rot: opts.LogRotation.withDefaults(), admit: opts.Admit, policy: opts.Policy, metrics: opts.Metrics,
 		unavailable: opts.RuntimeUnavailable, removeOrphans: opts.RemoveOrphans, ready: make(chan struct{}), workers: map[types.UID]*worker{},
-		admitting: map[types.UID]*reservation{},
+		admitting: map[types.UID]*reservation{}, orphans: map[types.UID]plan.PodRef{},
 	}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	testclock "k8s.io/utils/clock/testing"
 
@@ -477,5 +478,46 @@ func TestPutRecordCap(t *testing.T) {
 	got, err := s.GetWithSecrets("uid-small")
 	if err != nil || len(got.ConfigMaps) != 1 || len(got.ConfigMaps[0].Data["blob"]) != limit/2 {
 		t.Errorf("the stored pod after a refused update: %v, want its old ConfigMap", err)
+	}
+}
+
+// TestDeletedTombstones: Delete records that the store removed the pod
+// until ForgetDeleted forgets it, which spares the pods keep keeps and
+// deletions after the revision it is given.
+func TestDeletedTombstones(t *testing.T) {
+	s := openTest(t, Options{})
+	a, b, c := testPod("default", "a", "uid-a"), testPod("default", "b", "uid-b"), testPod("default", "c", "uid-c")
+	for _, p := range []*corev1.Pod{a, b, c} {
+		mustPut(t, s, p)
+	}
+	deleted := func(uid types.UID) bool {
+		t.Helper()
+		ok, err := s.Deleted(uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if deleted("uid-a") {
+		t.Errorf("a stored pod is Deleted")
+	}
+	for _, uid := range []types.UID{"uid-a", "uid-b"} {
+		if _, err := s.Delete(uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rev := s.Revision()
+	if _, err := s.Delete("uid-c"); err != nil {
+		t.Fatal(err)
+	}
+	if !deleted("uid-a") || !deleted("uid-b") || !deleted("uid-c") || deleted("uid-never") {
+		t.Errorf("Deleted after Delete: a %t b %t c %t never %t", deleted("uid-a"), deleted("uid-b"), deleted("uid-c"), deleted("uid-never"))
+	}
+	n, err := s.ForgetDeleted(rev, func(uid types.UID) bool { return uid == "uid-b" })
+	if err != nil || n != 1 {
+		t.Fatalf("ForgetDeleted = %d, %v, want 1 forgotten", n, err)
+	}
+	if deleted("uid-a") || !deleted("uid-b") || !deleted("uid-c") {
+		t.Errorf("after ForgetDeleted: a %t b %t c %t, want only a forgotten", deleted("uid-a"), deleted("uid-b"), deleted("uid-c"))
 	}
 }

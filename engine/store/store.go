@@ -46,6 +46,10 @@ var (
 	bucketPods  = []byte("pods")      // uid -> PodRecord (JSON)
 	bucketNames = []byte("pod_names") // namespace \x00 name -> uid
 	bucketLog   = []byte("log")       // revision (8 bytes, big endian) -> entry (JSON)
+	// bucketDeleted holds the pods Delete removed (uid -> the deletion's
+	// revision) until the runtime holds nothing of them: what the node
+	// finds of them in the runtime is its own leftovers, not an orphan.
+	bucketDeleted = []byte("deleted")
 
 	keySchema  = []byte("schema")
 	keyRev     = []byte("revision")
@@ -225,7 +229,7 @@ func (s *Store) init() (err error) {
 		case v > schemaVersion:
 			return fmt.Errorf("open store %s: schema version %d is newer than this podsync's (%d)", s.path, v, schemaVersion)
 		}
-		for _, b := range [][]byte{bucketPods, bucketNames, bucketLog} {
+		for _, b := range [][]byte{bucketPods, bucketNames, bucketLog, bucketDeleted} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("open store %s: %w", s.path, err)
 			}
