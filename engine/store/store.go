@@ -33,8 +33,8 @@ const (
 	// default request limit (--max-request-bytes), which bounds a pod a
 	// kubelet can be given.
 	DefaultMaxRecordBytes = 3 << 19
-	DefaultWatchBuffer = 1024
-	DefaultLockTimeout = time.Second
+	DefaultWatchBuffer    = 1024
+	DefaultLockTimeout    = time.Second
 )
 
 // schemaVersion is the layout of the buckets below; Open refuses a file
