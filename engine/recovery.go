@@ -26,7 +26,8 @@ import (
 // with no history (revision 0: new, emptied or replaced) on a runtime that
 // holds podsync's pods is a lost store, not a node whose pods are all
 // orphans: recover then fails with ErrStoreLost and touches nothing,
-// unless RemoveOrphans.
+// unless AdoptRuntime (the pods' records are rebuilt from the runtime) or
+// RemoveOrphans (see lostStore).
 func (n *Node) recover(ctx context.Context) error {
 	recs, rev, err := n.store.List(store.Filter{})
 	if err != nil {
@@ -36,10 +37,13 @@ func (n *Node) recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover: list the runtime: %w: %w", errdefs.ErrRuntimeUnavailable, err)
 	}
-	if rev == 0 && len(inRuntime) > 0 && !n.removeOrphans {
-		return fmt.Errorf("recover: %w: the store at %s is new or empty, but the runtime holds %d of podsync's pods (%s); "+
-			"they keep running and nothing was changed: restore the store file, or start with --remove-orphans to remove them",
-			errdefs.ErrStoreLost, n.store.Path(), len(inRuntime), podNames(inRuntime, 5))
+	if rev == 0 && len(inRuntime) > 0 {
+		if err := n.lostStore(ctx, inRuntime); err != nil {
+			return err
+		}
+		if recs, rev, err = n.store.List(store.Filter{}); err != nil {
+			return fmt.Errorf("recover: load the store: %w", err)
+		}
 	}
 	stored := map[types.UID]bool{}
 	for _, r := range recs {
