@@ -425,7 +425,8 @@ func (s *Store) ForgetDeleted(rev int64, keep func(types.UID) bool) (int, error)
 		b := tx.Bucket(bucketDeleted)
 		var forget [][]byte
 		if err := b.ForEach(func(k, v []byte) error {
-			if !(len(v) == 8 && keyRevision(v) > rev) && !keep(types.UID(k)) {
+			after := len(v) == 8 && keyRevision(v) > rev
+			if !after && !keep(types.UID(k)) {
 				forget = append(forget, bytes.Clone(k))
 			}
 			return nil
