@@ -459,4 +459,15 @@ func TestAutoCompactionByBytes(t *testing.T) {
 	if len(got) != 1 {
 		t.Errorf("kept revisions %v, want only the newest", revisions(got))
 	}
+	// An explicit Compact keeps the count of bytes true too.
+	var small []int64
+	for i := range 3 {
+		small = append(small, mustAppend(t, s, big(200+i, 100)))
+	}
+	if err := s.Compact(small[1]); err != nil {
+		t.Fatal(err)
+	}
+	if got = check(s, "after Compact"); len(got) != 1 || got[0].Revision != small[2] {
+		t.Errorf("kept revisions %v after Compact(%d), want only %d", revisions(got), small[1], small[2])
+	}
 }
