@@ -24,6 +24,7 @@ const (
 	MetricBackoffsActive     = "podsync_backoffs_active"
 	MetricCRIRequestDuration = "podsync_cri_request_duration_seconds"
 	MetricSyncPassesSkipped  = "podsync_sync_passes_skipped_total"
+	MetricOrphanedPods       = "podsync_orphaned_pods"
 )
 
 // Outcomes of a sync pass, the outcome label of
@@ -159,6 +160,9 @@ func NewMetrics(reg prometheus.Registerer, opts MetricsOptions) (*Metrics, error
 				"Pods the node holds, by the phase of their last status; present while a node runs.", []string{"phase"}, nil),
 			backoffs: prometheus.NewDesc(MetricBackoffsActive,
 				"Containers waiting in CrashLoopBackOff or ImagePullBackOff; present while a node runs.", nil, nil),
+			orphans: prometheus.NewDesc(MetricOrphanedPods,
+				"Pods the runtime holds under podsync's labels that the store does not hold and the node keeps running "+
+					"(removed only with --remove-orphans); present while a node runs.", nil, nil),
 		},
 	}
 	if m.errorCode == nil {
@@ -261,13 +265,14 @@ func (m *Metrics) detach(n *Node) {
 // nodeCollector computes podsync_pods and podsync_backoffs_active at
 // scrape time from what the running node's workers last saw.
 type nodeCollector struct {
-	pods, backoffs *prometheus.Desc
-	cur            atomic.Pointer[Node]
+	pods, backoffs, orphans *prometheus.Desc
+	cur                     atomic.Pointer[Node]
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.pods
 	ch <- c.backoffs
+	ch <- c.orphans
 }
 
 func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -280,6 +285,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.pods, prometheus.GaugeValue, float64(phases[p]), string(p))
 	}
 	ch <- prometheus.MustNewConstMetric(c.backoffs, prometheus.GaugeValue, float64(backoffs))
+	ch <- prometheus.MustNewConstMetric(c.orphans, prometheus.GaugeValue, float64(n.orphanCount()))
 }
 
 // podSummary is what the metrics need of a pod's last status.

@@ -151,6 +151,13 @@ type NodeOptions struct {
 	// ErrStoreLost, and touches nothing, so that a lost store never takes
 	// the running pods with it (podsyncd --remove-orphans).
 	RemoveOrphans bool
+	// AdoptRuntime lets Run start on a store with no history while the
+	// runtime holds podsync's pods by storing a record of each, rebuilt
+	// from the sandboxes' and containers' labels and annotations, without
+	// touching the runtime (podsyncd --adopt-runtime); it wins over
+	// RemoveOrphans. Their ConfigMaps and Secrets are not in the runtime:
+	// a start that needs them fails until the pod is applied again.
+	AdoptRuntime bool
 	// Syncer, if set, runs the pod workers' passes in place of a
 	// syncer.Syncer built from Runtime, Images, Clock, Logger, Backoff,
 	// Config and Metrics (tests drive the workers with a scripted one).
@@ -187,8 +194,13 @@ type Node struct {
 	admit   AdmitFunc
 	policy  PolicyFunc
 	metrics *Metrics
-	// removeOrphans is NodeOptions.RemoveOrphans.
-	removeOrphans bool
+	// removeOrphans and adoptRuntime are NodeOptions.RemoveOrphans and
+	// AdoptRuntime.
+	removeOrphans, adoptRuntime bool
+	// orphanMu guards orphans, the pods the runtime holds that the store
+	// does not, kept running (see orphans.go).
+	orphanMu sync.Mutex
+	orphans  map[types.UID]plan.PodRef
 	// unavailable is NodeOptions.RuntimeUnavailable.
 	unavailable func(error) bool
 
@@ -300,8 +312,8 @@ func NewNode(opts NodeOptions) (*Node, error) {
 		rt: opts.Runtime, store: opts.Store, syncer: ps, watcher: watcher, prober: pm,
 		clock: opts.Clock, log: opts.Logger, backoff: opts.Backoff, cfg: opts.Config.WithDefaults(),
 		gc: gc, rot: opts.LogRotation.withDefaults(), admit: opts.Admit, policy: opts.Policy, metrics: opts.Metrics,
-		unavailable: opts.RuntimeUnavailable, removeOrphans: opts.RemoveOrphans, ready: make(chan struct{}), workers: map[types.UID]*worker{},
-		admitting: map[types.UID]*reservation{},
+		unavailable: opts.RuntimeUnavailable, removeOrphans: opts.RemoveOrphans, adoptRuntime: opts.AdoptRuntime, ready: make(chan struct{}), workers: map[types.UID]*worker{},
+		admitting: map[types.UID]*reservation{}, orphans: map[types.UID]plan.PodRef{},
 	}, nil
 }
 

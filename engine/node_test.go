@@ -558,8 +558,10 @@ func TestNodeDelete(t *testing.T) {
 }
 
 // TestNodeRecovery: a new Node on the same store and runtime adopts the
-// stored pods without restarting anything, removes podsync's objects of
-// pods the store does not hold, and finishes interrupted deletions.
+// stored pods without restarting anything, removes what is left of pods
+// the store recorded deleting, keeps podsync's objects of pods the store
+// never held (orphans; see TestOrphansKeptUnlessRemoveOrphans), and
+// finishes interrupted deletions.
 func TestNodeRecovery(t *testing.T) {
 	t.Parallel()
 	h := newNodeHarness(t)
@@ -570,11 +572,18 @@ func TestNodeRecovery(t *testing.T) {
 	deleting := enginetest.Pod()
 	deleting.Name, deleting.UID = "deleting", "uid-deleting"
 	h.apply(deleting)
+	leftover := enginetest.Pod()
+	leftover.Name, leftover.UID = "leftover", "uid-leftover"
+	h.apply(leftover)
 
 	h.stop()
+	// A deletion the store recorded whose runtime objects remain.
+	if _, err := h.st.Delete(leftover.UID); err != nil {
+		t.Fatal(err)
+	}
 	// While podsync is down: a deletion was requested, and a pod was
-	// created that the store does not hold (a deletion interrupted after
-	// the store forgot it).
+	// created that the store never held (of a lost store, or another
+	// podsyncd).
 	if _, err := h.st.MarkDeleting(deleting.UID, new(int64)); err != nil {
 		t.Fatal(err)
 	}
@@ -596,8 +605,16 @@ func TestNodeRecovery(t *testing.T) {
 	}
 
 	h.start()
-	h.eventually("orphan and deleted pod removed", func() bool {
-		return len(h.view(orphan).Sandboxes) == 0 && len(h.view(deleting).Sandboxes) == 0
+	h.eventually("leftover and deleted pod removed", func() bool {
+		return len(h.view(leftover).Sandboxes) == 0 && len(h.view(deleting).Sandboxes) == 0
+	})
+	if v := h.view(orphan); len(v.Sandboxes) != 1 || v.Sandboxes[0].State != plan.SandboxReady {
+		t.Errorf("orphan's sandboxes %v, want it kept running", v.Sandboxes)
+	}
+	h.eventually("the sweep forgets the leftover's deletion", func() bool {
+		h.clock.Step(time.Hour)
+		deleted, err := h.st.Deleted(leftover.UID)
+		return err == nil && !deleted
 	})
 	h.eventually("deleted pod forgotten", func() bool {
 		_, err := h.st.Get(deleting.UID)

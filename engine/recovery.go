@@ -21,13 +21,15 @@ import (
 )
 
 // recover loads the store and lists the runtime: podsync's objects of
-// pods the store does not hold are removed (a failure is logged and left
-// to the garbage collector), and every stored pod gets a worker, whose
+// pods the store does not hold are removed if the store recorded their
+// deletion, and kept as orphans otherwise unless RemoveOrphans (see
+// recoverUnstored), and every stored pod gets a worker, whose
 // first pass adopts what the runtime holds or finishes a deletion. A store
 // with no history (revision 0: new, emptied or replaced) on a runtime that
 // holds podsync's pods is a lost store, not a node whose pods are all
 // orphans: recover then fails with ErrStoreLost and touches nothing,
-// unless RemoveOrphans.
+// unless AdoptRuntime (the pods' records are rebuilt from the runtime) or
+// RemoveOrphans (see lostStore).
 func (n *Node) recover(ctx context.Context) error {
 	recs, rev, err := n.store.List(store.Filter{})
 	if err != nil {
@@ -37,10 +39,13 @@ func (n *Node) recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover: list the runtime: %w: %w", errdefs.ErrRuntimeUnavailable, err)
 	}
-	if rev == 0 && len(inRuntime) > 0 && !n.removeOrphans {
-		return fmt.Errorf("recover: %w: the store at %s is new or empty, but the runtime holds %d of podsync's pods (%s); "+
-			"they keep running and nothing was changed: restore the store file, or start with --remove-orphans to remove them",
-			errdefs.ErrStoreLost, n.store.Path(), len(inRuntime), podNames(inRuntime, 5))
+	if rev == 0 && len(inRuntime) > 0 {
+		if err := n.lostStore(ctx, inRuntime); err != nil {
+			return err
+		}
+		if recs, rev, err = n.store.List(store.Filter{}); err != nil {
+			return fmt.Errorf("recover: load the store: %w", err)
+		}
 	}
 	stored := map[types.UID]bool{}
 	for _, r := range recs {
@@ -55,20 +60,8 @@ func (n *Node) recover(ctx context.Context) error {
 		n.log.Info("pod resumed", append(logx.Pod(r.Pod), zap.Bool(logx.Adopted, adopted), zap.Bool(logx.Deleting, r.Deleting),
 			zap.String(logx.Phase, string(r.Pod.Status.Phase)))...)
 	}
-	for uid, ref := range inRuntime {
-		if stored[uid] {
-			continue
-		}
-		w := n.workerFor(uid)
-		if err := w.acquire(ctx); err != nil {
-			return err
-		}
-		if err := n.removeOrphan(ctx, ref); err != nil {
-			n.log.Warn("remove orphaned pod; the garbage collector will retry", zap.String(logx.PodUID, string(uid)), zap.Error(err))
-		} else {
-			w.retire()
-		}
-		w.release()
+	if err := n.recoverUnstored(ctx, inRuntime, stored, rev); err != nil {
+		return err
 	}
 	n.log.Info("node recovered", zap.Int(logx.Pods, len(recs)), zap.Int64(logx.Revision, rev))
 	return nil
@@ -164,8 +157,10 @@ func (n *Node) runtimePodRef(ctx context.Context, uid types.UID) (plan.PodRef, b
 }
 
 // collectOrphans hands the pods the runtime holds but the store does not
-// to workers, which remove them. Run calls it every GCPolicy.Period.
+// to workers, which remove them if the node deleted them (see
+// sweepUnstored). Run calls it every GCPolicy.Period.
 func (n *Node) collectOrphans(ctx context.Context) {
+	rev := n.store.Revision()
 	pods, err := n.runtimePods(ctx, nil)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -173,11 +168,7 @@ func (n *Node) collectOrphans(ctx context.Context) {
 		}
 		return
 	}
-	for uid := range pods {
-		if _, err := n.store.Get(uid); err != nil {
-			n.workerFor(uid).kickSelf()
-		}
-	}
+	n.sweepUnstored(pods, rev)
 }
 
 // every calls fn each period until ctx ends; Run counts it in n.wg.

@@ -304,8 +304,9 @@ func (w *worker) terminate(ctx context.Context, rec *store.PodRecord, emit func(
 	return out, nil
 }
 
-// removeUnstored removes what the runtime holds for a pod the store does
-// not hold and retires its worker. The caller holds w's lock.
+// remove removes what the runtime holds for a pod the store does not
+// hold, if the node deleted it (or RemoveOrphans; an orphan is kept, see
+// orphans.go), and retires its worker. The caller holds w's lock.
 func (w *worker) remove(ctx context.Context) error {
 	w.n.prober.RemovePod(w.uid)
 	ref, found, err := w.n.runtimePodRef(ctx, w.uid)
@@ -314,6 +315,16 @@ func (w *worker) remove(ctx context.Context) error {
 		return fmt.Errorf("list runtime objects of pod uid %s: %w", w.uid, err)
 	}
 	if found {
+		remove, err := w.n.mayRemoveUnstored(w.uid)
+		if err != nil {
+			w.setRetry(w.failureRetry())
+			return fmt.Errorf("read pod uid %s from the store: %w", w.uid, err)
+		}
+		if !remove {
+			w.n.keepOrphan(ref)
+			w.retire()
+			return nil
+		}
 		if err := w.n.removeOrphan(ctx, ref); err != nil {
 			w.setRetry(w.failureRetry())
 			return err

@@ -31,6 +31,7 @@ const (
 	Pods          = "pods"
 	Path          = "path"
 	Size          = "size"
+	Lost          = "lost"
 )
 
 // Keys of a request's scope, set by the server's interceptors and carried

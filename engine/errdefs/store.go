@@ -23,6 +23,13 @@ var (
 	// stored UID, or a change that is not a status or an event. It is an
 	// ErrInvalidSpec.
 	ErrInvalidRecord error = &classError{"invalid argument", ErrInvalidSpec}
+	// ErrRecordTooLarge reports a Put of a pod whose record (the pod with
+	// the ConfigMaps and Secrets it refers to, as stored) is over the
+	// store's per-record cap. It is an ErrInvalidSpec: the pod is too big
+	// whatever the node's state, as etcd's "request is too large" is
+	// InvalidArgument; the error's chain holds a *field.Error naming the
+	// size and the cap.
+	ErrRecordTooLarge error = &classError{"pod record too large", ErrInvalidSpec}
 	// ErrCompacted reports a read of the revision log from a revision older
 	// than the compaction point. The error is a *CompactedError.
 	ErrCompacted = errors.New("revision compacted")

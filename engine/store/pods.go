@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podsync/podsync/engine/errdefs"
 )
@@ -145,6 +146,9 @@ func (s *Store) Put(rec PodRecord) (*PodRecord, error) {
 		if err != nil {
 			return fmt.Errorf("put pod %s: %w", ref, err)
 		}
+		if err := s.checkSize(ref, len(data)); err != nil {
+			return err
+		}
 		if err := pods.Put([]byte(ref.UID), data); err != nil {
 			return fmt.Errorf("put pod %s: %w", ref, err)
 		}
@@ -158,6 +162,18 @@ func (s *Store) Put(rec PodRecord) (*PodRecord, error) {
 		return nil, err
 	}
 	return decodeRedacted(out)
+}
+
+// checkSize refuses a record of n bytes over Options.MaxRecordBytes.
+func (s *Store) checkSize(ref PodRef, n int) error {
+	limit := s.opts.MaxRecordBytes
+	if n <= limit {
+		return nil
+	}
+	fe := field.TooLong(field.NewPath("pod"), n, limit)
+	fe.Detail = fmt.Sprintf("the pod's record (its spec with the ConfigMaps and Secrets it refers to, as stored) is %d bytes, "+
+		"more than the node's cap of %d bytes (--max-record-bytes)", n, limit)
+	return fmt.Errorf("put pod %s: %w: %w", ref, errdefs.ErrRecordTooLarge, fe)
 }
 
 func validateRecord(rec PodRecord) error {
@@ -372,12 +388,60 @@ func (s *Store) Delete(uid types.UID) (int64, error) {
 			return fmt.Errorf("delete pod %s: %w", ref, err)
 		}
 		rev, err = st.appendEntry(tx, Change{Kind: KindDeleted, Pod: ref, Labels: rec.Pod.Labels})
-		return err
+		if err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketDeleted).Put([]byte(uid), revKey(rev)); err != nil {
+			return fmt.Errorf("delete pod %s: %w", ref, err)
+		}
+		return nil
 	})
 	if err == nil {
 		s.decoded.forget(string(uid))
 	}
 	return rev, err
+}
+
+// Deleted reports whether Delete removed the pod with uid and
+// ForgetDeleted has not forgotten it since: podsync's objects of such a
+// pod that the runtime still holds are leftovers of the node's own
+// deletion, which it may remove, where those of a pod the store never
+// held are orphans.
+func (s *Store) Deleted(uid types.UID) (bool, error) {
+	var found bool
+	err := s.view(func(tx *bolt.Tx) error {
+		found = tx.Bucket(bucketDeleted).Get([]byte(uid)) != nil
+		return nil
+	})
+	return found, err
+}
+
+// ForgetDeleted forgets the deletions recorded at or before revision rev
+// of the pods for which keep returns false (the runtime holds nothing of
+// them), and returns how many it forgot.
+func (s *Store) ForgetDeleted(rev int64, keep func(types.UID) bool) (int, error) {
+	var n int
+	err := s.update(func(tx *bolt.Tx, _ *txState) error {
+		b := tx.Bucket(bucketDeleted)
+		var forget [][]byte
+		if err := b.ForEach(func(k, v []byte) error {
+			after := len(v) == 8 && keyRevision(v) > rev
+			if !after && !keep(types.UID(k)) {
+				forget = append(forget, bytes.Clone(k))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range forget {
+			if err := b.Delete(k); err != nil {
+				return fmt.Errorf("forget deleted pods: %w", err)
+			}
+		}
+		n = len(forget)
+		return nil
+	})
+	return n, err
 }
 
 // nameKey is the key of the name index. NUL separates namespace and name,

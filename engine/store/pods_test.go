@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/podsync/podsync/engine/errdefs"
@@ -427,5 +430,94 @@ func TestReopenKeepsPods(t *testing.T) {
 	}
 	if diff := cmp.Diff(before, after); diff != "" {
 		t.Errorf("record changed across reopen (-before +after):\n%s", diff)
+	}
+}
+
+// TestPutRecordCap: a record over Options.MaxRecordBytes is refused with
+// ErrRecordTooLarge (an ErrInvalidSpec) and a field error naming its size
+// and the cap, before anything is written: a new pod is not stored, a
+// stored one keeps its record, and the revision does not move.
+func TestPutRecordCap(t *testing.T) {
+	const limit = 64 << 10
+	s := openTest(t, Options{MaxRecordBytes: limit})
+	cm := func(n int) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg"},
+			Data: map[string]string{"blob": strings.Repeat("x", n)}}
+	}
+	small := testPod("default", "small", "uid-small")
+	if _, err := s.Put(PodRecord{Pod: small, ConfigMaps: []*corev1.ConfigMap{cm(limit / 2)}}); err != nil {
+		t.Fatalf("Put under the cap: %v", err)
+	}
+	rev := s.Revision()
+	for _, tc := range []struct {
+		name string
+		rec  PodRecord
+	}{
+		{"new pod with a big ConfigMap", PodRecord{Pod: testPod("default", "big", "uid-big"), ConfigMaps: []*corev1.ConfigMap{cm(limit)}}},
+		{"new pod with a big Secret", PodRecord{Pod: testPod("default", "big", "uid-big"), Secrets: []*corev1.Secret{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "s"}, Data: map[string][]byte{"k": make([]byte, limit)}}}}},
+		{"stored pod grown past the cap", PodRecord{Pod: small, ConfigMaps: []*corev1.ConfigMap{cm(2 * limit)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.Put(tc.rec)
+			var fe *field.Error
+			if !errors.Is(err, errdefs.ErrRecordTooLarge) || !errors.Is(err, errdefs.ErrInvalidSpec) || !errors.As(err, &fe) {
+				t.Fatalf("Put = %v, want ErrRecordTooLarge with a field error", err)
+			}
+			if fe.Type != field.ErrorTypeTooLong || !strings.Contains(fe.Detail, fmt.Sprint(limit)) || !strings.Contains(err.Error(), "bytes") {
+				t.Errorf("field error %+v, want TooLong naming the size and the cap %d", fe, limit)
+			}
+			if s.Revision() != rev {
+				t.Errorf("revision %d after the refusal, want %d", s.Revision(), rev)
+			}
+		})
+	}
+	if _, err := s.Get("uid-big"); !errors.Is(err, errdefs.ErrPodNotFound) {
+		t.Errorf("Get of the refused pod: %v, want ErrPodNotFound", err)
+	}
+	got, err := s.GetWithSecrets("uid-small")
+	if err != nil || len(got.ConfigMaps) != 1 || len(got.ConfigMaps[0].Data["blob"]) != limit/2 {
+		t.Errorf("the stored pod after a refused update: %v, want its old ConfigMap", err)
+	}
+}
+
+// TestDeletedTombstones: Delete records that the store removed the pod
+// until ForgetDeleted forgets it, which spares the pods keep keeps and
+// deletions after the revision it is given.
+func TestDeletedTombstones(t *testing.T) {
+	s := openTest(t, Options{})
+	a, b, c := testPod("default", "a", "uid-a"), testPod("default", "b", "uid-b"), testPod("default", "c", "uid-c")
+	for _, p := range []*corev1.Pod{a, b, c} {
+		mustPut(t, s, p)
+	}
+	deleted := func(uid types.UID) bool {
+		t.Helper()
+		ok, err := s.Deleted(uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if deleted("uid-a") {
+		t.Errorf("a stored pod is Deleted")
+	}
+	for _, uid := range []types.UID{"uid-a", "uid-b"} {
+		if _, err := s.Delete(uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rev := s.Revision()
+	if _, err := s.Delete("uid-c"); err != nil {
+		t.Fatal(err)
+	}
+	if !deleted("uid-a") || !deleted("uid-b") || !deleted("uid-c") || deleted("uid-never") {
+		t.Errorf("Deleted after Delete: a %t b %t c %t never %t", deleted("uid-a"), deleted("uid-b"), deleted("uid-c"), deleted("uid-never"))
+	}
+	n, err := s.ForgetDeleted(rev, func(uid types.UID) bool { return uid == "uid-b" })
+	if err != nil || n != 1 {
+		t.Fatalf("ForgetDeleted = %d, %v, want 1 forgotten", n, err)
+	}
+	if deleted("uid-a") || !deleted("uid-b") || !deleted("uid-c") {
+		t.Errorf("after ForgetDeleted: a %t b %t c %t, want only a forgotten", deleted("uid-a"), deleted("uid-b"), deleted("uid-c"))
 	}
 }

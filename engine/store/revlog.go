@@ -200,24 +200,24 @@ func (st *txState) appendEntry(tx *bolt.Tx, c Change) (int64, error) {
 		return 0, fmt.Errorf("append %s of pod %s: %w", c.Kind, c.Pod, err)
 	}
 	st.count++
+	st.bytes += int64(len(data))
 	st.entries = append(st.entries, e)
 	return e.Revision, nil
 }
 
-// autoCompact removes the oldest entries beyond KeepEntries.
+// autoCompact removes the oldest entries beyond KeepEntries, and then
+// while the entries hold more than KeepBytes, keeping the newest one.
 func (st *txState) autoCompact(tx *bolt.Tx) error {
-	over := st.count - int64(st.s.opts.KeepEntries)
-	if over <= 0 {
-		return nil
-	}
+	keep, keepBytes := int64(st.s.opts.KeepEntries), st.s.opts.KeepBytes
 	c := tx.Bucket(bucketLog).Cursor()
-	for k, _ := c.First(); k != nil && over > 0; k, _ = c.First() {
+	for k, v := c.First(); k != nil && (st.count > keep || (st.bytes > keepBytes && st.count > 1)); k, v = c.First() {
+		n := int64(len(v))
 		if err := c.Delete(); err != nil {
 			return fmt.Errorf("compact revision log: %w", err)
 		}
 		st.compact = max(st.compact, keyRevision(k))
 		st.count--
-		over--
+		st.bytes -= n
 	}
 	return nil
 }
@@ -234,11 +234,13 @@ func (s *Store) Compact(rev int64) error {
 			return nil
 		}
 		c := tx.Bucket(bucketLog).Cursor()
-		for k, _ := c.First(); k != nil && keyRevision(k) <= rev; k, _ = c.First() {
+		for k, v := c.First(); k != nil && keyRevision(k) <= rev; k, v = c.First() {
+			n := int64(len(v))
 			if err := c.Delete(); err != nil {
 				return fmt.Errorf("compact at revision %d: %w", rev, err)
 			}
 			st.count--
+			st.bytes -= n
 		}
 		st.compact = rev
 		return nil

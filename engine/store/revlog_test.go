@@ -1,9 +1,11 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -380,5 +382,92 @@ func TestConcurrentAppenders(t *testing.T) {
 	got := receive(ctx, t, w, len(all))
 	if diff := cmp.Diff(all, got); diff != "" {
 		t.Errorf("the watcher saw another history (-log +watched):\n%s", diff)
+	}
+}
+
+// TestAutoCompactionByBytes: the revision log is bounded by the bytes of
+// its entries as well as their count, oldest first; the newest entry
+// stays even when it alone is over the bound; the byte count survives a
+// reopen; a watcher resuming from a compacted revision gets ErrCompacted.
+func TestAutoCompactionByBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "podsync.db")
+	const keep = 8 << 10
+	s := openAt(t, path, Options{KeepBytes: keep})
+	pod := testPod("default", "web", "uid-1")
+	mustPut(t, s, pod)
+	big := func(i int, n int) Change {
+		return EventChange(RefOf(pod), Event{Type: corev1.EventTypeNormal, Reason: fmt.Sprint("R", i), Message: strings.Repeat("x", n)})
+	}
+	var revs []int64
+	for i := range 20 {
+		revs = append(revs, mustAppend(t, s, big(i, 1<<10)))
+	}
+	check := func(s *Store, what string) []Entry {
+		t.Helper()
+		got, err := s.Since(s.CompactRevision())
+		if err != nil {
+			t.Fatalf("%s: Since(compaction point): %v", what, err)
+		}
+		var n int64
+		for _, e := range got {
+			data, err := json.Marshal(&e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += int64(len(data))
+		}
+		if n > keep && len(got) > 1 {
+			t.Errorf("%s: the log holds %d bytes in %d entries, want at most %d", what, n, len(got), keep)
+		}
+		if s.logBytes() != n {
+			t.Errorf("%s: the store counts %d bytes, its entries hold %d", what, s.logBytes(), n)
+		}
+		return got
+	}
+	got := check(s, "after 20 entries of 1 KiB")
+	if len(got) < 5 || len(got) > 8 || got[len(got)-1].Revision != revs[19] {
+		t.Errorf("kept revisions %v, want the newest 5 to 8 ending at %d", revisions(got), revs[19])
+	}
+	var ce *errdefs.CompactedError
+	if _, err := s.Since(revs[0]); !errors.As(err, &ce) {
+		t.Errorf("Since(%d) = %v, want a CompactedError", revs[0], err)
+	}
+	ctx := testCtx(t)
+	w, err := s.Watch(ctx, revs[0])
+	if err == nil {
+		for range w.Events() {
+		}
+		err = w.Err()
+	}
+	if !errors.Is(err, errdefs.ErrCompacted) {
+		t.Errorf("a watcher resuming from compacted revision %d: %v, want ErrCompacted", revs[0], err)
+	}
+
+	// One entry over the bound alone: it stays, everything older goes.
+	last := mustAppend(t, s, big(99, 2*keep))
+	got = check(s, "after an entry over the bound")
+	if len(got) != 1 || got[0].Revision != last {
+		t.Errorf("kept revisions %v, want only %d", revisions(got), last)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, path, Options{KeepBytes: keep})
+	check(s, "after a reopen")
+	mustAppend(t, s, big(100, 1<<10))
+	got = check(s, "after a reopen and an append")
+	if len(got) != 1 {
+		t.Errorf("kept revisions %v, want only the newest", revisions(got))
+	}
+	// An explicit Compact keeps the count of bytes true too.
+	var small []int64
+	for i := range 3 {
+		small = append(small, mustAppend(t, s, big(200+i, 100)))
+	}
+	if err := s.Compact(small[1]); err != nil {
+		t.Fatal(err)
+	}
+	if got = check(s, "after Compact"); len(got) != 1 || got[0].Revision != small[2] {
+		t.Errorf("kept revisions %v after Compact(%d), want only %d", revisions(got), small[1], small[2])
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -20,8 +21,20 @@ import (
 // Defaults of Options.
 const (
 	DefaultKeepEntries = 10000
-	DefaultWatchBuffer = 1024
-	DefaultLockTimeout = time.Second
+	// DefaultKeepBytes bounds the revision log by the bytes of its
+	// entries: 64 MiB, what a watcher resuming from the compaction point
+	// reads into memory at most. Entries are statuses, events and
+	// deletions, never specs; the entry count alone would let 10,000
+	// statuses of pods with many containers and 12 KiB termination
+	// messages each (2,000 pods at the record cap) grow the file and a
+	// resuming watcher to gigabytes.
+	DefaultKeepBytes = 64 << 20
+	// DefaultMaxRecordBytes is the per-pod record cap: 1.5 MiB, etcd's
+	// default request limit (--max-request-bytes), which bounds a pod a
+	// kubelet can be given.
+	DefaultMaxRecordBytes = 3 << 19
+	DefaultWatchBuffer    = 1024
+	DefaultLockTimeout    = time.Second
 )
 
 // schemaVersion is the layout of the buckets below; Open refuses a file
@@ -33,11 +46,16 @@ var (
 	bucketPods  = []byte("pods")      // uid -> PodRecord (JSON)
 	bucketNames = []byte("pod_names") // namespace \x00 name -> uid
 	bucketLog   = []byte("log")       // revision (8 bytes, big endian) -> entry (JSON)
+	// bucketDeleted holds the pods Delete removed (uid -> the deletion's
+	// revision) until the runtime holds nothing of them: what the node
+	// finds of them in the runtime is its own leftovers, not an orphan.
+	bucketDeleted = []byte("deleted")
 
 	keySchema  = []byte("schema")
 	keyRev     = []byte("revision")
 	keyCompact = []byte("compact_revision")
 	keyCount   = []byte("log_entries")
+	keyBytes   = []byte("log_bytes")
 )
 
 // Options configure a Store. The zero value is valid.
@@ -45,6 +63,14 @@ type Options struct {
 	// KeepEntries is how many revision-log entries are kept; older ones are
 	// removed as new ones are appended. Default DefaultKeepEntries.
 	KeepEntries int
+	// KeepBytes bounds the bytes of the revision log's entries as stored;
+	// the oldest entries beyond it are removed as new ones are appended
+	// (the newest entry always stays). Default DefaultKeepBytes.
+	KeepBytes int64
+	// MaxRecordBytes caps a pod's record as stored (the pod with the
+	// ConfigMaps and Secrets it refers to): Put refuses a bigger one with
+	// an ErrRecordTooLarge. Default DefaultMaxRecordBytes.
+	MaxRecordBytes int
 	// WatchBuffer is each watcher's buffer, in entries. Default
 	// DefaultWatchBuffer.
 	WatchBuffer int
@@ -61,6 +87,12 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.KeepEntries <= 0 {
 		o.KeepEntries = DefaultKeepEntries
+	}
+	if o.KeepBytes <= 0 {
+		o.KeepBytes = DefaultKeepBytes
+	}
+	if o.MaxRecordBytes <= 0 {
+		o.MaxRecordBytes = DefaultMaxRecordBytes
 	}
 	if o.WatchBuffer <= 0 {
 		o.WatchBuffer = DefaultWatchBuffer
@@ -92,6 +124,7 @@ type Store struct {
 	rev      int64 // current revision
 	compact  int64 // compaction point: entries up to it are gone
 	count    int64 // entries in the log
+	bytes    int64 // bytes of the entries in the log
 	groups   int64 // write groups committed (tests see the grouping)
 	closed   bool
 	watchers map[*Watcher]struct{} // live watchers, fed by publish
@@ -112,13 +145,25 @@ type Store struct {
 // Open opens the store at path, creating the file (mode 0600) and its
 // directory (mode 0700) when missing. It fails with errdefs.ErrStoreLocked when another
 // process holds the file for longer than Options.LockTimeout, and with
-// errdefs.ErrStoreCorrupt when the file is not a store.
+// errdefs.ErrStoreCorrupt, saying what it found, when the file is not a
+// store or is damaged (see check.go): Open reads all of a file that is
+// not empty before it writes to it, and never panics on a corrupt one.
 func Open(path string, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		if err := checkFile(path, opts); err != nil {
+			return nil, err
+		}
+	}
+	var db *bolt.DB
+	err := guard(func() error {
+		var err error
+		db, err = openBolt(path, &bolt.Options{Timeout: opts.LockTimeout})
+		return err
+	})
 	if err != nil {
 		return nil, openError(path, err)
 	}
@@ -145,7 +190,8 @@ func openError(path string, err error) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
 		return fmt.Errorf("open store %s: %w (is another podsyncd using this root directory?)", path, errdefs.ErrStoreLocked)
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch),
+		errors.Is(err, errPanicked):
 		return fmt.Errorf("open store %s: %w: %w", path, errdefs.ErrStoreCorrupt, err)
 	default:
 		return fmt.Errorf("open store %s: %w", path, err)
@@ -155,6 +201,7 @@ func openError(path string, err error) error {
 // init enforces the file mode, creates the buckets and loads the counters.
 // bbolt panics on some corrupt pages; init turns that into errdefs.ErrStoreCorrupt.
 func (s *Store) init() (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("open store %s: %w: %v", s.path, errdefs.ErrStoreCorrupt, r)
@@ -182,14 +229,33 @@ func (s *Store) init() (err error) {
 		case v > schemaVersion:
 			return fmt.Errorf("open store %s: schema version %d is newer than this podsync's (%d)", s.path, v, schemaVersion)
 		}
-		for _, b := range [][]byte{bucketPods, bucketNames, bucketLog} {
+		for _, b := range [][]byte{bucketPods, bucketNames, bucketLog, bucketDeleted} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("open store %s: %w", s.path, err)
 			}
 		}
 		s.rev, s.compact, s.count = getInt(meta, keyRev), getInt(meta, keyCompact), getInt(meta, keyCount)
+		if meta.Get(keyBytes) == nil {
+			// A store written before the log was bounded by bytes: count
+			// them once.
+			var n int64
+			if err := tx.Bucket(bucketLog).ForEach(func(_, v []byte) error { n += int64(len(v)); return nil }); err != nil {
+				return fmt.Errorf("open store %s: %w", s.path, err)
+			}
+			if err := putInt(meta, keyBytes, n); err != nil {
+				return fmt.Errorf("open store %s: %w", s.path, err)
+			}
+		}
+		s.bytes = getInt(meta, keyBytes)
 		return nil
 	})
+}
+
+// logBytes returns the bytes of the revision log's entries.
+func (s *Store) logBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bytes
 }
 
 // Path returns the store's file.
@@ -242,6 +308,7 @@ type txState struct {
 	rev     int64
 	compact int64
 	count   int64
+	bytes   int64
 	entries []Entry
 }
 
@@ -316,7 +383,7 @@ func (s *Store) commit(fns ...func(tx *bolt.Tx, st *txState) error) error {
 	if s.closed {
 		return errdefs.ErrStoreClosed
 	}
-	st := &txState{s: s, now: s.clock.Now(), rev: s.rev, compact: s.compact, count: s.count}
+	st := &txState{s: s, now: s.clock.Now(), rev: s.rev, compact: s.compact, count: s.count, bytes: s.bytes}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, fn := range fns {
 			if err := fn(tx, st); err != nil {
@@ -330,7 +397,7 @@ func (s *Store) commit(fns ...func(tx *bolt.Tx, st *txState) error) error {
 		for _, kv := range []struct {
 			key       []byte
 			old, next int64
-		}{{keyRev, s.rev, st.rev}, {keyCompact, s.compact, st.compact}, {keyCount, s.count, st.count}} {
+		}{{keyRev, s.rev, st.rev}, {keyCompact, s.compact, st.compact}, {keyCount, s.count, st.count}, {keyBytes, s.bytes, st.bytes}} {
 			if kv.old != kv.next {
 				if err := putInt(meta, kv.key, kv.next); err != nil {
 					return err
@@ -346,9 +413,10 @@ func (s *Store) commit(fns ...func(tx *bolt.Tx, st *txState) error) error {
 		return err
 	}
 	if st.compact != s.compact {
-		s.log.Debug("revision log compacted", zap.Int64("compact_revision", st.compact), zap.Int64("log_entries", st.count))
+		s.log.Debug("revision log compacted", zap.Int64("compact_revision", st.compact), zap.Int64("log_entries", st.count),
+			zap.Int64("log_bytes", st.bytes))
 	}
-	s.rev, s.compact, s.count = st.rev, st.compact, st.count
+	s.rev, s.compact, s.count, s.bytes = st.rev, st.compact, st.count, st.bytes
 	s.publish(st.entries)
 	return nil
 }

@@ -349,6 +349,14 @@ func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (strin
 	if err != nil {
 		return fail(fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", plan.PodString(p.pod), err), err)
 	}
+	// The pod's spec, for a node that loses its store to adopt the pod
+	// (plan.RebuildPod).
+	if spec, ok := plan.EncodePodSpec(p.pod); ok {
+		if cfg.Annotations == nil {
+			cfg.Annotations = map[string]string{}
+		}
+		cfg.Annotations[plan.AnnotationPodSpec] = spec
+	}
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return fail(fmt.Sprintf("Failed to create log directory for pod %q: %v", plan.PodString(p.pod), err),
 			fmt.Errorf("create pod log directory: %w", err))

@@ -255,6 +255,19 @@ type Config struct {
 	// remove those pods (--remove-orphans). Without it podsyncd refuses
 	// to start and leaves them running.
 	RemoveOrphans bool `json:"removeOrphans,omitempty"`
+	// AdoptRuntime lets podsyncd start on a lost store (new, emptied or
+	// replaced) or a corrupt one (moved aside to <file>.corrupt-<UTC
+	// time>) by rebuilding a record of every podsync pod the runtime holds
+	// from CRI labels and annotations (--adopt-runtime). It wins over
+	// RemoveOrphans.
+	AdoptRuntime bool `json:"adoptRuntime,omitempty"`
+	// MaxRecordBytes caps a pod's record as stored, its spec with the
+	// ConfigMaps and Secrets it refers to (--max-record-bytes); 0 means
+	// store.DefaultMaxRecordBytes (1.5 MiB).
+	MaxRecordBytes int `json:"maxRecordBytes,omitempty"`
+	// RevisionLogMaxBytes bounds the bytes of the revision log (config
+	// file only); 0 means store.DefaultKeepBytes (64 MiB).
+	RevisionLogMaxBytes int64 `json:"revisionLogMaxBytes,omitempty"`
 }
 
 // PolicyConfig is the node's admission policy (engine/admit.Policy): a
@@ -386,8 +399,14 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.SeccompDefault, "seccomp-default", c.SeccompDefault,
 		"give containers that name no seccomp profile the runtime's default (RuntimeDefault) rather than none (Unconfined)")
 	fs.BoolVar(&c.RemoveOrphans, "remove-orphans", c.RemoveOrphans,
-		"start on a new or empty store although the runtime holds podsync's pods, and remove those pods "+
-			"(without it podsyncd refuses to start and leaves them running)")
+		"remove podsync's pods the store does not hold: start on a new, empty or corrupt store (moved aside) although "+
+			"the runtime holds podsync's pods, and remove those pods and any orphan (without it podsyncd refuses to start "+
+			"on a lost store and keeps orphans running)")
+	fs.BoolVar(&c.AdoptRuntime, "adopt-runtime", c.AdoptRuntime,
+		"start on a new, empty or corrupt store (moved aside to <file>.corrupt-<time>) by rebuilding the records of the "+
+			"podsync pods the runtime holds from their CRI labels and annotations; ConfigMaps and Secrets are not recovered")
+	fs.IntVar(&c.MaxRecordBytes, "max-record-bytes", c.MaxRecordBytes,
+		"largest pod record the store accepts, the pod with the ConfigMaps and Secrets it refers to (0: 1.5 MiB)")
 }
 
 // Validate checks c; it does not touch the file system. Call Complete
@@ -451,6 +470,12 @@ func (c Config) Validate(ctx context.Context) error {
 	}
 	if c.MaxPods <= 0 {
 		errs = append(errs, fmt.Errorf("--max-pods %d: must be positive", c.MaxPods))
+	}
+	if c.MaxRecordBytes < 0 {
+		errs = append(errs, fmt.Errorf("--max-record-bytes %d: must not be negative", c.MaxRecordBytes))
+	}
+	if c.RevisionLogMaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("revisionLogMaxBytes %d: must not be negative", c.RevisionLogMaxBytes))
 	}
 	if c.ShutdownTimeout.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout %s: must be positive", c.ShutdownTimeout.Duration))

@@ -39,6 +39,7 @@ import (
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/logx"
 	"github.com/podsync/podsync/server"
 )
 
@@ -148,7 +149,7 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(filepath.Join(cfg.RootDir, StoreFile), store.Options{Logger: log.Named("store")})
+	st, err := openStore(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -186,6 +187,32 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 		return err
 	}
 	return d.serve(ctx, srv, listeners, metrics, metricsL)
+}
+
+// openStore opens the store under the root directory. A corrupt file is
+// refused, whether or not the runtime holds podsync's pods (a corrupt
+// store is not a new one), and left as it is, unless --adopt-runtime or
+// --remove-orphans, which move it aside and start a new store that the
+// node then fills from the runtime or empties the runtime for.
+func openStore(cfg Config, log *zap.Logger) (*store.Store, error) {
+	path := filepath.Join(cfg.RootDir, StoreFile)
+	opts := store.Options{Logger: log.Named("store"), MaxRecordBytes: cfg.MaxRecordBytes, KeepBytes: cfg.RevisionLogMaxBytes}
+	st, err := store.Open(path, opts)
+	if err == nil || !errors.Is(err, errdefs.ErrStoreCorrupt) {
+		return st, err
+	}
+	if !cfg.AdoptRuntime && !cfg.RemoveOrphans {
+		return nil, fmt.Errorf("%w; podsyncd changed nothing and the file is left as it is, and the pods keep running: "+
+			"restore %s from a backup, or start with --adopt-runtime to move it aside and rebuild the pods' records "+
+			"from the container runtime, or with --remove-orphans to move it aside and remove the pods", err, path)
+	}
+	aside, merr := store.MoveAside(path, time.Now())
+	if merr != nil {
+		return nil, errors.Join(err, merr)
+	}
+	log.Warn("corrupt store moved aside; starting a new one", zap.String(logx.Path, path),
+		zap.String("moved_to", aside), zap.Error(err), zap.Bool("adopt_runtime", cfg.AdoptRuntime))
+	return store.Open(path, opts)
 }
 
 // newServer builds the gRPC server from opts, with the engine's metrics
@@ -430,6 +457,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		Policy:             policyFn,
 		RuntimeUnavailable: runtimeUnavailable,
 		RemoveOrphans:      d.cfg.RemoveOrphans,
+		AdoptRuntime:       d.cfg.AdoptRuntime,
 	})
 	if err != nil {
 		return err

@@ -420,6 +420,78 @@ func TestRunStartupFailure(t *testing.T) {
 	}
 }
 
+// TestRunCorruptStore: a corrupt store file makes podsyncd exit 1 before
+// it looks at the runtime, naming the file, what was found and the flags
+// that override, and leaving the file as it is; with --adopt-runtime the
+// file is moved aside, unchanged, and podsyncd starts on a new store.
+func TestRunCorruptStore(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, daemon.StoreFile)
+	junk := bytes.Repeat([]byte("not a bbolt file\n"), 1024)
+	if err := os.WriteFile(path, junk, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "podsync.sock")
+	args := append([]string{
+		"--runtime-endpoint=unix://" + filepath.Join(dir, "containerd.sock"),
+		"--listen=unix://" + sock,
+		"--root-dir=" + root,
+		"--pod-log-dir=" + filepath.Join(dir, "logs"),
+	}, base...)
+	var stdout, stderr syncBuffer
+	if code := daemon.Run(t.Context(), args, &stdout, &stderr); code != daemon.ExitFailure {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, daemon.ExitFailure, stderr.String())
+	}
+	for _, want := range []string{path, "store file is corrupt", "no bbolt magic", "--adopt-runtime", "--remove-orphans"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, junk) {
+		t.Errorf("the corrupt file was changed (%v)", err)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var adopt syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- daemon.Run(ctx, append(args, "--adopt-runtime"), &stdout, &adopt) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if fi, err := os.Stat(sock); err == nil && fi.Mode().Type() == fs.ModeSocket {
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("Run --adopt-runtime exited %d; stderr:\n%s", code, adopt.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Run --adopt-runtime does not serve; stderr:\n%s", adopt.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	aside, err := filepath.Glob(path + ".corrupt-*")
+	if err != nil || len(aside) != 1 {
+		t.Fatalf("moved-aside files %v (%v), want one", aside, err)
+	}
+	if got, err := os.ReadFile(aside[0]); err != nil || !bytes.Equal(got, junk) {
+		t.Errorf("the moved-aside file is not the corrupt one (%v)", err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Errorf("no new store at %s (%v)", path, err)
+	}
+	if !strings.Contains(adopt.String(), "corrupt store moved aside") {
+		t.Errorf("stderr lacks the move:\n%s", adopt.String())
+	}
+}
+
 func mustLoad(t *testing.T, args ...string) daemon.Config {
 	t.Helper()
 	c, err := daemon.LoadConfig(t.Context(), append(append([]string{}, base...), args...))

@@ -7,8 +7,9 @@
 // Makefile, or .tmp/bin/grpcurl) and with grpc-go clients, and checks the
 // runtime with CRI.
 //
-// The tests run one at a time: podsyncd removes podsync's pods its store
-// does not hold, which includes another test's.
+// The tests run one at a time: a podsyncd on a new store refuses to
+// start while the runtime holds another test's pods (a lost store), and
+// one with history keeps them as orphans.
 package daemon_test
 
 import (

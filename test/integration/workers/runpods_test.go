@@ -20,7 +20,7 @@ import (
 
 // The RunPods tests run one at a time, like the rest of this package: a
 // Node owns its runtime, and a second Node on the same containerd would
-// remove the first one's pods as orphans.
+// see the first one's pods as orphans (or refuse to start on a new store).
 
 func (e *env) runOptions() runpods.Options {
 	return runpods.Options{

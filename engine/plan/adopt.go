@@ -1,0 +1,252 @@
+package plan
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Keys of what a sandbox records so that a node that lost its store can
+// adopt the pod (podsyncd --adopt-runtime).
+const (
+	// AnnotationPodSpec holds the pod a sandbox was created for: its
+	// name, namespace, UID, labels and spec (the annotations are the
+	// sandbox's own), as JSON, gzipped, in base64 (see EncodePodSpec). A
+	// pod spec holds no Secret or ConfigMap data, only references.
+	AnnotationPodSpec = "podsync.io/pod-spec"
+	// AnnotationAdopted marks a pod RebuildPod could rebuild only in part
+	// from its containers: its value names what was lost. An apply of the
+	// pod's spec replaces it.
+	AnnotationAdopted = "podsync.io/adopted"
+)
+
+// MaxPodSpecAnnotation bounds AnnotationPodSpec: a pod whose encoding is
+// longer is created without it (and would be adopted in part).
+const MaxPodSpecAnnotation = 256 << 10
+
+// EncodePodSpec returns the value of AnnotationPodSpec for pod, and false
+// when it would be longer than MaxPodSpecAnnotation.
+func EncodePodSpec(pod *corev1.Pod) (string, bool) {
+	p := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Labels: pod.Labels},
+		Spec:       pod.Spec,
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	_, _ = zw.Write(mustJSON(&p))
+	_ = zw.Close()
+	if base64.StdEncoding.EncodedLen(buf.Len()) > MaxPodSpecAnnotation {
+		return "", false
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes()), true
+}
+
+// DecodePodSpec decodes a value of AnnotationPodSpec.
+func DecodePodSpec(s string) (*corev1.Pod, error) {
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", AnnotationPodSpec, err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", AnnotationPodSpec, err)
+	}
+	// The pod spec was at most the store's record cap when encoded.
+	data, err := io.ReadAll(io.LimitReader(zr, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", AnnotationPodSpec, err)
+	}
+	pod := &corev1.Pod{}
+	if err := json.Unmarshal(data, pod); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", AnnotationPodSpec, err)
+	}
+	return pod, nil
+}
+
+// RuntimePod is what the runtime holds of one pod under podsync's labels,
+// as RebuildPod needs it.
+type RuntimePod struct {
+	// Sandboxes are the pod's sandboxes.
+	Sandboxes []RuntimeSandbox
+	// Containers are the pod's container instances, of every sandbox.
+	Containers []RuntimeContainer
+}
+
+// RuntimeSandbox is one sandbox of a RuntimePod.
+type RuntimeSandbox struct {
+	Labels, Annotations map[string]string
+	Attempt             uint32
+	CreatedAt           time.Time
+	// Namespaces are the sandbox's namespace modes; nil when unknown.
+	Namespaces *runtimeapi.NamespaceOption
+}
+
+// RuntimeContainer is one container instance of a RuntimePod.
+type RuntimeContainer struct {
+	Labels, Annotations map[string]string
+	// Image is the image the runtime says the instance runs.
+	Image     string
+	CreatedAt time.Time
+	State     ContainerState
+	ExitCode  int32
+}
+
+// What RebuildPod cannot recover from containers' annotations, in the
+// value of AnnotationAdopted.
+const rebuildLost = "probes, lifecycle.postStart, restartPolicy (Always assumed), " +
+	"init containers (inferred from creation order and exit codes), imagePullPolicy (IfNotPresent assumed), " +
+	"dnsPolicy, dnsConfig, hostname, subdomain, hostAliases, nodeSelector, tolerations, affinity, " +
+	"activeDeadlineSeconds, serviceAccountName, readinessGates, resizePolicy"
+
+// RebuildPod rebuilds the pod rp belongs to. From the newest sandbox's
+// AnnotationPodSpec (sandboxes podsync created since it records it) the pod
+// is what was applied: lost is empty. Otherwise the pod is rebuilt in
+// part from its containers' annotations (the hashed ContainerSpec, the
+// preStop hook, the grace period) and the sandbox's labels, annotations
+// and namespaces, so that the planner finds every running container
+// unchanged; lost says what could not be recovered, and the pod carries
+// it in AnnotationAdopted. The pod's annotations are the sandbox's, which
+// are the pod's as applied. RebuildPod fails when rp holds no sandbox.
+func RebuildPod(rp RuntimePod) (pod *corev1.Pod, lost string, err error) {
+	if len(rp.Sandboxes) == 0 {
+		return nil, "", errors.New("rebuild pod: no sandbox")
+	}
+	sb := slices.MaxFunc(rp.Sandboxes, func(a, b RuntimeSandbox) int {
+		if a.Attempt != b.Attempt {
+			return int(a.Attempt) - int(b.Attempt)
+		}
+		return a.CreatedAt.Compare(b.CreatedAt)
+	})
+	ref := PodFromLabels(sb.Labels)
+	if ref.UID == "" || ref.Name == "" || ref.Namespace == "" {
+		return nil, "", errors.New("rebuild pod: the sandbox's labels name no pod")
+	}
+	annotations := maps.Clone(sb.Annotations)
+	delete(annotations, AnnotationPodSpec)
+	if s, ok := sb.Annotations[AnnotationPodSpec]; ok {
+		if p, err := DecodePodSpec(s); err == nil && p.UID == ref.UID {
+			p.Annotations = annotations
+			if len(p.Annotations) == 0 {
+				p.Annotations = nil
+			}
+			return p, "", nil
+		}
+	}
+
+	pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, UID: ref.UID}}
+	for k, v := range sb.Labels {
+		switch k {
+		case LabelPodName, LabelPodNamespace, LabelPodUID, LabelManaged:
+		default:
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			pod.Labels[k] = v
+		}
+	}
+	if ns := sb.Namespaces; ns != nil {
+		pod.Spec.HostNetwork = ns.GetNetwork() == runtimeapi.NamespaceMode_NODE
+		pod.Spec.HostPID = ns.GetPid() == runtimeapi.NamespaceMode_NODE
+		pod.Spec.HostIPC = ns.GetIpc() == runtimeapi.NamespaceMode_NODE
+	}
+	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
+
+	// Each container's newest instance, in the order the containers were
+	// first created (the spec's order: init containers, then the others).
+	type named struct {
+		first  time.Time
+		newest RuntimeContainer
+	}
+	byName := map[string]*named{}
+	for _, c := range rp.Containers {
+		name := c.Labels[LabelContainerName]
+		if name == "" {
+			continue
+		}
+		n, ok := byName[name]
+		if !ok {
+			byName[name] = &named{first: c.CreatedAt, newest: c}
+			continue
+		}
+		if c.CreatedAt.Before(n.first) {
+			n.first = c.CreatedAt
+		}
+		if c.CreatedAt.After(n.newest.CreatedAt) {
+			n.newest = c
+		}
+	}
+	names := slices.SortedFunc(maps.Keys(byName), func(a, b string) int {
+		if c := byName[a].first.Compare(byName[b].first); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	// The leading containers that completed are init containers.
+	inits := 0
+	for inits < len(names)-1 {
+		n := byName[names[inits]].newest
+		if n.State != ContainerExited || n.ExitCode != 0 {
+			break
+		}
+		inits++
+	}
+	var noSpec []string
+	for i, name := range names {
+		inst := byName[name].newest
+		info := ContainerAnnotationsFrom(inst.Annotations)
+		c := corev1.Container{Name: name, Image: inst.Image, ImagePullPolicy: corev1.PullIfNotPresent,
+			TerminationMessagePath: info.TerminationMessagePath, TerminationMessagePolicy: corev1.TerminationMessagePolicy(info.TerminationMessagePolicy)}
+		if s := info.Spec; s != nil {
+			c.Image, c.Command, c.Args, c.WorkingDir, c.Ports = s.Image, s.Command, s.Args, s.WorkingDir, s.Ports
+			c.EnvFrom, c.Env, c.Resources, c.VolumeMounts, c.VolumeDevices = s.EnvFrom, s.Env, s.Resources, s.VolumeMounts, s.VolumeDevices
+			c.SecurityContext, c.Stdin, c.StdinOnce, c.TTY = s.SecurityContext, s.Stdin, s.StdinOnce, s.TTY
+			c.TerminationMessagePath, c.TerminationMessagePolicy = s.TerminationMessagePath, s.TerminationMessagePolicy
+			if pod.Spec.SecurityContext == nil {
+				pod.Spec.SecurityContext = s.PodSecurityContext
+			}
+			for _, v := range s.Volumes {
+				if !slices.ContainsFunc(pod.Spec.Volumes, func(o corev1.Volume) bool { return o.Name == v.Name }) {
+					pod.Spec.Volumes = append(pod.Spec.Volumes, v)
+				}
+			}
+		} else {
+			noSpec = append(noSpec, name)
+		}
+		if info.PreStopHandler != nil {
+			c.Lifecycle = &corev1.Lifecycle{PreStop: info.PreStopHandler}
+		}
+		if info.PodTerminationGracePeriod != nil && pod.Spec.TerminationGracePeriodSeconds == nil {
+			pod.Spec.TerminationGracePeriodSeconds = info.PodTerminationGracePeriod
+		}
+		if i < inits {
+			pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
+		} else {
+			pod.Spec.Containers = append(pod.Spec.Containers, c)
+		}
+	}
+	if len(pod.Spec.Containers) == 0 {
+		return nil, "", errors.New("rebuild pod: the runtime holds no container of it")
+	}
+	lost = rebuildLost
+	if len(noSpec) > 0 {
+		lost += "; the whole spec but the image of containers " + strings.Join(noSpec, ", ")
+	}
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[AnnotationAdopted] = "rebuilt in part from the runtime; not recovered: " + lost
+	pod.Annotations = annotations
+	return pod, lost, nil
+}

@@ -1,0 +1,137 @@
+package plan_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/plan/plantest"
+)
+
+// adoptPod is a pod with what a rebuild must keep: init containers, a
+// volume, probes, a preStop hook, a pod security context, host network.
+func adoptPod() *corev1.Pod {
+	pod := plantest.BenchPod(2)
+	pod.Labels["tier"] = "web"
+	pod.Annotations = map[string]string{"note": "kept"}
+	pod.Spec.HostNetwork = true
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}
+	pod.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.local/busybox:local", Command: []string{"true"},
+		TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile}}
+	c := &pod.Spec.Containers[0]
+	c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "1"}}}}
+	c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	c.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("128Mi")
+	return pod
+}
+
+// runtimeOf is what the runtime holds of pod after a start: one sandbox
+// (with the pod-spec annotation if withSpec), the init container exited 0
+// and the others running.
+func runtimeOf(pod *corev1.Pod, withSpec bool) plan.RuntimePod {
+	annotations := plan.PodAnnotations(pod)
+	if withSpec {
+		spec, ok := plan.EncodePodSpec(pod)
+		if !ok {
+			panic("pod spec too long")
+		}
+		annotations[plan.AnnotationPodSpec] = spec
+	}
+	rp := plan.RuntimePod{Sandboxes: []plan.RuntimeSandbox{{Labels: plan.PodLabels(pod), Annotations: annotations,
+		CreatedAt: plantest.T0, Namespaces: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE}}}}
+	at := plantest.T0
+	add := func(c *corev1.Container, state plan.ContainerState, restarts int32) {
+		at = at.Add(time.Second)
+		rp.Containers = append(rp.Containers, plan.RuntimeContainer{Labels: plan.ContainerLabels(pod, c),
+			Annotations: plan.ContainerAnnotations(pod, c, restarts), Image: c.Image, CreatedAt: at, State: state})
+	}
+	add(&pod.Spec.InitContainers[0], plan.ContainerExited, 0)
+	for i := range pod.Spec.Containers {
+		add(&pod.Spec.Containers[i], plan.ContainerRunning, int32(i))
+	}
+	return rp
+}
+
+// TestRebuildPodFromSpecAnnotation: a sandbox's pod-spec annotation gives
+// back the pod as applied, small enough to carry.
+func TestRebuildPodFromSpecAnnotation(t *testing.T) {
+	pod := adoptPod()
+	rp := runtimeOf(pod, true)
+	spec := rp.Sandboxes[0].Annotations[plan.AnnotationPodSpec]
+	t.Logf("the pod-spec annotation of a pod of 3 containers is %d bytes", len(spec))
+	if len(spec) > 2048 {
+		t.Errorf("the pod-spec annotation is %d bytes, want it compressed under 2 KiB", len(spec))
+	}
+	got, lost, err := plan.RebuildPod(rp)
+	if err != nil || lost != "" {
+		t.Fatalf("RebuildPod = %v, lost %q", err, lost)
+	}
+	if diff := cmp.Diff(pod.ObjectMeta, got.ObjectMeta); diff != "" {
+		t.Errorf("metadata (-applied +rebuilt):\n%s", diff)
+	}
+	if diff := cmp.Diff(pod.Spec, got.Spec); diff != "" {
+		t.Errorf("spec (-applied +rebuilt):\n%s", diff)
+	}
+}
+
+// TestRebuildPodInPart: without the annotation (a sandbox created before
+// podsync recorded it) the pod is rebuilt from its containers so that
+// every container keeps its hash (the planner restarts none), with the
+// init container, host network, volumes, preStop and grace period, and
+// says what was lost.
+func TestRebuildPodInPart(t *testing.T) {
+	pod := adoptPod()
+	got, lost, err := plan.RebuildPod(runtimeOf(pod, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(lost, "probes") || !strings.Contains(got.Annotations[plan.AnnotationAdopted], "probes") {
+		t.Errorf("lost %q, annotation %q: want both to name the probes", lost, got.Annotations[plan.AnnotationAdopted])
+	}
+	if got.Annotations["note"] != "kept" || got.Labels["tier"] != "web" || got.Labels[plan.LabelManaged] != "" {
+		t.Errorf("labels %v annotations %v, want the pod's", got.Labels, got.Annotations)
+	}
+	if !got.Spec.HostNetwork || got.Spec.HostPID || *got.Spec.TerminationGracePeriodSeconds != 30 {
+		t.Errorf("hostNetwork %t hostPID %t grace %d, want true false 30", got.Spec.HostNetwork, got.Spec.HostPID, *got.Spec.TerminationGracePeriodSeconds)
+	}
+	if len(got.Spec.InitContainers) != 1 || got.Spec.InitContainers[0].Name != "init" || len(got.Spec.Containers) != 2 {
+		t.Fatalf("init containers %d, containers %d, want 1 and 2", len(got.Spec.InitContainers), len(got.Spec.Containers))
+	}
+	all := func(p *corev1.Pod) []corev1.Container {
+		return append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...)
+	}
+	want := all(pod)
+	for i, c := range all(got) {
+		if c.Name != want[i].Name {
+			t.Errorf("container %d is %s, want %s", i, c.Name, want[i].Name)
+			continue
+		}
+		if h, w := plan.ContainerHash(got, &c), plan.ContainerHash(pod, &want[i]); h != w {
+			t.Errorf("container %s: hash %s, want %s (it would be restarted)", c.Name, h, w)
+		}
+	}
+	if pre := got.Spec.Containers[0].Lifecycle; pre == nil || pre.PreStop == nil {
+		t.Errorf("the preStop hook was lost")
+	}
+}
+
+// TestRebuildPodRefusals: no sandbox, or a sandbox without pod labels, is
+// not a pod.
+func TestRebuildPodRefusals(t *testing.T) {
+	if _, _, err := plan.RebuildPod(plan.RuntimePod{}); err == nil {
+		t.Errorf("RebuildPod of nothing succeeded")
+	}
+	if _, _, err := plan.RebuildPod(plan.RuntimePod{Sandboxes: []plan.RuntimeSandbox{{}}}); err == nil {
+		t.Errorf("RebuildPod of an unlabelled sandbox succeeded")
+	}
+	if _, err := plan.DecodePodSpec("not base64!"); err == nil {
+		t.Errorf("DecodePodSpec of garbage succeeded")
+	}
+}
