@@ -3,8 +3,6 @@ package admit
 import (
 	"fmt"
 	"net/netip"
-	"path"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -59,9 +57,15 @@ type Policy struct {
 	// AllowHostNetwork, AllowHostPID and AllowHostIPC admit pods in the
 	// node's namespaces.
 	AllowHostNetwork, AllowHostPID, AllowHostIPC bool
-	// AllowedHostPaths are the path prefixes hostPath volumes may use; a
-	// prefix admits itself and everything below it. Empty refuses hostPath.
-	AllowedHostPaths []string
+	// AllowedHostPaths are the path prefixes hostPath volumes may use,
+	// each read-only or read-write; a prefix admits itself and everything
+	// below it. Empty refuses hostPath.
+	AllowedHostPaths []HostPathPrefix
+	// DeniedHostPaths are refused to hostPath volumes whatever
+	// AllowedHostPaths say: a hostPath that is one of them, lies inside
+	// one or contains one. podsyncd sets podsync's and the runtime's own
+	// paths (DeniedHostPath).
+	DeniedHostPaths []DeniedHostPath
 }
 
 // Result is an admission decision.
@@ -105,24 +109,11 @@ func CheckPolicy(pod *corev1.Pod, p Policy) Result {
 		if v.HostPath == nil {
 			continue
 		}
-		if !p.HostPathAllowed(v.HostPath.Path) {
-			return reject(ReasonPolicyHostPath, "hostPath volume %q uses %s, outside the node's allowed paths %v", v.Name, v.HostPath.Path, p.AllowedHostPaths)
+		if _, err := p.CheckHostPath(v.HostPath.Path); err != nil {
+			return reject(ReasonPolicyHostPath, "hostPath volume %q: %v", v.Name, err)
 		}
 	}
 	return Result{Admit: true}
-}
-
-// HostPathAllowed reports whether a hostPath volume may use path: it is
-// one of the allowed prefixes or below one.
-func (p Policy) HostPathAllowed(hostPath string) bool {
-	hostPath = path.Clean(hostPath)
-	for _, pre := range p.AllowedHostPaths {
-		pre = path.Clean(pre)
-		if hostPath == pre || pre == "/" || strings.HasPrefix(hostPath, pre+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // Admit decides whether the node takes pod, given the pods it already runs

@@ -39,7 +39,13 @@ func withHostPort(p *corev1.Pod, port int32, ip string, proto corev1.Protocol) *
 
 var node = Node{Allocatable: rl("cpu", "2", "memory", "1Gi", "pods", "5")}
 
-var openPolicy = Policy{AllowPrivileged: true, AllowHostNetwork: true, AllowHostPID: true, AllowHostIPC: true, AllowedHostPaths: []string{"/"}}
+// denyingPolicy allows all of /var but denies podsync's root below it.
+var denyingPolicy = Policy{
+	AllowedHostPaths: []HostPathPrefix{{Path: "/var"}},
+	DeniedHostPaths:  []DeniedHostPath{{Path: "/var/lib/podsync", Why: "podsync's root directory (--root-dir)"}},
+}
+
+var openPolicy = Policy{AllowPrivileged: true, AllowHostNetwork: true, AllowHostPID: true, AllowHostIPC: true, AllowedHostPaths: []HostPathPrefix{{Path: "/"}}}
 
 func TestAdmit(t *testing.T) {
 	tests := []struct {
@@ -147,11 +153,11 @@ func TestCheckPolicy(t *testing.T) {
 			p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = true, true, true
 		}, Policy{AllowHostNetwork: true, AllowHostPID: true, AllowHostIPC: true}, ""},
 		{"hostPath refused without allowed prefixes", hostPath("/var/log"), Policy{}, ReasonPolicyHostPath},
-		{"hostPath under an allowed prefix", hostPath("/srv/data/app"), Policy{AllowedHostPaths: []string{"/srv/data"}}, ""},
-		{"hostPath equal to an allowed prefix", hostPath("/srv/data"), Policy{AllowedHostPaths: []string{"/srv/data/"}}, ""},
-		{"hostPath sharing a name prefix is refused", hostPath("/srv/database"), Policy{AllowedHostPaths: []string{"/srv/data"}}, ReasonPolicyHostPath},
-		{"hostPath escaping with .. is refused", hostPath("/srv/data/../../etc"), Policy{AllowedHostPaths: []string{"/srv/data"}}, ReasonPolicyHostPath},
-		{"root prefix allows every path", hostPath("/etc"), Policy{AllowedHostPaths: []string{"/"}}, ""},
+		{"hostPath under an allowed prefix", hostPath("/srv/data/app"), Policy{AllowedHostPaths: []HostPathPrefix{{Path: "/srv/data"}}}, ""},
+		{"hostPath equal to an allowed prefix", hostPath("/srv/data/"), Policy{AllowedHostPaths: []HostPathPrefix{{Path: "/srv/data"}}}, ""},
+		{"hostPath sharing a name prefix is refused", hostPath("/srv/database"), Policy{AllowedHostPaths: []HostPathPrefix{{Path: "/srv/data"}}}, ReasonPolicyHostPath},
+		{"hostPath escaping with .. is refused", hostPath("/srv/data/../../etc"), Policy{AllowedHostPaths: []HostPathPrefix{{Path: "/srv/data"}}}, ReasonPolicyHostPath},
+		{"root prefix allows every path", hostPath("/etc"), Policy{AllowedHostPaths: []HostPathPrefix{{Path: "/"}}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

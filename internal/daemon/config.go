@@ -245,21 +245,29 @@ type Config struct {
 // PolicyConfig is the operator's admission policy (engine/admit.Policy).
 // The zero value refuses every dangerous feature.
 type PolicyConfig struct {
-	AllowPrivileged  bool     `json:"allowPrivileged,omitempty"`
-	AllowHostNetwork bool     `json:"allowHostNetwork,omitempty"`
-	AllowHostPID     bool     `json:"allowHostPID,omitempty"`
-	AllowHostIPC     bool     `json:"allowHostIPC,omitempty"`
+	AllowPrivileged  bool `json:"allowPrivileged,omitempty"`
+	AllowHostNetwork bool `json:"allowHostNetwork,omitempty"`
+	AllowHostPID     bool `json:"allowHostPID,omitempty"`
+	AllowHostIPC     bool `json:"allowHostIPC,omitempty"`
+	// AllowedHostPaths are PATH:ro or PATH:rw entries (admit.ParseHostPathPrefix).
 	AllowedHostPaths []string `json:"allowedHostPaths,omitempty"`
 }
 
-// Admit returns the policy as admission takes it.
+// Admit returns the policy as admission takes it, without the denied
+// paths (the daemon adds them). Entries Validate refuses are left out.
 func (p PolicyConfig) Admit() admit.Policy {
+	var prefixes []admit.HostPathPrefix
+	for _, s := range p.AllowedHostPaths {
+		if pre, err := admit.ParseHostPathPrefix(s); err == nil {
+			prefixes = append(prefixes, pre)
+		}
+	}
 	return admit.Policy{
 		AllowPrivileged:  p.AllowPrivileged,
 		AllowHostNetwork: p.AllowHostNetwork,
 		AllowHostPID:     p.AllowHostPID,
 		AllowHostIPC:     p.AllowHostIPC,
-		AllowedHostPaths: slices.Clone(p.AllowedHostPaths),
+		AllowedHostPaths: prefixes,
 	}
 }
 
@@ -304,7 +312,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.Policy.AllowHostPID, "allow-host-pid", c.Policy.AllowHostPID, "admit pods in the host PID namespace")
 	fs.BoolVar(&c.Policy.AllowHostIPC, "allow-host-ipc", c.Policy.AllowHostIPC, "admit pods in the host IPC namespace")
 	fs.StringArrayVar(&c.Policy.AllowedHostPaths, "allowed-host-paths", c.Policy.AllowedHostPaths,
-		"path prefix hostPath volumes may use; repeatable (none: hostPath refused)")
+		"path prefix hostPath volumes may use, as PATH:ro (mounted read-only whatever the pod says) or PATH:rw; "+
+			"repeatable (none: hostPath refused). podsync's and the runtime's own paths stay refused")
 	fs.StringToStringVar(&c.SystemReserved, "system-reserved", c.SystemReserved,
 		"resources reserved for the system, subtracted from the machine's (e.g. cpu=500m,memory=512Mi)")
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "most pods the node admits")
@@ -373,8 +382,8 @@ func (c Config) Validate(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("--log-format %q: want json or console", c.LogFormat))
 	}
 	for _, p := range c.Policy.AllowedHostPaths {
-		if !filepath.IsAbs(p) {
-			errs = append(errs, fmt.Errorf("--allowed-host-paths %q: want an absolute path", p))
+		if _, err := admit.ParseHostPathPrefix(p); err != nil {
+			errs = append(errs, fmt.Errorf("--allowed-host-paths %w", err))
 		}
 	}
 	if _, err := c.Reserved(); err != nil {

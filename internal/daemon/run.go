@@ -381,7 +381,8 @@ func (d *daemon) supervise(ctx context.Context) {
 
 // runNode runs a node on rt until ctx ends (nil) or its start fails.
 func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
-	admitFn, policyFn := engine.Admission(d.hooksFor, d.policy)
+	policy := withDenied(d.policy, append(ownDeniedPaths(d.cfg), runtimeDeniedPaths(ctx, rt, d.log)...), d.log)
+	admitFn, policyFn := engine.Admission(d.hooksFor, policy)
 	node, err := engine.NewNode(engine.NodeOptions{
 		Runtime: d.metrics.InstrumentRuntime(rt),
 		Images:  d.metrics.InstrumentImages(rt),
@@ -404,6 +405,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		},
 		Admit:              admitFn,
 		Policy:             policyFn,
+		HostPaths:          policy,
 		RuntimeUnavailable: runtimeUnavailable,
 		RemoveOrphans:      d.cfg.RemoveOrphans,
 	})
@@ -415,7 +417,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		Health: d.health,
 		RunPods: runpods.Options{
 			Admission: d.hooksFor,
-			Policy:    d.policy,
+			Policy:    policy,
 			PodLogDir: d.cfg.PodLogDir,
 		},
 		NodeName: d.cfg.NodeName,
