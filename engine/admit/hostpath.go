@@ -54,11 +54,11 @@ type DeniedHostPath struct {
 
 // ErrHostPathDenied is wrapped by CheckHostPath's error for a path that is,
 // lies inside or contains a DeniedHostPath.
-var ErrHostPathDenied = errors.New("hostPath reaches a path the node always refuses")
+var ErrHostPathDenied = errors.New("denied host path")
 
 // ErrHostPathNotAllowed is wrapped by CheckHostPath's error for a path
 // under none of the allowed prefixes.
-var ErrHostPathNotAllowed = errors.New("hostPath outside the node's allowed paths")
+var ErrHostPathNotAllowed = errors.New("host path not allowed")
 
 // HostPathAllowed reports whether a hostPath volume may use path: it is
 // one of the allowed prefixes or below one, and neither is, lies inside
@@ -101,17 +101,23 @@ func (p Policy) HostPathPrefixOf(clean string) (HostPathPrefix, bool) {
 	return best, found
 }
 
-// DeniedFor returns the first denied path that clean path is ("is"), lies
-// inside ("lies inside") or contains ("contains"), with that relation.
+// DeniedFor returns the denied path that clean path is ("is"), or else
+// lies inside ("lies inside"), or else contains ("contains"), with that
+// relation: the most specific one, so that the store is named rather
+// than the root directory holding it.
 func (p Policy) DeniedFor(clean string) (DeniedHostPath, string, bool) {
-	for _, d := range p.DeniedHostPaths {
-		switch {
-		case clean == d.Path:
-			return d, "is", true
-		case within(clean, d.Path):
-			return d, "lies inside", true
-		case within(d.Path, clean):
-			return d, "contains", true
+	for _, rel := range []struct {
+		name string
+		is   func(d string) bool
+	}{
+		{"is", func(d string) bool { return clean == d }},
+		{"lies inside", func(d string) bool { return within(clean, d) }},
+		{"contains", func(d string) bool { return within(d, clean) }},
+	} {
+		for _, d := range p.DeniedHostPaths {
+			if rel.is(d.Path) {
+				return d, rel.name, true
+			}
 		}
 	}
 	return DeniedHostPath{}, "", false

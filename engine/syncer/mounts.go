@@ -342,6 +342,10 @@ func checkReach(p admit.Policy, fd int) (readOnly bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	// The most specific relation wins (the store, not the root
+	// directory holding it).
+	const is, inside, contains = 0, 1, 2
+	found, why := -1, ""
 	for _, d := range p.DeniedHostPaths {
 		dfd, err := unix.Open(d.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) {
@@ -355,18 +359,22 @@ func checkReach(p admit.Policy, fd int) (readOnly bool, err error) {
 		if err != nil {
 			return false, fmt.Errorf("denied path %s: %w", d.Path, err)
 		}
-		rel := ""
+		rel := -1
 		switch i := slices.Index(ids, dids[0]); {
 		case i == 0:
-			rel = "is"
+			rel = is
 		case i > 0:
-			rel = "lies inside"
+			rel = inside
 		case slices.Contains(dids[1:], ids[0]):
-			rel = "contains"
+			rel = contains
 		}
-		if rel != "" {
-			return false, fmt.Errorf("what it resolves to %s %s, %s, which the node always refuses: %w", rel, d.Path, d.Why, errdefs.ErrInvalidSpec)
+		if rel >= 0 && (found < 0 || rel < found) {
+			found, why = rel, d.Path+", "+d.Why
 		}
+	}
+	if found >= 0 {
+		return false, fmt.Errorf("what it resolves to %s %s, which the node always refuses: %w",
+			[]string{"is", "lies inside", "contains"}[found], why, errdefs.ErrInvalidSpec)
 	}
 	for _, pre := range p.AllowedHostPaths {
 		if !pre.ReadOnly {

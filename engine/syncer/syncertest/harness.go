@@ -47,17 +47,17 @@ func New(t *testing.T, mutate ...func(*syncer.SyncerOptions)) *Harness {
 	clk := clocktesting.NewFakeClock(T0)
 	rt := enginetest.NewRuntime(enginetest.WithClock(clk), enginetest.WithImages(enginetest.Image))
 	cfg := criconfig.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), CgroupFS: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
-	// Before the root directory is removed: the subPath and hostPath
-	// bind mounts the passes made must not be removed through.
-	t.Cleanup(func() {
-		if err := syncer.UnmountBelow(cfg.RootDir); err != nil {
-			t.Errorf("unmount below the root directory: %v", err)
-		}
-	})
 	opts := syncer.SyncerOptions{Runtime: rt, Images: rt, Clock: clk, Logger: zaptest.NewLogger(t), Config: cfg}
 	for _, m := range mutate {
 		m(&opts)
 	}
+	// Before the root directory is removed: the subPath and hostPath
+	// bind mounts the passes made must not be removed through.
+	t.Cleanup(func() {
+		if err := syncer.UnmountBelow(opts.Config.RootDir); err != nil {
+			t.Errorf("unmount below the root directory: %v", err)
+		}
+	})
 	s, err := syncer.NewSyncer(opts)
 	if err != nil {
 		t.Fatal(err)
