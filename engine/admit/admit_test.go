@@ -158,6 +158,11 @@ func TestCheckPolicy(t *testing.T) {
 		{"hostPath sharing a name prefix is refused", hostPath("/srv/database"), Policy{AllowedHostPaths: []HostPathPrefix{{Path: "/srv/data"}}}, ReasonPolicyHostPath},
 		{"hostPath escaping with .. is refused", hostPath("/srv/data/../../etc"), Policy{AllowedHostPaths: []HostPathPrefix{{Path: "/srv/data"}}}, ReasonPolicyHostPath},
 		{"root prefix allows every path", hostPath("/etc"), Policy{AllowedHostPaths: []HostPathPrefix{{Path: "/"}}}, ""},
+		{"a denied path is refused under an allowed prefix", hostPath("/var/lib/podsync"), denyingPolicy, ReasonPolicyHostPath},
+		{"a path inside a denied one is refused", hostPath("/var/lib/podsync/pods"), denyingPolicy, ReasonPolicyHostPath},
+		{"an ancestor of a denied path is refused", hostPath("/var/lib"), denyingPolicy, ReasonPolicyHostPath},
+		{"the root contains every denied path", hostPath("/"), denyingPolicy, ReasonPolicyHostPath},
+		{"a sibling of a denied path passes", hostPath("/var/lib/podsync-other"), denyingPolicy, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestParseHostPathPrefix(t *testing.T) {
@@ -62,5 +64,18 @@ func TestCheckHostPathNamesTheDeniedPath(t *testing.T) {
 	}
 	if got := p.DeniedInside(HostPathPrefix{Path: "/var"}); len(got) != 1 || got[0].Path != "/var/lib/podsync" {
 		t.Errorf("DeniedInside(/var) = %v", got)
+	}
+}
+
+// TestPolicyHostPathMessage: the admission refusal names the volume, the
+// denied path and why it is denied.
+func TestPolicyHostPathMessage(t *testing.T) {
+	p := pod("a", nil)
+	p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var"}}}}
+	r := CheckPolicy(p, denyingPolicy)
+	for _, w := range []string{`"v"`, "/var contains /var/lib/podsync", "podsync's root directory (--root-dir)"} {
+		if r.Reason != ReasonPolicyHostPath || !strings.Contains(r.Message, w) {
+			t.Errorf("CheckPolicy = %+v, want %s saying %q", r, ReasonPolicyHostPath, w)
+		}
 	}
 }

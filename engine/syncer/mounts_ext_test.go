@@ -26,13 +26,13 @@ import (
 // state and socket (all denied), a data directory pods may use, and a
 // read-only prefix inside it. outside is beside base, in no prefix.
 type mountEnv struct {
-	h                           *syncertest.Harness
-	rec                         *recordingRuntime
-	base, data, ro, outside     string
-	root, store, logs           string
-	rtRoot, rtState, rtSock     string
-	policy                      admit.Policy
-	outsideBefore, dataExisting []string
+	h                       *syncertest.Harness
+	rec                     *recordingRuntime
+	base, data, ro, outside string
+	root, store, logs       string
+	rtRoot, rtState, rtSock string
+	policy                  admit.Policy
+	outsideBefore           []string
 }
 
 func newMountEnv(t *testing.T) *mountEnv {
