@@ -24,6 +24,7 @@ import (
 // outside the volume. The containers already running are not disturbed.
 func TestSubPathThroughPlantedSymlink(t *testing.T) {
 	t.Parallel()
+	requireRoot(t)
 	rec := &recordingRuntime{}
 	h := syncertest.New(t, rec.wrap)
 	nodeEtc := t.TempDir()
