@@ -90,7 +90,9 @@ func (s *Syncer) checkHostPathVolume(h *corev1.HostPathVolumeSource) error {
 
 // openHostPath opens a hostPath volume's path beneath the longest allowed
 // prefix it lies under, never following a symbolic link or ".." out of
-// that prefix (openat2 RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS), creates
+// that prefix nor an absolute link (openat2
+// RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS; under the prefix /, an ordinary
+// resolution without magic links), creates
 // what DirectoryOrCreate and FileOrCreate ask for the same way, checks the
 // type, and checks by device and inode that what it opened is not, does
 // not contain and does not lie inside a denied path. It returns an O_PATH
@@ -118,18 +120,24 @@ func openHostPath(p admit.Policy, h *corev1.HostPathVolumeSource) (fd int, readO
 	if h.Type != nil {
 		typ = *h.Type
 	}
+	b := beneath{root: root, resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+	if pre.Path == "/" {
+		// Beneath / every absolute link would be refused; in the root
+		// /, resolution is the ordinary one (still no magic links).
+		b.resolve = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
+	}
 	switch typ {
 	case corev1.HostPathDirectoryOrCreate:
-		fd, err = mkdirAllBeneath(root, rel, 0o755)
+		fd, err = b.mkdirAll(rel, 0o755)
 	case corev1.HostPathFileOrCreate:
-		fd, err = createBeneath(root, rel, 0o644)
+		fd, err = b.create(rel, 0o644)
 	default:
-		fd, err = openBeneath(root, rel, 0)
+		fd, err = b.open(rel, 0)
 		if errors.Is(err, unix.ENOENT) && typ == corev1.HostPathUnset {
 			// No type: the runtime would create a missing path as a
 			// directory (containerd does); create it here, beneath
 			// the prefix, so that the runtime mounts what was checked.
-			fd, err = mkdirAllBeneath(root, rel, 0o755)
+			fd, err = b.mkdirAll(rel, 0o755)
 		}
 	}
 	if err != nil {
@@ -178,24 +186,31 @@ func checkHostPathType(fd int, path string, typ corev1.HostPathType) error {
 	return nil
 }
 
-// openBeneath opens rel (clean, relative) beneath the directory root with
-// openat2: a symbolic link may be followed if it stays beneath root, but
-// no link or ".." leads out of it and no magic link (/proc/self/fd/N) is
-// followed. The result is an O_PATH descriptor.
-func openBeneath(root int, rel string, flags uint64) (int, error) {
+// beneath resolves paths beneath the directory root with openat2 and
+// resolve (RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS: a relative symbolic link
+// may be followed if it stays beneath root, but no absolute link, no link
+// or ".." leading out of it and no magic link such as /proc/self/fd/N).
+type beneath struct {
+	root    int
+	resolve uint64
+}
+
+// open opens rel (clean, relative) beneath the root; the result is an
+// O_PATH descriptor.
+func (b beneath) open(rel string, flags uint64) (int, error) {
 	if rel == "." {
-		return dupFd(root)
+		return dupFd(b.root)
 	}
-	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | flags, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | flags, Resolve: b.resolve}
 	for range 16 {
-		fd, err := unix.Openat2(root, rel, how)
+		fd, err := unix.Openat2(b.root, rel, how)
 		switch {
 		case err == nil:
 			return fd, nil
 		case errors.Is(err, unix.EAGAIN): // a rename raced the lookup
 			continue
 		case errors.Is(err, unix.EXDEV), errors.Is(err, unix.ELOOP):
-			return -1, fmt.Errorf("%q leads out of its allowed prefix through a symbolic link or \"..\", which podsync does not follow: %w", rel, errdefs.ErrInvalidSpec)
+			return -1, fmt.Errorf("%q leads out of its allowed prefix (through \"..\", a symbolic link pointing out of it or an absolute one), which podsync does not follow: %w", rel, errdefs.ErrInvalidSpec)
 		default:
 			return -1, fmt.Errorf("open %q: %w", rel, err)
 		}
@@ -203,18 +218,18 @@ func openBeneath(root int, rel string, flags uint64) (int, error) {
 	return -1, fmt.Errorf("open %q: renames kept racing the lookup: %w", rel, unix.EAGAIN)
 }
 
-// mkdirAllBeneath opens the directory rel beneath root, creating each
-// missing element (mode) in its parent as opened beneath root.
-func mkdirAllBeneath(root int, rel string, mode uint32) (int, error) {
+// mkdirAll opens the directory rel beneath the root, creating each
+// missing element (mode) in its parent as opened beneath the root.
+func (b beneath) mkdirAll(rel string, mode uint32) (int, error) {
 	if rel == "." {
-		return openBeneath(root, rel, unix.O_DIRECTORY)
+		return b.open(rel, unix.O_DIRECTORY)
 	}
 	elems := strings.Split(rel, "/")
 	for i := range elems {
 		cur := filepath.Join(elems[:i+1]...)
-		fd, err := openBeneath(root, cur, unix.O_DIRECTORY)
+		fd, err := b.open(cur, unix.O_DIRECTORY)
 		if errors.Is(err, unix.ENOENT) {
-			parent, perr := openBeneath(root, filepath.Join(append([]string{"."}, elems[:i]...)...), unix.O_DIRECTORY)
+			parent, perr := b.open(filepath.Join(append([]string{"."}, elems[:i]...)...), unix.O_DIRECTORY)
 			if perr != nil {
 				return -1, perr
 			}
@@ -223,7 +238,7 @@ func mkdirAllBeneath(root int, rel string, mode uint32) (int, error) {
 			if err != nil && !errors.Is(err, unix.EEXIST) {
 				return -1, fmt.Errorf("create directory %q: %w", cur, err)
 			}
-			fd, err = openBeneath(root, cur, unix.O_DIRECTORY)
+			fd, err = b.open(cur, unix.O_DIRECTORY)
 		}
 		if err != nil {
 			return -1, err
@@ -236,14 +251,14 @@ func mkdirAllBeneath(root int, rel string, mode uint32) (int, error) {
 	return -1, unix.ENOENT // not reached: elems is never empty
 }
 
-// createBeneath opens the file rel beneath root, creating it (mode) if
+// create opens the file rel beneath the root, creating it (mode) if
 // missing in its parent directory, which must exist; a symbolic link at
 // rel is not followed to create its target.
-func createBeneath(root int, rel string, mode uint32) (int, error) {
-	if fd, err := openBeneath(root, rel, 0); !errors.Is(err, unix.ENOENT) {
+func (b beneath) create(rel string, mode uint32) (int, error) {
+	if fd, err := b.open(rel, 0); !errors.Is(err, unix.ENOENT) {
 		return fd, err
 	}
-	parent, err := openBeneath(root, filepath.Dir(rel), unix.O_DIRECTORY)
+	parent, err := b.open(filepath.Dir(rel), unix.O_DIRECTORY)
 	if err != nil {
 		return -1, err
 	}
@@ -255,7 +270,7 @@ func createBeneath(root int, rel string, mode uint32) (int, error) {
 	if err == nil {
 		_ = unix.Close(f)
 	}
-	return openBeneath(root, rel, 0)
+	return b.open(rel, 0)
 }
 
 // fileID is a file's identity: device and inode.

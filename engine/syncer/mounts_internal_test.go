@@ -7,6 +7,10 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/podsync/podsync/engine/admit"
 )
 
 // countMounts returns how many mounts /proc/self/mountinfo lists at p.
@@ -149,5 +153,48 @@ func TestUnescapeMountinfo(t *testing.T) {
 	}
 	if strings.Contains(unescapeMountinfo(`\0400`), `\`) {
 		t.Error("an escape followed by a digit was not decoded")
+	}
+}
+
+// TestOpenHostPathTypes is the kubelet's hostPath type check on what
+// openHostPath opens, the *OrCreate types creating beneath the prefix.
+func TestOpenHostPathTypes(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.Symlink(dir, filepath.Join(dir, "abs-link")); err != nil {
+		t.Fatal(err)
+	}
+	inDir := admit.Policy{AllowedHostPaths: []admit.HostPathPrefix{{Path: dir}}}
+	inRoot := admit.Policy{AllowedHostPaths: []admit.HostPathPrefix{{Path: "/"}}}
+	for _, tc := range []struct {
+		name   string
+		policy admit.Policy
+		path   string
+		typ    corev1.HostPathType
+		ok     bool
+	}{
+		{"DirectoryOrCreate creates", inDir, filepath.Join(dir, "new", "sub"), corev1.HostPathDirectoryOrCreate, true},
+		{"FileOrCreate creates", inDir, file, corev1.HostPathFileOrCreate, true},
+		{"File", inDir, file, corev1.HostPathFile, true},
+		{"a file is not a Directory", inDir, file, corev1.HostPathDirectory, false},
+		{"Directory", inDir, dir, corev1.HostPathDirectory, true},
+		{"an absent Directory", inDir, filepath.Join(dir, "absent"), corev1.HostPathDirectory, false},
+		{"no type creates a directory, as containerd would", inDir, filepath.Join(dir, "untyped"), corev1.HostPathUnset, true},
+		{"a directory is not a Socket", inDir, dir, corev1.HostPathSocket, false},
+		{"an absolute link under a prefix is refused", inDir, filepath.Join(dir, "abs-link"), corev1.HostPathDirectory, false},
+		{"an absolute link under the prefix / is followed", inRoot, filepath.Join(dir, "abs-link"), corev1.HostPathDirectory, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fd, _, err := openHostPath(tc.policy, &corev1.HostPathVolumeSource{Path: tc.path, Type: ptr.To(tc.typ)})
+			if err == nil {
+				_ = unix.Close(fd)
+			}
+			if (err == nil) != tc.ok {
+				t.Errorf("openHostPath(%s, %q) = %v, want ok=%v", tc.path, tc.typ, err, tc.ok)
+			}
+		})
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "untyped")); err != nil || !fi.IsDir() {
+		t.Errorf("untyped hostPath not created as a directory: %v", err)
 	}
 }
