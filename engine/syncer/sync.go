@@ -129,7 +129,7 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 		backoff: opts.Backoff,
 		cfg:     opts.Config.WithDefaults(),
 		obs:     opts.Observer,
-
+		// Only the host-path fields of the policy are read.
 		hostPaths: opts.HostPaths,
 	}
 	if s.clock == nil {

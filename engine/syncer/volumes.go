@@ -29,7 +29,8 @@ const etcHostsPath = "/etc/hosts"
 // setupVolumes creates the pod's directories and prepares its volumes, as
 // the kubelet's makePodDataDirs and volume manager do for the volume types
 // podsync supports: emptyDir directories (mode 0777), hostPath type checks
-// and the *OrCreate types (beneath the allowed prefix: mounts.go), and the files of configMap and secret volumes.
+// and the *OrCreate types (beneath the allowed prefix: mounts.go), and the
+// files of configMap and secret volumes.
 // It returns an error wrapping ErrNotFound for a missing ConfigMap, Secret
 // or key that is not optional, ErrInvalidSpec for a hostPath of the wrong
 // type.
