@@ -14,6 +14,7 @@ import (
 	criclient "k8s.io/cri-client/pkg"
 	"k8s.io/utils/clock"
 
+	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
@@ -140,6 +141,11 @@ type NodeOptions struct {
 	// Policy, if set, checks every apply of a pod the node already holds
 	// (Admit checks new pods); see Admission.
 	Policy PolicyFunc
+	// HostPaths are the allowed hostPath prefixes and the denied paths
+	// the syncer opens hostPath volumes against when it mounts them
+	// (syncer.SyncerOptions.HostPaths); the zero value refuses every
+	// hostPath. Admission checks the same policy by its Admit and Policy.
+	HostPaths admit.Policy
 	// Metrics, if set, record the node's sync passes and steps, and
 	// describe its pods and back-offs while Run runs. CRI calls are
 	// recorded only if Runtime and Images are wrapped with
@@ -279,7 +285,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	ps := opts.Syncer
 	if ps == nil {
 		sopts := syncer.SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
-			Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config}
+			Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config, HostPaths: opts.HostPaths}
 		if opts.Metrics != nil {
 			sopts.Observer = opts.Metrics
 		}

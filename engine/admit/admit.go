@@ -1,10 +1,9 @@
 package admit
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
-	"path"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -70,9 +69,15 @@ type Policy struct {
 	// node's namespaces from the hostNamespaces check.
 	AllowHostNetwork, AllowHostPID, AllowHostIPC bool
 	// AllowedHostPaths are the path prefixes hostPath volumes may use
-	// (exempted from the hostPathVolumes and restrictedVolumes checks); a
-	// prefix admits itself and everything below it.
-	AllowedHostPaths []string
+	// (exempted from the hostPathVolumes and restrictedVolumes checks),
+	// each read-only or read-write; a prefix admits itself and everything
+	// below it.
+	AllowedHostPaths []HostPathPrefix
+	// DeniedHostPaths are refused to hostPath volumes at every level,
+	// whatever AllowedHostPaths say: a hostPath that is one of them, lies
+	// inside one or contains one. podsyncd sets podsync's and the
+	// runtime's own paths (DeniedHostPath).
+	DeniedHostPaths []DeniedHostPath
 	// AllowedHostPorts are the host ports containers may use (exempted
 	// from the hostPorts check).
 	AllowedHostPorts []PortRange
@@ -98,31 +103,25 @@ func reject(reason, format string, args ...any) Result {
 	return Result{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-// CheckPolicy checks the pod against the node's policy: its Pod Security
-// level with the operator's exemptions, then, at every level, the
-// kubelet's sysctl allowlist. It runs on every apply of a pod, known or
+// CheckPolicy checks the pod against the node's policy: the paths no
+// hostPath may reach, its Pod Security level with the operator's
+// exemptions, then, at every level, the kubelet's sysctl allowlist. It runs on every apply of a pod, known or
 // new, and on every stored pod when the node starts.
 func CheckPolicy(pod *corev1.Pod, node Node, p Policy) Result {
+	// A denied path first: no exemption or level opens it, and its
+	// refusal says why.
+	for _, v := range pod.Spec.Volumes {
+		if v.HostPath == nil {
+			continue
+		}
+		if _, err := p.CheckHostPath(v.HostPath.Path); errors.Is(err, ErrHostPathDenied) {
+			return reject(ReasonPolicyHostPath, "hostPath volume %q: %v", v.Name, err)
+		}
+	}
 	if r := checkPodSecurity(pod, p); !r.Admit {
 		return r
 	}
 	return checkSysctls(pod, node, p)
-}
-
-// HostPathAllowed reports whether a hostPath volume may use path: it is
-// one of the allowed prefixes or below one.
-func (p Policy) HostPathAllowed(hostPath string) bool {
-	if p.level() == psapi.LevelPrivileged {
-		return true
-	}
-	hostPath = path.Clean(hostPath)
-	for _, pre := range p.AllowedHostPaths {
-		pre = path.Clean(pre)
-		if hostPath == pre || pre == "/" || strings.HasPrefix(hostPath, pre+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // Admit decides whether the node takes pod, given the pods it already runs

@@ -40,6 +40,12 @@ func withHostPort(p *corev1.Pod, port int32, ip string, proto corev1.Protocol) *
 
 var node = Node{Allocatable: rl("cpu", "2", "memory", "1Gi", "pods", "5")}
 
+// denyingPolicy allows all of /var but denies podsync's root below it.
+var denyingPolicy = Policy{
+	AllowedHostPaths: []HostPathPrefix{{Path: "/var"}},
+	DeniedHostPaths:  []DeniedHostPath{{Path: "/var/lib/podsync", Why: "podsync's root directory (--root-dir)"}},
+}
+
 var openPolicy = Policy{Level: psapi.LevelPrivileged}
 
 func TestAdmit(t *testing.T) {

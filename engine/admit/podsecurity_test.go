@@ -131,11 +131,22 @@ func TestCheckPolicy(t *testing.T) {
 
 		// hostPath.
 		{"hostPath refused without allowed prefixes", withHostPath("/var/log"), baseline, ReasonPodSecurity, []string{"hostPath volumes", "--allowed-host-paths"}},
-		{"hostPath under an allowed prefix", withHostPath("/srv/data/app"), Policy{AllowedHostPaths: []string{"/srv/data"}}, "", nil},
-		{"hostPath equal to an allowed prefix", withHostPath("/srv/data"), Policy{AllowedHostPaths: []string{"/srv/data/"}}, "", nil},
-		{"hostPath sharing a name prefix is refused", withHostPath("/srv/database"), Policy{AllowedHostPaths: []string{"/srv/data"}}, ReasonPodSecurity, nil},
-		{"hostPath escaping with .. is refused", withHostPath("/srv/data/../../etc"), Policy{AllowedHostPaths: []string{"/srv/data"}}, ReasonPodSecurity, nil},
-		{"allowed hostPath under restricted", both(restrictedContainer, withHostPath("/srv/data")), Policy{Level: psapi.LevelRestricted, AllowedHostPaths: []string{"/srv"}}, "", nil},
+		{"hostPath under an allowed prefix", withHostPath("/srv/data/app"), Policy{AllowedHostPaths: []HostPathPrefix{{Path: "/srv/data"}}}, "", nil},
+		{"hostPath equal to an allowed prefix", withHostPath("/srv/data/"), Policy{AllowedHostPaths: []HostPathPrefix{{Path: "/srv/data"}}}, "", nil},
+		{"hostPath sharing a name prefix is refused", withHostPath("/srv/database"), Policy{AllowedHostPaths: []HostPathPrefix{{Path: "/srv/data"}}}, ReasonPodSecurity, nil},
+		{"hostPath escaping with .. is refused", withHostPath("/srv/data/../../etc"), Policy{AllowedHostPaths: []HostPathPrefix{{Path: "/srv/data"}}}, ReasonPodSecurity, nil},
+		{"allowed hostPath under restricted", both(restrictedContainer, withHostPath("/srv/data")), Policy{Level: psapi.LevelRestricted, AllowedHostPaths: []HostPathPrefix{{Path: "/srv"}}}, "", nil},
+
+		// Denied paths: refused at every level, whatever the prefixes.
+		{"a denied path is refused under an allowed prefix", withHostPath("/var/lib/podsync"), denyingPolicy, ReasonPolicyHostPath,
+			[]string{"is /var/lib/podsync", "podsync's root directory", "always refuses"}},
+		{"a path inside a denied one is refused", withHostPath("/var/lib/podsync/pods"), denyingPolicy, ReasonPolicyHostPath, []string{"lies inside /var/lib/podsync"}},
+		{"an ancestor of a denied path is refused", withHostPath("/var/lib"), denyingPolicy, ReasonPolicyHostPath, []string{"contains /var/lib/podsync"}},
+		{"the root contains every denied path", withHostPath("/"), denyingPolicy, ReasonPolicyHostPath, nil},
+		{"a sibling of a denied path passes", withHostPath("/var/lib/podsync-other"), denyingPolicy, "", nil},
+		{"a denied path is refused under privileged", withHostPath("/var/lib/podsync/podsync.db"),
+			Policy{Level: psapi.LevelPrivileged, DeniedHostPaths: denyingPolicy.DeniedHostPaths}, ReasonPolicyHostPath, []string{"lies inside /var/lib/podsync"}},
+		{"privileged admits any other hostPath", withHostPath("/etc"), Policy{Level: psapi.LevelPrivileged, DeniedHostPaths: denyingPolicy.DeniedHostPaths}, "", nil},
 
 		// Sysctls: the kubelet's allowlist at every level.
 		{"safe sysctl passes", withSysctls("net.ipv4.ip_unprivileged_port_start"), baseline, "", nil},

@@ -98,12 +98,39 @@ type ContainerConfigInput struct {
 	// ConfigMaps and Secrets of the pod's namespace that env refers to.
 	ConfigMaps []*corev1.ConfigMap
 	Secrets    []*corev1.Secret
-	// ResolveSubPath, if set, returns the host path of a mount's subPath
-	// (subPathExpr expanded) within the volume's host directory, or an
-	// error; the syncer passes its resolver, which refuses symbolic
-	// links. Nil joins the two after the same lexical checks, without
-	// looking at the file system.
-	ResolveSubPath func(volumeDir, subPath string) (string, error)
+	// ResolveMount, if set, returns the host path given to the runtime
+	// for a mount with a subPath and for every hostPath mount, and
+	// whether it must be read-only; the syncer passes its resolver, which
+	// opens the path without following a link out of the volume or the
+	// allowed prefix and bind-mounts what it opened below the pod
+	// directory. Nil joins the volume's path and the subPath after the
+	// same lexical checks, without looking at the file system (PlanPod).
+	ResolveMount func(MountSource) (ResolvedMount, error)
+}
+
+// MountSource is one volume mount of a container that ResolveMount makes
+// safe.
+type MountSource struct {
+	// Container is the container's name and Index the mount's index in
+	// its volumeMounts.
+	Container string
+	Index     int
+	// Volume is the pod's volume the mount names.
+	Volume *corev1.Volume
+	// VolumeDir is the volume's host directory (VolumeDir), or a
+	// hostPath's path as the pod gives it.
+	VolumeDir string
+	// SubPath is the mount's subPath (subPathExpr expanded), lexically
+	// checked; empty for none.
+	SubPath string
+}
+
+// ResolvedMount is what ResolveMount returns.
+type ResolvedMount struct {
+	// HostPath is given to the runtime.
+	HostPath string
+	// ReadOnly forces the mount read-only, whatever the pod says.
+	ReadOnly bool
 }
 
 // ContainerConfig builds a ContainerConfig as the kubelet's
@@ -358,7 +385,7 @@ func makeMounts(in ContainerConfigInput, env []corev1.EnvVar, opts Options) ([]*
 	for _, e := range env {
 		vars[e.Name] = e.Value
 	}
-	for _, m := range c.VolumeMounts {
+	for mi, m := range c.VolumeMounts {
 		if m.MountPath == "/etc/hosts" {
 			mountHosts = false
 		}
@@ -389,15 +416,16 @@ func makeMounts(in ContainerConfigInput, env []corev1.EnvVar, opts Options) ([]*
 			if path.IsAbs(sub) || slices.Contains(strings.Split(sub, "/"), "..") || strings.IndexByte(sub, 0) >= 0 {
 				return nil, fmt.Errorf("volume %q: subPath %q must be a relative path without '..' or NUL: %w", v.Name, sub, errdefs.ErrInvalidSpec)
 			}
-			if in.ResolveSubPath == nil {
-				host = filepath.Join(host, sub)
-			} else {
-				resolved, err := in.ResolveSubPath(host, sub)
-				if err != nil {
-					return nil, fmt.Errorf("container %q: volume %q: %w", c.Name, v.Name, err)
-				}
-				host = resolved
+		}
+		switch {
+		case in.ResolveMount != nil && (sub != "" || v.HostPath != nil):
+			r, err := in.ResolveMount(MountSource{Container: c.Name, Index: mi, Volume: v, VolumeDir: host, SubPath: sub})
+			if err != nil {
+				return nil, fmt.Errorf("container %q: volume %q: %w", c.Name, v.Name, err)
 			}
+			host, mustRO = r.HostPath, mustRO || r.ReadOnly
+		case sub != "":
+			host = filepath.Join(host, sub)
 		}
 		mnt := &runtimeapi.Mount{
 			ContainerPath: m.MountPath,

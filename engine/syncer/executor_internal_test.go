@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 )
 
 func TestApplyDefaultImageTag(t *testing.T) {
@@ -91,28 +90,5 @@ func TestWriteVolumeFiles(t *testing.T) {
 	}
 	if err := writeVolumeFiles(dir, map[string]volumeFile{"../escape": {[]byte("x"), 0o644}}); err == nil {
 		t.Error("a path leaving the volume was written")
-	}
-}
-
-func TestCheckHostPath(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "f")
-	for _, tc := range []struct {
-		path string
-		typ  corev1.HostPathType
-		ok   bool
-	}{
-		{filepath.Join(dir, "new", "sub"), corev1.HostPathDirectoryOrCreate, true},
-		{file, corev1.HostPathFileOrCreate, true},
-		{file, corev1.HostPathFile, true},
-		{file, corev1.HostPathDirectory, false},
-		{dir, corev1.HostPathDirectory, true},
-		{filepath.Join(dir, "absent"), corev1.HostPathDirectory, false},
-		{filepath.Join(dir, "absent"), corev1.HostPathUnset, true},
-	} {
-		err := checkHostPath(&corev1.HostPathVolumeSource{Path: tc.path, Type: ptr.To(tc.typ)})
-		if (err == nil) != tc.ok {
-			t.Errorf("checkHostPath(%s, %q) = %v, want ok=%v", tc.path, tc.typ, err, tc.ok)
-		}
 	}
 }

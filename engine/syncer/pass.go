@@ -516,6 +516,7 @@ func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef
 	}
 	return criconfig.ContainerConfig(criconfig.ContainerConfigInput{
 		Pod: p.pod, Container: c, RestartCount: restartCount, ImageRef: imageRef, PodIPs: podIPs,
-		ConfigMaps: p.in.ConfigMaps, Secrets: p.in.Secrets, ResolveSubPath: resolveSubPath,
+		ConfigMaps: p.in.ConfigMaps, Secrets: p.in.Secrets,
+		ResolveMount: func(m criconfig.MountSource) (criconfig.ResolvedMount, error) { return p.s.resolveMount(p.pod, m) },
 	}, p.s.cfg)
 }

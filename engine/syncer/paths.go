@@ -3,7 +3,6 @@ package syncer
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -13,53 +12,55 @@ import (
 	"github.com/podsync/podsync/validation"
 )
 
-// resolveSubPath returns the host path of subPath within the volume
-// directory root, for a bind mount: root/subPath, after checking, one
-// element at a time and without following symbolic links, that no element
-// below root is a symbolic link. A container can write a symbolic link
-// into a volume it mounts (an emptyDir, a hostPath); the runtime's bind
-// mount would follow it out of the volume, to the node's /etc say. Missing
-// elements are created as directories with root's permission bits, as the
-// kubelet does.
+// openSubPath opens subPath within the volume directory rootfd, one
+// element at a time relative to its parent and without following symbolic
+// links, and returns an O_PATH descriptor of what it checked (the kubelet's
+// safeOpenSubPath and doSafeMakeDir, since CVE-2017-1002101). A container
+// can write a symbolic link into a volume it mounts (an emptyDir, a
+// hostPath) and swap it in at any moment; the caller bind-mounts the
+// returned descriptor rather than a path, so the runtime mounts what was
+// checked. Missing elements are created as directories with rootfd's
+// permission bits, as the kubelet does.
 //
 // It returns an error wrapping errdefs.ErrInvalidSpec for a subPath that is not
 // relative and free of ".." and NUL bytes, or that crosses a symbolic link
 // or a file that is not a directory. The kubelet allows symbolic links
 // that stay within the volume; podsync refuses every one.
-//
-// NOTE(podsync): the check runs when a container is created. A container
-// of the same pod that runs meanwhile and can write the volume could swap
-// an element for a symbolic link between the check and the runtime's
-// mount; the kubelet closes that window by bind-mounting the file
-// descriptor it checked, which podsync does not do.
-func resolveSubPath(root, subPath string) (string, error) {
+func openSubPath(rootfd int, subPath string) (int, error) {
 	if err := errdefs.InvalidSpec(validation.CheckLocalPath("subPath", subPath)); err != nil {
-		return "", err
+		return -1, err
 	}
 	clean := filepath.Clean(subPath)
+	var st unix.Stat_t
+	if err := unix.Fstat(rootfd, &st); err != nil {
+		return -1, fmt.Errorf("subPath %q: volume directory: %w", subPath, err)
+	}
+	fd, err := dupFd(rootfd)
+	if err != nil {
+		return -1, fmt.Errorf("subPath %q: %w", subPath, err)
+	}
 	if clean == "." {
-		return root, nil
-	}
-	fi, err := os.Stat(root)
-	if err != nil {
-		return "", fmt.Errorf("subPath %q: volume directory: %w", subPath, err)
-	}
-	mode := uint32(fi.Mode().Perm())
-	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", fmt.Errorf("subPath %q: open volume directory %s: %w", subPath, root, err)
+		return fd, nil
 	}
 	elems := strings.Split(clean, "/")
 	for i, e := range elems {
-		next, err := openNoFollow(fd, e, mode)
+		next, err := openNoFollow(fd, e, st.Mode&0o7777)
 		_ = unix.Close(fd)
 		if err != nil {
-			return "", fmt.Errorf("subPath %q of volume %s: %q: %w", subPath, root, filepath.Join(elems[:i+1]...), err)
+			return -1, fmt.Errorf("subPath %q: %q: %w", subPath, filepath.Join(elems[:i+1]...), err)
 		}
 		fd = next
 	}
-	_ = unix.Close(fd)
-	return filepath.Join(root, clean), nil
+	return fd, nil
+}
+
+// dupFd duplicates fd, close-on-exec.
+func dupFd(fd int) (int, error) {
+	d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("duplicate descriptor: %w", err)
+	}
+	return d, nil
 }
 
 // openNoFollow opens the element name of the directory dirfd without

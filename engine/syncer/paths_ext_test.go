@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
@@ -25,7 +24,9 @@ import (
 // outside the volume. The containers already running are not disturbed.
 func TestSubPathThroughPlantedSymlink(t *testing.T) {
 	t.Parallel()
-	h := syncertest.New(t)
+	requireRoot(t)
+	rec := &recordingRuntime{}
+	h := syncertest.New(t, rec.wrap)
 	nodeEtc := t.TempDir()
 	if err := os.WriteFile(filepath.Join(nodeEtc, "passwd"), []byte("root:x:0:0"), 0o644); err != nil {
 		t.Fatal(err)
@@ -86,12 +87,13 @@ func TestSubPathThroughPlantedSymlink(t *testing.T) {
 	if fi, err := os.Lstat(want); err != nil || !fi.IsDir() {
 		t.Errorf("subPath directory not created in the volume: %v", err)
 	}
-	cfg, err := criconfig.ContainerConfig(criconfig.ContainerConfigInput{Pod: fixed, Container: &fixed.Spec.Containers[2],
-		ResolveSubPath: syncer.ResolveSubPath}, h.Cfg)
-	if err != nil {
-		t.Fatal(err)
+	// The runtime is given the bind mount of what was checked, below
+	// the pod directory, not a path it would resolve again.
+	target := syncer.MountTarget(fixed, h.Cfg, "data", "reader", 0)
+	if !sameFile(t, target, want) {
+		t.Errorf("%s does not show the subPath directory %s", target, want)
 	}
-	if !slices.ContainsFunc(cfg.GetMounts(), func(m *runtimeapi.Mount) bool { return m.GetHostPath() == want }) {
-		t.Errorf("mounts %v: want host path %s", cfg.GetMounts(), want)
+	if m := rec.mounts("reader"); len(m) != 1 || m[0].GetHostPath() != target {
+		t.Errorf("mounts %v: want host path %s", m, target)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	crierrors "k8s.io/cri-api/pkg/errors"
 	"k8s.io/utils/clock"
 
+	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
@@ -49,6 +50,11 @@ type SyncerOptions struct {
 	// Observer, if set, is told of every pass and step (the node's
 	// metrics; not the CRI calls: wrap Runtime and Images for those).
 	Observer Observer
+	// HostPaths are the allowed hostPath prefixes and the denied paths
+	// hostPath volumes are opened against when they are mounted (only
+	// AllowedHostPaths and DeniedHostPaths are read); the zero value
+	// refuses every hostPath.
+	HostPaths admit.Policy
 }
 
 // Observer is told of what a Syncer does: every pass as it ends and every
@@ -105,6 +111,8 @@ type Syncer struct {
 	backoff plan.BackoffPolicy
 	cfg     criconfig.Options
 	obs     Observer
+	// hostPaths is SyncerOptions.HostPaths.
+	hostPaths admit.Policy
 }
 
 // NewSyncer returns a Syncer. It fails with ErrInvalidSpec if Runtime or
@@ -121,6 +129,8 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 		backoff: opts.Backoff,
 		cfg:     opts.Config.WithDefaults(),
 		obs:     opts.Observer,
+		// Only the host-path fields of the policy are read.
+		hostPaths: opts.HostPaths,
 	}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
@@ -211,7 +221,14 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 		// orphan comes from CRI labels): leave the file system alone.
 		log.Warn("pod identity is not a safe path: its directories are not removed", logx.Pod(pod)...)
 	default:
-		errs = append(errs, os.RemoveAll(criconfig.PodDir(pod, s.cfg)), os.RemoveAll(criconfig.PodLogDirectory(pod, s.cfg)))
+		// Unmount first: removing through a subPath or hostPath bind
+		// mount would remove the host's files.
+		if err := UnmountBelow(criconfig.PodDir(pod, s.cfg)); err != nil {
+			errs = append(errs, fmt.Errorf("unmount pod directory: %w", err))
+		} else {
+			errs = append(errs, os.RemoveAll(criconfig.PodDir(pod, s.cfg)))
+		}
+		errs = append(errs, os.RemoveAll(criconfig.PodLogDirectory(pod, s.cfg)))
 		if err := removePodCgroup(pod, s.cfg); err != nil {
 			// Not an error of the removal: the cgroup holds nothing
 			// of the pod's, and a pod's next incarnation reuses it.

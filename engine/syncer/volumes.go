@@ -29,7 +29,8 @@ const etcHostsPath = "/etc/hosts"
 // setupVolumes creates the pod's directories and prepares its volumes, as
 // the kubelet's makePodDataDirs and volume manager do for the volume types
 // podsync supports: emptyDir directories (mode 0777), hostPath type checks
-// and the *OrCreate types, and the files of configMap and secret volumes.
+// and the *OrCreate types (beneath the allowed prefix: mounts.go), and the
+// files of configMap and secret volumes.
 // It returns an error wrapping ErrNotFound for a missing ConfigMap, Secret
 // or key that is not optional, ErrInvalidSpec for a hostPath of the wrong
 // type.
@@ -54,7 +55,7 @@ func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput) error {
 				err = os.Chmod(dir, 0o777)
 			}
 		case v.HostPath != nil:
-			err = checkHostPath(v.HostPath)
+			err = s.checkHostPathVolume(v.HostPath)
 		case v.ConfigMap != nil:
 			var files map[string]volumeFile
 			if files, err = configMapFiles(pod, v.ConfigMap, in.ConfigMaps); err == nil {
@@ -69,50 +70,6 @@ func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput) error {
 		if err != nil {
 			return fmt.Errorf("volume %q: %w", v.Name, err)
 		}
-	}
-	return nil
-}
-
-// checkHostPath is the kubelet's hostPath type checker.
-func checkHostPath(h *corev1.HostPathVolumeSource) error {
-	typ := corev1.HostPathUnset
-	if h.Type != nil {
-		typ = *h.Type
-	}
-	switch typ {
-	case corev1.HostPathUnset:
-		return nil
-	case corev1.HostPathDirectoryOrCreate:
-		if err := os.MkdirAll(h.Path, 0o755); err != nil {
-			return fmt.Errorf("create hostPath directory: %w", err)
-		}
-		return nil
-	case corev1.HostPathFileOrCreate:
-		f, err := os.OpenFile(h.Path, os.O_CREATE|os.O_RDONLY, 0o644)
-		if err != nil {
-			return fmt.Errorf("create hostPath file: %w", err)
-		}
-		return f.Close()
-	}
-	fi, err := os.Stat(h.Path)
-	if err != nil {
-		return fmt.Errorf("hostPath type check failed: %s is not a %s: %w", h.Path, typ, errdefs.ErrInvalidSpec)
-	}
-	ok := false
-	switch typ {
-	case corev1.HostPathDirectory:
-		ok = fi.IsDir()
-	case corev1.HostPathFile:
-		ok = fi.Mode().IsRegular()
-	case corev1.HostPathSocket:
-		ok = fi.Mode()&fs.ModeSocket != 0
-	case corev1.HostPathCharDev:
-		ok = fi.Mode()&fs.ModeCharDevice != 0
-	case corev1.HostPathBlockDev:
-		ok = fi.Mode()&fs.ModeDevice != 0 && fi.Mode()&fs.ModeCharDevice == 0
-	}
-	if !ok {
-		return fmt.Errorf("hostPath type check failed: %s is not a %s: %w", h.Path, typ, errdefs.ErrInvalidSpec)
 	}
 	return nil
 }

@@ -276,26 +276,34 @@ type Config struct {
 type PolicyConfig struct {
 	// PodSecurity is the Pod Security level every pod is held to:
 	// privileged, baseline (the default) or restricted (--pod-security).
-	PodSecurity          string   `json:"podSecurity,omitempty"`
-	AllowPrivileged      bool     `json:"allowPrivileged,omitempty"`
-	AllowHostNamespaces  bool     `json:"allowHostNamespaces,omitempty"`
-	AllowHostNetwork     bool     `json:"allowHostNetwork,omitempty"`
-	AllowHostPID         bool     `json:"allowHostPID,omitempty"`
-	AllowHostIPC         bool     `json:"allowHostIPC,omitempty"`
+	PodSecurity         string `json:"podSecurity,omitempty"`
+	AllowPrivileged     bool   `json:"allowPrivileged,omitempty"`
+	AllowHostNamespaces bool   `json:"allowHostNamespaces,omitempty"`
+	AllowHostNetwork    bool   `json:"allowHostNetwork,omitempty"`
+	AllowHostPID        bool   `json:"allowHostPID,omitempty"`
+	AllowHostIPC        bool   `json:"allowHostIPC,omitempty"`
+	// AllowedHostPaths are PATH:ro or PATH:rw entries (admit.ParseHostPathPrefix).
 	AllowedHostPaths     []string `json:"allowedHostPaths,omitempty"`
 	AllowedHostPorts     []string `json:"allowedHostPorts,omitempty"`
 	AllowedCapabilities  []string `json:"allowedCapabilities,omitempty"`
 	AllowedUnsafeSysctls []string `json:"allowedUnsafeSysctls,omitempty"`
 }
 
-// Admit returns the policy as admission takes it; Validate has checked it.
+// Admit returns the policy as admission takes it, without the denied
+// paths (the daemon adds them). Entries Validate refuses are left out.
 func (p PolicyConfig) Admit() admit.Policy {
+	var prefixes []admit.HostPathPrefix
+	for _, s := range p.AllowedHostPaths {
+		if pre, err := admit.ParseHostPathPrefix(s); err == nil {
+			prefixes = append(prefixes, pre)
+		}
+	}
 	out := admit.Policy{
 		AllowPrivileged:      p.AllowPrivileged,
 		AllowHostNetwork:     p.AllowHostNetwork || p.AllowHostNamespaces,
 		AllowHostPID:         p.AllowHostPID || p.AllowHostNamespaces,
 		AllowHostIPC:         p.AllowHostIPC || p.AllowHostNamespaces,
-		AllowedHostPaths:     slices.Clone(p.AllowedHostPaths),
+		AllowedHostPaths:     prefixes,
 		AllowedCapabilities:  slices.Clone(p.AllowedCapabilities),
 		AllowedUnsafeSysctls: slices.Clone(p.AllowedUnsafeSysctls),
 	}
@@ -317,8 +325,8 @@ func (p PolicyConfig) validate() []error {
 		}
 	}
 	for _, hp := range p.AllowedHostPaths {
-		if !filepath.IsAbs(hp) {
-			errs = append(errs, fmt.Errorf("--allowed-host-paths %q: want an absolute path", hp))
+		if _, err := admit.ParseHostPathPrefix(hp); err != nil {
+			errs = append(errs, fmt.Errorf("--allowed-host-paths %w", err))
 		}
 	}
 	for _, r := range p.AllowedHostPorts {
@@ -384,7 +392,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.Policy.AllowHostPID, "allow-host-pid", c.Policy.AllowHostPID, "exempt pods in the host PID namespace from the Pod Security level")
 	fs.BoolVar(&c.Policy.AllowHostIPC, "allow-host-ipc", c.Policy.AllowHostIPC, "exempt pods in the host IPC namespace from the Pod Security level")
 	fs.StringArrayVar(&c.Policy.AllowedHostPaths, "allowed-host-paths", c.Policy.AllowedHostPaths,
-		"path prefix hostPath volumes may use; repeatable (none: hostPath refused below privileged)")
+		"path prefix hostPath volumes may use, as PATH:ro (mounted read-only whatever the pod says) or PATH:rw; "+
+			"repeatable (none: hostPath refused below privileged). podsync's and the runtime's own paths stay refused")
 	fs.StringArrayVar(&c.Policy.AllowedHostPorts, "allowed-host-ports", c.Policy.AllowedHostPorts,
 		"host port or range (8000-8099) containers may use; repeatable (none: hostPort refused below privileged)")
 	fs.StringArrayVar(&c.Policy.AllowedCapabilities, "allowed-capabilities", c.Policy.AllowedCapabilities,

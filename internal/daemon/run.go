@@ -379,7 +379,7 @@ func (d *daemon) machine() error {
 	d.log.Info("admission policy", zap.String("podSecurity", string(d.policy.Level)),
 		zap.Bool("allowPrivileged", d.policy.AllowPrivileged), zap.Bool("allowHostNetwork", d.policy.AllowHostNetwork),
 		zap.Bool("allowHostPID", d.policy.AllowHostPID), zap.Bool("allowHostIPC", d.policy.AllowHostIPC),
-		zap.Strings("allowedHostPaths", d.policy.AllowedHostPaths), zap.Strings("allowedCapabilities", d.policy.AllowedCapabilities),
+		zap.Stringers("allowedHostPaths", d.policy.AllowedHostPaths), zap.Strings("allowedCapabilities", d.policy.AllowedCapabilities),
 		zap.Stringers("allowedHostPorts", d.policy.AllowedHostPorts), zap.Strings("allowedUnsafeSysctls", d.policy.AllowedUnsafeSysctls))
 	if d.cfg.ResolvConf != "" {
 		if d.hostDNS, err = readResolvConf(d.cfg.ResolvConf); err != nil {
@@ -429,7 +429,8 @@ func (d *daemon) supervise(ctx context.Context) {
 
 // runNode runs a node on rt until ctx ends (nil) or its start fails.
 func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
-	admitFn, policyFn := engine.Admission(d.hooksFor, d.policy)
+	policy := withDenied(d.policy, append(ownDeniedPaths(d.cfg), runtimeDeniedPaths(ctx, rt, d.log)...), d.log)
+	admitFn, policyFn := engine.Admission(d.hooksFor, policy)
 	node, err := engine.NewNode(engine.NodeOptions{
 		Runtime: d.metrics.InstrumentRuntime(rt),
 		Images:  d.metrics.InstrumentImages(rt),
@@ -455,6 +456,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		},
 		Admit:              admitFn,
 		Policy:             policyFn,
+		HostPaths:          policy,
 		RuntimeUnavailable: runtimeUnavailable,
 		RemoveOrphans:      d.cfg.RemoveOrphans,
 		AdoptRuntime:       d.cfg.AdoptRuntime,
@@ -467,7 +469,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		Health: d.health,
 		RunPods: runpods.Options{
 			Admission: d.hooksFor,
-			Policy:    d.policy,
+			Policy:    policy,
 			PodLogDir: d.cfg.PodLogDir,
 		},
 		NodeName: d.cfg.NodeName,

@@ -108,7 +108,7 @@ systemReserved:
 policy:
   podSecurity: restricted
   allowHostNetwork: true
-  allowedHostPaths: [/data]
+  allowedHostPaths: [/data:ro]
   allowedHostPorts: ["8000-8099"]
   allowedCapabilities: [NET_ADMIN]
   allowedUnsafeSysctls: ["kernel.msg*"]
@@ -118,7 +118,7 @@ security:
 `)
 	args := append([]string{"--config", file,
 		"--root-dir=/flag/root", "--max-pods=30", "--listen=unix:///flag/c.sock",
-		"--allowed-host-paths=/srv", "--system-reserved=memory=1Gi"}, base...)
+		"--allowed-host-paths=/srv:rw", "--system-reserved=memory=1Gi"}, base...)
 	c, err := daemon.LoadConfig(t.Context(), args)
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ security:
 	if c.RootDir != "/flag/root" || c.MaxPods != 30 {
 		t.Errorf("rootDir %q, maxPods %d: flags must win", c.RootDir, c.MaxPods)
 	}
-	if fmt.Sprint(c.Listen) != "[unix:///flag/c.sock]" || fmt.Sprint(c.Policy.AllowedHostPaths) != "[/srv]" {
+	if fmt.Sprint(c.Listen) != "[unix:///flag/c.sock]" || fmt.Sprint(c.Policy.AllowedHostPaths) != "[/srv:rw]" {
 		t.Errorf("listen %q, allowedHostPaths %q: the flags' lists must replace the file's", c.Listen, c.Policy.AllowedHostPaths)
 	}
 	if p := c.Policy.Admit(); p.Level != "restricted" || fmt.Sprint(p.AllowedHostPorts) != "[8000-8099]" ||
@@ -177,6 +177,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{name: "reserved resource", args: []string{"--system-reserved=gpu=1"}, want: []string{"--system-reserved gpu"}},
 		{name: "reserved quantity", args: []string{"--system-reserved=cpu=lots"}, want: []string{"--system-reserved cpu=lots"}},
 		{name: "relative root", args: []string{"--root-dir=state"}, want: []string{`--root-dir "state"`}},
+		{name: "host path without a mode", args: []string{"--allowed-host-paths=/srv/data"}, want: []string{`--allowed-host-paths "/srv/data"`, "add :ro or :rw"}},
+		{name: "host path key without a mode", file: "policy:\n  allowedHostPaths: [/srv/data]\n", want: []string{"add :ro or :rw"}},
 		{name: "runtime endpoint", args: []string{"--runtime-endpoint=/run/c.sock"}, want: []string{"--runtime-endpoint"}},
 		{name: "tcp without tls", args: []string{"--listen=tcp://0.0.0.0:7443"}, want: []string{"needs mTLS"}},
 		{name: "partial tls", args: []string{"--tls-cert-file=/c.pem"}, want: []string{"--tls-key-file"}},

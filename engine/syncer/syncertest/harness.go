@@ -51,6 +51,13 @@ func New(t *testing.T, mutate ...func(*syncer.SyncerOptions)) *Harness {
 	for _, m := range mutate {
 		m(&opts)
 	}
+	// Before the root directory is removed: the subPath and hostPath
+	// bind mounts the passes made must not be removed through.
+	t.Cleanup(func() {
+		if err := syncer.UnmountBelow(opts.Config.RootDir); err != nil {
+			t.Errorf("unmount below the root directory: %v", err)
+		}
+	})
 	s, err := syncer.NewSyncer(opts)
 	if err != nil {
 		t.Fatal(err)
