@@ -221,6 +221,7 @@ func (d *Daemon) runNode(o Options, log *zap.Logger) (podsyncv1.PodSyncServiceSe
 	if o.Allocatable != nil {
 		admission = admit.Node{Allocatable: o.Allocatable}
 		nodeOpts.Admit, nodeOpts.Policy = engine.Admission(admission, o.policy())
+		nodeOpts.HostPaths = o.policy()
 	}
 	node, err := engine.NewNode(nodeOpts)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -67,6 +69,13 @@ func basePod(name string) *corev1.Pod {
 // call's error.
 func (e *env) sync(pod *corev1.Pod, cms ...*corev1.ConfigMap) (*podsyncv1.SyncPodResult, error) {
 	e.t.Helper()
+	res, _, err := e.syncSteps(pod, cms...)
+	return res, err
+}
+
+// syncSteps is sync that also returns the pass's steps.
+func (e *env) syncSteps(pod *corev1.Pod, cms ...*corev1.ConfigMap) (*podsyncv1.SyncPodResult, []*podsyncv1.SyncStep, error) {
+	e.t.Helper()
 	p, err := convert.PodToProto(pod)
 	if err != nil {
 		e.t.Fatalf("convert: %v", err)
@@ -81,16 +90,20 @@ func (e *env) sync(pod *corev1.Pod, cms ...*corev1.ConfigMap) (*podsyncv1.SyncPo
 	}
 	stream, err := e.d.Client.SyncPod(e.ctx, req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var res *podsyncv1.SyncPodResult
+	var steps []*podsyncv1.SyncStep
 	for {
 		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			return res, nil
+			return res, steps, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if s := msg.GetStep(); s != nil {
+			steps = append(steps, s)
 		}
 		if r := msg.GetResult(); r != nil {
 			res = r
@@ -196,6 +209,51 @@ func TestAttacksAreRefused(t *testing.T) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
 			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "root", MountPath: "/host"}}
 		}, code: failed, reason: admit.ReasonPodSecurity, want: podSec("hostPathVolumes", "--allowed-host-paths")},
+		{name: "hostPath containing the store under an allowed prefix", run: func(t *testing.T, _ *env) {
+			e := newEnv(t, func(o *testdaemon.Options) {
+				o.Policy = &admit.Policy{AllowedHostPaths: []admit.HostPathPrefix{{Path: "/var"}},
+					DeniedHostPaths: []admit.DeniedHostPath{{Path: "/var/lib/podsync", Why: "podsync's root directory (--root-dir)"}}}
+			})
+			p := basePod("attack")
+			p.Spec.Volumes = []corev1.Volume{{Name: "var", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var"}}}}
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "var", MountPath: "/host"}}
+			_, err := e.sync(p)
+			refused(t, err, failed, admit.ReasonPolicyHostPath, "/var contains /var/lib/podsync", "always refuses")
+			e.nothingCreated("attack")
+		}},
+		{name: "hostPath symlink out of an allowed prefix", run: func(t *testing.T, _ *env) {
+			dir := t.TempDir()
+			if err := os.Mkdir(filepath.Join(dir, "data"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// What the pod could plant in a prefix it can write.
+			if err := os.Symlink("/", filepath.Join(dir, "data", "escape")); err != nil {
+				t.Fatal(err)
+			}
+			e := newEnv(t, func(o *testdaemon.Options) {
+				o.Policy = &admit.Policy{AllowedHostPaths: []admit.HostPathPrefix{{Path: filepath.Join(dir, "data")}}}
+			})
+			p := basePod("attack")
+			p.Spec.Volumes = []corev1.Volume{{Name: "etc", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: filepath.Join(dir, "data", "escape", "etc")}}}}
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "etc", MountPath: "/host"}}
+			_, steps, err := e.syncSteps(p)
+			if err != nil {
+				t.Fatalf("SyncPod: %v", err)
+			}
+			var failures []string
+			for _, s := range steps {
+				if s.GetOutcome() != podsyncv1.StepOutcome_STEP_OUTCOME_SUCCEEDED {
+					failures = append(failures, s.GetMessage())
+				}
+			}
+			if len(failures) == 0 || !strings.Contains(strings.Join(failures, "\n"), "escape") {
+				t.Errorf("failed steps %q, want the volume's refusal naming the link", failures)
+			}
+			t.Logf("refused: %s", strings.Join(failures, "; "))
+			if ctrs, _ := e.d.Runtime.ListContainers(e.ctx, nil); len(ctrs) != 0 {
+				t.Errorf("%d containers created, want none", len(ctrs))
+			}
+		}},
 		{name: "unsafe sysctl", pod: func(p *corev1.Pod) {
 			p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.msgmax", Value: "65536"}}}
 		}, code: failed, reason: admit.ReasonPodSecurity, want: podSec("sysctls", "kernel.msgmax", "--allowed-unsafe-sysctls")},
