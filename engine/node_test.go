@@ -96,6 +96,11 @@ func newNodeHarness(t *testing.T, mutate ...func(*engine.NodeOptions)) *nodeHarn
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	cfg := criconfig.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), CgroupFS: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
+	t.Cleanup(func() {
+		if err := syncer.UnmountAll(cfg.RootDir); err != nil {
+			t.Error(err)
+		}
+	})
 	opts := engine.NodeOptions{Runtime: rt, Images: rt, Store: st, Clock: clk, Logger: zaptest.NewLogger(t), Config: cfg,
 		// Relists and rotation only when the test steps the clock far.
 		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,

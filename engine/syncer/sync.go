@@ -180,8 +180,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, in SyncInput, emi
 
 // RemovePod removes everything podsync holds for the pod: it stops and
 // removes every sandbox and container labelled with the pod's UID (without
-// grace: kill the pod with SyncPod first), its pod directory, log
-// directory and cgroup, and the pull failures remembered for it.
+// grace: kill the pod with SyncPod first), its pod directory (unmounting
+// its tmpfs volumes first), log directory and cgroup, and the pull
+// failures remembered for it.
 func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 	log := logx.From(ctx, s.log)
 	st, err := readPodState(ctx, s.rt, pod.UID)
@@ -211,6 +212,12 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 		// orphan comes from CRI labels): leave the file system alone.
 		log.Warn("pod identity is not a safe path: its directories are not removed", logx.Pod(pod)...)
 	default:
+		// The pod's tmpfs volumes first: RemoveAll would empty them and
+		// leave the mounts behind.
+		if err := unmountBelow(criconfig.PodDir(pod, s.cfg)); err != nil {
+			errs = append(errs, err)
+			break
+		}
 		errs = append(errs, os.RemoveAll(criconfig.PodDir(pod, s.cfg)), os.RemoveAll(criconfig.PodLogDirectory(pod, s.cfg)))
 		if err := removePodCgroup(pod, s.cfg); err != nil {
 			// Not an error of the removal: the cgroup holds nothing

@@ -47,6 +47,12 @@ func New(t *testing.T, mutate ...func(*syncer.SyncerOptions)) *Harness {
 	clk := clocktesting.NewFakeClock(T0)
 	rt := enginetest.NewRuntime(enginetest.WithClock(clk), enginetest.WithImages(enginetest.Image))
 	cfg := criconfig.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), CgroupFS: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
+	// Before the temporary root goes: the pods' tmpfs volumes.
+	t.Cleanup(func() {
+		if err := syncer.UnmountAll(cfg.RootDir); err != nil {
+			t.Error(err)
+		}
+	})
 	opts := syncer.SyncerOptions{Runtime: rt, Images: rt, Clock: clk, Logger: zaptest.NewLogger(t), Config: cfg}
 	for _, m := range mutate {
 		m(&opts)
