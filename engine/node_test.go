@@ -104,7 +104,8 @@ func newNodeHarness(t *testing.T, mutate ...func(*engine.NodeOptions)) *nodeHarn
 	opts := engine.NodeOptions{Runtime: rt, Images: rt, Store: st, Clock: clk, Logger: zaptest.NewLogger(t), Config: cfg,
 		// Relists and rotation only when the test steps the clock far.
 		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
-		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour}}
+		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour},
+		Eviction: engine.EvictionPolicy{Period: time.Hour}}
 	for _, m := range mutate {
 		m(&opts)
 	}

@@ -31,6 +31,8 @@ const (
 	Pods          = "pods"
 	Path          = "path"
 	Size          = "size"
+	Signal        = "signal"
+	UsedBytes     = "used_bytes"
 )
 
 // Keys of a request's scope, set by the server's interceptors and carried

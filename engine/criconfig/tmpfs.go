@@ -49,3 +49,11 @@ func podMemoryLimit(pod *corev1.Pod) int64 {
 	}
 	return v
 }
+
+// PodLimits is the kubelet's PodLimits: the limits of the regular
+// containers and sidecars added up, the other init containers counted as
+// their maximum (with the sidecars started before them). A resource no
+// container limits is absent.
+func PodLimits(pod *corev1.Pod) corev1.ResourceList {
+	return aggregate(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
+}

@@ -12,6 +12,12 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/validation"
 )
 
 // mountInfoPath is the mount table podsync reads; a variable for tests.
@@ -182,3 +188,23 @@ func unmountBelow(dir string) error {
 // every pod under a root directory that is dropped without RemovePod (a
 // test's temporary root). RemovePod unmounts a pod's own.
 func UnmountAll(dir string) error { return unmountBelow(dir) }
+
+// TearDownVolumes removes the volumes of a pod that no longer runs, as
+// the kubelet's volume manager tears down those of a terminated pod: its
+// tmpfs mounts are unmounted and its volume directories removed, which
+// frees what its emptyDir volumes held. The rest of the pod directory
+// (hosts file, termination messages) stays until RemovePod. The node
+// calls it for evicted pods once nothing of theirs runs.
+func (s *Syncer) TearDownVolumes(pod *corev1.Pod) error {
+	if err := validation.CheckFileName("pod uid", string(pod.UID)); err != nil {
+		return fmt.Errorf("tear down volumes: %w", errdefs.InvalidSpec(err))
+	}
+	dir := filepath.Join(criconfig.PodDir(pod, s.cfg), "volumes")
+	if err := unmountBelow(dir); err != nil {
+		return fmt.Errorf("tear down volumes of pod %s: %w", plan.PodString(pod), err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("tear down volumes of pod %s: %w", plan.PodString(pod), err)
+	}
+	return nil
+}
