@@ -382,6 +382,10 @@ func (d *daemon) supervise(ctx context.Context) {
 // runNode runs a node on rt until ctx ends (nil) or its start fails.
 func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 	admitFn, policyFn := engine.Admission(d.hooksFor, d.policy)
+	threshold, err := d.cfg.StoreThreshold()
+	if err != nil {
+		return err
+	}
 	node, err := engine.NewNode(engine.NodeOptions{
 		Runtime: d.metrics.InstrumentRuntime(rt),
 		Images:  d.metrics.InstrumentImages(rt),
@@ -406,6 +410,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		Policy:             policyFn,
 		RuntimeUnavailable: runtimeUnavailable,
 		RemoveOrphans:      d.cfg.RemoveOrphans,
+		Eviction:           engine.EvictionPolicy{Period: d.cfg.HousekeepingInterval.Duration, StoreMinAvailable: threshold},
 	})
 	if err != nil {
 		return err
