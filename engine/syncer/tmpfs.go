@@ -100,48 +100,69 @@ func isTmpfs(dir string) (bool, error) {
 	return false, nil
 }
 
-// setupTmpfs makes dir (created with mode if missing) a tmpfs mount of
-// size bytes (0: the kernel's default) whose root has mode, as the
-// kubelet's emptyDir setupTmpfs: an existing tmpfs at dir is kept as it
-// is (passes and restarts of podsyncd reuse it rather than stack another
-// over it). With clear set, whatever dir holds before the mount is removed
-// first: a secret volume written to disk by an older podsync must not stay
-// there beneath the tmpfs. The tmpfs is mounted noswap where the kernel
+// tmpfsVolume is a memory-backed volume of a pod: a secret volume or an
+// emptyDir of medium Memory.
+type tmpfsVolume struct {
+	dir  string
+	size int64       // bytes; 0: the kernel's default
+	mode os.FileMode // of the tmpfs root
+	// secret volumes are mounted whatever the pod's containers hold: their
+	// files must never be written to disk.
+	secret bool
+}
+
+// setupTmpfs makes v.dir a tmpfs mount, as the kubelet's emptyDir
+// setupTmpfs: an existing tmpfs at v.dir is kept as it is (passes and
+// restarts of podsyncd reuse it rather than stack another over it). A
+// directory that is not a mount yet — a volume written to disk by an older
+// podsync — is mounted over, and what it holds is removed first, only
+// when newSandbox says that no container of the pod runs (none holds the
+// directory): otherwise a secret is mounted over it and its old files stay
+// beneath for the running containers that see them until the pod's
+// sandbox is re-created or the pod removed, and a memory emptyDir stays the
+// disk directory its running containers share (a tmpfs over it would split
+// the volume between them). The tmpfs is mounted noswap where the kernel
 // offers it (6.4 and later), so that its pages never reach a disk either.
-func setupTmpfs(dir string, size int64, mode os.FileMode, clear bool) error {
-	if err := os.MkdirAll(dir, mode); err != nil {
+func setupTmpfs(v tmpfsVolume, newSandbox bool) error {
+	_, statErr := os.Lstat(v.dir)
+	existed := statErr == nil
+	if err := os.MkdirAll(v.dir, v.mode); err != nil {
 		return fmt.Errorf("create volume directory: %w", err)
 	}
-	mounted, err := isTmpfs(dir)
+	mounted, err := isTmpfs(v.dir)
 	if err != nil {
 		return err
 	}
-	if mounted {
+	switch {
+	case mounted:
 		return nil
-	}
-	if clear {
-		entries, err := os.ReadDir(dir)
+	case existed && !newSandbox && !v.secret:
+		// NOTE(podsync): a memory emptyDir an older podsync made on disk
+		// becomes a tmpfs with the pod's next sandbox.
+		return os.Chmod(v.dir, v.mode)
+	case !existed || newSandbox:
+		entries, err := os.ReadDir(v.dir)
 		if err != nil {
 			return fmt.Errorf("read volume directory: %w", err)
 		}
 		for _, e := range entries {
-			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			if err := os.RemoveAll(filepath.Join(v.dir, e.Name())); err != nil {
 				return fmt.Errorf("clear volume directory: %w", err)
 			}
 		}
 	}
-	opts := fmt.Sprintf("mode=%o", mode.Perm())
-	if size > 0 {
-		opts += fmt.Sprintf(",size=%d", size)
+	opts := fmt.Sprintf("mode=%o", v.mode.Perm())
+	if v.size > 0 {
+		opts += fmt.Sprintf(",size=%d", v.size)
 	}
 	const flags = unix.MS_NOSUID | unix.MS_NODEV
-	err = unix.Mount("tmpfs", dir, "tmpfs", flags, opts+",noswap")
+	err = unix.Mount("tmpfs", v.dir, "tmpfs", flags, opts+",noswap")
 	if errors.Is(err, unix.EINVAL) {
 		// A kernel without noswap.
-		err = unix.Mount("tmpfs", dir, "tmpfs", flags, opts)
+		err = unix.Mount("tmpfs", v.dir, "tmpfs", flags, opts)
 	}
 	if err != nil {
-		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
+		return fmt.Errorf("mount tmpfs on %s: %w", v.dir, err)
 	}
 	return nil
 }

@@ -180,3 +180,58 @@ func TestMemoryVolumesAreTmpfs(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryEmptyDirOnDiskStaysUntilANewSandbox: a medium Memory emptyDir
+// that an older podsync made a disk directory is shared by the pod's
+// running containers, so a pass that restarts one of them keeps it (a
+// tmpfs over it would split the volume); the pod's next sandbox, with no
+// container running, gets the tmpfs, and the disk directory beneath it is
+// emptied. A secret volume is mounted at once: its files never go to disk.
+func TestMemoryEmptyDirOnDiskStaysUntilANewSandbox(t *testing.T) {
+	requireRoot(t)
+	h := syncertest.New(t)
+	pod := enginetest.Pod()
+	pod.Spec.Volumes = []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+		Medium: corev1.StorageMediumMemory}}}}
+	cache := criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, "cache", h.Cfg)
+	res := h.Sync(pod)
+	h.Converged(pod, res)
+	// What an older podsync left: the volume on disk, shared by the
+	// running containers.
+	if err := unix.Unmount(cache, 0); err != nil {
+		t.Fatal(err)
+	}
+	fill := filepath.Join(cache, "shared")
+	if err := os.WriteFile(fill, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.Exit(res, "app", 1)
+	res = h.Sync(pod)
+	if got := syncertest.Newest(t, res, "app"); got.State != plan.ContainerRunning || got.RestartCount != 1 {
+		t.Fatalf("app %v restart %d, want running again", got.State, got.RestartCount)
+	}
+	if got := mountsBelow(t, criconfig.PodDir(pod, h.Cfg)); len(got) != 0 {
+		t.Errorf("mounts after restarting one container of a running pod: %v, want none", got)
+	}
+	if _, err := os.Stat(fill); err != nil {
+		t.Errorf("the running containers' file: %v", err)
+	}
+
+	// A new sandbox: nothing runs, the tmpfs goes on, the disk beneath is
+	// emptied.
+	if err := h.RT.StopPodSandbox(h.Ctx, res.View.Sandboxes[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	h.Clock.Step(10 * time.Minute)
+	res = h.Sync(pod)
+	h.Converged(pod, res)
+	if got := mountsBelow(t, criconfig.PodDir(pod, h.Cfg)); len(got) != 1 || got[0] != cache+" tmpfs" {
+		t.Errorf("mounts after a new sandbox: %v, want the tmpfs at %s", got, cache)
+	}
+	if err := unix.Unmount(cache, 0); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(cache); err != nil || len(entries) != 0 {
+		t.Errorf("the disk directory beneath the tmpfs holds %v (%v), want nothing", entries, err)
+	}
+}
