@@ -275,3 +275,45 @@ func sameFs(t *testing.T, a, b string) bool {
 	}
 	return sa.Dev == sb.Dev
 }
+
+// TestMetricsLocalStorage: podsync_pod_ephemeral_storage_bytes shows each
+// running pod's last measurement, and podsync_evictions_total counts
+// evictions by signal, every signal exported from the start.
+func TestMetricsLocalStorage(t *testing.T) {
+	t.Parallel()
+	reg, m := newMetrics(t, engine.MetricsOptions{ErrorCode: grpcCode})
+	h := newNodeHarness(t, func(o *engine.NodeOptions) {
+		o.Runtime, o.Images, o.Metrics = m.InstrumentRuntime(o.Runtime), m.InstrumentImages(o.Images), m
+		o.Eviction = engine.EvictionPolicy{Period: evictionPeriod, StoreMinAvailable: engine.StorageThreshold{Disabled: true}}
+	})
+	for _, sig := range []string{engine.SignalEmptyDirFsLimit, engine.SignalEphemeralPodFsLimit,
+		engine.SignalEphemeralContainerFsLimit, engine.SignalNodeFsAvailable} {
+		if sample(t, reg, engine.MetricEvictions, "signal", sig) == nil {
+			t.Errorf("%s{signal=%q} not exported", engine.MetricEvictions, sig)
+		}
+	}
+	pod := enginetest.Pod()
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+		SizeLimit: ptr.To(resource.MustParse("4Mi"))}}}}
+	h.apply(pod)
+	h.rt.SetWritableLayer(h.view(pod).FindContainer("app").ID, 1<<20)
+	usage := func() float64 {
+		return value(t, reg, engine.MetricPodEphemeralUsage, "namespace", pod.Namespace, "pod", pod.Name)
+	}
+	// The writable layer, the hosts file's block.
+	h.stepUntil("the pod's usage measured", func() bool { return usage() > 1<<20 })
+	fill(t, filepath.Join(criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, "data", h.cfg), "blob"), 2<<20)
+	h.stepUntil("the volume measured", func() bool { return usage() > 3<<20 })
+	if got := value(t, reg, engine.MetricEvictions, "signal", engine.SignalEmptyDirFsLimit); got != 0 {
+		t.Errorf("evictions within the limit: %g", got)
+	}
+	fill(t, filepath.Join(criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, "data", h.cfg), "blob2"), 3<<20)
+	h.waitEvicted(pod)
+	if got := value(t, reg, engine.MetricEvictions, "signal", engine.SignalEmptyDirFsLimit); got != 1 {
+		t.Errorf("%s{signal=%q} = %g, want 1", engine.MetricEvictions, engine.SignalEmptyDirFsLimit, got)
+	}
+	// An evicted pod is no longer measured.
+	h.stepUntil("the evicted pod's usage gone", func() bool {
+		return sample(t, reg, engine.MetricPodEphemeralUsage, "namespace", pod.Namespace, "pod", pod.Name) == nil
+	})
+}
