@@ -30,7 +30,7 @@ const DefaultHousekeepingInterval = 10 * time.Second
 // helpers.go).
 const (
 	// ReasonEvicted is the reason of an evicted pod's status and event.
-	ReasonEvicted                       = "Evicted"
+	ReasonEvicted                       = plan.ReasonEvicted
 	emptyDirMessageFmt                  = "Usage of EmptyDir volume %q exceeds the limit %q. "
 	containerEphemeralStorageMessageFmt = "Container %s exceeded its local ephemeral storage limit %q. "
 	podEphemeralStorageMessageFmt       = "Pod ephemeral local storage usage exceeds the total limit of containers %s. "
@@ -356,7 +356,7 @@ type volumeTearer interface {
 // the pod's worker lock.
 func (n *Node) tearDownEvicted(ctx context.Context, pod *corev1.Pod) {
 	t, ok := n.syncer.(volumeTearer)
-	if !ok || pod.Status.Phase != corev1.PodFailed || pod.Status.Reason != ReasonEvicted {
+	if !ok || !plan.IsEvicted(pod) {
 		return
 	}
 	if err := t.TearDownVolumes(pod); err != nil {
