@@ -70,6 +70,13 @@ type EvictionPolicy struct {
 	// disk does not make the store unwritable. The zero value means
 	// DefaultStoreMinAvailablePercent; Disabled turns the check off.
 	StoreMinAvailable StorageThreshold
+	// StoreReserve is the size of a preallocated file next to the store
+	// (<store>.reserve), released when recording an eviction finds the
+	// file system full (ENOSPC) so that the eviction that frees the space
+	// can be stored, and made again once there is room above
+	// StoreMinAvailable; zero means DefaultStoreReserve, negative none.
+	// There is none while StoreMinAvailable is Disabled.
+	StoreReserve int64
 }
 
 // StorageThreshold is an amount of free space: Bytes, or Percent of the
@@ -103,6 +110,9 @@ func (p EvictionPolicy) withDefaults() EvictionPolicy {
 	}
 	if t := p.StoreMinAvailable; !t.Disabled && t.Bytes <= 0 && t.Percent <= 0 {
 		p.StoreMinAvailable.Percent = DefaultStoreMinAvailablePercent
+	}
+	if p.StoreReserve == 0 {
+		p.StoreReserve = DefaultStoreReserve
 	}
 	return p
 }
@@ -260,6 +270,7 @@ func (n *Node) checkLocalStorage(ctx context.Context) {
 		n.log.Warn("local storage: stat the store's file system", zap.Error(err))
 		return
 	}
+	n.ensureReserve(available, capacity)
 	if pod, msg := storeFsEviction(n.evictPolicy.StoreMinAvailable, available, capacity, candidates); pod != nil {
 		n.evict(ctx, pod, SignalNodeFsAvailable, msg)
 	}
@@ -294,7 +305,7 @@ func (n *Node) evict(ctx context.Context, pod *corev1.Pod, signal, msg string) {
 		c := store.StatusChange(ref, status)
 		c.Sandbox = storedSandbox(w.lastSandbox())
 		ev := store.EventChange(ref, store.Event{Type: corev1.EventTypeWarning, Reason: ReasonEvicted, Message: msg})
-		if _, err := n.store.Append(c, ev); err != nil {
+		if err := n.appendReleasing(c, ev); err != nil {
 			log.Warn("evict pod: record the status", zap.Error(err))
 			return false
 		}

@@ -318,3 +318,90 @@ func TestMetricsLocalStorage(t *testing.T) {
 		return sample(t, reg, engine.MetricPodEphemeralUsage, "namespace", pod.Namespace, "pod", pod.Name) == nil
 	})
 }
+
+// TestStoreStaysWritableWhenAPodFillsItsFileSystem: the store and the
+// pods' volumes share a small file system (a 32 MiB tmpfs) and a pod fills
+// it to the last block. With an 8 MiB watermark and a 4 MiB reserve next
+// to the store, the pod is still evicted (recording the eviction may use
+// the reserve), its emptyDir is removed once it stopped, the store takes
+// new pods again and the reserve is made again. Needs root (CI runs as
+// root).
+func TestStoreStaysWritableWhenAPodFillsItsFileSystem(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test mounts a tmpfs and must run as root (CI does)")
+	}
+	fsDir := t.TempDir()
+	if err := unix.Mount("tmpfs", fsDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=32m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(fsDir, unix.MNT_DETACH); err != nil {
+			t.Error(err)
+		}
+	})
+	st, err := store.Open(filepath.Join(fsDir, "podsync.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	root := filepath.Join(fsDir, "root")
+	reserve := filepath.Join(fsDir, "podsync.db.reserve")
+	h := newNodeHarness(t, func(o *engine.NodeOptions) {
+		o.Store = st
+		o.Config.RootDir = root
+		o.Eviction = engine.EvictionPolicy{Period: evictionPeriod, StoreMinAvailable: engine.StorageThreshold{Bytes: 8 << 20},
+			StoreReserve: 4 << 20}
+	})
+	h.st, h.cfg.RootDir = st, root
+	h.eventually("the reserve made at the start", func() bool {
+		fi, err := os.Stat(reserve)
+		return err == nil && fi.Size() == 4<<20
+	})
+	pod := enginetest.Pod()
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	h.apply(pod)
+	// The pod writes until the file system is full.
+	f, err := os.Create(filepath.Join(criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, "data", h.cfg), "blob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err = f.Write(buf); err != nil {
+			break
+		}
+	}
+	_ = f.Close()
+	if !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("filling the file system: %v, want ENOSPC", err)
+	}
+
+	st2 := h.waitEvicted(pod)
+	if !strings.Contains(st2.Message, "Threshold quantity: 8Mi, available: ") {
+		t.Errorf("message %q, want the watermark's", st2.Message)
+	}
+	h.waitStopped(pod)
+	h.eventually("the evicted pod's emptyDir removed", func() bool {
+		_, err := os.Stat(criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, "data", h.cfg))
+		return errors.Is(err, os.ErrNotExist)
+	})
+	// The store takes a new pod, and its record and status.
+	other := enginetest.Pod()
+	other.Name, other.UID = "other", "uid-2"
+	h.apply(other)
+	if st := h.storedStatus(other); st.Phase != corev1.PodRunning {
+		t.Errorf("a pod applied after the eviction is %s, want Running", st.Phase)
+	}
+	h.stepUntil("the reserve in place again", func() bool {
+		fi, err := os.Stat(reserve)
+		return err == nil && fi.Size() == 4<<20
+	})
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(fsDir, &sfs); err != nil {
+		t.Fatal(err)
+	}
+	if free := int64(sfs.Bavail) * sfs.Bsize; free < 8<<20 {
+		t.Errorf("%d bytes free after the eviction, want the watermark's 8 MiB", free)
+	}
+}

@@ -364,6 +364,7 @@ func (n *Node) Run(ctx context.Context) error {
 		return err
 	}
 	n.metrics.attach(n)
+	n.checkReserve()
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()

@@ -105,7 +105,7 @@ func newNodeHarness(t *testing.T, mutate ...func(*engine.NodeOptions)) *nodeHarn
 		// Relists and rotation only when the test steps the clock far.
 		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
 		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour},
-		Eviction: engine.EvictionPolicy{Period: time.Hour}}
+		Eviction: engine.EvictionPolicy{Period: time.Hour, StoreReserve: -1}}
 	for _, m := range mutate {
 		m(&opts)
 	}
