@@ -282,8 +282,15 @@ func (n *Node) checkLocalStorage(ctx context.Context) {
 // runnable). A pod deleted, terminal or gone meanwhile is left alone.
 func (n *Node) evict(ctx context.Context, pod *corev1.Pod, signal, msg string) {
 	log := n.log.With(logx.Pod(pod)...)
-	w, err := n.lockWorker(ctx, pod.UID)
+	// A long pass (an image pull) holds the pod's lock: the next period
+	// tries again rather than hold up the other pods' evictions.
+	lctx, cancel := context.WithTimeout(ctx, n.evictPolicy.Period)
+	defer cancel()
+	w, err := n.lockWorker(lctx, pod.UID)
 	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn("evict pod: its pass runs on; the next measurement tries again", zap.String(logx.Signal, signal))
+		}
 		return
 	}
 	done := func() bool {
