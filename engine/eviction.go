@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -90,18 +89,6 @@ type StorageThreshold struct {
 // bytesOf returns the threshold on a file system of capacity bytes.
 func (t StorageThreshold) bytesOf(capacity int64) int64 {
 	return max(t.Bytes, int64(t.Percent/100*float64(capacity)))
-}
-
-func (t StorageThreshold) String() string {
-	switch {
-	case t.Disabled:
-		return "disabled"
-	case t.Percent > 0 && t.Bytes > 0:
-		return strconv.FormatFloat(t.Percent, 'f', -1, 64) + "% or " + resource.NewQuantity(t.Bytes, resource.BinarySI).String()
-	case t.Percent > 0:
-		return strconv.FormatFloat(t.Percent, 'f', -1, 64) + "%"
-	}
-	return resource.NewQuantity(t.Bytes, resource.BinarySI).String()
 }
 
 func (p EvictionPolicy) withDefaults() EvictionPolicy {
