@@ -25,6 +25,8 @@ const (
 	MetricCRIRequestDuration = "podsync_cri_request_duration_seconds"
 	MetricSyncPassesSkipped  = "podsync_sync_passes_skipped_total"
 	MetricOrphanedPods       = "podsync_orphaned_pods"
+	MetricEvictions          = "podsync_evictions_total"
+	MetricPodEphemeralUsage  = "podsync_pod_ephemeral_storage_bytes"
 )
 
 // Outcomes of a sync pass, the outcome label of
@@ -128,6 +130,7 @@ type Metrics struct {
 	skipped   prometheus.Counter
 	steps     *prometheus.CounterVec
 	cri       *prometheus.HistogramVec
+	evictions *prometheus.CounterVec
 	errorCode func(error) string
 	node      *nodeCollector
 }
@@ -154,8 +157,15 @@ func NewMetrics(reg prometheus.Registerer, opts MetricsOptions) (*Metrics, error
 			Help:    "Duration of CRI calls, by method and gRPC code (OK on success); GetContainerEvents until its stream is established.",
 			Buckets: criBuckets,
 		}, []string{"method", "code"}),
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricEvictions,
+			Help: "Pods evicted for their local storage, by the kubelet's eviction signal.",
+		}, []string{"signal"}),
 		errorCode: opts.ErrorCode,
 		node: &nodeCollector{
+			usage: prometheus.NewDesc(MetricPodEphemeralUsage,
+				"Local ephemeral storage of a pod at its last measurement (disk-backed emptyDir and configMap volumes, hosts file, containers' writable layers and logs); present while a node runs.",
+				[]string{"namespace", "pod"}, nil),
 			pods: prometheus.NewDesc(MetricPods,
 				"Pods the node holds, by the phase of their last status; present while a node runs.", []string{"phase"}, nil),
 			backoffs: prometheus.NewDesc(MetricBackoffsActive,
@@ -172,7 +182,10 @@ func NewMetrics(reg prometheus.Registerer, opts MetricsOptions) (*Metrics, error
 	for _, o := range []string{PassSuccess, PassStepFailed, PassError, PassCanceled} {
 		m.passes.WithLabelValues(o)
 	}
-	for _, c := range []prometheus.Collector{m.passes, m.skipped, m.steps, m.cri, m.node} {
+	for _, sig := range evictionSignals {
+		m.evictions.WithLabelValues(sig)
+	}
+	for _, c := range []prometheus.Collector{m.passes, m.skipped, m.steps, m.cri, m.evictions, m.node} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register engine metrics: %w", err)
 		}
@@ -238,6 +251,13 @@ func (m *Metrics) ObserveStep(st syncer.StepResult) {
 	m.steps.WithLabelValues(string(st.Action), result, reason).Inc()
 }
 
+// observeEviction counts one eviction.
+func (m *Metrics) observeEviction(signal string) {
+	if m != nil {
+		m.evictions.WithLabelValues(signal).Inc()
+	}
+}
+
 // observeCRI records one CRI call that began at start.
 func (m *Metrics) observeCRI(method string, start time.Time, err error) {
 	code := CodeOK
@@ -265,14 +285,15 @@ func (m *Metrics) detach(n *Node) {
 // nodeCollector computes podsync_pods and podsync_backoffs_active at
 // scrape time from what the running node's workers last saw.
 type nodeCollector struct {
-	pods, backoffs, orphans *prometheus.Desc
-	cur                     atomic.Pointer[Node]
+	pods, backoffs, orphans, usage *prometheus.Desc
+	cur                            atomic.Pointer[Node]
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.pods
 	ch <- c.backoffs
 	ch <- c.orphans
+	ch <- c.usage
 }
 
 func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -286,6 +307,9 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.backoffs, prometheus.GaugeValue, float64(backoffs))
 	ch <- prometheus.MustNewConstMetric(c.orphans, prometheus.GaugeValue, float64(n.orphanCount()))
+	for _, u := range n.storageUsages() {
+		ch <- prometheus.MustNewConstMetric(c.usage, prometheus.GaugeValue, float64(u.bytes), u.ref.Namespace, u.ref.Name)
+	}
 }
 
 // podSummary is what the metrics need of a pod's last status.

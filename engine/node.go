@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -135,6 +136,10 @@ type NodeOptions struct {
 	GC GCPolicy
 	// LogRotation configures container log rotation.
 	LogRotation LogRotation
+	// Eviction configures the eviction of pods over their local storage
+	// limits and of the largest user of the store's file system when it
+	// runs low.
+	Eviction EvictionPolicy
 	// Admit, if set, is asked about every pod Apply is given that the node
 	// does not hold yet, before it is stored. Nil admits every pod.
 	Admit AdmitFunc
@@ -197,9 +202,13 @@ type Node struct {
 	cfg     criconfig.Options
 	gc      GCPolicy
 	rot     LogRotation
-	admit   AdmitFunc
-	policy  PolicyFunc
-	metrics *Metrics
+	// evictPolicy is NodeOptions.Eviction with defaults; storeDir the
+	// store file's directory, whose file system it keeps from filling.
+	evictPolicy EvictionPolicy
+	storeDir    string
+	admit       AdmitFunc
+	policy      PolicyFunc
+	metrics     *Metrics
 	// removeOrphans and adoptRuntime are NodeOptions.RemoveOrphans and
 	// AdoptRuntime.
 	removeOrphans, adoptRuntime bool
@@ -224,6 +233,10 @@ type Node struct {
 
 	obsMu     sync.Mutex
 	observers map[types.UID][]*stepObserver
+
+	// usage is the last measurement of the pods' local storage, in bytes.
+	usageMu sync.Mutex
+	usage   map[types.UID]int64
 
 	// admitMu serialises the admission of new pods; admitting holds the
 	// pods admitted and not stored yet.
@@ -317,7 +330,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	return &Node{
 		rt: opts.Runtime, store: opts.Store, syncer: ps, watcher: watcher, prober: pm,
 		clock: opts.Clock, log: opts.Logger, backoff: opts.Backoff, cfg: opts.Config.WithDefaults(),
-		gc: gc, rot: opts.LogRotation.withDefaults(), admit: opts.Admit, policy: opts.Policy, metrics: opts.Metrics,
+		gc: gc, rot: opts.LogRotation.withDefaults(), evictPolicy: opts.Eviction.withDefaults(), storeDir: filepath.Dir(opts.Store.Path()), admit: opts.Admit, policy: opts.Policy, metrics: opts.Metrics,
 		unavailable: opts.RuntimeUnavailable, removeOrphans: opts.RemoveOrphans, adoptRuntime: opts.AdoptRuntime, ready: make(chan struct{}), workers: map[types.UID]*worker{},
 		admitting: map[types.UID]*reservation{}, orphans: map[types.UID]plan.PodRef{},
 	}, nil
@@ -330,7 +343,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 // counts and back-off continue from the runtime's annotations and times),
 // and pods marked deleting finish their deletion. Then the runtime
 // watcher, the prober and one worker per pod run, with the garbage
-// collector and the log rotation.
+// collector, the log rotation and the local storage eviction.
 //
 // Run returns nil once ctx has ended and every goroutine it started has
 // stopped, or an error if the store or the runtime cannot be read at the
@@ -369,6 +382,7 @@ func (n *Node) Run(ctx context.Context) error {
 		return err
 	}
 	n.metrics.attach(n)
+	n.checkReserve()
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -377,10 +391,11 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 	}()
 	hints := n.watcher.SubscribeHints(ctx)
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.dispatchHints(hints)
 	go n.every(ctx, n.gc.Period, n.collectOrphans)
 	go n.every(ctx, n.rot.Period, n.RotateLogs)
+	go n.every(ctx, n.evictPolicy.Period, n.checkLocalStorage)
 
 	n.mu.Lock()
 	n.loopsOn = true

@@ -96,10 +96,16 @@ func newNodeHarness(t *testing.T, mutate ...func(*engine.NodeOptions)) *nodeHarn
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	cfg := criconfig.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), CgroupFS: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
+	t.Cleanup(func() {
+		if err := syncer.UnmountBelow(cfg.RootDir); err != nil {
+			t.Error(err)
+		}
+	})
 	opts := engine.NodeOptions{Runtime: rt, Images: rt, Store: st, Clock: clk, Logger: zaptest.NewLogger(t), Config: cfg,
 		// Relists and rotation only when the test steps the clock far.
 		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
-		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour}}
+		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour},
+		Eviction: engine.EvictionPolicy{Period: time.Hour, StoreReserve: -1}}
 	for _, m := range mutate {
 		m(&opts)
 	}

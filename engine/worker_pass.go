@@ -88,6 +88,7 @@ func (w *worker) pass(ctx context.Context, byLoop bool, emit func(syncer.StepRes
 		if settled, err := w.n.terminalSettled(ctx, pod.UID); err == nil && settled {
 			w.enter(terminated)
 			w.n.prober.RemovePod(pod.UID)
+			w.n.tearDownEvicted(ctx, pod)
 			w.setRetry(time.Time{})
 			return passOutcome{status: pod.Status}, nil
 		}

@@ -32,6 +32,8 @@ const (
 	Path          = "path"
 	Size          = "size"
 	Lost          = "lost"
+	Signal        = "signal"
+	UsedBytes     = "used_bytes"
 )
 
 // Keys of a request's scope, set by the server's interceptors and carried

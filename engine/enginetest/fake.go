@@ -54,7 +54,9 @@ const (
 //     does (1.6 answers Unknown);
 //   - streams CONTAINER_CREATED, _STARTED, _STOPPED and _DELETED events to
 //     every GetContainerEvents caller;
-//   - reports RuntimeReady and NetworkReady in Status.
+//   - reports RuntimeReady and NetworkReady in Status;
+//   - answers ContainerStats of a container it holds with its writable
+//     layer's usage (SetWritableLayer).
 //
 // InjectError works for runtime and image methods alike. Methods are safe for
 // concurrent use.
@@ -73,6 +75,7 @@ type FakeRuntime struct {
 	nextIP   int
 	subs     map[*subscriber]struct{}
 	dropped  int
+	writable map[string]uint64 // container id → writable layer bytes
 }
 
 var (

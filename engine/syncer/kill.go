@@ -64,8 +64,12 @@ func (p *pass) killPod(ctx context.Context, actions plan.PodActions) bool {
 // terminationGracePeriod is the kubelet's setTerminationGracePeriod: the
 // pod's deletion grace period, else the probe's terminationGracePeriod for
 // a probe kill, else the pod's terminationGracePeriodSeconds, else 2 s.
+// An evicted pod's containers get the kubelet eviction manager's override
+// (plan.EvictionGracePeriodSeconds) before any of them.
 func terminationGracePeriod(pod *corev1.Pod, c *corev1.Container, reason string) int64 {
 	switch {
+	case plan.IsEvicted(pod):
+		return plan.EvictionGracePeriodSeconds
 	case pod.DeletionGracePeriodSeconds != nil:
 		return *pod.DeletionGracePeriodSeconds
 	case pod.Spec.TerminationGracePeriodSeconds != nil:
@@ -128,7 +132,7 @@ func (p *pass) killContainer(ctx context.Context, k plan.ContainerAction, podIPs
 			return fail(fmt.Errorf("restore spec of container %q: %w", k.Name, err))
 		}
 		info := plan.ContainerAnnotationsFrom(resp.GetStatus().GetAnnotations())
-		restored := &corev1.Pod{ObjectMeta: p.pod.ObjectMeta}
+		restored := &corev1.Pod{ObjectMeta: p.pod.ObjectMeta, Status: p.pod.Status}
 		restored.DeletionGracePeriodSeconds = info.PodDeletionGracePeriod
 		if p.pod.DeletionGracePeriodSeconds != nil {
 			restored.DeletionGracePeriodSeconds = p.pod.DeletionGracePeriodSeconds

@@ -1,7 +1,6 @@
 package syncer
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -425,7 +424,7 @@ func bindFd(fd int, target string, ro bool) error {
 	if err := unmountAll(target); err != nil {
 		return err
 	}
-	if err := mountPoint(target, isDir); err != nil {
+	if err := makeMountPoint(target, isDir); err != nil {
 		return fmt.Errorf("create mount point %s: %w", target, err)
 	}
 	if err := unix.Mount("/proc/self/fd/"+strconv.Itoa(fd), target, "", unix.MS_BIND, ""); err != nil {
@@ -469,9 +468,9 @@ func mountedAs(target string, id fileID, ro bool) (bool, error) {
 	return (sfs.Flags&unix.ST_RDONLY != 0) == ro, nil
 }
 
-// mountPoint makes target a directory or an empty file, replacing what is
+// makeMountPoint makes target a directory or an empty file, replacing what is
 // there if it is the other kind (nothing is mounted there).
-func mountPoint(target string, isDir bool) error {
+func makeMountPoint(target string, isDir bool) error {
 	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
 		return err
 	}
@@ -491,90 +490,4 @@ func mountPoint(target string, isDir bool) error {
 		return err
 	}
 	return unix.Close(fd)
-}
-
-// unmountAll unmounts every mount at target, stacked ones included.
-func unmountAll(target string) error {
-	for range 64 {
-		err := unix.Unmount(target, unix.MNT_DETACH)
-		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
-			return nil // not a mount point (any more)
-		}
-		if err != nil {
-			return fmt.Errorf("unmount %s: %w", target, err)
-		}
-	}
-	return fmt.Errorf("unmount %s: still mounted after 64 unmounts", target)
-}
-
-// UnmountBelow unmounts every mount at or below dir (the deepest first),
-// as read from /proc/self/mountinfo, and fails if any is left: the caller
-// is about to remove dir, and removing through a bind mount would remove
-// the host's files. The kubelet's CleanSubPaths does the same before it
-// removes a pod's directory; RemovePod calls it, and tests call it on
-// their root directory before it is removed.
-func UnmountBelow(dir string) error {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	for range 8 {
-		mps, err := mountsBelow(dir)
-		if err != nil || len(mps) == 0 {
-			return err
-		}
-		slices.SortFunc(mps, func(a, b string) int { return len(b) - len(a) })
-		for _, mp := range mps {
-			if err := unmountAll(mp); err != nil {
-				return err
-			}
-		}
-	}
-	mps, err := mountsBelow(dir)
-	if err == nil && len(mps) > 0 {
-		err = fmt.Errorf("%s: still mounted below it: %v", dir, mps)
-	}
-	return err
-}
-
-// mountsBelow returns the mount points at or below dir in
-// /proc/self/mountinfo.
-func mountsBelow(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMountinfo(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	return out, sc.Err()
-}
-
-// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -147,11 +147,11 @@ func TestBindFd(t *testing.T) {
 
 func TestUnescapeMountinfo(t *testing.T) {
 	for in, want := range map[string]string{`/a\040b`: "/a b", `/tab\011x`: "/tab\tx", `/plain`: "/plain", `/end\04`: `/end\04`, `/back\134s`: `/back\s`} {
-		if got := unescapeMountinfo(in); got != want {
-			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
+		if got := unescapeMount(in); got != want {
+			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if strings.Contains(unescapeMountinfo(`\0400`), `\`) {
+	if strings.Contains(unescapeMount(`\0400`), `\`) {
 		t.Error("an escape followed by a digit was not decoded")
 	}
 }

@@ -201,7 +201,7 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 // step failed or ctx ended.
 func (p *pass) prepareSandbox(ctx context.Context, d plan.SandboxDecision) (sandboxRef, bool) {
 	// Volumes (the kubelet mounts them before SyncPod).
-	if err := p.s.setupVolumes(p.pod, p.in); err != nil {
+	if err := p.s.setupVolumes(p.pod, p.in, d.Create); err != nil {
 		p.rec.add(StepResult{Action: ActionMountVolumes, Target: plan.PodString(p.pod), Err: err, Reason: ReasonFailedMount,
 			Message: fmt.Sprintf("Unable to attach or mount volumes: %v", err), Start: p.s.clock.Now()})
 		return sandboxRef{}, false

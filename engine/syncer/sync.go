@@ -190,8 +190,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, in SyncInput, emi
 
 // RemovePod removes everything podsync holds for the pod: it stops and
 // removes every sandbox and container labelled with the pod's UID (without
-// grace: kill the pod with SyncPod first), its pod directory, log
-// directory and cgroup, and the pull failures remembered for it.
+// grace: kill the pod with SyncPod first), its pod directory (unmounting
+// its tmpfs volumes first), log directory and cgroup, and the pull
+// failures remembered for it.
 func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 	log := logx.From(ctx, s.log)
 	st, err := readPodState(ctx, s.rt, pod.UID)
@@ -222,7 +223,8 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 		log.Warn("pod identity is not a safe path: its directories are not removed", logx.Pod(pod)...)
 	default:
 		// Unmount first: removing through a subPath or hostPath bind
-		// mount would remove the host's files.
+		// mount would remove the host's files, and RemoveAll would empty
+		// the tmpfs volumes and leave the mounts behind.
 		if err := UnmountBelow(criconfig.PodDir(pod, s.cfg)); err != nil {
 			errs = append(errs, fmt.Errorf("unmount pod directory: %w", err))
 		} else {

@@ -35,11 +35,15 @@ const etcHostsPath = "/etc/hosts"
 // or key that is not optional, ErrInvalidSpec for a hostPath of the wrong
 // type.
 //
-// NOTE(podsync): emptyDir with medium Memory is a plain directory (no
-// tmpfs), and configMap and secret files are replaced one by one (renamed
-// into place, never written through a symbolic link) rather than through
-// the kubelet's atomic ..data symlink swap.
-func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput) error {
+// Secret volumes and emptyDir volumes of medium Memory are tmpfs mounts
+// (setupTmpfs), sized as the kubelet sizes them (criconfig.TmpfsSize);
+// RemovePod unmounts them. newSandbox says that the pass creates the
+// pod's sandbox: no container of the pod runs.
+//
+// NOTE(podsync): configMap and secret files are replaced one by one
+// (renamed into place, never written through a symbolic link) rather than
+// through the kubelet's atomic ..data symlink swap.
+func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput, newSandbox bool) error {
 	for _, dir := range []string{criconfig.PodDir(pod, s.cfg), filepath.Join(criconfig.PodDir(pod, s.cfg), "volumes"), filepath.Join(criconfig.PodDir(pod, s.cfg), "containers")} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return fmt.Errorf("create pod directory: %w", err)
@@ -51,7 +55,9 @@ func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput) error {
 		switch {
 		case v.EmptyDir != nil:
 			dir := criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, v.Name, s.cfg)
-			if err = os.MkdirAll(dir, 0o777); err == nil {
+			if v.EmptyDir.Medium == corev1.StorageMediumMemory {
+				err = setupTmpfs(tmpfsVolume{dir: dir, size: criconfig.TmpfsSize(pod, v.EmptyDir.SizeLimit, s.cfg), mode: 0o777}, newSandbox)
+			} else if err = os.MkdirAll(dir, 0o777); err == nil {
 				err = os.Chmod(dir, 0o777)
 			}
 		case v.HostPath != nil:
@@ -63,8 +69,13 @@ func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput) error {
 			}
 		case v.Secret != nil:
 			var files map[string]volumeFile
+			dir := criconfig.VolumeDir(pod, criconfig.VolumePluginSecret, v.Name, s.cfg)
 			if files, err = secretFiles(pod, v.Secret, in.Secrets); err == nil {
-				err = writeVolumeFiles(criconfig.VolumeDir(pod, criconfig.VolumePluginSecret, v.Name, s.cfg), files)
+				// A memory emptyDir without a size limit, as the
+				// kubelet's secret plugin wraps one.
+				if err = setupTmpfs(tmpfsVolume{dir: dir, size: criconfig.TmpfsSize(pod, nil, s.cfg), mode: 0o755, secret: true}, newSandbox); err == nil {
+					err = writeVolumeFiles(dir, files)
+				}
 			}
 		}
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/server"
 )
@@ -268,6 +270,32 @@ type Config struct {
 	// RevisionLogMaxBytes bounds the bytes of the revision log (config
 	// file only); 0 means store.DefaultKeepBytes (64 MiB).
 	RevisionLogMaxBytes int64 `json:"revisionLogMaxBytes,omitempty"`
+	// HousekeepingInterval is how often the pods' local storage is
+	// measured against their emptyDir sizeLimit and ephemeral-storage
+	// limits (--housekeeping-interval, the kubelet's name; 10 s).
+	HousekeepingInterval metav1.Duration `json:"housekeepingInterval,omitzero"`
+	// EvictionStoreMinAvailable is the free space the store's file system
+	// keeps: below it the pod using the most local storage there is
+	// evicted (--eviction-store-min-available; "5%", a quantity such as
+	// "2Gi", or "0" for no check).
+	EvictionStoreMinAvailable string `json:"evictionStoreMinAvailable,omitempty"`
+}
+
+// StoreThreshold parses EvictionStoreMinAvailable.
+func (c Config) StoreThreshold() (engine.StorageThreshold, error) {
+	v := strings.TrimSpace(c.EvictionStoreMinAvailable)
+	if pct, ok := strings.CutSuffix(v, "%"); ok {
+		f, err := strconv.ParseFloat(pct, 64)
+		if err != nil || f < 0 || f > 100 {
+			return engine.StorageThreshold{}, fmt.Errorf("--eviction-store-min-available %q: want a percentage from 0%% to 100%%", v)
+		}
+		return engine.StorageThreshold{Percent: f, Disabled: f == 0}, nil
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil || q.Sign() < 0 {
+		return engine.StorageThreshold{}, fmt.Errorf("--eviction-store-min-available %q: want a percentage (5%%) or a quantity (2Gi)", v)
+	}
+	return engine.StorageThreshold{Bytes: q.Value(), Disabled: q.IsZero()}, nil
 }
 
 // PolicyConfig is the node's admission policy (engine/admit.Policy): a
@@ -360,6 +388,9 @@ func DefaultConfig() Config {
 		MaxPods:         DefaultMaxPods,
 		ShutdownTimeout: metav1.Duration{Duration: DefaultShutdownTimeout},
 		SeccompDefault:  true,
+
+		HousekeepingInterval:      metav1.Duration{Duration: engine.DefaultHousekeepingInterval},
+		EvictionStoreMinAvailable: strconv.Itoa(engine.DefaultStoreMinAvailablePercent) + "%",
 	}
 }
 
@@ -416,6 +447,10 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 			"podsync pods the runtime holds from their CRI labels and annotations; ConfigMaps and Secrets are not recovered")
 	fs.IntVar(&c.MaxRecordBytes, "max-record-bytes", c.MaxRecordBytes,
 		"largest pod record the store accepts, the pod with the ConfigMaps and Secrets it refers to (0: 1.5 MiB)")
+	fs.DurationVar(&c.HousekeepingInterval.Duration, "housekeeping-interval", c.HousekeepingInterval.Duration,
+		"how often pods' local storage is measured against their emptyDir sizeLimit and ephemeral-storage limits")
+	fs.StringVar(&c.EvictionStoreMinAvailable, "eviction-store-min-available", c.EvictionStoreMinAvailable,
+		`free space the store's file system keeps: below it the pod using the most there is evicted (e.g. 5%, 2Gi; 0: no check)`)
 }
 
 // Validate checks c; it does not touch the file system. Call Complete
@@ -488,6 +523,12 @@ func (c Config) Validate(ctx context.Context) error {
 	}
 	if c.ShutdownTimeout.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout %s: must be positive", c.ShutdownTimeout.Duration))
+	}
+	if c.HousekeepingInterval.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("--housekeeping-interval %s: must be positive", c.HousekeepingInterval.Duration))
+	}
+	if _, err := c.StoreThreshold(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MetricsAddress != "" {
 		host, _, err := net.SplitHostPort(c.MetricsAddress)

@@ -431,6 +431,10 @@ func (d *daemon) supervise(ctx context.Context) {
 func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 	policy := withDenied(d.policy, append(ownDeniedPaths(d.cfg), runtimeDeniedPaths(ctx, rt, d.log)...), d.log)
 	admitFn, policyFn := engine.Admission(d.hooksFor, policy)
+	threshold, err := d.cfg.StoreThreshold()
+	if err != nil {
+		return err
+	}
 	node, err := engine.NewNode(engine.NodeOptions{
 		Runtime: d.metrics.InstrumentRuntime(rt),
 		Images:  d.metrics.InstrumentImages(rt),
@@ -460,6 +464,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		RuntimeUnavailable: runtimeUnavailable,
 		RemoveOrphans:      d.cfg.RemoveOrphans,
 		AdoptRuntime:       d.cfg.AdoptRuntime,
+		Eviction:           engine.EvictionPolicy{Period: d.cfg.HousekeepingInterval.Duration, StoreMinAvailable: threshold},
 	})
 	if err != nil {
 		return err

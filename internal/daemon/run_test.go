@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/internal/daemon"
 )
@@ -80,6 +81,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if p := c.Policy.Admit(); p.Level != "baseline" || len(p.AllowedHostPorts)+len(p.AllowedCapabilities)+len(p.AllowedUnsafeSysctls) != 0 {
 		t.Errorf("default admission policy %+v, want baseline without exemptions", p)
 	}
+	if th, err := c.StoreThreshold(); c.HousekeepingInterval.Duration != 10*time.Second || err != nil ||
+		th != (engine.StorageThreshold{Percent: 5}) {
+		t.Errorf("housekeeping interval %s, store threshold %+v (%v); want 10s, 5%%", c.HousekeepingInterval.Duration, th, err)
+	}
 
 	// Host-derived defaults.
 	c, err = daemon.LoadConfig(t.Context(), []string{"--resolv-conf="})
@@ -99,6 +104,8 @@ clusterDomain: file.local
 clusterDNS: [10.0.0.10]
 maxPods: 20
 shutdownTimeout: 5s
+housekeepingInterval: 3s
+evictionStoreMinAvailable: 2Gi
 logLevel: debug
 listen:
   - unix:///file/a.sock
@@ -118,7 +125,7 @@ security:
 `)
 	args := append([]string{"--config", file,
 		"--root-dir=/flag/root", "--max-pods=30", "--listen=unix:///flag/c.sock",
-		"--allowed-host-paths=/srv:rw", "--system-reserved=memory=1Gi"}, base...)
+		"--allowed-host-paths=/srv:rw", "--system-reserved=memory=1Gi", "--housekeeping-interval=4s"}, base...)
 	c, err := daemon.LoadConfig(t.Context(), args)
 	if err != nil {
 		t.Fatal(err)
@@ -133,8 +140,11 @@ security:
 		t.Errorf("file values lost: %+v", c)
 	}
 	// Flags override the file; a repeatable flag replaces the file's list.
-	if c.RootDir != "/flag/root" || c.MaxPods != 30 {
-		t.Errorf("rootDir %q, maxPods %d: flags must win", c.RootDir, c.MaxPods)
+	if th, err := c.StoreThreshold(); err != nil || th != (engine.StorageThreshold{Bytes: 2 << 30}) {
+		t.Errorf("store threshold %+v (%v), want the file's 2Gi", th, err)
+	}
+	if c.RootDir != "/flag/root" || c.MaxPods != 30 || c.HousekeepingInterval.Duration != 4*time.Second {
+		t.Errorf("rootDir %q, maxPods %d, housekeeping %s: flags must win", c.RootDir, c.MaxPods, c.HousekeepingInterval.Duration)
 	}
 	if fmt.Sprint(c.Listen) != "[unix:///flag/c.sock]" || fmt.Sprint(c.Policy.AllowedHostPaths) != "[/srv:rw]" {
 		t.Errorf("listen %q, allowedHostPaths %q: the flags' lists must replace the file's", c.Listen, c.Policy.AllowedHostPaths)
@@ -172,6 +182,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{name: "cluster dns", args: []string{"--cluster-dns=1.2.3"}, want: []string{`--cluster-dns "1.2.3"`}},
 		{name: "max pods", args: []string{"--max-pods=0"}, want: []string{"--max-pods 0"}},
 		{name: "shutdown timeout", args: []string{"--shutdown-timeout=0s"}, want: []string{"--shutdown-timeout"}},
+		{name: "housekeeping interval", args: []string{"--housekeeping-interval=0s"}, want: []string{"--housekeeping-interval 0s"}},
+		{name: "store threshold percent", args: []string{"--eviction-store-min-available=120%"}, want: []string{`--eviction-store-min-available "120%"`}},
+		{name: "store threshold quantity", args: []string{"--eviction-store-min-available=lots"}, want: []string{`--eviction-store-min-available "lots"`}},
 		{name: "metrics on every interface", args: []string{"--metrics-address=:9090"}, want: []string{"not a loopback address", "--metrics-allow-remote"}},
 		{name: "metrics on a public address", args: []string{"--metrics-address=192.0.2.1:9090"}, want: []string{"not a loopback address"}},
 		{name: "reserved resource", args: []string{"--system-reserved=gpu=1"}, want: []string{"--system-reserved gpu"}},

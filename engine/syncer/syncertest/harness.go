@@ -52,7 +52,8 @@ func New(t *testing.T, mutate ...func(*syncer.SyncerOptions)) *Harness {
 		m(&opts)
 	}
 	// Before the root directory is removed: the subPath and hostPath
-	// bind mounts the passes made must not be removed through.
+	// bind mounts the passes made must not be removed through, nor the
+	// pods' tmpfs volumes left mounted.
 	t.Cleanup(func() {
 		if err := syncer.UnmountBelow(opts.Config.RootDir); err != nil {
 			t.Errorf("unmount below the root directory: %v", err)

@@ -1,0 +1,370 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/logx"
+)
+
+// DefaultHousekeepingInterval is how often the node measures the local
+// storage of its pods (the kubelet's --housekeeping-interval, whose
+// measurements its eviction manager reads every 10 s).
+const DefaultHousekeepingInterval = 10 * time.Second
+
+// The kubelet's eviction reason and messages (pkg/kubelet/eviction
+// helpers.go).
+const (
+	// ReasonEvicted is the reason of an evicted pod's status and event.
+	ReasonEvicted                       = plan.ReasonEvicted
+	emptyDirMessageFmt                  = "Usage of EmptyDir volume %q exceeds the limit %q. "
+	containerEphemeralStorageMessageFmt = "Container %s exceeded its local ephemeral storage limit %q. "
+	podEphemeralStorageMessageFmt       = "Pod ephemeral local storage usage exceeds the total limit of containers %s. "
+	nodeLowMessageFmt                   = "The node was low on resource: %v. "
+	thresholdMetMessageFmt              = "Threshold quantity: %v, available: %v. "
+)
+
+// Eviction signals, the signal label of podsync_evictions_total: the
+// kubelet's names.
+const (
+	SignalEmptyDirFsLimit           = "emptydirfs.limit"
+	SignalEphemeralPodFsLimit       = "ephemeralpodfs.limit"
+	SignalEphemeralContainerFsLimit = "ephemeralcontainerfs.limit"
+	SignalNodeFsAvailable           = "nodefs.available"
+)
+
+// evictionSignals are the values of podsync_evictions_total's signal
+// label.
+var evictionSignals = []string{SignalEmptyDirFsLimit, SignalEphemeralPodFsLimit, SignalEphemeralContainerFsLimit, SignalNodeFsAvailable}
+
+// DefaultStoreMinAvailablePercent is StorageThreshold's default: the
+// store's file system keeps 5% free (the kubelet's nodefs.available
+// default is 10%).
+const DefaultStoreMinAvailablePercent = 5
+
+// EvictionPolicy configures the node's local storage eviction, the
+// kubelet eviction manager's localStorageEviction and its nodefs.available
+// threshold.
+type EvictionPolicy struct {
+	// Period is how often the local storage of every pod that is neither
+	// terminal nor being deleted is measured; zero means
+	// DefaultHousekeepingInterval.
+	Period time.Duration
+	// StoreMinAvailable is what must stay free on the file system of the
+	// store: below it, the pod that uses the most local storage on that
+	// file system is evicted, one per period, so that a pod filling the
+	// disk does not make the store unwritable. The zero value means
+	// DefaultStoreMinAvailablePercent; Disabled turns the check off.
+	StoreMinAvailable StorageThreshold
+	// StoreReserve is the size of a preallocated file next to the store
+	// (<store>.reserve), released when recording an eviction finds the
+	// file system full (ENOSPC) so that the eviction that frees the space
+	// can be stored, and made again once there is room above
+	// StoreMinAvailable; zero means DefaultStoreReserve, negative none.
+	// There is none while StoreMinAvailable is Disabled.
+	StoreReserve int64
+}
+
+// StorageThreshold is an amount of free space: Bytes, or Percent of the
+// file system's size, whichever is larger.
+type StorageThreshold struct {
+	Bytes    int64
+	Percent  float64
+	Disabled bool
+}
+
+// bytesOf returns the threshold on a file system of capacity bytes.
+func (t StorageThreshold) bytesOf(capacity int64) int64 {
+	return max(t.Bytes, int64(t.Percent/100*float64(capacity)))
+}
+
+func (p EvictionPolicy) withDefaults() EvictionPolicy {
+	if p.Period <= 0 {
+		p.Period = DefaultHousekeepingInterval
+	}
+	if t := p.StoreMinAvailable; !t.Disabled && t.Bytes <= 0 && t.Percent <= 0 {
+		p.StoreMinAvailable.Percent = DefaultStoreMinAvailablePercent
+	}
+	if p.StoreReserve == 0 {
+		p.StoreReserve = DefaultStoreReserve
+	}
+	return p
+}
+
+// podStorageUsage is what one measurement found of a pod's local
+// storage, in bytes of disk in use.
+type podStorageUsage struct {
+	// Volumes are the pod's disk-backed emptyDir volumes by name.
+	Volumes map[string]int64
+	// Containers are the running containers by name: the writable layer
+	// (CRI ContainerStats) and the container's log files, as the kubelet
+	// counts a container's ephemeral storage.
+	Containers map[string]int64
+	// Total is the pod's ephemeral storage: its containers, its disk-backed
+	// emptyDir and configMap volumes and its hosts file (the kubelet's
+	// calcEphemeralStorage).
+	Total int64
+}
+
+// localStorageEviction is the kubelet's localStorageEviction for one pod:
+// the emptyDir limits first (emptyDirLimitEviction), then the pod's total
+// (podEphemeralStorageLimitEviction), then each container's limit
+// (containerEphemeralStorageLimitEviction). It returns the signal and the
+// kubelet's message of the first limit exceeded, or "" if none is. Memory
+// emptyDir volumes are not measured: the kernel bounds their tmpfs. It is
+// pure.
+func localStorageEviction(pod *corev1.Pod, u podStorageUsage) (signal, message string) {
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if v.EmptyDir == nil || v.EmptyDir.Medium == corev1.StorageMediumMemory {
+			continue
+		}
+		size := v.EmptyDir.SizeLimit
+		used, ok := u.Volumes[v.Name]
+		if ok && size != nil && size.Sign() == 1 && used > size.Value() {
+			return SignalEmptyDirFsLimit, fmt.Sprintf(emptyDirMessageFmt, v.Name, size.String())
+		}
+	}
+	if lim, ok := criconfig.PodLimits(pod)[corev1.ResourceEphemeralStorage]; ok && u.Total > lim.Value() {
+		return SignalEphemeralPodFsLimit, fmt.Sprintf(podEphemeralStorageMessageFmt, lim.String())
+	}
+	// The regular containers' and the sidecars' limits.
+	limits := map[string]*resource.Quantity{}
+	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			c := &list[i]
+			if isInit(pod, c.Name) && !plan.IsRestartableInitContainer(c) {
+				continue
+			}
+			if q := c.Resources.Limits.StorageEphemeral(); !q.IsZero() {
+				limits[c.Name] = q
+			}
+		}
+	}
+	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			name := list[i].Name
+			used, ok := u.Containers[name]
+			if lim := limits[name]; ok && lim != nil && used > lim.Value() {
+				return SignalEphemeralContainerFsLimit, fmt.Sprintf(containerEphemeralStorageMessageFmt, name, lim.String())
+			}
+		}
+	}
+	return "", ""
+}
+
+// isInit reports whether name is one of pod's init containers.
+func isInit(pod *corev1.Pod, name string) bool {
+	return slices.ContainsFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == name })
+}
+
+// storeFsCandidate is a pod that uses local storage on the store's file
+// system.
+type storeFsCandidate struct {
+	pod  *corev1.Pod
+	used int64
+}
+
+// storeFsEviction is the kubelet's nodefs.available threshold for the
+// store's file system: with available bytes free of capacity, below the
+// threshold, it returns the pod to evict (the one using the most, ties
+// broken by namespace and name) and the kubelet's message; nil if the
+// threshold is not met or no pod uses any space there. It is pure.
+func storeFsEviction(t StorageThreshold, available, capacity int64, pods []storeFsCandidate) (*corev1.Pod, string) {
+	if t.Disabled {
+		return nil, ""
+	}
+	threshold := t.bytesOf(capacity)
+	if available >= threshold {
+		return nil, ""
+	}
+	pods = slices.DeleteFunc(slices.Clone(pods), func(c storeFsCandidate) bool { return c.used <= 0 })
+	if len(pods) == 0 {
+		return nil, ""
+	}
+	slices.SortFunc(pods, func(a, b storeFsCandidate) int {
+		return cmp.Or(cmp.Compare(b.used, a.used), cmp.Compare(a.pod.Namespace, b.pod.Namespace), cmp.Compare(a.pod.Name, b.pod.Name))
+	})
+	msg := fmt.Sprintf(nodeLowMessageFmt, corev1.ResourceEphemeralStorage) +
+		fmt.Sprintf(thresholdMetMessageFmt, resource.NewQuantity(threshold, resource.BinarySI), resource.NewQuantity(available, resource.BinarySI))
+	return pods[0].pod, msg
+}
+
+// checkLocalStorage measures the local storage of every pod that is
+// neither terminal nor being deleted and evicts those over a limit, as the
+// kubelet's eviction manager; if none is, and the store's file system is
+// below its threshold, it evicts the pod using the most there. A pod whose
+// measurement fails is not evicted (the failure is logged). Run calls it
+// every EvictionPolicy.Period.
+func (n *Node) checkLocalStorage(ctx context.Context) {
+	pods, err := n.activePods()
+	if err != nil {
+		n.log.Warn("local storage: list pods", zap.Error(err))
+		return
+	}
+	usage := make(map[types.UID]int64, len(pods))
+	var candidates []storeFsCandidate
+	evicted := false
+	storeDev, devErr := deviceOf(n.storeDir)
+	for _, pod := range pods {
+		if ctx.Err() != nil {
+			return
+		}
+		u, err := n.measurePod(ctx, pod)
+		if err != nil {
+			if ctx.Err() == nil {
+				n.log.Warn("local storage: measurement failed; the pod is not evicted", append(logx.Pod(pod), zap.Error(err))...)
+			}
+			continue
+		}
+		usage[pod.UID] = u.Total
+		if signal, msg := localStorageEviction(pod, u); signal != "" {
+			n.evict(ctx, pod, signal, msg)
+			evicted = true
+			continue
+		}
+		if devErr == nil {
+			if dev, err := deviceOf(criconfig.PodDir(pod, n.cfg)); err == nil && dev == storeDev {
+				candidates = append(candidates, storeFsCandidate{pod: pod, used: u.Total})
+			}
+		}
+	}
+	n.noteStorageUsage(usage)
+	if evicted {
+		// As the kubelet: limit evictions first; the threshold is
+		// checked again once they have freed their space.
+		return
+	}
+	if devErr != nil {
+		n.log.Warn("local storage: stat the store's file system", zap.Error(devErr))
+		return
+	}
+	available, capacity, err := fsSpace(n.storeDir)
+	if err != nil {
+		n.log.Warn("local storage: stat the store's file system", zap.Error(err))
+		return
+	}
+	n.ensureReserve(available, capacity)
+	if pod, msg := storeFsEviction(n.evictPolicy.StoreMinAvailable, available, capacity, candidates); pod != nil {
+		n.evict(ctx, pod, SignalNodeFsAvailable, msg)
+	}
+}
+
+// evict fails the pod with the kubelet's eviction status — phase Failed,
+// reason Evicted, msg — and event, under its worker's lock, and kicks its
+// worker, whose pass then kills its containers (a terminal pod is not
+// runnable). A pod deleted, terminal or gone meanwhile is left alone.
+func (n *Node) evict(ctx context.Context, pod *corev1.Pod, signal, msg string) {
+	log := n.log.With(logx.Pod(pod)...)
+	// A long pass (an image pull) holds the pod's lock: the next period
+	// tries again rather than hold up the other pods' evictions.
+	lctx, cancel := context.WithTimeout(ctx, n.evictPolicy.Period)
+	defer cancel()
+	w, err := n.lockWorker(lctx, pod.UID)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn("evict pod: its pass runs on; the next measurement tries again", zap.String(logx.Signal, signal))
+		}
+		return
+	}
+	done := func() bool {
+		defer w.release()
+		rec, err := n.store.Get(pod.UID)
+		if errors.Is(err, errdefs.ErrPodNotFound) {
+			return false
+		}
+		if err != nil {
+			log.Warn("evict pod: read the store", zap.Error(err))
+			return false
+		}
+		if rec.Deleting || isTerminal(rec.Pod.Status.Phase) {
+			return false
+		}
+		status := rec.Pod.Status.DeepCopy()
+		status.Phase, status.Reason, status.Message = corev1.PodFailed, ReasonEvicted, msg
+		ref := store.RefOf(rec.Pod)
+		c := store.StatusChange(ref, status)
+		c.Sandbox = storedSandbox(w.lastSandbox())
+		ev := store.EventChange(ref, store.Event{Type: corev1.EventTypeWarning, Reason: ReasonEvicted, Message: msg})
+		if err := n.appendReleasing(c, ev); err != nil {
+			log.Warn("evict pod: record the status", zap.Error(err))
+			return false
+		}
+		w.noteStatus(status)
+		return true
+	}()
+	if !done {
+		return
+	}
+	n.metrics.observeEviction(signal)
+	log.Info("pod evicted", zap.String(logx.Signal, signal), zap.String(logx.Reason, msg))
+	w.kickSelf()
+}
+
+// noteStorageUsage keeps the last measurement for the metrics.
+func (n *Node) noteStorageUsage(usage map[types.UID]int64) {
+	n.usageMu.Lock()
+	n.usage = usage
+	n.usageMu.Unlock()
+}
+
+// podUsage is one pod's last measured local storage.
+type podUsage struct {
+	ref   store.PodRef
+	bytes int64
+}
+
+// storageUsages returns the last measurement of the pods the node still
+// holds.
+func (n *Node) storageUsages() []podUsage {
+	n.usageMu.Lock()
+	usage := n.usage
+	n.usageMu.Unlock()
+	out := make([]podUsage, 0, len(usage))
+	for uid, b := range usage {
+		n.mu.Lock()
+		w := n.workers[uid]
+		n.mu.Unlock()
+		if w == nil {
+			continue
+		}
+		if ref, ok := w.podRef(); ok {
+			out = append(out, podUsage{ref: ref, bytes: b})
+		}
+	}
+	return out
+}
+
+// volumeTearer is the optional capability of a PodSyncer to tear down the
+// volumes of a pod that no longer runs (syncer.Syncer has it).
+type volumeTearer interface {
+	TearDownVolumes(pod *corev1.Pod) error
+}
+
+// tearDownEvicted removes the volumes of an evicted pod once nothing of it
+// runs, as the kubelet tears down the volumes of a terminated pod: the
+// space its emptyDir volumes held is freed, its tmpfs volumes unmounted.
+// Its record, status and logs stay until it is deleted. The caller holds
+// the pod's worker lock.
+func (n *Node) tearDownEvicted(ctx context.Context, pod *corev1.Pod) {
+	t, ok := n.syncer.(volumeTearer)
+	if !ok || !plan.IsEvicted(pod) {
+		return
+	}
+	if err := t.TearDownVolumes(pod); err != nil {
+		logx.From(ctx, n.log).Warn("tear down the volumes of an evicted pod", append(logx.Pod(pod), zap.Error(err))...)
+	}
+}

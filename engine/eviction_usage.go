@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/plan"
+)
+
+// containerStatser is the optional capability of a Runtime to report a
+// container's writable layer (CRI ContainerStats); k8s.io/cri-client's
+// runtime service has it.
+type containerStatser interface {
+	ContainerStats(ctx context.Context, containerID string) (*runtimeapi.ContainerStats, error)
+}
+
+// measurePod measures pod's local storage: its disk-backed emptyDir and
+// configMap volumes, its hosts file and, for each running container, its
+// writable layer and log files. Secret and memory emptyDir volumes are
+// tmpfs, counted as memory, not here.
+func (n *Node) measurePod(ctx context.Context, pod *corev1.Pod) (podStorageUsage, error) {
+	u := podStorageUsage{Volumes: map[string]int64{}, Containers: map[string]int64{}}
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		var dir string
+		switch {
+		case v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory:
+			dir = criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, v.Name, n.cfg)
+		case v.ConfigMap != nil:
+			dir = criconfig.VolumeDir(pod, criconfig.VolumePluginConfigMap, v.Name, n.cfg)
+		default:
+			continue
+		}
+		used, err := diskUsage(dir)
+		if err != nil {
+			return u, fmt.Errorf("volume %q: %w", v.Name, err)
+		}
+		if v.EmptyDir != nil {
+			u.Volumes[v.Name] = used
+		}
+		u.Total += used
+	}
+	hosts, err := diskUsage(filepath.Join(criconfig.PodDir(pod, n.cfg), "etc-hosts"))
+	if err != nil {
+		return u, err
+	}
+	u.Total += hosts
+
+	view, err := n.syncer.ReadView(ctx, pod.UID)
+	if err != nil {
+		return u, fmt.Errorf("read the runtime's view: %w", err)
+	}
+	stats, _ := n.rt.(containerStatser)
+	seen := map[string]bool{}
+	for _, c := range view.Containers { // newest first
+		if seen[c.Name] || c.State != plan.ContainerRunning {
+			continue
+		}
+		seen[c.Name] = true
+		if stats == nil {
+			return u, errNoContainerStats
+		}
+		st, err := stats.ContainerStats(ctx, c.ID)
+		if err != nil {
+			return u, fmt.Errorf("container %q stats: %w", c.Name, err)
+		}
+		used := int64(st.GetWritableLayer().GetUsedBytes().GetValue())
+		logs, err := diskUsage(filepath.Join(criconfig.PodLogDirectory(pod, n.cfg), c.Name))
+		if err != nil {
+			return u, fmt.Errorf("container %q logs: %w", c.Name, err)
+		}
+		used += logs
+		u.Containers[c.Name] = used
+		u.Total += used
+	}
+	return u, nil
+}
+
+// diskUsage is the kubelet's du (pkg/volume/util/fs DiskUsage): the
+// blocks in use below path, walked without following symbolic links or
+// crossing into another file system, each inode counted once. A path that
+// does not exist uses nothing.
+func diskUsage(path string) (int64, error) {
+	var top unix.Stat_t
+	if err := unix.Lstat(path, &top); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("measure %s: %w", path, err)
+	}
+	seen := map[uint64]bool{}
+	var total int64
+	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed while the walk ran
+		}
+		if err != nil {
+			return err
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				return nil
+			}
+			return err
+		}
+		if st.Dev != top.Dev {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if st.Nlink > 1 && !d.IsDir() {
+			if seen[st.Ino] {
+				return nil
+			}
+			seen[st.Ino] = true
+		}
+		total += st.Blocks * 512
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("measure %s: %w", path, err)
+	}
+	return total, nil
+}
+
+// deviceOf returns the device of the file system path is on.
+func deviceOf(path string) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	return st.Dev, nil
+}
+
+// fsSpace returns the bytes available to unprivileged users and the size
+// of the file system path is on.
+func fsSpace(path string) (available, capacity int64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return 0, 0, &os.PathError{Op: "statfs", Path: path, Err: err}
+	}
+	return int64(st.Bavail) * st.Bsize, int64(st.Blocks) * st.Bsize, nil
+}
+
+// errNoContainerStats is the error of a runtime without ContainerStats.
+var errNoContainerStats = errors.New("the runtime does not report container stats")
+
+// ContainerStats times the wrapped runtime's ContainerStats; a runtime
+// without one gives errNoContainerStats.
+func (r *timedRuntime) ContainerStats(ctx context.Context, containerID string) (*runtimeapi.ContainerStats, error) {
+	s, ok := r.rt.(containerStatser)
+	if !ok {
+		return nil, errNoContainerStats
+	}
+	return timed(r.m, "ContainerStats", func() (*runtimeapi.ContainerStats, error) { return s.ContainerStats(ctx, containerID) })
+}

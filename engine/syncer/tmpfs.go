@@ -1,0 +1,122 @@
+package syncer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/validation"
+)
+
+// isTmpfs reports whether dir is the mount point of a tmpfs.
+func isTmpfs(dir string) (bool, error) {
+	real, err := realPath(dir)
+	if err != nil {
+		return false, err
+	}
+	mounts, err := readMounts()
+	if err != nil {
+		return false, err
+	}
+	// The last mount of a path is the one visible.
+	for i := len(mounts) - 1; i >= 0; i-- {
+		if mounts[i].path == real {
+			return mounts[i].fsType == "tmpfs", nil
+		}
+	}
+	return false, nil
+}
+
+// tmpfsVolume is a memory-backed volume of a pod: a secret volume or an
+// emptyDir of medium Memory.
+type tmpfsVolume struct {
+	dir  string
+	size int64       // bytes; 0: the kernel's default
+	mode os.FileMode // of the tmpfs root
+	// secret volumes are mounted whatever the pod's containers hold: their
+	// files must never be written to disk.
+	secret bool
+}
+
+// setupTmpfs makes v.dir a tmpfs mount, as the kubelet's emptyDir
+// setupTmpfs: an existing tmpfs at v.dir is kept as it is (passes and
+// restarts of podsyncd reuse it rather than stack another over it). A
+// directory that is not a mount yet — a volume written to disk by an older
+// podsync — is mounted over, and what it holds is removed first, only
+// when newSandbox says that no container of the pod runs (none holds the
+// directory): otherwise a secret is mounted over it and its old files stay
+// beneath for the running containers that see them until the pod's
+// sandbox is re-created or the pod removed, and a memory emptyDir stays the
+// disk directory its running containers share (a tmpfs over it would split
+// the volume between them). The tmpfs is mounted noswap where the kernel
+// offers it (6.4 and later), so that its pages never reach a disk either.
+func setupTmpfs(v tmpfsVolume, newSandbox bool) error {
+	_, statErr := os.Lstat(v.dir)
+	existed := statErr == nil
+	if err := os.MkdirAll(v.dir, v.mode); err != nil {
+		return fmt.Errorf("create volume directory: %w", err)
+	}
+	mounted, err := isTmpfs(v.dir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case mounted:
+		return nil
+	case existed && !newSandbox && !v.secret:
+		// NOTE(podsync): a memory emptyDir an older podsync made on disk
+		// becomes a tmpfs with the pod's next sandbox.
+		return os.Chmod(v.dir, v.mode)
+	case !existed || newSandbox:
+		entries, err := os.ReadDir(v.dir)
+		if err != nil {
+			return fmt.Errorf("read volume directory: %w", err)
+		}
+		for _, e := range entries {
+			if err := os.RemoveAll(filepath.Join(v.dir, e.Name())); err != nil {
+				return fmt.Errorf("clear volume directory: %w", err)
+			}
+		}
+	}
+	opts := fmt.Sprintf("mode=%o", v.mode.Perm())
+	if v.size > 0 {
+		opts += fmt.Sprintf(",size=%d", v.size)
+	}
+	const flags = unix.MS_NOSUID | unix.MS_NODEV
+	err = unix.Mount("tmpfs", v.dir, "tmpfs", flags, opts+",noswap")
+	if errors.Is(err, unix.EINVAL) {
+		// A kernel without noswap.
+		err = unix.Mount("tmpfs", v.dir, "tmpfs", flags, opts)
+	}
+	if err != nil {
+		return fmt.Errorf("mount tmpfs on %s: %w", v.dir, err)
+	}
+	return nil
+}
+
+// TearDownVolumes removes the volumes of a pod that no longer runs, as
+// the kubelet's volume manager tears down those of a terminated pod: its
+// tmpfs mounts are unmounted and its volume directories removed, which
+// frees what its emptyDir volumes held. The rest of the pod directory
+// (hosts file, termination messages) stays until RemovePod. The node
+// calls it for evicted pods once nothing of theirs runs.
+func (s *Syncer) TearDownVolumes(pod *corev1.Pod) error {
+	if err := validation.CheckFileName("pod uid", string(pod.UID)); err != nil {
+		return fmt.Errorf("tear down volumes: %w", errdefs.InvalidSpec(err))
+	}
+	dir := filepath.Join(criconfig.PodDir(pod, s.cfg), "volumes")
+	if err := UnmountBelow(dir); err != nil {
+		return fmt.Errorf("tear down volumes of pod %s: %w", plan.PodString(pod), err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("tear down volumes of pod %s: %w", plan.PodString(pod), err)
+	}
+	return nil
+}

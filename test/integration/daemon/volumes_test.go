@@ -1,0 +1,178 @@
+//go:build integration
+
+package daemon_test
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/internal/localcri/localcritest"
+)
+
+// syncPod applies pod (with secrets) through SyncPod and returns the
+// result; every step must succeed.
+func (d *podsyncd) syncPod(ctx context.Context, t *testing.T, pod *corev1.Pod, secrets ...*corev1.Secret) *podsyncv1.SyncPodResult {
+	t.Helper()
+	req := &podsyncv1.SyncPodRequest{Pod: podToProto(t, pod)}
+	for _, s := range secrets {
+		convert.DefaultSecret(s)
+		ps, err := convert.SecretToProto(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Secrets = append(req.Secrets, ps)
+	}
+	stream, err := d.client().SyncPod(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lastSyncResult(t, stream)
+}
+
+// mountsBelow lists podsyncd's host mounts at or below dir.
+func mountsBelow(t *testing.T, dir string) []string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) > 4 && (fields[4] == real || strings.HasPrefix(fields[4], real+"/")) {
+			out = append(out, fields[4])
+		}
+	}
+	return out
+}
+
+// TestMemoryVolumesAreTmpfsInTheContainer: a medium Memory emptyDir and a
+// secret volume are tmpfs mounts inside the container (/proc/mounts),
+// sized by the emptyDir's sizeLimit and by the pod's memory limit; the
+// secret's file is there; deleting the pod leaves no mount on the host.
+func TestMemoryVolumesAreTmpfsInTheContainer(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncd(t, daemonOptions{})
+	app := sleeper("app")
+	app.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+	app.VolumeMounts = []corev1.VolumeMount{{Name: "cache", MountPath: "/cache"}, {Name: "creds", MountPath: "/creds", ReadOnly: true}}
+	pod := newCorePod(t, "", app)
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("8Mi"))}}},
+		{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: namespace},
+		Data: map[string][]byte{"token": []byte("s3cr3t")}}
+	res := d.syncPod(ctx, t, pod, secret)
+	id := strings.TrimPrefix(res.GetStatus().GetContainerStatuses()[0].GetContainerId(), "containerd://")
+
+	rs := runtimeClient(t)
+	stdout, stderr, err := rs.ExecSync(ctx, id, []string{"cat", "/proc/mounts", "/creds/token"}, 30*time.Second)
+	if err != nil {
+		t.Fatalf("exec: %v (%s)", err, stderr)
+	}
+	mounts := map[string]string{} // mount point → "fstype options"
+	for _, line := range strings.Split(string(stdout), "\n") {
+		if f := strings.Fields(line); len(f) >= 4 {
+			mounts[f[1]] = f[2] + " " + f[3]
+		}
+	}
+	for dir, size := range map[string]string{"/cache": "size=8192k", "/creds": "size=65536k"} {
+		m := strings.Fields(mounts[dir] + " -")
+		if m[0] != "tmpfs" || !strings.Contains(","+m[1]+",", ","+size+",") {
+			t.Errorf("%s in the container's /proc/mounts: %q, want tmpfs with %s\n%s", dir, m, size, stdout)
+		}
+	}
+	if !strings.HasSuffix(string(stdout), "s3cr3t") {
+		t.Errorf("the secret's file in the container: %q", stdout)
+	}
+	if got := mountsBelow(t, d.opts.RootDir); len(got) != 2 {
+		t.Errorf("host mounts below the root directory: %v, want the two tmpfs", got)
+	}
+
+	if _, err := d.client().DeletePod(ctx, &podsyncv1.DeletePodRequest{Namespace: pod.Namespace, Name: pod.Name,
+		GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mountsBelow(t, d.opts.RootDir); len(got) != 0 {
+		t.Errorf("host mounts left below the root directory after the deletion: %v", got)
+	}
+	if err := removePodCgroups(string(pod.UID)); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestEmptyDirOverSizeLimitIsEvicted: a container that writes more than
+// its emptyDir's sizeLimit gets its pod evicted within a housekeeping
+// interval or two — phase Failed, reason Evicted, the kubelet's message —
+// and its containers stopped; a pod within its limit keeps running.
+func TestEmptyDirOverSizeLimitIsEvicted(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncd(t, daemonOptions{Args: []string{"--housekeeping-interval=1s"}})
+	writer := func(name string, mib int) *corev1.Pod {
+		c := localcritest.Shell("app", "dd if=/dev/zero of=/data/blob bs=1M count="+strconv.Itoa(mib)+"; while true; do sleep 1; done")
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		pod := newCorePod(t, name, c)
+		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			SizeLimit: ptr.To(resource.MustParse("4Mi"))}}}}
+		return pod
+	}
+	over, within := writer("over", 8), writer("within", 1)
+	d.syncPod(ctx, t, over)
+	d.syncPod(ctx, t, within)
+
+	var status *podsyncv1.PodStatus
+	eventually(ctx, t, "the pod over its sizeLimit evicted", func() bool {
+		got, err := d.client().GetPod(ctx, &podsyncv1.GetPodRequest{Namespace: over.Namespace, Name: over.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		status = got.GetPod().GetStatus()
+		return status.GetPhase() == "Failed"
+	})
+	if status.GetReason() != "Evicted" || status.GetMessage() != `Usage of EmptyDir volume "data" exceeds the limit "4Mi". ` {
+		t.Errorf("status: reason %q message %q, want Evicted and the kubelet's emptyDir message", status.GetReason(), status.GetMessage())
+	}
+	rs := runtimeClient(t)
+	eventually(ctx, t, "the evicted pod's containers stopped", func() bool {
+		ctrs, err := rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{plan.LabelPodUID: string(over.UID)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range ctrs {
+			if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				return false
+			}
+		}
+		return len(ctrs) > 0
+	})
+	// Measured as often, the pod within its limit still runs.
+	got, err := d.client().GetPod(ctx, &podsyncv1.GetPodRequest{Namespace: within.Namespace, Name: within.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := got.GetPod().GetStatus(); st.GetPhase() != "Running" {
+		t.Errorf("the pod within its limit: %s %s %q, want Running", st.GetPhase(), st.GetReason(), st.GetMessage())
+	}
+}
