@@ -33,14 +33,9 @@ func (p *planner) computeInitContainerActions(a *PodActions) bool {
 	if len(inits) == 0 {
 		return true
 	}
-	podHasInitialized := false
-	for i := range pod.Spec.Containers {
-		inst := p.view.FindContainer(pod.Spec.Containers[i].Name)
-		if inst != nil && (inst.State == ContainerCreated || inst.State == ContainerRunning) {
-			podHasInitialized = true
-			break
-		}
-	}
+	// A regular container that has run in the current sandbox means every
+	// init container completed, even if they were removed since.
+	podHasInitialized := p.view.HasAnyActiveRegularContainerStarted(pod)
 	prevInitialized := podHasInitialized
 	restartOnFailure := shouldRestartOnFailure(pod)
 	var starts []ContainerAction

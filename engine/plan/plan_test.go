@@ -604,10 +604,25 @@ func TestComputePodActions(t *testing.T) {
 			want: planSummary{Sandbox: "use:sb1", Start: []string{"helper#0:NotStarted"}},
 		},
 		{
-			name:      "exited regular containers do not count as initialized",
+			// Upstream: HasAnyActiveRegularContainerStarted counts any
+			// state; the init containers may have been removed since.
+			name:      "an exited regular container of the current sandbox counts as initialized",
 			mutatePod: plantest.WithInit("init-a"),
 			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
 				v.Containers = []plan.ContainerInstance{plantest.Exited(plantest.Inst(p, "app", "c-app", plan.ContainerExited, 0, time.Minute), 1, time.Minute)}
+			},
+			want: planSummary{Sandbox: "use:sb1", Start: []string{"app#1:Exited", "helper#0:NotStarted"}},
+		},
+		{
+			// Upstream's "stale main container from a previous sandbox
+			// must not mark pod as initialized".
+			name:      "a regular container of a previous sandbox does not count as initialized",
+			mutatePod: plantest.WithInit("init-a"),
+			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
+				v.Sandboxes = append(v.Sandboxes, plantest.Sandbox("sb0", 0, false, 2*time.Hour))
+				app := plantest.Inst(p, "app", "c-app", plan.ContainerCreated, 0, time.Minute)
+				app.SandboxID = "sb0"
+				v.Containers = []plan.ContainerInstance{app}
 			},
 			want: planSummary{Sandbox: "use:sb1", StartInit: []string{"init-a#0:NotStarted"}},
 		},

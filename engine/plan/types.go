@@ -85,6 +85,10 @@ func (s ContainerState) String() string {
 // ContainerInstance is one container instance (one CRI container) of a pod.
 type ContainerInstance struct {
 	ID string
+	// SandboxID is the sandbox the instance was created in. CRI's
+	// ContainerStatus does not carry it: the reader fills it from
+	// ListContainers (NewRuntimeView leaves it empty).
+	SandboxID string
 	// Name is the container's name in the pod spec.
 	Name       string
 	State      ContainerState
@@ -137,6 +141,29 @@ func (v *RuntimeView) FindContainer(name string) *ContainerInstance {
 		}
 	}
 	return nil
+}
+
+// HasAnyActiveRegularContainerStarted is the kubelet's (pkg/kubelet/
+// container/helpers.go): whether an instance of a regular container, in
+// any state, belongs to the active sandbox, the newest one if it is ready
+// (the kubelet's ActiveContainerStatuses). A main container that has run
+// in the current sandbox means the pod has been initialized; one left over
+// from an older sandbox does not.
+func (v *RuntimeView) HasAnyActiveRegularContainerStarted(pod *corev1.Pod) bool {
+	if len(v.Sandboxes) == 0 || v.Sandboxes[0].State != SandboxReady {
+		return false
+	}
+	active := v.Sandboxes[0].ID
+	for i := range v.Containers {
+		inst := &v.Containers[i]
+		if inst.SandboxID != active {
+			continue
+		}
+		if slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == inst.Name }) {
+			return true
+		}
+	}
+	return false
 }
 
 // PullFailure returns the pull failure recorded for the named container

@@ -58,7 +58,7 @@ func ComputePodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.ProbeR
 
 	podIsTerminal := pod.DeletionTimestamp != nil && !anyRunning(&view)
 	all := append(slices.Clone(s.ContainerStatuses), s.InitContainerStatuses...)
-	s.Phase = getPhase(pod, all, podIsTerminal, hasAnyActiveRegularContainerStarted(pod, &view))
+	s.Phase = getPhase(pod, all, podIsTerminal, view.HasAnyActiveRegularContainerStarted(pod))
 	if s.Phase != corev1.PodFailed && s.Phase != corev1.PodSucceeded &&
 		(old.Phase == corev1.PodFailed || old.Phase == corev1.PodSucceeded) {
 		s.Phase = old.Phase
@@ -155,16 +155,6 @@ func truncateTerminationMessages(pod *corev1.Pod, s *corev1.PodStatus) {
 
 func anyRunning(view *plan.RuntimeView) bool {
 	return slices.ContainsFunc(view.Containers, func(c plan.ContainerInstance) bool { return c.State == plan.ContainerRunning })
-}
-
-// hasAnyActiveRegularContainerStarted is the kubelet's.
-func hasAnyActiveRegularContainerStarted(pod *corev1.Pod, view *plan.RuntimeView) bool {
-	for i := range pod.Spec.Containers {
-		if inst := view.FindContainer(pod.Spec.Containers[i].Name); inst != nil && inst.State == plan.ContainerRunning {
-			return true
-		}
-	}
-	return false
 }
 
 type statusConverter struct {

@@ -473,3 +473,73 @@ func TestTerminationMessagesShareThePodBudget(t *testing.T) {
 		t.Errorf("termination messages hold %d bytes, want some and at most %d", total, MaxPodTerminationMessageLogLength)
 	}
 }
+
+// TestPhaseInitializedByARegularContainerOfTheActiveSandbox: getPhase's
+// podHasInitialized is the kubelet's HasAnyActiveRegularContainerStarted,
+// true once any instance of a regular container, in any state, is in the
+// newest ready sandbox, so a sidecar that is running but not started does
+// not put an initialized pod back into Pending.
+func TestPhaseInitializedByARegularContainerOfTheActiveSandbox(t *testing.T) {
+	sidecarPod := func(rp corev1.RestartPolicy) *corev1.Pod {
+		p := plantest.BasePod()
+		plantest.Chain(plantest.WithInit("log-sidecar"), plantest.Policy(rp))(p)
+		p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{}
+		return p
+	}
+	view := func(p *corev1.Pod, code int32, regularSandbox string) plan.RuntimeView {
+		v := plantest.BaseView()
+		v.Containers = []plan.ContainerInstance{
+			plantest.Inst(p, "log-sidecar", "c-sidecar", plan.ContainerRunning, 0, 5*time.Minute),
+			plantest.Exited(plantest.Inst(p, "helper", "c-helper", plan.ContainerRunning, 0, 50*time.Minute), code, time.Minute),
+			plantest.Exited(plantest.Inst(p, "app", "c-app", plan.ContainerRunning, 0, 55*time.Minute), code, time.Minute),
+		}
+		for i := range v.Containers[1:] {
+			v.Containers[1+i].SandboxID = regularSandbox
+		}
+		if regularSandbox != "sb1" {
+			v.Sandboxes = append(v.Sandboxes, plantest.Sandbox(regularSandbox, 0, false, 2*time.Hour))
+			v.Sandboxes[0].Attempt = 1
+		}
+		return v
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		view func(*corev1.Pod) plan.RuntimeView
+		want corev1.PodPhase
+	}{
+		{
+			name: "Never: unstarted sidecar, regular containers succeeded in the sandbox is Running",
+			pod:  sidecarPod(corev1.RestartPolicyNever),
+			view: func(p *corev1.Pod) plan.RuntimeView { return view(p, 0, "sb1") },
+			want: corev1.PodRunning,
+		},
+		{
+			name: "Never: unstarted sidecar, regular containers failed in the sandbox is Running",
+			pod:  sidecarPod(corev1.RestartPolicyNever),
+			view: func(p *corev1.Pod) plan.RuntimeView { return view(p, 1, "sb1") },
+			want: corev1.PodRunning,
+		},
+		{
+			name: "OnFailure: unstarted sidecar, regular containers failed in the sandbox is Running",
+			pod:  sidecarPod(corev1.RestartPolicyOnFailure),
+			view: func(p *corev1.Pod) plan.RuntimeView { return view(p, 1, "sb1") },
+			want: corev1.PodRunning,
+		},
+		{
+			name: "regular containers of an older sandbox do not initialize the pod: Pending",
+			pod:  sidecarPod(corev1.RestartPolicyNever),
+			view: func(p *corev1.Pod) plan.RuntimeView { return view(p, 0, "sb0") },
+			want: corev1.PodPending,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ComputePodStatus(tt.pod, tt.view(tt.pod), plan.ProbeResults{}, plantest.T0, StatusOptions{})
+			if got.Phase != tt.want {
+				t.Errorf("phase = %s, want %s (init %v, containers %v)", got.Phase, tt.want,
+					got.InitContainerStatuses, got.ContainerStatuses)
+			}
+		})
+	}
+}

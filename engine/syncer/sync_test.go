@@ -566,6 +566,27 @@ func TestPassEndReadsWhatItCreated(t *testing.T) {
 	h.Converged(pod, res)
 }
 
+// TestViewNamesEachInstancesSandbox: CRI's ContainerStatus does not say
+// which sandbox a container is in, so the view takes it from the list (and
+// from the pass's own creates): the status's "initialized" rule counts
+// only the current sandbox's containers.
+func TestViewNamesEachInstancesSandbox(t *testing.T) {
+	h := syncertest.New(t)
+	pod := enginetest.Pod()
+	res := h.Sync(pod)
+	full, err := syncer.ReadView(h.Ctx, h.RT, pod.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []plan.RuntimeView{res.View, full} {
+		for _, inst := range v.Containers {
+			if inst.SandboxID != res.SandboxID || inst.SandboxID == "" {
+				t.Errorf("instance %s in sandbox %q, want %q", inst.String(), inst.SandboxID, res.SandboxID)
+			}
+		}
+	}
+}
+
 // TestPassEndListsAfterAFailedCreate: a create that failed may have left
 // an object whose id the pass never learnt, so the pass's end lists the
 // runtime.
