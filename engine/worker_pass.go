@@ -205,11 +205,11 @@ func backOffsReported(backoffs []plan.ContainerAction, steps []syncer.StepResult
 	return true
 }
 
-// settled reports whether a plan kills, creates and starts nothing:
+// settled reports whether a plan kills, creates, starts and removes nothing:
 // starts that wait in a back-off have the worker's retry timer.
 func settled(plan plan.PodActions) bool {
 	return !plan.KillPod && !plan.Sandbox.Create && len(plan.Sandbox.KillIDs) == 0 &&
-		len(plan.Kill) == 0 && len(plan.StartInit) == 0 && len(plan.Start) == 0
+		len(plan.Kill) == 0 && len(plan.StartInit) == 0 && len(plan.Start) == 0 && len(plan.PruneInit) == 0
 }
 
 // nextSync returns when a pass must run without a change: the earliest

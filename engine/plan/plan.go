@@ -83,6 +83,11 @@ const (
 	ReasonNotInSpec         = "NotInSpec"
 	ReasonCrashLoopBackOff  = "CrashLoopBackOff"
 	ReasonImagePullBackOff  = "ImagePullBackOff"
+	// ReasonInitContainerPruned is the reason of a PruneInit removal.
+	ReasonInitContainerPruned = "InitContainerPruned"
+	// ReasonOOMKilled is the runtime's reason for a container the kernel
+	// killed for memory.
+	ReasonOOMKilled = "OOMKilled"
 )
 
 // SandboxDecision says what to do with the pod's sandbox.
@@ -136,6 +141,12 @@ type PodActions struct {
 	// BackOff lists the containers due to start that must wait (reason
 	// CrashLoopBackOff or ImagePullBackOff, with NextAttempt).
 	BackOff []ContainerAction
+	// PruneInit lists the dead init container instances to remove after
+	// the kills and before the sandbox is created and containers start
+	// (the kubelet's pruneInitContainersBeforeStart), with ContainerID and
+	// Attempt (their restart count). It is empty when a new sandbox is
+	// created: every init container instance is removed then.
+	PruneInit []ContainerAction `json:",omitempty"`
 }
 
 // IsRestartableInitContainer reports whether c is a native sidecar: an
@@ -216,6 +227,9 @@ func ComputePodActions(pod *corev1.Pod, view RuntimeView, probes ProbeResults, n
 	}
 	a := p.compute()
 	p.finish(&a, now, bo)
+	if !a.Sandbox.Create {
+		a.PruneInit = p.pruneInitContainers(bo)
+	}
 	return a
 }
 

@@ -24,6 +24,7 @@ type planSummary struct {
 	StartInit []string
 	Start     []string
 	BackOff   []string
+	PruneInit []string
 }
 
 func summarize(a plan.PodActions) planSummary {
@@ -47,6 +48,9 @@ func summarize(a plan.PodActions) planSummary {
 	}
 	for _, k := range a.BackOff {
 		s.BackOff = append(s.BackOff, fmt.Sprintf("%s:%s@+%s", k.Name, k.Reason, k.NextAttempt.Sub(plantest.T0)))
+	}
+	for _, k := range a.PruneInit {
+		s.PruneInit = append(s.PruneInit, k.Name+"/"+k.ContainerID)
 	}
 	return s
 }

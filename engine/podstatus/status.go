@@ -18,7 +18,7 @@ const (
 	ReasonErrImagePull      = "ErrImagePull"
 	ReasonCompleted         = "Completed"
 	ReasonError             = "Error"
-	ReasonOOMKilled         = "OOMKilled"
+	ReasonOOMKilled         = plan.ReasonOOMKilled
 	ReasonStatusUnknown     = "ContainerStatusUnknown"
 )
 

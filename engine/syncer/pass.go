@@ -180,6 +180,7 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 			}
 		}
 	}
+	p.pruneInitContainers(ctx, actions.PruneInit)
 	if !actions.Sandbox.Create && len(actions.StartInit) == 0 && len(actions.Start) == 0 {
 		p.backOffSteps(actions.BackOff, nil)
 		return

@@ -268,6 +268,41 @@ func TestInitContainers(t *testing.T) {
 	h.Converged(pod, res)
 }
 
+// TestInitContainerInstancesPrunedBeforeStart: before init containers
+// start again, the dead instances of each are pruned as the kubelet's
+// pruneInitContainersBeforeStart does, keeping the newest exited one
+// (and the crash-loop run's first, which the back-off is counted from).
+func TestInitContainerInstancesPrunedBeforeStart(t *testing.T) {
+	h := syncertest.New(t)
+	pod := enginetest.Pod()
+	pod.Spec.InitContainers = []corev1.Container{enginetest.Container("init", enginetest.RunForever...)}
+	res := h.Sync(pod)
+	h.Exit(res, "init", 1)
+	res = h.Sync(pod) // the first failure restarts at once
+	h.Exit(res, "init", 1)
+	h.Clock.Step(plan.DefaultBackoffBase)
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "ConfigPodSandbox #0", "StartContainer init InitContainerFailed")
+	if got, want := h.CriContainers(), []string{"init/0 EXITED", "init/1 EXITED", "init/2 RUNNING"}; !slices.Equal(got, want) {
+		t.Errorf("containers = %v, want %v", got, want)
+	}
+
+	h.Exit(res, "init", 1)
+	h.Clock.Step(2 * plan.DefaultBackoffBase)
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "RemoveContainer init InitContainerPruned", "ConfigPodSandbox #0", "StartContainer init InitContainerFailed")
+	if got, want := h.CriContainers(), []string{"init/0 EXITED", "init/2 EXITED", "init/3 RUNNING"}; !slices.Equal(got, want) {
+		t.Errorf("containers = %v, want %v", got, want)
+	}
+	// The run's length survives the pruning: the next crash waits 4×.
+	h.Exit(res, "init", 1)
+	crashed := h.Clock.Now()
+	res = h.Sync(pod)
+	if want := crashed.Add(4 * plan.DefaultBackoffBase); len(res.Steps) != 2 || !res.Steps[1].NextRetry.Equal(want) {
+		t.Errorf("steps %v, want a pruning and one back-off until %s", syncertest.Summary(res.Steps), want)
+	}
+}
+
 func TestFailedInitContainerUnderNever(t *testing.T) {
 	h := syncertest.New(t)
 	pod := enginetest.Pod()
