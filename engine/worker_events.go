@@ -46,17 +46,22 @@ func (w *worker) noteStarts(steps []syncer.StepResult) {
 	}
 }
 
-// stepEvents returns the events of a pass's steps, as the kubelet records
-// them. A back-off is reported once per wait, not on every pass that
-// meets it. The caller holds w's lock.
-func (w *worker) stepEvents(pod *corev1.Pod, steps []syncer.StepResult) []store.Change {
+// stepEvents returns the events of a pass, as the kubelet records them:
+// SandboxChanged first when its plan replaces a sandbox it carries (the
+// kubelet's SyncPod records it before it kills), then those of its steps.
+// A back-off is reported once per wait, not on every pass that meets it.
+// The caller holds w's lock.
+func (w *worker) stepEvents(pod *corev1.Pod, res syncer.SyncResult) []store.Change {
 	ref := store.RefOf(pod)
 	var out []store.Change
 	add := func(typ, reason, container, msg string) {
 		out = append(out, store.EventChange(ref, store.Event{Type: typ, Reason: reason, Container: container, Message: msg}))
 	}
 	const normal, warning = corev1.EventTypeNormal, corev1.EventTypeWarning
-	for _, s := range steps {
+	if sb := res.Plan.Sandbox; sb.Create && sb.PreviousID != "" {
+		add(normal, EventSandboxChanged, "", "Pod sandbox changed, it will be killed and re-created.")
+	}
+	for _, s := range res.Steps {
 		c := s.ContainerName()
 		switch s.Action {
 		case syncer.ActionPullImage:
@@ -101,11 +106,8 @@ func (w *worker) stepEvents(pod *corev1.Pod, steps []syncer.StepResult) []store.
 			}
 			add(normal, EventKilling, c, msg)
 		case syncer.ActionCreatePodSandbox:
-			switch {
-			case s.Err != nil:
+			if s.Err != nil {
 				add(warning, EventFailedCreateSandbox, "", s.Message)
-			case s.Attempt > 0:
-				add(normal, EventSandboxChanged, "", "Pod sandbox changed, it will be killed and re-created.")
 			}
 		case syncer.ActionKillPodSandbox:
 			if s.Err != nil {

@@ -139,7 +139,7 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 func (w *worker) record(ctx context.Context, pod *corev1.Pod, res syncer.SyncResult, now time.Time) (corev1.PodStatus, error) {
 	w.noteStarts(res.Steps)
 	status := podstatus.ComputePodStatus(pod, res.View, w.n.probeResults(pod.UID), now, w.n.statusOptions(w.reasons))
-	changes := w.stepEvents(pod, res.Steps)
+	changes := w.stepEvents(pod, res)
 	sb := sandboxIn(res.View, res.SandboxID)
 	if !sameStatus(&pod.Status, &status) {
 		c := store.StatusChange(store.RefOf(pod), &status)
@@ -282,7 +282,7 @@ func (w *worker) terminate(ctx context.Context, rec *store.PodRecord, emit func(
 		w.setRetry(w.failureRetry())
 		return out, fmt.Errorf("kill pod: %w", err)
 	}
-	if changes := w.stepEvents(pod, res.Steps); len(changes) > 0 {
+	if changes := w.stepEvents(pod, res); len(changes) > 0 {
 		if _, err := w.n.store.Append(changes...); err != nil && !errors.Is(err, errdefs.ErrPodNotFound) {
 			logx.From(ctx, w.n.log).Warn("record events", append(logx.Pod(pod), zap.Error(err))...)
 		}

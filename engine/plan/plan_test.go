@@ -122,8 +122,8 @@ func TestComputePodActions(t *testing.T) {
 				Start: []string{"app#1:NewSandbox", "helper#1:NewSandbox"}},
 		},
 		{
-			name:       "sandbox without IP is recreated",
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) { v.Sandboxes[0].IPs = nil },
+			name:       "sandbox whose network status has no IP is recreated",
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) { v.Sandboxes[0].IPs = []string{} },
 			want: planSummary{KillPod: plan.KillReasonSandboxChanged, Sandbox: "create@1:SandboxWithoutIP", KillIDs: []string{"sb1"},
 				Kill:  []string{"app/c-app:PodKilled", "helper/c-helper:PodKilled"},
 				Start: []string{"app#1:NewSandbox", "helper#1:NewSandbox"}},

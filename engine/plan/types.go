@@ -49,8 +49,10 @@ type Sandbox struct {
 	Attempt   uint32
 	State     SandboxState
 	CreatedAt time.Time
-	// IPs are the sandbox's pod IPs, primary first; empty for a host-network
-	// sandbox or one whose network is not set up.
+	// IPs are the sandbox's pod IPs, primary first. Nil means the runtime
+	// reported no network status; empty but not nil, a network status
+	// without an IP (a host-network sandbox, or one whose network is not
+	// set up). PodSandboxChanged tells the two apart.
 	IPs []string
 	// NetworkMode is the sandbox's network namespace mode: NODE for a
 	// host-network sandbox, POD otherwise.
@@ -224,10 +226,20 @@ func SandboxFromCRI(s *runtimeapi.PodSandboxStatus) Sandbox {
 		NetworkMode: s.GetLinux().GetNamespaces().GetOptions().GetNetwork(),
 	}
 	out.State = SandboxStateFromCRI(s.GetState())
-	if ip := s.GetNetwork().GetIp(); ip != "" {
-		out.IPs = append(out.IPs, ip)
+	// The kubelet's determinePodSandboxIPs: none without a network
+	// status, else the primary IP if any, then the additional ones.
+	// NOTE(podsync): additional IPs without a primary one keep the
+	// sandbox, where the kubelet's Ip == "" would replace it; no runtime
+	// reports them so.
+	net := s.GetNetwork()
+	if net == nil {
+		return out
 	}
-	for _, ip := range s.GetNetwork().GetAdditionalIps() {
+	out.IPs = []string{}
+	if net.GetIp() != "" {
+		out.IPs = append(out.IPs, net.GetIp())
+	}
+	for _, ip := range net.GetAdditionalIps() {
 		if ip.GetIp() != "" {
 			out.IPs = append(out.IPs, ip.GetIp())
 		}
