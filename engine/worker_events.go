@@ -26,6 +26,7 @@ const (
 	EventFailedMount         = "FailedMount"
 	EventFailedPostStartHook = "FailedPostStartHook"
 	EventFailedPreStopHook   = "FailedPreStopHook"
+	EventErrImageNeverPull   = "ErrImageNeverPull"
 )
 
 // noteStarts updates w's reason cache from a pass's start steps, as the
@@ -72,18 +73,27 @@ func (w *worker) stepEvents(pod *corev1.Pod, res syncer.SyncResult) []store.Chan
 				add(normal, EventPulled, "", s.Message)
 			}
 		case syncer.ActionStartContainer:
+			if s.ImagePresent {
+				add(normal, EventPulled, c, fmt.Sprintf("Container image %q already present on machine", specImage(pod, c)))
+			}
 			switch {
 			case s.BackedOff():
 				if w.backoffs[c].Equal(s.NextRetry) {
 					continue
 				}
 				w.backoffs[c] = s.NextRetry
-				msg := fmt.Sprintf("Back-off restarting failed container %s in pod %s", c, plan.PodString(pod))
 				if s.Reason == plan.ReasonImagePullBackOff {
-					msg = s.Message
+					// The image manager's event, then the start's
+					// failure (kuberuntime's startContainer).
+					add(normal, EventBackOff, c, fmt.Sprintf("Back-off pulling image %q", specImage(pod, c)))
+					add(warning, EventFailed, c, "Error: "+plan.ReasonImagePullBackOff)
+					continue
 				}
-				add(warning, EventBackOff, c, msg)
+				add(warning, EventBackOff, c, fmt.Sprintf("Back-off restarting failed container %s in pod %s", c, plan.PodString(pod)))
 			case s.Err != nil:
+				if s.Reason == syncer.ReasonErrImageNeverPull {
+					add(warning, EventErrImageNeverPull, c, s.Message)
+				}
 				add(warning, EventFailed, c, "Error: "+s.Reason+": "+s.Message)
 			default:
 				delete(w.backoffs, c)
@@ -128,4 +138,12 @@ func (w *worker) stepEvents(pod *corev1.Pod, res syncer.SyncResult) []store.Chan
 		}
 	}
 	return out
+}
+
+// specImage returns the image of the pod's container named name, or "".
+func specImage(pod *corev1.Pod, name string) string {
+	if c := plan.SpecContainer(pod, name); c != nil {
+		return c.Image
+	}
+	return ""
 }

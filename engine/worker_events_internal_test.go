@@ -82,3 +82,67 @@ func TestSandboxChangedEventOnlyWhenAPreviousSandboxIsCarried(t *testing.T) {
 		})
 	}
 }
+
+// TestImageEventsAsTheKubeletsImageManager: the image manager's events
+// (pkg/kubelet/images): a present image is "Normal Pulled … already present
+// on machine", a missing one under Never "Warning ErrImageNeverPull", and
+// a pull back-off "Normal BackOff" with the image only (the pull error is
+// in the step and the status), each followed by the start's own events.
+func TestImageEventsAsTheKubeletsImageManager(t *testing.T) {
+	pod := enginetest.Pod()
+	pod.Spec.Containers[1].Image = "registry.local/other:1"
+	start := syncer.StepResult{Action: syncer.ActionStartContainer, Target: "app", ContainerType: syncer.ContainerTypeRegular}
+	tests := []struct {
+		name string
+		step func(syncer.StepResult) syncer.StepResult
+		want []string
+	}{
+		{
+			name: "a present image",
+			step: func(s syncer.StepResult) syncer.StepResult { s.ImagePresent = true; return s },
+			want: []string{
+				`Normal Pulled app: Container image "` + enginetest.Image + `" already present on machine`,
+				"Normal Created app: Created container: app", "Normal Started app: Started container app",
+			},
+		},
+		{
+			name: "a missing image under Never",
+			step: func(s syncer.StepResult) syncer.StepResult {
+				s.Target = "helper"
+				s.Err, s.Reason = errors.New("not present"), syncer.ReasonErrImageNeverPull
+				s.Message = `Container image "registry.local/other:1" is not present with pull policy of Never`
+				return s
+			},
+			want: []string{
+				`Warning ErrImageNeverPull helper: Container image "registry.local/other:1" is not present with pull policy of Never`,
+				`Warning Failed helper: Error: ErrImageNeverPull: Container image "registry.local/other:1" is not present with pull policy of Never`,
+			},
+		},
+		{
+			name: "a pull back-off",
+			step: func(s syncer.StepResult) syncer.StepResult {
+				s.Target, s.Reason = "helper", plan.ReasonImagePullBackOff
+				s.Message = `Back-off pulling image "registry.local/other:1": ErrImagePull: manifest unknown`
+				s.NextRetry = time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
+				return s
+			},
+			want: []string{
+				`Normal BackOff helper: Back-off pulling image "registry.local/other:1"`,
+				"Warning Failed helper: Error: ImagePullBackOff",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newEventWorker()
+			res := syncer.SyncResult{Steps: []syncer.StepResult{tt.step(start)}}
+			if diff := cmp.Diff(tt.want, eventLines(w.stepEvents(pod, res))); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			// A back-off is reported once per wait.
+			if again := eventLines(w.stepEvents(pod, res)); tt.step(start).BackedOff() && len(again) != 0 {
+				t.Errorf("the same back-off again reported %v", again)
+			}
+		})
+	}
+}

@@ -487,15 +487,23 @@ func TestComputePodActions(t *testing.T) {
 			name: "image pull back-off after a failed pull",
 			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
 				v.Containers = v.Containers[1:]
-				v.PullFailures = []plan.PullFailure{{Container: "helper", Image: "busybox:1", Failures: 2, At: plantest.T0.Add(-5 * time.Second)}}
+				v.PullFailures = []plan.PullFailure{{Image: "busybox:1", Failures: 2, At: plantest.T0.Add(-5 * time.Second)}}
 			},
 			want: planSummary{Sandbox: "use:sb1", BackOff: []string{"helper:ImagePullBackOff@+15s"}},
+		},
+		{
+			name: "image pull back-off holds back every container of the pod with the image",
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = nil
+				v.PullFailures = []plan.PullFailure{{Image: "busybox:1", Failures: 1, At: plantest.T0.Add(-5 * time.Second)}}
+			},
+			want: planSummary{Sandbox: "use:sb1", BackOff: []string{"app:ImagePullBackOff@+5s", "helper:ImagePullBackOff@+5s"}},
 		},
 		{
 			name: "image pull retried once its back-off passed",
 			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
 				v.Containers = v.Containers[1:]
-				v.PullFailures = []plan.PullFailure{{Container: "helper", Image: "busybox:1", Failures: 1, At: plantest.T0.Add(-10 * time.Second)}}
+				v.PullFailures = []plan.PullFailure{{Image: "busybox:1", Failures: 1, At: plantest.T0.Add(-10 * time.Second)}}
 			},
 			want: planSummary{Sandbox: "use:sb1", Start: []string{"helper#0:NotStarted"}},
 		},
@@ -504,7 +512,7 @@ func TestComputePodActions(t *testing.T) {
 			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[1].Image = "busybox:2" },
 			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
 				v.Containers = v.Containers[1:]
-				v.PullFailures = []plan.PullFailure{{Container: "helper", Image: "busybox:1", Failures: 3, At: plantest.T0}}
+				v.PullFailures = []plan.PullFailure{{Image: "busybox:1", Failures: 3, At: plantest.T0}}
 			},
 			want: planSummary{Sandbox: "use:sb1", Start: []string{"helper#0:NotStarted"}},
 		},

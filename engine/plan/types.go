@@ -22,7 +22,7 @@ type RuntimeView struct {
 	// sandboxes, newest (highest CreatedAt) first.
 	Containers []ContainerInstance
 	// PullFailures are the failed image pulls the executor has seen, one
-	// entry per container; the runtime keeps no record of them.
+	// entry per image; the runtime keeps no record of them.
 	PullFailures []PullFailure
 }
 
@@ -122,16 +122,33 @@ type ContainerInstance struct {
 	TerminationMessage string
 }
 
-// PullFailure records failed pulls of a container's image.
+// PullFailure records failed pulls of one image of a pod. The kubelet
+// keys its image-pull back-off by pod UID and image, so every container of
+// the pod that uses the image shares it.
 type PullFailure struct {
-	// Container is the container's name; Image its image.
-	Container string
-	Image     string
+	// Image is the image as the containers name it (the kubelet's
+	// requested image, before a default tag).
+	Image string
 	// Failures counts consecutive failed pulls of Image; At is the last.
 	Failures int
 	At       time.Time
-	// Message is the last pull error.
+	// Reason and Message are the last failure's, as the kubelet's
+	// evalCRIPullErr gives them (ErrImagePull, RegistryUnavailable,
+	// SignatureValidationFailed).
+	Reason  string `json:",omitempty"`
 	Message string
+}
+
+// PullBackOffMessage is the kubelet's message of a start held back by the
+// image-pull back-off, as the container's waiting state and the sync
+// result carry it: "Back-off pulling image IMAGE" with the last failure.
+// The BackOff event has the first part only.
+func PullBackOffMessage(image string, f *PullFailure) string {
+	msg := fmt.Sprintf("Back-off pulling image %q", image)
+	if f == nil || f.Message == "" {
+		return msg
+	}
+	return fmt.Sprintf("%s: %s: %s", msg, cmp.Or(f.Reason, "ErrImagePull"), f.Message)
 }
 
 // FindContainer returns the newest instance of the named container, or nil
@@ -168,11 +185,10 @@ func (v *RuntimeView) HasAnyActiveRegularContainerStarted(pod *corev1.Pod) bool 
 	return false
 }
 
-// PullFailure returns the pull failure recorded for the named container
-// and image, or nil.
-func (v *RuntimeView) PullFailure(name, image string) *PullFailure {
+// PullFailure returns the pull failure recorded for image, or nil.
+func (v *RuntimeView) PullFailure(image string) *PullFailure {
 	for i := range v.PullFailures {
-		if f := &v.PullFailures[i]; f.Container == name && f.Image == image {
+		if f := &v.PullFailures[i]; f.Image == image {
 			return f
 		}
 	}
@@ -180,12 +196,16 @@ func (v *RuntimeView) PullFailure(name, image string) *PullFailure {
 }
 
 // CurrentPullFailures returns the pull failures of fs that concern the
-// pod's current containers and images: a failure of a container no longer
-// in the spec, or of an image it no longer runs, is forgotten.
+// pod's current images: a failure of an image no container of the pod
+// runs any more is forgotten.
 func CurrentPullFailures(pod *corev1.Pod, fs []PullFailure) []PullFailure {
+	uses := func(image string) bool {
+		is := func(c corev1.Container) bool { return c.Image == image }
+		return slices.ContainsFunc(pod.Spec.InitContainers, is) || slices.ContainsFunc(pod.Spec.Containers, is)
+	}
 	var out []PullFailure
 	for _, f := range fs {
-		if c := SpecContainer(pod, f.Container); c != nil && c.Image == f.Image {
+		if uses(f.Image) {
 			out = append(out, f)
 		}
 	}

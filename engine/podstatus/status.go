@@ -1,7 +1,7 @@
 package podstatus
 
 import (
-	"fmt"
+	"cmp"
 	"slices"
 	"time"
 
@@ -301,11 +301,11 @@ func (sc *statusConverter) waitingReason(c *corev1.Container, st *corev1.Contain
 		w = &f
 	} else if b := plan.CrashLoopBackoff(sc.pod, c, sc.view, sc.opts.Backoff); b.Active(sc.now) {
 		w = &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoopBackOff, Message: plan.CrashLoopMessage(sc.pod, c.Name, b.Delay)}
-	} else if f := sc.view.PullFailure(c.Name, c.Image); f != nil && f.Failures > 0 {
+	} else if f := sc.view.PullFailure(c.Image); f != nil && f.Failures > 0 {
 		if plan.ImagePullBackoff(sc.pod, c, sc.view, sc.opts.Backoff).Active(sc.now) {
-			w = &corev1.ContainerStateWaiting{Reason: plan.ReasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}
+			w = &corev1.ContainerStateWaiting{Reason: plan.ReasonImagePullBackOff, Message: plan.PullBackOffMessage(c.Image, f)}
 		} else {
-			w = &corev1.ContainerStateWaiting{Reason: ReasonErrImagePull, Message: f.Message}
+			w = &corev1.ContainerStateWaiting{Reason: cmp.Or(f.Reason, ReasonErrImagePull), Message: f.Message}
 		}
 	}
 	if w == nil {

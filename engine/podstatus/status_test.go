@@ -252,7 +252,7 @@ func TestComputePodStatus(t *testing.T) {
 			name: "image pull failure is ErrImagePull once its back-off passed",
 			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
 				v.Containers = v.Containers[1:]
-				v.PullFailures = []plan.PullFailure{{Container: "helper", Image: "busybox:1", Failures: 1, At: plantest.T0.Add(-time.Minute), Message: "not found"}}
+				v.PullFailures = []plan.PullFailure{{Image: "busybox:1", Failures: 1, At: plantest.T0.Add(-time.Minute), Message: "not found"}}
 			},
 			want: statusSummary{Phase: "Pending", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: running restarts=0 ready started", "helper: waiting(ErrImagePull) restarts=0"}},
@@ -261,7 +261,7 @@ func TestComputePodStatus(t *testing.T) {
 			name: "image pull in back-off is ImagePullBackOff",
 			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
 				v.Containers = v.Containers[1:]
-				v.PullFailures = []plan.PullFailure{{Container: "helper", Image: "busybox:1", Failures: 2, At: plantest.T0.Add(-time.Second)}}
+				v.PullFailures = []plan.PullFailure{{Image: "busybox:1", Failures: 2, At: plantest.T0.Add(-time.Second)}}
 			},
 			want: statusSummary{Phase: "Pending", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: running restarts=0 ready started", "helper: waiting(ImagePullBackOff) restarts=0"}},
