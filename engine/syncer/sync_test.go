@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine/criconfig"
@@ -226,6 +227,28 @@ func TestSandboxStoppedFromOutside(t *testing.T) {
 		t.Errorf("app restart count %d, want 1", inst.RestartCount)
 	}
 	h.Converged(pod, res)
+}
+
+// TestSandboxWithoutANetworkStatusIsKept: the kubelet replaces a ready
+// sandbox for a missing IP only when the runtime reported a network status
+// (sandboxStatus.Network != nil && Ip == ""); one without a network status
+// is kept.
+func TestSandboxWithoutANetworkStatusIsKept(t *testing.T) {
+	h := syncertest.New(t)
+	pod := enginetest.Pod()
+	res := h.Sync(pod)
+	setNetwork := func(n *runtimeapi.PodSandboxNetworkStatus) {
+		h.RT.Lock()
+		h.RT.Sandboxes[res.SandboxID].Network = n
+		h.RT.Unlock()
+	}
+	setNetwork(nil)
+	syncertest.WantSteps(t, h.Sync(pod))
+	setNetwork(&runtimeapi.PodSandboxNetworkStatus{})
+	steps := syncertest.Summary(h.Sync(pod).Steps)
+	if !slices.Contains(steps, "CreatePodSandbox #1 SandboxWithoutIP") {
+		t.Errorf("steps %v, want a new sandbox for the missing IP", steps)
+	}
 }
 
 func TestInitContainers(t *testing.T) {
