@@ -318,12 +318,17 @@ func TestInitContainerInstancesPrunedBeforeStart(t *testing.T) {
 		t.Errorf("containers = %v, want %v", got, want)
 	}
 	// The run's length survives the pruning: the next crash waits 4×.
+	// A removal that fails is reported and the pass goes on, as the
+	// kubelet's; the next pass prunes again.
 	h.Exit(res, "init", 1)
 	crashed := h.Clock.Now()
+	h.RT.InjectError("RemoveContainer", errors.New("device busy"))
 	res = h.Sync(pod)
-	if want := crashed.Add(4 * plan.DefaultBackoffBase); len(res.Steps) != 2 || !res.Steps[1].NextRetry.Equal(want) {
-		t.Errorf("steps %v, want a pruning and one back-off until %s", syncertest.Summary(res.Steps), want)
+	syncertest.WantSteps(t, res, "RemoveContainer init !RemoveContainerError", "StartContainer init CrashLoopBackOff")
+	if want := crashed.Add(4 * plan.DefaultBackoffBase); !res.Steps[1].NextRetry.Equal(want) {
+		t.Errorf("back-off until %s, want %s", res.Steps[1].NextRetry, want)
 	}
+	syncertest.WantSteps(t, h.Sync(pod), "RemoveContainer init InitContainerPruned", "StartContainer init CrashLoopBackOff")
 }
 
 func TestFailedInitContainerUnderNever(t *testing.T) {
