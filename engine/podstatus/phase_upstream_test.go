@@ -1,9 +1,10 @@
 package podstatus
 
 // The kubelet's getPhase test tables, ported from
-// pkg/kubelet/kubelet_pods_test.go at corev1.37.2 (TestPodPhaseWith…), with
-// their status helpers. Only the logger and the assertion differ; the
-// tables of container-level restart rules (KEP-5307) and of
+// k8s.io/kubernetes pkg/kubelet/kubelet_pods_test.go at v1.37.2
+// (TestPodPhaseWith…; Copyright The Kubernetes Authors, Apache License
+// 2.0), with their status helpers. Only the logger and the assertion
+// differ; the tables of container-level restart rules (KEP-5307) and of
 // RestartAllContainers are left out, as podsync refuses those fields.
 
 import (
