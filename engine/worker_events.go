@@ -26,6 +26,7 @@ const (
 	EventFailedMount         = "FailedMount"
 	EventFailedPostStartHook = "FailedPostStartHook"
 	EventFailedPreStopHook   = "FailedPreStopHook"
+	EventErrImageNeverPull   = "ErrImageNeverPull"
 )
 
 // noteStarts updates w's reason cache from a pass's start steps, as the
@@ -46,17 +47,22 @@ func (w *worker) noteStarts(steps []syncer.StepResult) {
 	}
 }
 
-// stepEvents returns the events of a pass's steps, as the kubelet records
-// them. A back-off is reported once per wait, not on every pass that
-// meets it. The caller holds w's lock.
-func (w *worker) stepEvents(pod *corev1.Pod, steps []syncer.StepResult) []store.Change {
+// stepEvents returns the events of a pass, as the kubelet records them:
+// SandboxChanged first when its plan replaces a sandbox it carries (the
+// kubelet's SyncPod records it before it kills), then those of its steps.
+// A back-off is reported once per wait, not on every pass that meets it.
+// The caller holds w's lock.
+func (w *worker) stepEvents(pod *corev1.Pod, res syncer.SyncResult) []store.Change {
 	ref := store.RefOf(pod)
 	var out []store.Change
 	add := func(typ, reason, container, msg string) {
 		out = append(out, store.EventChange(ref, store.Event{Type: typ, Reason: reason, Container: container, Message: msg}))
 	}
 	const normal, warning = corev1.EventTypeNormal, corev1.EventTypeWarning
-	for _, s := range steps {
+	if sb := res.Plan.Sandbox; sb.Create && sb.PreviousID != "" {
+		add(normal, EventSandboxChanged, "", "Pod sandbox changed, it will be killed and re-created.")
+	}
+	for _, s := range res.Steps {
 		c := s.ContainerName()
 		switch s.Action {
 		case syncer.ActionPullImage:
@@ -67,18 +73,27 @@ func (w *worker) stepEvents(pod *corev1.Pod, steps []syncer.StepResult) []store.
 				add(normal, EventPulled, "", s.Message)
 			}
 		case syncer.ActionStartContainer:
+			if s.ImagePresent {
+				add(normal, EventPulled, c, fmt.Sprintf("Container image %q already present on machine", specImage(pod, c)))
+			}
 			switch {
 			case s.BackedOff():
 				if w.backoffs[c].Equal(s.NextRetry) {
 					continue
 				}
 				w.backoffs[c] = s.NextRetry
-				msg := fmt.Sprintf("Back-off restarting failed container %s in pod %s", c, plan.PodString(pod))
 				if s.Reason == plan.ReasonImagePullBackOff {
-					msg = s.Message
+					// The image manager's event, then the start's
+					// failure (kuberuntime's startContainer).
+					add(normal, EventBackOff, c, fmt.Sprintf("Back-off pulling image %q", specImage(pod, c)))
+					add(warning, EventFailed, c, "Error: "+plan.ReasonImagePullBackOff)
+					continue
 				}
-				add(warning, EventBackOff, c, msg)
+				add(warning, EventBackOff, c, fmt.Sprintf("Back-off restarting failed container %s in pod %s", c, plan.PodString(pod)))
 			case s.Err != nil:
+				if s.Reason == syncer.ReasonErrImageNeverPull {
+					add(warning, EventErrImageNeverPull, c, s.Message)
+				}
 				add(warning, EventFailed, c, "Error: "+s.Reason+": "+s.Message)
 			default:
 				delete(w.backoffs, c)
@@ -101,11 +116,8 @@ func (w *worker) stepEvents(pod *corev1.Pod, steps []syncer.StepResult) []store.
 			}
 			add(normal, EventKilling, c, msg)
 		case syncer.ActionCreatePodSandbox:
-			switch {
-			case s.Err != nil:
+			if s.Err != nil {
 				add(warning, EventFailedCreateSandbox, "", s.Message)
-			case s.Attempt > 0:
-				add(normal, EventSandboxChanged, "", "Pod sandbox changed, it will be killed and re-created.")
 			}
 		case syncer.ActionKillPodSandbox:
 			if s.Err != nil {
@@ -126,4 +138,12 @@ func (w *worker) stepEvents(pod *corev1.Pod, steps []syncer.StepResult) []store.
 		}
 	}
 	return out
+}
+
+// specImage returns the image of the pod's container named name, or "".
+func specImage(pod *corev1.Pod, name string) string {
+	if c := plan.SpecContainer(pod, name); c != nil {
+		return c.Image
+	}
+	return ""
 }

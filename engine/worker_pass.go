@@ -140,7 +140,7 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 func (w *worker) record(ctx context.Context, pod *corev1.Pod, res syncer.SyncResult, now time.Time) (corev1.PodStatus, error) {
 	w.noteStarts(res.Steps)
 	status := podstatus.ComputePodStatus(pod, res.View, w.n.probeResults(pod.UID), now, w.n.statusOptions(w.reasons))
-	changes := w.stepEvents(pod, res.Steps)
+	changes := w.stepEvents(pod, res)
 	sb := sandboxIn(res.View, res.SandboxID)
 	if !sameStatus(&pod.Status, &status) {
 		c := store.StatusChange(store.RefOf(pod), &status)
@@ -206,11 +206,11 @@ func backOffsReported(backoffs []plan.ContainerAction, steps []syncer.StepResult
 	return true
 }
 
-// settled reports whether a plan kills, creates and starts nothing:
+// settled reports whether a plan kills, creates, starts and removes nothing:
 // starts that wait in a back-off have the worker's retry timer.
 func settled(plan plan.PodActions) bool {
 	return !plan.KillPod && !plan.Sandbox.Create && len(plan.Sandbox.KillIDs) == 0 &&
-		len(plan.Kill) == 0 && len(plan.StartInit) == 0 && len(plan.Start) == 0
+		len(plan.Kill) == 0 && len(plan.StartInit) == 0 && len(plan.Start) == 0 && len(plan.PruneInit) == 0
 }
 
 // nextSync returns when a pass must run without a change: the earliest
@@ -283,7 +283,7 @@ func (w *worker) terminate(ctx context.Context, rec *store.PodRecord, emit func(
 		w.setRetry(w.failureRetry())
 		return out, fmt.Errorf("kill pod: %w", err)
 	}
-	if changes := w.stepEvents(pod, res.Steps); len(changes) > 0 {
+	if changes := w.stepEvents(pod, res); len(changes) > 0 {
 		if _, err := w.n.store.Append(changes...); err != nil && !errors.Is(err, errdefs.ErrPodNotFound) {
 			logx.From(ctx, w.n.log).Warn("record events", append(logx.Pod(pod), zap.Error(err))...)
 		}

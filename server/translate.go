@@ -245,8 +245,11 @@ func planToProto(pod *corev1.Pod, a plan.PodActions, now time.Time) *podsyncv1.P
 		}
 		out.BackingOff = append(out.BackingOff, b)
 	}
+	for _, c := range a.PruneInit {
+		out.InitInstancesToRemove = append(out.InitInstancesToRemove, c.ContainerID)
+	}
 	out.UpToDate = !a.KillPod && !a.Sandbox.Create && len(a.Kill) == 0 &&
-		len(a.StartInit) == 0 && len(a.Start) == 0 && len(a.BackOff) == 0
+		len(a.StartInit) == 0 && len(a.Start) == 0 && len(a.BackOff) == 0 && len(a.PruneInit) == 0
 	return out
 }
 

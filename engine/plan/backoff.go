@@ -67,11 +67,16 @@ func (p BackoffPolicy) Delay(n int) time.Duration {
 }
 
 // BackoffKey identifies a back-off: the kubelet keys crash-loop back-off by
-// pod and container hash (getStableKey), so a changed spec starts over.
+// pod and container hash (getStableKey), so a changed spec starts over, and
+// image-pull back-off by pod and image (its image manager's
+// podUID_image), shared by the pod's containers of that image.
 type BackoffKey struct {
-	PodUID    types.UID
+	PodUID types.UID
+	// Container and SpecHash key a crash-loop back-off.
 	Container string
 	SpecHash  string
+	// Image keys an image-pull back-off.
+	Image string `json:",omitempty"`
 }
 
 // Backoff is the state of one container's back-off.
@@ -153,13 +158,20 @@ func crashLoopRun(insts []*ContainerInstance, hash string, p BackoffPolicy) (new
 	return newest, first
 }
 
-// ImagePullBackoff computes the image-pull back-off of container c from
-// the pull failures the view records: after n consecutive failures the
-// next pull waits Base×2^(n−1), at most Cap, from the last failure, as the
-// kubelet's image manager does with its flowcontrol.Backoff.
+// ImagePullBackoff computes the image-pull back-off of container c's
+// image from the pull failures the view records: after n consecutive
+// failures the next pull waits Base×2^(n−1), at most Cap, from the last
+// failure, as the kubelet's image manager does with its
+// flowcontrol.Backoff. Every container of the pod with the same image has
+// the same back-off.
 func ImagePullBackoff(pod *corev1.Pod, c *corev1.Container, view *RuntimeView, p BackoffPolicy) Backoff {
-	b := Backoff{Key: BackoffKey{PodUID: pod.UID, Container: c.Name, SpecHash: c.Image}}
-	f := view.PullFailure(c.Name, c.Image)
+	return ImagePullBackoffOf(pod, c.Image, view.PullFailure(c.Image), p)
+}
+
+// ImagePullBackoffOf is ImagePullBackoff for image with its failure f (nil
+// if none).
+func ImagePullBackoffOf(pod *corev1.Pod, image string, f *PullFailure, p BackoffPolicy) Backoff {
+	b := Backoff{Key: BackoffKey{PodUID: pod.UID, Image: image}}
 	if f == nil || f.Failures <= 0 {
 		return b
 	}

@@ -7,8 +7,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// isInitContainerFailed is the kubelet's.
+// isInitContainerFailed is the kubelet's (pkg/kubelet/kuberuntime/
+// helpers.go): an OOM-killed init container failed, whatever its exit code.
 func isInitContainerFailed(inst *ContainerInstance) bool {
+	if inst.Reason == ReasonOOMKilled {
+		return true
+	}
 	if inst.State == ContainerExited && inst.ExitCode != 0 {
 		return true
 	}
@@ -33,14 +37,9 @@ func (p *planner) computeInitContainerActions(a *PodActions) bool {
 	if len(inits) == 0 {
 		return true
 	}
-	podHasInitialized := false
-	for i := range pod.Spec.Containers {
-		inst := p.view.FindContainer(pod.Spec.Containers[i].Name)
-		if inst != nil && (inst.State == ContainerCreated || inst.State == ContainerRunning) {
-			podHasInitialized = true
-			break
-		}
-	}
+	// A regular container that has run in the current sandbox means every
+	// init container completed, even if they were removed since.
+	podHasInitialized := p.view.HasAnyActiveRegularContainerStarted(pod)
 	prevInitialized := podHasInitialized
 	restartOnFailure := shouldRestartOnFailure(pod)
 	var starts []ContainerAction
@@ -149,4 +148,47 @@ func (p *planner) computeInitContainerActions(a *PodActions) bool {
 
 func initIndex(pod *corev1.Pod, name string) int {
 	return slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == name })
+}
+
+// pruneInitContainers is the kubelet's pruneInitContainersBeforeStart:
+// of each init container only the newest exited or unknown instance is
+// kept, the older exited and unknown ones are removed before init
+// containers are (re)started. Running and created instances are never
+// removed.
+//
+// NOTE(podsync): the newest and the first instance of the container's
+// current crash-loop run are kept as well (see crashLoopRun), as the
+// garbage collection keeps them: podsync's back-off is counted from the
+// restart counts and exit times of what the runtime holds, and without
+// them a crash-looping init container would restart at once every time.
+// The newest is the instance upstream keeps unless an unknown one is
+// newer.
+func (p *planner) pruneInitContainers(bo BackoffPolicy) []ContainerAction {
+	var out []ContainerAction
+	for i := range p.pod.Spec.InitContainers {
+		c := &p.pod.Spec.InitContainers[i]
+		var insts []*ContainerInstance
+		for j := range p.view.Containers {
+			if p.view.Containers[j].Name == c.Name {
+				insts = append(insts, &p.view.Containers[j])
+			}
+		}
+		newest, first := crashLoopRun(insts, ContainerHash(p.pod, c), bo)
+		kept := false
+		for _, inst := range insts {
+			if inst.State != ContainerExited && inst.State != ContainerUnknown {
+				continue
+			}
+			if !kept {
+				kept = true
+				continue
+			}
+			if inst == newest || inst == first {
+				continue
+			}
+			out = append(out, ContainerAction{Name: c.Name, ContainerID: inst.ID, Attempt: uint32(max(inst.RestartCount, 0)),
+				Reason: ReasonInitContainerPruned, Message: "Only the newest exited instance of an init container is kept"})
+		}
+	}
+	return out
 }

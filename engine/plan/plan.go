@@ -83,6 +83,11 @@ const (
 	ReasonNotInSpec         = "NotInSpec"
 	ReasonCrashLoopBackOff  = "CrashLoopBackOff"
 	ReasonImagePullBackOff  = "ImagePullBackOff"
+	// ReasonInitContainerPruned is the reason of a PruneInit removal.
+	ReasonInitContainerPruned = "InitContainerPruned"
+	// ReasonOOMKilled is the runtime's reason for a container the kernel
+	// killed for memory.
+	ReasonOOMKilled = "OOMKilled"
 )
 
 // SandboxDecision says what to do with the pod's sandbox.
@@ -92,6 +97,11 @@ type SandboxDecision struct {
 	Attempt uint32
 	// ID is the sandbox the containers run in when none is created.
 	ID string
+	// PreviousID is, when one is created, the sandbox it replaces as the
+	// kubelet's PodSandboxChanged carries it: the newest sandbox, except
+	// when there is none or its network namespace mode changed. The
+	// kubelet's SandboxChanged event is recorded only when it is set.
+	PreviousID string `json:",omitempty"`
 	// KillIDs are the ready sandboxes to stop (when the pod is killed).
 	KillIDs []string
 	Reason  string
@@ -136,6 +146,12 @@ type PodActions struct {
 	// BackOff lists the containers due to start that must wait (reason
 	// CrashLoopBackOff or ImagePullBackOff, with NextAttempt).
 	BackOff []ContainerAction
+	// PruneInit lists the dead init container instances to remove after
+	// the kills and before the sandbox is created and containers start
+	// (the kubelet's pruneInitContainersBeforeStart), with ContainerID and
+	// Attempt (their restart count). It is empty when a new sandbox is
+	// created: every init container instance is removed then.
+	PruneInit []ContainerAction `json:",omitempty"`
 }
 
 // IsRestartableInitContainer reports whether c is a native sidecar: an
@@ -157,12 +173,20 @@ func NetworkModeForPod(pod *corev1.Pod) runtimeapi.NamespaceMode {
 	return runtimeapi.NamespaceMode_POD
 }
 
-// PodSandboxChanged is the kubelet's PodSandboxChanged: whether a new
-// sandbox is needed, with which attempt, and why. A new sandbox is needed
-// when there is none (attempt 0), more than one is ready, the newest is not
-// ready, its network namespace mode does not match hostNetwork, or a
-// non-host-network sandbox has no IP; the attempt is then one more than
-// the highest seen.
+// PodSandboxChanged is the kubelet's PodSandboxChanged
+// (pkg/kubelet/kuberuntime/util/util.go): whether a new sandbox is needed,
+// with which attempt, and why. A new sandbox is needed when there is none
+// (attempt 0), more than one is ready, the newest is not ready, its network
+// namespace mode does not match hostNetwork, or a non-host-network sandbox
+// has a network status without an IP (one without a network status is
+// kept); the newest sandbox is carried as PreviousID but for a network
+// namespace change.
+//
+// NOTE(podsync): a new sandbox's attempt is one more than the highest over
+// all the pod's sandboxes, where the kubelet takes the newest's: a stale
+// sandbox with a higher attempt would make containerd refuse the reused
+// name (README, "Differences from the kubelet"). A kept sandbox reports its
+// own attempt, as upstream.
 func PodSandboxChanged(pod *corev1.Pod, view *RuntimeView) SandboxDecision {
 	if len(view.Sandboxes) == 0 {
 		return SandboxDecision{Create: true, Reason: SandboxReasonNone,
@@ -180,16 +204,17 @@ func PodSandboxChanged(pod *corev1.Pod, view *RuntimeView) SandboxDecision {
 	next := highest + 1
 	switch {
 	case ready > 1:
-		return SandboxDecision{Create: true, Attempt: next, Reason: SandboxReasonMultipleReady,
+		return SandboxDecision{Create: true, Attempt: next, PreviousID: s.ID, Reason: SandboxReasonMultipleReady,
 			Message: "Multiple sandboxes are ready for Pod. Need to reconcile them"}
 	case s.State != SandboxReady:
-		return SandboxDecision{Create: true, Attempt: next, Reason: SandboxReasonNotReady,
+		return SandboxDecision{Create: true, Attempt: next, PreviousID: s.ID, Reason: SandboxReasonNotReady,
 			Message: "No ready sandbox for pod can be found. Need to start a new one"}
 	case s.NetworkMode != NetworkModeForPod(pod):
 		return SandboxDecision{Create: true, Attempt: next, Reason: SandboxReasonNetworkChanged,
 			Message: "Sandbox for pod has changed. Need to start a new one"}
-	case !pod.Spec.HostNetwork && len(s.IPs) == 0:
-		return SandboxDecision{Create: true, Attempt: next, Reason: SandboxReasonNoIP,
+	case !pod.Spec.HostNetwork && s.IPs != nil && len(s.IPs) == 0:
+		// The kubelet's sandboxStatus.Network != nil && Network.Ip == "".
+		return SandboxDecision{Create: true, Attempt: next, PreviousID: s.ID, Reason: SandboxReasonNoIP,
 			Message: "Sandbox for pod has no IP address. Need to start a new one"}
 	}
 	return SandboxDecision{ID: s.ID, Attempt: s.Attempt, Reason: SandboxReasonReady}
@@ -216,6 +241,9 @@ func ComputePodActions(pod *corev1.Pod, view RuntimeView, probes ProbeResults, n
 	}
 	a := p.compute()
 	p.finish(&a, now, bo)
+	if !a.Sandbox.Create {
+		a.PruneInit = p.pruneInitContainers(bo)
+	}
 	return a
 }
 

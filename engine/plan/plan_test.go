@@ -24,6 +24,7 @@ type planSummary struct {
 	StartInit []string
 	Start     []string
 	BackOff   []string
+	PruneInit []string
 }
 
 func summarize(a plan.PodActions) planSummary {
@@ -47,6 +48,9 @@ func summarize(a plan.PodActions) planSummary {
 	}
 	for _, k := range a.BackOff {
 		s.BackOff = append(s.BackOff, fmt.Sprintf("%s:%s@+%s", k.Name, k.Reason, k.NextAttempt.Sub(plantest.T0)))
+	}
+	for _, k := range a.PruneInit {
+		s.PruneInit = append(s.PruneInit, k.Name+"/"+k.ContainerID)
 	}
 	return s
 }
@@ -118,8 +122,8 @@ func TestComputePodActions(t *testing.T) {
 				Start: []string{"app#1:NewSandbox", "helper#1:NewSandbox"}},
 		},
 		{
-			name:       "sandbox without IP is recreated",
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) { v.Sandboxes[0].IPs = nil },
+			name:       "sandbox whose network status has no IP is recreated",
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) { v.Sandboxes[0].IPs = []string{} },
 			want: planSummary{KillPod: plan.KillReasonSandboxChanged, Sandbox: "create@1:SandboxWithoutIP", KillIDs: []string{"sb1"},
 				Kill:  []string{"app/c-app:PodKilled", "helper/c-helper:PodKilled"},
 				Start: []string{"app#1:NewSandbox", "helper#1:NewSandbox"}},
@@ -483,15 +487,23 @@ func TestComputePodActions(t *testing.T) {
 			name: "image pull back-off after a failed pull",
 			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
 				v.Containers = v.Containers[1:]
-				v.PullFailures = []plan.PullFailure{{Container: "helper", Image: "busybox:1", Failures: 2, At: plantest.T0.Add(-5 * time.Second)}}
+				v.PullFailures = []plan.PullFailure{{Image: "busybox:1", Failures: 2, At: plantest.T0.Add(-5 * time.Second)}}
 			},
 			want: planSummary{Sandbox: "use:sb1", BackOff: []string{"helper:ImagePullBackOff@+15s"}},
+		},
+		{
+			name: "image pull back-off holds back every container of the pod with the image",
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = nil
+				v.PullFailures = []plan.PullFailure{{Image: "busybox:1", Failures: 1, At: plantest.T0.Add(-5 * time.Second)}}
+			},
+			want: planSummary{Sandbox: "use:sb1", BackOff: []string{"app:ImagePullBackOff@+5s", "helper:ImagePullBackOff@+5s"}},
 		},
 		{
 			name: "image pull retried once its back-off passed",
 			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
 				v.Containers = v.Containers[1:]
-				v.PullFailures = []plan.PullFailure{{Container: "helper", Image: "busybox:1", Failures: 1, At: plantest.T0.Add(-10 * time.Second)}}
+				v.PullFailures = []plan.PullFailure{{Image: "busybox:1", Failures: 1, At: plantest.T0.Add(-10 * time.Second)}}
 			},
 			want: planSummary{Sandbox: "use:sb1", Start: []string{"helper#0:NotStarted"}},
 		},
@@ -500,7 +512,7 @@ func TestComputePodActions(t *testing.T) {
 			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[1].Image = "busybox:2" },
 			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
 				v.Containers = v.Containers[1:]
-				v.PullFailures = []plan.PullFailure{{Container: "helper", Image: "busybox:1", Failures: 3, At: plantest.T0}}
+				v.PullFailures = []plan.PullFailure{{Image: "busybox:1", Failures: 3, At: plantest.T0}}
 			},
 			want: planSummary{Sandbox: "use:sb1", Start: []string{"helper#0:NotStarted"}},
 		},
@@ -604,10 +616,25 @@ func TestComputePodActions(t *testing.T) {
 			want: planSummary{Sandbox: "use:sb1", Start: []string{"helper#0:NotStarted"}},
 		},
 		{
-			name:      "exited regular containers do not count as initialized",
+			// Upstream: HasAnyActiveRegularContainerStarted counts any
+			// state; the init containers may have been removed since.
+			name:      "an exited regular container of the current sandbox counts as initialized",
 			mutatePod: plantest.WithInit("init-a"),
 			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
 				v.Containers = []plan.ContainerInstance{plantest.Exited(plantest.Inst(p, "app", "c-app", plan.ContainerExited, 0, time.Minute), 1, time.Minute)}
+			},
+			want: planSummary{Sandbox: "use:sb1", Start: []string{"app#1:Exited", "helper#0:NotStarted"}},
+		},
+		{
+			// Upstream's "stale main container from a previous sandbox
+			// must not mark pod as initialized".
+			name:      "a regular container of a previous sandbox does not count as initialized",
+			mutatePod: plantest.WithInit("init-a"),
+			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
+				v.Sandboxes = append(v.Sandboxes, plantest.Sandbox("sb0", 0, false, 2*time.Hour))
+				app := plantest.Inst(p, "app", "c-app", plan.ContainerCreated, 0, time.Minute)
+				app.SandboxID = "sb0"
+				v.Containers = []plan.ContainerInstance{app}
 			},
 			want: planSummary{Sandbox: "use:sb1", StartInit: []string{"init-a#0:NotStarted"}},
 		},

@@ -22,7 +22,7 @@ type RuntimeView struct {
 	// sandboxes, newest (highest CreatedAt) first.
 	Containers []ContainerInstance
 	// PullFailures are the failed image pulls the executor has seen, one
-	// entry per container; the runtime keeps no record of them.
+	// entry per image; the runtime keeps no record of them.
 	PullFailures []PullFailure
 }
 
@@ -49,8 +49,10 @@ type Sandbox struct {
 	Attempt   uint32
 	State     SandboxState
 	CreatedAt time.Time
-	// IPs are the sandbox's pod IPs, primary first; empty for a host-network
-	// sandbox or one whose network is not set up.
+	// IPs are the sandbox's pod IPs, primary first. Nil means the runtime
+	// reported no network status; empty but not nil, a network status
+	// without an IP (a host-network sandbox, or one whose network is not
+	// set up). PodSandboxChanged tells the two apart.
 	IPs []string
 	// NetworkMode is the sandbox's network namespace mode: NODE for a
 	// host-network sandbox, POD otherwise.
@@ -85,6 +87,10 @@ func (s ContainerState) String() string {
 // ContainerInstance is one container instance (one CRI container) of a pod.
 type ContainerInstance struct {
 	ID string
+	// SandboxID is the sandbox the instance was created in. CRI's
+	// ContainerStatus does not carry it: the reader fills it from
+	// ListContainers (NewRuntimeView leaves it empty).
+	SandboxID string
 	// Name is the container's name in the pod spec.
 	Name       string
 	State      ContainerState
@@ -116,16 +122,33 @@ type ContainerInstance struct {
 	TerminationMessage string
 }
 
-// PullFailure records failed pulls of a container's image.
+// PullFailure records failed pulls of one image of a pod. The kubelet
+// keys its image-pull back-off by pod UID and image, so every container of
+// the pod that uses the image shares it.
 type PullFailure struct {
-	// Container is the container's name; Image its image.
-	Container string
-	Image     string
+	// Image is the image as the containers name it (the kubelet's
+	// requested image, before a default tag).
+	Image string
 	// Failures counts consecutive failed pulls of Image; At is the last.
 	Failures int
 	At       time.Time
-	// Message is the last pull error.
+	// Reason and Message are the last failure's, as the kubelet's
+	// evalCRIPullErr gives them (ErrImagePull, RegistryUnavailable,
+	// SignatureValidationFailed).
+	Reason  string `json:",omitempty"`
 	Message string
+}
+
+// PullBackOffMessage is the kubelet's message of a start held back by the
+// image-pull back-off, as the container's waiting state and the sync
+// result carry it: "Back-off pulling image IMAGE" with the last failure.
+// The BackOff event has the first part only.
+func PullBackOffMessage(image string, f *PullFailure) string {
+	msg := fmt.Sprintf("Back-off pulling image %q", image)
+	if f == nil || f.Message == "" {
+		return msg
+	}
+	return fmt.Sprintf("%s: %s: %s", msg, cmp.Or(f.Reason, "ErrImagePull"), f.Message)
 }
 
 // FindContainer returns the newest instance of the named container, or nil
@@ -139,11 +162,33 @@ func (v *RuntimeView) FindContainer(name string) *ContainerInstance {
 	return nil
 }
 
-// PullFailure returns the pull failure recorded for the named container
-// and image, or nil.
-func (v *RuntimeView) PullFailure(name, image string) *PullFailure {
+// HasAnyActiveRegularContainerStarted is the kubelet's (pkg/kubelet/
+// container/helpers.go): whether an instance of a regular container, in
+// any state, belongs to the active sandbox, the newest one if it is ready
+// (the kubelet's ActiveContainerStatuses). A main container that has run
+// in the current sandbox means the pod has been initialized; one left over
+// from an older sandbox does not.
+func (v *RuntimeView) HasAnyActiveRegularContainerStarted(pod *corev1.Pod) bool {
+	if len(v.Sandboxes) == 0 || v.Sandboxes[0].State != SandboxReady {
+		return false
+	}
+	active := v.Sandboxes[0].ID
+	for i := range v.Containers {
+		inst := &v.Containers[i]
+		if inst.SandboxID != active {
+			continue
+		}
+		if slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == inst.Name }) {
+			return true
+		}
+	}
+	return false
+}
+
+// PullFailure returns the pull failure recorded for image, or nil.
+func (v *RuntimeView) PullFailure(image string) *PullFailure {
 	for i := range v.PullFailures {
-		if f := &v.PullFailures[i]; f.Container == name && f.Image == image {
+		if f := &v.PullFailures[i]; f.Image == image {
 			return f
 		}
 	}
@@ -151,12 +196,16 @@ func (v *RuntimeView) PullFailure(name, image string) *PullFailure {
 }
 
 // CurrentPullFailures returns the pull failures of fs that concern the
-// pod's current containers and images: a failure of a container no longer
-// in the spec, or of an image it no longer runs, is forgotten.
+// pod's current images: a failure of an image no container of the pod
+// runs any more is forgotten.
 func CurrentPullFailures(pod *corev1.Pod, fs []PullFailure) []PullFailure {
+	uses := func(image string) bool {
+		is := func(c corev1.Container) bool { return c.Image == image }
+		return slices.ContainsFunc(pod.Spec.InitContainers, is) || slices.ContainsFunc(pod.Spec.Containers, is)
+	}
 	var out []PullFailure
 	for _, f := range fs {
-		if c := SpecContainer(pod, f.Container); c != nil && c.Image == f.Image {
+		if uses(f.Image) {
 			out = append(out, f)
 		}
 	}
@@ -197,10 +246,20 @@ func SandboxFromCRI(s *runtimeapi.PodSandboxStatus) Sandbox {
 		NetworkMode: s.GetLinux().GetNamespaces().GetOptions().GetNetwork(),
 	}
 	out.State = SandboxStateFromCRI(s.GetState())
-	if ip := s.GetNetwork().GetIp(); ip != "" {
-		out.IPs = append(out.IPs, ip)
+	// The kubelet's determinePodSandboxIPs: none without a network
+	// status, else the primary IP if any, then the additional ones.
+	// NOTE(podsync): additional IPs without a primary one keep the
+	// sandbox, where the kubelet's Ip == "" would replace it; no runtime
+	// reports them so.
+	net := s.GetNetwork()
+	if net == nil {
+		return out
 	}
-	for _, ip := range s.GetNetwork().GetAdditionalIps() {
+	out.IPs = []string{}
+	if net.GetIp() != "" {
+		out.IPs = append(out.IPs, net.GetIp())
+	}
+	for _, ip := range net.GetAdditionalIps() {
 		if ip.GetIp() != "" {
 			out.IPs = append(out.IPs, ip.GetIp())
 		}

@@ -6,14 +6,26 @@ import (
 	"github.com/podsync/podsync/engine/plan"
 )
 
-// getPhase is the kubelet's getPhase (pkg/kubelet/kubelet_pods.go).
+// getPhase is the kubelet's getPhase (pkg/kubelet/kubelet_pods.go, v1.37)
+// with ContainerRestartRules on, its default: a failed init container or a
+// stopped regular container counts as not restartable when
+// containerShouldRestart says so. podHasInitialized is the kubelet's
+// HasAnyActiveRegularContainerStarted.
 //
 // NOTE(podsync): a port that keeps upstream's shape (its counts over init
 // and regular containers and its decision cascade in upstream's order),
-// so it is longer than this repository's 80-line bound.
+// so it is longer than this repository's 80-line bound. The
+// RestartAllContainers reason upstream also counts as restartable cannot
+// occur: podsync refuses container restart rules.
 func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, podHasInitialized bool) corev1.PodPhase {
 	spec := pod.Spec
-	pendingRestartableInit, pendingRegularInit, failedInit := 0, 0, 0
+	pendingRestartableInit, pendingRegularInit := 0, 0
+	failedInitNotRestartable := 0
+	initFailed := func(exitCode int32) {
+		if exitCode != 0 && !containerShouldRestart(pod, exitCode) {
+			failedInitNotRestartable++
+		}
+	}
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		if plan.IsRestartableInitContainer(c) {
@@ -26,14 +38,10 @@ func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, pod
 		case st.State.Running != nil:
 			pendingRegularInit++
 		case st.State.Terminated != nil:
-			if st.State.Terminated.ExitCode != 0 {
-				failedInit++
-			}
+			initFailed(st.State.Terminated.ExitCode)
 		case st.State.Waiting != nil:
 			if t := st.LastTerminationState.Terminated; t != nil {
-				if t.ExitCode != 0 {
-					failedInit++
-				}
+				initFailed(t.ExitCode)
 			} else {
 				pendingRegularInit++
 			}
@@ -41,7 +49,7 @@ func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, pod
 			pendingRegularInit++
 		}
 	}
-	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
+	unknown, running, waiting, stopped, stoppedNotRestartable, succeeded := 0, 0, 0, 0, 0, 0
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		if !plan.IsRestartableInitContainer(c) {
@@ -76,12 +84,18 @@ func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, pod
 			running++
 		case st.State.Terminated != nil:
 			stopped++
+			if !containerShouldRestart(pod, st.State.Terminated.ExitCode) {
+				stoppedNotRestartable++
+			}
 			if st.State.Terminated.ExitCode == 0 {
 				succeeded++
 			}
 		case st.State.Waiting != nil:
-			if st.LastTerminationState.Terminated != nil {
+			if t := st.LastTerminationState.Terminated; t != nil {
 				stopped++
+				if !containerShouldRestart(pod, t.ExitCode) {
+					stoppedNotRestartable++
+				}
 			} else {
 				waiting++
 			}
@@ -89,7 +103,7 @@ func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, pod
 			unknown++
 		}
 	}
-	if failedInit > 0 && spec.RestartPolicy == corev1.RestartPolicyNever {
+	if failedInitNotRestartable > 0 {
 		return corev1.PodFailed
 	}
 	switch {
@@ -106,17 +120,30 @@ func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, pod
 			}
 			return corev1.PodFailed
 		}
-		if spec.RestartPolicy == corev1.RestartPolicyAlways {
+		if stopped != stoppedNotRestartable {
+			// At least one container is in the process of restarting.
 			return corev1.PodRunning
 		}
 		if stopped == succeeded {
 			return corev1.PodSucceeded
 		}
-		if spec.RestartPolicy == corev1.RestartPolicyNever {
-			return corev1.PodFailed
-		}
-		return corev1.PodRunning
+		return corev1.PodFailed
 	default:
 		return corev1.PodPending
+	}
+}
+
+// containerShouldRestart is the kubelet's podutil.ContainerShouldRestart
+// for a container without its own restart policy and rules (podsync
+// refuses them on regular containers and allows only a sidecar's Always,
+// which getPhase never asks about): the pod's restart policy decides.
+func containerShouldRestart(pod *corev1.Pod, exitCode int32) bool {
+	switch pod.Spec.RestartPolicy {
+	case corev1.RestartPolicyOnFailure:
+		return exitCode != 0
+	case corev1.RestartPolicyNever:
+		return false
+	default:
+		return true
 	}
 }

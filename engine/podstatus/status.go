@@ -1,7 +1,7 @@
 package podstatus
 
 import (
-	"fmt"
+	"cmp"
 	"slices"
 	"time"
 
@@ -18,7 +18,7 @@ const (
 	ReasonErrImagePull      = "ErrImagePull"
 	ReasonCompleted         = "Completed"
 	ReasonError             = "Error"
-	ReasonOOMKilled         = "OOMKilled"
+	ReasonOOMKilled         = plan.ReasonOOMKilled
 	ReasonStatusUnknown     = "ContainerStatusUnknown"
 )
 
@@ -58,7 +58,7 @@ func ComputePodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.ProbeR
 
 	podIsTerminal := pod.DeletionTimestamp != nil && !anyRunning(&view)
 	all := append(slices.Clone(s.ContainerStatuses), s.InitContainerStatuses...)
-	s.Phase = getPhase(pod, all, podIsTerminal, hasAnyActiveRegularContainerStarted(pod, &view))
+	s.Phase = getPhase(pod, all, podIsTerminal, view.HasAnyActiveRegularContainerStarted(pod))
 	if s.Phase != corev1.PodFailed && s.Phase != corev1.PodSucceeded &&
 		(old.Phase == corev1.PodFailed || old.Phase == corev1.PodSucceeded) {
 		s.Phase = old.Phase
@@ -155,16 +155,6 @@ func truncateTerminationMessages(pod *corev1.Pod, s *corev1.PodStatus) {
 
 func anyRunning(view *plan.RuntimeView) bool {
 	return slices.ContainsFunc(view.Containers, func(c plan.ContainerInstance) bool { return c.State == plan.ContainerRunning })
-}
-
-// hasAnyActiveRegularContainerStarted is the kubelet's.
-func hasAnyActiveRegularContainerStarted(pod *corev1.Pod, view *plan.RuntimeView) bool {
-	for i := range pod.Spec.Containers {
-		if inst := view.FindContainer(pod.Spec.Containers[i].Name); inst != nil && inst.State == plan.ContainerRunning {
-			return true
-		}
-	}
-	return false
 }
 
 type statusConverter struct {
@@ -311,11 +301,11 @@ func (sc *statusConverter) waitingReason(c *corev1.Container, st *corev1.Contain
 		w = &f
 	} else if b := plan.CrashLoopBackoff(sc.pod, c, sc.view, sc.opts.Backoff); b.Active(sc.now) {
 		w = &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoopBackOff, Message: plan.CrashLoopMessage(sc.pod, c.Name, b.Delay)}
-	} else if f := sc.view.PullFailure(c.Name, c.Image); f != nil && f.Failures > 0 {
+	} else if f := sc.view.PullFailure(c.Image); f != nil && f.Failures > 0 {
 		if plan.ImagePullBackoff(sc.pod, c, sc.view, sc.opts.Backoff).Active(sc.now) {
-			w = &corev1.ContainerStateWaiting{Reason: plan.ReasonImagePullBackOff, Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}
+			w = &corev1.ContainerStateWaiting{Reason: plan.ReasonImagePullBackOff, Message: plan.PullBackOffMessage(c.Image, f)}
 		} else {
-			w = &corev1.ContainerStateWaiting{Reason: ReasonErrImagePull, Message: f.Message}
+			w = &corev1.ContainerStateWaiting{Reason: cmp.Or(f.Reason, ReasonErrImagePull), Message: f.Message}
 		}
 	}
 	if w == nil {

@@ -252,7 +252,7 @@ func TestComputePodStatus(t *testing.T) {
 			name: "image pull failure is ErrImagePull once its back-off passed",
 			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
 				v.Containers = v.Containers[1:]
-				v.PullFailures = []plan.PullFailure{{Container: "helper", Image: "busybox:1", Failures: 1, At: plantest.T0.Add(-time.Minute), Message: "not found"}}
+				v.PullFailures = []plan.PullFailure{{Image: "busybox:1", Failures: 1, At: plantest.T0.Add(-time.Minute), Message: "not found"}}
 			},
 			want: statusSummary{Phase: "Pending", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: running restarts=0 ready started", "helper: waiting(ErrImagePull) restarts=0"}},
@@ -261,7 +261,7 @@ func TestComputePodStatus(t *testing.T) {
 			name: "image pull in back-off is ImagePullBackOff",
 			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
 				v.Containers = v.Containers[1:]
-				v.PullFailures = []plan.PullFailure{{Container: "helper", Image: "busybox:1", Failures: 2, At: plantest.T0.Add(-time.Second)}}
+				v.PullFailures = []plan.PullFailure{{Image: "busybox:1", Failures: 2, At: plantest.T0.Add(-time.Second)}}
 			},
 			want: statusSummary{Phase: "Pending", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: running restarts=0 ready started", "helper: waiting(ImagePullBackOff) restarts=0"}},
@@ -471,5 +471,75 @@ func TestTerminationMessagesShareThePodBudget(t *testing.T) {
 	}
 	if total == 0 || total > MaxPodTerminationMessageLogLength {
 		t.Errorf("termination messages hold %d bytes, want some and at most %d", total, MaxPodTerminationMessageLogLength)
+	}
+}
+
+// TestPhaseInitializedByARegularContainerOfTheActiveSandbox: getPhase's
+// podHasInitialized is the kubelet's HasAnyActiveRegularContainerStarted,
+// true once any instance of a regular container, in any state, is in the
+// newest ready sandbox, so a sidecar that is running but not started does
+// not put an initialized pod back into Pending.
+func TestPhaseInitializedByARegularContainerOfTheActiveSandbox(t *testing.T) {
+	sidecarPod := func(rp corev1.RestartPolicy) *corev1.Pod {
+		p := plantest.BasePod()
+		plantest.Chain(plantest.WithInit("log-sidecar"), plantest.Policy(rp))(p)
+		p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{}
+		return p
+	}
+	view := func(p *corev1.Pod, code int32, regularSandbox string) plan.RuntimeView {
+		v := plantest.BaseView()
+		v.Containers = []plan.ContainerInstance{
+			plantest.Inst(p, "log-sidecar", "c-sidecar", plan.ContainerRunning, 0, 5*time.Minute),
+			plantest.Exited(plantest.Inst(p, "helper", "c-helper", plan.ContainerRunning, 0, 50*time.Minute), code, time.Minute),
+			plantest.Exited(plantest.Inst(p, "app", "c-app", plan.ContainerRunning, 0, 55*time.Minute), code, time.Minute),
+		}
+		for i := range v.Containers[1:] {
+			v.Containers[1+i].SandboxID = regularSandbox
+		}
+		if regularSandbox != "sb1" {
+			v.Sandboxes = append(v.Sandboxes, plantest.Sandbox(regularSandbox, 0, false, 2*time.Hour))
+			v.Sandboxes[0].Attempt = 1
+		}
+		return v
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		view func(*corev1.Pod) plan.RuntimeView
+		want corev1.PodPhase
+	}{
+		{
+			name: "Never: unstarted sidecar, regular containers succeeded in the sandbox is Running",
+			pod:  sidecarPod(corev1.RestartPolicyNever),
+			view: func(p *corev1.Pod) plan.RuntimeView { return view(p, 0, "sb1") },
+			want: corev1.PodRunning,
+		},
+		{
+			name: "Never: unstarted sidecar, regular containers failed in the sandbox is Running",
+			pod:  sidecarPod(corev1.RestartPolicyNever),
+			view: func(p *corev1.Pod) plan.RuntimeView { return view(p, 1, "sb1") },
+			want: corev1.PodRunning,
+		},
+		{
+			name: "OnFailure: unstarted sidecar, regular containers failed in the sandbox is Running",
+			pod:  sidecarPod(corev1.RestartPolicyOnFailure),
+			view: func(p *corev1.Pod) plan.RuntimeView { return view(p, 1, "sb1") },
+			want: corev1.PodRunning,
+		},
+		{
+			name: "regular containers of an older sandbox do not initialize the pod: Pending",
+			pod:  sidecarPod(corev1.RestartPolicyNever),
+			view: func(p *corev1.Pod) plan.RuntimeView { return view(p, 0, "sb0") },
+			want: corev1.PodPending,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ComputePodStatus(tt.pod, tt.view(tt.pod), plan.ProbeResults{}, plantest.T0, StatusOptions{})
+			if got.Phase != tt.want {
+				t.Errorf("phase = %s, want %s (init %v, containers %v)", got.Phase, tt.want,
+					got.InitContainerStatuses, got.ContainerStatuses)
+			}
+		})
 	}
 }

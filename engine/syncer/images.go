@@ -86,22 +86,26 @@ func shouldPullImage(policy corev1.PullPolicy, present bool) bool {
 	return !present
 }
 
-// imageFailure is a failed ensureImage.
+// imageFailure is a failed ensureImage. A start held back by the
+// image-pull back-off has reason ImagePullBackOff, no error, and until.
 type imageFailure struct {
 	reason, message string
 	err             error
+	until           time.Time
 }
 
-// ensureImage is the kubelet's EnsureImageExists without the back-off
-// (the planner has already applied it): it inspects the image, pulls it
-// as the pull policy says (emitting a PullImage step), records failed pulls
-// for the image-pull back-off, and returns the image reference (ID) to
-// create the container from.
-func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, *imageFailure) {
+// ensureImage is the kubelet's EnsureImageExists: it inspects the image,
+// pulls it as the pull policy says (emitting a PullImage step) unless the
+// image's pull back-off holds (the planner applied it before the pass; a
+// pull of the same image failing earlier in the pass for another
+// container starts it anew), records failed pulls for the back-off, and
+// returns the image reference (ID) to create the container from, and
+// whether the image was present and not pulled.
+func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, bool, *imageFailure) {
 	image, err := applyDefaultImageTag(c.Image)
 	if err != nil {
-		return "", nil, &imageFailure{ReasonInvalidImageName,
-			fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err), err}
+		return "", nil, false, &imageFailure{reason: ReasonInvalidImageName,
+			message: fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err), err: err}
 	}
 	spec := &runtimeapi.ImageSpec{
 		Image:              image,
@@ -113,17 +117,22 @@ func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *r
 	}
 	resp, err := p.s.images.ImageStatus(ctx, spec, false)
 	if err != nil {
-		return "", nil, &imageFailure{ReasonImageInspectError,
-			fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err), fmt.Errorf("inspect image %q: %w", c.Image, err)}
+		return "", nil, false, &imageFailure{reason: ReasonImageInspectError,
+			message: fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err), err: fmt.Errorf("inspect image %q: %w", c.Image, err)}
 	}
 	ref := resp.GetImage().GetId()
 	present := resp.GetImage() != nil
 	if !shouldPullImage(pullPolicy(c), present) {
 		if present {
-			return ref, resp.GetImage(), nil
+			return ref, resp.GetImage(), true, nil
 		}
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-		return "", nil, &imageFailure{ReasonErrImageNeverPull, msg, fmt.Errorf("image %q: not present with pull policy Never: %w", c.Image, errdefs.ErrNotFound)}
+		return "", nil, false, &imageFailure{reason: ReasonErrImageNeverPull, message: msg,
+			err: fmt.Errorf("image %q: not present with pull policy Never: %w", c.Image, errdefs.ErrNotFound)}
+	}
+	f := p.pullFailure(c.Image)
+	if b := plan.ImagePullBackoffOf(p.pod, c.Image, f, p.s.backoff); b.Active(p.s.clock.Now()) {
+		return "", nil, false, &imageFailure{reason: plan.ReasonImagePullBackOff, message: plan.PullBackOffMessage(c.Image, f), until: b.Until}
 	}
 
 	failpoint.Inject(failpoint.BeforeImagePull)
@@ -131,17 +140,17 @@ func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *r
 	ref, err = p.pullImage(ctx, spec, sbConfig)
 	step := StepResult{Action: ActionPullImage, Target: c.Image, Start: start, Duration: p.s.clock.Since(start)}
 	if err != nil {
-		p.recordPullFailure(c.Name, c.Image, err.Error(), p.s.clock.Now())
 		reason, msg := evalPullError(c, err)
+		p.recordPullFailure(c.Image, reason, msg, p.s.clock.Now())
 		step.Err = fmt.Errorf("pull image %q: %w", c.Image, err)
 		step.Reason, step.Message = reason, msg
 		p.rec.add(step)
-		return "", nil, &imageFailure{reason, msg, step.Err}
+		return "", nil, false, &imageFailure{reason: reason, message: msg, err: step.Err}
 	}
-	p.clearPullFailure(c.Name)
+	p.clearPullFailure(c.Image)
 	step.Message = fmt.Sprintf("Successfully pulled image %q in %s", c.Image, step.Duration.Truncate(time.Millisecond))
 	p.rec.add(step)
-	return ref, nil, nil
+	return ref, nil, false, nil
 }
 
 // verifyRunAsNonRoot refuses c, as the kubelet does before it creates a
@@ -197,28 +206,28 @@ func evalPullError(c *corev1.Container, err error) (reason, msg string) {
 	return podstatus.ReasonErrImagePull, s
 }
 
-// recordPullFailure counts a failed pull of image for the container.
-func (p *pass) recordPullFailure(container, image, msg string, at time.Time) {
-	fs := p.pulls
-	i := slices.IndexFunc(fs, func(f plan.PullFailure) bool { return f.Container == container })
-	if i < 0 || fs[i].Image != image {
-		f := plan.PullFailure{Container: container, Image: image}
-		if i < 0 {
-			fs = append(fs, f)
-			i = len(fs) - 1
-		} else {
-			fs[i] = f
-		}
+// pullFailure returns the pass's record of failed pulls of image, or nil.
+func (p *pass) pullFailure(image string) *plan.PullFailure {
+	if i := slices.IndexFunc(p.pulls, func(f plan.PullFailure) bool { return f.Image == image }); i >= 0 {
+		return &p.pulls[i]
 	}
-	fs[i].Failures++
-	fs[i].At = at
-	fs[i].Message = msg
-	p.pulls = fs
+	return nil
 }
 
-// clearPullFailure forgets the failed pulls of the container's image.
-func (p *pass) clearPullFailure(container string) {
-	p.pulls = slices.DeleteFunc(p.pulls, func(f plan.PullFailure) bool { return f.Container == container })
+// recordPullFailure counts a failed pull of image.
+func (p *pass) recordPullFailure(image, reason, msg string, at time.Time) {
+	f := p.pullFailure(image)
+	if f == nil {
+		p.pulls = append(p.pulls, plan.PullFailure{Image: image})
+		f = &p.pulls[len(p.pulls)-1]
+	}
+	f.Failures++
+	f.At, f.Reason, f.Message = at, reason, msg
+}
+
+// clearPullFailure forgets the failed pulls of image.
+func (p *pass) clearPullFailure(image string) {
+	p.pulls = slices.DeleteFunc(p.pulls, func(f plan.PullFailure) bool { return f.Image == image })
 }
 
 // dockerConfigEntry is one registry's credentials in a docker config.

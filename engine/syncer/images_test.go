@@ -104,3 +104,72 @@ func TestPullFailuresAreForgottenWithTheImage(t *testing.T) {
 		t.Errorf("steps %v pull failures %+v, want a start and no failures", got, res.View.PullFailures)
 	}
 }
+
+// TestStartReportsAnImageAlreadyPresent: a start whose image was present
+// and not pulled says so, for the kubelet's "already present on machine"
+// Pulled event; a pulled or missing image does not.
+func TestStartReportsAnImageAlreadyPresent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		image  string
+		policy corev1.PullPolicy
+		want   bool
+	}{
+		{"IfNotPresent and present", enginetest.Image, corev1.PullIfNotPresent, true},
+		{"Never and present", enginetest.Image, corev1.PullNever, true},
+		{"Always and present is pulled", enginetest.Image, corev1.PullAlways, false},
+		{"IfNotPresent and absent is pulled", "registry.local/other:1", corev1.PullIfNotPresent, false},
+		{"Never and absent", "registry.local/other:1", corev1.PullNever, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := syncertest.New(t)
+			pod := enginetest.Pod()
+			pod.Spec.Containers = pod.Spec.Containers[:1]
+			pod.Spec.Containers[0].Image = tc.image
+			pod.Spec.Containers[0].ImagePullPolicy = tc.policy
+			st := h.Sync(pod).Step(syncer.ActionStartContainer, "app")
+			if st == nil || st.ImagePresent != tc.want {
+				t.Errorf("start step %+v, want ImagePresent %v", st, tc.want)
+			}
+		})
+	}
+}
+
+// TestPullBackOffIsSharedByThePodsContainersOfAnImage: the kubelet keys
+// the image-pull back-off by pod UID and image, so a failed pull holds
+// back every container of the pod with that image, in the same pass and
+// after, while a container of another image pulls.
+func TestPullBackOffIsSharedByThePodsContainersOfAnImage(t *testing.T) {
+	h := syncertest.New(t)
+	pod := enginetest.Pod()
+	const missing = "registry.local/other:1"
+	pod.Spec.Containers[0].Image = missing
+	pod.Spec.Containers[1].Image = missing
+	pod.Spec.Containers = append(pod.Spec.Containers, enginetest.Container("third", enginetest.RunForever...))
+	pod.Spec.Containers[2].Image = "registry.local/third:1"
+	h.RT.InjectError("PullImage", errors.New("manifest unknown"))
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res,
+		"CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0",
+		"PullImage "+missing+" !ErrImagePull", "StartContainer app !ErrImagePull",
+		"StartContainer helper ImagePullBackOff",
+		"PullImage registry.local/third:1", "StartContainer third NewSandbox",
+	)
+	want := `Back-off pulling image "` + missing + `": ErrImagePull: manifest unknown`
+	if st := res.Step(syncer.ActionStartContainer, "helper"); st.Message != want || !st.NextRetry.Equal(h.Clock.Now().Add(plan.DefaultBackoffBase)) {
+		t.Errorf("helper's back-off %q until %s, want %q until the base delay from now", st.Message, st.NextRetry, want)
+	}
+	if len(res.PullFailures) != 1 || res.PullFailures[0].Image != missing || res.PullFailures[0].Failures != 1 {
+		t.Errorf("pull failures %+v, want one failure of %s", res.PullFailures, missing)
+	}
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "StartContainer app ImagePullBackOff", "StartContainer helper ImagePullBackOff")
+	for _, cs := range h.S.PodStatus(pod, res.View, plan.ProbeResults{}).ContainerStatuses[:2] {
+		if w := cs.State.Waiting; w == nil || w.Reason != plan.ReasonImagePullBackOff || w.Message != want {
+			t.Errorf("%s waiting %+v, want ImagePullBackOff with %q", cs.Name, w, want)
+		}
+	}
+	h.Clock.Step(plan.DefaultBackoffBase)
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "ConfigPodSandbox #0", "PullImage "+missing, "StartContainer app NotStarted", "StartContainer helper NotStarted")
+}

@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -187,6 +188,22 @@ func (p *pass) purgeInitContainers(ctx context.Context) {
 				p.removeContainer(ctx, inst, ReasonInitContainersPurged)
 			}
 		}
+	}
+}
+
+// pruneInitContainers removes the dead init container instances the plan
+// prunes, as the kubelet's pruneInitContainersBeforeStart: a removal that
+// fails is reported and the pass goes on.
+func (p *pass) pruneInitContainers(ctx context.Context, prune []plan.ContainerAction) {
+	for _, a := range prune {
+		if ctx.Err() != nil {
+			return
+		}
+		i := slices.IndexFunc(p.st.view.Containers, func(c plan.ContainerInstance) bool { return c.ID == a.ContainerID })
+		if i < 0 {
+			continue
+		}
+		p.removeContainer(ctx, p.st.view.Containers[i], a.Reason)
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/plan"
-	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/internal/failpoint"
 	"github.com/podsync/podsync/logx"
 )
@@ -180,6 +179,7 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 			}
 		}
 	}
+	p.pruneInitContainers(ctx, actions.PruneInit)
 	if !actions.Sandbox.Create && len(actions.StartInit) == 0 && len(actions.Start) == 0 {
 		p.backOffSteps(actions.BackOff, nil)
 		return
@@ -313,9 +313,8 @@ func (p *pass) backOffSteps(as []plan.ContainerAction, sb *sandboxRef) {
 	for _, a := range as {
 		msg := a.Message
 		if a.Reason == plan.ReasonImagePullBackOff {
-			if f := p.st.view.PullFailure(a.Name, plan.SpecContainer(p.pod, a.Name).Image); f != nil {
-				msg = fmt.Sprintf("%s: %s: %s", msg, podstatus.ReasonErrImagePull, f.Message)
-			}
+			image := plan.SpecContainer(p.pod, a.Name).Image
+			msg = plan.PullBackOffMessage(image, p.pullFailure(image))
 		}
 		st := StepResult{Action: ActionStartContainer, Target: a.Name, ContainerType: containerType(p.pod, a.Name),
 			Reason: a.Reason, Message: msg, Start: p.s.clock.Now(), NextRetry: a.NextAttempt, Attempt: a.Attempt}
@@ -408,7 +407,13 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.Contain
 	}
 
 	// Step 1: the image.
-	imageRef, img, ifail := p.ensureImage(ctx, c, sb.config)
+	imageRef, img, present, ifail := p.ensureImage(ctx, c, sb.config)
+	step.ImagePresent = present
+	if ifail != nil && ifail.reason == plan.ReasonImagePullBackOff {
+		p.backOffSteps([]plan.ContainerAction{{Name: c.Name, Attempt: a.Attempt, Reason: ifail.reason,
+			Message: ifail.message, NextAttempt: ifail.until}}, &sb)
+		return false
+	}
 	if ifail != nil {
 		return fail(ifail.reason, ifail.message, ifail.err)
 	}

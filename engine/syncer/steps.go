@@ -125,6 +125,10 @@ type StepResult struct {
 	// Attempt is the restart count of the container instance, or the
 	// attempt of the sandbox, the step is about.
 	Attempt uint32
+	// ImagePresent is set on a StartContainer step whose image was
+	// present and not pulled (the kubelet's "already present on machine"
+	// Pulled event).
+	ImagePresent bool `json:",omitempty"`
 }
 
 // Failed reports whether the step failed.

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine/criconfig"
@@ -228,6 +229,28 @@ func TestSandboxStoppedFromOutside(t *testing.T) {
 	h.Converged(pod, res)
 }
 
+// TestSandboxWithoutANetworkStatusIsKept: the kubelet replaces a ready
+// sandbox for a missing IP only when the runtime reported a network status
+// (sandboxStatus.Network != nil && Ip == ""); one without a network status
+// is kept.
+func TestSandboxWithoutANetworkStatusIsKept(t *testing.T) {
+	h := syncertest.New(t)
+	pod := enginetest.Pod()
+	res := h.Sync(pod)
+	setNetwork := func(n *runtimeapi.PodSandboxNetworkStatus) {
+		h.RT.Lock()
+		h.RT.Sandboxes[res.SandboxID].Network = n
+		h.RT.Unlock()
+	}
+	setNetwork(nil)
+	syncertest.WantSteps(t, h.Sync(pod))
+	setNetwork(&runtimeapi.PodSandboxNetworkStatus{})
+	steps := syncertest.Summary(h.Sync(pod).Steps)
+	if !slices.Contains(steps, "CreatePodSandbox #1 SandboxWithoutIP") {
+		t.Errorf("steps %v, want a new sandbox for the missing IP", steps)
+	}
+}
+
 func TestInitContainers(t *testing.T) {
 	h := syncertest.New(t)
 	pod := enginetest.Pod()
@@ -266,6 +289,46 @@ func TestInitContainers(t *testing.T) {
 	}
 	res = h.Sync(pod)
 	h.Converged(pod, res)
+}
+
+// TestInitContainerInstancesPrunedBeforeStart: before init containers
+// start again, the dead instances of each are pruned as the kubelet's
+// pruneInitContainersBeforeStart does, keeping the newest exited one
+// (and the crash-loop run's first, which the back-off is counted from).
+func TestInitContainerInstancesPrunedBeforeStart(t *testing.T) {
+	h := syncertest.New(t)
+	pod := enginetest.Pod()
+	pod.Spec.InitContainers = []corev1.Container{enginetest.Container("init", enginetest.RunForever...)}
+	res := h.Sync(pod)
+	h.Exit(res, "init", 1)
+	res = h.Sync(pod) // the first failure restarts at once
+	h.Exit(res, "init", 1)
+	h.Clock.Step(plan.DefaultBackoffBase)
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "ConfigPodSandbox #0", "StartContainer init InitContainerFailed")
+	if got, want := h.CriContainers(), []string{"init/0 EXITED", "init/1 EXITED", "init/2 RUNNING"}; !slices.Equal(got, want) {
+		t.Errorf("containers = %v, want %v", got, want)
+	}
+
+	h.Exit(res, "init", 1)
+	h.Clock.Step(2 * plan.DefaultBackoffBase)
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "RemoveContainer init InitContainerPruned", "ConfigPodSandbox #0", "StartContainer init InitContainerFailed")
+	if got, want := h.CriContainers(), []string{"init/0 EXITED", "init/2 EXITED", "init/3 RUNNING"}; !slices.Equal(got, want) {
+		t.Errorf("containers = %v, want %v", got, want)
+	}
+	// The run's length survives the pruning: the next crash waits 4×.
+	// A removal that fails is reported and the pass goes on, as the
+	// kubelet's; the next pass prunes again.
+	h.Exit(res, "init", 1)
+	crashed := h.Clock.Now()
+	h.RT.InjectError("RemoveContainer", errors.New("device busy"))
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "RemoveContainer init !RemoveContainerError", "StartContainer init CrashLoopBackOff")
+	if want := crashed.Add(4 * plan.DefaultBackoffBase); !res.Steps[1].NextRetry.Equal(want) {
+		t.Errorf("back-off until %s, want %s", res.Steps[1].NextRetry, want)
+	}
+	syncertest.WantSteps(t, h.Sync(pod), "RemoveContainer init InitContainerPruned", "StartContainer init CrashLoopBackOff")
 }
 
 func TestFailedInitContainerUnderNever(t *testing.T) {
@@ -564,6 +627,27 @@ func TestPassEndReadsWhatItCreated(t *testing.T) {
 		t.Errorf("the pass's view differs from a full read (-full +pass):\n%s", diff)
 	}
 	h.Converged(pod, res)
+}
+
+// TestViewNamesEachInstancesSandbox: CRI's ContainerStatus does not say
+// which sandbox a container is in, so the view takes it from the list (and
+// from the pass's own creates): the status's "initialized" rule counts
+// only the current sandbox's containers.
+func TestViewNamesEachInstancesSandbox(t *testing.T) {
+	h := syncertest.New(t)
+	pod := enginetest.Pod()
+	res := h.Sync(pod)
+	full, err := syncer.ReadView(h.Ctx, h.RT, pod.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []plan.RuntimeView{res.View, full} {
+		for _, inst := range v.Containers {
+			if inst.SandboxID != res.SandboxID || inst.SandboxID == "" {
+				t.Errorf("instance %s in sandbox %q, want %q", inst.String(), inst.SandboxID, res.SandboxID)
+			}
+		}
+	}
 }
 
 // TestPassEndListsAfterAFailedCreate: a create that failed may have left

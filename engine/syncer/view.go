@@ -124,6 +124,9 @@ func readObjects(ctx context.Context, rt Runtime, uid types.UID, objs podObjects
 		st.logPath[s.GetId()] = s.GetLogPath()
 	}
 	st.view = plan.NewRuntimeView(uid, sbStatuses, statuses)
+	for i := range st.view.Containers {
+		st.view.Containers[i].SandboxID = st.sandboxOf[st.view.Containers[i].ID]
+	}
 	return st, nil
 }
 

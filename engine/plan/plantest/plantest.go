@@ -35,10 +35,10 @@ func BasePod() *corev1.Pod {
 }
 
 // Inst builds an instance of the container named name in pod, with the
-// hash pod gives it.
+// hash pod gives it, in BaseView's sandbox sb1.
 func Inst(pod *corev1.Pod, name, id string, state plan.ContainerState, restarts int32, age time.Duration) plan.ContainerInstance {
 	c := plan.SpecContainer(pod, name)
-	i := plan.ContainerInstance{ID: id, Name: name, State: state, RestartCount: restarts, CreatedAt: T0.Add(-age), StartedAt: T0.Add(-age)}
+	i := plan.ContainerInstance{ID: id, SandboxID: "sb1", Name: name, State: state, RestartCount: restarts, CreatedAt: T0.Add(-age), StartedAt: T0.Add(-age)}
 	if c != nil {
 		i.Hash = plan.ContainerHash(pod, c)
 		i.Spec = plan.NewContainerSpec(pod, c)
@@ -160,7 +160,7 @@ func BenchView(pod *corev1.Pod, exited func(i int) bool) plan.RuntimeView {
 		c := &pod.Spec.Containers[i]
 		spec := plan.NewContainerSpec(pod, c)
 		inst := plan.ContainerInstance{
-			ID: fmt.Sprintf("ctr-%d", i), Name: c.Name, State: plan.ContainerRunning,
+			ID: fmt.Sprintf("ctr-%d", i), SandboxID: "sb-1", Name: c.Name, State: plan.ContainerRunning,
 			CreatedAt: BenchNow.Add(-time.Hour + time.Duration(i)*time.Millisecond),
 			StartedAt: BenchNow.Add(-time.Hour + time.Duration(i)*time.Millisecond),
 			Image:     c.Image, ImageRef: "sha256:0123456789abcdef", Hash: spec.Hash(), Spec: spec,
