@@ -19,12 +19,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
 	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/internal/testdaemon"
 )
 
@@ -329,6 +334,21 @@ func TestAttacksAreRefused(t *testing.T) {
 			}
 			refused(t, err, codes.ResourceExhausted, client.ReasonRateLimited)
 		}},
+		{name: "empty store on a runtime with pods", run: func(t *testing.T, e *env) { lostStore(t, e, func(string) {}, errdefs.ErrStoreLost) }},
+		{name: "truncated store", run: func(t *testing.T, e *env) {
+			lostStore(t, e, func(path string) {
+				if err := os.Truncate(path, 8292); err != nil {
+					t.Fatal(err)
+				}
+			}, errdefs.ErrStoreCorrupt)
+		}},
+		{name: "garbage store", run: func(t *testing.T, e *env) {
+			lostStore(t, e, func(path string) {
+				if err := os.WriteFile(path, []byte(strings.Repeat("garbage", 4096)), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}, errdefs.ErrStoreCorrupt)
+		}},
 		{name: "stream exhaustion by one identity", run: func(t *testing.T, e *env) {
 			ctx, cancel := context.WithCancel(e.ctx)
 			defer cancel()
@@ -363,5 +383,59 @@ func TestAttacksAreRefused(t *testing.T) {
 			refused(t, err, tt.code, tt.reason, tt.want...)
 			e.nothingCreated("attack")
 		})
+	}
+}
+
+// lostStore runs a pod, then starts a node on the daemon's runtime with a
+// store file that damage leaves behind (an empty file when damage does
+// nothing to it): the start fails with want, names the file, panics never,
+// and the pod's sandbox and container keep running.
+func lostStore(t *testing.T, e *env, damage func(path string), want error) {
+	t.Helper()
+	if _, err := e.sync(basePod("keep")); err != nil {
+		t.Fatalf("SyncPod: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "podsync.db")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if want != errdefs.ErrStoreLost {
+		// A store with history, then damaged.
+		src, err := os.ReadFile(e.d.StorePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, src, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	damage(path)
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("panic: %v", r)
+			}
+		}()
+		st, err := store.Open(path, store.Options{})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = st.Close() }()
+		n, err := engine.NewNode(engine.NodeOptions{Runtime: e.d.Runtime, Images: e.d.Runtime, Store: st, Logger: zaptest.NewLogger(t),
+			Config: criconfig.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir()}})
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
+		defer cancel()
+		return n.Run(ctx)
+	}()
+	if !errors.Is(err, want) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("start on the damaged store = %v, want %v naming %s", err, want, path)
+	}
+	sbs, _ := e.d.Runtime.ListPodSandbox(e.ctx, nil)
+	ctrs, _ := e.d.Runtime.ListContainers(e.ctx, nil)
+	if len(sbs) != 1 || sbs[0].GetState() != runtimeapi.PodSandboxState_SANDBOX_READY || len(ctrs) != 1 || ctrs[0].GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("after the refusal: sandboxes %v, containers %v; want the pod's, running", sbs, ctrs)
 	}
 }
