@@ -399,7 +399,7 @@ func lostStore(t *testing.T, e *env, damage func(path string), want error) {
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if want != errdefs.ErrStoreLost {
+	if !errors.Is(want, errdefs.ErrStoreLost) {
 		// A store with history, then damaged.
 		src, err := os.ReadFile(e.d.StorePath)
 		if err != nil {
