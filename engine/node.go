@@ -216,6 +216,10 @@ type Node struct {
 	// does not, kept running (see orphans.go).
 	orphanMu sync.Mutex
 	orphans  map[types.UID]plan.PodRef
+	// startOrphans are the orphans found when the node started (nil
+	// until then): only those are kept; an unstored pod that appears
+	// later is the node's own leftover.
+	startOrphans map[types.UID]bool
 	// unavailable is NodeOptions.RuntimeUnavailable.
 	unavailable func(error) bool
 

@@ -19,14 +19,26 @@ import (
 //     Deleted): the node removes them, at recovery and in the periodic
 //     sweep;
 //   - an orphan: a pod of a store that was lost, replaced or restored
-//     from an older copy, or of another podsyncd on the same runtime. The
-//     node keeps it running, logs it and counts it
-//     (podsync_orphaned_pods), and removes it only with RemoveOrphans.
+//     from an older copy, found when the node starts. The node keeps it
+//     running, logs it and counts it (podsync_orphaned_pods), and removes
+//     it only with RemoveOrphans;
+//   - a pod that appears in the runtime after the node started without
+//     the store holding it: the leftover of a sandbox or container whose
+//     creation was still in flight when the node (or the podsyncd before
+//     it) deleted the pod — only podsync makes podsync-labelled objects,
+//     and one podsyncd runs per runtime. The node removes it, as the
+//     kubelet's garbage collector removes what no pod owns.
 
 // mayRemoveUnstored reports whether the node may remove what the runtime
 // holds of uid, a pod the store does not hold.
 func (n *Node) mayRemoveUnstored(uid types.UID) (bool, error) {
 	if n.removeOrphans {
+		return true, nil
+	}
+	n.orphanMu.Lock()
+	appeared := n.startOrphans != nil && !n.startOrphans[uid]
+	n.orphanMu.Unlock()
+	if appeared {
 		return true, nil
 	}
 	return n.store.Deleted(uid)
@@ -100,6 +112,12 @@ func (n *Node) recoverUnstored(ctx context.Context, inRuntime map[types.UID]plan
 		w.release()
 	}
 	n.setOrphans(orphans)
+	n.orphanMu.Lock()
+	n.startOrphans = map[types.UID]bool{}
+	for uid := range orphans {
+		n.startOrphans[uid] = true
+	}
+	n.orphanMu.Unlock()
 	n.forgetDeleted(rev, inRuntime)
 	return nil
 }

@@ -142,6 +142,19 @@ func TestOrphansKeptUnlessRemoveOrphans(t *testing.T) {
 		h.clock.Step(time.Minute)
 		return len(h.view(gone).Sandboxes) == 0
 	})
+	// A pod that appears in the runtime after the start without the store
+	// holding it (a creation still in flight when its pod was deleted,
+	// here by the podsyncd before this one, which recorded nothing) is a
+	// leftover, not an orphan: the sweep removes it.
+	late := enginetest.Pod()
+	late.Name, late.UID = "late", "uid-late"
+	if _, err := s.SyncPod(h.ctx, late, syncer.SyncInput{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the sweep removes a leftover that appeared after the start", func() bool {
+		h.clock.Step(time.Minute)
+		return len(h.view(late).Sandboxes) == 0
+	})
 	after := h.view(orphan)
 	if len(after.Sandboxes) != 1 || after.Sandboxes[0].ID != before.Sandboxes[0].ID || after.Sandboxes[0].State != plan.SandboxReady {
 		t.Errorf("orphan's sandboxes after sweeps %v, want %s kept ready", after.Sandboxes, before.Sandboxes[0].ID)
