@@ -65,7 +65,7 @@ func (r *stoppingRuntime) fire(ctx context.Context, p stopPoint) error {
 	r.armed = false
 	id := r.sandbox
 	r.mu.Unlock()
-	return r.FakeRuntime.StopPodSandbox(ctx, id)
+	return r.StopPodSandbox(ctx, id)
 }
 
 func (r *stoppingRuntime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error) {
@@ -96,10 +96,10 @@ func (r *stoppingRuntime) StartContainer(ctx context.Context, id string) error {
 		return r.FakeRuntime.StartContainer(ctx, id)
 	}
 	// containerd's refusal: the container is left exited, StartError.
-	r.FakeRuntime.Lock()
+	r.Lock() // the fake's lock, not mu
 	c := r.Containers[id]
 	c.State, c.ExitCode, c.Reason = runtimeapi.ContainerState_CONTAINER_EXITED, enginetest.StartErrorExitCode, enginetest.StartErrorReason
-	r.FakeRuntime.Unlock()
+	r.Unlock()
 	return errors.New("failed to create containerd task: OCI runtime create failed: namespace path: no such file or directory")
 }
 
@@ -113,7 +113,7 @@ func (r *stoppingRuntime) PodSandboxStatus(ctx context.Context, id string, verbo
 	}
 	r.mu.Unlock()
 	if stop {
-		if err := r.FakeRuntime.StopPodSandbox(ctx, id); err != nil {
+		if err := r.StopPodSandbox(ctx, id); err != nil {
 			return nil, err
 		}
 	}
