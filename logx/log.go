@@ -24,6 +24,7 @@ const (
 	PrevPhase     = "previous_phase"
 	State         = "state"
 	PrevState     = "previous_state"
+	Stage         = "stage"
 	Generation    = "generation"
 	Revision      = "revision"
 	Adopted       = "adopted"

@@ -56,6 +56,7 @@ var conformanceRows = []ConformanceRow{
 	{Name: "labels and annotations round-trip", Run: testLabels},
 	{Name: "stopping a sandbox stops its containers", Run: testStopSandbox},
 	{Name: "removing a sandbox removes its containers", Run: testRemoveSandbox},
+	{Name: "a stopped sandbox takes no new container and starts none", Run: testNoStartInStoppedSandbox},
 	{Name: "unknown ids are NotFound for status, fine for remove", Run: testUnknownIDs},
 	{Name: "list filters by label, state, sandbox and id", Run: testListFilters},
 	{Name: "names are reserved while their sandbox or container exists", Run: testNameReservation},

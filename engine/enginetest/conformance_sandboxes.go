@@ -107,3 +107,26 @@ func testSharedNetwork(t *testing.T, h *Harness) {
 		t.Errorf("container's eth0 = %q, want the pod IP %s", stdout, ip)
 	}
 }
+
+// testNoStartInStoppedSandbox: a stopped sandbox takes no new container,
+// and a container created before the stop cannot start: it is left
+// exited with StartErrorExitCode and StartErrorReason.
+func testNoStartInStoppedSandbox(t *testing.T, h *Harness) {
+	cfg := h.PodConfig("")
+	pod := h.RunPod(cfg)
+	created := h.Create(pod, cfg, h.ContainerConfig("created", 0, "/bin/sh", "-c", TermScript))
+	if err := h.RT.StopPodSandbox(h.Ctx, pod); err != nil {
+		t.Fatalf("StopPodSandbox: %v", err)
+	}
+	if id, err := h.RT.CreateContainer(h.Ctx, pod, h.ContainerConfig("late", 0, "/bin/sh", "-c", TermScript), cfg); err == nil {
+		t.Errorf("CreateContainer in a stopped sandbox created %s", id)
+	}
+	if err := h.RT.StartContainer(h.Ctx, created); err == nil {
+		t.Fatal("StartContainer in a stopped sandbox succeeded")
+	}
+	st := h.Status(created)
+	if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != StartErrorExitCode || st.Reason != StartErrorReason {
+		t.Errorf("container after a refused start: state %s exit code %d reason %q, want EXITED %d %q",
+			st.State, st.ExitCode, st.Reason, StartErrorExitCode, StartErrorReason)
+	}
+}

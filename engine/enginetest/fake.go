@@ -22,6 +22,13 @@ const (
 	TermExitCode = 143
 )
 
+// containerd's marks of a container whose StartContainer failed: it is
+// left exited with this exit code and reason, the error as its message.
+const (
+	StartErrorExitCode = 128
+	StartErrorReason   = "StartError"
+)
+
 // FakeRuntime is an in-memory Runtime that behaves like containerd where the
 // engine depends on it. It embeds cri-api's FakeRuntimeService, so its
 // Called list, AssertCalls, GetCalls, SetFakeSandboxes and the exported maps
@@ -46,6 +53,9 @@ const (
 //     TermExitCode. WithStopExitCode replaces the last two;
 //   - StopPodSandbox kills the sandbox's running containers (KillExitCode);
 //     RemovePodSandbox removes them;
+//   - refuses to create or start a container in a sandbox that is not
+//     ready; a refused start leaves the container exited with
+//     StartErrorExitCode and StartErrorReason, as containerd does;
 //   - sets Reason "Completed" or "Error" and FinishedAt on every exit;
 //   - answers unknown ids with a gRPC NotFound status from the status and
 //     stop calls (containerd 2.x answers stops with success) and with

@@ -17,7 +17,9 @@ import (
 	utilexec "k8s.io/utils/exec"
 )
 
-// CreateContainer creates a container in a known sandbox from a held image.
+// CreateContainer creates a container in a known, ready sandbox from a
+// held image. containerd refuses a sandbox that is not ready ("sandbox
+// container %q is not running").
 func (r *FakeRuntime) CreateContainer(_ context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
 	r.Lock()
 	defer r.Unlock()
@@ -27,8 +29,10 @@ func (r *FakeRuntime) CreateContainer(_ context.Context, podSandboxID string, co
 	if config.GetMetadata() == nil {
 		return "", status.Error(codes.InvalidArgument, "container config must include metadata")
 	}
-	if _, ok := r.Sandboxes[podSandboxID]; !ok {
+	if s, ok := r.Sandboxes[podSandboxID]; !ok {
 		return "", notFound("sandbox", podSandboxID)
+	} else if s.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return "", fmt.Errorf("sandbox container %q is not running", podSandboxID)
 	}
 	ref, ok := r.imageRef(config.GetImage().GetImage())
 	if !ok {
@@ -76,6 +80,9 @@ func (r *FakeRuntime) CreateContainer(_ context.Context, podSandboxID string, co
 
 // StartContainer starts a created container in a ready sandbox, writes its
 // output to its log and, when its command ends by itself, makes it exit.
+// In a sandbox that is not ready the start fails and leaves the container
+// exited with StartErrorExitCode and reason StartError, as containerd's
+// does.
 func (r *FakeRuntime) StartContainer(_ context.Context, containerID string) error {
 	r.Lock()
 	defer r.Unlock()
@@ -90,7 +97,10 @@ func (r *FakeRuntime) StartContainer(_ context.Context, containerID string) erro
 		return status.Errorf(codes.FailedPrecondition, "container %q is in %s state, not created", containerID, c.State)
 	}
 	if s := r.Sandboxes[c.SandboxID]; s == nil || s.State != runtimeapi.PodSandboxState_SANDBOX_READY {
-		return status.Errorf(codes.FailedPrecondition, "sandbox %q of container %q is not ready", c.SandboxID, containerID)
+		err := fmt.Errorf("sandbox container %q is not running", c.SandboxID)
+		c.State, c.ExitCode, c.FinishedAt = runtimeapi.ContainerState_CONTAINER_EXITED, StartErrorExitCode, r.now()
+		c.Reason, c.Message = StartErrorReason, err.Error()
+		return err
 	}
 	if c.LogPath != "" {
 		if err := appendLog(c.LogPath, nil, r.clock.Now()); err != nil {

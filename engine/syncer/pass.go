@@ -92,6 +92,14 @@ type pass struct {
 	created       podObjects
 	newSandboxes  map[string]*runtimeapi.PodSandboxStatus
 	createsFailed bool
+
+	// stoppedSandbox is the sandbox found no longer ready when a
+	// container was to be created or started in it, and replanned
+	// whether the pass planned again for it (sandboxstop.go);
+	// stoppedStage says when it was found.
+	stoppedSandbox string
+	stoppedStage   string
+	replanned      bool
 }
 
 func (p *pass) run(ctx context.Context) (SyncResult, error) {
@@ -108,6 +116,11 @@ func (p *pass) run(ctx context.Context) (SyncResult, error) {
 		p.in.Observed(st.view, actions)
 	}
 	p.execute(ctx, actions)
+	if p.stoppedSandbox != "" && ctx.Err() == nil {
+		if actions, err = p.replan(ctx); err != nil {
+			return SyncResult{Steps: p.rec.steps}, err
+		}
+	}
 
 	res := SyncResult{Plan: actions}
 	if ctx.Err() == nil {
@@ -395,6 +408,10 @@ func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (strin
 // the hook fails). It reports a StartContainer step and whether the start
 // succeeded.
 func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.ContainerAction) bool {
+	if p.stoppedSandbox != "" {
+		// The sandbox stopped: the pass plans again.
+		return false
+	}
 	c := plan.SpecContainer(p.pod, a.Name)
 	start := p.s.clock.Now()
 	step := StepResult{Action: ActionStartContainer, Target: c.Name, ContainerType: containerType(p.pod, c.Name),
@@ -432,9 +449,15 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.Contain
 	if err != nil {
 		return fail(ReasonCreateContainerConfigErr, err.Error(), err)
 	}
+	if p.stoppedBeforeCreate(ctx, sb.id) {
+		return false
+	}
 	id, err := p.s.rt.CreateContainer(ctx, sb.id, cfg, sb.config)
 	if err != nil {
 		p.createsFailed = true
+		if p.stoppedAfterRefusal(ctx, sb.id) {
+			return false
+		}
 		return fail(ReasonCreateContainerError, err.Error(), fmt.Errorf("create container %q: %w", c.Name, err))
 	}
 	failpoint.Inject(failpoint.AfterContainerCreated)
@@ -459,6 +482,9 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.Contain
 				p.log.Warn("remove unstarted container", zap.String(logx.ContainerName, c.Name), zap.String(logx.ContainerID, id), zap.Error(rerr))
 			}
 			cancel()
+		} else if p.stoppedAfterRefusal(ctx, sb.id) {
+			p.dropRefused(ctx, c.Name, id)
+			return false
 		}
 		return fail(ReasonRunContainerError, err.Error(), fmt.Errorf("start container %q: %w", c.Name, err))
 	}

@@ -1,0 +1,90 @@
+//go:build integration
+
+package workers_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/internal/localcri/localcritest"
+)
+
+// TestStoppedSandboxIsASandboxChange: `crictl stopp` of a running pod's
+// sandbox is the kubelet's sandbox change: the pod is killed, sandbox
+// attempt 1 is created and the container runs again in it at once, as
+// its restart 1 — never started into the dead sandbox (no
+// RunContainerError) and not held in a crash-loop back-off (the back-off
+// base here is 30 s, longer than the test waits).
+func TestStoppedSandboxIsASandboxChange(t *testing.T) {
+	e := newEnv(t, func(o *engine.NodeOptions) {
+		o.Backoff = plan.BackoffPolicy{Base: 30 * time.Second, Cap: time.Minute}
+	})
+	pod := e.newPod("", localcritest.Shell("app", "sleep 3600 & wait"))
+	e.apply(pod)
+	e.eventually("running", func() bool { return e.running(pod, "app") != nil })
+	first := e.running(pod, "app")
+
+	localcritest.Crictl(t, inst, "stopp", first.SandboxID)
+	deadline := time.Now().Add(15 * time.Second)
+	var again *plan.ContainerInstance
+	var v *plan.RuntimeView
+	for again == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the container does not run again in a new sandbox; view: %+v", e.view(pod))
+		}
+		time.Sleep(50 * time.Millisecond)
+		v = e.view(pod)
+		if inst := v.FindContainer("app"); inst != nil && inst.State == plan.ContainerRunning && inst.SandboxID != first.SandboxID {
+			again = inst
+		}
+	}
+	sb := sandboxIn(v, again.SandboxID)
+	if sb.Attempt != 1 || sb.State != plan.SandboxReady {
+		t.Errorf("the container runs in sandbox %+v, want attempt 1, ready", sb)
+	}
+	if again.RestartCount != 1 {
+		t.Errorf("restart count %d in the new sandbox, want 1", again.RestartCount)
+	}
+	// Only the killed instance and the new one: nothing was created into
+	// the dead sandbox.
+	for _, c := range v.Containers {
+		if c.ID != first.ID && c.ID != again.ID {
+			t.Errorf("an instance %s (%s, exit %d, %q) besides the killed and the new one", c.ID, c.Reason, c.ExitCode, c.Message)
+		}
+	}
+	// The pass that started it records its status and events after.
+	e.eventually("restart 1 running in the status", func() bool {
+		cs := containerStatus(e.status(pod), "app")
+		return cs.RestartCount == 1 && cs.State.Running != nil
+	})
+	entries, err := e.st.Since(e.st.CompactRevision())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, en := range entries {
+		if en.Kind == store.KindEvent && en.Pod.UID == pod.UID {
+			reasons = append(reasons, en.Event.Reason)
+			if en.Event.Reason == engine.EventFailed || en.Event.Reason == engine.EventBackOff {
+				t.Errorf("event %s: %s", en.Event.Reason, en.Event.Message)
+			}
+		}
+	}
+	if !slices.Contains(reasons, engine.EventSandboxChanged) {
+		t.Errorf("no SandboxChanged event in %v", reasons)
+	}
+}
+
+// sandboxIn returns the sandbox of v with id.
+func sandboxIn(v *plan.RuntimeView, id string) plan.Sandbox {
+	for _, s := range v.Sandboxes {
+		if s.ID == id {
+			return s
+		}
+	}
+	return plan.Sandbox{}
+}
