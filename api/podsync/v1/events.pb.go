@@ -33,15 +33,21 @@ type StepAction int32
 const (
 	// STEP_ACTION_UNSPECIFIED is never sent.
 	StepAction_STEP_ACTION_UNSPECIFIED StepAction = 0
-	// STEP_ACTION_KILL_POD_SANDBOX stopped the pod's containers and its
-	// sandboxes (the kubelet's KillPodSandbox / killPodWithSyncResult).
+	// STEP_ACTION_KILL_POD_SANDBOX stopped every sandbox of the pod after its
+	// containers: one step per pod kill, its target the pod's UID (the
+	// kubelet's KillPodSandbox result of killPodWithSyncResult). Also sent,
+	// with the sandbox ID as target, for the removal of a sandbox no longer
+	// needed (reason GarbageCollected).
 	StepAction_STEP_ACTION_KILL_POD_SANDBOX StepAction = 1
 	// STEP_ACTION_KILL_CONTAINER stopped one container: preStop hook, then
 	// StopContainer with the grace period.
 	StepAction_STEP_ACTION_KILL_CONTAINER StepAction = 2
-	// STEP_ACTION_CREATE_POD_SANDBOX ran a new sandbox (RunPodSandbox).
+	// STEP_ACTION_CREATE_POD_SANDBOX ran a new sandbox (RunPodSandbox) and
+	// read its status and IPs; its target is the pod (NAME_NAMESPACE(UID)).
 	StepAction_STEP_ACTION_CREATE_POD_SANDBOX StepAction = 3
-	// STEP_ACTION_CONFIG_POD_SANDBOX read back the new sandbox's status and IP.
+	// STEP_ACTION_CONFIG_POD_SANDBOX generated the sandbox config the pass's
+	// containers are created with, in a pass that starts containers; its
+	// target is the sandbox ID.
 	StepAction_STEP_ACTION_CONFIG_POD_SANDBOX StepAction = 4
 	// STEP_ACTION_START_CONTAINER ensured the image, created and started a
 	// container, and ran its postStart hook. Also sent, with outcome
