@@ -346,7 +346,12 @@ const (
 	// refused the batch; nothing of it was created.
 	PodOutcome_POD_OUTCOME_REJECTED PodOutcome = 2
 	// POD_OUTCOME_FAILED: the pod reached a phase or state from which the
-	// target cannot be reached (phase Failed, or a sync error).
+	// target cannot be reached: phase Failed, or, at once, a sync error that
+	// is not a back-off and will not clear by itself (reason SyncError: a
+	// sandbox the runtime refuses, a start refused by the spec or for a
+	// ConfigMap, Secret, key or Never-pulled image the node does not hold, a
+	// failed postStart hook of a container that is not restarted). The pod
+	// stays applied either way.
 	PodOutcome_POD_OUTCOME_FAILED PodOutcome = 3
 	// POD_OUTCOME_TIMED_OUT: the pod's timeout expired first. The pod is left
 	// running as it is.
