@@ -163,7 +163,7 @@ type slowStop struct {
 }
 
 func (r *slowStops) StopContainer(ctx context.Context, id string, timeout int64) error {
-	resp, err := r.FakeRuntime.ContainerStatus(ctx, id, false)
+	resp, err := r.ContainerStatus(ctx, id, false)
 	if err != nil {
 		return err
 	}
