@@ -757,7 +757,10 @@ type SandboxDecision struct {
 	// attempt number of the new sandbox: 0 for the first, otherwise the
 	// highest attempt seen + 1.
 	Attempt uint32 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	// kill_sandbox_ids are sandboxes stopped before creating the new one.
+	// kill_sandbox_ids are the ready sandboxes a pod kill stops (before
+	// creating the new one, if any). The pass stops the pod's other
+	// sandboxes again too, as the kubelet does, and reports the whole kill
+	// as one STEP_ACTION_KILL_POD_SANDBOX step whose target is the pod UID.
 	KillSandboxIds []string `protobuf:"bytes,3,rep,name=kill_sandbox_ids,json=killSandboxIDs,proto3" json:"kill_sandbox_ids,omitempty"`
 	// reason for the decision: NoSandbox, SandboxNotReady,
 	// MultipleReadySandboxes, NetworkNamespaceChanged, SandboxWithoutIP; or,
