@@ -19,6 +19,10 @@ type StepAction string
 // Step actions.
 const (
 	ActionCreatePodSandbox StepAction = "CreatePodSandbox"
+	// ActionConfigPodSandbox is the sandbox config a pass that starts
+	// containers builds them with. The kubelet (v1.37) still names the
+	// action but reports no result for it: it builds the config lazily
+	// before its first start and fails the pass if it cannot.
 	ActionConfigPodSandbox StepAction = "ConfigPodSandbox"
 	ActionKillPodSandbox   StepAction = "KillPodSandbox"
 	ActionStartContainer   StepAction = "StartContainer"
