@@ -90,6 +90,10 @@ func (w *worker) stepEvents(pod *corev1.Pod, res syncer.SyncResult) []store.Chan
 					continue
 				}
 				add(warning, EventBackOff, c, fmt.Sprintf("Back-off restarting failed container %s in pod %s", c, plan.PodString(pod)))
+			case s.Err != nil && s.Reason == syncer.ReasonPostStartHookError:
+				// The kubelet's FailedPostStartHook event (from the
+				// PostStartHook step) is the only one: the start's
+				// message holds what the hook printed.
 			case s.Err != nil:
 				if s.Reason == syncer.ReasonErrImageNeverPull {
 					add(warning, EventErrImageNeverPull, c, s.Message)
@@ -113,11 +117,13 @@ func (w *worker) stepEvents(pod *corev1.Pod, res syncer.SyncResult) []store.Chan
 				msg = fmt.Sprintf("Container %s failed startup probe, will be restarted", c)
 			case plan.ReasonDefinitionChanged:
 				msg = fmt.Sprintf("Container %s definition changed, will be restarted", c)
+			case syncer.ReasonFailedPostStartHook:
+				msg = s.Message
 			}
 			add(normal, EventKilling, c, msg)
 		case syncer.ActionCreatePodSandbox:
 			if s.Err != nil {
-				add(warning, EventFailedCreateSandbox, "", s.Message)
+				add(warning, EventFailedCreateSandbox, "", "Failed to create pod sandbox: "+s.Cause)
 			}
 		case syncer.ActionKillPodSandbox:
 			if s.Err != nil {
@@ -128,12 +134,14 @@ func (w *worker) stepEvents(pod *corev1.Pod, res syncer.SyncResult) []store.Chan
 				add(warning, EventFailedMount, "", s.Message)
 			}
 		case syncer.ActionPostStartHook:
+			// Never what the hook printed: events are every reader's
+			// (the kubelet's words, kuberuntime_container.go).
 			if s.Err != nil {
-				add(warning, EventFailedPostStartHook, c, s.Message)
+				add(warning, EventFailedPostStartHook, c, syncer.PostStartHookFailedMessage)
 			}
 		case syncer.ActionPreStopHook:
 			if s.Err != nil {
-				add(warning, EventFailedPreStopHook, c, s.Message)
+				add(warning, EventFailedPreStopHook, c, "PreStopHook failed")
 			}
 		}
 	}

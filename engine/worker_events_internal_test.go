@@ -68,7 +68,8 @@ func TestSandboxChangedEventOnlyWhenAPreviousSandboxIsCarried(t *testing.T) {
 			name: "the event comes before a failed create's",
 			sb:   plan.SandboxDecision{Create: true, Attempt: 2, PreviousID: "sb1", Reason: plan.SandboxReasonNoIP},
 			steps: []syncer.StepResult{{Action: syncer.ActionCreatePodSandbox, Target: "web_shop(uid-1)", Attempt: 2,
-				Err: errors.New("boom"), Reason: syncer.ReasonCreatePodSandboxError, Message: "Failed to create pod sandbox: boom"}},
+				Err: errors.New("run pod sandbox: boom"), Reason: syncer.ReasonCreatePodSandboxError,
+				Message: `Failed to create sandbox for pod "web_shop(uid-1)": boom`, Cause: "boom"}},
 			want: []string{changed, "Warning FailedCreatePodSandBox: Failed to create pod sandbox: boom"},
 		},
 	}

@@ -116,6 +116,13 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 		PullFailures: w.pullFailures()}
 	in.Observed = func(view plan.RuntimeView, actions plan.PodActions) { w.publishObserved(ctx, pod, view, actions) }
 	res, err := w.n.syncer.SyncPod(ctx, pod, in, emit)
+	if err == nil && ctx.Err() != nil {
+		// A deletion interrupted the sandbox's create, which the syncer
+		// does not count as failed (the kubelet's SyncPod returns): the
+		// pass still yields to the deletion's, as every interrupted
+		// pass does.
+		err = fmt.Errorf("sync pod %s: %w", plan.PodString(pod), context.Cause(ctx))
+	}
 	w.notePulls(res.PullFailures)
 	out := passOutcome{steps: res.Steps, status: pod.Status}
 	if err != nil {

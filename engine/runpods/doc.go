@@ -9,4 +9,16 @@
 // and left as it is; a caller that goes away stops the waiting, never the
 // pods, which the node keeps converged. A failed pod is never reported as
 // a success (the kubelet's run-once did that).
+//
+// A pod fails at once, before its timeout, when it reaches a terminal
+// phase or when one of its passes fails with a sync error that is not a
+// back-off and will not clear by itself (see terminalFailure: a sandbox
+// the runtime refuses, a start refused by the spec or for a ConfigMap,
+// Secret, key or Never-pulled image the node does not hold, a failed
+// postStart hook of a container that is not restarted). Its result is
+// Failed with reason SyncError and the kubelet's run-once message,
+// `error syncing pod "NAME_NS(UID)": failed to "ACTION" for "TARGET" with
+// REASON: "MESSAGE"`. Back-offs and failures the pod's worker retries (a
+// failed pull, a runtime's refusal to create or start a container) keep
+// the pod waiting. Either way the pod stays stored and converging.
 package runpods

@@ -67,8 +67,9 @@ const (
 	// Rejected: admission refused the pod, or ALL_OR_NOTHING refused the
 	// batch; nothing of it was created.
 	Rejected
-	// Failed: the pod can no longer reach its target (terminal phase, or
-	// its sync failed).
+	// Failed: the pod can no longer reach its target (terminal phase, its
+	// apply failed, or a pass failed with a sync error that will not clear
+	// by itself: see the package documentation).
 	Failed
 	// TimedOut: the pod's timeout expired first; the pod is left as it is.
 	TimedOut
@@ -365,8 +366,19 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod) Result {
 	// The steps of the worker's later passes (the next init container, a
 	// restart) are reported too, until the verdict. The worker must not
 	// wait for the caller: they queue.
+	// A sync error that will not clear by itself (terminalFailure) in a
+	// later pass ends the wait at once.
+	syncFailed := make(chan syncer.StepResult, 1)
 	later := newStepQueue(func(s syncer.StepResult) { r.progress(Progress{Pod: ref, Step: &s}) })
-	stopObserving := r.opts.Node.ObserveSteps(pod.UID, later.push)
+	stopObserving := r.opts.Node.ObserveSteps(pod.UID, func(s syncer.StepResult) {
+		later.push(s)
+		if terminalFailure(pod, s) {
+			select {
+			case syncFailed <- s:
+			default:
+			}
+		}
+	})
 	defer later.close()
 	defer stopObserving()
 	applied, err := r.opts.Node.Apply(pctx, pod, r.req.ConfigMaps, r.req.Secrets, func(s syncer.StepResult) {
@@ -384,6 +396,11 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod) Result {
 	case err != nil:
 		return finish(Failed, ReasonSyncError, err.Error(), st)
 	}
+	for _, s := range applied.Steps {
+		if terminalFailure(pod, s) {
+			return finish(Failed, ReasonSyncError, syncErrorMessage(pod, s), st)
+		}
+	}
 	for {
 		if done, outcome, reason, msg := verdict(pod, &st, r.req.WaitFor); done {
 			return finish(outcome, reason, msg, st)
@@ -393,6 +410,11 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod) Result {
 			return res
 		case <-pctx.Done():
 			return finish(TimedOut, ReasonDeadlineExceeded, fmt.Sprintf("pod did not reach %s within %s", r.req.WaitFor, r.req.Timeout), st)
+		case s := <-syncFailed:
+			if latest := wt.take(); latest != nil {
+				st = *latest
+			}
+			return finish(Failed, ReasonSyncError, syncErrorMessage(pod, s), st)
 		case <-wt.notify:
 			if latest := wt.take(); latest != nil {
 				st = *latest

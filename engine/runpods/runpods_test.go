@@ -44,8 +44,11 @@ type fakeNode struct {
 	applied  []string
 	stop     chan struct{}
 	// observers get a StartContainer step before each scripted status,
-	// as the worker's later passes would report.
-	observers map[types.UID]func(syncer.StepResult)
+	// as the worker's later passes would report, or the pod's laterSteps
+	// one by one; applySteps are the steps of a pod's Apply pass.
+	observers  map[types.UID]func(syncer.StepResult)
+	applySteps map[string][]syncer.StepResult
+	laterSteps map[string][]syncer.StepResult
 }
 
 func newFakeNode(t *testing.T) *fakeNode {
@@ -79,8 +82,9 @@ func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.Confi
 		return engine.ApplyResult{}, err
 	}
 	steps := n.scripts[pod.Name]
+	later := n.laterSteps[pod.Name]
 	n.wg.Go(func() {
-		for _, s := range steps {
+		for i, s := range steps {
 			select {
 			case <-n.stop:
 				return
@@ -89,8 +93,12 @@ func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.Confi
 			n.mu.Lock()
 			observe := n.observers[pod.UID]
 			n.mu.Unlock()
+			step := syncer.StepResult{Action: syncer.ActionStartContainer, Target: "app"}
+			if i < len(later) {
+				step = later[i]
+			}
 			if observe != nil {
-				observe(syncer.StepResult{Action: syncer.ActionStartContainer, Target: "app"})
+				observe(step)
 			}
 			if _, err := n.st.Append(store.StatusChange(ref, &s)); err != nil {
 				n.t.Errorf("append: %v", err)
@@ -98,7 +106,7 @@ func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.Confi
 			}
 		}
 	})
-	return engine.ApplyResult{Created: true, Status: pending}, nil
+	return engine.ApplyResult{Created: true, Status: pending, Steps: n.applySteps[pod.Name]}, nil
 }
 
 func (n *fakeNode) ObserveSteps(uid types.UID, fn func(syncer.StepResult)) func() {

@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -14,27 +15,28 @@ import (
 	"github.com/podsync/podsync/internal/failpoint"
 )
 
-// killPod is the kubelet's killPodWithSyncResult: it stops the running
-// containers — regular ones in parallel, then init containers (sidecars)
-// one at a time in the planner's order, so sidecars outlive the containers
-// they serve — and then every sandbox of the pod. It carries on past
-// failures and reports whether everything stopped.
+// killPod is the kubelet's killPodWithSyncResult: it kills every running
+// container at once — a sidecar, after its preStop hook, waits for the
+// regular containers and the sidecars after it to stop, within its grace
+// period (the kubelet's terminationOrdering), so sidecars outlive the
+// containers they serve — and then stops every sandbox of the pod. It
+// carries on past failures and reports whether everything stopped.
 func (p *pass) killPod(ctx context.Context, actions plan.PodActions) bool {
 	ips := p.readyIPs()
-	var regular, ordered []plan.ContainerAction
-	for _, k := range actions.Kill {
-		if t := containerType(p.pod, k.Name); t == ContainerTypeInit || t == ContainerTypeSidecar {
-			ordered = append(ordered, k)
-		} else {
-			regular = append(regular, k)
+	var order *terminationOrdering
+	if hasRestartableInitContainer(p.pod) {
+		running := make([]string, 0, len(actions.Kill))
+		for _, k := range actions.Kill {
+			running = append(running, k.Name)
 		}
+		order = newTerminationOrdering(p.pod, running, p.s.clock)
 	}
 	var mu sync.Mutex
 	ok := true
 	var wg sync.WaitGroup
-	for _, k := range regular {
+	for _, k := range actions.Kill {
 		wg.Go(func() {
-			if !p.killContainer(ctx, k, ips) {
+			if !p.killContainer(ctx, k, ips, order) {
 				mu.Lock()
 				ok = false
 				mu.Unlock()
@@ -42,24 +44,41 @@ func (p *pass) killPod(ctx context.Context, actions plan.PodActions) bool {
 		})
 	}
 	wg.Wait()
-	for _, k := range ordered {
-		if !p.killContainer(ctx, k, ips) {
-			ok = false
-		}
-	}
-	for _, sb := range p.st.view.Sandboxes {
-		start := p.s.clock.Now()
-		step := StepResult{Action: ActionKillPodSandbox, Target: sb.ID, SandboxID: sb.ID, Attempt: sb.Attempt,
-			Reason: actions.KillPodReason, Message: actions.KillPodMessage, Start: start}
-		if err := p.s.rt.StopPodSandbox(ctx, sb.ID); err != nil && !crierrors.IsNotFound(err) {
-			step.Err = fmt.Errorf("stop sandbox %s: %w", sb.ID, err)
-			step.Reason, step.Message = ReasonKillPodSandboxError, err.Error()
-			ok = false
-		}
-		step.Duration = p.s.clock.Since(start)
-		p.rec.add(step)
+	if !p.killSandboxes(ctx, actions) {
+		ok = false
 	}
 	return ok
+}
+
+func hasRestartableInitContainer(pod *corev1.Pod) bool {
+	return slices.ContainsFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return plan.IsRestartableInitContainer(&c) })
+}
+
+// killSandboxes stops every sandbox of the pod, ready or not, and reports
+// it as the kubelet's killPodWithSyncResult does: one KillPodSandbox step
+// for the pod, its target the pod's UID, failed with the last refusal if
+// any sandbox could not be stopped (each refusal is in its error). A pod
+// without a sandbox has no step (the kubelet reports one for an empty
+// pod too, on every new pod's first pass).
+func (p *pass) killSandboxes(ctx context.Context, actions plan.PodActions) bool {
+	sbs := p.st.view.Sandboxes
+	if len(sbs) == 0 {
+		return true
+	}
+	start := p.s.clock.Now()
+	step := StepResult{Action: ActionKillPodSandbox, Target: string(p.pod.UID), Attempt: sbs[0].Attempt,
+		Reason: actions.KillPodReason, Message: actions.KillPodMessage, Start: start}
+	var errs []error
+	for _, sb := range sbs {
+		if err := p.s.rt.StopPodSandbox(ctx, sb.ID); err != nil && !crierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.ID, err))
+			step.Reason, step.Message = ReasonKillPodSandboxError, err.Error()
+		}
+	}
+	step.Err = errors.Join(errs...)
+	step.Duration = p.s.clock.Since(start)
+	p.rec.add(step)
+	return step.Err == nil
 }
 
 // terminationGracePeriod is the kubelet's setTerminationGracePeriod: the
@@ -86,11 +105,13 @@ func terminationGracePeriod(pod *corev1.Pod, c *corev1.Container, reason string)
 }
 
 // killContainer is the kubelet's killContainer: the preStop hook, bounded
-// by the grace period, then StopContainer with what remains of it (at
-// least 2 s). A container no longer in the spec is stopped with the grace
+// by the grace period, then, in a whole-pod kill (order not nil), the wait
+// for the container's turn, bounded by what remains of it, then
+// StopContainer with what remains after both (at least 2 s): the whole
+// seconds the hook and the wait took are subtracted. A container no longer in the spec is stopped with the grace
 // period and preStop hook recorded in its annotations. It reports a
 // KillContainer step and whether the container stopped.
-func (p *pass) killContainer(ctx context.Context, k plan.ContainerAction, podIPs []string) bool {
+func (p *pass) killContainer(ctx context.Context, k plan.ContainerAction, podIPs []string, order *terminationOrdering) bool {
 	start := p.s.clock.Now()
 	attempt := k.Attempt
 	for _, inst := range p.st.view.Containers {
@@ -147,11 +168,18 @@ func (p *pass) killContainer(ctx context.Context, k plan.ContainerAction, podIPs
 	if preStop != nil && grace > 0 {
 		grace -= p.runPreStop(ctx, k, ctype, attempt, preStop, ports, podIPs, grace)
 	}
+	if order != nil && grace > 0 {
+		// Whole seconds, truncated, as the kubelet counts them.
+		grace -= int64(order.waitForTurn(ctx, k.Name, grace).Seconds())
+	}
 	grace = max(grace, minimumGracePeriod)
 	if err := p.s.rt.StopContainer(ctx, k.ContainerID, grace); err != nil && !crierrors.IsNotFound(err) {
 		return fail(fmt.Errorf("stop container %q: %w", k.Name, err))
 	}
 	failpoint.Inject(failpoint.AfterContainerStopped)
+	if order != nil {
+		order.containerTerminated(k.Name)
+	}
 	step.Duration = p.s.clock.Since(start)
 	p.rec.add(step)
 	return true

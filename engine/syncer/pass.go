@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/internal/failpoint"
 	"github.com/podsync/podsync/logx"
@@ -100,6 +101,11 @@ type pass struct {
 	stoppedSandbox string
 	stoppedStage   string
 	replanned      bool
+
+	// terminationRequested is set when the sandbox's create failed
+	// because the pod's deletion was requested meanwhile: the pass then
+	// ends without error, as the kubelet's SyncPod returns.
+	terminationRequested bool
 }
 
 func (p *pass) run(ctx context.Context) (SyncResult, error) {
@@ -123,15 +129,25 @@ func (p *pass) run(ctx context.Context) (SyncResult, error) {
 	}
 
 	res := SyncResult{Plan: actions}
-	if ctx.Err() == nil {
+	// The end of a pass the deletion interrupted in the sandbox's create
+	// reads the pod's state past the cancel: the pass did not fail.
+	rctx := ctx
+	if p.terminationRequested {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+	}
+	if rctx.Err() == nil {
 		final := st
 		if p.rec.mutated() {
-			if final, err = p.reread(ctx); err != nil {
+			if final, err = p.reread(rctx); err != nil {
 				res.Steps = p.rec.steps
 				return res, fmt.Errorf("read runtime state of pod %s after the pass: %w", plan.PodString(p.pod), err)
 			}
 		}
-		final = p.collectGarbage(ctx, final)
+		if !p.terminationRequested {
+			final = p.collectGarbage(ctx, final)
+		}
 		res.View = final.view
 	}
 	res.Steps = p.rec.steps
@@ -139,7 +155,7 @@ func (p *pass) run(ctx context.Context) (SyncResult, error) {
 		res.SandboxID = res.View.Sandboxes[0].ID
 		res.PodIPs = res.View.Sandboxes[0].IPs
 	}
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil && !p.terminationRequested {
 		return res, fmt.Errorf("sync pod %s: %w", plan.PodString(p.pod), context.Cause(ctx))
 	}
 	return res, nil
@@ -187,7 +203,7 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 		}
 	} else {
 		for _, k := range actions.Kill {
-			if !p.killContainer(ctx, k, p.readyIPs()) {
+			if !p.killContainer(ctx, k, p.readyIPs(), nil) {
 				return
 			}
 		}
@@ -346,20 +362,29 @@ type sandboxRef struct {
 }
 
 // createSandbox is the kubelet's createPodSandbox followed by the read of
-// the new sandbox's IPs.
+// the new sandbox's IPs. A create that fails because the pod's deletion
+// was requested meanwhile (the pass's context ended with
+// errdefs.ErrTerminating) is not a failure, as in the kubelet's SyncPod:
+// its step has no error and the pass ends (see terminationRequested).
 func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (string, []string, bool) {
 	start := p.s.clock.Now()
 	step := StepResult{Action: ActionCreatePodSandbox, Target: plan.PodString(p.pod), Attempt: d.Attempt,
 		Reason: d.Reason, Message: d.Message, Start: start}
-	fail := func(msg string, err error) (string, []string, bool) {
+	fail := func(msg string, cause, err error) (string, []string, bool) {
 		step.Duration = p.s.clock.Since(start)
-		step.Err, step.Reason, step.Message = err, ReasonCreatePodSandboxError, msg
+		if errors.Is(context.Cause(ctx), errdefs.ErrTerminating) {
+			p.terminationRequested = true
+			p.log.Info("pod deleted while its sandbox was created", zap.Error(err))
+			p.rec.add(step)
+			return "", nil, false
+		}
+		step.Err, step.Reason, step.Message, step.Cause = err, ReasonCreatePodSandboxError, msg, cause.Error()
 		p.rec.add(step)
 		return "", nil, false
 	}
 	cfg, err := criconfig.SandboxConfig(p.pod, d.Attempt, p.s.cfg)
 	if err != nil {
-		return fail(fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", plan.PodString(p.pod), err), err)
+		return fail(fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", plan.PodString(p.pod), err), err, err)
 	}
 	// The pod's spec, for a node that loses its store to adopt the pod
 	// (plan.RebuildPod).
@@ -371,12 +396,12 @@ func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (strin
 	}
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return fail(fmt.Sprintf("Failed to create log directory for pod %q: %v", plan.PodString(p.pod), err),
-			fmt.Errorf("create pod log directory: %w", err))
+			err, fmt.Errorf("create pod log directory: %w", err))
 	}
 	id, err := p.s.rt.RunPodSandbox(ctx, cfg, runtimeHandler(p.pod))
 	if err != nil {
 		p.createsFailed = true
-		return fail(fmt.Sprintf("Failed to create pod sandbox: %v", err), fmt.Errorf("run pod sandbox: %w", err))
+		return fail(fmt.Sprintf("Failed to create sandbox for pod %q: %v", plan.PodString(p.pod), err), err, fmt.Errorf("run pod sandbox: %w", err))
 	}
 	failpoint.Inject(failpoint.AfterSandboxCreated)
 	step.SandboxID = id
@@ -392,7 +417,7 @@ func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (strin
 		p.newSandboxes[id] = resp.GetStatus()
 	}
 	if err != nil {
-		return fail(fmt.Sprintf("Unable to get pod sandbox status: %v", err), fmt.Errorf("status of new sandbox %s: %w", id, err))
+		return fail(fmt.Sprintf("Unable to get pod sandbox status: %v", err), err, fmt.Errorf("status of new sandbox %s: %w", id, err))
 	}
 	var ips []string
 	if !p.pod.Spec.HostNetwork {
@@ -501,8 +526,11 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.Contain
 
 // postStart runs c's postStart hook, if it has one, in the container with
 // id that the start step step started, and records its step. A hook that
-// fails kills the container, as the kubelet does, and its message and
-// error are returned.
+// fails kills the container with the message FailedPostStartHook, as the
+// kubelet's startContainer does, and the hook's message (its output) and
+// error are returned for the StartContainer step: the PostStartHook step
+// carries only "PostStartHook failed", the kubelet's event, which must not
+// show what the hook printed.
 func (p *pass) postStart(ctx context.Context, c *corev1.Container, id string, sb sandboxRef, step StepResult) (string, error) {
 	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
 		return "", nil
@@ -513,15 +541,15 @@ func (p *pass) postStart(ctx context.Context, c *corev1.Container, id string, sb
 	hstep := StepResult{Action: ActionPostStartHook, Target: c.Name, ContainerType: step.ContainerType,
 		Start: hstart, Duration: p.s.clock.Since(hstart), ContainerID: id, SandboxID: sb.id, Attempt: step.Attempt}
 	if herr != nil {
-		hstep.Err, hstep.Reason, hstep.Message = fmt.Errorf("post-start hook of container %q: %w", c.Name, herr), ReasonPostStartHookError, msg
+		hstep.Err, hstep.Reason, hstep.Message = fmt.Errorf("post-start hook of container %q: %w", c.Name, herr), ReasonPostStartHookError, PostStartHookFailedMessage
 	}
 	p.rec.add(hstep)
 	if herr != nil {
 		// The kubelet kills a container whose postStart hook failed,
 		// even if the pass is being cancelled.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		p.killContainer(cctx, plan.ContainerAction{Name: c.Name, ContainerID: id, Attempt: step.Attempt, Reason: "FailedPostStartHook",
-			Message: fmt.Sprintf("Container %s failed its postStart hook", c.Name)}, sb.ips)
+		p.killContainer(cctx, plan.ContainerAction{Name: c.Name, ContainerID: id, Attempt: step.Attempt, Reason: ReasonFailedPostStartHook,
+			Message: ReasonFailedPostStartHook}, sb.ips, nil)
 		cancel()
 		return msg, hstep.Err
 	}

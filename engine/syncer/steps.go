@@ -19,6 +19,10 @@ type StepAction string
 // Step actions.
 const (
 	ActionCreatePodSandbox StepAction = "CreatePodSandbox"
+	// ActionConfigPodSandbox is the sandbox config a pass that starts
+	// containers builds them with. The kubelet (v1.37) still names the
+	// action but reports no result for it: it builds the config lazily
+	// before its first start and fails the pass if it cannot.
 	ActionConfigPodSandbox StepAction = "ConfigPodSandbox"
 	ActionKillPodSandbox   StepAction = "KillPodSandbox"
 	ActionStartContainer   StepAction = "StartContainer"
@@ -69,6 +73,17 @@ const (
 	ReasonRemovePodSandboxError    = "RemovePodSandboxError"
 )
 
+// ReasonFailedPostStartHook is the reason and the message of the kill of a
+// container whose postStart hook failed (the kubelet's
+// reasonFailedPostStartHook; its Killing event shows the message).
+const ReasonFailedPostStartHook = "FailedPostStartHook"
+
+// PostStartHookFailedMessage is the message of a failed PostStartHook step
+// and of the kubelet's FailedPostStartHook event: what the hook printed is
+// in the StartContainer step's message only, as the kubelet keeps it out
+// of events.
+const PostStartHookFailedMessage = "PostStartHook failed"
+
 // Reasons of successful removal steps.
 const (
 	// ReasonInitContainersPurged: a new sandbox starts init containers
@@ -96,8 +111,10 @@ const (
 type StepResult struct {
 	// Action is what was done; Target what it was done to: the container
 	// name for container steps, the image for PullImage, the pod
-	// (name_namespace(uid)) for CreatePodSandbox and the sandbox ID for
-	// the other sandbox steps.
+	// (name_namespace(uid)) for CreatePodSandbox, the pod's UID for
+	// KillPodSandbox (one step stops every sandbox of the pod, as the
+	// kubelet's killPodWithSyncResult reports it) and the sandbox ID for
+	// ConfigPodSandbox and RemovePodSandbox.
 	Action StepAction
 	Target string
 	// ContainerType is set for container steps.
@@ -114,6 +131,11 @@ type StepResult struct {
 	// Message is human-readable detail: the planner's message, or the
 	// kubelet's message for a failure.
 	Message string
+	// Cause is the error text of a failed CreatePodSandbox without the
+	// kubelet's wording around it: its FailedCreatePodSandBox event says
+	// "Failed to create pod sandbox: CAUSE" where the step's message says
+	// "Failed to create sandbox for pod "NAME_NS(UID)": CAUSE".
+	Cause string `json:",omitempty"`
 	// Start is when the step began; Duration how long it took.
 	Start    time.Time
 	Duration time.Duration

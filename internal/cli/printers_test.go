@@ -244,7 +244,7 @@ func TestSyncResultGolden(t *testing.T) {
 	var out bytes.Buffer
 	kill := step(aKill, "httpd", regular, ok, "SpecChanged", "container spec changed: image")
 	for _, s := range []*podsyncv1.SyncStep{
-		step(aKillPod, "3f2a9c1b7d4e8f6a5b0c9d8e7f6a5b4c", noCtr, ok, "", ""),
+		step(aKillPod, "7841fe00-3ef4-53b6-a64f-429bf2ac0e4a", noCtr, ok, "", ""),
 		kill,
 		step(aRemove, "0123456789abcdef0123", initCtr, ok, "", ""),
 		step(aStart, "log-shipper", sideCtr, fail, "RunContainerError", "failed to start: exec: \"tail\": not found"),

@@ -25,11 +25,12 @@ func containerKind(t podsyncv1.ContainerType) string {
 func stepPhrase(s *podsyncv1.SyncStep) string {
 	switch s.GetAction() {
 	case podsyncv1.StepAction_STEP_ACTION_KILL_POD_SANDBOX:
-		id := s.GetSandboxId()
-		if id == "" {
-			id = s.GetTarget()
+		// A pod kill stops every sandbox of the pod in one step whose
+		// target is the pod's UID; the removal of one sandbox names it.
+		if id := s.GetSandboxId(); id != "" {
+			return "kill sandbox " + shortID(id)
 		}
-		return "kill sandbox " + shortID(id)
+		return "kill sandboxes"
 	case podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER:
 		return "kill " + containerKind(s.GetContainerType()) + " " + s.GetTarget()
 	case podsyncv1.StepAction_STEP_ACTION_CREATE_POD_SANDBOX:

@@ -33,15 +33,21 @@ type StepAction int32
 const (
 	// STEP_ACTION_UNSPECIFIED is never sent.
 	StepAction_STEP_ACTION_UNSPECIFIED StepAction = 0
-	// STEP_ACTION_KILL_POD_SANDBOX stopped the pod's containers and its
-	// sandboxes (the kubelet's KillPodSandbox / killPodWithSyncResult).
+	// STEP_ACTION_KILL_POD_SANDBOX stopped every sandbox of the pod after its
+	// containers: one step per pod kill, its target the pod's UID (the
+	// kubelet's KillPodSandbox result of killPodWithSyncResult). Also sent,
+	// with the sandbox ID as target, for the removal of a sandbox no longer
+	// needed (reason GarbageCollected).
 	StepAction_STEP_ACTION_KILL_POD_SANDBOX StepAction = 1
 	// STEP_ACTION_KILL_CONTAINER stopped one container: preStop hook, then
 	// StopContainer with the grace period.
 	StepAction_STEP_ACTION_KILL_CONTAINER StepAction = 2
-	// STEP_ACTION_CREATE_POD_SANDBOX ran a new sandbox (RunPodSandbox).
+	// STEP_ACTION_CREATE_POD_SANDBOX ran a new sandbox (RunPodSandbox) and
+	// read its status and IPs; its target is the pod (NAME_NAMESPACE(UID)).
 	StepAction_STEP_ACTION_CREATE_POD_SANDBOX StepAction = 3
-	// STEP_ACTION_CONFIG_POD_SANDBOX read back the new sandbox's status and IP.
+	// STEP_ACTION_CONFIG_POD_SANDBOX generated the sandbox config the pass's
+	// containers are created with, in a pass that starts containers; its
+	// target is the sandbox ID.
 	StepAction_STEP_ACTION_CONFIG_POD_SANDBOX StepAction = 4
 	// STEP_ACTION_START_CONTAINER ensured the image, created and started a
 	// container, and ran its postStart hook. Also sent, with outcome
@@ -340,7 +346,12 @@ const (
 	// refused the batch; nothing of it was created.
 	PodOutcome_POD_OUTCOME_REJECTED PodOutcome = 2
 	// POD_OUTCOME_FAILED: the pod reached a phase or state from which the
-	// target cannot be reached (phase Failed, or a sync error).
+	// target cannot be reached: phase Failed, or, at once, a sync error that
+	// is not a back-off and will not clear by itself (reason SyncError: a
+	// sandbox the runtime refuses, a start refused by the spec or for a
+	// ConfigMap, Secret, key or Never-pulled image the node does not hold, a
+	// failed postStart hook of a container that is not restarted). The pod
+	// stays applied either way.
 	PodOutcome_POD_OUTCOME_FAILED PodOutcome = 3
 	// POD_OUTCOME_TIMED_OUT: the pod's timeout expired first. The pod is left
 	// running as it is.
@@ -746,7 +757,10 @@ type SandboxDecision struct {
 	// attempt number of the new sandbox: 0 for the first, otherwise the
 	// highest attempt seen + 1.
 	Attempt uint32 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	// kill_sandbox_ids are sandboxes stopped before creating the new one.
+	// kill_sandbox_ids are the ready sandboxes a pod kill stops (before
+	// creating the new one, if any). The pass stops the pod's other
+	// sandboxes again too, as the kubelet does, and reports the whole kill
+	// as one STEP_ACTION_KILL_POD_SANDBOX step whose target is the pod UID.
 	KillSandboxIds []string `protobuf:"bytes,3,rep,name=kill_sandbox_ids,json=killSandboxIDs,proto3" json:"kill_sandbox_ids,omitempty"`
 	// reason for the decision: NoSandbox, SandboxNotReady,
 	// MultipleReadySandboxes, NetworkNamespaceChanged, SandboxWithoutIP; or,

@@ -77,7 +77,9 @@ type PodSyncServiceClient interface {
 	//
 	// A caller that goes away stops the waiting, never the pods: they stay
 	// stored and converged. A pod that misses its timeout is reported as
-	// TIMED_OUT and left as it is.
+	// TIMED_OUT and left as it is. A pod whose sync fails with an error that
+	// is not a back-off and will not clear by itself is reported FAILED at
+	// once, reason SyncError (see POD_OUTCOME_FAILED), and left applied.
 	//
 	// Errors: INVALID_ARGUMENT for a malformed request (nothing is run);
 	// ALREADY_EXISTS when a pod's explicit uid differs from the live pod of
@@ -353,7 +355,9 @@ type PodSyncServiceServer interface {
 	//
 	// A caller that goes away stops the waiting, never the pods: they stay
 	// stored and converged. A pod that misses its timeout is reported as
-	// TIMED_OUT and left as it is.
+	// TIMED_OUT and left as it is. A pod whose sync fails with an error that
+	// is not a back-off and will not clear by itself is reported FAILED at
+	// once, reason SyncError (see POD_OUTCOME_FAILED), and left applied.
 	//
 	// Errors: INVALID_ARGUMENT for a malformed request (nothing is run);
 	// ALREADY_EXISTS when a pod's explicit uid differs from the live pod of

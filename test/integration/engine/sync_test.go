@@ -387,7 +387,7 @@ func TestSidecarsStartBeforeRegularContainers(t *testing.T) {
 	// Deletion stops main before the sidecar, then the sandbox.
 	pod.DeletionTimestamp = ptr.To(metav1.Now())
 	res = e.sync(pod)
-	if got := strings.Join(steps(res.Steps), ", "); got != "KillContainer main PodKilled, KillContainer proxy PodKilled, KillPodSandbox "+res.View.Sandboxes[0].ID+" PodDeleted" {
+	if got := strings.Join(steps(res.Steps), ", "); got != "KillContainer main PodKilled, KillContainer proxy PodKilled, KillPodSandbox "+string(pod.UID)+" PodDeleted" {
 		t.Errorf("kill steps: %s", got)
 	}
 	if m, p := newest(t, res, "main"), newest(t, res, "proxy"); !m.FinishedAt.Before(p.FinishedAt) {
