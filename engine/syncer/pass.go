@@ -180,6 +180,9 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 		}
 	}
 	p.pruneInitContainers(ctx, actions.PruneInit)
+	// Step 6 of the kubelet's SyncPod: resize running containers in
+	// place (a failure is its step's; the pass goes on, as upstream).
+	p.resize(ctx, actions.Resize, actions.Sandbox.ID)
 	if !actions.Sandbox.Create && len(actions.StartInit) == 0 && len(actions.Start) == 0 {
 		p.backOffSteps(actions.BackOff, nil)
 		return

@@ -257,4 +257,7 @@ var stepMessages = map[StepAction]string{
 	ActionMountVolumes:     "volumes mounted",
 	ActionRemoveContainer:  "container removed",
 	ActionRemovePodSandbox: "sandbox removed",
+
+	ActionUpdateContainerResources:  "container resized",
+	ActionUpdatePodSandboxResources: "pod resources updated",
 }
