@@ -49,23 +49,7 @@ func WithResources(pod *corev1.Pod, rs map[string]plan.ContainerResources) *core
 	return out
 }
 
-// withValues returns req with its CPU and memory requests and limits set
-// to r (0 leaves a value unset).
+// withValues returns req with its CPU and memory set to r.
 func withValues(req corev1.ResourceRequirements, r plan.ContainerResources) corev1.ResourceRequirements {
-	out := *req.DeepCopy()
-	set := func(l *corev1.ResourceList, name corev1.ResourceName, q *resource.Quantity, v int64) {
-		if v == 0 {
-			delete(*l, name)
-			return
-		}
-		if *l == nil {
-			*l = corev1.ResourceList{}
-		}
-		(*l)[name] = *q
-	}
-	set(&out.Requests, corev1.ResourceCPU, resource.NewMilliQuantity(r.CPURequest, resource.DecimalSI), r.CPURequest)
-	set(&out.Limits, corev1.ResourceCPU, resource.NewMilliQuantity(r.CPULimit, resource.DecimalSI), r.CPULimit)
-	set(&out.Requests, corev1.ResourceMemory, resource.NewQuantity(r.MemoryRequest, resource.BinarySI), r.MemoryRequest)
-	set(&out.Limits, corev1.ResourceMemory, resource.NewQuantity(r.MemoryLimit, resource.BinarySI), r.MemoryLimit)
-	return out
+	return r.Apply(req)
 }

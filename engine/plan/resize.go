@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // ReasonResizeRestart is the reason of a kill and start that apply a
@@ -51,6 +52,33 @@ func ResourcesFromRequirements(r *corev1.ResourceRequirements) ContainerResource
 	if _, ok := r.Requests[corev1.ResourceMemory]; !ok {
 		out.MemoryRequest = out.MemoryLimit
 	}
+	return out
+}
+
+// Requirements returns r as resource requirements: CPU and memory
+// requests and limits, unset values left out.
+func (r ContainerResources) Requirements() corev1.ResourceRequirements {
+	return r.Apply(corev1.ResourceRequirements{})
+}
+
+// Apply returns a copy of req with its CPU and memory requests and limits
+// set to r (0 unsets a value); other resources are kept.
+func (r ContainerResources) Apply(req corev1.ResourceRequirements) corev1.ResourceRequirements {
+	out := *req.DeepCopy()
+	set := func(l *corev1.ResourceList, name corev1.ResourceName, q *resource.Quantity, v int64) {
+		if v == 0 {
+			delete(*l, name)
+			return
+		}
+		if *l == nil {
+			*l = corev1.ResourceList{}
+		}
+		(*l)[name] = *q
+	}
+	set(&out.Requests, corev1.ResourceCPU, resource.NewMilliQuantity(r.CPURequest, resource.DecimalSI), r.CPURequest)
+	set(&out.Limits, corev1.ResourceCPU, resource.NewMilliQuantity(r.CPULimit, resource.DecimalSI), r.CPULimit)
+	set(&out.Requests, corev1.ResourceMemory, resource.NewQuantity(r.MemoryRequest, resource.BinarySI), r.MemoryRequest)
+	set(&out.Limits, corev1.ResourceMemory, resource.NewQuantity(r.MemoryLimit, resource.BinarySI), r.MemoryLimit)
 	return out
 }
 
