@@ -158,6 +158,10 @@ type PodActions struct {
 	// after the kills and before any start, memory first, each resource's
 	// decreases before its increases (ResizeOrder).
 	Resize []ResizeAction `json:",omitempty"`
+	// ResizePending is set, by the executor, when the pod asks for a
+	// resize the node has not admitted: the plan is then the allocated
+	// pod's (AllocatedPod), which does not resize.
+	ResizePending *ResizePending `json:",omitempty"`
 }
 
 // IsRestartableInitContainer reports whether c is a native sidecar: an

@@ -206,14 +206,7 @@ const (
 // computeResize is the kubelet's computePodResizeAction for a running
 // container whose spec hash differs from its instance's.
 func (p *planner) computeResize(c *corev1.Container, inst *ContainerInstance) (resizeKind, ResizeAction) {
-	if inst.Spec == nil || inst.State != ContainerRunning {
-		return resizeNotPossible, ResizeAction{}
-	}
-	changed := changedFields(inst.Spec, NewContainerSpec(p.pod, c))
-	if len(changed) != 1 || changed[0] != "resources" || !resizableChange(&inst.Spec.Resources, &c.Resources) {
-		return resizeNotPossible, ResizeAction{}
-	}
-	if ComputePodQOS(p.pod) != ComputePodQOS(p.actualPod()) {
+	if inst.State != ContainerRunning || !p.resourcesOnly(c, inst) {
 		return resizeNotPossible, ResizeAction{}
 	}
 	current, _ := ActualResources(inst)
@@ -239,6 +232,20 @@ func (p *planner) computeResize(c *corev1.Container, inst *ContainerInstance) (r
 		return resizeDone, r
 	}
 	return resizeInPlace, r
+}
+
+// resourcesOnly reports whether c differs from what inst was created
+// with in CPU and memory values only, in a way a resize can change
+// (resizableChange), keeping the pod's QoS class.
+func (p *planner) resourcesOnly(c *corev1.Container, inst *ContainerInstance) bool {
+	if inst.Spec == nil {
+		return false
+	}
+	changed := changedFields(inst.Spec, NewContainerSpec(p.pod, c))
+	if len(changed) != 1 || changed[0] != "resources" || !resizableChange(&inst.Spec.Resources, &c.Resources) {
+		return false
+	}
+	return ComputePodQOS(p.pod) == ComputePodQOS(p.actualPod())
 }
 
 // resizableChange reports whether old and new differ only in CPU and
@@ -290,4 +297,107 @@ func (p *planner) actualPod() *corev1.Pod {
 // resizeRestartMessage is the kubelet's.
 func resizeRestartMessage(name string) string {
 	return fmt.Sprintf("Container %s resize requires restart", name)
+}
+
+// ResizePending is a resize the node has not admitted: the kubelet's
+// PodResizePending condition. Reason is Deferred (the pod's new requests
+// do not fit the node now) or Infeasible.
+type ResizePending struct {
+	Reason  string
+	Message string
+}
+
+// ResizeRequested reports whether pod asks a container for CPU or memory
+// other than the node allocated it (what its newest instance runs, or ran,
+// with): a resize the node admits (the kubelet's allocation manager)
+// before it is applied. A memory request counts, though no cgroup applies
+// it: admission counts requests.
+func ResizeRequested(pod *corev1.Pod, view *RuntimeView) bool {
+	p := &planner{pod: pod, view: view}
+	for c, inst := range p.changed() {
+		if alloc, ok := p.allocatedResources(c, inst); ok &&
+			!sameResources(ResourcesFromRequirements(&alloc), ResourcesFromRequirements(&c.Resources)) {
+			return true
+		}
+	}
+	return false
+}
+
+// ResizeInProgress reports whether a running container's CPU or memory
+// limit or CPU request still differs from an admitted resize: the
+// kubelet's PodResizeInProgress condition, until the runtime runs what
+// was allocated.
+func ResizeInProgress(pod *corev1.Pod, view *RuntimeView) bool {
+	p := &planner{pod: pod, view: view}
+	for c, inst := range p.changed() {
+		if kind, _ := p.computeResize(c, inst); kind == resizeInPlace || kind == resizeRestart {
+			return true
+		}
+	}
+	return false
+}
+
+// AllocatedPod returns pod with each container whose change is a resize
+// given the CPU and memory the node allocated it (ResizeRequested): the
+// pod as the kubelet's UpdatePodFromAllocation gives it to SyncPod while
+// a resize waits for admission, so a pass resizes nothing and a container
+// that restarts meanwhile gets what it had.
+func AllocatedPod(pod *corev1.Pod, view *RuntimeView) *corev1.Pod {
+	p := &planner{pod: pod, view: view}
+	out := pod.DeepCopy()
+	for c, inst := range p.changed() {
+		if alloc, ok := p.allocatedResources(c, inst); ok {
+			SpecContainer(out, c.Name).Resources = alloc
+		}
+	}
+	return out
+}
+
+// allocatedResources returns what the node allocated c when its change
+// from inst is one of CPU and memory only: a running instance's actual
+// values (its memory request as created, which no cgroup shows), an
+// exited one's as it was created.
+func (p *planner) allocatedResources(c *corev1.Container, inst *ContainerInstance) (corev1.ResourceRequirements, bool) {
+	if !p.resourcesOnly(c, inst) {
+		return corev1.ResourceRequirements{}, false
+	}
+	if inst.State != ContainerRunning {
+		return *inst.Spec.Resources.DeepCopy(), true
+	}
+	cur, _ := ActualResources(inst)
+	cur.MemoryRequest = ResourcesFromRequirements(&inst.Spec.Resources).MemoryRequest
+	return cur.Apply(c.Resources), true
+}
+
+// sameResources compares CPU and memory values, with the kubelet's CPU
+// floors.
+func sameResources(a, b ContainerResources) bool {
+	return cpuRequestEqual(a.CPURequest, b.CPURequest) && cpuLimitEqual(a.CPULimit, b.CPULimit) &&
+		a.MemoryRequest == b.MemoryRequest && a.MemoryLimit == b.MemoryLimit
+}
+
+// changed yields the regular containers and sidecars whose newest
+// instance's spec hash differs from the spec's.
+func (p *planner) changed() func(yield func(*corev1.Container, *ContainerInstance) bool) {
+	return func(yield func(*corev1.Container, *ContainerInstance) bool) {
+		visit := func(cs []corev1.Container, sidecarsOnly bool) bool {
+			for i := range cs {
+				c := &cs[i]
+				if sidecarsOnly && !IsRestartableInitContainer(c) {
+					continue
+				}
+				inst := p.view.FindContainer(c.Name)
+				if inst == nil || inst.Hash == ContainerHash(p.pod, c) {
+					continue
+				}
+				if !yield(c, inst) {
+					return false
+				}
+			}
+			return true
+		}
+		if visit(p.pod.Spec.InitContainers, true) {
+			visit(p.pod.Spec.Containers, false)
+		}
+	}
 }
