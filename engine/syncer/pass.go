@@ -100,7 +100,9 @@ func (p *pass) run(ctx context.Context) (SyncResult, error) {
 		return SyncResult{}, fmt.Errorf("read runtime state of pod %s: %w", plan.PodString(p.pod), err)
 	}
 	p.st = st
+	pending := p.admitResize()
 	actions := plan.ComputePodActions(p.pod, st.view, p.in.Probes, p.s.clock.Now(), p.s.backoff)
+	actions.ResizePending = pending
 	if p.log.Core().Enabled(zapcore.DebugLevel) {
 		p.log.Debug("pod plan", zap.Reflect("plan", actions))
 	}

@@ -27,6 +27,22 @@ const (
 	ReasonResize = "ResizePodInPlace"
 )
 
+// admitResize asks the node to admit the resize the pod requests, if any.
+// Refused, the pass runs the allocated pod (plan.AllocatedPod) and the
+// resize is pending, Deferred as the kubelet's status manager reports
+// every resize that does not fit.
+func (p *pass) admitResize() *plan.ResizePending {
+	if p.in.AdmitResize == nil || !plan.ResizeRequested(p.pod, &p.st.view) {
+		return nil
+	}
+	ok, msg := p.in.AdmitResize(p.pod)
+	if ok {
+		return nil
+	}
+	p.pod = plan.AllocatedPod(p.pod, &p.st.view)
+	return &plan.ResizePending{Reason: corev1.PodReasonDeferred, Message: msg}
+}
+
 // resize is the kubelet's doPodResizeAction: memory first, then CPU; for
 // each, the pod-level resources when they grow, the containers (their
 // decreases first), the pod-level resources when they shrink. It stops at

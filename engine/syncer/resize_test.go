@@ -179,3 +179,57 @@ func TestResizeWithoutUpdatePodSandboxResources(t *testing.T) {
 		t.Errorf("memory limit %d, want 128Mi", lr.GetMemoryLimitInBytes())
 	}
 }
+
+// TestResizeNotAdmittedChangesNothing: a resize the node does not admit
+// changes nothing, is Deferred with the node's message, and a container
+// that restarts meanwhile gets the resources it had (the kubelet's
+// allocated pod); admitted later, it is applied in place.
+func TestResizeNotAdmittedChangesNothing(t *testing.T) {
+	h := syncertest.New(t)
+	pod := resizePod(limits("cpu", "100m", "memory", "64Mi"), limits("cpu", "100m", "memory", "64Mi"))
+	h.Sync(pod)
+	msg := "Node didn't have enough resource: memory, requested: 268435456, used: 0, capacity: 200000000"
+	admit := false
+	var asked int
+	h.In.AdmitResize = func(p *corev1.Pod) (bool, string) {
+		asked++
+		if got := p.Spec.Containers[0].Resources.Limits.Memory().String(); got != "192Mi" {
+			t.Errorf("admission asked for memory %s, want the desired 192Mi", got)
+		}
+		return admit, msg
+	}
+
+	pod.Spec.Containers[0].Resources = limits("cpu", "100m", "memory", "192Mi")
+	h.Calls()
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res)
+	if p := res.Plan.ResizePending; p == nil || p.Reason != corev1.PodReasonDeferred || p.Message != msg || asked != 1 {
+		t.Errorf("pending %+v after %d admissions, want Deferred with the node's message", p, asked)
+	}
+	if calls := callsOf(h.Calls()); len(calls) != 0 {
+		t.Errorf("resize calls %v for a resize not admitted", calls)
+	}
+
+	// A crash meanwhile restarts app with what it had.
+	h.Exit(res, "app", 1)
+	res = h.Sync(pod)
+	restarted := syncertest.Newest(t, res, "app")
+	if restarted.RestartCount != 1 {
+		t.Fatalf("app restart count %d, want 1", restarted.RestartCount)
+	}
+	if lr := runtimeResources(t, h, restarted.ID); lr.GetMemoryLimitInBytes() != 64<<20 {
+		t.Errorf("restarted with memory limit %d, want the allocated 64Mi", lr.GetMemoryLimitInBytes())
+	}
+
+	admit = true
+	res = h.Sync(pod)
+	if res.Plan.ResizePending != nil || len(res.Plan.Resize) != 1 {
+		t.Errorf("admitted: pending %+v, resizes %+v; want one resize", res.Plan.ResizePending, res.Plan.Resize)
+	}
+	if lr := runtimeResources(t, h, syncertest.Newest(t, res, "app").ID); lr.GetMemoryLimitInBytes() != 192<<20 {
+		t.Errorf("memory limit %d after admission, want 192Mi", lr.GetMemoryLimitInBytes())
+	}
+	if syncertest.Newest(t, res, "app").ID != restarted.ID {
+		t.Error("the admitted resize restarted app")
+	}
+}
