@@ -113,7 +113,7 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 		stop(nil)
 	}()
 	in := syncer.SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets, Probes: w.n.probeResults(pod.UID),
-		PullFailures: w.pullFailures()}
+		PullFailures: w.pullFailures(), AdmitResize: w.n.admitResize}
 	in.Observed = func(view plan.RuntimeView, actions plan.PodActions) { w.publishObserved(ctx, pod, view, actions) }
 	res, err := w.n.syncer.SyncPod(ctx, pod, in, emit)
 	w.notePulls(res.PullFailures)
@@ -139,7 +139,7 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 // holds w's lock.
 func (w *worker) record(ctx context.Context, pod *corev1.Pod, res syncer.SyncResult, now time.Time) (corev1.PodStatus, error) {
 	w.noteStarts(res.Steps)
-	status := podstatus.ComputePodStatus(pod, res.View, w.n.probeResults(pod.UID), now, w.n.statusOptions(w.reasons))
+	status := podstatus.ComputePodStatus(pod, res.View, w.n.probeResults(pod.UID), now, w.n.passStatusOptions(w.reasons, res))
 	changes := w.stepEvents(pod, res)
 	sb := sandboxIn(res.View, res.SandboxID)
 	if !sameStatus(&pod.Status, &status) {
