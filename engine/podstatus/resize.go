@@ -55,9 +55,11 @@ func (sc *statusConverter) allocatedContainer(c *corev1.Container) *corev1.Conta
 // requests; resources are the allocated ones, with the CPU request and
 // limit and the memory limit the runtime reports for a running container
 // (CPU values at or below the kubelet's floors on both sides stay the
-// allocated ones). A memory request reaches no cgroup: it is the previous
-// status's, else the allocated one.
-func (sc *statusConverter) resources(c *corev1.Container, inst *plan.ContainerInstance, st *corev1.ContainerStatus, old *corev1.ContainerStatus) {
+// allocated ones). A memory request reaches no cgroup: it is the
+// allocated one, which the kubelet's actuated-resources checkpoint holds
+// once a resize succeeded and podsync, which applies it with nothing, at
+// once.
+func (sc *statusConverter) resources(c *corev1.Container, inst *plan.ContainerInstance, st *corev1.ContainerStatus) {
 	alloc := sc.allocatedContainer(c)
 	st.AllocatedResources = alloc.Resources.Requests.DeepCopy()
 	res := alloc.Resources.DeepCopy()
@@ -81,11 +83,6 @@ func (sc *statusConverter) resources(c *corev1.Container, inst *plan.ContainerIn
 		if actual, ok := plan.ActualResources(inst); ok && rr.CPUShares != 0 {
 			if actual.CPURequest > minSharesMilli || res.Requests.Cpu().MilliValue() > minSharesMilli {
 				res.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(actual.CPURequest, resource.DecimalSI)
-			}
-		}
-		if old != nil && old.Resources != nil && old.ContainerID == st.ContainerID && old.State.Running != nil {
-			if q, ok := old.Resources.Requests[corev1.ResourceMemory]; ok {
-				res.Requests[corev1.ResourceMemory] = q.DeepCopy()
 			}
 		}
 	}

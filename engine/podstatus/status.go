@@ -281,7 +281,7 @@ func (sc *statusConverter) convert(containers []corev1.Container, oldStatuses []
 				if st.Image == "" {
 					st.Image = c.Image
 				}
-				sc.resources(c, inst, &st, old)
+				sc.resources(c, inst, &st)
 			} else {
 				st.LastTerminationState = sc.state(inst)
 			}
