@@ -403,7 +403,31 @@ func containerStatusFromProto(in *podsyncv1.ContainerStatus) corev1.ContainerSta
 		ImageID:              in.GetImageId(),
 		ContainerID:          in.GetContainerId(),
 		Started:              in.Started,
+		Resources:            statusResourcesFromProto(in.GetResources()),
+		AllocatedResources:   statusResourceList(in.GetAllocatedResources()),
 	}
+}
+
+// statusResourcesFromProto and statusResourceList read the resources of a
+// status, which the server wrote: a value that does not parse is left out.
+func statusResourcesFromProto(in *podsyncv1.ResourceRequirements) *corev1.ResourceRequirements {
+	if in == nil {
+		return nil
+	}
+	return &corev1.ResourceRequirements{Requests: statusResourceList(in.GetRequests()), Limits: statusResourceList(in.GetLimits())}
+}
+
+func statusResourceList(in map[string]string) corev1.ResourceList {
+	if in == nil {
+		return nil
+	}
+	out := make(corev1.ResourceList, len(in))
+	for name, v := range in {
+		if q, err := resource.ParseQuantity(v); err == nil {
+			out[corev1.ResourceName(name)] = q
+		}
+	}
+	return out
 }
 
 func containerStateFromProto(in *podsyncv1.ContainerState) corev1.ContainerState {

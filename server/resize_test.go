@@ -3,12 +3,14 @@ package server_test
 import (
 	"testing"
 
+	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/internal/testdaemon"
 )
 
 func memoryPod(t *testing.T, limit string) *podsyncv1.Pod {
@@ -51,7 +53,17 @@ func TestPlanPodShowsAResize(t *testing.T) {
 		t.Fatalf("containers_to_resize %v, want app from 64Mi to 128Mi", rs)
 	}
 
-	steps, _ := h.sync(memoryPod(t, "128Mi"))
+	steps, res := h.sync(memoryPod(t, "128Mi"))
+	cs := res.GetStatus().GetContainerStatuses()[0]
+	if cs.GetResources().GetLimits()["memory"] != "128Mi" || cs.GetResources().GetRequests()["memory"] != "128Mi" ||
+		cs.GetAllocatedResources()["memory"] != "128Mi" {
+		t.Errorf("container resources %v allocated %v, want the new 128Mi", cs.GetResources(), cs.GetAllocatedResources())
+	}
+	for _, c := range res.GetStatus().GetConditions() {
+		if c.GetType() == string(corev1.PodResizePending) || c.GetType() == string(corev1.PodResizeInProgress) {
+			t.Errorf("condition %v after the resize", c)
+		}
+	}
 	var resized bool
 	for _, s := range steps {
 		switch s.GetAction() {
@@ -64,5 +76,45 @@ func TestPlanPodShowsAResize(t *testing.T) {
 	}
 	if !resized {
 		t.Errorf("steps %v: no UpdateContainerResources step for app", steps)
+	}
+}
+
+// TestResizeBeyondAllocatableIsDeferred: a resize whose requests do not
+// fit the node's allocatable is pending with the kubelet's reason and
+// message, in PlanPod and in the status, and nothing is resized; the
+// status shows the resources the container runs with.
+func TestResizeBeyondAllocatableIsDeferred(t *testing.T) {
+	h := newHarness(t, testdaemon.Options{Transport: testdaemon.Bufconn, Logger: zaptest.NewLogger(t),
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("100Mi")}}, nil)
+	h.sync(memoryPod(t, "64Mi"))
+	const msg = "Node didn't have enough resource: memory, requested: 201326592, used: 0, capacity: 104857600"
+
+	resp, err := h.c.PlanPod(h.ctx, &podsyncv1.PlanPodRequest{Pod: memoryPod(t, "192Mi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := resp.GetPlan(); len(p.GetContainersToResize()) != 0 || p.GetResizePending().GetReason() != "Deferred" ||
+		p.GetResizePending().GetMessage() != msg {
+		t.Errorf("plan %v: want no resize, pending Deferred: %s", p, msg)
+	}
+
+	steps, res := h.sync(memoryPod(t, "192Mi"))
+	for _, s := range steps {
+		if s.GetAction() != podsyncv1.StepAction_STEP_ACTION_CONFIG_POD_SANDBOX {
+			t.Errorf("deferred resize pass step %v", s)
+		}
+	}
+	var pending *podsyncv1.PodCondition
+	for _, c := range res.GetStatus().GetConditions() {
+		if c.GetType() == string(corev1.PodResizePending) {
+			pending = c
+		}
+	}
+	if pending == nil || pending.GetStatus() != "True" || pending.GetReason() != "Deferred" || pending.GetMessage() != msg {
+		t.Errorf("conditions %v: want PodResizePending Deferred: %s", res.GetStatus().GetConditions(), msg)
+	}
+	cs := res.GetStatus().GetContainerStatuses()[0]
+	if cs.GetResources().GetLimits()["memory"] != "64Mi" || cs.GetAllocatedResources()["memory"] != "64Mi" {
+		t.Errorf("container resources %v allocated %v, want 64Mi as it runs", cs.GetResources(), cs.GetAllocatedResources())
 	}
 }

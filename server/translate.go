@@ -257,6 +257,9 @@ func planToProto(pod *corev1.Pod, a plan.PodActions, now time.Time) *podsyncv1.P
 			Current: resourcesToProto(r.Current), Desired: resourcesToProto(r.Desired),
 		})
 	}
+	if p := a.ResizePending; p != nil {
+		out.ResizePending = &podsyncv1.ResizePending{Reason: p.Reason, Message: p.Message}
+	}
 	out.UpToDate = !a.KillPod && !a.Sandbox.Create && len(a.Kill) == 0 &&
 		len(a.StartInit) == 0 && len(a.Start) == 0 && len(a.BackOff) == 0 && len(a.PruneInit) == 0 &&
 		len(a.Resize) == 0

@@ -659,8 +659,12 @@ type PodPlan struct {
 	// resize under RestartContainer is a kill and a start instead, with the
 	// reason ResizeRequiresRestart.
 	ContainersToResize []*ContainerResize `protobuf:"bytes,10,rep,name=containers_to_resize,json=containersToResize,proto3" json:"containers_to_resize,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// resize_pending is set when the pod asks for a resize the node does not
+	// admit now (its new requests do not fit): nothing is resized, and the
+	// status has the condition PodResizePending with this reason and message.
+	ResizePending *ResizePending `protobuf:"bytes,11,opt,name=resize_pending,json=resizePending,proto3" json:"resize_pending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PodPlan) Reset() {
@@ -763,6 +767,71 @@ func (x *PodPlan) GetContainersToResize() []*ContainerResize {
 	return nil
 }
 
+func (x *PodPlan) GetResizePending() *ResizePending {
+	if x != nil {
+		return x.ResizePending
+	}
+	return nil
+}
+
+// ResizePending is a resize the node has not admitted, the kubelet's
+// PodResizePending condition.
+type ResizePending struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// reason: Deferred (the new requests do not fit the node now; retried on
+	// every pass).
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// message in the kubelet's words, such as "Node didn't have enough
+	// resource: memory, requested: 201326592, used: 0, capacity: 104857600".
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResizePending) Reset() {
+	*x = ResizePending{}
+	mi := &file_podsync_v1_events_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResizePending) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResizePending) ProtoMessage() {}
+
+func (x *ResizePending) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_events_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResizePending.ProtoReflect.Descriptor instead.
+func (*ResizePending) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ResizePending) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ResizePending) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // ContainerResize is one in-place resize of a running container, the
 // kubelet's containerToUpdateInfo.
 type ContainerResize struct {
@@ -784,7 +853,7 @@ type ContainerResize struct {
 
 func (x *ContainerResize) Reset() {
 	*x = ContainerResize{}
-	mi := &file_podsync_v1_events_proto_msgTypes[3]
+	mi := &file_podsync_v1_events_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -796,7 +865,7 @@ func (x *ContainerResize) String() string {
 func (*ContainerResize) ProtoMessage() {}
 
 func (x *ContainerResize) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[3]
+	mi := &file_podsync_v1_events_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -809,7 +878,7 @@ func (x *ContainerResize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerResize.ProtoReflect.Descriptor instead.
 func (*ContainerResize) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{3}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ContainerResize) GetName() string {
@@ -871,7 +940,7 @@ type SandboxDecision struct {
 
 func (x *SandboxDecision) Reset() {
 	*x = SandboxDecision{}
-	mi := &file_podsync_v1_events_proto_msgTypes[4]
+	mi := &file_podsync_v1_events_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -883,7 +952,7 @@ func (x *SandboxDecision) String() string {
 func (*SandboxDecision) ProtoMessage() {}
 
 func (x *SandboxDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[4]
+	mi := &file_podsync_v1_events_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -896,7 +965,7 @@ func (x *SandboxDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxDecision.ProtoReflect.Descriptor instead.
 func (*SandboxDecision) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{4}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SandboxDecision) GetCreate() bool {
@@ -962,7 +1031,7 @@ type ContainerKill struct {
 
 func (x *ContainerKill) Reset() {
 	*x = ContainerKill{}
-	mi := &file_podsync_v1_events_proto_msgTypes[5]
+	mi := &file_podsync_v1_events_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -974,7 +1043,7 @@ func (x *ContainerKill) String() string {
 func (*ContainerKill) ProtoMessage() {}
 
 func (x *ContainerKill) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[5]
+	mi := &file_podsync_v1_events_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -987,7 +1056,7 @@ func (x *ContainerKill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerKill.ProtoReflect.Descriptor instead.
 func (*ContainerKill) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{5}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ContainerKill) GetName() string {
@@ -1061,7 +1130,7 @@ type ContainerStart struct {
 
 func (x *ContainerStart) Reset() {
 	*x = ContainerStart{}
-	mi := &file_podsync_v1_events_proto_msgTypes[6]
+	mi := &file_podsync_v1_events_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1073,7 +1142,7 @@ func (x *ContainerStart) String() string {
 func (*ContainerStart) ProtoMessage() {}
 
 func (x *ContainerStart) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[6]
+	mi := &file_podsync_v1_events_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1086,7 +1155,7 @@ func (x *ContainerStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStart.ProtoReflect.Descriptor instead.
 func (*ContainerStart) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{6}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ContainerStart) GetName() string {
@@ -1136,7 +1205,7 @@ type ContainerBackoff struct {
 
 func (x *ContainerBackoff) Reset() {
 	*x = ContainerBackoff{}
-	mi := &file_podsync_v1_events_proto_msgTypes[7]
+	mi := &file_podsync_v1_events_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1148,7 +1217,7 @@ func (x *ContainerBackoff) String() string {
 func (*ContainerBackoff) ProtoMessage() {}
 
 func (x *ContainerBackoff) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[7]
+	mi := &file_podsync_v1_events_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1161,7 +1230,7 @@ func (x *ContainerBackoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerBackoff.ProtoReflect.Descriptor instead.
 func (*ContainerBackoff) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{7}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ContainerBackoff) GetName() string {
@@ -1220,7 +1289,7 @@ type PodEvent struct {
 
 func (x *PodEvent) Reset() {
 	*x = PodEvent{}
-	mi := &file_podsync_v1_events_proto_msgTypes[8]
+	mi := &file_podsync_v1_events_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +1301,7 @@ func (x *PodEvent) String() string {
 func (*PodEvent) ProtoMessage() {}
 
 func (x *PodEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[8]
+	mi := &file_podsync_v1_events_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +1314,7 @@ func (x *PodEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodEvent.ProtoReflect.Descriptor instead.
 func (*PodEvent) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{8}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PodEvent) GetType() EventType {
@@ -1299,7 +1368,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_podsync_v1_events_proto_msgTypes[9]
+	mi := &file_podsync_v1_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1311,7 +1380,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[9]
+	mi := &file_podsync_v1_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1324,7 +1393,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{9}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LogLine) GetTime() *timestamppb.Timestamp {
@@ -1376,7 +1445,7 @@ type PodResult struct {
 
 func (x *PodResult) Reset() {
 	*x = PodResult{}
-	mi := &file_podsync_v1_events_proto_msgTypes[10]
+	mi := &file_podsync_v1_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1388,7 +1457,7 @@ func (x *PodResult) String() string {
 func (*PodResult) ProtoMessage() {}
 
 func (x *PodResult) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[10]
+	mi := &file_podsync_v1_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1401,7 +1470,7 @@ func (x *PodResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodResult.ProtoReflect.Descriptor instead.
 func (*PodResult) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{10}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PodResult) GetPod() *PodRef {
@@ -1483,7 +1552,7 @@ type FailedContainer struct {
 
 func (x *FailedContainer) Reset() {
 	*x = FailedContainer{}
-	mi := &file_podsync_v1_events_proto_msgTypes[11]
+	mi := &file_podsync_v1_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1495,7 +1564,7 @@ func (x *FailedContainer) String() string {
 func (*FailedContainer) ProtoMessage() {}
 
 func (x *FailedContainer) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[11]
+	mi := &file_podsync_v1_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1508,7 +1577,7 @@ func (x *FailedContainer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailedContainer.ProtoReflect.Descriptor instead.
 func (*FailedContainer) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{11}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FailedContainer) GetName() string {
@@ -1585,7 +1654,7 @@ const file_podsync_v1_events_proto_rawDesc = "" +
 	"\x06PodRef\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
-	"\x03uid\x18\x03 \x01(\tR\x03uid\"\xd2\x04\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\"\x94\x05\n" +
 	"\aPodPlan\x125\n" +
 	"\asandbox\x18\x01 \x01(\v2\x1b.podsync.v1.SandboxDecisionR\asandbox\x12\x19\n" +
 	"\bkill_pod\x18\x02 \x01(\bR\akillPod\x12&\n" +
@@ -1599,7 +1668,11 @@ const file_podsync_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"up_to_date\x18\t \x01(\bR\bupToDate\x12M\n" +
 	"\x14containers_to_resize\x18\n" +
-	" \x03(\v2\x1b.podsync.v1.ContainerResizeR\x12containersToResize\"\x82\x02\n" +
+	" \x03(\v2\x1b.podsync.v1.ContainerResizeR\x12containersToResize\x12@\n" +
+	"\x0eresize_pending\x18\v \x01(\v2\x19.podsync.v1.ResizePendingR\rresizePending\"A\n" +
+	"\rResizePending\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x82\x02\n" +
 	"\x0fContainerResize\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12@\n" +
 	"\x0econtainer_type\x18\x02 \x01(\x0e2\x19.podsync.v1.ContainerTypeR\rcontainerType\x12!\n" +
@@ -1714,7 +1787,7 @@ func file_podsync_v1_events_proto_rawDescGZIP() []byte {
 }
 
 var file_podsync_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_podsync_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_podsync_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_podsync_v1_events_proto_goTypes = []any{
 	(StepAction)(0),               // 0: podsync.v1.StepAction
 	(StepOutcome)(0),              // 1: podsync.v1.StepOutcome
@@ -1725,56 +1798,58 @@ var file_podsync_v1_events_proto_goTypes = []any{
 	(*SyncStep)(nil),              // 6: podsync.v1.SyncStep
 	(*PodRef)(nil),                // 7: podsync.v1.PodRef
 	(*PodPlan)(nil),               // 8: podsync.v1.PodPlan
-	(*ContainerResize)(nil),       // 9: podsync.v1.ContainerResize
-	(*SandboxDecision)(nil),       // 10: podsync.v1.SandboxDecision
-	(*ContainerKill)(nil),         // 11: podsync.v1.ContainerKill
-	(*ContainerStart)(nil),        // 12: podsync.v1.ContainerStart
-	(*ContainerBackoff)(nil),      // 13: podsync.v1.ContainerBackoff
-	(*PodEvent)(nil),              // 14: podsync.v1.PodEvent
-	(*LogLine)(nil),               // 15: podsync.v1.LogLine
-	(*PodResult)(nil),             // 16: podsync.v1.PodResult
-	(*FailedContainer)(nil),       // 17: podsync.v1.FailedContainer
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 19: google.protobuf.Duration
-	(*ResourceRequirements)(nil),  // 20: podsync.v1.ResourceRequirements
-	(*PodStatus)(nil),             // 21: podsync.v1.PodStatus
+	(*ResizePending)(nil),         // 9: podsync.v1.ResizePending
+	(*ContainerResize)(nil),       // 10: podsync.v1.ContainerResize
+	(*SandboxDecision)(nil),       // 11: podsync.v1.SandboxDecision
+	(*ContainerKill)(nil),         // 12: podsync.v1.ContainerKill
+	(*ContainerStart)(nil),        // 13: podsync.v1.ContainerStart
+	(*ContainerBackoff)(nil),      // 14: podsync.v1.ContainerBackoff
+	(*PodEvent)(nil),              // 15: podsync.v1.PodEvent
+	(*LogLine)(nil),               // 16: podsync.v1.LogLine
+	(*PodResult)(nil),             // 17: podsync.v1.PodResult
+	(*FailedContainer)(nil),       // 18: podsync.v1.FailedContainer
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
+	(*ResourceRequirements)(nil),  // 21: podsync.v1.ResourceRequirements
+	(*PodStatus)(nil),             // 22: podsync.v1.PodStatus
 }
 var file_podsync_v1_events_proto_depIdxs = []int32{
 	0,  // 0: podsync.v1.SyncStep.action:type_name -> podsync.v1.StepAction
 	2,  // 1: podsync.v1.SyncStep.container_type:type_name -> podsync.v1.ContainerType
 	1,  // 2: podsync.v1.SyncStep.outcome:type_name -> podsync.v1.StepOutcome
-	18, // 3: podsync.v1.SyncStep.start_time:type_name -> google.protobuf.Timestamp
-	19, // 4: podsync.v1.SyncStep.duration:type_name -> google.protobuf.Duration
-	18, // 5: podsync.v1.SyncStep.next_retry_time:type_name -> google.protobuf.Timestamp
-	10, // 6: podsync.v1.PodPlan.sandbox:type_name -> podsync.v1.SandboxDecision
-	11, // 7: podsync.v1.PodPlan.containers_to_kill:type_name -> podsync.v1.ContainerKill
-	12, // 8: podsync.v1.PodPlan.init_containers_to_start:type_name -> podsync.v1.ContainerStart
-	12, // 9: podsync.v1.PodPlan.containers_to_start:type_name -> podsync.v1.ContainerStart
-	13, // 10: podsync.v1.PodPlan.backing_off:type_name -> podsync.v1.ContainerBackoff
-	9,  // 11: podsync.v1.PodPlan.containers_to_resize:type_name -> podsync.v1.ContainerResize
-	2,  // 12: podsync.v1.ContainerResize.container_type:type_name -> podsync.v1.ContainerType
-	20, // 13: podsync.v1.ContainerResize.current:type_name -> podsync.v1.ResourceRequirements
-	20, // 14: podsync.v1.ContainerResize.desired:type_name -> podsync.v1.ResourceRequirements
-	2,  // 15: podsync.v1.ContainerKill.container_type:type_name -> podsync.v1.ContainerType
-	2,  // 16: podsync.v1.ContainerStart.container_type:type_name -> podsync.v1.ContainerType
-	2,  // 17: podsync.v1.ContainerBackoff.container_type:type_name -> podsync.v1.ContainerType
-	18, // 18: podsync.v1.ContainerBackoff.next_retry_time:type_name -> google.protobuf.Timestamp
-	19, // 19: podsync.v1.ContainerBackoff.delay:type_name -> google.protobuf.Duration
-	3,  // 20: podsync.v1.PodEvent.type:type_name -> podsync.v1.EventType
-	18, // 21: podsync.v1.PodEvent.time:type_name -> google.protobuf.Timestamp
-	18, // 22: podsync.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	4,  // 23: podsync.v1.LogLine.stream:type_name -> podsync.v1.LogStream
-	7,  // 24: podsync.v1.PodResult.pod:type_name -> podsync.v1.PodRef
-	5,  // 25: podsync.v1.PodResult.outcome:type_name -> podsync.v1.PodOutcome
-	17, // 26: podsync.v1.PodResult.failed_containers:type_name -> podsync.v1.FailedContainer
-	21, // 27: podsync.v1.PodResult.status:type_name -> podsync.v1.PodStatus
-	19, // 28: podsync.v1.PodResult.duration:type_name -> google.protobuf.Duration
-	2,  // 29: podsync.v1.FailedContainer.container_type:type_name -> podsync.v1.ContainerType
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	19, // 3: podsync.v1.SyncStep.start_time:type_name -> google.protobuf.Timestamp
+	20, // 4: podsync.v1.SyncStep.duration:type_name -> google.protobuf.Duration
+	19, // 5: podsync.v1.SyncStep.next_retry_time:type_name -> google.protobuf.Timestamp
+	11, // 6: podsync.v1.PodPlan.sandbox:type_name -> podsync.v1.SandboxDecision
+	12, // 7: podsync.v1.PodPlan.containers_to_kill:type_name -> podsync.v1.ContainerKill
+	13, // 8: podsync.v1.PodPlan.init_containers_to_start:type_name -> podsync.v1.ContainerStart
+	13, // 9: podsync.v1.PodPlan.containers_to_start:type_name -> podsync.v1.ContainerStart
+	14, // 10: podsync.v1.PodPlan.backing_off:type_name -> podsync.v1.ContainerBackoff
+	10, // 11: podsync.v1.PodPlan.containers_to_resize:type_name -> podsync.v1.ContainerResize
+	9,  // 12: podsync.v1.PodPlan.resize_pending:type_name -> podsync.v1.ResizePending
+	2,  // 13: podsync.v1.ContainerResize.container_type:type_name -> podsync.v1.ContainerType
+	21, // 14: podsync.v1.ContainerResize.current:type_name -> podsync.v1.ResourceRequirements
+	21, // 15: podsync.v1.ContainerResize.desired:type_name -> podsync.v1.ResourceRequirements
+	2,  // 16: podsync.v1.ContainerKill.container_type:type_name -> podsync.v1.ContainerType
+	2,  // 17: podsync.v1.ContainerStart.container_type:type_name -> podsync.v1.ContainerType
+	2,  // 18: podsync.v1.ContainerBackoff.container_type:type_name -> podsync.v1.ContainerType
+	19, // 19: podsync.v1.ContainerBackoff.next_retry_time:type_name -> google.protobuf.Timestamp
+	20, // 20: podsync.v1.ContainerBackoff.delay:type_name -> google.protobuf.Duration
+	3,  // 21: podsync.v1.PodEvent.type:type_name -> podsync.v1.EventType
+	19, // 22: podsync.v1.PodEvent.time:type_name -> google.protobuf.Timestamp
+	19, // 23: podsync.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	4,  // 24: podsync.v1.LogLine.stream:type_name -> podsync.v1.LogStream
+	7,  // 25: podsync.v1.PodResult.pod:type_name -> podsync.v1.PodRef
+	5,  // 26: podsync.v1.PodResult.outcome:type_name -> podsync.v1.PodOutcome
+	18, // 27: podsync.v1.PodResult.failed_containers:type_name -> podsync.v1.FailedContainer
+	22, // 28: podsync.v1.PodResult.status:type_name -> podsync.v1.PodStatus
+	20, // 29: podsync.v1.PodResult.duration:type_name -> google.protobuf.Duration
+	2,  // 30: podsync.v1.FailedContainer.container_type:type_name -> podsync.v1.ContainerType
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_events_proto_init() }
@@ -1783,14 +1858,14 @@ func file_podsync_v1_events_proto_init() {
 		return
 	}
 	file_podsync_v1_pod_proto_init()
-	file_podsync_v1_events_proto_msgTypes[11].OneofWrappers = []any{}
+	file_podsync_v1_events_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_events_proto_rawDesc), len(file_podsync_v1_events_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

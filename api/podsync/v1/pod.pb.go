@@ -3379,9 +3379,17 @@ type ContainerStatus struct {
 	// container_id is "<runtime>://<id>" of the current instance.
 	ContainerId string `protobuf:"bytes,8,opt,name=container_id,json=containerID,proto3" json:"container_id,omitempty"`
 	// started is true once the startup probe (if any) passed.
-	Started       *bool `protobuf:"varint,9,opt,name=started,proto3,oneof" json:"started,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Started *bool `protobuf:"varint,9,opt,name=started,proto3,oneof" json:"started,omitempty"`
+	// resources are what the container runs with, as the kubelet reports
+	// them: the CPU request and limit and the memory limit the runtime
+	// applies, over the allocated values (an in-place resize changes them).
+	Resources *ResourceRequirements `protobuf:"bytes,10,opt,name=resources,proto3" json:"resources,omitempty"`
+	// allocated_resources are the requests the node allocated the
+	// container: the spec's, or while a resize waits for admission
+	// (condition PodResizePending), those it runs with.
+	AllocatedResources map[string]string `protobuf:"bytes,11,rep,name=allocated_resources,json=allocatedResources,proto3" json:"allocated_resources,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ContainerStatus) Reset() {
@@ -3475,6 +3483,20 @@ func (x *ContainerStatus) GetStarted() bool {
 		return *x.Started
 	}
 	return false
+}
+
+func (x *ContainerStatus) GetResources() *ResourceRequirements {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *ContainerStatus) GetAllocatedResources() map[string]string {
+	if x != nil {
+		return x.AllocatedResources
+	}
+	return nil
 }
 
 // ContainerState mirrors core/v1 ContainerState: exactly one field is set.
@@ -4230,7 +4252,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x0flast_probe_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rlastProbeTime\x12L\n" +
 	"\x14last_transition_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\tR\amessage\"\xcc\x02\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\"\xb9\x04\n" +
 	"\x0fContainerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x120\n" +
 	"\x05state\x18\x02 \x01(\v2\x1a.podsync.v1.ContainerStateR\x05state\x129\n" +
@@ -4241,7 +4263,13 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x05image\x18\x06 \x01(\tR\x05image\x12\x19\n" +
 	"\bimage_id\x18\a \x01(\tR\aimageID\x12!\n" +
 	"\fcontainer_id\x18\b \x01(\tR\vcontainerID\x12\x1d\n" +
-	"\astarted\x18\t \x01(\bH\x00R\astarted\x88\x01\x01B\n" +
+	"\astarted\x18\t \x01(\bH\x00R\astarted\x88\x01\x01\x12>\n" +
+	"\tresources\x18\n" +
+	" \x01(\v2 .podsync.v1.ResourceRequirementsR\tresources\x12d\n" +
+	"\x13allocated_resources\x18\v \x03(\v23.podsync.v1.ContainerStatus.AllocatedResourcesEntryR\x12allocatedResources\x1aE\n" +
+	"\x17AllocatedResourcesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\n" +
 	"\n" +
 	"\b_started\"\xd0\x01\n" +
 	"\x0eContainerState\x12;\n" +
@@ -4311,7 +4339,7 @@ func file_podsync_v1_pod_proto_rawDescGZIP() []byte {
 	return file_podsync_v1_pod_proto_rawDescData
 }
 
-var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_podsync_v1_pod_proto_goTypes = []any{
 	(*Pod)(nil),                      // 0: podsync.v1.Pod
 	(*ObjectMeta)(nil),               // 1: podsync.v1.ObjectMeta
@@ -4366,12 +4394,13 @@ var file_podsync_v1_pod_proto_goTypes = []any{
 	nil,                              // 50: podsync.v1.ObjectMeta.AnnotationsEntry
 	nil,                              // 51: podsync.v1.ResourceRequirements.RequestsEntry
 	nil,                              // 52: podsync.v1.ResourceRequirements.LimitsEntry
-	nil,                              // 53: podsync.v1.ConfigMap.DataEntry
-	nil,                              // 54: podsync.v1.ConfigMap.BinaryDataEntry
-	nil,                              // 55: podsync.v1.Secret.DataEntry
-	nil,                              // 56: podsync.v1.Secret.StringDataEntry
-	(*timestamppb.Timestamp)(nil),    // 57: google.protobuf.Timestamp
-	(*structpb.Value)(nil),           // 58: google.protobuf.Value
+	nil,                              // 53: podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                              // 54: podsync.v1.ConfigMap.DataEntry
+	nil,                              // 55: podsync.v1.ConfigMap.BinaryDataEntry
+	nil,                              // 56: podsync.v1.Secret.DataEntry
+	nil,                              // 57: podsync.v1.Secret.StringDataEntry
+	(*timestamppb.Timestamp)(nil),    // 58: google.protobuf.Timestamp
+	(*structpb.Value)(nil),           // 59: google.protobuf.Value
 }
 var file_podsync_v1_pod_proto_depIdxs = []int32{
 	1,  // 0: podsync.v1.Pod.metadata:type_name -> podsync.v1.ObjectMeta
@@ -4379,8 +4408,8 @@ var file_podsync_v1_pod_proto_depIdxs = []int32{
 	38, // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
 	49, // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
 	50, // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
-	57, // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	57, // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	58, // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	58, // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
 	17, // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
 	17, // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
 	3,  // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
@@ -4422,40 +4451,42 @@ var file_podsync_v1_pod_proto_depIdxs = []int32{
 	31, // 45: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
 	33, // 46: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
 	35, // 47: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
-	58, // 48: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
+	59, // 48: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
 	34, // 49: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
-	58, // 50: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
+	59, // 50: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
 	37, // 51: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
 	9,  // 52: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
 	7,  // 53: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
 	8,  // 54: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
 	41, // 55: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
 	39, // 56: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
-	57, // 57: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	58, // 57: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
 	42, // 58: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
 	42, // 59: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
 	40, // 60: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
-	57, // 61: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	57, // 62: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	58, // 61: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	58, // 62: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
 	43, // 63: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
 	43, // 64: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
-	44, // 65: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
-	45, // 66: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
-	46, // 67: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
-	57, // 68: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	57, // 69: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	57, // 70: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	1,  // 71: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
-	53, // 72: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
-	54, // 73: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
-	1,  // 74: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
-	55, // 75: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
-	56, // 76: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
-	77, // [77:77] is the sub-list for method output_type
-	77, // [77:77] is the sub-list for method input_type
-	77, // [77:77] is the sub-list for extension type_name
-	77, // [77:77] is the sub-list for extension extendee
-	0,  // [0:77] is the sub-list for field type_name
+	27, // 65: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
+	53, // 66: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	44, // 67: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
+	45, // 68: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
+	46, // 69: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
+	58, // 70: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	58, // 71: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	58, // 72: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	1,  // 73: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
+	54, // 74: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
+	55, // 75: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
+	1,  // 76: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
+	56, // 77: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
+	57, // 78: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
+	79, // [79:79] is the sub-list for method output_type
+	79, // [79:79] is the sub-list for method input_type
+	79, // [79:79] is the sub-list for extension type_name
+	79, // [79:79] is the sub-list for extension extendee
+	0,  // [0:79] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_proto_init() }
@@ -4487,7 +4518,7 @@ func file_podsync_v1_pod_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_proto_rawDesc), len(file_podsync_v1_pod_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   57,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
