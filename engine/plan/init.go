@@ -187,7 +187,7 @@ func (p *planner) pruneInitContainers(bo BackoffPolicy) []ContainerAction {
 				insts = append(insts, &p.view.Containers[j])
 			}
 		}
-		newest, first := crashLoopRun(insts, ContainerHash(p.pod, c), bo)
+		newest, first := crashLoopRun(insts, sameDefinition(p.pod, c), bo)
 		kept := false
 		for _, inst := range insts {
 			if inst.State != ContainerExited && inst.State != ContainerUnknown {

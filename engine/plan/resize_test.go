@@ -296,3 +296,24 @@ func TestActualResourcesFromRuntime(t *testing.T) {
 		t.Error("ActualResources() without the spec annotation is ok")
 	}
 }
+
+// TestCrashLoopBackOffSurvivesAResize: the kubelet's back-off key has the
+// container hash, which leaves resources out, so an instance that exited
+// before a resize still counts.
+func TestCrashLoopBackOffSurvivesAResize(t *testing.T) {
+	old := plantest.BasePod()
+	old.Spec.Containers[0].Resources = res(nil, rl("memory", "64Mi"))
+	pod := plantest.BasePod()
+	pod.Spec.Containers[0].Resources = res(nil, rl("memory", "128Mi"))
+	view := plantest.BaseView()
+	view.Containers[1] = plantest.Exited(plantest.Inst(old, "app", "c-app-3", plan.ContainerExited, 3, 2*time.Minute), 1, time.Second)
+	view.Containers = append(view.Containers, plantest.Exited(plantest.Inst(old, "app", "c-app-2", plan.ContainerExited, 2, 5*time.Minute), 1, 3*time.Minute))
+	b := plan.CrashLoopBackoff(pod, plan.SpecContainer(pod, "app"), &view, plan.BackoffPolicy{})
+	if b.Failures != 2 || b.Delay == 0 {
+		t.Errorf("back-off %+v after a resize, want the run of 2 failures to go on", b)
+	}
+	pod.Spec.Containers[0].Image = "busybox:2"
+	if b := plan.CrashLoopBackoff(pod, plan.SpecContainer(pod, "app"), &view, plan.BackoffPolicy{}); b.Failures != 0 {
+		t.Errorf("back-off %+v after an image change, want none", b)
+	}
+}
