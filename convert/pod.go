@@ -304,6 +304,9 @@ func containerToProto(in corev1.Container) *podsyncv1.Container {
 		RestartPolicy:            (*string)(in.RestartPolicy),
 		Stdin:                    in.Stdin,
 		Tty:                      in.TTY,
+		ResizePolicy: toSlice(in.ResizePolicy, func(r corev1.ContainerResizePolicy) *podsyncv1.ContainerResizePolicy {
+			return &podsyncv1.ContainerResizePolicy{ResourceName: string(r.ResourceName), RestartPolicy: string(r.RestartPolicy)}
+		}),
 	}
 }
 

@@ -181,6 +181,10 @@ func (c *fromProto) container(path *field.Path, in *podsyncv1.Container) corev1.
 		RestartPolicy:            (*corev1.ContainerRestartPolicy)(in.RestartPolicy),
 		Stdin:                    in.GetStdin(),
 		TTY:                      in.GetTty(),
+		ResizePolicy: toSlice(in.GetResizePolicy(), func(r *podsyncv1.ContainerResizePolicy) corev1.ContainerResizePolicy {
+			return corev1.ContainerResizePolicy{ResourceName: corev1.ResourceName(r.GetResourceName()),
+				RestartPolicy: corev1.ResourceResizeRestartPolicy(r.GetRestartPolicy())}
+		}),
 	}
 }
 

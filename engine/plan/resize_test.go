@@ -197,14 +197,7 @@ func TestComputePodActionsForPodResize(t *testing.T) {
 			probes:  plan.ProbeResults{Liveness: map[string]plan.ProbeResult{"c-app": plan.ProbeFailure}},
 			want:    resizeSummary{Kill: []string{"app:LivenessProbeFailed:Container app failed liveness probe, will be restarted"}, Start: []string{"app#1:LivenessProbeFailed"}},
 		},
-		{
-			name:      "RestartContainer restarts the container under restartPolicy Never",
-			created:   res(nil, rl("cpu", "100m")),
-			desired:   res(nil, rl("cpu", "200m")),
-			policy:    []corev1.ContainerResizePolicy{cpuRestart},
-			mutatePod: plantest.Policy(corev1.RestartPolicyNever),
-			want:      resizeSummary{Kill: []string{"app:ResizeRequiresRestart:" + restartMsg}, Start: []string{"app#1:ResizeRequiresRestart"}},
-		},
+
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
