@@ -197,7 +197,6 @@ func TestComputePodActionsForPodResize(t *testing.T) {
 			probes:  plan.ProbeResults{Liveness: map[string]plan.ProbeResult{"c-app": plan.ProbeFailure}},
 			want:    resizeSummary{Kill: []string{"app:LivenessProbeFailed:Container app failed liveness probe, will be restarted"}, Start: []string{"app#1:LivenessProbeFailed"}},
 		},
-
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

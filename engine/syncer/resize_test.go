@@ -167,11 +167,14 @@ func TestResizeFailureIsReportedAndRetried(t *testing.T) {
 func TestResizeWithoutUpdatePodSandboxResources(t *testing.T) {
 	h := syncertest.New(t)
 	pod := resizePod(limits("cpu", "100m", "memory", "64Mi"), limits("cpu", "100m", "memory", "64Mi"))
-	res := h.Sync(pod)
+	sb := h.Sync(pod).SandboxID
 	pod.Spec.Containers[0].Resources = limits("cpu", "100m", "memory", "128Mi")
 	h.RT.InjectError("UpdatePodSandboxResources", status.Error(codes.Unimplemented, "unknown method UpdatePodSandboxResources"))
-	res = h.Sync(pod)
-	syncertest.WantSteps(t, res, "UpdatePodSandboxResources "+res.SandboxID+" ResizePodInPlace", "UpdateContainerResources app ResizePodInPlace")
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res, "UpdatePodSandboxResources "+sb+" ResizePodInPlace", "UpdateContainerResources app ResizePodInPlace")
+	if s := res.Steps[0]; s.Message != "The runtime does not implement UpdatePodSandboxResources; skipped" {
+		t.Errorf("pod-level step message %q, want it skipped", s.Message)
+	}
 	if res.Err() != nil {
 		t.Errorf("pass failed: %v", res.Err())
 	}
