@@ -182,10 +182,11 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 		}
 	}
 	p.pruneInitContainers(ctx, actions.PruneInit)
-	// Step 6 of the kubelet's SyncPod: resize running containers in
-	// place (a failure is its step's; the pass goes on, as upstream).
-	p.resize(ctx, actions.Resize, actions.Sandbox.ID)
 	if !actions.Sandbox.Create && len(actions.StartInit) == 0 && len(actions.Start) == 0 {
+		// Step 6 of the kubelet's SyncPod: resize running containers
+		// in place (a failure is its step's; the pass goes on, as
+		// upstream).
+		p.resize(ctx, actions.Resize, actions.Sandbox.ID)
 		p.backOffSteps(actions.BackOff, nil)
 		return
 	}
@@ -197,6 +198,8 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 	if !ok {
 		return
 	}
+	// Step 6, after the sandbox config (step 5) as in the kubelet.
+	p.resize(ctx, actions.Resize, sb.id)
 	p.startContainers(ctx, actions, sb)
 }
 

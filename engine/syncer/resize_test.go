@@ -236,3 +236,23 @@ func TestResizeNotAdmittedChangesNothing(t *testing.T) {
 		t.Error("the admitted resize restarted app")
 	}
 }
+
+// TestResizeRunsAfterTheSandboxConfigAndBeforeStarts: in a pass that also
+// starts a container, the resize is the kubelet's step 6: after
+// ConfigPodSandbox (step 5), before the starts.
+func TestResizeRunsAfterTheSandboxConfigAndBeforeStarts(t *testing.T) {
+	h := syncertest.New(t)
+	pod := resizePod(limits("cpu", "100m", "memory", "64Mi"), limits("cpu", "100m", "memory", "64Mi"))
+	pod.Spec.Containers[1].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+	sb := h.Sync(pod).SandboxID
+	pod.Spec.Containers[0].Resources = limits("cpu", "100m", "memory", "32Mi")
+	pod.Spec.Containers[1].Resources = limits("cpu", "100m", "memory", "128Mi")
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res,
+		"KillContainer helper ResizeRequiresRestart",
+		"ConfigPodSandbox #0",
+		"UpdateContainerResources app ResizePodInPlace",
+		"UpdatePodSandboxResources "+sb+" ResizePodInPlace",
+		"StartContainer helper ResizeRequiresRestart",
+	)
+}
