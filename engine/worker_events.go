@@ -113,6 +113,8 @@ func (w *worker) stepEvents(pod *corev1.Pod, res syncer.SyncResult) []store.Chan
 				msg = fmt.Sprintf("Container %s failed startup probe, will be restarted", c)
 			case plan.ReasonDefinitionChanged:
 				msg = fmt.Sprintf("Container %s definition changed, will be restarted", c)
+			case plan.ReasonResizeRestart:
+				msg = fmt.Sprintf("Container %s resize requires restart", c)
 			}
 			add(normal, EventKilling, c, msg)
 		case syncer.ActionCreatePodSandbox:
