@@ -117,6 +117,7 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 	in.Observed = func(view plan.RuntimeView, actions plan.PodActions) { w.publishObserved(ctx, pod, view, actions) }
 	res, err := w.n.syncer.SyncPod(ctx, pod, in, emit)
 	w.notePulls(res.PullFailures)
+	w.noteResize(pod, res)
 	out := passOutcome{steps: res.Steps, status: pod.Status}
 	if err != nil {
 		w.setRetry(w.failureRetry())
@@ -345,7 +346,8 @@ func (w *worker) publishObserved(ctx context.Context, pod *corev1.Pod, view plan
 	if !restartsExited(view, actions) {
 		return
 	}
-	status := podstatus.ComputePodStatus(pod, view, w.n.probeResults(pod.UID), w.n.clock.Now(), w.n.statusOptions(w.reasons))
+	status := podstatus.ComputePodStatus(pod, view, w.n.probeResults(pod.UID), w.n.clock.Now(),
+		w.n.passStatusOptions(w.reasons, syncer.SyncResult{Plan: actions}))
 	if sameStatus(&pod.Status, &status) {
 		return
 	}

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
@@ -15,10 +16,15 @@ import (
 
 func memoryPod(t *testing.T, limit string) *podsyncv1.Pod {
 	t.Helper()
+	return namedMemoryPod(t, "web", limit)
+}
+
+func namedMemoryPod(t *testing.T, name, limit string) *podsyncv1.Pod {
+	t.Helper()
 	l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse(limit)}
 	p, err := convert.PodToProto(&corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "app", Image: testImage, Command: []string{"sleep", "inf"},
 			Resources: corev1.ResourceRequirements{Requests: l.DeepCopy(), Limits: l},
@@ -117,4 +123,47 @@ func TestResizeBeyondAllocatableIsDeferred(t *testing.T) {
 	if cs.GetResources().GetLimits()["memory"] != "64Mi" || cs.GetAllocatedResources()["memory"] != "64Mi" {
 		t.Errorf("container resources %v allocated %v, want 64Mi as it runs", cs.GetResources(), cs.GetAllocatedResources())
 	}
+}
+
+// TestDeferredResizeIsRetriedWhenAPodLeaves: as the kubelet's allocation
+// manager retries pending resizes when pods are removed, a resize that did
+// not fit is applied once another pod's deletion makes room, with no
+// further request.
+func TestDeferredResizeIsRetriedWhenAPodLeaves(t *testing.T) {
+	h := newHarness(t, testdaemon.Options{Transport: testdaemon.Bufconn, Logger: zaptest.NewLogger(t),
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("100Mi")}}, nil)
+	h.sync(namedMemoryPod(t, "web", "40Mi"))
+	h.sync(namedMemoryPod(t, "other", "40Mi"))
+	_, res := h.sync(namedMemoryPod(t, "web", "80Mi"))
+	if !hasCondition(res.GetStatus(), corev1.PodResizePending) {
+		t.Fatalf("conditions %v: want the resize pending", res.GetStatus().GetConditions())
+	}
+
+	if _, err := h.c.DeletePod(h.ctx, &podsyncv1.DeletePodRequest{Name: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		resp, err := h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := resp.GetPod().GetStatus()
+		if !hasCondition(st, corev1.PodResizePending) && st.GetContainerStatuses()[0].GetResources().GetLimits()["memory"] == "80Mi" {
+			return
+		}
+		select {
+		case <-h.ctx.Done():
+			t.Fatalf("the resize was not retried after the deletion: status %v", st)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func hasCondition(st *podsyncv1.PodStatus, typ corev1.PodConditionType) bool {
+	for _, c := range st.GetConditions() {
+		if c.GetType() == string(typ) && c.GetStatus() == "True" {
+			return true
+		}
+	}
+	return false
 }
