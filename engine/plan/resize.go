@@ -211,6 +211,12 @@ func (p *planner) computeResize(c *corev1.Container, inst *ContainerInstance) (r
 	}
 	current, _ := ActualResources(inst)
 	desired := ResourcesFromRequirements(&c.Resources)
+	if rr := inst.Resources; rr != nil && rr.CPUQuota <= 0 {
+		// The runtime applies no CFS quota (podsyncd runs with the
+		// quota disabled, or the container has no CPU limit, which a
+		// resize cannot add): there is no CPU limit to resize.
+		current.CPULimit = desired.CPULimit
+	}
 	created := ResourcesFromRequirements(&inst.Spec.Resources)
 	r := ResizeAction{Name: c.Name, ContainerID: inst.ID, Current: current, Desired: desired}
 	policy := func(name corev1.ResourceName) corev1.ResourceResizeRestartPolicy {

@@ -98,6 +98,12 @@ func TestComputePodActionsForPodResize(t *testing.T) {
 			reported: &plan.RuntimeResources{CPUShares: 204, CPUQuota: 20000, CPUPeriod: 100000},
 		},
 		{
+			name:     "a CPU limit change is no change when the runtime applies no CFS quota",
+			created:  res(rl("cpu", "100m"), rl("cpu", "200m")),
+			desired:  res(rl("cpu", "100m"), rl("cpu", "400m")),
+			reported: &plan.RuntimeResources{CPUShares: 102},
+		},
+		{
 			name:    "nothing when spec and instance are best-effort",
 			created: res(nil, nil),
 			desired: res(nil, nil),
