@@ -304,6 +304,9 @@ func containerToProto(in corev1.Container) *podsyncv1.Container {
 		RestartPolicy:            (*string)(in.RestartPolicy),
 		Stdin:                    in.Stdin,
 		Tty:                      in.TTY,
+		ResizePolicy: toSlice(in.ResizePolicy, func(r corev1.ContainerResizePolicy) *podsyncv1.ContainerResizePolicy {
+			return &podsyncv1.ContainerResizePolicy{ResourceName: string(r.ResourceName), RestartPolicy: string(r.RestartPolicy)}
+		}),
 	}
 }
 
@@ -481,16 +484,25 @@ func podConditionsToProto(in []corev1.PodCondition) []*podsyncv1.PodCondition {
 
 func containerStatusToProto(in corev1.ContainerStatus) *podsyncv1.ContainerStatus {
 	return &podsyncv1.ContainerStatus{
-		Name:         in.Name,
-		State:        containerStateToProto(&in.State),
-		LastState:    containerStateToProto(&in.LastTerminationState),
-		Ready:        in.Ready,
-		RestartCount: in.RestartCount,
-		Image:        in.Image,
-		ImageId:      in.ImageID,
-		ContainerId:  in.ContainerID,
-		Started:      in.Started,
+		Name:               in.Name,
+		State:              containerStateToProto(&in.State),
+		LastState:          containerStateToProto(&in.LastTerminationState),
+		Ready:              in.Ready,
+		RestartCount:       in.RestartCount,
+		Image:              in.Image,
+		ImageId:            in.ImageID,
+		ContainerId:        in.ContainerID,
+		Started:            in.Started,
+		Resources:          statusResourcesToProto(in.Resources),
+		AllocatedResources: resourceListToProto(in.AllocatedResources),
 	}
+}
+
+func statusResourcesToProto(in *corev1.ResourceRequirements) *podsyncv1.ResourceRequirements {
+	if in == nil {
+		return nil
+	}
+	return &podsyncv1.ResourceRequirements{Requests: resourceListToProto(in.Requests), Limits: resourceListToProto(in.Limits)}
 }
 
 func containerStateToProto(in *corev1.ContainerState) *podsyncv1.ContainerState {

@@ -181,6 +181,10 @@ func (c *fromProto) container(path *field.Path, in *podsyncv1.Container) corev1.
 		RestartPolicy:            (*corev1.ContainerRestartPolicy)(in.RestartPolicy),
 		Stdin:                    in.GetStdin(),
 		TTY:                      in.GetTty(),
+		ResizePolicy: toSlice(in.GetResizePolicy(), func(r *podsyncv1.ContainerResizePolicy) corev1.ContainerResizePolicy {
+			return corev1.ContainerResizePolicy{ResourceName: corev1.ResourceName(r.GetResourceName()),
+				RestartPolicy: corev1.ResourceResizeRestartPolicy(r.GetRestartPolicy())}
+		}),
 	}
 }
 
@@ -403,7 +407,31 @@ func containerStatusFromProto(in *podsyncv1.ContainerStatus) corev1.ContainerSta
 		ImageID:              in.GetImageId(),
 		ContainerID:          in.GetContainerId(),
 		Started:              in.Started,
+		Resources:            statusResourcesFromProto(in.GetResources()),
+		AllocatedResources:   statusResourceList(in.GetAllocatedResources()),
 	}
+}
+
+// statusResourcesFromProto and statusResourceList read the resources of a
+// status, which the server wrote: a value that does not parse is left out.
+func statusResourcesFromProto(in *podsyncv1.ResourceRequirements) *corev1.ResourceRequirements {
+	if in == nil {
+		return nil
+	}
+	return &corev1.ResourceRequirements{Requests: statusResourceList(in.GetRequests()), Limits: statusResourceList(in.GetLimits())}
+}
+
+func statusResourceList(in map[string]string) corev1.ResourceList {
+	if in == nil {
+		return nil
+	}
+	out := make(corev1.ResourceList, len(in))
+	for name, v := range in {
+		if q, err := resource.ParseQuantity(v); err == nil {
+			out[corev1.ResourceName(name)] = q
+		}
+	}
+	return out
 }
 
 func containerStateFromProto(in *podsyncv1.ContainerState) corev1.ContainerState {

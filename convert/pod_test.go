@@ -239,9 +239,6 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 		{"pod seLinuxChangePolicy", func(p *corev1.Pod) {
 			p.Spec.SecurityContext.SELinuxChangePolicy = ptr.To(corev1.SELinuxChangePolicyRecursive)
 		}, []string{"spec.securityContext.seLinuxChangePolicy"}},
-		{"resize policy", func(p *corev1.Pod) {
-			p.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: "NotRequired"}}
-		}, []string{"spec.containers[0].resizePolicy"}},
 		{"stdinOnce", func(p *corev1.Pod) { p.Spec.Containers[0].StdinOnce = true }, []string{"spec.containers[0].stdinOnce"}},
 		{"nominated node in status", func(p *corev1.Pod) { p.Status.NominatedNodeName = "n1" }, []string{"status.nominatedNodeName"}},
 		{"several at once, in path order", func(p *corev1.Pod) {

@@ -1,10 +1,15 @@
 package engine
 
 import (
+	"errors"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/podstatus"
+	"github.com/podsync/podsync/engine/syncer"
 )
 
 // PolicyFunc checks a pod against the operator's policy on every apply;
@@ -46,4 +51,52 @@ func Admission(node admit.Node, policy admit.Policy) (AdmitFunc, PolicyFunc) {
 		return nil
 	}
 	return admitFn, policyFn
+}
+
+// admitResize is the node's admission of a known pod's resize, the
+// kubelet's allocation manager's canAdmitPod for a resize: the pod with
+// its new requests against the other active pods, as a new pod is
+// admitted. It returns false with the kubelet's message when the pod does
+// not fit ("Node didn't have enough resource: memory, requested: …").
+//
+// NOTE(podsync): the other pods count with their stored specs; the
+// kubelet counts what it allocated, which differs only for another pod
+// whose own resize waits.
+func (n *Node) admitResize(pod *corev1.Pod) (bool, string) {
+	if n.admit == nil {
+		return true, ""
+	}
+	n.admitMu.Lock()
+	defer n.admitMu.Unlock()
+	active, err := n.activePods()
+	if err != nil {
+		return false, err.Error()
+	}
+	others := slices.DeleteFunc(active, func(o *corev1.Pod) bool { return o.UID == pod.UID })
+	for uid, r := range n.admitting {
+		if uid != pod.UID && !slices.ContainsFunc(others, func(o *corev1.Pod) bool { return o.UID == uid }) {
+			others = append(others, r.pod)
+		}
+	}
+	if err := n.admit(pod, others); err != nil {
+		var ae *AdmissionError
+		if errors.As(err, &ae) {
+			return false, ae.Result.Message
+		}
+		return false, err.Error()
+	}
+	return true, ""
+}
+
+// passStatusOptions are statusOptions with what a pass found of a resize:
+// pending (not admitted), or failed (its ResizePodInPlaceError step).
+func (n *Node) passStatusOptions(reasons map[string]corev1.ContainerStateWaiting, res syncer.SyncResult) podstatus.StatusOptions {
+	o := n.statusOptions(reasons)
+	o.ResizePending = res.Plan.ResizePending
+	for _, s := range res.Steps {
+		if s.Reason == syncer.ReasonResizePodInPlaceError {
+			o.ResizeError = s.Message
+		}
+	}
+	return o
 }

@@ -89,6 +89,8 @@ var stepReasons = map[string]bool{
 	plan.ReasonNextInitContainer: true, plan.ReasonSidecarExited: true, plan.ReasonSidecarMissing: true,
 	plan.ReasonPodKilled: true, plan.ReasonNotInSpec: true, plan.ReasonCrashLoopBackOff: true, plan.ReasonImagePullBackOff: true,
 	"FailedPostStartHook": true,
+	// In-place resizes.
+	plan.ReasonResizeRestart: true, syncer.ReasonResize: true, syncer.ReasonResizePodInPlaceError: true,
 	// Failures.
 	podstatus.ReasonErrImagePull: true, syncer.ReasonCreatePodSandboxError: true, syncer.ReasonConfigPodSandboxError: true,
 	syncer.ReasonKillPodSandboxError: true, syncer.ReasonKillContainerError: true, syncer.ReasonCreateContainerConfigErr: true,

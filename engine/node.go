@@ -238,6 +238,9 @@ type Node struct {
 	obsMu     sync.Mutex
 	observers map[types.UID][]*stepObserver
 
+	// resizes are the pods whose last pass left a resize pending.
+	resizes pendingResizes
+
 	// usage is the last measurement of the pods' local storage, in bytes.
 	usageMu sync.Mutex
 	usage   map[types.UID]int64

@@ -159,7 +159,17 @@ func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap,
 	}
 	probes := n.probeResults(pod.UID)
 	now := n.clock.Now()
+	// A resize the node would not admit is planned as a pass plans it:
+	// with the allocated pod, pending.
+	var pending *plan.ResizePending
+	if known && plan.ResizeRequested(pod, &view) {
+		if ok, msg := n.admitResize(pod); !ok {
+			pod = plan.AllocatedPod(pod, &view)
+			pending = &plan.ResizePending{Reason: corev1.PodReasonDeferred, Message: msg}
+		}
+	}
 	plan := plan.ComputePodActions(pod, view, probes, now, n.backoff)
+	plan.ResizePending = pending
 	var st corev1.PodStatus
 	if known {
 		st = pod.Status

@@ -234,6 +234,8 @@ func (w *worker) retire() {
 		delete(w.n.workers, w.uid)
 	}
 	w.n.mu.Unlock()
+	w.n.resizes.note(w.uid, false)
+	w.n.retryPendingResizes(w.uid)
 }
 
 // loop runs passes of w's pod when kicked or when its retry time comes,

@@ -119,6 +119,8 @@ func (w *worker) stepEvents(pod *corev1.Pod, res syncer.SyncResult) []store.Chan
 				msg = fmt.Sprintf("Container %s definition changed, will be restarted", c)
 			case syncer.ReasonFailedPostStartHook:
 				msg = s.Message
+			case plan.ReasonResizeRestart:
+				msg = fmt.Sprintf("Container %s resize requires restart", c)
 			}
 			add(normal, EventKilling, c, msg)
 		case syncer.ActionCreatePodSandbox:

@@ -113,7 +113,7 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 		stop(nil)
 	}()
 	in := syncer.SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets, Probes: w.n.probeResults(pod.UID),
-		PullFailures: w.pullFailures()}
+		PullFailures: w.pullFailures(), AdmitResize: w.n.admitResize}
 	in.Observed = func(view plan.RuntimeView, actions plan.PodActions) { w.publishObserved(ctx, pod, view, actions) }
 	res, err := w.n.syncer.SyncPod(ctx, pod, in, emit)
 	if err == nil && ctx.Err() != nil {
@@ -124,6 +124,7 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 		err = fmt.Errorf("sync pod %s: %w", plan.PodString(pod), context.Cause(ctx))
 	}
 	w.notePulls(res.PullFailures)
+	w.noteResize(pod, res)
 	out := passOutcome{steps: res.Steps, status: pod.Status}
 	if err != nil {
 		w.setRetry(w.failureRetry())
@@ -146,7 +147,7 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 // holds w's lock.
 func (w *worker) record(ctx context.Context, pod *corev1.Pod, res syncer.SyncResult, now time.Time) (corev1.PodStatus, error) {
 	w.noteStarts(res.Steps)
-	status := podstatus.ComputePodStatus(pod, res.View, w.n.probeResults(pod.UID), now, w.n.statusOptions(w.reasons))
+	status := podstatus.ComputePodStatus(pod, res.View, w.n.probeResults(pod.UID), now, w.n.passStatusOptions(w.reasons, res))
 	changes := w.stepEvents(pod, res)
 	sb := sandboxIn(res.View, res.SandboxID)
 	if !sameStatus(&pod.Status, &status) {
@@ -352,7 +353,8 @@ func (w *worker) publishObserved(ctx context.Context, pod *corev1.Pod, view plan
 	if !restartsExited(view, actions) {
 		return
 	}
-	status := podstatus.ComputePodStatus(pod, view, w.n.probeResults(pod.UID), w.n.clock.Now(), w.n.statusOptions(w.reasons))
+	status := podstatus.ComputePodStatus(pod, view, w.n.probeResults(pod.UID), w.n.clock.Now(),
+		w.n.passStatusOptions(w.reasons, syncer.SyncResult{Plan: actions}))
 	if sameStatus(&pod.Status, &status) {
 		return
 	}

@@ -31,6 +31,9 @@ var stepActions = map[syncer.StepAction]podsyncv1.StepAction{
 	syncer.ActionKillContainer:    podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER,
 	syncer.ActionPullImage:        podsyncv1.StepAction_STEP_ACTION_PULL_IMAGE,
 	syncer.ActionRemoveContainer:  podsyncv1.StepAction_STEP_ACTION_REMOVE_CONTAINER,
+
+	syncer.ActionUpdateContainerResources:  podsyncv1.StepAction_STEP_ACTION_UPDATE_CONTAINER_RESOURCES,
+	syncer.ActionUpdatePodSandboxResources: podsyncv1.StepAction_STEP_ACTION_UPDATE_POD_SANDBOX_RESOURCES,
 	// Nearest values: a postStart hook is part of a start, a preStop hook
 	// of a kill, mounting volumes prepares the sandbox's starts, and a
 	// sandbox removal follows its kill.
@@ -248,8 +251,32 @@ func planToProto(pod *corev1.Pod, a plan.PodActions, now time.Time) *podsyncv1.P
 	for _, c := range a.PruneInit {
 		out.InitInstancesToRemove = append(out.InitInstancesToRemove, c.ContainerID)
 	}
+	for _, r := range a.Resize {
+		out.ContainersToResize = append(out.ContainersToResize, &podsyncv1.ContainerResize{
+			Name: r.Name, ContainerType: containerTypeOf(pod, r.Name), ContainerId: r.ContainerID,
+			Current: resourcesToProto(r.Current), Desired: resourcesToProto(r.Desired),
+		})
+	}
+	if p := a.ResizePending; p != nil {
+		out.ResizePending = &podsyncv1.ResizePending{Reason: p.Reason, Message: p.Message}
+	}
 	out.UpToDate = !a.KillPod && !a.Sandbox.Create && len(a.Kill) == 0 &&
-		len(a.StartInit) == 0 && len(a.Start) == 0 && len(a.BackOff) == 0 && len(a.PruneInit) == 0
+		len(a.StartInit) == 0 && len(a.Start) == 0 && len(a.BackOff) == 0 && len(a.PruneInit) == 0 &&
+		len(a.Resize) == 0
+	return out
+}
+
+// resourcesToProto renders a resize's CPU and memory as quantities
+// ("250m", "128Mi"), leaving out unset values.
+func resourcesToProto(r plan.ContainerResources) *podsyncv1.ResourceRequirements {
+	req := r.Requirements()
+	out := &podsyncv1.ResourceRequirements{Requests: map[string]string{}, Limits: map[string]string{}}
+	for k, q := range req.Requests {
+		out.Requests[string(k)] = q.String()
+	}
+	for k, q := range req.Limits {
+		out.Limits[string(k)] = q.String()
+	}
 	return out
 }
 

@@ -26,6 +26,8 @@ import (
 type podContainers struct {
 	namespace   string
 	hostNetwork bool
+	// restartPolicy is the pod's.
+	restartPolicy corev1.RestartPolicy
 	// volumes are the names of the pod's volumes.
 	volumes   map[string]bool
 	names     map[string]bool
@@ -101,6 +103,7 @@ func (pv *podValidator) container(p *field.Path, c *corev1.Container, isInit boo
 	pv.ports(p.Child("ports"), c, pc)
 	pv.env(p, pc.namespace, c)
 	pv.resources(p.Child("resources"), &c.Resources)
+	pv.resizePolicy(p.Child("resizePolicy"), c, isInit, pc.restartPolicy)
 	pv.volumeMounts(p.Child("volumeMounts"), c.VolumeMounts, pc.volumes)
 	if lc := c.Lifecycle; lc != nil {
 		pv.handler(p.Child("lifecycle", "postStart"), lc.PostStart)
@@ -185,6 +188,43 @@ func (pv *podValidator) resources(p *field.Path, r *corev1.ResourceRequirements)
 		if ok && req.Cmp(limit) > 0 {
 			pv.add(field.Invalid(p.Child("requests").Key(string(name)), req.String(),
 				fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
+		}
+	}
+}
+
+var (
+	resizeResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+	resizePolicies  = []corev1.ResourceResizeRestartPolicy{corev1.NotRequired, corev1.RestartContainer}
+)
+
+// resizePolicy is the API server's validateResizePolicy with its rules
+// for init containers: cpu and memory once each, NotRequired or
+// RestartContainer, not RestartContainer under the pod's restartPolicy
+// Never, and none on a classic init container, which is never resized.
+func (pv *podValidator) resizePolicy(p *field.Path, c *corev1.Container, isInit bool, podRestart corev1.RestartPolicy) {
+	if isInit && c.RestartPolicy == nil && len(c.ResizePolicy) > 0 {
+		pv.add(field.Forbidden(p, "may only be set on init containers with restartPolicy Always"))
+		return
+	}
+	seen := map[corev1.ResourceName]bool{}
+	for i, r := range c.ResizePolicy {
+		ip := p.Index(i)
+		switch {
+		case r.ResourceName == "":
+			pv.add(field.Required(ip.Child("resourceName"), ""))
+		case !slices.Contains(resizeResources, r.ResourceName):
+			pv.add(field.NotSupported(ip.Child("resourceName"), r.ResourceName, resizeResources))
+		case seen[r.ResourceName]:
+			pv.add(field.Duplicate(ip.Child("resourceName"), r.ResourceName))
+		}
+		seen[r.ResourceName] = true
+		switch {
+		case r.RestartPolicy == "":
+			pv.add(field.Required(ip.Child("restartPolicy"), ""))
+		case !slices.Contains(resizePolicies, r.RestartPolicy):
+			pv.add(field.NotSupported(ip.Child("restartPolicy"), r.RestartPolicy, resizePolicies))
+		case r.RestartPolicy != corev1.NotRequired && podRestart == corev1.RestartPolicyNever:
+			pv.add(field.Invalid(ip.Child("restartPolicy"), r.RestartPolicy, "must be 'NotRequired' when pod `restartPolicy` is 'Never'"))
 		}
 	}
 }

@@ -158,11 +158,12 @@ func (pv *podValidator) spec(p *field.Path, namespace string, spec *corev1.PodSp
 		pv.add(tooMany)
 	}
 	pc := &podContainers{
-		namespace:   namespace,
-		hostNetwork: spec.HostNetwork,
-		volumes:     volumes,
-		names:       make(map[string]bool),
-		portNames:   make(map[string]bool),
+		namespace:     namespace,
+		hostNetwork:   spec.HostNetwork,
+		restartPolicy: spec.RestartPolicy,
+		volumes:       volumes,
+		names:         make(map[string]bool),
+		portNames:     make(map[string]bool),
 	}
 	for i := range spec.InitContainers {
 		pv.container(p.Child("initContainers").Index(i), &spec.InitContainers[i], true, pc)

@@ -191,6 +191,10 @@ func TestValidatePodValid(t *testing.T) {
 		mutate mutation
 	}{
 		{"base", nil, nop},
+		{"resizePolicy of a container and a sidecar", nil, pod(func(p *corev1.Pod) {
+			p.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: corev1.NotRequired}, {ResourceName: "memory", RestartPolicy: corev1.RestartContainer}}
+			p.Spec.InitContainers[1].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "memory", RestartPolicy: corev1.NotRequired}}
+		})},
 		{"zero Options", &validation.Options{}, nop},
 		{"minimal", nil, func(in *input) {
 			in.pod = &corev1.Pod{
@@ -350,6 +354,22 @@ func TestValidatePodInvalid(t *testing.T) {
 		{"init container restartPolicy", nil, pod(func(p *corev1.Pod) {
 			p.Spec.InitContainers[1].RestartPolicy = ptr.To(corev1.ContainerRestartPolicy("OnFailure"))
 		}), []string{"spec.initContainers[1].restartPolicy"}},
+		{"resizePolicy resource", nil, exporter(func(c *corev1.Container) {
+			c.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "ephemeral-storage", RestartPolicy: corev1.NotRequired}}
+		}), []string{"spec.containers[1].resizePolicy[0].resourceName"}},
+		{"resizePolicy resource twice", nil, exporter(func(c *corev1.Container) {
+			c.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: corev1.NotRequired}, {ResourceName: "cpu", RestartPolicy: corev1.RestartContainer}}
+		}), []string{"spec.containers[1].resizePolicy[1].resourceName"}},
+		{"resizePolicy restartPolicy", nil, exporter(func(c *corev1.Container) {
+			c.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: "Later"}, {ResourceName: "memory"}}
+		}), []string{"spec.containers[1].resizePolicy[0].restartPolicy", "spec.containers[1].resizePolicy[1].restartPolicy"}},
+		{"resizePolicy RestartContainer under restartPolicy Never", nil, pod(func(p *corev1.Pod) {
+			p.Spec.RestartPolicy = corev1.RestartPolicyNever
+			p.Spec.Containers[1].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "memory", RestartPolicy: corev1.RestartContainer}}
+		}), []string{"spec.containers[1].resizePolicy[0].restartPolicy"}},
+		{"resizePolicy on a classic init container", nil, pod(func(p *corev1.Pod) {
+			p.Spec.InitContainers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: corev1.NotRequired}}
+		}), []string{"spec.initContainers[0].resizePolicy"}},
 		{"probe on a classic init container", nil, pod(func(p *corev1.Pod) {
 			p.Spec.InitContainers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
 		}), []string{"spec.initContainers[0].livenessProbe"}},

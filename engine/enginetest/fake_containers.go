@@ -68,6 +68,10 @@ func (r *FakeRuntime) CreateContainer(_ context.Context, podSandboxID string, co
 		SandboxID:      podSandboxID,
 		LinuxResources: config.GetLinux().GetResources(),
 	}
+	if lr := config.GetLinux().GetResources(); lr != nil {
+		// containerd reports the resources a container runs with.
+		c.Resources = &runtimeapi.ContainerResources{Linux: proto.Clone(lr).(*runtimeapi.LinuxContainerResources)}
+	}
 	r.Containers[id] = c
 	r.mu.Lock()
 	prog := interpret(append(slices.Clone(config.Command), config.Args...))
@@ -181,6 +185,29 @@ func (r *FakeRuntime) ContainerStatus(_ context.Context, containerID string, _ b
 		return nil, notFound("container", containerID)
 	}
 	return &runtimeapi.ContainerStatusResponse{Status: proto.Clone(&c.ContainerStatus).(*runtimeapi.ContainerStatus)}, nil
+}
+
+// UpdateContainerResources changes the Linux resources a created or
+// running container reports, as containerd does; an exited one answers
+// an error, as runc does.
+func (r *FakeRuntime) UpdateContainerResources(_ context.Context, containerID string, resources *runtimeapi.ContainerResources) error {
+	r.Lock()
+	defer r.Unlock()
+	if err := r.enter("UpdateContainerResources"); err != nil {
+		return err
+	}
+	c, ok := r.Containers[containerID]
+	if !ok {
+		return notFound("container", containerID)
+	}
+	if c.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+		return status.Errorf(codes.FailedPrecondition, "container %q is not running or created", containerID)
+	}
+	if lr := resources.GetLinux(); lr != nil {
+		c.LinuxResources = proto.Clone(lr).(*runtimeapi.LinuxContainerResources)
+		c.Resources = &runtimeapi.ContainerResources{Linux: proto.Clone(lr).(*runtimeapi.LinuxContainerResources)}
+	}
+	return nil
 }
 
 // ExecSync interprets cmd like a container command (see interpret) in a

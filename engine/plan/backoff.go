@@ -113,7 +113,7 @@ func CrashLoopBackoff(pod *corev1.Pod, c *corev1.Container, view *RuntimeView, p
 			insts = append(insts, &view.Containers[i])
 		}
 	}
-	newest, first := crashLoopRun(insts, hash, p)
+	newest, first := crashLoopRun(insts, sameDefinition(pod, c), p)
 	if newest == nil {
 		return b
 	}
@@ -130,24 +130,24 @@ func CrashLoopBackoff(pod *corev1.Pod, c *corev1.Container, view *RuntimeView, p
 }
 
 // crashLoopRun walks a container's instances, newest first, as the
-// kubelet's doBackOff does: from the newest exited instance (nil if it has
-// another hash than hash) back through the exited instances with hash,
+// kubelet's doBackOff does: from the newest exited instance (nil if it is
+// not of the same definition) back through the exited instances of it,
 // stopping after one that ran longer than ResetAfter. It returns that
 // newest instance and the oldest of the run. CrashLoopBackoff counts the
 // run from them; the garbage collection keeps the run's first instance.
-func crashLoopRun(insts []*ContainerInstance, hash string, p BackoffPolicy) (newest, first *ContainerInstance) {
+func crashLoopRun(insts []*ContainerInstance, same func(*ContainerInstance) bool, p BackoffPolicy) (newest, first *ContainerInstance) {
 	for _, inst := range insts {
 		if newest == nil {
 			// doBackOff looks at the newest exited instance.
 			if inst.State != ContainerExited {
 				continue
 			}
-			if inst.Hash != hash {
+			if !same(inst) {
 				return nil, nil
 			}
 			newest = inst
 		}
-		if inst.State != ContainerExited || inst.Hash != hash {
+		if inst.State != ContainerExited || !same(inst) {
 			break
 		}
 		first = inst
@@ -156,6 +156,28 @@ func crashLoopRun(insts []*ContainerInstance, hash string, p BackoffPolicy) (new
 		}
 	}
 	return newest, first
+}
+
+// sameDefinition reports whether an instance was created from c's
+// definition as far as the back-off goes: podsync's hash is the same, or
+// differs in resources only (the kubelet's hash, of the name and image,
+// leaves them out, so a resize keeps the back-off).
+func sameDefinition(pod *corev1.Pod, c *corev1.Container) func(*ContainerInstance) bool {
+	hash := ContainerHash(pod, c)
+	var spec *ContainerSpec
+	return func(inst *ContainerInstance) bool {
+		if inst.Hash == hash {
+			return true
+		}
+		if inst.Spec == nil {
+			return false
+		}
+		if spec == nil {
+			spec = NewContainerSpec(pod, c)
+		}
+		changed := changedFields(inst.Spec, spec)
+		return len(changed) == 1 && changed[0] == "resources"
+	}
 }
 
 // ImagePullBackoff computes the image-pull back-off of container c's

@@ -17,6 +17,10 @@
 //   - ComputePodActions (plan.go): the sandbox decision, the containers to
 //     kill, the init containers, sidecars and containers to start, each
 //     named with a reason, and the back-offs that hold them;
+//   - in-place resize (resize.go): the kubelet's computePodResizeAction
+//     (a resize action per running container, or a restart under
+//     resizePolicy RestartContainer), and what the node allocated while a
+//     resize waits for admission (AllocatedPod);
 //   - the garbage-collection selection (gcselect.go), which walks a
 //     container's instances with the same walk as the crash-loop back-off;
 //   - the pod's QoS class (qos.go) and the probe results the planner reads.
@@ -39,6 +43,9 @@
 // ContainerHash) and stores the hashed fields in an annotation; a running
 // container whose hash changed is killed and restarted, and the plan names
 // the fields that changed ("image", "env[FOO]", "volumeMounts[/data]").
+// A change of CPU and memory alone is not a definition change but a resize,
+// as the kubelet's hash leaves resources out; the crash-loop back-off, too,
+// treats instances that differ in resources only as one definition.
 // Container-level restart policies of regular containers (KEP-5307) are
 // not supported.
 package plan

@@ -54,7 +54,7 @@ func FindGarbage(pod *corev1.Pod, view *RuntimeView, sandboxOf map[string]string
 			if i := slices.IndexFunc(history, func(x *ContainerInstance) bool { return x.State == ContainerExited }); i >= 0 {
 				keep[history[i].ID] = true
 			}
-			if _, first := crashLoopRun(append([]*ContainerInstance{insts[0]}, history...), ContainerHash(pod, c), bo); first != nil {
+			if _, first := crashLoopRun(append([]*ContainerInstance{insts[0]}, history...), sameDefinition(pod, c), bo); first != nil {
 				keep[first.ID] = true
 			}
 		}

@@ -17,7 +17,10 @@ import (
 // left out: changing them does not change the created container.
 //
 // NOTE(podsync): this is the deliberate deviation from the kubelet, which
-// hashes only the name and image (see the package documentation).
+// hashes only the name and image (see the package documentation). The
+// planner treats a hash that differs in Resources only as a resize
+// (resize.go), so Resources stay hashed: the hashes of running containers
+// must not change.
 type ContainerSpec struct {
 	Image                    string                          `json:"image"`
 	Command                  []string                        `json:"command,omitempty"`

@@ -85,7 +85,12 @@ func (p *planner) computeInitContainerActions(a *PodActions) bool {
 				next := &inits[i+1]
 				start(next, ReasonNextInitContainer, fmt.Sprintf("Init container %s has started; starting %s", c.Name, next.Name))
 			}
+			resize, r := resizeDone, ResizeAction{}
 			if hash := ContainerHash(pod, c); hash != inst.Hash {
+				// A sidecar is resized as a regular container is.
+				resize, r = p.computeResize(c, inst)
+			}
+			if resize == resizeNotPossible {
 				msg := fmt.Sprintf("Init container %s definition changed", c.Name)
 				p.kill(c, inst, ReasonDefinitionChanged, msg, changedFields(inst.Spec, NewContainerSpec(pod, c)))
 				start(c, ReasonDefinitionChanged, msg)
@@ -95,6 +100,15 @@ func (p *planner) computeInitContainerActions(a *PodActions) bool {
 				msg := fmt.Sprintf("Init container %s failed liveness probe", c.Name)
 				p.kill(c, inst, ReasonLivenessProbe, msg, nil)
 				start(c, ReasonLivenessProbe, msg)
+				break
+			}
+			switch resize {
+			case resizeRestart:
+				msg := resizeRestartMessage(c.Name)
+				p.kill(c, inst, ReasonResizeRestart, msg, nil)
+				start(c, ReasonResizeRestart, msg)
+			case resizeInPlace:
+				a.Resize = append(a.Resize, r)
 			}
 		case ContainerExited:
 			if sidecar {
@@ -173,7 +187,7 @@ func (p *planner) pruneInitContainers(bo BackoffPolicy) []ContainerAction {
 				insts = append(insts, &p.view.Containers[j])
 			}
 		}
-		newest, first := crashLoopRun(insts, ContainerHash(p.pod, c), bo)
+		newest, first := crashLoopRun(insts, sameDefinition(p.pod, c), bo)
 		kept := false
 		for _, inst := range insts {
 			if inst.State != ContainerExited && inst.State != ContainerUnknown {

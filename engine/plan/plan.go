@@ -152,6 +152,16 @@ type PodActions struct {
 	// Attempt (their restart count). It is empty when a new sandbox is
 	// created: every init container instance is removed then.
 	PruneInit []ContainerAction `json:",omitempty"`
+	// Resize lists the running containers whose CPU or memory is changed
+	// in place (CRI UpdateContainerResources): sidecars (the last
+	// first), then regular containers in spec order; the kubelet's ContainersToUpdate. The executor applies them
+	// after the kills and before any start, memory first, each resource's
+	// decreases before its increases (ResizeOrder).
+	Resize []ResizeAction `json:",omitempty"`
+	// ResizePending is set, by the executor, when the pod asks for a
+	// resize the node has not admitted: the plan is then the allocated
+	// pod's (AllocatedPod), which does not resize.
+	ResizePending *ResizePending `json:",omitempty"`
 }
 
 // IsRestartableInitContainer reports whether c is a native sidecar: an
@@ -304,6 +314,7 @@ func (p *planner) killPod(a *PodActions, reason, msg string) {
 	a.KillPodMessage = msg
 	a.Kill = nil
 	a.StartInit = nil
+	a.Resize = nil
 	for _, s := range p.view.Sandboxes {
 		if s.State == SandboxReady {
 			a.Sandbox.KillIDs = append(a.Sandbox.KillIDs, s.ID)
@@ -371,7 +382,13 @@ func (p *planner) compute() PodActions {
 		var reason, msg string
 		var changed []string
 		willRestart := restart
+		resize, r := resizeDone, ResizeAction{}
 		if hash := ContainerHash(pod, c); hash != inst.Hash {
+			// The kubelet's container hash leaves resources out: a
+			// change of CPU and memory only is a resize.
+			resize, r = p.computeResize(c, inst)
+		}
+		if resize == resizeNotPossible {
 			changed = changedFields(inst.Spec, NewContainerSpec(pod, c))
 			reason, msg = ReasonDefinitionChanged, fmt.Sprintf("Container %s definition changed", c.Name)
 			willRestart = true
@@ -379,12 +396,20 @@ func (p *planner) compute() PodActions {
 			reason, msg = ReasonLivenessProbe, fmt.Sprintf("Container %s failed liveness probe", c.Name)
 		} else if p.probes.Startup[inst.ID] == ProbeFailure {
 			reason, msg = ReasonStartupProbe, fmt.Sprintf("Container %s failed startup probe", c.Name)
+		} else if resize == resizeRestart {
+			reason, msg = ReasonResizeRestart, resizeRestartMessage(c.Name)
+			willRestart = true
 		} else {
+			if resize == resizeInPlace {
+				a.Resize = append(a.Resize, r)
+			}
 			keep++
 			continue
 		}
 		if willRestart {
-			msg += ", will be restarted"
+			if reason != ReasonResizeRestart {
+				msg += ", will be restarted"
+			}
 			a.Start = append(a.Start, p.startAction(c, reason, msg))
 		}
 		p.kill(c, inst, reason, msg, changed)

@@ -110,6 +110,10 @@ type ContainerInstance struct {
 	// hashed fields, nil if the annotation is absent or unreadable.
 	Hash string
 	Spec *ContainerSpec
+	// Resources are the Linux resources the runtime reports the instance
+	// runs with (containerd updates them on a resize); nil if it reports
+	// none.
+	Resources *RuntimeResources `json:",omitempty"`
 	// RestartCount is the kubelet's restart count annotation.
 	RestartCount int32
 	// TerminationMessagePath and TerminationMessagePolicy are the
@@ -295,6 +299,10 @@ func containerFromCRI(c *runtimeapi.ContainerStatus) ContainerInstance {
 	}
 	if out.Image == "" {
 		out.Image = c.GetImage().GetImage()
+	}
+	if l := c.GetResources().GetLinux(); l != nil {
+		out.Resources = &RuntimeResources{CPUShares: l.GetCpuShares(), CPUQuota: l.GetCpuQuota(),
+			CPUPeriod: l.GetCpuPeriod(), MemoryLimitInBytes: l.GetMemoryLimitInBytes()}
 	}
 	out.State = ContainerStateFromCRI(c.GetState())
 	return out

@@ -40,6 +40,14 @@ type StatusOptions struct {
 	// its waiting state, before any back-off computed from the view. Nil
 	// means none.
 	StartFailures map[string]corev1.ContainerStateWaiting
+	// ResizePending is the resize the node has not admitted (the last
+	// pass's plan.PodActions.ResizePending): the PodResizePending
+	// condition, and the containers' allocated resources are those they
+	// run with. Nil means none.
+	ResizePending *plan.ResizePending
+	// ResizeError is the message of the last pass's failed resize step:
+	// the PodResizeInProgress condition's, with reason Error.
+	ResizeError string
 }
 
 // ComputePodStatus derives pod's status from the runtime view, probe
@@ -78,6 +86,7 @@ func ComputePodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.ProbeR
 		containersReadyCondition(pod, all, s.Phase),
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
 	}
+	conds = append(conds, resizeConditions(pod, &view, opts)...)
 	for i := range conds {
 		conds[i].LastTransitionTime = metav1.NewTime(now)
 		for _, o := range old.Conditions {
@@ -163,6 +172,8 @@ type statusConverter struct {
 	probes plan.ProbeResults
 	now    time.Time
 	opts   StatusOptions
+	// allocated is plan.AllocatedPod, built once when a resize is pending.
+	allocated *corev1.Pod
 }
 
 func (sc *statusConverter) containerID(id string) string {
@@ -270,6 +281,7 @@ func (sc *statusConverter) convert(containers []corev1.Container, oldStatuses []
 				if st.Image == "" {
 					st.Image = c.Image
 				}
+				sc.resources(c, inst, &st)
 			} else {
 				st.LastTerminationState = sc.state(inst)
 			}

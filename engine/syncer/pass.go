@@ -114,7 +114,9 @@ func (p *pass) run(ctx context.Context) (SyncResult, error) {
 		return SyncResult{}, fmt.Errorf("read runtime state of pod %s: %w", plan.PodString(p.pod), err)
 	}
 	p.st = st
+	pending := p.admitResize()
 	actions := plan.ComputePodActions(p.pod, st.view, p.in.Probes, p.s.clock.Now(), p.s.backoff)
+	actions.ResizePending = pending
 	if p.log.Core().Enabled(zapcore.DebugLevel) {
 		p.log.Debug("pod plan", zap.Reflect("plan", actions))
 	}
@@ -210,6 +212,10 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 	}
 	p.pruneInitContainers(ctx, actions.PruneInit)
 	if !actions.Sandbox.Create && len(actions.StartInit) == 0 && len(actions.Start) == 0 {
+		// Step 6 of the kubelet's SyncPod: resize running containers
+		// in place (a failure is its step's; the pass goes on, as
+		// upstream).
+		p.resize(ctx, actions.Resize, actions.Sandbox.ID)
 		p.backOffSteps(actions.BackOff, nil)
 		return
 	}
@@ -221,6 +227,8 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 	if !ok {
 		return
 	}
+	// Step 6, after the sandbox config (step 5) as in the kubelet.
+	p.resize(ctx, actions.Resize, sb.id)
 	p.startContainers(ctx, actions, sb)
 }
 

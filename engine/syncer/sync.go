@@ -93,6 +93,14 @@ type SyncInput struct {
 	// found (a container that exited) before the pass restarts it, as the
 	// kubelet's status manager does.
 	Observed func(view plan.RuntimeView, plan plan.PodActions)
+	// AdmitResize, if set, is the node's admission of a resize (the
+	// kubelet's allocation manager), asked when the pod requests CPU or
+	// memory its running containers do not have: it returns false with
+	// the kubelet's message ("Node didn't have enough resource: …") when
+	// the pod's new requests do not fit. The pass then plans with the
+	// allocated pod (nothing is resized) and reports the resize as
+	// Deferred in SyncResult.Plan.ResizePending. Nil admits every resize.
+	AdmitResize func(pod *corev1.Pod) (bool, string)
 }
 
 // Syncer runs sync passes: it reads what the runtime holds for a pod,
@@ -257,4 +265,7 @@ var stepMessages = map[StepAction]string{
 	ActionMountVolumes:     "volumes mounted",
 	ActionRemoveContainer:  "container removed",
 	ActionRemovePodSandbox: "sandbox removed",
+
+	ActionUpdateContainerResources:  "container resized",
+	ActionUpdatePodSandboxResources: "pod resources updated",
 }

@@ -248,6 +248,8 @@ func TestSyncResultGolden(t *testing.T) {
 		kill,
 		step(aRemove, "0123456789abcdef0123", initCtr, ok, "", ""),
 		step(aStart, "log-shipper", sideCtr, fail, "RunContainerError", "failed to start: exec: \"tail\": not found"),
+		step(podsyncv1.StepAction_STEP_ACTION_UPDATE_POD_SANDBOX_RESOURCES, "3f2a9c1b7d4e8f6a5b0c9d8e7f6a5b4c", noCtr, ok, "ResizePodInPlace", ""),
+		step(podsyncv1.StepAction_STEP_ACTION_UPDATE_CONTAINER_RESOURCES, "httpd", regular, ok, "ResizePodInPlace", ""),
 	} {
 		if err := writeStep(&out, "", s, fixedNow, palette{}); err != nil {
 			t.Fatal(err)
@@ -294,6 +296,12 @@ func TestPlanGolden(t *testing.T) {
 		{Pod: ref, Known: true, Plan: &podsyncv1.PodPlan{
 			BackingOff: []*podsyncv1.ContainerBackoff{{Name: "app", ContainerType: regular, Reason: "CrashLoopBackOff",
 				NextRetryTime: timestamppb.New(fixedNow.Add(17 * time.Second)), Delay: durationpb.New(20 * time.Second)}},
+		}},
+		{Pod: ref, Known: true, Plan: &podsyncv1.PodPlan{
+			Sandbox: &podsyncv1.SandboxDecision{CurrentSandboxId: "3f2a9c1b7d4e8f6a5b0c", Reason: "SandboxReady"},
+			ContainersToResize: []*podsyncv1.ContainerResize{{Name: "app", ContainerType: regular, ContainerId: "9e8d7c6b5a4f3e2d1c0b",
+				Current: &podsyncv1.ResourceRequirements{Requests: map[string]string{"cpu": "100m", "memory": "64Mi"}, Limits: map[string]string{"cpu": "100m", "memory": "64Mi"}},
+				Desired: &podsyncv1.ResourceRequirements{Requests: map[string]string{"cpu": "100m", "memory": "64Mi"}, Limits: map[string]string{"cpu": "100m", "memory": "128Mi"}}}},
 		}},
 		{Pod: ref, Known: true, Plan: &podsyncv1.PodPlan{UpToDate: true}},
 	}

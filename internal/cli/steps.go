@@ -43,6 +43,10 @@ func stepPhrase(s *podsyncv1.SyncStep) string {
 		return "pull image"
 	case podsyncv1.StepAction_STEP_ACTION_REMOVE_CONTAINER:
 		return "remove " + containerKind(s.GetContainerType()) + " instance " + s.GetTarget()
+	case podsyncv1.StepAction_STEP_ACTION_UPDATE_CONTAINER_RESOURCES:
+		return "resize " + containerKind(s.GetContainerType()) + " " + s.GetTarget()
+	case podsyncv1.StepAction_STEP_ACTION_UPDATE_POD_SANDBOX_RESOURCES:
+		return "update pod resources"
 	}
 	return strings.ToLower(strings.TrimPrefix(s.GetAction().String(), "STEP_ACTION_")) + " " + s.GetTarget()
 }
@@ -132,7 +136,8 @@ func oneLine(s string) string {
 
 // writePlan renders a plan as a diff: "+" for what would be created or
 // started, "-" for what would be killed or removed, "~" for a sandbox
-// re-created, "!" for a back-off, "=" when nothing would change.
+// re-created or a container resized in place, "!" for a back-off, "="
+// when nothing would change.
 func writePlan(w io.Writer, resp *podsyncv1.PlanPodResponse, now time.Time, p palette) error {
 	ref, plan := resp.GetPod(), resp.GetPlan()
 	var b strings.Builder
@@ -175,6 +180,9 @@ func writePlan(w io.Writer, resp *podsyncv1.PlanPodResponse, now time.Time, p pa
 		}
 		add("+", text+")")
 	}
+	for _, r := range plan.GetContainersToResize() {
+		add("~", planResizeText(r))
+	}
 	for _, bo := range plan.GetBackingOff() {
 		add("!", planBackOffText(bo, now))
 	}
@@ -183,6 +191,28 @@ func writePlan(w io.Writer, resp *podsyncv1.PlanPodResponse, now time.Time, p pa
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// planResizeText is a plan's line for a container resized in place: the
+// CPU and memory values that change, current to desired.
+func planResizeText(r *podsyncv1.ContainerResize) string {
+	var changes []string
+	for _, kind := range []string{"requests", "limits"} {
+		cur, want := r.GetCurrent().GetRequests(), r.GetDesired().GetRequests()
+		if kind == "limits" {
+			cur, want = r.GetCurrent().GetLimits(), r.GetDesired().GetLimits()
+		}
+		for _, res := range []string{"cpu", "memory"} {
+			if cur[res] != want[res] {
+				changes = append(changes, fmt.Sprintf("%s %s %s → %s", res, strings.TrimSuffix(kind, "s"), orNone(cur[res]), orNone(want[res])))
+			}
+		}
+	}
+	text := fmt.Sprintf("resize %s %s", containerKind(r.GetContainerType()), r.GetName())
+	if id := r.GetContainerId(); id != "" {
+		text += " " + shortID(id)
+	}
+	return text + " in place (" + strings.Join(changes, ", ") + ")"
 }
 
 // planKillText is a plan's line for a container to kill: which one, why

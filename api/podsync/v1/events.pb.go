@@ -59,6 +59,14 @@ const (
 	// STEP_ACTION_REMOVE_CONTAINER removed a dead container instance, such as
 	// an old init container instance.
 	StepAction_STEP_ACTION_REMOVE_CONTAINER StepAction = 7
+	// STEP_ACTION_UPDATE_CONTAINER_RESOURCES changed a running container's
+	// memory or CPU in place (CRI UpdateContainerResources), one call per
+	// container and resource; part of the kubelet's ResizePodInPlace.
+	StepAction_STEP_ACTION_UPDATE_CONTAINER_RESOURCES StepAction = 8
+	// STEP_ACTION_UPDATE_POD_SANDBOX_RESOURCES told the runtime the pod's new
+	// aggregate resources during a resize (CRI UpdatePodSandboxResources):
+	// before the containers when the pod grows, after them when it shrinks.
+	StepAction_STEP_ACTION_UPDATE_POD_SANDBOX_RESOURCES StepAction = 9
 )
 
 // Enum value maps for StepAction.
@@ -72,16 +80,20 @@ var (
 		5: "STEP_ACTION_START_CONTAINER",
 		6: "STEP_ACTION_PULL_IMAGE",
 		7: "STEP_ACTION_REMOVE_CONTAINER",
+		8: "STEP_ACTION_UPDATE_CONTAINER_RESOURCES",
+		9: "STEP_ACTION_UPDATE_POD_SANDBOX_RESOURCES",
 	}
 	StepAction_value = map[string]int32{
-		"STEP_ACTION_UNSPECIFIED":        0,
-		"STEP_ACTION_KILL_POD_SANDBOX":   1,
-		"STEP_ACTION_KILL_CONTAINER":     2,
-		"STEP_ACTION_CREATE_POD_SANDBOX": 3,
-		"STEP_ACTION_CONFIG_POD_SANDBOX": 4,
-		"STEP_ACTION_START_CONTAINER":    5,
-		"STEP_ACTION_PULL_IMAGE":         6,
-		"STEP_ACTION_REMOVE_CONTAINER":   7,
+		"STEP_ACTION_UNSPECIFIED":                  0,
+		"STEP_ACTION_KILL_POD_SANDBOX":             1,
+		"STEP_ACTION_KILL_CONTAINER":               2,
+		"STEP_ACTION_CREATE_POD_SANDBOX":           3,
+		"STEP_ACTION_CONFIG_POD_SANDBOX":           4,
+		"STEP_ACTION_START_CONTAINER":              5,
+		"STEP_ACTION_PULL_IMAGE":                   6,
+		"STEP_ACTION_REMOVE_CONTAINER":             7,
+		"STEP_ACTION_UPDATE_CONTAINER_RESOURCES":   8,
+		"STEP_ACTION_UPDATE_POD_SANDBOX_RESOURCES": 9,
 	}
 )
 
@@ -421,7 +433,8 @@ type SyncStep struct {
 	// KillContainerError, CrashLoopBackOff, ErrImagePull, ImagePullBackOff,
 	// ErrImageNeverPull, InvalidImageName, CreateContainerConfigError,
 	// CreateContainerError, RunContainerError, PostStartHookError,
-	// PreStopHookError. For a kill it is why the container was killed
+	// PreStopHookError, ResizePodInPlaceError (ResizePodInPlace for a
+	// resize step that succeeded). For a kill it is why the container was killed
 	// (ContainerKill.reason, or PodKilled when the whole pod was); for a
 	// start, why it was started (ContainerStart.reason).
 	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
@@ -651,7 +664,16 @@ type PodPlan struct {
 	// before starting the next init container.
 	InitInstancesToRemove []string `protobuf:"bytes,8,rep,name=init_instances_to_remove,json=initInstancesToRemove,proto3" json:"init_instances_to_remove,omitempty"`
 	// up_to_date is true when the pass would change nothing.
-	UpToDate      bool `protobuf:"varint,9,opt,name=up_to_date,json=upToDate,proto3" json:"up_to_date,omitempty"`
+	UpToDate bool `protobuf:"varint,9,opt,name=up_to_date,json=upToDate,proto3" json:"up_to_date,omitempty"`
+	// containers_to_resize are running containers whose CPU or memory is
+	// changed in place (resizePolicy NotRequired), without a restart. A
+	// resize under RestartContainer is a kill and a start instead, with the
+	// reason ResizeRequiresRestart.
+	ContainersToResize []*ContainerResize `protobuf:"bytes,10,rep,name=containers_to_resize,json=containersToResize,proto3" json:"containers_to_resize,omitempty"`
+	// resize_pending is set when the pod asks for a resize the node does not
+	// admit now (its new requests do not fit): nothing is resized, and the
+	// status has the condition PodResizePending with this reason and message.
+	ResizePending *ResizePending `protobuf:"bytes,11,opt,name=resize_pending,json=resizePending,proto3" json:"resize_pending,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -749,6 +771,162 @@ func (x *PodPlan) GetUpToDate() bool {
 	return false
 }
 
+func (x *PodPlan) GetContainersToResize() []*ContainerResize {
+	if x != nil {
+		return x.ContainersToResize
+	}
+	return nil
+}
+
+func (x *PodPlan) GetResizePending() *ResizePending {
+	if x != nil {
+		return x.ResizePending
+	}
+	return nil
+}
+
+// ResizePending is a resize the node has not admitted, the kubelet's
+// PodResizePending condition.
+type ResizePending struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// reason: Deferred (the new requests do not fit the node now; retried on
+	// every pass).
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// message in the kubelet's words, such as "Node didn't have enough
+	// resource: memory, requested: 201326592, used: 0, capacity: 104857600".
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResizePending) Reset() {
+	*x = ResizePending{}
+	mi := &file_podsync_v1_events_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResizePending) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResizePending) ProtoMessage() {}
+
+func (x *ResizePending) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_events_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResizePending.ProtoReflect.Descriptor instead.
+func (*ResizePending) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ResizePending) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ResizePending) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// ContainerResize is one in-place resize of a running container, the
+// kubelet's containerToUpdateInfo.
+type ContainerResize struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name of the container.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// container_type of the container.
+	ContainerType ContainerType `protobuf:"varint,2,opt,name=container_type,json=containerType,proto3,enum=podsync.v1.ContainerType" json:"container_type,omitempty"`
+	// container_id of the running instance, which keeps running.
+	ContainerId string `protobuf:"bytes,3,opt,name=container_id,json=containerID,proto3" json:"container_id,omitempty"`
+	// current is the CPU and memory the container runs with, as the runtime
+	// reports them.
+	Current *ResourceRequirements `protobuf:"bytes,4,opt,name=current,proto3" json:"current,omitempty"`
+	// desired is the CPU and memory of the spec, applied by the resize.
+	Desired       *ResourceRequirements `protobuf:"bytes,5,opt,name=desired,proto3" json:"desired,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerResize) Reset() {
+	*x = ContainerResize{}
+	mi := &file_podsync_v1_events_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerResize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerResize) ProtoMessage() {}
+
+func (x *ContainerResize) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_events_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerResize.ProtoReflect.Descriptor instead.
+func (*ContainerResize) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ContainerResize) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ContainerResize) GetContainerType() ContainerType {
+	if x != nil {
+		return x.ContainerType
+	}
+	return ContainerType_CONTAINER_TYPE_UNSPECIFIED
+}
+
+func (x *ContainerResize) GetContainerId() string {
+	if x != nil {
+		return x.ContainerId
+	}
+	return ""
+}
+
+func (x *ContainerResize) GetCurrent() *ResourceRequirements {
+	if x != nil {
+		return x.Current
+	}
+	return nil
+}
+
+func (x *ContainerResize) GetDesired() *ResourceRequirements {
+	if x != nil {
+		return x.Desired
+	}
+	return nil
+}
+
 // SandboxDecision mirrors the kubelet's sandbox decision.
 type SandboxDecision struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -776,7 +954,7 @@ type SandboxDecision struct {
 
 func (x *SandboxDecision) Reset() {
 	*x = SandboxDecision{}
-	mi := &file_podsync_v1_events_proto_msgTypes[3]
+	mi := &file_podsync_v1_events_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -788,7 +966,7 @@ func (x *SandboxDecision) String() string {
 func (*SandboxDecision) ProtoMessage() {}
 
 func (x *SandboxDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[3]
+	mi := &file_podsync_v1_events_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -801,7 +979,7 @@ func (x *SandboxDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxDecision.ProtoReflect.Descriptor instead.
 func (*SandboxDecision) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{3}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SandboxDecision) GetCreate() bool {
@@ -849,6 +1027,7 @@ type ContainerKill struct {
 	// container_id of the running instance.
 	ContainerId string `protobuf:"bytes,3,opt,name=container_id,json=containerID,proto3" json:"container_id,omitempty"`
 	// reason: DefinitionChanged, LivenessProbeFailed, StartupProbeFailed,
+	// ResizeRequiresRestart (a resize under resizePolicy RestartContainer),
 	// Unknown (the runtime reports an unknown state), or NotInSpec (no
 	// longer in the spec).
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
@@ -866,7 +1045,7 @@ type ContainerKill struct {
 
 func (x *ContainerKill) Reset() {
 	*x = ContainerKill{}
-	mi := &file_podsync_v1_events_proto_msgTypes[4]
+	mi := &file_podsync_v1_events_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -878,7 +1057,7 @@ func (x *ContainerKill) String() string {
 func (*ContainerKill) ProtoMessage() {}
 
 func (x *ContainerKill) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[4]
+	mi := &file_podsync_v1_events_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -891,7 +1070,7 @@ func (x *ContainerKill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerKill.ProtoReflect.Descriptor instead.
 func (*ContainerKill) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{4}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ContainerKill) GetName() string {
@@ -952,7 +1131,8 @@ type ContainerStart struct {
 	ContainerType ContainerType `protobuf:"varint,2,opt,name=container_type,json=containerType,proto3,enum=podsync.v1.ContainerType" json:"container_type,omitempty"`
 	// reason: NotStarted, Exited (restart allowed by policy), Created (stuck
 	// in created), Unknown, DefinitionChanged, LivenessProbeFailed,
-	// StartupProbeFailed (started again after a kill), NewSandbox,
+	// StartupProbeFailed, ResizeRequiresRestart (started again after a
+	// kill), NewSandbox,
 	// NextInitContainer, InitContainerFailed (retried), SidecarExited,
 	// SidecarMissing.
 	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
@@ -964,7 +1144,7 @@ type ContainerStart struct {
 
 func (x *ContainerStart) Reset() {
 	*x = ContainerStart{}
-	mi := &file_podsync_v1_events_proto_msgTypes[5]
+	mi := &file_podsync_v1_events_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -976,7 +1156,7 @@ func (x *ContainerStart) String() string {
 func (*ContainerStart) ProtoMessage() {}
 
 func (x *ContainerStart) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[5]
+	mi := &file_podsync_v1_events_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -989,7 +1169,7 @@ func (x *ContainerStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStart.ProtoReflect.Descriptor instead.
 func (*ContainerStart) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{5}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ContainerStart) GetName() string {
@@ -1039,7 +1219,7 @@ type ContainerBackoff struct {
 
 func (x *ContainerBackoff) Reset() {
 	*x = ContainerBackoff{}
-	mi := &file_podsync_v1_events_proto_msgTypes[6]
+	mi := &file_podsync_v1_events_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1231,7 @@ func (x *ContainerBackoff) String() string {
 func (*ContainerBackoff) ProtoMessage() {}
 
 func (x *ContainerBackoff) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[6]
+	mi := &file_podsync_v1_events_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1244,7 @@ func (x *ContainerBackoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerBackoff.ProtoReflect.Descriptor instead.
 func (*ContainerBackoff) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{6}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ContainerBackoff) GetName() string {
@@ -1123,7 +1303,7 @@ type PodEvent struct {
 
 func (x *PodEvent) Reset() {
 	*x = PodEvent{}
-	mi := &file_podsync_v1_events_proto_msgTypes[7]
+	mi := &file_podsync_v1_events_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1315,7 @@ func (x *PodEvent) String() string {
 func (*PodEvent) ProtoMessage() {}
 
 func (x *PodEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[7]
+	mi := &file_podsync_v1_events_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1328,7 @@ func (x *PodEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodEvent.ProtoReflect.Descriptor instead.
 func (*PodEvent) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{7}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PodEvent) GetType() EventType {
@@ -1202,7 +1382,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_podsync_v1_events_proto_msgTypes[8]
+	mi := &file_podsync_v1_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1394,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[8]
+	mi := &file_podsync_v1_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1407,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{8}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LogLine) GetTime() *timestamppb.Timestamp {
@@ -1279,7 +1459,7 @@ type PodResult struct {
 
 func (x *PodResult) Reset() {
 	*x = PodResult{}
-	mi := &file_podsync_v1_events_proto_msgTypes[9]
+	mi := &file_podsync_v1_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1291,7 +1471,7 @@ func (x *PodResult) String() string {
 func (*PodResult) ProtoMessage() {}
 
 func (x *PodResult) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[9]
+	mi := &file_podsync_v1_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1304,7 +1484,7 @@ func (x *PodResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodResult.ProtoReflect.Descriptor instead.
 func (*PodResult) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{9}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PodResult) GetPod() *PodRef {
@@ -1386,7 +1566,7 @@ type FailedContainer struct {
 
 func (x *FailedContainer) Reset() {
 	*x = FailedContainer{}
-	mi := &file_podsync_v1_events_proto_msgTypes[10]
+	mi := &file_podsync_v1_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1578,7 @@ func (x *FailedContainer) String() string {
 func (*FailedContainer) ProtoMessage() {}
 
 func (x *FailedContainer) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_events_proto_msgTypes[10]
+	mi := &file_podsync_v1_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1591,7 @@ func (x *FailedContainer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailedContainer.ProtoReflect.Descriptor instead.
 func (*FailedContainer) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_events_proto_rawDescGZIP(), []int{10}
+	return file_podsync_v1_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FailedContainer) GetName() string {
@@ -1488,7 +1668,7 @@ const file_podsync_v1_events_proto_rawDesc = "" +
 	"\x06PodRef\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
-	"\x03uid\x18\x03 \x01(\tR\x03uid\"\x83\x04\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\"\x94\x05\n" +
 	"\aPodPlan\x125\n" +
 	"\asandbox\x18\x01 \x01(\v2\x1b.podsync.v1.SandboxDecisionR\asandbox\x12\x19\n" +
 	"\bkill_pod\x18\x02 \x01(\bR\akillPod\x12&\n" +
@@ -1500,7 +1680,19 @@ const file_podsync_v1_events_proto_rawDesc = "" +
 	"backingOff\x127\n" +
 	"\x18init_instances_to_remove\x18\b \x03(\tR\x15initInstancesToRemove\x12\x1c\n" +
 	"\n" +
-	"up_to_date\x18\t \x01(\bR\bupToDate\"\xb3\x01\n" +
+	"up_to_date\x18\t \x01(\bR\bupToDate\x12M\n" +
+	"\x14containers_to_resize\x18\n" +
+	" \x03(\v2\x1b.podsync.v1.ContainerResizeR\x12containersToResize\x12@\n" +
+	"\x0eresize_pending\x18\v \x01(\v2\x19.podsync.v1.ResizePendingR\rresizePending\"A\n" +
+	"\rResizePending\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x82\x02\n" +
+	"\x0fContainerResize\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12@\n" +
+	"\x0econtainer_type\x18\x02 \x01(\x0e2\x19.podsync.v1.ContainerTypeR\rcontainerType\x12!\n" +
+	"\fcontainer_id\x18\x03 \x01(\tR\vcontainerID\x12:\n" +
+	"\acurrent\x18\x04 \x01(\v2 .podsync.v1.ResourceRequirementsR\acurrent\x12:\n" +
+	"\adesired\x18\x05 \x01(\v2 .podsync.v1.ResourceRequirementsR\adesired\"\xb3\x01\n" +
 	"\x0fSandboxDecision\x12\x16\n" +
 	"\x06create\x18\x01 \x01(\bR\x06create\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12(\n" +
@@ -1554,7 +1746,7 @@ const file_podsync_v1_events_proto_rawDesc = "" +
 	"\blog_tail\x18\x06 \x03(\tR\alogTail\x12#\n" +
 	"\rrestart_count\x18\a \x01(\x05R\frestartCountB\f\n" +
 	"\n" +
-	"_exit_code*\x92\x02\n" +
+	"_exit_code*\xec\x02\n" +
 	"\n" +
 	"StepAction\x12\x1b\n" +
 	"\x17STEP_ACTION_UNSPECIFIED\x10\x00\x12 \n" +
@@ -1564,7 +1756,9 @@ const file_podsync_v1_events_proto_rawDesc = "" +
 	"\x1eSTEP_ACTION_CONFIG_POD_SANDBOX\x10\x04\x12\x1f\n" +
 	"\x1bSTEP_ACTION_START_CONTAINER\x10\x05\x12\x1a\n" +
 	"\x16STEP_ACTION_PULL_IMAGE\x10\x06\x12 \n" +
-	"\x1cSTEP_ACTION_REMOVE_CONTAINER\x10\a*~\n" +
+	"\x1cSTEP_ACTION_REMOVE_CONTAINER\x10\a\x12*\n" +
+	"&STEP_ACTION_UPDATE_CONTAINER_RESOURCES\x10\b\x12,\n" +
+	"(STEP_ACTION_UPDATE_POD_SANDBOX_RESOURCES\x10\t*~\n" +
 	"\vStepOutcome\x12\x1c\n" +
 	"\x18STEP_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16STEP_OUTCOME_SUCCEEDED\x10\x01\x12\x17\n" +
@@ -1607,7 +1801,7 @@ func file_podsync_v1_events_proto_rawDescGZIP() []byte {
 }
 
 var file_podsync_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_podsync_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_podsync_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_podsync_v1_events_proto_goTypes = []any{
 	(StepAction)(0),               // 0: podsync.v1.StepAction
 	(StepOutcome)(0),              // 1: podsync.v1.StepOutcome
@@ -1618,50 +1812,58 @@ var file_podsync_v1_events_proto_goTypes = []any{
 	(*SyncStep)(nil),              // 6: podsync.v1.SyncStep
 	(*PodRef)(nil),                // 7: podsync.v1.PodRef
 	(*PodPlan)(nil),               // 8: podsync.v1.PodPlan
-	(*SandboxDecision)(nil),       // 9: podsync.v1.SandboxDecision
-	(*ContainerKill)(nil),         // 10: podsync.v1.ContainerKill
-	(*ContainerStart)(nil),        // 11: podsync.v1.ContainerStart
-	(*ContainerBackoff)(nil),      // 12: podsync.v1.ContainerBackoff
-	(*PodEvent)(nil),              // 13: podsync.v1.PodEvent
-	(*LogLine)(nil),               // 14: podsync.v1.LogLine
-	(*PodResult)(nil),             // 15: podsync.v1.PodResult
-	(*FailedContainer)(nil),       // 16: podsync.v1.FailedContainer
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
-	(*PodStatus)(nil),             // 19: podsync.v1.PodStatus
+	(*ResizePending)(nil),         // 9: podsync.v1.ResizePending
+	(*ContainerResize)(nil),       // 10: podsync.v1.ContainerResize
+	(*SandboxDecision)(nil),       // 11: podsync.v1.SandboxDecision
+	(*ContainerKill)(nil),         // 12: podsync.v1.ContainerKill
+	(*ContainerStart)(nil),        // 13: podsync.v1.ContainerStart
+	(*ContainerBackoff)(nil),      // 14: podsync.v1.ContainerBackoff
+	(*PodEvent)(nil),              // 15: podsync.v1.PodEvent
+	(*LogLine)(nil),               // 16: podsync.v1.LogLine
+	(*PodResult)(nil),             // 17: podsync.v1.PodResult
+	(*FailedContainer)(nil),       // 18: podsync.v1.FailedContainer
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
+	(*ResourceRequirements)(nil),  // 21: podsync.v1.ResourceRequirements
+	(*PodStatus)(nil),             // 22: podsync.v1.PodStatus
 }
 var file_podsync_v1_events_proto_depIdxs = []int32{
 	0,  // 0: podsync.v1.SyncStep.action:type_name -> podsync.v1.StepAction
 	2,  // 1: podsync.v1.SyncStep.container_type:type_name -> podsync.v1.ContainerType
 	1,  // 2: podsync.v1.SyncStep.outcome:type_name -> podsync.v1.StepOutcome
-	17, // 3: podsync.v1.SyncStep.start_time:type_name -> google.protobuf.Timestamp
-	18, // 4: podsync.v1.SyncStep.duration:type_name -> google.protobuf.Duration
-	17, // 5: podsync.v1.SyncStep.next_retry_time:type_name -> google.protobuf.Timestamp
-	9,  // 6: podsync.v1.PodPlan.sandbox:type_name -> podsync.v1.SandboxDecision
-	10, // 7: podsync.v1.PodPlan.containers_to_kill:type_name -> podsync.v1.ContainerKill
-	11, // 8: podsync.v1.PodPlan.init_containers_to_start:type_name -> podsync.v1.ContainerStart
-	11, // 9: podsync.v1.PodPlan.containers_to_start:type_name -> podsync.v1.ContainerStart
-	12, // 10: podsync.v1.PodPlan.backing_off:type_name -> podsync.v1.ContainerBackoff
-	2,  // 11: podsync.v1.ContainerKill.container_type:type_name -> podsync.v1.ContainerType
-	2,  // 12: podsync.v1.ContainerStart.container_type:type_name -> podsync.v1.ContainerType
-	2,  // 13: podsync.v1.ContainerBackoff.container_type:type_name -> podsync.v1.ContainerType
-	17, // 14: podsync.v1.ContainerBackoff.next_retry_time:type_name -> google.protobuf.Timestamp
-	18, // 15: podsync.v1.ContainerBackoff.delay:type_name -> google.protobuf.Duration
-	3,  // 16: podsync.v1.PodEvent.type:type_name -> podsync.v1.EventType
-	17, // 17: podsync.v1.PodEvent.time:type_name -> google.protobuf.Timestamp
-	17, // 18: podsync.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	4,  // 19: podsync.v1.LogLine.stream:type_name -> podsync.v1.LogStream
-	7,  // 20: podsync.v1.PodResult.pod:type_name -> podsync.v1.PodRef
-	5,  // 21: podsync.v1.PodResult.outcome:type_name -> podsync.v1.PodOutcome
-	16, // 22: podsync.v1.PodResult.failed_containers:type_name -> podsync.v1.FailedContainer
-	19, // 23: podsync.v1.PodResult.status:type_name -> podsync.v1.PodStatus
-	18, // 24: podsync.v1.PodResult.duration:type_name -> google.protobuf.Duration
-	2,  // 25: podsync.v1.FailedContainer.container_type:type_name -> podsync.v1.ContainerType
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	19, // 3: podsync.v1.SyncStep.start_time:type_name -> google.protobuf.Timestamp
+	20, // 4: podsync.v1.SyncStep.duration:type_name -> google.protobuf.Duration
+	19, // 5: podsync.v1.SyncStep.next_retry_time:type_name -> google.protobuf.Timestamp
+	11, // 6: podsync.v1.PodPlan.sandbox:type_name -> podsync.v1.SandboxDecision
+	12, // 7: podsync.v1.PodPlan.containers_to_kill:type_name -> podsync.v1.ContainerKill
+	13, // 8: podsync.v1.PodPlan.init_containers_to_start:type_name -> podsync.v1.ContainerStart
+	13, // 9: podsync.v1.PodPlan.containers_to_start:type_name -> podsync.v1.ContainerStart
+	14, // 10: podsync.v1.PodPlan.backing_off:type_name -> podsync.v1.ContainerBackoff
+	10, // 11: podsync.v1.PodPlan.containers_to_resize:type_name -> podsync.v1.ContainerResize
+	9,  // 12: podsync.v1.PodPlan.resize_pending:type_name -> podsync.v1.ResizePending
+	2,  // 13: podsync.v1.ContainerResize.container_type:type_name -> podsync.v1.ContainerType
+	21, // 14: podsync.v1.ContainerResize.current:type_name -> podsync.v1.ResourceRequirements
+	21, // 15: podsync.v1.ContainerResize.desired:type_name -> podsync.v1.ResourceRequirements
+	2,  // 16: podsync.v1.ContainerKill.container_type:type_name -> podsync.v1.ContainerType
+	2,  // 17: podsync.v1.ContainerStart.container_type:type_name -> podsync.v1.ContainerType
+	2,  // 18: podsync.v1.ContainerBackoff.container_type:type_name -> podsync.v1.ContainerType
+	19, // 19: podsync.v1.ContainerBackoff.next_retry_time:type_name -> google.protobuf.Timestamp
+	20, // 20: podsync.v1.ContainerBackoff.delay:type_name -> google.protobuf.Duration
+	3,  // 21: podsync.v1.PodEvent.type:type_name -> podsync.v1.EventType
+	19, // 22: podsync.v1.PodEvent.time:type_name -> google.protobuf.Timestamp
+	19, // 23: podsync.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	4,  // 24: podsync.v1.LogLine.stream:type_name -> podsync.v1.LogStream
+	7,  // 25: podsync.v1.PodResult.pod:type_name -> podsync.v1.PodRef
+	5,  // 26: podsync.v1.PodResult.outcome:type_name -> podsync.v1.PodOutcome
+	18, // 27: podsync.v1.PodResult.failed_containers:type_name -> podsync.v1.FailedContainer
+	22, // 28: podsync.v1.PodResult.status:type_name -> podsync.v1.PodStatus
+	20, // 29: podsync.v1.PodResult.duration:type_name -> google.protobuf.Duration
+	2,  // 30: podsync.v1.FailedContainer.container_type:type_name -> podsync.v1.ContainerType
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_events_proto_init() }
@@ -1670,14 +1872,14 @@ func file_podsync_v1_events_proto_init() {
 		return
 	}
 	file_podsync_v1_pod_proto_init()
-	file_podsync_v1_events_proto_msgTypes[10].OneofWrappers = []any{}
+	file_podsync_v1_events_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_events_proto_rawDesc), len(file_podsync_v1_events_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

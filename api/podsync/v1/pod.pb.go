@@ -1448,7 +1448,13 @@ type Container struct {
 	// stdin keeps a stdin stream open for the container.
 	Stdin bool `protobuf:"varint,20,opt,name=stdin,proto3" json:"stdin,omitempty"`
 	// tty allocates a terminal for the container.
-	Tty           bool `protobuf:"varint,21,opt,name=tty,proto3" json:"tty,omitempty"`
+	Tty bool `protobuf:"varint,21,opt,name=tty,proto3" json:"tty,omitempty"`
+	// resize_policy says, per resource (cpu, memory), how a change of its
+	// resources is applied to the running container: NotRequired (the
+	// default) resizes it in place, RestartContainer restarts it. Regular
+	// containers and sidecars only; RestartContainer not with the pod's
+	// restartPolicy Never.
+	ResizePolicy  []*ContainerResizePolicy `protobuf:"bytes,22,rep,name=resize_policy,json=resizePolicy,proto3" json:"resize_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1630,6 +1636,68 @@ func (x *Container) GetTty() bool {
 	return false
 }
 
+func (x *Container) GetResizePolicy() []*ContainerResizePolicy {
+	if x != nil {
+		return x.ResizePolicy
+	}
+	return nil
+}
+
+// ContainerResizePolicy mirrors core/v1 ContainerResizePolicy.
+type ContainerResizePolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// resource_name: cpu or memory. Required.
+	ResourceName string `protobuf:"bytes,1,opt,name=resource_name,json=resourceName,proto3" json:"resource_name,omitempty"`
+	// restart_policy: NotRequired or RestartContainer. Required.
+	RestartPolicy string `protobuf:"bytes,2,opt,name=restart_policy,json=restartPolicy,proto3" json:"restart_policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerResizePolicy) Reset() {
+	*x = ContainerResizePolicy{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerResizePolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerResizePolicy) ProtoMessage() {}
+
+func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerResizePolicy.ProtoReflect.Descriptor instead.
+func (*ContainerResizePolicy) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ContainerResizePolicy) GetResourceName() string {
+	if x != nil {
+		return x.ResourceName
+	}
+	return ""
+}
+
+func (x *ContainerResizePolicy) GetRestartPolicy() string {
+	if x != nil {
+		return x.RestartPolicy
+	}
+	return ""
+}
+
 // EnvVar mirrors core/v1 EnvVar.
 type EnvVar struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1645,7 +1713,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1657,7 +1725,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1670,7 +1738,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{18}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EnvVar) GetName() string {
@@ -1709,7 +1777,7 @@ type EnvVarSource struct {
 
 func (x *EnvVarSource) Reset() {
 	*x = EnvVarSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +1789,7 @@ func (x *EnvVarSource) String() string {
 func (*EnvVarSource) ProtoMessage() {}
 
 func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +1802,7 @@ func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVarSource.ProtoReflect.Descriptor instead.
 func (*EnvVarSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{19}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *EnvVarSource) GetFieldRef() *ObjectFieldSelector {
@@ -1773,7 +1841,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1785,7 +1853,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1798,7 +1866,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{20}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ObjectFieldSelector) GetApiVersion() string {
@@ -1830,7 +1898,7 @@ type ConfigMapKeySelector struct {
 
 func (x *ConfigMapKeySelector) Reset() {
 	*x = ConfigMapKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +1910,7 @@ func (x *ConfigMapKeySelector) String() string {
 func (*ConfigMapKeySelector) ProtoMessage() {}
 
 func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +1923,7 @@ func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapKeySelector.ProtoReflect.Descriptor instead.
 func (*ConfigMapKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{21}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ConfigMapKeySelector) GetName() string {
@@ -1894,7 +1962,7 @@ type SecretKeySelector struct {
 
 func (x *SecretKeySelector) Reset() {
 	*x = SecretKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1906,7 +1974,7 @@ func (x *SecretKeySelector) String() string {
 func (*SecretKeySelector) ProtoMessage() {}
 
 func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1919,7 +1987,7 @@ func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretKeySelector.ProtoReflect.Descriptor instead.
 func (*SecretKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{22}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SecretKeySelector) GetName() string {
@@ -1958,7 +2026,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1970,7 +2038,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1983,7 +2051,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{23}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -2020,7 +2088,7 @@ type ConfigMapEnvSource struct {
 
 func (x *ConfigMapEnvSource) Reset() {
 	*x = ConfigMapEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2032,7 +2100,7 @@ func (x *ConfigMapEnvSource) String() string {
 func (*ConfigMapEnvSource) ProtoMessage() {}
 
 func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2045,7 +2113,7 @@ func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapEnvSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{24}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ConfigMapEnvSource) GetName() string {
@@ -2075,7 +2143,7 @@ type SecretEnvSource struct {
 
 func (x *SecretEnvSource) Reset() {
 	*x = SecretEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2087,7 +2155,7 @@ func (x *SecretEnvSource) String() string {
 func (*SecretEnvSource) ProtoMessage() {}
 
 func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2100,7 +2168,7 @@ func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretEnvSource.ProtoReflect.Descriptor instead.
 func (*SecretEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{25}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SecretEnvSource) GetName() string {
@@ -2138,7 +2206,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2218,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2231,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{26}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -2216,7 +2284,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2228,7 +2296,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2241,7 +2309,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{27}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -2275,7 +2343,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2287,7 +2355,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2300,7 +2368,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{28}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -2345,7 +2413,7 @@ type Lifecycle struct {
 
 func (x *Lifecycle) Reset() {
 	*x = Lifecycle{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2357,7 +2425,7 @@ func (x *Lifecycle) String() string {
 func (*Lifecycle) ProtoMessage() {}
 
 func (x *Lifecycle) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2370,7 +2438,7 @@ func (x *Lifecycle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lifecycle.ProtoReflect.Descriptor instead.
 func (*Lifecycle) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{29}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Lifecycle) GetPostStart() *LifecycleHandler {
@@ -2398,7 +2466,7 @@ type LifecycleHandler struct {
 
 func (x *LifecycleHandler) Reset() {
 	*x = LifecycleHandler{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2410,7 +2478,7 @@ func (x *LifecycleHandler) String() string {
 func (*LifecycleHandler) ProtoMessage() {}
 
 func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2423,7 +2491,7 @@ func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LifecycleHandler.ProtoReflect.Descriptor instead.
 func (*LifecycleHandler) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{30}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LifecycleHandler) GetExec() *ExecAction {
@@ -2444,7 +2512,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2456,7 +2524,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2469,7 +2537,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{31}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -2508,7 +2576,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2520,7 +2588,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2533,7 +2601,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{32}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -2619,7 +2687,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2631,7 +2699,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2644,7 +2712,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{33}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -2695,7 +2763,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2707,7 +2775,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2720,7 +2788,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{34}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -2751,7 +2819,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2763,7 +2831,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2776,7 +2844,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{35}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TCPSocketAction) GetPort() *structpb.Value {
@@ -2827,7 +2895,7 @@ type SecurityContext struct {
 
 func (x *SecurityContext) Reset() {
 	*x = SecurityContext{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2839,7 +2907,7 @@ func (x *SecurityContext) String() string {
 func (*SecurityContext) ProtoMessage() {}
 
 func (x *SecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2852,7 +2920,7 @@ func (x *SecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityContext.ProtoReflect.Descriptor instead.
 func (*SecurityContext) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{36}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SecurityContext) GetPrivileged() bool {
@@ -2945,7 +3013,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2957,7 +3025,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2970,7 +3038,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{37}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Capabilities) GetAdd() []string {
@@ -3034,7 +3102,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3046,7 +3114,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3059,7 +3127,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -3185,7 +3253,7 @@ type PodIP struct {
 
 func (x *PodIP) Reset() {
 	*x = PodIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3197,7 +3265,7 @@ func (x *PodIP) String() string {
 func (*PodIP) ProtoMessage() {}
 
 func (x *PodIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3210,7 +3278,7 @@ func (x *PodIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodIP.ProtoReflect.Descriptor instead.
 func (*PodIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PodIP) GetIp() string {
@@ -3231,7 +3299,7 @@ type HostIP struct {
 
 func (x *HostIP) Reset() {
 	*x = HostIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3243,7 +3311,7 @@ func (x *HostIP) String() string {
 func (*HostIP) ProtoMessage() {}
 
 func (x *HostIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3256,7 +3324,7 @@ func (x *HostIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostIP.ProtoReflect.Descriptor instead.
 func (*HostIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *HostIP) GetIp() string {
@@ -3287,7 +3355,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3299,7 +3367,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3312,7 +3380,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PodCondition) GetType() string {
@@ -3379,14 +3447,22 @@ type ContainerStatus struct {
 	// container_id is "<runtime>://<id>" of the current instance.
 	ContainerId string `protobuf:"bytes,8,opt,name=container_id,json=containerID,proto3" json:"container_id,omitempty"`
 	// started is true once the startup probe (if any) passed.
-	Started       *bool `protobuf:"varint,9,opt,name=started,proto3,oneof" json:"started,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Started *bool `protobuf:"varint,9,opt,name=started,proto3,oneof" json:"started,omitempty"`
+	// resources are what the container runs with, as the kubelet reports
+	// them: the CPU request and limit and the memory limit the runtime
+	// applies, over the allocated values (an in-place resize changes them).
+	Resources *ResourceRequirements `protobuf:"bytes,10,opt,name=resources,proto3" json:"resources,omitempty"`
+	// allocated_resources are the requests the node allocated the
+	// container: the spec's, or while a resize waits for admission
+	// (condition PodResizePending), those it runs with.
+	AllocatedResources map[string]string `protobuf:"bytes,11,rep,name=allocated_resources,json=allocatedResources,proto3" json:"allocated_resources,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3398,7 +3474,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3411,7 +3487,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -3477,6 +3553,20 @@ func (x *ContainerStatus) GetStarted() bool {
 	return false
 }
 
+func (x *ContainerStatus) GetResources() *ResourceRequirements {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *ContainerStatus) GetAllocatedResources() map[string]string {
+	if x != nil {
+		return x.AllocatedResources
+	}
+	return nil
+}
+
 // ContainerState mirrors core/v1 ContainerState: exactly one field is set.
 type ContainerState struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3492,7 +3582,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3504,7 +3594,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3517,7 +3607,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -3555,7 +3645,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3567,7 +3657,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3580,7 +3670,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -3608,7 +3698,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3620,7 +3710,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3633,7 +3723,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -3666,7 +3756,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3678,7 +3768,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3691,7 +3781,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -3764,7 +3854,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3776,7 +3866,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3789,7 +3879,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ConfigMap) GetApiVersion() string {
@@ -3850,7 +3940,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3862,7 +3952,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3875,7 +3965,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Secret) GetApiVersion() string {
@@ -4053,7 +4143,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\fdefault_mode\x18\x03 \x01(\x05H\x00R\vdefaultMode\x88\x01\x01\x12\x1f\n" +
 	"\boptional\x18\x04 \x01(\bH\x01R\boptional\x88\x01\x01B\x0f\n" +
 	"\r_default_modeB\v\n" +
-	"\t_optional\"\xc5\a\n" +
+	"\t_optional\"\x8d\b\n" +
 	"\tContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12*\n" +
@@ -4077,8 +4167,12 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x10security_context\x18\x12 \x01(\v2\x1b.podsync.v1.SecurityContextR\x0fsecurityContext\x12*\n" +
 	"\x0erestart_policy\x18\x13 \x01(\tH\x00R\rrestartPolicy\x88\x01\x01\x12\x14\n" +
 	"\x05stdin\x18\x14 \x01(\bR\x05stdin\x12\x10\n" +
-	"\x03tty\x18\x15 \x01(\bR\x03ttyB\x11\n" +
-	"\x0f_restart_policy\"k\n" +
+	"\x03tty\x18\x15 \x01(\bR\x03tty\x12F\n" +
+	"\rresize_policy\x18\x16 \x03(\v2!.podsync.v1.ContainerResizePolicyR\fresizePolicyB\x11\n" +
+	"\x0f_restart_policy\"c\n" +
+	"\x15ContainerResizePolicy\x12#\n" +
+	"\rresource_name\x18\x01 \x01(\tR\fresourceName\x12%\n" +
+	"\x0erestart_policy\x18\x02 \x01(\tR\rrestartPolicy\"k\n" +
 	"\x06EnvVar\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x127\n" +
@@ -4230,7 +4324,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x0flast_probe_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rlastProbeTime\x12L\n" +
 	"\x14last_transition_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\tR\amessage\"\xcc\x02\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\"\xb9\x04\n" +
 	"\x0fContainerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x120\n" +
 	"\x05state\x18\x02 \x01(\v2\x1a.podsync.v1.ContainerStateR\x05state\x129\n" +
@@ -4241,7 +4335,13 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x05image\x18\x06 \x01(\tR\x05image\x12\x19\n" +
 	"\bimage_id\x18\a \x01(\tR\aimageID\x12!\n" +
 	"\fcontainer_id\x18\b \x01(\tR\vcontainerID\x12\x1d\n" +
-	"\astarted\x18\t \x01(\bH\x00R\astarted\x88\x01\x01B\n" +
+	"\astarted\x18\t \x01(\bH\x00R\astarted\x88\x01\x01\x12>\n" +
+	"\tresources\x18\n" +
+	" \x01(\v2 .podsync.v1.ResourceRequirementsR\tresources\x12d\n" +
+	"\x13allocated_resources\x18\v \x03(\v23.podsync.v1.ContainerStatus.AllocatedResourcesEntryR\x12allocatedResources\x1aE\n" +
+	"\x17AllocatedResourcesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\n" +
 	"\n" +
 	"\b_started\"\xd0\x01\n" +
 	"\x0eContainerState\x12;\n" +
@@ -4311,7 +4411,7 @@ func file_podsync_v1_pod_proto_rawDescGZIP() []byte {
 	return file_podsync_v1_pod_proto_rawDescData
 }
 
-var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_podsync_v1_pod_proto_goTypes = []any{
 	(*Pod)(nil),                      // 0: podsync.v1.Pod
 	(*ObjectMeta)(nil),               // 1: podsync.v1.ObjectMeta
@@ -4331,56 +4431,58 @@ var file_podsync_v1_pod_proto_goTypes = []any{
 	(*ConfigMapVolumeSource)(nil),    // 15: podsync.v1.ConfigMapVolumeSource
 	(*SecretVolumeSource)(nil),       // 16: podsync.v1.SecretVolumeSource
 	(*Container)(nil),                // 17: podsync.v1.Container
-	(*EnvVar)(nil),                   // 18: podsync.v1.EnvVar
-	(*EnvVarSource)(nil),             // 19: podsync.v1.EnvVarSource
-	(*ObjectFieldSelector)(nil),      // 20: podsync.v1.ObjectFieldSelector
-	(*ConfigMapKeySelector)(nil),     // 21: podsync.v1.ConfigMapKeySelector
-	(*SecretKeySelector)(nil),        // 22: podsync.v1.SecretKeySelector
-	(*EnvFromSource)(nil),            // 23: podsync.v1.EnvFromSource
-	(*ConfigMapEnvSource)(nil),       // 24: podsync.v1.ConfigMapEnvSource
-	(*SecretEnvSource)(nil),          // 25: podsync.v1.SecretEnvSource
-	(*ContainerPort)(nil),            // 26: podsync.v1.ContainerPort
-	(*ResourceRequirements)(nil),     // 27: podsync.v1.ResourceRequirements
-	(*VolumeMount)(nil),              // 28: podsync.v1.VolumeMount
-	(*Lifecycle)(nil),                // 29: podsync.v1.Lifecycle
-	(*LifecycleHandler)(nil),         // 30: podsync.v1.LifecycleHandler
-	(*ExecAction)(nil),               // 31: podsync.v1.ExecAction
-	(*Probe)(nil),                    // 32: podsync.v1.Probe
-	(*HTTPGetAction)(nil),            // 33: podsync.v1.HTTPGetAction
-	(*HTTPHeader)(nil),               // 34: podsync.v1.HTTPHeader
-	(*TCPSocketAction)(nil),          // 35: podsync.v1.TCPSocketAction
-	(*SecurityContext)(nil),          // 36: podsync.v1.SecurityContext
-	(*Capabilities)(nil),             // 37: podsync.v1.Capabilities
-	(*PodStatus)(nil),                // 38: podsync.v1.PodStatus
-	(*PodIP)(nil),                    // 39: podsync.v1.PodIP
-	(*HostIP)(nil),                   // 40: podsync.v1.HostIP
-	(*PodCondition)(nil),             // 41: podsync.v1.PodCondition
-	(*ContainerStatus)(nil),          // 42: podsync.v1.ContainerStatus
-	(*ContainerState)(nil),           // 43: podsync.v1.ContainerState
-	(*ContainerStateWaiting)(nil),    // 44: podsync.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),    // 45: podsync.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil), // 46: podsync.v1.ContainerStateTerminated
-	(*ConfigMap)(nil),                // 47: podsync.v1.ConfigMap
-	(*Secret)(nil),                   // 48: podsync.v1.Secret
-	nil,                              // 49: podsync.v1.ObjectMeta.LabelsEntry
-	nil,                              // 50: podsync.v1.ObjectMeta.AnnotationsEntry
-	nil,                              // 51: podsync.v1.ResourceRequirements.RequestsEntry
-	nil,                              // 52: podsync.v1.ResourceRequirements.LimitsEntry
-	nil,                              // 53: podsync.v1.ConfigMap.DataEntry
-	nil,                              // 54: podsync.v1.ConfigMap.BinaryDataEntry
-	nil,                              // 55: podsync.v1.Secret.DataEntry
-	nil,                              // 56: podsync.v1.Secret.StringDataEntry
-	(*timestamppb.Timestamp)(nil),    // 57: google.protobuf.Timestamp
-	(*structpb.Value)(nil),           // 58: google.protobuf.Value
+	(*ContainerResizePolicy)(nil),    // 18: podsync.v1.ContainerResizePolicy
+	(*EnvVar)(nil),                   // 19: podsync.v1.EnvVar
+	(*EnvVarSource)(nil),             // 20: podsync.v1.EnvVarSource
+	(*ObjectFieldSelector)(nil),      // 21: podsync.v1.ObjectFieldSelector
+	(*ConfigMapKeySelector)(nil),     // 22: podsync.v1.ConfigMapKeySelector
+	(*SecretKeySelector)(nil),        // 23: podsync.v1.SecretKeySelector
+	(*EnvFromSource)(nil),            // 24: podsync.v1.EnvFromSource
+	(*ConfigMapEnvSource)(nil),       // 25: podsync.v1.ConfigMapEnvSource
+	(*SecretEnvSource)(nil),          // 26: podsync.v1.SecretEnvSource
+	(*ContainerPort)(nil),            // 27: podsync.v1.ContainerPort
+	(*ResourceRequirements)(nil),     // 28: podsync.v1.ResourceRequirements
+	(*VolumeMount)(nil),              // 29: podsync.v1.VolumeMount
+	(*Lifecycle)(nil),                // 30: podsync.v1.Lifecycle
+	(*LifecycleHandler)(nil),         // 31: podsync.v1.LifecycleHandler
+	(*ExecAction)(nil),               // 32: podsync.v1.ExecAction
+	(*Probe)(nil),                    // 33: podsync.v1.Probe
+	(*HTTPGetAction)(nil),            // 34: podsync.v1.HTTPGetAction
+	(*HTTPHeader)(nil),               // 35: podsync.v1.HTTPHeader
+	(*TCPSocketAction)(nil),          // 36: podsync.v1.TCPSocketAction
+	(*SecurityContext)(nil),          // 37: podsync.v1.SecurityContext
+	(*Capabilities)(nil),             // 38: podsync.v1.Capabilities
+	(*PodStatus)(nil),                // 39: podsync.v1.PodStatus
+	(*PodIP)(nil),                    // 40: podsync.v1.PodIP
+	(*HostIP)(nil),                   // 41: podsync.v1.HostIP
+	(*PodCondition)(nil),             // 42: podsync.v1.PodCondition
+	(*ContainerStatus)(nil),          // 43: podsync.v1.ContainerStatus
+	(*ContainerState)(nil),           // 44: podsync.v1.ContainerState
+	(*ContainerStateWaiting)(nil),    // 45: podsync.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),    // 46: podsync.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil), // 47: podsync.v1.ContainerStateTerminated
+	(*ConfigMap)(nil),                // 48: podsync.v1.ConfigMap
+	(*Secret)(nil),                   // 49: podsync.v1.Secret
+	nil,                              // 50: podsync.v1.ObjectMeta.LabelsEntry
+	nil,                              // 51: podsync.v1.ObjectMeta.AnnotationsEntry
+	nil,                              // 52: podsync.v1.ResourceRequirements.RequestsEntry
+	nil,                              // 53: podsync.v1.ResourceRequirements.LimitsEntry
+	nil,                              // 54: podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                              // 55: podsync.v1.ConfigMap.DataEntry
+	nil,                              // 56: podsync.v1.ConfigMap.BinaryDataEntry
+	nil,                              // 57: podsync.v1.Secret.DataEntry
+	nil,                              // 58: podsync.v1.Secret.StringDataEntry
+	(*timestamppb.Timestamp)(nil),    // 59: google.protobuf.Timestamp
+	(*structpb.Value)(nil),           // 60: google.protobuf.Value
 }
 var file_podsync_v1_pod_proto_depIdxs = []int32{
 	1,  // 0: podsync.v1.Pod.metadata:type_name -> podsync.v1.ObjectMeta
 	2,  // 1: podsync.v1.Pod.spec:type_name -> podsync.v1.PodSpec
-	38, // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
-	49, // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
-	50, // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
-	57, // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	57, // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	39, // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
+	50, // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
+	51, // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
+	59, // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	59, // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
 	17, // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
 	17, // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
 	3,  // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
@@ -4398,64 +4500,67 @@ var file_podsync_v1_pod_proto_depIdxs = []int32{
 	16, // 21: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
 	14, // 22: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
 	14, // 23: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	18, // 24: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
-	23, // 25: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
-	26, // 26: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
-	27, // 27: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
-	28, // 28: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
-	29, // 29: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
-	32, // 30: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
-	32, // 31: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
-	32, // 32: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
-	36, // 33: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
-	19, // 34: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
-	20, // 35: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
-	21, // 36: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
-	22, // 37: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
-	24, // 38: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
-	25, // 39: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
-	51, // 40: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
-	52, // 41: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
-	30, // 42: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
-	30, // 43: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
-	31, // 44: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
-	31, // 45: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
-	33, // 46: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
-	35, // 47: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
-	58, // 48: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
-	34, // 49: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
-	58, // 50: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
-	37, // 51: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
-	9,  // 52: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
-	7,  // 53: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
-	8,  // 54: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
-	41, // 55: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
-	39, // 56: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
-	57, // 57: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	42, // 58: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
-	42, // 59: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
-	40, // 60: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
-	57, // 61: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	57, // 62: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	43, // 63: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
-	43, // 64: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
-	44, // 65: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
-	45, // 66: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
-	46, // 67: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
-	57, // 68: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	57, // 69: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	57, // 70: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	1,  // 71: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
-	53, // 72: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
-	54, // 73: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
-	1,  // 74: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
-	55, // 75: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
-	56, // 76: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
-	77, // [77:77] is the sub-list for method output_type
-	77, // [77:77] is the sub-list for method input_type
-	77, // [77:77] is the sub-list for extension type_name
-	77, // [77:77] is the sub-list for extension extendee
-	0,  // [0:77] is the sub-list for field type_name
+	19, // 24: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
+	24, // 25: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
+	27, // 26: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
+	28, // 27: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
+	29, // 28: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
+	30, // 29: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
+	33, // 30: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
+	33, // 31: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
+	33, // 32: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
+	37, // 33: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
+	18, // 34: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
+	20, // 35: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
+	21, // 36: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
+	22, // 37: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
+	23, // 38: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
+	25, // 39: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
+	26, // 40: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
+	52, // 41: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
+	53, // 42: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
+	31, // 43: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
+	31, // 44: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
+	32, // 45: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
+	32, // 46: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
+	34, // 47: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
+	36, // 48: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
+	60, // 49: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
+	35, // 50: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
+	60, // 51: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
+	38, // 52: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
+	9,  // 53: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	7,  // 54: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	8,  // 55: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	42, // 56: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
+	40, // 57: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
+	59, // 58: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	43, // 59: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
+	43, // 60: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
+	41, // 61: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
+	59, // 62: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	59, // 63: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	44, // 64: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
+	44, // 65: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
+	28, // 66: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
+	54, // 67: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	45, // 68: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
+	46, // 69: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
+	47, // 70: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
+	59, // 71: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	59, // 72: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	59, // 73: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	1,  // 74: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
+	55, // 75: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
+	56, // 76: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
+	1,  // 77: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
+	57, // 78: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
+	58, // 79: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
+	80, // [80:80] is the sub-list for method output_type
+	80, // [80:80] is the sub-list for method input_type
+	80, // [80:80] is the sub-list for extension type_name
+	80, // [80:80] is the sub-list for extension extendee
+	0,  // [0:80] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_proto_init() }
@@ -4474,20 +4579,20 @@ func file_podsync_v1_pod_proto_init() {
 	file_podsync_v1_pod_proto_msgTypes[15].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[16].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[17].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[21].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[22].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[24].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[23].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[25].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[32].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[36].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[42].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[26].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[33].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[37].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[43].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_proto_rawDesc), len(file_podsync_v1_pod_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   57,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
