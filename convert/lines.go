@@ -15,6 +15,8 @@ import (
 type yamlDocument struct {
 	root  *yaml.Node
 	lines map[string]int
+	// noLines is set when the lines are not the file's.
+	noLines bool
 }
 
 // parseYAMLDocuments reads data's non-empty documents as YAML nodes (JSON
@@ -83,7 +85,7 @@ func joinPath(path, name string) string {
 
 // line returns the line of path, or of its nearest ancestor that has one.
 func (d *yamlDocument) line(path string) int {
-	if d == nil {
+	if d == nil || d.noLines {
 		return 0
 	}
 	path = keysAsFields(path)

@@ -3,6 +3,7 @@ package convert
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -204,6 +205,11 @@ func (st *readState) readSource(src Source) {
 		o := origin{file: src.Name}
 		if ydocs != nil {
 			o.doc = ydocs[i]
+		} else if d, err := parseYAMLDocuments(doc); err == nil && len(d) == 1 {
+			// The document alone (JSON is YAML) still gives the
+			// fields' types and paths, but not their lines in the file.
+			o.doc = d[0]
+			o.doc.noLines = true
 		}
 		st.readDocument(o, doc)
 	}
@@ -277,6 +283,9 @@ func (st *readState) readObject(o origin, h manifestHeader, doc []byte) {
 			if o.prefix != "" {
 				path = strings.TrimPrefix(strings.TrimPrefix(path, o.prefix), ".")
 			}
+			if o.doc.noLines {
+				p.line = 0
+			}
 			st.problems = append(st.problems, Finding{File: o.file, Line: p.line, Kind: h.Kind, Name: h.Name, Field: path, Message: p.msg})
 		}
 		if len(probs) > 0 {
@@ -284,7 +293,14 @@ func (st *readState) readObject(o origin, h manifestHeader, doc []byte) {
 		}
 	}
 	if err := unmarshalStrict(doc, obj); err != nil {
-		st.problems = append(st.problems, o.finding(h.Kind, h.Name, "", err.Error()))
+		// What the node walk let through (a JSON stream has no nodes):
+		// in a manifest's words where the decoder gives them.
+		f := o.finding(h.Kind, h.Name, "", err.Error())
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			f = o.finding(h.Kind, h.Name, ute.Field, fmt.Sprintf("want %s, got a %s", kindWord(ute.Type), ute.Value))
+		}
+		st.problems = append(st.problems, f)
 		return
 	}
 	switch v := obj.(type) {
@@ -505,4 +521,29 @@ func badValue(v any) string {
 		}
 	}
 	return fmt.Sprintf("%v", v)
+}
+
+// kindWord names a Go type as a manifest's author knows it.
+func kindWord(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Map:
+		return "a map"
+	case reflect.Struct, reflect.Pointer:
+		return "an object"
+	}
+	return "another type"
 }

@@ -113,11 +113,14 @@ func checkTypes(n *yaml.Node, t reflect.Type, path string, out *[]fieldProblem) 
 			checkTypes(item, t.Elem(), path+"["+strconv.Itoa(i)+"]", out)
 		}
 	case reflect.String:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		switch {
+		case isYAML11Bool(n):
+			*out = append(*out, fieldProblem{path: path, line: n.Line, msg: fmt.Sprintf("want a string, got the boolean %s (YAML reads an unquoted %s as one); quote it", n.Value, n.Value)})
+		case n.Kind != yaml.ScalarNode || n.Tag != "!!str":
 			bad("a string")
 		}
 	case reflect.Bool:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+		if n.Kind != yaml.ScalarNode || (n.Tag != "!!bool" && !isYAML11Bool(n)) {
 			bad("true or false")
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -223,4 +226,16 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// yaml11Bools are the plain scalars besides true and false that the YAML
+// 1.1 parser under sigs.k8s.io/yaml reads as booleans, where the YAML 1.2
+// node API sees strings.
+var yaml11Bools = map[string]bool{
+	"y": true, "Y": true, "yes": true, "Yes": true, "YES": true, "on": true, "On": true, "ON": true,
+	"n": true, "N": true, "no": true, "No": true, "NO": true, "off": true, "Off": true, "OFF": true,
+}
+
+func isYAML11Bool(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Style == 0 && n.Tag == "!!str" && yaml11Bools[n.Value]
 }
