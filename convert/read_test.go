@@ -1,6 +1,7 @@
 package convert_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -89,8 +90,8 @@ func TestReadManifests(t *testing.T) {
 			m, notices, err := convert.ReadManifests(srcs, convert.ReadOptions{DecodeOnly: tt.decodeOnly})
 			var got []string
 			if err != nil {
-				me, ok := err.(*convert.ManifestsError)
-				if !ok {
+				var me *convert.ManifestsError
+				if !errors.As(err, &me) {
 					t.Fatalf("error %v is not a *ManifestsError", err)
 				}
 				for _, p := range me.Problems {

@@ -40,8 +40,9 @@ func DropServerFields(pod *corev1.Pod) []string {
 	if drop(len(m.ManagedFields) > 0, "metadata.managedFields") {
 		m.ManagedFields = nil
 	}
+	//nolint:staticcheck // SA1019: old servers still wrote it, and old dumps carry it
 	if drop(m.SelfLink != "", "metadata.selfLink") {
-		m.SelfLink = ""
+		m.SelfLink = "" //nolint:staticcheck // SA1019: as above
 	}
 	if drop(!m.CreationTimestamp.IsZero(), "metadata.creationTimestamp") {
 		m.CreationTimestamp = metav1.Time{}
