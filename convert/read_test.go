@@ -29,6 +29,8 @@ func TestReadManifests(t *testing.T) {
 		decodeOnly   bool
 		wantProblems []string
 		wantNotices  []string
+		// wantUID, when set, is the first pod's uid after reading.
+		wantUID string
 	}{
 		{name: "a valid pod", sources: []string{readPod}},
 		{name: "quantities, port names and YAML 1.1 booleans decode as the API server decodes them", sources: []string{readPod +
@@ -62,13 +64,14 @@ func TestReadManifests(t *testing.T) {
 				`f3:5: Pod/x: spec.containers: want a list, got an object`,
 			}},
 		{name: "a dump's server-filled fields are dropped with a notice, its uid kept", sources: []string{
-			strings.Replace(readPod, "  name: web\n", "  name: web\n  uid: 5d0c6a0e-3c1b-4f57-9a43-2b8c1f7e9d10\n  resourceVersion: \"7\"\n  ownerReferences: [{apiVersion: v1, kind: Node, name: node-1, uid: u}]\n", 1) +
+			strings.Replace(readPod, "  name: web\n", "  name: web\n  uid: 5d0c6a0e-3c1b-4f57-9a43-2b8c1f7e9d10\n  resourceVersion: \"7\"\n  generation: 2\n  selfLink: /api/v1/namespaces/default/pods/web\n  creationTimestamp: \"2026-02-27T09:14:03Z\"\n  ownerReferences: [{apiVersion: v1, kind: Node, name: node-1, uid: u}]\n", 1) +
 				"    volumeMounts: [{name: kube-api-access-abcde, mountPath: /var/run/secrets/kubernetes.io/serviceaccount}]\n" +
 				"  serviceAccountName: default\n  volumes:\n  - name: kube-api-access-abcde\n    projected:\n      sources:\n" +
 				"      - serviceAccountToken: {path: token, expirationSeconds: 3607}\n      - configMap: {name: kube-root-ca.crt, items: [{key: ca.crt, path: ca.crt}]}\n" +
 				"      - downwardAPI: {items: [{path: namespace, fieldRef: {fieldPath: metadata.namespace}}]}\nstatus: {phase: Running}\n"},
+			wantUID: "5d0c6a0e-3c1b-4f57-9a43-2b8c1f7e9d10",
 			wantNotices: []string{
-				"f0:1: Pod/web: dropped what the API server fills in: metadata.resourceVersion, metadata.ownerReferences, status, volume kube-api-access-abcde and its mounts (the service account token the API server injects)",
+				"f0:1: Pod/web: dropped what the API server fills in: metadata.resourceVersion, metadata.generation, metadata.selfLink, metadata.creationTimestamp, metadata.ownerReferences, status, volume kube-api-access-abcde and its mounts (the service account token the API server injects)",
 				"f0:1: Pod/web: accepted spec.serviceAccountName, but no service account token is mounted: podsync has no API server to issue one",
 			}},
 		{name: "a projected volume of another shape is not the injected one", sources: []string{readPod +
@@ -99,6 +102,8 @@ func TestReadManifests(t *testing.T) {
 				}
 			} else if m == nil || len(m.Pods) == 0 {
 				t.Errorf("no error and no pods")
+			} else if tt.wantUID != "" && string(m.Pods[0].UID) != tt.wantUID {
+				t.Errorf("uid %q, want %q kept", m.Pods[0].UID, tt.wantUID)
 			}
 			if diff := cmp.Diff(tt.wantProblems, got); diff != "" {
 				t.Errorf("problems (-want +got):\n%s", diff)
