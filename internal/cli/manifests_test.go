@@ -4,6 +4,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+
+	"github.com/podsync/podsync/client"
 )
 
 // TestManifestProblemsGolden: every problem of every document of every
@@ -53,5 +58,22 @@ func TestKubectlDump(t *testing.T) {
 	}
 	if strings.Count(r.stderr, "notice: ") != 2 {
 		t.Errorf("run's notices:\n%s", r.stderr)
+	}
+}
+
+// TestViolationsWithoutJargon: podsyncd's field violations are printed
+// without the API server's "Forbidden: "; the status keeps it.
+func TestViolationsWithoutJargon(t *testing.T) {
+	var out strings.Builder
+	a := &app{stderr: &out}
+	a.writeError(&client.Error{Code: codes.InvalidArgument, Violations: []*errdetails.BadRequest_FieldViolation{
+		{Field: "pods[0].spec.containers[0].restartPolicy", Description: "Forbidden: may only be set on init containers"},
+		{Field: "pods[0].spec.nodeName", Description: `Invalid value: "x": must be empty or this node's name "node-1"`},
+	}})
+	want := "error: invalid request:\n" +
+		"  pods[0].spec.containers[0].restartPolicy: may only be set on init containers\n" +
+		"  pods[0].spec.nodeName: Invalid value: \"x\": must be empty or this node's name \"node-1\"\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
