@@ -24,13 +24,14 @@
 //
 // # Running pods
 //
-// Manifests become requests through convert.Decode and
-// RunPodsRequestFromManifests, which default the objects as the
+// Manifests become requests through convert.ReadManifests, the reader
+// podsyncctl uses (every problem of every file at once, with lines), and
+// RunPodsRequestFromManifests, which defaults the objects as the
 // Kubernetes API server would (a pod without a uid gets one derived from
 // its namespace and name, so sending the same manifest again addresses
-// the same pod):
+// the same pod) and runs podsyncd's checks before anything is sent:
 //
-//	m, err := convert.Decode(f)
+//	m, notices, err := convert.ReadManifests([]convert.Source{{Name: "web.yaml", Data: data}}, convert.ReadOptions{})
 //	req, err := client.RunPodsRequestFromManifests(m)
 //	req.WaitFor = podsyncv1.WaitFor_WAIT_FOR_READY
 //	res, err := c.RunPods(ctx, req, func(m *podsyncv1.RunPodsResponse) { … })

@@ -8,20 +8,24 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/validation"
 )
 
-// RunPodsRequestFromManifests builds a RunPods request from decoded
-// manifests (convert.Decode): copies of the pods, ConfigMaps and Secrets
-// are defaulted as the Kubernetes API server would (convert.Default,
-// DefaultConfigMap, DefaultSecret; a pod without a uid gets one derived
-// from its namespace and name) and converted with
-// convert.ManifestsToProto. m is not modified. The request waits for
-// RUNNING with the default timeout and best-effort admission; set
-// WaitFor, Timeout and AdmissionMode on it as needed.
+// RunPodsRequestFromManifests builds a RunPods request from manifests
+// (convert.ReadManifests, or convert.Decode): copies of the pods,
+// ConfigMaps and Secrets lose what only the API server writes and the
+// service account fields podsync does not act on
+// (convert.DropServerFields, DropIdentityFields), are defaulted as the
+// Kubernetes API server would (convert.Default, DefaultConfigMap,
+// DefaultSecret; a pod without a uid gets one derived from its namespace
+// and name), checked as podsyncd checks them (convert.ValidateManifests)
+// and converted with convert.ManifestsToProto. m is not modified. The
+// request waits for RUNNING with the default timeout and best-effort
+// admission; set WaitFor, Timeout and AdmissionMode on it as needed.
 //
-// A field podsync does not support is an error naming it (a
-// *convert.InvalidError in the chain); a manifest without pods is an
-// error too.
+// Every problem is reported at once, in a *convert.ManifestsError; a
+// field podsync does not support also puts a *convert.InvalidError in the
+// chain. A manifest without pods is an error too.
 func RunPodsRequestFromManifests(m *convert.Manifests) (*podsyncv1.RunPodsRequest, error) {
 	if m == nil || len(m.Pods) == 0 {
 		return nil, errors.New("podsync: manifests hold no pod")
@@ -35,14 +39,20 @@ func RunPodsRequestFromManifests(m *convert.Manifests) (*podsyncv1.RunPodsReques
 		d.Pods = append(d.Pods, defaultedPod(p))
 	}
 	for _, cm := range m.ConfigMaps {
-		cm = cm.DeepCopy()
-		convert.DefaultConfigMap(cm)
-		d.ConfigMaps = append(d.ConfigMaps, cm)
+		d.ConfigMaps = append(d.ConfigMaps, cm.DeepCopy())
 	}
 	for _, s := range m.Secrets {
-		s = s.DeepCopy()
+		d.Secrets = append(d.Secrets, s.DeepCopy())
+	}
+	// Secrets are checked as given, as podsyncd checks them.
+	if err := convert.ValidateManifests(d, validation.Options{}); err != nil {
+		return nil, fmt.Errorf("podsync: %w", err)
+	}
+	for _, cm := range d.ConfigMaps {
+		convert.DefaultConfigMap(cm)
+	}
+	for _, s := range d.Secrets {
 		convert.DefaultSecret(s)
-		d.Secrets = append(d.Secrets, s)
 	}
 	pods, cms, secrets, err := convert.ManifestsToProto(d)
 	if err != nil {
@@ -85,6 +95,8 @@ func podToProto(pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*core
 
 func defaultedPod(p *corev1.Pod) *corev1.Pod {
 	p = p.DeepCopy()
+	convert.DropServerFields(p)
+	convert.DropIdentityFields(p)
 	convert.Default(p)
 	return p
 }

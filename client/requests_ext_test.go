@@ -88,3 +88,44 @@ func TestPlanPodRequestFromPod(t *testing.T) {
 		t.Errorf("request %v", req)
 	}
 }
+
+// TestRequestBuildersValidate: the builders run podsyncd's checks and
+// report every problem at once, before anything is sent.
+func TestRequestBuildersValidate(t *testing.T) {
+	pod := testPod("", "web", nil)
+	pod.Spec.Containers = append(pod.Spec.Containers, pod.Spec.Containers[0])
+	pod.Spec.Containers[0].Image = ""
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	_, err := client.SyncPodRequestFromPod(pod, nil, nil)
+	var me *convert.ManifestsError
+	if !errors.As(err, &me) {
+		t.Fatalf("SyncPodRequestFromPod of an invalid pod: %v, want a *convert.ManifestsError", err)
+	}
+	var got []string
+	for _, p := range me.Problems {
+		got = append(got, p.Field)
+	}
+	want := []string{"spec.containers[0].image", "spec.containers[0].volumeMounts[0].name", "spec.containers[1].name"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("problems at %q, want %q:\n%v", got, want, err)
+	}
+}
+
+// TestRequestBuildersDropServerFields: what a `kubectl get -o yaml` dump
+// carries from the API server, and the service account, are dropped.
+func TestRequestBuildersDropServerFields(t *testing.T) {
+	pod := testPod("", "web", nil)
+	pod.ResourceVersion, pod.Generation = "42", 1
+	pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount = "default", "default"
+	pod.Status.Phase = corev1.PodRunning
+	req, err := client.RunPodsRequestFromManifests(&convert.Manifests{Pods: []*corev1.Pod{pod}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := req.GetPods()[0]; got.GetStatus() != nil {
+		t.Errorf("status sent: %v", got.GetStatus())
+	}
+	if pod.ResourceVersion != "42" || pod.Status.Phase != corev1.PodRunning {
+		t.Error("the builder modified its argument")
+	}
+}

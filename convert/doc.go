@@ -17,6 +17,15 @@
 // pod. Defaulting is idempotent, so it is safe on objects that were already
 // defaulted, such as a pod read back from podsync.
 //
-// This package does not validate: a decoded and defaulted pod may still use
-// fields podsync does not support, which the server rejects.
+// Decode and the defaults do not validate. ReadManifests is the reader of
+// podsyncctl and of the SDK's users: it decodes several files, checks every
+// field against its type along the YAML nodes (an unknown field suggests
+// the nearest known one; a wrong type says what was wanted), drops what
+// only the API server writes (DropServerFields: a kubectl get -o yaml dump
+// reads as its pod) and the service account fields podsync accepts without
+// acting on (DropIdentityFields), each with a notice, defaults, and runs
+// podsyncd's checks of package validation (ValidateManifests, which the
+// SDK's request builders also run). It reports every problem of every
+// document of every file at once, each as FILE:LINE: KIND/NAME: FIELD:
+// problem, in a *ManifestsError.
 package convert

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -81,5 +82,33 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 		_, _, _, _ = ManifestsToProto(m)
+	})
+}
+
+// FuzzReadManifests runs what podsyncctl does with its -f files —
+// ReadManifests over two sources — on arbitrary bytes. Nothing may panic;
+// a refusal lists at least one problem, each with its file; what is
+// accepted converts to the API.
+func FuzzReadManifests(f *testing.F) {
+	addManifestSeeds(f)
+	f.Add([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containers: [&c {name: c, image: i, env: &e [{name: A, value: x}, {name: B, value: 1}]}]\n  initContainers: [{name: d, image: i, env: *e}, *c]\n"))
+	f.Add([]byte("a: &a [x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, _, err := ReadManifests([]Source{{Name: "a", Data: data}, {Name: "b", Data: data}}, ReadOptions{})
+		if err != nil {
+			var me *ManifestsError
+			if !errors.As(err, &me) || len(me.Problems) == 0 {
+				t.Fatalf("error %v: want a *ManifestsError with problems", err)
+			}
+			for _, p := range me.Problems {
+				if p.File != "a" && p.File != "b" {
+					t.Fatalf("problem without its file: %v", p)
+				}
+			}
+			return
+		}
+		if _, _, _, err := ManifestsToProto(m); err != nil {
+			t.Fatalf("accepted manifests do not convert: %v", err)
+		}
 	})
 }

@@ -122,11 +122,11 @@ func TestCommandErrors(t *testing.T) {
 		wantErr  string
 	}{
 		{"unsupported field names file and path", "", []string{"run", "-f", unsupported}, 1,
-			unsupported + `: convert manifests: Pod "a": spec.nodeSelector: Forbidden: not supported by podsync`},
+			unsupported + `:5: Pod/a: spec.nodeSelector: not supported by podsync; remove it`},
 		{"unknown field names file and path", "", []string{"run", "-f", unknown}, 1,
-			unknown + `: document 0 (Pod "a"): unknown field "spec.containers[0].imagePullPolicyy"`},
+			unknown + `:8: Pod/a: spec.containers[0].imagePullPolicyy: unknown field; did you mean imagePullPolicy?`},
 		{"unknown field on stdin", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containerz: []\n",
-			[]string{"convert", "-f", "-"}, 1, `stdin: document 0 (Pod "a"): unknown field "spec.containerz"`},
+			[]string{"convert", "-f", "-"}, 1, `stdin:5: Pod/a: spec.containerz: unknown field; did you mean containers?`},
 		{"sync takes one pod", "", []string{"sync", "-f", "../../testdata/manifests/multi-container.yaml", "-f", "../../testdata/manifests/job.yaml"}, 1, "exactly one Pod"},
 		{"convert sync takes one pod", "", []string{"convert", "--request", "sync", "-f", "../../testdata/manifests/multi-container.yaml", "-f", "../../testdata/manifests/job.yaml"}, 1, "exactly one Pod"},
 		{"directory without manifests", "", []string{"run", "-f", empty}, 1, "holds no .yaml"},

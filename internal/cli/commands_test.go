@@ -15,6 +15,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/internal/testdaemon"
+	"github.com/podsync/podsync/server"
 )
 
 // The commands are tested against an in-process podsyncd (see
@@ -202,12 +204,16 @@ func TestRunReportsFailures(t *testing.T) {
 	}
 }
 
-// TestInvalidRequest: podsyncd's field violations are printed one per
-// line, with exit code 1.
+// TestInvalidRequest: podsyncd's field violations — here what only
+// podsyncd knows, its node name: podsyncctl checks the rest before it
+// sends — are printed one per line, with exit code 1.
 func TestInvalidRequest(t *testing.T) {
-	d := startPodsyncd(t)
-	bad := "apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec:\n  containers:\n  - name: app\n    image: \"registry.local/BusyBox:local\"\n" +
-		"  - name: Second\n    image: " + testImage + "\n    ports: [{containerPort: 0}]\n"
+	td := testdaemon.New(t, testdaemon.Options{Images: []string{testImage}, Service: func(o *server.ServiceOptions) {
+		o.Validator = &server.Validator{NodeName: testdaemon.NodeName, Limits: server.Limits{MaxContainersPerPod: 1}}
+	}})
+	d := &podsyncd{rt: td.Runtime, address: td.Target}
+	bad := "apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec:\n  nodeName: elsewhere\n  containers:\n  - name: app\n    image: " + testImage +
+		"\n  - name: second\n    image: " + testImage + "\n"
 	r := d.run(t, bad, "run", "-f", "-")
 	if r.code != 1 || r.stdout != "" {
 		t.Errorf("exit %d, stdout %q", r.code, r.stdout)

@@ -160,7 +160,9 @@ func (a *app) writeError(err error) {
 	case errors.As(err, &ce) && len(ce.Violations) > 0:
 		b.WriteString("error: invalid request:\n")
 		for _, v := range ce.Violations {
-			fmt.Fprintf(&b, "  %s: %s\n", v.GetField(), v.GetDescription())
+			// The API server's "Forbidden: " says nothing the
+			// description does not; the status keeps it.
+			fmt.Fprintf(&b, "  %s: %s\n", v.GetField(), strings.TrimPrefix(v.GetDescription(), "Forbidden: "))
 		}
 	case errors.As(err, &ce) && ce.Code == codes.Unavailable && ce.Reason == "":
 		fmt.Fprintf(&b, "error: cannot reach podsyncd at %s: %s\n", a.resolved, orNone(ce.Message))

@@ -19,8 +19,9 @@ func newConvertCommand(a *app) *cobra.Command {
 		Short: "Print the API request for a set of manifests",
 		Long: "convert reads Pod, ConfigMap and Secret manifests (YAML or JSON, multi-document,\n" +
 			"kind: List; files, directories or - for stdin), applies the API server's\n" +
-			"defaults, checks that podsync supports every field, and prints the request\n" +
-			"as the API's JSON, ready for grpcurl -d @. It does not contact podsyncd.",
+			"defaults, checks every document of every file as podsyncd would (every\n" +
+			"problem at once, as FILE:LINE: KIND/NAME: FIELD: problem), and prints the\n" +
+			"request as the API's JSON, ready for grpcurl -d @. It does not contact podsyncd.",
 		Example: "  podsyncctl convert -f pod.yaml | grpcurl -unix -plaintext -d @ \\\n" +
 			"      /run/podsync/podsync.sock podsync.v1.PodSyncService/RunPods\n" +
 			"  podsyncctl convert --request sync -f web.yaml",
@@ -35,7 +36,7 @@ func newConvertCommand(a *app) *cobra.Command {
 			if request != "run" && request != "sync" && request != "plan" {
 				return usageErrorf("--request must be run, sync or plan, not %q", request)
 			}
-			m, err := readManifests(a.stdin, files)
+			m, err := a.readManifests(files, false)
 			if err != nil {
 				return err
 			}

@@ -2,8 +2,10 @@
 // small main and the commands can be tested in-process: Main takes the
 // arguments and streams and returns the exit code.
 //
-// The commands read standard Kubernetes manifests (convert.Decode: YAML or
-// JSON, multi-document, kind: List; files, directories, stdin), build the
+// The commands read standard Kubernetes manifests (convert.ReadManifests:
+// YAML or JSON, multi-document, kind: List; files, directories, stdin;
+// every document checked as podsyncd checks it before anything is sent,
+// every problem reported as FILE:LINE: KIND/NAME: FIELD: problem), build the
 // API's requests with the Go SDK (client) and print the answers for
 // people — kubectl's tables and STATUS column, one line per sync step, a
 // plan as a diff — or, with -o json|yaml, as the API's messages in

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -21,12 +20,14 @@ func addFileFlag(cmd *cobra.Command, files *[]string, usage string) {
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 }
 
-// readManifests decodes every named file, directory and "-" (stdin), in
-// order, into one set of manifests, defaulted as the API server defaults
-// them. Every error names the file; decoding and conversion errors name
-// the document and the field (convert.Decode, convert.ManifestsToProto).
-func readManifests(stdin io.Reader, names []string) (*convert.Manifests, error) {
-	all := &convert.Manifests{}
+// readManifests reads every named file, directory and "-" (stdin), in
+// order, with convert.ReadManifests: every document of every file is
+// checked before anything is sent — as podsyncd checks it unless
+// decodeOnly (delete needs only the names) — and every problem is
+// reported at once, one line each with its file and line. Notices (fields
+// dropped or accepted without effect) go to stderr.
+func (a *app) readManifests(names []string, decodeOnly bool) (*convert.Manifests, error) {
+	var sources []convert.Source
 	for _, name := range names {
 		paths, err := expand(name)
 		if err != nil {
@@ -35,37 +36,21 @@ func readManifests(stdin io.Reader, names []string) (*convert.Manifests, error) 
 		for _, p := range paths {
 			var data []byte
 			if p == "-" {
-				data, err = io.ReadAll(stdin)
+				data, err = io.ReadAll(a.stdin)
 			} else {
 				data, err = os.ReadFile(p)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("read manifests: %w", err)
 			}
-			m, err := convert.Decode(bytes.NewReader(data))
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", displayName(p), err)
-			}
-			for _, pod := range m.Pods {
-				convert.Default(pod)
-			}
-			for _, c := range m.ConfigMaps {
-				convert.DefaultConfigMap(c)
-			}
-			for _, s := range m.Secrets {
-				convert.DefaultSecret(s)
-			}
-			// Convert each file on its own too, so that a field podsync
-			// does not support is reported with the file it is in.
-			if _, _, _, err := convert.ManifestsToProto(m); err != nil {
-				return nil, fmt.Errorf("%s: %w", displayName(p), err)
-			}
-			all.Pods = append(all.Pods, m.Pods...)
-			all.ConfigMaps = append(all.ConfigMaps, m.ConfigMaps...)
-			all.Secrets = append(all.Secrets, m.Secrets...)
+			sources = append(sources, convert.Source{Name: displayName(p), Data: data})
 		}
 	}
-	return all, nil
+	m, notices, err := convert.ReadManifests(sources, convert.ReadOptions{DecodeOnly: decodeOnly})
+	for _, n := range notices {
+		_, _ = fmt.Fprintf(a.stderr, "notice: %s\n", n)
+	}
+	return m, err
 }
 
 // expand turns a directory into its manifest files (*.yaml, *.yml and

@@ -167,13 +167,14 @@ func TestBadManifests(t *testing.T) {
 		want     []string
 	}{
 		{"unknown field", []string{"run", "-f", unknown}, 1,
-			[]string{"error: " + unknown + `: document 0 (Pod "typo"): unknown field "spec.containers[0].imagePullPolicyy"`}},
+			[]string{"error: the manifests have 1 problem:\n", "  " + unknown + `:8: Pod/typo: spec.containers[0].imagePullPolicyy: unknown field; did you mean imagePullPolicy?`}},
 		{"field podsync does not support", []string{"run", "-f", unsupported}, 1,
-			[]string{"error: " + unsupported + ": ", `Pod "tolerant": spec.tolerations: Forbidden: not supported by podsync`}},
+			[]string{"  " + unsupported + ":5: Pod/tolerant: spec.tolerations: not used — podsync runs on one node and has no scheduler"}},
+		// podsyncctl checks what podsyncd would, before it sends.
 		{"invalid image reference", []string{"run", "-f", badImage}, 1,
-			[]string{"error: invalid request:\n", "  pods[0].spec.containers[0].image: Invalid value: \"registry.local/BusyBox:local\""}},
+			[]string{"  " + badImage + `:7: Pod/bad-image: spec.containers[0].image: "registry.local/BusyBox:local" is not valid`}},
 		{"invalid image reference in sync", []string{"sync", "-f", badImage}, 1,
-			[]string{"error: invalid request:\n", "  pod.spec.containers[0].image: Invalid value"}},
+			[]string{"  " + badImage + `:7: Pod/bad-image: spec.containers[0].image: "registry.local/BusyBox:local" is not valid`}},
 		{"usage", []string{"run", "--wait-for", "forever", "-f", badImage}, 2, []string{"error: --wait-for"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,6 +192,24 @@ func TestBadManifests(t *testing.T) {
 	if r := d.ctl(ctx, "", "get"); r.stdout != "" {
 		t.Errorf("pods were created:\n%s", r.stdout)
 	}
+}
+
+// TestKubectlDump: a `kubectl get pod -o yaml` dump — resourceVersion,
+// managedFields, status, the injected kube-api-access volume and the
+// service account — runs to Ready on the runtime, with its notices.
+func TestKubectlDump(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncd(t)
+	dump := filepath.Join(repo, "internal", "cli", "testdata", "input", "kubectl-dump.yaml")
+	r := d.ctl(ctx, "", "run", "--wait-for", "ready", "--timeout", "2m", "-f", dump)
+	if r.code != 0 || !strings.Contains(r.stdout, "1 of 1 pods reached Ready") {
+		t.Fatalf("run the dump: %+v", r)
+	}
+	if !strings.Contains(r.stderr, "notice: "+dump+":1: Pod/web: dropped what the API server fills in: metadata.resourceVersion") ||
+		!strings.Contains(r.stderr, "no service account token is mounted") {
+		t.Errorf("notices:\n%s", r.stderr)
+	}
+	d.mustCtl(ctx, "delete", "-f", dump)
 }
 
 // TestLogsFollow: logs -f streams the lines a pod writes, one per 100 ms,

@@ -1,0 +1,549 @@
+package convert
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/podsync/podsync/validation"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Source is one manifest file for ReadManifests: its name, as messages
+// show it ("stdin" for standard input), and its content.
+type Source struct {
+	Name string
+	Data []byte
+}
+
+// Finding is one problem or notice of ReadManifests, about one field of
+// one object. Its String is `FILE:LINE: KIND/NAME: FIELD: message`, with
+// the parts that are not known left out.
+type Finding struct {
+	// File is the Source's name; Line the line of the field in it, from
+	// 1, or 0 when not known (a JSON stream, or an object not read from a
+	// file).
+	File string
+	Line int
+	// Kind and Name identify the object, when they could be read.
+	Kind, Name string
+	// Field is the field's path within the object
+	// ("spec.containers[0].image"), or "" for the whole object.
+	Field string
+	// Message says what is wrong, or what was done, and what to do.
+	Message string
+}
+
+func (f Finding) String() string {
+	var b strings.Builder
+	if f.File != "" {
+		b.WriteString(f.File)
+		if f.Line > 0 {
+			b.WriteString(":" + strconv.Itoa(f.Line))
+		}
+		b.WriteString(": ")
+	}
+	if f.Kind != "" {
+		b.WriteString(f.Kind)
+		if f.Name != "" {
+			b.WriteString("/" + f.Name)
+		}
+		b.WriteString(": ")
+	}
+	if f.Field != "" {
+		b.WriteString(f.Field + ": ")
+	}
+	b.WriteString(f.Message)
+	return b.String()
+}
+
+// ManifestsError lists every problem ReadManifests or ValidateManifests
+// found, one line each.
+type ManifestsError struct {
+	Problems []Finding
+	// causes are the conversion errors among the problems
+	// (*InvalidError), for errors.As.
+	causes []error
+}
+
+func (e *ManifestsError) Error() string {
+	var b strings.Builder
+	if len(e.Problems) == 1 {
+		b.WriteString("the manifests have 1 problem:")
+	} else {
+		fmt.Fprintf(&b, "the manifests have %d problems:", len(e.Problems))
+	}
+	for _, p := range e.Problems {
+		b.WriteString("\n" + p.String())
+	}
+	return b.String()
+}
+
+// Unwrap returns the *InvalidError of each object podsync cannot convert.
+func (e *ManifestsError) Unwrap() []error { return e.causes }
+
+// ReadOptions tune ReadManifests.
+type ReadOptions struct {
+	// Validation are the options of package validation's checks, as
+	// podsyncd runs them; Objects is ignored (the manifests' own
+	// ConfigMaps and Secrets are used).
+	Validation validation.Options
+	// DecodeOnly skips the checks of package validation and the
+	// conversion (for a delete, which needs only names).
+	DecodeOnly bool
+}
+
+// origin is where an object was read: its document's nodes and the path
+// of the object in it ("" or "items[2]").
+type origin struct {
+	file   string
+	doc    *yamlDocument
+	prefix string
+}
+
+func (o origin) finding(kind, name, path, msg string) Finding {
+	full := path
+	if o.prefix != "" {
+		full = joinPath(o.prefix, path)
+		if path == "" {
+			full = o.prefix
+		}
+	}
+	return Finding{File: o.file, Line: o.doc.line(full), Kind: kind, Name: name, Field: path, Message: msg}
+}
+
+// readState is ReadManifests' work: the objects read, where each came
+// from, and what was found.
+type readState struct {
+	m                           Manifests
+	podFrom, cmFrom, secretFrom []origin
+	problems, notices           []Finding
+	causes                      []error
+}
+
+// ReadManifests reads every source as Decode reads a stream, and checks
+// every document of every source before it returns, so that one bad
+// document does not hide the next: fields are checked against their types
+// (an unknown field suggests the nearest known one; a value of the wrong
+// type says what was wanted), fields only the API server sets are dropped
+// (DropServerFields) and the identity fields podsync accepts but does not
+// act on are dropped too (DropIdentityFields), each with a notice; then
+// the objects are defaulted (Default, DefaultConfigMap, DefaultSecret) and
+// checked as podsyncd checks a request's objects (ValidateManifests).
+//
+// It returns the defaulted manifests and the notices, or a
+// *ManifestsError listing every problem, each with its file and line.
+func ReadManifests(sources []Source, opts ReadOptions) (*Manifests, []Finding, error) {
+	st := &readState{}
+	for _, src := range sources {
+		st.readSource(src)
+	}
+	// The objects that decoded are checked even when others did not, so
+	// that a bad file does not hide the problems of the next.
+	if !opts.DecodeOnly {
+		st.validate(opts.Validation)
+	}
+	order := make(map[string]int, len(sources))
+	for i, src := range sources {
+		if _, ok := order[src.Name]; !ok {
+			order[src.Name] = i
+		}
+	}
+	slices.SortStableFunc(st.problems, func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(order[a.File], order[b.File]), cmp.Compare(a.Line, b.Line))
+	})
+	// Secrets are defaulted after their check, as podsyncd does, so that
+	// a problem names the field it was given in.
+	for _, s := range st.m.Secrets {
+		DefaultSecret(s)
+	}
+	if len(st.problems) > 0 {
+		return nil, st.notices, &ManifestsError{Problems: st.problems, causes: st.causes}
+	}
+	return &st.m, st.notices, nil
+}
+
+var yamlLineError = regexp.MustCompile(`(?s)\bline (\d+): (.*)$`)
+
+func (st *readState) readSource(src Source) {
+	jdocs, err := splitDocuments(bytes.NewReader(src.Data))
+	ydocs, yerr := parseYAMLDocuments(src.Data)
+	if err != nil {
+		f := Finding{File: src.Name, Message: err.Error()}
+		var de *DocumentError
+		if errors.As(err, &de) {
+			f.Message = de.Err.Error()
+		}
+		if yerr != nil && !utilyaml.IsJSONBuffer(src.Data) {
+			f.Message = yerr.Error()
+		}
+		// Both YAML parsers name the line in their own words.
+		if m := yamlLineError.FindStringSubmatch(f.Message); m != nil {
+			f.Line, _ = strconv.Atoi(m[1])
+			f.Message = m[2]
+		}
+		st.problems = append(st.problems, f)
+		return
+	}
+	if len(ydocs) != len(jdocs) {
+		ydocs = nil // lines are not known
+	}
+	for i, doc := range jdocs {
+		o := origin{file: src.Name}
+		if ydocs != nil {
+			o.doc = ydocs[i]
+		} else if d, err := parseYAMLDocuments(doc); err == nil && len(d) == 1 {
+			// The document alone (JSON is YAML) still gives the
+			// fields' types and paths, but not their lines in the file.
+			o.doc = d[0]
+			o.doc.noLines = true
+		}
+		st.readDocument(o, doc)
+	}
+}
+
+func (st *readState) readDocument(o origin, doc []byte) {
+	h, err := readManifestHeader(doc)
+	if err != nil {
+		st.problems = append(st.problems, o.headerFinding(h, err))
+		return
+	}
+	if h.Kind != manifestKindList {
+		st.readObject(o, h, doc)
+		return
+	}
+	var list corev1.List
+	if err := unmarshalStrict(doc, &list); err != nil {
+		st.problems = append(st.problems, o.finding(h.Kind, h.Name, "", err.Error()))
+		return
+	}
+	for i, item := range list.Items {
+		io := o
+		io.prefix = "items[" + strconv.Itoa(i) + "]"
+		ih, err := readManifestHeader(item.Raw)
+		if err == nil && ih.Kind == manifestKindList {
+			err = errors.New("a List cannot hold a List")
+		}
+		if err != nil {
+			st.problems = append(st.problems, io.headerFinding(ih, err))
+			continue
+		}
+		st.readObject(io, ih, item.Raw)
+	}
+}
+
+// headerFinding reports a header error at the line of its field; the
+// message names the field already.
+func (o origin) headerFinding(h manifestHeader, err error) Finding {
+	f := o.finding(h.Kind, h.Name, headerField(err), err.Error())
+	f.Field = ""
+	return f
+}
+
+// headerField is the field a header error is about.
+func headerField(err error) string {
+	switch msg := err.Error(); {
+	case strings.HasPrefix(msg, "apiVersion"):
+		return "apiVersion"
+	case strings.HasPrefix(msg, "kind"):
+		return "kind"
+	}
+	return ""
+}
+
+// readObject type-checks and decodes one Pod, ConfigMap or Secret.
+func (st *readState) readObject(o origin, h manifestHeader, doc []byte) {
+	var obj any
+	switch h.Kind {
+	case manifestKindPod:
+		obj = &corev1.Pod{}
+	case manifestKindConfigMap:
+		obj = &corev1.ConfigMap{}
+	case manifestKindSecret:
+		obj = &corev1.Secret{}
+	}
+	if node := o.node(); node != nil {
+		var probs []fieldProblem
+		checkTypes(node, reflect.TypeOf(obj), "", &probs)
+		for _, p := range probs {
+			path := p.path
+			if o.prefix != "" {
+				path = strings.TrimPrefix(strings.TrimPrefix(path, o.prefix), ".")
+			}
+			if o.doc.noLines {
+				p.line = 0
+			}
+			st.problems = append(st.problems, Finding{File: o.file, Line: p.line, Kind: h.Kind, Name: h.Name, Field: path, Message: p.msg})
+		}
+		if len(probs) > 0 {
+			return
+		}
+	}
+	if err := unmarshalStrict(doc, obj); err != nil {
+		// What the node walk let through (a JSON stream has no nodes):
+		// in a manifest's words where the decoder gives them.
+		f := o.finding(h.Kind, h.Name, "", err.Error())
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			f = o.finding(h.Kind, h.Name, ute.Field, fmt.Sprintf("want %s, got a %s", kindWord(ute.Type), ute.Value))
+		}
+		st.problems = append(st.problems, f)
+		return
+	}
+	switch v := obj.(type) {
+	case *corev1.Pod:
+		if dropped := DropServerFields(v); len(dropped) > 0 {
+			st.notices = append(st.notices, o.finding(h.Kind, h.Name, "", "dropped what the API server fills in: "+strings.Join(dropped, ", ")))
+		}
+		if ignored := DropIdentityFields(v); len(ignored) > 0 {
+			st.notices = append(st.notices, o.finding(h.Kind, h.Name, "", "accepted "+strings.Join(ignored, ", ")+
+				", but no service account token is mounted: podsync has no API server to issue one"))
+		}
+		Default(v)
+		st.m.Pods = append(st.m.Pods, v)
+		st.podFrom = append(st.podFrom, o)
+	case *corev1.ConfigMap:
+		DefaultConfigMap(v)
+		st.m.ConfigMaps = append(st.m.ConfigMaps, v)
+		st.cmFrom = append(st.cmFrom, o)
+	case *corev1.Secret:
+		st.m.Secrets = append(st.m.Secrets, v)
+		st.secretFrom = append(st.secretFrom, o)
+	}
+}
+
+// node returns the YAML node of the object o names, or nil.
+func (o origin) node() *yaml.Node {
+	if o.doc == nil {
+		return nil
+	}
+	n := o.doc.root
+	if o.prefix != "" {
+		n = childNode(n, "items")
+		i, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(o.prefix, "items["), "]"))
+		n = resolveAlias(n)
+		if n == nil || i >= len(n.Content) {
+			return nil
+		}
+		n = n.Content[i]
+	}
+	return n
+}
+
+// validate runs ValidateManifests and places its findings.
+func (st *readState) validate(opts validation.Options) {
+	for _, e := range validateManifests(&st.m, opts) {
+		var o origin
+		switch e.kind {
+		case manifestKindPod:
+			o = st.podFrom[e.index]
+		case manifestKindConfigMap:
+			o = st.cmFrom[e.index]
+		case manifestKindSecret:
+			o = st.secretFrom[e.index]
+		}
+		st.problems = append(st.problems, o.finding(e.kind, e.name, e.err.Field, Describe(e.err)))
+		if e.cause != nil {
+			st.causes = append(st.causes, e.cause)
+		}
+	}
+}
+
+// objectError is one problem of ValidateManifests.
+type objectError struct {
+	kind, name string
+	index      int
+	err        *field.Error
+	cause      error
+}
+
+// ValidateManifests checks defaulted manifests as podsyncd checks the
+// objects of a request (server.Validator): each object converts to the
+// API without losing a field, each pod is valid (validation.ValidatePod's
+// metadata and spec checks, after the round trip through the API that
+// podsyncd sees), pods are unique by namespace/name and uid, ConfigMaps
+// and Secrets by namespace/name, and every ConfigMap and Secret a pod
+// needs is among them. opts.Objects is ignored. Secrets are checked as
+// given (before DefaultSecret). It returns a *ManifestsError, whose
+// findings have no file or line, or nil.
+func ValidateManifests(m *Manifests, opts validation.Options) error {
+	errs := validateManifests(m, opts)
+	if len(errs) == 0 {
+		return nil
+	}
+	me := &ManifestsError{}
+	for _, e := range errs {
+		me.Problems = append(me.Problems, Finding{Kind: e.kind, Name: e.name, Field: e.err.Field, Message: Describe(e.err)})
+		if e.cause != nil {
+			me.causes = append(me.causes, e.cause)
+		}
+	}
+	return me
+}
+
+func validateManifests(m *Manifests, opts validation.Options) []objectError {
+	// References are checked against the defaulted objects, as podsyncd
+	// checks them.
+	cms := make([]*corev1.ConfigMap, len(m.ConfigMaps))
+	for i, cm := range m.ConfigMaps {
+		cms[i] = cm.DeepCopy()
+		DefaultConfigMap(cms[i])
+	}
+	secrets := make([]*corev1.Secret, len(m.Secrets))
+	for i, s := range m.Secrets {
+		secrets[i] = s.DeepCopy()
+		DefaultSecret(secrets[i])
+	}
+	opts.Objects = validation.NewObjects(cms, secrets)
+	var out []objectError
+	add := func(kind, name string, i int, cause error, errs ...*field.Error) {
+		for _, fe := range errs {
+			out = append(out, objectError{kind: kind, name: name, index: i, err: fe, cause: cause})
+			cause = nil // once per object
+		}
+	}
+	seenCM := make(map[types.NamespacedName]bool)
+	for i, cm := range m.ConfigMaps {
+		if _, err := ConfigMapToProto(cm); err != nil {
+			add(manifestKindConfigMap, cm.Name, i, err, invalidFields(err)...)
+			continue
+		}
+		d := cm.DeepCopy()
+		DefaultConfigMap(d)
+		add(manifestKindConfigMap, cm.Name, i, nil, validation.ValidateConfigMap(d, nil, opts)...)
+		key := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
+		if seenCM[key] {
+			add(manifestKindConfigMap, cm.Name, i, nil, field.Duplicate(field.NewPath("metadata", "name"), key.String()))
+		}
+		seenCM[key] = true
+	}
+	seenSecret := make(map[types.NamespacedName]bool)
+	for i, s := range m.Secrets {
+		if _, err := SecretToProto(s); err != nil {
+			add(manifestKindSecret, s.Name, i, err, invalidFields(err)...)
+			continue
+		}
+		add(manifestKindSecret, s.Name, i, nil, validation.ValidateSecret(s, nil, opts)...)
+		ns := s.Namespace
+		if ns == "" {
+			ns = metav1.NamespaceDefault
+		}
+		key := types.NamespacedName{Namespace: ns, Name: s.Name}
+		if seenSecret[key] {
+			add(manifestKindSecret, s.Name, i, nil, field.Duplicate(field.NewPath("metadata", "name"), key.String()))
+		}
+		seenSecret[key] = true
+	}
+	byName := make(map[types.NamespacedName]bool)
+	byUID := make(map[types.UID]bool)
+	for i, pod := range m.Pods {
+		pb, err := PodToProto(pod)
+		if err != nil {
+			add(manifestKindPod, pod.Name, i, err, invalidFields(err)...)
+			continue
+		}
+		// What podsyncd validates is the pod it converts back.
+		back, err := PodFromProto(pb)
+		if err != nil {
+			add(manifestKindPod, pod.Name, i, err, invalidFields(err)...)
+			continue
+		}
+		back.Status = corev1.PodStatus{}
+		back.CreationTimestamp = metav1.Time{}
+		Default(back)
+		add(manifestKindPod, pod.Name, i, nil, validation.ValidatePodMetadata(back, nil)...)
+		add(manifestKindPod, pod.Name, i, nil, validation.ValidatePodSpec(&back.Spec, &back.ObjectMeta, field.NewPath("spec"), opts)...)
+		key := types.NamespacedName{Namespace: back.Namespace, Name: back.Name}
+		if byName[key] {
+			add(manifestKindPod, pod.Name, i, nil, field.Duplicate(field.NewPath("metadata", "name"), key.String()))
+		} else if byUID[back.UID] {
+			add(manifestKindPod, pod.Name, i, nil, field.Duplicate(field.NewPath("metadata", "uid"), string(back.UID)))
+		}
+		byName[key], byUID[back.UID] = true, true
+	}
+	return out
+}
+
+// invalidFields returns the field errors of an *InvalidError, or err as
+// an internal error.
+func invalidFields(err error) field.ErrorList {
+	var ie *InvalidError
+	if errors.As(err, &ie) {
+		return ie.Errors
+	}
+	return field.ErrorList{field.InternalError(nil, err)}
+}
+
+// Describe says what is wrong with a field in the words of a manifest's
+// author: field.Error's text without its path and without the API
+// server's type names ("Forbidden", "Unsupported value").
+func Describe(fe *field.Error) string {
+	switch fe.Type {
+	case field.ErrorTypeForbidden:
+		return fe.Detail
+	case field.ErrorTypeRequired:
+		if fe.Detail == "" {
+			return "required"
+		}
+		return "required: " + fe.Detail
+	case field.ErrorTypeNotSupported:
+		return fmt.Sprintf("%s is not one of the values podsync knows: %s", badValue(fe.BadValue), strings.TrimPrefix(fe.Detail, "supported values: "))
+	case field.ErrorTypeDuplicate:
+		return fmt.Sprintf("%s is given twice", badValue(fe.BadValue))
+	case field.ErrorTypeInvalid:
+		return fmt.Sprintf("%s is not valid: %s", badValue(fe.BadValue), fe.Detail)
+	case field.ErrorTypeTooLong, field.ErrorTypeTooMany:
+		return fe.Detail
+	}
+	return strings.TrimPrefix(fe.ErrorBody(), fe.Type.String()+": ")
+}
+
+func badValue(v any) string {
+	switch t := v.(type) {
+	case string:
+		return strconv.Quote(t)
+	case *string:
+		if t != nil {
+			return strconv.Quote(*t)
+		}
+	}
+	return fmt.Sprintf("%v", v)
+}
+
+// kindWord names a Go type as a manifest's author knows it.
+func kindWord(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Map:
+		return "a map"
+	case reflect.Struct, reflect.Pointer:
+		return "an object"
+	}
+	return "another type"
+}

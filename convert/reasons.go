@@ -1,0 +1,41 @@
+package convert
+
+import (
+	"regexp"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// unsupportedReasons say, for the fields podsync refuses that manifests
+// often carry, why in one clause and what to do. Paths have their list
+// indexes as "[*]".
+var unsupportedReasons = map[string]string{
+	"metadata.generateName":                 "a node has no name generator; give metadata.name",
+	"spec.affinity":                         "not used — podsync runs on one node and has no scheduler; remove it",
+	"spec.tolerations":                      "not used — podsync runs on one node and has no scheduler; remove it",
+	"spec.topologySpreadConstraints":        "not used — podsync runs on one node and has no scheduler; remove it",
+	"spec.schedulerName":                    "not used — podsync runs on one node and has no scheduler; remove it",
+	"spec.priorityClassName":                "podsync has no priority classes and nothing to preempt on one node; remove it",
+	"spec.ephemeralContainers":              "ephemeral containers are added by kubectl debug through an API server podsync does not have; remove them",
+	"spec.readinessGates":                   "readiness gates are set by controllers podsync does not run; remove them",
+	"spec.resourceClaims":                   "dynamic resource allocation needs an API server podsync does not have; remove it",
+	"spec.containers[*].resources.claims":   "dynamic resource allocation needs an API server podsync does not have; remove it",
+	"spec.volumes[*].persistentVolumeClaim": "podsync has no persistent volume claims; use a hostPath or emptyDir volume",
+	"spec.volumes[*].projected":             "projected volumes are not supported; use configMap, secret and downwardAPI volumes of their own",
+	"metadata.finalizers":                   "finalizers are for controllers podsync does not run; remove them",
+}
+
+// unsupportedDefault is the reason of a field without one of its own.
+const unsupportedDefault = "not supported by podsync; remove it (README's field table lists what podsync runs)"
+
+var listIndex = regexp.MustCompile(`\[\d+\]`)
+
+// unsupported is the error of a field podsync does not support, with its
+// reason.
+func unsupported(path *field.Path) *field.Error {
+	reason, ok := unsupportedReasons[listIndex.ReplaceAllString(path.String(), "[*]")]
+	if !ok {
+		reason = unsupportedDefault
+	}
+	return field.Forbidden(path, reason)
+}
