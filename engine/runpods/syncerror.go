@@ -1,8 +1,10 @@
 package runpods
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -18,7 +20,7 @@ import (
 //
 //   - a failed CreatePodSandbox (the runtime refused the sandbox: an
 //     unknown runtime handler, a CNI failure, a sandbox config that cannot
-//     be built);
+//     be built), unless the failure clears by itself (transientSandboxFailure);
 //   - a failed MountVolumes or a start failed before the container was
 //     created (CreateContainerConfigError, ErrImageNeverPull,
 //     InvalidImageName) whose error says the spec cannot run
@@ -41,7 +43,7 @@ func terminalFailure(pod *corev1.Pod, s syncer.StepResult) bool {
 	spec := errors.Is(s.Err, errdefs.ErrInvalidSpec) || errors.Is(s.Err, errdefs.ErrNotFound)
 	switch s.Action {
 	case syncer.ActionCreatePodSandbox:
-		return true
+		return !transientSandboxFailure(s.Err)
 	case syncer.ActionMountVolumes:
 		return spec
 	case syncer.ActionStartContainer:
@@ -65,4 +67,19 @@ func syncErrorMessage(pod *corev1.Pod, s syncer.StepResult) string {
 		msg = s.Err.Error()
 	}
 	return fmt.Sprintf("error syncing pod %q: failed to %q for %q with %s: %q", plan.PodString(pod), s.Action, s.Target, s.Reason, msg)
+}
+
+// transientSandboxFailure reports whether a sandbox creation failed for a
+// reason that clears without anyone changing anything, which the pod's
+// worker retries: the runtime was unreachable or timed out, or its name
+// was still reserved by a creation in flight — containerd reserves
+// "NAME_NAMESPACE_UID_ATTEMPT" while a RunPodSandbox runs ("failed to
+// reserve sandbox name …: name … is reserved for ID", containerd's CRI
+// plugin, 1.6 and 2.x alike), as after a podsyncd that was killed during
+// one comes back.
+func transientSandboxFailure(err error) bool {
+	if errors.Is(err, errdefs.ErrRuntimeUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	return strings.Contains(err.Error(), "failed to reserve sandbox name")
 }

@@ -30,6 +30,11 @@ func TestSyncErrorsThatWillNotClearFailAtOnce(t *testing.T) {
 	}
 	sandbox := syncer.StepResult{Action: syncer.ActionCreatePodSandbox, Target: plan.PodString(p), Reason: syncer.ReasonCreatePodSandboxError,
 		Message: fmt.Sprintf("Failed to create sandbox for pod %q: no runtime for \"gvisor\"", plan.PodString(p)), Err: errors.New("run pod sandbox: no runtime")}
+	reserved := sandbox
+	reserved.Message = "Failed to create sandbox for pod: name reserved"
+	reserved.Err = errors.New(`run pod sandbox: rpc error: code = FailedPrecondition desc = failed to reserve sandbox name "a_default_uid-a_0": name "a_default_uid-a_0" is reserved for "3b87"`)
+	unavailable := sandbox
+	unavailable.Err = fmt.Errorf("run pod sandbox: %w", errdefs.ErrRuntimeUnavailable)
 	missing := start(syncer.ReasonCreateContainerConfigErr, "configmap default/cfg: not found", fmt.Errorf("configmap default/cfg: %w", errdefs.ErrNotFound))
 	hook := start(syncer.ReasonPostStartHookError, `Exec lifecycle hook ([false]) for Container "app" in Pod "a_default(uid-a)" failed`, errors.New("exec hook: exit 1"))
 	never := func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }
@@ -42,6 +47,10 @@ func TestSyncErrorsThatWillNotClearFailAtOnce(t *testing.T) {
 		failed *syncer.StepResult
 	}{
 		{name: "a sandbox the runtime refuses", apply: []syncer.StepResult{sandbox}, failed: &sandbox},
+		// A creation still in flight (a podsyncd killed during one came
+		// back) holds the name until it ends; the worker retries.
+		{name: "a sandbox name still reserved keeps waiting", apply: []syncer.StepResult{reserved}},
+		{name: "a sandbox the runtime could not be asked for keeps waiting", apply: []syncer.StepResult{unavailable}},
 		{name: "a ConfigMap the node does not hold", apply: []syncer.StepResult{missing}, failed: &missing},
 		{name: "a ConfigMap missing in a later pass", later: []syncer.StepResult{missing}, failed: &missing},
 		{
