@@ -1,7 +1,10 @@
 package admit
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -84,24 +87,22 @@ func NodeLabels(hostname, goos, goarch string, operator map[string]string) map[s
 	return out
 }
 
-// ParseNodeLabels parses "key=value,key=value", as the kubelet's
-// --node-labels. Keys are qualified names, values label values.
-func ParseNodeLabels(spec string) (map[string]string, error) {
-	out := map[string]string{}
-	if strings.TrimSpace(spec) == "" {
-		return out, nil
-	}
-	for _, kv := range strings.Split(spec, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if !ok {
-			return nil, fmt.Errorf("label %q: want key=value", kv)
+// CheckNodeLabels checks the operator's node labels (--node-labels):
+// keys are qualified names, values label values, and the labels podsyncd
+// sets itself (NodeLabels) cannot be given.
+func CheckNodeLabels(labels map[string]string) error {
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		switch k {
+		case corev1.LabelHostname, corev1.LabelOSStable, corev1.LabelArchStable:
+			errs = append(errs, fmt.Errorf("label %q: set by podsyncd itself", k))
+			continue
 		}
-		if err := checkLabel(k, v); err != nil {
-			return nil, fmt.Errorf("label %q: %w", kv, err)
+		if err := checkLabel(k, labels[k]); err != nil {
+			errs = append(errs, fmt.Errorf("label %s=%s: %w", k, labels[k], err))
 		}
-		out[k] = v
 	}
-	return out, nil
+	return errors.Join(errs...)
 }
 
 // ParseTaint parses "key[=value]:Effect", as the kubelet's

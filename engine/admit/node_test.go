@@ -120,17 +120,13 @@ func TestNodeLabels(t *testing.T) {
 	}
 }
 
-func TestParseNodeLabelsAndTaints(t *testing.T) {
-	got, err := ParseNodeLabels("disk=ssd, example.com/zone=a,empty=")
-	if err != nil {
-		t.Fatal(err)
+func TestCheckNodeLabelsAndParseTaint(t *testing.T) {
+	if err := CheckNodeLabels(map[string]string{"disk": "ssd", "example.com/zone": "a", "empty": ""}); err != nil {
+		t.Errorf("CheckNodeLabels of good labels: %v", err)
 	}
-	if d := cmp.Diff(map[string]string{"disk": "ssd", "example.com/zone": "a", "empty": ""}, got); d != "" {
-		t.Errorf("ParseNodeLabels (-want +got):\n%s", d)
-	}
-	for _, bad := range []string{"novalue", "Bad Key=v", "k=bad value"} {
-		if _, err := ParseNodeLabels(bad); err == nil {
-			t.Errorf("ParseNodeLabels(%q) = nil error", bad)
+	for _, bad := range []map[string]string{{"Bad Key": "v"}, {"k": "bad value"}, {corev1.LabelHostname: "other"}} {
+		if err := CheckNodeLabels(bad); err == nil {
+			t.Errorf("CheckNodeLabels(%v) = nil error", bad)
 		}
 	}
 	for spec, want := range map[string]corev1.Taint{
