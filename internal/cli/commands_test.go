@@ -422,3 +422,31 @@ func TestTCP(t *testing.T) {
 		t.Errorf("health with the config file: %+v", r)
 	}
 }
+
+// TestRunDeleteDeployment: `run -f` of a Deployment of three replicas
+// gives three pods named after it, the Service beside it skipped with a
+// notice; `delete -f` of the same file removes them.
+func TestRunDeleteDeployment(t *testing.T) {
+	d := startPodsyncd(t)
+	const file = "../../testdata/workloads/deployment.yaml"
+	r := d.run(t, "", "run", "-f", file)
+	mustSucceed(t, "run", r)
+	if !strings.Contains(r.stdout, "3 of 3 pods reached Running") || !strings.Contains(r.stderr, `notice: `+file+`: Service "web" skipped`) {
+		t.Errorf("run of a Deployment:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	r = d.run(t, "", "get", "-l", "podsync.io/workload-kind=Deployment,podsync.io/workload-name=web")
+	mustSucceed(t, "get -l", r)
+	for _, name := range []string{"web-0", "web-1", "web-2"} {
+		if len(linesWith(r.stdout, "default", name, "Running")) != 1 {
+			t.Errorf("get has no running %s:\n%s", name, r.stdout)
+		}
+	}
+	r = d.run(t, "", "delete", "-f", file, "--grace-period", "0")
+	mustSucceed(t, "delete -f", r)
+	if r.stdout != "pod \"default/web-0\" deleted\npod \"default/web-1\" deleted\npod \"default/web-2\" deleted\n" {
+		t.Errorf("delete -f: %q", r.stdout)
+	}
+	if r = d.run(t, "", "ls"); r.stdout != "" {
+		t.Errorf("pods left after delete -f:\n%s", r.stdout)
+	}
+}

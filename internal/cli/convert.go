@@ -35,7 +35,7 @@ func newConvertCommand(a *app) *cobra.Command {
 			if request != "run" && request != "sync" && request != "plan" {
 				return usageErrorf("--request must be run, sync or plan, not %q", request)
 			}
-			m, err := readManifests(a.stdin, files)
+			m, err := a.manifests(files)
 			if err != nil {
 				return err
 			}

@@ -93,7 +93,7 @@ func (a *app) deleteTargets(ctx context.Context, c *client.Client, f deleteFlags
 	var refs [][2]string
 	switch {
 	case len(f.files) > 0:
-		m, err := readManifests(a.stdin, f.files)
+		m, err := a.manifests(f.files)
 		if err != nil {
 			return nil, err
 		}

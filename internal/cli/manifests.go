@@ -63,6 +63,9 @@ func readManifests(stdin io.Reader, names []string) (*convert.Manifests, error) 
 			all.Pods = append(all.Pods, m.Pods...)
 			all.ConfigMaps = append(all.ConfigMaps, m.ConfigMaps...)
 			all.Secrets = append(all.Secrets, m.Secrets...)
+			for _, n := range m.Notices {
+				all.Notices = append(all.Notices, displayName(p)+": "+n)
+			}
 		}
 	}
 	return all, nil
@@ -106,4 +109,17 @@ func displayName(p string) string {
 		return "stdin"
 	}
 	return p
+}
+
+// manifests reads manifests as readManifests does and prints their
+// notices (such as a Service skipped beside a Deployment) on stderr.
+func (a *app) manifests(names []string) (*convert.Manifests, error) {
+	m, err := readManifests(a.stdin, names)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range m.Notices {
+		_, _ = fmt.Fprintf(a.stderr, "notice: %s\n", n)
+	}
+	return m, nil
 }

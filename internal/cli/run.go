@@ -102,7 +102,7 @@ func (a *app) runRequest(f runFlags) (*podsyncv1.RunPodsRequest, error) {
 	if f.timeout <= 0 {
 		return nil, usageErrorf("--timeout %s: must be positive", f.timeout)
 	}
-	m, err := readManifests(a.stdin, f.files)
+	m, err := a.manifests(f.files)
 	if err != nil {
 		return nil, err
 	}

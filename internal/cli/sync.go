@@ -36,7 +36,7 @@ func (a *app) newSyncCommand() *cobra.Command {
 			if err := checkFormat(output, formatText, formatJSON, formatYAML); err != nil {
 				return err
 			}
-			m, err := readManifests(a.stdin, files)
+			m, err := a.manifests(files)
 			if err != nil {
 				return err
 			}
@@ -150,7 +150,7 @@ func (a *app) newPlanCommand() *cobra.Command {
 			if err := checkFormat(output, formatText, formatJSON, formatYAML); err != nil {
 				return err
 			}
-			m, err := readManifests(a.stdin, files)
+			m, err := a.manifests(files)
 			if err != nil {
 				return err
 			}

@@ -158,7 +158,7 @@ func TestBadManifests(t *testing.T) {
 		"  - name: app\n    image: registry.local/busybox:local\n    imagePullPolicyy: Never\n")
 	badImage := write("bad-image.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: bad-image}\nspec:\n  containers:\n"+
 		"  - name: app\n    image: registry.local/BusyBox:local\n")
-	unsupported := write("unsupported.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: tolerant}\nspec:\n  tolerations: [{operator: Exists}]\n"+
+	unsupported := write("unsupported.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: gated}\nspec:\n  readinessGates: [{conditionType: x}]\n"+
 		"  containers:\n  - name: app\n    image: registry.local/busybox:local\n")
 	for _, tt := range []struct {
 		name     string
@@ -169,7 +169,7 @@ func TestBadManifests(t *testing.T) {
 		{"unknown field", []string{"run", "-f", unknown}, 1,
 			[]string{"error: " + unknown + `: document 0 (Pod "typo"): unknown field "spec.containers[0].imagePullPolicyy"`}},
 		{"field podsync does not support", []string{"run", "-f", unsupported}, 1,
-			[]string{"error: " + unsupported + ": ", `Pod "tolerant": spec.tolerations: Forbidden: not supported by podsync`}},
+			[]string{"error: " + unsupported + ": ", `Pod "gated": spec.readinessGates: Forbidden: not supported by podsync`}},
 		{"invalid image reference", []string{"run", "-f", badImage}, 1,
 			[]string{"error: invalid request:\n", "  pods[0].spec.containers[0].image: Invalid value: \"registry.local/BusyBox:local\""}},
 		{"invalid image reference in sync", []string{"sync", "-f", badImage}, 1,
