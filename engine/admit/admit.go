@@ -27,6 +27,9 @@ type Node struct {
 	// optionally ephemeral-storage. A resource absent here is not limited,
 	// except pods, which defaults to DefaultMaxPods.
 	Allocatable corev1.ResourceList
+	// Capacity is the machine's resources, before the system's
+	// reservation; admission does not use it, GetNode reports it.
+	Capacity corev1.ResourceList
 	// AppArmor says whether the host enforces AppArmor profiles.
 	AppArmor bool
 	// KernelVersion is the node's kernel release ("6.1.0-18-amd64"): the

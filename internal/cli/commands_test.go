@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -448,5 +449,64 @@ func TestRunDeleteDeployment(t *testing.T) {
 	}
 	if r = d.run(t, "", "ls"); r.stdout != "" {
 		t.Errorf("pods left after delete -f:\n%s", r.stdout)
+	}
+}
+
+// TestNodeShowsLabelsAndResources: `podsyncctl node` prints the node's
+// name, the labels podsyncd sets itself, its taints and resources (here
+// none limited), and -o json the API's Node.
+func TestNodeShowsLabelsAndResources(t *testing.T) {
+	d := startPodsyncd(t)
+	r := d.run(t, "", "node")
+	mustSucceed(t, "node", r)
+	for _, want := range [][]string{
+		{"Name:", "node-1"},
+		{"Labels:", "kubernetes.io/arch=" + runtime.GOARCH},
+		{"kubernetes.io/hostname=node-1"},
+		{"kubernetes.io/os=" + runtime.GOOS},
+		{"Taints:", "<none>"},
+		{"Capacity:"},
+		{"Allocatable:"},
+	} {
+		if len(linesWith(r.stdout, want...)) != 1 {
+			t.Errorf("node output has no line with %q:\n%s", want, r.stdout)
+		}
+	}
+	r = d.run(t, "", "node", "-o", "json")
+	mustSucceed(t, "node -o json", r)
+	var n podsyncv1.Node
+	if err := protojson.Unmarshal([]byte(r.stdout), &n); err != nil || n.GetLabels()["kubernetes.io/hostname"] != "node-1" {
+		t.Errorf("node -o json = %v (%v):\n%s", &n, err, r.stdout)
+	}
+}
+
+func TestPrintNode(t *testing.T) {
+	var b strings.Builder
+	err := printNode(&b, &podsyncv1.Node{
+		Name:        "n1",
+		Labels:      map[string]string{"disk": "ssd", "kubernetes.io/os": "linux"},
+		Taints:      []*podsyncv1.Taint{{Key: "dedicated", Value: "db", Effect: "NoSchedule"}, {Key: "maintenance", Effect: "NoExecute"}},
+		Capacity:    map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110"},
+		Allocatable: map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `Name:         n1
+Labels:       disk=ssd
+              kubernetes.io/os=linux
+Taints:       dedicated=db:NoSchedule
+              maintenance:NoExecute
+Capacity:
+  cpu:              4
+  memory:           8Gi
+  pods:             110
+Allocatable:
+  cpu:              3500m
+  memory:           7Gi
+  pods:             110
+`
+	if b.String() != want {
+		t.Errorf("printNode:\n%s\nwant:\n%s", b.String(), want)
 	}
 }

@@ -377,7 +377,7 @@ func (d *daemon) machine() error {
 		return err
 	}
 	d.hooksFor = admit.Node{
-		Allocatable: d.alloc, KernelVersion: kernelRelease(), AppArmor: appArmorEnabled(),
+		Allocatable: d.alloc, Capacity: capacity, KernelVersion: kernelRelease(), AppArmor: appArmorEnabled(),
 		Name:   d.cfg.NodeName,
 		Labels: admit.NodeLabels(d.cfg.NodeName, goruntime.GOOS, goruntime.GOARCH, d.cfg.NodeLabels),
 		Taints: taints,
