@@ -10,8 +10,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 )
 
-// GetNode returns what admission knows of the node. It needs no runtime,
-// so it answers before the runtime does.
+// GetNode returns what admission knows of the node.
 func (s *service) GetNode(context.Context, *podsyncv1.GetNodeRequest) (*podsyncv1.GetNodeResponse, error) {
 	n := s.runPods.Admission
 	out := &podsyncv1.Node{
