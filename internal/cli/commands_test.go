@@ -426,7 +426,8 @@ func TestTCP(t *testing.T) {
 
 // TestRunDeleteDeployment: `run -f` of a Deployment of three replicas
 // gives three pods named after it, the Service beside it skipped with a
-// notice; `delete -f` of the same file removes them.
+// notice; re-applied with fewer replicas, the extra pods go; `delete -f`
+// removes every pod of the Deployment.
 func TestRunDeleteDeployment(t *testing.T) {
 	d := startPodsyncd(t)
 	const file = "../../testdata/workloads/deployment.yaml"
@@ -442,7 +443,23 @@ func TestRunDeleteDeployment(t *testing.T) {
 			t.Errorf("get has no running %s:\n%s", name, r.stdout)
 		}
 	}
-	r = d.run(t, "", "delete", "-f", file, "--grace-period", "0")
+	// Re-applied with one replica: web-1 and web-2 go.
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := writeManifest(t, "one.yaml", strings.Replace(string(data), "replicas: 3", "replicas: 1", 1))
+	r = d.run(t, "", "run", "-f", one)
+	mustSucceed(t, "run with one replica", r)
+	if !strings.Contains(r.stderr, `notice: pod "default/web-1" deleted: its workload has fewer replicas now`) ||
+		!strings.Contains(r.stderr, `notice: pod "default/web-2" deleted`) || !strings.Contains(r.stdout, "1 of 1 pods reached Running") {
+		t.Errorf("run with fewer replicas:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	r = d.run(t, "", "run", "-f", file)
+	mustSucceed(t, "run with three again", r)
+	// delete -f of the one-replica file removes every pod of the
+	// Deployment.
+	r = d.run(t, "", "delete", "-f", one, "--grace-period", "0")
 	mustSucceed(t, "delete -f", r)
 	if r.stdout != "pod \"default/web-0\" deleted\npod \"default/web-1\" deleted\npod \"default/web-2\" deleted\n" {
 		t.Errorf("delete -f: %q", r.stdout)
