@@ -272,6 +272,7 @@ func (m *Manifests) addObject(h manifestHeader, doc []byte) error {
 			return err
 		}
 		m.Pods = append(m.Pods, pod)
+		m.Notices = append(m.Notices, schedulingNotices(h.Kind, pod.Name, &pod.Spec)...)
 	case manifestKindConfigMap:
 		cm := &corev1.ConfigMap{}
 		if err := unmarshalStrict(doc, cm); err != nil {

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"google.golang.org/protobuf/types/known/structpb"
 	corev1 "k8s.io/api/core/v1"
@@ -160,4 +161,29 @@ func (c *fromProto) structInto(path *field.Path, s *structpb.Struct, v any) {
 	if err != nil {
 		c.errs = append(c.errs, field.Invalid(path, s.AsMap(), err.Error()))
 	}
+}
+
+// schedulingNotices say which of the pod's scheduling fields have no
+// effect on one node: they only score nodes or need other nodes.
+func schedulingNotices(kind, name string, spec *corev1.PodSpec) []string {
+	var fields []string
+	if a := spec.Affinity; a != nil {
+		if a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
+			fields = append(fields, "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution")
+		}
+		if a.PodAffinity != nil {
+			fields = append(fields, "spec.affinity.podAffinity")
+		}
+		if a.PodAntiAffinity != nil {
+			fields = append(fields, "spec.affinity.podAntiAffinity")
+		}
+	}
+	if len(spec.TopologySpreadConstraints) > 0 {
+		fields = append(fields, "spec.topologySpreadConstraints")
+	}
+	out := make([]string, 0, len(fields))
+	for _, f := range fields {
+		out = append(out, fmt.Sprintf("%s %q: %s: accepted, no effect: podsync runs on one node and has no scheduler", kind, name, f))
+	}
+	return out
 }

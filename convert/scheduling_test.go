@@ -78,6 +78,14 @@ func TestSchedulingFieldsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if d := cmp.Diff([]string{
+		`Pod "web": spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution: accepted, no effect: podsync runs on one node and has no scheduler`,
+		`Pod "web": spec.affinity.podAffinity: accepted, no effect: podsync runs on one node and has no scheduler`,
+		`Pod "web": spec.affinity.podAntiAffinity: accepted, no effect: podsync runs on one node and has no scheduler`,
+		`Pod "web": spec.topologySpreadConstraints: accepted, no effect: podsync runs on one node and has no scheduler`,
+	}, m.Notices); d != "" {
+		t.Errorf("notices (-want +got):\n%s", d)
+	}
 	pod := m.Pods[0]
 	convert.Default(pod)
 	pb, err := convert.PodToProto(pod)

@@ -125,6 +125,7 @@ func (m *Manifests) addOther(h manifestHeader, doc []byte) error {
 		return err
 	}
 	m.Pods = append(m.Pods, pods...)
+	m.Notices = append(m.Notices, schedulingNotices(h.Kind, h.Name, &w.template.Spec)...)
 	return nil
 }
 
