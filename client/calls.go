@@ -236,6 +236,21 @@ func (c *Client) GetPod(ctx context.Context, namespace, name string) (*podsyncv1
 	return resp, nil
 }
 
+// GetNode returns what podsyncd's admission knows of its node: name,
+// labels, taints, capacity and allocatable resources. Retried on
+// ErrUnavailable with WithRetry.
+func (c *Client) GetNode(ctx context.Context) (*podsyncv1.Node, error) {
+	var resp *podsyncv1.GetNodeResponse
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.api.GetNode(ctx, &podsyncv1.GetNodeRequest{})
+		return err
+	})
+	if err != nil {
+		return nil, wrap("GetNode", "", err)
+	}
+	return resp.GetNode(), nil
+}
+
 // ListPods lists pods by namespace, label selector and phase, ordered by
 // namespace and name, with the revision to watch from. Errors:
 // ErrInvalidArgument for a malformed selector. Retried on ErrUnavailable

@@ -62,11 +62,11 @@ stringData: {password: hunter2}
 // TestRequestErrors: unsupported fields are named; no pod is an error.
 func TestRequestErrors(t *testing.T) {
 	pod := testPod("", "web", nil)
-	pod.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
+	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "x"}}
 	_, err := client.SyncPodRequestFromPod(pod, nil, nil)
 	var ie *convert.InvalidError
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "spec.tolerations") {
-		t.Errorf("SyncPodRequestFromPod with tolerations: %v", err)
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "spec.readinessGates") {
+		t.Errorf("SyncPodRequestFromPod with readinessGates: %v", err)
 	}
 	if _, err := client.PlanPodRequestFromPod(nil, nil, nil); err == nil {
 		t.Error("PlanPodRequestFromPod(nil) succeeded")

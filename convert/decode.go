@@ -22,6 +22,9 @@ type Manifests struct {
 	Pods       []*corev1.Pod
 	ConfigMaps []*corev1.ConfigMap
 	Secrets    []*corev1.Secret
+	// Notices say what Decode did that the reader should know of, such as
+	// a Service it skipped.
+	Notices []string
 }
 
 // DocumentError reports a document of a manifest stream that Decode could
@@ -77,7 +80,12 @@ const (
 
 // Decode reads a stream of Kubernetes manifests: YAML documents separated by
 // "---" lines, or a stream of JSON objects. Each document is a v1 Pod,
-// ConfigMap or Secret, or a v1 List of them; empty documents are skipped.
+// ConfigMap or Secret, a workload whose pod template runs as pods (see
+// workloads.go: Deployment, ReplicaSet, StatefulSet, DaemonSet,
+// ReplicationController, Job), or a v1 List of them; empty documents are
+// skipped, and so, with a notice, are the kinds beside workloads that mean
+// nothing on one node (Service, ServiceAccount, RBAC, Namespace,
+// PersistentVolumeClaim).
 // Documents are decoded strictly, as the API server does with strict field
 // validation: field names are case-sensitive and an unknown or duplicated
 // field is an error. Every error but a failure to read r is a
@@ -225,20 +233,20 @@ func readManifestHeader(doc []byte) (manifestHeader, error) {
 	if h.APIVersion, err = stringField(fields, "apiVersion"); err != nil {
 		return h, err
 	}
+	// The kind first: the apiVersion wanted depends on it.
 	switch {
 	case h.Kind == "":
 		return h, errors.New("kind is missing")
+	case isOtherKind(h.Kind):
+		return h, checkOtherAPIVersion(h)
+	case h.Kind != manifestKindPod && h.Kind != manifestKindConfigMap && h.Kind != manifestKindSecret && h.Kind != manifestKindList:
+		return h, fmt.Errorf("kind %q is not supported, want Pod, ConfigMap, Secret, List or a workload (%s)", h.Kind, workloadKindList)
 	case h.APIVersion == "":
 		return h, errors.New(`apiVersion is missing, want "v1"`)
 	case h.APIVersion != "v1":
 		return h, fmt.Errorf(`apiVersion %q is not supported, want "v1"`, h.APIVersion)
 	}
-	switch h.Kind {
-	case manifestKindPod, manifestKindConfigMap, manifestKindSecret, manifestKindList:
-		return h, nil
-	default:
-		return h, fmt.Errorf("kind %q is not supported, want Pod, ConfigMap, Secret or List", h.Kind)
-	}
+	return h, nil
 }
 
 // stringField returns the string value of key in fields, or "" if the key
@@ -264,6 +272,7 @@ func (m *Manifests) addObject(h manifestHeader, doc []byte) error {
 			return err
 		}
 		m.Pods = append(m.Pods, pod)
+		m.Notices = append(m.Notices, schedulingNotices(h.Kind, pod.Name, &pod.Spec)...)
 	case manifestKindConfigMap:
 		cm := &corev1.ConfigMap{}
 		if err := unmarshalStrict(doc, cm); err != nil {
@@ -278,7 +287,7 @@ func (m *Manifests) addObject(h manifestHeader, doc []byte) error {
 		m.Secrets = append(m.Secrets, s)
 	default:
 		// readManifestHeader admits no other kind.
-		return fmt.Errorf("kind %q is not supported", h.Kind)
+		return m.addOther(h, doc)
 	}
 	return nil
 }

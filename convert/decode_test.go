@@ -250,15 +250,15 @@ func TestDecodeErrors(t *testing.T) {
 		},
 		{
 			name:     "wrong kind",
-			in:       "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n",
-			want:     DocumentError{Index: 0, Item: -1, Kind: "Service", Name: "web"},
-			contains: []string{`kind "Service" is not supported`},
+			in:       "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web}\n",
+			want:     DocumentError{Index: 0, Item: -1, Kind: "Ingress", Name: "web"},
+			contains: []string{`kind "Ingress" is not supported`, "or a workload (Deployment,"},
 		},
 		{
 			name:     "wrong kind in a list",
-			in:       "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data}}\n",
-			want:     DocumentError{Index: 0, Item: 0, Kind: "PersistentVolumeClaim", Name: "data"},
-			contains: []string{`kind "PersistentVolumeClaim" is not supported`},
+			in:       "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Endpoints, metadata: {name: data}}\n",
+			want:     DocumentError{Index: 0, Item: 0, Kind: "Endpoints", Name: "data"},
+			contains: []string{`kind "Endpoints" is not supported`},
 		},
 		{
 			name:     "list in a list",
@@ -268,8 +268,8 @@ func TestDecodeErrors(t *testing.T) {
 		},
 		{
 			name:     "wrong apiVersion",
-			in:       "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n",
-			want:     DocumentError{Index: 0, Item: -1, Kind: "Deployment", Name: "web"},
+			in:       "apiVersion: apps/v1\nkind: Pod\nmetadata: {name: web}\n",
+			want:     DocumentError{Index: 0, Item: -1, Kind: "Pod", Name: "web"},
 			contains: []string{`apiVersion "apps/v1" is not supported, want "v1"`},
 		},
 		{

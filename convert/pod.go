@@ -187,6 +187,12 @@ func podSpecToProto(in *corev1.PodSpec) *podsyncv1.PodSpec {
 		NodeName:           in.NodeName,
 		EnableServiceLinks: in.EnableServiceLinks,
 		SchedulerName:      in.SchedulerName,
+		NodeSelector:       in.NodeSelector,
+		Tolerations:        toSlice(in.Tolerations, tolerationToProto),
+		Affinity:           affinityToProto(in.Affinity),
+		TopologySpreadConstraints: toSlice(in.TopologySpreadConstraints, func(t corev1.TopologySpreadConstraint) *structpb.Struct {
+			return jsonToStruct(t)
+		}),
 	}
 }
 

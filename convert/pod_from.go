@@ -38,11 +38,15 @@ func (c *fromProto) podSpec(path *field.Path, in *podsyncv1.PodSpec) corev1.PodS
 		HostAliases: toSlice(in.HostAliases, func(h *podsyncv1.HostAlias) corev1.HostAlias {
 			return corev1.HostAlias{IP: h.GetIp(), Hostnames: h.GetHostnames()}
 		}),
-		Volumes:            c.volumes(path.Child("volumes"), in.Volumes),
-		SecurityContext:    podSecurityContextFromProto(in.SecurityContext),
-		NodeName:           in.NodeName,
-		EnableServiceLinks: in.EnableServiceLinks,
-		SchedulerName:      in.SchedulerName,
+		Volumes:                   c.volumes(path.Child("volumes"), in.Volumes),
+		SecurityContext:           podSecurityContextFromProto(in.SecurityContext),
+		NodeName:                  in.NodeName,
+		EnableServiceLinks:        in.EnableServiceLinks,
+		SchedulerName:             in.SchedulerName,
+		NodeSelector:              in.NodeSelector,
+		Tolerations:               toSlice(in.Tolerations, tolerationFromProto),
+		Affinity:                  c.affinity(path.Child("affinity"), in.Affinity),
+		TopologySpreadConstraints: c.topologySpreadConstraints(path.Child("topologySpreadConstraints"), in.TopologySpreadConstraints),
 	}
 }
 

@@ -181,11 +181,6 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 		mutate func(*corev1.Pod)
 		want   []string
 	}{
-		{"tolerations", func(p *corev1.Pod) {
-			p.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
-		}, []string{"spec.tolerations"}},
-		{"node selector", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"a": "b"} }, []string{"spec.nodeSelector"}},
-		{"affinity", func(p *corev1.Pod) { p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}} }, []string{"spec.affinity"}},
 		{"service account", func(p *corev1.Pod) { p.Spec.ServiceAccountName = "builder" }, []string{"spec.serviceAccountName"}},
 		{"priority class", func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" }, []string{"spec.priorityClassName"}},
 		{"runtime class", func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("gvisor") }, []string{"spec.runtimeClassName"}},
@@ -242,10 +237,10 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 		{"stdinOnce", func(p *corev1.Pod) { p.Spec.Containers[0].StdinOnce = true }, []string{"spec.containers[0].stdinOnce"}},
 		{"nominated node in status", func(p *corev1.Pod) { p.Status.NominatedNodeName = "n1" }, []string{"status.nominatedNodeName"}},
 		{"several at once, in path order", func(p *corev1.Pod) {
-			p.Spec.NodeSelector = map[string]string{"a": "b"}
+			p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "x"}}
 			p.Spec.Containers[0].StdinOnce = true
-			p.Spec.Tolerations = []corev1.Toleration{{Key: "k"}}
-		}, []string{"spec.containers[0].stdinOnce", "spec.nodeSelector", "spec.tolerations"}},
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "k"}} // accepted
+		}, []string{"spec.containers[0].stdinOnce", "spec.readinessGates"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -264,8 +264,33 @@ func headerField(err error) string {
 	return ""
 }
 
-// readObject type-checks and decodes one Pod, ConfigMap or Secret.
+// readOther reads a kind isOtherKind accepts: a workload's pods, each from
+// the workload's document; a skipped kind's notice; a CronJob's refusal.
+func (st *readState) readOther(o origin, h manifestHeader, doc []byte) {
+	var m Manifests
+	if err := m.addOther(h, doc); err != nil {
+		st.problems = append(st.problems, o.finding(h.Kind, h.Name, "", err.Error()))
+		return
+	}
+	for _, n := range m.Notices {
+		// The finding names the object already.
+		n = strings.TrimPrefix(strings.TrimPrefix(n, fmt.Sprintf("%s %q: ", h.Kind, h.Name)), fmt.Sprintf("%s %q ", h.Kind, h.Name))
+		st.notices = append(st.notices, o.finding(h.Kind, h.Name, "", n))
+	}
+	for _, pod := range m.Pods {
+		Default(pod)
+		st.m.Pods = append(st.m.Pods, pod)
+		st.podFrom = append(st.podFrom, o)
+	}
+}
+
+// readObject type-checks and decodes one Pod, ConfigMap or Secret, or
+// hands a workload or another kind to readOther.
 func (st *readState) readObject(o origin, h manifestHeader, doc []byte) {
+	if isOtherKind(h.Kind) {
+		st.readOther(o, h, doc)
+		return
+	}
 	var obj any
 	switch h.Kind {
 	case manifestKindPod:
@@ -311,6 +336,9 @@ func (st *readState) readObject(o origin, h manifestHeader, doc []byte) {
 		if ignored := DropIdentityFields(v); len(ignored) > 0 {
 			st.notices = append(st.notices, o.finding(h.Kind, h.Name, "", "accepted "+strings.Join(ignored, ", ")+
 				", but no service account token is mounted: podsync has no API server to issue one"))
+		}
+		for _, n := range schedulingNotices(h.Kind, v.Name, &v.Spec) {
+			st.notices = append(st.notices, o.finding(h.Kind, h.Name, "", strings.TrimPrefix(n, fmt.Sprintf("%s %q: ", h.Kind, v.Name))))
 		}
 		Default(v)
 		st.m.Pods = append(st.m.Pods, v)

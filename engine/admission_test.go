@@ -175,3 +175,53 @@ func TestPlanRefusesWhatApplyWould(t *testing.T) {
 		t.Errorf("%d sandboxes, want the applied pod's", len(sbs))
 	}
 }
+
+// TestNodeSchedulingFieldsRefuseBeforeAnythingIsCreated: a pod whose
+// nodeSelector names a label the node lacks, or that does not tolerate
+// the node's NoExecute taint, is refused with the kubelet's reason and
+// leaves nothing in the store or the runtime; once it matches, it runs.
+func TestNodeSchedulingFieldsRefuseBeforeAnythingIsCreated(t *testing.T) {
+	node := admit.Node{
+		Name:   "node-1",
+		Labels: admit.NodeLabels("node-1", "linux", "amd64", map[string]string{"disk": "ssd"}),
+		Taints: []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}},
+	}
+	admitFn, policyFn := engine.Admission(node, admit.Policy{})
+	h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Admit, o.Policy = admitFn, policyFn })
+	tolerant := []corev1.Toleration{{Key: "maintenance", Operator: corev1.TolerationOpExists}}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*corev1.Pod)
+		reason string
+	}{
+		{name: "nodeSelector for a label the node lacks", reason: admit.ReasonNodeAffinity, mutate: func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{"gpu": "true"}
+			p.Spec.Tolerations = tolerant
+		}},
+		{name: "NoExecute taint not tolerated", reason: admit.ReasonTaintToleration, mutate: func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := enginetest.Pod()
+			tc.mutate(pod)
+			var ae *engine.AdmissionError
+			if _, err := h.node.Apply(h.ctx, pod, nil, nil, nil); !errors.As(err, &ae) || ae.Reason() != tc.reason {
+				t.Fatalf("Apply = %v, want reason %s", err, tc.reason)
+			}
+			if recs, _, _ := h.st.List(store.Filter{}); len(recs) != 0 {
+				t.Errorf("%d pods stored, want none", len(recs))
+			}
+			if sbs, _ := h.rt.ListPodSandbox(h.ctx, nil); len(sbs) != 0 {
+				t.Errorf("%d sandboxes, want none", len(sbs))
+			}
+		})
+	}
+	pod := enginetest.Pod()
+	pod.Spec.NodeSelector = map[string]string{"disk": "ssd", corev1.LabelOSStable: "linux"}
+	pod.Spec.Tolerations = tolerant
+	h.apply(pod)
+	if sbs, _ := h.rt.ListPodSandbox(h.ctx, nil); len(sbs) != 1 {
+		t.Errorf("%d sandboxes, want the matching pod's", len(sbs))
+	}
+}

@@ -54,7 +54,7 @@ const (
 	// RoleNone may call nothing.
 	RoleNone Role = iota
 	// RoleRead may call the methods without side effects: GetPod,
-	// ListPods, WatchPods, GetContainerLogs, PlanPod, grpc.health.v1 and
+	// GetNode, ListPods, WatchPods, GetContainerLogs, PlanPod, grpc.health.v1 and
 	// server reflection.
 	RoleRead
 	// RoleAdmin may call every method.
@@ -271,6 +271,7 @@ var readMethods = map[string]bool{
 	podsyncv1.PodSyncService_WatchPods_FullMethodName:        true,
 	podsyncv1.PodSyncService_GetContainerLogs_FullMethodName: true,
 	podsyncv1.PodSyncService_PlanPod_FullMethodName:          true,
+	podsyncv1.PodSyncService_GetNode_FullMethodName:          true,
 }
 
 // readServices are services RoleRead may call in full.

@@ -131,6 +131,7 @@ func (pv *podValidator) spec(p *field.Path, namespace string, spec *corev1.PodSp
 	if spec.Subdomain != "" {
 		pv.add(DNS1123Label(p.Child("subdomain"), spec.Subdomain)...)
 	}
+	pv.scheduling(p, spec)
 	if n := spec.NodeName; n != "" {
 		if pv.nodeName != "" && n != pv.nodeName {
 			pv.add(field.Invalid(p.Child("nodeName"), n, fmt.Sprintf("must be empty or this node's name %q", pv.nodeName)))

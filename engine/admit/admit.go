@@ -27,11 +27,23 @@ type Node struct {
 	// optionally ephemeral-storage. A resource absent here is not limited,
 	// except pods, which defaults to DefaultMaxPods.
 	Allocatable corev1.ResourceList
+	// Capacity is the machine's resources, before the system's
+	// reservation; admission does not use it, GetNode reports it.
+	Capacity corev1.ResourceList
 	// AppArmor says whether the host enforces AppArmor profiles.
 	AppArmor bool
 	// KernelVersion is the node's kernel release ("6.1.0-18-amd64"): the
 	// safe sysctls depend on it. Empty counts as a recent kernel.
 	KernelVersion string
+	// Name is the node's name, which required node affinity may match
+	// with matchFields on metadata.name.
+	Name string
+	// Labels are the node's labels, which spec.nodeSelector and required
+	// node affinity must match (NodeLabels builds them).
+	Labels map[string]string
+	// Taints are the node's taints; a pod must tolerate each NoExecute
+	// and NoSchedule one.
+	Taints []corev1.Taint
 }
 
 // DefaultMaxPods is the kubelet's default --max-pods.
@@ -128,7 +140,8 @@ func CheckPolicy(pod *corev1.Pod, node Node, p Policy) Result {
 // or has admitted (others). Terminal pods and earlier instances of the same
 // pod (same uid) do not count. The policy is checked first, then, in the
 // kubelet's order, the pod count, cpu, memory and ephemeral storage
-// requests, and host ports. AppArmor support (the kubelet's AppArmor
+// requests, node selector and required node affinity, host ports, and
+// taints. AppArmor support (the kubelet's AppArmor
 // handler) is checked after the policy.
 func Admit(pod *corev1.Pod, others []*corev1.Pod, node Node, p Policy) Result {
 	if r := CheckPolicy(pod, node, p); !r.Admit {
@@ -147,7 +160,13 @@ func Admit(pod *corev1.Pod, others []*corev1.Pod, node Node, p Policy) Result {
 	if r := fitsResources(pod, active, node); !r.Admit {
 		return r
 	}
-	return fitsPorts(pod, active)
+	if r := checkNodeAffinity(pod, node); !r.Admit {
+		return r
+	}
+	if r := fitsPorts(pod, active); !r.Admit {
+		return r
+	}
+	return checkTaints(pod, node)
 }
 
 func fitsResources(pod *corev1.Pod, active []*corev1.Pod, node Node) Result {

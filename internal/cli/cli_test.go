@@ -110,7 +110,7 @@ func TestCommandErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	unsupported := filepath.Join(dir, "unsupported.yaml")
-	if err := os.WriteFile(unsupported, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  nodeSelector: {disk: ssd}\n  containers: [{name: c, image: i}]\n"), 0o644); err != nil {
+	if err := os.WriteFile(unsupported, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  readinessGates: [{conditionType: x}]\n  containers: [{name: c, image: i}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	empty := t.TempDir()
@@ -122,7 +122,7 @@ func TestCommandErrors(t *testing.T) {
 		wantErr  string
 	}{
 		{"unsupported field names file and path", "", []string{"run", "-f", unsupported}, 1,
-			unsupported + `:5: Pod/a: spec.nodeSelector: not supported by podsync; remove it`},
+			unsupported + `:5: Pod/a: spec.readinessGates: readiness gates are set by controllers podsync does not run; remove them`},
 		{"unknown field names file and path", "", []string{"run", "-f", unknown}, 1,
 			unknown + `:8: Pod/a: spec.containers[0].imagePullPolicyy: unknown field; did you mean imagePullPolicy?`},
 		{"unknown field on stdin", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containerz: []\n",
@@ -218,4 +218,16 @@ func TestAddressSources(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, `unknown field "server"`) {
 		t.Errorf("unknown config key: exit %d, stderr %q", r.code, r.stderr)
 	}
+}
+
+// TestConvertDeploymentWithServiceGolden: a Deployment's pod template
+// becomes its replicas, labelled with the workload, and the Service beside
+// it is skipped with a notice on stderr.
+func TestConvertDeploymentWithServiceGolden(t *testing.T) {
+	r := runCLI(t, nil, "", "convert", "-f", "../../testdata/workloads/deployment.yaml")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	golden(t, "convert-deployment.json", r.stdout)
+	golden(t, "convert-deployment.stderr", r.stderr)
 }

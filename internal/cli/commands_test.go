@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -426,5 +427,109 @@ func TestTCP(t *testing.T) {
 	r = runCLI(t, nil, "", "--config", cfg, "health")
 	if r.code != 0 || r.stdout != "SERVING\n" {
 		t.Errorf("health with the config file: %+v", r)
+	}
+}
+
+// TestRunDeleteDeployment: `run -f` of a Deployment of three replicas
+// gives three pods named after it, the Service beside it skipped with a
+// notice; re-applied with fewer replicas, the extra pods go; `delete -f`
+// removes every pod of the Deployment.
+func TestRunDeleteDeployment(t *testing.T) {
+	d := startPodsyncd(t)
+	const file = "../../testdata/workloads/deployment.yaml"
+	r := d.run(t, "", "run", "-f", file)
+	mustSucceed(t, "run", r)
+	if !strings.Contains(r.stdout, "3 of 3 pods reached Running") || !strings.Contains(r.stderr, `notice: `+file+`:4: Service/web: skipped`) {
+		t.Errorf("run of a Deployment:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	r = d.run(t, "", "get", "-l", "podsync.io/workload-kind=Deployment,podsync.io/workload-name=web")
+	mustSucceed(t, "get -l", r)
+	for _, name := range []string{"web-0", "web-1", "web-2"} {
+		if len(linesWith(r.stdout, "default", name, "Running")) != 1 {
+			t.Errorf("get has no running %s:\n%s", name, r.stdout)
+		}
+	}
+	// Re-applied with one replica: web-1 and web-2 go.
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := writeManifest(t, "one.yaml", strings.Replace(string(data), "replicas: 3", "replicas: 1", 1))
+	r = d.run(t, "", "run", "-f", one)
+	mustSucceed(t, "run with one replica", r)
+	if !strings.Contains(r.stderr, `notice: pod "default/web-1" deleted: its workload has fewer replicas now`) ||
+		!strings.Contains(r.stderr, `notice: pod "default/web-2" deleted`) || !strings.Contains(r.stdout, "1 of 1 pods reached Running") {
+		t.Errorf("run with fewer replicas:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	r = d.run(t, "", "run", "-f", file)
+	mustSucceed(t, "run with three again", r)
+	// delete -f of the one-replica file removes every pod of the
+	// Deployment.
+	r = d.run(t, "", "delete", "-f", one, "--grace-period", "0")
+	mustSucceed(t, "delete -f", r)
+	if r.stdout != "pod \"default/web-0\" deleted\npod \"default/web-1\" deleted\npod \"default/web-2\" deleted\n" {
+		t.Errorf("delete -f: %q", r.stdout)
+	}
+	if r = d.run(t, "", "ls"); r.stdout != "" {
+		t.Errorf("pods left after delete -f:\n%s", r.stdout)
+	}
+}
+
+// TestNodeShowsLabelsAndResources: `podsyncctl node` prints the node's
+// name, the labels podsyncd sets itself, its taints and resources (here
+// none limited), and -o json the API's Node.
+func TestNodeShowsLabelsAndResources(t *testing.T) {
+	d := startPodsyncd(t)
+	r := d.run(t, "", "node")
+	mustSucceed(t, "node", r)
+	for _, want := range [][]string{
+		{"Name:", "node-1"},
+		{"Labels:", "kubernetes.io/arch=" + runtime.GOARCH},
+		{"kubernetes.io/hostname=node-1"},
+		{"kubernetes.io/os=" + runtime.GOOS},
+		{"Taints:", "<none>"},
+		{"Capacity:"},
+		{"Allocatable:"},
+	} {
+		if len(linesWith(r.stdout, want...)) != 1 {
+			t.Errorf("node output has no line with %q:\n%s", want, r.stdout)
+		}
+	}
+	r = d.run(t, "", "node", "-o", "json")
+	mustSucceed(t, "node -o json", r)
+	var n podsyncv1.Node
+	if err := protojson.Unmarshal([]byte(r.stdout), &n); err != nil || n.GetLabels()["kubernetes.io/hostname"] != "node-1" {
+		t.Errorf("node -o json = %v (%v):\n%s", &n, err, r.stdout)
+	}
+}
+
+func TestPrintNode(t *testing.T) {
+	var b strings.Builder
+	err := printNode(&b, &podsyncv1.Node{
+		Name:        "n1",
+		Labels:      map[string]string{"disk": "ssd", "kubernetes.io/os": "linux"},
+		Taints:      []*podsyncv1.Taint{{Key: "dedicated", Value: "db", Effect: "NoSchedule"}, {Key: "maintenance", Effect: "NoExecute"}},
+		Capacity:    map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110"},
+		Allocatable: map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `Name:         n1
+Labels:       disk=ssd
+              kubernetes.io/os=linux
+Taints:       dedicated=db:NoSchedule
+              maintenance:NoExecute
+Capacity:
+  cpu:              4
+  memory:           8Gi
+  pods:             110
+Allocatable:
+  cpu:              3500m
+  memory:           7Gi
+  pods:             110
+`
+	if b.String() != want {
+		t.Errorf("printNode:\n%s\nwant:\n%s", b.String(), want)
 	}
 }

@@ -100,7 +100,10 @@ func (a *app) deleteTargets(ctx context.Context, c *client.Client, f deleteFlags
 		if len(m.Pods) == 0 {
 			return nil, errors.New("no Pod in the manifests")
 		}
-		refs = manifestRefs(m)
+		// A workload's pods beyond its replicas in the file too.
+		if refs, err = a.withWorkloadPods(ctx, c, manifestRefs(m), m); err != nil {
+			return nil, err
+		}
 	case f.all:
 		lctx, cancel := a.callContext(ctx)
 		resp, err := c.ListPods(lctx, &podsyncv1.ListPodsRequest{Namespace: f.namespace})

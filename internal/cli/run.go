@@ -61,6 +61,9 @@ func (a *app) newRunCommand() *cobra.Command {
 				return err
 			}
 			defer func() { _ = c.Close() }()
+			if err := a.pruneWorkloads(cmd.Context(), c, req); err != nil {
+				return err
+			}
 			p := newRunPrinter(a, req, f.output)
 			res, err := c.RunPods(cmd.Context(), req, p.progress)
 			if err != nil {

@@ -222,6 +222,14 @@ type Config struct {
 	// NodeIPs are the node's addresses (--node-ip); empty means the host's
 	// first non-loopback IPv4 address, else 127.0.0.1.
 	NodeIPs []string `json:"nodeIPs,omitempty"`
+	// NodeLabels are the node's labels (--node-labels k=v,...), which pods'
+	// nodeSelector and required node affinity must match; podsyncd adds
+	// kubernetes.io/hostname (the node name), kubernetes.io/os and
+	// kubernetes.io/arch itself.
+	NodeLabels map[string]string `json:"nodeLabels,omitempty"`
+	// NodeTaints are the node's taints (--node-taints key[=value]:Effect),
+	// which pods must tolerate when NoSchedule or NoExecute.
+	NodeTaints []string `json:"nodeTaints,omitempty"`
 	// ClusterDNS are the DNS servers of ClusterFirst pods (--cluster-dns).
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
 	// ClusterDomain is the cluster's DNS domain (--cluster-domain).
@@ -404,6 +412,10 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.NodeName, "node-name", c.NodeName, "node name reported in pod statuses (default: the host name)")
 	fs.StringArrayVar(&c.NodeIPs, "node-ip", c.NodeIPs,
 		"node IP address; repeatable (default: the first non-loopback IPv4 address, else 127.0.0.1)")
+	fs.StringToStringVar(&c.NodeLabels, "node-labels", c.NodeLabels,
+		"node labels pods' nodeSelector and required node affinity must match, e.g. disk=ssd,zone=a")
+	fs.StringSliceVar(&c.NodeTaints, "node-taints", c.NodeTaints,
+		"node taints pods must tolerate, key[=value]:Effect; comma-separated or repeatable")
 	fs.StringArrayVar(&c.ClusterDNS, "cluster-dns", c.ClusterDNS, "DNS server IP of ClusterFirst pods; repeatable")
 	fs.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "cluster DNS domain")
 	fs.StringVar(&c.ResolvConf, "resolv-conf", c.ResolvConf,
@@ -480,6 +492,12 @@ func (c Config) Validate(ctx context.Context) error {
 	for _, msg := range validation.IsDNS1123Subdomain(c.NodeName) {
 		errs = append(errs, fmt.Errorf("--node-name %q: %s", c.NodeName, msg))
 	}
+	if err := admit.CheckNodeLabels(c.NodeLabels); err != nil {
+		errs = append(errs, fmt.Errorf("--node-labels: %w", err))
+	}
+	if _, err := c.Taints(); err != nil {
+		errs = append(errs, err)
+	}
 	if len(c.NodeIPs) == 0 {
 		errs = append(errs, errors.New("--node-ip: at least one address is required"))
 	}
@@ -545,6 +563,19 @@ func (c Config) Validate(ctx context.Context) error {
 		errs = append(errs, errors.New("--enable-profiling: needs --metrics-address"))
 	}
 	return errors.Join(errs...)
+}
+
+// Taints parses NodeTaints.
+func (c Config) Taints() ([]corev1.Taint, error) {
+	var out []corev1.Taint
+	for _, spec := range c.NodeTaints {
+		t, err := admit.ParseTaint(spec)
+		if err != nil {
+			return nil, fmt.Errorf("--node-taints: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // Reserved parses SystemReserved; only cpu and memory may be reserved.

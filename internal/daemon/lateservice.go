@@ -80,6 +80,14 @@ func (l *lateService) GetPod(ctx context.Context, req *podsyncv1.GetPodRequest) 
 	return svc.GetPod(ctx, req)
 }
 
+func (l *lateService) GetNode(ctx context.Context, req *podsyncv1.GetNodeRequest) (*podsyncv1.GetNodeResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.GetNode(ctx, req)
+}
+
 func (l *lateService) ListPods(ctx context.Context, req *podsyncv1.ListPodsRequest) (*podsyncv1.ListPodsResponse, error) {
 	svc, err := l.get()
 	if err != nil {

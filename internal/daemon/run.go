@@ -372,7 +372,17 @@ func (d *daemon) machine() error {
 	}
 	d.alloc = admit.Allocatable(capacity, reserved)
 	d.memory = mem
-	d.hooksFor = admit.Node{Allocatable: d.alloc, KernelVersion: kernelRelease(), AppArmor: appArmorEnabled()}
+	taints, err := d.cfg.Taints()
+	if err != nil {
+		return err
+	}
+	d.hooksFor = admit.Node{
+		Allocatable: d.alloc, Capacity: capacity, KernelVersion: kernelRelease(), AppArmor: appArmorEnabled(),
+		Name:   d.cfg.NodeName,
+		Labels: admit.NodeLabels(d.cfg.NodeName, goruntime.GOOS, goruntime.GOARCH, d.cfg.NodeLabels),
+		Taints: taints,
+	}
+	d.log.Info("node", zap.Any("labels", d.hooksFor.Labels), zap.Strings("taints", d.cfg.NodeTaints))
 	cpu, memory := d.alloc[corev1.ResourceCPU], d.alloc[corev1.ResourceMemory]
 	d.log.Info("allocatable", zap.String("cpu", cpu.String()), zap.String("memory", memory.String()),
 		zap.Int("pods", d.cfg.MaxPods))

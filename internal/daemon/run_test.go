@@ -112,6 +112,9 @@ listen:
   - unix:///file/b.sock
 systemReserved:
   cpu: 500m
+nodeLabels:
+  disk: ssd
+nodeTaints: ["dedicated=db:NoSchedule"]
 policy:
   podSecurity: restricted
   allowHostNetwork: true
@@ -156,6 +159,16 @@ security:
 	if p := mustLoad(t, "--allow-host-namespaces").Policy.Admit(); !p.AllowHostNetwork || !p.AllowHostPID || !p.AllowHostIPC {
 		t.Errorf("--allow-host-namespaces: %+v, want all three host namespaces exempted", p)
 	}
+	if fmt.Sprint(c.NodeLabels) != "map[disk:ssd]" {
+		t.Errorf("nodeLabels = %v, want the file's", c.NodeLabels)
+	}
+	if taints, err := c.Taints(); err != nil || fmt.Sprint(taints) != "[{dedicated db NoSchedule <nil>}]" {
+		t.Errorf("taints = %v (%v), want the file's", taints, err)
+	}
+	if c := mustLoad(t, "--node-labels=zone=a,disk=hdd", "--node-taints=a:NoExecute,b=1:NoSchedule"); fmt.Sprint(c.NodeLabels) != "map[disk:hdd zone:a]" ||
+		fmt.Sprint(c.NodeTaints) != "[a:NoExecute b=1:NoSchedule]" {
+		t.Errorf("--node-labels %v, --node-taints %v: want the flags'", c.NodeLabels, c.NodeTaints)
+	}
 	if fmt.Sprint(c.SystemReserved) != "map[memory:1Gi]" {
 		t.Errorf("systemReserved = %v, want the flag's", c.SystemReserved)
 	}
@@ -189,6 +202,10 @@ func TestRunUsageErrors(t *testing.T) {
 		{name: "metrics on a public address", args: []string{"--metrics-address=192.0.2.1:9090"}, want: []string{"not a loopback address"}},
 		{name: "reserved resource", args: []string{"--system-reserved=gpu=1"}, want: []string{"--system-reserved gpu"}},
 		{name: "reserved quantity", args: []string{"--system-reserved=cpu=lots"}, want: []string{"--system-reserved cpu=lots"}},
+		{name: "node label", args: []string{"--node-labels=bad key=v"}, want: []string{"--node-labels", `"bad key"`}},
+		{name: "automatic node label", args: []string{"--node-labels=kubernetes.io/os=windows"}, want: []string{"--node-labels", "set by podsyncd itself"}},
+		{name: "node taint effect", args: []string{"--node-taints=k=v:Sometimes"}, want: []string{"--node-taints", `"k=v:Sometimes"`, "NoSchedule, PreferNoSchedule or NoExecute"}},
+		{name: "node taint without effect", file: "nodeTaints: [k=v]\n", want: []string{"--node-taints", "key[=value]:Effect"}},
 		{name: "relative root", args: []string{"--root-dir=state"}, want: []string{`--root-dir "state"`}},
 		{name: "host path without a mode", args: []string{"--allowed-host-paths=/srv/data"}, want: []string{`--allowed-host-paths "/srv/data"`, "add :ro or :rw"}},
 		{name: "host path key without a mode", file: "policy:\n  allowedHostPaths: [/srv/data]\n", want: []string{"add :ro or :rw"}},
@@ -240,7 +257,7 @@ func TestRunHelp(t *testing.T) {
 		"--node-name", "--node-ip", "--cluster-dns", "--cluster-domain", "--cgroup-driver", "--metrics-address",
 		"--config", "--log-level", "--log-format", "--allow-privileged", "--allow-host-network", "--allow-host-pid",
 		"--allow-host-ipc", "--allowed-host-paths", "--pod-security", "--allow-host-namespaces", "--allowed-host-ports",
-		"--allowed-capabilities", "--allowed-unsafe-sysctls", "--system-reserved", "--max-pods", "--shutdown-timeout"} {
+		"--allowed-capabilities", "--allowed-unsafe-sysctls", "--system-reserved", "--max-pods", "--shutdown-timeout", "--node-labels", "--node-taints"} {
 		if !strings.Contains(stdout.String(), flag+" ") {
 			t.Errorf("--help does not list %s", flag)
 		}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -220,9 +221,9 @@ func (d *Daemon) runNode(o Options, log *zap.Logger) (podsyncv1.PodSyncServiceSe
 		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
 		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour},
 	}
-	var admission admit.Node
+	admission := admit.Node{Name: NodeName, Labels: admit.NodeLabels(NodeName, goruntime.GOOS, goruntime.GOARCH, nil)}
 	if o.Allocatable != nil {
-		admission = admit.Node{Allocatable: o.Allocatable}
+		admission.Allocatable = o.Allocatable
 		nodeOpts.Admit, nodeOpts.Policy = engine.Admission(admission, o.policy())
 		nodeOpts.HostPaths = o.policy()
 	}

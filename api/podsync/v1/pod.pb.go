@@ -293,8 +293,24 @@ type PodSpec struct {
 	// scheduler_name is accepted for compatibility (default
 	// "default-scheduler") and has no effect.
 	SchedulerName string `protobuf:"bytes,18,opt,name=scheduler_name,json=schedulerName,proto3" json:"scheduler_name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// node_selector must match podsyncd's node labels (--node-labels, plus
+	// kubernetes.io/hostname, kubernetes.io/os and kubernetes.io/arch), or
+	// admission refuses the pod with reason NodeAffinity, as the kubelet does.
+	NodeSelector map[string]string `protobuf:"bytes,30,rep,name=node_selector,json=nodeSelector,proto3" json:"node_selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// tolerations must tolerate each of podsyncd's NoExecute and NoSchedule
+	// taints (--node-taints), or admission refuses the pod with reason
+	// TaintToleration.
+	Tolerations []*Toleration `protobuf:"bytes,31,rep,name=tolerations,proto3" json:"tolerations,omitempty"`
+	// affinity: the required node affinity is checked like node_selector;
+	// preferred node affinity and pod (anti-)affinity only score or need
+	// other nodes, so they are accepted and have no effect.
+	Affinity *Affinity `protobuf:"bytes,32,opt,name=affinity,proto3" json:"affinity,omitempty"`
+	// topology_spread_constraints mirror core/v1's, each as its JSON object.
+	// They spread pods over nodes, so on one node they are accepted and have
+	// no effect.
+	TopologySpreadConstraints []*structpb.Struct `protobuf:"bytes,33,rep,name=topology_spread_constraints,json=topologySpreadConstraints,proto3" json:"topology_spread_constraints,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
 }
 
 func (x *PodSpec) Reset() {
@@ -453,6 +469,463 @@ func (x *PodSpec) GetSchedulerName() string {
 	return ""
 }
 
+func (x *PodSpec) GetNodeSelector() map[string]string {
+	if x != nil {
+		return x.NodeSelector
+	}
+	return nil
+}
+
+func (x *PodSpec) GetTolerations() []*Toleration {
+	if x != nil {
+		return x.Tolerations
+	}
+	return nil
+}
+
+func (x *PodSpec) GetAffinity() *Affinity {
+	if x != nil {
+		return x.Affinity
+	}
+	return nil
+}
+
+func (x *PodSpec) GetTopologySpreadConstraints() []*structpb.Struct {
+	if x != nil {
+		return x.TopologySpreadConstraints
+	}
+	return nil
+}
+
+// Toleration mirrors core/v1 Toleration.
+type Toleration struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// key of the taint tolerated; empty with operator "Exists" tolerates
+	// every taint.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// operator is "Equal" (default) or "Exists".
+	Operator string `protobuf:"bytes,2,opt,name=operator,proto3" json:"operator,omitempty"`
+	// value the taint must have with operator "Equal".
+	Value string `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	// effect tolerated: "NoSchedule", "PreferNoSchedule", "NoExecute", or
+	// empty for every effect.
+	Effect string `protobuf:"bytes,4,opt,name=effect,proto3" json:"effect,omitempty"`
+	// toleration_seconds bounds how long a NoExecute taint is tolerated. A
+	// node taint is set when podsyncd starts, so it has no effect here.
+	TolerationSeconds *int64 `protobuf:"varint,5,opt,name=toleration_seconds,json=tolerationSeconds,proto3,oneof" json:"toleration_seconds,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *Toleration) Reset() {
+	*x = Toleration{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Toleration) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Toleration) ProtoMessage() {}
+
+func (x *Toleration) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
+func (*Toleration) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Toleration) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Toleration) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+func (x *Toleration) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *Toleration) GetEffect() string {
+	if x != nil {
+		return x.Effect
+	}
+	return ""
+}
+
+func (x *Toleration) GetTolerationSeconds() int64 {
+	if x != nil && x.TolerationSeconds != nil {
+		return *x.TolerationSeconds
+	}
+	return 0
+}
+
+// Affinity mirrors core/v1 Affinity.
+type Affinity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// node_affinity constrains the nodes the pod runs on.
+	NodeAffinity *NodeAffinity `protobuf:"bytes,1,opt,name=node_affinity,json=nodeAffinity,proto3" json:"node_affinity,omitempty"`
+	// pod_affinity is core/v1 PodAffinity as its JSON object: it needs other
+	// nodes' pods, so it has no effect.
+	PodAffinity *structpb.Struct `protobuf:"bytes,2,opt,name=pod_affinity,json=podAffinity,proto3" json:"pod_affinity,omitempty"`
+	// pod_anti_affinity is core/v1 PodAntiAffinity as its JSON object: it
+	// has no effect.
+	PodAntiAffinity *structpb.Struct `protobuf:"bytes,3,opt,name=pod_anti_affinity,json=podAntiAffinity,proto3" json:"pod_anti_affinity,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Affinity) Reset() {
+	*x = Affinity{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Affinity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Affinity) ProtoMessage() {}
+
+func (x *Affinity) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
+func (*Affinity) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Affinity) GetNodeAffinity() *NodeAffinity {
+	if x != nil {
+		return x.NodeAffinity
+	}
+	return nil
+}
+
+func (x *Affinity) GetPodAffinity() *structpb.Struct {
+	if x != nil {
+		return x.PodAffinity
+	}
+	return nil
+}
+
+func (x *Affinity) GetPodAntiAffinity() *structpb.Struct {
+	if x != nil {
+		return x.PodAntiAffinity
+	}
+	return nil
+}
+
+// NodeAffinity mirrors core/v1 NodeAffinity.
+type NodeAffinity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// required_during_scheduling_ignored_during_execution must match the
+	// node's labels and name, or admission refuses the pod (NodeAffinity).
+	RequiredDuringSchedulingIgnoredDuringExecution *NodeSelector `protobuf:"bytes,1,opt,name=required_during_scheduling_ignored_during_execution,json=requiredDuringSchedulingIgnoredDuringExecution,proto3" json:"required_during_scheduling_ignored_during_execution,omitempty"`
+	// preferred_during_scheduling_ignored_during_execution only scores
+	// nodes: it has no effect.
+	PreferredDuringSchedulingIgnoredDuringExecution []*PreferredSchedulingTerm `protobuf:"bytes,2,rep,name=preferred_during_scheduling_ignored_during_execution,json=preferredDuringSchedulingIgnoredDuringExecution,proto3" json:"preferred_during_scheduling_ignored_during_execution,omitempty"`
+	unknownFields                                   protoimpl.UnknownFields
+	sizeCache                                       protoimpl.SizeCache
+}
+
+func (x *NodeAffinity) Reset() {
+	*x = NodeAffinity{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeAffinity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeAffinity) ProtoMessage() {}
+
+func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
+func (*NodeAffinity) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
+	if x != nil {
+		return x.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+func (x *NodeAffinity) GetPreferredDuringSchedulingIgnoredDuringExecution() []*PreferredSchedulingTerm {
+	if x != nil {
+		return x.PreferredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+// NodeSelector mirrors core/v1 NodeSelector: the terms are ORed.
+type NodeSelector struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// node_selector_terms: at least one must match.
+	NodeSelectorTerms []*NodeSelectorTerm `protobuf:"bytes,1,rep,name=node_selector_terms,json=nodeSelectorTerms,proto3" json:"node_selector_terms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *NodeSelector) Reset() {
+	*x = NodeSelector{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeSelector) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeSelector) ProtoMessage() {}
+
+func (x *NodeSelector) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
+func (*NodeSelector) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
+	if x != nil {
+		return x.NodeSelectorTerms
+	}
+	return nil
+}
+
+// NodeSelectorTerm mirrors core/v1 NodeSelectorTerm: its requirements
+// are ANDed.
+type NodeSelectorTerm struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// match_expressions are requirements on the node's labels.
+	MatchExpressions []*NodeSelectorRequirement `protobuf:"bytes,1,rep,name=match_expressions,json=matchExpressions,proto3" json:"match_expressions,omitempty"`
+	// match_fields are requirements on the node's fields (metadata.name).
+	MatchFields   []*NodeSelectorRequirement `protobuf:"bytes,2,rep,name=match_fields,json=matchFields,proto3" json:"match_fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeSelectorTerm) Reset() {
+	*x = NodeSelectorTerm{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeSelectorTerm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeSelectorTerm) ProtoMessage() {}
+
+func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
+func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
+	if x != nil {
+		return x.MatchExpressions
+	}
+	return nil
+}
+
+func (x *NodeSelectorTerm) GetMatchFields() []*NodeSelectorRequirement {
+	if x != nil {
+		return x.MatchFields
+	}
+	return nil
+}
+
+// NodeSelectorRequirement mirrors core/v1 NodeSelectorRequirement.
+type NodeSelectorRequirement struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// key of the label or field.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// operator: "In", "NotIn", "Exists", "DoesNotExist", "Gt" or "Lt".
+	Operator string `protobuf:"bytes,2,opt,name=operator,proto3" json:"operator,omitempty"`
+	// values for In, NotIn (one or more), Gt and Lt (exactly one).
+	Values        []string `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeSelectorRequirement) Reset() {
+	*x = NodeSelectorRequirement{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeSelectorRequirement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeSelectorRequirement) ProtoMessage() {}
+
+func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
+func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *NodeSelectorRequirement) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *NodeSelectorRequirement) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+func (x *NodeSelectorRequirement) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+// PreferredSchedulingTerm mirrors core/v1 PreferredSchedulingTerm.
+type PreferredSchedulingTerm struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// weight of the term, 1 to 100.
+	Weight int32 `protobuf:"varint,1,opt,name=weight,proto3" json:"weight,omitempty"`
+	// preference is the term.
+	Preference    *NodeSelectorTerm `protobuf:"bytes,2,opt,name=preference,proto3" json:"preference,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreferredSchedulingTerm) Reset() {
+	*x = PreferredSchedulingTerm{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreferredSchedulingTerm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreferredSchedulingTerm) ProtoMessage() {}
+
+func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
+func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PreferredSchedulingTerm) GetWeight() int32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+func (x *PreferredSchedulingTerm) GetPreference() *NodeSelectorTerm {
+	if x != nil {
+		return x.Preference
+	}
+	return nil
+}
+
 // PodDNSConfig mirrors core/v1 PodDNSConfig.
 type PodDNSConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -468,7 +941,7 @@ type PodDNSConfig struct {
 
 func (x *PodDNSConfig) Reset() {
 	*x = PodDNSConfig{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	mi := &file_podsync_v1_pod_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -480,7 +953,7 @@ func (x *PodDNSConfig) String() string {
 func (*PodDNSConfig) ProtoMessage() {}
 
 func (x *PodDNSConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	mi := &file_podsync_v1_pod_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -493,7 +966,7 @@ func (x *PodDNSConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDNSConfig.ProtoReflect.Descriptor instead.
 func (*PodDNSConfig) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{3}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PodDNSConfig) GetNameservers() []string {
@@ -530,7 +1003,7 @@ type PodDNSConfigOption struct {
 
 func (x *PodDNSConfigOption) Reset() {
 	*x = PodDNSConfigOption{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[4]
+	mi := &file_podsync_v1_pod_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -542,7 +1015,7 @@ func (x *PodDNSConfigOption) String() string {
 func (*PodDNSConfigOption) ProtoMessage() {}
 
 func (x *PodDNSConfigOption) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[4]
+	mi := &file_podsync_v1_pod_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -555,7 +1028,7 @@ func (x *PodDNSConfigOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDNSConfigOption.ProtoReflect.Descriptor instead.
 func (*PodDNSConfigOption) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{4}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PodDNSConfigOption) GetName() string {
@@ -585,7 +1058,7 @@ type HostAlias struct {
 
 func (x *HostAlias) Reset() {
 	*x = HostAlias{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[5]
+	mi := &file_podsync_v1_pod_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -597,7 +1070,7 @@ func (x *HostAlias) String() string {
 func (*HostAlias) ProtoMessage() {}
 
 func (x *HostAlias) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[5]
+	mi := &file_podsync_v1_pod_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -610,7 +1083,7 @@ func (x *HostAlias) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostAlias.ProtoReflect.Descriptor instead.
 func (*HostAlias) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{5}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *HostAlias) GetIp() string {
@@ -660,7 +1133,7 @@ type PodSecurityContext struct {
 
 func (x *PodSecurityContext) Reset() {
 	*x = PodSecurityContext{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[6]
+	mi := &file_podsync_v1_pod_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -672,7 +1145,7 @@ func (x *PodSecurityContext) String() string {
 func (*PodSecurityContext) ProtoMessage() {}
 
 func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[6]
+	mi := &file_podsync_v1_pod_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -685,7 +1158,7 @@ func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodSecurityContext.ProtoReflect.Descriptor instead.
 func (*PodSecurityContext) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{6}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PodSecurityContext) GetRunAsUser() int64 {
@@ -766,7 +1239,7 @@ type SeccompProfile struct {
 
 func (x *SeccompProfile) Reset() {
 	*x = SeccompProfile{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[7]
+	mi := &file_podsync_v1_pod_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +1251,7 @@ func (x *SeccompProfile) String() string {
 func (*SeccompProfile) ProtoMessage() {}
 
 func (x *SeccompProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[7]
+	mi := &file_podsync_v1_pod_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +1264,7 @@ func (x *SeccompProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeccompProfile.ProtoReflect.Descriptor instead.
 func (*SeccompProfile) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{7}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SeccompProfile) GetType() string {
@@ -822,7 +1295,7 @@ type AppArmorProfile struct {
 
 func (x *AppArmorProfile) Reset() {
 	*x = AppArmorProfile{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[8]
+	mi := &file_podsync_v1_pod_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -834,7 +1307,7 @@ func (x *AppArmorProfile) String() string {
 func (*AppArmorProfile) ProtoMessage() {}
 
 func (x *AppArmorProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[8]
+	mi := &file_podsync_v1_pod_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -847,7 +1320,7 @@ func (x *AppArmorProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppArmorProfile.ProtoReflect.Descriptor instead.
 func (*AppArmorProfile) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{8}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AppArmorProfile) GetType() string {
@@ -882,7 +1355,7 @@ type SELinuxOptions struct {
 
 func (x *SELinuxOptions) Reset() {
 	*x = SELinuxOptions{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[9]
+	mi := &file_podsync_v1_pod_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -894,7 +1367,7 @@ func (x *SELinuxOptions) String() string {
 func (*SELinuxOptions) ProtoMessage() {}
 
 func (x *SELinuxOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[9]
+	mi := &file_podsync_v1_pod_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -907,7 +1380,7 @@ func (x *SELinuxOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SELinuxOptions.ProtoReflect.Descriptor instead.
 func (*SELinuxOptions) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{9}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SELinuxOptions) GetUser() string {
@@ -951,7 +1424,7 @@ type Sysctl struct {
 
 func (x *Sysctl) Reset() {
 	*x = Sysctl{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[10]
+	mi := &file_podsync_v1_pod_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -963,7 +1436,7 @@ func (x *Sysctl) String() string {
 func (*Sysctl) ProtoMessage() {}
 
 func (x *Sysctl) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[10]
+	mi := &file_podsync_v1_pod_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1449,7 @@ func (x *Sysctl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sysctl.ProtoReflect.Descriptor instead.
 func (*Sysctl) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{10}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Sysctl) GetName() string {
@@ -1013,7 +1486,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[11]
+	mi := &file_podsync_v1_pod_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1498,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[11]
+	mi := &file_podsync_v1_pod_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1511,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{11}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Volume) GetName() string {
@@ -1089,7 +1562,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[12]
+	mi := &file_podsync_v1_pod_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1101,7 +1574,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[12]
+	mi := &file_podsync_v1_pod_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1114,7 +1587,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{12}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -1145,7 +1618,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[13]
+	mi := &file_podsync_v1_pod_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1157,7 +1630,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[13]
+	mi := &file_podsync_v1_pod_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1170,7 +1643,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{13}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -1202,7 +1675,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[14]
+	mi := &file_podsync_v1_pod_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1687,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[14]
+	mi := &file_podsync_v1_pod_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1700,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{14}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -1269,7 +1742,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[15]
+	mi := &file_podsync_v1_pod_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1281,7 +1754,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[15]
+	mi := &file_podsync_v1_pod_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1294,7 +1767,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{15}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -1344,7 +1817,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[16]
+	mi := &file_podsync_v1_pod_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1356,7 +1829,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[16]
+	mi := &file_podsync_v1_pod_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1369,7 +1842,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{16}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -1461,7 +1934,7 @@ type Container struct {
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[17]
+	mi := &file_podsync_v1_pod_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1473,7 +1946,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[17]
+	mi := &file_podsync_v1_pod_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1486,7 +1959,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{17}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Container) GetName() string {
@@ -1656,7 +2129,7 @@ type ContainerResizePolicy struct {
 
 func (x *ContainerResizePolicy) Reset() {
 	*x = ContainerResizePolicy{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1668,7 +2141,7 @@ func (x *ContainerResizePolicy) String() string {
 func (*ContainerResizePolicy) ProtoMessage() {}
 
 func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1681,7 +2154,7 @@ func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerResizePolicy.ProtoReflect.Descriptor instead.
 func (*ContainerResizePolicy) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{18}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ContainerResizePolicy) GetResourceName() string {
@@ -1713,7 +2186,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1725,7 +2198,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1738,7 +2211,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{19}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *EnvVar) GetName() string {
@@ -1777,7 +2250,7 @@ type EnvVarSource struct {
 
 func (x *EnvVarSource) Reset() {
 	*x = EnvVarSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +2262,7 @@ func (x *EnvVarSource) String() string {
 func (*EnvVarSource) ProtoMessage() {}
 
 func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +2275,7 @@ func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVarSource.ProtoReflect.Descriptor instead.
 func (*EnvVarSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{20}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *EnvVarSource) GetFieldRef() *ObjectFieldSelector {
@@ -1841,7 +2314,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +2326,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +2339,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{21}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ObjectFieldSelector) GetApiVersion() string {
@@ -1898,7 +2371,7 @@ type ConfigMapKeySelector struct {
 
 func (x *ConfigMapKeySelector) Reset() {
 	*x = ConfigMapKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +2383,7 @@ func (x *ConfigMapKeySelector) String() string {
 func (*ConfigMapKeySelector) ProtoMessage() {}
 
 func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1923,7 +2396,7 @@ func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapKeySelector.ProtoReflect.Descriptor instead.
 func (*ConfigMapKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{22}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ConfigMapKeySelector) GetName() string {
@@ -1962,7 +2435,7 @@ type SecretKeySelector struct {
 
 func (x *SecretKeySelector) Reset() {
 	*x = SecretKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1974,7 +2447,7 @@ func (x *SecretKeySelector) String() string {
 func (*SecretKeySelector) ProtoMessage() {}
 
 func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1987,7 +2460,7 @@ func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretKeySelector.ProtoReflect.Descriptor instead.
 func (*SecretKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{23}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SecretKeySelector) GetName() string {
@@ -2026,7 +2499,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +2511,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +2524,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{24}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -2088,7 +2561,7 @@ type ConfigMapEnvSource struct {
 
 func (x *ConfigMapEnvSource) Reset() {
 	*x = ConfigMapEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2100,7 +2573,7 @@ func (x *ConfigMapEnvSource) String() string {
 func (*ConfigMapEnvSource) ProtoMessage() {}
 
 func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2113,7 +2586,7 @@ func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapEnvSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{25}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ConfigMapEnvSource) GetName() string {
@@ -2143,7 +2616,7 @@ type SecretEnvSource struct {
 
 func (x *SecretEnvSource) Reset() {
 	*x = SecretEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2155,7 +2628,7 @@ func (x *SecretEnvSource) String() string {
 func (*SecretEnvSource) ProtoMessage() {}
 
 func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2168,7 +2641,7 @@ func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretEnvSource.ProtoReflect.Descriptor instead.
 func (*SecretEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{26}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SecretEnvSource) GetName() string {
@@ -2206,7 +2679,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2218,7 +2691,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2231,7 +2704,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{27}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -2284,7 +2757,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2296,7 +2769,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2309,7 +2782,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{28}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -2343,7 +2816,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2355,7 +2828,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2368,7 +2841,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{29}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -2413,7 +2886,7 @@ type Lifecycle struct {
 
 func (x *Lifecycle) Reset() {
 	*x = Lifecycle{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2425,7 +2898,7 @@ func (x *Lifecycle) String() string {
 func (*Lifecycle) ProtoMessage() {}
 
 func (x *Lifecycle) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2438,7 +2911,7 @@ func (x *Lifecycle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lifecycle.ProtoReflect.Descriptor instead.
 func (*Lifecycle) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{30}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Lifecycle) GetPostStart() *LifecycleHandler {
@@ -2466,7 +2939,7 @@ type LifecycleHandler struct {
 
 func (x *LifecycleHandler) Reset() {
 	*x = LifecycleHandler{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2478,7 +2951,7 @@ func (x *LifecycleHandler) String() string {
 func (*LifecycleHandler) ProtoMessage() {}
 
 func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2491,7 +2964,7 @@ func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LifecycleHandler.ProtoReflect.Descriptor instead.
 func (*LifecycleHandler) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{31}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LifecycleHandler) GetExec() *ExecAction {
@@ -2512,7 +2985,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2524,7 +2997,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2537,7 +3010,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{32}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -2576,7 +3049,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2588,7 +3061,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2601,7 +3074,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{33}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -2687,7 +3160,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2699,7 +3172,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2712,7 +3185,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{34}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -2763,7 +3236,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2775,7 +3248,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2788,7 +3261,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{35}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -2819,7 +3292,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2831,7 +3304,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2844,7 +3317,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{36}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TCPSocketAction) GetPort() *structpb.Value {
@@ -2895,7 +3368,7 @@ type SecurityContext struct {
 
 func (x *SecurityContext) Reset() {
 	*x = SecurityContext{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2907,7 +3380,7 @@ func (x *SecurityContext) String() string {
 func (*SecurityContext) ProtoMessage() {}
 
 func (x *SecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2920,7 +3393,7 @@ func (x *SecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityContext.ProtoReflect.Descriptor instead.
 func (*SecurityContext) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{37}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SecurityContext) GetPrivileged() bool {
@@ -3013,7 +3486,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3025,7 +3498,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3038,7 +3511,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Capabilities) GetAdd() []string {
@@ -3102,7 +3575,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3114,7 +3587,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3127,7 +3600,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -3253,7 +3726,7 @@ type PodIP struct {
 
 func (x *PodIP) Reset() {
 	*x = PodIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3265,7 +3738,7 @@ func (x *PodIP) String() string {
 func (*PodIP) ProtoMessage() {}
 
 func (x *PodIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3278,7 +3751,7 @@ func (x *PodIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodIP.ProtoReflect.Descriptor instead.
 func (*PodIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PodIP) GetIp() string {
@@ -3299,7 +3772,7 @@ type HostIP struct {
 
 func (x *HostIP) Reset() {
 	*x = HostIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3311,7 +3784,7 @@ func (x *HostIP) String() string {
 func (*HostIP) ProtoMessage() {}
 
 func (x *HostIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3324,7 +3797,7 @@ func (x *HostIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostIP.ProtoReflect.Descriptor instead.
 func (*HostIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *HostIP) GetIp() string {
@@ -3355,7 +3828,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3367,7 +3840,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3380,7 +3853,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PodCondition) GetType() string {
@@ -3462,7 +3935,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3474,7 +3947,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3487,7 +3960,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -3582,7 +4055,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3594,7 +4067,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3607,7 +4080,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -3645,7 +4118,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3657,7 +4130,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3670,7 +4143,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -3698,7 +4171,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3710,7 +4183,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3723,7 +4196,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -3756,7 +4229,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3768,7 +4241,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3781,7 +4254,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -3854,7 +4327,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3866,7 +4339,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3879,7 +4352,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ConfigMap) GetApiVersion() string {
@@ -3940,7 +4413,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3952,7 +4425,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3965,7 +4438,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{49}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Secret) GetApiVersion() string {
@@ -4039,7 +4512,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B \n" +
-	"\x1e_deletion_grace_period_seconds\"\xa5\a\n" +
+	"\x1e_deletion_grace_period_seconds\"\xf7\t\n" +
 	"\aPodSpec\x125\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x15.podsync.v1.ContainerR\n" +
@@ -4063,10 +4536,46 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x10security_context\x18\x0f \x01(\v2\x1e.podsync.v1.PodSecurityContextR\x0fsecurityContext\x12\x1b\n" +
 	"\tnode_name\x18\x10 \x01(\tR\bnodeName\x125\n" +
 	"\x14enable_service_links\x18\x11 \x01(\bH\x02R\x12enableServiceLinks\x88\x01\x01\x12%\n" +
-	"\x0escheduler_name\x18\x12 \x01(\tR\rschedulerNameB#\n" +
+	"\x0escheduler_name\x18\x12 \x01(\tR\rschedulerName\x12J\n" +
+	"\rnode_selector\x18\x1e \x03(\v2%.podsync.v1.PodSpec.NodeSelectorEntryR\fnodeSelector\x128\n" +
+	"\vtolerations\x18\x1f \x03(\v2\x16.podsync.v1.TolerationR\vtolerations\x120\n" +
+	"\baffinity\x18  \x01(\v2\x14.podsync.v1.AffinityR\baffinity\x12W\n" +
+	"\x1btopology_spread_constraints\x18! \x03(\v2\x17.google.protobuf.StructR\x19topologySpreadConstraints\x1a?\n" +
+	"\x11NodeSelectorEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B#\n" +
 	"!_termination_grace_period_secondsB\x1a\n" +
 	"\x18_active_deadline_secondsB\x17\n" +
-	"\x15_enable_service_links\"\x86\x01\n" +
+	"\x15_enable_service_links\"\xb3\x01\n" +
+	"\n" +
+	"Toleration\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1a\n" +
+	"\boperator\x18\x02 \x01(\tR\boperator\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\tR\x05value\x12\x16\n" +
+	"\x06effect\x18\x04 \x01(\tR\x06effect\x122\n" +
+	"\x12toleration_seconds\x18\x05 \x01(\x03H\x00R\x11tolerationSeconds\x88\x01\x01B\x15\n" +
+	"\x13_toleration_seconds\"\xca\x01\n" +
+	"\bAffinity\x12=\n" +
+	"\rnode_affinity\x18\x01 \x01(\v2\x18.podsync.v1.NodeAffinityR\fnodeAffinity\x12:\n" +
+	"\fpod_affinity\x18\x02 \x01(\v2\x17.google.protobuf.StructR\vpodAffinity\x12C\n" +
+	"\x11pod_anti_affinity\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x0fpodAntiAffinity\"\xab\x02\n" +
+	"\fNodeAffinity\x12\x85\x01\n" +
+	"3required_during_scheduling_ignored_during_execution\x18\x01 \x01(\v2\x18.podsync.v1.NodeSelectorR.requiredDuringSchedulingIgnoredDuringExecution\x12\x92\x01\n" +
+	"4preferred_during_scheduling_ignored_during_execution\x18\x02 \x03(\v2#.podsync.v1.PreferredSchedulingTermR/preferredDuringSchedulingIgnoredDuringExecution\"\\\n" +
+	"\fNodeSelector\x12L\n" +
+	"\x13node_selector_terms\x18\x01 \x03(\v2\x1c.podsync.v1.NodeSelectorTermR\x11nodeSelectorTerms\"\xac\x01\n" +
+	"\x10NodeSelectorTerm\x12P\n" +
+	"\x11match_expressions\x18\x01 \x03(\v2#.podsync.v1.NodeSelectorRequirementR\x10matchExpressions\x12F\n" +
+	"\fmatch_fields\x18\x02 \x03(\v2#.podsync.v1.NodeSelectorRequirementR\vmatchFields\"_\n" +
+	"\x17NodeSelectorRequirement\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1a\n" +
+	"\boperator\x18\x02 \x01(\tR\boperator\x12\x16\n" +
+	"\x06values\x18\x03 \x03(\tR\x06values\"o\n" +
+	"\x17PreferredSchedulingTerm\x12\x16\n" +
+	"\x06weight\x18\x01 \x01(\x05R\x06weight\x12<\n" +
+	"\n" +
+	"preference\x18\x02 \x01(\v2\x1c.podsync.v1.NodeSelectorTermR\n" +
+	"preference\"\x86\x01\n" +
 	"\fPodDNSConfig\x12 \n" +
 	"\vnameservers\x18\x01 \x03(\tR\vnameservers\x12\x1a\n" +
 	"\bsearches\x18\x02 \x03(\tR\bsearches\x128\n" +
@@ -4411,156 +4920,178 @@ func file_podsync_v1_pod_proto_rawDescGZIP() []byte {
 	return file_podsync_v1_pod_proto_rawDescData
 }
 
-var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
+var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_podsync_v1_pod_proto_goTypes = []any{
 	(*Pod)(nil),                      // 0: podsync.v1.Pod
 	(*ObjectMeta)(nil),               // 1: podsync.v1.ObjectMeta
 	(*PodSpec)(nil),                  // 2: podsync.v1.PodSpec
-	(*PodDNSConfig)(nil),             // 3: podsync.v1.PodDNSConfig
-	(*PodDNSConfigOption)(nil),       // 4: podsync.v1.PodDNSConfigOption
-	(*HostAlias)(nil),                // 5: podsync.v1.HostAlias
-	(*PodSecurityContext)(nil),       // 6: podsync.v1.PodSecurityContext
-	(*SeccompProfile)(nil),           // 7: podsync.v1.SeccompProfile
-	(*AppArmorProfile)(nil),          // 8: podsync.v1.AppArmorProfile
-	(*SELinuxOptions)(nil),           // 9: podsync.v1.SELinuxOptions
-	(*Sysctl)(nil),                   // 10: podsync.v1.Sysctl
-	(*Volume)(nil),                   // 11: podsync.v1.Volume
-	(*EmptyDirVolumeSource)(nil),     // 12: podsync.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),     // 13: podsync.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                // 14: podsync.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),    // 15: podsync.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),       // 16: podsync.v1.SecretVolumeSource
-	(*Container)(nil),                // 17: podsync.v1.Container
-	(*ContainerResizePolicy)(nil),    // 18: podsync.v1.ContainerResizePolicy
-	(*EnvVar)(nil),                   // 19: podsync.v1.EnvVar
-	(*EnvVarSource)(nil),             // 20: podsync.v1.EnvVarSource
-	(*ObjectFieldSelector)(nil),      // 21: podsync.v1.ObjectFieldSelector
-	(*ConfigMapKeySelector)(nil),     // 22: podsync.v1.ConfigMapKeySelector
-	(*SecretKeySelector)(nil),        // 23: podsync.v1.SecretKeySelector
-	(*EnvFromSource)(nil),            // 24: podsync.v1.EnvFromSource
-	(*ConfigMapEnvSource)(nil),       // 25: podsync.v1.ConfigMapEnvSource
-	(*SecretEnvSource)(nil),          // 26: podsync.v1.SecretEnvSource
-	(*ContainerPort)(nil),            // 27: podsync.v1.ContainerPort
-	(*ResourceRequirements)(nil),     // 28: podsync.v1.ResourceRequirements
-	(*VolumeMount)(nil),              // 29: podsync.v1.VolumeMount
-	(*Lifecycle)(nil),                // 30: podsync.v1.Lifecycle
-	(*LifecycleHandler)(nil),         // 31: podsync.v1.LifecycleHandler
-	(*ExecAction)(nil),               // 32: podsync.v1.ExecAction
-	(*Probe)(nil),                    // 33: podsync.v1.Probe
-	(*HTTPGetAction)(nil),            // 34: podsync.v1.HTTPGetAction
-	(*HTTPHeader)(nil),               // 35: podsync.v1.HTTPHeader
-	(*TCPSocketAction)(nil),          // 36: podsync.v1.TCPSocketAction
-	(*SecurityContext)(nil),          // 37: podsync.v1.SecurityContext
-	(*Capabilities)(nil),             // 38: podsync.v1.Capabilities
-	(*PodStatus)(nil),                // 39: podsync.v1.PodStatus
-	(*PodIP)(nil),                    // 40: podsync.v1.PodIP
-	(*HostIP)(nil),                   // 41: podsync.v1.HostIP
-	(*PodCondition)(nil),             // 42: podsync.v1.PodCondition
-	(*ContainerStatus)(nil),          // 43: podsync.v1.ContainerStatus
-	(*ContainerState)(nil),           // 44: podsync.v1.ContainerState
-	(*ContainerStateWaiting)(nil),    // 45: podsync.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),    // 46: podsync.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil), // 47: podsync.v1.ContainerStateTerminated
-	(*ConfigMap)(nil),                // 48: podsync.v1.ConfigMap
-	(*Secret)(nil),                   // 49: podsync.v1.Secret
-	nil,                              // 50: podsync.v1.ObjectMeta.LabelsEntry
-	nil,                              // 51: podsync.v1.ObjectMeta.AnnotationsEntry
-	nil,                              // 52: podsync.v1.ResourceRequirements.RequestsEntry
-	nil,                              // 53: podsync.v1.ResourceRequirements.LimitsEntry
-	nil,                              // 54: podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	nil,                              // 55: podsync.v1.ConfigMap.DataEntry
-	nil,                              // 56: podsync.v1.ConfigMap.BinaryDataEntry
-	nil,                              // 57: podsync.v1.Secret.DataEntry
-	nil,                              // 58: podsync.v1.Secret.StringDataEntry
-	(*timestamppb.Timestamp)(nil),    // 59: google.protobuf.Timestamp
-	(*structpb.Value)(nil),           // 60: google.protobuf.Value
+	(*Toleration)(nil),               // 3: podsync.v1.Toleration
+	(*Affinity)(nil),                 // 4: podsync.v1.Affinity
+	(*NodeAffinity)(nil),             // 5: podsync.v1.NodeAffinity
+	(*NodeSelector)(nil),             // 6: podsync.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),         // 7: podsync.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),  // 8: podsync.v1.NodeSelectorRequirement
+	(*PreferredSchedulingTerm)(nil),  // 9: podsync.v1.PreferredSchedulingTerm
+	(*PodDNSConfig)(nil),             // 10: podsync.v1.PodDNSConfig
+	(*PodDNSConfigOption)(nil),       // 11: podsync.v1.PodDNSConfigOption
+	(*HostAlias)(nil),                // 12: podsync.v1.HostAlias
+	(*PodSecurityContext)(nil),       // 13: podsync.v1.PodSecurityContext
+	(*SeccompProfile)(nil),           // 14: podsync.v1.SeccompProfile
+	(*AppArmorProfile)(nil),          // 15: podsync.v1.AppArmorProfile
+	(*SELinuxOptions)(nil),           // 16: podsync.v1.SELinuxOptions
+	(*Sysctl)(nil),                   // 17: podsync.v1.Sysctl
+	(*Volume)(nil),                   // 18: podsync.v1.Volume
+	(*EmptyDirVolumeSource)(nil),     // 19: podsync.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),     // 20: podsync.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                // 21: podsync.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),    // 22: podsync.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),       // 23: podsync.v1.SecretVolumeSource
+	(*Container)(nil),                // 24: podsync.v1.Container
+	(*ContainerResizePolicy)(nil),    // 25: podsync.v1.ContainerResizePolicy
+	(*EnvVar)(nil),                   // 26: podsync.v1.EnvVar
+	(*EnvVarSource)(nil),             // 27: podsync.v1.EnvVarSource
+	(*ObjectFieldSelector)(nil),      // 28: podsync.v1.ObjectFieldSelector
+	(*ConfigMapKeySelector)(nil),     // 29: podsync.v1.ConfigMapKeySelector
+	(*SecretKeySelector)(nil),        // 30: podsync.v1.SecretKeySelector
+	(*EnvFromSource)(nil),            // 31: podsync.v1.EnvFromSource
+	(*ConfigMapEnvSource)(nil),       // 32: podsync.v1.ConfigMapEnvSource
+	(*SecretEnvSource)(nil),          // 33: podsync.v1.SecretEnvSource
+	(*ContainerPort)(nil),            // 34: podsync.v1.ContainerPort
+	(*ResourceRequirements)(nil),     // 35: podsync.v1.ResourceRequirements
+	(*VolumeMount)(nil),              // 36: podsync.v1.VolumeMount
+	(*Lifecycle)(nil),                // 37: podsync.v1.Lifecycle
+	(*LifecycleHandler)(nil),         // 38: podsync.v1.LifecycleHandler
+	(*ExecAction)(nil),               // 39: podsync.v1.ExecAction
+	(*Probe)(nil),                    // 40: podsync.v1.Probe
+	(*HTTPGetAction)(nil),            // 41: podsync.v1.HTTPGetAction
+	(*HTTPHeader)(nil),               // 42: podsync.v1.HTTPHeader
+	(*TCPSocketAction)(nil),          // 43: podsync.v1.TCPSocketAction
+	(*SecurityContext)(nil),          // 44: podsync.v1.SecurityContext
+	(*Capabilities)(nil),             // 45: podsync.v1.Capabilities
+	(*PodStatus)(nil),                // 46: podsync.v1.PodStatus
+	(*PodIP)(nil),                    // 47: podsync.v1.PodIP
+	(*HostIP)(nil),                   // 48: podsync.v1.HostIP
+	(*PodCondition)(nil),             // 49: podsync.v1.PodCondition
+	(*ContainerStatus)(nil),          // 50: podsync.v1.ContainerStatus
+	(*ContainerState)(nil),           // 51: podsync.v1.ContainerState
+	(*ContainerStateWaiting)(nil),    // 52: podsync.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),    // 53: podsync.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil), // 54: podsync.v1.ContainerStateTerminated
+	(*ConfigMap)(nil),                // 55: podsync.v1.ConfigMap
+	(*Secret)(nil),                   // 56: podsync.v1.Secret
+	nil,                              // 57: podsync.v1.ObjectMeta.LabelsEntry
+	nil,                              // 58: podsync.v1.ObjectMeta.AnnotationsEntry
+	nil,                              // 59: podsync.v1.PodSpec.NodeSelectorEntry
+	nil,                              // 60: podsync.v1.ResourceRequirements.RequestsEntry
+	nil,                              // 61: podsync.v1.ResourceRequirements.LimitsEntry
+	nil,                              // 62: podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                              // 63: podsync.v1.ConfigMap.DataEntry
+	nil,                              // 64: podsync.v1.ConfigMap.BinaryDataEntry
+	nil,                              // 65: podsync.v1.Secret.DataEntry
+	nil,                              // 66: podsync.v1.Secret.StringDataEntry
+	(*timestamppb.Timestamp)(nil),    // 67: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 68: google.protobuf.Struct
+	(*structpb.Value)(nil),           // 69: google.protobuf.Value
 }
 var file_podsync_v1_pod_proto_depIdxs = []int32{
 	1,  // 0: podsync.v1.Pod.metadata:type_name -> podsync.v1.ObjectMeta
 	2,  // 1: podsync.v1.Pod.spec:type_name -> podsync.v1.PodSpec
-	39, // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
-	50, // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
-	51, // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
-	59, // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	59, // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
-	17, // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
-	17, // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
-	3,  // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
-	5,  // 10: podsync.v1.PodSpec.host_aliases:type_name -> podsync.v1.HostAlias
-	11, // 11: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
-	6,  // 12: podsync.v1.PodSpec.security_context:type_name -> podsync.v1.PodSecurityContext
-	4,  // 13: podsync.v1.PodDNSConfig.options:type_name -> podsync.v1.PodDNSConfigOption
-	10, // 14: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
-	9,  // 15: podsync.v1.PodSecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
-	7,  // 16: podsync.v1.PodSecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
-	8,  // 17: podsync.v1.PodSecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
-	12, // 18: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
-	13, // 19: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
-	15, // 20: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
-	16, // 21: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
-	14, // 22: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	14, // 23: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	19, // 24: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
-	24, // 25: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
-	27, // 26: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
-	28, // 27: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
-	29, // 28: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
-	30, // 29: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
-	33, // 30: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
-	33, // 31: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
-	33, // 32: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
-	37, // 33: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
-	18, // 34: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
-	20, // 35: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
-	21, // 36: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
-	22, // 37: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
-	23, // 38: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
-	25, // 39: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
-	26, // 40: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
-	52, // 41: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
-	53, // 42: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
-	31, // 43: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
-	31, // 44: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
-	32, // 45: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
-	32, // 46: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
-	34, // 47: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
-	36, // 48: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
-	60, // 49: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
-	35, // 50: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
-	60, // 51: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
-	38, // 52: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
-	9,  // 53: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
-	7,  // 54: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
-	8,  // 55: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
-	42, // 56: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
-	40, // 57: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
-	59, // 58: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	43, // 59: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
-	43, // 60: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
-	41, // 61: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
-	59, // 62: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	59, // 63: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	44, // 64: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
-	44, // 65: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
-	28, // 66: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
-	54, // 67: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	45, // 68: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
-	46, // 69: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
-	47, // 70: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
-	59, // 71: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	59, // 72: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	59, // 73: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	1,  // 74: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
-	55, // 75: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
-	56, // 76: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
-	1,  // 77: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
-	57, // 78: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
-	58, // 79: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
-	80, // [80:80] is the sub-list for method output_type
-	80, // [80:80] is the sub-list for method input_type
-	80, // [80:80] is the sub-list for extension type_name
-	80, // [80:80] is the sub-list for extension extendee
-	0,  // [0:80] is the sub-list for field type_name
+	46, // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
+	57, // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
+	58, // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
+	67, // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	67, // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	24, // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
+	24, // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
+	10, // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
+	12, // 10: podsync.v1.PodSpec.host_aliases:type_name -> podsync.v1.HostAlias
+	18, // 11: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
+	13, // 12: podsync.v1.PodSpec.security_context:type_name -> podsync.v1.PodSecurityContext
+	59, // 13: podsync.v1.PodSpec.node_selector:type_name -> podsync.v1.PodSpec.NodeSelectorEntry
+	3,  // 14: podsync.v1.PodSpec.tolerations:type_name -> podsync.v1.Toleration
+	4,  // 15: podsync.v1.PodSpec.affinity:type_name -> podsync.v1.Affinity
+	68, // 16: podsync.v1.PodSpec.topology_spread_constraints:type_name -> google.protobuf.Struct
+	5,  // 17: podsync.v1.Affinity.node_affinity:type_name -> podsync.v1.NodeAffinity
+	68, // 18: podsync.v1.Affinity.pod_affinity:type_name -> google.protobuf.Struct
+	68, // 19: podsync.v1.Affinity.pod_anti_affinity:type_name -> google.protobuf.Struct
+	6,  // 20: podsync.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podsync.v1.NodeSelector
+	9,  // 21: podsync.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podsync.v1.PreferredSchedulingTerm
+	7,  // 22: podsync.v1.NodeSelector.node_selector_terms:type_name -> podsync.v1.NodeSelectorTerm
+	8,  // 23: podsync.v1.NodeSelectorTerm.match_expressions:type_name -> podsync.v1.NodeSelectorRequirement
+	8,  // 24: podsync.v1.NodeSelectorTerm.match_fields:type_name -> podsync.v1.NodeSelectorRequirement
+	7,  // 25: podsync.v1.PreferredSchedulingTerm.preference:type_name -> podsync.v1.NodeSelectorTerm
+	11, // 26: podsync.v1.PodDNSConfig.options:type_name -> podsync.v1.PodDNSConfigOption
+	17, // 27: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
+	16, // 28: podsync.v1.PodSecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	14, // 29: podsync.v1.PodSecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	15, // 30: podsync.v1.PodSecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	19, // 31: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
+	20, // 32: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
+	22, // 33: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
+	23, // 34: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
+	21, // 35: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	21, // 36: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	26, // 37: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
+	31, // 38: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
+	34, // 39: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
+	35, // 40: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
+	36, // 41: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
+	37, // 42: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
+	40, // 43: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
+	40, // 44: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
+	40, // 45: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
+	44, // 46: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
+	25, // 47: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
+	27, // 48: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
+	28, // 49: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
+	29, // 50: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
+	30, // 51: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
+	32, // 52: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
+	33, // 53: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
+	60, // 54: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
+	61, // 55: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
+	38, // 56: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
+	38, // 57: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
+	39, // 58: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
+	39, // 59: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
+	41, // 60: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
+	43, // 61: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
+	69, // 62: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
+	42, // 63: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
+	69, // 64: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
+	45, // 65: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
+	16, // 66: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	14, // 67: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	15, // 68: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	49, // 69: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
+	47, // 70: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
+	67, // 71: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	50, // 72: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
+	50, // 73: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
+	48, // 74: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
+	67, // 75: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	67, // 76: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	51, // 77: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
+	51, // 78: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
+	35, // 79: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
+	62, // 80: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	52, // 81: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
+	53, // 82: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
+	54, // 83: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
+	67, // 84: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	67, // 85: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	67, // 86: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	1,  // 87: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
+	63, // 88: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
+	64, // 89: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
+	1,  // 90: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
+	65, // 91: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
+	66, // 92: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
+	93, // [93:93] is the sub-list for method output_type
+	93, // [93:93] is the sub-list for method input_type
+	93, // [93:93] is the sub-list for extension type_name
+	93, // [93:93] is the sub-list for extension extendee
+	0,  // [0:93] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_proto_init() }
@@ -4570,29 +5101,30 @@ func file_podsync_v1_pod_proto_init() {
 	}
 	file_podsync_v1_pod_proto_msgTypes[1].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[2].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[4].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[6].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[7].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[8].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[3].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[11].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[13].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[14].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[15].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[16].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[17].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[20].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[21].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[22].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[23].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[25].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[26].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[24].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[29].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[30].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[32].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[33].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[37].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[43].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[40].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[44].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[50].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_proto_rawDesc), len(file_podsync_v1_pod_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   59,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -891,6 +891,239 @@ func (x *PlanPodResponse) GetKnown() bool {
 }
 
 // GetPodRequest names one pod.
+// GetNodeRequest asks for the node's information; it has no fields.
+type GetNodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetNodeRequest) Reset() {
+	*x = GetNodeRequest{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetNodeRequest) ProtoMessage() {}
+
+func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
+func (*GetNodeRequest) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{10}
+}
+
+// GetNodeResponse holds the node.
+type GetNodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// node is podsyncd's node.
+	Node          *Node `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetNodeResponse) Reset() {
+	*x = GetNodeResponse{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetNodeResponse) ProtoMessage() {}
+
+func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
+func (*GetNodeResponse) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GetNodeResponse) GetNode() *Node {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+// Node is what podsyncd's admission knows of its node, in core/v1's
+// terms.
+type Node struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name of the node (--node-name).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// labels of the node: --node-labels plus kubernetes.io/hostname,
+	// kubernetes.io/os and kubernetes.io/arch.
+	Labels map[string]string `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// taints of the node (--node-taints).
+	Taints []*Taint `protobuf:"bytes,3,rep,name=taints,proto3" json:"taints,omitempty"`
+	// capacity of the machine by resource name (cpu, memory, pods), as
+	// quantities.
+	Capacity map[string]string `protobuf:"bytes,4,rep,name=capacity,proto3" json:"capacity,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// allocatable is the capacity minus --system-reserved: what pods may
+	// request.
+	Allocatable   map[string]string `protobuf:"bytes,5,rep,name=allocatable,proto3" json:"allocatable,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Node) Reset() {
+	*x = Node{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Node) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Node) ProtoMessage() {}
+
+func (x *Node) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Node.ProtoReflect.Descriptor instead.
+func (*Node) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Node) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Node) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Node) GetTaints() []*Taint {
+	if x != nil {
+		return x.Taints
+	}
+	return nil
+}
+
+func (x *Node) GetCapacity() map[string]string {
+	if x != nil {
+		return x.Capacity
+	}
+	return nil
+}
+
+func (x *Node) GetAllocatable() map[string]string {
+	if x != nil {
+		return x.Allocatable
+	}
+	return nil
+}
+
+// Taint mirrors core/v1 Taint.
+type Taint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// key of the taint.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// value of the taint, may be empty.
+	Value string `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	// effect: "NoSchedule", "PreferNoSchedule" or "NoExecute".
+	Effect        string `protobuf:"bytes,3,opt,name=effect,proto3" json:"effect,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Taint) Reset() {
+	*x = Taint{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Taint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Taint) ProtoMessage() {}
+
+func (x *Taint) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Taint.ProtoReflect.Descriptor instead.
+func (*Taint) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Taint) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Taint) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *Taint) GetEffect() string {
+	if x != nil {
+		return x.Effect
+	}
+	return ""
+}
+
 type GetPodRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// namespace of the pod. Default "default".
@@ -903,7 +1136,7 @@ type GetPodRequest struct {
 
 func (x *GetPodRequest) Reset() {
 	*x = GetPodRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[10]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1148,7 @@ func (x *GetPodRequest) String() string {
 func (*GetPodRequest) ProtoMessage() {}
 
 func (x *GetPodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[10]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1161,7 @@ func (x *GetPodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPodRequest.ProtoReflect.Descriptor instead.
 func (*GetPodRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{10}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetPodRequest) GetNamespace() string {
@@ -959,7 +1192,7 @@ type GetPodResponse struct {
 
 func (x *GetPodResponse) Reset() {
 	*x = GetPodResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[11]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1204,7 @@ func (x *GetPodResponse) String() string {
 func (*GetPodResponse) ProtoMessage() {}
 
 func (x *GetPodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[11]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1217,7 @@ func (x *GetPodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPodResponse.ProtoReflect.Descriptor instead.
 func (*GetPodResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{11}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetPodResponse) GetPod() *Pod {
@@ -1016,7 +1249,7 @@ type ListPodsRequest struct {
 
 func (x *ListPodsRequest) Reset() {
 	*x = ListPodsRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[12]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1028,7 +1261,7 @@ func (x *ListPodsRequest) String() string {
 func (*ListPodsRequest) ProtoMessage() {}
 
 func (x *ListPodsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[12]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1041,7 +1274,7 @@ func (x *ListPodsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPodsRequest.ProtoReflect.Descriptor instead.
 func (*ListPodsRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{12}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListPodsRequest) GetNamespace() string {
@@ -1078,7 +1311,7 @@ type ListPodsResponse struct {
 
 func (x *ListPodsResponse) Reset() {
 	*x = ListPodsResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[13]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1090,7 +1323,7 @@ func (x *ListPodsResponse) String() string {
 func (*ListPodsResponse) ProtoMessage() {}
 
 func (x *ListPodsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[13]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1103,7 +1336,7 @@ func (x *ListPodsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPodsResponse.ProtoReflect.Descriptor instead.
 func (*ListPodsResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{13}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListPodsResponse) GetPods() []*Pod {
@@ -1138,7 +1371,7 @@ type DeletePodRequest struct {
 
 func (x *DeletePodRequest) Reset() {
 	*x = DeletePodRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[14]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1150,7 +1383,7 @@ func (x *DeletePodRequest) String() string {
 func (*DeletePodRequest) ProtoMessage() {}
 
 func (x *DeletePodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[14]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1163,7 +1396,7 @@ func (x *DeletePodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePodRequest.ProtoReflect.Descriptor instead.
 func (*DeletePodRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{14}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeletePodRequest) GetNamespace() string {
@@ -1209,7 +1442,7 @@ type DeletePodResponse struct {
 
 func (x *DeletePodResponse) Reset() {
 	*x = DeletePodResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[15]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1454,7 @@ func (x *DeletePodResponse) String() string {
 func (*DeletePodResponse) ProtoMessage() {}
 
 func (x *DeletePodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[15]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1467,7 @@ func (x *DeletePodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePodResponse.ProtoReflect.Descriptor instead.
 func (*DeletePodResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{15}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeletePodResponse) GetFound() bool {
@@ -1273,7 +1506,7 @@ type WatchPodsRequest struct {
 
 func (x *WatchPodsRequest) Reset() {
 	*x = WatchPodsRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[16]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1285,7 +1518,7 @@ func (x *WatchPodsRequest) String() string {
 func (*WatchPodsRequest) ProtoMessage() {}
 
 func (x *WatchPodsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[16]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1298,7 +1531,7 @@ func (x *WatchPodsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPodsRequest.ProtoReflect.Descriptor instead.
 func (*WatchPodsRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{16}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WatchPodsRequest) GetSinceRevision() int64 {
@@ -1347,7 +1580,7 @@ type WatchPodsResponse struct {
 
 func (x *WatchPodsResponse) Reset() {
 	*x = WatchPodsResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[17]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1359,7 +1592,7 @@ func (x *WatchPodsResponse) String() string {
 func (*WatchPodsResponse) ProtoMessage() {}
 
 func (x *WatchPodsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[17]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1372,7 +1605,7 @@ func (x *WatchPodsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPodsResponse.ProtoReflect.Descriptor instead.
 func (*WatchPodsResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{17}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WatchPodsResponse) GetRevision() int64 {
@@ -1475,7 +1708,7 @@ type WatchSynced struct {
 
 func (x *WatchSynced) Reset() {
 	*x = WatchSynced{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1487,7 +1720,7 @@ func (x *WatchSynced) String() string {
 func (*WatchSynced) ProtoMessage() {}
 
 func (x *WatchSynced) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1500,7 +1733,7 @@ func (x *WatchSynced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchSynced.ProtoReflect.Descriptor instead.
 func (*WatchSynced) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{18}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{22}
 }
 
 // PodDeleted says a pod is gone.
@@ -1514,7 +1747,7 @@ type PodDeleted struct {
 
 func (x *PodDeleted) Reset() {
 	*x = PodDeleted{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1526,7 +1759,7 @@ func (x *PodDeleted) String() string {
 func (*PodDeleted) ProtoMessage() {}
 
 func (x *PodDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +1772,7 @@ func (x *PodDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDeleted.ProtoReflect.Descriptor instead.
 func (*PodDeleted) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{19}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PodDeleted) GetTime() *timestamppb.Timestamp {
@@ -1577,7 +1810,7 @@ type GetContainerLogsRequest struct {
 
 func (x *GetContainerLogsRequest) Reset() {
 	*x = GetContainerLogsRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +1822,7 @@ func (x *GetContainerLogsRequest) String() string {
 func (*GetContainerLogsRequest) ProtoMessage() {}
 
 func (x *GetContainerLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1835,7 @@ func (x *GetContainerLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetContainerLogsRequest.ProtoReflect.Descriptor instead.
 func (*GetContainerLogsRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{20}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetContainerLogsRequest) GetNamespace() string {
@@ -1679,7 +1912,7 @@ type GetContainerLogsResponse struct {
 
 func (x *GetContainerLogsResponse) Reset() {
 	*x = GetContainerLogsResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1691,7 +1924,7 @@ func (x *GetContainerLogsResponse) String() string {
 func (*GetContainerLogsResponse) ProtoMessage() {}
 
 func (x *GetContainerLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1704,7 +1937,7 @@ func (x *GetContainerLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetContainerLogsResponse.ProtoReflect.Descriptor instead.
 func (*GetContainerLogsResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{21}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetContainerLogsResponse) GetLines() []*LogLine {
@@ -1768,7 +2001,29 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x03pod\x18\x01 \x01(\v2\x12.podsync.v1.PodRefR\x03pod\x12'\n" +
 	"\x04plan\x18\x02 \x01(\v2\x13.podsync.v1.PodPlanR\x04plan\x12-\n" +
 	"\x06status\x18\x03 \x01(\v2\x15.podsync.v1.PodStatusR\x06status\x12\x14\n" +
-	"\x05known\x18\x04 \x01(\bR\x05known\"A\n" +
+	"\x05known\x18\x04 \x01(\bR\x05known\"\x10\n" +
+	"\x0eGetNodeRequest\"7\n" +
+	"\x0fGetNodeResponse\x12$\n" +
+	"\x04node\x18\x01 \x01(\v2\x10.podsync.v1.NodeR\x04node\"\xb4\x03\n" +
+	"\x04Node\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
+	"\x06labels\x18\x02 \x03(\v2\x1c.podsync.v1.Node.LabelsEntryR\x06labels\x12)\n" +
+	"\x06taints\x18\x03 \x03(\v2\x11.podsync.v1.TaintR\x06taints\x12:\n" +
+	"\bcapacity\x18\x04 \x03(\v2\x1e.podsync.v1.Node.CapacityEntryR\bcapacity\x12C\n" +
+	"\vallocatable\x18\x05 \x03(\v2!.podsync.v1.Node.AllocatableEntryR\vallocatable\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
+	"\rCapacityEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
+	"\x10AllocatableEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"G\n" +
+	"\x05Taint\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
+	"\x06effect\x18\x03 \x01(\tR\x06effect\"A\n" +
 	"\rGetPodRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"O\n" +
@@ -1835,12 +2090,13 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\rAdmissionMode\x12\x1e\n" +
 	"\x1aADMISSION_MODE_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aADMISSION_MODE_BEST_EFFORT\x10\x01\x12!\n" +
-	"\x1dADMISSION_MODE_ALL_OR_NOTHING\x10\x022\x82\x05\n" +
+	"\x1dADMISSION_MODE_ALL_OR_NOTHING\x10\x022\xcb\x05\n" +
 	"\x0ePodSyncService\x12D\n" +
 	"\aRunPods\x12\x1a.podsync.v1.RunPodsRequest\x1a\x1b.podsync.v1.RunPodsResponse0\x01\x12I\n" +
 	"\aSyncPod\x12\x1a.podsync.v1.SyncPodRequest\x1a\x1b.podsync.v1.SyncPodResponse\"\x03\x90\x02\x020\x01\x12G\n" +
 	"\aPlanPod\x12\x1a.podsync.v1.PlanPodRequest\x1a\x1b.podsync.v1.PlanPodResponse\"\x03\x90\x02\x01\x12D\n" +
-	"\x06GetPod\x12\x19.podsync.v1.GetPodRequest\x1a\x1a.podsync.v1.GetPodResponse\"\x03\x90\x02\x01\x12J\n" +
+	"\x06GetPod\x12\x19.podsync.v1.GetPodRequest\x1a\x1a.podsync.v1.GetPodResponse\"\x03\x90\x02\x01\x12G\n" +
+	"\aGetNode\x12\x1a.podsync.v1.GetNodeRequest\x1a\x1b.podsync.v1.GetNodeResponse\"\x03\x90\x02\x01\x12J\n" +
 	"\bListPods\x12\x1b.podsync.v1.ListPodsRequest\x1a\x1c.podsync.v1.ListPodsResponse\"\x03\x90\x02\x01\x12M\n" +
 	"\tDeletePod\x12\x1c.podsync.v1.DeletePodRequest\x1a\x1d.podsync.v1.DeletePodResponse\"\x03\x90\x02\x02\x12O\n" +
 	"\tWatchPods\x12\x1c.podsync.v1.WatchPodsRequest\x1a\x1d.podsync.v1.WatchPodsResponse\"\x03\x90\x02\x010\x01\x12d\n" +
@@ -1862,7 +2118,7 @@ func file_podsync_v1_pod_sync_service_proto_rawDescGZIP() []byte {
 }
 
 var file_podsync_v1_pod_sync_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(WaitFor)(0),                     // 0: podsync.v1.WaitFor
 	(AdmissionMode)(0),               // 1: podsync.v1.AdmissionMode
@@ -1876,93 +2132,107 @@ var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(*SyncPodResult)(nil),            // 9: podsync.v1.SyncPodResult
 	(*PlanPodRequest)(nil),           // 10: podsync.v1.PlanPodRequest
 	(*PlanPodResponse)(nil),          // 11: podsync.v1.PlanPodResponse
-	(*GetPodRequest)(nil),            // 12: podsync.v1.GetPodRequest
-	(*GetPodResponse)(nil),           // 13: podsync.v1.GetPodResponse
-	(*ListPodsRequest)(nil),          // 14: podsync.v1.ListPodsRequest
-	(*ListPodsResponse)(nil),         // 15: podsync.v1.ListPodsResponse
-	(*DeletePodRequest)(nil),         // 16: podsync.v1.DeletePodRequest
-	(*DeletePodResponse)(nil),        // 17: podsync.v1.DeletePodResponse
-	(*WatchPodsRequest)(nil),         // 18: podsync.v1.WatchPodsRequest
-	(*WatchPodsResponse)(nil),        // 19: podsync.v1.WatchPodsResponse
-	(*WatchSynced)(nil),              // 20: podsync.v1.WatchSynced
-	(*PodDeleted)(nil),               // 21: podsync.v1.PodDeleted
-	(*GetContainerLogsRequest)(nil),  // 22: podsync.v1.GetContainerLogsRequest
-	(*GetContainerLogsResponse)(nil), // 23: podsync.v1.GetContainerLogsResponse
-	(*Pod)(nil),                      // 24: podsync.v1.Pod
-	(*ConfigMap)(nil),                // 25: podsync.v1.ConfigMap
-	(*Secret)(nil),                   // 26: podsync.v1.Secret
-	(*durationpb.Duration)(nil),      // 27: google.protobuf.Duration
-	(*PodRef)(nil),                   // 28: podsync.v1.PodRef
-	(*SyncStep)(nil),                 // 29: podsync.v1.SyncStep
-	(*PodStatus)(nil),                // 30: podsync.v1.PodStatus
-	(*PodResult)(nil),                // 31: podsync.v1.PodResult
-	(*timestamppb.Timestamp)(nil),    // 32: google.protobuf.Timestamp
-	(*PodPlan)(nil),                  // 33: podsync.v1.PodPlan
-	(*PodEvent)(nil),                 // 34: podsync.v1.PodEvent
-	(*LogLine)(nil),                  // 35: podsync.v1.LogLine
+	(*GetNodeRequest)(nil),           // 12: podsync.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),          // 13: podsync.v1.GetNodeResponse
+	(*Node)(nil),                     // 14: podsync.v1.Node
+	(*Taint)(nil),                    // 15: podsync.v1.Taint
+	(*GetPodRequest)(nil),            // 16: podsync.v1.GetPodRequest
+	(*GetPodResponse)(nil),           // 17: podsync.v1.GetPodResponse
+	(*ListPodsRequest)(nil),          // 18: podsync.v1.ListPodsRequest
+	(*ListPodsResponse)(nil),         // 19: podsync.v1.ListPodsResponse
+	(*DeletePodRequest)(nil),         // 20: podsync.v1.DeletePodRequest
+	(*DeletePodResponse)(nil),        // 21: podsync.v1.DeletePodResponse
+	(*WatchPodsRequest)(nil),         // 22: podsync.v1.WatchPodsRequest
+	(*WatchPodsResponse)(nil),        // 23: podsync.v1.WatchPodsResponse
+	(*WatchSynced)(nil),              // 24: podsync.v1.WatchSynced
+	(*PodDeleted)(nil),               // 25: podsync.v1.PodDeleted
+	(*GetContainerLogsRequest)(nil),  // 26: podsync.v1.GetContainerLogsRequest
+	(*GetContainerLogsResponse)(nil), // 27: podsync.v1.GetContainerLogsResponse
+	nil,                              // 28: podsync.v1.Node.LabelsEntry
+	nil,                              // 29: podsync.v1.Node.CapacityEntry
+	nil,                              // 30: podsync.v1.Node.AllocatableEntry
+	(*Pod)(nil),                      // 31: podsync.v1.Pod
+	(*ConfigMap)(nil),                // 32: podsync.v1.ConfigMap
+	(*Secret)(nil),                   // 33: podsync.v1.Secret
+	(*durationpb.Duration)(nil),      // 34: google.protobuf.Duration
+	(*PodRef)(nil),                   // 35: podsync.v1.PodRef
+	(*SyncStep)(nil),                 // 36: podsync.v1.SyncStep
+	(*PodStatus)(nil),                // 37: podsync.v1.PodStatus
+	(*PodResult)(nil),                // 38: podsync.v1.PodResult
+	(*timestamppb.Timestamp)(nil),    // 39: google.protobuf.Timestamp
+	(*PodPlan)(nil),                  // 40: podsync.v1.PodPlan
+	(*PodEvent)(nil),                 // 41: podsync.v1.PodEvent
+	(*LogLine)(nil),                  // 42: podsync.v1.LogLine
 }
 var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
-	24, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
-	25, // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	26, // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
+	31, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
+	32, // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	33, // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
 	0,  // 3: podsync.v1.RunPodsRequest.wait_for:type_name -> podsync.v1.WaitFor
-	27, // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
+	34, // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
 	1,  // 5: podsync.v1.RunPodsRequest.admission_mode:type_name -> podsync.v1.AdmissionMode
 	4,  // 6: podsync.v1.RunPodsResponse.step:type_name -> podsync.v1.PodStep
 	5,  // 7: podsync.v1.RunPodsResponse.status:type_name -> podsync.v1.PodStatusUpdate
 	6,  // 8: podsync.v1.RunPodsResponse.summary:type_name -> podsync.v1.RunPodsSummary
-	28, // 9: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
-	29, // 10: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
-	28, // 11: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
-	30, // 12: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
-	31, // 13: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
-	24, // 14: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
-	25, // 15: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	26, // 16: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
-	29, // 17: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
+	35, // 9: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
+	36, // 10: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
+	35, // 11: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
+	37, // 12: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
+	38, // 13: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
+	31, // 14: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
+	32, // 15: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	33, // 16: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
+	36, // 17: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
 	9,  // 18: podsync.v1.SyncPodResponse.result:type_name -> podsync.v1.SyncPodResult
-	28, // 19: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
-	30, // 20: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
-	32, // 21: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
-	24, // 22: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
-	25, // 23: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	26, // 24: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
-	28, // 25: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
-	33, // 26: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
-	30, // 27: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
-	24, // 28: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
-	24, // 29: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
-	29, // 30: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
-	28, // 31: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
-	28, // 32: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
-	30, // 33: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
-	34, // 34: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
-	21, // 35: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
-	20, // 36: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
-	32, // 37: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
-	32, // 38: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
-	35, // 39: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
-	2,  // 40: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
-	7,  // 41: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
-	10, // 42: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
-	12, // 43: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
-	14, // 44: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
-	16, // 45: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
-	18, // 46: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
-	22, // 47: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
-	3,  // 48: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
-	8,  // 49: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
-	11, // 50: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
-	13, // 51: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
-	15, // 52: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
-	17, // 53: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
-	19, // 54: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
-	23, // 55: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
-	48, // [48:56] is the sub-list for method output_type
-	40, // [40:48] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	35, // 19: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
+	37, // 20: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
+	39, // 21: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
+	31, // 22: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
+	32, // 23: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	33, // 24: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
+	35, // 25: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
+	40, // 26: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
+	37, // 27: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
+	14, // 28: podsync.v1.GetNodeResponse.node:type_name -> podsync.v1.Node
+	28, // 29: podsync.v1.Node.labels:type_name -> podsync.v1.Node.LabelsEntry
+	15, // 30: podsync.v1.Node.taints:type_name -> podsync.v1.Taint
+	29, // 31: podsync.v1.Node.capacity:type_name -> podsync.v1.Node.CapacityEntry
+	30, // 32: podsync.v1.Node.allocatable:type_name -> podsync.v1.Node.AllocatableEntry
+	31, // 33: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
+	31, // 34: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
+	36, // 35: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
+	35, // 36: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
+	35, // 37: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
+	37, // 38: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
+	41, // 39: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
+	25, // 40: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
+	24, // 41: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
+	39, // 42: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
+	39, // 43: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
+	42, // 44: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
+	2,  // 45: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
+	7,  // 46: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
+	10, // 47: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
+	16, // 48: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
+	12, // 49: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
+	18, // 50: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
+	20, // 51: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
+	22, // 52: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
+	26, // 53: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
+	3,  // 54: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
+	8,  // 55: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
+	11, // 56: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
+	17, // 57: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
+	13, // 58: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
+	19, // 59: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
+	21, // 60: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
+	23, // 61: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
+	27, // 62: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
+	54, // [54:63] is the sub-list for method output_type
+	45, // [45:54] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_sync_service_proto_init() }
@@ -1981,21 +2251,21 @@ func file_podsync_v1_pod_sync_service_proto_init() {
 		(*SyncPodResponse_Step)(nil),
 		(*SyncPodResponse_Result)(nil),
 	}
-	file_podsync_v1_pod_sync_service_proto_msgTypes[14].OneofWrappers = []any{}
-	file_podsync_v1_pod_sync_service_proto_msgTypes[17].OneofWrappers = []any{
+	file_podsync_v1_pod_sync_service_proto_msgTypes[18].OneofWrappers = []any{}
+	file_podsync_v1_pod_sync_service_proto_msgTypes[21].OneofWrappers = []any{
 		(*WatchPodsResponse_Status)(nil),
 		(*WatchPodsResponse_Event)(nil),
 		(*WatchPodsResponse_Deleted)(nil),
 		(*WatchPodsResponse_Synced)(nil),
 	}
-	file_podsync_v1_pod_sync_service_proto_msgTypes[20].OneofWrappers = []any{}
+	file_podsync_v1_pod_sync_service_proto_msgTypes[24].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_sync_service_proto_rawDesc), len(file_podsync_v1_pod_sync_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   22,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

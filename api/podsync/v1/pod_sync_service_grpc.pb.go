@@ -26,6 +26,7 @@ const (
 	PodSyncService_SyncPod_FullMethodName          = "/podsync.v1.PodSyncService/SyncPod"
 	PodSyncService_PlanPod_FullMethodName          = "/podsync.v1.PodSyncService/PlanPod"
 	PodSyncService_GetPod_FullMethodName           = "/podsync.v1.PodSyncService/GetPod"
+	PodSyncService_GetNode_FullMethodName          = "/podsync.v1.PodSyncService/GetNode"
 	PodSyncService_ListPods_FullMethodName         = "/podsync.v1.PodSyncService/ListPods"
 	PodSyncService_DeletePod_FullMethodName        = "/podsync.v1.PodSyncService/DeletePod"
 	PodSyncService_WatchPods_FullMethodName        = "/podsync.v1.PodSyncService/WatchPods"
@@ -128,6 +129,14 @@ type PodSyncServiceClient interface {
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetPod(ctx context.Context, in *GetPodRequest, opts ...grpc.CallOption) (*GetPodResponse, error)
+	// GetNode returns what podsyncd's admission knows of its node: its name,
+	// its labels (which pods' nodeSelector and required node affinity must
+	// match), its taints (which pods must tolerate when NoSchedule or
+	// NoExecute), and its capacity and allocatable resources (what pods'
+	// requests are admitted against).
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	GetNode(ctx context.Context, in *GetNodeRequest, opts ...grpc.CallOption) (*GetNodeResponse, error)
 	// ListPods returns the pods podsyncd runs, ordered by namespace and name,
 	// filtered by namespace, label selector and phase.
 	//
@@ -246,6 +255,16 @@ func (c *podSyncServiceClient) GetPod(ctx context.Context, in *GetPodRequest, op
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetPodResponse)
 	err := c.cc.Invoke(ctx, PodSyncService_GetPod_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) GetNode(ctx context.Context, in *GetNodeRequest, opts ...grpc.CallOption) (*GetNodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetNodeResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_GetNode_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -406,6 +425,14 @@ type PodSyncServiceServer interface {
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetPod(context.Context, *GetPodRequest) (*GetPodResponse, error)
+	// GetNode returns what podsyncd's admission knows of its node: its name,
+	// its labels (which pods' nodeSelector and required node affinity must
+	// match), its taints (which pods must tolerate when NoSchedule or
+	// NoExecute), and its capacity and allocatable resources (what pods'
+	// requests are admitted against).
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	GetNode(context.Context, *GetNodeRequest) (*GetNodeResponse, error)
 	// ListPods returns the pods podsyncd runs, ordered by namespace and name,
 	// filtered by namespace, label selector and phase.
 	//
@@ -483,6 +510,9 @@ func (UnimplementedPodSyncServiceServer) PlanPod(context.Context, *PlanPodReques
 }
 func (UnimplementedPodSyncServiceServer) GetPod(context.Context, *GetPodRequest) (*GetPodResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetPod not implemented")
+}
+func (UnimplementedPodSyncServiceServer) GetNode(context.Context, *GetNodeRequest) (*GetNodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetNode not implemented")
 }
 func (UnimplementedPodSyncServiceServer) ListPods(context.Context, *ListPodsRequest) (*ListPodsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListPods not implemented")
@@ -575,6 +605,24 @@ func _PodSyncService_GetPod_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PodSyncService_GetNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetNodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).GetNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_GetNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).GetNode(ctx, req.(*GetNodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _PodSyncService_ListPods_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListPodsRequest)
 	if err := dec(in); err != nil {
@@ -647,6 +695,10 @@ var PodSyncService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetPod",
 			Handler:    _PodSyncService_GetPod_Handler,
+		},
+		{
+			MethodName: "GetNode",
+			Handler:    _PodSyncService_GetNode_Handler,
 		},
 		{
 			MethodName: "ListPods",

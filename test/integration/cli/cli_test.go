@@ -158,7 +158,7 @@ func TestBadManifests(t *testing.T) {
 		"  - name: app\n    image: registry.local/busybox:local\n    imagePullPolicyy: Never\n")
 	badImage := write("bad-image.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: bad-image}\nspec:\n  containers:\n"+
 		"  - name: app\n    image: registry.local/BusyBox:local\n")
-	unsupported := write("unsupported.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: tolerant}\nspec:\n  tolerations: [{operator: Exists}]\n"+
+	unsupported := write("unsupported.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: gated}\nspec:\n  readinessGates: [{conditionType: x}]\n"+
 		"  containers:\n  - name: app\n    image: registry.local/busybox:local\n")
 	for _, tt := range []struct {
 		name     string
@@ -169,7 +169,7 @@ func TestBadManifests(t *testing.T) {
 		{"unknown field", []string{"run", "-f", unknown}, 1,
 			[]string{"error: the manifests have 1 problem:\n", "  " + unknown + `:8: Pod/typo: spec.containers[0].imagePullPolicyy: unknown field; did you mean imagePullPolicy?`}},
 		{"field podsync does not support", []string{"run", "-f", unsupported}, 1,
-			[]string{"  " + unsupported + ":5: Pod/tolerant: spec.tolerations: not used — podsync runs on one node and has no scheduler"}},
+			[]string{"  " + unsupported + ":5: Pod/gated: spec.readinessGates: readiness gates are set by controllers podsync does not run; remove them"}},
 		// podsyncctl checks what podsyncd would, before it sends.
 		{"invalid image reference", []string{"run", "-f", badImage}, 1,
 			[]string{"  " + badImage + `:7: Pod/bad-image: spec.containers[0].image: "registry.local/BusyBox:local" is not valid`}},
@@ -291,4 +291,63 @@ func TestLogsFollow(t *testing.T) {
 	if err := removePodCgroups(uid); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestDeploymentAndNodeSelector: a Deployment of three replicas runs as
+// three pods on containerd and delete -f of its file removes them; a pod
+// whose nodeSelector names a label the node lacks is refused with
+// NodeAffinity and leaves nothing in the runtime, and runs on a podsyncd
+// started with that label.
+func TestDeploymentAndNodeSelector(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	selective := filepath.Join(t.TempDir(), "gpu.yaml")
+	if err := os.WriteFile(selective, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: gpu}\nspec:\n"+
+		"  nodeSelector: {gpu: \"true\", kubernetes.io/os: linux}\n  containers:\n  - name: app\n    image: registry.local/busybox:local\n"+
+		"    command: [sh, -c, 'trap \"exit 0\" TERM; sleep 3600 & wait']\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("without the label", func(t *testing.T) {
+		d := startPodsyncdArgs(t)
+		out := d.mustCtl(ctx, "run", "-f", "testdata/workloads/deployment.yaml")
+		if !strings.Contains(out, "3 of 3 pods reached Running") {
+			t.Errorf("run of the Deployment:\n%s", out)
+		}
+		var uids []string
+		for _, p := range decodeList(t, d.mustCtl(ctx, "get", "-l", "podsync.io/workload-name=web", "-o", "json")) {
+			uids = append(uids, p.GetMetadata().GetUid())
+			if len(sandboxes(ctx, t, p.GetMetadata().GetUid())) == 0 {
+				t.Errorf("pod %s has no sandbox in the runtime", p.GetMetadata().GetName())
+			}
+		}
+		if len(uids) != 3 {
+			t.Fatalf("%d pods of the Deployment, want 3", len(uids))
+		}
+		out = d.mustCtl(ctx, "delete", "-f", "testdata/workloads/deployment.yaml", "--grace-period", "0")
+		if strings.Count(out, " deleted\n") != 3 {
+			t.Errorf("delete -f:\n%s", out)
+		}
+		for _, uid := range uids {
+			if ids := sandboxes(ctx, t, uid); len(ids) > 0 {
+				t.Errorf("pod %s: sandboxes left after delete -f: %v", uid, ids)
+			}
+		}
+		r := d.ctl(ctx, "", "run", "-f", selective)
+		if r.code != 1 || !strings.Contains(r.stdout, "Rejected (NodeAffinity): Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector") {
+			t.Errorf("run of a pod selecting a label the node lacks: %+v", r)
+		}
+		if r := d.ctl(ctx, "", "get"); r.stdout != "" {
+			t.Errorf("pods after the refusal:\n%s", r.stdout)
+		}
+	})
+	t.Run("with the label", func(t *testing.T) {
+		d := startPodsyncdArgs(t, "--node-labels=gpu=true")
+		out := d.mustCtl(ctx, "run", "-f", selective)
+		if !strings.Contains(out, "1 of 1 pods reached Running") {
+			t.Errorf("run with the label:\n%s", out)
+		}
+		if out := d.mustCtl(ctx, "node"); !strings.Contains(out, "gpu=true") {
+			t.Errorf("node does not show the label:\n%s", out)
+		}
+	})
 }

@@ -36,7 +36,10 @@ type podsyncd struct {
 // until it is healthy (through podsyncctl health --wait). When the test
 // ends, every pod is deleted, its cgroups removed, podsyncd stopped; it
 // must exit 0.
-func startPodsyncd(t *testing.T) *podsyncd {
+func startPodsyncd(t *testing.T) *podsyncd { return startPodsyncdArgs(t) }
+
+// startPodsyncdArgs is startPodsyncd with further podsyncd flags.
+func startPodsyncdArgs(t *testing.T, args ...string) *podsyncd {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ctl-")
 	if err != nil {
@@ -50,7 +53,7 @@ func startPodsyncd(t *testing.T) *podsyncd {
 		ShutdownTimeout: 10 * time.Second,
 		// The web example publishes a host port, which the default Pod
 		// Security level refuses unless the operator opens it.
-		Args: []string{"--log-format=console", "--allowed-host-ports=1024-65535"},
+		Args: append([]string{"--log-format=console", "--allowed-host-ports=1024-65535"}, args...),
 		Log:  filepath.Join(dir, "podsyncd.log"),
 	})
 	t.Cleanup(func() {

@@ -8,14 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
 	cri "k8s.io/cri-api/pkg/apis"
 
@@ -54,7 +57,7 @@ func TestGrpcurlListAndDescribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The contract's RPCs, and any the generated code has besides.
-	rpcs := []string{"RunPods", "SyncPod", "PlanPod", "GetPod", "ListPods", "DeletePod", "WatchPods", "GetContainerLogs"}
+	rpcs := []string{"RunPods", "SyncPod", "PlanPod", "GetPod", "GetNode", "ListPods", "DeletePod", "WatchPods", "GetContainerLogs"}
 	desc := podsyncv1.PodSyncService_ServiceDesc
 	for _, m := range desc.Methods {
 		rpcs = append(rpcs, m.MethodName)
@@ -75,10 +78,37 @@ func TestGrpcurlListAndDescribe(t *testing.T) {
 			t.Errorf("grpcurl describe: %s is not IDEMPOTENT:\n%s", rpc, out)
 		}
 	}
-	for _, rpc := range []string{"GetContainerLogs", "GetPod", "ListPods", "PlanPod", "WatchPods"} {
+	for _, rpc := range []string{"GetContainerLogs", "GetNode", "GetPod", "ListPods", "PlanPod", "WatchPods"} {
 		if !regexp.MustCompile(`rpc ` + rpc + ` \([^\n]*\{\n\s*option idempotency_level = NO_SIDE_EFFECTS;`).MatchString(out) {
 			t.Errorf("grpcurl describe: %s is not NO_SIDE_EFFECTS:\n%s", rpc, out)
 		}
+	}
+}
+
+// TestGrpcurlGetNode: GetNode, as the docs call it, returns the node's
+// labels (the operator's and the three podsyncd sets), taints and
+// resources.
+func TestGrpcurlGetNode(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncd(t, daemonOptions{Args: []string{"--node-name=node-7", "--node-labels=disk=ssd", "--node-taints=dedicated=db:NoSchedule"}})
+	out, err := d.grpcurl(ctx, "", nil, "podsync.v1.PodSyncService/GetNode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp podsyncv1.GetNodeResponse
+	if err := protojson.Unmarshal([]byte(out), &resp); err != nil {
+		t.Fatalf("GetNode output: %v\n%s", err, out)
+	}
+	n := resp.GetNode()
+	want := map[string]string{"disk": "ssd", "kubernetes.io/hostname": "node-7", "kubernetes.io/os": goruntime.GOOS, "kubernetes.io/arch": goruntime.GOARCH}
+	if n.GetName() != "node-7" || !maps.Equal(n.GetLabels(), want) {
+		t.Errorf("GetNode name %q labels %v, want node-7 and %v", n.GetName(), n.GetLabels(), want)
+	}
+	if len(n.GetTaints()) != 1 || n.GetTaints()[0].GetKey() != "dedicated" || n.GetTaints()[0].GetValue() != "db" || n.GetTaints()[0].GetEffect() != "NoSchedule" {
+		t.Errorf("GetNode taints %v, want dedicated=db:NoSchedule", n.GetTaints())
+	}
+	if n.GetCapacity()["cpu"] == "" || n.GetAllocatable()["pods"] != "110" {
+		t.Errorf("GetNode capacity %v, allocatable %v", n.GetCapacity(), n.GetAllocatable())
 	}
 }
 

@@ -1,0 +1,363 @@
+package convert
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	appsv1beta1 "k8s.io/api/apps/v1beta1"
+	appsv1beta2 "k8s.io/api/apps/v1beta2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Workload kinds: Decode runs their pod template as pods named after the
+// workload, as their controllers would on a one-node cluster.
+const (
+	KindDeployment            = "Deployment"
+	KindReplicaSet            = "ReplicaSet"
+	KindStatefulSet           = "StatefulSet"
+	KindDaemonSet             = "DaemonSet"
+	KindReplicationController = "ReplicationController"
+	KindJob                   = "Job"
+	kindCronJob               = "CronJob"
+)
+
+// Labels and the annotation a workload's pods carry: `podsyncctl delete -f`
+// of the workload's file removes them, and re-applying it updates them.
+const (
+	LabelWorkloadKind          = "podsync.io/workload-kind"
+	LabelWorkloadName          = "podsync.io/workload-name"
+	AnnotationWorkload         = "podsync.io/workload"
+	labelStatefulSetPod        = "statefulset.kubernetes.io/pod-name"
+	labelPodIndex              = "apps.kubernetes.io/pod-index"
+	labelJobName               = "batch.kubernetes.io/job-name"
+	labelJobNameLegacy         = "job-name"
+	labelJobCompletionIdx      = "batch.kubernetes.io/job-completion-index"
+	annotationJobCompletionIdx = "batch.kubernetes.io/job-completion-index"
+)
+
+// workloadAPIVersions are the group versions each workload kind is read
+// in: the current one and the old ones manifests still carry.
+var workloadAPIVersions = map[string][]string{
+	KindDeployment:            {"apps/v1", "apps/v1beta2", "apps/v1beta1", "extensions/v1beta1"},
+	KindReplicaSet:            {"apps/v1", "apps/v1beta2", "extensions/v1beta1"},
+	KindStatefulSet:           {"apps/v1", "apps/v1beta2", "apps/v1beta1"},
+	KindDaemonSet:             {"apps/v1", "apps/v1beta2", "extensions/v1beta1"},
+	KindReplicationController: {"v1"},
+	KindJob:                   {"batch/v1"},
+}
+
+// skippedKinds are the kinds found beside workloads that mean nothing on
+// one node without an API server; Decode skips them with a notice.
+var skippedKinds = map[string]string{
+	"Service":               "podsync has no service proxy; reach pods by hostPort or hostNetwork",
+	"ServiceAccount":        "podsync mounts no service account token",
+	"Role":                  "podsync has no API server to authorize",
+	"ClusterRole":           "podsync has no API server to authorize",
+	"RoleBinding":           "podsync has no API server to authorize",
+	"ClusterRoleBinding":    "podsync has no API server to authorize",
+	"Namespace":             "namespaces need no creating on podsync",
+	"PersistentVolumeClaim": "podsync has no volume provisioner; use a hostPath or emptyDir volume",
+}
+
+// isOtherKind reports whether Decode handles kind in this file: a workload,
+// CronJob or a skipped kind.
+func isOtherKind(kind string) bool {
+	_, workload := workloadAPIVersions[kind]
+	_, skipped := skippedKinds[kind]
+	return workload || skipped || kind == kindCronJob
+}
+
+// checkOtherAPIVersion checks the apiVersion of a kind isOtherKind accepts.
+// Skipped kinds are skipped whatever their version.
+func checkOtherAPIVersion(h manifestHeader) error {
+	want, ok := workloadAPIVersions[h.Kind]
+	if !ok {
+		return nil
+	}
+	for _, v := range want {
+		if h.APIVersion == v {
+			return nil
+		}
+	}
+	if h.APIVersion == "" {
+		return fmt.Errorf("apiVersion is missing, want %q", want[0])
+	}
+	return fmt.Errorf("apiVersion %q of a %s is not supported, want %q", h.APIVersion, h.Kind, want[0])
+}
+
+// workload is what Decode uses of a workload, whatever its group version.
+type workload struct {
+	kind      string
+	meta      metav1.ObjectMeta
+	replicas  *int32 // nil: 1
+	selector  *metav1.LabelSelector
+	template  corev1.PodTemplateSpec
+	ordinal   int32  // StatefulSet ordinals.start
+	subdomain string // StatefulSet serviceName
+	claims    int    // StatefulSet volumeClaimTemplates
+	job       *batchv1.JobSpec
+}
+
+// addOther decodes a kind isOtherKind accepts: a workload's pods are added
+// to m, a skipped kind gives a notice, CronJob an error.
+func (m *Manifests) addOther(h manifestHeader, doc []byte) error {
+	if h.Kind == kindCronJob {
+		return errors.New("a CronJob is not run: podsync has no controller to start its Jobs on a schedule; " +
+			"run the Job's pod from a systemd timer (podsyncctl run -f job.yaml in the timer's service)")
+	}
+	if why, ok := skippedKinds[h.Kind]; ok {
+		m.Notices = append(m.Notices, fmt.Sprintf("%s %q skipped: %s", h.Kind, h.Name, why))
+		return nil
+	}
+	w, err := decodeWorkload(h, doc)
+	if err != nil {
+		return err
+	}
+	pods, err := w.pods()
+	if err != nil {
+		return err
+	}
+	m.Pods = append(m.Pods, pods...)
+	m.Notices = append(m.Notices, schedulingNotices(h.Kind, h.Name, &w.template.Spec)...)
+	return nil
+}
+
+func decodeWorkload(h manifestHeader, doc []byte) (*workload, error) {
+	w := &workload{kind: h.Kind}
+	var v any
+	switch h.Kind + " " + h.APIVersion {
+	case "Deployment apps/v1":
+		v = &appsv1.Deployment{}
+	case "Deployment apps/v1beta2":
+		v = &appsv1beta2.Deployment{}
+	case "Deployment apps/v1beta1":
+		v = &appsv1beta1.Deployment{}
+	case "Deployment extensions/v1beta1":
+		v = &extensionsv1beta1.Deployment{}
+	case "ReplicaSet apps/v1":
+		v = &appsv1.ReplicaSet{}
+	case "ReplicaSet apps/v1beta2":
+		v = &appsv1beta2.ReplicaSet{}
+	case "ReplicaSet extensions/v1beta1":
+		v = &extensionsv1beta1.ReplicaSet{}
+	case "StatefulSet apps/v1":
+		v = &appsv1.StatefulSet{}
+	case "StatefulSet apps/v1beta2":
+		v = &appsv1beta2.StatefulSet{}
+	case "StatefulSet apps/v1beta1":
+		v = &appsv1beta1.StatefulSet{}
+	case "DaemonSet apps/v1":
+		v = &appsv1.DaemonSet{}
+	case "DaemonSet apps/v1beta2":
+		v = &appsv1beta2.DaemonSet{}
+	case "DaemonSet extensions/v1beta1":
+		v = &extensionsv1beta1.DaemonSet{}
+	case "ReplicationController v1":
+		v = &corev1.ReplicationController{}
+	case "Job batch/v1":
+		v = &batchv1.Job{}
+	default:
+		// checkOtherAPIVersion admits no other pair.
+		return nil, fmt.Errorf("apiVersion %q of a %s is not supported", h.APIVersion, h.Kind)
+	}
+	if err := unmarshalStrict(doc, v); err != nil {
+		return nil, err
+	}
+	switch o := v.(type) {
+	case *appsv1.Deployment:
+		w.meta, w.replicas, w.selector, w.template = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Spec.Template
+	case *appsv1beta2.Deployment:
+		w.meta, w.replicas, w.selector, w.template = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Spec.Template
+	case *appsv1beta1.Deployment:
+		w.meta, w.replicas, w.selector, w.template = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Spec.Template
+	case *extensionsv1beta1.Deployment:
+		w.meta, w.replicas, w.selector, w.template = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Spec.Template
+	case *appsv1.ReplicaSet:
+		w.meta, w.replicas, w.selector, w.template = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Spec.Template
+	case *appsv1beta2.ReplicaSet:
+		w.meta, w.replicas, w.selector, w.template = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Spec.Template
+	case *extensionsv1beta1.ReplicaSet:
+		w.meta, w.replicas, w.selector, w.template = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Spec.Template
+	case *appsv1.StatefulSet:
+		w.meta, w.replicas, w.selector, w.template = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Spec.Template
+		w.subdomain, w.claims = o.Spec.ServiceName, len(o.Spec.VolumeClaimTemplates)
+		if o.Spec.Ordinals != nil {
+			w.ordinal = o.Spec.Ordinals.Start
+		}
+	case *appsv1beta2.StatefulSet:
+		w.meta, w.replicas, w.selector, w.template = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Spec.Template
+		w.subdomain, w.claims = o.Spec.ServiceName, len(o.Spec.VolumeClaimTemplates)
+		if o.Spec.Ordinals != nil {
+			w.ordinal = o.Spec.Ordinals.Start
+		}
+	case *appsv1beta1.StatefulSet:
+		w.meta, w.replicas, w.selector, w.template = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Spec.Template
+		w.subdomain, w.claims = o.Spec.ServiceName, len(o.Spec.VolumeClaimTemplates)
+		if o.Spec.Ordinals != nil {
+			w.ordinal = o.Spec.Ordinals.Start
+		}
+	case *appsv1.DaemonSet:
+		w.meta, w.selector, w.template = o.ObjectMeta, o.Spec.Selector, o.Spec.Template
+	case *appsv1beta2.DaemonSet:
+		w.meta, w.selector, w.template = o.ObjectMeta, o.Spec.Selector, o.Spec.Template
+	case *extensionsv1beta1.DaemonSet:
+		w.meta, w.selector, w.template = o.ObjectMeta, o.Spec.Selector, o.Spec.Template
+	case *corev1.ReplicationController:
+		w.meta, w.replicas = o.ObjectMeta, o.Spec.Replicas
+		if o.Spec.Template == nil {
+			return nil, errors.New("spec.template is required")
+		}
+		w.template = *o.Spec.Template
+		if o.Spec.Selector != nil {
+			w.selector = &metav1.LabelSelector{MatchLabels: o.Spec.Selector}
+		}
+	case *batchv1.Job:
+		w.meta, w.selector, w.template = o.ObjectMeta, o.Spec.Selector, o.Spec.Template
+		w.job = &o.Spec
+		if o.Spec.ManualSelector == nil || !*o.Spec.ManualSelector {
+			// The Job controller makes the selector itself.
+			w.selector = nil
+		}
+	}
+	return w, nil
+}
+
+// pods are the workload's pods: replicas of them (one for a DaemonSet or
+// Job), named <name>-<i> (from ordinals.start for a StatefulSet), each the
+// pod template with the workload's namespace and its kind and name in
+// labels and an annotation.
+func (w *workload) pods() ([]*corev1.Pod, error) {
+	if w.meta.Name == "" {
+		return nil, errors.New("metadata.name is required: the pods are named after it")
+	}
+	if w.claims > 0 {
+		return nil, errors.New("spec.volumeClaimTemplates: podsync has no volume provisioner; " +
+			"give the pod template a hostPath or emptyDir volume of that name instead")
+	}
+	if w.selector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(w.selector)
+		if err != nil {
+			return nil, fmt.Errorf("spec.selector: %w", err)
+		}
+		if !sel.Matches(labels.Set(w.template.Labels)) {
+			return nil, fmt.Errorf("spec.selector %s does not match spec.template.metadata.labels", sel)
+		}
+	}
+	replicas := int32(1)
+	if w.replicas != nil {
+		replicas = *w.replicas
+	}
+	template := w.template.DeepCopy()
+	if w.job != nil {
+		if err := jobTemplate(w.job, template); err != nil {
+			return nil, err
+		}
+	} else if rp := template.Spec.RestartPolicy; rp != "" && rp != corev1.RestartPolicyAlways {
+		return nil, fmt.Errorf("spec.template.spec.restartPolicy %q: a %s's pods restart Always; use a Job or a Pod for %s", rp, w.kind, rp)
+	}
+	pods := make([]*corev1.Pod, 0, replicas)
+	for i := w.ordinal; i < w.ordinal+replicas; i++ {
+		name := w.meta.Name + "-" + strconv.Itoa(int(i))
+		pod := &corev1.Pod{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: *template.ObjectMeta.DeepCopy(),
+			Spec:       *template.Spec.DeepCopy(),
+		}
+		pod.Name = name
+		pod.Namespace = w.meta.Namespace
+		if pod.Labels == nil {
+			pod.Labels = map[string]string{}
+		}
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Labels[LabelWorkloadKind] = w.kind
+		if len(validation.IsValidLabelValue(w.meta.Name)) == 0 {
+			pod.Labels[LabelWorkloadName] = w.meta.Name
+		}
+		pod.Annotations[AnnotationWorkload] = w.kind + "/" + w.meta.Name
+		switch {
+		case w.kind == KindStatefulSet:
+			pod.Labels[labelStatefulSetPod] = name
+			pod.Labels[labelPodIndex] = strconv.Itoa(int(i))
+			if pod.Spec.Hostname == "" {
+				pod.Spec.Hostname = name
+			}
+			if pod.Spec.Subdomain == "" {
+				pod.Spec.Subdomain = w.subdomain
+			}
+		case w.job != nil:
+			if len(validation.IsValidLabelValue(w.meta.Name)) == 0 {
+				pod.Labels[labelJobName] = w.meta.Name
+				pod.Labels[labelJobNameLegacy] = w.meta.Name
+			}
+			if w.job.CompletionMode != nil && *w.job.CompletionMode == batchv1.IndexedCompletion {
+				pod.Labels[labelJobCompletionIdx] = "0"
+				pod.Annotations[annotationJobCompletionIdx] = "0"
+			}
+		}
+		pods = append(pods, pod)
+	}
+	return pods, nil
+}
+
+// jobTemplate checks that the Job is one podsync runs as its controller
+// would, one pod that is not retried, and sets the Job's deadline on the
+// pod template.
+func jobTemplate(spec *batchv1.JobSpec, t *corev1.PodTemplateSpec) error {
+	one := func(field string, v *int32) error {
+		if v != nil && *v != 1 {
+			return fmt.Errorf("spec.%s %d: podsync runs a Job as one pod; set %s: 1 or leave it out", field, *v, field)
+		}
+		return nil
+	}
+	if err := errors.Join(one("completions", spec.Completions), one("parallelism", spec.Parallelism)); err != nil {
+		return err
+	}
+	// One pod is never retried: the Job controller's behaviour for a
+	// backoffLimit of 0. Its default, 6, would make new pods podsync
+	// cannot make.
+	if spec.BackoffLimit == nil || *spec.BackoffLimit != 0 {
+		limit := "6 (the default)"
+		if spec.BackoffLimit != nil {
+			limit = strconv.Itoa(int(*spec.BackoffLimit))
+		}
+		return fmt.Errorf("spec.backoffLimit %s: podsync runs a Job's pod once and makes no new pod when it fails; "+
+			"set backoffLimit: 0, or run the template as a Pod with restartPolicy: OnFailure to retry in place", limit)
+	}
+	switch {
+	case spec.Suspend != nil && *spec.Suspend:
+		return errors.New("spec.suspend: a suspended Job runs no pod; remove suspend to run it")
+	case spec.PodFailurePolicy != nil:
+		return errors.New("spec.podFailurePolicy: podsync does not retry a Job's pod, so the policy would decide nothing; remove it")
+	case spec.SuccessPolicy != nil:
+		return errors.New("spec.successPolicy: for an indexed Job of several completions, which podsync does not run; remove it")
+	case spec.BackoffLimitPerIndex != nil || spec.MaxFailedIndexes != nil:
+		return errors.New("spec.backoffLimitPerIndex, spec.maxFailedIndexes: podsync does not retry a Job's pod; remove them")
+	}
+	// With backoffLimit 0 the controller fails the Job at the pod's first
+	// failure: restartPolicy OnFailure would restart it, Never does not.
+	switch t.Spec.RestartPolicy {
+	case corev1.RestartPolicyNever, corev1.RestartPolicyOnFailure:
+		t.Spec.RestartPolicy = corev1.RestartPolicyNever
+	default:
+		return fmt.Errorf("spec.template.spec.restartPolicy %q: a Job's pod restarts OnFailure or Never", t.Spec.RestartPolicy)
+	}
+	// The Job's deadline counts from the Job's start, the pod's from the
+	// pod's: on one node, the pod starts with the Job.
+	if d := spec.ActiveDeadlineSeconds; d != nil {
+		if p := t.Spec.ActiveDeadlineSeconds; p == nil || *d < *p {
+			t.Spec.ActiveDeadlineSeconds = d
+		}
+	}
+	return nil
+}
+
+const workloadKindList = "Deployment, ReplicaSet, StatefulSet, DaemonSet, ReplicationController, Job"

@@ -1,0 +1,222 @@
+package convert_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/podsync/podsync/convert"
+)
+
+const tmpl = `
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - {name: web, image: nginx}
+`
+
+func TestDecodeWorkloads(t *testing.T) {
+	type podWant struct {
+		Name, Namespace, Hostname, Subdomain, RestartPolicy string
+		Labels                                              map[string]string
+		Deadline                                            int64
+	}
+	wl := func(kind, name string) map[string]string {
+		return map[string]string{"app": "web", convert.LabelWorkloadKind: kind, convert.LabelWorkloadName: name}
+	}
+	with := func(m map[string]string, kv ...string) map[string]string {
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name    string
+		in      string
+		want    []podWant
+		notices []string
+	}{
+		{name: "Deployment with replicas and a Service", in: `apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  strategy: {type: RollingUpdate}` + tmpl,
+			want: []podWant{
+				{Name: "web-0", Namespace: "shop", Labels: wl("Deployment", "web")},
+				{Name: "web-1", Namespace: "shop", Labels: wl("Deployment", "web")},
+				{Name: "web-2", Namespace: "shop", Labels: wl("Deployment", "web")},
+			},
+			notices: []string{`Service "web" skipped: podsync has no service proxy; reach pods by hostPort or hostNetwork`}},
+		{name: "Deployment in extensions/v1beta1, replicas defaulted", in: `apiVersion: extensions/v1beta1
+kind: Deployment
+metadata: {name: web}
+spec:` + tmpl,
+			want: []podWant{{Name: "web-0", Labels: wl("Deployment", "web")}}},
+		{name: "ReplicaSet apps/v1beta2", in: `apiVersion: apps/v1beta2
+kind: ReplicaSet
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchExpressions: [{key: app, operator: In, values: [web]}]}` + tmpl,
+			want: []podWant{{Name: "web-0", Labels: wl("ReplicaSet", "web")}, {Name: "web-1", Labels: wl("ReplicaSet", "web")}}},
+		{name: "StatefulSet from ordinals.start, with its hostnames", in: `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 2
+  serviceName: dbs
+  ordinals: {start: 1}
+  selector: {matchLabels: {app: web}}` + tmpl,
+			want: []podWant{
+				{Name: "db-1", Hostname: "db-1", Subdomain: "dbs", Labels: with(wl("StatefulSet", "db"), "statefulset.kubernetes.io/pod-name", "db-1", "apps.kubernetes.io/pod-index", "1")},
+				{Name: "db-2", Hostname: "db-2", Subdomain: "dbs", Labels: with(wl("StatefulSet", "db"), "statefulset.kubernetes.io/pod-name", "db-2", "apps.kubernetes.io/pod-index", "2")},
+			}},
+		{name: "DaemonSet is one pod", in: `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: web}}` + tmpl,
+			want: []podWant{{Name: "agent-0", Labels: wl("DaemonSet", "agent")}}},
+		{name: "ReplicationController", in: `apiVersion: v1
+kind: ReplicationController
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {app: web}` + tmpl,
+			want: []podWant{{Name: "web-0", Labels: wl("ReplicationController", "web")}, {Name: "web-1", Labels: wl("ReplicationController", "web")}}},
+		{name: "Job of one pod, not retried, with its deadline", in: `apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate}
+spec:
+  backoffLimit: 0
+  activeDeadlineSeconds: 60
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      restartPolicy: OnFailure
+      containers:
+      - {name: m, image: busybox}
+`,
+			want: []podWant{{Name: "migrate-0", RestartPolicy: "Never", Deadline: 60, Labels: with(wl("Job", "migrate"), "batch.kubernetes.io/job-name", "migrate", "job-name", "migrate")}}},
+		{name: "replicas 0 is no pod", in: `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: web}}` + tmpl},
+		{name: "the other kinds beside workloads are skipped", in: `apiVersion: v1
+kind: ServiceAccount
+metadata: {name: sa}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: rb}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+`, notices: []string{
+			`ServiceAccount "sa" skipped: podsync mounts no service account token`,
+			`RoleBinding "rb" skipped: podsync has no API server to authorize`,
+			`Namespace "shop" skipped: namespaces need no creating on podsync`,
+			`PersistentVolumeClaim "data" skipped: podsync has no volume provisioner; use a hostPath or emptyDir volume`,
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := convert.Decode(strings.NewReader(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []podWant
+			for _, p := range m.Pods {
+				w := podWant{Name: p.Name, Namespace: p.Namespace, Hostname: p.Spec.Hostname, Subdomain: p.Spec.Subdomain,
+					RestartPolicy: string(p.Spec.RestartPolicy), Labels: p.Labels}
+				if p.Spec.ActiveDeadlineSeconds != nil {
+					w.Deadline = *p.Spec.ActiveDeadlineSeconds
+				}
+				if a := p.Annotations[convert.AnnotationWorkload]; a != p.Labels[convert.LabelWorkloadKind]+"/"+strings.TrimSuffix(p.Name, p.Name[strings.LastIndex(p.Name, "-"):]) {
+					t.Errorf("pod %s: annotation %s = %q", p.Name, convert.AnnotationWorkload, a)
+				}
+				if len(p.Spec.Containers) != 1 {
+					t.Errorf("pod %s: %d containers, want the template's", p.Name, len(p.Spec.Containers))
+				}
+				got = append(got, w)
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("pods (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.notices, m.Notices); d != "" {
+				t.Errorf("notices (-want +got):\n%s", d)
+			}
+			// The pods are ones podsync takes.
+			for _, p := range m.Pods {
+				convert.Default(p)
+				if _, err := convert.PodToProto(p); err != nil {
+					t.Errorf("pod %s: %v", p.Name, err)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeWorkloadRefusals(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{name: "kind is checked before apiVersion", in: "apiVersion: v1\nkind: Deployment\nmetadata: {name: web}\n",
+			want: []string{`apiVersion "v1" of a Deployment is not supported, want "apps/v1"`}},
+		{name: "unknown group version", in: "apiVersion: apps/v2\nkind: StatefulSet\nmetadata: {name: web}\n",
+			want: []string{`apiVersion "apps/v2" of a StatefulSet is not supported, want "apps/v1"`}},
+		{name: "CronJob points at systemd timers", in: "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly}\n",
+			want: []string{"CronJob", "systemd timer"}},
+		{name: "Job backoffLimit defaulted", in: "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: i}]\n",
+			want: []string{"spec.backoffLimit 6 (the default)", "set backoffLimit: 0"}},
+		{name: "Job of several completions", in: "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  completions: 3\n  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: i}]\n",
+			want: []string{"spec.completions 3", "one pod"}},
+		{name: "Job parallelism", in: "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  parallelism: 2\n  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: i}]\n",
+			want: []string{"spec.parallelism 2"}},
+		{name: "suspended Job", in: "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  suspend: true\n  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: i}]\n",
+			want: []string{"spec.suspend"}},
+		{name: "Deployment's pods restart Always", in: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: i}]\n",
+			want: []string{`restartPolicy "Never"`, "use a Job or a Pod"}},
+		{name: "selector not matching the template", in: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: api}}" + tmpl,
+			want: []string{"spec.selector app=api does not match spec.template.metadata.labels"}},
+		{name: "StatefulSet volume claims", in: "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  selector: {matchLabels: {app: web}}\n  volumeClaimTemplates: [{metadata: {name: data}}]" + tmpl,
+			want: []string{"spec.volumeClaimTemplates", "hostPath or emptyDir"}},
+		{name: "unknown field of a workload", in: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replica: 2" + tmpl,
+			want: []string{`unknown field "spec.replica"`}},
+		{name: "workload without a name", in: "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {}\nspec:" + tmpl,
+			want: []string{"metadata.name is required"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := convert.Decode(strings.NewReader(tc.in))
+			if err == nil {
+				t.Fatalf("Decode = %d pods, want an error", len(m.Pods))
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}

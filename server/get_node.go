@@ -1,0 +1,41 @@
+package server
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+)
+
+// GetNode returns what admission knows of the node.
+func (s *service) GetNode(context.Context, *podsyncv1.GetNodeRequest) (*podsyncv1.GetNodeResponse, error) {
+	n := s.runPods.Admission
+	out := &podsyncv1.Node{
+		Name:        n.Name,
+		Labels:      maps.Clone(n.Labels),
+		Capacity:    quantities(n.Capacity),
+		Allocatable: quantities(n.Allocatable),
+	}
+	if out.Name == "" {
+		out.Name = s.nodeName
+	}
+	for _, t := range n.Taints {
+		out.Taints = append(out.Taints, &podsyncv1.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+	}
+	return &podsyncv1.GetNodeResponse{Node: out}, nil
+}
+
+func quantities(l corev1.ResourceList) map[string]string {
+	if len(l) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(l))
+	for _, name := range slices.Sorted(maps.Keys(l)) {
+		q := l[name]
+		out[string(name)] = q.String()
+	}
+	return out
+}
