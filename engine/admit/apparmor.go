@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/criconfig"
 )
 
 // ReasonAppArmor is the kubelet's reason for a pod asking an AppArmor
@@ -25,7 +27,7 @@ func checkAppArmor(pod *corev1.Pod, node Node) Result {
 		return reject(ReasonAppArmor, "Cannot enforce AppArmor: AppArmor is not enabled on the host")
 	}
 	for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		p := appArmorProfile(pod, &c)
+		p := criconfig.AppArmorProfileOf(pod, &c)
 		if p != nil && p.Type == corev1.AppArmorProfileTypeLocalhost && (p.LocalhostProfile == nil || strings.TrimSpace(*p.LocalhostProfile) == "") {
 			return reject(ReasonAppArmor, "Cannot enforce AppArmor: invalid empty AppArmor profile name: %q", fmt.Sprint(p))
 		}
@@ -52,28 +54,4 @@ func appArmorRequired(pod *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// appArmorProfile is upstream's GetProfile: the container's field, its
-// annotation, then the pod's field.
-func appArmorProfile(pod *corev1.Pod, c *corev1.Container) *corev1.AppArmorProfile {
-	if c.SecurityContext != nil && c.SecurityContext.AppArmorProfile != nil {
-		return c.SecurityContext.AppArmorProfile
-	}
-	if val, ok := pod.Annotations[corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+c.Name]; ok {
-		switch {
-		case val == corev1.DeprecatedAppArmorBetaProfileRuntimeDefault:
-			return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
-		case val == corev1.DeprecatedAppArmorBetaProfileNameUnconfined:
-			return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
-		case strings.HasPrefix(val, corev1.DeprecatedAppArmorBetaProfileNamePrefix):
-			name := strings.TrimPrefix(val, corev1.DeprecatedAppArmorBetaProfileNamePrefix)
-			return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}
-		}
-		return nil
-	}
-	if sc := pod.Spec.SecurityContext; sc != nil {
-		return sc.AppArmorProfile
-	}
-	return nil
 }

@@ -330,16 +330,7 @@ func seccompProfile(psc *corev1.PodSecurityContext, csc *corev1.SecurityContext,
 // string form older runtimes read. An unusable profile is an error
 // wrapping ErrInvalidSpec.
 func appArmorProfile(pod *corev1.Pod, c *corev1.Container) (*runtimeapi.SecurityProfile, string, error) {
-	var p *corev1.AppArmorProfile
-	if c.SecurityContext != nil {
-		p = c.SecurityContext.AppArmorProfile
-	}
-	if v, ok := pod.Annotations[corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+c.Name]; ok && p == nil {
-		p = appArmorProfileFromAnnotation(v)
-	}
-	if p == nil && pod.Spec.SecurityContext != nil {
-		p = pod.Spec.SecurityContext.AppArmorProfile
-	}
+	p := AppArmorProfileOf(pod, c)
 	if p == nil {
 		return nil, "", nil
 	}
@@ -356,6 +347,25 @@ func appArmorProfile(pod *corev1.Pod, c *corev1.Container) (*runtimeapi.Security
 			corev1.DeprecatedAppArmorBetaProfileNamePrefix + *p.LocalhostProfile, nil
 	}
 	return nil, "", fmt.Errorf("unknown apparmor profile type %q: %w", p.Type, errdefs.ErrInvalidSpec)
+}
+
+// AppArmorProfileOf is the kubelet's apparmor.GetProfile: the container's
+// profile, else its legacy
+// container.apparmor.security.beta.kubernetes.io/<name> annotation, else
+// the pod's profile, else nil. The AppArmor admission (engine/admit) and
+// the container's config read it alike.
+func AppArmorProfileOf(pod *corev1.Pod, c *corev1.Container) *corev1.AppArmorProfile {
+	var p *corev1.AppArmorProfile
+	if c.SecurityContext != nil {
+		p = c.SecurityContext.AppArmorProfile
+	}
+	if v, ok := pod.Annotations[corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+c.Name]; ok && p == nil {
+		p = appArmorProfileFromAnnotation(v)
+	}
+	if p == nil && pod.Spec.SecurityContext != nil {
+		p = pod.Spec.SecurityContext.AppArmorProfile
+	}
+	return p
 }
 
 // appArmorProfileFromAnnotation is the kubelet's
