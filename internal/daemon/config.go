@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,167 +24,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
-	"github.com/podsync/podsync/server"
 )
-
-// DefaultSocket is the default listen address.
-const DefaultSocket = "unix:///run/podsync/podsync.sock"
-
-// ServerConfig is the listener and security part of podsyncd's
-// configuration. Its JSON names are the keys of the YAML config file
-// (--config); flags set on the command line override the file.
-type ServerConfig struct {
-	// Listen are the addresses to serve on (--listen, repeatable):
-	// "unix:///path" or "tcp://host:port". Default DefaultSocket.
-	Listen []string `json:"listen,omitempty"`
-	// MetricsAddress is the host:port of the Prometheus endpoint
-	// (--metrics-address); empty means none. It is plain HTTP without
-	// authentication (and serves pprof with EnableProfiling), so it must
-	// be a loopback address unless MetricsAllowRemote.
-	MetricsAddress string `json:"metricsAddress,omitempty"`
-	// MetricsAllowRemote lets MetricsAddress be any address
-	// (--metrics-allow-remote).
-	MetricsAllowRemote bool `json:"metricsAllowRemote,omitempty"`
-	// EnableProfiling serves net/http/pprof under /debug/pprof/ on the
-	// metrics server (--enable-profiling); it needs MetricsAddress.
-	EnableProfiling bool `json:"enableProfiling,omitempty"`
-	// Security configures who may connect and what they may do.
-	Security `json:"security"`
-}
-
-// Security configures podsyncd's listeners and callers.
-type Security struct {
-	// TLSCertFile and TLSKeyFile are the server's certificate and key in
-	// PEM (--tls-cert-file, --tls-key-file), and TLSClientCAFile the CAs
-	// whose client certificates are accepted (--tls-client-ca-file). All
-	// three or none; a TCP listener needs them (mTLS).
-	TLSCertFile     string `json:"tlsCertFile,omitempty"`
-	TLSKeyFile      string `json:"tlsKeyFile,omitempty"`
-	TLSClientCAFile string `json:"tlsClientCAFile,omitempty"`
-	// TLSCRLFile is an optional CRL of the client CAs (--tls-crl-file),
-	// PEM or DER X.509 RevocationLists each signed by one of them: a
-	// client certificate it revokes is refused at the handshake. All four
-	// files are read again when they change (TLSReloader).
-	TLSCRLFile string `json:"tlsCRLFile,omitempty"`
-	// InsecureListenLoopback allows a plaintext TCP listener on a loopback
-	// address when TLS is not configured (--insecure-listen-loopback; for
-	// development). Its callers are "anonymous" (see server.Roles).
-	InsecureListenLoopback bool `json:"insecureListenLoopback,omitempty"`
-	// SocketGroup owns unix sockets, by name or gid (--socket-group);
-	// empty keeps podsyncd's group. Members may connect (mode 0660).
-	SocketGroup string `json:"socketGroup,omitempty"`
-	// Roles map caller identities to roles (config file only).
-	Roles server.Roles `json:"roles"`
-	// RateLimit bounds each identity's mutating calls (config file only).
-	RateLimit server.RateLimit `json:"rateLimit"`
-	// MaxStreamsPerIdentity bounds each identity's open WatchPods and
-	// GetContainerLogs streams (config file only); 0 means
-	// server.DefaultMaxStreamsPerIdentity.
-	MaxStreamsPerIdentity int `json:"maxStreamsPerIdentity,omitempty"`
-}
-
-// DefaultServerConfig returns the defaults.
-func DefaultServerConfig() ServerConfig {
-	return ServerConfig{Listen: []string{DefaultSocket}}
-}
-
-// AddFlags binds the flags of c to fs, with c's values as defaults. Set c
-// from the config file first, then parse: flags given win.
-func (c *ServerConfig) AddFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&c.Listen, "listen", c.Listen,
-		`address to serve on, "unix:///path" or "tcp://host:port" (TCP needs mTLS or --insecure-listen-loopback); repeatable`)
-	fs.BoolVar(&c.MetricsAllowRemote, "metrics-allow-remote", c.MetricsAllowRemote,
-		"let --metrics-address be a non-loopback address (metrics and pprof are plain, unauthenticated HTTP)")
-	fs.StringVar(&c.MetricsAddress, "metrics-address", c.MetricsAddress,
-		"host:port to serve Prometheus metrics on (/metrics); empty disables")
-	fs.BoolVar(&c.EnableProfiling, "enable-profiling", c.EnableProfiling,
-		"serve Go profiles (net/http/pprof, /debug/pprof/) on --metrics-address")
-	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "server certificate (PEM) for TCP listeners")
-	fs.StringVar(&c.TLSKeyFile, "tls-key-file", c.TLSKeyFile, "server private key (PEM) for TCP listeners")
-	fs.StringVar(&c.TLSClientCAFile, "tls-client-ca-file", c.TLSClientCAFile,
-		"CA certificates (PEM) that sign accepted client certificates; TCP callers must present one")
-	fs.StringVar(&c.TLSCRLFile, "tls-crl-file", c.TLSCRLFile,
-		"CRL (PEM or DER) of the client CAs; client certificates it revokes are refused (reloaded on change)")
-	fs.BoolVar(&c.InsecureListenLoopback, "insecure-listen-loopback", c.InsecureListenLoopback,
-		"DEVELOPMENT ONLY: allow a plaintext TCP listener on a loopback address when TLS is not configured")
-	fs.StringVar(&c.SocketGroup, "socket-group", c.SocketGroup,
-		"group (name or gid) that owns unix sockets; its members may connect")
-}
-
-// Validate checks the configuration without touching the file system: the
-// listen addresses, TLS files all or none, every TCP listener secured (or
-// loopback with InsecureListenLoopback), and the roles.
-func (c ServerConfig) Validate(ctx context.Context) error {
-	var errs []error
-	if len(c.Listen) == 0 {
-		errs = append(errs, errors.New("listen: at least one address is required"))
-	}
-	if err := c.checkTLSFiles(); err != nil {
-		errs = append(errs, err)
-	}
-	for _, addr := range c.Listen {
-		a, err := ParseAddress(addr)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if a.Network == "tcp" {
-			if _, err := c.tcpAddress(ctx, a); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	if err := c.Roles.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-// tlsConfigured reports whether any TLS file is set.
-func (s Security) tlsConfigured() bool {
-	return s.TLSCertFile != "" || s.TLSKeyFile != "" || s.TLSClientCAFile != "" || s.TLSCRLFile != ""
-}
-
-func (s Security) checkTLSFiles() error {
-	if !s.tlsConfigured() {
-		return nil
-	}
-	var missing []string
-	for _, f := range []struct{ flag, value string }{
-		{"--tls-cert-file", s.TLSCertFile},
-		{"--tls-key-file", s.TLSKeyFile},
-		{"--tls-client-ca-file", s.TLSClientCAFile},
-	} {
-		if f.value == "" {
-			missing = append(missing, f.flag)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("tls: %v missing: mTLS needs --tls-cert-file, --tls-key-file and --tls-client-ca-file together"+
-			" (and --tls-crl-file needs them)", missing)
-	}
-	return nil
-}
-
-// Apply sets the security fields of opts: TLS (loaded from the files),
-// InsecureLoopback, Roles, RateLimit and MaxStreamsPerIdentity. It
-// returns the TLSReloader behind opts.TLS (nil without TLS), logging to
-// log, for the caller to Start.
-func (s Security) Apply(opts *server.Options, log *zap.Logger) (*TLSReloader, error) {
-	r, err := s.NewTLSReloader(log)
-	if err != nil {
-		return nil, err
-	}
-	opts.TLS = nil
-	if r != nil {
-		opts.TLS = r.Config()
-	}
-	opts.InsecureLoopback = s.InsecureListenLoopback && r == nil
-	opts.Roles = s.Roles
-	opts.RateLimit = s.RateLimit
-	opts.MaxStreamsPerIdentity = s.MaxStreamsPerIdentity
-	return r, nil
-}
 
 // Defaults of podsyncd's settings.
 const (
@@ -304,81 +142,6 @@ func (c Config) StoreThreshold() (engine.StorageThreshold, error) {
 		return engine.StorageThreshold{}, fmt.Errorf("--eviction-store-min-available %q: want a percentage (5%%) or a quantity (2Gi)", v)
 	}
 	return engine.StorageThreshold{Bytes: q.Value(), Disabled: q.IsZero()}, nil
-}
-
-// PolicyConfig is the node's admission policy (engine/admit.Policy): a
-// Pod Security level and the operator's exemptions, each narrowing one
-// check of the level.
-type PolicyConfig struct {
-	// PodSecurity is the Pod Security level every pod is held to:
-	// privileged, baseline (the default) or restricted (--pod-security).
-	PodSecurity         string `json:"podSecurity,omitempty"`
-	AllowPrivileged     bool   `json:"allowPrivileged,omitempty"`
-	AllowHostNamespaces bool   `json:"allowHostNamespaces,omitempty"`
-	AllowHostNetwork    bool   `json:"allowHostNetwork,omitempty"`
-	AllowHostPID        bool   `json:"allowHostPID,omitempty"`
-	AllowHostIPC        bool   `json:"allowHostIPC,omitempty"`
-	// AllowedHostPaths are PATH:ro or PATH:rw entries (admit.ParseHostPathPrefix).
-	AllowedHostPaths     []string `json:"allowedHostPaths,omitempty"`
-	AllowedHostPorts     []string `json:"allowedHostPorts,omitempty"`
-	AllowedCapabilities  []string `json:"allowedCapabilities,omitempty"`
-	AllowedUnsafeSysctls []string `json:"allowedUnsafeSysctls,omitempty"`
-}
-
-// Admit returns the policy as admission takes it, without the denied
-// paths (the daemon adds them). Entries Validate refuses are left out.
-func (p PolicyConfig) Admit() admit.Policy {
-	var prefixes []admit.HostPathPrefix
-	for _, s := range p.AllowedHostPaths {
-		if pre, err := admit.ParseHostPathPrefix(s); err == nil {
-			prefixes = append(prefixes, pre)
-		}
-	}
-	out := admit.Policy{
-		AllowPrivileged:      p.AllowPrivileged,
-		AllowHostNetwork:     p.AllowHostNetwork || p.AllowHostNamespaces,
-		AllowHostPID:         p.AllowHostPID || p.AllowHostNamespaces,
-		AllowHostIPC:         p.AllowHostIPC || p.AllowHostNamespaces,
-		AllowedHostPaths:     prefixes,
-		AllowedCapabilities:  slices.Clone(p.AllowedCapabilities),
-		AllowedUnsafeSysctls: slices.Clone(p.AllowedUnsafeSysctls),
-	}
-	out.Level, _ = admit.ParseLevel(cmp.Or(p.PodSecurity, string(admit.DefaultLevel)))
-	for _, r := range p.AllowedHostPorts {
-		if pr, err := admit.ParsePortRange(r); err == nil {
-			out.AllowedHostPorts = append(out.AllowedHostPorts, pr)
-		}
-	}
-	return out
-}
-
-// validate checks the policy's values, naming the flag of each.
-func (p PolicyConfig) validate() []error {
-	var errs []error
-	if p.PodSecurity != "" {
-		if _, err := admit.ParseLevel(p.PodSecurity); err != nil {
-			errs = append(errs, fmt.Errorf("--pod-security %q: want privileged, baseline or restricted", p.PodSecurity))
-		}
-	}
-	for _, hp := range p.AllowedHostPaths {
-		if _, err := admit.ParseHostPathPrefix(hp); err != nil {
-			errs = append(errs, fmt.Errorf("--allowed-host-paths %w", err))
-		}
-	}
-	for _, r := range p.AllowedHostPorts {
-		if _, err := admit.ParsePortRange(r); err != nil {
-			errs = append(errs, fmt.Errorf("--allowed-host-ports: %w", err))
-		}
-	}
-	for _, c := range p.AllowedCapabilities {
-		if !admit.ValidCapability(c) {
-			errs = append(errs, fmt.Errorf("--allowed-capabilities %q: want a capability name such as NET_ADMIN", c))
-		}
-	}
-	if err := admit.ValidateUnsafeSysctls(p.AllowedUnsafeSysctls); err != nil {
-		errs = append(errs, fmt.Errorf("--allowed-unsafe-sysctls: %w", err))
-	}
-	return errs
 }
 
 // DefaultConfig returns the defaults.
