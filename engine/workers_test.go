@@ -170,11 +170,19 @@ func TestWorkerRetriesAFailedPass(t *testing.T) {
 			return logs.FilterMessage("pod sync failed; retrying").Len() == n
 		})
 	}
+	// The worker logs a failure before it arms the retry's timer: the
+	// clock is stepped only once the timer waits on it, or a step could
+	// come first and the timer wait a whole delay from after it.
+	idle := h.clock.Waiters()
+	armed := func() {
+		h.eventually("the retry's timer armed", func() bool { return h.clock.Waiters() > idle })
+	}
 	pod := enginetest.Pod()
 	if _, err := h.node.Apply(h.ctx, pod, nil, nil, nil); err == nil {
 		t.Fatal("Apply of a pod whose pass fails: no error")
 	}
 	for i, d := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		armed()
 		before := ss.count("SyncPod")
 		h.clock.Step(d - time.Millisecond)
 		time.Sleep(20 * time.Millisecond)
@@ -187,6 +195,7 @@ func TestWorkerRetriesAFailedPass(t *testing.T) {
 	failing.Lock()
 	fail = false
 	failing.Unlock()
+	armed()
 	before := ss.count("SyncPod")
 	h.clock.Step(8 * time.Second)
 	h.eventually("the pass that succeeds", func() bool { return ss.count("SyncPod") == before+1 })
