@@ -18,8 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/podsync/podsync/validation"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/podsync/podsync/validation"
 )
 
 // Source is one manifest file for ReadManifests: its name, as messages
@@ -140,7 +141,7 @@ type readState struct {
 // (an unknown field suggests the nearest known one; a value of the wrong
 // type says what was wanted), fields only the API server sets are dropped
 // (DropServerFields) and the identity fields podsync accepts but does not
-// act on are dropped too (DropIdentityFields), each with a notice; then
+// act on are dropped too (DropIdentityFields, DropPriorityClass), each with a notice; then
 // the objects are defaulted (Default, DefaultConfigMap, DefaultSecret) and
 // checked as podsyncd checks a request's objects (ValidateManifests).
 //
@@ -278,10 +279,28 @@ func (st *readState) readOther(o origin, h manifestHeader, doc []byte) {
 		st.notices = append(st.notices, o.finding(h.Kind, h.Name, "", n))
 	}
 	for _, pod := range m.Pods {
-		Default(pod)
-		st.m.Pods = append(st.m.Pods, pod)
-		st.podFrom = append(st.podFrom, o)
+		st.acceptPod(o, h, pod)
 	}
+}
+
+// acceptPod drops from a decoded pod (of a Pod document, or a workload's
+// template) what the API server fills in and what podsync accepts without
+// acting on, each with a notice at o, defaults it and adds it.
+func (st *readState) acceptPod(o origin, h manifestHeader, v *corev1.Pod) {
+	if dropped := DropServerFields(v); len(dropped) > 0 {
+		st.notices = append(st.notices, o.finding(h.Kind, h.Name, "", "dropped what the API server fills in: "+strings.Join(dropped, ", ")))
+	}
+	if ignored := DropIdentityFields(v); len(ignored) > 0 {
+		st.notices = append(st.notices, o.finding(h.Kind, h.Name, "", "accepted "+strings.Join(ignored, ", ")+
+			", but no service account token is mounted: podsync has no API server to issue one"))
+	}
+	if class := DropPriorityClass(v); class != "" {
+		st.notices = append(st.notices, o.finding(h.Kind, h.Name, "", fmt.Sprintf(
+			"accepted spec.priorityClassName %s, which has no effect: podsync preempts no pod for another on one node", class)))
+	}
+	Default(v)
+	st.m.Pods = append(st.m.Pods, v)
+	st.podFrom = append(st.podFrom, o)
 }
 
 // readObject type-checks and decodes one Pod, ConfigMap or Secret, or
@@ -330,19 +349,10 @@ func (st *readState) readObject(o origin, h manifestHeader, doc []byte) {
 	}
 	switch v := obj.(type) {
 	case *corev1.Pod:
-		if dropped := DropServerFields(v); len(dropped) > 0 {
-			st.notices = append(st.notices, o.finding(h.Kind, h.Name, "", "dropped what the API server fills in: "+strings.Join(dropped, ", ")))
-		}
-		if ignored := DropIdentityFields(v); len(ignored) > 0 {
-			st.notices = append(st.notices, o.finding(h.Kind, h.Name, "", "accepted "+strings.Join(ignored, ", ")+
-				", but no service account token is mounted: podsync has no API server to issue one"))
-		}
 		for _, n := range schedulingNotices(h.Kind, v.Name, &v.Spec) {
 			st.notices = append(st.notices, o.finding(h.Kind, h.Name, "", strings.TrimPrefix(n, fmt.Sprintf("%s %q: ", h.Kind, v.Name))))
 		}
-		Default(v)
-		st.m.Pods = append(st.m.Pods, v)
-		st.podFrom = append(st.podFrom, o)
+		st.acceptPod(o, h, v)
 	case *corev1.ConfigMap:
 		DefaultConfigMap(v)
 		st.m.ConfigMaps = append(st.m.ConfigMaps, v)

@@ -65,7 +65,14 @@ func startPodsyncd(t *testing.T) *podsyncd { return startPodsyncdOn(t, false) }
 // anonymous callers are admins. It stops with the test.
 func startPodsyncdOn(t *testing.T, tcp bool) *podsyncd {
 	t.Helper()
-	o := testdaemon.Options{Images: []string{testImage}}
+	return startPodsyncdWith(t, tcp, testdaemon.Options{})
+}
+
+// startPodsyncdWith is startPodsyncdOn with further options (admission
+// with Allocatable and Policy).
+func startPodsyncdWith(t *testing.T, tcp bool, o testdaemon.Options) *podsyncd {
+	t.Helper()
+	o.Images = []string{testImage}
 	if tcp {
 		o.Transport = testdaemon.TCP
 		o.Server.Roles = server.Roles{Admin: []string{testdaemon.Self(), server.Anonymous}}

@@ -1,14 +1,20 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	psapi "k8s.io/pod-security-admission/api"
 
 	"github.com/podsync/podsync/client"
+	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/internal/testdaemon"
 )
 
 // TestManifestProblemsGolden: every problem of every document of every
@@ -75,5 +81,51 @@ func TestViolationsWithoutJargon(t *testing.T) {
 		"  pods[0].spec.nodeName: Invalid value: \"x\": must be empty or this node's name \"node-1\"\n"
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// TestKubeadmStaticPod: a kubeadm static pod (system-node-critical,
+// hostNetwork, a hostPath, seccomp RuntimeDefault, probes of 127.0.0.1)
+// converts, with notices for what podsync accepts without acting on;
+// podsyncd's default policy refuses it, and the privileged level, which
+// kubeadm's kube-system has, runs it.
+func TestKubeadmStaticPod(t *testing.T) {
+	const file = "testdata/input/kubeadm-static-pod.yaml"
+	r := runCLI(t, nil, "", "convert", "-f", file)
+	if r.code != 0 {
+		t.Fatalf("convert: exit %d\n%s", r.code, r.stderr)
+	}
+	golden(t, "convert-kubeadm-static-pod.json", r.stdout)
+	golden(t, "convert-kubeadm-static-pod-notices.txt", r.stderr)
+
+	// The hostPath in a directory of the test's, not the host's /var/lib.
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "etcd.yaml")
+	if err := os.WriteFile(manifest, []byte(strings.ReplaceAll(string(data), "/var/lib/etcd", filepath.Join(dir, "etcd"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	alloc := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}
+	d := startPodsyncdWith(t, false, testdaemon.Options{Allocatable: alloc, Policy: &admit.Policy{}})
+	r = d.run(t, "", "run", "-f", manifest)
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "PodSecurity") || !strings.Contains(r.stdout+r.stderr, "hostNetwork=true") {
+		t.Errorf("run under the default policy: exit %d, want the pod refused for its host network\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	// Its probes name the host 127.0.0.1, which even baseline with the
+	// exemptions refuses (check hostProbesAndHostLifecycle): kubeadm's
+	// kube-system is privileged, and so must the node's level be.
+	r = startPodsyncdWith(t, false, testdaemon.Options{Allocatable: alloc, Policy: &admit.Policy{
+		AllowHostNetwork: true, AllowedHostPaths: []admit.HostPathPrefix{{Path: dir}}}}).run(t, "", "run", "-f", manifest)
+	if r.code == 0 || !strings.Contains(r.stdout, "check hostProbesAndHostLifecycle") {
+		t.Errorf("run under baseline with the exemptions: exit %d, want the probes' host refused\nstdout:\n%s", r.code, r.stdout)
+	}
+	d = startPodsyncdWith(t, false, testdaemon.Options{Allocatable: alloc, Policy: &admit.Policy{Level: psapi.LevelPrivileged}})
+	r = d.run(t, "", "run", "-f", manifest)
+	mustSucceed(t, "run under a policy that allows it", r)
+	if !hasRow(r.stdout, "kube-system", "etcd", "Running") {
+		t.Errorf("run:\n%s", r.stdout)
 	}
 }
