@@ -212,6 +212,36 @@ func TestKubectlDump(t *testing.T) {
 	d.mustCtl(ctx, "delete", "-f", dump)
 }
 
+// TestKubeadmStaticPod: a kubeadm static pod (system-node-critical,
+// hostNetwork, a DirectoryOrCreate hostPath, seccomp RuntimeDefault,
+// startup and liveness probes of 127.0.0.1) runs to Ready on a podsyncd at
+// the privileged level, kubeadm's kube-system's.
+func TestKubeadmStaticPod(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncdArgs(t, "--pod-security=privileged")
+	data, err := os.ReadFile(filepath.Join(repo, "internal", "cli", "testdata", "input", "kubeadm-static-pod.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The hostPath in the test's directory, not the host's /var/lib.
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "etcd.yaml")
+	if err := os.WriteFile(manifest, []byte(strings.ReplaceAll(string(data), "/var/lib/etcd", filepath.Join(dir, "etcd"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := d.ctl(ctx, "", "run", "--wait-for", "ready", "--timeout", "2m", "-f", manifest)
+	if r.code != 0 || !strings.Contains(r.stdout, "1 of 1 pods reached Ready") {
+		t.Fatalf("run the static pod: %+v", r)
+	}
+	if !strings.Contains(r.stderr, "accepted spec.priorityClassName system-node-critical") {
+		t.Errorf("notices:\n%s", r.stderr)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "etcd")); err != nil || !fi.IsDir() {
+		t.Errorf("the DirectoryOrCreate hostPath was not created: %v", err)
+	}
+	d.mustCtl(ctx, "delete", "-f", manifest)
+}
+
 // TestLogsFollow: logs -f streams the lines a pod writes, one per 100 ms,
 // as they come, and ends with exit 0 on SIGINT; delete then removes the
 // pod from the runtime.
