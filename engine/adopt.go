@@ -136,7 +136,7 @@ func (n *Node) readRuntimePod(ctx context.Context, uid types.UID) (plan.RuntimeP
 			continue
 		}
 		rc := plan.RuntimeContainer{Labels: c.GetLabels(), Annotations: c.GetAnnotations(), Image: c.GetImage().GetImage(),
-			CreatedAt: time.Unix(0, c.GetCreatedAt()), State: containerState(c.GetState())}
+			CreatedAt: time.Unix(0, c.GetCreatedAt()), State: plan.ContainerStateFromCRI(c.GetState())}
 		if rc.State == plan.ContainerExited {
 			if st, err := n.rt.ContainerStatus(ctx, c.GetId(), false); err == nil {
 				rc.ExitCode = st.GetStatus().GetExitCode()
@@ -148,17 +148,4 @@ func (n *Node) readRuntimePod(ctx context.Context, uid types.UID) (plan.RuntimeP
 		return cmp.Compare(a.CreatedAt.UnixNano(), b.CreatedAt.UnixNano())
 	})
 	return rp, nil
-}
-
-// containerState is the plan's state of a CRI container state.
-func containerState(s runtimeapi.ContainerState) plan.ContainerState {
-	switch s {
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return plan.ContainerCreated
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return plan.ContainerRunning
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return plan.ContainerExited
-	}
-	return plan.ContainerUnknown
 }

@@ -293,12 +293,8 @@ func (n *Node) evict(ctx context.Context, pod *corev1.Pod, signal, msg string) {
 		if rec.Deleting || isTerminal(rec.Pod.Status.Phase) {
 			return false
 		}
-		status := rec.Pod.Status.DeepCopy()
-		status.Phase, status.Reason, status.Message = corev1.PodFailed, ReasonEvicted, msg
-		ref := store.RefOf(rec.Pod)
-		c := store.StatusChange(ref, status)
+		status, c, ev := failPod(rec.Pod, ReasonEvicted, msg)
 		c.Sandbox = storedSandbox(w.lastSandbox())
-		ev := store.EventChange(ref, store.Event{Type: corev1.EventTypeWarning, Reason: ReasonEvicted, Message: msg})
 		if err := n.appendReleasing(c, ev); err != nil {
 			log.Warn("evict pod: record the status", zap.Error(err))
 			return false

@@ -74,26 +74,32 @@ func (n *Node) recover(ctx context.Context) error {
 // and message, and a warning event — and its worker's first pass stops its
 // containers. Deleting and terminal pods are not checked.
 func (n *Node) readmit(ctx context.Context, r *store.PodRecord) error {
-	if n.policy == nil || r.Deleting || r.Pod.Status.Phase == corev1.PodFailed || r.Pod.Status.Phase == corev1.PodSucceeded {
+	if n.policy == nil || r.Deleting || isTerminal(r.Pod.Status.Phase) {
 		return nil
 	}
 	var ae *AdmissionError
 	if err := n.policy(r.Pod); !errors.As(err, &ae) {
 		return nil
 	}
-	status := r.Pod.Status.DeepCopy()
-	status.Phase = corev1.PodFailed
-	status.Reason = ae.Reason()
-	status.Message = "Pod was rejected: " + ae.Result.Message
-	ref := store.RefOf(r.Pod)
-	ev := store.Event{Type: corev1.EventTypeWarning, Reason: ae.Reason(), Message: status.Message}
-	if _, err := n.store.Append(store.StatusChange(ref, status), store.EventChange(ref, ev)); err != nil {
+	status, c, ev := failPod(r.Pod, ae.Reason(), "Pod was rejected: "+ae.Result.Message)
+	if _, err := n.store.Append(c, ev); err != nil {
 		return fmt.Errorf("recover: reject pod %s: %w", plan.PodString(r.Pod), err)
 	}
 	r.Pod.Status = *status
 	logx.From(ctx, n.log).Warn("pod rejected: the node's policy no longer admits it", append(logx.Pod(r.Pod),
 		zap.String(logx.Reason, ae.Reason()), zap.String("message", ae.Result.Message))...)
 	return nil
+}
+
+// failPod returns pod's status failed with reason and message, the
+// store change that records it and a warning event saying the same: a pod
+// the node rejects on restart, or evicts.
+func failPod(pod *corev1.Pod, reason, msg string) (*corev1.PodStatus, store.Change, store.Change) {
+	status := pod.Status.DeepCopy()
+	status.Phase, status.Reason, status.Message = corev1.PodFailed, reason, msg
+	ref := store.RefOf(pod)
+	return status, store.StatusChange(ref, status),
+		store.EventChange(ref, store.Event{Type: corev1.EventTypeWarning, Reason: reason, Message: msg})
 }
 
 // podNames lists up to max of the pods, sorted, as "namespace/name".

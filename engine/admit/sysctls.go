@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/criconfig"
 )
 
 // ReasonSysctlForbidden is the kubelet's reason for a pod naming a sysctl
@@ -53,31 +55,12 @@ func sysctlNamespace(name string) string {
 	return ""
 }
 
-// normalizeSysctl turns a sysctl written with slashes (net/ipv4/tcp_rmem)
-// into dots, as the kubelet does: when the first separator is a slash,
-// slashes and dots swap.
-func normalizeSysctl(s string) string {
-	i := strings.IndexAny(s, "./")
-	if i < 0 || s[i] == '.' {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '.':
-			return '/'
-		case '/':
-			return '.'
-		}
-		return r
-	}, s)
-}
-
 // matchesSysctl reports whether name is one of patterns (a name, or a
 // prefix ending in *).
 func matchesSysctl(patterns []string, name string) bool {
-	name = normalizeSysctl(name)
+	name = criconfig.NormalizeSysctl(name)
 	for _, p := range patterns {
-		p = normalizeSysctl(p)
+		p = criconfig.NormalizeSysctl(p)
 		if prefix, ok := strings.CutSuffix(p, "*"); ok {
 			if strings.HasPrefix(name, prefix) {
 				return true
@@ -94,7 +77,7 @@ func matchesSysctl(patterns []string, name string) bool {
 // namespaced.
 func ValidateUnsafeSysctls(patterns []string) error {
 	for _, p := range patterns {
-		n := normalizeSysctl(p)
+		n := criconfig.NormalizeSysctl(p)
 		if prefix, ok := strings.CutSuffix(n, "*"); ok {
 			n = strings.TrimSuffix(prefix, ".")
 			if strings.Contains(n, "*") {
@@ -137,7 +120,7 @@ func checkSysctls(pod *corev1.Pod, node Node, p Policy) Result {
 	}
 	hostUsers := pod.Spec.HostUsers == nil || *pod.Spec.HostUsers
 	for _, s := range sc.Sysctls {
-		name := normalizeSysctl(s.Name)
+		name := criconfig.NormalizeSysctl(s.Name)
 		allowed := matchesSysctl(p.AllowedUnsafeSysctls, name)
 		safe := false
 		for _, ss := range safeSysctls {

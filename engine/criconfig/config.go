@@ -249,9 +249,10 @@ func hasPrivilegedContainer(pod *corev1.Pod) bool {
 	return false
 }
 
-// normalizeSysctl is the kubelet's utilsysctl.NormalizeName: a name with
-// "/" separators becomes dotted.
-func normalizeSysctl(name string) string {
+// NormalizeSysctl is the kubelet's utilsysctl.NormalizeName: a name with
+// "/" separators becomes dotted. The sandbox config and the sysctl
+// admission (engine/admit) both name sysctls this way.
+func NormalizeSysctl(name string) string {
 	i := strings.IndexAny(name, "./")
 	if i == -1 || name[i] == '.' {
 		return name
@@ -286,7 +287,7 @@ func sandboxLinuxConfig(pod *corev1.Pod, opts Options) *runtimeapi.LinuxPodSandb
 	lc.SecurityContext.NamespaceOptions = namespacesForPod(pod)
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		for _, s := range sc.Sysctls {
-			lc.Sysctls[normalizeSysctl(s.Name)] = s.Value
+			lc.Sysctls[NormalizeSysctl(s.Name)] = s.Value
 		}
 		if sc.RunAsUser != nil {
 			lc.SecurityContext.RunAsUser = &runtimeapi.Int64Value{Value: *sc.RunAsUser}
