@@ -225,10 +225,11 @@ func (n *node) checkConverged(ctx context.Context, pods []*testPod, vet *veteran
 		}
 		// containerd reports a start cancelled midway (podsyncd died
 		// during StartContainer) as StartError, exit 128, although the
-		// process may have run: such an instance may count as a run.
+		// process may have run: such an instance may count as a run,
+		// also one pruned since (n.inits remembers it).
 		inits := rt.containersOf(p.uid(), "init")
 		out := localcritest.Crictl(t, inst, "exec", app[0].GetId(), "cat", "/data/init-runs")
-		if runs, most := strings.Count(out, "ran"), int(sbs[0].GetMetadata().GetAttempt())+1+startErrors(ctx, t, inits); runs > most {
+		if runs, most := strings.Count(out, "ran"), int(sbs[0].GetMetadata().GetAttempt())+1+n.inits.startErrors(ctx, t, p.uid(), inits); runs > most {
 			t.Errorf("pod %s: the init container ran %d times in %d sandboxes; its instances:\n%s", p.name(), runs, most,
 				describe(ctx, rt.containersOf(p.uid(), "init")))
 		}
@@ -346,26 +347,21 @@ func podProblems(rt *runtimeState, p *testPod, st *podsyncv1.PodStatus, vet *vet
 	return problems
 }
 
-// startErrors counts the containers whose start failed midway: reason
-// StartError.
-func startErrors(ctx context.Context, t *testing.T, cs []*runtimeapi.Container) int {
+// containerReason is the runtime's reason for an exited container; ok is
+// false for a container that has not exited.
+func containerReason(ctx context.Context, t *testing.T, c *runtimeapi.Container) (reason string, ok bool) {
 	t.Helper()
 	rs, err := inst.RuntimeService(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = rs.Close(context.WithoutCancel(ctx)) }()
-	n := 0
-	for _, c := range cs {
-		resp, err := rs.ContainerStatus(ctx, c.GetId(), false)
-		if err != nil {
-			t.Fatalf("ContainerStatus %s: %v", c.GetId(), err)
-		}
-		if resp.GetStatus().GetReason() == "StartError" {
-			n++
-		}
+	resp, err := rs.ContainerStatus(ctx, c.GetId(), false)
+	if err != nil {
+		t.Fatalf("ContainerStatus %s: %v", c.GetId(), err)
 	}
-	return n
+	st := resp.GetStatus()
+	return st.GetReason(), st.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED
 }
 
 // describe renders the runtime's statuses of containers, for a failure.

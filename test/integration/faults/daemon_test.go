@@ -38,6 +38,8 @@ type node struct {
 	runs        int
 	cur         *podsyncd
 	conn        *grpc.ClientConn
+	// inits is every init container instance seen during the test.
+	inits *initHistory
 }
 
 // newNode returns a node with fresh directories. When the test ends, the
@@ -53,6 +55,7 @@ func newNode(t *testing.T) *node {
 	if err := os.WriteFile(n.config, []byte("security:\n  rateLimit:\n    perSecond: -1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	n.inits = watchInits(t)
 	var err error
 	n.conn, err = grpc.NewClient("unix://"+n.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
