@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	podsyncvalidation "github.com/podsync/podsync/validation"
 )
 
 // Workload kinds: Decode runs their pod template as pods named after the
@@ -309,8 +311,8 @@ func (w *workload) pods() ([]*corev1.Pod, error) {
 }
 
 // jobTemplate checks that the Job is one podsync runs as its controller
-// would, one pod that is not retried, and sets the Job's deadline on the
-// pod template.
+// would, one pod, and sets the Job's backoff limit and deadline on the pod
+// template.
 func jobTemplate(spec *batchv1.JobSpec, t *corev1.PodTemplateSpec) error {
 	one := func(field string, v *int32) error {
 		if v != nil && *v != 1 {
@@ -321,35 +323,39 @@ func jobTemplate(spec *batchv1.JobSpec, t *corev1.PodTemplateSpec) error {
 	if err := errors.Join(one("completions", spec.Completions), one("parallelism", spec.Parallelism)); err != nil {
 		return err
 	}
-	// One pod is never retried: the Job controller's behaviour for a
-	// backoffLimit of 0. Its default, 6, would make new pods podsync
-	// cannot make.
-	if spec.BackoffLimit == nil || *spec.BackoffLimit != 0 {
-		limit := "6 (the default)"
-		if spec.BackoffLimit != nil {
-			limit = strconv.Itoa(int(*spec.BackoffLimit))
-		}
-		return fmt.Errorf("spec.backoffLimit %s: podsync runs a Job's pod once and makes no new pod when it fails; "+
-			"set backoffLimit: 0, or run the template as a Pod with restartPolicy: OnFailure to retry in place", limit)
-	}
 	switch {
 	case spec.Suspend != nil && *spec.Suspend:
 		return errors.New("spec.suspend: a suspended Job runs no pod; remove suspend to run it")
 	case spec.PodFailurePolicy != nil:
-		return errors.New("spec.podFailurePolicy: podsync does not retry a Job's pod, so the policy would decide nothing; remove it")
+		return errors.New("spec.podFailurePolicy: podsync counts every failed run of a Job's pod against backoffLimit; remove the policy")
 	case spec.SuccessPolicy != nil:
 		return errors.New("spec.successPolicy: for an indexed Job of several completions, which podsync does not run; remove it")
 	case spec.BackoffLimitPerIndex != nil || spec.MaxFailedIndexes != nil:
-		return errors.New("spec.backoffLimitPerIndex, spec.maxFailedIndexes: podsync does not retry a Job's pod; remove them")
+		return errors.New("spec.backoffLimitPerIndex, spec.maxFailedIndexes: for an indexed Job of several completions, which podsync does not run; use backoffLimit")
 	}
-	// With backoffLimit 0 the controller fails the Job at the pod's first
-	// failure: restartPolicy OnFailure would restart it, Never does not.
+	// The controller makes a new pod after each failure until backoffLimit
+	// (default 6) pods failed; podsync, with no controller, retries the
+	// one pod in place (restartPolicy OnFailure) and fails it at the
+	// failed run that would make the controller give up
+	// (podsyncvalidation.AnnotationBackoffLimit). With backoffLimit 0 the pod
+	// is not retried: restartPolicy Never.
+	limit := int32(6)
+	if spec.BackoffLimit != nil {
+		limit = *spec.BackoffLimit
+	}
 	switch t.Spec.RestartPolicy {
 	case corev1.RestartPolicyNever, corev1.RestartPolicyOnFailure:
-		t.Spec.RestartPolicy = corev1.RestartPolicyNever
+		t.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+		if limit == 0 {
+			t.Spec.RestartPolicy = corev1.RestartPolicyNever
+		}
 	default:
 		return fmt.Errorf("spec.template.spec.restartPolicy %q: a Job's pod restarts OnFailure or Never", t.Spec.RestartPolicy)
 	}
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[podsyncvalidation.AnnotationBackoffLimit] = strconv.Itoa(int(limit))
 	// The Job's deadline counts from the Job's start, the pod's from the
 	// pod's: on one node, the pod starts with the Job.
 	if d := spec.ActiveDeadlineSeconds; d != nil {

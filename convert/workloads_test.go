@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/validation"
 )
 
 const tmpl = `
@@ -23,6 +24,8 @@ func TestDecodeWorkloads(t *testing.T) {
 		Name, Namespace, Hostname, Subdomain, RestartPolicy string
 		Labels                                              map[string]string
 		Deadline                                            int64
+		// BackoffLimit is the pod's podsync.io/backoff-limit.
+		BackoffLimit string
 	}
 	wl := func(kind, name string) map[string]string {
 		return map[string]string{"app": "web", convert.LabelWorkloadKind: kind, convert.LabelWorkloadName: name}
@@ -108,7 +111,11 @@ spec:
       containers:
       - {name: m, image: busybox}
 `,
-			want: []podWant{{Name: "migrate-0", RestartPolicy: "Never", Deadline: 60, Labels: with(wl("Job", "migrate"), "batch.kubernetes.io/job-name", "migrate", "job-name", "migrate")}}},
+			want: []podWant{{Name: "migrate-0", RestartPolicy: "Never", Deadline: 60, BackoffLimit: "0", Labels: with(wl("Job", "migrate"), "batch.kubernetes.io/job-name", "migrate", "job-name", "migrate")}}},
+		{name: "Job retried in place up to its default backoffLimit", in: "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: i}]\n",
+			want: []podWant{{Name: "j-0", RestartPolicy: "OnFailure", BackoffLimit: "6", Labels: with(wl("Job", "j"), "batch.kubernetes.io/job-name", "j", "job-name", "j")}}},
+		{name: "Job retried in place up to its backoffLimit", in: "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  backoffLimit: 2\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      restartPolicy: OnFailure\n      containers: [{name: c, image: i}]\n",
+			want: []podWant{{Name: "j-0", RestartPolicy: "OnFailure", BackoffLimit: "2", Labels: with(wl("Job", "j"), "batch.kubernetes.io/job-name", "j", "job-name", "j")}}},
 		{name: "replicas 0 is no pod", in: `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -150,6 +157,7 @@ metadata: {name: data}
 				if p.Spec.ActiveDeadlineSeconds != nil {
 					w.Deadline = *p.Spec.ActiveDeadlineSeconds
 				}
+				w.BackoffLimit = p.Annotations[validation.AnnotationBackoffLimit]
 				if a := p.Annotations[convert.AnnotationWorkload]; a != p.Labels[convert.LabelWorkloadKind]+"/"+strings.TrimSuffix(p.Name, p.Name[strings.LastIndex(p.Name, "-"):]) {
 					t.Errorf("pod %s: annotation %s = %q", p.Name, convert.AnnotationWorkload, a)
 				}
@@ -187,8 +195,6 @@ func TestDecodeWorkloadRefusals(t *testing.T) {
 			want: []string{`apiVersion "apps/v2" of a StatefulSet is not supported, want "apps/v1"`}},
 		{name: "CronJob points at systemd timers", in: "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly}\n",
 			want: []string{"CronJob", "systemd timer"}},
-		{name: "Job backoffLimit defaulted", in: "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: i}]\n",
-			want: []string{"spec.backoffLimit 6 (the default)", "set backoffLimit: 0"}},
 		{name: "Job of several completions", in: "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  completions: 3\n  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: i}]\n",
 			want: []string{"spec.completions 3", "one pod"}},
 		{name: "Job parallelism", in: "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  parallelism: 2\n  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: i}]\n",

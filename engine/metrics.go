@@ -82,6 +82,7 @@ var stepReasons = map[string]bool{
 	// Pod kills.
 	plan.KillReasonSandboxChanged: true, plan.KillReasonInitContainerFailed: true, plan.KillReasonAllContainersDone: true,
 	plan.KillReasonPodDeleted: true, plan.KillReasonPodTerminal: true, plan.KillReasonDeadlineExceeded: true,
+	plan.KillReasonBackoffLimitExceeded: true,
 	// Container starts and kills (ReasonInitFailed is
 	// KillReasonInitContainerFailed).
 	plan.ReasonNotStarted: true, plan.ReasonExited: true, plan.ReasonCreated: true, plan.ReasonUnknownState: true,

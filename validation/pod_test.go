@@ -196,6 +196,10 @@ func TestValidatePodValid(t *testing.T) {
 			p.Spec.InitContainers[1].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "memory", RestartPolicy: corev1.NotRequired}}
 		})},
 		{"zero Options", &validation.Options{}, nop},
+		{"backoff limit under OnFailure", nil, pod(func(p *corev1.Pod) {
+			p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+			p.Annotations[validation.AnnotationBackoffLimit] = "6"
+		})},
 		{"minimal", nil, func(in *input) {
 			in.pod = &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: "min"},
@@ -294,6 +298,13 @@ func TestValidatePodInvalid(t *testing.T) {
 			p.Annotations["example.com/big"] = strings.Repeat("x", 256*1024)
 		}), []string{"metadata.annotations"}},
 		{"uid not a UUID", nil, pod(func(p *corev1.Pod) { p.UID = "web-1" }), []string{"metadata.uid"}},
+		{"backoff limit not a number", nil, pod(func(p *corev1.Pod) {
+			p.Spec.RestartPolicy = corev1.RestartPolicyNever
+			p.Annotations[validation.AnnotationBackoffLimit] = "-1"
+		}), []string{"metadata.annotations[podsync.io/backoff-limit]"}},
+		{"backoff limit under restartPolicy Always", nil, pod(func(p *corev1.Pod) {
+			p.Annotations[validation.AnnotationBackoffLimit] = "3"
+		}), []string{"metadata.annotations[podsync.io/backoff-limit]"}},
 
 		// Spec.
 		{"no containers", nil, pod(func(p *corev1.Pod) { p.Spec.Containers = nil }), []string{"spec.containers"}},

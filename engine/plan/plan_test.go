@@ -13,6 +13,7 @@ import (
 
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/plan/plantest"
+	"github.com/podsync/podsync/validation"
 )
 
 // planSummary is the part of PodActions most cases assert on.
@@ -385,6 +386,60 @@ func TestComputePodActions(t *testing.T) {
 			mutatePod: func(p *corev1.Pod) {
 				p.Spec.ActiveDeadlineSeconds = ptr.To[int64](61)
 				p.Status.StartTime = &metav1.Time{Time: plantest.T0.Add(-time.Minute)}
+			},
+			want: keep(),
+		},
+
+		{
+			name: "backoff limit exceeded at the failed run past it kills the pod",
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				p.Annotations = map[string]string{validation.AnnotationBackoffLimit: "2"}
+			},
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+				helper := plantest.Exited(v.Containers[0], 1, time.Second)
+				helper.RestartCount = 2
+				v.Containers[0] = helper
+			},
+			want: planSummary{KillPod: plan.KillReasonBackoffLimitExceeded, Sandbox: "use:sb1", KillIDs: []string{"sb1"},
+				Kill: []string{"app/c-app:PodKilled"}},
+		},
+		{
+			name: "backoff limit not reached restarts the failed container",
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				p.Annotations = map[string]string{validation.AnnotationBackoffLimit: "2"}
+			},
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+				helper := plantest.Exited(v.Containers[0], 1, time.Hour)
+				helper.RestartCount = 1
+				v.Containers[0] = helper
+			},
+			want: planSummary{Sandbox: "use:sb1", Start: []string{"helper#2:Exited"}},
+		},
+		{
+			name: "backoff limit counts the failures of every container",
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				p.Annotations = map[string]string{validation.AnnotationBackoffLimit: "1"}
+			},
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+				app := v.Containers[1]
+				app.RestartCount = 1
+				v.Containers[1] = app
+				v.Containers[0] = plantest.Exited(v.Containers[0], 2, time.Hour)
+			},
+			want: planSummary{KillPod: plan.KillReasonBackoffLimitExceeded, Sandbox: "use:sb1", KillIDs: []string{"sb1"},
+				Kill: []string{"app/c-app:PodKilled"}},
+		},
+		{
+			name: "a succeeded container is no failure under a backoff limit of 0",
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				p.Annotations = map[string]string{validation.AnnotationBackoffLimit: "0"}
+			},
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers[0] = plantest.Exited(v.Containers[0], 0, time.Hour)
 			},
 			want: keep(),
 		},

@@ -61,6 +61,8 @@ func ComputePodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.ProbeR
 	s := corev1.PodStatus{QOSClass: plan.GetPodQOS(pod)}
 	hasInit := len(pod.Spec.InitContainers) > 0
 	sc := statusConverter{pod: pod, view: &view, probes: probes, now: now, opts: opts}
+	reason, _ := plan.PodNotRunnable(pod, &view, now)
+	sc.notRunnable = reason != ""
 	s.InitContainerStatuses = sc.convert(pod.Spec.InitContainers, old.InitContainerStatuses, hasInit, true)
 	s.ContainerStatuses = sc.convert(pod.Spec.Containers, old.ContainerStatuses, hasInit, false)
 
@@ -77,6 +79,9 @@ func ComputePodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.ProbeR
 	if plan.ActiveDeadlineExceeded(pod, now) {
 		s.Phase = corev1.PodFailed
 		s.Reason, s.Message = plan.KillReasonDeadlineExceeded, plan.ActiveDeadlineMessage
+	} else if s.Phase != corev1.PodSucceeded && plan.BackoffLimitExceeded(pod, &view) {
+		s.Phase = corev1.PodFailed
+		s.Reason, s.Message = plan.KillReasonBackoffLimitExceeded, plan.BackoffLimitMessage
 	}
 
 	conds := []corev1.PodCondition{
@@ -174,6 +179,9 @@ type statusConverter struct {
 	opts   StatusOptions
 	// allocated is plan.AllocatedPod, built once when a resize is pending.
 	allocated *corev1.Pod
+	// notRunnable: the pod only stops (plan.PodNotRunnable), so no
+	// container waits to start again.
+	notRunnable bool
 }
 
 func (sc *statusConverter) containerID(id string) string {
@@ -301,6 +309,9 @@ func (sc *statusConverter) convert(containers []corev1.Container, oldStatuses []
 // start but cannot yet by a waiting state with the reason (the kubelet
 // takes it from its reason cache; podsync recomputes it).
 func (sc *statusConverter) waitingReason(c *corev1.Container, st *corev1.ContainerStatus, isInit bool) {
+	if sc.notRunnable {
+		return
+	}
 	inst := sc.view.FindContainer(c.Name)
 	if isInit && inst != nil && inst.State == plan.ContainerExited && inst.ExitCode == 0 {
 		return

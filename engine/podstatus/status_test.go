@@ -13,6 +13,7 @@ import (
 
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/plan/plantest"
+	"github.com/podsync/podsync/validation"
 )
 
 // statusSummary is the golden form of a pod status: phase and reason,
@@ -247,6 +248,27 @@ func TestComputePodStatus(t *testing.T) {
 			want: statusSummary{Phase: "Failed(DeadlineExceeded)", PodIPs: "10.0.0.5",
 				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(PodFailed)", "ContainersReady=False(PodFailed)"},
 				Containers: []string{"app: running restarts=0 ready started", "helper: running restarts=0 ready started"}},
+		},
+		{
+			name: "backoff limit exceeded fails the pod",
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				p.Annotations = map[string]string{validation.AnnotationBackoffLimit: "1"}
+			},
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+				// Within the crash-loop back-off, which does not show: the
+				// container never starts again.
+				p := mp()
+				v.Containers = []plan.ContainerInstance{
+					plantest.Exited(plantest.Inst(p, "app", "c-app2", plan.ContainerExited, 1, 5*time.Second), 1, 3*time.Second),
+					v.Containers[0],
+					plantest.Exited(plantest.Inst(p, "app", "c-app", plan.ContainerExited, 0, time.Minute), 1, 30*time.Second),
+				}
+				v.Containers[0].Reason = "Error"
+			},
+			want: statusSummary{Phase: "Failed(BackoffLimitExceeded)", PodIPs: "10.0.0.5",
+				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(PodFailed)", "ContainersReady=False(PodFailed)"},
+				Containers: []string{"app: terminated(Error,1) last=terminated(Error,1) restarts=1", "helper: running restarts=0 ready started"}},
 		},
 		{
 			name: "image pull failure is ErrImagePull once its back-off passed",
