@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Builds the Kubernetes binaries podsync's cluster tests and benchmarks
+# run — kubelet, kube-apiserver, kube-scheduler, kube-controller-manager,
+# kubectl (k8s.io/kubernetes, matching the k8s.io/api podsync uses) and
+# etcd — from the Go module proxy into $KUBE_BIN (default
+# .tmp/kube/<version>/bin), and keeps them: a binary already built at this
+# version is not built again. The Go build cache is shared with the rest
+# of the repository, so a rebuild after `rm` is incremental.
+#
+# `go install k8s.io/kubernetes/cmd/X@vX` is refused (the module's go.mod
+# has replace directives for its staging modules, required as v0.0.0), so
+# the build runs in a scratch module that requires k8s.io/kubernetes and
+# replaces every staging module by its published v0.<minor>.<patch>
+# release. etcd's server module has replace directives too; a scratch
+# module that requires it builds it.
+#
+# Usage: hack/kube/build.sh [BINARY...]   (default: all six)
+set -euo pipefail
+
+KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
+ETCD_VERSION=${ETCD_VERSION:-v3.7.3}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+KUBE_DIR=${KUBE_DIR:-$ROOT/.tmp/kube/$KUBE_VERSION}
+KUBE_BIN=${KUBE_BIN:-$KUBE_DIR/bin}
+BUILD=$KUBE_DIR/build
+GO=${GO:-go}
+export GOFLAGS=${GOFLAGS:--buildvcs=false}
+
+all=(kubelet kube-apiserver kube-scheduler kube-controller-manager kubectl etcd)
+want=("$@")
+[[ ${#want[@]} -gt 0 ]] || want=("${all[@]}")
+for b in "${want[@]}"; do
+	[[ " ${all[*]} " == *" $b "* ]] || { echo "kube/build.sh: unknown binary $b (want one of: ${all[*]})" >&2; exit 2; }
+done
+mkdir -p "$KUBE_BIN" "$BUILD"
+
+# staging_minor turns v1.37.2 into v0.37.2.
+staging=v0.${KUBE_VERSION#v1.}
+
+k8s_module() {
+	local dir=$BUILD/k8s
+	[[ -f $dir/go.mod ]] && return 0
+	mkdir -p "$dir"
+	$GO mod download "k8s.io/kubernetes@$KUBE_VERSION"
+	local kdir
+	kdir=$($GO env GOMODCACHE)/k8s.io/kubernetes@$KUBE_VERSION
+	{
+		printf 'module k8sbuild\n\ngo %s\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$($GO env GOVERSION | sed -E 's/^go([0-9]+\.[0-9]+).*/\1.0/')" "$KUBE_VERSION"
+		awk -v v="$staging" '/=> \.\/staging\/src\//{print "\t" $1 " => " $1 " " v}' "$kdir/go.mod"
+		printf ')\n'
+	} > "$dir/go.mod.new"
+	mv "$dir/go.mod.new" "$dir/go.mod"
+}
+
+build_k8s() {
+	local b=$1 dir=$BUILD/k8s date
+	k8s_module
+	date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	local minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
+	local ldf="-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1"
+	ldf+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+	ldf+=" -X k8s.io/component-base/version.buildDate=$date -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
+	ldf+=" -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+	(cd "$dir" && $GO get "k8s.io/kubernetes/cmd/$b@$KUBE_VERSION" && $GO build -ldflags "$ldf" -o "$KUBE_BIN/$b.new" "k8s.io/kubernetes/cmd/$b")
+	mv "$KUBE_BIN/$b.new" "$KUBE_BIN/$b"
+}
+
+build_etcd() {
+	local dir=$BUILD/etcd
+	mkdir -p "$dir"
+	if [[ ! -f $dir/go.mod ]]; then
+		printf 'module etcdbuild\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" > "$dir/go.mod"
+	fi
+	(cd "$dir" && $GO get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" && $GO build -o "$KUBE_BIN/etcd.new" go.etcd.io/etcd/server/v3)
+	mv "$KUBE_BIN/etcd.new" "$KUBE_BIN/etcd"
+}
+
+for b in "${want[@]}"; do
+	if [[ -x $KUBE_BIN/$b ]]; then
+		continue
+	fi
+	start=$SECONDS
+	echo "kube/build.sh: building $b ($([[ $b == etcd ]] && echo "$ETCD_VERSION" || echo "$KUBE_VERSION")) into $KUBE_BIN; the first build takes about 10 minutes on 2 cores" >&2
+	if [[ $b == etcd ]]; then build_etcd; else build_k8s "$b"; fi
+	echo "kube/build.sh: $b built in $((SECONDS - start)) s" >&2
+done
