@@ -4,6 +4,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -15,13 +16,16 @@ import (
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/internal/localcri"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 )
 
@@ -199,5 +203,42 @@ func TestHostToContainerSeesALaterHostMount(t *testing.T) {
 	}
 	if got := localcritest.Crictl(t, inst, "exec", newest(t, res, "private").ID, "ls", "-A", "/media/sub"); strings.TrimSpace(got) != "" {
 		t.Errorf("private (None) lists %q below /media/sub, want the empty directory under the mount", got)
+	}
+}
+
+// TestStopSignal: lifecycle.stopSignal stops the container with its
+// signal on containerd 2.x (the container's trap gives its exit code);
+// containerd 1.6 ignores the field, so the start is refused, saying so,
+// and no container is left.
+func TestStopSignal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pod := e.newPod()
+	pod.Spec.OS = &corev1.PodOS{Name: corev1.Linux}
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](20)
+	c := localcritest.Busybox("app", "/bin/sh", "-c", "trap 'exit 7' USR1; trap 'exit 0' TERM; while :; do sleep 1; done")
+	c.Lifecycle = &corev1.Lifecycle{StopSignal: ptr.To(corev1.SIGUSR1)}
+	pod.Spec.Containers = []corev1.Container{c}
+	if inst.Flavour() == localcri.Containerd16 {
+		res := e.sync(pod)
+		st := res.Step(syncer.ActionStartContainer, "app")
+		if st == nil || st.Reason != syncer.ReasonCreateContainerError ||
+			!strings.Contains(st.Message, "ignores lifecycle.stopSignal SIGUSR1") || !errors.Is(st.Err, errdefs.ErrInvalidSpec) {
+			t.Fatalf("steps %v, want the start refused for the ignored stop signal", steps(res.Steps))
+		}
+		if got := localcritest.CrictlIDs(t, inst, "ps", "-a", "--label", "io.kubernetes.pod.uid="+string(pod.UID)); len(got) != 0 {
+			t.Errorf("containers left: %v", got)
+		}
+		return
+	}
+	e.until(pod, "running", e.running(pod))
+	start := time.Now()
+	pod.DeletionTimestamp = ptr.To(metav1.Now())
+	res := e.sync(pod)
+	if n := newest(t, res, "app"); n.State != plan.ContainerExited || n.ExitCode != 7 {
+		t.Errorf("app = %+v, want exited 7 (its SIGUSR1 trap)", n)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("the stop took %s: not the stop signal, the grace period's SIGKILL", took)
 	}
 }
