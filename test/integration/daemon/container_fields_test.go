@@ -72,7 +72,8 @@ func sharedDir(t *testing.T) string {
 // (pod IP, named port) reaches a busybox httpd in the pod and a failing
 // one gives FailedPostStartHook; subPathExpr $(POD_NAME) mounts the pod's
 // directory; a HostToContainer hostPath shows a host mount made after the
-// start; stdin and tty reach the runtime; and PlanPod names
+// start (and one with None does not); stdin and tty reach the runtime;
+// and PlanPod names
 // lifecycle.preStop when it changes.
 func TestContainerFieldsThroughTheAPI(t *testing.T) {
 	ctx := testContext(t)
@@ -90,6 +91,7 @@ httpd -f -p 8080 -h /www & wait`)
 		{Name: "www", MountPath: "/www"},
 		{Name: "logs", MountPath: "/logs", SubPathExpr: "$(POD_NAME)"},
 		{Name: "media", MountPath: "/media", ReadOnly: true, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)},
+		{Name: "media", MountPath: "/private", ReadOnly: true, MountPropagation: ptr.To(corev1.MountPropagationNone)},
 	}
 	pod := newCorePod(t, "", web)
 	pod.Spec.Volumes = []corev1.Volume{
@@ -131,6 +133,9 @@ httpd -f -p 8080 -h /www & wait`)
 	}
 	if got := exec(webID, "cat", "/media/sub/marker"); got != "mounted-later\n" {
 		t.Errorf("/media/sub/marker in the container = %q, want the later host mount's file", got)
+	}
+	if got := exec(webID, "ls", "-A", "/private/sub"); strings.TrimSpace(got) != "" {
+		t.Errorf("/private/sub (propagation None) lists %q, want the empty directory under the host's mount", got)
 	}
 
 	// stdin and tty reach the runtime's container config.
