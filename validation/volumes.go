@@ -153,7 +153,7 @@ func (pv *podValidator) volumeMounts(p *field.Path, c *corev1.Container, volumes
 		}
 		if m.SubPathExpr != "" {
 			if m.SubPath != "" {
-				pv.add(field.Invalid(mp.Child("subPathExpr"), m.SubPathExpr, "subPathExpr and subPath are mutually exclusive"))
+				pv.add(field.Invalid(mp.Child("subPathExpr"), m.SubPathExpr, "subPathExpr and subPath are mutually exclusive: keep one of them"))
 			}
 			// Checked again once expanded (engine/criconfig).
 			pv.add(relativePath(mp.Child("subPathExpr"), m.SubPathExpr, false)...)

@@ -203,3 +203,23 @@ func TestStopSignal(t *testing.T) {
 		t.Errorf("containers left: %v", got)
 	}
 }
+
+// TestHTTPSHookFallsBackToHTTP is the kubelet's fallback: an HTTPS hook
+// answered in plain HTTP is sent again over HTTP, without its
+// Authorization header.
+func TestHTTPSHookFallsBackToHTTP(t *testing.T) {
+	hs := newHookServer(t)
+	h := syncertest.New(t)
+	pod := enginetest.Pod()
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+		Host: "127.0.0.1", Path: "/tls", Port: intstr.FromInt32(int32(hs.port)), Scheme: corev1.URISchemeHTTPS,
+		HTTPHeaders: []corev1.HTTPHeader{{Name: "Authorization", Value: "Bearer x"}},
+	}}}
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0", "PostStartHook app", "StartContainer app NewSandbox")
+	reqs := hs.requests()
+	if len(reqs) != 1 || reqs[0].URL.Path != "/tls" || reqs[0].Header.Get("Authorization") != "" {
+		t.Fatalf("requests %v, want one plain GET /tls without Authorization", reqs)
+	}
+}
