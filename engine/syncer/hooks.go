@@ -161,13 +161,23 @@ func hookRequest(ctx context.Context, t hookTarget, h *corev1.HTTPGetAction) (*h
 }
 
 // hookHTTPClient is the client of httpGet hooks; requests are bounded by
-// their context. Like the kubelet's, it uses no proxy and does not verify
-// the pod's certificate: the pod is addressed by IP.
+// their context. Like the kubelet's, it uses no proxy, does not verify
+// the pod's certificate (the pod is addressed by IP) and follows
+// redirects to the same host only (httpprobe.RedirectChecker(false)).
 var hookHTTPClient = &http.Client{
 	Transport: &http.Transport{
 		DisableKeepAlives: true,
 		Proxy:             nil,
 		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
+	},
+	CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if req.URL.Hostname() != via[0].URL.Hostname() {
+			return http.ErrUseLastResponse
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
 	},
 }
 

@@ -223,3 +223,35 @@ func TestHTTPSHookFallsBackToHTTP(t *testing.T) {
 		t.Fatalf("requests %v, want one plain GET /tls without Authorization", reqs)
 	}
 }
+
+// TestHTTPGetHookRedirects: a hook follows a redirect to the same host,
+// never one to another host (the kubelet's RedirectChecker(false)): the
+// node makes no request a pod did not name.
+func TestHTTPGetHookRedirects(t *testing.T) {
+	other := newHookServer(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/here":
+			http.Redirect(w, r, "/there", http.StatusFound)
+		case "/away":
+			http.Redirect(w, r, "http://localhost:"+strconv.Itoa(other.port)+"/elsewhere", http.StatusFound)
+		default:
+			w.Header().Set("X-Seen", r.URL.Path)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	h := syncertest.New(t)
+	pod := enginetest.Pod()
+	for i, p := range []string{"/here", "/away"} {
+		pod.Spec.Containers[i].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+			Host: "127.0.0.1", Path: p, Port: intstr.FromInt32(int32(port)),
+		}}}
+	}
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0",
+		"PostStartHook app", "StartContainer app NewSandbox", "PostStartHook helper", "StartContainer helper NewSandbox")
+	if got := other.requests(); len(got) != 0 {
+		t.Errorf("the redirect to another host was followed: %v", got)
+	}
+}
