@@ -1,6 +1,7 @@
 package criconfig
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -500,11 +501,18 @@ func makeMounts(in ContainerConfigInput, env []corev1.EnvVar, opts Options) ([]*
 	return out, nil
 }
 
+// ErrSubPathExprUnset is wrapped (with errdefs.ErrInvalidSpec) by the
+// error of a container whose subPathExpr names a variable its env does not
+// set, or sets empty. It depends on values known only at the start (an
+// optional key, the pod's IP), so validation cannot foresee it: a
+// validated pod may still fail so.
+var ErrSubPathExprUnset = errors.New("subPathExpr names a variable without a value")
+
 // expandSubPath is the kubelet's ExpandContainerVolumeMounts: a
 // subPathExpr with $(VAR) references to the container's env expanded; a
 // reference to a variable that is not set, or set empty, is an error
-// naming it (wrapping ErrInvalidSpec), so that a mount never lands on the
-// volume's root by mistake.
+// naming it (wrapping ErrSubPathExprUnset and ErrInvalidSpec), so that a
+// mount never lands on the volume's root by mistake.
 func expandSubPath(expr string, vars map[string]string) (string, error) {
 	var missing []string
 	out := expansion.ExpandFunc(expr, func(name string) (string, bool) {
@@ -516,7 +524,8 @@ func expandSubPath(expr string, vars map[string]string) (string, error) {
 	})
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		return "", fmt.Errorf("missing value for %s: set it in the container's env: %w", strings.Join(slices.Compact(missing), ", "), errdefs.ErrInvalidSpec)
+		return "", fmt.Errorf("missing value for %s: set it in the container's env: %w: %w",
+			strings.Join(slices.Compact(missing), ", "), ErrSubPathExprUnset, errdefs.ErrInvalidSpec)
 	}
 	return out, nil
 }

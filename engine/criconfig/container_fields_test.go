@@ -87,7 +87,8 @@ func TestSubPathExpr(t *testing.T) {
 				MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)}}
 			cfg, err := ContainerConfig(ContainerConfigInput{Pod: pod, Container: c}, Options{})
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, errdefs.ErrInvalidSpec) {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, errdefs.ErrInvalidSpec) ||
+					errors.Is(err, ErrSubPathExprUnset) != strings.HasPrefix(tt.wantErr, "missing value") {
 					t.Fatalf("error = %v, want ErrInvalidSpec with %q", err, tt.wantErr)
 				}
 				return
