@@ -105,10 +105,11 @@ var podStringFields = []func(in *input, v string){
 }
 
 // FuzzValidatePodStrings sets one string of a valid pod that reaches the
-// node's file system (names, UID, subPath, subPathExpr, item paths, hostPath, mount
-// and working directories, labels) to arbitrary text. Validation never
-// panics, and a pod it accepts passes the engine's own path checks
-// (CheckPodPaths) and builds its sandbox and container configs.
+// node's file system (names, UID, subPath, subPathExpr, item paths,
+// hostPath, mount and working directories, labels) to arbitrary text.
+// Validation never panics, and a pod it accepts passes the engine's own
+// path checks (CheckPodPaths) and builds its sandbox and container configs
+// (but for a subPathExpr variable without a value, known at the start).
 func FuzzValidatePodStrings(f *testing.F) {
 	for i, s := range []string{"..", "../../etc", "/etc/passwd", "a\x00b", "web", "a/b", strings.Repeat("x", 300), ".", "~", "$(POD_NAME)", "a//b", "./x", "\u00e9", " "} {
 		f.Add(uint8(i), s)
