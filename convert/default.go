@@ -30,8 +30,6 @@ import (
 // Defaults deliberately skipped, because podsync rejects the field they
 // default, so they can never change a pod podsync accepts:
 //   - ephemeral containers (SetDefaults_EphemeralContainer);
-//   - probe grpc.service (declarative +default=""), lifecycle httpGet
-//     hooks (SetDefaults_HTTPGetAction; podsync accepts exec hooks only);
 //   - volume sources other than emptyDir, hostPath, configMap and secret
 //     (SetDefaults_DownwardAPIVolumeSource, SetDefaults_ProjectedVolumeSource,
 //     SetDefaults_ServiceAccountTokenProjection, ISCSI, RBD, AzureDisk,
@@ -336,6 +334,13 @@ func defaultContainer(c *corev1.Container) {
 	defaultProbe(c.LivenessProbe)
 	defaultProbe(c.ReadinessProbe)
 	defaultProbe(c.StartupProbe)
+	if lc := c.Lifecycle; lc != nil {
+		for _, h := range []*corev1.LifecycleHandler{lc.PostStart, lc.PreStop} {
+			if h != nil {
+				defaultHTTPGet(h.HTTPGet)
+			}
+		}
+	}
 }
 
 // defaultPullPolicy mirrors SetDefaults_Container's use of
@@ -372,7 +377,7 @@ func roundResourceList(rl corev1.ResourceList) {
 }
 
 // defaultProbe mirrors SetDefaults_Probe and, for httpGet probes,
-// SetDefaults_HTTPGetAction.
+// SetDefaults_HTTPGetAction, and a grpc probe's service default.
 func defaultProbe(p *corev1.Probe) {
 	if p == nil {
 		return
@@ -389,12 +394,23 @@ func defaultProbe(p *corev1.Probe) {
 	if p.FailureThreshold == 0 {
 		p.FailureThreshold = 3
 	}
-	if h := p.HTTPGet; h != nil {
-		if h.Path == "" {
-			h.Path = "/"
-		}
-		if h.Scheme == "" {
-			h.Scheme = corev1.URISchemeHTTP
-		}
+	defaultHTTPGet(p.HTTPGet)
+	// GRPCAction.Service is declared +default="".
+	if g := p.GRPC; g != nil && g.Service == nil {
+		g.Service = ptr.To("")
+	}
+}
+
+// defaultHTTPGet mirrors SetDefaults_HTTPGetAction, for probes and
+// lifecycle hooks alike.
+func defaultHTTPGet(h *corev1.HTTPGetAction) {
+	if h == nil {
+		return
+	}
+	if h.Path == "" {
+		h.Path = "/"
+	}
+	if h.Scheme == "" {
+		h.Scheme = corev1.URISchemeHTTP
 	}
 }

@@ -369,6 +369,29 @@ func TestDefault(t *testing.T) {
 			get:  func(p *corev1.Pod) any { return container0(p).LivenessProbe.HTTPGet.Scheme },
 			want: corev1.URISchemeHTTP,
 		},
+		{
+			name: "lifecycle httpGet hooks get path / and scheme HTTP",
+			mutate: func(p *corev1.Pod) {
+				container0(p).Lifecycle = &corev1.Lifecycle{
+					PostStart: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromString("http")}},
+					PreStop:   &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}},
+				}
+			},
+			get: func(p *corev1.Pod) any {
+				lc := container0(p).Lifecycle
+				return []any{lc.PostStart.HTTPGet.Path, lc.PostStart.HTTPGet.Scheme, lc.PreStop.HTTPGet.Path, lc.PreStop.HTTPGet.Scheme}
+			},
+			want: []any{"/", corev1.URISchemeHTTP, "/", corev1.URISchemeHTTP},
+		},
+		// GRPCAction.Service is declared +default="".
+		{
+			name: "grpc probe service is empty",
+			mutate: func(p *corev1.Pod) {
+				container0(p).LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090}}}
+			},
+			get:  func(p *corev1.Pod) any { return container0(p).LivenessProbe.GRPC.Service },
+			want: ptr.To(""),
+		},
 		// SetDefaults_ObjectFieldSelector.
 		{
 			name: "env fieldRef apiVersion is v1",
@@ -567,6 +590,20 @@ func TestDefaultKeepsSetValues(t *testing.T) {
 				}},
 				TimeoutSeconds: 5, PeriodSeconds: 2, SuccessThreshold: 2, FailureThreshold: 6,
 			},
+		},
+		{
+			name: "hook and grpc values are kept",
+			mutate: func(p *corev1.Pod) {
+				container0(p).Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+					Path: "/started", Port: intstr.FromInt32(8443), Scheme: corev1.URISchemeHTTPS,
+				}}, StopSignal: ptr.To(corev1.SIGUSR1)}
+				container0(p).LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{
+					Port: 9090, Service: ptr.To("live"), Mode: ptr.To(corev1.GRPCProbeModeTLS)}}}
+			},
+			get: func(p *corev1.Pod) any { return []any{container0(p).Lifecycle, container0(p).LivenessProbe.GRPC} },
+			want: []any{&corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: "/started", Port: intstr.FromInt32(8443), Scheme: corev1.URISchemeHTTPS,
+			}}, StopSignal: ptr.To(corev1.SIGUSR1)}, &corev1.GRPCAction{Port: 9090, Service: ptr.To("live"), Mode: ptr.To(corev1.GRPCProbeModeTLS)}},
 		},
 		{
 			name: "configMap modes are kept and items are not defaulted",

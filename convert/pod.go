@@ -298,7 +298,10 @@ func containerToProto(in corev1.Container) *podsyncv1.Container {
 		}),
 		Resources: resourcesToProto(&in.Resources),
 		VolumeMounts: toSlice(in.VolumeMounts, func(m corev1.VolumeMount) *podsyncv1.VolumeMount {
-			return &podsyncv1.VolumeMount{Name: m.Name, MountPath: m.MountPath, SubPath: m.SubPath, ReadOnly: m.ReadOnly}
+			return &podsyncv1.VolumeMount{
+				Name: m.Name, MountPath: m.MountPath, SubPath: m.SubPath, ReadOnly: m.ReadOnly,
+				MountPropagation: (*string)(m.MountPropagation), SubPathExpr: m.SubPathExpr,
+			}
 		}),
 		Lifecycle:                lifecycleToProto(in.Lifecycle),
 		LivenessProbe:            probeToProto(in.LivenessProbe),
@@ -309,6 +312,7 @@ func containerToProto(in corev1.Container) *podsyncv1.Container {
 		SecurityContext:          securityContextToProto(in.SecurityContext),
 		RestartPolicy:            (*string)(in.RestartPolicy),
 		Stdin:                    in.Stdin,
+		StdinOnce:                in.StdinOnce,
 		Tty:                      in.TTY,
 		ResizePolicy: toSlice(in.ResizePolicy, func(r corev1.ContainerResizePolicy) *podsyncv1.ContainerResizePolicy {
 			return &podsyncv1.ContainerResizePolicy{ResourceName: string(r.ResourceName), RestartPolicy: string(r.RestartPolicy)}
@@ -369,14 +373,33 @@ func lifecycleToProto(in *corev1.Lifecycle) *podsyncv1.Lifecycle {
 	if in == nil {
 		return nil
 	}
-	return &podsyncv1.Lifecycle{PostStart: handlerToProto(in.PostStart), PreStop: handlerToProto(in.PreStop)}
+	return &podsyncv1.Lifecycle{
+		PostStart: handlerToProto(in.PostStart), PreStop: handlerToProto(in.PreStop),
+		StopSignal: (*string)(in.StopSignal),
+	}
 }
 
 func handlerToProto(in *corev1.LifecycleHandler) *podsyncv1.LifecycleHandler {
 	if in == nil {
 		return nil
 	}
-	return &podsyncv1.LifecycleHandler{Exec: execToProto(in.Exec)}
+	out := &podsyncv1.LifecycleHandler{Exec: execToProto(in.Exec), HttpGet: httpGetToProto(in.HTTPGet)}
+	if s := in.Sleep; s != nil {
+		out.Sleep = &podsyncv1.SleepAction{Seconds: s.Seconds}
+	}
+	return out
+}
+
+func httpGetToProto(h *corev1.HTTPGetAction) *podsyncv1.HTTPGetAction {
+	if h == nil {
+		return nil
+	}
+	return &podsyncv1.HTTPGetAction{
+		Path: h.Path, Port: portToProto(h.Port), Host: h.Host, Scheme: string(h.Scheme),
+		HttpHeaders: toSlice(h.HTTPHeaders, func(hd corev1.HTTPHeader) *podsyncv1.HTTPHeader {
+			return &podsyncv1.HTTPHeader{Name: hd.Name, Value: hd.Value}
+		}),
+	}
 }
 
 func execToProto(in *corev1.ExecAction) *podsyncv1.ExecAction {
@@ -392,6 +415,7 @@ func probeToProto(in *corev1.Probe) *podsyncv1.Probe {
 	}
 	out := &podsyncv1.Probe{
 		Exec:                          execToProto(in.Exec),
+		HttpGet:                       httpGetToProto(in.HTTPGet),
 		InitialDelaySeconds:           in.InitialDelaySeconds,
 		TimeoutSeconds:                in.TimeoutSeconds,
 		PeriodSeconds:                 in.PeriodSeconds,
@@ -399,16 +423,11 @@ func probeToProto(in *corev1.Probe) *podsyncv1.Probe {
 		FailureThreshold:              in.FailureThreshold,
 		TerminationGracePeriodSeconds: in.TerminationGracePeriodSeconds,
 	}
-	if h := in.HTTPGet; h != nil {
-		out.HttpGet = &podsyncv1.HTTPGetAction{
-			Path: h.Path, Port: portToProto(h.Port), Host: h.Host, Scheme: string(h.Scheme),
-			HttpHeaders: toSlice(h.HTTPHeaders, func(hd corev1.HTTPHeader) *podsyncv1.HTTPHeader {
-				return &podsyncv1.HTTPHeader{Name: hd.Name, Value: hd.Value}
-			}),
-		}
-	}
 	if t := in.TCPSocket; t != nil {
 		out.TcpSocket = &podsyncv1.TCPSocketAction{Port: portToProto(t.Port), Host: t.Host}
+	}
+	if g := in.GRPC; g != nil {
+		out.Grpc = &podsyncv1.GRPCAction{Port: g.Port, Service: g.Service, Mode: (*string)(g.Mode)}
 	}
 	return out
 }

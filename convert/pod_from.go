@@ -173,9 +173,12 @@ func (c *fromProto) container(path *field.Path, in *podsyncv1.Container) corev1.
 		}),
 		Resources: c.resources(path.Child("resources"), in.GetResources()),
 		VolumeMounts: toSlice(in.GetVolumeMounts(), func(m *podsyncv1.VolumeMount) corev1.VolumeMount {
-			return corev1.VolumeMount{Name: m.GetName(), MountPath: m.GetMountPath(), SubPath: m.GetSubPath(), ReadOnly: m.GetReadOnly()}
+			return corev1.VolumeMount{
+				Name: m.GetName(), MountPath: m.GetMountPath(), SubPath: m.GetSubPath(), ReadOnly: m.GetReadOnly(),
+				MountPropagation: (*corev1.MountPropagationMode)(m.MountPropagation), SubPathExpr: m.GetSubPathExpr(),
+			}
 		}),
-		Lifecycle:                lifecycleFromProto(in.GetLifecycle()),
+		Lifecycle:                c.lifecycle(path.Child("lifecycle"), in.GetLifecycle()),
 		LivenessProbe:            c.probe(path.Child("livenessProbe"), in.GetLivenessProbe()),
 		ReadinessProbe:           c.probe(path.Child("readinessProbe"), in.GetReadinessProbe()),
 		StartupProbe:             c.probe(path.Child("startupProbe"), in.GetStartupProbe()),
@@ -184,6 +187,7 @@ func (c *fromProto) container(path *field.Path, in *podsyncv1.Container) corev1.
 		SecurityContext:          securityContextFromProto(in.GetSecurityContext()),
 		RestartPolicy:            (*corev1.ContainerRestartPolicy)(in.RestartPolicy),
 		Stdin:                    in.GetStdin(),
+		StdinOnce:                in.GetStdinOnce(),
 		TTY:                      in.GetTty(),
 		ResizePolicy: toSlice(in.GetResizePolicy(), func(r *podsyncv1.ContainerResizePolicy) corev1.ContainerResizePolicy {
 			return corev1.ContainerResizePolicy{ResourceName: corev1.ResourceName(r.GetResourceName()),
@@ -266,18 +270,41 @@ func (c *fromProto) quantityPtr(path *field.Path, v string) *resource.Quantity {
 	return &q
 }
 
-func lifecycleFromProto(in *podsyncv1.Lifecycle) *corev1.Lifecycle {
+func (c *fromProto) lifecycle(path *field.Path, in *podsyncv1.Lifecycle) *corev1.Lifecycle {
 	if in == nil {
 		return nil
 	}
-	return &corev1.Lifecycle{PostStart: handlerFromProto(in.PostStart), PreStop: handlerFromProto(in.PreStop)}
+	return &corev1.Lifecycle{
+		PostStart:  c.handler(path.Child("postStart"), in.PostStart),
+		PreStop:    c.handler(path.Child("preStop"), in.PreStop),
+		StopSignal: (*corev1.Signal)(in.StopSignal),
+	}
 }
 
-func handlerFromProto(in *podsyncv1.LifecycleHandler) *corev1.LifecycleHandler {
+func (c *fromProto) handler(path *field.Path, in *podsyncv1.LifecycleHandler) *corev1.LifecycleHandler {
 	if in == nil {
 		return nil
 	}
-	return &corev1.LifecycleHandler{Exec: execFromProto(in.Exec)}
+	out := &corev1.LifecycleHandler{Exec: execFromProto(in.Exec), HTTPGet: c.httpGet(path.Child("httpGet"), in.HttpGet)}
+	if s := in.Sleep; s != nil {
+		out.Sleep = &corev1.SleepAction{Seconds: s.Seconds}
+	}
+	return out
+}
+
+func (c *fromProto) httpGet(path *field.Path, h *podsyncv1.HTTPGetAction) *corev1.HTTPGetAction {
+	if h == nil {
+		return nil
+	}
+	return &corev1.HTTPGetAction{
+		Path:   h.Path,
+		Port:   c.port(path.Child("port"), h.Port),
+		Host:   h.Host,
+		Scheme: corev1.URIScheme(h.Scheme),
+		HTTPHeaders: toSlice(h.HttpHeaders, func(hd *podsyncv1.HTTPHeader) corev1.HTTPHeader {
+			return corev1.HTTPHeader{Name: hd.GetName(), Value: hd.GetValue()}
+		}),
+	}
 }
 
 func execFromProto(in *podsyncv1.ExecAction) *corev1.ExecAction {
@@ -292,7 +319,7 @@ func (c *fromProto) probe(path *field.Path, in *podsyncv1.Probe) *corev1.Probe {
 		return nil
 	}
 	out := &corev1.Probe{
-		ProbeHandler:                  corev1.ProbeHandler{Exec: execFromProto(in.Exec)},
+		ProbeHandler:                  corev1.ProbeHandler{Exec: execFromProto(in.Exec), HTTPGet: c.httpGet(path.Child("httpGet"), in.HttpGet)},
 		InitialDelaySeconds:           in.InitialDelaySeconds,
 		TimeoutSeconds:                in.TimeoutSeconds,
 		PeriodSeconds:                 in.PeriodSeconds,
@@ -300,19 +327,11 @@ func (c *fromProto) probe(path *field.Path, in *podsyncv1.Probe) *corev1.Probe {
 		FailureThreshold:              in.FailureThreshold,
 		TerminationGracePeriodSeconds: in.TerminationGracePeriodSeconds,
 	}
-	if h := in.HttpGet; h != nil {
-		out.HTTPGet = &corev1.HTTPGetAction{
-			Path:   h.Path,
-			Port:   c.port(path.Child("httpGet", "port"), h.Port),
-			Host:   h.Host,
-			Scheme: corev1.URIScheme(h.Scheme),
-			HTTPHeaders: toSlice(h.HttpHeaders, func(hd *podsyncv1.HTTPHeader) corev1.HTTPHeader {
-				return corev1.HTTPHeader{Name: hd.GetName(), Value: hd.GetValue()}
-			}),
-		}
-	}
 	if t := in.TcpSocket; t != nil {
 		out.TCPSocket = &corev1.TCPSocketAction{Port: c.port(path.Child("tcpSocket", "port"), t.Port), Host: t.Host}
+	}
+	if g := in.Grpc; g != nil {
+		out.GRPC = &corev1.GRPCAction{Port: g.Port, Service: g.Service, Mode: (*corev1.GRPCProbeMode)(g.Mode)}
 	}
 	return out
 }

@@ -199,15 +199,6 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "X", Name: "x", UID: "1"}}
 		}, []string{"metadata.ownerReferences"}},
 		{"finalizers", func(p *corev1.Pod) { p.Finalizers = []string{"x"} }, []string{"metadata.finalizers"}},
-		{"postStart httpGet hook", func(p *corev1.Pod) {
-			p.Spec.Containers[0].Lifecycle.PostStart = &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(80)}}
-		}, []string{"spec.containers[0].lifecycle.postStart.httpGet"}},
-		{"preStop sleep hook", func(p *corev1.Pod) {
-			p.Spec.Containers[0].Lifecycle.PreStop.Sleep = &corev1.SleepAction{Seconds: 1}
-		}, []string{"spec.containers[0].lifecycle.preStop.sleep"}},
-		{"grpc probe", func(p *corev1.Pod) {
-			p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9000}}}
-		}, []string{"spec.containers[0].readinessProbe.grpc"}},
 		{"pvc volume", func(p *corev1.Pod) {
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "claim", VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"},
@@ -216,13 +207,6 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 		{"projected volume", func(p *corev1.Pod) {
 			p.Spec.Volumes[0].Projected = &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{}}}
 		}, []string{"spec.volumes[0].projected"}},
-		{"mount propagation", func(p *corev1.Pod) {
-			mp := corev1.MountPropagationBidirectional
-			p.Spec.Containers[0].VolumeMounts[0].MountPropagation = &mp
-		}, []string{"spec.containers[0].volumeMounts[0].mountPropagation"}},
-		{"subPathExpr", func(p *corev1.Pod) {
-			p.Spec.Containers[0].VolumeMounts[0].SubPathExpr = "$(POD)"
-		}, []string{"spec.containers[0].volumeMounts[0].subPathExpr"}},
 		{"resourceFieldRef env", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: "CPU", ValueFrom: &corev1.EnvVarSource{
 				ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"},
@@ -234,13 +218,15 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 		{"pod seLinuxChangePolicy", func(p *corev1.Pod) {
 			p.Spec.SecurityContext.SELinuxChangePolicy = ptr.To(corev1.SELinuxChangePolicyRecursive)
 		}, []string{"spec.securityContext.seLinuxChangePolicy"}},
-		{"stdinOnce", func(p *corev1.Pod) { p.Spec.Containers[0].StdinOnce = true }, []string{"spec.containers[0].stdinOnce"}},
+		{"lifecycle tcpSocket hook", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Lifecycle.PreStop = &corev1.LifecycleHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}
+		}, []string{"spec.containers[0].lifecycle.preStop.tcpSocket"}},
 		{"nominated node in status", func(p *corev1.Pod) { p.Status.NominatedNodeName = "n1" }, []string{"status.nominatedNodeName"}},
 		{"several at once, in path order", func(p *corev1.Pod) {
 			p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "x"}}
-			p.Spec.Containers[0].StdinOnce = true
+			p.Spec.Containers[0].Lifecycle.PostStart = &corev1.LifecycleHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}
 			p.Spec.Tolerations = []corev1.Toleration{{Key: "k"}} // accepted
-		}, []string{"spec.containers[0].stdinOnce", "spec.readinessGates"}},
+		}, []string{"spec.containers[0].lifecycle.postStart.tcpSocket", "spec.readinessGates"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,6 +28,11 @@ type podContainers struct {
 	hostNetwork bool
 	// restartPolicy is the pod's.
 	restartPolicy corev1.RestartPolicy
+	// gracePeriod is the pod's terminationGracePeriodSeconds, which
+	// bounds a sleep hook.
+	gracePeriod *int64
+	// os is the pod's spec.os, which a stopSignal needs.
+	os *corev1.PodOS
 	// volumes are the names of the pod's volumes.
 	volumes   map[string]bool
 	names     map[string]bool
@@ -104,10 +109,14 @@ func (pv *podValidator) container(p *field.Path, c *corev1.Container, isInit boo
 	pv.env(p, pc.namespace, c)
 	pv.resources(p.Child("resources"), &c.Resources)
 	pv.resizePolicy(p.Child("resizePolicy"), c, isInit, pc.restartPolicy)
-	pv.volumeMounts(p.Child("volumeMounts"), c.VolumeMounts, pc.volumes)
+	pv.volumeMounts(p.Child("volumeMounts"), c, pc.volumes)
 	if lc := c.Lifecycle; lc != nil {
-		pv.handler(p.Child("lifecycle", "postStart"), lc.PostStart)
-		pv.handler(p.Child("lifecycle", "preStop"), lc.PreStop)
+		lp := p.Child("lifecycle")
+		pv.handler(lp.Child("postStart"), c, lc.PostStart, pc.gracePeriod)
+		pv.handler(lp.Child("preStop"), c, lc.PreStop, pc.gracePeriod)
+		if lc.StopSignal != nil {
+			pv.add(stopSignal(lp.Child("stopSignal"), *lc.StopSignal, pc.os)...)
+		}
 	}
 	pv.probe(p.Child("livenessProbe"), c, c.LivenessProbe, true)
 	pv.probe(p.Child("readinessProbe"), c, c.ReadinessProbe, false)
@@ -229,16 +238,73 @@ func (pv *podValidator) resizePolicy(p *field.Path, c *corev1.Container, isInit 
 	}
 }
 
-func (pv *podValidator) handler(p *field.Path, h *corev1.LifecycleHandler) {
+// handler is the API server's validateHandler for a lifecycle hook: one
+// of exec, httpGet and sleep (a sleep within the pod's grace period); a
+// tcpSocket hook, which the kubelet has never run, is refused.
+func (pv *podValidator) handler(p *field.Path, c *corev1.Container, h *corev1.LifecycleHandler, grace *int64) {
 	if h == nil {
 		return
 	}
-	switch {
-	case h.Exec == nil:
-		pv.add(field.Required(p.Child("exec"), "hooks must use exec"))
-	case len(h.Exec.Command) == 0:
-		pv.add(field.Required(p.Child("exec", "command"), ""))
+	var set []string
+	if h.Exec != nil {
+		set = append(set, "exec")
+		if len(h.Exec.Command) == 0 {
+			pv.add(field.Required(p.Child("exec", "command"), ""))
+		}
 	}
+	if h.HTTPGet != nil {
+		set = append(set, "httpGet")
+		pv.httpGet(p.Child("httpGet"), c, h.HTTPGet)
+	}
+	if h.Sleep != nil {
+		set = append(set, "sleep")
+		if grace != nil && (h.Sleep.Seconds < 0 || h.Sleep.Seconds > *grace) {
+			pv.add(field.Invalid(p.Child("sleep", "seconds"), h.Sleep.Seconds,
+				fmt.Sprintf("must be non-negative and less than terminationGracePeriodSeconds (%d)", *grace)))
+		}
+	}
+	if h.TCPSocket != nil {
+		pv.add(field.Forbidden(p.Child("tcpSocket"),
+			"a tcpSocket lifecycle hook is never run (the kubelet ignores it): use httpGet, exec or sleep"))
+		return
+	}
+	switch len(set) {
+	case 0:
+		pv.add(field.Required(p, "must specify a handler: exec, httpGet or sleep"))
+	case 1:
+	default:
+		for _, extra := range set[1:] {
+			pv.add(field.Forbidden(p.Child(extra), "may not specify more than 1 handler type"))
+		}
+	}
+}
+
+// httpGet validates an httpGet probe or hook: its port, scheme and header
+// names.
+func (pv *podValidator) httpGet(p *field.Path, c *corev1.Container, h *corev1.HTTPGetAction) {
+	pv.probePort(p.Child("port"), c, h.Port)
+	if !slices.Contains(uriSchemes, h.Scheme) {
+		pv.add(field.NotSupported(p.Child("scheme"), h.Scheme, uriSchemes))
+	}
+	for i, hd := range h.HTTPHeaders {
+		pv.add(invalid(p.Child("httpHeaders").Index(i).Child("name"), hd.Name, validation.IsHTTPHeaderName(hd.Name))...)
+	}
+}
+
+// stopSignal is the API server's validateStopSignal for Linux: the pod
+// must say its OS, and podsync runs Linux pods only.
+func stopSignal(p *field.Path, sig corev1.Signal, os *corev1.PodOS) field.ErrorList {
+	switch {
+	case os == nil || os.Name == "":
+		return field.ErrorList{field.Forbidden(p,
+			fmt.Sprintf("stopSignal %s needs the pod's operating system: set spec.os.name: linux", sig))}
+	case os.Name != corev1.Linux:
+		// spec.os itself is refused where it is checked.
+		return nil
+	case !slices.Contains(stopSignals, sig):
+		return field.ErrorList{field.NotSupported(p, sig, stopSignals)}
+	}
+	return nil
 }
 
 func (pv *podValidator) probe(p *field.Path, c *corev1.Container, pr *corev1.Probe, stops bool) {
@@ -254,22 +320,23 @@ func (pv *podValidator) probe(p *field.Path, c *corev1.Container, pr *corev1.Pro
 	}
 	if h := pr.HTTPGet; h != nil {
 		set = append(set, "httpGet")
-		hp := p.Child("httpGet")
-		pv.probePort(hp.Child("port"), c, h.Port)
-		if !slices.Contains(uriSchemes, h.Scheme) {
-			pv.add(field.NotSupported(hp.Child("scheme"), h.Scheme, uriSchemes))
-		}
-		for i, hd := range h.HTTPHeaders {
-			pv.add(invalid(hp.Child("httpHeaders").Index(i).Child("name"), hd.Name, validation.IsHTTPHeaderName(hd.Name))...)
-		}
+		pv.httpGet(p.Child("httpGet"), c, h)
 	}
 	if t := pr.TCPSocket; t != nil {
 		set = append(set, "tcpSocket")
 		pv.probePort(p.Child("tcpSocket", "port"), c, t.Port)
 	}
+	if g := pr.GRPC; g != nil {
+		set = append(set, "grpc")
+		gp := p.Child("grpc")
+		pv.add(invalid(gp.Child("port"), g.Port, validation.IsValidPortNum(int(g.Port)))...)
+		if g.Mode != nil && !slices.Contains(grpcProbeModes, *g.Mode) {
+			pv.add(field.NotSupported(gp.Child("mode"), *g.Mode, grpcProbeModes))
+		}
+	}
 	switch len(set) {
 	case 0:
-		pv.add(field.Required(p, "must specify a handler: exec, httpGet or tcpSocket"))
+		pv.add(field.Required(p, "must specify a handler: exec, httpGet, tcpSocket or grpc"))
 	case 1:
 	default:
 		for _, extra := range set[1:] {

@@ -96,8 +96,34 @@ var (
 	terminationMsgPolicies = []corev1.TerminationMessagePolicy{corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError}
 	storageMedia           = []corev1.StorageMedium{corev1.StorageMediumDefault, corev1.StorageMediumMemory}
 	uriSchemes             = []corev1.URIScheme{corev1.URISchemeHTTP, corev1.URISchemeHTTPS}
-	initRestartPolicies    = []corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways}
-	hostPathTypes          = []corev1.HostPathType{
+	grpcProbeModes         = []corev1.GRPCProbeMode{corev1.GRPCProbeModePlaintext, corev1.GRPCProbeModeTLS}
+	mountPropagations      = []corev1.MountPropagationMode{
+		corev1.MountPropagationBidirectional, corev1.MountPropagationHostToContainer, corev1.MountPropagationNone,
+	}
+	// stopSignals are the API server's supportedStopSignalsLinux.
+	stopSignals = []corev1.Signal{
+		corev1.SIGABRT, corev1.SIGALRM, corev1.SIGBUS, corev1.SIGCHLD,
+		corev1.SIGCLD, corev1.SIGCONT, corev1.SIGFPE, corev1.SIGHUP,
+		corev1.SIGILL, corev1.SIGINT, corev1.SIGIO, corev1.SIGIOT,
+		corev1.SIGKILL, corev1.SIGPIPE, corev1.SIGPOLL, corev1.SIGPROF,
+		corev1.SIGPWR, corev1.SIGQUIT, corev1.SIGSEGV, corev1.SIGSTKFLT,
+		corev1.SIGSTOP, corev1.SIGSYS, corev1.SIGTERM, corev1.SIGTRAP,
+		corev1.SIGTSTP, corev1.SIGTTIN, corev1.SIGTTOU, corev1.SIGURG,
+		corev1.SIGUSR1, corev1.SIGUSR2, corev1.SIGVTALRM, corev1.SIGWINCH,
+		corev1.SIGXCPU, corev1.SIGXFSZ, corev1.SIGRTMIN, corev1.SIGRTMINPLUS1,
+		corev1.SIGRTMINPLUS2, corev1.SIGRTMINPLUS3, corev1.SIGRTMINPLUS4,
+		corev1.SIGRTMINPLUS5, corev1.SIGRTMINPLUS6, corev1.SIGRTMINPLUS7,
+		corev1.SIGRTMINPLUS8, corev1.SIGRTMINPLUS9, corev1.SIGRTMINPLUS10,
+		corev1.SIGRTMINPLUS11, corev1.SIGRTMINPLUS12, corev1.SIGRTMINPLUS13,
+		corev1.SIGRTMINPLUS14, corev1.SIGRTMINPLUS15, corev1.SIGRTMAXMINUS14,
+		corev1.SIGRTMAXMINUS13, corev1.SIGRTMAXMINUS12, corev1.SIGRTMAXMINUS11,
+		corev1.SIGRTMAXMINUS10, corev1.SIGRTMAXMINUS9, corev1.SIGRTMAXMINUS8,
+		corev1.SIGRTMAXMINUS7, corev1.SIGRTMAXMINUS6, corev1.SIGRTMAXMINUS5,
+		corev1.SIGRTMAXMINUS4, corev1.SIGRTMAXMINUS3, corev1.SIGRTMAXMINUS2,
+		corev1.SIGRTMAXMINUS1, corev1.SIGRTMAX,
+	}
+	initRestartPolicies = []corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways}
+	hostPathTypes       = []corev1.HostPathType{
 		corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory, corev1.HostPathFileOrCreate,
 		corev1.HostPathFile, corev1.HostPathSocket, corev1.HostPathCharDev, corev1.HostPathBlockDev,
 	}
@@ -164,6 +190,8 @@ func (pv *podValidator) spec(p *field.Path, namespace string, spec *corev1.PodSp
 		namespace:     namespace,
 		hostNetwork:   spec.HostNetwork,
 		restartPolicy: spec.RestartPolicy,
+		gracePeriod:   spec.TerminationGracePeriodSeconds,
+		os:            spec.OS,
 		volumes:       volumes,
 		names:         make(map[string]bool),
 		portNames:     make(map[string]bool),

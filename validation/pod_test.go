@@ -257,6 +257,31 @@ func TestValidatePodValid(t *testing.T) {
 				ProcMount:       ptr.To(corev1.DefaultProcMount),
 			}
 		})},
+		{"httpGet and sleep hooks", nil, web(func(c *corev1.Container) {
+			c.Lifecycle.PostStart = &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: "/started", Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTPS,
+				HTTPHeaders: []corev1.HTTPHeader{{Name: "X-Hook", Value: "1"}},
+			}}
+			c.Lifecycle.PreStop = &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 30}}
+		})},
+		{"grpc probes", nil, web(func(c *corev1.Container) {
+			c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090, Service: ptr.To("")}}}
+			c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090, Service: ptr.To("ready"), Mode: ptr.To(corev1.GRPCProbeModeTLS)}}}
+		})},
+		{"stopSignal on linux", nil, pod(func(p *corev1.Pod) {
+			p.Spec.OS = &corev1.PodOS{Name: corev1.Linux}
+			p.Spec.Containers[0].Lifecycle.StopSignal = ptr.To(corev1.SIGUSR1)
+		})},
+		{"subPathExpr, propagation, stdin", nil, pod(func(p *corev1.Pod) {
+			c := &p.Spec.Containers[0]
+			c.Stdin, c.StdinOnce, c.TTY = true, true, true
+			c.VolumeMounts = append(c.VolumeMounts,
+				corev1.VolumeMount{Name: "cache", MountPath: "/logs", SubPathExpr: "$(POD_NAME)/logs"},
+				corev1.VolumeMount{Name: "host", MountPath: "/media", MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)},
+				corev1.VolumeMount{Name: "host", MountPath: "/none", MountPropagation: ptr.To(corev1.MountPropagationNone)},
+				corev1.VolumeMount{Name: "host", MountPath: "/shared", MountPropagation: ptr.To(corev1.MountPropagationBidirectional)})
+			c.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+		})},
 		{"legacy annotations converted", nil, pod(func(p *corev1.Pod) {
 			p.Annotations[corev1.SeccompPodAnnotationKey] = "runtime/default"
 			p.Annotations[corev1.SeccompContainerAnnotationKeyPrefix+p.Spec.Containers[0].Name] = "unconfined"
@@ -559,8 +584,54 @@ func TestValidatePodInvalid(t *testing.T) {
 			[]string{"spec.initContainers[1].startupProbe.exec.command"}},
 		{"empty preStop command", nil, web(func(c *corev1.Container) { c.Lifecycle.PreStop.Exec.Command = nil }),
 			[]string{"spec.containers[0].lifecycle.preStop.exec.command"}},
-		{"hook without exec", nil, web(func(c *corev1.Container) { c.Lifecycle.PostStart.Exec = nil }),
-			[]string{"spec.containers[0].lifecycle.postStart.exec"}},
+		{"hook without a handler", nil, web(func(c *corev1.Container) { c.Lifecycle.PostStart.Exec = nil }),
+			[]string{"spec.containers[0].lifecycle.postStart"}},
+		{"hook with two handlers", nil, web(func(c *corev1.Container) {
+			c.Lifecycle.PostStart.Sleep = &corev1.SleepAction{Seconds: 1}
+		}), []string{"spec.containers[0].lifecycle.postStart.sleep"}},
+		{"tcpSocket hook", nil, web(func(c *corev1.Container) {
+			c.Lifecycle.PreStop = &corev1.LifecycleHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}
+		}), []string{"spec.containers[0].lifecycle.preStop.tcpSocket"}},
+		{"httpGet hook port, scheme and header", nil, web(func(c *corev1.Container) {
+			c.Lifecycle.PostStart = &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+				Port: intstr.FromString("metrics"), Scheme: "ftp", HTTPHeaders: []corev1.HTTPHeader{{Name: "a b"}},
+			}}
+		}), []string{"spec.containers[0].lifecycle.postStart.httpGet.port", "spec.containers[0].lifecycle.postStart.httpGet.scheme",
+			"spec.containers[0].lifecycle.postStart.httpGet.httpHeaders[0].name"}},
+		{"sleep beyond the grace period", nil, web(func(c *corev1.Container) {
+			c.Lifecycle.PreStop = &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 31}}
+		}), []string{"spec.containers[0].lifecycle.preStop.sleep.seconds"}},
+		{"negative sleep", nil, web(func(c *corev1.Container) {
+			c.Lifecycle.PostStart = &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: -1}}
+		}), []string{"spec.containers[0].lifecycle.postStart.sleep.seconds"}},
+		{"stopSignal without os", nil, web(func(c *corev1.Container) { c.Lifecycle.StopSignal = ptr.To(corev1.SIGTERM) }),
+			[]string{"spec.containers[0].lifecycle.stopSignal"}},
+		{"stopSignal unknown", nil, pod(func(p *corev1.Pod) {
+			p.Spec.OS = &corev1.PodOS{Name: corev1.Linux}
+			p.Spec.Containers[0].Lifecycle.StopSignal = ptr.To(corev1.Signal("SIGFOO"))
+		}), []string{"spec.containers[0].lifecycle.stopSignal"}},
+		{"grpc probe port and mode", nil, web(func(c *corev1.Container) {
+			c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 0, Mode: ptr.To(corev1.GRPCProbeMode("h2c"))}}}
+		}), []string{"spec.containers[0].livenessProbe.grpc.port", "spec.containers[0].livenessProbe.grpc.mode"}},
+		{"grpc and exec probe", nil, web(func(c *corev1.Container) {
+			c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				Exec: &corev1.ExecAction{Command: []string{"true"}}, GRPC: &corev1.GRPCAction{Port: 9090},
+			}}
+		}), []string{"spec.containers[0].livenessProbe.grpc"}},
+		{"subPathExpr with subPath", nil, web(func(c *corev1.Container) {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "cache", MountPath: "/logs", SubPath: "a", SubPathExpr: "$(POD_NAME)"})
+		}), []string{"spec.containers[0].volumeMounts[4].subPathExpr"}},
+		{"subPathExpr absolute or climbing", nil, web(func(c *corev1.Container) {
+			c.VolumeMounts = append(c.VolumeMounts,
+				corev1.VolumeMount{Name: "cache", MountPath: "/logs", SubPathExpr: "/$(POD_NAME)"},
+				corev1.VolumeMount{Name: "cache", MountPath: "/up", SubPathExpr: "../$(POD_NAME)"})
+		}), []string{"spec.containers[0].volumeMounts[4].subPathExpr", "spec.containers[0].volumeMounts[5].subPathExpr"}},
+		{"mountPropagation unknown", nil, web(func(c *corev1.Container) {
+			c.VolumeMounts[0].MountPropagation = ptr.To(corev1.MountPropagationMode("Shared"))
+		}), []string{"spec.containers[0].volumeMounts[0].mountPropagation"}},
+		{"Bidirectional unprivileged", nil, web(func(c *corev1.Container) {
+			c.VolumeMounts[0].MountPropagation = ptr.To(corev1.MountPropagationBidirectional)
+		}), []string{"spec.containers[0].volumeMounts[0].mountPropagation"}},
 	}
 	if len(tests) < 40 {
 		t.Fatalf("the table must have at least 40 rows, has %d", len(tests))

@@ -128,7 +128,8 @@ func (pv *podValidator) keyToPaths(p *field.Path, items []corev1.KeyToPath, defa
 	}
 }
 
-func (pv *podValidator) volumeMounts(p *field.Path, mounts []corev1.VolumeMount, volumes map[string]bool) {
+func (pv *podValidator) volumeMounts(p *field.Path, c *corev1.Container, volumes map[string]bool) {
+	mounts := c.VolumeMounts
 	paths := make(map[string]bool, len(mounts))
 	for i, m := range mounts {
 		mp := p.Index(i)
@@ -150,5 +151,30 @@ func (pv *podValidator) volumeMounts(p *field.Path, mounts []corev1.VolumeMount,
 		if m.SubPath != "" {
 			pv.add(relativePath(mp.Child("subPath"), m.SubPath, false)...)
 		}
+		if m.SubPathExpr != "" {
+			if m.SubPath != "" {
+				pv.add(field.Invalid(mp.Child("subPathExpr"), m.SubPathExpr, "subPathExpr and subPath are mutually exclusive: keep one of them"))
+			}
+			// Checked again once expanded (engine/criconfig).
+			pv.add(relativePath(mp.Child("subPathExpr"), m.SubPathExpr, false)...)
+		}
+		pv.add(mountPropagation(mp.Child("mountPropagation"), m.MountPropagation, c)...)
 	}
+}
+
+// mountPropagation is the API server's validateMountPropagation: None,
+// HostToContainer, or Bidirectional in a privileged container.
+func mountPropagation(p *field.Path, mode *corev1.MountPropagationMode, c *corev1.Container) field.ErrorList {
+	if mode == nil {
+		return nil
+	}
+	if !slices.Contains(mountPropagations, *mode) {
+		return field.ErrorList{field.NotSupported(p, *mode, mountPropagations)}
+	}
+	privileged := c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
+	if *mode == corev1.MountPropagationBidirectional && !privileged {
+		return field.ErrorList{field.Forbidden(p,
+			"Bidirectional mount propagation is available only to privileged containers: set securityContext.privileged: true, or use HostToContainer")}
+	}
+	return nil
 }

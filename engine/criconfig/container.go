@@ -1,6 +1,7 @@
 package criconfig
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podsync/podsync/engine/criconfig/expansion"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 )
@@ -168,6 +170,11 @@ func ContainerConfig(in ContainerConfigInput, opts Options) (*runtimeapi.Contain
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 	}
+	if sig, ok, err := StopSignal(c); err != nil {
+		return nil, fmt.Errorf("container %q: %w", c.Name, err)
+	} else if ok {
+		cfg.StopSignal = sig
+	}
 	for _, e := range env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 	}
@@ -186,6 +193,24 @@ func ContainerConfig(in ContainerConfigInput, opts Options) (*runtimeapi.Contain
 		SecurityContext: sc,
 	}
 	return cfg, nil
+}
+
+// StopSignal is the kubelet's getContainerConfigStopSignal: the CRI
+// signal of c's lifecycle.stopSignal, and whether it has one. A name CRI
+// does not know is an error wrapping ErrInvalidSpec (validation refuses
+// it first).
+func StopSignal(c *corev1.Container) (runtimeapi.Signal, bool, error) {
+	if c.Lifecycle == nil || c.Lifecycle.StopSignal == nil {
+		return runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT, false, nil
+	}
+	name := string(*c.Lifecycle.StopSignal)
+	// CRI's names: SIGRTMIN+1 is SIGNAL_SIGRTMINPLUS1, SIGRTMAX-1
+	// SIGNAL_SIGRTMAXMINUS1 (the kubelet's signalNameToRuntimeEnum).
+	v, ok := runtimeapi.Signal_value["SIGNAL_"+strings.NewReplacer("+", "PLUS", "-", "MINUS").Replace(name)]
+	if !ok || v == int32(runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT) || !strings.HasPrefix(name, "SIG") {
+		return 0, false, fmt.Errorf("lifecycle.stopSignal %q is not a signal the runtime knows: %w", name, errdefs.ErrInvalidSpec)
+	}
+	return runtimeapi.Signal(v), true, nil
 }
 
 func expandAll(in []string, env []corev1.EnvVar) []string {
@@ -420,11 +445,18 @@ func makeMounts(in ContainerConfigInput, env []corev1.EnvVar, opts Options) ([]*
 		}
 		sub := m.SubPath
 		if m.SubPathExpr != "" {
-			sub = expand(m.SubPathExpr, vars)
+			var err error
+			if sub, err = expandSubPath(m.SubPathExpr, vars); err != nil {
+				return nil, fmt.Errorf("container %q: volume %q: subPathExpr %q: %w", c.Name, v.Name, m.SubPathExpr, err)
+			}
 		}
 		if sub != "" {
 			if path.IsAbs(sub) || slices.Contains(strings.Split(sub, "/"), "..") || strings.IndexByte(sub, 0) >= 0 {
-				return nil, fmt.Errorf("volume %q: subPath %q must be a relative path without '..' or NUL: %w", v.Name, sub, errdefs.ErrInvalidSpec)
+				what := fmt.Sprintf("subPath %q", sub)
+				if m.SubPathExpr != "" {
+					what = fmt.Sprintf("subPathExpr %q expands to %q, which", m.SubPathExpr, sub)
+				}
+				return nil, fmt.Errorf("container %q: volume %q: %s must be a relative path without '..' or NUL: %w", c.Name, v.Name, what, errdefs.ErrInvalidSpec)
 			}
 		}
 		switch {
@@ -444,11 +476,15 @@ func makeMounts(in ContainerConfigInput, env []corev1.EnvVar, opts Options) ([]*
 			Propagation:   runtimeapi.MountPropagation_PROPAGATION_PRIVATE,
 		}
 		if m.MountPropagation != nil {
+			// The kubelet's translateMountPropagation.
 			switch *m.MountPropagation {
+			case corev1.MountPropagationNone:
 			case corev1.MountPropagationHostToContainer:
 				mnt.Propagation = runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
 			case corev1.MountPropagationBidirectional:
 				mnt.Propagation = runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
+			default:
+				return nil, fmt.Errorf("container %q: volume %q: invalid MountPropagation mode: %q: %w", c.Name, v.Name, *m.MountPropagation, errdefs.ErrInvalidSpec)
 			}
 		}
 		out = append(out, mnt)
@@ -461,6 +497,35 @@ func makeMounts(in ContainerConfigInput, env []corev1.EnvVar, opts Options) ([]*
 			ContainerPath: c.TerminationMessagePath,
 			HostPath:      TerminationMessageFile(pod, c.Name, in.RestartCount, opts),
 		})
+	}
+	return out, nil
+}
+
+// ErrSubPathExprUnset is wrapped (with errdefs.ErrInvalidSpec) by the
+// error of a container whose subPathExpr names a variable its env does not
+// set, or sets empty. It depends on values known only at the start (an
+// optional key, the pod's IP), so validation cannot foresee it: a
+// validated pod may still fail so.
+var ErrSubPathExprUnset = errors.New("subPathExpr names a variable without a value")
+
+// expandSubPath is the kubelet's ExpandContainerVolumeMounts: a
+// subPathExpr with $(VAR) references to the container's env expanded; a
+// reference to a variable that is not set, or set empty, is an error
+// naming it (wrapping ErrSubPathExprUnset and ErrInvalidSpec), so that a
+// mount never lands on the volume's root by mistake.
+func expandSubPath(expr string, vars map[string]string) (string, error) {
+	var missing []string
+	out := expansion.ExpandFunc(expr, func(name string) (string, bool) {
+		v, ok := vars[name]
+		if !ok || v == "" {
+			missing = append(missing, name)
+		}
+		return v, true
+	})
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return "", fmt.Errorf("missing value for %s: set it in the container's env: %w: %w",
+			strings.Join(slices.Compact(missing), ", "), ErrSubPathExprUnset, errdefs.ErrInvalidSpec)
 	}
 	return out, nil
 }

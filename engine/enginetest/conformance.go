@@ -48,6 +48,7 @@ func RuntimeConformance(t *testing.T, newRuntime func(t *testing.T) Runtime) {
 var conformanceRows = []ConformanceRow{
 	{Name: "sandbox gets a pod IP from CNI", Run: testSandboxIP},
 	{Name: "container exits with its exit code", Run: testExitCode},
+	{Name: "a container reports its stop signal, or none", Run: testStopSignal},
 	{Name: "container logs are written in CRI format to the log path", Run: testLogs},
 	{Name: "StopContainer lets a container handle SIGTERM", Run: testStopGraceful},
 	{Name: "StopContainer kills a PID 1 without a SIGTERM handler after the grace period", Run: testStopKill},

@@ -169,3 +169,17 @@ func testExecSync(t *testing.T, h *Harness) {
 		t.Errorf("ExecSync of exit 7: %v, want an exit error with status 7", err)
 	}
 }
+
+// testStopSignal: a container's status reports the stop signal it was
+// created with, or none at all (containerd 1.6 knows no CRI stop signal),
+// never another one: the syncer refuses a start when it reads none back.
+func testStopSignal(t *testing.T, h *Harness) {
+	cfg := h.PodConfig("")
+	pod := h.RunPod(cfg)
+	c := h.ContainerConfig("signalled", 0, "/bin/sh", "-c", TermScript)
+	c.StopSignal = runtimeapi.Signal_SIGNAL_SIGUSR1
+	id := h.Create(pod, cfg, c)
+	if got := h.Status(id).GetStopSignal(); got != runtimeapi.Signal_SIGNAL_SIGUSR1 && got != runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT {
+		t.Errorf("stop signal %s, want SIGUSR1 (honoured) or none (ignored)", got)
+	}
+}

@@ -77,6 +77,9 @@ type FakeRuntime struct {
 
 	clock        clock.PassiveClock
 	stopExitCode *int32
+	// ignoreStopSignal makes ContainerStatus report no stop signal, as
+	// containerd 1.6 does.
+	ignoreStopSignal bool
 
 	// mu guards the fields below. Lock order: FakeRuntimeService, then mu.
 	mu       sync.Mutex
@@ -101,6 +104,13 @@ type Option func(*FakeRuntime)
 // in place of KillExitCode or TermExitCode (see FakeRuntime).
 func WithStopExitCode(code int32) Option {
 	return func(r *FakeRuntime) { r.stopExitCode = &code }
+}
+
+// WithoutStopSignals makes the runtime ignore the stop signal of a
+// container's config, as containerd before 2.1 does: ContainerStatus
+// reports none. By default it reports the config's, as containerd 2.x.
+func WithoutStopSignals() Option {
+	return func(r *FakeRuntime) { r.ignoreStopSignal = true }
 }
 
 // WithClock sets the clock that stamps creation, start and finish times.

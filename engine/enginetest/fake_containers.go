@@ -68,6 +68,12 @@ func (r *FakeRuntime) CreateContainer(_ context.Context, podSandboxID string, co
 		SandboxID:      podSandboxID,
 		LinuxResources: config.GetLinux().GetResources(),
 	}
+	if !r.ignoreStopSignal {
+		// containerd 2.x reports the stop signal it was created with
+		// (the image's, or SIGTERM, when the config has none; the fake
+		// knows no image's).
+		c.StopSignal = config.GetStopSignal()
+	}
 	if lr := config.GetLinux().GetResources(); lr != nil {
 		// containerd reports the resources a container runs with.
 		c.Resources = &runtimeapi.ContainerResources{Linux: proto.Clone(lr).(*runtimeapi.LinuxContainerResources)}

@@ -213,6 +213,7 @@ func RebuildPod(rp RuntimePod) (pod *corev1.Pod, lost string, err error) {
 			c.EnvFrom, c.Env, c.Resources, c.VolumeMounts, c.VolumeDevices = s.EnvFrom, s.Env, s.Resources, s.VolumeMounts, s.VolumeDevices
 			c.SecurityContext, c.Stdin, c.StdinOnce, c.TTY = s.SecurityContext, s.Stdin, s.StdinOnce, s.TTY
 			c.TerminationMessagePath, c.TerminationMessagePolicy = s.TerminationMessagePath, s.TerminationMessagePolicy
+			c.Lifecycle = s.Lifecycle
 			if pod.Spec.SecurityContext == nil {
 				pod.Spec.SecurityContext = s.PodSecurityContext
 			}
@@ -224,7 +225,7 @@ func RebuildPod(rp RuntimePod) (pod *corev1.Pod, lost string, err error) {
 		} else {
 			noSpec = append(noSpec, name)
 		}
-		if info.PreStopHandler != nil {
+		if info.PreStopHandler != nil && c.Lifecycle == nil {
 			c.Lifecycle = &corev1.Lifecycle{PreStop: info.PreStopHandler}
 		}
 		if info.PodTerminationGracePeriod != nil && pod.Spec.TerminationGracePeriodSeconds == nil {

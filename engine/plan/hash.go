@@ -12,9 +12,12 @@ import (
 
 // ContainerSpec is every field that shapes a created container: the
 // container's own fields that reach its CRI ContainerConfig, the pod
-// volumes it mounts, and the pod security context it inherits. Probes,
-// lifecycle hooks, the pull policy and the resize and restart policies are
-// left out: changing them does not change the created container.
+// volumes it mounts, the pod security context it inherits, and its
+// lifecycle: the stop signal is in its CRI config, the preStop hook in its
+// annotations, and a changed postStart hook runs only if the container
+// starts again. Probes, the pull policy and the resize and restart
+// policies are left out: changing them does not change the created
+// container.
 //
 // NOTE(podsync): this is the deliberate deviation from the kubelet, which
 // hashes only the name and image (see the package documentation). The
@@ -38,6 +41,10 @@ type ContainerSpec struct {
 	TTY                      bool                            `json:"tty,omitempty"`
 	TerminationMessagePath   string                          `json:"terminationMessagePath,omitempty"`
 	TerminationMessagePolicy corev1.TerminationMessagePolicy `json:"terminationMessagePolicy,omitempty"`
+	// Lifecycle is the container's hooks and stop signal; unset for none,
+	// so that the hashes of containers without it did not change when it
+	// was added.
+	Lifecycle *corev1.Lifecycle `json:"lifecycle,omitempty"`
 	// Volumes are the pod volumes the container mounts, in the order of
 	// their first mount.
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
@@ -76,6 +83,7 @@ func (s *ContainerSpec) setContainer(pod *corev1.Pod, c *corev1.Container) {
 		TTY:                      c.TTY,
 		TerminationMessagePath:   c.TerminationMessagePath,
 		TerminationMessagePolicy: c.TerminationMessagePolicy,
+		Lifecycle:                c.Lifecycle,
 		PodSecurityContext:       pod.Spec.SecurityContext,
 	}
 }
@@ -121,7 +129,8 @@ func ContainerHash(pod *corev1.Pod, c *corev1.Container) string {
 
 // changedFields names the fields that differ between old and new, in the
 // order of ContainerSpec, with env vars, mounts and volumes named by key:
-// "image", "env[FOO]", "volumeMounts[/data]", "volumes[cache]". It returns
+// "image", "env[FOO]", "volumeMounts[/data]", "volumes[cache]",
+// "lifecycle.preStop". It returns
 // nil if old is nil (the annotation was lost) or nothing differs.
 func changedFields(old, new *ContainerSpec) []string {
 	if old == nil || new == nil {
@@ -149,6 +158,16 @@ func changedFields(old, new *ContainerSpec) []string {
 	field("tty", old.TTY, new.TTY)
 	field("terminationMessagePath", old.TerminationMessagePath, new.TerminationMessagePath)
 	field("terminationMessagePolicy", old.TerminationMessagePolicy, new.TerminationMessagePolicy)
+	var oldLC, newLC corev1.Lifecycle
+	if old.Lifecycle != nil {
+		oldLC = *old.Lifecycle
+	}
+	if new.Lifecycle != nil {
+		newLC = *new.Lifecycle
+	}
+	field("lifecycle.postStart", oldLC.PostStart, newLC.PostStart)
+	field("lifecycle.preStop", oldLC.PreStop, newLC.PreStop)
+	field("lifecycle.stopSignal", oldLC.StopSignal, newLC.StopSignal)
 	out = append(out, keyedChanges("volumes", old.Volumes, new.Volumes, func(v corev1.Volume) string { return v.Name })...)
 	field("podSecurityContext", old.PodSecurityContext, new.PodSecurityContext)
 	return out

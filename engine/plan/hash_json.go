@@ -24,7 +24,7 @@ import (
 //   - resource lists are written with sorted keys, and quantities as their
 //     MarshalJSON;
 //   - everything else (envFrom, other env sources and volumes, devices,
-//     claims, security contexts, a quantity that would need escaping) is
+//     claims, security contexts, the lifecycle, a quantity that would need escaping) is
 //     handed to encoding/json, writing into the same buffer.
 //
 // TestSpecEncoderMatchesJSON and FuzzSpecEncoder compare the output with
@@ -275,6 +275,10 @@ func (e *specEncoder) spec(b []byte, s *ContainerSpec, pod *corev1.Pod, c *corev
 	if s.TerminationMessagePolicy != "" {
 		b = o.key(b, `"terminationMessagePolicy":`)
 		b = e.str(b, string(s.TerminationMessagePolicy))
+	}
+	if s.Lifecycle != nil {
+		b = o.key(b, `"lifecycle":`)
+		b = e.generic(b, s.Lifecycle)
 	}
 	b = e.podFields(b, &o, s, pod, c)
 	return append(b, '}')

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine/plan"
@@ -133,7 +134,7 @@ func TestSpecEncoderKnowsEveryField(t *testing.T) {
 		"ContainerSpec": {"image", "command,omitempty", "args,omitempty", "workingDir,omitempty", "ports,omitempty",
 			"envFrom,omitempty", "env,omitempty", "resources", "volumeMounts,omitempty", "volumeDevices,omitempty",
 			"securityContext,omitempty", "stdin,omitempty", "stdinOnce,omitempty", "tty,omitempty",
-			"terminationMessagePath,omitempty", "terminationMessagePolicy,omitempty", "volumes,omitempty",
+			"terminationMessagePath,omitempty", "terminationMessagePolicy,omitempty", "lifecycle,omitempty", "volumes,omitempty",
 			"podSecurityContext,omitempty"},
 		"ContainerPort":        {"name,omitempty", "hostPort,omitempty", "containerPort", "protocol,omitempty", "hostIP,omitempty"},
 		"EnvVar":               {"name", "value,omitempty", "valueFrom,omitempty"},
@@ -297,6 +298,16 @@ func randomSpecPod(r *rand.Rand) *corev1.Pod {
 			c.Env = append(c.Env, corev1.EnvVar{Name: str(), Value: str(), ValueFrom: envSource()})
 		}
 		c.Resources = corev1.ResourceRequirements{Limits: resList(), Requests: resList()}
+		switch r.IntN(4) {
+		case 0:
+			c.Lifecycle = &corev1.Lifecycle{}
+		case 1:
+			c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: int64(r.IntN(30))}},
+				StopSignal: ptr.To(corev1.Signal(str()))}
+		case 2:
+			c.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: str(), Port: intstr.FromString(str()), HTTPHeaders: []corev1.HTTPHeader{{Name: str(), Value: str()}}}}}
+		}
 		if r.IntN(5) == 0 {
 			c.Resources.Claims = []corev1.ResourceClaim{{Name: str(), Request: str()}}
 		}

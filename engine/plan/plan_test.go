@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
@@ -979,4 +980,60 @@ func TestChangedFieldsSecurityProfiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestChangedFieldsContainerFields: a change of a lifecycle hook or stop
+// signal, a subPathExpr, a mount propagation or stdin, stdinOnce or tty
+// changes the container's hash and is named, so PlanPod says what
+// restarts it; a probe change does neither.
+func TestChangedFieldsContainerFields(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*corev1.Container)
+		want   []string
+	}{
+		{"preStop exec to sleep", func(c *corev1.Container) {
+			c.Lifecycle.PreStop = &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 5}}
+		}, []string{"lifecycle.preStop"}},
+		{"preStop command", func(c *corev1.Container) { c.Lifecycle.PreStop.Exec.Command = []string{"false"} }, []string{"lifecycle.preStop"}},
+		{"postStart httpGet added", func(c *corev1.Container) {
+			c.Lifecycle.PostStart = &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(80)}}
+		}, []string{"lifecycle.postStart"}},
+		{"stopSignal", func(c *corev1.Container) { c.Lifecycle.StopSignal = ptr.To(corev1.SIGUSR1) }, []string{"lifecycle.stopSignal"}},
+		{"lifecycle removed", func(c *corev1.Container) { c.Lifecycle = nil }, []string{"lifecycle.preStop"}},
+		{"subPathExpr", func(c *corev1.Container) { c.VolumeMounts[0].SubPathExpr = "$(POD_NAME)" }, []string{"volumeMounts[/data]"}},
+		{"mountPropagation", func(c *corev1.Container) {
+			c.VolumeMounts[0].MountPropagation = ptr.To(corev1.MountPropagationHostToContainer)
+		}, []string{"volumeMounts[/data]"}},
+		{"stdin and tty", func(c *corev1.Container) { c.Stdin, c.TTY = true, true }, []string{"stdin", "tty"}},
+		{"stdinOnce", func(c *corev1.Container) { c.StdinOnce = true }, []string{"stdinOnce"}},
+	}
+	base := plantest.BasePod()
+	base.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	base.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	base.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	old := plan.NewContainerSpec(base, &base.Spec.Containers[0])
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			changed := base.DeepCopy()
+			c := &changed.Spec.Containers[0]
+			tt.mutate(c)
+			if diff := cmp.Diff(tt.want, plan.ChangedFields(old, plan.NewContainerSpec(changed, c))); diff != "" {
+				t.Errorf("ChangedFields (-want +got):\n%s", diff)
+			}
+			if plan.ContainerHash(base, &base.Spec.Containers[0]) == plan.ContainerHash(changed, c) {
+				t.Error("ContainerHash did not change with the field")
+			}
+			if got := plan.NewContainerSpec(changed, c).Hash(); got != plan.ContainerHash(changed, c) {
+				t.Errorf("Hash %s differs from ContainerHash %s", got, plan.ContainerHash(changed, c))
+			}
+		})
+	}
+	t.Run("probes are not hashed", func(t *testing.T) {
+		changed := base.DeepCopy()
+		changed.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090}}}
+		if plan.ContainerHash(base, &base.Spec.Containers[0]) != plan.ContainerHash(changed, &changed.Spec.Containers[0]) {
+			t.Error("ContainerHash changed with a grpc probe")
+		}
+	})
 }

@@ -86,11 +86,17 @@
 //     not followed and counts as success, with a warning. At most 10 KiB of
 //     the body is read. TLS certificates are not verified and no proxy is
 //     used, as in the kubelet.
+//   - grpc calls grpc.health.v1.Health/Check with the probe's service on
+//     the pod's address and the probe's port (plaintext, or TLS without
+//     verification with mode TLS), as the kubelet's pkg/probe/grpc:
+//     SERVING is success; another status, a server without the health
+//     service or no connection within the timeout is failure, with the
+//     kubelet's message (service unhealthy (responded with "NOT_SERVING")),
+//     never an error.
 //
-// Ports are numbers or names of the container's ports. The pod's address
-// is RunningContainer.PodIP, or Options.NodeIP for host-network pods. gRPC
-// probes are not supported: they error, so their result keeps its initial
-// value.
+// Ports are numbers or names of the container's ports (a number for
+// grpc). The pod's address is RunningContainer.PodIP, or Options.NodeIP
+// for host-network pods.
 //
 // # Shutdown
 //

@@ -383,7 +383,9 @@ func TestProbeErrorsAreNotResults(t *testing.T) {
 	p.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromString("missing")}
 	pod := newPod("u1", corev1.Container{Name: "a",
 		ReadinessProbe: p,
-		LivenessProbe:  withThresholds(&corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 1}}}, 1, 1),
+		LivenessProbe: withThresholds(&corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+			HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromString("missing")},
+		}}, 1, 1),
 	})
 	h.m.Sync(pod, []RunningContainer{running("a", "c1")})
 	h.settle(2)

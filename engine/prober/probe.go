@@ -38,10 +38,9 @@ const (
 // Errors of a probe handler. A probe error is not a result: the worker
 // throws it away and tries again next period.
 var (
-	errNoHandler   = errors.New("probe has no handler")
-	errUnsupported = errors.New("grpc probes are not supported")
-	errNoRuntime   = errors.New("no runtime to run exec probes")
-	errNoHost      = errors.New("no address to probe: the pod has no IP")
+	errNoHandler = errors.New("probe has no handler")
+	errNoRuntime = errors.New("no runtime to run exec probes")
+	errNoHost    = errors.New("no address to probe: the pod has no IP")
 )
 
 // target is the container instance a probe runs against.
@@ -91,7 +90,7 @@ func (p *prober) run(ctx context.Context, spec *corev1.Probe, t target) (outcome
 	case spec.TCPSocket != nil:
 		return p.tcpProbe(ctx, spec.TCPSocket, t, timeout)
 	case spec.GRPC != nil:
-		return outcomeUnknown, "", errUnsupported
+		return p.grpcProbe(ctx, spec.GRPC, t, timeout)
 	default:
 		return outcomeUnknown, "", errNoHandler
 	}

@@ -494,6 +494,10 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.Contain
 		return fail(ReasonCreateContainerError, err.Error(), fmt.Errorf("create container %q: %w", c.Name, err))
 	}
 	failpoint.Inject(failpoint.AfterContainerCreated)
+	if err := p.checkStopSignal(ctx, c, id, cfg.GetStopSignal()); err != nil {
+		p.dropRefused(ctx, c.Name, id)
+		return fail(ReasonCreateContainerError, err.Error(), err)
+	}
 	step.ContainerID = id
 	p.st.sandboxOf[id] = sb.id
 	p.created.containers = append(p.created.containers, id)

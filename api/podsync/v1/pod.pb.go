@@ -1927,7 +1927,10 @@ type Container struct {
 	// default) resizes it in place, RestartContainer restarts it. Regular
 	// containers and sidecars only; RestartContainer not with the pod's
 	// restartPolicy Never.
-	ResizePolicy  []*ContainerResizePolicy `protobuf:"bytes,22,rep,name=resize_policy,json=resizePolicy,proto3" json:"resize_policy,omitempty"`
+	ResizePolicy []*ContainerResizePolicy `protobuf:"bytes,22,rep,name=resize_policy,json=resizePolicy,proto3" json:"resize_policy,omitempty"`
+	// stdin_once closes the stdin stream after the first attach ends; only
+	// with stdin.
+	StdinOnce     bool `protobuf:"varint,60,opt,name=stdin_once,json=stdinOnce,proto3" json:"stdin_once,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2114,6 +2117,13 @@ func (x *Container) GetResizePolicy() []*ContainerResizePolicy {
 		return x.ResizePolicy
 	}
 	return nil
+}
+
+func (x *Container) GetStdinOnce() bool {
+	if x != nil {
+		return x.StdinOnce
+	}
+	return false
 }
 
 // ContainerResizePolicy mirrors core/v1 ContainerResizePolicy.
@@ -2809,7 +2819,15 @@ type VolumeMount struct {
 	// sub_path mounts a path inside the volume instead of its root.
 	SubPath string `protobuf:"bytes,3,opt,name=sub_path,json=subPath,proto3" json:"sub_path,omitempty"`
 	// read_only mounts the volume read-only.
-	ReadOnly      bool `protobuf:"varint,4,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	ReadOnly bool `protobuf:"varint,4,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	// mount_propagation is "None" (the default: CRI PROPAGATION_PRIVATE),
+	// "HostToContainer" (mounts made on the host below the volume appear in
+	// the container) or "Bidirectional" (also the reverse; privileged
+	// containers only).
+	MountPropagation *string `protobuf:"bytes,60,opt,name=mount_propagation,json=mountPropagation,proto3,oneof" json:"mount_propagation,omitempty"`
+	// sub_path_expr is a sub_path with $(VAR) references to the container's
+	// env expanded, as the kubelet expands them; exclusive with sub_path.
+	SubPathExpr   string `protobuf:"bytes,61,opt,name=sub_path_expr,json=subPathExpr,proto3" json:"sub_path_expr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2872,14 +2890,33 @@ func (x *VolumeMount) GetReadOnly() bool {
 	return false
 }
 
-// Lifecycle mirrors core/v1 Lifecycle with exec handlers.
+func (x *VolumeMount) GetMountPropagation() string {
+	if x != nil && x.MountPropagation != nil {
+		return *x.MountPropagation
+	}
+	return ""
+}
+
+func (x *VolumeMount) GetSubPathExpr() string {
+	if x != nil {
+		return x.SubPathExpr
+	}
+	return ""
+}
+
+// Lifecycle mirrors core/v1 Lifecycle.
 type Lifecycle struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// post_start runs right after the container starts; if it fails the
 	// container is killed (reason PostStartHookError).
 	PostStart *LifecycleHandler `protobuf:"bytes,1,opt,name=post_start,json=postStart,proto3" json:"post_start,omitempty"`
 	// pre_stop runs before the container is stopped, within the grace period.
-	PreStop       *LifecycleHandler `protobuf:"bytes,2,opt,name=pre_stop,json=preStop,proto3" json:"pre_stop,omitempty"`
+	PreStop *LifecycleHandler `protobuf:"bytes,2,opt,name=pre_stop,json=preStop,proto3" json:"pre_stop,omitempty"`
+	// stop_signal is the signal that stops the container ("SIGTERM",
+	// "SIGUSR1", ...), given to the runtime in place of the image's
+	// STOPSIGNAL. Needs the pod's os.name (linux) and a runtime that honours
+	// it (containerd 2.1 and later).
+	StopSignal    *string `protobuf:"bytes,60,opt,name=stop_signal,json=stopSignal,proto3,oneof" json:"stop_signal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2928,11 +2965,24 @@ func (x *Lifecycle) GetPreStop() *LifecycleHandler {
 	return nil
 }
 
-// LifecycleHandler is a hook action. Only exec is supported.
+func (x *Lifecycle) GetStopSignal() string {
+	if x != nil && x.StopSignal != nil {
+		return *x.StopSignal
+	}
+	return ""
+}
+
+// LifecycleHandler is a hook action. Exactly one of exec, http_get and
+// sleep is set.
 type LifecycleHandler struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// exec runs a command in the container.
-	Exec          *ExecAction `protobuf:"bytes,1,opt,name=exec,proto3" json:"exec,omitempty"`
+	Exec *ExecAction `protobuf:"bytes,1,opt,name=exec,proto3" json:"exec,omitempty"`
+	// http_get sends a GET from the node to the pod (or to its host);
+	// a request that fails is a failed hook, whatever status it answers.
+	HttpGet *HTTPGetAction `protobuf:"bytes,60,opt,name=http_get,json=httpGet,proto3" json:"http_get,omitempty"`
+	// sleep waits, within the grace period for preStop.
+	Sleep         *SleepAction `protobuf:"bytes,61,opt,name=sleep,proto3" json:"sleep,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2974,6 +3024,66 @@ func (x *LifecycleHandler) GetExec() *ExecAction {
 	return nil
 }
 
+func (x *LifecycleHandler) GetHttpGet() *HTTPGetAction {
+	if x != nil {
+		return x.HttpGet
+	}
+	return nil
+}
+
+func (x *LifecycleHandler) GetSleep() *SleepAction {
+	if x != nil {
+		return x.Sleep
+	}
+	return nil
+}
+
+// SleepAction mirrors core/v1 SleepAction.
+type SleepAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// seconds to sleep; 0 or more.
+	Seconds       int64 `protobuf:"varint,1,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SleepAction) Reset() {
+	*x = SleepAction{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SleepAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SleepAction) ProtoMessage() {}
+
+func (x *SleepAction) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SleepAction.ProtoReflect.Descriptor instead.
+func (*SleepAction) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *SleepAction) GetSeconds() int64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
 // ExecAction runs a command inside the container.
 type ExecAction struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2985,7 +3095,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2997,7 +3107,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3010,7 +3120,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -3020,8 +3130,8 @@ func (x *ExecAction) GetCommand() []string {
 	return nil
 }
 
-// Probe mirrors core/v1 Probe. Exactly one of exec, http_get, tcp_socket is
-// set.
+// Probe mirrors core/v1 Probe. Exactly one of exec, http_get, tcp_socket,
+// grpc is set.
 type Probe struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// exec succeeds when the command exits 0.
@@ -3043,13 +3153,15 @@ type Probe struct {
 	// termination_grace_period_seconds overrides the pod's for a stop caused
 	// by this (liveness or startup) probe.
 	TerminationGracePeriodSeconds *int64 `protobuf:"varint,9,opt,name=termination_grace_period_seconds,json=terminationGracePeriodSeconds,proto3,oneof" json:"termination_grace_period_seconds,omitempty"`
-	unknownFields                 protoimpl.UnknownFields
-	sizeCache                     protoimpl.SizeCache
+	// grpc succeeds when the gRPC health service answers SERVING.
+	Grpc          *GRPCAction `protobuf:"bytes,60,opt,name=grpc,proto3" json:"grpc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3061,7 +3173,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3074,7 +3186,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -3140,6 +3252,80 @@ func (x *Probe) GetTerminationGracePeriodSeconds() int64 {
 	return 0
 }
 
+func (x *Probe) GetGrpc() *GRPCAction {
+	if x != nil {
+		return x.Grpc
+	}
+	return nil
+}
+
+// GRPCAction mirrors core/v1 GRPCAction: a grpc.health.v1.Health/Check
+// call to the pod.
+type GRPCAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// port of the gRPC server, 1-65535. Required.
+	Port int32 `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
+	// service named in the HealthCheckRequest. Default "" (the server as a
+	// whole).
+	Service *string `protobuf:"bytes,2,opt,name=service,proto3,oneof" json:"service,omitempty"`
+	// mode is "Plaintext" (the default) or "TLS" (without certificate
+	// verification).
+	Mode          *string `protobuf:"bytes,3,opt,name=mode,proto3,oneof" json:"mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GRPCAction) Reset() {
+	*x = GRPCAction{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GRPCAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GRPCAction) ProtoMessage() {}
+
+func (x *GRPCAction) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GRPCAction.ProtoReflect.Descriptor instead.
+func (*GRPCAction) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *GRPCAction) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *GRPCAction) GetService() string {
+	if x != nil && x.Service != nil {
+		return *x.Service
+	}
+	return ""
+}
+
+func (x *GRPCAction) GetMode() string {
+	if x != nil && x.Mode != nil {
+		return *x.Mode
+	}
+	return ""
+}
+
 // HTTPGetAction mirrors core/v1 HTTPGetAction.
 type HTTPGetAction struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3160,7 +3346,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3172,7 +3358,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3185,7 +3371,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -3236,7 +3422,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3248,7 +3434,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3261,7 +3447,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -3292,7 +3478,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3304,7 +3490,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3317,7 +3503,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TCPSocketAction) GetPort() *structpb.Value {
@@ -3368,7 +3554,7 @@ type SecurityContext struct {
 
 func (x *SecurityContext) Reset() {
 	*x = SecurityContext{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3380,7 +3566,7 @@ func (x *SecurityContext) String() string {
 func (*SecurityContext) ProtoMessage() {}
 
 func (x *SecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3393,7 +3579,7 @@ func (x *SecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityContext.ProtoReflect.Descriptor instead.
 func (*SecurityContext) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SecurityContext) GetPrivileged() bool {
@@ -3486,7 +3672,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3498,7 +3684,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3511,7 +3697,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Capabilities) GetAdd() []string {
@@ -3575,7 +3761,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3587,7 +3773,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3600,7 +3786,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -3726,7 +3912,7 @@ type PodIP struct {
 
 func (x *PodIP) Reset() {
 	*x = PodIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3738,7 +3924,7 @@ func (x *PodIP) String() string {
 func (*PodIP) ProtoMessage() {}
 
 func (x *PodIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3751,7 +3937,7 @@ func (x *PodIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodIP.ProtoReflect.Descriptor instead.
 func (*PodIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PodIP) GetIp() string {
@@ -3772,7 +3958,7 @@ type HostIP struct {
 
 func (x *HostIP) Reset() {
 	*x = HostIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3784,7 +3970,7 @@ func (x *HostIP) String() string {
 func (*HostIP) ProtoMessage() {}
 
 func (x *HostIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3797,7 +3983,7 @@ func (x *HostIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostIP.ProtoReflect.Descriptor instead.
 func (*HostIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *HostIP) GetIp() string {
@@ -3828,7 +4014,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3840,7 +4026,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3853,7 +4039,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{49}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *PodCondition) GetType() string {
@@ -3935,7 +4121,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[50]
+	mi := &file_podsync_v1_pod_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3947,7 +4133,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[50]
+	mi := &file_podsync_v1_pod_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3960,7 +4146,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{50}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -4055,7 +4241,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[51]
+	mi := &file_podsync_v1_pod_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4067,7 +4253,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[51]
+	mi := &file_podsync_v1_pod_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4080,7 +4266,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{51}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -4118,7 +4304,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[52]
+	mi := &file_podsync_v1_pod_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4130,7 +4316,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[52]
+	mi := &file_podsync_v1_pod_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4143,7 +4329,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{52}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -4171,7 +4357,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[53]
+	mi := &file_podsync_v1_pod_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4183,7 +4369,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[53]
+	mi := &file_podsync_v1_pod_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4196,7 +4382,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{53}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -4229,7 +4415,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[54]
+	mi := &file_podsync_v1_pod_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4241,7 +4427,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[54]
+	mi := &file_podsync_v1_pod_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4254,7 +4440,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{54}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -4327,7 +4513,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[55]
+	mi := &file_podsync_v1_pod_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4339,7 +4525,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[55]
+	mi := &file_podsync_v1_pod_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4352,7 +4538,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{55}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ConfigMap) GetApiVersion() string {
@@ -4413,7 +4599,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[56]
+	mi := &file_podsync_v1_pod_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4425,7 +4611,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[56]
+	mi := &file_podsync_v1_pod_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4438,7 +4624,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{56}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Secret) GetApiVersion() string {
@@ -4652,7 +4838,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\fdefault_mode\x18\x03 \x01(\x05H\x00R\vdefaultMode\x88\x01\x01\x12\x1f\n" +
 	"\boptional\x18\x04 \x01(\bH\x01R\boptional\x88\x01\x01B\x0f\n" +
 	"\r_default_modeB\v\n" +
-	"\t_optional\"\x8d\b\n" +
+	"\t_optional\"\xac\b\n" +
 	"\tContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12*\n" +
@@ -4677,7 +4863,9 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x0erestart_policy\x18\x13 \x01(\tH\x00R\rrestartPolicy\x88\x01\x01\x12\x14\n" +
 	"\x05stdin\x18\x14 \x01(\bR\x05stdin\x12\x10\n" +
 	"\x03tty\x18\x15 \x01(\bR\x03tty\x12F\n" +
-	"\rresize_policy\x18\x16 \x03(\v2!.podsync.v1.ContainerResizePolicyR\fresizePolicyB\x11\n" +
+	"\rresize_policy\x18\x16 \x03(\v2!.podsync.v1.ContainerResizePolicyR\fresizePolicy\x12\x1d\n" +
+	"\n" +
+	"stdin_once\x18< \x01(\bR\tstdinOnceB\x11\n" +
 	"\x0f_restart_policy\"c\n" +
 	"\x15ContainerResizePolicy\x12#\n" +
 	"\rresource_name\x18\x01 \x01(\tR\fresourceName\x12%\n" +
@@ -4733,22 +4921,32 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a9\n" +
 	"\vLimitsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"x\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe4\x01\n" +
 	"\vVolumeMount\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
 	"mount_path\x18\x02 \x01(\tR\tmountPath\x12\x19\n" +
 	"\bsub_path\x18\x03 \x01(\tR\asubPath\x12\x1b\n" +
-	"\tread_only\x18\x04 \x01(\bR\breadOnly\"\x81\x01\n" +
+	"\tread_only\x18\x04 \x01(\bR\breadOnly\x120\n" +
+	"\x11mount_propagation\x18< \x01(\tH\x00R\x10mountPropagation\x88\x01\x01\x12\"\n" +
+	"\rsub_path_expr\x18= \x01(\tR\vsubPathExprB\x14\n" +
+	"\x12_mount_propagation\"\xb7\x01\n" +
 	"\tLifecycle\x12;\n" +
 	"\n" +
 	"post_start\x18\x01 \x01(\v2\x1c.podsync.v1.LifecycleHandlerR\tpostStart\x127\n" +
-	"\bpre_stop\x18\x02 \x01(\v2\x1c.podsync.v1.LifecycleHandlerR\apreStop\">\n" +
+	"\bpre_stop\x18\x02 \x01(\v2\x1c.podsync.v1.LifecycleHandlerR\apreStop\x12$\n" +
+	"\vstop_signal\x18< \x01(\tH\x00R\n" +
+	"stopSignal\x88\x01\x01B\x0e\n" +
+	"\f_stop_signal\"\xa3\x01\n" +
 	"\x10LifecycleHandler\x12*\n" +
-	"\x04exec\x18\x01 \x01(\v2\x16.podsync.v1.ExecActionR\x04exec\"&\n" +
+	"\x04exec\x18\x01 \x01(\v2\x16.podsync.v1.ExecActionR\x04exec\x124\n" +
+	"\bhttp_get\x18< \x01(\v2\x19.podsync.v1.HTTPGetActionR\ahttpGet\x12-\n" +
+	"\x05sleep\x18= \x01(\v2\x17.podsync.v1.SleepActionR\x05sleep\"'\n" +
+	"\vSleepAction\x12\x18\n" +
+	"\aseconds\x18\x01 \x01(\x03R\aseconds\"&\n" +
 	"\n" +
 	"ExecAction\x12\x18\n" +
-	"\acommand\x18\x01 \x03(\tR\acommand\"\xf6\x03\n" +
+	"\acommand\x18\x01 \x03(\tR\acommand\"\xa2\x04\n" +
 	"\x05Probe\x12*\n" +
 	"\x04exec\x18\x01 \x01(\v2\x16.podsync.v1.ExecActionR\x04exec\x124\n" +
 	"\bhttp_get\x18\x02 \x01(\v2\x19.podsync.v1.HTTPGetActionR\ahttpGet\x12:\n" +
@@ -4759,8 +4957,17 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x0eperiod_seconds\x18\x06 \x01(\x05R\rperiodSeconds\x12+\n" +
 	"\x11success_threshold\x18\a \x01(\x05R\x10successThreshold\x12+\n" +
 	"\x11failure_threshold\x18\b \x01(\x05R\x10failureThreshold\x12L\n" +
-	" termination_grace_period_seconds\x18\t \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01B#\n" +
-	"!_termination_grace_period_seconds\"\xb6\x01\n" +
+	" termination_grace_period_seconds\x18\t \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01\x12*\n" +
+	"\x04grpc\x18< \x01(\v2\x16.podsync.v1.GRPCActionR\x04grpcB#\n" +
+	"!_termination_grace_period_seconds\"m\n" +
+	"\n" +
+	"GRPCAction\x12\x12\n" +
+	"\x04port\x18\x01 \x01(\x05R\x04port\x12\x1d\n" +
+	"\aservice\x18\x02 \x01(\tH\x00R\aservice\x88\x01\x01\x12\x17\n" +
+	"\x04mode\x18\x03 \x01(\tH\x01R\x04mode\x88\x01\x01B\n" +
+	"\n" +
+	"\b_serviceB\a\n" +
+	"\x05_mode\"\xb6\x01\n" +
 	"\rHTTPGetAction\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12*\n" +
 	"\x04port\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x04port\x12\x12\n" +
@@ -4920,7 +5127,7 @@ func file_podsync_v1_pod_proto_rawDescGZIP() []byte {
 	return file_podsync_v1_pod_proto_rawDescData
 }
 
-var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_podsync_v1_pod_proto_goTypes = []any{
 	(*Pod)(nil),                      // 0: podsync.v1.Pod
 	(*ObjectMeta)(nil),               // 1: podsync.v1.ObjectMeta
@@ -4961,59 +5168,61 @@ var file_podsync_v1_pod_proto_goTypes = []any{
 	(*VolumeMount)(nil),              // 36: podsync.v1.VolumeMount
 	(*Lifecycle)(nil),                // 37: podsync.v1.Lifecycle
 	(*LifecycleHandler)(nil),         // 38: podsync.v1.LifecycleHandler
-	(*ExecAction)(nil),               // 39: podsync.v1.ExecAction
-	(*Probe)(nil),                    // 40: podsync.v1.Probe
-	(*HTTPGetAction)(nil),            // 41: podsync.v1.HTTPGetAction
-	(*HTTPHeader)(nil),               // 42: podsync.v1.HTTPHeader
-	(*TCPSocketAction)(nil),          // 43: podsync.v1.TCPSocketAction
-	(*SecurityContext)(nil),          // 44: podsync.v1.SecurityContext
-	(*Capabilities)(nil),             // 45: podsync.v1.Capabilities
-	(*PodStatus)(nil),                // 46: podsync.v1.PodStatus
-	(*PodIP)(nil),                    // 47: podsync.v1.PodIP
-	(*HostIP)(nil),                   // 48: podsync.v1.HostIP
-	(*PodCondition)(nil),             // 49: podsync.v1.PodCondition
-	(*ContainerStatus)(nil),          // 50: podsync.v1.ContainerStatus
-	(*ContainerState)(nil),           // 51: podsync.v1.ContainerState
-	(*ContainerStateWaiting)(nil),    // 52: podsync.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),    // 53: podsync.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil), // 54: podsync.v1.ContainerStateTerminated
-	(*ConfigMap)(nil),                // 55: podsync.v1.ConfigMap
-	(*Secret)(nil),                   // 56: podsync.v1.Secret
-	nil,                              // 57: podsync.v1.ObjectMeta.LabelsEntry
-	nil,                              // 58: podsync.v1.ObjectMeta.AnnotationsEntry
-	nil,                              // 59: podsync.v1.PodSpec.NodeSelectorEntry
-	nil,                              // 60: podsync.v1.ResourceRequirements.RequestsEntry
-	nil,                              // 61: podsync.v1.ResourceRequirements.LimitsEntry
-	nil,                              // 62: podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	nil,                              // 63: podsync.v1.ConfigMap.DataEntry
-	nil,                              // 64: podsync.v1.ConfigMap.BinaryDataEntry
-	nil,                              // 65: podsync.v1.Secret.DataEntry
-	nil,                              // 66: podsync.v1.Secret.StringDataEntry
-	(*timestamppb.Timestamp)(nil),    // 67: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),          // 68: google.protobuf.Struct
-	(*structpb.Value)(nil),           // 69: google.protobuf.Value
+	(*SleepAction)(nil),              // 39: podsync.v1.SleepAction
+	(*ExecAction)(nil),               // 40: podsync.v1.ExecAction
+	(*Probe)(nil),                    // 41: podsync.v1.Probe
+	(*GRPCAction)(nil),               // 42: podsync.v1.GRPCAction
+	(*HTTPGetAction)(nil),            // 43: podsync.v1.HTTPGetAction
+	(*HTTPHeader)(nil),               // 44: podsync.v1.HTTPHeader
+	(*TCPSocketAction)(nil),          // 45: podsync.v1.TCPSocketAction
+	(*SecurityContext)(nil),          // 46: podsync.v1.SecurityContext
+	(*Capabilities)(nil),             // 47: podsync.v1.Capabilities
+	(*PodStatus)(nil),                // 48: podsync.v1.PodStatus
+	(*PodIP)(nil),                    // 49: podsync.v1.PodIP
+	(*HostIP)(nil),                   // 50: podsync.v1.HostIP
+	(*PodCondition)(nil),             // 51: podsync.v1.PodCondition
+	(*ContainerStatus)(nil),          // 52: podsync.v1.ContainerStatus
+	(*ContainerState)(nil),           // 53: podsync.v1.ContainerState
+	(*ContainerStateWaiting)(nil),    // 54: podsync.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),    // 55: podsync.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil), // 56: podsync.v1.ContainerStateTerminated
+	(*ConfigMap)(nil),                // 57: podsync.v1.ConfigMap
+	(*Secret)(nil),                   // 58: podsync.v1.Secret
+	nil,                              // 59: podsync.v1.ObjectMeta.LabelsEntry
+	nil,                              // 60: podsync.v1.ObjectMeta.AnnotationsEntry
+	nil,                              // 61: podsync.v1.PodSpec.NodeSelectorEntry
+	nil,                              // 62: podsync.v1.ResourceRequirements.RequestsEntry
+	nil,                              // 63: podsync.v1.ResourceRequirements.LimitsEntry
+	nil,                              // 64: podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                              // 65: podsync.v1.ConfigMap.DataEntry
+	nil,                              // 66: podsync.v1.ConfigMap.BinaryDataEntry
+	nil,                              // 67: podsync.v1.Secret.DataEntry
+	nil,                              // 68: podsync.v1.Secret.StringDataEntry
+	(*timestamppb.Timestamp)(nil),    // 69: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 70: google.protobuf.Struct
+	(*structpb.Value)(nil),           // 71: google.protobuf.Value
 }
 var file_podsync_v1_pod_proto_depIdxs = []int32{
 	1,  // 0: podsync.v1.Pod.metadata:type_name -> podsync.v1.ObjectMeta
 	2,  // 1: podsync.v1.Pod.spec:type_name -> podsync.v1.PodSpec
-	46, // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
-	57, // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
-	58, // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
-	67, // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	67, // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	48, // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
+	59, // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
+	60, // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
+	69, // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	69, // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
 	24, // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
 	24, // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
 	10, // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
 	12, // 10: podsync.v1.PodSpec.host_aliases:type_name -> podsync.v1.HostAlias
 	18, // 11: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
 	13, // 12: podsync.v1.PodSpec.security_context:type_name -> podsync.v1.PodSecurityContext
-	59, // 13: podsync.v1.PodSpec.node_selector:type_name -> podsync.v1.PodSpec.NodeSelectorEntry
+	61, // 13: podsync.v1.PodSpec.node_selector:type_name -> podsync.v1.PodSpec.NodeSelectorEntry
 	3,  // 14: podsync.v1.PodSpec.tolerations:type_name -> podsync.v1.Toleration
 	4,  // 15: podsync.v1.PodSpec.affinity:type_name -> podsync.v1.Affinity
-	68, // 16: podsync.v1.PodSpec.topology_spread_constraints:type_name -> google.protobuf.Struct
+	70, // 16: podsync.v1.PodSpec.topology_spread_constraints:type_name -> google.protobuf.Struct
 	5,  // 17: podsync.v1.Affinity.node_affinity:type_name -> podsync.v1.NodeAffinity
-	68, // 18: podsync.v1.Affinity.pod_affinity:type_name -> google.protobuf.Struct
-	68, // 19: podsync.v1.Affinity.pod_anti_affinity:type_name -> google.protobuf.Struct
+	70, // 18: podsync.v1.Affinity.pod_affinity:type_name -> google.protobuf.Struct
+	70, // 19: podsync.v1.Affinity.pod_anti_affinity:type_name -> google.protobuf.Struct
 	6,  // 20: podsync.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podsync.v1.NodeSelector
 	9,  // 21: podsync.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podsync.v1.PreferredSchedulingTerm
 	7,  // 22: podsync.v1.NodeSelector.node_selector_terms:type_name -> podsync.v1.NodeSelectorTerm
@@ -5037,10 +5246,10 @@ var file_podsync_v1_pod_proto_depIdxs = []int32{
 	35, // 40: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
 	36, // 41: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
 	37, // 42: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
-	40, // 43: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
-	40, // 44: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
-	40, // 45: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
-	44, // 46: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
+	41, // 43: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
+	41, // 44: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
+	41, // 45: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
+	46, // 46: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
 	25, // 47: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
 	27, // 48: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
 	28, // 49: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
@@ -5048,50 +5257,53 @@ var file_podsync_v1_pod_proto_depIdxs = []int32{
 	30, // 51: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
 	32, // 52: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
 	33, // 53: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
-	60, // 54: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
-	61, // 55: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
+	62, // 54: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
+	63, // 55: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
 	38, // 56: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
 	38, // 57: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
-	39, // 58: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
-	39, // 59: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
-	41, // 60: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
-	43, // 61: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
-	69, // 62: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
-	42, // 63: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
-	69, // 64: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
-	45, // 65: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
-	16, // 66: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
-	14, // 67: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
-	15, // 68: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
-	49, // 69: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
-	47, // 70: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
-	67, // 71: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	50, // 72: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
-	50, // 73: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
-	48, // 74: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
-	67, // 75: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	67, // 76: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	51, // 77: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
-	51, // 78: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
-	35, // 79: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
-	62, // 80: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	52, // 81: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
-	53, // 82: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
-	54, // 83: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
-	67, // 84: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	67, // 85: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	67, // 86: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	1,  // 87: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
-	63, // 88: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
-	64, // 89: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
-	1,  // 90: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
-	65, // 91: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
-	66, // 92: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
-	93, // [93:93] is the sub-list for method output_type
-	93, // [93:93] is the sub-list for method input_type
-	93, // [93:93] is the sub-list for extension type_name
-	93, // [93:93] is the sub-list for extension extendee
-	0,  // [0:93] is the sub-list for field type_name
+	40, // 58: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
+	43, // 59: podsync.v1.LifecycleHandler.http_get:type_name -> podsync.v1.HTTPGetAction
+	39, // 60: podsync.v1.LifecycleHandler.sleep:type_name -> podsync.v1.SleepAction
+	40, // 61: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
+	43, // 62: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
+	45, // 63: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
+	42, // 64: podsync.v1.Probe.grpc:type_name -> podsync.v1.GRPCAction
+	71, // 65: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
+	44, // 66: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
+	71, // 67: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
+	47, // 68: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
+	16, // 69: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	14, // 70: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	15, // 71: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	51, // 72: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
+	49, // 73: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
+	69, // 74: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	52, // 75: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
+	52, // 76: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
+	50, // 77: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
+	69, // 78: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	69, // 79: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	53, // 80: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
+	53, // 81: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
+	35, // 82: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
+	64, // 83: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	54, // 84: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
+	55, // 85: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
+	56, // 86: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
+	69, // 87: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	69, // 88: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	69, // 89: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	1,  // 90: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
+	65, // 91: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
+	66, // 92: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
+	1,  // 93: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
+	67, // 94: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
+	68, // 95: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
+	96, // [96:96] is the sub-list for method output_type
+	96, // [96:96] is the sub-list for method input_type
+	96, // [96:96] is the sub-list for extension type_name
+	96, // [96:96] is the sub-list for extension extendee
+	0,  // [0:96] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_proto_init() }
@@ -5115,16 +5327,19 @@ func file_podsync_v1_pod_proto_init() {
 	file_podsync_v1_pod_proto_msgTypes[30].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[32].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[33].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[40].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[44].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[50].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[36].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[37].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[41].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[42].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[46].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[52].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_proto_rawDesc), len(file_podsync_v1_pod_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   67,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

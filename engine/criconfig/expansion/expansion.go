@@ -9,6 +9,17 @@ import "strings"
 // unknown variable is left as written, $$ is an escaped $, and a $ not
 // followed by ( or $ is kept, all as the kubelet does.
 func Expand(input string, vars map[string]string) string {
+	return ExpandFunc(input, func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	})
+}
+
+// ExpandFunc is Expand with a mapping function, as the kubelet's
+// expansion.Expand takes one: mapping returns a name's value and whether
+// to replace the reference with it; a reference it does not replace is
+// left as written.
+func ExpandFunc(input string, mapping func(name string) (string, bool)) string {
 	if !strings.Contains(input, "$") {
 		return input
 	}
@@ -31,7 +42,7 @@ func Expand(input string, vars map[string]string) string {
 				break
 			}
 			name := rest[1:end]
-			if v, ok := vars[name]; ok {
+			if v, ok := mapping(name); ok {
 				b.WriteString(v)
 			} else {
 				b.WriteString("$(" + name + ")")

@@ -51,6 +51,10 @@ func New(t *testing.T, mutate ...func(*syncer.SyncerOptions)) *Harness {
 	for _, m := range mutate {
 		m(&opts)
 	}
+	if f, ok := opts.Runtime.(*enginetest.FakeRuntime); ok {
+		// A mutation may give the syncer a fake of its own.
+		rt = f
+	}
 	// Before the root directory is removed: the subPath and hostPath
 	// bind mounts the passes made must not be removed through, nor the
 	// pods' tmpfs volumes left mounted.
