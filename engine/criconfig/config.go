@@ -105,7 +105,29 @@ const (
 	VolumePluginEmptyDir  = "empty-dir"
 	VolumePluginConfigMap = "configmap"
 	VolumePluginSecret    = "secret"
+	// VolumePluginDownwardAPI and VolumePluginProjected hold downwardAPI
+	// and projected volumes.
+	VolumePluginDownwardAPI = "downward-api"
+	VolumePluginProjected   = "projected"
 )
+
+// VolumePlugin is the directory name under volumes/ of a pod volume of
+// files (IsFileVolume) or an emptyDir; "" for another kind.
+func VolumePlugin(v *corev1.Volume) string {
+	switch {
+	case v.EmptyDir != nil:
+		return VolumePluginEmptyDir
+	case v.ConfigMap != nil:
+		return VolumePluginConfigMap
+	case v.Secret != nil:
+		return VolumePluginSecret
+	case v.DownwardAPI != nil:
+		return VolumePluginDownwardAPI
+	case v.Projected != nil:
+		return VolumePluginProjected
+	}
+	return ""
+}
 
 // PodDir is <root>/pods/<uid>.
 func PodDir(pod *corev1.Pod, opts Options) string {

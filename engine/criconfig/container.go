@@ -411,10 +411,9 @@ func makeMounts(in ContainerConfigInput, env []corev1.EnvVar, opts Options) ([]*
 			host = VolumeDir(pod, VolumePluginEmptyDir, v.Name, opts)
 		case v.HostPath != nil:
 			host = v.HostPath.Path
-		case v.ConfigMap != nil:
-			host, mustRO = VolumeDir(pod, VolumePluginConfigMap, v.Name, opts), true
-		case v.Secret != nil:
-			host, mustRO = VolumeDir(pod, VolumePluginSecret, v.Name, opts), true
+		case IsFileVolume(v):
+			// The kubelet mounts volumes of API data read-only.
+			host, mustRO = VolumeDir(pod, VolumePlugin(v), v.Name, opts), true
 		default:
 			return nil, fmt.Errorf("volume %q: unsupported volume type: %w", v.Name, errdefs.ErrInvalidSpec)
 		}
