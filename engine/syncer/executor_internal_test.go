@@ -55,4 +55,3 @@ func TestRegistryMatches(t *testing.T) {
 		}
 	}
 }
-
