@@ -208,14 +208,14 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 		{"grpc probe", func(p *corev1.Pod) {
 			p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9000}}}
 		}, []string{"spec.containers[0].readinessProbe.grpc"}},
-		{"pvc volume", func(p *corev1.Pod) {
-			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "claim", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"},
-			}})
-		}, []string{"spec.volumes[1].persistentVolumeClaim"}},
-		{"projected volume", func(p *corev1.Pod) {
-			p.Spec.Volumes[0].Projected = &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{}}}
-		}, []string{"spec.volumes[0].projected"}},
+		{"projected serviceAccountToken and clusterTrustBundle", func(p *corev1.Pod) {
+			p.Spec.Volumes[0].EmptyDir = nil
+			p.Spec.Volumes[0].Projected = &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}},
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+				{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Path: "ca.crt"}},
+			}}
+		}, []string{"spec.volumes[0].projected.sources[1].serviceAccountToken", "spec.volumes[0].projected.sources[2].clusterTrustBundle"}},
 		{"mount propagation", func(p *corev1.Pod) {
 			mp := corev1.MountPropagationBidirectional
 			p.Spec.Containers[0].VolumeMounts[0].MountPropagation = &mp
@@ -223,11 +223,6 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 		{"subPathExpr", func(p *corev1.Pod) {
 			p.Spec.Containers[0].VolumeMounts[0].SubPathExpr = "$(POD)"
 		}, []string{"spec.containers[0].volumeMounts[0].subPathExpr"}},
-		{"resourceFieldRef env", func(p *corev1.Pod) {
-			p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: "CPU", ValueFrom: &corev1.EnvVarSource{
-				ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"},
-			}})
-		}, []string{"spec.containers[0].env[1].valueFrom.resourceFieldRef"}},
 		{"windows options", func(p *corev1.Pod) {
 			p.Spec.Containers[0].SecurityContext.WindowsOptions = &corev1.WindowsSecurityContextOptions{RunAsUserName: ptr.To("x")}
 		}, []string{"spec.containers[0].securityContext.windowsOptions"}},

@@ -4,6 +4,8 @@ import (
 	"regexp"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podsync/podsync/validation"
 )
 
 // unsupportedReasons say, for the fields podsync refuses that manifests
@@ -16,10 +18,14 @@ var unsupportedReasons = map[string]string{
 	"spec.readinessGates":                   "readiness gates are set by controllers podsync does not run; remove them",
 	"spec.resourceClaims":                   "dynamic resource allocation needs an API server podsync does not have; remove it",
 	"spec.containers[*].resources.claims":   "dynamic resource allocation needs an API server podsync does not have; remove it",
-	"spec.volumes[*].persistentVolumeClaim": "podsync has no persistent volume claims; use a hostPath or emptyDir volume",
-	"spec.volumes[*].projected":             "projected volumes are not supported; use configMap, secret and downwardAPI volumes of their own",
+	"spec.volumes[*].projected.sources[*].serviceAccountToken": noTokens,
+	"spec.volumes[*].projected.sources[*].clusterTrustBundle":  noTokens,
+	"spec.volumes[*].projected.sources[*].podCertificate":      noTokens,
 	"metadata.finalizers":                   "finalizers are for controllers podsync does not run; remove them",
 }
+
+// noTokens is the reason of a projected source only an API server serves.
+const noTokens = validation.NoTokensReason
 
 // unsupportedDefault is the reason of a field without one of its own.
 const unsupportedDefault = "not supported by podsync; remove it (README's field table lists what podsync runs)"

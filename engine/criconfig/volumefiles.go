@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/validation"
 )
 
 // VolumeFile is one file of a configMap, secret, downwardAPI or projected
@@ -66,7 +67,7 @@ func VolumeFiles(in VolumeFilesInput, v *corev1.Volume, opts Options) (map[strin
 			case src.DownwardAPI != nil:
 				files, err = downwardAPIFiles(pod, src.DownwardAPI.Items, mode, opts)
 			default:
-				err = fmt.Errorf("source %d: %s: %w", i, UnservedProjection, errdefs.ErrInvalidSpec)
+				err = fmt.Errorf("source %d: %s: %w", i, validation.NoTokensReason, errdefs.ErrInvalidSpec)
 			}
 			if err != nil {
 				return nil, err
@@ -77,11 +78,6 @@ func VolumeFiles(in VolumeFilesInput, v *corev1.Volume, opts Options) (map[strin
 	}
 	return nil, nil
 }
-
-// UnservedProjection says why a projected serviceAccountToken,
-// clusterTrustBundle or podCertificate source is refused.
-const UnservedProjection = "a single node has no API server to mint service account tokens, trust bundles or pod certificates; " +
-	"mount the credentials from a Secret (a secret or projected secret source) instead"
 
 // defaultModeOr is a volume's defaultMode, 0644 when unset (the API
 // server's default, which a manifest may lack).
