@@ -427,7 +427,9 @@ func TestDefault(t *testing.T) {
 				addVolume(p, corev1.Volume{Name: "a", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "data:latest"}}})
 				addVolume(p, corev1.Volume{Name: "b", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "data:v1"}}})
 			},
-			get:  func(p *corev1.Pod) any { return []corev1.PullPolicy{p.Spec.Volumes[0].Image.PullPolicy, p.Spec.Volumes[1].Image.PullPolicy} },
+			get: func(p *corev1.Pod) any {
+				return []corev1.PullPolicy{p.Spec.Volumes[0].Image.PullPolicy, p.Spec.Volumes[1].Image.PullPolicy}
+			},
 			want: []corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent},
 		},
 		{

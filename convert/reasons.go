@@ -12,16 +12,16 @@ import (
 // often carry, why in one clause and what to do. Paths have their list
 // indexes as "[*]".
 var unsupportedReasons = map[string]string{
-	"metadata.generateName":                 "a node has no name generator; give metadata.name",
-	"spec.priorityClassName":                "podsync knows only the built-in classes system-node-critical and system-cluster-critical, and preempts nothing on one node; remove it",
-	"spec.ephemeralContainers":              "ephemeral containers are added by kubectl debug through an API server podsync does not have; remove them",
-	"spec.readinessGates":                   "readiness gates are set by controllers podsync does not run; remove them",
-	"spec.resourceClaims":                   "dynamic resource allocation needs an API server podsync does not have; remove it",
-	"spec.containers[*].resources.claims":   "dynamic resource allocation needs an API server podsync does not have; remove it",
+	"metadata.generateName":                                    "a node has no name generator; give metadata.name",
+	"spec.priorityClassName":                                   "podsync knows only the built-in classes system-node-critical and system-cluster-critical, and preempts nothing on one node; remove it",
+	"spec.ephemeralContainers":                                 "ephemeral containers are added by kubectl debug through an API server podsync does not have; remove them",
+	"spec.readinessGates":                                      "readiness gates are set by controllers podsync does not run; remove them",
+	"spec.resourceClaims":                                      "dynamic resource allocation needs an API server podsync does not have; remove it",
+	"spec.containers[*].resources.claims":                      "dynamic resource allocation needs an API server podsync does not have; remove it",
 	"spec.volumes[*].projected.sources[*].serviceAccountToken": noTokens,
 	"spec.volumes[*].projected.sources[*].clusterTrustBundle":  noTokens,
 	"spec.volumes[*].projected.sources[*].podCertificate":      noTokens,
-	"metadata.finalizers":                   "finalizers are for controllers podsync does not run; remove them",
+	"metadata.finalizers":                                      "finalizers are for controllers podsync does not run; remove them",
 }
 
 // noTokens is the reason of a projected source only an API server serves.
