@@ -140,6 +140,18 @@ func VolumeDir(pod *corev1.Pod, plugin, name string, opts Options) string {
 	return filepath.Join(PodDir(pod, opts), "volumes", plugin, name)
 }
 
+// ClaimVolumeDir is <root>/volumes/<claim>, the node-local named volume a
+// persistentVolumeClaim volume of that claimName mounts: created on first
+// use, shared by every pod naming the claim, kept when they are deleted.
+func ClaimVolumeDir(claim string, opts Options) string {
+	return filepath.Join(ClaimVolumesRoot(opts), claim)
+}
+
+// ClaimVolumesRoot is <root>/volumes, which holds the named volumes.
+func ClaimVolumesRoot(opts Options) string {
+	return filepath.Join(opts.WithDefaults().RootDir, "volumes")
+}
+
 // PodLogDirectory is the kubelet's BuildPodLogsDirectory:
 // <pod-log-dir>/<namespace>_<name>_<uid>.
 func PodLogDirectory(pod *corev1.Pod, opts Options) string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -202,4 +203,28 @@ func IsVolumeFieldPath(fieldPath string) bool {
 		}
 	}
 	return false
+}
+
+// ImageVolumesSupport says whether a runtime, by the name and version its
+// CRI Version call gives, mounts image volumes (CRI Mount.Image,
+// KEP-4639): containerd from 2.1 and CRI-O from 1.31. For another it
+// returns the reason a pod with an image volume is refused.
+func ImageVolumesSupport(runtimeName, runtimeVersion string) (bool, string) {
+	want := map[string][2]int{"containerd": {2, 1}, "cri-o": {1, 31}}[runtimeName]
+	major, minor, ok := majorMinor(runtimeVersion)
+	if want != [2]int{} && ok && (major > want[0] || major == want[0] && minor >= want[1]) {
+		return true, ""
+	}
+	return false, fmt.Sprintf("the container runtime (%s %s) does not support image volumes, which need containerd 2.1 or later (or CRI-O 1.31); "+
+		"run podsyncd on such a runtime, or copy the image's files into an emptyDir with an init container", runtimeName, runtimeVersion)
+}
+
+// majorMinor parses "v2.1.4", "2.1.4-rc.1" or "1.6.20~ds1".
+func majorMinor(v string) (int, int, bool) {
+	v = strings.TrimPrefix(v, "v")
+	var major, minor int
+	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil {
+		return 0, 0, false
+	}
+	return major, minor, true
 }

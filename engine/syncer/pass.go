@@ -470,6 +470,15 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.Contain
 	if err := p.verifyRunAsNonRoot(ctx, c, imageRef, img); err != nil {
 		return fail(ReasonCreateContainerConfigErr, err.Error(), err)
 	}
+	imageVolumes, ifail := p.ensureImageVolumes(ctx, c, sb.config)
+	if ifail != nil && ifail.reason == plan.ReasonImagePullBackOff {
+		p.backOffSteps([]plan.ContainerAction{{Name: c.Name, Attempt: a.Attempt, Reason: ifail.reason,
+			Message: ifail.message, NextAttempt: ifail.until}}, &sb)
+		return false
+	}
+	if ifail != nil {
+		return fail(ifail.reason, ifail.message, ifail.err)
+	}
 
 	// Step 2: the container. A container the runtime has no instance of
 	// continues the numbering of its logs.
@@ -478,7 +487,7 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.Contain
 		restartCount = max(restartCount, p.s.restartCountFromLogDir(p.pod, c.Name))
 	}
 	step.Attempt = uint32(restartCount)
-	cfg, err := p.containerConfig(c, restartCount, imageRef, sb.ips)
+	cfg, err := p.containerConfig(c, restartCount, imageRef, sb.ips, imageVolumes)
 	if err != nil {
 		return fail(ReasonCreateContainerConfigErr, err.Error(), err)
 	}
@@ -567,7 +576,7 @@ func (p *pass) postStart(ctx context.Context, c *corev1.Container, id string, sb
 // containerConfig writes the files the container mounts (/etc/hosts, its
 // termination message file) and builds its CRI config, as the kubelet's
 // generateContainerConfig.
-func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef string, podIPs []string) (*runtimeapi.ContainerConfig, error) {
+func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef string, podIPs []string, imageVolumes map[string]string) (*runtimeapi.ContainerConfig, error) {
 	if len(podIPs) > 0 {
 		if err := p.s.ensureHostsFile(p.pod, podIPs); err != nil {
 			return nil, fmt.Errorf("write hosts file: %w", err)
@@ -583,7 +592,7 @@ func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef
 	}
 	return criconfig.ContainerConfig(criconfig.ContainerConfigInput{
 		Pod: p.pod, Container: c, RestartCount: restartCount, ImageRef: imageRef, PodIPs: podIPs,
-		ConfigMaps: p.in.ConfigMaps, Secrets: p.in.Secrets,
+		ConfigMaps: p.in.ConfigMaps, Secrets: p.in.Secrets, ImageVolumes: imageVolumes,
 		ResolveMount: func(m criconfig.MountSource) (criconfig.ResolvedMount, error) { return p.s.resolveMount(p.pod, m) },
 	}, p.s.cfg)
 }

@@ -2,7 +2,9 @@ package syncer
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/validation"
 )
 
 // etcHostsPath is the node's hosts file, copied for host-network pods.
@@ -56,12 +60,43 @@ func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput, newSandbox bool) er
 			err = s.checkHostPathVolume(v.HostPath)
 		case criconfig.IsFileVolume(v):
 			err = s.setupFileVolume(pod, v, files, newSandbox)
+		case v.PersistentVolumeClaim != nil:
+			err = s.setupClaimVolume(v.PersistentVolumeClaim.ClaimName)
 		}
 		if err != nil {
 			return fmt.Errorf("volume %q: %w", v.Name, err)
 		}
 	}
 	return nil
+}
+
+// setupClaimVolume creates the node-local named volume of a
+// persistentVolumeClaim on first use (mode 0777, as an emptyDir's, so
+// that any user of a container may write it), podman kube play's
+// semantics; an existing one is left as it is. Its name, checked by
+// validation, is one path element.
+func (s *Syncer) setupClaimVolume(claim string) error {
+	if err := errdefs.InvalidSpec(validation.CheckFileName("claimName", claim)); err != nil {
+		return err
+	}
+	root := criconfig.ClaimVolumesRoot(s.cfg)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("create the named volumes' directory: %w", err)
+	}
+	dir := criconfig.ClaimVolumeDir(claim, s.cfg)
+	fi, err := os.Lstat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		return fmt.Errorf("named volume %q: %s is not a directory: %w", claim, dir, errdefs.ErrInvalidSpec)
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create named volume %q: %w", claim, err)
+	}
+	return os.Chmod(dir, 0o777)
 }
 
 // setupFileVolume renders and writes the files of a configMap, secret,
