@@ -217,6 +217,7 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 		// upstream).
 		p.resize(ctx, actions.Resize, actions.Sandbox.ID)
 		p.backOffSteps(actions.BackOff, nil)
+		p.refreshFileVolumes(actions)
 		return
 	}
 	if ctx.Err() != nil {
@@ -236,6 +237,22 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 // SyncPod), creates the sandbox if the plan says so (step 4) and builds the
 // sandbox config the containers are created with. It reports false when a
 // step failed or ctx ended.
+// refreshFileVolumes renders and writes, in a pass that starts nothing,
+// the files of the running pod's configMap, secret, downwardAPI and
+// projected volumes, as the kubelet's volume manager remounts them every
+// sync period: a change (the pod's labels a downwardAPI file shows, an
+// object's data) is swapped in atomically, unchanged files are not
+// written. A failure is a MountVolumes step; the pass goes on.
+func (p *pass) refreshFileVolumes(actions plan.PodActions) {
+	if p.terminationRequested || actions.KillPod || actions.Sandbox.ID == "" || p.pod.DeletionTimestamp != nil {
+		return
+	}
+	if err := p.s.refreshFileVolumes(p.pod, p.in); err != nil {
+		p.rec.add(StepResult{Action: ActionMountVolumes, Target: plan.PodString(p.pod), Err: err, Reason: ReasonFailedMount,
+			Message: fmt.Sprintf("Unable to attach or mount volumes: %v", err), Start: p.s.clock.Now()})
+	}
+}
+
 func (p *pass) prepareSandbox(ctx context.Context, d plan.SandboxDecision) (sandboxRef, bool) {
 	// Volumes (the kubelet mounts them before SyncPod).
 	if err := p.s.setupVolumes(p.pod, p.in, d.Create); err != nil {

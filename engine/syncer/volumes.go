@@ -70,6 +70,22 @@ func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput, newSandbox bool) er
 	return nil
 }
 
+// refreshFileVolumes writes the files of the pod's configMap, secret,
+// downwardAPI and projected volumes (setupFileVolume) for a pod whose
+// containers run.
+func (s *Syncer) refreshFileVolumes(pod *corev1.Pod, in SyncInput) error {
+	files := criconfig.VolumeFilesInput{Pod: pod, ConfigMaps: in.ConfigMaps, Secrets: in.Secrets}
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		if v := &pod.Spec.Volumes[i]; criconfig.IsFileVolume(v) {
+			if err := s.setupFileVolume(pod, v, files, false); err != nil {
+				errs = append(errs, fmt.Errorf("volume %q: %w", v.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // setupClaimVolume creates the node-local named volume of a
 // persistentVolumeClaim on first use (mode 0777, as an emptyDir's, so
 // that any user of a container may write it), podman kube play's
