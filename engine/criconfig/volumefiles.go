@@ -49,7 +49,7 @@ func VolumeFiles(in VolumeFilesInput, v *corev1.Volume, opts Options) (map[strin
 	pod := in.Pod
 	switch {
 	case v.ConfigMap != nil:
-		return configMapFiles(pod, v.ConfigMap.LocalObjectReference.Name, v.ConfigMap.Items, defaultModeOr(v.ConfigMap.DefaultMode), v.ConfigMap.Optional, in.ConfigMaps)
+		return configMapFiles(pod, v.ConfigMap.Name, v.ConfigMap.Items, defaultModeOr(v.ConfigMap.DefaultMode), v.ConfigMap.Optional, in.ConfigMaps)
 	case v.Secret != nil:
 		return secretFiles(pod, v.Secret.SecretName, v.Secret.Items, defaultModeOr(v.Secret.DefaultMode), v.Secret.Optional, in.Secrets)
 	case v.DownwardAPI != nil:
