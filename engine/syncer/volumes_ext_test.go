@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine/criconfig"
@@ -78,5 +79,22 @@ func TestImageVolumeRefusedWithoutRuntimeSupport(t *testing.T) {
 	}
 	if s := res.Step(syncer.ActionStartContainer, "helper"); s == nil || s.Err != nil {
 		t.Errorf("helper's start: %+v", s)
+	}
+}
+
+// TestSubPathOfAnAtomicVolume: a subPath of a configMap volume resolves
+// through the writer's links (key -> ..data/key -> the timestamped
+// directory), all inside the volume, to the file.
+func TestSubPathOfAnAtomicVolume(t *testing.T) {
+	h := syncertest.New(t)
+	pod := enginetest.Pod()
+	h.In.ConfigMaps = []*corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "shop"}, Data: map[string]string{"mode": "fast"}}}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "conf", MountPath: "/etc/mode", SubPath: "mode"}}
+	h.Converged(pod, h.Sync(pod))
+	b, err := os.ReadFile(syncer.MountTarget(pod, h.Cfg, "conf", "app", 0))
+	if err != nil || string(b) != "fast" {
+		t.Errorf("the subPath's bind mount holds %q, %v", b, err)
 	}
 }

@@ -80,7 +80,8 @@ func TestProjectedAndDownwardAPIVolumes(t *testing.T) {
 	c := &pod.Spec.Containers[0]
 	*c = localcritest.Shell("app", readerScript)
 	c.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}
-	c.VolumeMounts = []corev1.VolumeMount{{Name: "all", MountPath: "/all"}, {Name: "info", MountPath: "/info"}, {Name: "out", MountPath: "/out"}}
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "all", MountPath: "/all"}, {Name: "info", MountPath: "/info"}, {Name: "out", MountPath: "/out"},
+		{Name: "all", MountPath: "/etc/mode", SubPath: "conf/mode"}}
 
 	res := e.until(pod, "running", e.running(pod))
 	id := newest(t, res, "app").ID
@@ -112,7 +113,7 @@ func TestProjectedAndDownwardAPIVolumes(t *testing.T) {
 		}
 	}
 	// The container sees them too.
-	if got := localcritest.Crictl(t, inst, "exec", id, "cat", "/all/conf/mode", "/info/name"); got != "fast"+pod.Name {
+	if got := localcritest.Crictl(t, inst, "exec", id, "cat", "/all/conf/mode", "/info/name", "/etc/mode"); got != "fast"+pod.Name+"fast" {
 		t.Errorf("in the container: %q", got)
 	}
 
