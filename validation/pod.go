@@ -83,6 +83,8 @@ type podValidator struct {
 	// containerNames are the names of the pod's init and regular
 	// containers, which a resourceFieldRef may name.
 	containerNames map[string]bool
+	// imageVolumes are the names of the pod's image volumes.
+	imageVolumes map[string]bool
 }
 
 func (pv *podValidator) add(errs ...*field.Error) {

@@ -589,6 +589,10 @@ func TestValidatePodInvalid(t *testing.T) {
 		{"image volume without a reference, bad pull policy", nil, withVolume(corev1.Volume{Name: "model", VolumeSource: corev1.VolumeSource{
 			Image: &corev1.ImageVolumeSource{PullPolicy: "Sometimes"}}}),
 			[]string{"spec.volumes[4].image.reference", "spec.volumes[4].image.pullPolicy"}},
+		{"subPath of an image volume", nil, func(in *input) {
+			withVolume(corev1.Volume{Name: "model", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "m:1", PullPolicy: corev1.PullIfNotPresent}}})(in)
+			in.pod.Spec.Containers[0].VolumeMounts = append(in.pod.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "model", MountPath: "/model", SubPath: "weights"})
+		}, []string{"spec.containers[0].volumeMounts[4].subPath"}},
 		{"env resourceFieldRef of an unknown resource and a bad cpu divisor", nil, web(func(c *corev1.Container) {
 			c.Env = append(c.Env,
 				corev1.EnvVar{Name: "X", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.nvidia.com/gpu"}}},
@@ -601,9 +605,9 @@ func TestValidatePodInvalid(t *testing.T) {
 		{"duplicate mountPath", nil, web(func(c *corev1.Container) { c.VolumeMounts[2].MountPath = "/etc/app/" }),
 			[]string{"spec.containers[0].volumeMounts[2].mountPath"}},
 		{"subPath with ..", nil, web(func(c *corev1.Container) { c.VolumeMounts[3].SubPath = "shop/../../etc" }),
-			[]string{"spec.containers[0].volumeMounts[3].subPath"}},
+			[]string{"spec.containers[0].volumeMounts[4].subPath"}},
 		{"absolute subPath", nil, web(func(c *corev1.Container) { c.VolumeMounts[3].SubPath = "/etc" }),
-			[]string{"spec.containers[0].volumeMounts[3].subPath"}},
+			[]string{"spec.containers[0].volumeMounts[4].subPath"}},
 
 		// Probes and hooks.
 		{"probe without handler", nil, web(func(c *corev1.Container) { c.LivenessProbe.HTTPGet = nil }),

@@ -67,6 +67,10 @@ func (pv *podValidator) volumes(p *field.Path, namespace string, vols []corev1.V
 		}
 		if s := vol.Image; s != nil {
 			sources = append(sources, "image")
+			if pv.imageVolumes == nil {
+				pv.imageVolumes = map[string]bool{}
+			}
+			pv.imageVolumes[vol.Name] = true
 			ip := vp.Child("image")
 			if s.Reference == "" {
 				pv.add(field.Required(ip.Child("reference"), ""))
@@ -181,6 +185,13 @@ func (pv *podValidator) volumeMounts(p *field.Path, mounts []corev1.VolumeMount,
 		paths[path.Clean(m.MountPath)] = true
 		if m.SubPath != "" {
 			pv.add(relativePath(mp.Child("subPath"), m.SubPath, false)...)
+		}
+		if pv.imageVolumes[m.Name] {
+			for _, sp := range []struct{ field, v string }{{"subPath", m.SubPath}, {"subPathExpr", m.SubPathExpr}} {
+				if sp.v != "" {
+					pv.add(field.Forbidden(mp.Child(sp.field), "a subPath of an image volume is not supported by podsync; mount the whole image volume and use the path below its mount point"))
+				}
+			}
 		}
 	}
 }
