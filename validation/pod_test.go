@@ -605,9 +605,9 @@ func TestValidatePodInvalid(t *testing.T) {
 		{"duplicate mountPath", nil, web(func(c *corev1.Container) { c.VolumeMounts[2].MountPath = "/etc/app/" }),
 			[]string{"spec.containers[0].volumeMounts[2].mountPath"}},
 		{"subPath with ..", nil, web(func(c *corev1.Container) { c.VolumeMounts[3].SubPath = "shop/../../etc" }),
-			[]string{"spec.containers[0].volumeMounts[4].subPath"}},
+			[]string{"spec.containers[0].volumeMounts[3].subPath"}},
 		{"absolute subPath", nil, web(func(c *corev1.Container) { c.VolumeMounts[3].SubPath = "/etc" }),
-			[]string{"spec.containers[0].volumeMounts[4].subPath"}},
+			[]string{"spec.containers[0].volumeMounts[3].subPath"}},
 
 		// Probes and hooks.
 		{"probe without handler", nil, web(func(c *corev1.Container) { c.LivenessProbe.HTTPGet = nil }),
