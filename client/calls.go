@@ -352,3 +352,34 @@ func (c *Client) Health(ctx context.Context) (healthpb.HealthCheckResponse_Servi
 	}
 	return resp.GetStatus(), nil
 }
+
+// ListVolumes returns the node's named volumes (the directories
+// persistentVolumeClaim volumes mount), ordered by name, each with the
+// stored pods that name it. Retried on ErrUnavailable with WithRetry.
+func (c *Client) ListVolumes(ctx context.Context) ([]*podsyncv1.NamedVolume, error) {
+	var resp *podsyncv1.ListVolumesResponse
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.api.ListVolumes(ctx, &podsyncv1.ListVolumesRequest{})
+		return err
+	})
+	if err != nil {
+		return nil, wrap("ListVolumes", "", err)
+	}
+	return resp.GetVolumes(), nil
+}
+
+// DeleteVolume removes a named volume and its data. A volume that does not
+// exist is not an error: found is false. Errors: ErrVolumeInUse (Reason
+// VOLUME_IN_USE) while a stored pod names it. Retried on ErrUnavailable
+// with WithRetry (DeleteVolume is idempotent).
+func (c *Client) DeleteVolume(ctx context.Context, name string) (found bool, err error) {
+	var resp *podsyncv1.DeleteVolumeResponse
+	err = c.retry(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.api.DeleteVolume(ctx, &podsyncv1.DeleteVolumeRequest{Name: name})
+		return err
+	})
+	if err != nil {
+		return false, wrap("DeleteVolume", name, err)
+	}
+	return resp.GetFound(), nil
+}

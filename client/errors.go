@@ -42,6 +42,7 @@ const (
 	ReasonPermissionDenied   = errorinfo.ReasonPermissionDenied
 	ReasonUnauthenticated    = errorinfo.ReasonUnauthenticated
 	ReasonInternal           = errorinfo.ReasonInternal
+	ReasonVolumeInUse        = errorinfo.ReasonVolumeInUse
 )
 
 // Sentinel errors. Every error a Client method returns for a failed call
@@ -92,6 +93,9 @@ var (
 	// (it also matches context.DeadlineExceeded). Work already done on the
 	// node stays done.
 	ErrDeadlineExceeded = errors.New("deadline exceeded")
+	// ErrVolumeInUse is FAILED_PRECONDITION with reason VOLUME_IN_USE:
+	// DeleteVolume of a named volume a stored pod names.
+	ErrVolumeInUse = errors.New("volume in use")
 )
 
 // Error is a failed call: the gRPC status podsyncd (or the transport)
@@ -181,6 +185,8 @@ func (e *Error) Is(target error) bool {
 		return e.Reason == ReasonRevisionCompacted
 	case ErrSlowConsumer:
 		return e.Reason == ReasonSlowConsumer
+	case ErrVolumeInUse:
+		return e.Reason == ReasonVolumeInUse
 	case ErrResourceExhausted:
 		return e.Code == codes.ResourceExhausted
 	case ErrAborted:
@@ -198,7 +204,7 @@ func (e *Error) Is(target error) bool {
 func (e *Error) rejected() bool {
 	switch e.Code {
 	case codes.FailedPrecondition:
-		return e.Reason != ReasonUIDMismatch
+		return e.Reason != ReasonUIDMismatch && e.Reason != ReasonVolumeInUse
 	case codes.ResourceExhausted:
 		return errorinfo.IsCapacityReason(e.Reason)
 	}

@@ -43,6 +43,11 @@ func TestDecodeTestdata(t *testing.T) {
 			ConfigMaps: []string{"demo/app-config"},
 			Secrets:    []string{"demo/db-credentials"},
 		},
+		"api-volumes.yaml": {
+			Pods:       []string{"demo/api-volumes"},
+			ConfigMaps: []string{"demo/api-config"},
+			Secrets:    []string{"demo/api-token"},
+		},
 		"host-network.yaml":     {Pods: []string{"kube-system/node-agent"}},
 		"probes-hooks.yaml":     {Pods: []string{"/probed"}},
 		"container-fields.yaml": {Pods: []string{"/container-fields"}},

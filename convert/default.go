@@ -298,6 +298,38 @@ func defaultVolume(v *corev1.Volume) {
 	if v.ConfigMap != nil && v.ConfigMap.DefaultMode == nil {
 		v.ConfigMap.DefaultMode = ptr.To(corev1.ConfigMapVolumeSourceDefaultMode)
 	}
+	// SetDefaults_DownwardAPIVolumeSource, SetDefaults_ProjectedVolumeSource:
+	// 0644 as well; SetDefaults_ObjectFieldSelector: fieldRef.apiVersion
+	// is "v1" in their files too.
+	if v.DownwardAPI != nil {
+		if v.DownwardAPI.DefaultMode == nil {
+			v.DownwardAPI.DefaultMode = ptr.To(corev1.DownwardAPIVolumeSourceDefaultMode)
+		}
+		defaultDownwardAPIFiles(v.DownwardAPI.Items)
+	}
+	if v.Projected != nil {
+		if v.Projected.DefaultMode == nil {
+			v.Projected.DefaultMode = ptr.To(corev1.ProjectedVolumeSourceDefaultMode)
+		}
+		for _, src := range v.Projected.Sources {
+			if src.DownwardAPI != nil {
+				defaultDownwardAPIFiles(src.DownwardAPI.Items)
+			}
+		}
+	}
+	// SetDefaults_ImageVolumeSource: the pull policy follows the
+	// reference, as a container's follows its image.
+	if v.Image != nil && v.Image.PullPolicy == "" {
+		v.Image.PullPolicy = defaultPullPolicy(v.Image.Reference)
+	}
+}
+
+func defaultDownwardAPIFiles(items []corev1.DownwardAPIVolumeFile) {
+	for i := range items {
+		if r := items[i].FieldRef; r != nil && r.APIVersion == "" {
+			r.APIVersion = "v1"
+		}
+	}
 }
 
 // defaultContainer mirrors what SetObjectDefaults_Pod applies to each regular

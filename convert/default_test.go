@@ -417,6 +417,45 @@ func TestDefault(t *testing.T) {
 			want:   corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
 		},
 		{
+			name: "downwardAPI defaultMode is 0644 and fieldRef apiVersion v1",
+			mutate: func(p *corev1.Pod) {
+				addVolume(p, corev1.Volume{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+					Items: []corev1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}},
+				}}})
+			},
+			get: func(p *corev1.Pod) any {
+				d := p.Spec.Volumes[0].DownwardAPI
+				return []any{ptr.Deref(d.DefaultMode, 0), d.Items[0].FieldRef.APIVersion}
+			},
+			want: []any{int32(0o644), "v1"},
+		},
+		{
+			name: "projected defaultMode is 0644 and its downwardAPI fieldRef apiVersion v1",
+			mutate: func(p *corev1.Pod) {
+				addVolume(p, corev1.Volume{Name: "all", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+					Sources: []corev1.VolumeProjection{{DownwardAPI: &corev1.DownwardAPIProjection{
+						Items: []corev1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					}}},
+				}}})
+			},
+			get: func(p *corev1.Pod) any {
+				d := p.Spec.Volumes[0].Projected
+				return []any{ptr.Deref(d.DefaultMode, 0), d.Sources[0].DownwardAPI.Items[0].FieldRef.APIVersion}
+			},
+			want: []any{int32(0o644), "v1"},
+		},
+		{
+			name: "image volume pull policy follows the reference",
+			mutate: func(p *corev1.Pod) {
+				addVolume(p, corev1.Volume{Name: "a", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "data:latest"}}})
+				addVolume(p, corev1.Volume{Name: "b", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "data:v1"}}})
+			},
+			get: func(p *corev1.Pod) any {
+				return []corev1.PullPolicy{p.Spec.Volumes[0].Image.PullPolicy, p.Spec.Volumes[1].Image.PullPolicy}
+			},
+			want: []corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent},
+		},
+		{
 			name: "configMap defaultMode is 0644",
 			mutate: func(p *corev1.Pod) {
 				addVolume(p, corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{

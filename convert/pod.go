@@ -273,6 +273,52 @@ func volumeToProto(in corev1.Volume) *podsyncv1.Volume {
 			Optional:    s.Optional,
 		}
 	}
+	if s := in.DownwardAPI; s != nil {
+		out.DownwardApi = &podsyncv1.DownwardAPIVolumeSource{Items: toSlice(s.Items, downwardAPIFileToProto), DefaultMode: s.DefaultMode}
+	}
+	if s := in.Projected; s != nil {
+		out.Projected = &podsyncv1.ProjectedVolumeSource{DefaultMode: s.DefaultMode, Sources: toSlice(s.Sources, func(p corev1.VolumeProjection) *podsyncv1.VolumeProjection {
+			// A source podsync does not serve stays an empty element, so
+			// that the refusal names its field.
+			o := &podsyncv1.VolumeProjection{}
+			if c := p.ConfigMap; c != nil {
+				o.ConfigMap = &podsyncv1.ConfigMapProjection{Name: c.Name, Items: toSlice(c.Items, keyToPathToProto), Optional: c.Optional}
+			}
+			if c := p.Secret; c != nil {
+				o.Secret = &podsyncv1.SecretProjection{Name: c.Name, Items: toSlice(c.Items, keyToPathToProto), Optional: c.Optional}
+			}
+			if c := p.DownwardAPI; c != nil {
+				o.DownwardApi = &podsyncv1.DownwardAPIProjection{Items: toSlice(c.Items, downwardAPIFileToProto)}
+			}
+			return o
+		})}
+	}
+	if s := in.PersistentVolumeClaim; s != nil {
+		out.PersistentVolumeClaim = &podsyncv1.PersistentVolumeClaimVolumeSource{ClaimName: s.ClaimName, ReadOnly: s.ReadOnly}
+	}
+	if s := in.Image; s != nil {
+		out.Image = &podsyncv1.ImageVolumeSource{Reference: s.Reference, PullPolicy: string(s.PullPolicy)}
+	}
+	return out
+}
+
+func downwardAPIFileToProto(in corev1.DownwardAPIVolumeFile) *podsyncv1.DownwardAPIVolumeFile {
+	out := &podsyncv1.DownwardAPIVolumeFile{Path: in.Path, Mode: in.Mode}
+	if r := in.FieldRef; r != nil {
+		out.FieldRef = &podsyncv1.ObjectFieldSelector{ApiVersion: r.APIVersion, FieldPath: r.FieldPath}
+	}
+	out.ResourceFieldRef = resourceFieldToProto(in.ResourceFieldRef)
+	return out
+}
+
+func resourceFieldToProto(in *corev1.ResourceFieldSelector) *podsyncv1.ResourceFieldSelector {
+	if in == nil {
+		return nil
+	}
+	out := &podsyncv1.ResourceFieldSelector{ContainerName: in.ContainerName, Resource: in.Resource}
+	if !in.Divisor.IsZero() {
+		out.Divisor = in.Divisor.String()
+	}
 	return out
 }
 
@@ -333,6 +379,7 @@ func envVarToProto(in corev1.EnvVar) *podsyncv1.EnvVar {
 		if r := src.SecretKeyRef; r != nil {
 			out.ValueFrom.SecretKeyRef = &podsyncv1.SecretKeySelector{Name: r.Name, Key: r.Key, Optional: r.Optional}
 		}
+		out.ValueFrom.ResourceFieldRef = resourceFieldToProto(src.ResourceFieldRef)
 	}
 	return out
 }

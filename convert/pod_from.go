@@ -136,6 +136,62 @@ func (c *fromProto) volumes(path *field.Path, in []*podsyncv1.Volume) []corev1.V
 				Optional:    s.Optional,
 			}
 		}
+		if s := v.GetDownwardApi(); s != nil {
+			fp := p.Child("downwardAPI", "items")
+			out[i].DownwardAPI = &corev1.DownwardAPIVolumeSource{Items: c.downwardAPIFiles(fp, s.Items), DefaultMode: s.DefaultMode}
+		}
+		if s := v.GetProjected(); s != nil {
+			sp := p.Child("projected", "sources")
+			proj := &corev1.ProjectedVolumeSource{DefaultMode: s.DefaultMode}
+			if s.Sources != nil {
+				proj.Sources = make([]corev1.VolumeProjection, len(s.Sources))
+			}
+			for j, src := range s.Sources {
+				o := &proj.Sources[j]
+				if r := src.GetConfigMap(); r != nil {
+					o.ConfigMap = &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: r.Name}, Items: toSlice(r.Items, keyToPathFromProto), Optional: r.Optional}
+				}
+				if r := src.GetSecret(); r != nil {
+					o.Secret = &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: r.Name}, Items: toSlice(r.Items, keyToPathFromProto), Optional: r.Optional}
+				}
+				if r := src.GetDownwardApi(); r != nil {
+					o.DownwardAPI = &corev1.DownwardAPIProjection{Items: c.downwardAPIFiles(sp.Index(j).Child("downwardAPI", "items"), r.Items)}
+				}
+			}
+			out[i].Projected = proj
+		}
+		if s := v.GetPersistentVolumeClaim(); s != nil {
+			out[i].PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: s.ClaimName, ReadOnly: s.ReadOnly}
+		}
+		if s := v.GetImage(); s != nil {
+			out[i].Image = &corev1.ImageVolumeSource{Reference: s.Reference, PullPolicy: corev1.PullPolicy(s.PullPolicy)}
+		}
+	}
+	return out
+}
+
+func (c *fromProto) downwardAPIFiles(path *field.Path, in []*podsyncv1.DownwardAPIVolumeFile) []corev1.DownwardAPIVolumeFile {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.DownwardAPIVolumeFile, len(in))
+	for i, f := range in {
+		out[i] = corev1.DownwardAPIVolumeFile{Path: f.GetPath(), Mode: f.Mode}
+		if r := f.GetFieldRef(); r != nil {
+			out[i].FieldRef = &corev1.ObjectFieldSelector{APIVersion: r.ApiVersion, FieldPath: r.FieldPath}
+		}
+		out[i].ResourceFieldRef = c.resourceField(path.Index(i).Child("resourceFieldRef"), f.GetResourceFieldRef())
+	}
+	return out
+}
+
+func (c *fromProto) resourceField(path *field.Path, in *podsyncv1.ResourceFieldSelector) *corev1.ResourceFieldSelector {
+	if in == nil {
+		return nil
+	}
+	out := &corev1.ResourceFieldSelector{ContainerName: in.ContainerName, Resource: in.Resource}
+	if q := c.quantityPtr(path.Child("divisor"), in.Divisor); q != nil {
+		out.Divisor = *q
 	}
 	return out
 }
@@ -163,7 +219,7 @@ func (c *fromProto) container(path *field.Path, in *podsyncv1.Container) corev1.
 		Command:         in.GetCommand(),
 		Args:            in.GetArgs(),
 		WorkingDir:      in.GetWorkingDir(),
-		Env:             toSlice(in.GetEnv(), envVarFromProto),
+		Env:             c.envVars(path.Child("env"), in.GetEnv()),
 		EnvFrom:         toSlice(in.GetEnvFrom(), envFromFromProto),
 		Ports: toSlice(in.GetPorts(), func(p *podsyncv1.ContainerPort) corev1.ContainerPort {
 			return corev1.ContainerPort{
@@ -196,7 +252,18 @@ func (c *fromProto) container(path *field.Path, in *podsyncv1.Container) corev1.
 	}
 }
 
-func envVarFromProto(in *podsyncv1.EnvVar) corev1.EnvVar {
+func (c *fromProto) envVars(path *field.Path, in []*podsyncv1.EnvVar) []corev1.EnvVar {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.EnvVar, len(in))
+	for i, e := range in {
+		out[i] = c.envVar(path.Index(i), e)
+	}
+	return out
+}
+
+func (c *fromProto) envVar(path *field.Path, in *podsyncv1.EnvVar) corev1.EnvVar {
 	out := corev1.EnvVar{Name: in.GetName(), Value: in.GetValue()}
 	if src := in.GetValueFrom(); src != nil {
 		out.ValueFrom = &corev1.EnvVarSource{}
@@ -213,6 +280,7 @@ func envVarFromProto(in *podsyncv1.EnvVar) corev1.EnvVar {
 				LocalObjectReference: corev1.LocalObjectReference{Name: r.Name}, Key: r.Key, Optional: r.Optional,
 			}
 		}
+		out.ValueFrom.ResourceFieldRef = c.resourceField(path.Child("valueFrom", "resourceFieldRef"), src.GetResourceFieldRef())
 	}
 	return out
 }

@@ -199,19 +199,14 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "X", Name: "x", UID: "1"}}
 		}, []string{"metadata.ownerReferences"}},
 		{"finalizers", func(p *corev1.Pod) { p.Finalizers = []string{"x"} }, []string{"metadata.finalizers"}},
-		{"pvc volume", func(p *corev1.Pod) {
-			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "claim", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"},
-			}})
-		}, []string{"spec.volumes[1].persistentVolumeClaim"}},
-		{"projected volume", func(p *corev1.Pod) {
-			p.Spec.Volumes[0].Projected = &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{}}}
-		}, []string{"spec.volumes[0].projected"}},
-		{"resourceFieldRef env", func(p *corev1.Pod) {
-			p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: "CPU", ValueFrom: &corev1.EnvVarSource{
-				ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"},
-			}})
-		}, []string{"spec.containers[0].env[1].valueFrom.resourceFieldRef"}},
+		{"projected serviceAccountToken and clusterTrustBundle", func(p *corev1.Pod) {
+			p.Spec.Volumes[0].EmptyDir = nil
+			p.Spec.Volumes[0].Projected = &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}},
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+				{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Path: "ca.crt"}},
+			}}
+		}, []string{"spec.volumes[0].projected.sources[1].serviceAccountToken", "spec.volumes[0].projected.sources[2].clusterTrustBundle"}},
 		{"windows options", func(p *corev1.Pod) {
 			p.Spec.Containers[0].SecurityContext.WindowsOptions = &corev1.WindowsSecurityContextOptions{RunAsUserName: ptr.To("x")}
 		}, []string{"spec.containers[0].securityContext.windowsOptions"}},

@@ -78,7 +78,7 @@ func TestReadManifests(t *testing.T) {
 		{name: "a projected volume of another shape is not the injected one", sources: []string{readPod +
 			"  volumes:\n  - name: kube-api-access-mine\n    projected:\n      sources:\n      - serviceAccountToken: {path: token, audience: vault}\n" +
 			"      - configMap: {name: kube-root-ca.crt}\n      - downwardAPI: {items: [{path: namespace, fieldRef: {fieldPath: metadata.namespace}}]}\n"},
-			wantProblems: []string{"f0:11: Pod/web: spec.volumes[0].projected: projected volumes are not supported; use configMap, secret and downwardAPI volumes of their own"}},
+			wantProblems: []string{"f0:13: Pod/web: spec.volumes[0].projected.sources[0].serviceAccountToken: a single node has no API server, so it mints no service account tokens, trust bundles or pod certificates; mount the credentials from a Secret (a secret source) or remove the source"}},
 		{name: "generateName is refused", sources: []string{strings.Replace(readPod, "name: web\nspec", "generateName: web-\nspec", 1)},
 			wantProblems: []string{"f0:4: Pod: metadata.generateName: a node has no name generator; give metadata.name"}},
 		{name: "decode only skips podsyncd's checks", decodeOnly: true, sources: []string{strings.Replace(readPod, "name: web\n    image", "name: Web\n    image", 1)}},

@@ -4,22 +4,28 @@ import (
 	"regexp"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podsync/podsync/validation"
 )
 
 // unsupportedReasons say, for the fields podsync refuses that manifests
 // often carry, why in one clause and what to do. Paths have their list
 // indexes as "[*]".
 var unsupportedReasons = map[string]string{
-	"metadata.generateName":                 "a node has no name generator; give metadata.name",
-	"spec.priorityClassName":                "podsync knows only the built-in classes system-node-critical and system-cluster-critical, and preempts nothing on one node; remove it",
-	"spec.ephemeralContainers":              "ephemeral containers are added by kubectl debug through an API server podsync does not have; remove them",
-	"spec.readinessGates":                   "readiness gates are set by controllers podsync does not run; remove them",
-	"spec.resourceClaims":                   "dynamic resource allocation needs an API server podsync does not have; remove it",
-	"spec.containers[*].resources.claims":   "dynamic resource allocation needs an API server podsync does not have; remove it",
-	"spec.volumes[*].persistentVolumeClaim": "podsync has no persistent volume claims; use a hostPath or emptyDir volume",
-	"spec.volumes[*].projected":             "projected volumes are not supported; use configMap, secret and downwardAPI volumes of their own",
-	"metadata.finalizers":                   "finalizers are for controllers podsync does not run; remove them",
+	"metadata.generateName":                                    "a node has no name generator; give metadata.name",
+	"spec.priorityClassName":                                   "podsync knows only the built-in classes system-node-critical and system-cluster-critical, and preempts nothing on one node; remove it",
+	"spec.ephemeralContainers":                                 "ephemeral containers are added by kubectl debug through an API server podsync does not have; remove them",
+	"spec.readinessGates":                                      "readiness gates are set by controllers podsync does not run; remove them",
+	"spec.resourceClaims":                                      "dynamic resource allocation needs an API server podsync does not have; remove it",
+	"spec.containers[*].resources.claims":                      "dynamic resource allocation needs an API server podsync does not have; remove it",
+	"spec.volumes[*].projected.sources[*].serviceAccountToken": noTokens,
+	"spec.volumes[*].projected.sources[*].clusterTrustBundle":  noTokens,
+	"spec.volumes[*].projected.sources[*].podCertificate":      noTokens,
+	"metadata.finalizers":                                      "finalizers are for controllers podsync does not run; remove them",
 }
+
+// noTokens is the reason of a projected source only an API server serves.
+const noTokens = validation.NoTokensReason
 
 // unsupportedDefault is the reason of a field without one of its own.
 const unsupportedDefault = "not supported by podsync; remove it (README's field table lists what podsync runs)"

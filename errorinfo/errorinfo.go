@@ -79,6 +79,9 @@ const (
 	// other admission reasons are the engine's (see the package
 	// documentation).
 	ReasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
+	// ReasonVolumeInUse (FAILED_PRECONDITION): DeleteVolume of a named
+	// volume a stored pod names; delete the pods first.
+	ReasonVolumeInUse = "VOLUME_IN_USE"
 )
 
 // Keys of ErrorInfo metadata.

@@ -54,7 +54,7 @@ const (
 	// RoleNone may call nothing.
 	RoleNone Role = iota
 	// RoleRead may call the methods without side effects: GetPod,
-	// GetNode, ListPods, WatchPods, GetContainerLogs, PlanPod, grpc.health.v1 and
+	// GetNode, ListPods, WatchPods, GetContainerLogs, PlanPod, ListVolumes, grpc.health.v1 and
 	// server reflection.
 	RoleRead
 	// RoleAdmin may call every method.
@@ -272,6 +272,7 @@ var readMethods = map[string]bool{
 	podsyncv1.PodSyncService_GetContainerLogs_FullMethodName: true,
 	podsyncv1.PodSyncService_PlanPod_FullMethodName:          true,
 	podsyncv1.PodSyncService_GetNode_FullMethodName:          true,
+	podsyncv1.PodSyncService_ListVolumes_FullMethodName:      true,
 }
 
 // readServices are services RoleRead may call in full.

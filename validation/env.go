@@ -50,7 +50,11 @@ func (pv *podValidator) envVarSource(p *field.Path, namespace string, from *core
 	var set []string
 	if r := from.FieldRef; r != nil {
 		set = append(set, "fieldRef")
-		pv.fieldRef(p.Child("fieldRef"), r)
+		pv.fieldRef(p.Child("fieldRef"), r, envFieldPaths)
+	}
+	if r := from.ResourceFieldRef; r != nil {
+		set = append(set, "resourceFieldRef")
+		pv.resourceFieldRef(p.Child("resourceFieldRef"), r, false)
 	}
 	if r := from.ConfigMapKeyRef; r != nil {
 		set = append(set, "configMapKeyRef")
@@ -81,7 +85,7 @@ func (pv *podValidator) envVarSource(p *field.Path, namespace string, from *core
 	}
 	switch len(set) {
 	case 0:
-		pv.add(field.Required(p, "must specify one of: fieldRef, configMapKeyRef or secretKeyRef"))
+		pv.add(field.Required(p, "must specify one of: fieldRef, resourceFieldRef, configMapKeyRef or secretKeyRef"))
 	case 1:
 	default:
 		for _, extra := range set[1:] {
@@ -145,7 +149,7 @@ func (pv *podValidator) keyRef(p *field.Path, kind, namespace, name, key string,
 	}
 }
 
-func (pv *podValidator) fieldRef(p *field.Path, r *corev1.ObjectFieldSelector) {
+func (pv *podValidator) fieldRef(p *field.Path, r *corev1.ObjectFieldSelector, allowed []string) {
 	if r.APIVersion != "v1" {
 		pv.add(field.NotSupported(p.Child("apiVersion"), r.APIVersion, []string{"v1"}))
 	}
@@ -154,7 +158,7 @@ func (pv *podValidator) fieldRef(p *field.Path, r *corev1.ObjectFieldSelector) {
 	case r.FieldPath == "":
 		pv.add(field.Required(fp, ""))
 		return
-	case slices.Contains(envFieldPaths, r.FieldPath):
+	case slices.Contains(allowed, r.FieldPath):
 		return
 	}
 	for _, prefix := range []string{"metadata.labels", "metadata.annotations"} {
@@ -174,6 +178,46 @@ func (pv *podValidator) fieldRef(p *field.Path, r *corev1.ObjectFieldSelector) {
 		}
 		return
 	}
-	supported := append(slices.Clone(envFieldPaths), "metadata.labels['<key>']", "metadata.annotations['<key>']")
+	supported := append(slices.Clone(allowed), "metadata.labels['<key>']", "metadata.annotations['<key>']")
 	pv.add(field.NotSupported(fp, r.FieldPath, supported))
+}
+
+var (
+	// resourceFieldResources are what a resourceFieldRef may select,
+	// besides limits.hugepages-<size> and requests.hugepages-<size>.
+	resourceFieldResources = []string{"limits.cpu", "limits.memory", "limits.ephemeral-storage", "requests.cpu", "requests.memory", "requests.ephemeral-storage"}
+	cpuDivisors            = []string{"1m", "1"}
+	byteDivisors           = []string{"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"}
+)
+
+// resourceFieldRef validates a resourceFieldRef of env or of a
+// downwardAPI file (inVolume: the container must be named), as the API
+// server's validateContainerResourceFieldSelector: a supported resource,
+// a container of the pod, a divisor of the resource's units.
+func (pv *podValidator) resourceFieldRef(p *field.Path, r *corev1.ResourceFieldSelector, inVolume bool) {
+	switch {
+	case r.ContainerName == "" && inVolume:
+		pv.add(field.Required(p.Child("containerName"), "a downwardAPI file must name the container whose resources it shows"))
+	case r.ContainerName != "" && !pv.containerNames[r.ContainerName]:
+		pv.add(notFound(p.Child("containerName"), r.ContainerName, "no container or init container of the pod has this name"))
+	}
+	hugepages := strings.HasPrefix(r.Resource, "limits.hugepages-") || strings.HasPrefix(r.Resource, "requests.hugepages-")
+	switch {
+	case r.Resource == "":
+		pv.add(field.Required(p.Child("resource"), ""))
+		return
+	case !hugepages && !slices.Contains(resourceFieldResources, r.Resource):
+		pv.add(field.NotSupported(p.Child("resource"), r.Resource, append(slices.Clone(resourceFieldResources), "limits.hugepages-<size>", "requests.hugepages-<size>")))
+		return
+	}
+	if r.Divisor.IsZero() {
+		return
+	}
+	divisors := byteDivisors
+	if strings.HasSuffix(r.Resource, ".cpu") {
+		divisors = cpuDivisors
+	}
+	if d := r.Divisor.String(); !slices.Contains(divisors, d) {
+		pv.add(field.NotSupported(p.Child("divisor"), d, divisors))
+	}
 }

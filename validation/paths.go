@@ -201,6 +201,25 @@ func CheckPodPaths(pod *corev1.Pod) []error {
 			items = v.ConfigMap.Items
 		case v.Secret != nil:
 			items = v.Secret.Items
+		case v.PersistentVolumeClaim != nil:
+			add(CheckFileName(fmt.Sprintf("claimName of volume %q", v.Name), v.PersistentVolumeClaim.ClaimName))
+		case v.DownwardAPI != nil:
+			for _, f := range v.DownwardAPI.Items {
+				add(CheckLocalPath(fmt.Sprintf("file path of volume %q", v.Name), f.Path))
+			}
+		case v.Projected != nil:
+			for _, src := range v.Projected.Sources {
+				switch {
+				case src.ConfigMap != nil:
+					items = append(items, src.ConfigMap.Items...)
+				case src.Secret != nil:
+					items = append(items, src.Secret.Items...)
+				case src.DownwardAPI != nil:
+					for _, f := range src.DownwardAPI.Items {
+						add(CheckLocalPath(fmt.Sprintf("file path of volume %q", v.Name), f.Path))
+					}
+				}
+			}
 		}
 		for _, it := range items {
 			add(CheckLocalPath(fmt.Sprintf("item path of key %q of volume %q", it.Key, v.Name), it.Path))

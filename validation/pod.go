@@ -82,6 +82,11 @@ type podValidator struct {
 	// skipRefs turns off the checks that referenced ConfigMaps and
 	// Secrets are among objs, for a pod whose namespace is invalid.
 	skipRefs bool
+	// containerNames are the names of the pod's init and regular
+	// containers, which a resourceFieldRef may name.
+	containerNames map[string]bool
+	// imageVolumes are the names of the pod's image volumes.
+	imageVolumes map[string]bool
 }
 
 func (pv *podValidator) add(errs ...*field.Error) {
@@ -176,6 +181,10 @@ func (pv *podValidator) spec(p *field.Path, namespace string, spec *corev1.PodSp
 		}
 	}
 	pv.podSecurityContext(p.Child("securityContext"), spec.SecurityContext)
+	pv.containerNames = map[string]bool{}
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+		pv.containerNames[c.Name] = true
+	}
 	volumes := pv.volumes(p.Child("volumes"), namespace, spec.Volumes)
 
 	if len(spec.Containers) == 0 {

@@ -184,6 +184,31 @@ func options() validation.Options {
 // TestValidatePodValid checks that the base pod, and variations that look
 // suspicious but are valid, validate clean, so that each row of
 // TestValidatePodInvalid fails only for its mutation.
+// withVolume adds v to the pod's volumes (index 4).
+func withVolume(v corev1.Volume) mutation {
+	return pod(func(p *corev1.Pod) { p.Spec.Volumes = append(p.Spec.Volumes, v) })
+}
+
+func downwardFile(path, fieldPath string) corev1.DownwardAPIVolumeFile {
+	return corev1.DownwardAPIVolumeFile{Path: path, FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: fieldPath}}
+}
+
+func resourceFile(path, container, res, divisor string) corev1.DownwardAPIVolumeFile {
+	f := corev1.DownwardAPIVolumeFile{Path: path, ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: container, Resource: res}}
+	if divisor != "" {
+		f.ResourceFieldRef.Divisor = resource.MustParse(divisor)
+	}
+	return f
+}
+
+func downwardVolume(items ...corev1.DownwardAPIVolumeFile) corev1.Volume {
+	return corev1.Volume{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: items}}}
+}
+
+func projectedVolume(srcs ...corev1.VolumeProjection) corev1.Volume {
+	return corev1.Volume{Name: "all", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: srcs}}}
+}
+
 func TestValidatePodValid(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -194,6 +219,28 @@ func TestValidatePodValid(t *testing.T) {
 		{"resizePolicy of a container and a sidecar", nil, pod(func(p *corev1.Pod) {
 			p.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: corev1.NotRequired}, {ResourceName: "memory", RestartPolicy: corev1.RestartContainer}}
 			p.Spec.InitContainers[1].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "memory", RestartPolicy: corev1.NotRequired}}
+		})},
+		{"downwardAPI volume of every field", nil, withVolume(downwardVolume(
+			downwardFile("name", "metadata.name"), downwardFile("ns", "metadata.namespace"), downwardFile("uid", "metadata.uid"),
+			downwardFile("labels", "metadata.labels"), downwardFile("annotations", "metadata.annotations"),
+			downwardFile("app", "metadata.labels['app']"), downwardFile("owner", "metadata.annotations['example.com/owner']"),
+			resourceFile("cpu", "web", "limits.cpu", "1m"), resourceFile("mem", "setup", "requests.memory", "1Mi"),
+			resourceFile("huge", "web", "limits.hugepages-2Mi", ""),
+		))},
+		{"projected volume of a configMap, a secret and the downward API", nil, withVolume(projectedVolume(
+			corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"},
+				Items: []corev1.KeyToPath{{Key: "app.properties", Path: "conf/app.properties"}}}},
+			corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "db-credentials"}}},
+			corev1.VolumeProjection{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{downwardFile("labels", "metadata.labels")}}},
+		))},
+		{"persistentVolumeClaim volume", nil, withVolume(corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "shop-data", ReadOnly: true}}})},
+		{"image volume", nil, withVolume(corev1.Volume{Name: "model", VolumeSource: corev1.VolumeSource{
+			Image: &corev1.ImageVolumeSource{Reference: "registry.local/model:1", PullPolicy: corev1.PullIfNotPresent}}})},
+		{"env resourceFieldRef of its own and another container", nil, web(func(c *corev1.Container) {
+			c.Env = append(c.Env,
+				corev1.EnvVar{Name: "CPU", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+				corev1.EnvVar{Name: "MEM", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "setup", Resource: "requests.memory", Divisor: resource.MustParse("1Ki")}}})
 		})},
 		{"zero Options", &validation.Options{}, nop},
 		{"backoff limit under OnFailure", nil, pod(func(p *corev1.Pod) {
@@ -548,6 +595,45 @@ func TestValidatePodInvalid(t *testing.T) {
 			[]string{"spec.volumes[0].configMap.items[0].mode"}},
 		{"secret volume to a missing Secret", nil, pod(func(p *corev1.Pod) { p.Spec.Volumes[1].Secret.SecretName = "absent" }),
 			[]string{"spec.volumes[1].secret.secretName"}},
+		{"downwardAPI file without a source, a bad path and mode", nil, withVolume(downwardVolume(
+			corev1.DownwardAPIVolumeFile{Path: "..data/x", Mode: ptr.To[int32](0o1000)})),
+			[]string{"spec.volumes[4].downwardAPI.items[0].path", "spec.volumes[4].downwardAPI.items[0].mode", "spec.volumes[4].downwardAPI.items[0]"}},
+		{"downwardAPI file of a field a volume cannot show", nil, withVolume(downwardVolume(downwardFile("ip", "status.podIP"))),
+			[]string{"spec.volumes[4].downwardAPI.items[0].fieldRef.fieldPath"}},
+		{"downwardAPI resource file without a container", nil, withVolume(downwardVolume(resourceFile("cpu", "", "limits.cpu", ""))),
+			[]string{"spec.volumes[4].downwardAPI.items[0].resourceFieldRef.containerName"}},
+		{"downwardAPI resource file of an unknown container, resource and divisor", nil, withVolume(downwardVolume(
+			resourceFile("cpu", "absent", "limits.gpu", ""), resourceFile("mem", "web", "limits.memory", "1m"))),
+			[]string{"spec.volumes[4].downwardAPI.items[0].resourceFieldRef.containerName", "spec.volumes[4].downwardAPI.items[0].resourceFieldRef.resource",
+				"spec.volumes[4].downwardAPI.items[1].resourceFieldRef.divisor"}},
+		{"downwardAPI duplicate paths", nil, withVolume(downwardVolume(downwardFile("a", "metadata.name"), downwardFile("./a", "metadata.uid"))),
+			[]string{"spec.volumes[4].downwardAPI.items[1].path"}},
+		{"projected sources: empty, two at once, a missing Secret, a token, duplicate paths", nil, withVolume(projectedVolume(
+			corev1.VolumeProjection{},
+			corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"},
+				Items: []corev1.KeyToPath{{Key: "app.properties", Path: "x"}}},
+				DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{downwardFile("x", "metadata.name")}}},
+			corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}}},
+			corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+		)),
+			[]string{"spec.volumes[4].projected.sources[0]", "spec.volumes[4].projected.sources[1].downwardAPI.items[0].path",
+				"spec.volumes[4].projected.sources[1].downwardAPI", "spec.volumes[4].projected.sources[2].secret.name",
+				"spec.volumes[4].projected.sources[3].serviceAccountToken"}},
+		{"persistentVolumeClaim without a valid name", nil, withVolume(corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "Shop_Data"}}}),
+			[]string{"spec.volumes[4].persistentVolumeClaim.claimName"}},
+		{"image volume without a reference, bad pull policy", nil, withVolume(corev1.Volume{Name: "model", VolumeSource: corev1.VolumeSource{
+			Image: &corev1.ImageVolumeSource{PullPolicy: "Sometimes"}}}),
+			[]string{"spec.volumes[4].image.reference", "spec.volumes[4].image.pullPolicy"}},
+		{"subPath of an image volume", nil, func(in *input) {
+			withVolume(corev1.Volume{Name: "model", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "m:1", PullPolicy: corev1.PullIfNotPresent}}})(in)
+			in.pod.Spec.Containers[0].VolumeMounts = append(in.pod.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "model", MountPath: "/model", SubPath: "weights"})
+		}, []string{"spec.containers[0].volumeMounts[4].subPath"}},
+		{"env resourceFieldRef of an unknown resource and a bad cpu divisor", nil, web(func(c *corev1.Container) {
+			c.Env = append(c.Env,
+				corev1.EnvVar{Name: "X", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.nvidia.com/gpu"}}},
+				corev1.EnvVar{Name: "Y", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu", Divisor: resource.MustParse("1Ki")}}})
+		}), []string{"spec.containers[0].env[4].valueFrom.resourceFieldRef.resource", "spec.containers[0].env[5].valueFrom.resourceFieldRef.divisor"}},
 		{"mount of an undefined volume", nil, web(func(c *corev1.Container) { c.VolumeMounts[2].Name = "scratch" }),
 			[]string{"spec.containers[0].volumeMounts[2].name"}},
 		{"relative mountPath", nil, web(func(c *corev1.Container) { c.VolumeMounts[2].MountPath = "cache" }),

@@ -3,6 +3,7 @@ package validation
 import (
 	"path"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -42,6 +43,41 @@ func (pv *podValidator) volumes(p *field.Path, namespace string, vols []corev1.V
 		if s := vol.Secret; s != nil {
 			sources = append(sources, "secret")
 			pv.secretVolume(vp.Child("secret"), namespace, s)
+		}
+		if s := vol.DownwardAPI; s != nil {
+			sources = append(sources, "downwardAPI")
+			dp := vp.Child("downwardAPI")
+			if s.DefaultMode != nil {
+				pv.add(fileMode(dp.Child("defaultMode"), *s.DefaultMode)...)
+			}
+			pv.downwardAPIFiles(dp.Child("items"), s.Items, map[string]bool{})
+		}
+		if s := vol.Projected; s != nil {
+			sources = append(sources, "projected")
+			pv.projected(vp.Child("projected"), namespace, s)
+		}
+		if s := vol.PersistentVolumeClaim; s != nil {
+			sources = append(sources, "persistentVolumeClaim")
+			cp := vp.Child("persistentVolumeClaim", "claimName")
+			if s.ClaimName == "" {
+				pv.add(field.Required(cp, "the name of the node-local volume"))
+			} else {
+				pv.add(DNS1123Subdomain(cp, s.ClaimName)...)
+			}
+		}
+		if s := vol.Image; s != nil {
+			sources = append(sources, "image")
+			if pv.imageVolumes == nil {
+				pv.imageVolumes = map[string]bool{}
+			}
+			pv.imageVolumes[vol.Name] = true
+			ip := vp.Child("image")
+			if s.Reference == "" {
+				pv.add(field.Required(ip.Child("reference"), ""))
+			}
+			if !slices.Contains(pullPolicies, s.PullPolicy) {
+				pv.add(field.NotSupported(ip.Child("pullPolicy"), s.PullPolicy, pullPolicies))
+			}
 		}
 		for _, extra := range sources[min(1, len(sources)):] {
 			pv.add(field.Forbidden(vp.Child(extra), "may not specify more than 1 volume source"))
@@ -121,7 +157,7 @@ func (pv *podValidator) keyToPaths(p *field.Path, items []corev1.KeyToPath, defa
 		} else if has != nil && !optional && !has(it.Key) {
 			pv.add(notFound(ip.Child("key"), it.Key, "no such key in the object"))
 		}
-		pv.add(relativePath(ip.Child("path"), it.Path, true)...)
+		pv.add(volumeFilePath(ip.Child("path"), it.Path)...)
 		if it.Mode != nil {
 			pv.add(fileMode(ip.Child("mode"), *it.Mode)...)
 		}
@@ -159,6 +195,13 @@ func (pv *podValidator) volumeMounts(p *field.Path, c *corev1.Container, volumes
 			pv.add(relativePath(mp.Child("subPathExpr"), m.SubPathExpr, false)...)
 		}
 		pv.add(mountPropagation(mp.Child("mountPropagation"), m.MountPropagation, c)...)
+		if pv.imageVolumes[m.Name] {
+			for _, sp := range []struct{ field, v string }{{"subPath", m.SubPath}, {"subPathExpr", m.SubPathExpr}} {
+				if sp.v != "" {
+					pv.add(field.Forbidden(mp.Child(sp.field), "a subPath of an image volume is not supported by podsync; mount the whole image volume and use the path below its mount point"))
+				}
+			}
+		}
 	}
 }
 
@@ -178,3 +221,114 @@ func mountPropagation(p *field.Path, mode *corev1.MountPropagationMode, c *corev
 	}
 	return nil
 }
+
+
+// volumeFilePath accepts the path of a file in a volume of files: a
+// relative path without "..", not starting with ".." (the API server's
+// validateLocalNonReservedPath: the atomic writer's own names).
+func volumeFilePath(p *field.Path, v string) field.ErrorList {
+	if errs := relativePath(p, v, true); len(errs) > 0 {
+		return errs
+	}
+	if strings.HasPrefix(v, "..") {
+		return field.ErrorList{field.Invalid(p, v, "must not start with '..': the volume's own links and directories have such names")}
+	}
+	return nil
+}
+
+// projected validates a projected volume: each source one of configMap,
+// secret and downwardAPI, no two files at the same path.
+func (pv *podValidator) projected(p *field.Path, namespace string, s *corev1.ProjectedVolumeSource) {
+	if s.DefaultMode != nil {
+		pv.add(fileMode(p.Child("defaultMode"), *s.DefaultMode)...)
+	}
+	paths := map[string]bool{}
+	for i, src := range s.Sources {
+		sp := p.Child("sources").Index(i)
+		var set []string
+		if c := src.ConfigMap; c != nil {
+			set = append(set, "configMap")
+			pv.configMapVolume(sp.Child("configMap"), namespace, &corev1.ConfigMapVolumeSource{LocalObjectReference: c.LocalObjectReference, Items: c.Items, Optional: c.Optional})
+			pv.uniquePaths(sp.Child("configMap", "items"), c.Items, paths)
+		}
+		if c := src.Secret; c != nil {
+			set = append(set, "secret")
+			sec := &corev1.SecretVolumeSource{SecretName: c.Name, Items: c.Items, Optional: c.Optional}
+			before := len(pv.errs)
+			pv.secretVolume(sp.Child("secret"), namespace, sec)
+			// The projection's field is name, not secretName.
+			for _, e := range pv.errs[before:] {
+				e.Field = strings.Replace(e.Field, sp.Child("secret", "secretName").String(), sp.Child("secret", "name").String(), 1)
+			}
+			pv.uniquePaths(sp.Child("secret", "items"), c.Items, paths)
+		}
+		if c := src.DownwardAPI; c != nil {
+			set = append(set, "downwardAPI")
+			pv.downwardAPIFiles(sp.Child("downwardAPI", "items"), c.Items, paths)
+		}
+		for _, refused := range []struct {
+			name string
+			set  bool
+		}{{"serviceAccountToken", src.ServiceAccountToken != nil}, {"clusterTrustBundle", src.ClusterTrustBundle != nil}, {"podCertificate", src.PodCertificate != nil}} {
+			if refused.set {
+				set = append(set, refused.name)
+				pv.add(field.Forbidden(sp.Child(refused.name), NoTokensReason))
+			}
+		}
+		switch len(set) {
+		case 0:
+			pv.add(field.Required(sp, "must specify one of: configMap, secret or downwardAPI"))
+		case 1:
+		default:
+			for _, extra := range set[1:] {
+				pv.add(field.Forbidden(sp.Child(extra), "may not specify more than 1 volume type per source"))
+			}
+		}
+	}
+}
+
+// NoTokensReason is why a projected serviceAccountToken,
+// clusterTrustBundle or podCertificate source is refused.
+const NoTokensReason = "a single node has no API server, so it mints no service account tokens, trust bundles or pod certificates; " +
+	"mount the credentials from a Secret (a secret source) or remove the source"
+
+func (pv *podValidator) uniquePaths(p *field.Path, items []corev1.KeyToPath, paths map[string]bool) {
+	for i, it := range items {
+		clean := path.Clean(it.Path)
+		if paths[clean] {
+			pv.add(field.Invalid(p.Index(i).Child("path"), it.Path, "conflicting duplicate paths"))
+		}
+		paths[clean] = true
+	}
+}
+
+// downwardAPIFiles validates the files of a downwardAPI volume or
+// projection; paths collects their paths across a projected volume.
+func (pv *podValidator) downwardAPIFiles(p *field.Path, items []corev1.DownwardAPIVolumeFile, paths map[string]bool) {
+	for i, it := range items {
+		ip := p.Index(i)
+		pv.add(volumeFilePath(ip.Child("path"), it.Path)...)
+		if clean := path.Clean(it.Path); it.Path != "" && paths[clean] {
+			pv.add(field.Invalid(ip.Child("path"), it.Path, "conflicting duplicate paths"))
+		} else {
+			paths[clean] = true
+		}
+		if it.Mode != nil {
+			pv.add(fileMode(ip.Child("mode"), *it.Mode)...)
+		}
+		switch {
+		case it.FieldRef != nil && it.ResourceFieldRef != nil:
+			pv.add(field.Invalid(ip, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
+		case it.FieldRef != nil:
+			pv.fieldRef(ip.Child("fieldRef"), it.FieldRef, volumeFieldPaths)
+		case it.ResourceFieldRef != nil:
+			pv.resourceFieldRef(ip.Child("resourceFieldRef"), it.ResourceFieldRef, true)
+		default:
+			pv.add(field.Required(ip, "one of fieldRef and resourceFieldRef is required"))
+		}
+	}
+}
+
+// volumeFieldPaths are the fields a downwardAPI volume file may hold,
+// besides metadata.labels['key'] and metadata.annotations['key'].
+var volumeFieldPaths = []string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations"}

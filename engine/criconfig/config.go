@@ -105,7 +105,29 @@ const (
 	VolumePluginEmptyDir  = "empty-dir"
 	VolumePluginConfigMap = "configmap"
 	VolumePluginSecret    = "secret"
+	// VolumePluginDownwardAPI and VolumePluginProjected hold downwardAPI
+	// and projected volumes.
+	VolumePluginDownwardAPI = "downward-api"
+	VolumePluginProjected   = "projected"
 )
+
+// VolumePlugin is the directory name under volumes/ of a pod volume of
+// files (IsFileVolume) or an emptyDir; "" for another kind.
+func VolumePlugin(v *corev1.Volume) string {
+	switch {
+	case v.EmptyDir != nil:
+		return VolumePluginEmptyDir
+	case v.ConfigMap != nil:
+		return VolumePluginConfigMap
+	case v.Secret != nil:
+		return VolumePluginSecret
+	case v.DownwardAPI != nil:
+		return VolumePluginDownwardAPI
+	case v.Projected != nil:
+		return VolumePluginProjected
+	}
+	return ""
+}
 
 // PodDir is <root>/pods/<uid>.
 func PodDir(pod *corev1.Pod, opts Options) string {
@@ -116,6 +138,18 @@ func PodDir(pod *corev1.Pod, opts Options) string {
 // configMap and secret volumes live; the executor creates and fills it.
 func VolumeDir(pod *corev1.Pod, plugin, name string, opts Options) string {
 	return filepath.Join(PodDir(pod, opts), "volumes", plugin, name)
+}
+
+// ClaimVolumeDir is <root>/volumes/<claim>, the node-local named volume a
+// persistentVolumeClaim volume of that claimName mounts: created on first
+// use, shared by every pod naming the claim, kept when they are deleted.
+func ClaimVolumeDir(claim string, opts Options) string {
+	return filepath.Join(ClaimVolumesRoot(opts), claim)
+}
+
+// ClaimVolumesRoot is <root>/volumes, which holds the named volumes.
+func ClaimVolumesRoot(opts Options) string {
+	return filepath.Join(opts.WithDefaults().RootDir, "volumes")
 }
 
 // PodLogDirectory is the kubelet's BuildPodLogsDirectory:

@@ -108,6 +108,10 @@ type ContainerConfigInput struct {
 	// directory. Nil joins the volume's path and the subPath after the
 	// same lexical checks, without looking at the file system (PlanPod).
 	ResolveMount func(MountSource) (ResolvedMount, error)
+	// ImageVolumes are the pulled image references (IDs) of the image
+	// volumes the container mounts, by volume name; a volume missing from
+	// it mounts its reference as written (PlanPod).
+	ImageVolumes map[string]string
 }
 
 // MountSource is one volume mount of a container that ResolveMount makes
@@ -436,10 +440,24 @@ func makeMounts(in ContainerConfigInput, env []corev1.EnvVar, opts Options) ([]*
 			host = VolumeDir(pod, VolumePluginEmptyDir, v.Name, opts)
 		case v.HostPath != nil:
 			host = v.HostPath.Path
-		case v.ConfigMap != nil:
-			host, mustRO = VolumeDir(pod, VolumePluginConfigMap, v.Name, opts), true
-		case v.Secret != nil:
-			host, mustRO = VolumeDir(pod, VolumePluginSecret, v.Name, opts), true
+		case IsFileVolume(v):
+			// The kubelet mounts volumes of API data read-only.
+			host, mustRO = VolumeDir(pod, VolumePlugin(v), v.Name, opts), true
+		case v.PersistentVolumeClaim != nil:
+			host, mustRO = ClaimVolumeDir(v.PersistentVolumeClaim.ClaimName, opts), v.PersistentVolumeClaim.ReadOnly
+		case v.Image != nil:
+			// The kubelet's image volume: the runtime mounts the image,
+			// read-only, without a host path (KEP-4639).
+			if m.SubPath != "" || m.SubPathExpr != "" {
+				return nil, fmt.Errorf("container %q: image volume %q: a subPath of an image volume is not supported: %w", c.Name, v.Name, errdefs.ErrInvalidSpec)
+			}
+			ref := in.ImageVolumes[v.Name]
+			if ref == "" {
+				ref = v.Image.Reference
+			}
+			out = append(out, &runtimeapi.Mount{ContainerPath: m.MountPath, Readonly: true, Image: &runtimeapi.ImageSpec{Image: ref, UserSpecifiedImage: v.Image.Reference},
+				Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE})
+			continue
 		default:
 			return nil, fmt.Errorf("volume %q: unsupported volume type: %w", v.Name, errdefs.ErrInvalidSpec)
 		}

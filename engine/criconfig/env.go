@@ -92,7 +92,7 @@ func makeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, er
 			}
 			val = v
 		case from.ResourceFieldRef != nil:
-			v, err := resourceFieldValue(pod, c, from.ResourceFieldRef, opts)
+			v, err := ResourceFieldValue(pod, c, from.ResourceFieldRef, opts.NodeAllocatable)
 			if err != nil {
 				return nil, err
 			}
@@ -229,35 +229,51 @@ func formatMap(m map[string]string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// resourceFieldValue is the kubelet's containerResourceRuntimeValue:
-// limits fall back to node allocatable.
-func resourceFieldValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFieldSelector, opts Options) (string, error) {
+// ResourceFieldValue is the kubelet's resourceFieldRef value, for env
+// (containerResourceRuntimeValue after defaultPodLimitsForDownwardAPI)
+// and downwardAPI volume files alike
+// (ExtractResourceValueByContainerNameAndNodeAllocatable): the resource of
+// ref's container — c when ref names none — with its unset or zero cpu,
+// memory and ephemeral-storage limits taken from the node's allocatable,
+// divided by ref's divisor (default 1) and rounded up. cpu is counted in
+// millicores against the divisor's. A container or resource the pod does
+// not have is an error wrapping ErrInvalidSpec.
+func ResourceFieldValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFieldSelector, allocatable corev1.ResourceList) (string, error) {
 	target := c
-	if ref.ContainerName != "" {
+	if ref.ContainerName != "" || c == nil {
 		target = plan.SpecContainer(pod, ref.ContainerName)
 		if target == nil {
-			return "", fmt.Errorf("resourceFieldRef: container %q: %w", ref.ContainerName, errdefs.ErrInvalidSpec)
+			return "", fmt.Errorf("resourceFieldRef: container %q not found: %w", ref.ContainerName, errdefs.ErrInvalidSpec)
+		}
+	}
+	limits := maps.Clone(target.Resources.Limits)
+	if limits == nil {
+		limits = corev1.ResourceList{}
+	}
+	// Hugepages are never overcommitted, so they are not defaulted.
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+		if q, ok := limits[name]; !ok || q.IsZero() {
+			if a, ok := allocatable[name]; ok {
+				limits[name] = a.DeepCopy()
+			}
 		}
 	}
 	divisor := ref.Divisor
 	if divisor.IsZero() {
 		divisor = resource.MustParse("1")
 	}
-	var q resource.Quantity
-	switch ref.Resource {
-	case "limits.cpu", "limits.memory", "limits.ephemeral-storage":
-		name := corev1.ResourceName(strings.TrimPrefix(ref.Resource, "limits."))
-		var ok bool
-		if q, ok = target.Resources.Limits[name]; !ok || q.IsZero() {
-			q = opts.NodeAllocatable[name]
-		}
-	case "requests.cpu", "requests.memory", "requests.ephemeral-storage":
-		q = target.Resources.Requests[corev1.ResourceName(strings.TrimPrefix(ref.Resource, "requests."))]
-	default:
+	kind, name, _ := strings.Cut(ref.Resource, ".")
+	list := map[string]corev1.ResourceList{"limits": limits, "requests": target.Resources.Requests}[kind]
+	rn := corev1.ResourceName(name)
+	switch {
+	case list == nil && kind != "requests":
 		return "", fmt.Errorf("resourceFieldRef: unsupported resource %q: %w", ref.Resource, errdefs.ErrInvalidSpec)
-	}
-	if strings.HasSuffix(ref.Resource, ".cpu") {
+	case rn == corev1.ResourceCPU:
+		q := list[rn]
 		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
+	case rn == corev1.ResourceMemory, rn == corev1.ResourceEphemeralStorage, strings.HasPrefix(name, corev1.ResourceHugePagesPrefix):
+		q := list[rn]
+		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
 	}
-	return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
+	return "", fmt.Errorf("resourceFieldRef: unsupported resource %q: %w", ref.Resource, errdefs.ErrInvalidSpec)
 }

@@ -8,7 +8,7 @@ import (
 
 // ReferencedObjects returns the ConfigMaps and Secrets of cms and secrets
 // that pod refers to — in any container's env and envFrom, in configMap
-// and secret volumes, in imagePullSecrets — matched as the configs and
+// and secret volumes and projected sources, in imagePullSecrets — matched as the configs and
 // the syncer match them (by name, in the pod's namespace or with none).
 // What else a request carried is not the pod's to keep: a pod's stored
 // record holds only what it can use.
@@ -23,6 +23,16 @@ func ReferencedObjects(pod *corev1.Pod, cms []*corev1.ConfigMap, secrets []*core
 		}
 		if v.Secret != nil {
 			secretNames[v.Secret.SecretName] = true
+		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.ConfigMap != nil {
+					cmNames[src.ConfigMap.Name] = true
+				}
+				if src.Secret != nil {
+					secretNames[src.Secret.Name] = true
+				}
+			}
 		}
 	}
 	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {

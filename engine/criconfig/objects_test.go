@@ -21,6 +21,10 @@ func TestReferencedObjects(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{
 		{Name: "a", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "vol-cm"}}}},
 		{Name: "b", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "vol-secret"}}},
+		{Name: "c", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "proj-cm"}}},
+			{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "proj-secret"}}},
+		}}}},
 	}
 	pod.Spec.InitContainers = []corev1.Container{{Name: "init", EnvFrom: []corev1.EnvFromSource{
 		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "init-cm"}}}}}}
@@ -36,9 +40,9 @@ func TestReferencedObjects(t *testing.T) {
 	sec := func(ns, name string) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	}
-	cms := []*corev1.ConfigMap{cm("shop", "vol-cm"), cm("", "init-cm"), cm("shop", "key-cm"), cm("shop", "unused"), cm("other", "vol-cm"), nil}
+	cms := []*corev1.ConfigMap{cm("shop", "vol-cm"), cm("", "init-cm"), cm("shop", "key-cm"), cm("shop", "unused"), cm("other", "vol-cm"), nil, cm("shop", "proj-cm")}
 	secrets := []*corev1.Secret{sec("shop", "pull"), sec("shop", "vol-secret"), sec("shop", "from-secret"), sec("", "key-secret"),
-		sec("shop", "unused"), sec("other", "pull")}
+		sec("shop", "unused"), sec("other", "pull"), sec("shop", "proj-secret")}
 	gotCMs, gotSecrets := criconfig.ReferencedObjects(pod, cms, secrets)
 	var names []string
 	for _, c := range gotCMs {
@@ -47,8 +51,8 @@ func TestReferencedObjects(t *testing.T) {
 	for _, s := range gotSecrets {
 		names = append(names, "secret "+s.Namespace+"/"+s.Name)
 	}
-	want := []string{"cm shop/vol-cm", "cm /init-cm", "cm shop/key-cm",
-		"secret shop/pull", "secret shop/vol-secret", "secret shop/from-secret", "secret /key-secret"}
+	want := []string{"cm shop/vol-cm", "cm /init-cm", "cm shop/key-cm", "cm shop/proj-cm",
+		"secret shop/pull", "secret shop/vol-secret", "secret shop/from-secret", "secret /key-secret", "secret shop/proj-secret"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("referenced objects (-want +got):\n%s", diff)
 	}

@@ -25,6 +25,9 @@ var (
 	ErrTerminating = fmt.Errorf("pod is terminating: %w", ErrConflict)
 	// ErrRuntimeUnavailable reports that the container runtime did not answer.
 	ErrRuntimeUnavailable = errors.New("container runtime unavailable")
+	// ErrVolumeInUse reports a named volume that a pod of the node names,
+	// which cannot be removed.
+	ErrVolumeInUse = errors.New("volume in use")
 )
 
 // InvalidSpec marks each non-nil error of errs (validation's path checks,

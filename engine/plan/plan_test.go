@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -1036,4 +1037,79 @@ func TestChangedFieldsContainerFields(t *testing.T) {
 			t.Error("ContainerHash changed with a grpc probe")
 		}
 	})
+}
+
+// TestChangedFieldsNewVolumeSources: a change in any field of a
+// downwardAPI, projected, persistentVolumeClaim or image volume the
+// container mounts, or of an env resourceFieldRef, changes its hash and
+// is named (volumes[name], env[NAME]), so PlanPod shows it. A change of
+// what a downwardAPI file shows (the pod's labels) is not: the files are
+// swapped in place.
+func TestChangedFieldsNewVolumeSources(t *testing.T) {
+	base := func() *corev1.Pod {
+		pod := plantest.BasePod()
+		pod.Spec.Volumes = []corev1.Volume{
+			{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{DefaultMode: ptr.To[int32](0o644), Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels"}},
+				{Path: "cpu", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "app", Resource: "limits.cpu", Divisor: resource.MustParse("1m")}},
+			}}}},
+			{Name: "all", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptr.To[int32](0o644), Sources: []corev1.VolumeProjection{
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}, Items: []corev1.KeyToPath{{Key: "k", Path: "k"}}}},
+				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Optional: ptr.To(false)}},
+				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}}},
+			}}}},
+			{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+			{Name: "model", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "model:1", PullPolicy: corev1.PullIfNotPresent}}},
+		}
+		c := &pod.Spec.Containers[0]
+		for _, v := range pod.Spec.Volumes {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: "/" + v.Name})
+		}
+		c.Env = []corev1.EnvVar{{Name: "CPU", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}}}
+		return pod
+	}
+	tests := []struct {
+		name   string
+		mutate func(*corev1.Pod)
+		want   []string
+	}{
+		{"downwardAPI defaultMode", func(p *corev1.Pod) { p.Spec.Volumes[0].DownwardAPI.DefaultMode = ptr.To[int32](0o600) }, []string{"volumes[info]"}},
+		{"downwardAPI item path", func(p *corev1.Pod) { p.Spec.Volumes[0].DownwardAPI.Items[0].Path = "l" }, []string{"volumes[info]"}},
+		{"downwardAPI item mode", func(p *corev1.Pod) { p.Spec.Volumes[0].DownwardAPI.Items[0].Mode = ptr.To[int32](0o400) }, []string{"volumes[info]"}},
+		{"downwardAPI fieldPath", func(p *corev1.Pod) {
+			p.Spec.Volumes[0].DownwardAPI.Items[0].FieldRef.FieldPath = "metadata.annotations"
+		}, []string{"volumes[info]"}},
+		{"downwardAPI resource divisor", func(p *corev1.Pod) {
+			p.Spec.Volumes[0].DownwardAPI.Items[1].ResourceFieldRef.Divisor = resource.MustParse("1")
+		}, []string{"volumes[info]"}},
+		{"downwardAPI resource", func(p *corev1.Pod) { p.Spec.Volumes[0].DownwardAPI.Items[1].ResourceFieldRef.Resource = "requests.cpu" }, []string{"volumes[info]"}},
+		{"projected defaultMode", func(p *corev1.Pod) { p.Spec.Volumes[1].Projected.DefaultMode = ptr.To[int32](0o400) }, []string{"volumes[all]"}},
+		{"projected configMap item", func(p *corev1.Pod) { p.Spec.Volumes[1].Projected.Sources[0].ConfigMap.Items[0].Path = "x" }, []string{"volumes[all]"}},
+		{"projected secret optional", func(p *corev1.Pod) { p.Spec.Volumes[1].Projected.Sources[1].Secret.Optional = ptr.To(true) }, []string{"volumes[all]"}},
+		{"projected downwardAPI", func(p *corev1.Pod) {
+			p.Spec.Volumes[1].Projected.Sources[2].DownwardAPI.Items[0].FieldRef.FieldPath = "metadata.uid"
+		}, []string{"volumes[all]"}},
+		{"claimName", func(p *corev1.Pod) { p.Spec.Volumes[2].PersistentVolumeClaim.ClaimName = "other" }, []string{"volumes[data]"}},
+		{"claim readOnly", func(p *corev1.Pod) { p.Spec.Volumes[2].PersistentVolumeClaim.ReadOnly = true }, []string{"volumes[data]"}},
+		{"image reference", func(p *corev1.Pod) { p.Spec.Volumes[3].Image.Reference = "model:2" }, []string{"volumes[model]"}},
+		{"image pullPolicy", func(p *corev1.Pod) { p.Spec.Volumes[3].Image.PullPolicy = corev1.PullAlways }, []string{"volumes[model]"}},
+		{"env resourceFieldRef", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env[0].ValueFrom.ResourceFieldRef.Divisor = resource.MustParse("1m")
+		}, []string{"env[CPU]"}},
+		{"the labels a downwardAPI file shows", func(p *corev1.Pod) { p.Labels = map[string]string{"tier": "gold"} }, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := base()
+			changed := pod.DeepCopy()
+			tt.mutate(changed)
+			got := plan.ChangedFields(plan.NewContainerSpec(pod, &pod.Spec.Containers[0]), plan.NewContainerSpec(changed, &changed.Spec.Containers[0]))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ChangedFields (-want +got):\n%s", diff)
+			}
+			if same := plan.ContainerHash(pod, &pod.Spec.Containers[0]) == plan.ContainerHash(changed, &changed.Spec.Containers[0]); same != (tt.want == nil) {
+				t.Errorf("hash unchanged: %v, want %v", same, tt.want == nil)
+			}
+		})
+	}
 }

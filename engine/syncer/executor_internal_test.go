@@ -1,12 +1,8 @@
 package syncer
 
 import (
-	"os"
-	"path/filepath"
-	"slices"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -57,38 +53,5 @@ func TestRegistryMatches(t *testing.T) {
 		if got := registryMatches(tc.key, host, repo); got != tc.want {
 			t.Errorf("registryMatches(%q, %q) = %v, want %v", tc.key, tc.image, got, tc.want)
 		}
-	}
-}
-
-func TestWriteVolumeFiles(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "vol")
-	list := func() []string {
-		var out []string
-		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				rel, _ := filepath.Rel(dir, p)
-				fi, _ := d.Info()
-				b, _ := os.ReadFile(p)
-				out = append(out, rel+"="+string(b)+" "+fi.Mode().Perm().String())
-			}
-			return nil
-		})
-		slices.Sort(out)
-		return out
-	}
-	if err := writeVolumeFiles(dir, map[string]volumeFile{"a": {[]byte("1"), 0o644}, "d/b": {[]byte("2"), 0o600}}); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"a=1 -rw-r--r--", "d/b=2 -rw-------"}, list()); diff != "" {
-		t.Errorf("files (-want +got):\n%s", diff)
-	}
-	if err := writeVolumeFiles(dir, map[string]volumeFile{"a": {[]byte("3"), 0o644}}); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"a=3 -rw-r--r--"}, list()); diff != "" {
-		t.Errorf("files after update (-want +got):\n%s", diff)
-	}
-	if err := writeVolumeFiles(dir, map[string]volumeFile{"../escape": {[]byte("x"), 0o644}}); err == nil {
-		t.Error("a path leaving the volume was written")
 	}
 }

@@ -352,3 +352,65 @@ func runtimeHandler(pod *corev1.Pod) string {
 	}
 	return ""
 }
+
+// ensureImageVolumes pulls, by their pull policies, the images of the
+// image volumes c mounts, as the kubelet's getImageVolumes does before it
+// creates the containers, and returns their references (IDs) by volume
+// name. A runtime that cannot mount image volumes (criconfig.
+// ImageVolumesSupport, from its CRI Version) is refused with reason
+// CreateContainerConfigError and a message saying so; a failed pull is the
+// container's image failure (ErrImagePull, ImagePullBackOff).
+func (p *pass) ensureImageVolumes(ctx context.Context, c *corev1.Container, sbConfig *runtimeapi.PodSandboxConfig) (map[string]string, *imageFailure) {
+	var out map[string]string
+	for _, m := range c.VolumeMounts {
+		i := slices.IndexFunc(p.pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
+		if i < 0 || p.pod.Spec.Volumes[i].Image == nil {
+			continue
+		}
+		v := &p.pod.Spec.Volumes[i]
+		if _, done := out[v.Name]; done {
+			continue
+		}
+		if ok, why := p.s.imageVolumesSupported(ctx); !ok {
+			return nil, &imageFailure{reason: ReasonCreateContainerConfigErr, message: fmt.Sprintf("image volume %q: %s", v.Name, why),
+				err: fmt.Errorf("image volume %q: %s: %w", v.Name, why, errdefs.ErrInvalidSpec)}
+		}
+		ref, _, _, f := p.ensureImage(ctx, &corev1.Container{Name: c.Name, Image: v.Image.Reference, ImagePullPolicy: v.Image.PullPolicy}, sbConfig)
+		if f != nil {
+			return nil, f
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[v.Name] = ref
+	}
+	return out, nil
+}
+
+// versioner is the runtime's CRI Version, an optional capability of a
+// Runtime (the remote runtime and the fake have it).
+type versioner interface {
+	Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error)
+}
+
+// imageVolumesSupported asks the runtime's version whether it mounts
+// image volumes (criconfig.ImageVolumesSupport); an answer is kept, a
+// failed call is asked again next time.
+func (s *Syncer) imageVolumesSupported(ctx context.Context) (bool, string) {
+	s.imageVolumes.mu.Lock()
+	defer s.imageVolumes.mu.Unlock()
+	if s.imageVolumes.known {
+		return s.imageVolumes.ok, s.imageVolumes.why
+	}
+	v, ok := s.rt.(versioner)
+	if !ok {
+		return false, "the container runtime does not say its version, so podsync cannot tell whether it supports image volumes"
+	}
+	resp, err := v.Version(ctx, "v1")
+	if err != nil {
+		return false, fmt.Sprintf("the container runtime's version could not be read (%v), so podsync cannot tell whether it supports image volumes", err)
+	}
+	s.imageVolumes.known = true
+	s.imageVolumes.ok, s.imageVolumes.why = criconfig.ImageVolumesSupport(resp.GetRuntimeName(), resp.GetRuntimeVersion())
+	return s.imageVolumes.ok, s.imageVolumes.why
+}

@@ -53,7 +53,19 @@ func (s *Syncer) resolveMount(pod *corev1.Pod, m criconfig.MountSource) (criconf
 	}
 	defer func() { _ = unix.Close(fd) }()
 	if m.SubPath != "" {
-		sub, err := openSubPath(fd, m.SubPath)
+		subPath := m.SubPath
+		if criconfig.IsFileVolume(m.Volume) {
+			// The atomic writer's user-visible names are links into
+			// ..data: resolve the subPath in the directory ..data names,
+			// as the kubelet's subPath of such a volume does (it does not
+			// follow later updates either).
+			ts := currentTsDir(fd)
+			if ts == "" {
+				return criconfig.ResolvedMount{}, fmt.Errorf("subPath %q: the volume's files are not written", m.SubPath)
+			}
+			subPath = filepath.Join(ts, subPath)
+		}
+		sub, err := openSubPath(fd, subPath)
 		if err != nil {
 			return criconfig.ResolvedMount{}, err
 		}

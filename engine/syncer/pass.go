@@ -217,6 +217,7 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 		// upstream).
 		p.resize(ctx, actions.Resize, actions.Sandbox.ID)
 		p.backOffSteps(actions.BackOff, nil)
+		p.refreshFileVolumes(actions)
 		return
 	}
 	if ctx.Err() != nil {
@@ -236,6 +237,22 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 // SyncPod), creates the sandbox if the plan says so (step 4) and builds the
 // sandbox config the containers are created with. It reports false when a
 // step failed or ctx ended.
+// refreshFileVolumes renders and writes, in a pass that starts nothing,
+// the files of the running pod's configMap, secret, downwardAPI and
+// projected volumes, as the kubelet's volume manager remounts them every
+// sync period: a change (the pod's labels a downwardAPI file shows, an
+// object's data) is swapped in atomically, unchanged files are not
+// written. A failure is a MountVolumes step; the pass goes on.
+func (p *pass) refreshFileVolumes(actions plan.PodActions) {
+	if p.terminationRequested || actions.KillPod || actions.Sandbox.ID == "" || p.pod.DeletionTimestamp != nil {
+		return
+	}
+	if err := p.s.refreshFileVolumes(p.pod, p.in); err != nil {
+		p.rec.add(StepResult{Action: ActionMountVolumes, Target: plan.PodString(p.pod), Err: err, Reason: ReasonFailedMount,
+			Message: fmt.Sprintf("Unable to attach or mount volumes: %v", err), Start: p.s.clock.Now()})
+	}
+}
+
 func (p *pass) prepareSandbox(ctx context.Context, d plan.SandboxDecision) (sandboxRef, bool) {
 	// Volumes (the kubelet mounts them before SyncPod).
 	if err := p.s.setupVolumes(p.pod, p.in, d.Create); err != nil {
@@ -470,6 +487,15 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.Contain
 	if err := p.verifyRunAsNonRoot(ctx, c, imageRef, img); err != nil {
 		return fail(ReasonCreateContainerConfigErr, err.Error(), err)
 	}
+	imageVolumes, ifail := p.ensureImageVolumes(ctx, c, sb.config)
+	if ifail != nil && ifail.reason == plan.ReasonImagePullBackOff {
+		p.backOffSteps([]plan.ContainerAction{{Name: c.Name, Attempt: a.Attempt, Reason: ifail.reason,
+			Message: ifail.message, NextAttempt: ifail.until}}, &sb)
+		return false
+	}
+	if ifail != nil {
+		return fail(ifail.reason, ifail.message, ifail.err)
+	}
 
 	// Step 2: the container. A container the runtime has no instance of
 	// continues the numbering of its logs.
@@ -478,7 +504,7 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.Contain
 		restartCount = max(restartCount, p.s.restartCountFromLogDir(p.pod, c.Name))
 	}
 	step.Attempt = uint32(restartCount)
-	cfg, err := p.containerConfig(c, restartCount, imageRef, sb.ips)
+	cfg, err := p.containerConfig(c, restartCount, imageRef, sb.ips, imageVolumes)
 	if err != nil {
 		return fail(ReasonCreateContainerConfigErr, err.Error(), err)
 	}
@@ -571,7 +597,7 @@ func (p *pass) postStart(ctx context.Context, c *corev1.Container, id string, sb
 // containerConfig writes the files the container mounts (/etc/hosts, its
 // termination message file) and builds its CRI config, as the kubelet's
 // generateContainerConfig.
-func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef string, podIPs []string) (*runtimeapi.ContainerConfig, error) {
+func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef string, podIPs []string, imageVolumes map[string]string) (*runtimeapi.ContainerConfig, error) {
 	if len(podIPs) > 0 {
 		if err := p.s.ensureHostsFile(p.pod, podIPs); err != nil {
 			return nil, fmt.Errorf("write hosts file: %w", err)
@@ -587,7 +613,7 @@ func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef
 	}
 	return criconfig.ContainerConfig(criconfig.ContainerConfigInput{
 		Pod: p.pod, Container: c, RestartCount: restartCount, ImageRef: imageRef, PodIPs: podIPs,
-		ConfigMaps: p.in.ConfigMaps, Secrets: p.in.Secrets,
+		ConfigMaps: p.in.ConfigMaps, Secrets: p.in.Secrets, ImageVolumes: imageVolumes,
 		ResolveMount: func(m criconfig.MountSource) (criconfig.ResolvedMount, error) { return p.s.resolveMount(p.pod, m) },
 	}, p.s.cfg)
 }

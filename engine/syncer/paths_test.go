@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/validation"
 )
@@ -131,49 +132,86 @@ func TestResolveSubPath(t *testing.T) {
 	}
 }
 
-// TestWriteVolumeFilesDoesNotFollowSymlinks: a link planted in a
-// configMap or secret volume is replaced or refused, never written
-// through, and what it points at is left alone.
-func TestWriteVolumeFilesDoesNotFollowSymlinks(t *testing.T) {
+// TestWriteAtomicDoesNotFollowSymlinks: a link planted in a volume of
+// files — where a user-visible name, "..data", "..data_tmp" or a
+// directory goes — is replaced or refused, never written through, and
+// what it points at is left alone.
+func TestWriteAtomicDoesNotFollowSymlinks(t *testing.T) {
 	out, outFile := outside(t)
+	unchanged := func() {
+		t.Helper()
+		if b, _ := os.ReadFile(outFile); string(b) != "root:x:0:0" {
+			t.Errorf("a file outside the volume was written: %q", b)
+		}
+		if entries, _ := os.ReadDir(out); len(entries) != 1 {
+			t.Errorf("the directory outside the volume changed: %v", entries)
+		}
+	}
 	dir := filepath.Join(t.TempDir(), "vol")
 	symlink(t, outFile, filepath.Join(dir, "key"))
 	symlink(t, out, filepath.Join(dir, "sub"))
+	symlink(t, out, filepath.Join(dir, "..data"))
+	symlink(t, out, filepath.Join(dir, "..data_tmp"))
 
-	// A link where a file goes is replaced by the file.
-	if err := writeVolumeFiles(dir, map[string]volumeFile{"key": {[]byte("secret"), 0o600}}); err != nil {
+	// Links where user-visible names and the writer's go are replaced.
+	files := map[string]criconfig.VolumeFile{"key": {Data: []byte("secret"), Mode: 0o600}, "sub/passwd": {Data: []byte("pwned"), Mode: 0o644}}
+	if err := writeAtomic(dir, files); err != nil {
 		t.Fatal(err)
 	}
-	if fi, err := os.Lstat(filepath.Join(dir, "key")); err != nil || !fi.Mode().IsRegular() {
-		t.Errorf("key is not a regular file: %v %v", fi, err)
+	unchanged()
+	for name, want := range map[string]string{"key": "..data/key", "sub": "..data/sub"} {
+		if got, err := os.Readlink(filepath.Join(dir, name)); err != nil || got != want {
+			t.Errorf("%s links to %q (%v), want %q", name, got, err, want)
+		}
 	}
-	if b, _ := os.ReadFile(outFile); string(b) != "root:x:0:0" {
-		t.Errorf("the link's target was written: %q", b)
+	ts, err := os.Readlink(filepath.Join(dir, "..data"))
+	if err != nil || !isTsDirName(ts) {
+		t.Fatalf("..data links to %q (%v)", ts, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "sub", "passwd")); err != nil || string(b) != "pwned" {
+		t.Errorf("sub/passwd = %q, %v", b, err)
 	}
 
-	// A link where a directory goes is refused.
-	symlink(t, out, filepath.Join(dir, "sub"))
-	err := writeVolumeFiles(dir, map[string]volumeFile{"sub/passwd": {[]byte("pwned"), 0o644}})
-	if !errors.Is(err, errdefs.ErrInvalidSpec) {
-		t.Errorf("write through a linked directory = %v, want errdefs.ErrInvalidSpec", err)
+	// "..data" pointing at a timestamped-looking link out of the volume
+	// is not trusted: the files are written to a new directory.
+	if err := os.RemoveAll(filepath.Join(dir, ts)); err != nil {
+		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(outFile); string(b) != "root:x:0:0" {
-		t.Errorf("a file outside the volume was written: %q", b)
+	symlink(t, out, filepath.Join(dir, ts))
+	if err := writeAtomic(dir, files); err != nil {
+		t.Fatal(err)
 	}
-	if entries, _ := os.ReadDir(out); len(entries) != 1 {
-		t.Errorf("the directory outside the volume changed: %v", entries)
+	unchanged()
+	if now, _ := os.Readlink(filepath.Join(dir, "..data")); now == ts {
+		t.Errorf("..data still names the planted link %q", ts)
+	}
+
+	// A link planted below a directory of the timestamped directory is
+	// refused when reading, so the content is written afresh.
+	ts, _ = os.Readlink(filepath.Join(dir, "..data"))
+	if err := os.Remove(filepath.Join(dir, ts, "sub", "passwd")); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, outFile, filepath.Join(dir, ts, "sub", "passwd"))
+	if err := writeAtomic(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	unchanged()
+	if b, err := os.ReadFile(filepath.Join(dir, "sub", "passwd")); err != nil || string(b) != "pwned" {
+		t.Errorf("sub/passwd = %q, %v", b, err)
 	}
 
 	// The volume directory itself may not be a link.
 	linked := filepath.Join(t.TempDir(), "linked")
 	symlink(t, out, linked)
-	if err := writeVolumeFiles(linked, map[string]volumeFile{"x": {[]byte("x"), 0o644}}); err == nil {
+	if err := writeAtomic(linked, map[string]criconfig.VolumeFile{"x": {Data: []byte("x"), Mode: 0o644}}); err == nil {
 		t.Error("a volume directory that is a link was written")
 	}
+	unchanged()
 
 	// Paths are compared clean: "./a" is kept, not removed as stale.
 	clean := t.TempDir()
-	if err := writeVolumeFiles(clean, map[string]volumeFile{"./a": {[]byte("1"), 0o644}, "d//b": {[]byte("2"), 0o644}}); err != nil {
+	if err := writeAtomic(clean, map[string]criconfig.VolumeFile{"./a": {Data: []byte("1"), Mode: 0o644}, "d//b": {Data: []byte("2"), Mode: 0o644}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"a", "d/b"} {
@@ -181,9 +219,13 @@ func TestWriteVolumeFilesDoesNotFollowSymlinks(t *testing.T) {
 			t.Errorf("%s: %v", p, err)
 		}
 	}
-	for _, bad := range []string{"../x", "/etc/x", "a\x00", ""} {
-		if err := writeVolumeFiles(clean, map[string]volumeFile{bad: {[]byte("x"), 0o644}}); !errors.Is(err, errdefs.ErrInvalidSpec) {
+	for _, bad := range []string{"../x", "/etc/x", "a\x00", "", "..data", "..data/x"} {
+		if err := writeAtomic(clean, map[string]criconfig.VolumeFile{bad: {Data: []byte("x"), Mode: 0o644}}); !errors.Is(err, errdefs.ErrInvalidSpec) {
 			t.Errorf("path %q: %v, want errdefs.ErrInvalidSpec", bad, err)
 		}
+	}
+	// A file that is also a directory is refused.
+	if err := writeAtomic(clean, map[string]criconfig.VolumeFile{"f": {Data: []byte("x"), Mode: 0o644}, "f/g": {Data: []byte("y"), Mode: 0o644}}); !errors.Is(err, errdefs.ErrInvalidSpec) {
+		t.Errorf("file and directory f: %v, want errdefs.ErrInvalidSpec", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -121,6 +122,13 @@ type Syncer struct {
 	obs     Observer
 	// hostPaths is SyncerOptions.HostPaths.
 	hostPaths admit.Policy
+	// imageVolumes is whether the runtime mounts image volumes, once its
+	// version was read.
+	imageVolumes struct {
+		mu        sync.Mutex
+		known, ok bool
+		why       string
+	}
 }
 
 // NewSyncer returns a Syncer. It fails with ErrInvalidSpec if Runtime or

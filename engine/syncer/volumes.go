@@ -4,18 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/engine/criconfig"
@@ -30,25 +25,26 @@ const etcHostsPath = "/etc/hosts"
 // the kubelet's makePodDataDirs and volume manager do for the volume types
 // podsync supports: emptyDir directories (mode 0777), hostPath type checks
 // and the *OrCreate types (beneath the allowed prefix: mounts.go), and the
-// files of configMap and secret volumes.
+// files of configMap, secret, downwardAPI and projected volumes, rendered
+// every pass (criconfig.VolumeFiles) and written by the atomic writer
+// (writeAtomic: a change, such as of the labels a downwardAPI file shows,
+// is swapped in whole; unchanged files are not written).
 // It returns an error wrapping ErrNotFound for a missing ConfigMap, Secret
 // or key that is not optional, ErrInvalidSpec for a hostPath of the wrong
 // type.
 //
-// Secret volumes and emptyDir volumes of medium Memory are tmpfs mounts
-// (setupTmpfs), sized as the kubelet sizes them (criconfig.TmpfsSize);
-// RemovePod unmounts them. newSandbox says that the pass creates the
-// pod's sandbox: no container of the pod runs.
-//
-// NOTE(podsync): configMap and secret files are replaced one by one
-// (renamed into place, never written through a symbolic link) rather than
-// through the kubelet's atomic ..data symlink swap.
+// Secret, downwardAPI and projected volumes and emptyDir volumes of
+// medium Memory are tmpfs mounts (setupTmpfs), as the kubelet's plugins
+// wrap a memory emptyDir, sized as the kubelet sizes them
+// (criconfig.TmpfsSize); RemovePod unmounts them. newSandbox says that
+// the pass creates the pod's sandbox: no container of the pod runs.
 func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput, newSandbox bool) error {
 	for _, dir := range []string{criconfig.PodDir(pod, s.cfg), filepath.Join(criconfig.PodDir(pod, s.cfg), "volumes"), filepath.Join(criconfig.PodDir(pod, s.cfg), "containers")} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return fmt.Errorf("create pod directory: %w", err)
 		}
 	}
+	files := criconfig.VolumeFilesInput{Pod: pod, ConfigMaps: in.ConfigMaps, Secrets: in.Secrets}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		var err error
@@ -62,21 +58,10 @@ func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput, newSandbox bool) er
 			}
 		case v.HostPath != nil:
 			err = s.checkHostPathVolume(v.HostPath)
-		case v.ConfigMap != nil:
-			var files map[string]volumeFile
-			if files, err = configMapFiles(pod, v.ConfigMap, in.ConfigMaps); err == nil {
-				err = writeVolumeFiles(criconfig.VolumeDir(pod, criconfig.VolumePluginConfigMap, v.Name, s.cfg), files)
-			}
-		case v.Secret != nil:
-			var files map[string]volumeFile
-			dir := criconfig.VolumeDir(pod, criconfig.VolumePluginSecret, v.Name, s.cfg)
-			if files, err = secretFiles(pod, v.Secret, in.Secrets); err == nil {
-				// A memory emptyDir without a size limit, as the
-				// kubelet's secret plugin wraps one.
-				if err = setupTmpfs(tmpfsVolume{dir: dir, size: criconfig.TmpfsSize(pod, nil, s.cfg), mode: 0o755, secret: true}, newSandbox); err == nil {
-					err = writeVolumeFiles(dir, files)
-				}
-			}
+		case criconfig.IsFileVolume(v):
+			err = s.setupFileVolume(pod, v, files, newSandbox)
+		case v.PersistentVolumeClaim != nil:
+			err = s.setupClaimVolume(v.PersistentVolumeClaim.ClaimName)
 		}
 		if err != nil {
 			return fmt.Errorf("volume %q: %w", v.Name, err)
@@ -85,229 +70,66 @@ func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput, newSandbox bool) er
 	return nil
 }
 
-// volumeFile is one file of a configMap or secret volume.
-type volumeFile struct {
-	data []byte
-	mode os.FileMode
-}
-
-// projectFiles is the kubelet's MakePayload: every key, or the listed
-// items, with their modes.
-func projectFiles(data map[string][]byte, items []corev1.KeyToPath, defaultMode *int32, optional bool, what string) (map[string]volumeFile, error) {
-	mode := os.FileMode(corev1.ConfigMapVolumeSourceDefaultMode)
-	if defaultMode != nil {
-		mode = os.FileMode(*defaultMode)
-	}
-	out := map[string]volumeFile{}
-	if len(items) == 0 {
-		for k, v := range data {
-			out[k] = volumeFile{data: v, mode: mode}
-		}
-		return out, nil
-	}
-	for _, it := range items {
-		v, ok := data[it.Key]
-		if !ok {
-			if optional {
-				continue
+// refreshFileVolumes writes the files of the pod's configMap, secret,
+// downwardAPI and projected volumes (setupFileVolume) for a pod whose
+// containers run.
+func (s *Syncer) refreshFileVolumes(pod *corev1.Pod, in SyncInput) error {
+	files := criconfig.VolumeFilesInput{Pod: pod, ConfigMaps: in.ConfigMaps, Secrets: in.Secrets}
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		if v := &pod.Spec.Volumes[i]; criconfig.IsFileVolume(v) {
+			if err := s.setupFileVolume(pod, v, files, false); err != nil {
+				errs = append(errs, fmt.Errorf("volume %q: %w", v.Name, err))
 			}
-			return nil, fmt.Errorf("configure %s: key %q not found: %w", what, it.Key, errdefs.ErrNotFound)
 		}
-		m := mode
-		if it.Mode != nil {
-			m = os.FileMode(*it.Mode)
-		}
-		out[it.Path] = volumeFile{data: v, mode: m}
 	}
-	return out, nil
+	return errors.Join(errs...)
 }
 
-func configMapFiles(pod *corev1.Pod, src *corev1.ConfigMapVolumeSource, cms []*corev1.ConfigMap) (map[string]volumeFile, error) {
-	optional := src.Optional != nil && *src.Optional
-	cm := criconfig.FindConfigMap(cms, pod.Namespace, src.Name)
-	if cm == nil {
-		if optional {
-			return map[string]volumeFile{}, nil
-		}
-		return nil, fmt.Errorf("configmap %s/%s: %w", pod.Namespace, src.Name, errdefs.ErrNotFound)
-	}
-	data := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
-	for k, v := range cm.Data {
-		data[k] = []byte(v)
-	}
-	maps.Copy(data, cm.BinaryData)
-	return projectFiles(data, src.Items, src.DefaultMode, optional, "configmap "+pod.Namespace+"/"+src.Name)
-}
-
-func secretFiles(pod *corev1.Pod, src *corev1.SecretVolumeSource, secrets []*corev1.Secret) (map[string]volumeFile, error) {
-	optional := src.Optional != nil && *src.Optional
-	sec := criconfig.FindSecret(secrets, pod.Namespace, src.SecretName)
-	if sec == nil {
-		if optional {
-			return map[string]volumeFile{}, nil
-		}
-		return nil, fmt.Errorf("secret %s/%s: %w", pod.Namespace, src.SecretName, errdefs.ErrNotFound)
-	}
-	data := maps.Clone(sec.Data)
-	if data == nil {
-		data = map[string][]byte{}
-	}
-	for k, v := range sec.StringData {
-		data[k] = []byte(v)
-	}
-	return projectFiles(data, src.Items, src.DefaultMode, optional, "secret "+pod.Namespace+"/"+src.SecretName)
-}
-
-// writeVolumeFiles makes dir hold exactly files: changed files are
-// written to a temporary file and renamed into place, files no longer
-// wanted are removed. Nothing below dir is followed if it is a symbolic
-// link: every element is opened relative to its parent with O_NOFOLLOW,
-// a file is replaced (renamed over) rather than written through, and a
-// symbolic link or file where a directory belongs is an error wrapping
-// ErrInvalidSpec, so a link planted in the volume cannot redirect a write
-// out of it. dir itself must not be a symbolic link.
-func writeVolumeFiles(dir string, files map[string]volumeFile) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// setupClaimVolume creates the node-local named volume of a
+// persistentVolumeClaim on first use (mode 0777, as an emptyDir's, so
+// that any user of a container may write it), podman kube play's
+// semantics; an existing one is left as it is. Its name, checked by
+// validation, is one path element.
+func (s *Syncer) setupClaimVolume(claim string) error {
+	if err := errdefs.InvalidSpec(validation.CheckFileName("claimName", claim)); err != nil {
 		return err
 	}
-	root, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open volume directory %s: %w", dir, err)
+	root := criconfig.ClaimVolumesRoot(s.cfg)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("create the named volumes' directory: %w", err)
 	}
-	defer func() { _ = unix.Close(root) }()
-	// Paths are compared clean ("./a" is "a"), as the kubelet's
-	// AtomicWriter does.
-	clean := make(map[string]volumeFile, len(files))
-	for _, rel := range slices.Sorted(maps.Keys(files)) {
-		if err := errdefs.InvalidSpec(validation.CheckLocalPath("path", rel)); err != nil {
-			return err
-		}
-		clean[filepath.Clean(rel)] = files[rel]
-	}
-	files = clean
-	for _, rel := range slices.Sorted(maps.Keys(files)) {
-		if err := writeVolumeFile(root, rel, files[rel]); err != nil {
-			return fmt.Errorf("write %q: %w", rel, err)
-		}
-	}
-	// Remove what is no longer wanted, deepest first. WalkDir does not
-	// follow symbolic links, and RemoveAll removes a link, not its target.
-	var stale []string
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() {
-			keep := false
-			for f := range files {
-				keep = keep || strings.HasPrefix(f, rel+string(filepath.Separator))
-			}
-			if !keep {
-				stale = append(stale, p)
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if _, ok := files[rel]; !ok {
-			stale = append(stale, p)
-		}
+	dir := criconfig.ClaimVolumeDir(claim, s.cfg)
+	fi, err := os.Lstat(dir)
+	switch {
+	case err == nil && fi.IsDir():
 		return nil
-	})
+	case err == nil:
+		return fmt.Errorf("named volume %q: %s is not a directory: %w", claim, dir, errdefs.ErrInvalidSpec)
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create named volume %q: %w", claim, err)
+	}
+	return os.Chmod(dir, 0o777)
+}
+
+// setupFileVolume renders and writes the files of a configMap, secret,
+// downwardAPI or projected volume. All but configMap volumes are a tmpfs
+// without a size limit, as the kubelet's plugins wrap a memory emptyDir.
+func (s *Syncer) setupFileVolume(pod *corev1.Pod, v *corev1.Volume, in criconfig.VolumeFilesInput, newSandbox bool) error {
+	files, err := criconfig.VolumeFiles(in, v, s.cfg)
 	if err != nil {
 		return err
 	}
-	for _, p := range stale {
-		if err := os.RemoveAll(p); err != nil {
+	dir := criconfig.VolumeDir(pod, criconfig.VolumePlugin(v), v.Name, s.cfg)
+	if v.ConfigMap == nil {
+		if err := setupTmpfs(tmpfsVolume{dir: dir, size: criconfig.TmpfsSize(pod, nil, s.cfg), mode: 0o755, secret: true}, newSandbox); err != nil {
 			return err
 		}
 	}
-	return nil
-}
-
-// writeVolumeFile writes one file at rel (clean, local) below the
-// directory root without following symbolic links.
-func writeVolumeFile(root int, rel string, f volumeFile) error {
-	parent := root
-	elems := strings.Split(rel, string(filepath.Separator))
-	for _, e := range elems[:len(elems)-1] {
-		fd, err := openDirNoFollow(parent, e)
-		if parent != root {
-			_ = unix.Close(parent)
-		}
-		if err != nil {
-			return err
-		}
-		parent = fd
-	}
-	if parent != root {
-		defer func() { _ = unix.Close(parent) }()
-	}
-	name := elems[len(elems)-1]
-	if same, err := sameFile(parent, name, f); err != nil || same {
-		return err
-	}
-	tmp := fmt.Sprintf(".tmp-%s-%d", name, time.Now().UnixNano())
-	if len(tmp) > validation.MaxFileNameBytes {
-		tmp = fmt.Sprintf(".tmp-%d", time.Now().UnixNano())
-	}
-	fd, err := unix.Openat(parent, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return fmt.Errorf("create temporary file: %w", err)
-	}
-	file := os.NewFile(uintptr(fd), tmp)
-	_, werr := file.Write(f.data)
-	merr := file.Chmod(f.mode.Perm())
-	cerr := file.Close()
-	if err := errors.Join(werr, merr, cerr); err != nil {
-		_ = unix.Unlinkat(parent, tmp, 0)
-		return err
-	}
-	// rename replaces whatever is at name, a symbolic link included,
-	// without following it.
-	if err := unix.Renameat(parent, tmp, parent, name); err != nil {
-		_ = unix.Unlinkat(parent, tmp, 0)
-		return fmt.Errorf("rename into place: %w", err)
-	}
-	return nil
-}
-
-// openDirNoFollow opens (creating it, mode 0755, if missing) the directory
-// name of dirfd, refusing a symbolic link or another kind of file.
-func openDirNoFollow(dirfd int, name string) (int, error) {
-	for range 2 {
-		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		switch {
-		case err == nil:
-			return fd, nil
-		case errors.Is(err, unix.ENOENT):
-			if err := unix.Mkdirat(dirfd, name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
-				return -1, fmt.Errorf("create directory %q: %w", name, err)
-			}
-		case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
-			return -1, fmt.Errorf("%q is a symbolic link or not a directory, which podsync does not follow: %w", name, errdefs.ErrInvalidSpec)
-		default:
-			return -1, fmt.Errorf("open directory %q: %w", name, err)
-		}
-	}
-	return -1, fmt.Errorf("directory %q appeared and vanished while being created: %w", name, unix.ENOENT)
-}
-
-// sameFile reports whether name in dirfd is a regular file (not a link)
-// with f's content and permission bits.
-func sameFile(dirfd int, name string, f volumeFile) (bool, error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false, nil // absent, a link (ELOOP) or unreadable: rewrite it
-	}
-	file := os.NewFile(uintptr(fd), name)
-	defer func() { _ = file.Close() }()
-	fi, err := file.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != f.mode.Perm() || fi.Size() != int64(len(f.data)) {
-		return false, nil
-	}
-	old, err := io.ReadAll(file)
-	return err == nil && bytes.Equal(old, f.data), nil
+	return writeAtomic(dir, files)
 }
 
 // ensureHostsFile writes the pod's /etc/hosts, as the kubelet's

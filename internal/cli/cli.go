@@ -167,7 +167,7 @@ func (a *app) newRoot() *cobra.Command {
 		c.GroupID = "pods"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.newGetCommand(), a.newLogsCommand(), a.newWatchCommand(), a.newNodeCommand()} {
+	for _, c := range []*cobra.Command{a.newGetCommand(), a.newLogsCommand(), a.newWatchCommand(), a.newNodeCommand(), a.newVolumeCommand()} {
 		c.GroupID = "inspect"
 		root.AddCommand(c)
 	}

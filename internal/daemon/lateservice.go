@@ -119,3 +119,19 @@ func (l *lateService) GetContainerLogs(req *podsyncv1.GetContainerLogsRequest, s
 	}
 	return svc.GetContainerLogs(req, s)
 }
+
+func (l *lateService) ListVolumes(ctx context.Context, req *podsyncv1.ListVolumesRequest) (*podsyncv1.ListVolumesResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.ListVolumes(ctx, req)
+}
+
+func (l *lateService) DeleteVolume(ctx context.Context, req *podsyncv1.DeleteVolumeRequest) (*podsyncv1.DeleteVolumeResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.DeleteVolume(ctx, req)
+}

@@ -1479,7 +1479,19 @@ type Volume struct {
 	// config_map projects a ConfigMap sent in the same request.
 	ConfigMap *ConfigMapVolumeSource `protobuf:"bytes,4,opt,name=config_map,json=configMap,proto3" json:"config_map,omitempty"`
 	// secret projects a Secret sent in the same request.
-	Secret        *SecretVolumeSource `protobuf:"bytes,5,opt,name=secret,proto3" json:"secret,omitempty"`
+	Secret *SecretVolumeSource `protobuf:"bytes,5,opt,name=secret,proto3" json:"secret,omitempty"`
+	// downward_api projects fields of the pod into files.
+	DownwardApi *DownwardAPIVolumeSource `protobuf:"bytes,40,opt,name=downward_api,json=downwardAPI,proto3" json:"downward_api,omitempty"`
+	// projected projects ConfigMaps, Secrets and downward API fields into
+	// one directory.
+	Projected *ProjectedVolumeSource `protobuf:"bytes,41,opt,name=projected,proto3" json:"projected,omitempty"`
+	// persistent_volume_claim is a node-local named volume under podsync's
+	// root, created on first use, kept when the pod is deleted and shared by
+	// every pod naming the same claim.
+	PersistentVolumeClaim *PersistentVolumeClaimVolumeSource `protobuf:"bytes,42,opt,name=persistent_volume_claim,json=persistentVolumeClaim,proto3" json:"persistent_volume_claim,omitempty"`
+	// image mounts an OCI image's file system read-only (KEP-4639); the
+	// runtime must support image volumes (containerd 2.x).
+	Image         *ImageVolumeSource `protobuf:"bytes,43,opt,name=image,proto3" json:"image,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1549,6 +1561,637 @@ func (x *Volume) GetSecret() *SecretVolumeSource {
 	return nil
 }
 
+func (x *Volume) GetDownwardApi() *DownwardAPIVolumeSource {
+	if x != nil {
+		return x.DownwardApi
+	}
+	return nil
+}
+
+func (x *Volume) GetProjected() *ProjectedVolumeSource {
+	if x != nil {
+		return x.Projected
+	}
+	return nil
+}
+
+func (x *Volume) GetPersistentVolumeClaim() *PersistentVolumeClaimVolumeSource {
+	if x != nil {
+		return x.PersistentVolumeClaim
+	}
+	return nil
+}
+
+func (x *Volume) GetImage() *ImageVolumeSource {
+	if x != nil {
+		return x.Image
+	}
+	return nil
+}
+
+// DownwardAPIVolumeSource mirrors core/v1 DownwardAPIVolumeSource.
+type DownwardAPIVolumeSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// items are the files. Required.
+	Items []*DownwardAPIVolumeFile `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// default_mode of the files. Default 0644 (420).
+	DefaultMode   *int32 `protobuf:"varint,2,opt,name=default_mode,json=defaultMode,proto3,oneof" json:"default_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DownwardAPIVolumeSource) Reset() {
+	*x = DownwardAPIVolumeSource{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DownwardAPIVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DownwardAPIVolumeSource) ProtoMessage() {}
+
+func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DownwardAPIVolumeSource.ProtoReflect.Descriptor instead.
+func (*DownwardAPIVolumeSource) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *DownwardAPIVolumeSource) GetItems() []*DownwardAPIVolumeFile {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *DownwardAPIVolumeSource) GetDefaultMode() int32 {
+	if x != nil && x.DefaultMode != nil {
+		return *x.DefaultMode
+	}
+	return 0
+}
+
+// DownwardAPIVolumeFile mirrors core/v1 DownwardAPIVolumeFile: one file
+// holding a pod field or a container resource.
+type DownwardAPIVolumeFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// path of the file, relative to the mount point. Required.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// field_ref selects metadata.name, metadata.namespace, metadata.uid,
+	// metadata.labels or metadata.annotations (whole, or ['key']).
+	FieldRef *ObjectFieldSelector `protobuf:"bytes,2,opt,name=field_ref,json=fieldRef,proto3" json:"field_ref,omitempty"`
+	// resource_field_ref selects a container's limits or requests.
+	ResourceFieldRef *ResourceFieldSelector `protobuf:"bytes,3,opt,name=resource_field_ref,json=resourceFieldRef,proto3" json:"resource_field_ref,omitempty"`
+	// mode of the file, such as 0644 (420 in JSON).
+	Mode          *int32 `protobuf:"varint,4,opt,name=mode,proto3,oneof" json:"mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DownwardAPIVolumeFile) Reset() {
+	*x = DownwardAPIVolumeFile{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DownwardAPIVolumeFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DownwardAPIVolumeFile) ProtoMessage() {}
+
+func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DownwardAPIVolumeFile.ProtoReflect.Descriptor instead.
+func (*DownwardAPIVolumeFile) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *DownwardAPIVolumeFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *DownwardAPIVolumeFile) GetFieldRef() *ObjectFieldSelector {
+	if x != nil {
+		return x.FieldRef
+	}
+	return nil
+}
+
+func (x *DownwardAPIVolumeFile) GetResourceFieldRef() *ResourceFieldSelector {
+	if x != nil {
+		return x.ResourceFieldRef
+	}
+	return nil
+}
+
+func (x *DownwardAPIVolumeFile) GetMode() int32 {
+	if x != nil && x.Mode != nil {
+		return *x.Mode
+	}
+	return 0
+}
+
+// ResourceFieldSelector mirrors core/v1 ResourceFieldSelector.
+type ResourceFieldSelector struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// container_name names the container; required in volumes, the
+	// container itself in env when empty.
+	ContainerName string `protobuf:"bytes,1,opt,name=container_name,json=containerName,proto3" json:"container_name,omitempty"`
+	// resource is limits.cpu, limits.memory, limits.ephemeral-storage,
+	// requests.cpu, requests.memory, requests.ephemeral-storage or
+	// limits/requests.hugepages-<size>. Required.
+	Resource string `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	// divisor is a quantity such as "1m" or "1Mi". Default "1".
+	Divisor       string `protobuf:"bytes,3,opt,name=divisor,proto3" json:"divisor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceFieldSelector) Reset() {
+	*x = ResourceFieldSelector{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceFieldSelector) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceFieldSelector) ProtoMessage() {}
+
+func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceFieldSelector.ProtoReflect.Descriptor instead.
+func (*ResourceFieldSelector) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ResourceFieldSelector) GetContainerName() string {
+	if x != nil {
+		return x.ContainerName
+	}
+	return ""
+}
+
+func (x *ResourceFieldSelector) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *ResourceFieldSelector) GetDivisor() string {
+	if x != nil {
+		return x.Divisor
+	}
+	return ""
+}
+
+// ProjectedVolumeSource mirrors core/v1 ProjectedVolumeSource.
+type ProjectedVolumeSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// sources are projected in order. Required.
+	Sources []*VolumeProjection `protobuf:"bytes,1,rep,name=sources,proto3" json:"sources,omitempty"`
+	// default_mode of the files. Default 0644 (420).
+	DefaultMode   *int32 `protobuf:"varint,2,opt,name=default_mode,json=defaultMode,proto3,oneof" json:"default_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProjectedVolumeSource) Reset() {
+	*x = ProjectedVolumeSource{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProjectedVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProjectedVolumeSource) ProtoMessage() {}
+
+func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProjectedVolumeSource.ProtoReflect.Descriptor instead.
+func (*ProjectedVolumeSource) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ProjectedVolumeSource) GetSources() []*VolumeProjection {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+func (x *ProjectedVolumeSource) GetDefaultMode() int32 {
+	if x != nil && x.DefaultMode != nil {
+		return *x.DefaultMode
+	}
+	return 0
+}
+
+// VolumeProjection mirrors core/v1 VolumeProjection: exactly one source.
+type VolumeProjection struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// config_map projects a ConfigMap.
+	ConfigMap *ConfigMapProjection `protobuf:"bytes,1,opt,name=config_map,json=configMap,proto3" json:"config_map,omitempty"`
+	// secret projects a Secret.
+	Secret *SecretProjection `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	// downward_api projects pod fields.
+	DownwardApi   *DownwardAPIProjection `protobuf:"bytes,3,opt,name=downward_api,json=downwardAPI,proto3" json:"downward_api,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeProjection) Reset() {
+	*x = VolumeProjection{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeProjection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeProjection) ProtoMessage() {}
+
+func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeProjection.ProtoReflect.Descriptor instead.
+func (*VolumeProjection) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *VolumeProjection) GetConfigMap() *ConfigMapProjection {
+	if x != nil {
+		return x.ConfigMap
+	}
+	return nil
+}
+
+func (x *VolumeProjection) GetSecret() *SecretProjection {
+	if x != nil {
+		return x.Secret
+	}
+	return nil
+}
+
+func (x *VolumeProjection) GetDownwardApi() *DownwardAPIProjection {
+	if x != nil {
+		return x.DownwardApi
+	}
+	return nil
+}
+
+// ConfigMapProjection mirrors core/v1 ConfigMapProjection.
+type ConfigMapProjection struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name of the ConfigMap. Required.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// items selects keys; all keys when empty.
+	Items []*KeyToPath `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	// optional lets the pod start when the ConfigMap is missing.
+	Optional      *bool `protobuf:"varint,3,opt,name=optional,proto3,oneof" json:"optional,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigMapProjection) Reset() {
+	*x = ConfigMapProjection{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigMapProjection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigMapProjection) ProtoMessage() {}
+
+func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigMapProjection.ProtoReflect.Descriptor instead.
+func (*ConfigMapProjection) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ConfigMapProjection) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ConfigMapProjection) GetItems() []*KeyToPath {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ConfigMapProjection) GetOptional() bool {
+	if x != nil && x.Optional != nil {
+		return *x.Optional
+	}
+	return false
+}
+
+// SecretProjection mirrors core/v1 SecretProjection.
+type SecretProjection struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name of the Secret. Required.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// items selects keys; all keys when empty.
+	Items []*KeyToPath `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	// optional lets the pod start when the Secret is missing.
+	Optional      *bool `protobuf:"varint,3,opt,name=optional,proto3,oneof" json:"optional,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretProjection) Reset() {
+	*x = SecretProjection{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretProjection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretProjection) ProtoMessage() {}
+
+func (x *SecretProjection) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretProjection.ProtoReflect.Descriptor instead.
+func (*SecretProjection) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SecretProjection) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SecretProjection) GetItems() []*KeyToPath {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *SecretProjection) GetOptional() bool {
+	if x != nil && x.Optional != nil {
+		return *x.Optional
+	}
+	return false
+}
+
+// DownwardAPIProjection mirrors core/v1 DownwardAPIProjection.
+type DownwardAPIProjection struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// items are the files.
+	Items         []*DownwardAPIVolumeFile `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DownwardAPIProjection) Reset() {
+	*x = DownwardAPIProjection{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DownwardAPIProjection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DownwardAPIProjection) ProtoMessage() {}
+
+func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DownwardAPIProjection.ProtoReflect.Descriptor instead.
+func (*DownwardAPIProjection) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *DownwardAPIProjection) GetItems() []*DownwardAPIVolumeFile {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// PersistentVolumeClaimVolumeSource mirrors core/v1
+// PersistentVolumeClaimVolumeSource.
+type PersistentVolumeClaimVolumeSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// claim_name names the node-local volume. Required, a DNS-1123
+	// subdomain.
+	ClaimName string `protobuf:"bytes,1,opt,name=claim_name,json=claimName,proto3" json:"claim_name,omitempty"`
+	// read_only mounts the volume read-only in every container.
+	ReadOnly      bool `protobuf:"varint,2,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeClaimVolumeSource) Reset() {
+	*x = PersistentVolumeClaimVolumeSource{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeClaimVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
+
+func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
+	if x != nil {
+		return x.ClaimName
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaimVolumeSource) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+// ImageVolumeSource mirrors core/v1 ImageVolumeSource.
+type ImageVolumeSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// reference of the image. Required.
+	Reference string `protobuf:"bytes,1,opt,name=reference,proto3" json:"reference,omitempty"`
+	// pull_policy is "Always", "IfNotPresent" or "Never". Default: Always
+	// for a ":latest" or untagged reference, else IfNotPresent.
+	PullPolicy    string `protobuf:"bytes,2,opt,name=pull_policy,json=pullPolicy,proto3" json:"pull_policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImageVolumeSource) Reset() {
+	*x = ImageVolumeSource{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImageVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImageVolumeSource) ProtoMessage() {}
+
+func (x *ImageVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImageVolumeSource.ProtoReflect.Descriptor instead.
+func (*ImageVolumeSource) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ImageVolumeSource) GetReference() string {
+	if x != nil {
+		return x.Reference
+	}
+	return ""
+}
+
+func (x *ImageVolumeSource) GetPullPolicy() string {
+	if x != nil {
+		return x.PullPolicy
+	}
+	return ""
+}
+
 // EmptyDirVolumeSource mirrors core/v1 EmptyDirVolumeSource.
 type EmptyDirVolumeSource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1562,7 +2205,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +2217,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +2230,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{19}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -1618,7 +2261,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +2273,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +2286,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{20}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -1675,7 +2318,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +2330,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +2343,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{21}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -1742,7 +2385,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1754,7 +2397,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1767,7 +2410,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{22}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -1817,7 +2460,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1829,7 +2472,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1842,7 +2485,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{23}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -1937,7 +2580,7 @@ type Container struct {
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1949,7 +2592,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1962,7 +2605,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{24}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Container) GetName() string {
@@ -2139,7 +2782,7 @@ type ContainerResizePolicy struct {
 
 func (x *ContainerResizePolicy) Reset() {
 	*x = ContainerResizePolicy{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2151,7 +2794,7 @@ func (x *ContainerResizePolicy) String() string {
 func (*ContainerResizePolicy) ProtoMessage() {}
 
 func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2164,7 +2807,7 @@ func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerResizePolicy.ProtoReflect.Descriptor instead.
 func (*ContainerResizePolicy) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{25}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ContainerResizePolicy) GetResourceName() string {
@@ -2196,7 +2839,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2208,7 +2851,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2221,7 +2864,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{26}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *EnvVar) GetName() string {
@@ -2253,14 +2896,17 @@ type EnvVarSource struct {
 	// config_map_key_ref selects a key of a ConfigMap in the request.
 	ConfigMapKeyRef *ConfigMapKeySelector `protobuf:"bytes,2,opt,name=config_map_key_ref,json=configMapKeyRef,proto3" json:"config_map_key_ref,omitempty"`
 	// secret_key_ref selects a key of a Secret in the request.
-	SecretKeyRef  *SecretKeySelector `protobuf:"bytes,3,opt,name=secret_key_ref,json=secretKeyRef,proto3" json:"secret_key_ref,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SecretKeyRef *SecretKeySelector `protobuf:"bytes,3,opt,name=secret_key_ref,json=secretKeyRef,proto3" json:"secret_key_ref,omitempty"`
+	// resource_field_ref selects a container's limits or requests, unset
+	// limits being the node's allocatable.
+	ResourceFieldRef *ResourceFieldSelector `protobuf:"bytes,40,opt,name=resource_field_ref,json=resourceFieldRef,proto3" json:"resource_field_ref,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *EnvVarSource) Reset() {
 	*x = EnvVarSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2272,7 +2918,7 @@ func (x *EnvVarSource) String() string {
 func (*EnvVarSource) ProtoMessage() {}
 
 func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2285,7 +2931,7 @@ func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVarSource.ProtoReflect.Descriptor instead.
 func (*EnvVarSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{27}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *EnvVarSource) GetFieldRef() *ObjectFieldSelector {
@@ -2309,6 +2955,13 @@ func (x *EnvVarSource) GetSecretKeyRef() *SecretKeySelector {
 	return nil
 }
 
+func (x *EnvVarSource) GetResourceFieldRef() *ResourceFieldSelector {
+	if x != nil {
+		return x.ResourceFieldRef
+	}
+	return nil
+}
+
 // ObjectFieldSelector selects a pod field: metadata.name,
 // metadata.namespace, metadata.uid, metadata.labels['key'],
 // metadata.annotations['key'], spec.nodeName, status.podIP, status.hostIP.
@@ -2324,7 +2977,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2989,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +3002,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{28}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ObjectFieldSelector) GetApiVersion() string {
@@ -2381,7 +3034,7 @@ type ConfigMapKeySelector struct {
 
 func (x *ConfigMapKeySelector) Reset() {
 	*x = ConfigMapKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2393,7 +3046,7 @@ func (x *ConfigMapKeySelector) String() string {
 func (*ConfigMapKeySelector) ProtoMessage() {}
 
 func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2406,7 +3059,7 @@ func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapKeySelector.ProtoReflect.Descriptor instead.
 func (*ConfigMapKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{29}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ConfigMapKeySelector) GetName() string {
@@ -2445,7 +3098,7 @@ type SecretKeySelector struct {
 
 func (x *SecretKeySelector) Reset() {
 	*x = SecretKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2457,7 +3110,7 @@ func (x *SecretKeySelector) String() string {
 func (*SecretKeySelector) ProtoMessage() {}
 
 func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2470,7 +3123,7 @@ func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretKeySelector.ProtoReflect.Descriptor instead.
 func (*SecretKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{30}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SecretKeySelector) GetName() string {
@@ -2509,7 +3162,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2521,7 +3174,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2534,7 +3187,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{31}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -2571,7 +3224,7 @@ type ConfigMapEnvSource struct {
 
 func (x *ConfigMapEnvSource) Reset() {
 	*x = ConfigMapEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2583,7 +3236,7 @@ func (x *ConfigMapEnvSource) String() string {
 func (*ConfigMapEnvSource) ProtoMessage() {}
 
 func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2596,7 +3249,7 @@ func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapEnvSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{32}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ConfigMapEnvSource) GetName() string {
@@ -2626,7 +3279,7 @@ type SecretEnvSource struct {
 
 func (x *SecretEnvSource) Reset() {
 	*x = SecretEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2638,7 +3291,7 @@ func (x *SecretEnvSource) String() string {
 func (*SecretEnvSource) ProtoMessage() {}
 
 func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2651,7 +3304,7 @@ func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretEnvSource.ProtoReflect.Descriptor instead.
 func (*SecretEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{33}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SecretEnvSource) GetName() string {
@@ -2689,7 +3342,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2701,7 +3354,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2714,7 +3367,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{34}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -2767,7 +3420,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2779,7 +3432,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2792,7 +3445,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{35}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -2834,7 +3487,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2846,7 +3499,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2859,7 +3512,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{36}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -2923,7 +3576,7 @@ type Lifecycle struct {
 
 func (x *Lifecycle) Reset() {
 	*x = Lifecycle{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2935,7 +3588,7 @@ func (x *Lifecycle) String() string {
 func (*Lifecycle) ProtoMessage() {}
 
 func (x *Lifecycle) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2948,7 +3601,7 @@ func (x *Lifecycle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lifecycle.ProtoReflect.Descriptor instead.
 func (*Lifecycle) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{37}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Lifecycle) GetPostStart() *LifecycleHandler {
@@ -2989,7 +3642,7 @@ type LifecycleHandler struct {
 
 func (x *LifecycleHandler) Reset() {
 	*x = LifecycleHandler{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3001,7 +3654,7 @@ func (x *LifecycleHandler) String() string {
 func (*LifecycleHandler) ProtoMessage() {}
 
 func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3014,7 +3667,7 @@ func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LifecycleHandler.ProtoReflect.Descriptor instead.
 func (*LifecycleHandler) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *LifecycleHandler) GetExec() *ExecAction {
@@ -3049,7 +3702,7 @@ type SleepAction struct {
 
 func (x *SleepAction) Reset() {
 	*x = SleepAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3061,7 +3714,7 @@ func (x *SleepAction) String() string {
 func (*SleepAction) ProtoMessage() {}
 
 func (x *SleepAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3074,7 +3727,7 @@ func (x *SleepAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SleepAction.ProtoReflect.Descriptor instead.
 func (*SleepAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SleepAction) GetSeconds() int64 {
@@ -3095,7 +3748,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3107,7 +3760,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3120,7 +3773,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -3161,7 +3814,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3173,7 +3826,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3186,7 +3839,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -3277,7 +3930,7 @@ type GRPCAction struct {
 
 func (x *GRPCAction) Reset() {
 	*x = GRPCAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3289,7 +3942,7 @@ func (x *GRPCAction) String() string {
 func (*GRPCAction) ProtoMessage() {}
 
 func (x *GRPCAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3302,7 +3955,7 @@ func (x *GRPCAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GRPCAction.ProtoReflect.Descriptor instead.
 func (*GRPCAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GRPCAction) GetPort() int32 {
@@ -3346,7 +3999,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3358,7 +4011,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3371,7 +4024,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -3422,7 +4075,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3434,7 +4087,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3447,7 +4100,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -3478,7 +4131,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3490,7 +4143,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3503,7 +4156,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *TCPSocketAction) GetPort() *structpb.Value {
@@ -3554,7 +4207,7 @@ type SecurityContext struct {
 
 func (x *SecurityContext) Reset() {
 	*x = SecurityContext{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3566,7 +4219,7 @@ func (x *SecurityContext) String() string {
 func (*SecurityContext) ProtoMessage() {}
 
 func (x *SecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3579,7 +4232,7 @@ func (x *SecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityContext.ProtoReflect.Descriptor instead.
 func (*SecurityContext) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SecurityContext) GetPrivileged() bool {
@@ -3672,7 +4325,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3684,7 +4337,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3697,7 +4350,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Capabilities) GetAdd() []string {
@@ -3761,7 +4414,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3773,7 +4426,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3786,7 +4439,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -3912,7 +4565,7 @@ type PodIP struct {
 
 func (x *PodIP) Reset() {
 	*x = PodIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3924,7 +4577,7 @@ func (x *PodIP) String() string {
 func (*PodIP) ProtoMessage() {}
 
 func (x *PodIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3937,7 +4590,7 @@ func (x *PodIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodIP.ProtoReflect.Descriptor instead.
 func (*PodIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{49}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *PodIP) GetIp() string {
@@ -3958,7 +4611,7 @@ type HostIP struct {
 
 func (x *HostIP) Reset() {
 	*x = HostIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[50]
+	mi := &file_podsync_v1_pod_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3970,7 +4623,7 @@ func (x *HostIP) String() string {
 func (*HostIP) ProtoMessage() {}
 
 func (x *HostIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[50]
+	mi := &file_podsync_v1_pod_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3983,7 +4636,7 @@ func (x *HostIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostIP.ProtoReflect.Descriptor instead.
 func (*HostIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{50}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *HostIP) GetIp() string {
@@ -4014,7 +4667,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[51]
+	mi := &file_podsync_v1_pod_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4026,7 +4679,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[51]
+	mi := &file_podsync_v1_pod_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4039,7 +4692,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{51}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *PodCondition) GetType() string {
@@ -4121,7 +4774,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[52]
+	mi := &file_podsync_v1_pod_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4133,7 +4786,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[52]
+	mi := &file_podsync_v1_pod_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4146,7 +4799,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{52}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -4241,7 +4894,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[53]
+	mi := &file_podsync_v1_pod_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4253,7 +4906,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[53]
+	mi := &file_podsync_v1_pod_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4266,7 +4919,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{53}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -4304,7 +4957,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[54]
+	mi := &file_podsync_v1_pod_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4316,7 +4969,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[54]
+	mi := &file_podsync_v1_pod_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4329,7 +4982,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{54}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -4357,7 +5010,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[55]
+	mi := &file_podsync_v1_pod_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4369,7 +5022,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[55]
+	mi := &file_podsync_v1_pod_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4382,7 +5035,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{55}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -4415,7 +5068,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[56]
+	mi := &file_podsync_v1_pod_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4427,7 +5080,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[56]
+	mi := &file_podsync_v1_pod_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4440,7 +5093,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{56}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -4513,7 +5166,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[57]
+	mi := &file_podsync_v1_pod_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4525,7 +5178,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[57]
+	mi := &file_podsync_v1_pod_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4538,7 +5191,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{57}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ConfigMap) GetApiVersion() string {
@@ -4599,7 +5252,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[58]
+	mi := &file_podsync_v1_pod_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4611,7 +5264,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[58]
+	mi := &file_podsync_v1_pod_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4624,7 +5277,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{58}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *Secret) GetApiVersion() string {
@@ -4803,14 +5456,61 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x05level\x18\x04 \x01(\tR\x05level\"2\n" +
 	"\x06Sysctl\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"\x94\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xb9\x04\n" +
 	"\x06Volume\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12=\n" +
 	"\tempty_dir\x18\x02 \x01(\v2 .podsync.v1.EmptyDirVolumeSourceR\bemptyDir\x12=\n" +
 	"\thost_path\x18\x03 \x01(\v2 .podsync.v1.HostPathVolumeSourceR\bhostPath\x12@\n" +
 	"\n" +
 	"config_map\x18\x04 \x01(\v2!.podsync.v1.ConfigMapVolumeSourceR\tconfigMap\x126\n" +
-	"\x06secret\x18\x05 \x01(\v2\x1e.podsync.v1.SecretVolumeSourceR\x06secret\"M\n" +
+	"\x06secret\x18\x05 \x01(\v2\x1e.podsync.v1.SecretVolumeSourceR\x06secret\x12F\n" +
+	"\fdownward_api\x18( \x01(\v2#.podsync.v1.DownwardAPIVolumeSourceR\vdownwardAPI\x12?\n" +
+	"\tprojected\x18) \x01(\v2!.podsync.v1.ProjectedVolumeSourceR\tprojected\x12e\n" +
+	"\x17persistent_volume_claim\x18* \x01(\v2-.podsync.v1.PersistentVolumeClaimVolumeSourceR\x15persistentVolumeClaim\x123\n" +
+	"\x05image\x18+ \x01(\v2\x1d.podsync.v1.ImageVolumeSourceR\x05image\"\x8b\x01\n" +
+	"\x17DownwardAPIVolumeSource\x127\n" +
+	"\x05items\x18\x01 \x03(\v2!.podsync.v1.DownwardAPIVolumeFileR\x05items\x12&\n" +
+	"\fdefault_mode\x18\x02 \x01(\x05H\x00R\vdefaultMode\x88\x01\x01B\x0f\n" +
+	"\r_default_mode\"\xdc\x01\n" +
+	"\x15DownwardAPIVolumeFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12<\n" +
+	"\tfield_ref\x18\x02 \x01(\v2\x1f.podsync.v1.ObjectFieldSelectorR\bfieldRef\x12O\n" +
+	"\x12resource_field_ref\x18\x03 \x01(\v2!.podsync.v1.ResourceFieldSelectorR\x10resourceFieldRef\x12\x17\n" +
+	"\x04mode\x18\x04 \x01(\x05H\x00R\x04mode\x88\x01\x01B\a\n" +
+	"\x05_mode\"t\n" +
+	"\x15ResourceFieldSelector\x12%\n" +
+	"\x0econtainer_name\x18\x01 \x01(\tR\rcontainerName\x12\x1a\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12\x18\n" +
+	"\adivisor\x18\x03 \x01(\tR\adivisor\"\x88\x01\n" +
+	"\x15ProjectedVolumeSource\x126\n" +
+	"\asources\x18\x01 \x03(\v2\x1c.podsync.v1.VolumeProjectionR\asources\x12&\n" +
+	"\fdefault_mode\x18\x02 \x01(\x05H\x00R\vdefaultMode\x88\x01\x01B\x0f\n" +
+	"\r_default_mode\"\xce\x01\n" +
+	"\x10VolumeProjection\x12>\n" +
+	"\n" +
+	"config_map\x18\x01 \x01(\v2\x1f.podsync.v1.ConfigMapProjectionR\tconfigMap\x124\n" +
+	"\x06secret\x18\x02 \x01(\v2\x1c.podsync.v1.SecretProjectionR\x06secret\x12D\n" +
+	"\fdownward_api\x18\x03 \x01(\v2!.podsync.v1.DownwardAPIProjectionR\vdownwardAPI\"\x84\x01\n" +
+	"\x13ConfigMapProjection\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12+\n" +
+	"\x05items\x18\x02 \x03(\v2\x15.podsync.v1.KeyToPathR\x05items\x12\x1f\n" +
+	"\boptional\x18\x03 \x01(\bH\x00R\boptional\x88\x01\x01B\v\n" +
+	"\t_optional\"\x81\x01\n" +
+	"\x10SecretProjection\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12+\n" +
+	"\x05items\x18\x02 \x03(\v2\x15.podsync.v1.KeyToPathR\x05items\x12\x1f\n" +
+	"\boptional\x18\x03 \x01(\bH\x00R\boptional\x88\x01\x01B\v\n" +
+	"\t_optional\"P\n" +
+	"\x15DownwardAPIProjection\x127\n" +
+	"\x05items\x18\x01 \x03(\v2!.podsync.v1.DownwardAPIVolumeFileR\x05items\"_\n" +
+	"!PersistentVolumeClaimVolumeSource\x12\x1d\n" +
+	"\n" +
+	"claim_name\x18\x01 \x01(\tR\tclaimName\x12\x1b\n" +
+	"\tread_only\x18\x02 \x01(\bR\breadOnly\"R\n" +
+	"\x11ImageVolumeSource\x12\x1c\n" +
+	"\treference\x18\x01 \x01(\tR\treference\x12\x1f\n" +
+	"\vpull_policy\x18\x02 \x01(\tR\n" +
+	"pullPolicy\"M\n" +
 	"\x14EmptyDirVolumeSource\x12\x16\n" +
 	"\x06medium\x18\x01 \x01(\tR\x06medium\x12\x1d\n" +
 	"\n" +
@@ -4874,11 +5574,12 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x127\n" +
 	"\n" +
-	"value_from\x18\x03 \x01(\v2\x18.podsync.v1.EnvVarSourceR\tvalueFrom\"\xe0\x01\n" +
+	"value_from\x18\x03 \x01(\v2\x18.podsync.v1.EnvVarSourceR\tvalueFrom\"\xb1\x02\n" +
 	"\fEnvVarSource\x12<\n" +
 	"\tfield_ref\x18\x01 \x01(\v2\x1f.podsync.v1.ObjectFieldSelectorR\bfieldRef\x12M\n" +
 	"\x12config_map_key_ref\x18\x02 \x01(\v2 .podsync.v1.ConfigMapKeySelectorR\x0fconfigMapKeyRef\x12C\n" +
-	"\x0esecret_key_ref\x18\x03 \x01(\v2\x1d.podsync.v1.SecretKeySelectorR\fsecretKeyRef\"U\n" +
+	"\x0esecret_key_ref\x18\x03 \x01(\v2\x1d.podsync.v1.SecretKeySelectorR\fsecretKeyRef\x12O\n" +
+	"\x12resource_field_ref\x18( \x01(\v2!.podsync.v1.ResourceFieldSelectorR\x10resourceFieldRef\"U\n" +
 	"\x13ObjectFieldSelector\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x1d\n" +
@@ -5127,183 +5828,208 @@ func file_podsync_v1_pod_proto_rawDescGZIP() []byte {
 	return file_podsync_v1_pod_proto_rawDescData
 }
 
-var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_podsync_v1_pod_proto_goTypes = []any{
-	(*Pod)(nil),                      // 0: podsync.v1.Pod
-	(*ObjectMeta)(nil),               // 1: podsync.v1.ObjectMeta
-	(*PodSpec)(nil),                  // 2: podsync.v1.PodSpec
-	(*Toleration)(nil),               // 3: podsync.v1.Toleration
-	(*Affinity)(nil),                 // 4: podsync.v1.Affinity
-	(*NodeAffinity)(nil),             // 5: podsync.v1.NodeAffinity
-	(*NodeSelector)(nil),             // 6: podsync.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),         // 7: podsync.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),  // 8: podsync.v1.NodeSelectorRequirement
-	(*PreferredSchedulingTerm)(nil),  // 9: podsync.v1.PreferredSchedulingTerm
-	(*PodDNSConfig)(nil),             // 10: podsync.v1.PodDNSConfig
-	(*PodDNSConfigOption)(nil),       // 11: podsync.v1.PodDNSConfigOption
-	(*HostAlias)(nil),                // 12: podsync.v1.HostAlias
-	(*PodSecurityContext)(nil),       // 13: podsync.v1.PodSecurityContext
-	(*SeccompProfile)(nil),           // 14: podsync.v1.SeccompProfile
-	(*AppArmorProfile)(nil),          // 15: podsync.v1.AppArmorProfile
-	(*SELinuxOptions)(nil),           // 16: podsync.v1.SELinuxOptions
-	(*Sysctl)(nil),                   // 17: podsync.v1.Sysctl
-	(*Volume)(nil),                   // 18: podsync.v1.Volume
-	(*EmptyDirVolumeSource)(nil),     // 19: podsync.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),     // 20: podsync.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                // 21: podsync.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),    // 22: podsync.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),       // 23: podsync.v1.SecretVolumeSource
-	(*Container)(nil),                // 24: podsync.v1.Container
-	(*ContainerResizePolicy)(nil),    // 25: podsync.v1.ContainerResizePolicy
-	(*EnvVar)(nil),                   // 26: podsync.v1.EnvVar
-	(*EnvVarSource)(nil),             // 27: podsync.v1.EnvVarSource
-	(*ObjectFieldSelector)(nil),      // 28: podsync.v1.ObjectFieldSelector
-	(*ConfigMapKeySelector)(nil),     // 29: podsync.v1.ConfigMapKeySelector
-	(*SecretKeySelector)(nil),        // 30: podsync.v1.SecretKeySelector
-	(*EnvFromSource)(nil),            // 31: podsync.v1.EnvFromSource
-	(*ConfigMapEnvSource)(nil),       // 32: podsync.v1.ConfigMapEnvSource
-	(*SecretEnvSource)(nil),          // 33: podsync.v1.SecretEnvSource
-	(*ContainerPort)(nil),            // 34: podsync.v1.ContainerPort
-	(*ResourceRequirements)(nil),     // 35: podsync.v1.ResourceRequirements
-	(*VolumeMount)(nil),              // 36: podsync.v1.VolumeMount
-	(*Lifecycle)(nil),                // 37: podsync.v1.Lifecycle
-	(*LifecycleHandler)(nil),         // 38: podsync.v1.LifecycleHandler
-	(*SleepAction)(nil),              // 39: podsync.v1.SleepAction
-	(*ExecAction)(nil),               // 40: podsync.v1.ExecAction
-	(*Probe)(nil),                    // 41: podsync.v1.Probe
-	(*GRPCAction)(nil),               // 42: podsync.v1.GRPCAction
-	(*HTTPGetAction)(nil),            // 43: podsync.v1.HTTPGetAction
-	(*HTTPHeader)(nil),               // 44: podsync.v1.HTTPHeader
-	(*TCPSocketAction)(nil),          // 45: podsync.v1.TCPSocketAction
-	(*SecurityContext)(nil),          // 46: podsync.v1.SecurityContext
-	(*Capabilities)(nil),             // 47: podsync.v1.Capabilities
-	(*PodStatus)(nil),                // 48: podsync.v1.PodStatus
-	(*PodIP)(nil),                    // 49: podsync.v1.PodIP
-	(*HostIP)(nil),                   // 50: podsync.v1.HostIP
-	(*PodCondition)(nil),             // 51: podsync.v1.PodCondition
-	(*ContainerStatus)(nil),          // 52: podsync.v1.ContainerStatus
-	(*ContainerState)(nil),           // 53: podsync.v1.ContainerState
-	(*ContainerStateWaiting)(nil),    // 54: podsync.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),    // 55: podsync.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil), // 56: podsync.v1.ContainerStateTerminated
-	(*ConfigMap)(nil),                // 57: podsync.v1.ConfigMap
-	(*Secret)(nil),                   // 58: podsync.v1.Secret
-	nil,                              // 59: podsync.v1.ObjectMeta.LabelsEntry
-	nil,                              // 60: podsync.v1.ObjectMeta.AnnotationsEntry
-	nil,                              // 61: podsync.v1.PodSpec.NodeSelectorEntry
-	nil,                              // 62: podsync.v1.ResourceRequirements.RequestsEntry
-	nil,                              // 63: podsync.v1.ResourceRequirements.LimitsEntry
-	nil,                              // 64: podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	nil,                              // 65: podsync.v1.ConfigMap.DataEntry
-	nil,                              // 66: podsync.v1.ConfigMap.BinaryDataEntry
-	nil,                              // 67: podsync.v1.Secret.DataEntry
-	nil,                              // 68: podsync.v1.Secret.StringDataEntry
-	(*timestamppb.Timestamp)(nil),    // 69: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),          // 70: google.protobuf.Struct
-	(*structpb.Value)(nil),           // 71: google.protobuf.Value
+	(*Pod)(nil),                               // 0: podsync.v1.Pod
+	(*ObjectMeta)(nil),                        // 1: podsync.v1.ObjectMeta
+	(*PodSpec)(nil),                           // 2: podsync.v1.PodSpec
+	(*Toleration)(nil),                        // 3: podsync.v1.Toleration
+	(*Affinity)(nil),                          // 4: podsync.v1.Affinity
+	(*NodeAffinity)(nil),                      // 5: podsync.v1.NodeAffinity
+	(*NodeSelector)(nil),                      // 6: podsync.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 7: podsync.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),           // 8: podsync.v1.NodeSelectorRequirement
+	(*PreferredSchedulingTerm)(nil),           // 9: podsync.v1.PreferredSchedulingTerm
+	(*PodDNSConfig)(nil),                      // 10: podsync.v1.PodDNSConfig
+	(*PodDNSConfigOption)(nil),                // 11: podsync.v1.PodDNSConfigOption
+	(*HostAlias)(nil),                         // 12: podsync.v1.HostAlias
+	(*PodSecurityContext)(nil),                // 13: podsync.v1.PodSecurityContext
+	(*SeccompProfile)(nil),                    // 14: podsync.v1.SeccompProfile
+	(*AppArmorProfile)(nil),                   // 15: podsync.v1.AppArmorProfile
+	(*SELinuxOptions)(nil),                    // 16: podsync.v1.SELinuxOptions
+	(*Sysctl)(nil),                            // 17: podsync.v1.Sysctl
+	(*Volume)(nil),                            // 18: podsync.v1.Volume
+	(*DownwardAPIVolumeSource)(nil),           // 19: podsync.v1.DownwardAPIVolumeSource
+	(*DownwardAPIVolumeFile)(nil),             // 20: podsync.v1.DownwardAPIVolumeFile
+	(*ResourceFieldSelector)(nil),             // 21: podsync.v1.ResourceFieldSelector
+	(*ProjectedVolumeSource)(nil),             // 22: podsync.v1.ProjectedVolumeSource
+	(*VolumeProjection)(nil),                  // 23: podsync.v1.VolumeProjection
+	(*ConfigMapProjection)(nil),               // 24: podsync.v1.ConfigMapProjection
+	(*SecretProjection)(nil),                  // 25: podsync.v1.SecretProjection
+	(*DownwardAPIProjection)(nil),             // 26: podsync.v1.DownwardAPIProjection
+	(*PersistentVolumeClaimVolumeSource)(nil), // 27: podsync.v1.PersistentVolumeClaimVolumeSource
+	(*ImageVolumeSource)(nil),                 // 28: podsync.v1.ImageVolumeSource
+	(*EmptyDirVolumeSource)(nil),              // 29: podsync.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),              // 30: podsync.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                         // 31: podsync.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),             // 32: podsync.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),                // 33: podsync.v1.SecretVolumeSource
+	(*Container)(nil),                         // 34: podsync.v1.Container
+	(*ContainerResizePolicy)(nil),             // 35: podsync.v1.ContainerResizePolicy
+	(*EnvVar)(nil),                            // 36: podsync.v1.EnvVar
+	(*EnvVarSource)(nil),                      // 37: podsync.v1.EnvVarSource
+	(*ObjectFieldSelector)(nil),               // 38: podsync.v1.ObjectFieldSelector
+	(*ConfigMapKeySelector)(nil),              // 39: podsync.v1.ConfigMapKeySelector
+	(*SecretKeySelector)(nil),                 // 40: podsync.v1.SecretKeySelector
+	(*EnvFromSource)(nil),                     // 41: podsync.v1.EnvFromSource
+	(*ConfigMapEnvSource)(nil),                // 42: podsync.v1.ConfigMapEnvSource
+	(*SecretEnvSource)(nil),                   // 43: podsync.v1.SecretEnvSource
+	(*ContainerPort)(nil),                     // 44: podsync.v1.ContainerPort
+	(*ResourceRequirements)(nil),              // 45: podsync.v1.ResourceRequirements
+	(*VolumeMount)(nil),                       // 46: podsync.v1.VolumeMount
+	(*Lifecycle)(nil),                         // 47: podsync.v1.Lifecycle
+	(*LifecycleHandler)(nil),                  // 48: podsync.v1.LifecycleHandler
+	(*SleepAction)(nil),                       // 49: podsync.v1.SleepAction
+	(*ExecAction)(nil),                        // 50: podsync.v1.ExecAction
+	(*Probe)(nil),                             // 51: podsync.v1.Probe
+	(*GRPCAction)(nil),                        // 52: podsync.v1.GRPCAction
+	(*HTTPGetAction)(nil),                     // 53: podsync.v1.HTTPGetAction
+	(*HTTPHeader)(nil),                        // 54: podsync.v1.HTTPHeader
+	(*TCPSocketAction)(nil),                   // 55: podsync.v1.TCPSocketAction
+	(*SecurityContext)(nil),                   // 56: podsync.v1.SecurityContext
+	(*Capabilities)(nil),                      // 57: podsync.v1.Capabilities
+	(*PodStatus)(nil),                         // 58: podsync.v1.PodStatus
+	(*PodIP)(nil),                             // 59: podsync.v1.PodIP
+	(*HostIP)(nil),                            // 60: podsync.v1.HostIP
+	(*PodCondition)(nil),                      // 61: podsync.v1.PodCondition
+	(*ContainerStatus)(nil),                   // 62: podsync.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 63: podsync.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 64: podsync.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 65: podsync.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 66: podsync.v1.ContainerStateTerminated
+	(*ConfigMap)(nil),                         // 67: podsync.v1.ConfigMap
+	(*Secret)(nil),                            // 68: podsync.v1.Secret
+	nil,                                       // 69: podsync.v1.ObjectMeta.LabelsEntry
+	nil,                                       // 70: podsync.v1.ObjectMeta.AnnotationsEntry
+	nil,                                       // 71: podsync.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 72: podsync.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 73: podsync.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 74: podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                                       // 75: podsync.v1.ConfigMap.DataEntry
+	nil,                                       // 76: podsync.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 77: podsync.v1.Secret.DataEntry
+	nil,                                       // 78: podsync.v1.Secret.StringDataEntry
+	(*timestamppb.Timestamp)(nil),             // 79: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),                   // 80: google.protobuf.Struct
+	(*structpb.Value)(nil),                    // 81: google.protobuf.Value
 }
 var file_podsync_v1_pod_proto_depIdxs = []int32{
-	1,  // 0: podsync.v1.Pod.metadata:type_name -> podsync.v1.ObjectMeta
-	2,  // 1: podsync.v1.Pod.spec:type_name -> podsync.v1.PodSpec
-	48, // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
-	59, // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
-	60, // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
-	69, // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	69, // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
-	24, // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
-	24, // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
-	10, // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
-	12, // 10: podsync.v1.PodSpec.host_aliases:type_name -> podsync.v1.HostAlias
-	18, // 11: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
-	13, // 12: podsync.v1.PodSpec.security_context:type_name -> podsync.v1.PodSecurityContext
-	61, // 13: podsync.v1.PodSpec.node_selector:type_name -> podsync.v1.PodSpec.NodeSelectorEntry
-	3,  // 14: podsync.v1.PodSpec.tolerations:type_name -> podsync.v1.Toleration
-	4,  // 15: podsync.v1.PodSpec.affinity:type_name -> podsync.v1.Affinity
-	70, // 16: podsync.v1.PodSpec.topology_spread_constraints:type_name -> google.protobuf.Struct
-	5,  // 17: podsync.v1.Affinity.node_affinity:type_name -> podsync.v1.NodeAffinity
-	70, // 18: podsync.v1.Affinity.pod_affinity:type_name -> google.protobuf.Struct
-	70, // 19: podsync.v1.Affinity.pod_anti_affinity:type_name -> google.protobuf.Struct
-	6,  // 20: podsync.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podsync.v1.NodeSelector
-	9,  // 21: podsync.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podsync.v1.PreferredSchedulingTerm
-	7,  // 22: podsync.v1.NodeSelector.node_selector_terms:type_name -> podsync.v1.NodeSelectorTerm
-	8,  // 23: podsync.v1.NodeSelectorTerm.match_expressions:type_name -> podsync.v1.NodeSelectorRequirement
-	8,  // 24: podsync.v1.NodeSelectorTerm.match_fields:type_name -> podsync.v1.NodeSelectorRequirement
-	7,  // 25: podsync.v1.PreferredSchedulingTerm.preference:type_name -> podsync.v1.NodeSelectorTerm
-	11, // 26: podsync.v1.PodDNSConfig.options:type_name -> podsync.v1.PodDNSConfigOption
-	17, // 27: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
-	16, // 28: podsync.v1.PodSecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
-	14, // 29: podsync.v1.PodSecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
-	15, // 30: podsync.v1.PodSecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
-	19, // 31: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
-	20, // 32: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
-	22, // 33: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
-	23, // 34: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
-	21, // 35: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	21, // 36: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	26, // 37: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
-	31, // 38: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
-	34, // 39: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
-	35, // 40: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
-	36, // 41: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
-	37, // 42: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
-	41, // 43: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
-	41, // 44: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
-	41, // 45: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
-	46, // 46: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
-	25, // 47: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
-	27, // 48: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
-	28, // 49: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
-	29, // 50: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
-	30, // 51: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
-	32, // 52: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
-	33, // 53: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
-	62, // 54: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
-	63, // 55: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
-	38, // 56: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
-	38, // 57: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
-	40, // 58: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
-	43, // 59: podsync.v1.LifecycleHandler.http_get:type_name -> podsync.v1.HTTPGetAction
-	39, // 60: podsync.v1.LifecycleHandler.sleep:type_name -> podsync.v1.SleepAction
-	40, // 61: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
-	43, // 62: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
-	45, // 63: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
-	42, // 64: podsync.v1.Probe.grpc:type_name -> podsync.v1.GRPCAction
-	71, // 65: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
-	44, // 66: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
-	71, // 67: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
-	47, // 68: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
-	16, // 69: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
-	14, // 70: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
-	15, // 71: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
-	51, // 72: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
-	49, // 73: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
-	69, // 74: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	52, // 75: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
-	52, // 76: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
-	50, // 77: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
-	69, // 78: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	69, // 79: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	53, // 80: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
-	53, // 81: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
-	35, // 82: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
-	64, // 83: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	54, // 84: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
-	55, // 85: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
-	56, // 86: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
-	69, // 87: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	69, // 88: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	69, // 89: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	1,  // 90: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
-	65, // 91: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
-	66, // 92: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
-	1,  // 93: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
-	67, // 94: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
-	68, // 95: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
-	96, // [96:96] is the sub-list for method output_type
-	96, // [96:96] is the sub-list for method input_type
-	96, // [96:96] is the sub-list for extension type_name
-	96, // [96:96] is the sub-list for extension extendee
-	0,  // [0:96] is the sub-list for field type_name
+	1,   // 0: podsync.v1.Pod.metadata:type_name -> podsync.v1.ObjectMeta
+	2,   // 1: podsync.v1.Pod.spec:type_name -> podsync.v1.PodSpec
+	58,  // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
+	69,  // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
+	70,  // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
+	79,  // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	79,  // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	34,  // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
+	34,  // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
+	10,  // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
+	12,  // 10: podsync.v1.PodSpec.host_aliases:type_name -> podsync.v1.HostAlias
+	18,  // 11: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
+	13,  // 12: podsync.v1.PodSpec.security_context:type_name -> podsync.v1.PodSecurityContext
+	71,  // 13: podsync.v1.PodSpec.node_selector:type_name -> podsync.v1.PodSpec.NodeSelectorEntry
+	3,   // 14: podsync.v1.PodSpec.tolerations:type_name -> podsync.v1.Toleration
+	4,   // 15: podsync.v1.PodSpec.affinity:type_name -> podsync.v1.Affinity
+	80,  // 16: podsync.v1.PodSpec.topology_spread_constraints:type_name -> google.protobuf.Struct
+	5,   // 17: podsync.v1.Affinity.node_affinity:type_name -> podsync.v1.NodeAffinity
+	80,  // 18: podsync.v1.Affinity.pod_affinity:type_name -> google.protobuf.Struct
+	80,  // 19: podsync.v1.Affinity.pod_anti_affinity:type_name -> google.protobuf.Struct
+	6,   // 20: podsync.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podsync.v1.NodeSelector
+	9,   // 21: podsync.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podsync.v1.PreferredSchedulingTerm
+	7,   // 22: podsync.v1.NodeSelector.node_selector_terms:type_name -> podsync.v1.NodeSelectorTerm
+	8,   // 23: podsync.v1.NodeSelectorTerm.match_expressions:type_name -> podsync.v1.NodeSelectorRequirement
+	8,   // 24: podsync.v1.NodeSelectorTerm.match_fields:type_name -> podsync.v1.NodeSelectorRequirement
+	7,   // 25: podsync.v1.PreferredSchedulingTerm.preference:type_name -> podsync.v1.NodeSelectorTerm
+	11,  // 26: podsync.v1.PodDNSConfig.options:type_name -> podsync.v1.PodDNSConfigOption
+	17,  // 27: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
+	16,  // 28: podsync.v1.PodSecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	14,  // 29: podsync.v1.PodSecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	15,  // 30: podsync.v1.PodSecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	29,  // 31: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
+	30,  // 32: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
+	32,  // 33: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
+	33,  // 34: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
+	19,  // 35: podsync.v1.Volume.downward_api:type_name -> podsync.v1.DownwardAPIVolumeSource
+	22,  // 36: podsync.v1.Volume.projected:type_name -> podsync.v1.ProjectedVolumeSource
+	27,  // 37: podsync.v1.Volume.persistent_volume_claim:type_name -> podsync.v1.PersistentVolumeClaimVolumeSource
+	28,  // 38: podsync.v1.Volume.image:type_name -> podsync.v1.ImageVolumeSource
+	20,  // 39: podsync.v1.DownwardAPIVolumeSource.items:type_name -> podsync.v1.DownwardAPIVolumeFile
+	38,  // 40: podsync.v1.DownwardAPIVolumeFile.field_ref:type_name -> podsync.v1.ObjectFieldSelector
+	21,  // 41: podsync.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
+	23,  // 42: podsync.v1.ProjectedVolumeSource.sources:type_name -> podsync.v1.VolumeProjection
+	24,  // 43: podsync.v1.VolumeProjection.config_map:type_name -> podsync.v1.ConfigMapProjection
+	25,  // 44: podsync.v1.VolumeProjection.secret:type_name -> podsync.v1.SecretProjection
+	26,  // 45: podsync.v1.VolumeProjection.downward_api:type_name -> podsync.v1.DownwardAPIProjection
+	31,  // 46: podsync.v1.ConfigMapProjection.items:type_name -> podsync.v1.KeyToPath
+	31,  // 47: podsync.v1.SecretProjection.items:type_name -> podsync.v1.KeyToPath
+	20,  // 48: podsync.v1.DownwardAPIProjection.items:type_name -> podsync.v1.DownwardAPIVolumeFile
+	31,  // 49: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	31,  // 50: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	36,  // 51: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
+	41,  // 52: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
+	44,  // 53: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
+	45,  // 54: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
+	46,  // 55: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
+	47,  // 56: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
+	51,  // 57: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
+	51,  // 58: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
+	51,  // 59: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
+	56,  // 60: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
+	35,  // 61: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
+	37,  // 62: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
+	38,  // 63: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
+	39,  // 64: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
+	40,  // 65: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
+	21,  // 66: podsync.v1.EnvVarSource.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
+	42,  // 67: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
+	43,  // 68: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
+	72,  // 69: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
+	73,  // 70: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
+	48,  // 71: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
+	48,  // 72: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
+	50,  // 73: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
+	53,  // 74: podsync.v1.LifecycleHandler.http_get:type_name -> podsync.v1.HTTPGetAction
+	49,  // 75: podsync.v1.LifecycleHandler.sleep:type_name -> podsync.v1.SleepAction
+	50,  // 76: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
+	53,  // 77: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
+	55,  // 78: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
+	52,  // 79: podsync.v1.Probe.grpc:type_name -> podsync.v1.GRPCAction
+	81,  // 80: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
+	54,  // 81: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
+	81,  // 82: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
+	57,  // 83: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
+	16,  // 84: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	14,  // 85: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	15,  // 86: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	61,  // 87: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
+	59,  // 88: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
+	79,  // 89: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	62,  // 90: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
+	62,  // 91: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
+	60,  // 92: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
+	79,  // 93: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	79,  // 94: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	63,  // 95: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
+	63,  // 96: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
+	45,  // 97: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
+	74,  // 98: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	64,  // 99: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
+	65,  // 100: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
+	66,  // 101: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
+	79,  // 102: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	79,  // 103: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	79,  // 104: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	1,   // 105: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
+	75,  // 106: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
+	76,  // 107: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
+	1,   // 108: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
+	77,  // 109: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
+	78,  // 110: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
+	111, // [111:111] is the sub-list for method output_type
+	111, // [111:111] is the sub-list for method input_type
+	111, // [111:111] is the sub-list for extension type_name
+	111, // [111:111] is the sub-list for extension extendee
+	0,   // [0:111] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_proto_init() }
@@ -5318,28 +6044,33 @@ func file_podsync_v1_pod_proto_init() {
 	file_podsync_v1_pod_proto_msgTypes[13].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[14].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[15].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[19].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[20].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[21].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[22].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[23].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[24].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[29].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[25].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[30].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[31].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[32].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[33].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[36].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[37].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[41].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[34].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[39].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[40].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[42].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[43].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[46].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[47].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[51].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[52].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[56].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[62].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_proto_rawDesc), len(file_podsync_v1_pod_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   69,
+			NumMessages:   79,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1947,6 +1947,245 @@ func (x *GetContainerLogsResponse) GetLines() []*LogLine {
 	return nil
 }
 
+// ListVolumesRequest is the request of ListVolumes.
+type ListVolumesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListVolumesRequest) Reset() {
+	*x = ListVolumesRequest{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListVolumesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListVolumesRequest) ProtoMessage() {}
+
+func (x *ListVolumesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListVolumesRequest.ProtoReflect.Descriptor instead.
+func (*ListVolumesRequest) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{26}
+}
+
+// ListVolumesResponse is the response of ListVolumes.
+type ListVolumesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// volumes ordered by name.
+	Volumes       []*NamedVolume `protobuf:"bytes,1,rep,name=volumes,proto3" json:"volumes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListVolumesResponse) Reset() {
+	*x = ListVolumesResponse{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListVolumesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListVolumesResponse) ProtoMessage() {}
+
+func (x *ListVolumesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListVolumesResponse.ProtoReflect.Descriptor instead.
+func (*ListVolumesResponse) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ListVolumesResponse) GetVolumes() []*NamedVolume {
+	if x != nil {
+		return x.Volumes
+	}
+	return nil
+}
+
+// NamedVolume is a node-local named volume.
+type NamedVolume struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the claimName pods mount it by.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// path is its directory on the node.
+	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// pods are the stored pods that name it, as "namespace/name", sorted.
+	Pods          []string `protobuf:"bytes,3,rep,name=pods,proto3" json:"pods,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NamedVolume) Reset() {
+	*x = NamedVolume{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NamedVolume) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NamedVolume) ProtoMessage() {}
+
+func (x *NamedVolume) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NamedVolume.ProtoReflect.Descriptor instead.
+func (*NamedVolume) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *NamedVolume) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *NamedVolume) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *NamedVolume) GetPods() []string {
+	if x != nil {
+		return x.Pods
+	}
+	return nil
+}
+
+// DeleteVolumeRequest is the request of DeleteVolume.
+type DeleteVolumeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name of the volume (its claimName). Required.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteVolumeRequest) Reset() {
+	*x = DeleteVolumeRequest{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteVolumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteVolumeRequest) ProtoMessage() {}
+
+func (x *DeleteVolumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteVolumeRequest.ProtoReflect.Descriptor instead.
+func (*DeleteVolumeRequest) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *DeleteVolumeRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// DeleteVolumeResponse is the response of DeleteVolume.
+type DeleteVolumeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// found is false when there was no such volume.
+	Found         bool `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteVolumeResponse) Reset() {
+	*x = DeleteVolumeResponse{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteVolumeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteVolumeResponse) ProtoMessage() {}
+
+func (x *DeleteVolumeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteVolumeResponse.ProtoReflect.Descriptor instead.
+func (*DeleteVolumeResponse) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *DeleteVolumeResponse) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
 var File_podsync_v1_pod_sync_service_proto protoreflect.FileDescriptor
 
 const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
@@ -2081,7 +2320,18 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\v_tail_linesB\x0e\n" +
 	"\f_limit_bytes\"E\n" +
 	"\x18GetContainerLogsResponse\x12)\n" +
-	"\x05lines\x18\x01 \x03(\v2\x13.podsync.v1.LogLineR\x05lines*e\n" +
+	"\x05lines\x18\x01 \x03(\v2\x13.podsync.v1.LogLineR\x05lines\"\x14\n" +
+	"\x12ListVolumesRequest\"H\n" +
+	"\x13ListVolumesResponse\x121\n" +
+	"\avolumes\x18\x01 \x03(\v2\x17.podsync.v1.NamedVolumeR\avolumes\"I\n" +
+	"\vNamedVolume\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04pods\x18\x03 \x03(\tR\x04pods\")\n" +
+	"\x13DeleteVolumeRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\",\n" +
+	"\x14DeleteVolumeResponse\x12\x14\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found*e\n" +
 	"\aWaitFor\x12\x18\n" +
 	"\x14WAIT_FOR_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10WAIT_FOR_RUNNING\x10\x01\x12\x12\n" +
@@ -2090,7 +2340,7 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\rAdmissionMode\x12\x1e\n" +
 	"\x1aADMISSION_MODE_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aADMISSION_MODE_BEST_EFFORT\x10\x01\x12!\n" +
-	"\x1dADMISSION_MODE_ALL_OR_NOTHING\x10\x022\xcb\x05\n" +
+	"\x1dADMISSION_MODE_ALL_OR_NOTHING\x10\x022\xf8\x06\n" +
 	"\x0ePodSyncService\x12D\n" +
 	"\aRunPods\x12\x1a.podsync.v1.RunPodsRequest\x1a\x1b.podsync.v1.RunPodsResponse0\x01\x12I\n" +
 	"\aSyncPod\x12\x1a.podsync.v1.SyncPodRequest\x1a\x1b.podsync.v1.SyncPodResponse\"\x03\x90\x02\x020\x01\x12G\n" +
@@ -2100,7 +2350,9 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\bListPods\x12\x1b.podsync.v1.ListPodsRequest\x1a\x1c.podsync.v1.ListPodsResponse\"\x03\x90\x02\x01\x12M\n" +
 	"\tDeletePod\x12\x1c.podsync.v1.DeletePodRequest\x1a\x1d.podsync.v1.DeletePodResponse\"\x03\x90\x02\x02\x12O\n" +
 	"\tWatchPods\x12\x1c.podsync.v1.WatchPodsRequest\x1a\x1d.podsync.v1.WatchPodsResponse\"\x03\x90\x02\x010\x01\x12d\n" +
-	"\x10GetContainerLogs\x12#.podsync.v1.GetContainerLogsRequest\x1a$.podsync.v1.GetContainerLogsResponse\"\x03\x90\x02\x010\x01B\xa3\x01\n" +
+	"\x10GetContainerLogs\x12#.podsync.v1.GetContainerLogsRequest\x1a$.podsync.v1.GetContainerLogsResponse\"\x03\x90\x02\x010\x01\x12S\n" +
+	"\vListVolumes\x12\x1e.podsync.v1.ListVolumesRequest\x1a\x1f.podsync.v1.ListVolumesResponse\"\x03\x90\x02\x01\x12V\n" +
+	"\fDeleteVolume\x12\x1f.podsync.v1.DeleteVolumeRequest\x1a .podsync.v1.DeleteVolumeResponse\"\x03\x90\x02\x02B\xa3\x01\n" +
 	"\x0ecom.podsync.v1B\x13PodSyncServiceProtoP\x01Z3github.com/podsync/podsync/api/podsync/v1;podsyncv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Podsync.V1\xca\x02\n" +
 	"Podsync\\V1\xe2\x02\x16Podsync\\V1\\GPBMetadata\xea\x02\vPodsync::V1b\x06proto3"
@@ -2118,7 +2370,7 @@ func file_podsync_v1_pod_sync_service_proto_rawDescGZIP() []byte {
 }
 
 var file_podsync_v1_pod_sync_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(WaitFor)(0),                     // 0: podsync.v1.WaitFor
 	(AdmissionMode)(0),               // 1: podsync.v1.AdmissionMode
@@ -2148,91 +2400,101 @@ var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(*PodDeleted)(nil),               // 25: podsync.v1.PodDeleted
 	(*GetContainerLogsRequest)(nil),  // 26: podsync.v1.GetContainerLogsRequest
 	(*GetContainerLogsResponse)(nil), // 27: podsync.v1.GetContainerLogsResponse
-	nil,                              // 28: podsync.v1.Node.LabelsEntry
-	nil,                              // 29: podsync.v1.Node.CapacityEntry
-	nil,                              // 30: podsync.v1.Node.AllocatableEntry
-	(*Pod)(nil),                      // 31: podsync.v1.Pod
-	(*ConfigMap)(nil),                // 32: podsync.v1.ConfigMap
-	(*Secret)(nil),                   // 33: podsync.v1.Secret
-	(*durationpb.Duration)(nil),      // 34: google.protobuf.Duration
-	(*PodRef)(nil),                   // 35: podsync.v1.PodRef
-	(*SyncStep)(nil),                 // 36: podsync.v1.SyncStep
-	(*PodStatus)(nil),                // 37: podsync.v1.PodStatus
-	(*PodResult)(nil),                // 38: podsync.v1.PodResult
-	(*timestamppb.Timestamp)(nil),    // 39: google.protobuf.Timestamp
-	(*PodPlan)(nil),                  // 40: podsync.v1.PodPlan
-	(*PodEvent)(nil),                 // 41: podsync.v1.PodEvent
-	(*LogLine)(nil),                  // 42: podsync.v1.LogLine
+	(*ListVolumesRequest)(nil),       // 28: podsync.v1.ListVolumesRequest
+	(*ListVolumesResponse)(nil),      // 29: podsync.v1.ListVolumesResponse
+	(*NamedVolume)(nil),              // 30: podsync.v1.NamedVolume
+	(*DeleteVolumeRequest)(nil),      // 31: podsync.v1.DeleteVolumeRequest
+	(*DeleteVolumeResponse)(nil),     // 32: podsync.v1.DeleteVolumeResponse
+	nil,                              // 33: podsync.v1.Node.LabelsEntry
+	nil,                              // 34: podsync.v1.Node.CapacityEntry
+	nil,                              // 35: podsync.v1.Node.AllocatableEntry
+	(*Pod)(nil),                      // 36: podsync.v1.Pod
+	(*ConfigMap)(nil),                // 37: podsync.v1.ConfigMap
+	(*Secret)(nil),                   // 38: podsync.v1.Secret
+	(*durationpb.Duration)(nil),      // 39: google.protobuf.Duration
+	(*PodRef)(nil),                   // 40: podsync.v1.PodRef
+	(*SyncStep)(nil),                 // 41: podsync.v1.SyncStep
+	(*PodStatus)(nil),                // 42: podsync.v1.PodStatus
+	(*PodResult)(nil),                // 43: podsync.v1.PodResult
+	(*timestamppb.Timestamp)(nil),    // 44: google.protobuf.Timestamp
+	(*PodPlan)(nil),                  // 45: podsync.v1.PodPlan
+	(*PodEvent)(nil),                 // 46: podsync.v1.PodEvent
+	(*LogLine)(nil),                  // 47: podsync.v1.LogLine
 }
 var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
-	31, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
-	32, // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	33, // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
+	36, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
+	37, // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	38, // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
 	0,  // 3: podsync.v1.RunPodsRequest.wait_for:type_name -> podsync.v1.WaitFor
-	34, // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
+	39, // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
 	1,  // 5: podsync.v1.RunPodsRequest.admission_mode:type_name -> podsync.v1.AdmissionMode
 	4,  // 6: podsync.v1.RunPodsResponse.step:type_name -> podsync.v1.PodStep
 	5,  // 7: podsync.v1.RunPodsResponse.status:type_name -> podsync.v1.PodStatusUpdate
 	6,  // 8: podsync.v1.RunPodsResponse.summary:type_name -> podsync.v1.RunPodsSummary
-	35, // 9: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
-	36, // 10: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
-	35, // 11: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
-	37, // 12: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
-	38, // 13: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
-	31, // 14: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
-	32, // 15: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	33, // 16: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
-	36, // 17: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
+	40, // 9: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
+	41, // 10: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
+	40, // 11: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
+	42, // 12: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
+	43, // 13: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
+	36, // 14: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
+	37, // 15: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	38, // 16: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
+	41, // 17: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
 	9,  // 18: podsync.v1.SyncPodResponse.result:type_name -> podsync.v1.SyncPodResult
-	35, // 19: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
-	37, // 20: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
-	39, // 21: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
-	31, // 22: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
-	32, // 23: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	33, // 24: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
-	35, // 25: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
-	40, // 26: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
-	37, // 27: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
+	40, // 19: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
+	42, // 20: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
+	44, // 21: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
+	36, // 22: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
+	37, // 23: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	38, // 24: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
+	40, // 25: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
+	45, // 26: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
+	42, // 27: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
 	14, // 28: podsync.v1.GetNodeResponse.node:type_name -> podsync.v1.Node
-	28, // 29: podsync.v1.Node.labels:type_name -> podsync.v1.Node.LabelsEntry
+	33, // 29: podsync.v1.Node.labels:type_name -> podsync.v1.Node.LabelsEntry
 	15, // 30: podsync.v1.Node.taints:type_name -> podsync.v1.Taint
-	29, // 31: podsync.v1.Node.capacity:type_name -> podsync.v1.Node.CapacityEntry
-	30, // 32: podsync.v1.Node.allocatable:type_name -> podsync.v1.Node.AllocatableEntry
-	31, // 33: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
-	31, // 34: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
-	36, // 35: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
-	35, // 36: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
-	35, // 37: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
-	37, // 38: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
-	41, // 39: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
+	34, // 31: podsync.v1.Node.capacity:type_name -> podsync.v1.Node.CapacityEntry
+	35, // 32: podsync.v1.Node.allocatable:type_name -> podsync.v1.Node.AllocatableEntry
+	36, // 33: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
+	36, // 34: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
+	41, // 35: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
+	40, // 36: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
+	40, // 37: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
+	42, // 38: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
+	46, // 39: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
 	25, // 40: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
 	24, // 41: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
-	39, // 42: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
-	39, // 43: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
-	42, // 44: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
-	2,  // 45: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
-	7,  // 46: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
-	10, // 47: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
-	16, // 48: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
-	12, // 49: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
-	18, // 50: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
-	20, // 51: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
-	22, // 52: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
-	26, // 53: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
-	3,  // 54: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
-	8,  // 55: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
-	11, // 56: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
-	17, // 57: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
-	13, // 58: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
-	19, // 59: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
-	21, // 60: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
-	23, // 61: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
-	27, // 62: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
-	54, // [54:63] is the sub-list for method output_type
-	45, // [45:54] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	44, // 42: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
+	44, // 43: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
+	47, // 44: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
+	30, // 45: podsync.v1.ListVolumesResponse.volumes:type_name -> podsync.v1.NamedVolume
+	2,  // 46: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
+	7,  // 47: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
+	10, // 48: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
+	16, // 49: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
+	12, // 50: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
+	18, // 51: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
+	20, // 52: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
+	22, // 53: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
+	26, // 54: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
+	28, // 55: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
+	31, // 56: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
+	3,  // 57: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
+	8,  // 58: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
+	11, // 59: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
+	17, // 60: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
+	13, // 61: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
+	19, // 62: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
+	21, // 63: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
+	23, // 64: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
+	27, // 65: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
+	29, // 66: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
+	32, // 67: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
+	57, // [57:68] is the sub-list for method output_type
+	46, // [46:57] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_sync_service_proto_init() }
@@ -2265,7 +2527,7 @@ func file_podsync_v1_pod_sync_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_sync_service_proto_rawDesc), len(file_podsync_v1_pod_sync_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   29,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

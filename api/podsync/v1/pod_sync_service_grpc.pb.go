@@ -31,6 +31,8 @@ const (
 	PodSyncService_DeletePod_FullMethodName        = "/podsync.v1.PodSyncService/DeletePod"
 	PodSyncService_WatchPods_FullMethodName        = "/podsync.v1.PodSyncService/WatchPods"
 	PodSyncService_GetContainerLogs_FullMethodName = "/podsync.v1.PodSyncService/GetContainerLogs"
+	PodSyncService_ListVolumes_FullMethodName      = "/podsync.v1.PodSyncService/ListVolumes"
+	PodSyncService_DeleteVolume_FullMethodName     = "/podsync.v1.PodSyncService/DeleteVolume"
 )
 
 // PodSyncServiceClient is the client API for PodSyncService service.
@@ -193,6 +195,21 @@ type PodSyncServiceClient interface {
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetContainerLogs(ctx context.Context, in *GetContainerLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[GetContainerLogsResponse], error)
+	// ListVolumes returns the node's named volumes — the node-local
+	// directories persistentVolumeClaim volumes mount, one per claimName —
+	// ordered by name, each with the stored pods that name it.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	ListVolumes(ctx context.Context, in *ListVolumesRequest, opts ...grpc.CallOption) (*ListVolumesResponse, error)
+	// DeleteVolume removes a named volume and its data. A volume that does
+	// not exist answers OK with found = false.
+	//
+	// Errors: FAILED_PRECONDITION with ErrorInfo reason VOLUME_IN_USE while a
+	// stored pod names the claim (delete the pods first); INVALID_ARGUMENT
+	// for a name that cannot be a volume's.
+	//
+	// Idempotency: IDEMPOTENT.
+	DeleteVolume(ctx context.Context, in *DeleteVolumeRequest, opts ...grpc.CallOption) (*DeleteVolumeResponse, error)
 }
 
 type podSyncServiceClient struct {
@@ -328,6 +345,26 @@ func (c *podSyncServiceClient) GetContainerLogs(ctx context.Context, in *GetCont
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PodSyncService_GetContainerLogsClient = grpc.ServerStreamingClient[GetContainerLogsResponse]
+
+func (c *podSyncServiceClient) ListVolumes(ctx context.Context, in *ListVolumesRequest, opts ...grpc.CallOption) (*ListVolumesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListVolumesResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_ListVolumes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) DeleteVolume(ctx context.Context, in *DeleteVolumeRequest, opts ...grpc.CallOption) (*DeleteVolumeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteVolumeResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_DeleteVolume_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
 // PodSyncServiceServer is the server API for PodSyncService service.
 // All implementations must embed UnimplementedPodSyncServiceServer
@@ -489,6 +526,21 @@ type PodSyncServiceServer interface {
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetContainerLogs(*GetContainerLogsRequest, grpc.ServerStreamingServer[GetContainerLogsResponse]) error
+	// ListVolumes returns the node's named volumes — the node-local
+	// directories persistentVolumeClaim volumes mount, one per claimName —
+	// ordered by name, each with the stored pods that name it.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	ListVolumes(context.Context, *ListVolumesRequest) (*ListVolumesResponse, error)
+	// DeleteVolume removes a named volume and its data. A volume that does
+	// not exist answers OK with found = false.
+	//
+	// Errors: FAILED_PRECONDITION with ErrorInfo reason VOLUME_IN_USE while a
+	// stored pod names the claim (delete the pods first); INVALID_ARGUMENT
+	// for a name that cannot be a volume's.
+	//
+	// Idempotency: IDEMPOTENT.
+	DeleteVolume(context.Context, *DeleteVolumeRequest) (*DeleteVolumeResponse, error)
 	mustEmbedUnimplementedPodSyncServiceServer()
 }
 
@@ -525,6 +577,12 @@ func (UnimplementedPodSyncServiceServer) WatchPods(*WatchPodsRequest, grpc.Serve
 }
 func (UnimplementedPodSyncServiceServer) GetContainerLogs(*GetContainerLogsRequest, grpc.ServerStreamingServer[GetContainerLogsResponse]) error {
 	return status.Error(codes.Unimplemented, "method GetContainerLogs not implemented")
+}
+func (UnimplementedPodSyncServiceServer) ListVolumes(context.Context, *ListVolumesRequest) (*ListVolumesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListVolumes not implemented")
+}
+func (UnimplementedPodSyncServiceServer) DeleteVolume(context.Context, *DeleteVolumeRequest) (*DeleteVolumeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteVolume not implemented")
 }
 func (UnimplementedPodSyncServiceServer) mustEmbedUnimplementedPodSyncServiceServer() {}
 func (UnimplementedPodSyncServiceServer) testEmbeddedByValue()                        {}
@@ -681,6 +739,42 @@ func _PodSyncService_GetContainerLogs_Handler(srv interface{}, stream grpc.Serve
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PodSyncService_GetContainerLogsServer = grpc.ServerStreamingServer[GetContainerLogsResponse]
 
+func _PodSyncService_ListVolumes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListVolumesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).ListVolumes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_ListVolumes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).ListVolumes(ctx, req.(*ListVolumesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodSyncService_DeleteVolume_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteVolumeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).DeleteVolume(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_DeleteVolume_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).DeleteVolume(ctx, req.(*DeleteVolumeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PodSyncService_ServiceDesc is the grpc.ServiceDesc for PodSyncService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -707,6 +801,14 @@ var PodSyncService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeletePod",
 			Handler:    _PodSyncService_DeletePod_Handler,
+		},
+		{
+			MethodName: "ListVolumes",
+			Handler:    _PodSyncService_ListVolumes_Handler,
+		},
+		{
+			MethodName: "DeleteVolume",
+			Handler:    _PodSyncService_DeleteVolume_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -5,8 +5,10 @@ package cli_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -380,4 +382,49 @@ func TestDeploymentAndNodeSelector(t *testing.T) {
 			t.Errorf("node does not show the label:\n%s", out)
 		}
 	})
+}
+
+// TestNamedVolumes: two pods naming the same claim share its data through
+// podsyncd; deleting both keeps it, podsyncctl volume ls lists it and
+// volume rm removes it (refused while a pod names it).
+func TestNamedVolumes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	d := startPodsyncd(t)
+	pod := func(name, script string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + "}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n" +
+			"  - name: app\n    image: registry.local/busybox:local\n    command: [sh, -c, '" + script + "']\n" +
+			"    volumeMounts: [{name: data, mountPath: /data}]\n  volumes:\n  - name: data\n    persistentVolumeClaim: {claimName: shared}\n"
+	}
+	if r := d.ctl(ctx, pod("writer", `trap "exit 0" TERM; echo hello > /data/msg; sleep 3600 & wait`), "run", "-f", "-"); r.code != 0 {
+		t.Fatalf("run writer: %+v", r)
+	}
+	if r := d.ctl(ctx, pod("reader", `trap "exit 0" TERM; until [ -f /data/msg ]; do sleep 0.1; done; cat /data/msg; sleep 3600 & wait`), "run", "-f", "-"); r.code != 0 {
+		t.Fatalf("run reader: %+v", r)
+	}
+	eventually(ctx, t, "the reader prints the writer's file", func() bool {
+		r := d.ctl(ctx, "", "logs", "reader")
+		return r.code == 0 && strings.TrimSpace(r.stdout) == "hello"
+	})
+	if out := d.mustCtl(ctx, "volume", "ls"); !hasRow(out, "shared", "default/reader,default/writer") {
+		t.Errorf("volume ls with both pods:\n%s", out)
+	}
+	if r := d.ctl(ctx, "", "volume", "rm", "shared"); r.code != 1 || !strings.Contains(r.stderr, "VOLUME_IN_USE") {
+		t.Errorf("volume rm in use: %+v", r)
+	}
+	d.mustCtl(ctx, "delete", "writer", "reader", "--grace-period", "0")
+	out := d.mustCtl(ctx, "volume", "ls")
+	if !hasRow(out, "shared", "<none>") {
+		t.Fatalf("volume ls after the pods were deleted:\n%s", out)
+	}
+	path := strings.Fields(strings.Split(strings.TrimSpace(out), "\n")[1])[2]
+	if data, err := os.ReadFile(filepath.Join(path, "msg")); err != nil || string(data) != "hello\n" {
+		t.Errorf("the claim's data after the pods were deleted: %q, %v", data, err)
+	}
+	if out := d.mustCtl(ctx, "volume", "rm", "shared"); out != "volume \"shared\" removed\n" {
+		t.Errorf("volume rm: %q", out)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s after volume rm: %v", path, err)
+	}
 }

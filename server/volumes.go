@@ -1,0 +1,42 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/errorinfo"
+)
+
+// ListVolumes returns the node's named volumes.
+func (s *service) ListVolumes(ctx context.Context, _ *podsyncv1.ListVolumesRequest) (*podsyncv1.ListVolumesResponse, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	vols, err := s.node.ListVolumes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &podsyncv1.ListVolumesResponse{}
+	for _, v := range vols {
+		out.Volumes = append(out.Volumes, &podsyncv1.NamedVolume{Name: v.Name, Path: v.Path, Pods: v.Pods})
+	}
+	return out, nil
+}
+
+// DeleteVolume removes a named volume no stored pod names.
+func (s *service) DeleteVolume(ctx context.Context, req *podsyncv1.DeleteVolumeRequest) (*podsyncv1.DeleteVolumeResponse, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	if req.GetName() == "" {
+		return nil, NewError(codes.InvalidArgument, errorinfo.ReasonInvalidSpec, fmt.Sprintf("name: required: the volume's claimName (%s)", "podsyncctl volume ls lists them"), nil)
+	}
+	found, err := s.node.DeleteVolume(ctx, req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return &podsyncv1.DeleteVolumeResponse{Found: found}, nil
+}
