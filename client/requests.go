@@ -45,7 +45,7 @@ func RunPodsRequestFromManifests(m *convert.Manifests) (*podsyncv1.RunPodsReques
 		d.Secrets = append(d.Secrets, s.DeepCopy())
 	}
 	// Secrets are checked as given, as podsyncd checks them.
-	if err := convert.ValidateManifests(d, validation.Options{}); err != nil {
+	if err := convert.ValidateManifests(d, validation.Options{StoredObjects: true}); err != nil {
 		return nil, fmt.Errorf("podsync: %w", err)
 	}
 	for _, cm := range d.ConfigMaps {

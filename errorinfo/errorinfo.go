@@ -79,6 +79,16 @@ const (
 	// other admission reasons are the engine's (see the package
 	// documentation).
 	ReasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
+	// ReasonObjectNotFound (NOT_FOUND): podsyncd stores no such ConfigMap
+	// or Secret.
+	ReasonObjectNotFound = "OBJECT_NOT_FOUND"
+	// ReasonConflict (ABORTED): a resource_version precondition is not
+	// the stored version: read the object again and retry.
+	ReasonConflict = "CONFLICT"
+	// ReasonOwnedByFile (FAILED_PRECONDITION): the pod or object was read
+	// from a file of podsyncd's manifest directory, which owns it: change
+	// or remove the file.
+	ReasonOwnedByFile = "OWNED_BY_FILE"
 )
 
 // Keys of ErrorInfo metadata.

@@ -212,6 +212,10 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 	}
 	p.pruneInitContainers(ctx, actions.PruneInit)
 	if !actions.Sandbox.Create && len(actions.StartInit) == 0 && len(actions.Start) == 0 {
+		// The volume manager's remount: the files of a running pod's
+		// configMap and secret volumes follow their objects (a
+		// ConfigMap applied since the last pass).
+		p.refreshVolumes(actions.Sandbox)
 		// Step 6 of the kubelet's SyncPod: resize running containers
 		// in place (a failure is its step's; the pass goes on, as
 		// upstream).
@@ -230,6 +234,21 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 	// Step 6, after the sandbox config (step 5) as in the kubelet.
 	p.resize(ctx, actions.Resize, sb.id)
 	p.startContainers(ctx, actions, sb)
+}
+
+// refreshVolumes writes the volume files of a pod whose sandbox runs and
+// that the pass starts nothing in, as the kubelet's volume manager sets
+// up a mounted pod's volumes again on every sync: a failure (an object
+// deleted meanwhile) is a FailedMount step, and the files stay as they
+// are.
+func (p *pass) refreshVolumes(d plan.SandboxDecision) {
+	if d.ID == "" || p.terminationRequested {
+		return
+	}
+	if err := p.s.setupVolumes(p.pod, p.in, false); err != nil {
+		p.rec.add(StepResult{Action: ActionMountVolumes, Target: plan.PodString(p.pod), Err: err, Reason: ReasonFailedMount,
+			Message: fmt.Sprintf("Unable to attach or mount volumes: %v", err), Start: p.s.clock.Now()})
+	}
 }
 
 // prepareSandbox sets up the pod's volumes (the kubelet mounts them before
