@@ -206,3 +206,11 @@ func ObjectPuts(configMaps []*corev1.ConfigMap, secrets []*corev1.Secret) []stor
 	}
 	return out
 }
+
+// RecordEvent records an event about a stored pod on behalf of another
+// source of the node (the manifest directory reporting a bad file). It
+// returns an error wrapping ErrNotFound when the pod is not stored.
+func (n *Node) RecordEvent(ref store.PodRef, ev store.Event) error {
+	_, err := n.store.Append(store.EventChange(ref, ev))
+	return err
+}
