@@ -17,7 +17,7 @@ import (
 var objectWords = map[string]podsyncv1.ObjectKind{
 	"cm": podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP, "configmap": podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP,
 	"configmaps": podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP,
-	"secret": podsyncv1.ObjectKind_OBJECT_KIND_SECRET, "secrets": podsyncv1.ObjectKind_OBJECT_KIND_SECRET,
+	"secret":     podsyncv1.ObjectKind_OBJECT_KIND_SECRET, "secrets": podsyncv1.ObjectKind_OBJECT_KIND_SECRET,
 }
 
 // kindWord is how kubectl names a kind in its output ("configmap/cfg").

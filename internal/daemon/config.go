@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/podsync/podsync/engine"
-	"github.com/podsync/podsync/internal/manifestdir"
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/internal/manifestdir"
 )
 
 // Defaults of podsyncd's settings.
