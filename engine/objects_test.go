@@ -139,8 +139,7 @@ func TestNodeObjectPreconditions(t *testing.T) {
 	t.Parallel()
 	h := newNodeHarness(t)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "frozen"}, Data: map[string]string{"k": "1"}, Immutable: ptr.To(true)}
-	res, err := h.node.ApplyObjects(h.ctx, engine.ObjectPuts([]*corev1.ConfigMap{cm}, nil), "")
-	if err != nil {
+	if _, err := h.node.ApplyObjects(h.ctx, engine.ObjectPuts([]*corev1.ConfigMap{cm}, nil), ""); err != nil {
 		t.Fatal(err)
 	}
 	cm.Data["k"] = "2"
@@ -153,7 +152,7 @@ func TestNodeObjectPreconditions(t *testing.T) {
 	}
 
 	mut := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "m"}, Data: map[string]string{"k": "1"}}
-	res, err = h.node.ApplyObjects(h.ctx, engine.ObjectPuts([]*corev1.ConfigMap{mut}, nil), "")
+	res, err := h.node.ApplyObjects(h.ctx, engine.ObjectPuts([]*corev1.ConfigMap{mut}, nil), "")
 	if err != nil {
 		t.Fatal(err)
 	}
