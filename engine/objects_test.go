@@ -66,6 +66,12 @@ func TestNodePodWaitsForAMissingObject(t *testing.T) {
 	if !slices.ContainsFunc(res.Steps, func(s syncer.StepResult) bool { return s.Reason == syncer.ReasonFailedMount }) {
 		t.Errorf("steps %v hold no FailedMount", res.Steps)
 	}
+	if got := waitingReason(res.Status, "app"); got != "ContainerCreating" {
+		t.Errorf("pod whose volume cannot be set up: waiting %q, want ContainerCreating", got)
+	}
+	if !slices.Contains(h.events(vol), engine.EventFailedMount) {
+		t.Errorf("events %v, want FailedMount", h.events(vol))
+	}
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "token"}, Data: map[string][]byte{"t": []byte("s3cret")}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: vol.Namespace, Name: "cfg"}, Data: map[string]string{"a.conf": "one"}}
