@@ -383,3 +383,89 @@ func (c *Client) DeleteVolume(ctx context.Context, name string) (found bool, err
 	}
 	return resp.GetFound(), nil
 }
+
+// ApplyObjects stores ConfigMaps and Secrets as objects of the node, all
+// or none; pods using a changed one get their volume files updated.
+// Errors: ErrInvalidArgument (also for a change of an immutable object),
+// ErrConflict when an object's metadata.resource_version is not the
+// stored one, ErrOwnedByFile. Retried on ErrUnavailable with WithRetry.
+func (c *Client) ApplyObjects(ctx context.Context, req *podsyncv1.ApplyObjectsRequest) (*podsyncv1.ApplyObjectsResponse, error) {
+	var resp *podsyncv1.ApplyObjectsResponse
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.api.ApplyObjects(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, wrap("ApplyObjects", "", err)
+	}
+	return resp, nil
+}
+
+// GetObject returns a stored ConfigMap or Secret (a Secret's values
+// removed); an empty namespace means "default". Errors: ErrNotFound
+// (Reason OBJECT_NOT_FOUND). Retried on ErrUnavailable with WithRetry.
+func (c *Client) GetObject(ctx context.Context, kind podsyncv1.ObjectKind, namespace, name string) (*podsyncv1.Object, error) {
+	req := &podsyncv1.GetObjectRequest{Kind: kind, Namespace: namespace, Name: name}
+	var resp *podsyncv1.GetObjectResponse
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.api.GetObject(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, wrap("GetObject", podName(namespace, name), err)
+	}
+	return resp.GetObject(), nil
+}
+
+// ListObjects lists the stored ConfigMaps and Secrets by kind, namespace
+// and label selector, with the revision to watch from. Retried on
+// ErrUnavailable with WithRetry.
+func (c *Client) ListObjects(ctx context.Context, req *podsyncv1.ListObjectsRequest) (*podsyncv1.ListObjectsResponse, error) {
+	var resp *podsyncv1.ListObjectsResponse
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.api.ListObjects(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, wrap("ListObjects", "", err)
+	}
+	return resp, nil
+}
+
+// DeleteObject removes a stored ConfigMap or Secret; one that does not
+// exist is found = false. Errors: ErrConflict when req.resource_version
+// is not the stored one, ErrOwnedByFile. Retried on ErrUnavailable with
+// WithRetry.
+func (c *Client) DeleteObject(ctx context.Context, req *podsyncv1.DeleteObjectRequest) (*podsyncv1.DeleteObjectResponse, error) {
+	var resp *podsyncv1.DeleteObjectResponse
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.api.DeleteObject(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, wrap("DeleteObject", podName(req.GetNamespace(), req.GetName()), err)
+	}
+	return resp, nil
+}
+
+// WatchObjects opens one WatchObjects stream and calls fn with each
+// message, as WatchPods does; resume with since_revision from the last
+// revision seen. Errors: ErrRevisionCompacted, ErrSlowConsumer,
+// ErrInvalidArgument.
+func (c *Client) WatchObjects(ctx context.Context, req *podsyncv1.WatchObjectsRequest, fn func(*podsyncv1.WatchObjectsResponse) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, m, err := openStream(ctx, c, true, func(ctx context.Context) (grpc.ServerStreamingClient[podsyncv1.WatchObjectsResponse], error) {
+		return c.api.WatchObjects(ctx, req)
+	})
+	for err == nil {
+		if err := fn(m); err != nil {
+			return err
+		}
+		m, err = stream.Recv()
+	}
+	if isEOF(err) {
+		return nil
+	}
+	return wrap("WatchObjects", "", err)
+}

@@ -43,6 +43,9 @@ const (
 	ReasonUnauthenticated    = errorinfo.ReasonUnauthenticated
 	ReasonInternal           = errorinfo.ReasonInternal
 	ReasonVolumeInUse        = errorinfo.ReasonVolumeInUse
+	ReasonObjectNotFound     = errorinfo.ReasonObjectNotFound
+	ReasonConflict           = errorinfo.ReasonConflict
+	ReasonOwnedByFile        = errorinfo.ReasonOwnedByFile
 )
 
 // Sentinel errors. Every error a Client method returns for a failed call
@@ -89,6 +92,14 @@ var (
 	// ErrAborted: ABORTED, a sync of the pod is running or the pod is
 	// being deleted. Retry.
 	ErrAborted = errors.New("aborted")
+	// ErrConflict: ABORTED, CONFLICT, a stored object's resource_version
+	// precondition is not the stored version. Read it again and retry.
+	// It also matches ErrAborted.
+	ErrConflict = errors.New("resource version conflict")
+	// ErrOwnedByFile: FAILED_PRECONDITION, OWNED_BY_FILE, the pod or
+	// object was read from podsyncd's manifest directory: change or
+	// remove its file.
+	ErrOwnedByFile = errors.New("owned by a file of the manifest directory")
 	// ErrDeadlineExceeded: DEADLINE_EXCEEDED, the caller's deadline passed
 	// (it also matches context.DeadlineExceeded). Work already done on the
 	// node stays done.
@@ -191,6 +202,10 @@ func (e *Error) Is(target error) bool {
 		return e.Code == codes.ResourceExhausted
 	case ErrAborted:
 		return e.Code == codes.Aborted
+	case ErrConflict:
+		return e.Code == codes.Aborted && e.Reason == ReasonConflict
+	case ErrOwnedByFile:
+		return e.Code == codes.FailedPrecondition && e.Reason == ReasonOwnedByFile
 	case ErrDeadlineExceeded, context.DeadlineExceeded:
 		return e.Code == codes.DeadlineExceeded
 	case context.Canceled:
@@ -204,7 +219,7 @@ func (e *Error) Is(target error) bool {
 func (e *Error) rejected() bool {
 	switch e.Code {
 	case codes.FailedPrecondition:
-		return e.Reason != ReasonUIDMismatch && e.Reason != ReasonVolumeInUse
+		return e.Reason != ReasonUIDMismatch && e.Reason != ReasonVolumeInUse && e.Reason != ReasonOwnedByFile
 	case codes.ResourceExhausted:
 		return errorinfo.IsCapacityReason(e.Reason)
 	}

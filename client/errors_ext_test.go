@@ -33,6 +33,8 @@ var sentinels = map[string]error{
 	"ErrSlowConsumer":      client.ErrSlowConsumer,
 	"ErrResourceExhausted": client.ErrResourceExhausted,
 	"ErrAborted":           client.ErrAborted,
+	"ErrConflict":          client.ErrConflict,
+	"ErrOwnedByFile":       client.ErrOwnedByFile,
 	"ErrDeadlineExceeded":  client.ErrDeadlineExceeded,
 }
 
@@ -254,6 +256,9 @@ func TestErrorIs(t *testing.T) {
 		{codes.ResourceExhausted, "", []string{"ErrResourceExhausted"}},
 		{codes.Aborted, client.ReasonSyncInProgress, []string{"ErrAborted"}},
 		{codes.Aborted, client.ReasonPodTerminating, []string{"ErrAborted"}},
+		{codes.Aborted, client.ReasonConflict, []string{"ErrAborted", "ErrConflict"}},
+		{codes.FailedPrecondition, client.ReasonOwnedByFile, []string{"ErrOwnedByFile"}},
+		{codes.NotFound, client.ReasonObjectNotFound, []string{"ErrNotFound"}},
 		{codes.DeadlineExceeded, "", []string{"ErrDeadlineExceeded"}},
 		{codes.Canceled, "", nil},
 		{codes.Unknown, client.ReasonInternal, nil},

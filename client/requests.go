@@ -45,7 +45,7 @@ func RunPodsRequestFromManifests(m *convert.Manifests) (*podsyncv1.RunPodsReques
 		d.Secrets = append(d.Secrets, s.DeepCopy())
 	}
 	// Secrets are checked as given, as podsyncd checks them.
-	if err := convert.ValidateManifests(d, validation.Options{}); err != nil {
+	if err := convert.ValidateManifests(d, validation.Options{StoredObjects: true}); err != nil {
 		return nil, fmt.Errorf("podsync: %w", err)
 	}
 	for _, cm := range d.ConfigMaps {
@@ -100,4 +100,36 @@ func defaultedPod(p *corev1.Pod) *corev1.Pod {
 	convert.DropPriorityClass(p)
 	convert.Default(p)
 	return p
+}
+
+// ApplyObjectsRequestFromManifests builds an ApplyObjects request from the
+// ConfigMaps and Secrets of manifests (their pods are left out), checked
+// and defaulted as RunPodsRequestFromManifests checks and defaults them.
+// m is not modified. Manifests without ConfigMaps and Secrets are an
+// error.
+func ApplyObjectsRequestFromManifests(m *convert.Manifests) (*podsyncv1.ApplyObjectsRequest, error) {
+	if m == nil || len(m.ConfigMaps)+len(m.Secrets) == 0 {
+		return nil, errors.New("podsync: manifests hold no ConfigMap or Secret")
+	}
+	d := &convert.Manifests{}
+	for _, cm := range m.ConfigMaps {
+		d.ConfigMaps = append(d.ConfigMaps, cm.DeepCopy())
+	}
+	for _, s := range m.Secrets {
+		d.Secrets = append(d.Secrets, s.DeepCopy())
+	}
+	if err := convert.ValidateManifests(d, validation.Options{StoredObjects: true}); err != nil {
+		return nil, fmt.Errorf("podsync: %w", err)
+	}
+	for _, cm := range d.ConfigMaps {
+		convert.DefaultConfigMap(cm)
+	}
+	for _, s := range d.Secrets {
+		convert.DefaultSecret(s)
+	}
+	_, cms, secrets, err := convert.ManifestsToProto(d)
+	if err != nil {
+		return nil, fmt.Errorf("podsync: %w", err)
+	}
+	return &podsyncv1.ApplyObjectsRequest{ConfigMaps: cms, Secrets: secrets}, nil
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // ConfigMapToProto converts a core/v1 ConfigMap. A field podsync does not
-// support (such as immutable) is reported in an *InvalidError.
+// support is reported in an *InvalidError.
 func ConfigMapToProto(cm *corev1.ConfigMap) (*podsyncv1.ConfigMap, error) {
 	if cm == nil {
 		return nil, nil
@@ -22,6 +22,7 @@ func ConfigMapToProto(cm *corev1.ConfigMap) (*podsyncv1.ConfigMap, error) {
 		Metadata:   objectMetaToProto(&cm.ObjectMeta),
 		Data:       cm.Data,
 		BinaryData: cm.BinaryData,
+		Immutable:  cm.Immutable,
 	}
 	if errs := unsupportedFields(cm, ConfigMapFromProto(out)); len(errs) > 0 {
 		return nil, &InvalidError{Kind: "ConfigMap", Name: cm.Name, Errors: errs}
@@ -39,11 +40,12 @@ func ConfigMapFromProto(in *podsyncv1.ConfigMap) *corev1.ConfigMap {
 		ObjectMeta: objectMetaFromProto(in.Metadata),
 		Data:       in.Data,
 		BinaryData: in.BinaryData,
+		Immutable:  in.Immutable,
 	}
 }
 
 // SecretToProto converts a core/v1 Secret. A field podsync does not
-// support (such as immutable) is reported in an *InvalidError.
+// support is reported in an *InvalidError.
 func SecretToProto(s *corev1.Secret) (*podsyncv1.Secret, error) {
 	if s == nil {
 		return nil, nil
@@ -55,6 +57,7 @@ func SecretToProto(s *corev1.Secret) (*podsyncv1.Secret, error) {
 		Data:       s.Data,
 		StringData: s.StringData,
 		Type:       string(s.Type),
+		Immutable:  s.Immutable,
 	}
 	if errs := unsupportedFields(s, SecretFromProto(out)); len(errs) > 0 {
 		return nil, &InvalidError{Kind: "Secret", Name: s.Name, Errors: errs}
@@ -73,6 +76,7 @@ func SecretFromProto(in *podsyncv1.Secret) *corev1.Secret {
 		Data:       in.Data,
 		StringData: in.StringData,
 		Type:       corev1.SecretType(in.Type),
+		Immutable:  in.Immutable,
 	}
 }
 

@@ -146,6 +146,7 @@ func objectMetaToProto(in *metav1.ObjectMeta) *podsyncv1.ObjectMeta {
 		CreationTimestamp:          timeToProto(in.CreationTimestamp),
 		DeletionTimestamp:          timePtrToProto(in.DeletionTimestamp),
 		DeletionGracePeriodSeconds: in.DeletionGracePeriodSeconds,
+		ResourceVersion:            in.ResourceVersion,
 	}
 }
 
@@ -162,6 +163,7 @@ func objectMetaFromProto(in *podsyncv1.ObjectMeta) metav1.ObjectMeta {
 		CreationTimestamp:          timeFromProto(in.CreationTimestamp),
 		DeletionTimestamp:          timePtrFromProto(in.DeletionTimestamp),
 		DeletionGracePeriodSeconds: in.DeletionGracePeriodSeconds,
+		ResourceVersion:            in.ResourceVersion,
 	}
 }
 

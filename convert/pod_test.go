@@ -249,14 +249,18 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 }
 
 func TestUnsupportedObjectFields(t *testing.T) {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Immutable: ptr.To(true)}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Finalizers: []string{"f"}}, Immutable: ptr.To(true)}
 	var inv *convert.InvalidError
-	if _, err := convert.ConfigMapToProto(cm); !errors.As(err, &inv) || inv.Errors[0].Field != "immutable" {
-		t.Errorf("ConfigMap immutable: err = %v, want InvalidError at immutable", err)
+	if _, err := convert.ConfigMapToProto(cm); !errors.As(err, &inv) || inv.Errors[0].Field != "metadata.finalizers" {
+		t.Errorf("ConfigMap finalizers: err = %v, want InvalidError at metadata.finalizers", err)
 	}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Immutable: ptr.To(true)}
-	if _, err := convert.SecretToProto(s); !errors.As(err, &inv) || inv.Errors[0].Field != "immutable" {
-		t.Errorf("Secret immutable: err = %v, want InvalidError at immutable", err)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Finalizers: []string{"f"}}, Immutable: ptr.To(true)}
+	if _, err := convert.SecretToProto(s); !errors.As(err, &inv) || inv.Errors[0].Field != "metadata.finalizers" {
+		t.Errorf("Secret finalizers: err = %v, want InvalidError at metadata.finalizers", err)
+	}
+	// immutable converts.
+	if out, err := convert.ConfigMapToProto(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Immutable: ptr.To(true)}); err != nil || !out.GetImmutable() {
+		t.Errorf("ConfigMap immutable: %v, %v", out, err)
 	}
 	m := &convert.Manifests{ConfigMaps: []*corev1.ConfigMap{cm}, Secrets: []*corev1.Secret{s}, Pods: []*corev1.Pod{basePod()}}
 	_, _, _, err := convert.ManifestsToProto(m)

@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
@@ -35,8 +34,9 @@ type ApplyResult struct {
 }
 
 // Apply stores pod (defaulted, with a UID: convert.Default derives one
-// from namespace/name when empty) and the ConfigMaps and Secrets it refers
-// to as the pod's desired state, then runs one sync pass of it now, in
+// from namespace/name when empty) as the pod's desired state and the
+// ConfigMaps and Secrets given with it as stored objects (ApplyObjects,
+// on behalf of the pod's SourceAnnotation), then runs one sync pass of it now, in
 // the pod's turn: a pass of the pod already running (its worker's, another
 // caller's) is waited for while ctx allows. Each step of the pass is
 // passed to emit (if not nil) as it finishes. The pod's worker keeps it
@@ -47,7 +47,8 @@ type ApplyResult struct {
 // Apply returns an error wrapping ErrInvalidSpec for a pod without name,
 // namespace or UID or with a name that cannot be a path
 // (validation.CheckPodPaths), ErrAlreadyExists if namespace/name is held by a pod
-// with another UID, ErrTerminating if the pod is being deleted, Admit's error,
+// with another UID, ErrOwnedByFile if the stored pod is owned by another
+// source (a file of the manifest directory), ErrTerminating if the pod is being deleted, Admit's error,
 // the context's error if ctx ends before or during the pass (the worker
 // then finishes the work), ErrNotFound if the pod was deleted meanwhile,
 // and the runtime's error if the pod's state cannot be read. Failed steps
@@ -73,6 +74,10 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 		return res, fmt.Errorf("apply pod %s: %s/%s has uid %s: %w", plan.PodString(pod), pod.Namespace, pod.Name, existing.Pod.UID, errdefs.ErrAlreadyExists)
 	case existing.Deleting:
 		return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), errdefs.ErrTerminating)
+	default:
+		if err := ownedBy("pod "+plan.PodString(pod), existing.Pod.Annotations, SourceOf(pod.Annotations)); err != nil {
+			return res, err
+		}
 	}
 	if !res.Created && n.policy != nil {
 		if err := n.policy(pod); err != nil {
@@ -87,11 +92,14 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 		// Until the pod is stored, its reservation counts it.
 		defer release()
 	}
-	// The record keeps only the objects the pod refers to: a request's
-	// others would be copied into every pod's record.
-	configMaps, secrets = criconfig.ReferencedObjects(pod, configMaps, secrets)
+	// The request's objects are stored objects of the node, which the
+	// pod's passes read (they win for this request: they are stored
+	// first); the record holds none.
+	if _, err := n.ApplyObjects(ctx, ObjectPuts(configMaps, secrets), SourceOf(pod.Annotations)); err != nil {
+		return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
+	}
 	failpoint.Inject(failpoint.BeforeStorePut)
-	rec, err := n.store.Put(store.PodRecord{Pod: pod, ConfigMaps: configMaps, Secrets: secrets})
+	rec, err := n.store.Put(store.PodRecord{Pod: pod})
 	if err != nil {
 		return res, fmt.Errorf("store pod %s: %w", plan.PodString(pod), err)
 	}
@@ -244,6 +252,14 @@ func (n *Node) Watch(ctx context.Context, since int64) (*store.Watcher, error) {
 // ends first, Delete returns the context's error and the pod's worker
 // finishes the deletion; a deleted pod stays deleted.
 func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *int64) (bool, []syncer.StepResult, error) {
+	return n.DeleteAs(ctx, "", namespace, name, uid, grace)
+}
+
+// DeleteAs is Delete on behalf of source ("" for the API, "file:NAME"
+// for the manifest directory): it returns an error wrapping
+// ErrOwnedByFile, and deletes nothing, when the pod is owned by another
+// source.
+func (n *Node) DeleteAs(ctx context.Context, source, namespace, name, uid string, grace *int64) (bool, []syncer.StepResult, error) {
 	if err := n.waitReady(ctx); err != nil {
 		return false, nil, err
 	}
@@ -253,6 +269,11 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 	}
 	if err != nil {
 		return false, nil, fmt.Errorf("delete pod %s/%s: %w", namespace, name, err)
+	}
+	if have := SourceOf(rec.Pod.Annotations); have != source {
+		if err := ownedBy("pod "+plan.PodString(rec.Pod), rec.Pod.Annotations, source); err != nil {
+			return false, nil, err
+		}
 	}
 	pod := rec.Pod
 	dw := n.workerFor(pod.UID)

@@ -112,7 +112,12 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 		w.mu.Unlock()
 		stop(nil)
 	}()
-	in := syncer.SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets, Probes: w.n.probeResults(pod.UID),
+	cms, secrets, err := w.n.podObjects(rec)
+	if err != nil {
+		w.setRetry(w.failureRetry())
+		return passOutcome{status: pod.Status}, err
+	}
+	in := syncer.SyncInput{ConfigMaps: cms, Secrets: secrets, Probes: w.n.probeResults(pod.UID),
 		PullFailures: w.pullFailures(), AdmitResize: w.n.admitResize}
 	in.Observed = func(view plan.RuntimeView, actions plan.PodActions) { w.publishObserved(ctx, pod, view, actions) }
 	res, err := w.n.syncer.SyncPod(ctx, pod, in, emit)

@@ -82,6 +82,16 @@ const (
 	// ReasonVolumeInUse (FAILED_PRECONDITION): DeleteVolume of a named
 	// volume a stored pod names; delete the pods first.
 	ReasonVolumeInUse = "VOLUME_IN_USE"
+	// ReasonObjectNotFound (NOT_FOUND): podsyncd stores no such ConfigMap
+	// or Secret.
+	ReasonObjectNotFound = "OBJECT_NOT_FOUND"
+	// ReasonConflict (ABORTED): a resource_version precondition is not
+	// the stored version: read the object again and retry.
+	ReasonConflict = "CONFLICT"
+	// ReasonOwnedByFile (FAILED_PRECONDITION): the pod or object was read
+	// from a file of podsyncd's manifest directory, which owns it: change
+	// or remove the file.
+	ReasonOwnedByFile = "OWNED_BY_FILE"
 )
 
 // Keys of ErrorInfo metadata.

@@ -36,6 +36,11 @@ const (
 	Signal        = "signal"
 	UsedBytes     = "used_bytes"
 	Volume        = "volume"
+	// Object is a stored ConfigMap or Secret ("ConfigMap ns/name"),
+	// ResourceVersion its version; Source a manifest file ("file:NAME").
+	Object          = "object"
+	ResourceVersion = "resource_version"
+	Source          = "source"
 )
 
 // Keys of a request's scope, set by the server's interceptors and carried

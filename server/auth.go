@@ -273,6 +273,9 @@ var readMethods = map[string]bool{
 	podsyncv1.PodSyncService_PlanPod_FullMethodName:          true,
 	podsyncv1.PodSyncService_GetNode_FullMethodName:          true,
 	podsyncv1.PodSyncService_ListVolumes_FullMethodName:      true,
+	podsyncv1.PodSyncService_GetObject_FullMethodName:        true,
+	podsyncv1.PodSyncService_ListObjects_FullMethodName:      true,
+	podsyncv1.PodSyncService_WatchObjects_FullMethodName:     true,
 }
 
 // readServices are services RoleRead may call in full.

@@ -147,6 +147,9 @@ const unknownMessage = "internal error; podsyncd's log has the details"
 //	status error (top of the chain)     unchanged
 //	*ValidationError, *convert.InvalidError, *field.Error,
 //	errdefs.ErrInvalidSpec               INVALID_ARGUMENT, BadRequest, INVALID_SPEC
+//	errdefs.ErrObjectNotFound            NOT_FOUND, OBJECT_NOT_FOUND
+//	errdefs.ErrStaleVersion              ABORTED, CONFLICT
+//	errdefs.ErrOwnedByFile               FAILED_PRECONDITION, OWNED_BY_FILE
 //	errdefs.ErrNotFound                  NOT_FOUND, POD_NOT_FOUND
 //	errdefs.ErrAlreadyExists             ALREADY_EXISTS, POD_ALREADY_EXISTS
 //	errdefs.ErrAdmission                 FAILED_PRECONDITION, or RESOURCE_EXHAUSTED
@@ -203,6 +206,12 @@ func ToStatus(err error) *status.Status {
 	switch {
 	case errors.Is(err, errdefs.ErrInvalidSpec):
 		return invalidArgument(err.Error(), orDefault(errorinfo.ReasonInvalidSpec), metadata, nil)
+	case errors.Is(err, errdefs.ErrObjectNotFound):
+		return newStatus(codes.NotFound, orDefault(errorinfo.ReasonObjectNotFound), err.Error(), metadata)
+	case errors.Is(err, errdefs.ErrStaleVersion):
+		return newStatus(codes.Aborted, orDefault(errorinfo.ReasonConflict), err.Error(), metadata)
+	case errors.Is(err, errdefs.ErrOwnedByFile):
+		return newStatus(codes.FailedPrecondition, orDefault(errorinfo.ReasonOwnedByFile), err.Error(), metadata)
 	case errors.Is(err, errdefs.ErrNotFound):
 		return newStatus(codes.NotFound, orDefault(errorinfo.ReasonPodNotFound), err.Error(), metadata)
 	case errors.Is(err, errdefs.ErrAlreadyExists):

@@ -170,14 +170,6 @@ func TestSizeLimits(t *testing.T) {
 			Secrets: []*podsyncv1.Secret{{ApiVersion: "v1", Kind: "Secret", Metadata: &podsyncv1.ObjectMeta{Name: "s", Namespace: "default"},
 				StringData: map[string]string{"k": bigString(server.DefaultMaxSecretBytes)}}}}),
 			codes.InvalidArgument, "secrets[0]", limit(server.DefaultMaxSecretBytes)},
-		{"record bytes", sync(&podsyncv1.SyncPodRequest{Pod: pod(func(p *podsyncv1.Pod) {
-			// Each under its own limit; the pod's record, which holds the
-			// ConfigMaps it refers to, is over the store's cap.
-			c := p.GetSpec().GetContainers()[0]
-			c.EnvFrom = []*podsyncv1.EnvFromSource{{ConfigMapRef: &podsyncv1.ConfigMapEnvSource{Name: "cm-0"}},
-				{ConfigMapRef: &podsyncv1.ConfigMapEnvSource{Name: "cm-1"}}}
-		}), ConfigMaps: configMaps(2, 900<<10)}),
-			codes.InvalidArgument, "pod", limit(store.DefaultMaxRecordBytes)},
 		{"label value", sync(&podsyncv1.SyncPodRequest{Pod: testPod(t, "default", "web", map[string]string{"app": bigString(64)})}),
 			codes.InvalidArgument, "pod.metadata.labels", "63"},
 		{"annotations", sync(&podsyncv1.SyncPodRequest{Pod: pod(func(p *podsyncv1.Pod) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -16,6 +17,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/validation"
 )
 
@@ -305,7 +307,7 @@ func (v *Validator) podsRequest(req PodsRequest) (requestObjects, field.ErrorLis
 		tooLong.Field = "" // the whole request
 		errs = append(errs, tooLong)
 	}
-	opts := validation.Options{Limits: lim.validationLimits(), NodeName: v.nodeName()}
+	opts := validation.Options{Limits: lim.validationLimits(), NodeName: v.nodeName(), StoredObjects: true}
 	var cmErrs, secErrs field.ErrorList
 	objs.configMaps, cmErrs = configMapsFromProto(field.NewPath("configMaps"), req.GetConfigMaps(), opts)
 	objs.secrets, secErrs = secretsFromProto(field.NewPath("secrets"), req.GetSecrets(), opts)
@@ -401,6 +403,7 @@ func configMapsFromProto(p *field.Path, in []*podsyncv1.ConfigMap, opts validati
 		cm := convert.ConfigMapFromProto(m)
 		convert.DefaultConfigMap(cm)
 		errs = append(errs, validation.ValidateConfigMap(cm, ip, opts)...)
+		errs = append(errs, sourceAnnotation(ip, cm.Annotations)...)
 		key := types.NamespacedName{Namespace: cm.Namespace, Name: cm.Name}
 		if seen[key] {
 			errs = append(errs, field.Duplicate(ip.Child("metadata", "name"), key.String()))
@@ -427,6 +430,7 @@ func secretsFromProto(p *field.Path, in []*podsyncv1.Secret, opts validation.Opt
 		// Validated before DefaultSecret folds stringData into data, so
 		// that a violation names the field it was sent in.
 		errs = append(errs, validation.ValidateSecret(s, ip, opts)...)
+		errs = append(errs, sourceAnnotation(ip, s.Annotations)...)
 		convert.DefaultSecret(s)
 		key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
 		if seen[key] {
@@ -463,9 +467,11 @@ func podFromProto(p *field.Path, in *podsyncv1.Pod, opts validation.Options) (*c
 	pod.Status = corev1.PodStatus{}
 	pod.CreationTimestamp = metav1.Time{}
 	pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = nil, nil
+	pod.ResourceVersion = ""
 	convert.Default(pod)
 
 	errs := validation.ValidatePodMetadata(pod, p)
+	errs = append(errs, sourceAnnotation(p, pod.Annotations)...)
 	if in.GetSpec() == nil {
 		return pod, append(errs, field.Required(p.Child("spec"), ""))
 	}
@@ -509,4 +515,112 @@ func validateSelector(p *field.Path, selector string, maxBytes int) field.ErrorL
 		return field.ErrorList{field.Invalid(p, selector, err.Error())}
 	}
 	return nil
+}
+
+// sourceAnnotation refuses the annotation podsyncd sets on the pods and
+// objects of its manifest directory: a request cannot claim to be a file.
+func sourceAnnotation(p *field.Path, annotations map[string]string) field.ErrorList {
+	if _, ok := annotations[engine.SourceAnnotation]; !ok {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(p.Child("metadata", "annotations").Key(engine.SourceAnnotation),
+		"podsyncd sets it on the pods and objects of its manifest directory; remove it")}
+}
+
+// ObjectsFromRequest converts, defaults and validates the ConfigMaps and
+// Secrets of an ApplyObjects request (as PodsFromRequest those of a
+// request with pods): at least one object, unique by namespace/name, each
+// resource_version empty or a number. It returns a *ValidationError
+// listing every violation.
+func (v *Validator) ObjectsFromRequest(req *podsyncv1.ApplyObjectsRequest) ([]*corev1.ConfigMap, []*corev1.Secret, error) {
+	lim := v.limits()
+	var errs field.ErrorList
+	if n := proto.Size(req); n > lim.MaxRequestBytes {
+		tooLong := field.TooLong(nil, nil, lim.MaxRequestBytes)
+		tooLong.Field = ""
+		errs = append(errs, tooLong)
+	}
+	if len(req.GetConfigMaps())+len(req.GetSecrets()) == 0 {
+		errs = append(errs, field.Required(field.NewPath("configMaps"), "at least one ConfigMap or Secret is required"))
+	}
+	opts := validation.Options{Limits: lim.validationLimits(), NodeName: v.nodeName(), StoredObjects: true}
+	cms, cmErrs := configMapsFromProto(field.NewPath("configMaps"), req.GetConfigMaps(), opts)
+	secrets, secErrs := secretsFromProto(field.NewPath("secrets"), req.GetSecrets(), opts)
+	errs = append(errs, cmErrs...)
+	errs = append(errs, secErrs...)
+	for i, cm := range cms {
+		errs = append(errs, resourceVersion(field.NewPath("configMaps").Index(i).Child("metadata", "resourceVersion"), cm.ResourceVersion)...)
+	}
+	for i, s := range secrets {
+		errs = append(errs, resourceVersion(field.NewPath("secrets").Index(i).Child("metadata", "resourceVersion"), s.ResourceVersion)...)
+	}
+	if len(errs) > 0 {
+		return nil, nil, InvalidRequest(errs)
+	}
+	return cms, secrets, nil
+}
+
+// resourceVersion validates a resource_version precondition: empty or a
+// revision.
+func resourceVersion(p *field.Path, rv string) field.ErrorList {
+	if rv == "" {
+		return nil
+	}
+	if n, err := strconv.ParseInt(rv, 10, 64); err != nil || n < 0 {
+		return field.ErrorList{field.Invalid(p, rv, "must be empty or a resourceVersion podsyncd returned (a number)")}
+	}
+	return nil
+}
+
+// objectKinds are the kinds an object request may name.
+var objectKinds = []string{podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP.String(), podsyncv1.ObjectKind_OBJECT_KIND_SECRET.String()}
+
+// validateObjectKind validates a kind: one of objectKinds, or unspecified
+// when optional.
+func validateObjectKind(p *field.Path, k podsyncv1.ObjectKind, optional bool) field.ErrorList {
+	switch k {
+	case podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP, podsyncv1.ObjectKind_OBJECT_KIND_SECRET:
+		return nil
+	case podsyncv1.ObjectKind_OBJECT_KIND_UNSPECIFIED:
+		if optional {
+			return nil
+		}
+		return field.ErrorList{field.Required(p, "")}
+	}
+	return field.ErrorList{field.NotSupported(p, k.String(), objectKinds)}
+}
+
+// ValidateGetObjectRequest validates a GetObjectRequest: a kind, and a
+// name and namespace as for GetPod.
+func (v *Validator) ValidateGetObjectRequest(req *podsyncv1.GetObjectRequest) field.ErrorList {
+	errs := validateObjectKind(field.NewPath("kind"), req.GetKind(), false)
+	return append(errs, validatePodName(nil, req.GetNamespace(), req.GetName())...)
+}
+
+// ValidateListObjectsRequest validates a ListObjectsRequest: kind known
+// or unspecified, namespace and label_selector as for ListPods.
+func (v *Validator) ValidateListObjectsRequest(req *podsyncv1.ListObjectsRequest) field.ErrorList {
+	errs := validateObjectKind(field.NewPath("kind"), req.GetKind(), true)
+	errs = append(errs, validateOptionalNamespace(field.NewPath("namespace"), req.GetNamespace())...)
+	return append(errs, validateSelector(field.NewPath("labelSelector"), req.GetLabelSelector(), v.limits().MaxLabelSelectorBytes)...)
+}
+
+// ValidateDeleteObjectRequest validates a DeleteObjectRequest as a
+// GetObjectRequest, with resource_version empty or a number.
+func (v *Validator) ValidateDeleteObjectRequest(req *podsyncv1.DeleteObjectRequest) field.ErrorList {
+	errs := validateObjectKind(field.NewPath("kind"), req.GetKind(), false)
+	errs = append(errs, validatePodName(nil, req.GetNamespace(), req.GetName())...)
+	return append(errs, resourceVersion(field.NewPath("resourceVersion"), req.GetResourceVersion())...)
+}
+
+// ValidateWatchObjectsRequest validates a WatchObjectsRequest:
+// since_revision not negative, kind known or unspecified, namespace empty
+// or a DNS-1123 label.
+func (v *Validator) ValidateWatchObjectsRequest(req *podsyncv1.WatchObjectsRequest) field.ErrorList {
+	var errs field.ErrorList
+	if r := req.GetSinceRevision(); r < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("sinceRevision"), r, "must be greater than or equal to 0"))
+	}
+	errs = append(errs, validateObjectKind(field.NewPath("kind"), req.GetKind(), true)...)
+	return append(errs, validateOptionalNamespace(field.NewPath("namespace"), req.GetNamespace())...)
 }

@@ -370,12 +370,6 @@ func TestValidateBadRequests(t *testing.T) {
 			[]string{"pod.spec.containers[1].image"}},
 		{"SyncPod quantity", nil, syncPod(func(r *podsyncv1.SyncPodRequest) { r.Pod.Spec.Containers[1].Resources.Limits["cpu"] = "1x" }),
 			[]string{"pod.spec.containers[1].resources.limits[cpu]"}},
-		{"SyncPod without its Secret", nil, syncPod(func(r *podsyncv1.SyncPodRequest) { r.Secrets = nil }),
-			[]string{
-				"pod.spec.volumes[1].secret.secretName",
-				"pod.spec.containers[0].env[1].valueFrom.secretKeyRef.name",
-				"pod.spec.containers[0].envFrom[1].secretRef.name",
-			}},
 		{"PlanPod name", nil, planPod(func(r *podsyncv1.PlanPodRequest) { r.Pod.Metadata.Name = "web." }), []string{"pod.metadata.name"}},
 		{"PlanPod without spec", nil, planPod(func(r *podsyncv1.PlanPodRequest) { r.Pod.Spec = nil }), []string{"pod.spec"}},
 

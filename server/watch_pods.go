@@ -106,6 +106,9 @@ func (wf *watchFilter) bySelector() bool {
 }
 
 func (wf *watchFilter) match(ctx context.Context, e store.Entry) bool {
+	if e.IsObject() {
+		return false // WatchObjects' entries
+	}
 	if wf.f.Namespace != "" && e.Pod.Namespace != wf.f.Namespace {
 		return false
 	}

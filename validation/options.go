@@ -83,6 +83,12 @@ type Options struct {
 	// refer to; a reference to one missing from it that is not optional
 	// is a violation. Nil holds none.
 	Objects *Objects
+	// StoredObjects says that the node resolves a reference to a
+	// ConfigMap or Secret missing from Objects to its stored objects (the
+	// pod waits for one that is not stored yet, as on a kubelet): such a
+	// reference is then not a violation. The keys of an object in
+	// Objects are still checked.
+	StoredObjects bool
 }
 
 // Objects index the ConfigMaps and Secrets sent with pods by namespace and

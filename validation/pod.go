@@ -67,7 +67,7 @@ func ValidatePodSpec(spec *corev1.PodSpec, meta *metav1.ObjectMeta, fldPath *fie
 		lim:      opts.Limits.withDefaults(),
 		nodeName: opts.NodeName,
 		objs:     opts.Objects,
-		skipRefs: len(validation.IsDNS1123Label(meta.Namespace)) > 0,
+		skipRefs: len(validation.IsDNS1123Label(meta.Namespace)) > 0 || opts.StoredObjects,
 	}
 	pv.spec(fldPath, meta.Namespace, spec)
 	return pv.errs
@@ -80,7 +80,8 @@ type podValidator struct {
 	objs     *Objects
 	errs     field.ErrorList
 	// skipRefs turns off the checks that referenced ConfigMaps and
-	// Secrets are among objs, for a pod whose namespace is invalid.
+	// Secrets are among objs, for a pod whose namespace is invalid or
+	// that may refer to the node's stored objects.
 	skipRefs bool
 	// containerNames are the names of the pod's init and regular
 	// containers, which a resourceFieldRef may name.

@@ -13,6 +13,25 @@ import (
 // What else a request carried is not the pod's to keep: a pod's stored
 // record holds only what it can use.
 func ReferencedObjects(pod *corev1.Pod, cms []*corev1.ConfigMap, secrets []*corev1.Secret) ([]*corev1.ConfigMap, []*corev1.Secret) {
+	cmNames, secretNames := ReferencedNames(pod)
+	var outCMs []*corev1.ConfigMap
+	for _, cm := range cms {
+		if cm != nil && cmNames[cm.Name] && (cm.Namespace == pod.Namespace || cm.Namespace == "") {
+			outCMs = append(outCMs, cm)
+		}
+	}
+	var outSecrets []*corev1.Secret
+	for _, s := range secrets {
+		if s != nil && secretNames[s.Name] && (s.Namespace == pod.Namespace || s.Namespace == "") {
+			outSecrets = append(outSecrets, s)
+		}
+	}
+	return outCMs, outSecrets
+}
+
+// ReferencedNames returns the names of the ConfigMaps and Secrets of the
+// pod's namespace that pod refers to, as ReferencedObjects matches them.
+func ReferencedNames(pod *corev1.Pod) (configMaps, secrets map[string]bool) {
 	cmNames, secretNames := map[string]bool{}, map[string]bool{}
 	for _, ref := range pod.Spec.ImagePullSecrets {
 		secretNames[ref.Name] = true
@@ -56,17 +75,5 @@ func ReferencedObjects(pod *corev1.Pod, cms []*corev1.ConfigMap, secrets []*core
 			}
 		}
 	}
-	var outCMs []*corev1.ConfigMap
-	for _, cm := range cms {
-		if cm != nil && cmNames[cm.Name] && (cm.Namespace == pod.Namespace || cm.Namespace == "") {
-			outCMs = append(outCMs, cm)
-		}
-	}
-	var outSecrets []*corev1.Secret
-	for _, s := range secrets {
-		if s != nil && secretNames[s.Name] && (s.Namespace == pod.Namespace || s.Namespace == "") {
-			outSecrets = append(outSecrets, s)
-		}
-	}
-	return outCMs, outSecrets
+	return cmNames, secretNames
 }

@@ -23,6 +23,9 @@ var (
 	// ErrTerminating reports a pod that is being deleted: it can be neither
 	// applied nor synced until the deletion ends. It is an ErrConflict.
 	ErrTerminating = fmt.Errorf("pod is terminating: %w", ErrConflict)
+	// ErrOwnedByFile reports a change through the API of a pod or object
+	// read from the manifest directory, whose file owns it.
+	ErrOwnedByFile = errors.New("owned by a file of the manifest directory")
 	// ErrRuntimeUnavailable reports that the container runtime did not answer.
 	ErrRuntimeUnavailable = errors.New("container runtime unavailable")
 	// ErrVolumeInUse reports a named volume that a pod of the node names,

@@ -30,6 +30,13 @@ var (
 	// InvalidArgument; the error's chain holds a *field.Error naming the
 	// size and the cap.
 	ErrRecordTooLarge error = &classError{"pod record too large", ErrInvalidSpec}
+	// ErrObjectNotFound reports that no ConfigMap or Secret of the kind,
+	// namespace and name asked for is stored. It is an ErrNotFound.
+	ErrObjectNotFound error = &classError{"object not found", ErrNotFound}
+	// ErrStaleVersion reports a write of a stored object whose
+	// resourceVersion precondition is not the stored version (If-Match).
+	// It is an ErrConflict.
+	ErrStaleVersion error = &classError{"resource version is stale", ErrConflict}
 	// ErrCompacted reports a read of the revision log from a revision older
 	// than the compaction point. The error is a *CompactedError.
 	ErrCompacted = errors.New("revision compacted")

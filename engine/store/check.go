@@ -327,6 +327,16 @@ func readAll(tx *bolt.Tx) error {
 	}); err != nil {
 		return err
 	}
+	if objects := tx.Bucket(bucketObjects); objects != nil {
+		if err := objects.ForEach(func(k, data []byte) error {
+			if _, err := decodeObject(data); err != nil {
+				return fmt.Errorf("object %q: %w", k, err)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
 	return names.ForEach(func(k, uid []byte) error {
 		if pods.Get(uid) == nil {
 			return fmt.Errorf("the name index names uid %s, which has no record", uid)

@@ -24,6 +24,11 @@ const (
 	KindEvent Kind = "Event"
 	// KindDeleted says the pod was deleted; it is its last entry.
 	KindDeleted Kind = "Deleted"
+	// KindObjectApplied is a stored ConfigMap or Secret created or
+	// changed (PutObjects); KindObjectDeleted its deletion
+	// (DeleteObject). Their Pod is zero and Object set.
+	KindObjectApplied Kind = "ObjectApplied"
+	KindObjectDeleted Kind = "ObjectDeleted"
 )
 
 // Event is a Kubernetes-like event about a pod (Pulled, Started, Killing,
@@ -58,7 +63,19 @@ type Change struct {
 	// a watcher selecting by label that never saw the pod can still tell
 	// whether the deletion is one it selects.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Object is the stored object the change is about, for
+	// KindObjectApplied and KindObjectDeleted (then Labels are its
+	// labels).
+	Object *ObjectRef `json:"object,omitempty"`
+	// ConfigMap or Secret is the object as stored after the change, for
+	// KindObjectApplied, a Secret's values removed.
+	ConfigMap *corev1.ConfigMap `json:"configMap,omitempty"`
+	Secret    *corev1.Secret    `json:"secret,omitempty"`
 }
+
+// IsObject reports whether the change is about a stored object rather
+// than a pod.
+func (c *Change) IsObject() bool { return c.Object != nil }
 
 // SandboxRef names a pod's CRI sandbox.
 type SandboxRef struct {
@@ -189,15 +206,22 @@ func validateChange(c Change) error {
 	return nil
 }
 
+func (c *Change) subject() string {
+	if c.Object != nil {
+		return c.Object.String()
+	}
+	return "pod " + c.Pod.String()
+}
+
 // appendEntry writes c with the next revision and queues it for watchers.
 func (st *txState) appendEntry(tx *bolt.Tx, c Change) (int64, error) {
 	e := Entry{Revision: st.bump(), Time: st.now, Change: c}
 	data, err := json.Marshal(&e)
 	if err != nil {
-		return 0, fmt.Errorf("append %s of pod %s: %w", c.Kind, c.Pod, err)
+		return 0, fmt.Errorf("append %s of %s: %w", c.Kind, c.subject(), err)
 	}
 	if err := tx.Bucket(bucketLog).Put(revKey(e.Revision), data); err != nil {
-		return 0, fmt.Errorf("append %s of pod %s: %w", c.Kind, c.Pod, err)
+		return 0, fmt.Errorf("append %s of %s: %w", c.Kind, c.subject(), err)
 	}
 	st.count++
 	st.bytes += int64(len(data))

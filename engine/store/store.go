@@ -229,7 +229,7 @@ func (s *Store) init() (err error) {
 		case v > schemaVersion:
 			return fmt.Errorf("open store %s: schema version %d is newer than this podsync's (%d)", s.path, v, schemaVersion)
 		}
-		for _, b := range [][]byte{bucketPods, bucketNames, bucketLog, bucketDeleted} {
+		for _, b := range [][]byte{bucketPods, bucketNames, bucketLog, bucketDeleted, bucketObjects} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("open store %s: %w", s.path, err)
 			}

@@ -217,6 +217,8 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 		// upstream).
 		p.resize(ctx, actions.Resize, actions.Sandbox.ID)
 		p.backOffSteps(actions.BackOff, nil)
+		// The volume manager's remount: files follow the pod's labels
+		// and their objects (a ConfigMap applied since the last pass).
 		p.refreshFileVolumes(actions)
 		return
 	}
@@ -233,10 +235,6 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 	p.startContainers(ctx, actions, sb)
 }
 
-// prepareSandbox sets up the pod's volumes (the kubelet mounts them before
-// SyncPod), creates the sandbox if the plan says so (step 4) and builds the
-// sandbox config the containers are created with. It reports false when a
-// step failed or ctx ended.
 // refreshFileVolumes renders and writes, in a pass that starts nothing,
 // the files of the running pod's configMap, secret, downwardAPI and
 // projected volumes, as the kubelet's volume manager remounts them every
@@ -253,6 +251,10 @@ func (p *pass) refreshFileVolumes(actions plan.PodActions) {
 	}
 }
 
+// prepareSandbox sets up the pod's volumes (the kubelet mounts them before
+// SyncPod), creates the sandbox if the plan says so (step 4) and builds the
+// sandbox config the containers are created with. It reports false when a
+// step failed or ctx ended.
 func (p *pass) prepareSandbox(ctx context.Context, d plan.SandboxDecision) (sandboxRef, bool) {
 	// Volumes (the kubelet mounts them before SyncPod).
 	if err := p.s.setupVolumes(p.pod, p.in, d.Create); err != nil {

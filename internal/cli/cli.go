@@ -163,7 +163,7 @@ func (a *app) newRoot() *cobra.Command {
 	pf.BoolVar(&a.insecure, "insecure", false, "plaintext TCP to a loopback address (podsyncd --insecure-listen-loopback; development only)")
 	pf.DurationVar(&a.timeout, "timeout", 0, "give up after this long (default: 30s for single calls, no limit for commands that wait or follow; run's --timeout is its per-pod timeout)")
 	root.AddGroup(&cobra.Group{ID: "pods", Title: "Running pods:"}, &cobra.Group{ID: "inspect", Title: "Inspecting pods:"}, &cobra.Group{ID: "other", Title: "Other commands:"})
-	for _, c := range []*cobra.Command{a.newRunCommand(), a.newSyncCommand(), a.newPlanCommand(), a.newDeleteCommand()} {
+	for _, c := range []*cobra.Command{a.newRunCommand(), a.newApplyCommand(), a.newSyncCommand(), a.newPlanCommand(), a.newDeleteCommand()} {
 		c.GroupID = "pods"
 		root.AddCommand(c)
 	}

@@ -25,17 +25,33 @@ type deleteFlags struct {
 func (a *app) newDeleteCommand() *cobra.Command {
 	var f deleteFlags
 	cmd := &cobra.Command{
-		Use:   "delete [pods] (NAME... | -f FILE... | --all)",
-		Short: "Stop and remove pods",
+		Use:   "delete [pods] (NAME... | -f FILE... | --all) | delete (cm|secret) NAME...",
+		Short: "Stop and remove pods, or delete stored ConfigMaps and Secrets",
 		Long: "delete stops pods — preStop hooks, SIGTERM, SIGKILL after the grace period —\n" +
 			"and removes their containers, sandboxes, volumes and logs. It returns once\n" +
 			"everything is gone. Pods are named, taken from manifests (-f), or all the\n" +
 			"pods of -n (every namespace without it) with --all.\n\n" +
-			"A pod that does not exist is an error unless --ignore-not-found.",
+			"A pod that does not exist is an error unless --ignore-not-found.\n\n" +
+			"delete cm NAME... and delete secret NAME... remove stored objects of -n: pods\n" +
+			"that use them keep their files; a container started later waits for them.",
 		Example: "  podsyncctl delete web\n" +
 			"  podsyncctl delete -f examples/ --grace-period 0\n" +
-			"  podsyncctl delete --all -n demo",
+			"  podsyncctl delete --all -n demo\n" +
+			"  podsyncctl delete cm app-config",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				if kind, ok := objectWords[args[0]]; ok {
+					if err := checkFormat(f.output, formatText); err != nil {
+						return err
+					}
+					c, err := a.client(cmd.Context())
+					if err != nil {
+						return err
+					}
+					defer func() { _ = c.Close() }()
+					return a.deleteObjects(cmd.Context(), c, kind, f, args[1:])
+				}
+			}
 			if len(args) > 0 && resourceWords[args[0]] {
 				args = args[1:]
 			}

@@ -31,23 +31,29 @@ type getFlags struct {
 func (a *app) newGetCommand() *cobra.Command {
 	var f getFlags
 	cmd := &cobra.Command{
-		Use:     "get [pods] [NAME...]",
+		Use:     "get [pods|cm|secrets] [NAME...]",
 		Aliases: []string{"ls", "list"},
-		Short:   "List pods, or show the named ones",
+		Short:   "List pods, ConfigMaps or Secrets, or show the named ones",
 		Long: "get lists the pods podsyncd runs, as kubectl shows them: READY counts ready\n" +
 			"containers (sidecars included), STATUS is kubectl's (Running, Completed,\n" +
 			"CrashLoopBackOff, Init:0/1, …), RESTARTS adds when the last restart was.\n\n" +
 			"Without names it lists every namespace unless -n is given (-A says so\n" +
 			"explicitly); named pods are looked up in -n (default \"default\"). A leading\n" +
-			"\"pods\" is accepted, as in kubectl.\n\n" +
+			"\"pods\" is accepted, as in kubectl; \"cm\" (configmaps) or \"secrets\" lists the\n" +
+			"node's stored objects instead (NAME DATA AGE; a Secret's values are never shown).\n\n" +
 			"-o wide adds IP, NODE, QOS and the sandbox; -o json and -o yaml print the\n" +
 			"API's Pod messages (a kind: List for several).",
 		Example: "  podsyncctl ls\n" +
 			"  podsyncctl get web -o yaml\n" +
 			"  podsyncctl get -l app=web -o wide\n" +
-			"  podsyncctl get pods -n demo --phase Running",
+			"  podsyncctl get pods -n demo --phase Running\n" +
+			"  podsyncctl get cm -n demo",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 && resourceWords[args[0]] {
+			kind, objects := podsyncv1.ObjectKind(0), false
+			if len(args) > 0 {
+				kind, objects = objectWords[args[0]]
+			}
+			if len(args) > 0 && (resourceWords[args[0]] || objects) {
 				args = args[1:]
 			}
 			if err := f.check(args); err != nil {
@@ -60,6 +66,9 @@ func (a *app) newGetCommand() *cobra.Command {
 			defer func() { _ = c.Close() }()
 			ctx, cancel := a.callContext(cmd.Context())
 			defer cancel()
+			if objects {
+				return a.getObjects(ctx, c, kind, f, args)
+			}
 			pods, err := f.fetch(ctx, c, args)
 			if err != nil {
 				return err

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/validation"
 )
 
 // addFileFlag adds the repeatable -f flag of the commands that read
@@ -46,7 +47,7 @@ func (a *app) readManifests(names []string, decodeOnly bool) (*convert.Manifests
 			sources = append(sources, convert.Source{Name: displayName(p), Data: data})
 		}
 	}
-	m, notices, err := convert.ReadManifests(sources, convert.ReadOptions{DecodeOnly: decodeOnly})
+	m, notices, err := convert.ReadManifests(sources, convert.ReadOptions{DecodeOnly: decodeOnly, Validation: validation.Options{StoredObjects: true}})
 	for _, n := range notices {
 		_, _ = fmt.Fprintf(a.stderr, "notice: %s\n", n)
 	}

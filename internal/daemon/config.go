@@ -24,6 +24,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/internal/manifestdir"
 )
 
 // Defaults of podsyncd's settings.
@@ -125,6 +126,14 @@ type Config struct {
 	// evicted (--eviction-store-min-available; "5%", a quantity such as
 	// "2Gi", or "0" for no check).
 	EvictionStoreMinAvailable string `json:"evictionStoreMinAvailable,omitempty"`
+	// ManifestDir is a directory of pod, ConfigMap and Secret manifests
+	// podsyncd keeps applied, the kubelet's staticPodPath
+	// (--manifest-dir); empty means none.
+	ManifestDir string `json:"manifestDir,omitempty"`
+	// ManifestRescan is the period of the manifest directory's full
+	// rescan besides inotify (--manifest-rescan; 20 s, the kubelet's
+	// fileCheckFrequency).
+	ManifestRescan metav1.Duration `json:"manifestRescan,omitzero"`
 }
 
 // StoreThreshold parses EvictionStoreMinAvailable.
@@ -161,6 +170,7 @@ func DefaultConfig() Config {
 		SeccompDefault:  true,
 
 		HousekeepingInterval:      metav1.Duration{Duration: engine.DefaultHousekeepingInterval},
+		ManifestRescan:            metav1.Duration{Duration: manifestdir.DefaultRescan},
 		EvictionStoreMinAvailable: strconv.Itoa(engine.DefaultStoreMinAvailablePercent) + "%",
 	}
 }
@@ -224,6 +234,11 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"largest pod record the store accepts, the pod with the ConfigMaps and Secrets it refers to (0: 1.5 MiB)")
 	fs.DurationVar(&c.HousekeepingInterval.Duration, "housekeeping-interval", c.HousekeepingInterval.Duration,
 		"how often pods' local storage is measured against their emptyDir sizeLimit and ephemeral-storage limits")
+	fs.StringVar(&c.ManifestDir, "manifest-dir", c.ManifestDir,
+		"directory of Pod, ConfigMap and Secret manifests (*.yaml, *.yml, *.json; dot-files ignored) kept applied as files "+
+			"come, change and go, as the kubelet's staticPodPath; the API cannot change or delete what they hold")
+	fs.DurationVar(&c.ManifestRescan.Duration, "manifest-rescan", c.ManifestRescan.Duration,
+		"period of the manifest directory's full rescan, besides inotify")
 	fs.StringVar(&c.EvictionStoreMinAvailable, "eviction-store-min-available", c.EvictionStoreMinAvailable,
 		`free space the store's file system keeps: below it the pod using the most there is evicted (e.g. 5%, 2Gi; 0: no check)`)
 }
@@ -307,6 +322,12 @@ func (c Config) Validate(ctx context.Context) error {
 	}
 	if c.HousekeepingInterval.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("--housekeeping-interval %s: must be positive", c.HousekeepingInterval.Duration))
+	}
+	if c.ManifestDir != "" && !filepath.IsAbs(c.ManifestDir) {
+		errs = append(errs, fmt.Errorf("--manifest-dir %q: want an absolute path", c.ManifestDir))
+	}
+	if c.ManifestRescan.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("--manifest-rescan %s: must be positive", c.ManifestRescan.Duration))
 	}
 	if _, err := c.StoreThreshold(); err != nil {
 		errs = append(errs, err)

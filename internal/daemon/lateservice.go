@@ -135,3 +135,43 @@ func (l *lateService) DeleteVolume(ctx context.Context, req *podsyncv1.DeleteVol
 	}
 	return svc.DeleteVolume(ctx, req)
 }
+
+func (l *lateService) ApplyObjects(ctx context.Context, req *podsyncv1.ApplyObjectsRequest) (*podsyncv1.ApplyObjectsResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.ApplyObjects(ctx, req)
+}
+
+func (l *lateService) GetObject(ctx context.Context, req *podsyncv1.GetObjectRequest) (*podsyncv1.GetObjectResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.GetObject(ctx, req)
+}
+
+func (l *lateService) ListObjects(ctx context.Context, req *podsyncv1.ListObjectsRequest) (*podsyncv1.ListObjectsResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.ListObjects(ctx, req)
+}
+
+func (l *lateService) DeleteObject(ctx context.Context, req *podsyncv1.DeleteObjectRequest) (*podsyncv1.DeleteObjectResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.DeleteObject(ctx, req)
+}
+
+func (l *lateService) WatchObjects(req *podsyncv1.WatchObjectsRequest, s grpc.ServerStreamingServer[podsyncv1.WatchObjectsResponse]) error {
+	svc, err := l.get()
+	if err != nil {
+		return err
+	}
+	return svc.WatchObjects(req, s)
+}

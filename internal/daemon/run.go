@@ -31,8 +31,10 @@ import (
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/internal/manifestdir"
 	"github.com/podsync/podsync/logx"
 	"github.com/podsync/podsync/server"
+	"github.com/podsync/podsync/validation"
 )
 
 // Exit codes of Run.
@@ -441,6 +443,22 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 	d.svc.set(&backend{svc: svc, rt: rt})
 	defer d.svc.set(nil)
 	d.health.ProbeNow()
+	if d.cfg.ManifestDir != "" {
+		src, err := manifestdir.New(manifestdir.Options{Dir: d.cfg.ManifestDir, Node: node, Rescan: d.cfg.ManifestRescan.Duration,
+			Validation: validation.Options{NodeName: d.cfg.NodeName}, Logger: d.log.Named("manifests")})
+		if err != nil {
+			return err
+		}
+		srcCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := src.Run(srcCtx); err != nil {
+				d.log.Error("manifest directory stopped", zap.Error(err))
+			}
+		}()
+		defer func() { stop(); <-done }()
+	}
 	if err := node.Run(ctx); err != nil {
 		return fmt.Errorf("start node: %w", err)
 	}

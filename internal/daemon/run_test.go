@@ -85,6 +85,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 		th != (engine.StorageThreshold{Percent: 5}) {
 		t.Errorf("housekeeping interval %s, store threshold %+v (%v); want 10s, 5%%", c.HousekeepingInterval.Duration, th, err)
 	}
+	if c.ManifestDir != "" || c.ManifestRescan.Duration != 20*time.Second {
+		t.Errorf("manifest dir %q, rescan %s; want none, 20s", c.ManifestDir, c.ManifestRescan.Duration)
+	}
 
 	// Host-derived defaults.
 	c, err = daemon.LoadConfig(t.Context(), []string{"--resolv-conf="})
@@ -207,6 +210,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{name: "node taint effect", args: []string{"--node-taints=k=v:Sometimes"}, want: []string{"--node-taints", `"k=v:Sometimes"`, "NoSchedule, PreferNoSchedule or NoExecute"}},
 		{name: "node taint without effect", file: "nodeTaints: [k=v]\n", want: []string{"--node-taints", "key[=value]:Effect"}},
 		{name: "relative root", args: []string{"--root-dir=state"}, want: []string{`--root-dir "state"`}},
+		{name: "relative manifest dir", args: []string{"--manifest-dir=manifests"}, want: []string{`--manifest-dir "manifests"`, "absolute"}},
+		{name: "manifest rescan", args: []string{"--manifest-rescan=0s"}, want: []string{"--manifest-rescan 0s"}},
 		{name: "host path without a mode", args: []string{"--allowed-host-paths=/srv/data"}, want: []string{`--allowed-host-paths "/srv/data"`, "add :ro or :rw"}},
 		{name: "host path key without a mode", file: "policy:\n  allowedHostPaths: [/srv/data]\n", want: []string{"add :ro or :rw"}},
 		{name: "runtime endpoint", args: []string{"--runtime-endpoint=/run/c.sock"}, want: []string{"--runtime-endpoint"}},

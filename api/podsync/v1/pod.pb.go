@@ -154,8 +154,14 @@ type ObjectMeta struct {
 	// deletion_grace_period_seconds is the grace period of that deletion.
 	// Set in responses; ignored in requests.
 	DeletionGracePeriodSeconds *int64 `protobuf:"varint,8,opt,name=deletion_grace_period_seconds,json=deletionGracePeriodSeconds,proto3,oneof" json:"deletion_grace_period_seconds,omitempty"`
-	unknownFields              protoimpl.UnknownFields
-	sizeCache                  protoimpl.SizeCache
+	// resource_version of a stored ConfigMap or Secret: the revision of its
+	// last change, set in responses. In ApplyObjects and DeleteObject
+	// requests it is a precondition (If-Match): when set, the object must be
+	// stored at exactly that version, else the call fails with ABORTED.
+	// Ignored for pods.
+	ResourceVersion string `protobuf:"bytes,100,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ObjectMeta) Reset() {
@@ -242,6 +248,13 @@ func (x *ObjectMeta) GetDeletionGracePeriodSeconds() int64 {
 		return *x.DeletionGracePeriodSeconds
 	}
 	return 0
+}
+
+func (x *ObjectMeta) GetResourceVersion() string {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return ""
 }
 
 // PodSpec mirrors core/v1 PodSpec.
@@ -5159,7 +5172,12 @@ type ConfigMap struct {
 	// data holds UTF-8 values.
 	Data map[string]string `protobuf:"bytes,4,rep,name=data,proto3" json:"data,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// binary_data holds binary values (base64 in JSON).
-	BinaryData    map[string][]byte `protobuf:"bytes,5,rep,name=binary_data,json=binaryData,proto3" json:"binary_data,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	BinaryData map[string][]byte `protobuf:"bytes,5,rep,name=binary_data,json=binaryData,proto3" json:"binary_data,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// immutable, when true, refuses every later change of data and
+	// binary_data (and of immutable itself) with INVALID_ARGUMENT, as the
+	// API server does; the object may still be deleted. Running pods' files
+	// of an immutable ConfigMap are never updated.
+	Immutable     *bool `protobuf:"varint,100,opt,name=immutable,proto3,oneof" json:"immutable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5229,6 +5247,13 @@ func (x *ConfigMap) GetBinaryData() map[string][]byte {
 	return nil
 }
 
+func (x *ConfigMap) GetImmutable() bool {
+	if x != nil && x.Immutable != nil {
+		return *x.Immutable
+	}
+	return false
+}
+
 // Secret mirrors core/v1 Secret. Secrets travel in the same request as the
 // pods that reference them; podsyncd never returns their data.
 type Secret struct {
@@ -5245,7 +5270,10 @@ type Secret struct {
 	// string_data holds plain-text values; merged over data.
 	StringData map[string]string `protobuf:"bytes,5,rep,name=string_data,json=stringData,proto3" json:"string_data,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// type, such as "Opaque" (default).
-	Type          string `protobuf:"bytes,6,opt,name=type,proto3" json:"type,omitempty"`
+	Type string `protobuf:"bytes,6,opt,name=type,proto3" json:"type,omitempty"`
+	// immutable, when true, refuses every later change of data (and of
+	// immutable itself) with INVALID_ARGUMENT, as the API server does.
+	Immutable     *bool `protobuf:"varint,100,opt,name=immutable,proto3,oneof" json:"immutable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5322,6 +5350,13 @@ func (x *Secret) GetType() string {
 	return ""
 }
 
+func (x *Secret) GetImmutable() bool {
+	if x != nil && x.Immutable != nil {
+		return *x.Immutable
+	}
+	return false
+}
+
 var File_podsync_v1_pod_proto protoreflect.FileDescriptor
 
 const file_podsync_v1_pod_proto_rawDesc = "" +
@@ -5334,7 +5369,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x122\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x16.podsync.v1.ObjectMetaR\bmetadata\x12'\n" +
 	"\x04spec\x18\x04 \x01(\v2\x13.podsync.v1.PodSpecR\x04spec\x12-\n" +
-	"\x06status\x18\x05 \x01(\v2\x15.podsync.v1.PodStatusR\x06status\"\xd2\x04\n" +
+	"\x06status\x18\x05 \x01(\v2\x15.podsync.v1.PodStatusR\x06status\"\xfd\x04\n" +
 	"\n" +
 	"ObjectMeta\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
@@ -5344,7 +5379,8 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\vannotations\x18\x05 \x03(\v2'.podsync.v1.ObjectMeta.AnnotationsEntryR\vannotations\x12I\n" +
 	"\x12creation_timestamp\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x11creationTimestamp\x12I\n" +
 	"\x12deletion_timestamp\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x11deletionTimestamp\x12F\n" +
-	"\x1ddeletion_grace_period_seconds\x18\b \x01(\x03H\x00R\x1adeletionGracePeriodSeconds\x88\x01\x01\x1a9\n" +
+	"\x1ddeletion_grace_period_seconds\x18\b \x01(\x03H\x00R\x1adeletionGracePeriodSeconds\x88\x01\x01\x12)\n" +
+	"\x10resource_version\x18d \x01(\tR\x0fresourceVersion\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
@@ -5782,7 +5818,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"started_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12!\n" +
-	"\fcontainer_id\x18\a \x01(\tR\vcontainerID\"\xe9\x02\n" +
+	"\fcontainer_id\x18\a \x01(\tR\vcontainerID\"\x9a\x03\n" +
 	"\tConfigMap\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -5790,13 +5826,16 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\bmetadata\x18\x03 \x01(\v2\x16.podsync.v1.ObjectMetaR\bmetadata\x123\n" +
 	"\x04data\x18\x04 \x03(\v2\x1f.podsync.v1.ConfigMap.DataEntryR\x04data\x12F\n" +
 	"\vbinary_data\x18\x05 \x03(\v2%.podsync.v1.ConfigMap.BinaryDataEntryR\n" +
-	"binaryData\x1a7\n" +
+	"binaryData\x12!\n" +
+	"\timmutable\x18d \x01(\bH\x00R\timmutable\x88\x01\x01\x1a7\n" +
 	"\tDataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a=\n" +
 	"\x0fBinaryDataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\xf4\x02\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01B\f\n" +
+	"\n" +
+	"_immutable\"\xa5\x03\n" +
 	"\x06Secret\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -5805,13 +5844,16 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x04data\x18\x04 \x03(\v2\x1c.podsync.v1.Secret.DataEntryR\x04data\x12C\n" +
 	"\vstring_data\x18\x05 \x03(\v2\".podsync.v1.Secret.StringDataEntryR\n" +
 	"stringData\x12\x12\n" +
-	"\x04type\x18\x06 \x01(\tR\x04type\x1a7\n" +
+	"\x04type\x18\x06 \x01(\tR\x04type\x12!\n" +
+	"\timmutable\x18d \x01(\bH\x00R\timmutable\x88\x01\x01\x1a7\n" +
 	"\tDataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1a=\n" +
 	"\x0fStringDataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x98\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
+	"\n" +
+	"_immutableB\x98\x01\n" +
 	"\x0ecom.podsync.v1B\bPodProtoP\x01Z3github.com/podsync/podsync/api/podsync/v1;podsyncv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Podsync.V1\xca\x02\n" +
 	"Podsync\\V1\xe2\x02\x16Podsync\\V1\\GPBMetadata\xea\x02\vPodsync::V1b\x06proto3"
@@ -6064,6 +6106,8 @@ func file_podsync_v1_pod_proto_init() {
 	file_podsync_v1_pod_proto_msgTypes[52].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[56].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[62].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[67].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[68].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

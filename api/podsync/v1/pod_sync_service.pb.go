@@ -139,6 +139,60 @@ func (AdmissionMode) EnumDescriptor() ([]byte, []int) {
 	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{1}
 }
 
+// ObjectKind is the kind of a stored object.
+type ObjectKind int32
+
+const (
+	// OBJECT_KIND_UNSPECIFIED selects both kinds in ListObjects and
+	// WatchObjects; elsewhere it is INVALID_ARGUMENT.
+	ObjectKind_OBJECT_KIND_UNSPECIFIED ObjectKind = 0
+	// OBJECT_KIND_CONFIG_MAP is a ConfigMap.
+	ObjectKind_OBJECT_KIND_CONFIG_MAP ObjectKind = 1
+	// OBJECT_KIND_SECRET is a Secret.
+	ObjectKind_OBJECT_KIND_SECRET ObjectKind = 2
+)
+
+// Enum value maps for ObjectKind.
+var (
+	ObjectKind_name = map[int32]string{
+		0: "OBJECT_KIND_UNSPECIFIED",
+		1: "OBJECT_KIND_CONFIG_MAP",
+		2: "OBJECT_KIND_SECRET",
+	}
+	ObjectKind_value = map[string]int32{
+		"OBJECT_KIND_UNSPECIFIED": 0,
+		"OBJECT_KIND_CONFIG_MAP":  1,
+		"OBJECT_KIND_SECRET":      2,
+	}
+)
+
+func (x ObjectKind) Enum() *ObjectKind {
+	p := new(ObjectKind)
+	*p = x
+	return p
+}
+
+func (x ObjectKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ObjectKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_podsync_v1_pod_sync_service_proto_enumTypes[2].Descriptor()
+}
+
+func (ObjectKind) Type() protoreflect.EnumType {
+	return &file_podsync_v1_pod_sync_service_proto_enumTypes[2]
+}
+
+func (x ObjectKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ObjectKind.Descriptor instead.
+func (ObjectKind) EnumDescriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{2}
+}
+
 // RunPodsRequest is a batch of pods to run.
 type RunPodsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2186,6 +2240,934 @@ func (x *DeleteVolumeResponse) GetFound() bool {
 	return false
 }
 
+// ObjectRef names one stored object.
+type ObjectRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind of the object.
+	Kind ObjectKind `protobuf:"varint,1,opt,name=kind,proto3,enum=podsync.v1.ObjectKind" json:"kind,omitempty"`
+	// namespace of the object.
+	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// name of the object.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// resource_version of the object after the change (empty for a
+	// deletion).
+	ResourceVersion string `protobuf:"bytes,4,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ObjectRef) Reset() {
+	*x = ObjectRef{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectRef) ProtoMessage() {}
+
+func (x *ObjectRef) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectRef.ProtoReflect.Descriptor instead.
+func (*ObjectRef) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ObjectRef) GetKind() ObjectKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ObjectKind_OBJECT_KIND_UNSPECIFIED
+}
+
+func (x *ObjectRef) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ObjectRef) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ObjectRef) GetResourceVersion() string {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return ""
+}
+
+// Object is one stored ConfigMap or Secret.
+type Object struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// object is the ConfigMap or the Secret (values removed).
+	//
+	// Types that are valid to be assigned to Object:
+	//
+	//	*Object_ConfigMap
+	//	*Object_Secret
+	Object        isObject_Object `protobuf_oneof:"object"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Object) Reset() {
+	*x = Object{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Object) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Object) ProtoMessage() {}
+
+func (x *Object) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Object.ProtoReflect.Descriptor instead.
+func (*Object) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *Object) GetObject() isObject_Object {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+func (x *Object) GetConfigMap() *ConfigMap {
+	if x != nil {
+		if x, ok := x.Object.(*Object_ConfigMap); ok {
+			return x.ConfigMap
+		}
+	}
+	return nil
+}
+
+func (x *Object) GetSecret() *Secret {
+	if x != nil {
+		if x, ok := x.Object.(*Object_Secret); ok {
+			return x.Secret
+		}
+	}
+	return nil
+}
+
+type isObject_Object interface {
+	isObject_Object()
+}
+
+type Object_ConfigMap struct {
+	// config_map is a ConfigMap.
+	ConfigMap *ConfigMap `protobuf:"bytes,1,opt,name=config_map,json=configMap,proto3,oneof"`
+}
+
+type Object_Secret struct {
+	// secret is a Secret, its values removed.
+	Secret *Secret `protobuf:"bytes,2,opt,name=secret,proto3,oneof"`
+}
+
+func (*Object_ConfigMap) isObject_Object() {}
+
+func (*Object_Secret) isObject_Object() {}
+
+// ApplyObjectsRequest carries the objects to store.
+type ApplyObjectsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// config_maps to store; unique by namespace/name.
+	ConfigMaps []*ConfigMap `protobuf:"bytes,1,rep,name=config_maps,json=configMaps,proto3" json:"config_maps,omitempty"`
+	// secrets to store; unique by namespace/name.
+	Secrets       []*Secret `protobuf:"bytes,2,rep,name=secrets,proto3" json:"secrets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyObjectsRequest) Reset() {
+	*x = ApplyObjectsRequest{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyObjectsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyObjectsRequest) ProtoMessage() {}
+
+func (x *ApplyObjectsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyObjectsRequest.ProtoReflect.Descriptor instead.
+func (*ApplyObjectsRequest) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ApplyObjectsRequest) GetConfigMaps() []*ConfigMap {
+	if x != nil {
+		return x.ConfigMaps
+	}
+	return nil
+}
+
+func (x *ApplyObjectsRequest) GetSecrets() []*Secret {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
+}
+
+// ApplyObjectsResponse says what was stored.
+type ApplyObjectsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// results, one per object: ConfigMaps in request order, then Secrets.
+	Results []*ObjectResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// revision of the store after the call.
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyObjectsResponse) Reset() {
+	*x = ApplyObjectsResponse{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyObjectsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyObjectsResponse) ProtoMessage() {}
+
+func (x *ApplyObjectsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyObjectsResponse.ProtoReflect.Descriptor instead.
+func (*ApplyObjectsResponse) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ApplyObjectsResponse) GetResults() []*ObjectResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *ApplyObjectsResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// ObjectResult is what ApplyObjects did with one object.
+type ObjectResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// object stored, with its resource_version.
+	Object *ObjectRef `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
+	// created is true when the object was not stored before.
+	Created bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	// changed is true when the object was created or its content changed.
+	Changed       bool `protobuf:"varint,3,opt,name=changed,proto3" json:"changed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectResult) Reset() {
+	*x = ObjectResult{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectResult) ProtoMessage() {}
+
+func (x *ObjectResult) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectResult.ProtoReflect.Descriptor instead.
+func (*ObjectResult) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ObjectResult) GetObject() *ObjectRef {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+func (x *ObjectResult) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+func (x *ObjectResult) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
+// GetObjectRequest names one stored object.
+type GetObjectRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind of the object. Required.
+	Kind ObjectKind `protobuf:"varint,1,opt,name=kind,proto3,enum=podsync.v1.ObjectKind" json:"kind,omitempty"`
+	// namespace of the object. Default "default".
+	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// name of the object. Required.
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetObjectRequest) Reset() {
+	*x = GetObjectRequest{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetObjectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetObjectRequest) ProtoMessage() {}
+
+func (x *GetObjectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetObjectRequest.ProtoReflect.Descriptor instead.
+func (*GetObjectRequest) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *GetObjectRequest) GetKind() ObjectKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ObjectKind_OBJECT_KIND_UNSPECIFIED
+}
+
+func (x *GetObjectRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *GetObjectRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// GetObjectResponse holds one stored object.
+type GetObjectResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// object, its resource_version in its metadata.
+	Object        *Object `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetObjectResponse) Reset() {
+	*x = GetObjectResponse{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetObjectResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetObjectResponse) ProtoMessage() {}
+
+func (x *GetObjectResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetObjectResponse.ProtoReflect.Descriptor instead.
+func (*GetObjectResponse) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *GetObjectResponse) GetObject() *Object {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+// ListObjectsRequest filters the objects to list.
+type ListObjectsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind to list; both when unspecified.
+	Kind ObjectKind `protobuf:"varint,1,opt,name=kind,proto3,enum=podsync.v1.ObjectKind" json:"kind,omitempty"`
+	// namespace to list; all when empty.
+	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// label_selector in Kubernetes syntax.
+	LabelSelector string `protobuf:"bytes,3,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListObjectsRequest) Reset() {
+	*x = ListObjectsRequest{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListObjectsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListObjectsRequest) ProtoMessage() {}
+
+func (x *ListObjectsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListObjectsRequest.ProtoReflect.Descriptor instead.
+func (*ListObjectsRequest) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListObjectsRequest) GetKind() ObjectKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ObjectKind_OBJECT_KIND_UNSPECIFIED
+}
+
+func (x *ListObjectsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ListObjectsRequest) GetLabelSelector() string {
+	if x != nil {
+		return x.LabelSelector
+	}
+	return ""
+}
+
+// ListObjectsResponse holds the listed objects.
+type ListObjectsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// objects, ConfigMaps first, each kind by namespace and name.
+	Objects []*Object `protobuf:"bytes,1,rep,name=objects,proto3" json:"objects,omitempty"`
+	// revision of the store when listed: watch from here to miss nothing.
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListObjectsResponse) Reset() {
+	*x = ListObjectsResponse{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListObjectsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListObjectsResponse) ProtoMessage() {}
+
+func (x *ListObjectsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListObjectsResponse.ProtoReflect.Descriptor instead.
+func (*ListObjectsResponse) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ListObjectsResponse) GetObjects() []*Object {
+	if x != nil {
+		return x.Objects
+	}
+	return nil
+}
+
+func (x *ListObjectsResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// DeleteObjectRequest names a stored object to delete.
+type DeleteObjectRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind of the object. Required.
+	Kind ObjectKind `protobuf:"varint,1,opt,name=kind,proto3,enum=podsync.v1.ObjectKind" json:"kind,omitempty"`
+	// namespace of the object. Default "default".
+	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// name of the object. Required.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// resource_version, when set, deletes only that version (If-Match).
+	ResourceVersion string `protobuf:"bytes,4,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DeleteObjectRequest) Reset() {
+	*x = DeleteObjectRequest{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteObjectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteObjectRequest) ProtoMessage() {}
+
+func (x *DeleteObjectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteObjectRequest.ProtoReflect.Descriptor instead.
+func (*DeleteObjectRequest) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *DeleteObjectRequest) GetKind() ObjectKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ObjectKind_OBJECT_KIND_UNSPECIFIED
+}
+
+func (x *DeleteObjectRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *DeleteObjectRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DeleteObjectRequest) GetResourceVersion() string {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return ""
+}
+
+// DeleteObjectResponse reports the deletion.
+type DeleteObjectResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// found is false when there was no such object.
+	Found bool `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	// revision of the deletion.
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteObjectResponse) Reset() {
+	*x = DeleteObjectResponse{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteObjectResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteObjectResponse) ProtoMessage() {}
+
+func (x *DeleteObjectResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteObjectResponse.ProtoReflect.Descriptor instead.
+func (*DeleteObjectResponse) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *DeleteObjectResponse) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *DeleteObjectResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// WatchObjectsRequest selects what to watch and from where.
+type WatchObjectsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// since_revision: 0 starts with the current objects; R resumes after R.
+	SinceRevision int64 `protobuf:"varint,1,opt,name=since_revision,json=sinceRevision,proto3" json:"since_revision,omitempty"`
+	// kind to watch; both when unspecified.
+	Kind ObjectKind `protobuf:"varint,2,opt,name=kind,proto3,enum=podsync.v1.ObjectKind" json:"kind,omitempty"`
+	// namespace to watch; all when empty.
+	Namespace     string `protobuf:"bytes,3,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchObjectsRequest) Reset() {
+	*x = WatchObjectsRequest{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchObjectsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchObjectsRequest) ProtoMessage() {}
+
+func (x *WatchObjectsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchObjectsRequest.ProtoReflect.Descriptor instead.
+func (*WatchObjectsRequest) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *WatchObjectsRequest) GetSinceRevision() int64 {
+	if x != nil {
+		return x.SinceRevision
+	}
+	return 0
+}
+
+func (x *WatchObjectsRequest) GetKind() ObjectKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ObjectKind_OBJECT_KIND_UNSPECIFIED
+}
+
+func (x *WatchObjectsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+// WatchObjectsResponse is one change, an object of the initial list, or
+// the end of that list.
+type WatchObjectsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// revision of the change; an object of the initial list has the
+	// revision it last changed at, synced the revision the list was read at.
+	Revision int64 `protobuf:"varint,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	// object the change is about; unset in synced.
+	Object *ObjectRef `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	// change that happened.
+	//
+	// Types that are valid to be assigned to Change:
+	//
+	//	*WatchObjectsResponse_Applied
+	//	*WatchObjectsResponse_Deleted
+	//	*WatchObjectsResponse_Synced
+	Change        isWatchObjectsResponse_Change `protobuf_oneof:"change"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchObjectsResponse) Reset() {
+	*x = WatchObjectsResponse{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchObjectsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchObjectsResponse) ProtoMessage() {}
+
+func (x *WatchObjectsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchObjectsResponse.ProtoReflect.Descriptor instead.
+func (*WatchObjectsResponse) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *WatchObjectsResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *WatchObjectsResponse) GetObject() *ObjectRef {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+func (x *WatchObjectsResponse) GetChange() isWatchObjectsResponse_Change {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+func (x *WatchObjectsResponse) GetApplied() *Object {
+	if x != nil {
+		if x, ok := x.Change.(*WatchObjectsResponse_Applied); ok {
+			return x.Applied
+		}
+	}
+	return nil
+}
+
+func (x *WatchObjectsResponse) GetDeleted() *ObjectDeleted {
+	if x != nil {
+		if x, ok := x.Change.(*WatchObjectsResponse_Deleted); ok {
+			return x.Deleted
+		}
+	}
+	return nil
+}
+
+func (x *WatchObjectsResponse) GetSynced() *WatchSynced {
+	if x != nil {
+		if x, ok := x.Change.(*WatchObjectsResponse_Synced); ok {
+			return x.Synced
+		}
+	}
+	return nil
+}
+
+type isWatchObjectsResponse_Change interface {
+	isWatchObjectsResponse_Change()
+}
+
+type WatchObjectsResponse_Applied struct {
+	// applied is the object as stored after the change (also sent for
+	// the initial list), a Secret's values removed.
+	Applied *Object `protobuf:"bytes,3,opt,name=applied,proto3,oneof"`
+}
+
+type WatchObjectsResponse_Deleted struct {
+	// deleted is sent once when the object has been deleted.
+	Deleted *ObjectDeleted `protobuf:"bytes,4,opt,name=deleted,proto3,oneof"`
+}
+
+type WatchObjectsResponse_Synced struct {
+	// synced ends the initial list of a stream that began with
+	// since_revision 0.
+	Synced *WatchSynced `protobuf:"bytes,5,opt,name=synced,proto3,oneof"`
+}
+
+func (*WatchObjectsResponse_Applied) isWatchObjectsResponse_Change() {}
+
+func (*WatchObjectsResponse_Deleted) isWatchObjectsResponse_Change() {}
+
+func (*WatchObjectsResponse_Synced) isWatchObjectsResponse_Change() {}
+
+// ObjectDeleted says an object is gone.
+type ObjectDeleted struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// time of deletion.
+	Time          *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectDeleted) Reset() {
+	*x = ObjectDeleted{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectDeleted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectDeleted) ProtoMessage() {}
+
+func (x *ObjectDeleted) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectDeleted.ProtoReflect.Descriptor instead.
+func (*ObjectDeleted) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ObjectDeleted) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
 var File_podsync_v1_pod_sync_service_proto protoreflect.FileDescriptor
 
 const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
@@ -2331,7 +3313,62 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x13DeleteVolumeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\",\n" +
 	"\x14DeleteVolumeResponse\x12\x14\n" +
-	"\x05found\x18\x01 \x01(\bR\x05found*e\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found\"\x94\x01\n" +
+	"\tObjectRef\x12*\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x16.podsync.v1.ObjectKindR\x04kind\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12)\n" +
+	"\x10resource_version\x18\x04 \x01(\tR\x0fresourceVersion\"x\n" +
+	"\x06Object\x126\n" +
+	"\n" +
+	"config_map\x18\x01 \x01(\v2\x15.podsync.v1.ConfigMapH\x00R\tconfigMap\x12,\n" +
+	"\x06secret\x18\x02 \x01(\v2\x12.podsync.v1.SecretH\x00R\x06secretB\b\n" +
+	"\x06object\"{\n" +
+	"\x13ApplyObjectsRequest\x126\n" +
+	"\vconfig_maps\x18\x01 \x03(\v2\x15.podsync.v1.ConfigMapR\n" +
+	"configMaps\x12,\n" +
+	"\asecrets\x18\x02 \x03(\v2\x12.podsync.v1.SecretR\asecrets\"f\n" +
+	"\x14ApplyObjectsResponse\x122\n" +
+	"\aresults\x18\x01 \x03(\v2\x18.podsync.v1.ObjectResultR\aresults\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"q\n" +
+	"\fObjectResult\x12-\n" +
+	"\x06object\x18\x01 \x01(\v2\x15.podsync.v1.ObjectRefR\x06object\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12\x18\n" +
+	"\achanged\x18\x03 \x01(\bR\achanged\"p\n" +
+	"\x10GetObjectRequest\x12*\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x16.podsync.v1.ObjectKindR\x04kind\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"?\n" +
+	"\x11GetObjectResponse\x12*\n" +
+	"\x06object\x18\x01 \x01(\v2\x12.podsync.v1.ObjectR\x06object\"\x85\x01\n" +
+	"\x12ListObjectsRequest\x12*\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x16.podsync.v1.ObjectKindR\x04kind\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
+	"\x0elabel_selector\x18\x03 \x01(\tR\rlabelSelector\"_\n" +
+	"\x13ListObjectsResponse\x12,\n" +
+	"\aobjects\x18\x01 \x03(\v2\x12.podsync.v1.ObjectR\aobjects\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"\x9e\x01\n" +
+	"\x13DeleteObjectRequest\x12*\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x16.podsync.v1.ObjectKindR\x04kind\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12)\n" +
+	"\x10resource_version\x18\x04 \x01(\tR\x0fresourceVersion\"H\n" +
+	"\x14DeleteObjectResponse\x12\x14\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"\x86\x01\n" +
+	"\x13WatchObjectsRequest\x12%\n" +
+	"\x0esince_revision\x18\x01 \x01(\x03R\rsinceRevision\x12*\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x16.podsync.v1.ObjectKindR\x04kind\x12\x1c\n" +
+	"\tnamespace\x18\x03 \x01(\tR\tnamespace\"\x85\x02\n" +
+	"\x14WatchObjectsResponse\x12\x1a\n" +
+	"\brevision\x18\x01 \x01(\x03R\brevision\x12-\n" +
+	"\x06object\x18\x02 \x01(\v2\x15.podsync.v1.ObjectRefR\x06object\x12.\n" +
+	"\aapplied\x18\x03 \x01(\v2\x12.podsync.v1.ObjectH\x00R\aapplied\x125\n" +
+	"\adeleted\x18\x04 \x01(\v2\x19.podsync.v1.ObjectDeletedH\x00R\adeleted\x121\n" +
+	"\x06synced\x18\x05 \x01(\v2\x17.podsync.v1.WatchSyncedH\x00R\x06syncedB\b\n" +
+	"\x06change\"?\n" +
+	"\rObjectDeleted\x12.\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time*e\n" +
 	"\aWaitFor\x12\x18\n" +
 	"\x14WAIT_FOR_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10WAIT_FOR_RUNNING\x10\x01\x12\x12\n" +
@@ -2340,7 +3377,13 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\rAdmissionMode\x12\x1e\n" +
 	"\x1aADMISSION_MODE_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aADMISSION_MODE_BEST_EFFORT\x10\x01\x12!\n" +
-	"\x1dADMISSION_MODE_ALL_OR_NOTHING\x10\x022\xf8\x06\n" +
+	"\x1dADMISSION_MODE_ALL_OR_NOTHING\x10\x02*]\n" +
+	"\n" +
+	"ObjectKind\x12\x1b\n" +
+	"\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16OBJECT_KIND_CONFIG_MAP\x10\x01\x12\x16\n" +
+	"\x12OBJECT_KIND_SECRET\x10\x022\xa6\n" +
+	"\n" +
 	"\x0ePodSyncService\x12D\n" +
 	"\aRunPods\x12\x1a.podsync.v1.RunPodsRequest\x1a\x1b.podsync.v1.RunPodsResponse0\x01\x12I\n" +
 	"\aSyncPod\x12\x1a.podsync.v1.SyncPodRequest\x1a\x1b.podsync.v1.SyncPodResponse\"\x03\x90\x02\x020\x01\x12G\n" +
@@ -2352,7 +3395,12 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\tWatchPods\x12\x1c.podsync.v1.WatchPodsRequest\x1a\x1d.podsync.v1.WatchPodsResponse\"\x03\x90\x02\x010\x01\x12d\n" +
 	"\x10GetContainerLogs\x12#.podsync.v1.GetContainerLogsRequest\x1a$.podsync.v1.GetContainerLogsResponse\"\x03\x90\x02\x010\x01\x12S\n" +
 	"\vListVolumes\x12\x1e.podsync.v1.ListVolumesRequest\x1a\x1f.podsync.v1.ListVolumesResponse\"\x03\x90\x02\x01\x12V\n" +
-	"\fDeleteVolume\x12\x1f.podsync.v1.DeleteVolumeRequest\x1a .podsync.v1.DeleteVolumeResponse\"\x03\x90\x02\x02B\xa3\x01\n" +
+	"\fDeleteVolume\x12\x1f.podsync.v1.DeleteVolumeRequest\x1a .podsync.v1.DeleteVolumeResponse\"\x03\x90\x02\x02\x12V\n" +
+	"\fApplyObjects\x12\x1f.podsync.v1.ApplyObjectsRequest\x1a .podsync.v1.ApplyObjectsResponse\"\x03\x90\x02\x02\x12M\n" +
+	"\tGetObject\x12\x1c.podsync.v1.GetObjectRequest\x1a\x1d.podsync.v1.GetObjectResponse\"\x03\x90\x02\x01\x12S\n" +
+	"\vListObjects\x12\x1e.podsync.v1.ListObjectsRequest\x1a\x1f.podsync.v1.ListObjectsResponse\"\x03\x90\x02\x01\x12V\n" +
+	"\fDeleteObject\x12\x1f.podsync.v1.DeleteObjectRequest\x1a .podsync.v1.DeleteObjectResponse\"\x03\x90\x02\x02\x12X\n" +
+	"\fWatchObjects\x12\x1f.podsync.v1.WatchObjectsRequest\x1a .podsync.v1.WatchObjectsResponse\"\x03\x90\x02\x010\x01B\xa3\x01\n" +
 	"\x0ecom.podsync.v1B\x13PodSyncServiceProtoP\x01Z3github.com/podsync/podsync/api/podsync/v1;podsyncv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Podsync.V1\xca\x02\n" +
 	"Podsync\\V1\xe2\x02\x16Podsync\\V1\\GPBMetadata\xea\x02\vPodsync::V1b\x06proto3"
@@ -2369,132 +3417,175 @@ func file_podsync_v1_pod_sync_service_proto_rawDescGZIP() []byte {
 	return file_podsync_v1_pod_sync_service_proto_rawDescData
 }
 
-var file_podsync_v1_pod_sync_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_podsync_v1_pod_sync_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(WaitFor)(0),                     // 0: podsync.v1.WaitFor
 	(AdmissionMode)(0),               // 1: podsync.v1.AdmissionMode
-	(*RunPodsRequest)(nil),           // 2: podsync.v1.RunPodsRequest
-	(*RunPodsResponse)(nil),          // 3: podsync.v1.RunPodsResponse
-	(*PodStep)(nil),                  // 4: podsync.v1.PodStep
-	(*PodStatusUpdate)(nil),          // 5: podsync.v1.PodStatusUpdate
-	(*RunPodsSummary)(nil),           // 6: podsync.v1.RunPodsSummary
-	(*SyncPodRequest)(nil),           // 7: podsync.v1.SyncPodRequest
-	(*SyncPodResponse)(nil),          // 8: podsync.v1.SyncPodResponse
-	(*SyncPodResult)(nil),            // 9: podsync.v1.SyncPodResult
-	(*PlanPodRequest)(nil),           // 10: podsync.v1.PlanPodRequest
-	(*PlanPodResponse)(nil),          // 11: podsync.v1.PlanPodResponse
-	(*GetNodeRequest)(nil),           // 12: podsync.v1.GetNodeRequest
-	(*GetNodeResponse)(nil),          // 13: podsync.v1.GetNodeResponse
-	(*Node)(nil),                     // 14: podsync.v1.Node
-	(*Taint)(nil),                    // 15: podsync.v1.Taint
-	(*GetPodRequest)(nil),            // 16: podsync.v1.GetPodRequest
-	(*GetPodResponse)(nil),           // 17: podsync.v1.GetPodResponse
-	(*ListPodsRequest)(nil),          // 18: podsync.v1.ListPodsRequest
-	(*ListPodsResponse)(nil),         // 19: podsync.v1.ListPodsResponse
-	(*DeletePodRequest)(nil),         // 20: podsync.v1.DeletePodRequest
-	(*DeletePodResponse)(nil),        // 21: podsync.v1.DeletePodResponse
-	(*WatchPodsRequest)(nil),         // 22: podsync.v1.WatchPodsRequest
-	(*WatchPodsResponse)(nil),        // 23: podsync.v1.WatchPodsResponse
-	(*WatchSynced)(nil),              // 24: podsync.v1.WatchSynced
-	(*PodDeleted)(nil),               // 25: podsync.v1.PodDeleted
-	(*GetContainerLogsRequest)(nil),  // 26: podsync.v1.GetContainerLogsRequest
-	(*GetContainerLogsResponse)(nil), // 27: podsync.v1.GetContainerLogsResponse
-	(*ListVolumesRequest)(nil),       // 28: podsync.v1.ListVolumesRequest
-	(*ListVolumesResponse)(nil),      // 29: podsync.v1.ListVolumesResponse
-	(*NamedVolume)(nil),              // 30: podsync.v1.NamedVolume
-	(*DeleteVolumeRequest)(nil),      // 31: podsync.v1.DeleteVolumeRequest
-	(*DeleteVolumeResponse)(nil),     // 32: podsync.v1.DeleteVolumeResponse
-	nil,                              // 33: podsync.v1.Node.LabelsEntry
-	nil,                              // 34: podsync.v1.Node.CapacityEntry
-	nil,                              // 35: podsync.v1.Node.AllocatableEntry
-	(*Pod)(nil),                      // 36: podsync.v1.Pod
-	(*ConfigMap)(nil),                // 37: podsync.v1.ConfigMap
-	(*Secret)(nil),                   // 38: podsync.v1.Secret
-	(*durationpb.Duration)(nil),      // 39: google.protobuf.Duration
-	(*PodRef)(nil),                   // 40: podsync.v1.PodRef
-	(*SyncStep)(nil),                 // 41: podsync.v1.SyncStep
-	(*PodStatus)(nil),                // 42: podsync.v1.PodStatus
-	(*PodResult)(nil),                // 43: podsync.v1.PodResult
-	(*timestamppb.Timestamp)(nil),    // 44: google.protobuf.Timestamp
-	(*PodPlan)(nil),                  // 45: podsync.v1.PodPlan
-	(*PodEvent)(nil),                 // 46: podsync.v1.PodEvent
-	(*LogLine)(nil),                  // 47: podsync.v1.LogLine
+	(ObjectKind)(0),                  // 2: podsync.v1.ObjectKind
+	(*RunPodsRequest)(nil),           // 3: podsync.v1.RunPodsRequest
+	(*RunPodsResponse)(nil),          // 4: podsync.v1.RunPodsResponse
+	(*PodStep)(nil),                  // 5: podsync.v1.PodStep
+	(*PodStatusUpdate)(nil),          // 6: podsync.v1.PodStatusUpdate
+	(*RunPodsSummary)(nil),           // 7: podsync.v1.RunPodsSummary
+	(*SyncPodRequest)(nil),           // 8: podsync.v1.SyncPodRequest
+	(*SyncPodResponse)(nil),          // 9: podsync.v1.SyncPodResponse
+	(*SyncPodResult)(nil),            // 10: podsync.v1.SyncPodResult
+	(*PlanPodRequest)(nil),           // 11: podsync.v1.PlanPodRequest
+	(*PlanPodResponse)(nil),          // 12: podsync.v1.PlanPodResponse
+	(*GetNodeRequest)(nil),           // 13: podsync.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),          // 14: podsync.v1.GetNodeResponse
+	(*Node)(nil),                     // 15: podsync.v1.Node
+	(*Taint)(nil),                    // 16: podsync.v1.Taint
+	(*GetPodRequest)(nil),            // 17: podsync.v1.GetPodRequest
+	(*GetPodResponse)(nil),           // 18: podsync.v1.GetPodResponse
+	(*ListPodsRequest)(nil),          // 19: podsync.v1.ListPodsRequest
+	(*ListPodsResponse)(nil),         // 20: podsync.v1.ListPodsResponse
+	(*DeletePodRequest)(nil),         // 21: podsync.v1.DeletePodRequest
+	(*DeletePodResponse)(nil),        // 22: podsync.v1.DeletePodResponse
+	(*WatchPodsRequest)(nil),         // 23: podsync.v1.WatchPodsRequest
+	(*WatchPodsResponse)(nil),        // 24: podsync.v1.WatchPodsResponse
+	(*WatchSynced)(nil),              // 25: podsync.v1.WatchSynced
+	(*PodDeleted)(nil),               // 26: podsync.v1.PodDeleted
+	(*GetContainerLogsRequest)(nil),  // 27: podsync.v1.GetContainerLogsRequest
+	(*GetContainerLogsResponse)(nil), // 28: podsync.v1.GetContainerLogsResponse
+	(*ListVolumesRequest)(nil),       // 29: podsync.v1.ListVolumesRequest
+	(*ListVolumesResponse)(nil),      // 30: podsync.v1.ListVolumesResponse
+	(*NamedVolume)(nil),              // 31: podsync.v1.NamedVolume
+	(*DeleteVolumeRequest)(nil),      // 32: podsync.v1.DeleteVolumeRequest
+	(*DeleteVolumeResponse)(nil),     // 33: podsync.v1.DeleteVolumeResponse
+	(*ObjectRef)(nil),                // 34: podsync.v1.ObjectRef
+	(*Object)(nil),                   // 35: podsync.v1.Object
+	(*ApplyObjectsRequest)(nil),      // 36: podsync.v1.ApplyObjectsRequest
+	(*ApplyObjectsResponse)(nil),     // 37: podsync.v1.ApplyObjectsResponse
+	(*ObjectResult)(nil),             // 38: podsync.v1.ObjectResult
+	(*GetObjectRequest)(nil),         // 39: podsync.v1.GetObjectRequest
+	(*GetObjectResponse)(nil),        // 40: podsync.v1.GetObjectResponse
+	(*ListObjectsRequest)(nil),       // 41: podsync.v1.ListObjectsRequest
+	(*ListObjectsResponse)(nil),      // 42: podsync.v1.ListObjectsResponse
+	(*DeleteObjectRequest)(nil),      // 43: podsync.v1.DeleteObjectRequest
+	(*DeleteObjectResponse)(nil),     // 44: podsync.v1.DeleteObjectResponse
+	(*WatchObjectsRequest)(nil),      // 45: podsync.v1.WatchObjectsRequest
+	(*WatchObjectsResponse)(nil),     // 46: podsync.v1.WatchObjectsResponse
+	(*ObjectDeleted)(nil),            // 47: podsync.v1.ObjectDeleted
+	nil,                              // 48: podsync.v1.Node.LabelsEntry
+	nil,                              // 49: podsync.v1.Node.CapacityEntry
+	nil,                              // 50: podsync.v1.Node.AllocatableEntry
+	(*Pod)(nil),                      // 51: podsync.v1.Pod
+	(*ConfigMap)(nil),                // 52: podsync.v1.ConfigMap
+	(*Secret)(nil),                   // 53: podsync.v1.Secret
+	(*durationpb.Duration)(nil),      // 54: google.protobuf.Duration
+	(*PodRef)(nil),                   // 55: podsync.v1.PodRef
+	(*SyncStep)(nil),                 // 56: podsync.v1.SyncStep
+	(*PodStatus)(nil),                // 57: podsync.v1.PodStatus
+	(*PodResult)(nil),                // 58: podsync.v1.PodResult
+	(*timestamppb.Timestamp)(nil),    // 59: google.protobuf.Timestamp
+	(*PodPlan)(nil),                  // 60: podsync.v1.PodPlan
+	(*PodEvent)(nil),                 // 61: podsync.v1.PodEvent
+	(*LogLine)(nil),                  // 62: podsync.v1.LogLine
 }
 var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
-	36, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
-	37, // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	38, // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
+	51, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
+	52, // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	53, // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
 	0,  // 3: podsync.v1.RunPodsRequest.wait_for:type_name -> podsync.v1.WaitFor
-	39, // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
+	54, // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
 	1,  // 5: podsync.v1.RunPodsRequest.admission_mode:type_name -> podsync.v1.AdmissionMode
-	4,  // 6: podsync.v1.RunPodsResponse.step:type_name -> podsync.v1.PodStep
-	5,  // 7: podsync.v1.RunPodsResponse.status:type_name -> podsync.v1.PodStatusUpdate
-	6,  // 8: podsync.v1.RunPodsResponse.summary:type_name -> podsync.v1.RunPodsSummary
-	40, // 9: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
-	41, // 10: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
-	40, // 11: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
-	42, // 12: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
-	43, // 13: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
-	36, // 14: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
-	37, // 15: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	38, // 16: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
-	41, // 17: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
-	9,  // 18: podsync.v1.SyncPodResponse.result:type_name -> podsync.v1.SyncPodResult
-	40, // 19: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
-	42, // 20: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
-	44, // 21: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
-	36, // 22: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
-	37, // 23: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	38, // 24: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
-	40, // 25: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
-	45, // 26: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
-	42, // 27: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
-	14, // 28: podsync.v1.GetNodeResponse.node:type_name -> podsync.v1.Node
-	33, // 29: podsync.v1.Node.labels:type_name -> podsync.v1.Node.LabelsEntry
-	15, // 30: podsync.v1.Node.taints:type_name -> podsync.v1.Taint
-	34, // 31: podsync.v1.Node.capacity:type_name -> podsync.v1.Node.CapacityEntry
-	35, // 32: podsync.v1.Node.allocatable:type_name -> podsync.v1.Node.AllocatableEntry
-	36, // 33: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
-	36, // 34: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
-	41, // 35: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
-	40, // 36: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
-	40, // 37: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
-	42, // 38: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
-	46, // 39: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
-	25, // 40: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
-	24, // 41: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
-	44, // 42: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
-	44, // 43: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
-	47, // 44: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
-	30, // 45: podsync.v1.ListVolumesResponse.volumes:type_name -> podsync.v1.NamedVolume
-	2,  // 46: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
-	7,  // 47: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
-	10, // 48: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
-	16, // 49: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
-	12, // 50: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
-	18, // 51: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
-	20, // 52: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
-	22, // 53: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
-	26, // 54: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
-	28, // 55: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
-	31, // 56: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
-	3,  // 57: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
-	8,  // 58: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
-	11, // 59: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
-	17, // 60: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
-	13, // 61: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
-	19, // 62: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
-	21, // 63: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
-	23, // 64: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
-	27, // 65: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
-	29, // 66: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
-	32, // 67: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
-	57, // [57:68] is the sub-list for method output_type
-	46, // [46:57] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	5,  // 6: podsync.v1.RunPodsResponse.step:type_name -> podsync.v1.PodStep
+	6,  // 7: podsync.v1.RunPodsResponse.status:type_name -> podsync.v1.PodStatusUpdate
+	7,  // 8: podsync.v1.RunPodsResponse.summary:type_name -> podsync.v1.RunPodsSummary
+	55, // 9: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
+	56, // 10: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
+	55, // 11: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
+	57, // 12: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
+	58, // 13: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
+	51, // 14: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
+	52, // 15: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	53, // 16: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
+	56, // 17: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
+	10, // 18: podsync.v1.SyncPodResponse.result:type_name -> podsync.v1.SyncPodResult
+	55, // 19: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
+	57, // 20: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
+	59, // 21: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
+	51, // 22: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
+	52, // 23: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	53, // 24: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
+	55, // 25: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
+	60, // 26: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
+	57, // 27: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
+	15, // 28: podsync.v1.GetNodeResponse.node:type_name -> podsync.v1.Node
+	48, // 29: podsync.v1.Node.labels:type_name -> podsync.v1.Node.LabelsEntry
+	16, // 30: podsync.v1.Node.taints:type_name -> podsync.v1.Taint
+	49, // 31: podsync.v1.Node.capacity:type_name -> podsync.v1.Node.CapacityEntry
+	50, // 32: podsync.v1.Node.allocatable:type_name -> podsync.v1.Node.AllocatableEntry
+	51, // 33: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
+	51, // 34: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
+	56, // 35: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
+	55, // 36: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
+	55, // 37: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
+	57, // 38: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
+	61, // 39: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
+	26, // 40: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
+	25, // 41: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
+	59, // 42: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
+	59, // 43: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
+	62, // 44: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
+	31, // 45: podsync.v1.ListVolumesResponse.volumes:type_name -> podsync.v1.NamedVolume
+	2,  // 46: podsync.v1.ObjectRef.kind:type_name -> podsync.v1.ObjectKind
+	52, // 47: podsync.v1.Object.config_map:type_name -> podsync.v1.ConfigMap
+	53, // 48: podsync.v1.Object.secret:type_name -> podsync.v1.Secret
+	52, // 49: podsync.v1.ApplyObjectsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	53, // 50: podsync.v1.ApplyObjectsRequest.secrets:type_name -> podsync.v1.Secret
+	38, // 51: podsync.v1.ApplyObjectsResponse.results:type_name -> podsync.v1.ObjectResult
+	34, // 52: podsync.v1.ObjectResult.object:type_name -> podsync.v1.ObjectRef
+	2,  // 53: podsync.v1.GetObjectRequest.kind:type_name -> podsync.v1.ObjectKind
+	35, // 54: podsync.v1.GetObjectResponse.object:type_name -> podsync.v1.Object
+	2,  // 55: podsync.v1.ListObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
+	35, // 56: podsync.v1.ListObjectsResponse.objects:type_name -> podsync.v1.Object
+	2,  // 57: podsync.v1.DeleteObjectRequest.kind:type_name -> podsync.v1.ObjectKind
+	2,  // 58: podsync.v1.WatchObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
+	34, // 59: podsync.v1.WatchObjectsResponse.object:type_name -> podsync.v1.ObjectRef
+	35, // 60: podsync.v1.WatchObjectsResponse.applied:type_name -> podsync.v1.Object
+	47, // 61: podsync.v1.WatchObjectsResponse.deleted:type_name -> podsync.v1.ObjectDeleted
+	25, // 62: podsync.v1.WatchObjectsResponse.synced:type_name -> podsync.v1.WatchSynced
+	59, // 63: podsync.v1.ObjectDeleted.time:type_name -> google.protobuf.Timestamp
+	3,  // 64: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
+	8,  // 65: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
+	11, // 66: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
+	17, // 67: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
+	13, // 68: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
+	19, // 69: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
+	21, // 70: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
+	23, // 71: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
+	27, // 72: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
+	29, // 73: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
+	32, // 74: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
+	36, // 75: podsync.v1.PodSyncService.ApplyObjects:input_type -> podsync.v1.ApplyObjectsRequest
+	39, // 76: podsync.v1.PodSyncService.GetObject:input_type -> podsync.v1.GetObjectRequest
+	41, // 77: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
+	43, // 78: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
+	45, // 79: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
+	4,  // 80: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
+	9,  // 81: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
+	12, // 82: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
+	18, // 83: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
+	14, // 84: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
+	20, // 85: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
+	22, // 86: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
+	24, // 87: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
+	28, // 88: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
+	30, // 89: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
+	33, // 90: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
+	37, // 91: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
+	40, // 92: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
+	42, // 93: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
+	44, // 94: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
+	46, // 95: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
+	80, // [80:96] is the sub-list for method output_type
+	64, // [64:80] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_sync_service_proto_init() }
@@ -2521,13 +3612,22 @@ func file_podsync_v1_pod_sync_service_proto_init() {
 		(*WatchPodsResponse_Synced)(nil),
 	}
 	file_podsync_v1_pod_sync_service_proto_msgTypes[24].OneofWrappers = []any{}
+	file_podsync_v1_pod_sync_service_proto_msgTypes[32].OneofWrappers = []any{
+		(*Object_ConfigMap)(nil),
+		(*Object_Secret)(nil),
+	}
+	file_podsync_v1_pod_sync_service_proto_msgTypes[43].OneofWrappers = []any{
+		(*WatchObjectsResponse_Applied)(nil),
+		(*WatchObjectsResponse_Deleted)(nil),
+		(*WatchObjectsResponse_Synced)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_sync_service_proto_rawDesc), len(file_podsync_v1_pod_sync_service_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   34,
+			NumEnums:      3,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,6 +33,11 @@ const (
 	PodSyncService_GetContainerLogs_FullMethodName = "/podsync.v1.PodSyncService/GetContainerLogs"
 	PodSyncService_ListVolumes_FullMethodName      = "/podsync.v1.PodSyncService/ListVolumes"
 	PodSyncService_DeleteVolume_FullMethodName     = "/podsync.v1.PodSyncService/DeleteVolume"
+	PodSyncService_ApplyObjects_FullMethodName     = "/podsync.v1.PodSyncService/ApplyObjects"
+	PodSyncService_GetObject_FullMethodName        = "/podsync.v1.PodSyncService/GetObject"
+	PodSyncService_ListObjects_FullMethodName      = "/podsync.v1.PodSyncService/ListObjects"
+	PodSyncService_DeleteObject_FullMethodName     = "/podsync.v1.PodSyncService/DeleteObject"
+	PodSyncService_WatchObjects_FullMethodName     = "/podsync.v1.PodSyncService/WatchObjects"
 )
 
 // PodSyncServiceClient is the client API for PodSyncService service.
@@ -210,6 +215,61 @@ type PodSyncServiceClient interface {
 	//
 	// Idempotency: IDEMPOTENT.
 	DeleteVolume(ctx context.Context, in *DeleteVolumeRequest, opts ...grpc.CallOption) (*DeleteVolumeResponse, error)
+	// ApplyObjects stores ConfigMaps and Secrets as objects of the node,
+	// idempotently by kind, namespace and name: a new object is created, a
+	// changed one updated (its resource_version becomes the revision of the
+	// change), an unchanged one left as it is. Pods refer to stored objects
+	// by name, as to the objects of their own request; a pod waiting for a
+	// missing object starts once it is applied, and every pod using a
+	// changed object gets a sync pass at once, which updates its
+	// configMap and secret volume files (never subPath mounts; environment
+	// variables keep their values until the container restarts) and records
+	// an event of kind ConfigMapUpdated or SecretUpdated on the pod.
+	//
+	// The objects are applied in one transaction: all or none.
+	//
+	// Errors: INVALID_ARGUMENT for an invalid object, or a change of an
+	// object stored with immutable = true (field violation "data");
+	// ABORTED, ErrorInfo reason CONFLICT, when an object's
+	// metadata.resource_version is set and is not the stored one (a new
+	// object must then not exist: resource_version "0" is not stored yet);
+	// FAILED_PRECONDITION, reason OWNED_BY_FILE, for an object read from the
+	// manifest directory.
+	//
+	// Idempotency: IDEMPOTENT.
+	ApplyObjects(ctx context.Context, in *ApplyObjectsRequest, opts ...grpc.CallOption) (*ApplyObjectsResponse, error)
+	// GetObject returns one stored ConfigMap or Secret. A Secret's values
+	// are never returned: its keys are, with empty values.
+	//
+	// Errors: NOT_FOUND when no such object is stored.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	GetObject(ctx context.Context, in *GetObjectRequest, opts ...grpc.CallOption) (*GetObjectResponse, error)
+	// ListObjects returns the stored ConfigMaps and Secrets, ordered by
+	// kind (ConfigMaps first), namespace and name, Secrets' values removed.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	ListObjects(ctx context.Context, in *ListObjectsRequest, opts ...grpc.CallOption) (*ListObjectsResponse, error)
+	// DeleteObject removes a stored ConfigMap or Secret. Running pods keep
+	// the files they have; a container started later that needs the
+	// object waits for it (CreateContainerConfigError), as on a kubelet.
+	// An object that does not exist answers OK with found = false.
+	//
+	// Errors: ABORTED, reason CONFLICT, when resource_version is set and is
+	// not the stored one; FAILED_PRECONDITION, reason OWNED_BY_FILE, for an
+	// object read from the manifest directory.
+	//
+	// Idempotency: IDEMPOTENT.
+	DeleteObject(ctx context.Context, in *DeleteObjectRequest, opts ...grpc.CallOption) (*DeleteObjectResponse, error)
+	// WatchObjects streams the changes of stored ConfigMaps and Secrets, with
+	// revisions from the same revision space as WatchPods', across restarts
+	// of podsyncd. since_revision, the initial list, the synced message,
+	// compaction (OUT_OF_RANGE, REVISION_COMPACTED) and the slow-consumer
+	// policy (1024 messages, then RESOURCE_EXHAUSTED, SLOW_CONSUMER) are
+	// those of WatchPods. A Secret's values are never sent.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	WatchObjects(ctx context.Context, in *WatchObjectsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchObjectsResponse], error)
 }
 
 type podSyncServiceClient struct {
@@ -365,6 +425,65 @@ func (c *podSyncServiceClient) DeleteVolume(ctx context.Context, in *DeleteVolum
 	}
 	return out, nil
 }
+
+func (c *podSyncServiceClient) ApplyObjects(ctx context.Context, in *ApplyObjectsRequest, opts ...grpc.CallOption) (*ApplyObjectsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ApplyObjectsResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_ApplyObjects_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) GetObject(ctx context.Context, in *GetObjectRequest, opts ...grpc.CallOption) (*GetObjectResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetObjectResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_GetObject_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) ListObjects(ctx context.Context, in *ListObjectsRequest, opts ...grpc.CallOption) (*ListObjectsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListObjectsResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_ListObjects_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) DeleteObject(ctx context.Context, in *DeleteObjectRequest, opts ...grpc.CallOption) (*DeleteObjectResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteObjectResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_DeleteObject_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) WatchObjects(ctx context.Context, in *WatchObjectsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchObjectsResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &PodSyncService_ServiceDesc.Streams[4], PodSyncService_WatchObjects_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchObjectsRequest, WatchObjectsResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PodSyncService_WatchObjectsClient = grpc.ServerStreamingClient[WatchObjectsResponse]
 
 // PodSyncServiceServer is the server API for PodSyncService service.
 // All implementations must embed UnimplementedPodSyncServiceServer
@@ -541,6 +660,61 @@ type PodSyncServiceServer interface {
 	//
 	// Idempotency: IDEMPOTENT.
 	DeleteVolume(context.Context, *DeleteVolumeRequest) (*DeleteVolumeResponse, error)
+	// ApplyObjects stores ConfigMaps and Secrets as objects of the node,
+	// idempotently by kind, namespace and name: a new object is created, a
+	// changed one updated (its resource_version becomes the revision of the
+	// change), an unchanged one left as it is. Pods refer to stored objects
+	// by name, as to the objects of their own request; a pod waiting for a
+	// missing object starts once it is applied, and every pod using a
+	// changed object gets a sync pass at once, which updates its
+	// configMap and secret volume files (never subPath mounts; environment
+	// variables keep their values until the container restarts) and records
+	// an event of kind ConfigMapUpdated or SecretUpdated on the pod.
+	//
+	// The objects are applied in one transaction: all or none.
+	//
+	// Errors: INVALID_ARGUMENT for an invalid object, or a change of an
+	// object stored with immutable = true (field violation "data");
+	// ABORTED, ErrorInfo reason CONFLICT, when an object's
+	// metadata.resource_version is set and is not the stored one (a new
+	// object must then not exist: resource_version "0" is not stored yet);
+	// FAILED_PRECONDITION, reason OWNED_BY_FILE, for an object read from the
+	// manifest directory.
+	//
+	// Idempotency: IDEMPOTENT.
+	ApplyObjects(context.Context, *ApplyObjectsRequest) (*ApplyObjectsResponse, error)
+	// GetObject returns one stored ConfigMap or Secret. A Secret's values
+	// are never returned: its keys are, with empty values.
+	//
+	// Errors: NOT_FOUND when no such object is stored.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	GetObject(context.Context, *GetObjectRequest) (*GetObjectResponse, error)
+	// ListObjects returns the stored ConfigMaps and Secrets, ordered by
+	// kind (ConfigMaps first), namespace and name, Secrets' values removed.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	ListObjects(context.Context, *ListObjectsRequest) (*ListObjectsResponse, error)
+	// DeleteObject removes a stored ConfigMap or Secret. Running pods keep
+	// the files they have; a container started later that needs the
+	// object waits for it (CreateContainerConfigError), as on a kubelet.
+	// An object that does not exist answers OK with found = false.
+	//
+	// Errors: ABORTED, reason CONFLICT, when resource_version is set and is
+	// not the stored one; FAILED_PRECONDITION, reason OWNED_BY_FILE, for an
+	// object read from the manifest directory.
+	//
+	// Idempotency: IDEMPOTENT.
+	DeleteObject(context.Context, *DeleteObjectRequest) (*DeleteObjectResponse, error)
+	// WatchObjects streams the changes of stored ConfigMaps and Secrets, with
+	// revisions from the same revision space as WatchPods', across restarts
+	// of podsyncd. since_revision, the initial list, the synced message,
+	// compaction (OUT_OF_RANGE, REVISION_COMPACTED) and the slow-consumer
+	// policy (1024 messages, then RESOURCE_EXHAUSTED, SLOW_CONSUMER) are
+	// those of WatchPods. A Secret's values are never sent.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	WatchObjects(*WatchObjectsRequest, grpc.ServerStreamingServer[WatchObjectsResponse]) error
 	mustEmbedUnimplementedPodSyncServiceServer()
 }
 
@@ -583,6 +757,21 @@ func (UnimplementedPodSyncServiceServer) ListVolumes(context.Context, *ListVolum
 }
 func (UnimplementedPodSyncServiceServer) DeleteVolume(context.Context, *DeleteVolumeRequest) (*DeleteVolumeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteVolume not implemented")
+}
+func (UnimplementedPodSyncServiceServer) ApplyObjects(context.Context, *ApplyObjectsRequest) (*ApplyObjectsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ApplyObjects not implemented")
+}
+func (UnimplementedPodSyncServiceServer) GetObject(context.Context, *GetObjectRequest) (*GetObjectResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetObject not implemented")
+}
+func (UnimplementedPodSyncServiceServer) ListObjects(context.Context, *ListObjectsRequest) (*ListObjectsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListObjects not implemented")
+}
+func (UnimplementedPodSyncServiceServer) DeleteObject(context.Context, *DeleteObjectRequest) (*DeleteObjectResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteObject not implemented")
+}
+func (UnimplementedPodSyncServiceServer) WatchObjects(*WatchObjectsRequest, grpc.ServerStreamingServer[WatchObjectsResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchObjects not implemented")
 }
 func (UnimplementedPodSyncServiceServer) mustEmbedUnimplementedPodSyncServiceServer() {}
 func (UnimplementedPodSyncServiceServer) testEmbeddedByValue()                        {}
@@ -775,6 +964,89 @@ func _PodSyncService_DeleteVolume_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PodSyncService_ApplyObjects_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ApplyObjectsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).ApplyObjects(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_ApplyObjects_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).ApplyObjects(ctx, req.(*ApplyObjectsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodSyncService_GetObject_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetObjectRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).GetObject(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_GetObject_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).GetObject(ctx, req.(*GetObjectRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodSyncService_ListObjects_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListObjectsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).ListObjects(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_ListObjects_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).ListObjects(ctx, req.(*ListObjectsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodSyncService_DeleteObject_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteObjectRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).DeleteObject(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_DeleteObject_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).DeleteObject(ctx, req.(*DeleteObjectRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodSyncService_WatchObjects_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchObjectsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(PodSyncServiceServer).WatchObjects(m, &grpc.GenericServerStream[WatchObjectsRequest, WatchObjectsResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PodSyncService_WatchObjectsServer = grpc.ServerStreamingServer[WatchObjectsResponse]
+
 // PodSyncService_ServiceDesc is the grpc.ServiceDesc for PodSyncService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -810,6 +1082,22 @@ var PodSyncService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "DeleteVolume",
 			Handler:    _PodSyncService_DeleteVolume_Handler,
 		},
+		{
+			MethodName: "ApplyObjects",
+			Handler:    _PodSyncService_ApplyObjects_Handler,
+		},
+		{
+			MethodName: "GetObject",
+			Handler:    _PodSyncService_GetObject_Handler,
+		},
+		{
+			MethodName: "ListObjects",
+			Handler:    _PodSyncService_ListObjects_Handler,
+		},
+		{
+			MethodName: "DeleteObject",
+			Handler:    _PodSyncService_DeleteObject_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -830,6 +1118,11 @@ var PodSyncService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "GetContainerLogs",
 			Handler:       _PodSyncService_GetContainerLogs_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WatchObjects",
+			Handler:       _PodSyncService_WatchObjects_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -1,0 +1,29 @@
+package server
+
+import (
+	"context"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/engine/store"
+)
+
+// GetObject returns one stored ConfigMap or Secret, a Secret's values
+// removed.
+func (s *service) GetObject(ctx context.Context, req *podsyncv1.GetObjectRequest) (*podsyncv1.GetObjectResponse, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	if err := InvalidRequest(s.validator.ValidateGetObjectRequest(req)); err != nil {
+		return nil, err
+	}
+	ref := store.ObjectRef{Kind: objectKindFromProto(req.GetKind()), Namespace: orDefaultNamespace(req.GetNamespace()), Name: req.GetName()}
+	rec, err := s.node.GetObject(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := objectToProto(rec)
+	if err != nil {
+		return nil, err
+	}
+	return &podsyncv1.GetObjectResponse{Object: obj}, nil
+}

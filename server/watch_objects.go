@@ -1,0 +1,81 @@
+package server
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/engine/store"
+)
+
+// WatchObjects streams the changes of the stored ConfigMaps and Secrets a
+// filter selects, as WatchPods streams those of pods: with
+// since_revision 0 the current objects first and a synced message at the
+// list's revision, then every change after it, from the same revision
+// log.
+func (s *service) WatchObjects(req *podsyncv1.WatchObjectsRequest, stream grpc.ServerStreamingServer[podsyncv1.WatchObjectsResponse]) error {
+	if err := s.ready(); err != nil {
+		return err
+	}
+	if err := InvalidRequest(s.validator.ValidateWatchObjectsRequest(req)); err != nil {
+		return err
+	}
+	f := store.ObjectFilter{Kind: objectKindFromProto(req.GetKind()), Namespace: req.GetNamespace()}
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	since := req.GetSinceRevision()
+	if since == 0 {
+		recs, rev, err := s.node.ListObjects(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			obj, err := objectToProto(rec)
+			if err != nil {
+				return err
+			}
+			if err := stream.Send(&podsyncv1.WatchObjectsResponse{
+				Revision: rec.ModRevision,
+				Object:   objectRefToProto(rec.Ref(), rec.ResourceVersion()),
+				Change:   &podsyncv1.WatchObjectsResponse_Applied{Applied: obj},
+			}); err != nil {
+				return err
+			}
+		}
+		if err := stream.Send(&podsyncv1.WatchObjectsResponse{
+			Revision: rev,
+			Change:   &podsyncv1.WatchObjectsResponse_Synced{Synced: &podsyncv1.WatchSynced{}},
+		}); err != nil {
+			return err
+		}
+		since = rev
+	}
+	w, err := s.node.Watch(ctx, since)
+	if err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Events():
+			if !ok {
+				if ctx.Err() != nil {
+					return nil // the client went away
+				}
+				return w.Err()
+			}
+			if !e.IsObject() || (f.Kind != "" && e.Object.Kind != f.Kind) || (f.Namespace != "" && e.Object.Namespace != f.Namespace) {
+				continue
+			}
+			out, err := objectEntryToProto(e)
+			if err != nil {
+				return err
+			}
+			if err := stream.Send(out); err != nil {
+				return err
+			}
+		}
+	}
+}
