@@ -182,15 +182,10 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 		want   []string
 	}{
 		{"service account", func(p *corev1.Pod) { p.Spec.ServiceAccountName = "builder" }, []string{"spec.serviceAccountName"}},
-		{"priority class", func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" }, []string{"spec.priorityClassName"}},
 		{"runtime class", func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("gvisor") }, []string{"spec.runtimeClassName"}},
-		{"share process namespace", func(p *corev1.Pod) { p.Spec.ShareProcessNamespace = ptr.To(true) }, []string{"spec.shareProcessNamespace"}},
 		{"ephemeral containers", func(p *corev1.Pod) {
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg", Image: "x"}}}
 		}, []string{"spec.ephemeralContainers"}},
-		{"image pull secrets", func(p *corev1.Pod) {
-			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "creds"}}
-		}, []string{"spec.imagePullSecrets"}},
 		{"readiness gates", func(p *corev1.Pod) {
 			p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "x"}}
 		}, []string{"spec.readinessGates"}},

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/convert"
 )
@@ -120,15 +119,3 @@ func TestReadManifests(t *testing.T) {
 	}
 }
 
-// TestDropPriorityClass: the built-in classes are accepted without
-// effect; any other is left for the conversion to refuse.
-func TestDropPriorityClass(t *testing.T) {
-	for class, want := range map[string]string{"system-node-critical": "system-node-critical",
-		"system-cluster-critical": "system-cluster-critical", "high": "", "": ""} {
-		pod := &corev1.Pod{Spec: corev1.PodSpec{PriorityClassName: class}}
-		got := convert.DropPriorityClass(pod)
-		if got != want || (want != "" && pod.Spec.PriorityClassName != "") || (want == "" && pod.Spec.PriorityClassName != class) {
-			t.Errorf("DropPriorityClass(%q) = %q, class left %q", class, got, pod.Spec.PriorityClassName)
-		}
-	}
-}

@@ -11,7 +11,6 @@ import (
 // indexes as "[*]".
 var unsupportedReasons = map[string]string{
 	"metadata.generateName":                 "a node has no name generator; give metadata.name",
-	"spec.priorityClassName":                "podsync knows only the built-in classes system-node-critical and system-cluster-critical, and preempts nothing on one node; remove it",
 	"spec.ephemeralContainers":              "ephemeral containers are added by kubectl debug through an API server podsync does not have; remove them",
 	"spec.readinessGates":                   "readiness gates are set by controllers podsync does not run; remove them",
 	"spec.resourceClaims":                   "dynamic resource allocation needs an API server podsync does not have; remove it",

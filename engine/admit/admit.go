@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 	psapi "k8s.io/pod-security-admission/api"
 )
 
@@ -212,29 +213,13 @@ func fitsResources(pod *corev1.Pod, active []*corev1.Pod, node Node) Result {
 }
 
 // podRequests is the pod's effective request, as the scheduler and the
-// kubelet compute it: the sum over regular containers and sidecars, or the
-// largest need of any classic init container (plus the sidecars started
-// before it), whichever is larger.
+// kubelet compute it (component-helpers' PodRequests with pod-level
+// resources): the sum over regular containers and sidecars, or the largest
+// need of any classic init container (plus the sidecars started before
+// it), whichever is larger; pod-level requests replace the containers'
+// cpu and memory; the pod's overhead is added.
 func podRequests(pod *corev1.Pod) corev1.ResourceList {
-	reqs := corev1.ResourceList{}
-	for _, c := range pod.Spec.Containers {
-		addTo(reqs, c.Resources.Requests)
-	}
-	sidecars := corev1.ResourceList{}
-	initMax := corev1.ResourceList{}
-	for _, c := range pod.Spec.InitContainers {
-		need := c.Resources.Requests.DeepCopy()
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			addTo(reqs, c.Resources.Requests)
-			addTo(sidecars, c.Resources.Requests)
-			need = sidecars.DeepCopy()
-		} else {
-			addTo(need, sidecars)
-		}
-		maxInto(initMax, need)
-	}
-	maxInto(reqs, initMax)
-	return reqs
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 }
 
 func addTo(dst, src corev1.ResourceList) {

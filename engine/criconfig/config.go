@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/errdefs"
@@ -303,8 +304,11 @@ func sandboxLinuxConfig(pod *corev1.Pod, opts Options) *runtimeapi.LinuxPodSandb
 			lc.SecurityContext.SelinuxOptions = &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
 		}
 	}
-	req := aggregate(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests })
-	lim := aggregate(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
+	// The kubelet's calculateSandboxResources: pod-level resources, when
+	// set, replace the containers' (PodLevelResources).
+	resOpts := resourcehelper.PodResourcesOptions{ExcludeOverhead: true}
+	req := resourcehelper.PodRequests(pod, resOpts)
+	lim := resourcehelper.PodLimits(pod, resOpts)
 	var cpuReq *resource.Quantity
 	if q, ok := req[corev1.ResourceCPU]; ok {
 		cpuReq = &q

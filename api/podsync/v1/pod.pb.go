@@ -309,8 +309,41 @@ type PodSpec struct {
 	// They spread pods over nodes, so on one node they are accepted and have
 	// no effect.
 	TopologySpreadConstraints []*structpb.Struct `protobuf:"bytes,33,rep,name=topology_spread_constraints,json=topologySpreadConstraints,proto3" json:"topology_spread_constraints,omitempty"`
-	unknownFields             protoimpl.UnknownFields
-	sizeCache                 protoimpl.SizeCache
+	// share_process_namespace runs the pod's containers in one PID namespace
+	// (CRI namespace mode POD): each sees the others' processes, and the
+	// pause process is PID 1. Default false. Immutable.
+	ShareProcessNamespace *bool `protobuf:"varint,80,opt,name=share_process_namespace,json=shareProcessNamespace,proto3,oneof" json:"share_process_namespace,omitempty"`
+	// host_users false runs the pod in a user namespace of its own (CRI
+	// user namespace mode POD, 65536 ids mapped); the runtime must support
+	// user namespaces (containerd 2.x with idmap mounts), or admission
+	// refuses the pod with reason UserNamespacesUnsupported. Default true.
+	// Immutable.
+	HostUsers *bool `protobuf:"varint,81,opt,name=host_users,json=hostUsers,proto3,oneof" json:"host_users,omitempty"`
+	// set_hostname_as_fqdn makes the pod's hostname its FQDN
+	// ("<hostname>.<subdomain>.<namespace>.svc.<cluster domain>") when it has
+	// a subdomain; the FQDN must fit in 64 characters. Default false.
+	SetHostnameAsFqdn *bool `protobuf:"varint,82,opt,name=set_hostname_as_fqdn,json=setHostnameAsFQDN,proto3,oneof" json:"set_hostname_as_fqdn,omitempty"`
+	// os names the pod's operating system; only "linux" is accepted.
+	Os *PodOS `protobuf:"bytes,83,opt,name=os,proto3" json:"os,omitempty"`
+	// resources are pod-level requests and limits (Kubernetes' beta
+	// PodLevelResources): admission, the QoS class and the pod cgroup use
+	// them instead of the sum over the containers. Only cpu, memory and
+	// hugepages-* are allowed.
+	Resources *ResourceRequirements `protobuf:"bytes,84,opt,name=resources,proto3" json:"resources,omitempty"`
+	// priority is the pod's priority. It must be empty or the value of
+	// priority_class_name's class. Eviction ranks lower priorities first;
+	// admission preempts lower-priority pods for a critical pod.
+	Priority *int32 `protobuf:"varint,85,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
+	// priority_class_name names a priority class: system-node-critical
+	// (2000001000), system-cluster-critical (2000000000), or one of
+	// podsyncd's --priority-classes. Others are refused.
+	PriorityClassName string `protobuf:"bytes,86,opt,name=priority_class_name,json=priorityClassName,proto3" json:"priority_class_name,omitempty"`
+	// image_pull_secrets name Secrets of type kubernetes.io/dockerconfigjson
+	// or kubernetes.io/dockercfg sent with the pod; their credentials for the
+	// image's registry are given to the runtime's pull.
+	ImagePullSecrets []*LocalObjectReference `protobuf:"bytes,87,rep,name=image_pull_secrets,json=imagePullSecrets,proto3" json:"image_pull_secrets,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PodSpec) Reset() {
@@ -497,6 +530,154 @@ func (x *PodSpec) GetTopologySpreadConstraints() []*structpb.Struct {
 	return nil
 }
 
+func (x *PodSpec) GetShareProcessNamespace() bool {
+	if x != nil && x.ShareProcessNamespace != nil {
+		return *x.ShareProcessNamespace
+	}
+	return false
+}
+
+func (x *PodSpec) GetHostUsers() bool {
+	if x != nil && x.HostUsers != nil {
+		return *x.HostUsers
+	}
+	return false
+}
+
+func (x *PodSpec) GetSetHostnameAsFqdn() bool {
+	if x != nil && x.SetHostnameAsFqdn != nil {
+		return *x.SetHostnameAsFqdn
+	}
+	return false
+}
+
+func (x *PodSpec) GetOs() *PodOS {
+	if x != nil {
+		return x.Os
+	}
+	return nil
+}
+
+func (x *PodSpec) GetResources() *ResourceRequirements {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *PodSpec) GetPriority() int32 {
+	if x != nil && x.Priority != nil {
+		return *x.Priority
+	}
+	return 0
+}
+
+func (x *PodSpec) GetPriorityClassName() string {
+	if x != nil {
+		return x.PriorityClassName
+	}
+	return ""
+}
+
+func (x *PodSpec) GetImagePullSecrets() []*LocalObjectReference {
+	if x != nil {
+		return x.ImagePullSecrets
+	}
+	return nil
+}
+
+// PodOS mirrors core/v1 PodOS.
+type PodOS struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name of the operating system; only "linux".
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodOS) Reset() {
+	*x = PodOS{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodOS) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodOS) ProtoMessage() {}
+
+func (x *PodOS) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodOS.ProtoReflect.Descriptor instead.
+func (*PodOS) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PodOS) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// LocalObjectReference mirrors core/v1 LocalObjectReference.
+type LocalObjectReference struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name of an object in the pod's namespace.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocalObjectReference) Reset() {
+	*x = LocalObjectReference{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocalObjectReference) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocalObjectReference) ProtoMessage() {}
+
+func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocalObjectReference.ProtoReflect.Descriptor instead.
+func (*LocalObjectReference) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *LocalObjectReference) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 // Toleration mirrors core/v1 Toleration.
 type Toleration struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -519,7 +700,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	mi := &file_podsync_v1_pod_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -531,7 +712,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	mi := &file_podsync_v1_pod_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -544,7 +725,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{3}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Toleration) GetKey() string {
@@ -599,7 +780,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[4]
+	mi := &file_podsync_v1_pod_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +792,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[4]
+	mi := &file_podsync_v1_pod_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +805,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{4}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -663,7 +844,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[5]
+	mi := &file_podsync_v1_pod_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -675,7 +856,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[5]
+	mi := &file_podsync_v1_pod_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -688,7 +869,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{5}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -716,7 +897,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[6]
+	mi := &file_podsync_v1_pod_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -728,7 +909,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[6]
+	mi := &file_podsync_v1_pod_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -741,7 +922,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{6}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -765,7 +946,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[7]
+	mi := &file_podsync_v1_pod_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +958,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[7]
+	mi := &file_podsync_v1_pod_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +971,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{7}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
@@ -822,7 +1003,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[8]
+	mi := &file_podsync_v1_pod_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -834,7 +1015,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[8]
+	mi := &file_podsync_v1_pod_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -847,7 +1028,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{8}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -884,7 +1065,7 @@ type PreferredSchedulingTerm struct {
 
 func (x *PreferredSchedulingTerm) Reset() {
 	*x = PreferredSchedulingTerm{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[9]
+	mi := &file_podsync_v1_pod_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +1077,7 @@ func (x *PreferredSchedulingTerm) String() string {
 func (*PreferredSchedulingTerm) ProtoMessage() {}
 
 func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[9]
+	mi := &file_podsync_v1_pod_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +1090,7 @@ func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
 func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{9}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PreferredSchedulingTerm) GetWeight() int32 {
@@ -941,7 +1122,7 @@ type PodDNSConfig struct {
 
 func (x *PodDNSConfig) Reset() {
 	*x = PodDNSConfig{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[10]
+	mi := &file_podsync_v1_pod_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1134,7 @@ func (x *PodDNSConfig) String() string {
 func (*PodDNSConfig) ProtoMessage() {}
 
 func (x *PodDNSConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[10]
+	mi := &file_podsync_v1_pod_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1147,7 @@ func (x *PodDNSConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDNSConfig.ProtoReflect.Descriptor instead.
 func (*PodDNSConfig) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{10}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PodDNSConfig) GetNameservers() []string {
@@ -1003,7 +1184,7 @@ type PodDNSConfigOption struct {
 
 func (x *PodDNSConfigOption) Reset() {
 	*x = PodDNSConfigOption{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[11]
+	mi := &file_podsync_v1_pod_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1015,7 +1196,7 @@ func (x *PodDNSConfigOption) String() string {
 func (*PodDNSConfigOption) ProtoMessage() {}
 
 func (x *PodDNSConfigOption) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[11]
+	mi := &file_podsync_v1_pod_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1028,7 +1209,7 @@ func (x *PodDNSConfigOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDNSConfigOption.ProtoReflect.Descriptor instead.
 func (*PodDNSConfigOption) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{11}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PodDNSConfigOption) GetName() string {
@@ -1058,7 +1239,7 @@ type HostAlias struct {
 
 func (x *HostAlias) Reset() {
 	*x = HostAlias{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[12]
+	mi := &file_podsync_v1_pod_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1251,7 @@ func (x *HostAlias) String() string {
 func (*HostAlias) ProtoMessage() {}
 
 func (x *HostAlias) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[12]
+	mi := &file_podsync_v1_pod_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1264,7 @@ func (x *HostAlias) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostAlias.ProtoReflect.Descriptor instead.
 func (*HostAlias) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{12}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HostAlias) GetIp() string {
@@ -1133,7 +1314,7 @@ type PodSecurityContext struct {
 
 func (x *PodSecurityContext) Reset() {
 	*x = PodSecurityContext{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[13]
+	mi := &file_podsync_v1_pod_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1145,7 +1326,7 @@ func (x *PodSecurityContext) String() string {
 func (*PodSecurityContext) ProtoMessage() {}
 
 func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[13]
+	mi := &file_podsync_v1_pod_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1158,7 +1339,7 @@ func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodSecurityContext.ProtoReflect.Descriptor instead.
 func (*PodSecurityContext) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{13}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PodSecurityContext) GetRunAsUser() int64 {
@@ -1239,7 +1420,7 @@ type SeccompProfile struct {
 
 func (x *SeccompProfile) Reset() {
 	*x = SeccompProfile{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[14]
+	mi := &file_podsync_v1_pod_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1432,7 @@ func (x *SeccompProfile) String() string {
 func (*SeccompProfile) ProtoMessage() {}
 
 func (x *SeccompProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[14]
+	mi := &file_podsync_v1_pod_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1445,7 @@ func (x *SeccompProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeccompProfile.ProtoReflect.Descriptor instead.
 func (*SeccompProfile) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{14}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SeccompProfile) GetType() string {
@@ -1295,7 +1476,7 @@ type AppArmorProfile struct {
 
 func (x *AppArmorProfile) Reset() {
 	*x = AppArmorProfile{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[15]
+	mi := &file_podsync_v1_pod_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1307,7 +1488,7 @@ func (x *AppArmorProfile) String() string {
 func (*AppArmorProfile) ProtoMessage() {}
 
 func (x *AppArmorProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[15]
+	mi := &file_podsync_v1_pod_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1320,7 +1501,7 @@ func (x *AppArmorProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppArmorProfile.ProtoReflect.Descriptor instead.
 func (*AppArmorProfile) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{15}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AppArmorProfile) GetType() string {
@@ -1355,7 +1536,7 @@ type SELinuxOptions struct {
 
 func (x *SELinuxOptions) Reset() {
 	*x = SELinuxOptions{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[16]
+	mi := &file_podsync_v1_pod_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1367,7 +1548,7 @@ func (x *SELinuxOptions) String() string {
 func (*SELinuxOptions) ProtoMessage() {}
 
 func (x *SELinuxOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[16]
+	mi := &file_podsync_v1_pod_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1380,7 +1561,7 @@ func (x *SELinuxOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SELinuxOptions.ProtoReflect.Descriptor instead.
 func (*SELinuxOptions) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{16}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SELinuxOptions) GetUser() string {
@@ -1424,7 +1605,7 @@ type Sysctl struct {
 
 func (x *Sysctl) Reset() {
 	*x = Sysctl{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[17]
+	mi := &file_podsync_v1_pod_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1436,7 +1617,7 @@ func (x *Sysctl) String() string {
 func (*Sysctl) ProtoMessage() {}
 
 func (x *Sysctl) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[17]
+	mi := &file_podsync_v1_pod_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1449,7 +1630,7 @@ func (x *Sysctl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sysctl.ProtoReflect.Descriptor instead.
 func (*Sysctl) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{17}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Sysctl) GetName() string {
@@ -1486,7 +1667,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1679,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1692,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{18}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Volume) GetName() string {
@@ -1562,7 +1743,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +1755,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +1768,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{19}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -1618,7 +1799,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1811,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1824,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{20}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -1675,7 +1856,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +1868,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +1881,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{21}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -1742,7 +1923,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1754,7 +1935,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1767,7 +1948,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{22}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -1817,7 +1998,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1829,7 +2010,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1842,7 +2023,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{23}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -1934,7 +2115,7 @@ type Container struct {
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1946,7 +2127,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1959,7 +2140,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{24}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Container) GetName() string {
@@ -2129,7 +2310,7 @@ type ContainerResizePolicy struct {
 
 func (x *ContainerResizePolicy) Reset() {
 	*x = ContainerResizePolicy{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2141,7 +2322,7 @@ func (x *ContainerResizePolicy) String() string {
 func (*ContainerResizePolicy) ProtoMessage() {}
 
 func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2154,7 +2335,7 @@ func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerResizePolicy.ProtoReflect.Descriptor instead.
 func (*ContainerResizePolicy) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{25}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ContainerResizePolicy) GetResourceName() string {
@@ -2186,7 +2367,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2198,7 +2379,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2211,7 +2392,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{26}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *EnvVar) GetName() string {
@@ -2250,7 +2431,7 @@ type EnvVarSource struct {
 
 func (x *EnvVarSource) Reset() {
 	*x = EnvVarSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2262,7 +2443,7 @@ func (x *EnvVarSource) String() string {
 func (*EnvVarSource) ProtoMessage() {}
 
 func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2275,7 +2456,7 @@ func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVarSource.ProtoReflect.Descriptor instead.
 func (*EnvVarSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{27}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *EnvVarSource) GetFieldRef() *ObjectFieldSelector {
@@ -2314,7 +2495,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2326,7 +2507,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2339,7 +2520,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{28}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ObjectFieldSelector) GetApiVersion() string {
@@ -2371,7 +2552,7 @@ type ConfigMapKeySelector struct {
 
 func (x *ConfigMapKeySelector) Reset() {
 	*x = ConfigMapKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2383,7 +2564,7 @@ func (x *ConfigMapKeySelector) String() string {
 func (*ConfigMapKeySelector) ProtoMessage() {}
 
 func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2396,7 +2577,7 @@ func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapKeySelector.ProtoReflect.Descriptor instead.
 func (*ConfigMapKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{29}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ConfigMapKeySelector) GetName() string {
@@ -2435,7 +2616,7 @@ type SecretKeySelector struct {
 
 func (x *SecretKeySelector) Reset() {
 	*x = SecretKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2447,7 +2628,7 @@ func (x *SecretKeySelector) String() string {
 func (*SecretKeySelector) ProtoMessage() {}
 
 func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2460,7 +2641,7 @@ func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretKeySelector.ProtoReflect.Descriptor instead.
 func (*SecretKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{30}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SecretKeySelector) GetName() string {
@@ -2499,7 +2680,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2511,7 +2692,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2524,7 +2705,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{31}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -2561,7 +2742,7 @@ type ConfigMapEnvSource struct {
 
 func (x *ConfigMapEnvSource) Reset() {
 	*x = ConfigMapEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2573,7 +2754,7 @@ func (x *ConfigMapEnvSource) String() string {
 func (*ConfigMapEnvSource) ProtoMessage() {}
 
 func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2586,7 +2767,7 @@ func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapEnvSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{32}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ConfigMapEnvSource) GetName() string {
@@ -2616,7 +2797,7 @@ type SecretEnvSource struct {
 
 func (x *SecretEnvSource) Reset() {
 	*x = SecretEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2628,7 +2809,7 @@ func (x *SecretEnvSource) String() string {
 func (*SecretEnvSource) ProtoMessage() {}
 
 func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2641,7 +2822,7 @@ func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretEnvSource.ProtoReflect.Descriptor instead.
 func (*SecretEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{33}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SecretEnvSource) GetName() string {
@@ -2679,7 +2860,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2691,7 +2872,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2704,7 +2885,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{34}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -2757,7 +2938,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2769,7 +2950,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2782,7 +2963,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{35}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -2816,7 +2997,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2828,7 +3009,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2841,7 +3022,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{36}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -2886,7 +3067,7 @@ type Lifecycle struct {
 
 func (x *Lifecycle) Reset() {
 	*x = Lifecycle{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2898,7 +3079,7 @@ func (x *Lifecycle) String() string {
 func (*Lifecycle) ProtoMessage() {}
 
 func (x *Lifecycle) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2911,7 +3092,7 @@ func (x *Lifecycle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lifecycle.ProtoReflect.Descriptor instead.
 func (*Lifecycle) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{37}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Lifecycle) GetPostStart() *LifecycleHandler {
@@ -2939,7 +3120,7 @@ type LifecycleHandler struct {
 
 func (x *LifecycleHandler) Reset() {
 	*x = LifecycleHandler{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2951,7 +3132,7 @@ func (x *LifecycleHandler) String() string {
 func (*LifecycleHandler) ProtoMessage() {}
 
 func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2964,7 +3145,7 @@ func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LifecycleHandler.ProtoReflect.Descriptor instead.
 func (*LifecycleHandler) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *LifecycleHandler) GetExec() *ExecAction {
@@ -2985,7 +3166,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2997,7 +3178,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3010,7 +3191,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -3049,7 +3230,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3061,7 +3242,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3074,7 +3255,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -3160,7 +3341,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3172,7 +3353,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3185,7 +3366,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -3236,7 +3417,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3248,7 +3429,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3261,7 +3442,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -3292,7 +3473,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3304,7 +3485,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3317,7 +3498,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TCPSocketAction) GetPort() *structpb.Value {
@@ -3368,7 +3549,7 @@ type SecurityContext struct {
 
 func (x *SecurityContext) Reset() {
 	*x = SecurityContext{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3380,7 +3561,7 @@ func (x *SecurityContext) String() string {
 func (*SecurityContext) ProtoMessage() {}
 
 func (x *SecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3393,7 +3574,7 @@ func (x *SecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityContext.ProtoReflect.Descriptor instead.
 func (*SecurityContext) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SecurityContext) GetPrivileged() bool {
@@ -3486,7 +3667,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3498,7 +3679,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3511,7 +3692,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Capabilities) GetAdd() []string {
@@ -3575,7 +3756,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3587,7 +3768,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3600,7 +3781,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -3726,7 +3907,7 @@ type PodIP struct {
 
 func (x *PodIP) Reset() {
 	*x = PodIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3738,7 +3919,7 @@ func (x *PodIP) String() string {
 func (*PodIP) ProtoMessage() {}
 
 func (x *PodIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3751,7 +3932,7 @@ func (x *PodIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodIP.ProtoReflect.Descriptor instead.
 func (*PodIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PodIP) GetIp() string {
@@ -3772,7 +3953,7 @@ type HostIP struct {
 
 func (x *HostIP) Reset() {
 	*x = HostIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3784,7 +3965,7 @@ func (x *HostIP) String() string {
 func (*HostIP) ProtoMessage() {}
 
 func (x *HostIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3797,7 +3978,7 @@ func (x *HostIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostIP.ProtoReflect.Descriptor instead.
 func (*HostIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *HostIP) GetIp() string {
@@ -3828,7 +4009,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3840,7 +4021,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3853,7 +4034,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{49}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *PodCondition) GetType() string {
@@ -3935,7 +4116,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[50]
+	mi := &file_podsync_v1_pod_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3947,7 +4128,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[50]
+	mi := &file_podsync_v1_pod_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3960,7 +4141,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{50}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -4055,7 +4236,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[51]
+	mi := &file_podsync_v1_pod_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4067,7 +4248,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[51]
+	mi := &file_podsync_v1_pod_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4080,7 +4261,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{51}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -4118,7 +4299,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[52]
+	mi := &file_podsync_v1_pod_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4130,7 +4311,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[52]
+	mi := &file_podsync_v1_pod_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4143,7 +4324,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{52}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -4171,7 +4352,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[53]
+	mi := &file_podsync_v1_pod_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4183,7 +4364,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[53]
+	mi := &file_podsync_v1_pod_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4196,7 +4377,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{53}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -4229,7 +4410,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[54]
+	mi := &file_podsync_v1_pod_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4241,7 +4422,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[54]
+	mi := &file_podsync_v1_pod_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4254,7 +4435,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{54}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -4327,7 +4508,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[55]
+	mi := &file_podsync_v1_pod_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4339,7 +4520,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[55]
+	mi := &file_podsync_v1_pod_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4352,7 +4533,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{55}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ConfigMap) GetApiVersion() string {
@@ -4413,7 +4594,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[56]
+	mi := &file_podsync_v1_pod_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4425,7 +4606,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[56]
+	mi := &file_podsync_v1_pod_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4438,7 +4619,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{56}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Secret) GetApiVersion() string {
@@ -4512,7 +4693,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B \n" +
-	"\x1e_deletion_grace_period_seconds\"\xf7\t\n" +
+	"\x1e_deletion_grace_period_seconds\"\xe3\r\n" +
 	"\aPodSpec\x125\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x15.podsync.v1.ContainerR\n" +
@@ -4540,13 +4721,30 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\rnode_selector\x18\x1e \x03(\v2%.podsync.v1.PodSpec.NodeSelectorEntryR\fnodeSelector\x128\n" +
 	"\vtolerations\x18\x1f \x03(\v2\x16.podsync.v1.TolerationR\vtolerations\x120\n" +
 	"\baffinity\x18  \x01(\v2\x14.podsync.v1.AffinityR\baffinity\x12W\n" +
-	"\x1btopology_spread_constraints\x18! \x03(\v2\x17.google.protobuf.StructR\x19topologySpreadConstraints\x1a?\n" +
+	"\x1btopology_spread_constraints\x18! \x03(\v2\x17.google.protobuf.StructR\x19topologySpreadConstraints\x12;\n" +
+	"\x17share_process_namespace\x18P \x01(\bH\x03R\x15shareProcessNamespace\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"host_users\x18Q \x01(\bH\x04R\thostUsers\x88\x01\x01\x124\n" +
+	"\x14set_hostname_as_fqdn\x18R \x01(\bH\x05R\x11setHostnameAsFQDN\x88\x01\x01\x12!\n" +
+	"\x02os\x18S \x01(\v2\x11.podsync.v1.PodOSR\x02os\x12>\n" +
+	"\tresources\x18T \x01(\v2 .podsync.v1.ResourceRequirementsR\tresources\x12\x1f\n" +
+	"\bpriority\x18U \x01(\x05H\x06R\bpriority\x88\x01\x01\x12.\n" +
+	"\x13priority_class_name\x18V \x01(\tR\x11priorityClassName\x12N\n" +
+	"\x12image_pull_secrets\x18W \x03(\v2 .podsync.v1.LocalObjectReferenceR\x10imagePullSecrets\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B#\n" +
 	"!_termination_grace_period_secondsB\x1a\n" +
 	"\x18_active_deadline_secondsB\x17\n" +
-	"\x15_enable_service_links\"\xb3\x01\n" +
+	"\x15_enable_service_linksB\x1a\n" +
+	"\x18_share_process_namespaceB\r\n" +
+	"\v_host_usersB\x17\n" +
+	"\x15_set_hostname_as_fqdnB\v\n" +
+	"\t_priority\"\x1b\n" +
+	"\x05PodOS\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"*\n" +
+	"\x14LocalObjectReference\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xb3\x01\n" +
 	"\n" +
 	"Toleration\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1a\n" +
@@ -4920,178 +5118,183 @@ func file_podsync_v1_pod_proto_rawDescGZIP() []byte {
 	return file_podsync_v1_pod_proto_rawDescData
 }
 
-var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_podsync_v1_pod_proto_goTypes = []any{
 	(*Pod)(nil),                      // 0: podsync.v1.Pod
 	(*ObjectMeta)(nil),               // 1: podsync.v1.ObjectMeta
 	(*PodSpec)(nil),                  // 2: podsync.v1.PodSpec
-	(*Toleration)(nil),               // 3: podsync.v1.Toleration
-	(*Affinity)(nil),                 // 4: podsync.v1.Affinity
-	(*NodeAffinity)(nil),             // 5: podsync.v1.NodeAffinity
-	(*NodeSelector)(nil),             // 6: podsync.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),         // 7: podsync.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),  // 8: podsync.v1.NodeSelectorRequirement
-	(*PreferredSchedulingTerm)(nil),  // 9: podsync.v1.PreferredSchedulingTerm
-	(*PodDNSConfig)(nil),             // 10: podsync.v1.PodDNSConfig
-	(*PodDNSConfigOption)(nil),       // 11: podsync.v1.PodDNSConfigOption
-	(*HostAlias)(nil),                // 12: podsync.v1.HostAlias
-	(*PodSecurityContext)(nil),       // 13: podsync.v1.PodSecurityContext
-	(*SeccompProfile)(nil),           // 14: podsync.v1.SeccompProfile
-	(*AppArmorProfile)(nil),          // 15: podsync.v1.AppArmorProfile
-	(*SELinuxOptions)(nil),           // 16: podsync.v1.SELinuxOptions
-	(*Sysctl)(nil),                   // 17: podsync.v1.Sysctl
-	(*Volume)(nil),                   // 18: podsync.v1.Volume
-	(*EmptyDirVolumeSource)(nil),     // 19: podsync.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),     // 20: podsync.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                // 21: podsync.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),    // 22: podsync.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),       // 23: podsync.v1.SecretVolumeSource
-	(*Container)(nil),                // 24: podsync.v1.Container
-	(*ContainerResizePolicy)(nil),    // 25: podsync.v1.ContainerResizePolicy
-	(*EnvVar)(nil),                   // 26: podsync.v1.EnvVar
-	(*EnvVarSource)(nil),             // 27: podsync.v1.EnvVarSource
-	(*ObjectFieldSelector)(nil),      // 28: podsync.v1.ObjectFieldSelector
-	(*ConfigMapKeySelector)(nil),     // 29: podsync.v1.ConfigMapKeySelector
-	(*SecretKeySelector)(nil),        // 30: podsync.v1.SecretKeySelector
-	(*EnvFromSource)(nil),            // 31: podsync.v1.EnvFromSource
-	(*ConfigMapEnvSource)(nil),       // 32: podsync.v1.ConfigMapEnvSource
-	(*SecretEnvSource)(nil),          // 33: podsync.v1.SecretEnvSource
-	(*ContainerPort)(nil),            // 34: podsync.v1.ContainerPort
-	(*ResourceRequirements)(nil),     // 35: podsync.v1.ResourceRequirements
-	(*VolumeMount)(nil),              // 36: podsync.v1.VolumeMount
-	(*Lifecycle)(nil),                // 37: podsync.v1.Lifecycle
-	(*LifecycleHandler)(nil),         // 38: podsync.v1.LifecycleHandler
-	(*ExecAction)(nil),               // 39: podsync.v1.ExecAction
-	(*Probe)(nil),                    // 40: podsync.v1.Probe
-	(*HTTPGetAction)(nil),            // 41: podsync.v1.HTTPGetAction
-	(*HTTPHeader)(nil),               // 42: podsync.v1.HTTPHeader
-	(*TCPSocketAction)(nil),          // 43: podsync.v1.TCPSocketAction
-	(*SecurityContext)(nil),          // 44: podsync.v1.SecurityContext
-	(*Capabilities)(nil),             // 45: podsync.v1.Capabilities
-	(*PodStatus)(nil),                // 46: podsync.v1.PodStatus
-	(*PodIP)(nil),                    // 47: podsync.v1.PodIP
-	(*HostIP)(nil),                   // 48: podsync.v1.HostIP
-	(*PodCondition)(nil),             // 49: podsync.v1.PodCondition
-	(*ContainerStatus)(nil),          // 50: podsync.v1.ContainerStatus
-	(*ContainerState)(nil),           // 51: podsync.v1.ContainerState
-	(*ContainerStateWaiting)(nil),    // 52: podsync.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),    // 53: podsync.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil), // 54: podsync.v1.ContainerStateTerminated
-	(*ConfigMap)(nil),                // 55: podsync.v1.ConfigMap
-	(*Secret)(nil),                   // 56: podsync.v1.Secret
-	nil,                              // 57: podsync.v1.ObjectMeta.LabelsEntry
-	nil,                              // 58: podsync.v1.ObjectMeta.AnnotationsEntry
-	nil,                              // 59: podsync.v1.PodSpec.NodeSelectorEntry
-	nil,                              // 60: podsync.v1.ResourceRequirements.RequestsEntry
-	nil,                              // 61: podsync.v1.ResourceRequirements.LimitsEntry
-	nil,                              // 62: podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	nil,                              // 63: podsync.v1.ConfigMap.DataEntry
-	nil,                              // 64: podsync.v1.ConfigMap.BinaryDataEntry
-	nil,                              // 65: podsync.v1.Secret.DataEntry
-	nil,                              // 66: podsync.v1.Secret.StringDataEntry
-	(*timestamppb.Timestamp)(nil),    // 67: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),          // 68: google.protobuf.Struct
-	(*structpb.Value)(nil),           // 69: google.protobuf.Value
+	(*PodOS)(nil),                    // 3: podsync.v1.PodOS
+	(*LocalObjectReference)(nil),     // 4: podsync.v1.LocalObjectReference
+	(*Toleration)(nil),               // 5: podsync.v1.Toleration
+	(*Affinity)(nil),                 // 6: podsync.v1.Affinity
+	(*NodeAffinity)(nil),             // 7: podsync.v1.NodeAffinity
+	(*NodeSelector)(nil),             // 8: podsync.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),         // 9: podsync.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),  // 10: podsync.v1.NodeSelectorRequirement
+	(*PreferredSchedulingTerm)(nil),  // 11: podsync.v1.PreferredSchedulingTerm
+	(*PodDNSConfig)(nil),             // 12: podsync.v1.PodDNSConfig
+	(*PodDNSConfigOption)(nil),       // 13: podsync.v1.PodDNSConfigOption
+	(*HostAlias)(nil),                // 14: podsync.v1.HostAlias
+	(*PodSecurityContext)(nil),       // 15: podsync.v1.PodSecurityContext
+	(*SeccompProfile)(nil),           // 16: podsync.v1.SeccompProfile
+	(*AppArmorProfile)(nil),          // 17: podsync.v1.AppArmorProfile
+	(*SELinuxOptions)(nil),           // 18: podsync.v1.SELinuxOptions
+	(*Sysctl)(nil),                   // 19: podsync.v1.Sysctl
+	(*Volume)(nil),                   // 20: podsync.v1.Volume
+	(*EmptyDirVolumeSource)(nil),     // 21: podsync.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),     // 22: podsync.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                // 23: podsync.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),    // 24: podsync.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),       // 25: podsync.v1.SecretVolumeSource
+	(*Container)(nil),                // 26: podsync.v1.Container
+	(*ContainerResizePolicy)(nil),    // 27: podsync.v1.ContainerResizePolicy
+	(*EnvVar)(nil),                   // 28: podsync.v1.EnvVar
+	(*EnvVarSource)(nil),             // 29: podsync.v1.EnvVarSource
+	(*ObjectFieldSelector)(nil),      // 30: podsync.v1.ObjectFieldSelector
+	(*ConfigMapKeySelector)(nil),     // 31: podsync.v1.ConfigMapKeySelector
+	(*SecretKeySelector)(nil),        // 32: podsync.v1.SecretKeySelector
+	(*EnvFromSource)(nil),            // 33: podsync.v1.EnvFromSource
+	(*ConfigMapEnvSource)(nil),       // 34: podsync.v1.ConfigMapEnvSource
+	(*SecretEnvSource)(nil),          // 35: podsync.v1.SecretEnvSource
+	(*ContainerPort)(nil),            // 36: podsync.v1.ContainerPort
+	(*ResourceRequirements)(nil),     // 37: podsync.v1.ResourceRequirements
+	(*VolumeMount)(nil),              // 38: podsync.v1.VolumeMount
+	(*Lifecycle)(nil),                // 39: podsync.v1.Lifecycle
+	(*LifecycleHandler)(nil),         // 40: podsync.v1.LifecycleHandler
+	(*ExecAction)(nil),               // 41: podsync.v1.ExecAction
+	(*Probe)(nil),                    // 42: podsync.v1.Probe
+	(*HTTPGetAction)(nil),            // 43: podsync.v1.HTTPGetAction
+	(*HTTPHeader)(nil),               // 44: podsync.v1.HTTPHeader
+	(*TCPSocketAction)(nil),          // 45: podsync.v1.TCPSocketAction
+	(*SecurityContext)(nil),          // 46: podsync.v1.SecurityContext
+	(*Capabilities)(nil),             // 47: podsync.v1.Capabilities
+	(*PodStatus)(nil),                // 48: podsync.v1.PodStatus
+	(*PodIP)(nil),                    // 49: podsync.v1.PodIP
+	(*HostIP)(nil),                   // 50: podsync.v1.HostIP
+	(*PodCondition)(nil),             // 51: podsync.v1.PodCondition
+	(*ContainerStatus)(nil),          // 52: podsync.v1.ContainerStatus
+	(*ContainerState)(nil),           // 53: podsync.v1.ContainerState
+	(*ContainerStateWaiting)(nil),    // 54: podsync.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),    // 55: podsync.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil), // 56: podsync.v1.ContainerStateTerminated
+	(*ConfigMap)(nil),                // 57: podsync.v1.ConfigMap
+	(*Secret)(nil),                   // 58: podsync.v1.Secret
+	nil,                              // 59: podsync.v1.ObjectMeta.LabelsEntry
+	nil,                              // 60: podsync.v1.ObjectMeta.AnnotationsEntry
+	nil,                              // 61: podsync.v1.PodSpec.NodeSelectorEntry
+	nil,                              // 62: podsync.v1.ResourceRequirements.RequestsEntry
+	nil,                              // 63: podsync.v1.ResourceRequirements.LimitsEntry
+	nil,                              // 64: podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                              // 65: podsync.v1.ConfigMap.DataEntry
+	nil,                              // 66: podsync.v1.ConfigMap.BinaryDataEntry
+	nil,                              // 67: podsync.v1.Secret.DataEntry
+	nil,                              // 68: podsync.v1.Secret.StringDataEntry
+	(*timestamppb.Timestamp)(nil),    // 69: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 70: google.protobuf.Struct
+	(*structpb.Value)(nil),           // 71: google.protobuf.Value
 }
 var file_podsync_v1_pod_proto_depIdxs = []int32{
 	1,  // 0: podsync.v1.Pod.metadata:type_name -> podsync.v1.ObjectMeta
 	2,  // 1: podsync.v1.Pod.spec:type_name -> podsync.v1.PodSpec
-	46, // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
-	57, // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
-	58, // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
-	67, // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	67, // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
-	24, // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
-	24, // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
-	10, // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
-	12, // 10: podsync.v1.PodSpec.host_aliases:type_name -> podsync.v1.HostAlias
-	18, // 11: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
-	13, // 12: podsync.v1.PodSpec.security_context:type_name -> podsync.v1.PodSecurityContext
-	59, // 13: podsync.v1.PodSpec.node_selector:type_name -> podsync.v1.PodSpec.NodeSelectorEntry
-	3,  // 14: podsync.v1.PodSpec.tolerations:type_name -> podsync.v1.Toleration
-	4,  // 15: podsync.v1.PodSpec.affinity:type_name -> podsync.v1.Affinity
-	68, // 16: podsync.v1.PodSpec.topology_spread_constraints:type_name -> google.protobuf.Struct
-	5,  // 17: podsync.v1.Affinity.node_affinity:type_name -> podsync.v1.NodeAffinity
-	68, // 18: podsync.v1.Affinity.pod_affinity:type_name -> google.protobuf.Struct
-	68, // 19: podsync.v1.Affinity.pod_anti_affinity:type_name -> google.protobuf.Struct
-	6,  // 20: podsync.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podsync.v1.NodeSelector
-	9,  // 21: podsync.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podsync.v1.PreferredSchedulingTerm
-	7,  // 22: podsync.v1.NodeSelector.node_selector_terms:type_name -> podsync.v1.NodeSelectorTerm
-	8,  // 23: podsync.v1.NodeSelectorTerm.match_expressions:type_name -> podsync.v1.NodeSelectorRequirement
-	8,  // 24: podsync.v1.NodeSelectorTerm.match_fields:type_name -> podsync.v1.NodeSelectorRequirement
-	7,  // 25: podsync.v1.PreferredSchedulingTerm.preference:type_name -> podsync.v1.NodeSelectorTerm
-	11, // 26: podsync.v1.PodDNSConfig.options:type_name -> podsync.v1.PodDNSConfigOption
-	17, // 27: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
-	16, // 28: podsync.v1.PodSecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
-	14, // 29: podsync.v1.PodSecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
-	15, // 30: podsync.v1.PodSecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
-	19, // 31: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
-	20, // 32: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
-	22, // 33: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
-	23, // 34: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
-	21, // 35: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	21, // 36: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	26, // 37: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
-	31, // 38: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
-	34, // 39: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
-	35, // 40: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
-	36, // 41: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
-	37, // 42: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
-	40, // 43: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
-	40, // 44: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
-	40, // 45: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
-	44, // 46: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
-	25, // 47: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
-	27, // 48: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
-	28, // 49: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
-	29, // 50: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
-	30, // 51: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
-	32, // 52: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
-	33, // 53: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
-	60, // 54: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
-	61, // 55: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
-	38, // 56: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
-	38, // 57: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
-	39, // 58: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
-	39, // 59: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
-	41, // 60: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
-	43, // 61: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
-	69, // 62: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
-	42, // 63: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
-	69, // 64: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
-	45, // 65: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
-	16, // 66: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
-	14, // 67: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
-	15, // 68: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
-	49, // 69: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
-	47, // 70: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
-	67, // 71: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	50, // 72: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
-	50, // 73: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
-	48, // 74: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
-	67, // 75: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	67, // 76: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	51, // 77: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
-	51, // 78: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
-	35, // 79: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
-	62, // 80: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	52, // 81: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
-	53, // 82: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
-	54, // 83: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
-	67, // 84: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	67, // 85: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	67, // 86: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	1,  // 87: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
-	63, // 88: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
-	64, // 89: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
-	1,  // 90: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
-	65, // 91: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
-	66, // 92: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
-	93, // [93:93] is the sub-list for method output_type
-	93, // [93:93] is the sub-list for method input_type
-	93, // [93:93] is the sub-list for extension type_name
-	93, // [93:93] is the sub-list for extension extendee
-	0,  // [0:93] is the sub-list for field type_name
+	48, // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
+	59, // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
+	60, // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
+	69, // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	69, // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	26, // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
+	26, // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
+	12, // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
+	14, // 10: podsync.v1.PodSpec.host_aliases:type_name -> podsync.v1.HostAlias
+	20, // 11: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
+	15, // 12: podsync.v1.PodSpec.security_context:type_name -> podsync.v1.PodSecurityContext
+	61, // 13: podsync.v1.PodSpec.node_selector:type_name -> podsync.v1.PodSpec.NodeSelectorEntry
+	5,  // 14: podsync.v1.PodSpec.tolerations:type_name -> podsync.v1.Toleration
+	6,  // 15: podsync.v1.PodSpec.affinity:type_name -> podsync.v1.Affinity
+	70, // 16: podsync.v1.PodSpec.topology_spread_constraints:type_name -> google.protobuf.Struct
+	3,  // 17: podsync.v1.PodSpec.os:type_name -> podsync.v1.PodOS
+	37, // 18: podsync.v1.PodSpec.resources:type_name -> podsync.v1.ResourceRequirements
+	4,  // 19: podsync.v1.PodSpec.image_pull_secrets:type_name -> podsync.v1.LocalObjectReference
+	7,  // 20: podsync.v1.Affinity.node_affinity:type_name -> podsync.v1.NodeAffinity
+	70, // 21: podsync.v1.Affinity.pod_affinity:type_name -> google.protobuf.Struct
+	70, // 22: podsync.v1.Affinity.pod_anti_affinity:type_name -> google.protobuf.Struct
+	8,  // 23: podsync.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podsync.v1.NodeSelector
+	11, // 24: podsync.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podsync.v1.PreferredSchedulingTerm
+	9,  // 25: podsync.v1.NodeSelector.node_selector_terms:type_name -> podsync.v1.NodeSelectorTerm
+	10, // 26: podsync.v1.NodeSelectorTerm.match_expressions:type_name -> podsync.v1.NodeSelectorRequirement
+	10, // 27: podsync.v1.NodeSelectorTerm.match_fields:type_name -> podsync.v1.NodeSelectorRequirement
+	9,  // 28: podsync.v1.PreferredSchedulingTerm.preference:type_name -> podsync.v1.NodeSelectorTerm
+	13, // 29: podsync.v1.PodDNSConfig.options:type_name -> podsync.v1.PodDNSConfigOption
+	19, // 30: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
+	18, // 31: podsync.v1.PodSecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	16, // 32: podsync.v1.PodSecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	17, // 33: podsync.v1.PodSecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	21, // 34: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
+	22, // 35: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
+	24, // 36: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
+	25, // 37: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
+	23, // 38: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	23, // 39: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	28, // 40: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
+	33, // 41: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
+	36, // 42: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
+	37, // 43: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
+	38, // 44: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
+	39, // 45: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
+	42, // 46: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
+	42, // 47: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
+	42, // 48: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
+	46, // 49: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
+	27, // 50: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
+	29, // 51: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
+	30, // 52: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
+	31, // 53: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
+	32, // 54: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
+	34, // 55: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
+	35, // 56: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
+	62, // 57: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
+	63, // 58: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
+	40, // 59: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
+	40, // 60: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
+	41, // 61: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
+	41, // 62: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
+	43, // 63: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
+	45, // 64: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
+	71, // 65: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
+	44, // 66: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
+	71, // 67: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
+	47, // 68: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
+	18, // 69: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	16, // 70: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	17, // 71: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	51, // 72: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
+	49, // 73: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
+	69, // 74: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	52, // 75: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
+	52, // 76: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
+	50, // 77: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
+	69, // 78: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	69, // 79: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	53, // 80: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
+	53, // 81: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
+	37, // 82: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
+	64, // 83: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	54, // 84: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
+	55, // 85: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
+	56, // 86: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
+	69, // 87: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	69, // 88: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	69, // 89: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	1,  // 90: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
+	65, // 91: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
+	66, // 92: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
+	1,  // 93: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
+	67, // 94: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
+	68, // 95: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
+	96, // [96:96] is the sub-list for method output_type
+	96, // [96:96] is the sub-list for method input_type
+	96, // [96:96] is the sub-list for extension type_name
+	96, // [96:96] is the sub-list for extension extendee
+	0,  // [0:96] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_proto_init() }
@@ -5101,30 +5304,30 @@ func file_podsync_v1_pod_proto_init() {
 	}
 	file_podsync_v1_pod_proto_msgTypes[1].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[2].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[3].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[11].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[5].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[13].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[14].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[15].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[20].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[21].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[16].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[17].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[22].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[23].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[24].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[29].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[30].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[25].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[26].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[31].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[32].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[33].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[40].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[44].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[50].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[34].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[35].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[42].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[46].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[52].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_proto_rawDesc), len(file_podsync_v1_pod_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   67,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
