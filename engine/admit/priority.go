@@ -26,12 +26,12 @@ const (
 // not know, or whose spec.priority is not its class's value.
 const ReasonPriorityClass = "PriorityClassNotFound"
 
-// ResolvePriority sets pod.Spec.Priority from its priorityClassName, as
-// the API server's Priority admission plugin does: a built-in class, or
-// one of classes (podsyncd's --priority-classes); no class is priority 0.
-// A spec.priority already set must be the class's value. It returns a
+// PriorityOf is the priority of pod's priorityClassName, as the API
+// server's Priority admission plugin computes it: a built-in class, or one
+// of classes (podsyncd's --priority-classes); no class is priority 0. A
+// spec.priority already set must be the class's value. It returns a
 // rejection for an unknown class or a different priority.
-func ResolvePriority(pod *corev1.Pod, classes map[string]int32) Result {
+func PriorityOf(pod *corev1.Pod, classes map[string]int32) (int32, Result) {
 	name := pod.Spec.PriorityClassName
 	var value int32
 	switch name {
@@ -50,15 +50,26 @@ func ResolvePriority(pod *corev1.Pod, classes map[string]int32) Result {
 			} else {
 				hint = "use system-node-critical or system-cluster-critical, or " + hint
 			}
-			return reject(ReasonPriorityClass, "no PriorityClass with name %s was found: %s", name, hint)
+			return 0, reject(ReasonPriorityClass, "no PriorityClass with name %s was found: %s", name, hint)
 		}
 		value = v
 	}
 	if p := pod.Spec.Priority; p != nil && *p != value {
-		return reject(ReasonPriorityClass, "the integer value of priority (%d) must not be provided in pod spec; priority admission controller computed %d from the given PriorityClass name", *p, value)
+		return 0, reject(ReasonPriorityClass, "the integer value of priority (%d) must not be provided in pod spec; priority admission controller computed %d from the given PriorityClass name", *p, value)
 	}
-	pod.Spec.Priority = &value
-	return Result{Admit: true}
+	return value, Result{Admit: true}
+}
+
+// ResolvePriority sets pod.Spec.Priority from its class (PriorityOf) when
+// it is unset, as the API server's Priority admission plugin does before
+// the pod reaches a node; a pod whose priority is set is not written. It
+// returns PriorityOf's rejection.
+func ResolvePriority(pod *corev1.Pod, classes map[string]int32) Result {
+	v, r := PriorityOf(pod, classes)
+	if r.Admit && pod.Spec.Priority == nil {
+		pod.Spec.Priority = &v
+	}
+	return r
 }
 
 // PodPriority is the pod's priority (corev1helpers.PodPriority): its
@@ -140,7 +151,8 @@ const (
 // chooses them. It returns nil and Admit's result when the pod is
 // admitted, is not critical, is refused for another reason, or when no
 // set of preemptable pods would free enough (the result's message then
-// says what cannot be reclaimed).
+// says what cannot be reclaimed). Priorities are the pods' spec.priority,
+// which ResolvePriority sets.
 func Preemption(pod *corev1.Pod, others []*corev1.Pod, node Node, p Policy) ([]*corev1.Pod, Result) {
 	r := Admit(pod, others, node, p)
 	if r.Admit || !IsCriticalPod(pod) || !isResourceReason(r.Reason) {
@@ -198,7 +210,7 @@ func insufficient(pod *corev1.Pod, active []*corev1.Pod, node Node) []Requiremen
 		addTo(used, podRequests(o))
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
-		capacity, limited := node.Allocatable[name]
+		capacity, limited := node.allocatable(name)
 		if !limited {
 			continue
 		}

@@ -154,11 +154,8 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, opts Options) (*runtimeapi.P
 		if err != nil {
 			return nil, err
 		}
-		if pod.Spec.SetHostnameAsFQDN != nil && *pod.Spec.SetHostnameAsFQDN && domain != "" {
-			host = host + "." + domain
-			if len(host) > 64 {
-				return nil, fmt.Errorf("fqdn %q is longer than 64 characters: %w", host, errdefs.ErrInvalidSpec)
-			}
+		if host, err = nodenameForKernel(host, domain, pod.Spec.SetHostnameAsFQDN); err != nil {
+			return nil, err
 		}
 		cfg.Hostname = host
 	}
@@ -167,6 +164,25 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, opts Options) (*runtimeapi.P
 	}
 	cfg.Linux = sandboxLinuxConfig(pod, opts)
 	return cfg, nil
+}
+
+// fqdnMaxLen is the kubelet's: an FQDN fits the kernel's 64-character
+// nodename.
+const fqdnMaxLen = 64
+
+// nodenameForKernel is the kubelet's GetNodenameForKernel: with
+// setHostnameAsFQDN and a domain, the hostname is the FQDN, which must fit
+// in 64 characters (an error wrapping ErrInvalidSpec otherwise).
+func nodenameForKernel(hostname, domain string, setHostnameAsFQDN *bool) (string, error) {
+	if domain == "" || setHostnameAsFQDN == nil || !*setHostnameAsFQDN {
+		return hostname, nil
+	}
+	fqdn := hostname + "." + domain
+	if len(fqdn) > fqdnMaxLen {
+		return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested): %w",
+			fqdn, fqdnMaxLen, len(fqdn), errdefs.ErrInvalidSpec)
+	}
+	return fqdn, nil
 }
 
 // portMappings is the kubelet's MakePortMappings: every port, a repeated
