@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podsync/podsync/engine/plan"
 )
@@ -99,30 +101,26 @@ func Preemptable(preemptor, preemptee *corev1.Pod) bool {
 	return PodPriority(preemptor) > PodPriority(preemptee)
 }
 
-// ParsePriorityClasses parses "NAME=VALUE,..." (podsyncd's
-// --priority-classes). A name must be a DNS-1123 subdomain not starting
-// with "system-" (those are the API server's), and a value at most
+// ParsePriorityClasses parses podsyncd's --priority-classes NAME=VALUE
+// pairs. A name must be a DNS-1123 subdomain not starting with "system-"
+// (those are the API server's), and a value an integer of at most
 // 1000000000, as for a user-defined PriorityClass.
-func ParsePriorityClasses(s string) (map[string]int32, error) {
+func ParsePriorityClasses(classes map[string]string) (map[string]int32, error) {
 	out := map[string]int32{}
-	for _, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		name, v, ok := strings.Cut(item, "=")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("priority class %q: want NAME=VALUE", item)
+	for _, name := range slices.Sorted(maps.Keys(classes)) {
+		v := strings.TrimSpace(classes[name])
+		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+			return nil, fmt.Errorf("priority class %q: %s", name, strings.Join(msgs, "; "))
 		}
 		if strings.HasPrefix(name, "system-") {
-			return nil, fmt.Errorf("priority class %q: names starting with system- are reserved", name)
+			return nil, fmt.Errorf("priority class %q: names starting with system- are the built-in classes'", name)
 		}
-		var value int64
-		if _, err := fmt.Sscanf(v, "%d", &value); err != nil || fmt.Sprint(value) != v {
-			return nil, fmt.Errorf("priority class %q: value %q is not an integer", name, v)
+		value, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("priority class %q: value %q is not a 32-bit integer", name, v)
 		}
-		if value > 1000000000 || value < -2147483648 {
-			return nil, fmt.Errorf("priority class %q: value %d is above 1000000000, the highest a user-defined class may have", name, value)
+		if value > 1000000000 {
+			return nil, fmt.Errorf("priority class %q: value %d is above 1000000000, the highest a class other than the system ones may have", name, value)
 		}
 		out[name] = int32(value)
 	}

@@ -52,16 +52,17 @@ func TestResolvePriority(t *testing.T) {
 }
 
 func TestParsePriorityClasses(t *testing.T) {
-	got, err := ParsePriorityClasses("high=1000, low=-10,,batch=0")
+	got, err := ParsePriorityClasses(map[string]string{"high": "1000", "low": " -10", "batch": "0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]int32{"high": 1000, "low": -10, "batch": 0}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	for _, bad := range []string{"high", "=1", "high=x", "high=1.5", "system-x=1", "huge=1000000001"} {
+	for _, bad := range []map[string]string{{"high": ""}, {"": "1"}, {"high": "x"}, {"high": "1.5"}, {"system-x": "1"},
+		{"huge": "1000000001"}, {"Bad_Name": "1"}, {"low": "-2147483649"}} {
 		if _, err := ParsePriorityClasses(bad); err == nil {
-			t.Errorf("ParsePriorityClasses(%q) succeeded", bad)
+			t.Errorf("ParsePriorityClasses(%v) succeeded", bad)
 		}
 	}
 }

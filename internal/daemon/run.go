@@ -123,6 +123,8 @@ type daemon struct {
 	hostDNS  *runtimeapi.DNSConfig
 	policy   admit.Policy
 	hooksFor admit.Node
+	// credentials are the node's image credentials (--image-credentials).
+	credentials *syncer.Keyring
 	// metrics are the engine's, on the registry --metrics-address serves.
 	metrics *engine.Metrics
 }
@@ -418,6 +420,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		Admit:              admitFn,
 		Policy:             policyFn,
 		HostPaths:          policy,
+		Credentials:        d.credentials,
 		RuntimeUnavailable: runtimeUnavailable,
 		RemoveOrphans:      d.cfg.RemoveOrphans,
 		AdoptRuntime:       d.cfg.AdoptRuntime,
