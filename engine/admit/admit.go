@@ -50,6 +50,26 @@ type Node struct {
 	// Taints are the node's taints; a pod must tolerate each NoExecute
 	// and NoSchedule one.
 	Taints []corev1.Taint
+	// UserNamespaces says whether the runtime runs pods in user
+	// namespaces of their own (its handler's user_namespaces feature:
+	// containerd 2.x with idmap mounts); a pod with hostUsers false is
+	// refused without it.
+	UserNamespaces bool
+}
+
+// ReasonUserNamespacesUnsupported refuses a pod with hostUsers false on a
+// runtime without user namespaces.
+const ReasonUserNamespacesUnsupported = "UserNamespacesUnsupported"
+
+// checkUserNamespaces is the kubelet's check that the runtime handler
+// supports user namespaces before it runs a pod with hostUsers false.
+func checkUserNamespaces(pod *corev1.Pod, node Node) Result {
+	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers || node.UserNamespaces {
+		return Result{Admit: true}
+	}
+	return reject(ReasonUserNamespacesUnsupported, "hostUsers: false asks for a user namespace of the pod's own, and the container runtime "+
+		"does not support user namespaces (it needs containerd 2.x with idmap mounts on the node's file systems); "+
+		"remove hostUsers (or set it to true) to run the pod with the node's users, or run podsyncd on such a runtime")
 }
 
 // IsExtendedResource is the API server's IsExtendedResourceName: a
@@ -190,6 +210,9 @@ func Admit(pod *corev1.Pod, others []*corev1.Pod, node Node, p Policy) Result {
 		return r
 	}
 	if r := checkAppArmor(pod, node); !r.Admit {
+		return r
+	}
+	if r := checkUserNamespaces(pod, node); !r.Admit {
 		return r
 	}
 	var active []*corev1.Pod

@@ -78,6 +78,21 @@ func TestAdmit(t *testing.T) {
 			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "2")}
 			return p
 		}(), nil, node, ""},
+		{"hostUsers false without runtime support is refused", func() *corev1.Pod {
+			p := pod("a", nil)
+			p.Spec.HostUsers = ptr.To(false)
+			return p
+		}(), nil, node, ReasonUserNamespacesUnsupported},
+		{"hostUsers false with runtime support fits", func() *corev1.Pod {
+			p := pod("a", nil)
+			p.Spec.HostUsers = ptr.To(false)
+			return p
+		}(), nil, Node{Allocatable: node.Allocatable, UserNamespaces: true}, ""},
+		{"hostUsers true needs no support", func() *corev1.Pod {
+			p := pod("a", nil)
+			p.Spec.HostUsers = ptr.To(true)
+			return p
+		}(), nil, node, ""},
 		{"an unknown priority class is refused", func() *corev1.Pod {
 			p := pod("a", nil)
 			p.Spec.PriorityClassName = "high"

@@ -261,7 +261,7 @@ func (p *pass) prepareSandbox(ctx context.Context, d plan.SandboxDecision) (sand
 		return sandboxRef{}, false
 	}
 	start := p.s.clock.Now()
-	sbConfig, err := criconfig.SandboxConfig(p.pod, d.Attempt, p.s.cfg)
+	sbConfig, err := p.s.sandboxConfig(p.pod, d.Attempt)
 	step := StepResult{Action: ActionConfigPodSandbox, Target: sandboxID, SandboxID: sandboxID,
 		Attempt: d.Attempt, Start: start, Duration: p.s.clock.Since(start)}
 	if err != nil {
@@ -390,7 +390,7 @@ func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (strin
 		p.rec.add(step)
 		return "", nil, false
 	}
-	cfg, err := criconfig.SandboxConfig(p.pod, d.Attempt, p.s.cfg)
+	cfg, err := p.s.sandboxConfig(p.pod, d.Attempt)
 	if err != nil {
 		return fail(fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", plan.PodString(p.pod), err), err, err)
 	}
@@ -581,9 +581,19 @@ func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef
 			return nil, fmt.Errorf("create termination message file: %w", err)
 		}
 	}
-	return criconfig.ContainerConfig(criconfig.ContainerConfigInput{
+	cfg, err := criconfig.ContainerConfig(criconfig.ContainerConfigInput{
 		Pod: p.pod, Container: c, RestartCount: restartCount, ImageRef: imageRef, PodIPs: podIPs,
 		ConfigMaps: p.in.ConfigMaps, Secrets: p.in.Secrets,
 		ResolveMount: func(m criconfig.MountSource) (criconfig.ResolvedMount, error) { return p.s.resolveMount(p.pod, m) },
 	}, p.s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	// A container joins its pod's user namespace.
+	u, err := p.s.podUserNamespace(p.pod)
+	if err != nil {
+		return nil, err
+	}
+	setUserNamespace(cfg.GetLinux().GetSecurityContext(), u)
+	return cfg, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -127,6 +128,8 @@ type Syncer struct {
 	hostPaths admit.Policy
 	// credentials is SyncerOptions.Credentials.
 	credentials *Keyring
+	// usernsMu serialises the allocation of user namespace ranges.
+	usernsMu sync.Mutex
 }
 
 // NewSyncer returns a Syncer. It fails with ErrInvalidSpec if Runtime or
