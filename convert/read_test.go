@@ -118,4 +118,3 @@ func TestReadManifests(t *testing.T) {
 		})
 	}
 }
-
