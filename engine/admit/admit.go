@@ -297,14 +297,6 @@ func addTo(dst, src corev1.ResourceList) {
 	}
 }
 
-func maxInto(dst, src corev1.ResourceList) {
-	for name, q := range src {
-		if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
-			dst[name] = q.DeepCopy()
-		}
-	}
-}
-
 // hostPort is one host port in use.
 type hostPort struct {
 	ip       string // "" means every address
