@@ -463,3 +463,18 @@ func TestPodConditionsToProto(t *testing.T) {
 		t.Errorf("no conditions: %v, want nil", got)
 	}
 }
+
+// TestUnsupportedFieldsSayWhy: a refused field names its value when it is
+// a scalar, and says why and what to do.
+func TestUnsupportedFieldsSayWhy(t *testing.T) {
+	pod := basePod()
+	pod.Spec.RuntimeClassName = ptr.To("gvisor")
+	_, err := convert.PodToProto(pod)
+	var inv *convert.InvalidError
+	if !errors.As(err, &inv) || len(inv.Errors) != 1 {
+		t.Fatalf("PodToProto error = %v, want one refusal", err)
+	}
+	if got := inv.Errors[0].Detail; got != `value "gvisor": podsync has no RuntimeClass objects and runs every pod with the runtime's default handler; remove it` {
+		t.Errorf("detail %q", got)
+	}
+}

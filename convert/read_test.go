@@ -79,7 +79,7 @@ func TestReadManifests(t *testing.T) {
 			"      - configMap: {name: kube-root-ca.crt}\n      - downwardAPI: {items: [{path: namespace, fieldRef: {fieldPath: metadata.namespace}}]}\n"},
 			wantProblems: []string{"f0:11: Pod/web: spec.volumes[0].projected: projected volumes are not supported; use configMap, secret and downwardAPI volumes of their own"}},
 		{name: "generateName is refused", sources: []string{strings.Replace(readPod, "name: web\nspec", "generateName: web-\nspec", 1)},
-			wantProblems: []string{"f0:4: Pod: metadata.generateName: a node has no name generator; give metadata.name"}},
+			wantProblems: []string{"f0:4: Pod: metadata.generateName: value \"web-\": a node has no name generator; give metadata.name"}},
 		{name: "decode only skips podsyncd's checks", decodeOnly: true, sources: []string{strings.Replace(readPod, "name: web\n    image", "name: Web\n    image", 1)}},
 		{name: "a YAML syntax error names its line", sources: []string{"apiVersion: v1\nkind: Pod\nmetadata: [\n"},
 			wantProblems: []string{"f0:3: did not find expected node content"}},

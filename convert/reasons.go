@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"fmt"
 	"regexp"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -18,6 +19,10 @@ var unsupportedReasons = map[string]string{
 	"spec.volumes[*].persistentVolumeClaim": "podsync has no persistent volume claims; use a hostPath or emptyDir volume",
 	"spec.volumes[*].projected":             "projected volumes are not supported; use configMap, secret and downwardAPI volumes of their own",
 	"metadata.finalizers":                   "finalizers are for controllers podsync does not run; remove them",
+	"spec.resources.claims":                 "dynamic resource allocation needs an API server podsync does not have; remove it",
+	"spec.runtimeClassName":                 "podsync has no RuntimeClass objects and runs every pod with the runtime's default handler; remove it",
+	"spec.overhead":                         "the pod overhead is set by the RuntimeClass admission plugin, which podsync does not have; remove it",
+	"spec.schedulingGates":                  "scheduling gates are removed by controllers podsync does not run, so the pod would never start; remove them",
 }
 
 // unsupportedDefault is the reason of a field without one of its own.
@@ -26,11 +31,17 @@ const unsupportedDefault = "not supported by podsync; remove it (README's field 
 var listIndex = regexp.MustCompile(`\[\d+\]`)
 
 // unsupported is the error of a field podsync does not support, with its
-// reason.
-func unsupported(path *field.Path) *field.Error {
+// reason; a scalar value is named ("value \"gvisor\": …").
+func unsupported(path *field.Path, value any) *field.Error {
 	reason, ok := unsupportedReasons[listIndex.ReplaceAllString(path.String(), "[*]")]
 	if !ok {
 		reason = unsupportedDefault
+	}
+	switch v := value.(type) {
+	case string:
+		reason = fmt.Sprintf("value %q: %s", v, reason)
+	case bool, float64:
+		reason = fmt.Sprintf("value %v: %s", v, reason)
 	}
 	return field.Forbidden(path, reason)
 }
