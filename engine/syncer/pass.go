@@ -406,6 +406,11 @@ func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (strin
 		return fail(fmt.Sprintf("Failed to create log directory for pod %q: %v", plan.PodString(p.pod), err),
 			err, fmt.Errorf("create pod log directory: %w", err))
 	}
+	// The kubelet's pod container manager makes the pod's cgroup, with its
+	// pod-level limits, before the sandbox.
+	if err := ensurePodCgroup(p.pod, p.s.cfg); err != nil {
+		return fail(fmt.Sprintf("Failed to create pod cgroup for pod %q: %v", plan.PodString(p.pod), err), err, err)
+	}
 	id, err := p.s.rt.RunPodSandbox(ctx, cfg, runtimeHandler(p.pod))
 	if err != nil {
 		p.createsFailed = true

@@ -6,15 +6,19 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/localcri"
@@ -166,5 +170,51 @@ func TestHostUsersFalse(t *testing.T) {
 	}
 	if f := strings.Fields(string(out)); len(f) != 3 || f[0] != "0" || f[1] != "65536" || f[2] != "65536" {
 		t.Errorf("uid_map %q, want container root mapped to host 65536 for 65536 IDs", out)
+	}
+}
+
+// TestPodLevelResourcesCgroup: a pod's pod-level limits are its pod
+// cgroup's, made before its sandbox as the kubelet's pod container manager
+// makes it, and its containers, which limit nothing themselves, run
+// inside them: the Guaranteed pod's cgroup is kubepods/pod<uid>.
+func TestPodLevelResourcesCgroup(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pod := e.newPod()
+	pod.Spec.Containers = []corev1.Container{localcritest.Shell("app", "sleep 3600 & wait")}
+	l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("96Mi")}
+	pod.Spec.Resources = &corev1.ResourceRequirements{Requests: l.DeepCopy(), Limits: l}
+	e.until(pod, "running", e.running(pod))
+	parent := criconfig.PodCgroupParent(pod, e.cfg)
+	if !strings.HasSuffix(parent, "/kubepods/pod"+string(pod.UID)) {
+		t.Errorf("cgroup parent %s, want the Guaranteed pod's", parent)
+	}
+	root := "/sys/fs/cgroup"
+	read := func(path string) string {
+		t.Helper()
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(data))
+	}
+	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
+		if got := read(filepath.Join(root, parent, "memory.max")); got != "100663296" {
+			t.Errorf("memory.max = %s, want 96Mi", got)
+		}
+		if got := read(filepath.Join(root, parent, "cpu.max")); got != "50000 100000" {
+			t.Errorf("cpu.max = %s, want 50000 100000", got)
+		}
+		return
+	}
+	if got := read(filepath.Join(root, "memory", parent, "memory.limit_in_bytes")); got != "100663296" {
+		t.Errorf("memory.limit_in_bytes = %s, want 96Mi", got)
+	}
+	cpu := filepath.Join(root, "cpu")
+	if _, err := os.Stat(filepath.Join(root, "cpu,cpuacct")); err == nil {
+		cpu = filepath.Join(root, "cpu,cpuacct")
+	}
+	if got := read(filepath.Join(cpu, parent, "cpu.cfs_quota_us")); got != "50000" {
+		t.Errorf("cpu.cfs_quota_us = %s, want 50000", got)
 	}
 }
