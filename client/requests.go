@@ -97,7 +97,6 @@ func defaultedPod(p *corev1.Pod) *corev1.Pod {
 	p = p.DeepCopy()
 	convert.DropServerFields(p)
 	convert.DropIdentityFields(p)
-	convert.DropPriorityClass(p)
 	convert.Default(p)
 	return p
 }

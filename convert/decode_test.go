@@ -54,6 +54,10 @@ func TestDecodeTestdata(t *testing.T) {
 		"downward-api.yaml":     {Pods: []string{"demo/downward"}},
 		"job.yaml":              {Pods: []string{"batch/batch-report"}},
 		"security-context.yaml": {Pods: []string{"default/confined"}},
+		"pod-fields.yaml": {
+			Pods:    []string{"default/pod-fields"},
+			Secrets: []string{"default/registry-creds"},
+		},
 		"list.yaml": {
 			Pods:       []string{"default/greeter"},
 			ConfigMaps: []string{"default/greeter-config"},

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/validation"
@@ -219,6 +220,8 @@ func defaultPod(pod *corev1.Pod) {
 	for i := range pod.Spec.InitContainers {
 		defaultRequestsFromLimits(&pod.Spec.InitContainers[i].Resources)
 	}
+	// SetDefaults_Pod (defaultPodRequests), after the containers' requests.
+	defaultPodRequests(pod)
 	// SetDefaults_Pod: enableServiceLinks is true.
 	if pod.Spec.EnableServiceLinks == nil {
 		pod.Spec.EnableServiceLinks = ptr.To(corev1.DefaultEnableServiceLinks)
@@ -444,5 +447,34 @@ func defaultHTTPGet(h *corev1.HTTPGetAction) {
 	}
 	if h.Scheme == "" {
 		h.Scheme = corev1.URISchemeHTTP
+	}
+}
+
+// defaultPodRequests is the API server's defaultPodRequests
+// (PodLevelResources): with pod-level limits, each supported pod-level
+// resource without a pod-level request takes the containers' aggregate
+// request (cpu and memory, which may be overcommitted) or, when no
+// container requests it, the pod-level limit.
+func defaultPodRequests(pod *corev1.Pod) {
+	r := pod.Spec.Resources
+	if r == nil || len(r.Limits) == 0 {
+		return
+	}
+	reqs := r.Requests
+	if reqs == nil {
+		reqs = corev1.ResourceList{}
+	}
+	for name, q := range resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{}) {
+		if _, ok := reqs[name]; !ok && (name == corev1.ResourceCPU || name == corev1.ResourceMemory) {
+			reqs[name] = q.DeepCopy()
+		}
+	}
+	for name, q := range r.Limits {
+		if _, ok := reqs[name]; !ok && resourcehelper.IsSupportedPodLevelResource(name) {
+			reqs[name] = q.DeepCopy()
+		}
+	}
+	if len(reqs) > 0 {
+		r.Requests = reqs
 	}
 }

@@ -160,6 +160,25 @@ func TestDefault(t *testing.T) {
 				corev1.ResourceMemory: resource.MustParse("64Mi"),
 			},
 		},
+		// SetDefaults_Pod (defaultPodRequests): pod-level requests.
+		{
+			name: "pod-level requests default to the containers' requests, else to the pod's limits",
+			mutate: func(p *corev1.Pod) {
+				for i := range p.Spec.Containers {
+					p.Spec.Containers[i].Resources = corev1.ResourceRequirements{}
+				}
+				container0(p).Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+				p.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{
+					corev1.ResourceCPU:    resource.MustParse("1"),
+					corev1.ResourceMemory: resource.MustParse("128Mi"),
+				}}
+			},
+			get: func(p *corev1.Pod) any { return p.Spec.Resources.Requests },
+			want: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("100m"),
+				corev1.ResourceMemory: resource.MustParse("128Mi"),
+			},
+		},
 		{
 			name: "requests default to limits per resource",
 			mutate: func(p *corev1.Pod) {

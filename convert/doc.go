@@ -23,7 +23,7 @@
 // the nearest known one; a wrong type says what was wanted), drops what
 // only the API server writes (DropServerFields: a kubectl get -o yaml dump
 // reads as its pod) and the service account fields podsync accepts without
-// acting on (DropIdentityFields, DropPriorityClass), each with a notice, defaults, and runs
+// acting on (DropIdentityFields), each with a notice, defaults, and runs
 // podsyncd's checks of package validation (ValidateManifests, which the
 // SDK's request builders also run). It reports every problem of every
 // document of every file at once, each as FILE:LINE: KIND/NAME: FIELD:

@@ -195,7 +195,24 @@ func podSpecToProto(in *corev1.PodSpec) *podsyncv1.PodSpec {
 		TopologySpreadConstraints: toSlice(in.TopologySpreadConstraints, func(t corev1.TopologySpreadConstraint) *structpb.Struct {
 			return jsonToStruct(t)
 		}),
+		ShareProcessNamespace: in.ShareProcessNamespace,
+		HostUsers:             in.HostUsers,
+		SetHostnameAsFqdn:     in.SetHostnameAsFQDN,
+		Os:                    podOSToProto(in.OS),
+		Resources:             resourcesToProto(in.Resources),
+		Priority:              in.Priority,
+		PriorityClassName:     in.PriorityClassName,
+		ImagePullSecrets: toSlice(in.ImagePullSecrets, func(r corev1.LocalObjectReference) *podsyncv1.LocalObjectReference {
+			return &podsyncv1.LocalObjectReference{Name: r.Name}
+		}),
 	}
+}
+
+func podOSToProto(in *corev1.PodOS) *podsyncv1.PodOS {
+	if in == nil {
+		return nil
+	}
+	return &podsyncv1.PodOS{Name: string(in.Name)}
 }
 
 func dnsConfigToProto(in *corev1.PodDNSConfig) *podsyncv1.PodDNSConfig {
@@ -398,7 +415,7 @@ func envFromToProto(in corev1.EnvFromSource) *podsyncv1.EnvFromSource {
 }
 
 func resourcesToProto(in *corev1.ResourceRequirements) *podsyncv1.ResourceRequirements {
-	if in.Requests == nil && in.Limits == nil {
+	if in == nil || in.Requests == nil && in.Limits == nil {
 		return nil
 	}
 	return &podsyncv1.ResourceRequirements{

@@ -47,7 +47,33 @@ func (c *fromProto) podSpec(path *field.Path, in *podsyncv1.PodSpec) corev1.PodS
 		Tolerations:               toSlice(in.Tolerations, tolerationFromProto),
 		Affinity:                  c.affinity(path.Child("affinity"), in.Affinity),
 		TopologySpreadConstraints: c.topologySpreadConstraints(path.Child("topologySpreadConstraints"), in.TopologySpreadConstraints),
+		ShareProcessNamespace:     in.ShareProcessNamespace,
+		HostUsers:                 in.HostUsers,
+		SetHostnameAsFQDN:         in.SetHostnameAsFqdn,
+		OS:                        podOSFromProto(in.Os),
+		Resources:                 c.podResources(path.Child("resources"), in.Resources),
+		Priority:                  in.Priority,
+		PriorityClassName:         in.PriorityClassName,
+		ImagePullSecrets: toSlice(in.ImagePullSecrets, func(r *podsyncv1.LocalObjectReference) corev1.LocalObjectReference {
+			return corev1.LocalObjectReference{Name: r.GetName()}
+		}),
 	}
+}
+
+func podOSFromProto(in *podsyncv1.PodOS) *corev1.PodOS {
+	if in == nil {
+		return nil
+	}
+	return &corev1.PodOS{Name: corev1.OSName(in.Name)}
+}
+
+// podResources converts the pod-level resources; absent stays nil.
+func (c *fromProto) podResources(path *field.Path, in *podsyncv1.ResourceRequirements) *corev1.ResourceRequirements {
+	if in == nil {
+		return nil
+	}
+	r := c.resources(path, in)
+	return &r
 }
 
 func dnsConfigFromProto(in *podsyncv1.PodDNSConfig) *corev1.PodDNSConfig {

@@ -182,15 +182,10 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 		want   []string
 	}{
 		{"service account", func(p *corev1.Pod) { p.Spec.ServiceAccountName = "builder" }, []string{"spec.serviceAccountName"}},
-		{"priority class", func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" }, []string{"spec.priorityClassName"}},
 		{"runtime class", func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("gvisor") }, []string{"spec.runtimeClassName"}},
-		{"share process namespace", func(p *corev1.Pod) { p.Spec.ShareProcessNamespace = ptr.To(true) }, []string{"spec.shareProcessNamespace"}},
 		{"ephemeral containers", func(p *corev1.Pod) {
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg", Image: "x"}}}
 		}, []string{"spec.ephemeralContainers"}},
-		{"image pull secrets", func(p *corev1.Pod) {
-			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "creds"}}
-		}, []string{"spec.imagePullSecrets"}},
 		{"readiness gates", func(p *corev1.Pod) {
 			p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "x"}}
 		}, []string{"spec.readinessGates"}},
@@ -451,5 +446,20 @@ func TestPodConditionsToProto(t *testing.T) {
 	}
 	if got := convert.PodStatusToProto(&corev1.PodStatus{Phase: corev1.PodPending}).GetConditions(); got != nil {
 		t.Errorf("no conditions: %v, want nil", got)
+	}
+}
+
+// TestUnsupportedFieldsSayWhy: a refused field names its value when it is
+// a scalar, and says why and what to do.
+func TestUnsupportedFieldsSayWhy(t *testing.T) {
+	pod := basePod()
+	pod.Spec.RuntimeClassName = ptr.To("gvisor")
+	_, err := convert.PodToProto(pod)
+	var inv *convert.InvalidError
+	if !errors.As(err, &inv) || len(inv.Errors) != 1 {
+		t.Fatalf("PodToProto error = %v, want one refusal", err)
+	}
+	if got := inv.Errors[0].Detail; got != `value "gvisor": podsync has no RuntimeClass objects and runs every pod with the runtime's default handler; remove it` {
+		t.Errorf("detail %q", got)
 	}
 }

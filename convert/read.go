@@ -141,7 +141,7 @@ type readState struct {
 // (an unknown field suggests the nearest known one; a value of the wrong
 // type says what was wanted), fields only the API server sets are dropped
 // (DropServerFields) and the identity fields podsync accepts but does not
-// act on are dropped too (DropIdentityFields, DropPriorityClass), each with a notice; then
+// act on are dropped too (DropIdentityFields), each with a notice; then
 // the objects are defaulted (Default, DefaultConfigMap, DefaultSecret) and
 // checked as podsyncd checks a request's objects (ValidateManifests).
 //
@@ -293,10 +293,6 @@ func (st *readState) acceptPod(o origin, h manifestHeader, v *corev1.Pod) {
 	if ignored := DropIdentityFields(v); len(ignored) > 0 {
 		st.notices = append(st.notices, o.finding(h.Kind, h.Name, "", "accepted "+strings.Join(ignored, ", ")+
 			", but no service account token is mounted: podsync has no API server to issue one"))
-	}
-	if class := DropPriorityClass(v); class != "" {
-		st.notices = append(st.notices, o.finding(h.Kind, h.Name, "", fmt.Sprintf(
-			"accepted spec.priorityClassName %s, which has no effect: podsync preempts no pod for another on one node", class)))
 	}
 	Default(v)
 	st.m.Pods = append(st.m.Pods, v)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/convert"
 )
@@ -80,7 +79,7 @@ func TestReadManifests(t *testing.T) {
 			"      - configMap: {name: kube-root-ca.crt}\n      - downwardAPI: {items: [{path: namespace, fieldRef: {fieldPath: metadata.namespace}}]}\n"},
 			wantProblems: []string{"f0:13: Pod/web: spec.volumes[0].projected.sources[0].serviceAccountToken: a single node has no API server, so it mints no service account tokens, trust bundles or pod certificates; mount the credentials from a Secret (a secret source) or remove the source"}},
 		{name: "generateName is refused", sources: []string{strings.Replace(readPod, "name: web\nspec", "generateName: web-\nspec", 1)},
-			wantProblems: []string{"f0:4: Pod: metadata.generateName: a node has no name generator; give metadata.name"}},
+			wantProblems: []string{"f0:4: Pod: metadata.generateName: value \"web-\": a node has no name generator; give metadata.name"}},
 		{name: "decode only skips podsyncd's checks", decodeOnly: true, sources: []string{strings.Replace(readPod, "name: web\n    image", "name: Web\n    image", 1)}},
 		{name: "a YAML syntax error names its line", sources: []string{"apiVersion: v1\nkind: Pod\nmetadata: [\n"},
 			wantProblems: []string{"f0:3: did not find expected node content"}},
@@ -117,18 +116,5 @@ func TestReadManifests(t *testing.T) {
 				t.Errorf("notices (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestDropPriorityClass: the built-in classes are accepted without
-// effect; any other is left for the conversion to refuse.
-func TestDropPriorityClass(t *testing.T) {
-	for class, want := range map[string]string{"system-node-critical": "system-node-critical",
-		"system-cluster-critical": "system-cluster-critical", "high": "", "": ""} {
-		pod := &corev1.Pod{Spec: corev1.PodSpec{PriorityClassName: class}}
-		got := convert.DropPriorityClass(pod)
-		if got != want || (want != "" && pod.Spec.PriorityClassName != "") || (want == "" && pod.Spec.PriorityClassName != class) {
-			t.Errorf("DropPriorityClass(%q) = %q, class left %q", class, got, pod.Spec.PriorityClassName)
-		}
 	}
 }

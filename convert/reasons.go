@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"fmt"
 	"regexp"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -13,7 +14,6 @@ import (
 // indexes as "[*]".
 var unsupportedReasons = map[string]string{
 	"metadata.generateName":                                    "a node has no name generator; give metadata.name",
-	"spec.priorityClassName":                                   "podsync knows only the built-in classes system-node-critical and system-cluster-critical, and preempts nothing on one node; remove it",
 	"spec.ephemeralContainers":                                 "ephemeral containers are added by kubectl debug through an API server podsync does not have; remove them",
 	"spec.readinessGates":                                      "readiness gates are set by controllers podsync does not run; remove them",
 	"spec.resourceClaims":                                      "dynamic resource allocation needs an API server podsync does not have; remove it",
@@ -22,6 +22,10 @@ var unsupportedReasons = map[string]string{
 	"spec.volumes[*].projected.sources[*].clusterTrustBundle":  noTokens,
 	"spec.volumes[*].projected.sources[*].podCertificate":      noTokens,
 	"metadata.finalizers":                                      "finalizers are for controllers podsync does not run; remove them",
+	"spec.resources.claims":                                    "dynamic resource allocation needs an API server podsync does not have; remove it",
+	"spec.runtimeClassName":                                    "podsync has no RuntimeClass objects and runs every pod with the runtime's default handler; remove it",
+	"spec.overhead":                                            "the pod overhead is set by the RuntimeClass admission plugin, which podsync does not have; remove it",
+	"spec.schedulingGates":                                     "scheduling gates are removed by controllers podsync does not run, so the pod would never start; remove them",
 }
 
 // noTokens is the reason of a projected source only an API server serves.
@@ -33,11 +37,17 @@ const unsupportedDefault = "not supported by podsync; remove it (README's field 
 var listIndex = regexp.MustCompile(`\[\d+\]`)
 
 // unsupported is the error of a field podsync does not support, with its
-// reason.
-func unsupported(path *field.Path) *field.Error {
+// reason; a scalar value is named ("value \"gvisor\": …").
+func unsupported(path *field.Path, value any) *field.Error {
 	reason, ok := unsupportedReasons[listIndex.ReplaceAllString(path.String(), "[*]")]
 	if !ok {
 		reason = unsupportedDefault
+	}
+	switch v := value.(type) {
+	case string:
+		reason = fmt.Sprintf("value %q: %s", v, reason)
+	case bool, float64:
+		reason = fmt.Sprintf("value %v: %s", v, reason)
 	}
 	return field.Forbidden(path, reason)
 }

@@ -137,22 +137,3 @@ func DropIdentityFields(pod *corev1.Pod) []string {
 	}
 	return dropped
 }
-
-// builtInPriorityClasses are the priority classes every cluster has
-// (scheduling.k8s.io's system classes), which kubeadm's static pods and
-// many charts name.
-var builtInPriorityClasses = map[string]bool{"system-node-critical": true, "system-cluster-critical": true}
-
-// DropPriorityClass clears a built-in spec.priorityClassName
-// (system-node-critical, system-cluster-critical), which podsync accepts
-// without acting on: on one node it preempts no pod for another. It
-// returns the class it cleared, or "". Any other class stays, and is
-// refused as a field podsync does not support.
-func DropPriorityClass(pod *corev1.Pod) string {
-	class := pod.Spec.PriorityClassName
-	if !builtInPriorityClasses[class] {
-		return ""
-	}
-	pod.Spec.PriorityClassName = ""
-	return class
-}

@@ -52,7 +52,7 @@ func diffJSON(path *field.Path, orig, back any, errs *field.ErrorList) {
 			// field; a field that did not survive is reported whole.
 			bv, ok := b[k]
 			if !ok || bv == nil {
-				*errs = append(*errs, unsupported(child))
+				*errs = append(*errs, unsupported(child, o[k]))
 				continue
 			}
 			diffJSON(child, o[k], bv, errs)
@@ -61,14 +61,14 @@ func diffJSON(path *field.Path, orig, back any, errs *field.ErrorList) {
 		b, _ := back.([]any)
 		for i, v := range o {
 			if i >= len(b) {
-				*errs = append(*errs, unsupported(path.Index(i)))
+				*errs = append(*errs, unsupported(path.Index(i), v))
 				continue
 			}
 			diffJSON(path.Index(i), v, b[i], errs)
 		}
 	default:
 		if !reflect.DeepEqual(orig, back) {
-			*errs = append(*errs, unsupported(path))
+			*errs = append(*errs, unsupported(path, orig))
 		}
 	}
 }

@@ -23,6 +23,10 @@ type PolicyFunc func(pod *corev1.Pod) error
 // reason.
 type AdmissionError struct {
 	Result admit.Result
+	// Victims are the pods to preempt so that a critical pod refused for
+	// resources fits (admit.Preemption); the node preempts them and
+	// admits the pod again.
+	Victims []*corev1.Pod
 }
 
 func (e *AdmissionError) Error() string { return e.Result.Reason + ": " + e.Result.Message }
@@ -37,14 +41,26 @@ func (e *AdmissionError) Reason() string { return e.Result.Reason }
 // allocatable resources and policy: Admit admits pods the node does not
 // hold yet (policy, pod count, resources, host ports — the kubelet's
 // order), Policy re-checks the policy on every apply of a known pod.
+//
+// Both first set the pod's spec.priority from its priorityClassName
+// (admit.ResolvePriority), as the API server does before a pod reaches a
+// kubelet: the stored pod carries it, and eviction and preemption rank by
+// it. A critical pod refused for resources only is refused with the
+// victims whose preemption would admit it (AdmissionError.Victims).
 func Admission(node admit.Node, policy admit.Policy) (AdmitFunc, PolicyFunc) {
 	admitFn := func(pod *corev1.Pod, others []*corev1.Pod) error {
-		if r := admit.Admit(pod, others, node, policy); !r.Admit {
+		if r := admit.ResolvePriority(pod, policy.PriorityClasses); !r.Admit {
 			return &AdmissionError{Result: r}
+		}
+		if victims, r := admit.Preemption(pod, others, node, policy); !r.Admit {
+			return &AdmissionError{Result: r, Victims: victims}
 		}
 		return nil
 	}
 	policyFn := func(pod *corev1.Pod) error {
+		if r := admit.ResolvePriority(pod, policy.PriorityClasses); !r.Admit {
+			return &AdmissionError{Result: r}
+		}
 		if r := admit.CheckPolicy(pod, node, policy); !r.Admit {
 			return &AdmissionError{Result: r}
 		}

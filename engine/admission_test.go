@@ -225,3 +225,69 @@ func TestNodeSchedulingFieldsRefuseBeforeAnythingIsCreated(t *testing.T) {
 		t.Errorf("%d sandboxes, want the matching pod's", len(sbs))
 	}
 }
+
+// TestCriticalPodPreemptsOnAFullNode: on a node whose pod count is
+// reached, a system-node-critical pod preempts the best-effort pod, as
+// the kubelet's CriticalPodAdmissionHandler does — the victim Failed with
+// reason Preempting, its message, a DisruptionTarget condition and an
+// event, its containers stopped — and runs; a pod that is not critical is
+// refused with OutOfpods and preempts nothing.
+func TestCriticalPodPreemptsOnAFullNode(t *testing.T) {
+	admitFn, policyFn := engine.Admission(admit.Node{Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}}, admit.Policy{})
+	h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Admit, o.Policy = admitFn, policyFn })
+	newPod := func(name string, reqs corev1.ResourceList) *corev1.Pod {
+		p := enginetest.Pod()
+		p.Name, p.UID = name, types.UID("uid-"+name)
+		p.Spec.Containers = p.Spec.Containers[:1]
+		p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: reqs}
+		return p
+	}
+	burstable := newPod("burstable", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")})
+	bestEffort := newPod("best-effort", nil)
+	h.apply(burstable)
+	h.apply(bestEffort)
+
+	plain := newPod("plain", nil)
+	var ae *engine.AdmissionError
+	if _, err := h.node.Apply(h.ctx, plain, nil, nil, nil); !errors.As(err, &ae) || ae.Reason() != admit.ReasonOutOfPods {
+		t.Fatalf("Apply of a third pod that is not critical = %v, want OutOfpods", err)
+	}
+	if st := h.storedStatus(bestEffort); st.Phase == corev1.PodFailed {
+		t.Fatalf("a pod that is not critical preempted %s", bestEffort.Name)
+	}
+
+	critical := newPod("critical", nil)
+	critical.Spec.PriorityClassName = admit.SystemNodeCritical
+	if _, err := h.node.Apply(h.ctx, critical, nil, nil, nil); err != nil {
+		t.Fatalf("Apply of the critical pod: %v", err)
+	}
+	st := h.storedStatus(bestEffort)
+	if st.Phase != corev1.PodFailed || st.Reason != admit.ReasonPreempting || st.Message != admit.MessagePreempted {
+		t.Errorf("victim's status = %s %s %q, want Failed %s %q", st.Phase, st.Reason, st.Message, admit.ReasonPreempting, admit.MessagePreempted)
+	}
+	if i := slices.IndexFunc(st.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.DisruptionTarget }); i < 0 ||
+		st.Conditions[i].Reason != corev1.PodReasonTerminationByKubelet {
+		t.Errorf("victim's conditions %+v, want DisruptionTarget TerminationByKubelet", st.Conditions)
+	}
+	if evs := h.events(bestEffort); !slices.Contains(evs, admit.ReasonPreempting) {
+		t.Errorf("victim's events %v, want %s", evs, admit.ReasonPreempting)
+	}
+	h.eventually("the victim's containers stopped", func() bool {
+		for _, c := range h.view(bestEffort).Containers {
+			if c.State == plan.ContainerRunning {
+				return false
+			}
+		}
+		return true
+	})
+	if st := h.storedStatus(burstable); st.Phase != corev1.PodRunning {
+		t.Errorf("the burstable pod is %s, want Running: the best-effort one is preempted first", st.Phase)
+	}
+	rec, err := h.st.Get(critical.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rec.Pod.Spec.Priority; p == nil || *p != admit.SystemNodeCriticalPriority {
+		t.Errorf("stored critical pod's priority = %v, want %d from its class", p, admit.SystemNodeCriticalPriority)
+	}
+}

@@ -11,8 +11,11 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/plan"
@@ -180,8 +183,10 @@ type storeFsCandidate struct {
 
 // storeFsEviction is the kubelet's nodefs.available threshold for the
 // store's file system: with available bytes free of capacity, below the
-// threshold, it returns the pod to evict (the one using the most, ties
-// broken by namespace and name) and the kubelet's message; nil if the
+// threshold, it returns the pod to evict, ranked as the kubelet ranks
+// them under disk pressure (over its ephemeral-storage request first, then
+// the lowest priority, then the one using the most, ties broken by
+// namespace and name) and the kubelet's message; nil if the
 // threshold is not met or no pod uses any space there. It is pure.
 func storeFsEviction(t StorageThreshold, available, capacity int64, pods []storeFsCandidate) (*corev1.Pod, string) {
 	if t.Disabled {
@@ -195,8 +200,18 @@ func storeFsEviction(t StorageThreshold, available, capacity int64, pods []store
 	if len(pods) == 0 {
 		return nil, ""
 	}
+	// The kubelet's rankDiskPressureFunc: the pods using more than they
+	// request first, then the lower priority, then the larger use.
+	exceeds := func(c storeFsCandidate) int {
+		req := resourcehelper.PodRequests(c.pod, resourcehelper.PodResourcesOptions{})[corev1.ResourceEphemeralStorage]
+		if c.used > req.Value() {
+			return 0
+		}
+		return 1
+	}
 	slices.SortFunc(pods, func(a, b storeFsCandidate) int {
-		return cmp.Or(cmp.Compare(b.used, a.used), cmp.Compare(a.pod.Namespace, b.pod.Namespace), cmp.Compare(a.pod.Name, b.pod.Name))
+		return cmp.Or(cmp.Compare(exceeds(a), exceeds(b)), cmp.Compare(admit.PodPriority(a.pod), admit.PodPriority(b.pod)),
+			cmp.Compare(b.used, a.used), cmp.Compare(a.pod.Namespace, b.pod.Namespace), cmp.Compare(a.pod.Name, b.pod.Name))
 	})
 	msg := fmt.Sprintf(nodeLowMessageFmt, corev1.ResourceEphemeralStorage) +
 		fmt.Sprintf(thresholdMetMessageFmt, resource.NewQuantity(threshold, resource.BinarySI), resource.NewQuantity(available, resource.BinarySI))
@@ -269,16 +284,44 @@ func (n *Node) checkLocalStorage(ctx context.Context) {
 // runnable). A pod deleted, terminal or gone meanwhile is left alone.
 func (n *Node) evict(ctx context.Context, pod *corev1.Pod, signal, msg string) {
 	log := n.log.With(logx.Pod(pod)...)
-	// A long pass (an image pull) holds the pod's lock: the next period
-	// tries again rather than hold up the other pods' evictions.
-	lctx, cancel := context.WithTimeout(ctx, n.evictPolicy.Period)
+	if !n.failByNode(ctx, pod, ReasonEvicted, msg, nil, n.evictPolicy.Period) {
+		return
+	}
+	n.metrics.observeEviction(signal)
+	log.Info("pod evicted", zap.String(logx.Signal, signal), zap.String(logx.Reason, msg))
+}
+
+// preempt fails victim as the kubelet's CriticalPodAdmissionHandler does
+// to admit a critical pod: phase Failed, reason Preempting, its message,
+// and a DisruptionTarget condition (TerminationByKubelet); its worker
+// then kills its containers.
+func (n *Node) preempt(ctx context.Context, victim, critical *corev1.Pod) {
+	cond := &corev1.PodCondition{
+		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason:  corev1.PodReasonTerminationByKubelet,
+		Message: "Pod was preempted by Kubelet to accommodate a critical pod.",
+	}
+	if n.failByNode(ctx, victim, admit.ReasonPreempting, admit.MessagePreempted, cond, n.evictPolicy.Period) {
+		n.log.Info("pod preempted", append(logx.Pod(victim), zap.String("preemptor", critical.Namespace+"/"+critical.Name))...)
+	}
+}
+
+// failByNode fails the pod with reason and msg (and cond, if not nil) and
+// a warning event, under its worker's lock, waited for at most wait, and
+// kicks its worker. It reports whether it did: a pod deleted, terminal or
+// gone meanwhile is left alone.
+func (n *Node) failByNode(ctx context.Context, pod *corev1.Pod, reason, msg string, cond *corev1.PodCondition, wait time.Duration) bool {
+	log := n.log.With(logx.Pod(pod)...)
+	// A long pass (an image pull) holds the pod's lock: the caller tries
+	// again later rather than hold up the others.
+	lctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	w, err := n.lockWorker(lctx, pod.UID)
 	if err != nil {
 		if ctx.Err() == nil {
-			log.Warn("evict pod: its pass runs on; the next measurement tries again", zap.String(logx.Signal, signal))
+			log.Warn("fail pod: its pass runs on", zap.String(logx.Reason, reason))
 		}
-		return
+		return false
 	}
 	done := func() bool {
 		defer w.release()
@@ -287,27 +330,30 @@ func (n *Node) evict(ctx context.Context, pod *corev1.Pod, signal, msg string) {
 			return false
 		}
 		if err != nil {
-			log.Warn("evict pod: read the store", zap.Error(err))
+			log.Warn("fail pod: read the store", zap.Error(err))
 			return false
 		}
 		if rec.Deleting || isTerminal(rec.Pod.Status.Phase) {
 			return false
 		}
-		status, c, ev := failPod(rec.Pod, ReasonEvicted, msg)
+		status, c, ev := failPod(rec.Pod, reason, msg)
+		if cond != nil {
+			cond.LastTransitionTime = metav1.NewTime(n.clock.Now())
+			status.Conditions = append(slices.DeleteFunc(status.Conditions, func(c corev1.PodCondition) bool { return c.Type == cond.Type }), *cond)
+			c = store.StatusChange(store.RefOf(rec.Pod), status)
+		}
 		c.Sandbox = storedSandbox(w.lastSandbox())
 		if err := n.appendReleasing(c, ev); err != nil {
-			log.Warn("evict pod: record the status", zap.Error(err))
+			log.Warn("fail pod: record the status", zap.Error(err))
 			return false
 		}
 		w.noteStatus(status)
 		return true
 	}()
-	if !done {
-		return
+	if done {
+		w.kickSelf()
 	}
-	n.metrics.observeEviction(signal)
-	log.Info("pod evicted", zap.String(logx.Signal, signal), zap.String(logx.Reason, msg))
-	w.kickSelf()
+	return done
 }
 
 // noteStorageUsage keeps the last measurement for the metrics.

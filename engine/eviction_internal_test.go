@@ -128,6 +128,13 @@ func TestStoreFsEviction(t *testing.T) {
 		return p
 	}
 	a, b, c := pod("a"), pod("b"), pod("c")
+	critical := pod("critical")
+	critical.Spec.Priority = ptr.To[int32](2000001000)
+	// requesting asks for more than it uses.
+	requesting := pod("requesting")
+	requesting.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")},
+	}}}
 	pods := []storeFsCandidate{{pod: a, used: 10 << 20}, {pod: b, used: 300 << 20}, {pod: c, used: 0}}
 	for _, tc := range []struct {
 		name                string
@@ -149,6 +156,12 @@ func TestStoreFsEviction(t *testing.T) {
 		{name: "nobody uses anything", threshold: StorageThreshold{Percent: 10}, capacity: gib(10), pods: []storeFsCandidate{{pod: c}}},
 		{name: "ties by name", threshold: StorageThreshold{Percent: 10}, capacity: gib(10),
 			pods: []storeFsCandidate{{pod: b, used: 5}, {pod: a, used: 5}}, want: a,
+			wantMessage: "The node was low on resource: ephemeral-storage. Threshold quantity: 1Gi, available: 0. "},
+		{name: "a critical pod after a lower priority one that uses less", threshold: StorageThreshold{Percent: 10}, capacity: gib(10),
+			pods: []storeFsCandidate{{pod: critical, used: 300 << 20}, {pod: a, used: 10 << 20}}, want: a,
+			wantMessage: "The node was low on resource: ephemeral-storage. Threshold quantity: 1Gi, available: 0. "},
+		{name: "a pod over its request before a lower priority one within it", threshold: StorageThreshold{Percent: 10}, capacity: gib(10),
+			pods: []storeFsCandidate{{pod: requesting, used: 10 << 20}, {pod: critical, used: 20 << 20}}, want: critical,
 			wantMessage: "The node was low on resource: ephemeral-storage. Threshold quantity: 1Gi, available: 0. "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -151,6 +151,10 @@ type NodeOptions struct {
 	// (syncer.SyncerOptions.HostPaths); the zero value refuses every
 	// hostPath. Admission checks the same policy by its Admit and Policy.
 	HostPaths admit.Policy
+	// Credentials are the node's image credentials
+	// (syncer.SyncerOptions.Credentials: podsyncd's --image-credentials);
+	// nil holds none.
+	Credentials *syncer.Keyring
 	// Metrics, if set, record the node's sync passes and steps, and
 	// describe its pods and back-offs while Run runs. CRI calls are
 	// recorded only if Runtime and Images are wrapped with
@@ -305,7 +309,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	ps := opts.Syncer
 	if ps == nil {
 		sopts := syncer.SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
-			Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config, HostPaths: opts.HostPaths}
+			Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config, HostPaths: opts.HostPaths, Credentials: opts.Credentials}
 		if opts.Metrics != nil {
 			sopts.Observer = opts.Metrics
 		}

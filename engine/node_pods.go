@@ -85,7 +85,7 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 		}
 	}
 	if res.Created && n.admit != nil {
-		release, err := n.admitNew(pod)
+		release, err := n.admitNew(ctx, pod)
 		if err != nil {
 			return res, fmt.Errorf("admit pod %s: %w", plan.PodString(pod), err)
 		}
@@ -312,7 +312,24 @@ func (n *Node) DeleteAs(ctx context.Context, source, namespace, name, uid string
 // node's pods, resources or host ports. The pod is reserved until release,
 // which the caller calls once it is stored (or refused by the store); the
 // store writes of admitted pods still run in parallel.
-func (n *Node) admitNew(pod *corev1.Pod) (release func(), err error) {
+//
+// A critical pod refused for resources preempts the victims admission
+// names (the kubelet's CriticalPodAdmissionHandler): each fails with
+// reason Preempting, and the pod is admitted again once (another apply may
+// have taken the room meanwhile: it is then refused).
+func (n *Node) admitNew(ctx context.Context, pod *corev1.Pod) (release func(), err error) {
+	release, err = n.admitNewOnce(pod)
+	var ae *AdmissionError
+	if !errors.As(err, &ae) || len(ae.Victims) == 0 {
+		return release, err
+	}
+	for _, v := range ae.Victims {
+		n.preempt(ctx, v, pod)
+	}
+	return n.admitNewOnce(pod)
+}
+
+func (n *Node) admitNewOnce(pod *corev1.Pod) (release func(), err error) {
 	n.admitMu.Lock()
 	defer n.admitMu.Unlock()
 	active, err := n.activePods()
@@ -358,7 +375,12 @@ func (n *Node) admitDryRun(pod *corev1.Pod, known bool) error {
 	if n.admit == nil {
 		return nil
 	}
-	release, err := n.admitNew(pod)
+	release, err := n.admitNewOnce(pod)
+	var ae *AdmissionError
+	if errors.As(err, &ae) && len(ae.Victims) > 0 {
+		// Apply would preempt the victims and admit the pod.
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -175,16 +175,35 @@ func supportedResource(name corev1.ResourceName) bool {
 	return err == nil && q.Sign() > 0
 }
 
-var supportedResources = []string{"cpu", "memory", "ephemeral-storage", "hugepages-<size>"}
+var supportedResources = []string{"cpu", "memory", "ephemeral-storage", "hugepages-<size>", "<domain>/<name> (an extended resource)"}
+
+// isExtendedResource is the API server's IsExtendedResourceName: a
+// qualified name with a domain outside kubernetes.io, not of a quota
+// ("requests."), e.g. example.com/foo. podsyncd admits them against its
+// --extended-resources.
+func isExtendedResource(name corev1.ResourceName) bool {
+	s := string(name)
+	if !strings.Contains(s, "/") || strings.Contains(s, corev1.ResourceDefaultNamespacePrefix) || strings.HasPrefix(s, "requests.") {
+		return false
+	}
+	return len(validation.IsQualifiedName(s)) == 0
+}
 
 func (pv *podValidator) resources(p *field.Path, r *corev1.ResourceRequirements) {
 	check := func(lp *field.Path, rl corev1.ResourceList) {
 		for _, name := range slices.Sorted(maps.Keys(rl)) {
 			q := rl[name]
 			np := lp.Key(string(name))
-			if !supportedResource(name) {
+			switch {
+			case isExtendedResource(name):
+				if q.MilliValue()%1000 != 0 {
+					pv.add(field.Invalid(np, q.String(), "must be an integer: an extended resource is counted in whole units"))
+				} else if q.Sign() < 0 {
+					pv.add(field.Invalid(np, q.String(), "must be greater than or equal to 0"))
+				}
+			case !supportedResource(name):
 				pv.add(field.NotSupported(np, name, supportedResources))
-			} else if q.Sign() < 0 {
+			case q.Sign() < 0:
 				pv.add(field.Invalid(np, q.String(), "must be greater than or equal to 0"))
 			}
 		}
@@ -194,6 +213,17 @@ func (pv *podValidator) resources(p *field.Path, r *corev1.ResourceRequirements)
 	for _, name := range slices.Sorted(maps.Keys(r.Requests)) {
 		req := r.Requests[name]
 		limit, ok := r.Limits[name]
+		if isExtendedResource(name) {
+			// The API server's: an extended resource cannot be
+			// overcommitted.
+			if !ok {
+				pv.add(field.Required(p.Child("limits").Key(string(name)), "an extended resource needs a limit equal to its request"))
+			} else if req.Cmp(limit) != 0 {
+				pv.add(field.Invalid(p.Child("requests").Key(string(name)), req.String(),
+					fmt.Sprintf("must be equal to %s limit of %s: an extended resource cannot be overcommitted", name, limit.String())))
+			}
+			continue
+		}
 		if ok && req.Cmp(limit) > 0 {
 			pv.add(field.Invalid(p.Child("requests").Key(string(name)), req.String(),
 				fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))

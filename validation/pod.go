@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // ValidatePod validates a pod as podsync runs it: its metadata
@@ -186,6 +188,7 @@ func (pv *podValidator) spec(p *field.Path, namespace string, spec *corev1.PodSp
 	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
 		pv.containerNames[c.Name] = true
 	}
+	pv.podFields(p, spec)
 	volumes := pv.volumes(p.Child("volumes"), namespace, spec.Volumes)
 
 	if len(spec.Containers) == 0 {
@@ -290,6 +293,90 @@ func (pv *podValidator) podSecurityContext(p *field.Path, sc *corev1.PodSecurity
 		seen[s.Name] = true
 		if s.Value == "" {
 			pv.add(field.Required(sp.Child("value"), ""))
+		}
+	}
+}
+
+// podFields checks the pod-level fields of the kubelet's namespaces,
+// scheduling and resources as the API server does, refusing a value
+// podsync cannot honour with what to do instead.
+func (pv *podValidator) podFields(p *field.Path, spec *corev1.PodSpec) {
+	if o := spec.OS; o != nil && o.Name != corev1.Linux {
+		pv.add(field.Invalid(p.Child("os", "name"), o.Name,
+			"podsync runs Linux containers only; set it to linux or remove spec.os"))
+	}
+	if spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace && spec.HostPID {
+		pv.add(field.Invalid(p.Child("shareProcessNamespace"), true, "ShareProcessNamespace and HostPID cannot both be enabled"))
+	}
+	if spec.HostUsers != nil && !*spec.HostUsers {
+		for _, ns := range []struct {
+			name string
+			set  bool
+		}{{"hostNetwork", spec.HostNetwork}, {"hostPID", spec.HostPID}, {"hostIPC", spec.HostIPC}} {
+			if ns.set {
+				pv.add(field.Forbidden(p.Child(ns.name), "when `hostUsers` is false: a pod in a user namespace of its own cannot share the node's namespaces"))
+			}
+		}
+	}
+	if n := spec.PriorityClassName; n != "" {
+		pv.add(DNS1123Subdomain(p.Child("priorityClassName"), n)...)
+	}
+	for i, ref := range spec.ImagePullSecrets {
+		if ref.Name == "" {
+			pv.add(field.Required(p.Child("imagePullSecrets").Index(i).Child("name"), "the name of a Secret sent with the pod"))
+		}
+	}
+	if spec.Resources != nil {
+		pv.podResources(p.Child("resources"), spec)
+	}
+}
+
+// podResources is the API server's validation of pod-level resources
+// (PodLevelResources): cpu, memory and hugepages only, requests at most
+// the limits, and at least what the containers ask for.
+func (pv *podValidator) podResources(p *field.Path, spec *corev1.PodSpec) {
+	r := spec.Resources
+	for _, part := range []struct {
+		name string
+		rl   corev1.ResourceList
+	}{{"limits", r.Limits}, {"requests", r.Requests}} {
+		for _, name := range slices.Sorted(maps.Keys(part.rl)) {
+			np := p.Child(part.name).Key(string(name))
+			q := part.rl[name]
+			switch {
+			case !resourcehelper.IsSupportedPodLevelResource(name):
+				pv.add(field.NotSupported(np, name, []string{"cpu", "memory", "hugepages-<size>"}))
+			case q.Sign() < 0:
+				pv.add(field.Invalid(np, q.String(), "must be greater than or equal to 0"))
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Requests)) {
+		req := r.Requests[name]
+		if limit, ok := r.Limits[name]; ok && req.Cmp(limit) > 0 {
+			pv.add(field.Invalid(p.Child("requests").Key(string(name)), req.String(),
+				fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
+		}
+	}
+	// validatePodResourceConsistency: the pod's requests cover the
+	// containers' aggregate requests, its limits each container's limit.
+	pod := &corev1.Pod{Spec: *spec}
+	agg := resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
+	for _, name := range slices.Sorted(maps.Keys(r.Requests)) {
+		want, req := agg[name], r.Requests[name]
+		if req.Cmp(want) < 0 {
+			pv.add(field.Invalid(p.Child("requests").Key(string(name)), req.String(),
+				fmt.Sprintf("must be greater than or equal to aggregate container requests of %s", want.String())))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Limits)) {
+		limit := r.Limits[name]
+		for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+			if cl, ok := c.Resources.Limits[name]; ok && cl.Cmp(limit) > 0 {
+				pv.add(field.Invalid(p.Child("limits").Key(string(name)), limit.String(),
+					fmt.Sprintf("must be greater than or equal to container %q limit of %s", c.Name, cl.String())))
+				break
+			}
 		}
 	}
 }

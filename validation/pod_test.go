@@ -419,6 +419,23 @@ func TestValidatePodInvalid(t *testing.T) {
 			[]string{"spec.securityContext.runAsUser"}},
 		{"other node", nil, pod(func(p *corev1.Pod) { p.Spec.NodeName = "node-2" }), []string{"spec.nodeName"}},
 		{"hostname", nil, pod(func(p *corev1.Pod) { p.Spec.Hostname = "web.shop" }), []string{"spec.hostname"}},
+		{"os other than linux", nil, pod(func(p *corev1.Pod) { p.Spec.OS = &corev1.PodOS{Name: corev1.Windows} }), []string{"spec.os.name"}},
+		{"shareProcessNamespace with hostPID", nil, pod(func(p *corev1.Pod) {
+			p.Spec.ShareProcessNamespace, p.Spec.HostPID = ptr.To(true), true
+		}), []string{"spec.shareProcessNamespace"}},
+		{"hostUsers false with host namespaces", nil, pod(func(p *corev1.Pod) {
+			p.Spec.HostUsers, p.Spec.HostPID, p.Spec.HostIPC = ptr.To(false), true, true
+		}), []string{"spec.hostPID", "spec.hostIPC"}},
+		{"priority class name", nil, pod(func(p *corev1.Pod) { p.Spec.PriorityClassName = "High_Priority" }), []string{"spec.priorityClassName"}},
+		{"image pull secret without name", nil, pod(func(p *corev1.Pod) {
+			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "creds"}, {}}
+		}), []string{"spec.imagePullSecrets[1].name"}},
+		{"pod-level resources", nil, pod(func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"cpu": resource.MustParse("2"), "ephemeral-storage": resource.MustParse("1Gi")},
+				Limits:   corev1.ResourceList{"cpu": resource.MustParse("1"), "memory": resource.MustParse("1Ki")},
+			}
+		}), []string{"spec.resources.requests[ephemeral-storage]", "spec.resources.requests[cpu]", "spec.resources.requests[memory]", "spec.resources.limits[memory]"}},
 
 		// Containers.
 		{"image missing", nil, exporter(func(c *corev1.Container) { c.Image = "" }), []string{"spec.containers[1].image"}},
@@ -523,8 +540,17 @@ func TestValidatePodInvalid(t *testing.T) {
 			[]string{"spec.containers[0].resources.requests[memory]"}},
 		{"negative quantity", nil, web(func(c *corev1.Container) { c.Resources.Requests["cpu"] = resource.MustParse("-1") }),
 			[]string{"spec.containers[0].resources.requests[cpu]"}},
-		{"unsupported resource", nil, exporter(func(c *corev1.Container) { c.Resources.Limits["nvidia.com/gpu"] = resource.MustParse("1") }),
-			[]string{"spec.containers[1].resources.limits[nvidia.com/gpu]", "spec.containers[1].resources.requests[nvidia.com/gpu]"}},
+		{"unsupported resource", nil, exporter(func(c *corev1.Container) { c.Resources.Limits["widgets"] = resource.MustParse("1") }),
+			[]string{"spec.containers[1].resources.limits[widgets]", "spec.containers[1].resources.requests[widgets]"}},
+		{"extended resource in fractions", nil, exporter(func(c *corev1.Container) { c.Resources.Limits["example.com/foo"] = resource.MustParse("500m") }),
+			[]string{"spec.containers[1].resources.limits[example.com/foo]", "spec.containers[1].resources.requests[example.com/foo]"}},
+		{"extended resource overcommitted", nil, exporter(func(c *corev1.Container) {
+			c.Resources.Limits["example.com/foo"] = resource.MustParse("2")
+			c.Resources.Requests = corev1.ResourceList{"example.com/foo": resource.MustParse("1")}
+		}), []string{"spec.containers[1].resources.requests[example.com/foo]"}},
+		{"extended resource without a limit", nil, exporter(func(c *corev1.Container) {
+			c.Resources.Requests = corev1.ResourceList{"example.com/foo": resource.MustParse("1")}
+		}), []string{"spec.containers[1].resources.limits[example.com/foo]"}},
 
 		// Env.
 		{"env name", nil, web(func(c *corev1.Container) { c.Env[3].Name = "1GREETING" }), []string{"spec.containers[0].env[3].name"}},

@@ -222,7 +222,6 @@ func mountPropagation(p *field.Path, mode *corev1.MountPropagationMode, c *corev
 	return nil
 }
 
-
 // volumeFilePath accepts the path of a file in a volume of files: a
 // relative path without "..", not starting with ".." (the API server's
 // validateLocalNonReservedPath: the atomic writer's own names).

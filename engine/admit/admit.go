@@ -3,10 +3,14 @@ package admit
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 	psapi "k8s.io/pod-security-admission/api"
 )
 
@@ -24,8 +28,10 @@ const (
 // Node is what admission knows of the node.
 type Node struct {
 	// Allocatable is what pods may request: cpu, memory, pods and
-	// optionally ephemeral-storage. A resource absent here is not limited,
-	// except pods, which defaults to DefaultMaxPods.
+	// optionally ephemeral-storage and extended resources (example.com/foo,
+	// podsyncd's --extended-resources). A resource absent here is not
+	// limited, except pods, which defaults to DefaultMaxPods, and an
+	// extended resource, of which the node then has none.
 	Allocatable corev1.ResourceList
 	// Capacity is the machine's resources, before the system's
 	// reservation; admission does not use it, GetNode reports it.
@@ -44,6 +50,54 @@ type Node struct {
 	// Taints are the node's taints; a pod must tolerate each NoExecute
 	// and NoSchedule one.
 	Taints []corev1.Taint
+	// UserNamespaces says whether the runtime runs pods in user
+	// namespaces of their own (its handler's user_namespaces feature:
+	// containerd 2.x with idmap mounts); a pod with hostUsers false is
+	// refused without it.
+	UserNamespaces bool
+}
+
+// ReasonUserNamespacesUnsupported refuses a pod with hostUsers false on a
+// runtime without user namespaces.
+const ReasonUserNamespacesUnsupported = "UserNamespacesUnsupported"
+
+// checkUserNamespaces is the kubelet's check that the runtime handler
+// supports user namespaces before it runs a pod with hostUsers false.
+func checkUserNamespaces(pod *corev1.Pod, node Node) Result {
+	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers || node.UserNamespaces {
+		return Result{Admit: true}
+	}
+	return reject(ReasonUserNamespacesUnsupported, "hostUsers: false asks for a user namespace of the pod's own, and the container runtime "+
+		"does not support user namespaces (it needs containerd 2.x with idmap mounts on the node's file systems); "+
+		"remove hostUsers (or set it to true) to run the pod with the node's users, or run podsyncd on such a runtime")
+}
+
+// IsExtendedResource is the API server's IsExtendedResourceName: a
+// domain-qualified name outside kubernetes.io (example.com/foo), not a
+// quota's ("requests."). The node declares them with
+// --extended-resources.
+func IsExtendedResource(name corev1.ResourceName) bool {
+	s := string(name)
+	return strings.Contains(s, "/") && !strings.Contains(s, corev1.ResourceDefaultNamespacePrefix) && !strings.HasPrefix(s, "requests.")
+}
+
+// resourceCheck is one resource admission compares with what is
+// allocatable, with the kubelet's reason when short.
+type resourceCheck struct {
+	name   corev1.ResourceName
+	reason string
+	milli  bool
+}
+
+// allocatable is what pods may request of name, and whether it is
+// limited: an extended resource the node does not declare has 0, as on
+// the kubelet.
+func (n Node) allocatable(name corev1.ResourceName) (resource.Quantity, bool) {
+	q, ok := n.Allocatable[name]
+	if !ok && IsExtendedResource(name) {
+		return resource.Quantity{}, true
+	}
+	return q, ok
 }
 
 // DefaultMaxPods is the kubelet's default --max-pods.
@@ -99,6 +153,10 @@ type Policy struct {
 	// AllowedUnsafeSysctls are the sysctls (or prefixes ending in *) pods
 	// may set beyond the safe ones, the kubelet's --allowed-unsafe-sysctls.
 	AllowedUnsafeSysctls []string
+	// PriorityClasses are the priority classes pods may name beyond the
+	// built-in system-node-critical and system-cluster-critical, by name
+	// (podsyncd's --priority-classes).
+	PriorityClasses map[string]int32
 }
 
 // Result is an admission decision.
@@ -115,11 +173,15 @@ func reject(reason, format string, args ...any) Result {
 	return Result{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-// CheckPolicy checks the pod against the node's policy: the paths no
+// CheckPolicy checks the pod against the node's policy: its priority
+// class (PriorityOf), the paths no
 // hostPath may reach, its Pod Security level with the operator's
 // exemptions, then, at every level, the kubelet's sysctl allowlist. It runs on every apply of a pod, known or
 // new, and on every stored pod when the node starts.
 func CheckPolicy(pod *corev1.Pod, node Node, p Policy) Result {
+	if _, r := PriorityOf(pod, p.PriorityClasses); !r.Admit {
+		return r
+	}
 	// A denied path first: no exemption or level opens it, and its
 	// refusal says why.
 	for _, v := range pod.Spec.Volumes {
@@ -148,6 +210,9 @@ func Admit(pod *corev1.Pod, others []*corev1.Pod, node Node, p Policy) Result {
 		return r
 	}
 	if r := checkAppArmor(pod, node); !r.Admit {
+		return r
+	}
+	if r := checkUserNamespaces(pod, node); !r.Admit {
 		return r
 	}
 	var active []*corev1.Pod
@@ -182,16 +247,19 @@ func fitsResources(pod *corev1.Pod, active []*corev1.Pod, node Node) Result {
 	for _, o := range active {
 		addTo(used, podRequests(o))
 	}
-	for _, check := range []struct {
-		name   corev1.ResourceName
-		reason string
-		milli  bool
-	}{
+	checks := []resourceCheck{
 		{corev1.ResourceCPU, ReasonOutOfCPU, true},
 		{corev1.ResourceMemory, ReasonOutOfMemory, false},
 		{corev1.ResourceEphemeralStorage, ReasonOutOfEphemeralStorage, false},
-	} {
-		capacity, limited := node.Allocatable[check.name]
+	}
+	// Extended resources (example.com/foo) follow, in name order.
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if IsExtendedResource(name) {
+			checks = append(checks, resourceCheck{name, "OutOf" + string(name), false})
+		}
+	}
+	for _, check := range checks {
+		capacity, limited := node.allocatable(check.name)
 		req, requested := want[check.name]
 		if !limited || !requested || req.IsZero() {
 			continue
@@ -212,29 +280,13 @@ func fitsResources(pod *corev1.Pod, active []*corev1.Pod, node Node) Result {
 }
 
 // podRequests is the pod's effective request, as the scheduler and the
-// kubelet compute it: the sum over regular containers and sidecars, or the
-// largest need of any classic init container (plus the sidecars started
-// before it), whichever is larger.
+// kubelet compute it (component-helpers' PodRequests with pod-level
+// resources): the sum over regular containers and sidecars, or the largest
+// need of any classic init container (plus the sidecars started before
+// it), whichever is larger; pod-level requests replace the containers'
+// cpu and memory; the pod's overhead is added.
 func podRequests(pod *corev1.Pod) corev1.ResourceList {
-	reqs := corev1.ResourceList{}
-	for _, c := range pod.Spec.Containers {
-		addTo(reqs, c.Resources.Requests)
-	}
-	sidecars := corev1.ResourceList{}
-	initMax := corev1.ResourceList{}
-	for _, c := range pod.Spec.InitContainers {
-		need := c.Resources.Requests.DeepCopy()
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			addTo(reqs, c.Resources.Requests)
-			addTo(sidecars, c.Resources.Requests)
-			need = sidecars.DeepCopy()
-		} else {
-			addTo(need, sidecars)
-		}
-		maxInto(initMax, need)
-	}
-	maxInto(reqs, initMax)
-	return reqs
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 }
 
 func addTo(dst, src corev1.ResourceList) {
@@ -242,14 +294,6 @@ func addTo(dst, src corev1.ResourceList) {
 		sum := dst[name]
 		sum.Add(q)
 		dst[name] = sum
-	}
-}
-
-func maxInto(dst, src corev1.ResourceList) {
-	for name, q := range src {
-		if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
-			dst[name] = q.DeepCopy()
-		}
 	}
 }
 

@@ -62,6 +62,42 @@ func TestAdmit(t *testing.T) {
 		{"more memory than allocatable is OutOfmemory", pod("a", rl("memory", "2Gi")), nil, node, ReasonOutOfMemory},
 		{"cpu used by others counts", pod("a", rl("cpu", "1")), []*corev1.Pod{pod("b", rl("cpu", "1500m"))}, node, ReasonOutOfCPU},
 		{"cpu is checked before memory", pod("a", rl("cpu", "3", "memory", "2Gi")), nil, node, ReasonOutOfCPU},
+		{"an extended resource the node lacks is OutOf<resource>", pod("a", rl("example.com/foo", "1")), nil, node, "OutOfexample.com/foo"},
+		{"an extended resource within the declared capacity fits", pod("a", rl("example.com/foo", "2")),
+			[]*corev1.Pod{pod("b", rl("example.com/foo", "2"))}, Node{Allocatable: rl("example.com/foo", "4")}, ""},
+		{"an extended resource used by others counts", pod("a", rl("example.com/foo", "3")),
+			[]*corev1.Pod{pod("b", rl("example.com/foo", "2"))}, Node{Allocatable: rl("example.com/foo", "4")}, "OutOfexample.com/foo"},
+		{"pod-level requests replace the containers'", func() *corev1.Pod {
+			p := pod("a", rl("cpu", "100m"))
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "3")}
+			return p
+		}(), nil, node, ReasonOutOfCPU},
+		{"pod-level requests below the containers' sum fit", func() *corev1.Pod {
+			p := pod("a", rl("cpu", "1"))
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "d", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "1500m")}})
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "2")}
+			return p
+		}(), nil, node, ""},
+		{"hostUsers false without runtime support is refused", func() *corev1.Pod {
+			p := pod("a", nil)
+			p.Spec.HostUsers = ptr.To(false)
+			return p
+		}(), nil, node, ReasonUserNamespacesUnsupported},
+		{"hostUsers false with runtime support fits", func() *corev1.Pod {
+			p := pod("a", nil)
+			p.Spec.HostUsers = ptr.To(false)
+			return p
+		}(), nil, Node{Allocatable: node.Allocatable, UserNamespaces: true}, ""},
+		{"hostUsers true needs no support", func() *corev1.Pod {
+			p := pod("a", nil)
+			p.Spec.HostUsers = ptr.To(true)
+			return p
+		}(), nil, node, ""},
+		{"an unknown priority class is refused", func() *corev1.Pod {
+			p := pod("a", nil)
+			p.Spec.PriorityClassName = "high"
+			return p
+		}(), nil, node, ReasonPriorityClass},
 		{"pod count is checked first", pod("a", rl("cpu", "3")), []*corev1.Pod{pod("b", nil), pod("c", nil), pod("d", nil), pod("e", nil), pod("f", nil)}, node, ReasonOutOfPods},
 		{"pod count below the limit fits", pod("a", nil), []*corev1.Pod{pod("b", nil), pod("c", nil), pod("d", nil), pod("e", nil)}, node, ""},
 		{"default max pods is 110", pod("a", nil), func() []*corev1.Pod {

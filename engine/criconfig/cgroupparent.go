@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/podsync/podsync/engine/plan"
 )
@@ -117,4 +118,61 @@ func containerOOMScoreAdjust(pod *corev1.Pod, c *corev1.Container, memoryCapacit
 		return adj - 1
 	}
 	return adj
+}
+
+// PodCgroupResources are the values of the kubelet's pod cgroup
+// (ResourceConfigForPod); a nil field is left as the runtime made it.
+type PodCgroupResources struct {
+	CPUShares *uint64
+	CPUQuota  *int64
+	CPUPeriod *uint64
+	Memory    *int64
+}
+
+// PodCgroupConfig is the kubelet's ResourceConfigForPod, with pod-level
+// resources: CPU shares from the requests, and for a Guaranteed pod the
+// CPU quota and memory limit, for a Burstable one each where every
+// container (or the pod level) limits it; a BestEffort pod gets the
+// minimum shares.
+func PodCgroupConfig(pod *corev1.Pod) PodCgroupResources {
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
+	cpuDeclared, memDeclared := true, true
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if list[i].Resources.Limits.Cpu().IsZero() {
+				cpuDeclared = false
+			}
+			if list[i].Resources.Limits.Memory().IsZero() {
+				memDeclared = false
+			}
+		}
+	}
+	if resourcehelper.IsPodLevelResourcesSet(pod) {
+		if !pod.Spec.Resources.Limits.Cpu().IsZero() {
+			cpuDeclared = true
+		}
+		if !pod.Spec.Resources.Limits.Memory().IsZero() {
+			memDeclared = true
+		}
+	}
+	shares := milliCPUToShares(reqs.Cpu().MilliValue())
+	quota := milliCPUToQuota(limits.Cpu().MilliValue(), quotaPeriod)
+	period := uint64(quotaPeriod)
+	memory := limits.Memory().Value()
+	switch plan.GetPodQOS(pod) {
+	case corev1.PodQOSGuaranteed:
+		return PodCgroupResources{CPUShares: &shares, CPUQuota: &quota, CPUPeriod: &period, Memory: &memory}
+	case corev1.PodQOSBurstable:
+		r := PodCgroupResources{CPUShares: &shares}
+		if cpuDeclared {
+			r.CPUQuota, r.CPUPeriod = &quota, &period
+		}
+		if memDeclared {
+			r.Memory = &memory
+		}
+		return r
+	}
+	minimum := uint64(minShares)
+	return PodCgroupResources{CPUShares: &minimum}
 }

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/errdefs"
@@ -187,11 +188,8 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, opts Options) (*runtimeapi.P
 		if err != nil {
 			return nil, err
 		}
-		if pod.Spec.SetHostnameAsFQDN != nil && *pod.Spec.SetHostnameAsFQDN && domain != "" {
-			host = host + "." + domain
-			if len(host) > 64 {
-				return nil, fmt.Errorf("fqdn %q is longer than 64 characters: %w", host, errdefs.ErrInvalidSpec)
-			}
+		if host, err = nodenameForKernel(host, domain, pod.Spec.SetHostnameAsFQDN); err != nil {
+			return nil, err
 		}
 		cfg.Hostname = host
 	}
@@ -200,6 +198,25 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, opts Options) (*runtimeapi.P
 	}
 	cfg.Linux = sandboxLinuxConfig(pod, opts)
 	return cfg, nil
+}
+
+// fqdnMaxLen is the kubelet's: an FQDN fits the kernel's 64-character
+// nodename.
+const fqdnMaxLen = 64
+
+// nodenameForKernel is the kubelet's GetNodenameForKernel: with
+// setHostnameAsFQDN and a domain, the hostname is the FQDN, which must fit
+// in 64 characters (an error wrapping ErrInvalidSpec otherwise).
+func nodenameForKernel(hostname, domain string, setHostnameAsFQDN *bool) (string, error) {
+	if domain == "" || setHostnameAsFQDN == nil || !*setHostnameAsFQDN {
+		return hostname, nil
+	}
+	fqdn := hostname + "." + domain
+	if len(fqdn) > fqdnMaxLen {
+		return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested): %w",
+			fqdn, fqdnMaxLen, len(fqdn), errdefs.ErrInvalidSpec)
+	}
+	return fqdn, nil
 }
 
 // portMappings is the kubelet's MakePortMappings: every port, a repeated
@@ -337,8 +354,11 @@ func sandboxLinuxConfig(pod *corev1.Pod, opts Options) *runtimeapi.LinuxPodSandb
 			lc.SecurityContext.SelinuxOptions = &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
 		}
 	}
-	req := aggregate(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests })
-	lim := aggregate(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
+	// The kubelet's calculateSandboxResources: pod-level resources, when
+	// set, replace the containers' (PodLevelResources).
+	resOpts := resourcehelper.PodResourcesOptions{ExcludeOverhead: true}
+	req := resourcehelper.PodRequests(pod, resOpts)
+	lim := resourcehelper.PodLimits(pod, resOpts)
 	var cpuReq *resource.Quantity
 	if q, ok := req[corev1.ResourceCPU]; ok {
 		cpuReq = &q

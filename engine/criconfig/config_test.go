@@ -440,3 +440,99 @@ func TestSandboxNamespacesWithoutPodSecurityContext(t *testing.T) {
 		t.Errorf("namespace options = %v, want set (PID NODE) even without a pod security context", ns)
 	}
 }
+
+// TestSandboxPodFields: shareProcessNamespace puts every container in the
+// pod's PID namespace (false is the default, one per container);
+// setHostnameAsFQDN makes the hostname the FQDN when the pod has a
+// subdomain, as the kubelet's GetNodenameForKernel, and refuses one over
+// 64 characters.
+func TestSandboxPodFields(t *testing.T) {
+	base := func() *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u-1"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+		}
+	}
+	tests := []struct {
+		name     string
+		mutate   func(*corev1.Pod)
+		pid      runtimeapi.NamespaceMode
+		hostname string
+		wantErr  string
+	}{
+		{"default", func(*corev1.Pod) {}, runtimeapi.NamespaceMode_CONTAINER, "p", ""},
+		{"shareProcessNamespace false", func(p *corev1.Pod) { p.Spec.ShareProcessNamespace = ptr.To(false) }, runtimeapi.NamespaceMode_CONTAINER, "p", ""},
+		{"shareProcessNamespace true", func(p *corev1.Pod) { p.Spec.ShareProcessNamespace = ptr.To(true) }, runtimeapi.NamespaceMode_POD, "p", ""},
+		{"setHostnameAsFQDN with a subdomain", func(p *corev1.Pod) {
+			p.Spec.Hostname, p.Spec.Subdomain, p.Spec.SetHostnameAsFQDN = "web", "pods", ptr.To(true)
+		}, runtimeapi.NamespaceMode_CONTAINER, "web.pods.default.svc.cluster.local", ""},
+		{"setHostnameAsFQDN false", func(p *corev1.Pod) {
+			p.Spec.Hostname, p.Spec.Subdomain, p.Spec.SetHostnameAsFQDN = "web", "pods", ptr.To(false)
+		}, runtimeapi.NamespaceMode_CONTAINER, "web", ""},
+		{"setHostnameAsFQDN without a subdomain", func(p *corev1.Pod) {
+			p.Spec.Hostname, p.Spec.SetHostnameAsFQDN = "web", ptr.To(true)
+		}, runtimeapi.NamespaceMode_CONTAINER, "web", ""},
+		{"an FQDN over 64 characters", func(p *corev1.Pod) {
+			p.Spec.Hostname, p.Spec.Subdomain, p.Spec.SetHostnameAsFQDN = strings.Repeat("h", 30), strings.Repeat("s", 20), ptr.To(true)
+		}, 0, "", "FQDN " + strings.Repeat("h", 30) + "." + strings.Repeat("s", 20) + ".default.svc.cluster.local is too long (64 characters is the max, 77 characters requested)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := base()
+			tt.mutate(pod)
+			cfg, err := SandboxConfig(pod, 0, Options{ClusterDomain: "cluster.local"})
+			if tt.wantErr != "" {
+				if !errors.Is(err, errdefs.ErrInvalidSpec) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("SandboxConfig error = %v, want ErrInvalidSpec with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid(); got != tt.pid {
+				t.Errorf("PID namespace = %s, want %s", got, tt.pid)
+			}
+			if cfg.Hostname != tt.hostname {
+				t.Errorf("hostname = %q, want %q", cfg.Hostname, tt.hostname)
+			}
+			// Every container joins the sandbox's PID namespace.
+			cc, err := ContainerConfig(ContainerConfigInput{Pod: pod, Container: &pod.Spec.Containers[0]}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cc.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid(); got != tt.pid {
+				t.Errorf("container PID namespace = %s, want %s", got, tt.pid)
+			}
+		})
+	}
+}
+
+// TestPodLevelResources: pod-level requests and limits, not the
+// containers', make the QoS class, the pod cgroup and the sandbox's
+// resources (the kubelet's calculateSandboxResources with
+// PodLevelResources).
+func TestPodLevelResources(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "1234-ab"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "a", Image: "x"}, {Name: "b", Image: "x",
+				Resources: resources(map[corev1.ResourceName]string{cpu: "100m"}, nil)}},
+			Resources: ptr.To(resources(map[corev1.ResourceName]string{cpu: "500m", mem: "64Mi"}, map[corev1.ResourceName]string{cpu: "500m", mem: "64Mi"})),
+		},
+	}
+	if got := plan.ComputePodQOS(pod); got != corev1.PodQOSGuaranteed {
+		t.Errorf("QoS = %s, want Guaranteed from the pod-level resources", got)
+	}
+	if got := PodCgroupParent(pod, Options{}); got != "/kubepods/pod1234-ab" {
+		t.Errorf("cgroup parent = %s, want the Guaranteed pod's", got)
+	}
+	cfg, err := SandboxConfig(pod, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.GetLinux().GetResources()
+	if r.CpuShares != 512 || r.CpuQuota != 50000 || r.MemoryLimitInBytes != 64<<20 {
+		t.Errorf("sandbox resources shares %d quota %d memory %d, want 512, 50000, %d", r.CpuShares, r.CpuQuota, r.MemoryLimitInBytes, 64<<20)
+	}
+}

@@ -51,6 +51,14 @@ type ContainerSpec struct {
 	// PodSecurityContext is the pod's security context, which the
 	// container inherits.
 	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+	// ShareProcessNamespace is the pod's shareProcessNamespace: the
+	// container is created in the pod's PID namespace. Only true is
+	// hashed, so false and unset are one spec.
+	ShareProcessNamespace bool `json:"shareProcessNamespace,omitempty"`
+	// UserNamespace is the pod's hostUsers false: the container runs in
+	// the pod's user namespace. Only false is hashed, so true and unset
+	// are one spec.
+	UserNamespace bool `json:"userNamespace,omitempty"`
 }
 
 // NewContainerSpec collects the fields of c (a container of pod) that
@@ -85,6 +93,8 @@ func (s *ContainerSpec) setContainer(pod *corev1.Pod, c *corev1.Container) {
 		TerminationMessagePolicy: c.TerminationMessagePolicy,
 		Lifecycle:                c.Lifecycle,
 		PodSecurityContext:       pod.Spec.SecurityContext,
+		ShareProcessNamespace:    pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace,
+		UserNamespace:            pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers,
 	}
 }
 
@@ -170,6 +180,8 @@ func changedFields(old, new *ContainerSpec) []string {
 	field("lifecycle.stopSignal", oldLC.StopSignal, newLC.StopSignal)
 	out = append(out, keyedChanges("volumes", old.Volumes, new.Volumes, func(v corev1.Volume) string { return v.Name })...)
 	field("podSecurityContext", old.PodSecurityContext, new.PodSecurityContext)
+	field("shareProcessNamespace", old.ShareProcessNamespace, new.ShareProcessNamespace)
+	field("hostUsers", old.UserNamespace, new.UserNamespace)
 	return out
 }
 

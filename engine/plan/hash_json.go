@@ -317,5 +317,13 @@ func (e *specEncoder) podFields(b []byte, o *object, s *ContainerSpec, pod *core
 			b = e.generic(b, s.PodSecurityContext)
 		}
 	}
+	if s.ShareProcessNamespace {
+		b = o.key(b, `"shareProcessNamespace":`)
+		b = e.raw(b, "true")
+	}
+	if s.UserNamespace {
+		b = o.key(b, `"userNamespace":`)
+		b = e.raw(b, "true")
+	}
 	return b
 }

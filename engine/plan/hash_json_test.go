@@ -135,7 +135,7 @@ func TestSpecEncoderKnowsEveryField(t *testing.T) {
 			"envFrom,omitempty", "env,omitempty", "resources", "volumeMounts,omitempty", "volumeDevices,omitempty",
 			"securityContext,omitempty", "stdin,omitempty", "stdinOnce,omitempty", "tty,omitempty",
 			"terminationMessagePath,omitempty", "terminationMessagePolicy,omitempty", "lifecycle,omitempty", "volumes,omitempty",
-			"podSecurityContext,omitempty"},
+			"podSecurityContext,omitempty", "shareProcessNamespace,omitempty", "userNamespace,omitempty"},
 		"ContainerPort":        {"name,omitempty", "hostPort,omitempty", "containerPort", "protocol,omitempty", "hostIP,omitempty"},
 		"EnvVar":               {"name", "value,omitempty", "valueFrom,omitempty"},
 		"ObjectFieldSelector":  {"apiVersion,omitempty", "fieldPath"},
@@ -278,7 +278,7 @@ func randomSpecPod(r *rand.Rand) *corev1.Pod {
 		return &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
 	}
 
-	pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: podSC()}}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: podSC(), ShareProcessNamespace: optBool(), HostUsers: optBool()}}
 	for range r.IntN(5) {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, volume())
 	}

@@ -926,6 +926,39 @@ func TestChangedFields(t *testing.T) {
 	}
 }
 
+// TestChangedFieldsPodNamespaces: shareProcessNamespace true and hostUsers
+// false change every container's hash and are named (the runtime sets a
+// container's namespaces at creation); their default values, set or not,
+// are one spec, so a manifest that spells them out restarts nothing.
+func TestChangedFieldsPodNamespaces(t *testing.T) {
+	pod := plantest.BasePod()
+	c := &pod.Spec.Containers[0]
+	old := plan.NewContainerSpec(pod, c)
+	oldHash := plan.ContainerHash(pod, c)
+	for _, tt := range []struct {
+		name   string
+		mutate func(*corev1.Pod)
+		want   []string
+	}{
+		{"shareProcessNamespace false", func(p *corev1.Pod) { p.Spec.ShareProcessNamespace = ptr.To(false) }, nil},
+		{"hostUsers true", func(p *corev1.Pod) { p.Spec.HostUsers = ptr.To(true) }, nil},
+		{"shareProcessNamespace true", func(p *corev1.Pod) { p.Spec.ShareProcessNamespace = ptr.To(true) }, []string{"shareProcessNamespace"}},
+		{"hostUsers false", func(p *corev1.Pod) { p.Spec.HostUsers = ptr.To(false) }, []string{"hostUsers"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pod.DeepCopy()
+			tt.mutate(p)
+			nc := &p.Spec.Containers[0]
+			if diff := cmp.Diff(tt.want, plan.ChangedFields(old, plan.NewContainerSpec(p, nc))); diff != "" {
+				t.Errorf("ChangedFields (-want +got):\n%s", diff)
+			}
+			if changed := plan.ContainerHash(p, nc) != oldHash; changed != (tt.want != nil) {
+				t.Errorf("hash changed = %v, want %v", changed, tt.want != nil)
+			}
+		})
+	}
+}
+
 // TestChangedFieldsSecurityProfiles: a changed seccomp, AppArmor or SELinux
 // profile or procMount, the container's or the pod's that it inherits,
 // changes the container's hash and is named, so the planner restarts the

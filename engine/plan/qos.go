@@ -3,6 +3,7 @@ package plan
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // GetPodQOS returns the pod's QoS class: pod.Status.QOSClass if set (it is
@@ -15,9 +16,13 @@ func GetPodQOS(pod *corev1.Pod) corev1.PodQOSClass {
 	return ComputePodQOS(pod)
 }
 
-// ComputePodQOS is the kubelet's ComputePodQOS (without pod-level
-// resources, which podsync rejects).
+// ComputePodQOS is the kubelet's ComputePodQOS: from the pod-level
+// resources when they are set (PodLevelResources, with
+// PodLevelResourcesFixKubeletQOSClass), else from the containers'.
 func ComputePodQOS(pod *corev1.Pod) corev1.PodQOSClass {
+	if resourcehelper.IsPodLevelResourcesSet(pod) {
+		return requirementsQOS(pod.Spec.Resources)
+	}
 	requests := corev1.ResourceList{}
 	limits := corev1.ResourceList{}
 	zero := resource.MustParse("0")
@@ -69,4 +74,31 @@ func ComputePodQOS(pod *corev1.Pod) corev1.PodQOSClass {
 		return corev1.PodQOSGuaranteed
 	}
 	return corev1.PodQOSBurstable
+}
+
+// requirementsQOS is the kubelet's: the QoS class of one set of
+// requirements, over cpu and memory.
+func requirementsQOS(r *corev1.ResourceRequirements) corev1.PodQOSClass {
+	if len(r.Requests) == 0 && len(r.Limits) == 0 {
+		return corev1.PodQOSBestEffort
+	}
+	var qos corev1.PodQOSClass
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, lim := r.Requests[name], r.Limits[name]
+		var q corev1.PodQOSClass
+		switch {
+		case !req.Equal(lim):
+			return corev1.PodQOSBurstable
+		case req.IsZero():
+			q = corev1.PodQOSBestEffort
+		default:
+			q = corev1.PodQOSGuaranteed
+		}
+		if qos == "" {
+			qos = q
+		} else if qos != q {
+			return corev1.PodQOSBurstable
+		}
+	}
+	return qos
 }

@@ -100,6 +100,11 @@ func ComputePodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.ProbeR
 			}
 		}
 	}
+	// The kubelet's generateAPIPodStatus: the DisruptionTarget condition
+	// an eviction or a preemption set is copied over, not re-generated.
+	if i := slices.IndexFunc(old.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.DisruptionTarget }); i >= 0 {
+		conds = append(conds, old.Conditions[i])
+	}
 	s.Conditions = conds
 
 	for _, ip := range opts.HostIPs {

@@ -2,12 +2,14 @@ package podstatus
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -563,5 +565,33 @@ func TestPhaseInitializedByARegularContainerOfTheActiveSandbox(t *testing.T) {
 					got.InitContainerStatuses, got.ContainerStatuses)
 			}
 		})
+	}
+}
+
+// TestDisruptionTargetIsKept: the DisruptionTarget condition an eviction
+// or a preemption set stays on the next status, as the kubelet's
+// generateAPIPodStatus copies it over; the QoS class follows pod-level
+// resources when they are set.
+func TestDisruptionTargetIsKept(t *testing.T) {
+	pod := plantest.BasePod()
+	at := metav1.NewTime(plantest.T0.Add(-time.Minute))
+	cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonTerminationByKubelet,
+		Message: "Pod was preempted by Kubelet to accommodate a critical pod.", LastTransitionTime: at}
+	pod.Status.Phase, pod.Status.Reason = corev1.PodFailed, "Preempting"
+	pod.Status.Conditions = []corev1.PodCondition{cond}
+	pod.Spec.Resources = &corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+	}
+	got := ComputePodStatus(pod, plantest.BaseView(), plan.ProbeResults{}, plantest.T0, StatusOptions{})
+	i := slices.IndexFunc(got.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.DisruptionTarget })
+	if i < 0 {
+		t.Fatalf("conditions %+v lost DisruptionTarget", got.Conditions)
+	}
+	if diff := cmp.Diff(cond, got.Conditions[i]); diff != "" {
+		t.Errorf("DisruptionTarget (-want +got):\n%s", diff)
+	}
+	if got.QOSClass != corev1.PodQOSGuaranteed {
+		t.Errorf("QOSClass = %s, want Guaranteed from the pod-level resources", got.QOSClass)
 	}
 }

@@ -34,24 +34,3 @@ func TestPullPolicyDefault(t *testing.T) {
 		}
 	}
 }
-
-func TestRegistryMatches(t *testing.T) {
-	for _, tc := range []struct {
-		key, image string
-		want       bool
-	}{
-		{"registry.example:5000", "registry.example:5000/team/app:1", true},
-		{"https://registry.example:5000/v1/", "registry.example:5000/team/app:1", true},
-		{"registry.example:5000/team", "registry.example:5000/team/app:1", true},
-		{"registry.example:5000/other", "registry.example:5000/team/app:1", false},
-		{"registry.example", "registry.example:5000/team/app:1", false},
-		{"https://index.docker.io/v1/", "busybox", true},
-		{"docker.io/library", "busybox:1", true},
-		{"docker.io/someone", "busybox:1", false},
-	} {
-		host, repo := imageRegistry(tc.image)
-		if got := registryMatches(tc.key, host, repo); got != tc.want {
-			t.Errorf("registryMatches(%q, %q) = %v, want %v", tc.key, tc.image, got, tc.want)
-		}
-	}
-}

@@ -2,8 +2,6 @@ package syncer
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -173,17 +171,20 @@ func (p *pass) verifyRunAsNonRoot(ctx context.Context, c *corev1.Container, imag
 	return criconfig.VerifyRunAsNonRoot(p.pod, c, uid, username)
 }
 
-// pullImage pulls with each credential of the pod's image pull secrets
-// that matches the image's registry in turn, as the kubelet's puller does,
-// and anonymously when none matches.
+// pullImage pulls with each credential for the image's repository in
+// turn, as the kubelet's puller does — those of the pod's image pull
+// Secrets, then the node's (--image-credentials), each most specific
+// first (the kubelet's UnionDockerKeyring) — and anonymously when none
+// matches.
 func (p *pass) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, sbConfig *runtimeapi.PodSandboxConfig) (string, error) {
-	creds := pullCredentials(p.pod, p.in.Secrets, spec.Image)
+	repo := imageRepository(spec.Image)
+	creds := append(secretsKeyring(p.pod, p.in.Secrets).Lookup(repo), p.s.credentials.Lookup(repo)...)
 	if len(creds) == 0 {
 		return p.s.images.PullImage(ctx, spec, nil, sbConfig)
 	}
 	var errs []error
-	for _, auth := range creds {
-		ref, err := p.s.images.PullImage(ctx, spec, auth, sbConfig)
+	for _, c := range creds {
+		ref, err := p.s.images.PullImage(ctx, spec, &runtimeapi.AuthConfig{Username: c.Username, Password: c.Password}, sbConfig)
 		if err == nil {
 			return ref, nil
 		}
@@ -228,120 +229,6 @@ func (p *pass) recordPullFailure(image, reason, msg string, at time.Time) {
 // clearPullFailure forgets the failed pulls of image.
 func (p *pass) clearPullFailure(image string) {
 	p.pulls = slices.DeleteFunc(p.pulls, func(f plan.PullFailure) bool { return f.Image == image })
-}
-
-// dockerConfigEntry is one registry's credentials in a docker config.
-type dockerConfigEntry struct {
-	Username      string `json:"username,omitempty"`
-	Password      string `json:"password,omitempty"`
-	Auth          string `json:"auth,omitempty"`
-	IdentityToken string `json:"identitytoken,omitempty"`
-	RegistryToken string `json:"registrytoken,omitempty"`
-}
-
-// pullCredentials returns the credentials of the pod's imagePullSecrets
-// (kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg) whose
-// registry matches image, in the order of the pod's secrets. Missing or
-// unreadable secrets are skipped, as the kubelet does.
-func pullCredentials(pod *corev1.Pod, secrets []*corev1.Secret, image string) []*runtimeapi.AuthConfig {
-	host, repo := imageRegistry(image)
-	var out []*runtimeapi.AuthConfig
-	for _, ref := range pod.Spec.ImagePullSecrets {
-		i := slices.IndexFunc(secrets, func(s *corev1.Secret) bool {
-			return s != nil && s.Name == ref.Name && (s.Namespace == "" || s.Namespace == pod.Namespace)
-		})
-		if i < 0 {
-			continue
-		}
-		var entries map[string]dockerConfigEntry
-		if data, ok := secretData(secrets[i], corev1.DockerConfigJsonKey); ok {
-			var cfg struct {
-				Auths map[string]dockerConfigEntry `json:"auths"`
-			}
-			if json.Unmarshal(data, &cfg) == nil {
-				entries = cfg.Auths
-			}
-		} else if data, ok := secretData(secrets[i], corev1.DockerConfigKey); ok {
-			_ = json.Unmarshal(data, &entries)
-		}
-		keys := make([]string, 0, len(entries))
-		for k := range entries {
-			keys = append(keys, k)
-		}
-		// Longest match first, as the kubelet's keyring orders them.
-		slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
-		for _, k := range keys {
-			if !registryMatches(k, host, repo) {
-				continue
-			}
-			e := entries[k]
-			auth := &runtimeapi.AuthConfig{
-				Username:      e.Username,
-				Password:      e.Password,
-				Auth:          e.Auth,
-				ServerAddress: host,
-				IdentityToken: e.IdentityToken,
-				RegistryToken: e.RegistryToken,
-			}
-			if e.Auth != "" && e.Username == "" {
-				if dec, err := base64.StdEncoding.DecodeString(e.Auth); err == nil {
-					if u, p, ok := strings.Cut(string(dec), ":"); ok {
-						auth.Username, auth.Password = u, p
-					}
-				}
-			}
-			out = append(out, auth)
-		}
-	}
-	return out
-}
-
-func secretData(s *corev1.Secret, key string) ([]byte, bool) {
-	if v, ok := s.StringData[key]; ok {
-		return []byte(v), true
-	}
-	v, ok := s.Data[key]
-	return v, ok
-}
-
-// imageRegistry returns the registry host of image and its repository
-// path, with Docker Hub's defaults.
-func imageRegistry(image string) (host, repo string) {
-	name := image
-	if i := strings.IndexByte(name, '@'); i >= 0 {
-		name = name[:i]
-	}
-	first, rest, ok := strings.Cut(name, "/")
-	if ok && (strings.ContainsAny(first, ".:") || first == "localhost") {
-		host, name = first, rest
-	} else {
-		host = "docker.io"
-		if !ok {
-			name = "library/" + name
-		}
-	}
-	if i := strings.LastIndexByte(name, ':'); i >= 0 {
-		name = name[:i]
-	}
-	return host, name
-}
-
-// registryMatches reports whether a docker config key (a registry host,
-// optionally with a scheme and a path prefix) matches host and repo.
-func registryMatches(key, host, repo string) bool {
-	k := strings.TrimPrefix(strings.TrimPrefix(key, "https://"), "http://")
-	k = strings.TrimSuffix(k, "/")
-	k = strings.TrimSuffix(k, "/v1")
-	k = strings.TrimSuffix(k, "/v2")
-	kh, kp, _ := strings.Cut(k, "/")
-	switch kh {
-	case "index.docker.io", "registry-1.docker.io":
-		kh = "docker.io"
-	}
-	if kh != host {
-		return false
-	}
-	return kp == "" || repo == kp || strings.HasPrefix(repo, kp+"/")
 }
 
 // runtimeHandler is the CRI runtime handler for the pod: podsync has no

@@ -81,9 +81,35 @@ func TestPullSecrets(t *testing.T) {
 	h.Sync(pod)
 	h.RT.Images.AssertImagePulledWithAuth(t, &runtimeapi.ImageSpec{
 		Image: "registry.example:5000/team/app:1", UserSpecifiedImage: "registry.example:5000/team/app:1",
-	}, &runtimeapi.AuthConfig{
-		Username: "bob", Password: "pw", Auth: base64.StdEncoding.EncodeToString([]byte("bob:pw")), ServerAddress: "registry.example:5000",
-	}, "pull with the matching credential")
+	}, &runtimeapi.AuthConfig{Username: "bob", Password: "pw"}, "pull with the matching credential")
+}
+
+// TestPullWithNodeCredentials: the node's credentials (--image-credentials)
+// are tried after the pod's Secrets', as the kubelet's union keyring: a
+// pull refused with the Secret's is retried with the node's, and the
+// errors of all of them are reported when every one fails.
+func TestPullWithNodeCredentials(t *testing.T) {
+	node := &syncer.Keyring{}
+	node.Add(syncer.DockerConfig{"registry.example:5000": {Username: "node", Password: "n"}})
+	h := syncertest.New(t, func(o *syncer.SyncerOptions) { o.Credentials = node })
+	pod := enginetest.Pod()
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	pod.Spec.Containers[0].Image = "registry.example:5000/team/app:1"
+	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+	h.In.Secrets = []*corev1.Secret{{
+		ObjectMeta: metav1.ObjectMeta{Name: "regcred", Namespace: "shop"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"registry.example:5000":{"username":"pod","password":"p"}}}`)},
+	}}
+	// The first pull, with the Secret's credential, is refused.
+	h.RT.Images.InjectError("PullImage", errors.New("failed to pull: 401 Unauthorized"))
+	h.Sync(pod)
+	if n := strings.Count(strings.Join(h.RT.Images.Called, ","), "PullImage"); n != 2 {
+		t.Errorf("%d pulls, want the Secret's then the node's", n)
+	}
+	h.RT.Images.AssertImagePulledWithAuth(t, &runtimeapi.ImageSpec{
+		Image: "registry.example:5000/team/app:1", UserSpecifiedImage: "registry.example:5000/team/app:1",
+	}, &runtimeapi.AuthConfig{Username: "node", Password: "n"}, "pull with the node's credential")
 }
 
 func TestPullFailuresAreForgottenWithTheImage(t *testing.T) {

@@ -280,7 +280,7 @@ func (p *pass) prepareSandbox(ctx context.Context, d plan.SandboxDecision) (sand
 		return sandboxRef{}, false
 	}
 	start := p.s.clock.Now()
-	sbConfig, err := criconfig.SandboxConfig(p.pod, d.Attempt, p.s.cfg)
+	sbConfig, err := p.s.sandboxConfig(p.pod, d.Attempt)
 	step := StepResult{Action: ActionConfigPodSandbox, Target: sandboxID, SandboxID: sandboxID,
 		Attempt: d.Attempt, Start: start, Duration: p.s.clock.Since(start)}
 	if err != nil {
@@ -409,7 +409,7 @@ func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (strin
 		p.rec.add(step)
 		return "", nil, false
 	}
-	cfg, err := criconfig.SandboxConfig(p.pod, d.Attempt, p.s.cfg)
+	cfg, err := p.s.sandboxConfig(p.pod, d.Attempt)
 	if err != nil {
 		return fail(fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", plan.PodString(p.pod), err), err, err)
 	}
@@ -424,6 +424,11 @@ func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (strin
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return fail(fmt.Sprintf("Failed to create log directory for pod %q: %v", plan.PodString(p.pod), err),
 			err, fmt.Errorf("create pod log directory: %w", err))
+	}
+	// The kubelet's pod container manager makes the pod's cgroup, with its
+	// pod-level limits, before the sandbox.
+	if err := ensurePodCgroup(p.pod, p.s.cfg); err != nil {
+		return fail(fmt.Sprintf("Failed to create pod cgroup for pod %q: %v", plan.PodString(p.pod), err), err, err)
 	}
 	id, err := p.s.rt.RunPodSandbox(ctx, cfg, runtimeHandler(p.pod))
 	if err != nil {
@@ -613,9 +618,19 @@ func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef
 			return nil, fmt.Errorf("create termination message file: %w", err)
 		}
 	}
-	return criconfig.ContainerConfig(criconfig.ContainerConfigInput{
+	cfg, err := criconfig.ContainerConfig(criconfig.ContainerConfigInput{
 		Pod: p.pod, Container: c, RestartCount: restartCount, ImageRef: imageRef, PodIPs: podIPs,
 		ConfigMaps: p.in.ConfigMaps, Secrets: p.in.Secrets, ImageVolumes: imageVolumes,
 		ResolveMount: func(m criconfig.MountSource) (criconfig.ResolvedMount, error) { return p.s.resolveMount(p.pod, m) },
 	}, p.s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	// A container joins its pod's user namespace.
+	u, err := p.s.podUserNamespace(p.pod)
+	if err != nil {
+		return nil, err
+	}
+	setUserNamespace(cfg.GetLinux().GetSecurityContext(), u)
+	return cfg, nil
 }

@@ -56,6 +56,10 @@ type SyncerOptions struct {
 	// AllowedHostPaths and DeniedHostPaths are read); the zero value
 	// refuses every hostPath.
 	HostPaths admit.Policy
+	// Credentials are the node's image credentials (podsyncd's
+	// --image-credentials), tried after those of a pod's image pull
+	// Secrets; nil holds none.
+	Credentials *Keyring
 }
 
 // Observer is told of what a Syncer does: every pass as it ends and every
@@ -129,6 +133,10 @@ type Syncer struct {
 		known, ok bool
 		why       string
 	}
+	// credentials is SyncerOptions.Credentials.
+	credentials *Keyring
+	// usernsMu serialises the allocation of user namespace ranges.
+	usernsMu sync.Mutex
 }
 
 // NewSyncer returns a Syncer. It fails with ErrInvalidSpec if Runtime or
@@ -146,7 +154,8 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 		cfg:     opts.Config.WithDefaults(),
 		obs:     opts.Observer,
 		// Only the host-path fields of the policy are read.
-		hostPaths: opts.HostPaths,
+		hostPaths:   opts.HostPaths,
+		credentials: opts.Credentials,
 	}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}

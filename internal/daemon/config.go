@@ -134,6 +134,45 @@ type Config struct {
 	// rescan besides inotify (--manifest-rescan; 20 s, the kubelet's
 	// fileCheckFrequency).
 	ManifestRescan metav1.Duration `json:"manifestRescan,omitzero"`
+	// PriorityClasses are the priority classes pods may name beyond the
+	// built-in system-node-critical and system-cluster-critical
+	// (--priority-classes NAME=VALUE,...).
+	PriorityClasses map[string]string `json:"priorityClasses,omitempty"`
+	// ExtendedResources are the node's extended resources and their
+	// capacity (--extended-resources example.com/foo=4,...), which pods'
+	// requests of them are admitted against.
+	ExtendedResources map[string]string `json:"extendedResources,omitempty"`
+	// ImageCredentials is a docker config.json whose credentials every
+	// image pull may use, after those of the pod's imagePullSecrets
+	// (--image-credentials); read when podsyncd starts.
+	ImageCredentials string `json:"imageCredentials,omitempty"`
+}
+
+// Priorities parses PriorityClasses.
+func (c Config) Priorities() (map[string]int32, error) {
+	p, err := admit.ParsePriorityClasses(c.PriorityClasses)
+	if err != nil {
+		return nil, fmt.Errorf("--priority-classes: %w", err)
+	}
+	return p, nil
+}
+
+// Extended parses ExtendedResources: each name an extended resource
+// (domain/name, not kubernetes.io), each capacity a whole number.
+func (c Config) Extended() (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for _, name := range slices.Sorted(maps.Keys(c.ExtendedResources)) {
+		v := c.ExtendedResources[name]
+		if !admit.IsExtendedResource(corev1.ResourceName(name)) || len(validation.IsQualifiedName(name)) > 0 {
+			return nil, fmt.Errorf("--extended-resources %s: want an extended resource name, domain/name outside kubernetes.io (example.com/foo)", name)
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil || q.Sign() < 0 || q.MilliValue()%1000 != 0 {
+			return nil, fmt.Errorf("--extended-resources %s=%s: want a whole number of units", name, v)
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	return out, nil
 }
 
 // StoreThreshold parses EvictionStoreMinAvailable.
@@ -241,6 +280,12 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"period of the manifest directory's full rescan, besides inotify")
 	fs.StringVar(&c.EvictionStoreMinAvailable, "eviction-store-min-available", c.EvictionStoreMinAvailable,
 		`free space the store's file system keeps: below it the pod using the most there is evicted (e.g. 5%, 2Gi; 0: no check)`)
+	fs.StringToStringVar(&c.PriorityClasses, "priority-classes", c.PriorityClasses,
+		"priority classes pods may name beyond system-node-critical and system-cluster-critical, NAME=VALUE (e.g. high=1000,batch=-10)")
+	fs.StringToStringVar(&c.ExtendedResources, "extended-resources", c.ExtendedResources,
+		"extended resources of the node and their capacity, which pods' requests are admitted against (e.g. example.com/foo=4)")
+	fs.StringVar(&c.ImageCredentials, "image-credentials", c.ImageCredentials,
+		"docker config.json whose credentials every image pull may use, after those of the pod's imagePullSecrets")
 }
 
 // Validate checks c; it does not touch the file system. Call Complete
@@ -331,6 +376,15 @@ func (c Config) Validate(ctx context.Context) error {
 	}
 	if _, err := c.StoreThreshold(); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := c.Priorities(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := c.Extended(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.ImageCredentials != "" && !filepath.IsAbs(c.ImageCredentials) {
+		errs = append(errs, fmt.Errorf("--image-credentials %q: want an absolute path", c.ImageCredentials))
 	}
 	if c.MetricsAddress != "" {
 		host, _, err := net.SplitHostPort(c.MetricsAddress)

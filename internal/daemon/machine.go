@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	goruntime "runtime"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/syncer"
 )
 
 // machine computes what admission and the engine know of the host: its
@@ -36,6 +38,19 @@ func (d *daemon) machine() error {
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
 		corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
 		corev1.ResourcePods:   *resource.NewQuantity(int64(d.cfg.MaxPods), resource.DecimalSI),
+	}
+	extended, err := d.cfg.Extended()
+	if err != nil {
+		return err
+	}
+	maps.Copy(capacity, extended)
+	if d.policy.PriorityClasses, err = d.cfg.Priorities(); err != nil {
+		return err
+	}
+	if d.cfg.ImageCredentials != "" {
+		if d.credentials, err = readImageCredentials(d.cfg.ImageCredentials); err != nil {
+			return err
+		}
 	}
 	d.alloc = admit.Allocatable(capacity, reserved)
 	d.memory = mem
@@ -64,6 +79,21 @@ func (d *daemon) machine() error {
 		}
 	}
 	return nil
+}
+
+// readImageCredentials reads --image-credentials, a docker config.json.
+func readImageCredentials(path string) (*syncer.Keyring, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--image-credentials: %w", err)
+	}
+	cfg, err := syncer.ParseDockerConfigJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("--image-credentials %s: %w; want a docker config.json ({\"auths\": {\"REGISTRY\": {\"auth\": \"BASE64(user:password)\"}}})", path, err)
+	}
+	k := &syncer.Keyring{}
+	k.Add(cfg)
+	return k, nil
 }
 
 // memTotal returns MemTotal of a /proc/meminfo file, in bytes.

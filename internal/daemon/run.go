@@ -125,6 +125,8 @@ type daemon struct {
 	hostDNS  *runtimeapi.DNSConfig
 	policy   admit.Policy
 	hooksFor admit.Node
+	// credentials are the node's image credentials (--image-credentials).
+	credentials *syncer.Keyring
 	// metrics are the engine's, on the registry --metrics-address serves.
 	metrics *engine.Metrics
 }
@@ -389,7 +391,14 @@ func (d *daemon) supervise(ctx context.Context) {
 // runNode runs a node on rt until ctx ends (nil) or its start fails.
 func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 	policy := withDenied(d.policy, append(ownDeniedPaths(d.cfg), runtimeDeniedPaths(ctx, rt, d.log)...), d.log)
-	admitFn, policyFn := engine.Admission(d.hooksFor, policy)
+	nodeInfo := d.hooksFor
+	if st, err := rt.Status(ctx, false); err == nil {
+		nodeInfo.UserNamespaces = syncer.SupportsUserNamespaces(st)
+	} else {
+		d.log.Warn("runtime status unavailable: pods with hostUsers false are refused", zap.Error(err))
+	}
+	d.log.Info("runtime features", zap.Bool("userNamespaces", nodeInfo.UserNamespaces))
+	admitFn, policyFn := engine.Admission(nodeInfo, policy)
 	threshold, err := d.cfg.StoreThreshold()
 	if err != nil {
 		return err
@@ -420,6 +429,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		Admit:              admitFn,
 		Policy:             policyFn,
 		HostPaths:          policy,
+		Credentials:        d.credentials,
 		RuntimeUnavailable: runtimeUnavailable,
 		RemoveOrphans:      d.cfg.RemoveOrphans,
 		AdoptRuntime:       d.cfg.AdoptRuntime,
@@ -432,7 +442,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		Node:   node,
 		Health: d.health,
 		RunPods: runpods.Options{
-			Admission: d.hooksFor,
+			Admission: nodeInfo,
 			Policy:    policy,
 			PodLogDir: d.cfg.PodLogDir,
 		},

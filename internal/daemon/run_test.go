@@ -228,6 +228,12 @@ func TestRunUsageErrors(t *testing.T) {
 		{name: "unsafe sysctl not namespaced", args: []string{"--allowed-unsafe-sysctls=kernel.panic"}, want: []string{"--allowed-unsafe-sysctls", "kernel.panic", "not known to be namespaced"}},
 		{name: "bad policy in the file", file: "policy:\n  podSecurity: open\n", want: []string{`--pod-security "open"`}},
 		{name: "missing file", args: []string{"--config=/nonexistent/podsyncd.yaml"}, want: []string{"--config", "no such file"}},
+		{name: "priority class value", args: []string{"--priority-classes=high=lots"}, want: []string{"--priority-classes", `"high"`, "not a 32-bit integer"}},
+		{name: "priority class above the user range", args: []string{"--priority-classes=high=2000000000"}, want: []string{"--priority-classes", "above 1000000000"}},
+		{name: "system priority class", file: "priorityClasses:\n  system-x: \"1\"\n", want: []string{"--priority-classes", "system-"}},
+		{name: "extended resource name", args: []string{"--extended-resources=cpu=4"}, want: []string{"--extended-resources cpu", "example.com/foo"}},
+		{name: "extended resource quantity", args: []string{"--extended-resources=example.com/foo=1.5"}, want: []string{"--extended-resources example.com/foo=1.5", "whole number"}},
+		{name: "relative image credentials", args: []string{"--image-credentials=config.json"}, want: []string{`--image-credentials "config.json"`, "absolute path"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -536,4 +542,27 @@ func mustLoad(t *testing.T, args ...string) daemon.Config {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestRunBadImageCredentials: an --image-credentials file that is not a
+// docker config.json stops podsyncd at start, naming the file and the
+// format it wants.
+func TestRunBadImageCredentials(t *testing.T) {
+	dir := t.TempDir()
+	creds := writeFile(t, "config.json", `{"auths": [`)
+	args := append([]string{
+		"--runtime-endpoint=unix://" + filepath.Join(dir, "containerd.sock"),
+		"--listen=unix://" + filepath.Join(dir, "podsync.sock"),
+		"--root-dir=" + filepath.Join(dir, "root"),
+		"--image-credentials=" + creds,
+	}, base...)
+	var stdout, stderr syncBuffer
+	if code := daemon.Run(t.Context(), args, &stdout, &stderr); code != daemon.ExitFailure {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, daemon.ExitFailure, stderr.String())
+	}
+	for _, want := range []string{"--image-credentials " + creds, "docker config.json"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -38,6 +39,14 @@ type Registry struct {
 	manifestRequests atomic.Int64
 	blobRequests     atomic.Int64
 	failedRequests   atomic.Int64
+
+	authMu sync.Mutex
+	auth   []repoAuth
+}
+
+// repoAuth is the basic auth the repositories below prefix require.
+type repoAuth struct {
+	prefix, user, password string
 }
 
 // RegistryRequests counts the requests a Registry has served since it started
@@ -99,10 +108,36 @@ func (r *Registry) Push(ctx context.Context, repoTag string, img v1.Image) error
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	defer tr.CloseIdleConnections()
-	if err := remote.Write(ref, img, remote.WithContext(ctx), remote.WithTransport(tr)); err != nil {
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(tr)}
+	if a, ok := r.authFor(ref.Context().RepositoryStr()); ok {
+		opts = append(opts, remote.WithAuth(&authn.Basic{Username: a.user, Password: a.password}))
+	}
+	if err := remote.Write(ref, img, opts...); err != nil {
 		return fmt.Errorf("push %s: %w", ref, err)
 	}
 	return nil
+}
+
+// RequireBasicAuth makes the repositories whose names start with
+// repoPrefix (e.g. "private/") answer 401 Unauthorized, with a Basic
+// challenge, to every request without user and password; the others stay
+// open. Push authenticates itself. It lasts until Close.
+func (r *Registry) RequireBasicAuth(repoPrefix, user, password string) {
+	r.authMu.Lock()
+	defer r.authMu.Unlock()
+	r.auth = append(r.auth, repoAuth{prefix: repoPrefix, user: user, password: password})
+}
+
+// authFor returns the auth the repository name requires, if any.
+func (r *Registry) authFor(name string) (repoAuth, bool) {
+	r.authMu.Lock()
+	defer r.authMu.Unlock()
+	for _, a := range r.auth {
+		if strings.HasPrefix(name, a.prefix) {
+			return a, true
+		}
+	}
+	return repoAuth{}, false
 }
 
 // SetDelay makes every request wait d before it is served; zero turns the
@@ -176,6 +211,21 @@ func requestKind(path string) string {
 	return ""
 }
 
+// repositoryOf returns the repository name of a /v2/<name>/manifests/…,
+// /v2/<name>/blobs/… or /v2/<name>/tags/… path, or "".
+func repositoryOf(path string) string {
+	rest, ok := strings.CutPrefix(path, "/v2/")
+	if !ok {
+		return ""
+	}
+	for _, sep := range []string{"/manifests/", "/blobs/", "/tags/"} {
+		if i := strings.LastIndex(rest, sep); i >= 0 {
+			return rest[:i]
+		}
+	}
+	return ""
+}
+
 func (r *Registry) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if d := time.Duration(r.delay.Load()); d > 0 {
@@ -188,6 +238,14 @@ func (r *Registry) wrap(next http.Handler) http.Handler {
 			case <-r.done:
 				t.Stop()
 				http.Error(w, "registry closed", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		if a, ok := r.authFor(repositoryOf(req.URL.Path)); ok {
+			if u, p, has := req.BasicAuth(); !has || u != a.user || p != a.password {
+				r.failedRequests.Add(1)
+				w.Header().Set("WWW-Authenticate", `Basic realm="localcri registry"`)
+				writeRegistryError(w, http.StatusUnauthorized)
 				return
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -124,5 +125,51 @@ func TestRequestKind(t *testing.T) {
 		if got := requestKind(path); got != want {
 			t.Errorf("requestKind(%q) = %q, want %q", path, got, want)
 		}
+	}
+}
+
+// TestRegistryBasicAuth: a protected repository answers 401 with a Basic
+// challenge without credentials or with wrong ones, serves with the right
+// ones, and leaves the other repositories open; Push authenticates.
+func TestRegistryBasicAuth(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	reg, err := StartRegistry(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close(context.Background()) })
+	imgs, err := buildImages(testInputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.RequireBasicAuth("private/", "puller", "s3cret")
+	for _, tag := range []string{"private/busybox:v1", "public/busybox:v1"} {
+		if err := reg.Push(ctx, tag, imgs[1].img); err != nil {
+			t.Fatalf("Push %s: %v", tag, err)
+		}
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	get := func(repoTag string, auth authn.Authenticator) error {
+		ref, err := name.ParseReference(reg.Ref(repoTag), name.Insecure)
+		if err != nil {
+			return err
+		}
+		_, err = remote.Image(ref, remote.WithContext(ctx), remote.WithTransport(tr), remote.WithAuth(auth), remote.WithRetryStatusCodes())
+		return err
+	}
+	var te *transport.Error
+	if err := get("private/busybox:v1", authn.Anonymous); !errors.As(err, &te) || te.StatusCode != http.StatusUnauthorized {
+		t.Errorf("anonymous fetch of the private image: %v, want 401", err)
+	}
+	if err := get("private/busybox:v1", &authn.Basic{Username: "puller", Password: "wrong"}); !errors.As(err, &te) || te.StatusCode != http.StatusUnauthorized {
+		t.Errorf("fetch with a wrong password: %v, want 401", err)
+	}
+	if err := get("private/busybox:v1", &authn.Basic{Username: "puller", Password: "s3cret"}); err != nil {
+		t.Errorf("fetch with the credentials: %v", err)
+	}
+	if err := get("public/busybox:v1", authn.Anonymous); err != nil {
+		t.Errorf("anonymous fetch of the public image: %v", err)
 	}
 }

@@ -322,8 +322,41 @@ type PodSpec struct {
 	// They spread pods over nodes, so on one node they are accepted and have
 	// no effect.
 	TopologySpreadConstraints []*structpb.Struct `protobuf:"bytes,33,rep,name=topology_spread_constraints,json=topologySpreadConstraints,proto3" json:"topology_spread_constraints,omitempty"`
-	unknownFields             protoimpl.UnknownFields
-	sizeCache                 protoimpl.SizeCache
+	// share_process_namespace runs the pod's containers in one PID namespace
+	// (CRI namespace mode POD): each sees the others' processes, and the
+	// pause process is PID 1. Default false. Immutable.
+	ShareProcessNamespace *bool `protobuf:"varint,80,opt,name=share_process_namespace,json=shareProcessNamespace,proto3,oneof" json:"share_process_namespace,omitempty"`
+	// host_users false runs the pod in a user namespace of its own (CRI
+	// user namespace mode POD, 65536 ids mapped); the runtime must support
+	// user namespaces (containerd 2.x with idmap mounts), or admission
+	// refuses the pod with reason UserNamespacesUnsupported. Default true.
+	// Immutable.
+	HostUsers *bool `protobuf:"varint,81,opt,name=host_users,json=hostUsers,proto3,oneof" json:"host_users,omitempty"`
+	// set_hostname_as_fqdn makes the pod's hostname its FQDN
+	// ("<hostname>.<subdomain>.<namespace>.svc.<cluster domain>") when it has
+	// a subdomain; the FQDN must fit in 64 characters. Default false.
+	SetHostnameAsFqdn *bool `protobuf:"varint,82,opt,name=set_hostname_as_fqdn,json=setHostnameAsFQDN,proto3,oneof" json:"set_hostname_as_fqdn,omitempty"`
+	// os names the pod's operating system; only "linux" is accepted.
+	Os *PodOS `protobuf:"bytes,83,opt,name=os,proto3" json:"os,omitempty"`
+	// resources are pod-level requests and limits (Kubernetes' beta
+	// PodLevelResources): admission, the QoS class and the pod cgroup use
+	// them instead of the sum over the containers. Only cpu, memory and
+	// hugepages-* are allowed.
+	Resources *ResourceRequirements `protobuf:"bytes,84,opt,name=resources,proto3" json:"resources,omitempty"`
+	// priority is the pod's priority. It must be empty or the value of
+	// priority_class_name's class. Eviction ranks lower priorities first;
+	// admission preempts lower-priority pods for a critical pod.
+	Priority *int32 `protobuf:"varint,85,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
+	// priority_class_name names a priority class: system-node-critical
+	// (2000001000), system-cluster-critical (2000000000), or one of
+	// podsyncd's --priority-classes. Others are refused.
+	PriorityClassName string `protobuf:"bytes,86,opt,name=priority_class_name,json=priorityClassName,proto3" json:"priority_class_name,omitempty"`
+	// image_pull_secrets name Secrets of type kubernetes.io/dockerconfigjson
+	// or kubernetes.io/dockercfg sent with the pod; their credentials for the
+	// image's registry are given to the runtime's pull.
+	ImagePullSecrets []*LocalObjectReference `protobuf:"bytes,87,rep,name=image_pull_secrets,json=imagePullSecrets,proto3" json:"image_pull_secrets,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PodSpec) Reset() {
@@ -510,6 +543,154 @@ func (x *PodSpec) GetTopologySpreadConstraints() []*structpb.Struct {
 	return nil
 }
 
+func (x *PodSpec) GetShareProcessNamespace() bool {
+	if x != nil && x.ShareProcessNamespace != nil {
+		return *x.ShareProcessNamespace
+	}
+	return false
+}
+
+func (x *PodSpec) GetHostUsers() bool {
+	if x != nil && x.HostUsers != nil {
+		return *x.HostUsers
+	}
+	return false
+}
+
+func (x *PodSpec) GetSetHostnameAsFqdn() bool {
+	if x != nil && x.SetHostnameAsFqdn != nil {
+		return *x.SetHostnameAsFqdn
+	}
+	return false
+}
+
+func (x *PodSpec) GetOs() *PodOS {
+	if x != nil {
+		return x.Os
+	}
+	return nil
+}
+
+func (x *PodSpec) GetResources() *ResourceRequirements {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *PodSpec) GetPriority() int32 {
+	if x != nil && x.Priority != nil {
+		return *x.Priority
+	}
+	return 0
+}
+
+func (x *PodSpec) GetPriorityClassName() string {
+	if x != nil {
+		return x.PriorityClassName
+	}
+	return ""
+}
+
+func (x *PodSpec) GetImagePullSecrets() []*LocalObjectReference {
+	if x != nil {
+		return x.ImagePullSecrets
+	}
+	return nil
+}
+
+// PodOS mirrors core/v1 PodOS.
+type PodOS struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name of the operating system; only "linux".
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodOS) Reset() {
+	*x = PodOS{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodOS) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodOS) ProtoMessage() {}
+
+func (x *PodOS) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodOS.ProtoReflect.Descriptor instead.
+func (*PodOS) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PodOS) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// LocalObjectReference mirrors core/v1 LocalObjectReference.
+type LocalObjectReference struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name of an object in the pod's namespace.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocalObjectReference) Reset() {
+	*x = LocalObjectReference{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocalObjectReference) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocalObjectReference) ProtoMessage() {}
+
+func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocalObjectReference.ProtoReflect.Descriptor instead.
+func (*LocalObjectReference) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *LocalObjectReference) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 // Toleration mirrors core/v1 Toleration.
 type Toleration struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -532,7 +713,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	mi := &file_podsync_v1_pod_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -544,7 +725,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	mi := &file_podsync_v1_pod_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -557,7 +738,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{3}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Toleration) GetKey() string {
@@ -612,7 +793,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[4]
+	mi := &file_podsync_v1_pod_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -624,7 +805,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[4]
+	mi := &file_podsync_v1_pod_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -637,7 +818,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{4}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -676,7 +857,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[5]
+	mi := &file_podsync_v1_pod_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +869,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[5]
+	mi := &file_podsync_v1_pod_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +882,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{5}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -729,7 +910,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[6]
+	mi := &file_podsync_v1_pod_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -741,7 +922,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[6]
+	mi := &file_podsync_v1_pod_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -754,7 +935,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{6}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -778,7 +959,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[7]
+	mi := &file_podsync_v1_pod_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +971,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[7]
+	mi := &file_podsync_v1_pod_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +984,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{7}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
@@ -835,7 +1016,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[8]
+	mi := &file_podsync_v1_pod_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -847,7 +1028,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[8]
+	mi := &file_podsync_v1_pod_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -860,7 +1041,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{8}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -897,7 +1078,7 @@ type PreferredSchedulingTerm struct {
 
 func (x *PreferredSchedulingTerm) Reset() {
 	*x = PreferredSchedulingTerm{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[9]
+	mi := &file_podsync_v1_pod_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -909,7 +1090,7 @@ func (x *PreferredSchedulingTerm) String() string {
 func (*PreferredSchedulingTerm) ProtoMessage() {}
 
 func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[9]
+	mi := &file_podsync_v1_pod_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -922,7 +1103,7 @@ func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
 func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{9}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PreferredSchedulingTerm) GetWeight() int32 {
@@ -954,7 +1135,7 @@ type PodDNSConfig struct {
 
 func (x *PodDNSConfig) Reset() {
 	*x = PodDNSConfig{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[10]
+	mi := &file_podsync_v1_pod_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1147,7 @@ func (x *PodDNSConfig) String() string {
 func (*PodDNSConfig) ProtoMessage() {}
 
 func (x *PodDNSConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[10]
+	mi := &file_podsync_v1_pod_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1160,7 @@ func (x *PodDNSConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDNSConfig.ProtoReflect.Descriptor instead.
 func (*PodDNSConfig) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{10}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PodDNSConfig) GetNameservers() []string {
@@ -1016,7 +1197,7 @@ type PodDNSConfigOption struct {
 
 func (x *PodDNSConfigOption) Reset() {
 	*x = PodDNSConfigOption{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[11]
+	mi := &file_podsync_v1_pod_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1028,7 +1209,7 @@ func (x *PodDNSConfigOption) String() string {
 func (*PodDNSConfigOption) ProtoMessage() {}
 
 func (x *PodDNSConfigOption) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[11]
+	mi := &file_podsync_v1_pod_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1041,7 +1222,7 @@ func (x *PodDNSConfigOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDNSConfigOption.ProtoReflect.Descriptor instead.
 func (*PodDNSConfigOption) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{11}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PodDNSConfigOption) GetName() string {
@@ -1071,7 +1252,7 @@ type HostAlias struct {
 
 func (x *HostAlias) Reset() {
 	*x = HostAlias{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[12]
+	mi := &file_podsync_v1_pod_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1264,7 @@ func (x *HostAlias) String() string {
 func (*HostAlias) ProtoMessage() {}
 
 func (x *HostAlias) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[12]
+	mi := &file_podsync_v1_pod_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1277,7 @@ func (x *HostAlias) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostAlias.ProtoReflect.Descriptor instead.
 func (*HostAlias) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{12}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HostAlias) GetIp() string {
@@ -1146,7 +1327,7 @@ type PodSecurityContext struct {
 
 func (x *PodSecurityContext) Reset() {
 	*x = PodSecurityContext{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[13]
+	mi := &file_podsync_v1_pod_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1339,7 @@ func (x *PodSecurityContext) String() string {
 func (*PodSecurityContext) ProtoMessage() {}
 
 func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[13]
+	mi := &file_podsync_v1_pod_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1352,7 @@ func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodSecurityContext.ProtoReflect.Descriptor instead.
 func (*PodSecurityContext) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{13}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PodSecurityContext) GetRunAsUser() int64 {
@@ -1252,7 +1433,7 @@ type SeccompProfile struct {
 
 func (x *SeccompProfile) Reset() {
 	*x = SeccompProfile{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[14]
+	mi := &file_podsync_v1_pod_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1445,7 @@ func (x *SeccompProfile) String() string {
 func (*SeccompProfile) ProtoMessage() {}
 
 func (x *SeccompProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[14]
+	mi := &file_podsync_v1_pod_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1458,7 @@ func (x *SeccompProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeccompProfile.ProtoReflect.Descriptor instead.
 func (*SeccompProfile) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{14}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SeccompProfile) GetType() string {
@@ -1308,7 +1489,7 @@ type AppArmorProfile struct {
 
 func (x *AppArmorProfile) Reset() {
 	*x = AppArmorProfile{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[15]
+	mi := &file_podsync_v1_pod_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1501,7 @@ func (x *AppArmorProfile) String() string {
 func (*AppArmorProfile) ProtoMessage() {}
 
 func (x *AppArmorProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[15]
+	mi := &file_podsync_v1_pod_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1514,7 @@ func (x *AppArmorProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppArmorProfile.ProtoReflect.Descriptor instead.
 func (*AppArmorProfile) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{15}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AppArmorProfile) GetType() string {
@@ -1368,7 +1549,7 @@ type SELinuxOptions struct {
 
 func (x *SELinuxOptions) Reset() {
 	*x = SELinuxOptions{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[16]
+	mi := &file_podsync_v1_pod_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1561,7 @@ func (x *SELinuxOptions) String() string {
 func (*SELinuxOptions) ProtoMessage() {}
 
 func (x *SELinuxOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[16]
+	mi := &file_podsync_v1_pod_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1574,7 @@ func (x *SELinuxOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SELinuxOptions.ProtoReflect.Descriptor instead.
 func (*SELinuxOptions) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{16}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SELinuxOptions) GetUser() string {
@@ -1437,7 +1618,7 @@ type Sysctl struct {
 
 func (x *Sysctl) Reset() {
 	*x = Sysctl{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[17]
+	mi := &file_podsync_v1_pod_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1449,7 +1630,7 @@ func (x *Sysctl) String() string {
 func (*Sysctl) ProtoMessage() {}
 
 func (x *Sysctl) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[17]
+	mi := &file_podsync_v1_pod_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1462,7 +1643,7 @@ func (x *Sysctl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sysctl.ProtoReflect.Descriptor instead.
 func (*Sysctl) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{17}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Sysctl) GetName() string {
@@ -1511,7 +1692,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1523,7 +1704,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1536,7 +1717,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{18}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Volume) GetName() string {
@@ -1615,7 +1796,7 @@ type DownwardAPIVolumeSource struct {
 
 func (x *DownwardAPIVolumeSource) Reset() {
 	*x = DownwardAPIVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1627,7 +1808,7 @@ func (x *DownwardAPIVolumeSource) String() string {
 func (*DownwardAPIVolumeSource) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1640,7 +1821,7 @@ func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeSource.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{19}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DownwardAPIVolumeSource) GetItems() []*DownwardAPIVolumeFile {
@@ -1676,7 +1857,7 @@ type DownwardAPIVolumeFile struct {
 
 func (x *DownwardAPIVolumeFile) Reset() {
 	*x = DownwardAPIVolumeFile{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +1869,7 @@ func (x *DownwardAPIVolumeFile) String() string {
 func (*DownwardAPIVolumeFile) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +1882,7 @@ func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeFile.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeFile) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{20}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DownwardAPIVolumeFile) GetPath() string {
@@ -1750,7 +1931,7 @@ type ResourceFieldSelector struct {
 
 func (x *ResourceFieldSelector) Reset() {
 	*x = ResourceFieldSelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1762,7 +1943,7 @@ func (x *ResourceFieldSelector) String() string {
 func (*ResourceFieldSelector) ProtoMessage() {}
 
 func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1775,7 +1956,7 @@ func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceFieldSelector.ProtoReflect.Descriptor instead.
 func (*ResourceFieldSelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{21}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ResourceFieldSelector) GetContainerName() string {
@@ -1812,7 +1993,7 @@ type ProjectedVolumeSource struct {
 
 func (x *ProjectedVolumeSource) Reset() {
 	*x = ProjectedVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1824,7 +2005,7 @@ func (x *ProjectedVolumeSource) String() string {
 func (*ProjectedVolumeSource) ProtoMessage() {}
 
 func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1837,7 +2018,7 @@ func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectedVolumeSource.ProtoReflect.Descriptor instead.
 func (*ProjectedVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{22}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ProjectedVolumeSource) GetSources() []*VolumeProjection {
@@ -1869,7 +2050,7 @@ type VolumeProjection struct {
 
 func (x *VolumeProjection) Reset() {
 	*x = VolumeProjection{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1881,7 +2062,7 @@ func (x *VolumeProjection) String() string {
 func (*VolumeProjection) ProtoMessage() {}
 
 func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1894,7 +2075,7 @@ func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeProjection.ProtoReflect.Descriptor instead.
 func (*VolumeProjection) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{23}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *VolumeProjection) GetConfigMap() *ConfigMapProjection {
@@ -1933,7 +2114,7 @@ type ConfigMapProjection struct {
 
 func (x *ConfigMapProjection) Reset() {
 	*x = ConfigMapProjection{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1945,7 +2126,7 @@ func (x *ConfigMapProjection) String() string {
 func (*ConfigMapProjection) ProtoMessage() {}
 
 func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1958,7 +2139,7 @@ func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapProjection.ProtoReflect.Descriptor instead.
 func (*ConfigMapProjection) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{24}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ConfigMapProjection) GetName() string {
@@ -1997,7 +2178,7 @@ type SecretProjection struct {
 
 func (x *SecretProjection) Reset() {
 	*x = SecretProjection{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2009,7 +2190,7 @@ func (x *SecretProjection) String() string {
 func (*SecretProjection) ProtoMessage() {}
 
 func (x *SecretProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2022,7 +2203,7 @@ func (x *SecretProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretProjection.ProtoReflect.Descriptor instead.
 func (*SecretProjection) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{25}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SecretProjection) GetName() string {
@@ -2057,7 +2238,7 @@ type DownwardAPIProjection struct {
 
 func (x *DownwardAPIProjection) Reset() {
 	*x = DownwardAPIProjection{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2250,7 @@ func (x *DownwardAPIProjection) String() string {
 func (*DownwardAPIProjection) ProtoMessage() {}
 
 func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2263,7 @@ func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIProjection.ProtoReflect.Descriptor instead.
 func (*DownwardAPIProjection) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{26}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DownwardAPIProjection) GetItems() []*DownwardAPIVolumeFile {
@@ -2107,7 +2288,7 @@ type PersistentVolumeClaimVolumeSource struct {
 
 func (x *PersistentVolumeClaimVolumeSource) Reset() {
 	*x = PersistentVolumeClaimVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2119,7 +2300,7 @@ func (x *PersistentVolumeClaimVolumeSource) String() string {
 func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2132,7 +2313,7 @@ func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{27}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
@@ -2163,7 +2344,7 @@ type ImageVolumeSource struct {
 
 func (x *ImageVolumeSource) Reset() {
 	*x = ImageVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2175,7 +2356,7 @@ func (x *ImageVolumeSource) String() string {
 func (*ImageVolumeSource) ProtoMessage() {}
 
 func (x *ImageVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2188,7 +2369,7 @@ func (x *ImageVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageVolumeSource.ProtoReflect.Descriptor instead.
 func (*ImageVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{28}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ImageVolumeSource) GetReference() string {
@@ -2218,7 +2399,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2230,7 +2411,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2243,7 +2424,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{29}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -2274,7 +2455,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2286,7 +2467,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2299,7 +2480,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{30}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -2331,7 +2512,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2343,7 +2524,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2356,7 +2537,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{31}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -2398,7 +2579,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2410,7 +2591,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2423,7 +2604,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{32}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -2473,7 +2654,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2485,7 +2666,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2498,7 +2679,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{33}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -2593,7 +2774,7 @@ type Container struct {
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2605,7 +2786,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2618,7 +2799,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{34}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Container) GetName() string {
@@ -2795,7 +2976,7 @@ type ContainerResizePolicy struct {
 
 func (x *ContainerResizePolicy) Reset() {
 	*x = ContainerResizePolicy{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2807,7 +2988,7 @@ func (x *ContainerResizePolicy) String() string {
 func (*ContainerResizePolicy) ProtoMessage() {}
 
 func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2820,7 +3001,7 @@ func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerResizePolicy.ProtoReflect.Descriptor instead.
 func (*ContainerResizePolicy) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{35}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ContainerResizePolicy) GetResourceName() string {
@@ -2852,7 +3033,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2864,7 +3045,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2877,7 +3058,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{36}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *EnvVar) GetName() string {
@@ -2919,7 +3100,7 @@ type EnvVarSource struct {
 
 func (x *EnvVarSource) Reset() {
 	*x = EnvVarSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2931,7 +3112,7 @@ func (x *EnvVarSource) String() string {
 func (*EnvVarSource) ProtoMessage() {}
 
 func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2944,7 +3125,7 @@ func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVarSource.ProtoReflect.Descriptor instead.
 func (*EnvVarSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{37}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *EnvVarSource) GetFieldRef() *ObjectFieldSelector {
@@ -2990,7 +3171,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3002,7 +3183,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3015,7 +3196,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ObjectFieldSelector) GetApiVersion() string {
@@ -3047,7 +3228,7 @@ type ConfigMapKeySelector struct {
 
 func (x *ConfigMapKeySelector) Reset() {
 	*x = ConfigMapKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3059,7 +3240,7 @@ func (x *ConfigMapKeySelector) String() string {
 func (*ConfigMapKeySelector) ProtoMessage() {}
 
 func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3072,7 +3253,7 @@ func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapKeySelector.ProtoReflect.Descriptor instead.
 func (*ConfigMapKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ConfigMapKeySelector) GetName() string {
@@ -3111,7 +3292,7 @@ type SecretKeySelector struct {
 
 func (x *SecretKeySelector) Reset() {
 	*x = SecretKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3123,7 +3304,7 @@ func (x *SecretKeySelector) String() string {
 func (*SecretKeySelector) ProtoMessage() {}
 
 func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3136,7 +3317,7 @@ func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretKeySelector.ProtoReflect.Descriptor instead.
 func (*SecretKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SecretKeySelector) GetName() string {
@@ -3175,7 +3356,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3187,7 +3368,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3200,7 +3381,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -3237,7 +3418,7 @@ type ConfigMapEnvSource struct {
 
 func (x *ConfigMapEnvSource) Reset() {
 	*x = ConfigMapEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3249,7 +3430,7 @@ func (x *ConfigMapEnvSource) String() string {
 func (*ConfigMapEnvSource) ProtoMessage() {}
 
 func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3262,7 +3443,7 @@ func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapEnvSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ConfigMapEnvSource) GetName() string {
@@ -3292,7 +3473,7 @@ type SecretEnvSource struct {
 
 func (x *SecretEnvSource) Reset() {
 	*x = SecretEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3304,7 +3485,7 @@ func (x *SecretEnvSource) String() string {
 func (*SecretEnvSource) ProtoMessage() {}
 
 func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3317,7 +3498,7 @@ func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretEnvSource.ProtoReflect.Descriptor instead.
 func (*SecretEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SecretEnvSource) GetName() string {
@@ -3355,7 +3536,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3367,7 +3548,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3380,7 +3561,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -3433,7 +3614,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3445,7 +3626,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3458,7 +3639,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -3500,7 +3681,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3512,7 +3693,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3525,7 +3706,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -3589,7 +3770,7 @@ type Lifecycle struct {
 
 func (x *Lifecycle) Reset() {
 	*x = Lifecycle{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3601,7 +3782,7 @@ func (x *Lifecycle) String() string {
 func (*Lifecycle) ProtoMessage() {}
 
 func (x *Lifecycle) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3614,7 +3795,7 @@ func (x *Lifecycle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lifecycle.ProtoReflect.Descriptor instead.
 func (*Lifecycle) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Lifecycle) GetPostStart() *LifecycleHandler {
@@ -3655,7 +3836,7 @@ type LifecycleHandler struct {
 
 func (x *LifecycleHandler) Reset() {
 	*x = LifecycleHandler{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3667,7 +3848,7 @@ func (x *LifecycleHandler) String() string {
 func (*LifecycleHandler) ProtoMessage() {}
 
 func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3680,7 +3861,7 @@ func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LifecycleHandler.ProtoReflect.Descriptor instead.
 func (*LifecycleHandler) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *LifecycleHandler) GetExec() *ExecAction {
@@ -3715,7 +3896,7 @@ type SleepAction struct {
 
 func (x *SleepAction) Reset() {
 	*x = SleepAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3727,7 +3908,7 @@ func (x *SleepAction) String() string {
 func (*SleepAction) ProtoMessage() {}
 
 func (x *SleepAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3740,7 +3921,7 @@ func (x *SleepAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SleepAction.ProtoReflect.Descriptor instead.
 func (*SleepAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{49}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SleepAction) GetSeconds() int64 {
@@ -3761,7 +3942,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[50]
+	mi := &file_podsync_v1_pod_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3773,7 +3954,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[50]
+	mi := &file_podsync_v1_pod_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3786,7 +3967,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{50}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -3827,7 +4008,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[51]
+	mi := &file_podsync_v1_pod_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3839,7 +4020,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[51]
+	mi := &file_podsync_v1_pod_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3852,7 +4033,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{51}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -3943,7 +4124,7 @@ type GRPCAction struct {
 
 func (x *GRPCAction) Reset() {
 	*x = GRPCAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[52]
+	mi := &file_podsync_v1_pod_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3955,7 +4136,7 @@ func (x *GRPCAction) String() string {
 func (*GRPCAction) ProtoMessage() {}
 
 func (x *GRPCAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[52]
+	mi := &file_podsync_v1_pod_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3968,7 +4149,7 @@ func (x *GRPCAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GRPCAction.ProtoReflect.Descriptor instead.
 func (*GRPCAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{52}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GRPCAction) GetPort() int32 {
@@ -4012,7 +4193,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[53]
+	mi := &file_podsync_v1_pod_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4024,7 +4205,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[53]
+	mi := &file_podsync_v1_pod_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4037,7 +4218,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{53}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -4088,7 +4269,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[54]
+	mi := &file_podsync_v1_pod_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4100,7 +4281,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[54]
+	mi := &file_podsync_v1_pod_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4113,7 +4294,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{54}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -4144,7 +4325,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[55]
+	mi := &file_podsync_v1_pod_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4156,7 +4337,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[55]
+	mi := &file_podsync_v1_pod_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4169,7 +4350,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{55}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *TCPSocketAction) GetPort() *structpb.Value {
@@ -4220,7 +4401,7 @@ type SecurityContext struct {
 
 func (x *SecurityContext) Reset() {
 	*x = SecurityContext{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[56]
+	mi := &file_podsync_v1_pod_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4232,7 +4413,7 @@ func (x *SecurityContext) String() string {
 func (*SecurityContext) ProtoMessage() {}
 
 func (x *SecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[56]
+	mi := &file_podsync_v1_pod_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4245,7 +4426,7 @@ func (x *SecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityContext.ProtoReflect.Descriptor instead.
 func (*SecurityContext) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{56}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *SecurityContext) GetPrivileged() bool {
@@ -4338,7 +4519,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[57]
+	mi := &file_podsync_v1_pod_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4350,7 +4531,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[57]
+	mi := &file_podsync_v1_pod_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4363,7 +4544,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{57}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Capabilities) GetAdd() []string {
@@ -4427,7 +4608,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[58]
+	mi := &file_podsync_v1_pod_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4439,7 +4620,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[58]
+	mi := &file_podsync_v1_pod_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4452,7 +4633,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{58}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -4578,7 +4759,7 @@ type PodIP struct {
 
 func (x *PodIP) Reset() {
 	*x = PodIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[59]
+	mi := &file_podsync_v1_pod_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4590,7 +4771,7 @@ func (x *PodIP) String() string {
 func (*PodIP) ProtoMessage() {}
 
 func (x *PodIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[59]
+	mi := &file_podsync_v1_pod_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4603,7 +4784,7 @@ func (x *PodIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodIP.ProtoReflect.Descriptor instead.
 func (*PodIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{59}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *PodIP) GetIp() string {
@@ -4624,7 +4805,7 @@ type HostIP struct {
 
 func (x *HostIP) Reset() {
 	*x = HostIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[60]
+	mi := &file_podsync_v1_pod_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4636,7 +4817,7 @@ func (x *HostIP) String() string {
 func (*HostIP) ProtoMessage() {}
 
 func (x *HostIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[60]
+	mi := &file_podsync_v1_pod_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4649,7 +4830,7 @@ func (x *HostIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostIP.ProtoReflect.Descriptor instead.
 func (*HostIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{60}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *HostIP) GetIp() string {
@@ -4680,7 +4861,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[61]
+	mi := &file_podsync_v1_pod_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4692,7 +4873,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[61]
+	mi := &file_podsync_v1_pod_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4705,7 +4886,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{61}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PodCondition) GetType() string {
@@ -4787,7 +4968,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[62]
+	mi := &file_podsync_v1_pod_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4799,7 +4980,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[62]
+	mi := &file_podsync_v1_pod_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4812,7 +4993,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{62}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -4907,7 +5088,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[63]
+	mi := &file_podsync_v1_pod_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4919,7 +5100,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[63]
+	mi := &file_podsync_v1_pod_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4932,7 +5113,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{63}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -4970,7 +5151,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[64]
+	mi := &file_podsync_v1_pod_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4982,7 +5163,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[64]
+	mi := &file_podsync_v1_pod_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4995,7 +5176,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{64}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -5023,7 +5204,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[65]
+	mi := &file_podsync_v1_pod_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5035,7 +5216,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[65]
+	mi := &file_podsync_v1_pod_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5048,7 +5229,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{65}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -5081,7 +5262,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[66]
+	mi := &file_podsync_v1_pod_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5093,7 +5274,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[66]
+	mi := &file_podsync_v1_pod_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5106,7 +5287,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{66}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -5184,7 +5365,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[67]
+	mi := &file_podsync_v1_pod_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5196,7 +5377,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[67]
+	mi := &file_podsync_v1_pod_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5209,7 +5390,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{67}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ConfigMap) GetApiVersion() string {
@@ -5280,7 +5461,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[68]
+	mi := &file_podsync_v1_pod_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5292,7 +5473,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[68]
+	mi := &file_podsync_v1_pod_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5305,7 +5486,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{68}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Secret) GetApiVersion() string {
@@ -5387,7 +5568,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B \n" +
-	"\x1e_deletion_grace_period_seconds\"\xf7\t\n" +
+	"\x1e_deletion_grace_period_seconds\"\xe3\r\n" +
 	"\aPodSpec\x125\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x15.podsync.v1.ContainerR\n" +
@@ -5415,13 +5596,30 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\rnode_selector\x18\x1e \x03(\v2%.podsync.v1.PodSpec.NodeSelectorEntryR\fnodeSelector\x128\n" +
 	"\vtolerations\x18\x1f \x03(\v2\x16.podsync.v1.TolerationR\vtolerations\x120\n" +
 	"\baffinity\x18  \x01(\v2\x14.podsync.v1.AffinityR\baffinity\x12W\n" +
-	"\x1btopology_spread_constraints\x18! \x03(\v2\x17.google.protobuf.StructR\x19topologySpreadConstraints\x1a?\n" +
+	"\x1btopology_spread_constraints\x18! \x03(\v2\x17.google.protobuf.StructR\x19topologySpreadConstraints\x12;\n" +
+	"\x17share_process_namespace\x18P \x01(\bH\x03R\x15shareProcessNamespace\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"host_users\x18Q \x01(\bH\x04R\thostUsers\x88\x01\x01\x124\n" +
+	"\x14set_hostname_as_fqdn\x18R \x01(\bH\x05R\x11setHostnameAsFQDN\x88\x01\x01\x12!\n" +
+	"\x02os\x18S \x01(\v2\x11.podsync.v1.PodOSR\x02os\x12>\n" +
+	"\tresources\x18T \x01(\v2 .podsync.v1.ResourceRequirementsR\tresources\x12\x1f\n" +
+	"\bpriority\x18U \x01(\x05H\x06R\bpriority\x88\x01\x01\x12.\n" +
+	"\x13priority_class_name\x18V \x01(\tR\x11priorityClassName\x12N\n" +
+	"\x12image_pull_secrets\x18W \x03(\v2 .podsync.v1.LocalObjectReferenceR\x10imagePullSecrets\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B#\n" +
 	"!_termination_grace_period_secondsB\x1a\n" +
 	"\x18_active_deadline_secondsB\x17\n" +
-	"\x15_enable_service_links\"\xb3\x01\n" +
+	"\x15_enable_service_linksB\x1a\n" +
+	"\x18_share_process_namespaceB\r\n" +
+	"\v_host_usersB\x17\n" +
+	"\x15_set_hostname_as_fqdnB\v\n" +
+	"\t_priority\"\x1b\n" +
+	"\x05PodOS\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"*\n" +
+	"\x14LocalObjectReference\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xb3\x01\n" +
 	"\n" +
 	"Toleration\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1a\n" +
@@ -5870,208 +6068,213 @@ func file_podsync_v1_pod_proto_rawDescGZIP() []byte {
 	return file_podsync_v1_pod_proto_rawDescData
 }
 
-var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
+var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
 var file_podsync_v1_pod_proto_goTypes = []any{
 	(*Pod)(nil),                               // 0: podsync.v1.Pod
 	(*ObjectMeta)(nil),                        // 1: podsync.v1.ObjectMeta
 	(*PodSpec)(nil),                           // 2: podsync.v1.PodSpec
-	(*Toleration)(nil),                        // 3: podsync.v1.Toleration
-	(*Affinity)(nil),                          // 4: podsync.v1.Affinity
-	(*NodeAffinity)(nil),                      // 5: podsync.v1.NodeAffinity
-	(*NodeSelector)(nil),                      // 6: podsync.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),                  // 7: podsync.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),           // 8: podsync.v1.NodeSelectorRequirement
-	(*PreferredSchedulingTerm)(nil),           // 9: podsync.v1.PreferredSchedulingTerm
-	(*PodDNSConfig)(nil),                      // 10: podsync.v1.PodDNSConfig
-	(*PodDNSConfigOption)(nil),                // 11: podsync.v1.PodDNSConfigOption
-	(*HostAlias)(nil),                         // 12: podsync.v1.HostAlias
-	(*PodSecurityContext)(nil),                // 13: podsync.v1.PodSecurityContext
-	(*SeccompProfile)(nil),                    // 14: podsync.v1.SeccompProfile
-	(*AppArmorProfile)(nil),                   // 15: podsync.v1.AppArmorProfile
-	(*SELinuxOptions)(nil),                    // 16: podsync.v1.SELinuxOptions
-	(*Sysctl)(nil),                            // 17: podsync.v1.Sysctl
-	(*Volume)(nil),                            // 18: podsync.v1.Volume
-	(*DownwardAPIVolumeSource)(nil),           // 19: podsync.v1.DownwardAPIVolumeSource
-	(*DownwardAPIVolumeFile)(nil),             // 20: podsync.v1.DownwardAPIVolumeFile
-	(*ResourceFieldSelector)(nil),             // 21: podsync.v1.ResourceFieldSelector
-	(*ProjectedVolumeSource)(nil),             // 22: podsync.v1.ProjectedVolumeSource
-	(*VolumeProjection)(nil),                  // 23: podsync.v1.VolumeProjection
-	(*ConfigMapProjection)(nil),               // 24: podsync.v1.ConfigMapProjection
-	(*SecretProjection)(nil),                  // 25: podsync.v1.SecretProjection
-	(*DownwardAPIProjection)(nil),             // 26: podsync.v1.DownwardAPIProjection
-	(*PersistentVolumeClaimVolumeSource)(nil), // 27: podsync.v1.PersistentVolumeClaimVolumeSource
-	(*ImageVolumeSource)(nil),                 // 28: podsync.v1.ImageVolumeSource
-	(*EmptyDirVolumeSource)(nil),              // 29: podsync.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),              // 30: podsync.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                         // 31: podsync.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),             // 32: podsync.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),                // 33: podsync.v1.SecretVolumeSource
-	(*Container)(nil),                         // 34: podsync.v1.Container
-	(*ContainerResizePolicy)(nil),             // 35: podsync.v1.ContainerResizePolicy
-	(*EnvVar)(nil),                            // 36: podsync.v1.EnvVar
-	(*EnvVarSource)(nil),                      // 37: podsync.v1.EnvVarSource
-	(*ObjectFieldSelector)(nil),               // 38: podsync.v1.ObjectFieldSelector
-	(*ConfigMapKeySelector)(nil),              // 39: podsync.v1.ConfigMapKeySelector
-	(*SecretKeySelector)(nil),                 // 40: podsync.v1.SecretKeySelector
-	(*EnvFromSource)(nil),                     // 41: podsync.v1.EnvFromSource
-	(*ConfigMapEnvSource)(nil),                // 42: podsync.v1.ConfigMapEnvSource
-	(*SecretEnvSource)(nil),                   // 43: podsync.v1.SecretEnvSource
-	(*ContainerPort)(nil),                     // 44: podsync.v1.ContainerPort
-	(*ResourceRequirements)(nil),              // 45: podsync.v1.ResourceRequirements
-	(*VolumeMount)(nil),                       // 46: podsync.v1.VolumeMount
-	(*Lifecycle)(nil),                         // 47: podsync.v1.Lifecycle
-	(*LifecycleHandler)(nil),                  // 48: podsync.v1.LifecycleHandler
-	(*SleepAction)(nil),                       // 49: podsync.v1.SleepAction
-	(*ExecAction)(nil),                        // 50: podsync.v1.ExecAction
-	(*Probe)(nil),                             // 51: podsync.v1.Probe
-	(*GRPCAction)(nil),                        // 52: podsync.v1.GRPCAction
-	(*HTTPGetAction)(nil),                     // 53: podsync.v1.HTTPGetAction
-	(*HTTPHeader)(nil),                        // 54: podsync.v1.HTTPHeader
-	(*TCPSocketAction)(nil),                   // 55: podsync.v1.TCPSocketAction
-	(*SecurityContext)(nil),                   // 56: podsync.v1.SecurityContext
-	(*Capabilities)(nil),                      // 57: podsync.v1.Capabilities
-	(*PodStatus)(nil),                         // 58: podsync.v1.PodStatus
-	(*PodIP)(nil),                             // 59: podsync.v1.PodIP
-	(*HostIP)(nil),                            // 60: podsync.v1.HostIP
-	(*PodCondition)(nil),                      // 61: podsync.v1.PodCondition
-	(*ContainerStatus)(nil),                   // 62: podsync.v1.ContainerStatus
-	(*ContainerState)(nil),                    // 63: podsync.v1.ContainerState
-	(*ContainerStateWaiting)(nil),             // 64: podsync.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),             // 65: podsync.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),          // 66: podsync.v1.ContainerStateTerminated
-	(*ConfigMap)(nil),                         // 67: podsync.v1.ConfigMap
-	(*Secret)(nil),                            // 68: podsync.v1.Secret
-	nil,                                       // 69: podsync.v1.ObjectMeta.LabelsEntry
-	nil,                                       // 70: podsync.v1.ObjectMeta.AnnotationsEntry
-	nil,                                       // 71: podsync.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 72: podsync.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 73: podsync.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 74: podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	nil,                                       // 75: podsync.v1.ConfigMap.DataEntry
-	nil,                                       // 76: podsync.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 77: podsync.v1.Secret.DataEntry
-	nil,                                       // 78: podsync.v1.Secret.StringDataEntry
-	(*timestamppb.Timestamp)(nil),             // 79: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),                   // 80: google.protobuf.Struct
-	(*structpb.Value)(nil),                    // 81: google.protobuf.Value
+	(*PodOS)(nil),                             // 3: podsync.v1.PodOS
+	(*LocalObjectReference)(nil),              // 4: podsync.v1.LocalObjectReference
+	(*Toleration)(nil),                        // 5: podsync.v1.Toleration
+	(*Affinity)(nil),                          // 6: podsync.v1.Affinity
+	(*NodeAffinity)(nil),                      // 7: podsync.v1.NodeAffinity
+	(*NodeSelector)(nil),                      // 8: podsync.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 9: podsync.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),           // 10: podsync.v1.NodeSelectorRequirement
+	(*PreferredSchedulingTerm)(nil),           // 11: podsync.v1.PreferredSchedulingTerm
+	(*PodDNSConfig)(nil),                      // 12: podsync.v1.PodDNSConfig
+	(*PodDNSConfigOption)(nil),                // 13: podsync.v1.PodDNSConfigOption
+	(*HostAlias)(nil),                         // 14: podsync.v1.HostAlias
+	(*PodSecurityContext)(nil),                // 15: podsync.v1.PodSecurityContext
+	(*SeccompProfile)(nil),                    // 16: podsync.v1.SeccompProfile
+	(*AppArmorProfile)(nil),                   // 17: podsync.v1.AppArmorProfile
+	(*SELinuxOptions)(nil),                    // 18: podsync.v1.SELinuxOptions
+	(*Sysctl)(nil),                            // 19: podsync.v1.Sysctl
+	(*Volume)(nil),                            // 20: podsync.v1.Volume
+	(*DownwardAPIVolumeSource)(nil),           // 21: podsync.v1.DownwardAPIVolumeSource
+	(*DownwardAPIVolumeFile)(nil),             // 22: podsync.v1.DownwardAPIVolumeFile
+	(*ResourceFieldSelector)(nil),             // 23: podsync.v1.ResourceFieldSelector
+	(*ProjectedVolumeSource)(nil),             // 24: podsync.v1.ProjectedVolumeSource
+	(*VolumeProjection)(nil),                  // 25: podsync.v1.VolumeProjection
+	(*ConfigMapProjection)(nil),               // 26: podsync.v1.ConfigMapProjection
+	(*SecretProjection)(nil),                  // 27: podsync.v1.SecretProjection
+	(*DownwardAPIProjection)(nil),             // 28: podsync.v1.DownwardAPIProjection
+	(*PersistentVolumeClaimVolumeSource)(nil), // 29: podsync.v1.PersistentVolumeClaimVolumeSource
+	(*ImageVolumeSource)(nil),                 // 30: podsync.v1.ImageVolumeSource
+	(*EmptyDirVolumeSource)(nil),              // 31: podsync.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),              // 32: podsync.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                         // 33: podsync.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),             // 34: podsync.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),                // 35: podsync.v1.SecretVolumeSource
+	(*Container)(nil),                         // 36: podsync.v1.Container
+	(*ContainerResizePolicy)(nil),             // 37: podsync.v1.ContainerResizePolicy
+	(*EnvVar)(nil),                            // 38: podsync.v1.EnvVar
+	(*EnvVarSource)(nil),                      // 39: podsync.v1.EnvVarSource
+	(*ObjectFieldSelector)(nil),               // 40: podsync.v1.ObjectFieldSelector
+	(*ConfigMapKeySelector)(nil),              // 41: podsync.v1.ConfigMapKeySelector
+	(*SecretKeySelector)(nil),                 // 42: podsync.v1.SecretKeySelector
+	(*EnvFromSource)(nil),                     // 43: podsync.v1.EnvFromSource
+	(*ConfigMapEnvSource)(nil),                // 44: podsync.v1.ConfigMapEnvSource
+	(*SecretEnvSource)(nil),                   // 45: podsync.v1.SecretEnvSource
+	(*ContainerPort)(nil),                     // 46: podsync.v1.ContainerPort
+	(*ResourceRequirements)(nil),              // 47: podsync.v1.ResourceRequirements
+	(*VolumeMount)(nil),                       // 48: podsync.v1.VolumeMount
+	(*Lifecycle)(nil),                         // 49: podsync.v1.Lifecycle
+	(*LifecycleHandler)(nil),                  // 50: podsync.v1.LifecycleHandler
+	(*SleepAction)(nil),                       // 51: podsync.v1.SleepAction
+	(*ExecAction)(nil),                        // 52: podsync.v1.ExecAction
+	(*Probe)(nil),                             // 53: podsync.v1.Probe
+	(*GRPCAction)(nil),                        // 54: podsync.v1.GRPCAction
+	(*HTTPGetAction)(nil),                     // 55: podsync.v1.HTTPGetAction
+	(*HTTPHeader)(nil),                        // 56: podsync.v1.HTTPHeader
+	(*TCPSocketAction)(nil),                   // 57: podsync.v1.TCPSocketAction
+	(*SecurityContext)(nil),                   // 58: podsync.v1.SecurityContext
+	(*Capabilities)(nil),                      // 59: podsync.v1.Capabilities
+	(*PodStatus)(nil),                         // 60: podsync.v1.PodStatus
+	(*PodIP)(nil),                             // 61: podsync.v1.PodIP
+	(*HostIP)(nil),                            // 62: podsync.v1.HostIP
+	(*PodCondition)(nil),                      // 63: podsync.v1.PodCondition
+	(*ContainerStatus)(nil),                   // 64: podsync.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 65: podsync.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 66: podsync.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 67: podsync.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 68: podsync.v1.ContainerStateTerminated
+	(*ConfigMap)(nil),                         // 69: podsync.v1.ConfigMap
+	(*Secret)(nil),                            // 70: podsync.v1.Secret
+	nil,                                       // 71: podsync.v1.ObjectMeta.LabelsEntry
+	nil,                                       // 72: podsync.v1.ObjectMeta.AnnotationsEntry
+	nil,                                       // 73: podsync.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 74: podsync.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 75: podsync.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 76: podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                                       // 77: podsync.v1.ConfigMap.DataEntry
+	nil,                                       // 78: podsync.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 79: podsync.v1.Secret.DataEntry
+	nil,                                       // 80: podsync.v1.Secret.StringDataEntry
+	(*timestamppb.Timestamp)(nil),             // 81: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),                   // 82: google.protobuf.Struct
+	(*structpb.Value)(nil),                    // 83: google.protobuf.Value
 }
 var file_podsync_v1_pod_proto_depIdxs = []int32{
 	1,   // 0: podsync.v1.Pod.metadata:type_name -> podsync.v1.ObjectMeta
 	2,   // 1: podsync.v1.Pod.spec:type_name -> podsync.v1.PodSpec
-	58,  // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
-	69,  // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
-	70,  // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
-	79,  // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	79,  // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
-	34,  // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
-	34,  // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
-	10,  // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
-	12,  // 10: podsync.v1.PodSpec.host_aliases:type_name -> podsync.v1.HostAlias
-	18,  // 11: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
-	13,  // 12: podsync.v1.PodSpec.security_context:type_name -> podsync.v1.PodSecurityContext
-	71,  // 13: podsync.v1.PodSpec.node_selector:type_name -> podsync.v1.PodSpec.NodeSelectorEntry
-	3,   // 14: podsync.v1.PodSpec.tolerations:type_name -> podsync.v1.Toleration
-	4,   // 15: podsync.v1.PodSpec.affinity:type_name -> podsync.v1.Affinity
-	80,  // 16: podsync.v1.PodSpec.topology_spread_constraints:type_name -> google.protobuf.Struct
-	5,   // 17: podsync.v1.Affinity.node_affinity:type_name -> podsync.v1.NodeAffinity
-	80,  // 18: podsync.v1.Affinity.pod_affinity:type_name -> google.protobuf.Struct
-	80,  // 19: podsync.v1.Affinity.pod_anti_affinity:type_name -> google.protobuf.Struct
-	6,   // 20: podsync.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podsync.v1.NodeSelector
-	9,   // 21: podsync.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podsync.v1.PreferredSchedulingTerm
-	7,   // 22: podsync.v1.NodeSelector.node_selector_terms:type_name -> podsync.v1.NodeSelectorTerm
-	8,   // 23: podsync.v1.NodeSelectorTerm.match_expressions:type_name -> podsync.v1.NodeSelectorRequirement
-	8,   // 24: podsync.v1.NodeSelectorTerm.match_fields:type_name -> podsync.v1.NodeSelectorRequirement
-	7,   // 25: podsync.v1.PreferredSchedulingTerm.preference:type_name -> podsync.v1.NodeSelectorTerm
-	11,  // 26: podsync.v1.PodDNSConfig.options:type_name -> podsync.v1.PodDNSConfigOption
-	17,  // 27: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
-	16,  // 28: podsync.v1.PodSecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
-	14,  // 29: podsync.v1.PodSecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
-	15,  // 30: podsync.v1.PodSecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
-	29,  // 31: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
-	30,  // 32: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
-	32,  // 33: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
-	33,  // 34: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
-	19,  // 35: podsync.v1.Volume.downward_api:type_name -> podsync.v1.DownwardAPIVolumeSource
-	22,  // 36: podsync.v1.Volume.projected:type_name -> podsync.v1.ProjectedVolumeSource
-	27,  // 37: podsync.v1.Volume.persistent_volume_claim:type_name -> podsync.v1.PersistentVolumeClaimVolumeSource
-	28,  // 38: podsync.v1.Volume.image:type_name -> podsync.v1.ImageVolumeSource
-	20,  // 39: podsync.v1.DownwardAPIVolumeSource.items:type_name -> podsync.v1.DownwardAPIVolumeFile
-	38,  // 40: podsync.v1.DownwardAPIVolumeFile.field_ref:type_name -> podsync.v1.ObjectFieldSelector
-	21,  // 41: podsync.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
-	23,  // 42: podsync.v1.ProjectedVolumeSource.sources:type_name -> podsync.v1.VolumeProjection
-	24,  // 43: podsync.v1.VolumeProjection.config_map:type_name -> podsync.v1.ConfigMapProjection
-	25,  // 44: podsync.v1.VolumeProjection.secret:type_name -> podsync.v1.SecretProjection
-	26,  // 45: podsync.v1.VolumeProjection.downward_api:type_name -> podsync.v1.DownwardAPIProjection
-	31,  // 46: podsync.v1.ConfigMapProjection.items:type_name -> podsync.v1.KeyToPath
-	31,  // 47: podsync.v1.SecretProjection.items:type_name -> podsync.v1.KeyToPath
-	20,  // 48: podsync.v1.DownwardAPIProjection.items:type_name -> podsync.v1.DownwardAPIVolumeFile
-	31,  // 49: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	31,  // 50: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	36,  // 51: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
-	41,  // 52: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
-	44,  // 53: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
-	45,  // 54: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
-	46,  // 55: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
-	47,  // 56: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
-	51,  // 57: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
-	51,  // 58: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
-	51,  // 59: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
-	56,  // 60: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
-	35,  // 61: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
-	37,  // 62: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
-	38,  // 63: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
-	39,  // 64: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
-	40,  // 65: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
-	21,  // 66: podsync.v1.EnvVarSource.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
-	42,  // 67: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
-	43,  // 68: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
-	72,  // 69: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
-	73,  // 70: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
-	48,  // 71: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
-	48,  // 72: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
-	50,  // 73: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
-	53,  // 74: podsync.v1.LifecycleHandler.http_get:type_name -> podsync.v1.HTTPGetAction
-	49,  // 75: podsync.v1.LifecycleHandler.sleep:type_name -> podsync.v1.SleepAction
-	50,  // 76: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
-	53,  // 77: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
-	55,  // 78: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
-	52,  // 79: podsync.v1.Probe.grpc:type_name -> podsync.v1.GRPCAction
-	81,  // 80: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
-	54,  // 81: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
-	81,  // 82: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
-	57,  // 83: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
-	16,  // 84: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
-	14,  // 85: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
-	15,  // 86: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
-	61,  // 87: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
-	59,  // 88: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
-	79,  // 89: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	62,  // 90: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
-	62,  // 91: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
-	60,  // 92: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
-	79,  // 93: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	79,  // 94: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	63,  // 95: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
-	63,  // 96: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
-	45,  // 97: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
-	74,  // 98: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	64,  // 99: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
-	65,  // 100: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
-	66,  // 101: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
-	79,  // 102: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	79,  // 103: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	79,  // 104: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	1,   // 105: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
-	75,  // 106: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
-	76,  // 107: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
-	1,   // 108: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
-	77,  // 109: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
-	78,  // 110: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
-	111, // [111:111] is the sub-list for method output_type
-	111, // [111:111] is the sub-list for method input_type
-	111, // [111:111] is the sub-list for extension type_name
-	111, // [111:111] is the sub-list for extension extendee
-	0,   // [0:111] is the sub-list for field type_name
+	60,  // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
+	71,  // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
+	72,  // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
+	81,  // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	81,  // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	36,  // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
+	36,  // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
+	12,  // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
+	14,  // 10: podsync.v1.PodSpec.host_aliases:type_name -> podsync.v1.HostAlias
+	20,  // 11: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
+	15,  // 12: podsync.v1.PodSpec.security_context:type_name -> podsync.v1.PodSecurityContext
+	73,  // 13: podsync.v1.PodSpec.node_selector:type_name -> podsync.v1.PodSpec.NodeSelectorEntry
+	5,   // 14: podsync.v1.PodSpec.tolerations:type_name -> podsync.v1.Toleration
+	6,   // 15: podsync.v1.PodSpec.affinity:type_name -> podsync.v1.Affinity
+	82,  // 16: podsync.v1.PodSpec.topology_spread_constraints:type_name -> google.protobuf.Struct
+	3,   // 17: podsync.v1.PodSpec.os:type_name -> podsync.v1.PodOS
+	47,  // 18: podsync.v1.PodSpec.resources:type_name -> podsync.v1.ResourceRequirements
+	4,   // 19: podsync.v1.PodSpec.image_pull_secrets:type_name -> podsync.v1.LocalObjectReference
+	7,   // 20: podsync.v1.Affinity.node_affinity:type_name -> podsync.v1.NodeAffinity
+	82,  // 21: podsync.v1.Affinity.pod_affinity:type_name -> google.protobuf.Struct
+	82,  // 22: podsync.v1.Affinity.pod_anti_affinity:type_name -> google.protobuf.Struct
+	8,   // 23: podsync.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podsync.v1.NodeSelector
+	11,  // 24: podsync.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podsync.v1.PreferredSchedulingTerm
+	9,   // 25: podsync.v1.NodeSelector.node_selector_terms:type_name -> podsync.v1.NodeSelectorTerm
+	10,  // 26: podsync.v1.NodeSelectorTerm.match_expressions:type_name -> podsync.v1.NodeSelectorRequirement
+	10,  // 27: podsync.v1.NodeSelectorTerm.match_fields:type_name -> podsync.v1.NodeSelectorRequirement
+	9,   // 28: podsync.v1.PreferredSchedulingTerm.preference:type_name -> podsync.v1.NodeSelectorTerm
+	13,  // 29: podsync.v1.PodDNSConfig.options:type_name -> podsync.v1.PodDNSConfigOption
+	19,  // 30: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
+	18,  // 31: podsync.v1.PodSecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	16,  // 32: podsync.v1.PodSecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	17,  // 33: podsync.v1.PodSecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	31,  // 34: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
+	32,  // 35: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
+	34,  // 36: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
+	35,  // 37: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
+	21,  // 38: podsync.v1.Volume.downward_api:type_name -> podsync.v1.DownwardAPIVolumeSource
+	24,  // 39: podsync.v1.Volume.projected:type_name -> podsync.v1.ProjectedVolumeSource
+	29,  // 40: podsync.v1.Volume.persistent_volume_claim:type_name -> podsync.v1.PersistentVolumeClaimVolumeSource
+	30,  // 41: podsync.v1.Volume.image:type_name -> podsync.v1.ImageVolumeSource
+	22,  // 42: podsync.v1.DownwardAPIVolumeSource.items:type_name -> podsync.v1.DownwardAPIVolumeFile
+	40,  // 43: podsync.v1.DownwardAPIVolumeFile.field_ref:type_name -> podsync.v1.ObjectFieldSelector
+	23,  // 44: podsync.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
+	25,  // 45: podsync.v1.ProjectedVolumeSource.sources:type_name -> podsync.v1.VolumeProjection
+	26,  // 46: podsync.v1.VolumeProjection.config_map:type_name -> podsync.v1.ConfigMapProjection
+	27,  // 47: podsync.v1.VolumeProjection.secret:type_name -> podsync.v1.SecretProjection
+	28,  // 48: podsync.v1.VolumeProjection.downward_api:type_name -> podsync.v1.DownwardAPIProjection
+	33,  // 49: podsync.v1.ConfigMapProjection.items:type_name -> podsync.v1.KeyToPath
+	33,  // 50: podsync.v1.SecretProjection.items:type_name -> podsync.v1.KeyToPath
+	22,  // 51: podsync.v1.DownwardAPIProjection.items:type_name -> podsync.v1.DownwardAPIVolumeFile
+	33,  // 52: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	33,  // 53: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	38,  // 54: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
+	43,  // 55: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
+	46,  // 56: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
+	47,  // 57: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
+	48,  // 58: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
+	49,  // 59: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
+	53,  // 60: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
+	53,  // 61: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
+	53,  // 62: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
+	58,  // 63: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
+	37,  // 64: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
+	39,  // 65: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
+	40,  // 66: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
+	41,  // 67: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
+	42,  // 68: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
+	23,  // 69: podsync.v1.EnvVarSource.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
+	44,  // 70: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
+	45,  // 71: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
+	74,  // 72: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
+	75,  // 73: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
+	50,  // 74: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
+	50,  // 75: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
+	52,  // 76: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
+	55,  // 77: podsync.v1.LifecycleHandler.http_get:type_name -> podsync.v1.HTTPGetAction
+	51,  // 78: podsync.v1.LifecycleHandler.sleep:type_name -> podsync.v1.SleepAction
+	52,  // 79: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
+	55,  // 80: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
+	57,  // 81: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
+	54,  // 82: podsync.v1.Probe.grpc:type_name -> podsync.v1.GRPCAction
+	83,  // 83: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
+	56,  // 84: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
+	83,  // 85: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
+	59,  // 86: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
+	18,  // 87: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	16,  // 88: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	17,  // 89: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	63,  // 90: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
+	61,  // 91: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
+	81,  // 92: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	64,  // 93: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
+	64,  // 94: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
+	62,  // 95: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
+	81,  // 96: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	81,  // 97: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	65,  // 98: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
+	65,  // 99: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
+	47,  // 100: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
+	76,  // 101: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	66,  // 102: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
+	67,  // 103: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
+	68,  // 104: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
+	81,  // 105: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	81,  // 106: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	81,  // 107: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	1,   // 108: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
+	77,  // 109: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
+	78,  // 110: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
+	1,   // 111: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
+	79,  // 112: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
+	80,  // 113: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
+	114, // [114:114] is the sub-list for method output_type
+	114, // [114:114] is the sub-list for method input_type
+	114, // [114:114] is the sub-list for extension type_name
+	114, // [114:114] is the sub-list for extension extendee
+	0,   // [0:114] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_proto_init() }
@@ -6081,40 +6284,40 @@ func file_podsync_v1_pod_proto_init() {
 	}
 	file_podsync_v1_pod_proto_msgTypes[1].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[2].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[3].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[11].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[5].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[13].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[14].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[15].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[19].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[20].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[16].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[17].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[21].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[22].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[24].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[25].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[30].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[31].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[26].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[27].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[32].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[33].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[34].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[39].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[40].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[35].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[36].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[41].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[42].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[43].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[46].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[47].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[51].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[52].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[56].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[62].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[67].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[68].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[44].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[45].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[48].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[49].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[53].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[54].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[58].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[64].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[69].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[70].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_proto_rawDesc), len(file_podsync_v1_pod_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   79,
+			NumMessages:   81,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -235,9 +235,6 @@ func TestKubeadmStaticPod(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "1 of 1 pods reached Ready") {
 		t.Fatalf("run the static pod: %+v", r)
 	}
-	if !strings.Contains(r.stderr, "accepted spec.priorityClassName system-node-critical") {
-		t.Errorf("notices:\n%s", r.stderr)
-	}
 	if fi, err := os.Stat(filepath.Join(dir, "etcd")); err != nil || !fi.IsDir() {
 		t.Errorf("the DirectoryOrCreate hostPath was not created: %v", err)
 	}
