@@ -42,6 +42,12 @@ const (
 	ReasonPermissionDenied   = errorinfo.ReasonPermissionDenied
 	ReasonUnauthenticated    = errorinfo.ReasonUnauthenticated
 	ReasonInternal           = errorinfo.ReasonInternal
+	// ReasonContainerNotRunning: exec or attach needs a running container.
+	ReasonContainerNotRunning = errorinfo.ReasonContainerNotRunning
+	// ReasonPodNotRunning: port-forward needs a running pod.
+	ReasonPodNotRunning = errorinfo.ReasonPodNotRunning
+	// ReasonStreamFailed: the runtime failed a streaming session.
+	ReasonStreamFailed = errorinfo.ReasonStreamFailed
 )
 
 // Sentinel errors. Every error a Client method returns for a failed call

@@ -22,6 +22,7 @@ func TestReasonsAreDistinct(t *testing.T) {
 		errorinfo.ReasonNoSpace, errorinfo.ReasonRateLimited, errorinfo.ReasonPermissionDenied,
 		errorinfo.ReasonUnauthenticated, errorinfo.ReasonCanceled, errorinfo.ReasonDeadlineExceeded,
 		errorinfo.ReasonInternal, errorinfo.ReasonUnexpectedAdmissionError,
+		errorinfo.ReasonContainerNotRunning, errorinfo.ReasonPodNotRunning, errorinfo.ReasonStreamFailed,
 	} {
 		if r == "" || seen[r] {
 			t.Errorf("reason %q: empty or listed twice", r)

@@ -25,6 +25,13 @@ var (
 	ErrTerminating = fmt.Errorf("pod is terminating: %w", ErrConflict)
 	// ErrRuntimeUnavailable reports that the container runtime did not answer.
 	ErrRuntimeUnavailable = errors.New("container runtime unavailable")
+	// ErrNotRunning reports a container or pod that must run for the call
+	// (exec, attach, port-forward) but does not.
+	ErrNotRunning = errors.New("not running")
+	// ErrStreamFailed reports a streaming session (exec, attach,
+	// port-forward) that the runtime's streaming server failed or ended
+	// after it started.
+	ErrStreamFailed = errors.New("streaming session failed")
 )
 
 // InvalidSpec marks each non-nil error of errs (validation's path checks,

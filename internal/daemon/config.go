@@ -120,6 +120,10 @@ type Config struct {
 	// measured against their emptyDir sizeLimit and ephemeral-storage
 	// limits (--housekeeping-interval, the kubelet's name; 10 s).
 	HousekeepingInterval metav1.Duration `json:"housekeepingInterval,omitzero"`
+	// StreamIdleTimeout ends exec, attach and port-forward sessions
+	// without traffic for that long (--stream-idle-timeout, the kubelet's
+	// --streaming-connection-idle-timeout; 4 h).
+	StreamIdleTimeout metav1.Duration `json:"streamIdleTimeout,omitzero"`
 	// EvictionStoreMinAvailable is the free space the store's file system
 	// keeps: below it the pod using the most local storage there is
 	// evicted (--eviction-store-min-available; "5%", a quantity such as
@@ -161,6 +165,7 @@ func DefaultConfig() Config {
 		SeccompDefault:  true,
 
 		HousekeepingInterval:      metav1.Duration{Duration: engine.DefaultHousekeepingInterval},
+		StreamIdleTimeout:         metav1.Duration{Duration: engine.DefaultStreamIdleTimeout},
 		EvictionStoreMinAvailable: strconv.Itoa(engine.DefaultStoreMinAvailablePercent) + "%",
 	}
 }
@@ -224,6 +229,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"largest pod record the store accepts, the pod with the ConfigMaps and Secrets it refers to (0: 1.5 MiB)")
 	fs.DurationVar(&c.HousekeepingInterval.Duration, "housekeeping-interval", c.HousekeepingInterval.Duration,
 		"how often pods' local storage is measured against their emptyDir sizeLimit and ephemeral-storage limits")
+	fs.DurationVar(&c.StreamIdleTimeout.Duration, "stream-idle-timeout", c.StreamIdleTimeout.Duration,
+		"how long an exec, attach or port-forward session may go without traffic before it is ended")
 	fs.StringVar(&c.EvictionStoreMinAvailable, "eviction-store-min-available", c.EvictionStoreMinAvailable,
 		`free space the store's file system keeps: below it the pod using the most there is evicted (e.g. 5%, 2Gi; 0: no check)`)
 }
@@ -307,6 +314,9 @@ func (c Config) Validate(ctx context.Context) error {
 	}
 	if c.HousekeepingInterval.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("--housekeeping-interval %s: must be positive", c.HousekeepingInterval.Duration))
+	}
+	if c.StreamIdleTimeout.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("--stream-idle-timeout %s: must be positive", c.StreamIdleTimeout.Duration))
 	}
 	if _, err := c.StoreThreshold(); err != nil {
 		errs = append(errs, err)

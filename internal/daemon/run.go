@@ -123,8 +123,10 @@ type daemon struct {
 	hostDNS  *runtimeapi.DNSConfig
 	policy   admit.Policy
 	hooksFor admit.Node
-	// metrics are the engine's, on the registry --metrics-address serves.
-	metrics *engine.Metrics
+	// metrics are the engine's, on the registry --metrics-address serves;
+	// sessions the exec, attach and port-forward sessions'.
+	metrics  *engine.Metrics
+	sessions *server.SessionMetrics
 }
 
 func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
@@ -215,6 +217,9 @@ func (d *daemon) newServer(opts server.Options, reg *prometheus.Registry) (*serv
 	var err error
 	d.metrics, err = engine.NewMetrics(reg, engine.MetricsOptions{ErrorCode: criErrorCode})
 	if err != nil {
+		return nil, err
+	}
+	if d.sessions, err = server.NewSessionMetrics(reg); err != nil {
 		return nil, err
 	}
 	d.health = server.NewHealthChecker(d.svc.probe, 0, d.log.Named("health"))
@@ -434,8 +439,10 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 			Policy:    policy,
 			PodLogDir: d.cfg.PodLogDir,
 		},
-		NodeName: d.cfg.NodeName,
-		Logger:   d.log.Named("service"),
+		NodeName:          d.cfg.NodeName,
+		StreamIdleTimeout: d.cfg.StreamIdleTimeout.Duration,
+		Sessions:          d.sessions,
+		Logger:            d.log.Named("service"),
 	})
 	d.log.Info("connected to the container runtime")
 	d.svc.set(&backend{svc: svc, rt: rt})

@@ -31,6 +31,10 @@ const (
 	PodSyncService_DeletePod_FullMethodName        = "/podsync.v1.PodSyncService/DeletePod"
 	PodSyncService_WatchPods_FullMethodName        = "/podsync.v1.PodSyncService/WatchPods"
 	PodSyncService_GetContainerLogs_FullMethodName = "/podsync.v1.PodSyncService/GetContainerLogs"
+	PodSyncService_ExecSync_FullMethodName         = "/podsync.v1.PodSyncService/ExecSync"
+	PodSyncService_Exec_FullMethodName             = "/podsync.v1.PodSyncService/Exec"
+	PodSyncService_Attach_FullMethodName           = "/podsync.v1.PodSyncService/Attach"
+	PodSyncService_PortForward_FullMethodName      = "/podsync.v1.PodSyncService/PortForward"
 )
 
 // PodSyncServiceClient is the client API for PodSyncService service.
@@ -193,6 +197,75 @@ type PodSyncServiceClient interface {
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetContainerLogs(ctx context.Context, in *GetContainerLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[GetContainerLogsResponse], error)
+	// ExecSync runs a command in a running container and returns its output
+	// and exit code once it exits: CRI ExecSync, for short commands (a probe,
+	// a one-off query).
+	//
+	// Limits: stdout and stderr are each capped at 1 MiB (ExecSyncMaxOutput);
+	// the rest is discarded and stdout_truncated or stderr_truncated set.
+	// timeout, when set, kills the command after it (then exit_code is -1
+	// and timed_out is set); without one the caller's deadline bounds the
+	// call.
+	//
+	// Errors: NOT_FOUND (POD_NOT_FOUND, CONTAINER_NOT_FOUND);
+	// FAILED_PRECONDITION (CONTAINER_NOT_RUNNING) when the container's newest
+	// instance is not running; INVALID_ARGUMENT for an empty command or a pod
+	// of several containers and none named. PERMISSION_DENIED unless the
+	// caller has the exec role (or admin).
+	//
+	// Idempotency: none — the command runs once per call; retrying runs it
+	// again.
+	ExecSync(ctx context.Context, in *ExecSyncRequest, opts ...grpc.CallOption) (*ExecSyncResponse, error)
+	// Exec runs a command in a running container and streams its standard
+	// streams, as kubectl exec: the first request is an ExecStart naming the
+	// pod, container, command and whether stdin and a TTY are wanted; later
+	// requests carry stdin bytes, terminal resizes and the close of stdin
+	// (half-closing the stream also closes stdin). The responses carry
+	// stdout and stderr bytes (with a TTY, everything is stdout) and, last,
+	// the exit code; the stream then ends with OK.
+	//
+	// podsyncd connects to the runtime's streaming server (CRI Exec's URL)
+	// and copies without buffering beyond one message each way: a caller
+	// that does not read slows the command's output down, never podsyncd's
+	// memory. Cancelling the call ends the runtime session. A session with
+	// no traffic for podsyncd's --stream-idle-timeout (default 4 h) is ended
+	// with DEADLINE_EXCEEDED. Sessions count against the caller's
+	// --max-streams-per-identity.
+	//
+	// Errors: as ExecSync, with INVALID_ARGUMENT when the first request is
+	// not an ExecStart; an error of the session after it started ends the
+	// stream with UNAVAILABLE.
+	//
+	// Idempotency: none.
+	Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error)
+	// Attach attaches to the standard streams of a running container's main
+	// process, as kubectl attach: the first request is an AttachStart; the
+	// rest is as Exec (stdin needs the container's stdin: true, a TTY its
+	// tty: true). The final message's exit code is the container's when it
+	// exits while attached; a caller that detaches (cancels) leaves it
+	// running.
+	//
+	// Errors, limits and idempotency: as Exec.
+	Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttachRequest, AttachResponse], error)
+	// PortForward forwards one TCP connection to a port of a pod's network
+	// namespace (CRI PortForward), as kubectl port-forward does per accepted
+	// connection: the first request is a PortForwardStart, then data
+	// requests; half-closing the stream half-closes the connection to the
+	// pod. Responses carry the data the pod sends; the stream ends with OK
+	// when the pod closes its side, or with UNAVAILABLE (PORT_FORWARD_FAILED)
+	// and the runtime's message when the connection fails (nothing listens
+	// on the port, for instance). One stream is one connection: an error
+	// ends only it.
+	//
+	// Limits: as Exec (backpressure, idle timeout, stream cap).
+	//
+	// Errors: NOT_FOUND (POD_NOT_FOUND); FAILED_PRECONDITION
+	// (POD_NOT_RUNNING) when the pod has no ready sandbox; INVALID_ARGUMENT
+	// for a port outside 1–65535. PERMISSION_DENIED unless the caller has the
+	// exec role.
+	//
+	// Idempotency: none.
+	PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PortForwardRequest, PortForwardResponse], error)
 }
 
 type podSyncServiceClient struct {
@@ -328,6 +401,55 @@ func (c *podSyncServiceClient) GetContainerLogs(ctx context.Context, in *GetCont
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PodSyncService_GetContainerLogsClient = grpc.ServerStreamingClient[GetContainerLogsResponse]
+
+func (c *podSyncServiceClient) ExecSync(ctx context.Context, in *ExecSyncRequest, opts ...grpc.CallOption) (*ExecSyncResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExecSyncResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_ExecSync_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &PodSyncService_ServiceDesc.Streams[4], PodSyncService_Exec_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecRequest, ExecResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PodSyncService_ExecClient = grpc.BidiStreamingClient[ExecRequest, ExecResponse]
+
+func (c *podSyncServiceClient) Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttachRequest, AttachResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &PodSyncService_ServiceDesc.Streams[5], PodSyncService_Attach_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[AttachRequest, AttachResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PodSyncService_AttachClient = grpc.BidiStreamingClient[AttachRequest, AttachResponse]
+
+func (c *podSyncServiceClient) PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PortForwardRequest, PortForwardResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &PodSyncService_ServiceDesc.Streams[6], PodSyncService_PortForward_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[PortForwardRequest, PortForwardResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PodSyncService_PortForwardClient = grpc.BidiStreamingClient[PortForwardRequest, PortForwardResponse]
 
 // PodSyncServiceServer is the server API for PodSyncService service.
 // All implementations must embed UnimplementedPodSyncServiceServer
@@ -489,6 +611,75 @@ type PodSyncServiceServer interface {
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetContainerLogs(*GetContainerLogsRequest, grpc.ServerStreamingServer[GetContainerLogsResponse]) error
+	// ExecSync runs a command in a running container and returns its output
+	// and exit code once it exits: CRI ExecSync, for short commands (a probe,
+	// a one-off query).
+	//
+	// Limits: stdout and stderr are each capped at 1 MiB (ExecSyncMaxOutput);
+	// the rest is discarded and stdout_truncated or stderr_truncated set.
+	// timeout, when set, kills the command after it (then exit_code is -1
+	// and timed_out is set); without one the caller's deadline bounds the
+	// call.
+	//
+	// Errors: NOT_FOUND (POD_NOT_FOUND, CONTAINER_NOT_FOUND);
+	// FAILED_PRECONDITION (CONTAINER_NOT_RUNNING) when the container's newest
+	// instance is not running; INVALID_ARGUMENT for an empty command or a pod
+	// of several containers and none named. PERMISSION_DENIED unless the
+	// caller has the exec role (or admin).
+	//
+	// Idempotency: none — the command runs once per call; retrying runs it
+	// again.
+	ExecSync(context.Context, *ExecSyncRequest) (*ExecSyncResponse, error)
+	// Exec runs a command in a running container and streams its standard
+	// streams, as kubectl exec: the first request is an ExecStart naming the
+	// pod, container, command and whether stdin and a TTY are wanted; later
+	// requests carry stdin bytes, terminal resizes and the close of stdin
+	// (half-closing the stream also closes stdin). The responses carry
+	// stdout and stderr bytes (with a TTY, everything is stdout) and, last,
+	// the exit code; the stream then ends with OK.
+	//
+	// podsyncd connects to the runtime's streaming server (CRI Exec's URL)
+	// and copies without buffering beyond one message each way: a caller
+	// that does not read slows the command's output down, never podsyncd's
+	// memory. Cancelling the call ends the runtime session. A session with
+	// no traffic for podsyncd's --stream-idle-timeout (default 4 h) is ended
+	// with DEADLINE_EXCEEDED. Sessions count against the caller's
+	// --max-streams-per-identity.
+	//
+	// Errors: as ExecSync, with INVALID_ARGUMENT when the first request is
+	// not an ExecStart; an error of the session after it started ends the
+	// stream with UNAVAILABLE.
+	//
+	// Idempotency: none.
+	Exec(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error
+	// Attach attaches to the standard streams of a running container's main
+	// process, as kubectl attach: the first request is an AttachStart; the
+	// rest is as Exec (stdin needs the container's stdin: true, a TTY its
+	// tty: true). The final message's exit code is the container's when it
+	// exits while attached; a caller that detaches (cancels) leaves it
+	// running.
+	//
+	// Errors, limits and idempotency: as Exec.
+	Attach(grpc.BidiStreamingServer[AttachRequest, AttachResponse]) error
+	// PortForward forwards one TCP connection to a port of a pod's network
+	// namespace (CRI PortForward), as kubectl port-forward does per accepted
+	// connection: the first request is a PortForwardStart, then data
+	// requests; half-closing the stream half-closes the connection to the
+	// pod. Responses carry the data the pod sends; the stream ends with OK
+	// when the pod closes its side, or with UNAVAILABLE (PORT_FORWARD_FAILED)
+	// and the runtime's message when the connection fails (nothing listens
+	// on the port, for instance). One stream is one connection: an error
+	// ends only it.
+	//
+	// Limits: as Exec (backpressure, idle timeout, stream cap).
+	//
+	// Errors: NOT_FOUND (POD_NOT_FOUND); FAILED_PRECONDITION
+	// (POD_NOT_RUNNING) when the pod has no ready sandbox; INVALID_ARGUMENT
+	// for a port outside 1–65535. PERMISSION_DENIED unless the caller has the
+	// exec role.
+	//
+	// Idempotency: none.
+	PortForward(grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]) error
 	mustEmbedUnimplementedPodSyncServiceServer()
 }
 
@@ -525,6 +716,18 @@ func (UnimplementedPodSyncServiceServer) WatchPods(*WatchPodsRequest, grpc.Serve
 }
 func (UnimplementedPodSyncServiceServer) GetContainerLogs(*GetContainerLogsRequest, grpc.ServerStreamingServer[GetContainerLogsResponse]) error {
 	return status.Error(codes.Unimplemented, "method GetContainerLogs not implemented")
+}
+func (UnimplementedPodSyncServiceServer) ExecSync(context.Context, *ExecSyncRequest) (*ExecSyncResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExecSync not implemented")
+}
+func (UnimplementedPodSyncServiceServer) Exec(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error {
+	return status.Error(codes.Unimplemented, "method Exec not implemented")
+}
+func (UnimplementedPodSyncServiceServer) Attach(grpc.BidiStreamingServer[AttachRequest, AttachResponse]) error {
+	return status.Error(codes.Unimplemented, "method Attach not implemented")
+}
+func (UnimplementedPodSyncServiceServer) PortForward(grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]) error {
+	return status.Error(codes.Unimplemented, "method PortForward not implemented")
 }
 func (UnimplementedPodSyncServiceServer) mustEmbedUnimplementedPodSyncServiceServer() {}
 func (UnimplementedPodSyncServiceServer) testEmbeddedByValue()                        {}
@@ -681,6 +884,45 @@ func _PodSyncService_GetContainerLogs_Handler(srv interface{}, stream grpc.Serve
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PodSyncService_GetContainerLogsServer = grpc.ServerStreamingServer[GetContainerLogsResponse]
 
+func _PodSyncService_ExecSync_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExecSyncRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).ExecSync(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_ExecSync_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).ExecSync(ctx, req.(*ExecSyncRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodSyncService_Exec_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PodSyncServiceServer).Exec(&grpc.GenericServerStream[ExecRequest, ExecResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PodSyncService_ExecServer = grpc.BidiStreamingServer[ExecRequest, ExecResponse]
+
+func _PodSyncService_Attach_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PodSyncServiceServer).Attach(&grpc.GenericServerStream[AttachRequest, AttachResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PodSyncService_AttachServer = grpc.BidiStreamingServer[AttachRequest, AttachResponse]
+
+func _PodSyncService_PortForward_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PodSyncServiceServer).PortForward(&grpc.GenericServerStream[PortForwardRequest, PortForwardResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PodSyncService_PortForwardServer = grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]
+
 // PodSyncService_ServiceDesc is the grpc.ServiceDesc for PodSyncService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -708,6 +950,10 @@ var PodSyncService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "DeletePod",
 			Handler:    _PodSyncService_DeletePod_Handler,
 		},
+		{
+			MethodName: "ExecSync",
+			Handler:    _PodSyncService_ExecSync_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -729,6 +975,24 @@ var PodSyncService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "GetContainerLogs",
 			Handler:       _PodSyncService_GetContainerLogs_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Exec",
+			Handler:       _PodSyncService_Exec_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Attach",
+			Handler:       _PodSyncService_Attach_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "PortForward",
+			Handler:       _PodSyncService_PortForward_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "podsync/v1/pod_sync_service.proto",
