@@ -404,12 +404,15 @@ func (n *Node) PortForward(ctx context.Context, namespace, name string, port int
 	case copyErr = <-remote:
 	case <-sctx.Done():
 	}
+	// Reset before reading the error stream, as client-go does: unsent
+	// data would hold the error back. The runtime writes the error of the
+	// forward (a refused dial) and closes the stream once it is over.
 	_ = data.Reset()
-	_ = conn.Close()
 	var msg []byte
 	select {
 	case msg = <-errc:
-	case <-time.After(time.Second):
+	case <-sctx.Done():
+	case <-time.After(5 * time.Second):
 	}
 	switch {
 	case len(msg) > 0:
