@@ -202,7 +202,8 @@ func TestExecTTY(t *testing.T) {
 			}
 		}
 	}
-	wait("a shell prompt", func(s string) bool { return strings.Contains(s, "# ") || strings.Contains(s, "$ ") })
+	// capture-pane trims the blank after the prompt.
+	wait("a shell prompt", func(s string) bool { return strings.Contains(s, "/ #") })
 	tmux("send-keys", "-t", "itest", "stty size", "Enter")
 	wait("stty size of the pane", func(s string) bool { return strings.Contains(s, "30 100") })
 	tmux("resize-window", "-t", "itest", "-x", "120", "-y", "40")
