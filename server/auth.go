@@ -286,6 +286,8 @@ var readMethods = map[string]bool{
 	podsyncv1.PodSyncService_GetContainerLogs_FullMethodName: true,
 	podsyncv1.PodSyncService_PlanPod_FullMethodName:          true,
 	podsyncv1.PodSyncService_GetNode_FullMethodName:          true,
+	podsyncv1.PodSyncService_GetPodStats_FullMethodName:      true,
+	podsyncv1.PodSyncService_ListPodStats_FullMethodName:     true,
 }
 
 // execMethods are the methods that open a session into a pod: RoleExec

@@ -151,3 +151,19 @@ func (l *lateService) PortForward(s grpc.BidiStreamingServer[podsyncv1.PortForwa
 	}
 	return svc.PortForward(s)
 }
+
+func (l *lateService) GetPodStats(ctx context.Context, req *podsyncv1.GetPodStatsRequest) (*podsyncv1.GetPodStatsResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.GetPodStats(ctx, req)
+}
+
+func (l *lateService) ListPodStats(ctx context.Context, req *podsyncv1.ListPodStatsRequest) (*podsyncv1.ListPodStatsResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.ListPodStats(ctx, req)
+}

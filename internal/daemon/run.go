@@ -399,6 +399,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 	}
 	node, err := engine.NewNode(engine.NodeOptions{
 		Runtime: d.metrics.InstrumentRuntime(rt),
+		Stats:   rt,
 		Images:  d.metrics.InstrumentImages(rt),
 		Metrics: d.metrics,
 		Store:   d.store,

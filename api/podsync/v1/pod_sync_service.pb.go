@@ -1952,7 +1952,7 @@ var File_podsync_v1_pod_sync_service_proto protoreflect.FileDescriptor
 const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\n" +
 	"!podsync/v1/pod_sync_service.proto\x12\n" +
-	"podsync.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17podsync/v1/events.proto\x1a\x15podsync/v1/exec.proto\x1a\x14podsync/v1/pod.proto\"\xc2\x02\n" +
+	"podsync.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17podsync/v1/events.proto\x1a\x15podsync/v1/exec.proto\x1a\x14podsync/v1/pod.proto\x1a\x16podsync/v1/stats.proto\"\xc2\x02\n" +
 	"\x0eRunPodsRequest\x12#\n" +
 	"\x04pods\x18\x01 \x03(\v2\x0f.podsync.v1.PodR\x04pods\x126\n" +
 	"\vconfig_maps\x18\x02 \x03(\v2\x15.podsync.v1.ConfigMapR\n" +
@@ -2090,7 +2090,7 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\rAdmissionMode\x12\x1e\n" +
 	"\x1aADMISSION_MODE_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aADMISSION_MODE_BEST_EFFORT\x10\x01\x12!\n" +
-	"\x1dADMISSION_MODE_ALL_OR_NOTHING\x10\x022\xea\a\n" +
+	"\x1dADMISSION_MODE_ALL_OR_NOTHING\x10\x022\x97\t\n" +
 	"\x0ePodSyncService\x12D\n" +
 	"\aRunPods\x12\x1a.podsync.v1.RunPodsRequest\x1a\x1b.podsync.v1.RunPodsResponse0\x01\x12I\n" +
 	"\aSyncPod\x12\x1a.podsync.v1.SyncPodRequest\x1a\x1b.podsync.v1.SyncPodResponse\"\x03\x90\x02\x020\x01\x12G\n" +
@@ -2104,7 +2104,9 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\bExecSync\x12\x1b.podsync.v1.ExecSyncRequest\x1a\x1c.podsync.v1.ExecSyncResponse\x12=\n" +
 	"\x04Exec\x12\x17.podsync.v1.ExecRequest\x1a\x18.podsync.v1.ExecResponse(\x010\x01\x12C\n" +
 	"\x06Attach\x12\x19.podsync.v1.AttachRequest\x1a\x1a.podsync.v1.AttachResponse(\x010\x01\x12R\n" +
-	"\vPortForward\x12\x1e.podsync.v1.PortForwardRequest\x1a\x1f.podsync.v1.PortForwardResponse(\x010\x01B\xa3\x01\n" +
+	"\vPortForward\x12\x1e.podsync.v1.PortForwardRequest\x1a\x1f.podsync.v1.PortForwardResponse(\x010\x01\x12S\n" +
+	"\vGetPodStats\x12\x1e.podsync.v1.GetPodStatsRequest\x1a\x1f.podsync.v1.GetPodStatsResponse\"\x03\x90\x02\x01\x12V\n" +
+	"\fListPodStats\x12\x1f.podsync.v1.ListPodStatsRequest\x1a .podsync.v1.ListPodStatsResponse\"\x03\x90\x02\x01B\xa3\x01\n" +
 	"\x0ecom.podsync.v1B\x13PodSyncServiceProtoP\x01Z3github.com/podsync/podsync/api/podsync/v1;podsyncv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Podsync.V1\xca\x02\n" +
 	"Podsync\\V1\xe2\x02\x16Podsync\\V1\\GPBMetadata\xea\x02\vPodsync::V1b\x06proto3"
@@ -2171,10 +2173,14 @@ var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(*ExecRequest)(nil),              // 44: podsync.v1.ExecRequest
 	(*AttachRequest)(nil),            // 45: podsync.v1.AttachRequest
 	(*PortForwardRequest)(nil),       // 46: podsync.v1.PortForwardRequest
-	(*ExecSyncResponse)(nil),         // 47: podsync.v1.ExecSyncResponse
-	(*ExecResponse)(nil),             // 48: podsync.v1.ExecResponse
-	(*AttachResponse)(nil),           // 49: podsync.v1.AttachResponse
-	(*PortForwardResponse)(nil),      // 50: podsync.v1.PortForwardResponse
+	(*GetPodStatsRequest)(nil),       // 47: podsync.v1.GetPodStatsRequest
+	(*ListPodStatsRequest)(nil),      // 48: podsync.v1.ListPodStatsRequest
+	(*ExecSyncResponse)(nil),         // 49: podsync.v1.ExecSyncResponse
+	(*ExecResponse)(nil),             // 50: podsync.v1.ExecResponse
+	(*AttachResponse)(nil),           // 51: podsync.v1.AttachResponse
+	(*PortForwardResponse)(nil),      // 52: podsync.v1.PortForwardResponse
+	(*GetPodStatsResponse)(nil),      // 53: podsync.v1.GetPodStatsResponse
+	(*ListPodStatsResponse)(nil),     // 54: podsync.v1.ListPodStatsResponse
 }
 var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
 	31, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
@@ -2235,21 +2241,25 @@ var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
 	44, // 55: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
 	45, // 56: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
 	46, // 57: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
-	3,  // 58: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
-	8,  // 59: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
-	11, // 60: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
-	17, // 61: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
-	13, // 62: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
-	19, // 63: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
-	21, // 64: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
-	23, // 65: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
-	27, // 66: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
-	47, // 67: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
-	48, // 68: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
-	49, // 69: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
-	50, // 70: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
-	58, // [58:71] is the sub-list for method output_type
-	45, // [45:58] is the sub-list for method input_type
+	47, // 58: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
+	48, // 59: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
+	3,  // 60: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
+	8,  // 61: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
+	11, // 62: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
+	17, // 63: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
+	13, // 64: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
+	19, // 65: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
+	21, // 66: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
+	23, // 67: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
+	27, // 68: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
+	49, // 69: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
+	50, // 70: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
+	51, // 71: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
+	52, // 72: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
+	53, // 73: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
+	54, // 74: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
+	60, // [60:75] is the sub-list for method output_type
+	45, // [45:60] is the sub-list for method input_type
 	45, // [45:45] is the sub-list for extension type_name
 	45, // [45:45] is the sub-list for extension extendee
 	0,  // [0:45] is the sub-list for field type_name
@@ -2263,6 +2273,7 @@ func file_podsync_v1_pod_sync_service_proto_init() {
 	file_podsync_v1_events_proto_init()
 	file_podsync_v1_exec_proto_init()
 	file_podsync_v1_pod_proto_init()
+	file_podsync_v1_stats_proto_init()
 	file_podsync_v1_pod_sync_service_proto_msgTypes[1].OneofWrappers = []any{
 		(*RunPodsResponse_Step)(nil),
 		(*RunPodsResponse_Status)(nil),

@@ -35,6 +35,8 @@ const (
 	PodSyncService_Exec_FullMethodName             = "/podsync.v1.PodSyncService/Exec"
 	PodSyncService_Attach_FullMethodName           = "/podsync.v1.PodSyncService/Attach"
 	PodSyncService_PortForward_FullMethodName      = "/podsync.v1.PodSyncService/PortForward"
+	PodSyncService_GetPodStats_FullMethodName      = "/podsync.v1.PodSyncService/GetPodStats"
+	PodSyncService_ListPodStats_FullMethodName     = "/podsync.v1.PodSyncService/ListPodStats"
 )
 
 // PodSyncServiceClient is the client API for PodSyncService service.
@@ -266,6 +268,24 @@ type PodSyncServiceClient interface {
 	//
 	// Idempotency: none.
 	PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PortForwardRequest, PortForwardResponse], error)
+	// GetPodStats returns a pod's CPU (cumulative and rate), memory (working
+	// set, RSS), network and storage usage, per pod and per running
+	// container, in the shape of the kubelet's /stats/summary: from CRI
+	// ListPodSandboxStats and ListContainerStats, or, where the runtime has
+	// no pod stats (containerd 1.6), from the pod's cgroup and its network
+	// namespace (PodStats.source says which). The CPU rate is averaged since
+	// the previous sample of the container podsyncd took for any caller.
+	//
+	// Errors: NOT_FOUND (POD_NOT_FOUND); FAILED_PRECONDITION (POD_NOT_RUNNING)
+	// when the pod has no ready sandbox.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	GetPodStats(ctx context.Context, in *GetPodStatsRequest, opts ...grpc.CallOption) (*GetPodStatsResponse, error)
+	// ListPodStats returns GetPodStats of every pod with a ready sandbox (of
+	// namespace, if set), by namespace and name.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	ListPodStats(ctx context.Context, in *ListPodStatsRequest, opts ...grpc.CallOption) (*ListPodStatsResponse, error)
 }
 
 type podSyncServiceClient struct {
@@ -450,6 +470,26 @@ func (c *podSyncServiceClient) PortForward(ctx context.Context, opts ...grpc.Cal
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PodSyncService_PortForwardClient = grpc.BidiStreamingClient[PortForwardRequest, PortForwardResponse]
+
+func (c *podSyncServiceClient) GetPodStats(ctx context.Context, in *GetPodStatsRequest, opts ...grpc.CallOption) (*GetPodStatsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPodStatsResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_GetPodStats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) ListPodStats(ctx context.Context, in *ListPodStatsRequest, opts ...grpc.CallOption) (*ListPodStatsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPodStatsResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_ListPodStats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
 // PodSyncServiceServer is the server API for PodSyncService service.
 // All implementations must embed UnimplementedPodSyncServiceServer
@@ -680,6 +720,24 @@ type PodSyncServiceServer interface {
 	//
 	// Idempotency: none.
 	PortForward(grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]) error
+	// GetPodStats returns a pod's CPU (cumulative and rate), memory (working
+	// set, RSS), network and storage usage, per pod and per running
+	// container, in the shape of the kubelet's /stats/summary: from CRI
+	// ListPodSandboxStats and ListContainerStats, or, where the runtime has
+	// no pod stats (containerd 1.6), from the pod's cgroup and its network
+	// namespace (PodStats.source says which). The CPU rate is averaged since
+	// the previous sample of the container podsyncd took for any caller.
+	//
+	// Errors: NOT_FOUND (POD_NOT_FOUND); FAILED_PRECONDITION (POD_NOT_RUNNING)
+	// when the pod has no ready sandbox.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	GetPodStats(context.Context, *GetPodStatsRequest) (*GetPodStatsResponse, error)
+	// ListPodStats returns GetPodStats of every pod with a ready sandbox (of
+	// namespace, if set), by namespace and name.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	ListPodStats(context.Context, *ListPodStatsRequest) (*ListPodStatsResponse, error)
 	mustEmbedUnimplementedPodSyncServiceServer()
 }
 
@@ -728,6 +786,12 @@ func (UnimplementedPodSyncServiceServer) Attach(grpc.BidiStreamingServer[AttachR
 }
 func (UnimplementedPodSyncServiceServer) PortForward(grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]) error {
 	return status.Error(codes.Unimplemented, "method PortForward not implemented")
+}
+func (UnimplementedPodSyncServiceServer) GetPodStats(context.Context, *GetPodStatsRequest) (*GetPodStatsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPodStats not implemented")
+}
+func (UnimplementedPodSyncServiceServer) ListPodStats(context.Context, *ListPodStatsRequest) (*ListPodStatsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPodStats not implemented")
 }
 func (UnimplementedPodSyncServiceServer) mustEmbedUnimplementedPodSyncServiceServer() {}
 func (UnimplementedPodSyncServiceServer) testEmbeddedByValue()                        {}
@@ -923,6 +987,42 @@ func _PodSyncService_PortForward_Handler(srv interface{}, stream grpc.ServerStre
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PodSyncService_PortForwardServer = grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]
 
+func _PodSyncService_GetPodStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPodStatsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).GetPodStats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_GetPodStats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).GetPodStats(ctx, req.(*GetPodStatsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodSyncService_ListPodStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPodStatsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).ListPodStats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_ListPodStats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).ListPodStats(ctx, req.(*ListPodStatsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PodSyncService_ServiceDesc is the grpc.ServiceDesc for PodSyncService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -953,6 +1053,14 @@ var PodSyncService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ExecSync",
 			Handler:    _PodSyncService_ExecSync_Handler,
+		},
+		{
+			MethodName: "GetPodStats",
+			Handler:    _PodSyncService_GetPodStats_Handler,
+		},
+		{
+			MethodName: "ListPodStats",
+			Handler:    _PodSyncService_ListPodStats_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

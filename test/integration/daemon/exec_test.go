@@ -20,9 +20,10 @@ import (
 	"github.com/podsync/podsync/internal/testcert"
 )
 
-// TestGrpcurlExecSync: ExecSync is usable from grpcurl with -d, as the
-// README shows it: output, stderr and the exit code.
-func TestGrpcurlExecSync(t *testing.T) {
+// TestGrpcurlExecSyncAndGetPodStats: ExecSync and GetPodStats are usable
+// from grpcurl with -d, as the README shows them: output, stderr and the
+// exit code; the pod's and its container's CPU and memory.
+func TestGrpcurlExecSyncAndGetPodStats(t *testing.T) {
 	ctx := testContext(t)
 	d := startPodsyncd(t, daemonOptions{})
 	pod := newPod(t, "", sleeper("app"))
@@ -41,6 +42,22 @@ func TestGrpcurlExecSync(t *testing.T) {
 	}
 	if string(resp.GetStdout()) != "hi\n" || string(resp.GetStderr()) != "oops\n" || resp.GetExitCode() != 3 {
 		t.Errorf("ExecSync = %v; want stdout hi, stderr oops, exit code 3", &resp)
+	}
+
+	req = fmt.Sprintf(`{"namespace": %q, "name": %q}`, pod.GetMetadata().GetNamespace(), pod.GetMetadata().GetName())
+	out, err = d.grpcurl(ctx, req, nil, "podsync.v1.PodSyncService/GetPodStats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stats podsyncv1.GetPodStatsResponse
+	if err := protojson.Unmarshal([]byte(out), &stats); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	st := stats.GetStats()
+	if st.GetUid() != pod.GetMetadata().GetUid() || st.GetCpu().GetUsageCoreNanoSeconds() == 0 || st.GetMemory().GetWorkingSetBytes() == 0 ||
+		len(st.GetContainers()) != 1 || st.GetContainers()[0].GetName() != "app" || st.GetContainers()[0].GetCpu().UsageNanoCores == nil ||
+		st.GetSource() == "" {
+		t.Errorf("GetPodStats:\n%s", out)
 	}
 }
 
