@@ -358,7 +358,7 @@ func (n *Node) PortForward(ctx context.Context, namespace, name string, port int
 	if err != nil {
 		return fmt.Errorf("port-forward to pod %s/%s: %w: %w", namespace, name, errdefs.ErrStreamFailed, err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

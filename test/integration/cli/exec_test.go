@@ -282,7 +282,7 @@ func TestPortForward(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		defer res.Body.Close()
+		defer func() { _ = res.Body.Close() }()
 		b, err := io.ReadAll(res.Body)
 		return string(b), err
 	}
@@ -297,7 +297,7 @@ func TestPortForward(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			if got, err := get(); err != nil || got != page {
-				errs <- fmt.Errorf("got %d bytes, %v; want the whole page (%d bytes)", len(got), err, len(page))
+				errs <- fmt.Errorf("got %d bytes, %w; want the whole page (%d bytes)", len(got), err, len(page))
 			}
 		}()
 	}
@@ -333,7 +333,7 @@ func freeLocalPort(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
 }
 

@@ -132,4 +132,3 @@ func cgroupCPU(t *testing.T, uid string, ids map[string]string) map[string]uint6
 	}
 	return out
 }
-
