@@ -354,3 +354,43 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestAttach: attach prints what the container's main process writes
+// while attached, and an interrupt detaches (exit 0) leaving it running.
+func TestAttach(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncd(t)
+	manifest := `apiVersion: v1
+kind: Pod
+metadata: {name: ticker}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: registry.local/busybox:local
+    command: ["sh", "-c", "trap 'exit 0' TERM; i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done"]
+`
+	f := filepath.Join(t.TempDir(), "ticker.yaml")
+	if err := os.WriteFile(f, []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.mustCtl(ctx, "run", "--wait-for", "running", "--timeout", "2m", "-f", f)
+
+	cmd := exec.CommandContext(ctx, podsyncctlBin, "attach", "ticker")
+	cmd.Env = append(os.Environ(), "PODSYNC_ADDRESS="+d.address)
+	var out, errOut syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "attach prints the container's output", func() bool { return strings.Count(out.String(), "tick ") >= 3 })
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("attach after an interrupt: %v (stderr %q); want exit 0, detached", err, errOut.String())
+	}
+	if r := d.ctl(ctx, "", "get", "ticker"); !hasRow(r.stdout, "default", "ticker", "1/1", "Running", "0") {
+		t.Errorf("the container after detaching:\n%s", r.stdout)
+	}
+}
