@@ -236,8 +236,6 @@ type PodStats struct {
 	Network *NetworkStats `protobuf:"bytes,6,opt,name=network,proto3" json:"network,omitempty"`
 	// containers: the running containers' usage.
 	Containers []*ContainerStats `protobuf:"bytes,7,rep,name=containers,proto3" json:"containers,omitempty"`
-	// volumes: the disk-backed emptyDir volumes' usage.
-	Volumes []*VolumeStats `protobuf:"bytes,8,rep,name=volumes,proto3" json:"volumes,omitempty"`
 	// source says where the pod-level numbers come from: "cri" (CRI
 	// ListPodSandboxStats) or "cgroup" (the pod cgroup and the sandbox's
 	// network namespace, when the runtime has no pod stats: containerd 1.6).
@@ -321,13 +319,6 @@ func (x *PodStats) GetNetwork() *NetworkStats {
 func (x *PodStats) GetContainers() []*ContainerStats {
 	if x != nil {
 		return x.Containers
-	}
-	return nil
-}
-
-func (x *PodStats) GetVolumes() []*VolumeStats {
-	if x != nil {
-		return x.Volumes
 	}
 	return nil
 }
@@ -698,61 +689,6 @@ func (x *FsStats) GetInodesUsed() uint64 {
 	return 0
 }
 
-// VolumeStats is one volume's usage.
-type VolumeStats struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// name of the volume in the pod spec.
-	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// used_bytes in use.
-	UsedBytes     uint64 `protobuf:"varint,2,opt,name=used_bytes,json=usedBytes,proto3" json:"used_bytes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *VolumeStats) Reset() {
-	*x = VolumeStats{}
-	mi := &file_podsync_v1_stats_proto_msgTypes[10]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *VolumeStats) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*VolumeStats) ProtoMessage() {}
-
-func (x *VolumeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_stats_proto_msgTypes[10]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use VolumeStats.ProtoReflect.Descriptor instead.
-func (*VolumeStats) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_stats_proto_rawDescGZIP(), []int{10}
-}
-
-func (x *VolumeStats) GetName() string {
-	if x != nil {
-		return x.Name
-	}
-	return ""
-}
-
-func (x *VolumeStats) GetUsedBytes() uint64 {
-	if x != nil {
-		return x.UsedBytes
-	}
-	return 0
-}
-
 var File_podsync_v1_stats_proto protoreflect.FileDescriptor
 
 const file_podsync_v1_stats_proto_rawDesc = "" +
@@ -767,7 +703,7 @@ const file_podsync_v1_stats_proto_rawDesc = "" +
 	"\x13ListPodStatsRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"@\n" +
 	"\x14ListPodStatsResponse\x12(\n" +
-	"\x04pods\x18\x01 \x03(\v2\x14.podsync.v1.PodStatsR\x04pods\"\xe2\x02\n" +
+	"\x04pods\x18\x01 \x03(\v2\x14.podsync.v1.PodStatsR\x04pods\"\xaf\x02\n" +
 	"\bPodStats\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
@@ -777,8 +713,7 @@ const file_podsync_v1_stats_proto_rawDesc = "" +
 	"\anetwork\x18\x06 \x01(\v2\x18.podsync.v1.NetworkStatsR\anetwork\x12:\n" +
 	"\n" +
 	"containers\x18\a \x03(\v2\x1a.podsync.v1.ContainerStatsR\n" +
-	"containers\x121\n" +
-	"\avolumes\x18\b \x03(\v2\x17.podsync.v1.VolumeStatsR\avolumes\x12\x16\n" +
+	"containers\x12\x16\n" +
 	"\x06source\x18\t \x01(\tR\x06source\"\xaa\x01\n" +
 	"\x0eContainerStats\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12&\n" +
@@ -807,11 +742,7 @@ const file_podsync_v1_stats_proto_rawDesc = "" +
 	"\n" +
 	"used_bytes\x18\x02 \x01(\x04R\tusedBytes\x12\x1f\n" +
 	"\vinodes_used\x18\x03 \x01(\x04R\n" +
-	"inodesUsed\"@\n" +
-	"\vVolumeStats\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
-	"\n" +
-	"used_bytes\x18\x02 \x01(\x04R\tusedBytesB\x9a\x01\n" +
+	"inodesUsedB\x9a\x01\n" +
 	"\x0ecom.podsync.v1B\n" +
 	"StatsProtoP\x01Z3github.com/podsync/podsync/api/podsync/v1;podsyncv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Podsync.V1\xca\x02\n" +
@@ -829,7 +760,7 @@ func file_podsync_v1_stats_proto_rawDescGZIP() []byte {
 	return file_podsync_v1_stats_proto_rawDescData
 }
 
-var file_podsync_v1_stats_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_podsync_v1_stats_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_podsync_v1_stats_proto_goTypes = []any{
 	(*GetPodStatsRequest)(nil),    // 0: podsync.v1.GetPodStatsRequest
 	(*GetPodStatsResponse)(nil),   // 1: podsync.v1.GetPodStatsResponse
@@ -841,8 +772,7 @@ var file_podsync_v1_stats_proto_goTypes = []any{
 	(*MemoryStats)(nil),           // 7: podsync.v1.MemoryStats
 	(*NetworkStats)(nil),          // 8: podsync.v1.NetworkStats
 	(*FsStats)(nil),               // 9: podsync.v1.FsStats
-	(*VolumeStats)(nil),           // 10: podsync.v1.VolumeStats
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 }
 var file_podsync_v1_stats_proto_depIdxs = []int32{
 	4,  // 0: podsync.v1.GetPodStatsResponse.stats:type_name -> podsync.v1.PodStats
@@ -851,19 +781,18 @@ var file_podsync_v1_stats_proto_depIdxs = []int32{
 	7,  // 3: podsync.v1.PodStats.memory:type_name -> podsync.v1.MemoryStats
 	8,  // 4: podsync.v1.PodStats.network:type_name -> podsync.v1.NetworkStats
 	5,  // 5: podsync.v1.PodStats.containers:type_name -> podsync.v1.ContainerStats
-	10, // 6: podsync.v1.PodStats.volumes:type_name -> podsync.v1.VolumeStats
-	6,  // 7: podsync.v1.ContainerStats.cpu:type_name -> podsync.v1.CPUStats
-	7,  // 8: podsync.v1.ContainerStats.memory:type_name -> podsync.v1.MemoryStats
-	9,  // 9: podsync.v1.ContainerStats.rootfs:type_name -> podsync.v1.FsStats
-	11, // 10: podsync.v1.CPUStats.time:type_name -> google.protobuf.Timestamp
-	11, // 11: podsync.v1.MemoryStats.time:type_name -> google.protobuf.Timestamp
-	11, // 12: podsync.v1.NetworkStats.time:type_name -> google.protobuf.Timestamp
-	11, // 13: podsync.v1.FsStats.time:type_name -> google.protobuf.Timestamp
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	6,  // 6: podsync.v1.ContainerStats.cpu:type_name -> podsync.v1.CPUStats
+	7,  // 7: podsync.v1.ContainerStats.memory:type_name -> podsync.v1.MemoryStats
+	9,  // 8: podsync.v1.ContainerStats.rootfs:type_name -> podsync.v1.FsStats
+	10, // 9: podsync.v1.CPUStats.time:type_name -> google.protobuf.Timestamp
+	10, // 10: podsync.v1.MemoryStats.time:type_name -> google.protobuf.Timestamp
+	10, // 11: podsync.v1.NetworkStats.time:type_name -> google.protobuf.Timestamp
+	10, // 12: podsync.v1.FsStats.time:type_name -> google.protobuf.Timestamp
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_stats_proto_init() }
@@ -878,7 +807,7 @@ func file_podsync_v1_stats_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_stats_proto_rawDesc), len(file_podsync_v1_stats_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
