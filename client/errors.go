@@ -46,6 +46,12 @@ const (
 	ReasonObjectNotFound     = errorinfo.ReasonObjectNotFound
 	ReasonConflict           = errorinfo.ReasonConflict
 	ReasonOwnedByFile        = errorinfo.ReasonOwnedByFile
+	// ReasonContainerNotRunning: exec or attach needs a running container.
+	ReasonContainerNotRunning = errorinfo.ReasonContainerNotRunning
+	// ReasonPodNotRunning: port-forward needs a running pod.
+	ReasonPodNotRunning = errorinfo.ReasonPodNotRunning
+	// ReasonStreamFailed: the runtime failed a streaming session.
+	ReasonStreamFailed = errorinfo.ReasonStreamFailed
 )
 
 // Sentinel errors. Every error a Client method returns for a failed call

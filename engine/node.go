@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	cri "k8s.io/cri-api/pkg/apis"
 	criclient "k8s.io/cri-client/pkg"
 	"k8s.io/utils/clock"
 
@@ -177,6 +178,9 @@ type NodeOptions struct {
 	// syncer.Syncer built from Runtime, Images, Clock, Logger, Backoff,
 	// Config and Metrics (tests drive the workers with a scripted one).
 	Syncer PodSyncer
+	// Stats, if set, serves the CRI stats of GetPodStats and ListPodStats
+	// (the runtime's client); without it they are ErrRuntimeUnavailable.
+	Stats cri.ContainerStatsManager
 	// RuntimeUnavailable, if set, reports whether the error of a CRI call
 	// means that the runtime did not answer (podsyncd: gRPC UNAVAILABLE);
 	// Apply, Plan and Delete then return an error wrapping
@@ -226,6 +230,10 @@ type Node struct {
 	startOrphans map[types.UID]bool
 	// unavailable is NodeOptions.RuntimeUnavailable.
 	unavailable func(error) bool
+	// stats is NodeOptions.Stats; samples the last CPU sample of each
+	// container and pod, for rates.
+	stats   cri.ContainerStatsManager
+	samples cpuSamples
 
 	// ready is closed when Run has recovered and started the workers.
 	ready chan struct{}
@@ -342,7 +350,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 		rt: opts.Runtime, store: opts.Store, syncer: ps, watcher: watcher, prober: pm,
 		clock: opts.Clock, log: opts.Logger, backoff: opts.Backoff, cfg: opts.Config.WithDefaults(),
 		gc: gc, rot: opts.LogRotation.withDefaults(), evictPolicy: opts.Eviction.withDefaults(), storeDir: filepath.Dir(opts.Store.Path()), admit: opts.Admit, policy: opts.Policy, metrics: opts.Metrics,
-		unavailable: opts.RuntimeUnavailable, removeOrphans: opts.RemoveOrphans, adoptRuntime: opts.AdoptRuntime, ready: make(chan struct{}), workers: map[types.UID]*worker{},
+		unavailable: opts.RuntimeUnavailable, stats: opts.Stats, removeOrphans: opts.RemoveOrphans, adoptRuntime: opts.AdoptRuntime, ready: make(chan struct{}), workers: map[types.UID]*worker{},
 		admitting: map[types.UID]*reservation{}, orphans: map[types.UID]plan.PodRef{},
 	}, nil
 }

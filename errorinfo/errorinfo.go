@@ -92,6 +92,18 @@ const (
 	// from a file of podsyncd's manifest directory, which owns it: change
 	// or remove the file.
 	ReasonOwnedByFile = "OWNED_BY_FILE"
+	// ReasonContainerNotRunning (FAILED_PRECONDITION): exec or attach
+	// named a container whose newest instance is not running; metadata
+	// MetadataContainer. Retry once it runs.
+	ReasonContainerNotRunning = "CONTAINER_NOT_RUNNING"
+	// ReasonPodNotRunning (FAILED_PRECONDITION): port-forward named a pod
+	// without a ready sandbox. Retry once it runs.
+	ReasonPodNotRunning = "POD_NOT_RUNNING"
+	// ReasonStreamFailed (UNAVAILABLE): the runtime's streaming server
+	// failed an exec, attach or port-forward session after it started (a
+	// port-forward to a port nothing listens on, say); the message is the
+	// runtime's.
+	ReasonStreamFailed = "STREAM_FAILED"
 )
 
 // Keys of ErrorInfo metadata.

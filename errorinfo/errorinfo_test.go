@@ -23,6 +23,7 @@ func TestReasonsAreDistinct(t *testing.T) {
 		errorinfo.ReasonUnauthenticated, errorinfo.ReasonCanceled, errorinfo.ReasonDeadlineExceeded,
 		errorinfo.ReasonInternal, errorinfo.ReasonUnexpectedAdmissionError,
 		errorinfo.ReasonObjectNotFound, errorinfo.ReasonConflict, errorinfo.ReasonOwnedByFile,
+		errorinfo.ReasonContainerNotRunning, errorinfo.ReasonPodNotRunning, errorinfo.ReasonStreamFailed,
 	} {
 		if r == "" || seen[r] {
 			t.Errorf("reason %q: empty or listed twice", r)

@@ -57,15 +57,20 @@ const (
 	// GetNode, ListPods, WatchPods, GetContainerLogs, PlanPod, ListVolumes, grpc.health.v1 and
 	// server reflection.
 	RoleRead
+	// RoleExec may call what RoleRead may, and open sessions into pods:
+	// ExecSync, Exec, Attach and PortForward.
+	RoleExec
 	// RoleAdmin may call every method.
 	RoleAdmin
 )
 
-// String returns "none", "read" or "admin".
+// String returns "none", "read", "exec" or "admin".
 func (r Role) String() string {
 	switch r {
 	case RoleRead:
 		return "read"
+	case RoleExec:
+		return "exec"
 	case RoleAdmin:
 		return "admin"
 	}
@@ -87,6 +92,9 @@ type Roles struct {
 	Admin []string `json:"admin,omitempty"`
 	// Read identities may call the methods without side effects.
 	Read []string `json:"read,omitempty"`
+	// Exec identities may call what Read ones may, and ExecSync, Exec,
+	// Attach and PortForward. Admin implies it.
+	Exec []string `json:"exec,omitempty"`
 }
 
 // Validate checks that every entry is a known principal kind with a
@@ -102,6 +110,7 @@ func (r Roles) Validate() error {
 	}
 	check("admin", r.Admin)
 	check("read", r.Read)
+	check("exec", r.Exec)
 	return errors.Join(errs...)
 }
 
@@ -220,7 +229,7 @@ func CertificateIdentity(leaf *x509.Certificate) Identity {
 
 // authorizer decides roles from Roles.
 type authorizer struct {
-	admin, read map[string]bool
+	admin, exec, read map[string]bool
 	// rootDefault: no entry names root, so uid 0 is admin.
 	rootDefault bool
 }
@@ -229,14 +238,17 @@ func newAuthorizer(r Roles) (*authorizer, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	a := &authorizer{admin: map[string]bool{}, read: map[string]bool{}, rootDefault: true}
+	a := &authorizer{admin: map[string]bool{}, exec: map[string]bool{}, read: map[string]bool{}, rootDefault: true}
 	for _, e := range r.Admin {
 		a.admin[e] = true
 	}
 	for _, e := range r.Read {
 		a.read[e] = true
 	}
-	for _, e := range slices.Concat(r.Admin, r.Read) {
+	for _, e := range r.Exec {
+		a.exec[e] = true
+	}
+	for _, e := range slices.Concat(r.Admin, r.Read, r.Exec) {
 		if e == PrincipalUID+":0" || e == PrincipalUser+":root" {
 			a.rootDefault = false
 		}
@@ -252,8 +264,10 @@ func (a *authorizer) role(id Identity) Role {
 		switch {
 		case a.admin[p]:
 			return RoleAdmin
+		case a.exec[p]:
+			role = RoleExec
 		case a.read[p]:
-			role = RoleRead
+			role = max(role, RoleRead)
 		}
 	}
 	if role == RoleNone && a.rootDefault && id.isRoot() {
@@ -276,6 +290,17 @@ var readMethods = map[string]bool{
 	podsyncv1.PodSyncService_GetObject_FullMethodName:        true,
 	podsyncv1.PodSyncService_ListObjects_FullMethodName:      true,
 	podsyncv1.PodSyncService_WatchObjects_FullMethodName:     true,
+	podsyncv1.PodSyncService_GetPodStats_FullMethodName:      true,
+	podsyncv1.PodSyncService_ListPodStats_FullMethodName:     true,
+}
+
+// execMethods are the methods that open a session into a pod: RoleExec
+// (or RoleAdmin) may call them, RoleRead never.
+var execMethods = map[string]bool{
+	podsyncv1.PodSyncService_ExecSync_FullMethodName:    true,
+	podsyncv1.PodSyncService_Exec_FullMethodName:        true,
+	podsyncv1.PodSyncService_Attach_FullMethodName:      true,
+	podsyncv1.PodSyncService_PortForward_FullMethodName: true,
 }
 
 // readServices are services RoleRead may call in full.
@@ -290,6 +315,9 @@ func requiredRole(fullMethod string) Role {
 	if readMethods[fullMethod] {
 		return RoleRead
 	}
+	if execMethods[fullMethod] {
+		return RoleExec
+	}
 	for _, s := range readServices {
 		if strings.HasPrefix(fullMethod, s) {
 			return RoleRead
@@ -298,10 +326,16 @@ func requiredRole(fullMethod string) Role {
 	return RoleAdmin
 }
 
-// mutating reports whether a method changes the node: the methods only
-// RoleAdmin may call. They are rate limited and ordered to finish at
-// shutdown.
+// mutating reports whether a method may change the node: the methods
+// RoleRead may not call. They take tokens of the mutating rate limit.
 func mutating(fullMethod string) bool {
+	return requiredRole(fullMethod) > RoleRead
+}
+
+// finishAtShutdown reports whether a stream is let finish, until the
+// deadline, when podsyncd shuts down: the methods only RoleAdmin may call.
+// Reads and sessions into pods end as soon as shutdown starts.
+func finishAtShutdown(fullMethod string) bool {
 	return requiredRole(fullMethod) == RoleAdmin
 }
 

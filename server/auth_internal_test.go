@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
@@ -65,6 +67,11 @@ func TestRoles(t *testing.T) {
 		{"anonymous refused", Roles{}, anon, RoleNone},
 		{"anonymous granted", Roles{Read: []string{Anonymous}}, anon, RoleRead},
 		{"no principals", Roles{Admin: []string{"cn:ops"}}, Identity{}, RoleNone},
+		{"exec", Roles{Exec: []string{"cn:ops"}}, cert, RoleExec},
+		{"exec above read", Roles{Read: []string{"cn:ops"}, Exec: []string{"dns:ops.example"}}, cert, RoleExec},
+		{"exec above read, in either order", Roles{Exec: []string{"cn:ops"}, Read: []string{"dns:ops.example"}}, cert, RoleExec},
+		{"admin above exec", Roles{Exec: []string{"cn:ops"}, Admin: []string{"dns:ops.example"}}, cert, RoleAdmin},
+		{"root made exec-only", Roles{Exec: []string{"uid:0"}}, root, RoleExec},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a, err := newAuthorizer(tt.roles)
@@ -75,6 +82,41 @@ func TestRoles(t *testing.T) {
 				t.Errorf("role %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSessionMethodsNeedExec: ExecSync, Exec, Attach and PortForward need
+// the exec role, which admin has and read has not; exec allows the read
+// methods and nothing that changes pods.
+func TestSessionMethodsNeedExec(t *testing.T) {
+	sessions := []string{
+		podsyncv1.PodSyncService_ExecSync_FullMethodName, podsyncv1.PodSyncService_Exec_FullMethodName,
+		podsyncv1.PodSyncService_Attach_FullMethodName, podsyncv1.PodSyncService_PortForward_FullMethodName,
+	}
+	id := Identity{Principals: []string{"cn:ops"}}
+	for _, m := range sessions {
+		if err := authorize(m, id, RoleRead); status.Code(err) != codes.PermissionDenied {
+			t.Errorf("%s as read: %v, want PERMISSION_DENIED", m, err)
+		}
+		for _, r := range []Role{RoleExec, RoleAdmin} {
+			if err := authorize(m, id, r); err != nil {
+				t.Errorf("%s as %v: %v", m, r, err)
+			}
+		}
+		if !longLived(m) && m != podsyncv1.PodSyncService_ExecSync_FullMethodName {
+			t.Errorf("%s is not counted against the stream cap", m)
+		}
+		if finishAtShutdown(m) {
+			t.Errorf("%s is let finish at shutdown; sessions end when it starts", m)
+		}
+	}
+	if err := authorize(podsyncv1.PodSyncService_GetPod_FullMethodName, id, RoleExec); err != nil {
+		t.Errorf("GetPod as exec: %v", err)
+	}
+	for _, m := range []string{podsyncv1.PodSyncService_SyncPod_FullMethodName, podsyncv1.PodSyncService_DeletePod_FullMethodName} {
+		if err := authorize(m, id, RoleExec); status.Code(err) != codes.PermissionDenied {
+			t.Errorf("%s as exec: %v, want PERMISSION_DENIED", m, err)
+		}
 	}
 }
 

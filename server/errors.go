@@ -158,6 +158,8 @@ const unknownMessage = "internal error; podsyncd's log has the details"
 //	errdefs.ErrConflict                  ABORTED, SYNC_IN_PROGRESS
 //	errdefs.ErrRuntimeUnavailable        UNAVAILABLE, RUNTIME_UNAVAILABLE
 //	errdefs.ErrVolumeInUse               FAILED_PRECONDITION, VOLUME_IN_USE
+//	errdefs.ErrNotRunning                FAILED_PRECONDITION, CONTAINER_NOT_RUNNING
+//	errdefs.ErrStreamFailed              UNAVAILABLE, STREAM_FAILED
 //	errdefs.ErrCompacted                OUT_OF_RANGE, REVISION_COMPACTED, compact_revision
 //	errdefs.ErrFutureRevision           OUT_OF_RANGE, FUTURE_REVISION
 //	errdefs.ErrSlowConsumer             RESOURCE_EXHAUSTED, SLOW_CONSUMER, revision
@@ -231,6 +233,10 @@ func ToStatus(err error) *status.Status {
 		return newStatus(codes.Unavailable, orDefault(errorinfo.ReasonRuntimeUnavailable), err.Error(), metadata)
 	case errors.Is(err, errdefs.ErrVolumeInUse):
 		return newStatus(codes.FailedPrecondition, orDefault(errorinfo.ReasonVolumeInUse), err.Error(), metadata)
+	case errors.Is(err, errdefs.ErrNotRunning):
+		return newStatus(codes.FailedPrecondition, orDefault(errorinfo.ReasonContainerNotRunning), err.Error(), metadata)
+	case errors.Is(err, errdefs.ErrStreamFailed):
+		return newStatus(codes.Unavailable, orDefault(errorinfo.ReasonStreamFailed), err.Error(), metadata)
 	}
 	if st := storeStatus(err, orDefault, metadata); st != nil {
 		return st

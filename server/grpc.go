@@ -361,7 +361,7 @@ func (s *Server) unaryShutdown(ctx context.Context, req any, _ *grpc.UnaryServer
 func (s *Server) streamShutdown(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	// Read-only streams may last forever; they end as soon as Shutdown
 	// starts. Mutating streams get until the deadline to finish.
-	observer := !mutating(info.FullMethod)
+	observer := !finishAtShutdown(info.FullMethod)
 	ctx, release := s.shutdownScope(ss.Context(), observer)
 	defer release()
 	err := handler(srv, &contextStream{ServerStream: ss, ctx: ctx})

@@ -35,3 +35,59 @@ func MetricsHandler(reg *prometheus.Registry) http.Handler {
 		EnableOpenMetrics: true,
 	})
 }
+
+// SessionMetrics count the sessions into pods: podsync_sessions_open
+// (gauge, by kind) and podsync_session_bytes_total (counter, by kind and
+// direction "in", from the caller to the pod, or "out"). A nil
+// *SessionMetrics counts nothing.
+type SessionMetrics struct {
+	open      *prometheus.GaugeVec
+	byteCount *prometheus.CounterVec
+}
+
+// NewSessionMetrics registers the session metrics on reg, every kind at
+// zero.
+func NewSessionMetrics(reg prometheus.Registerer) (*SessionMetrics, error) {
+	m := &SessionMetrics{
+		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "podsync_sessions_open",
+			Help: "Open sessions into pods (ExecSync, Exec, Attach, PortForward), by kind.",
+		}, []string{"kind"}),
+		byteCount: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "podsync_session_bytes_total",
+			Help: "Bytes moved by sessions into pods, by kind and direction (in: caller to pod; out: pod to caller).",
+		}, []string{"kind", "direction"}),
+	}
+	for _, c := range []prometheus.Collector{m.open, m.byteCount} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register session metrics: %w", err)
+		}
+	}
+	for _, k := range []string{sessionExecSync, sessionExec, sessionAttach, sessionPortForward} {
+		m.open.WithLabelValues(k)
+		m.byteCount.WithLabelValues(k, "in")
+		m.byteCount.WithLabelValues(k, "out")
+	}
+	return m, nil
+}
+
+func (m *SessionMetrics) opened(kind string) {
+	if m != nil {
+		m.open.WithLabelValues(kind).Inc()
+	}
+}
+
+func (m *SessionMetrics) closed(kind string) {
+	if m != nil {
+		m.open.WithLabelValues(kind).Dec()
+	}
+}
+
+// bytes returns the adder of kind's bytes in direction, nil when m is.
+func (m *SessionMetrics) bytes(kind, direction string) func(int64) {
+	if m == nil {
+		return nil
+	}
+	c := m.byteCount.WithLabelValues(kind, direction)
+	return func(n int64) { c.Add(float64(n)) }
+}

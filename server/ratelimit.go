@@ -35,8 +35,9 @@ const (
 // it, full (idle) buckets are forgotten.
 const maxLimiters = 4096
 
-// RateLimit bounds the mutating calls (those only RoleAdmin may call:
-// RunPods, SyncPod, DeletePod) of each identity with a token bucket, and
+// RateLimit bounds the mutating calls (those RoleRead may not call:
+// RunPods, SyncPod, DeletePod, and the opening of ExecSync, Exec, Attach
+// and PortForward sessions) of each identity with a token bucket, and
 // its read calls with another (Read). Health and reflection are not
 // limited.
 type RateLimit struct {

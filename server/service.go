@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"go.uber.org/zap"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
@@ -25,6 +27,12 @@ type ServiceOptions struct {
 	RunPods runpods.Options
 	// NodeName is reported in every pod status.
 	NodeName string
+	// StreamIdleTimeout ends exec, attach and port-forward sessions idle
+	// for that long; zero means engine.DefaultStreamIdleTimeout.
+	StreamIdleTimeout time.Duration
+	// Sessions, if set, count the exec, attach and port-forward sessions
+	// (NewSessionMetrics).
+	Sessions *SessionMetrics
 	// Logger receives the service's logs; nil discards. Calls log through
 	// the request-scoped logger in their ctx when there is one.
 	Logger *zap.Logger
@@ -43,6 +51,10 @@ type service struct {
 	nodeName  string
 	log       *zap.Logger
 	pods      *podCache // recordToProto's messages
+	// idleTimeout and sessions are ServiceOptions.StreamIdleTimeout and
+	// Sessions.
+	idleTimeout time.Duration
+	sessions    *SessionMetrics
 }
 
 var _ podsyncv1.PodSyncServiceServer = (*service)(nil)
@@ -67,6 +79,9 @@ func NewService(o ServiceOptions) podsyncv1.PodSyncServiceServer {
 		nodeName:  o.NodeName,
 		log:       log,
 		pods:      newPodCache(),
+
+		idleTimeout: o.StreamIdleTimeout,
+		sessions:    o.Sessions,
 	}
 }
 

@@ -24,7 +24,9 @@ const DefaultMaxConcurrentStreams = 256
 // their identity's MaxStreamsPerIdentity.
 func longLived(fullMethod string) bool {
 	switch fullMethod {
-	case podsyncv1.PodSyncService_WatchPods_FullMethodName, podsyncv1.PodSyncService_GetContainerLogs_FullMethodName:
+	case podsyncv1.PodSyncService_WatchPods_FullMethodName, podsyncv1.PodSyncService_GetContainerLogs_FullMethodName,
+		podsyncv1.PodSyncService_Exec_FullMethodName, podsyncv1.PodSyncService_Attach_FullMethodName,
+		podsyncv1.PodSyncService_PortForward_FullMethodName:
 		return true
 	}
 	return false
@@ -52,7 +54,7 @@ func (l *streamLimits) acquire(identity string) (release func(), err error) {
 	defer l.mu.Unlock()
 	if l.open[identity] >= l.max {
 		return nil, NewError(codes.ResourceExhausted, errorinfo.ReasonTooManyStreams,
-			fmt.Sprintf("%s holds %d watch and log streams open, the most one identity may; close one and retry", identity, l.max),
+			fmt.Sprintf("%s holds %d watch, log and session streams open, the most one identity may; close one and retry", identity, l.max),
 			map[string]string{errorinfo.MetadataIdentity: identity})
 	}
 	l.open[identity]++

@@ -624,3 +624,87 @@ func (v *Validator) ValidateWatchObjectsRequest(req *podsyncv1.WatchObjectsReque
 	errs = append(errs, validateObjectKind(field.NewPath("kind"), req.GetKind(), true)...)
 	return append(errs, validateOptionalNamespace(field.NewPath("namespace"), req.GetNamespace())...)
 }
+
+// Limits of the session requests.
+const (
+	// maxCommandArgs and maxCommandBytes bound an exec's command.
+	maxCommandArgs  = 1024
+	maxCommandBytes = 64 << 10
+)
+
+// ValidateExecSyncRequest checks an ExecSync request's fields.
+func (v *Validator) ValidateExecSyncRequest(req *podsyncv1.ExecSyncRequest) field.ErrorList {
+	if req == nil {
+		req = &podsyncv1.ExecSyncRequest{}
+	}
+	errs := validateContainerRef(nil, req.GetNamespace(), req.GetName(), req.GetContainer())
+	errs = append(errs, validateCommand(field.NewPath("command"), req.GetCommand())...)
+	if t := req.GetTimeout(); t != nil {
+		if err := t.CheckValid(); err != nil || t.AsDuration() < 0 {
+			errs = append(errs, field.Invalid(field.NewPath("timeout"), t.String(), "must be a non-negative duration"))
+		}
+	}
+	return errs
+}
+
+// ValidateExecStart checks an Exec's first request; a missing start is
+// an error on start.
+func (v *Validator) ValidateExecStart(start *podsyncv1.ExecStart) field.ErrorList {
+	p := field.NewPath("start")
+	if start == nil {
+		return field.ErrorList{field.Required(p, "the first request of Exec must be a start")}
+	}
+	errs := validateContainerRef(p, start.GetNamespace(), start.GetName(), start.GetContainer())
+	return append(errs, validateCommand(p.Child("command"), start.GetCommand())...)
+}
+
+// ValidateAttachStart checks an Attach's first request.
+func (v *Validator) ValidateAttachStart(start *podsyncv1.AttachStart) field.ErrorList {
+	p := field.NewPath("start")
+	if start == nil {
+		return field.ErrorList{field.Required(p, "the first request of Attach must be a start")}
+	}
+	return validateContainerRef(p, start.GetNamespace(), start.GetName(), start.GetContainer())
+}
+
+// ValidatePortForwardStart checks a PortForward's first request.
+func (v *Validator) ValidatePortForwardStart(start *podsyncv1.PortForwardStart) field.ErrorList {
+	p := field.NewPath("start")
+	if start == nil {
+		return field.ErrorList{field.Required(p, "the first request of PortForward must be a start")}
+	}
+	errs := validatePodName(p, start.GetNamespace(), start.GetName())
+	if port := start.GetPort(); port < 1 || port > 65535 {
+		errs = append(errs, field.Invalid(p.Child("port"), port, "must be between 1 and 65535"))
+	}
+	return errs
+}
+
+func validateContainerRef(p *field.Path, namespace, name, container string) field.ErrorList {
+	errs := validatePodName(p, namespace, name)
+	if container != "" {
+		cp := field.NewPath("container")
+		if p != nil {
+			cp = p.Child("container")
+		}
+		errs = append(errs, validation.DNS1123Label(cp, container)...)
+	}
+	return errs
+}
+
+func validateCommand(p *field.Path, cmd []string) field.ErrorList {
+	if len(cmd) == 0 {
+		return field.ErrorList{field.Required(p, "")}
+	}
+	if len(cmd) > maxCommandArgs {
+		return field.ErrorList{field.TooMany(p, len(cmd), maxCommandArgs)}
+	}
+	size := 0
+	for _, a := range cmd {
+		size += len(a)
+	}
+	if size > maxCommandBytes {
+		return field.ErrorList{field.TooLong(p, "", maxCommandBytes)}
+	}
+	return nil
+}

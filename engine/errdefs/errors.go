@@ -31,6 +31,13 @@ var (
 	// ErrVolumeInUse reports a named volume that a pod of the node names,
 	// which cannot be removed.
 	ErrVolumeInUse = errors.New("volume in use")
+	// ErrNotRunning reports a container or pod that must run for the call
+	// (exec, attach, port-forward) but does not.
+	ErrNotRunning = errors.New("not running")
+	// ErrStreamFailed reports a streaming session (exec, attach,
+	// port-forward) that the runtime's streaming server failed or ended
+	// after it started.
+	ErrStreamFailed = errors.New("streaming session failed")
 )
 
 // InvalidSpec marks each non-nil error of errs (validation's path checks,

@@ -167,7 +167,8 @@ func (a *app) newRoot() *cobra.Command {
 		c.GroupID = "pods"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.newGetCommand(), a.newLogsCommand(), a.newWatchCommand(), a.newNodeCommand(), a.newVolumeCommand()} {
+	for _, c := range []*cobra.Command{a.newGetCommand(), a.newLogsCommand(), a.newWatchCommand(), a.newNodeCommand(), a.newVolumeCommand(),
+		a.newTopCommand(), a.newExecCommand(), a.newAttachCommand(), a.newPortForwardCommand()} {
 		c.GroupID = "inspect"
 		root.AddCommand(c)
 	}

@@ -121,6 +121,10 @@ type Config struct {
 	// measured against their emptyDir sizeLimit and ephemeral-storage
 	// limits (--housekeeping-interval, the kubelet's name; 10 s).
 	HousekeepingInterval metav1.Duration `json:"housekeepingInterval,omitzero"`
+	// StreamIdleTimeout ends exec, attach and port-forward sessions
+	// without traffic for that long (--stream-idle-timeout, the kubelet's
+	// --streaming-connection-idle-timeout; 4 h).
+	StreamIdleTimeout metav1.Duration `json:"streamIdleTimeout,omitzero"`
 	// EvictionStoreMinAvailable is the free space the store's file system
 	// keeps: below it the pod using the most local storage there is
 	// evicted (--eviction-store-min-available; "5%", a quantity such as
@@ -210,6 +214,7 @@ func DefaultConfig() Config {
 
 		HousekeepingInterval:      metav1.Duration{Duration: engine.DefaultHousekeepingInterval},
 		ManifestRescan:            metav1.Duration{Duration: manifestdir.DefaultRescan},
+		StreamIdleTimeout:         metav1.Duration{Duration: engine.DefaultStreamIdleTimeout},
 		EvictionStoreMinAvailable: strconv.Itoa(engine.DefaultStoreMinAvailablePercent) + "%",
 	}
 }
@@ -278,6 +283,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 			"come, change and go, as the kubelet's staticPodPath; the API cannot change or delete what they hold")
 	fs.DurationVar(&c.ManifestRescan.Duration, "manifest-rescan", c.ManifestRescan.Duration,
 		"period of the manifest directory's full rescan, besides inotify")
+	fs.DurationVar(&c.StreamIdleTimeout.Duration, "stream-idle-timeout", c.StreamIdleTimeout.Duration,
+		"how long an exec, attach or port-forward session may go without traffic before it is ended")
 	fs.StringVar(&c.EvictionStoreMinAvailable, "eviction-store-min-available", c.EvictionStoreMinAvailable,
 		`free space the store's file system keeps: below it the pod using the most there is evicted (e.g. 5%, 2Gi; 0: no check)`)
 	fs.StringToStringVar(&c.PriorityClasses, "priority-classes", c.PriorityClasses,
@@ -373,6 +380,9 @@ func (c Config) Validate(ctx context.Context) error {
 	}
 	if c.ManifestRescan.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("--manifest-rescan %s: must be positive", c.ManifestRescan.Duration))
+	}
+	if c.StreamIdleTimeout.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("--stream-idle-timeout %s: must be positive", c.StreamIdleTimeout.Duration))
 	}
 	if _, err := c.StoreThreshold(); err != nil {
 		errs = append(errs, err)

@@ -175,3 +175,51 @@ func (l *lateService) WatchObjects(req *podsyncv1.WatchObjectsRequest, s grpc.Se
 	}
 	return svc.WatchObjects(req, s)
 }
+
+func (l *lateService) ExecSync(ctx context.Context, req *podsyncv1.ExecSyncRequest) (*podsyncv1.ExecSyncResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.ExecSync(ctx, req)
+}
+
+func (l *lateService) Exec(s grpc.BidiStreamingServer[podsyncv1.ExecRequest, podsyncv1.ExecResponse]) error {
+	svc, err := l.get()
+	if err != nil {
+		return err
+	}
+	return svc.Exec(s)
+}
+
+func (l *lateService) Attach(s grpc.BidiStreamingServer[podsyncv1.AttachRequest, podsyncv1.AttachResponse]) error {
+	svc, err := l.get()
+	if err != nil {
+		return err
+	}
+	return svc.Attach(s)
+}
+
+func (l *lateService) PortForward(s grpc.BidiStreamingServer[podsyncv1.PortForwardRequest, podsyncv1.PortForwardResponse]) error {
+	svc, err := l.get()
+	if err != nil {
+		return err
+	}
+	return svc.PortForward(s)
+}
+
+func (l *lateService) GetPodStats(ctx context.Context, req *podsyncv1.GetPodStatsRequest) (*podsyncv1.GetPodStatsResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.GetPodStats(ctx, req)
+}
+
+func (l *lateService) ListPodStats(ctx context.Context, req *podsyncv1.ListPodStatsRequest) (*podsyncv1.ListPodStatsResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.ListPodStats(ctx, req)
+}

@@ -127,8 +127,10 @@ type daemon struct {
 	hooksFor admit.Node
 	// credentials are the node's image credentials (--image-credentials).
 	credentials *syncer.Keyring
-	// metrics are the engine's, on the registry --metrics-address serves.
-	metrics *engine.Metrics
+	// metrics are the engine's, on the registry --metrics-address serves;
+	// sessions the exec, attach and port-forward sessions'.
+	metrics  *engine.Metrics
+	sessions *server.SessionMetrics
 }
 
 func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
@@ -219,6 +221,9 @@ func (d *daemon) newServer(opts server.Options, reg *prometheus.Registry) (*serv
 	var err error
 	d.metrics, err = engine.NewMetrics(reg, engine.MetricsOptions{ErrorCode: criErrorCode})
 	if err != nil {
+		return nil, err
+	}
+	if d.sessions, err = server.NewSessionMetrics(reg); err != nil {
 		return nil, err
 	}
 	d.health = server.NewHealthChecker(d.svc.probe, 0, d.log.Named("health"))
@@ -405,6 +410,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 	}
 	node, err := engine.NewNode(engine.NodeOptions{
 		Runtime: d.metrics.InstrumentRuntime(rt),
+		Stats:   rt,
 		Images:  d.metrics.InstrumentImages(rt),
 		Metrics: d.metrics,
 		Store:   d.store,
@@ -446,8 +452,10 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 			Policy:    policy,
 			PodLogDir: d.cfg.PodLogDir,
 		},
-		NodeName: d.cfg.NodeName,
-		Logger:   d.log.Named("service"),
+		NodeName:          d.cfg.NodeName,
+		StreamIdleTimeout: d.cfg.StreamIdleTimeout.Duration,
+		Sessions:          d.sessions,
+		Logger:            d.log.Named("service"),
 	})
 	d.log.Info("connected to the container runtime")
 	d.svc.set(&backend{svc: svc, rt: rt})

@@ -3173,7 +3173,7 @@ var File_podsync_v1_pod_sync_service_proto protoreflect.FileDescriptor
 const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\n" +
 	"!podsync/v1/pod_sync_service.proto\x12\n" +
-	"podsync.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17podsync/v1/events.proto\x1a\x14podsync/v1/pod.proto\"\xc2\x02\n" +
+	"podsync.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17podsync/v1/events.proto\x1a\x15podsync/v1/exec.proto\x1a\x14podsync/v1/pod.proto\x1a\x16podsync/v1/stats.proto\"\xc2\x02\n" +
 	"\x0eRunPodsRequest\x12#\n" +
 	"\x04pods\x18\x01 \x03(\v2\x0f.podsync.v1.PodR\x04pods\x126\n" +
 	"\vconfig_maps\x18\x02 \x03(\v2\x15.podsync.v1.ConfigMapR\n" +
@@ -3382,8 +3382,7 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"ObjectKind\x12\x1b\n" +
 	"\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16OBJECT_KIND_CONFIG_MAP\x10\x01\x12\x16\n" +
-	"\x12OBJECT_KIND_SECRET\x10\x022\xa6\n" +
-	"\n" +
+	"\x12OBJECT_KIND_SECRET\x10\x022\xf2\r\n" +
 	"\x0ePodSyncService\x12D\n" +
 	"\aRunPods\x12\x1a.podsync.v1.RunPodsRequest\x1a\x1b.podsync.v1.RunPodsResponse0\x01\x12I\n" +
 	"\aSyncPod\x12\x1a.podsync.v1.SyncPodRequest\x1a\x1b.podsync.v1.SyncPodResponse\"\x03\x90\x02\x020\x01\x12G\n" +
@@ -3400,7 +3399,13 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\tGetObject\x12\x1c.podsync.v1.GetObjectRequest\x1a\x1d.podsync.v1.GetObjectResponse\"\x03\x90\x02\x01\x12S\n" +
 	"\vListObjects\x12\x1e.podsync.v1.ListObjectsRequest\x1a\x1f.podsync.v1.ListObjectsResponse\"\x03\x90\x02\x01\x12V\n" +
 	"\fDeleteObject\x12\x1f.podsync.v1.DeleteObjectRequest\x1a .podsync.v1.DeleteObjectResponse\"\x03\x90\x02\x02\x12X\n" +
-	"\fWatchObjects\x12\x1f.podsync.v1.WatchObjectsRequest\x1a .podsync.v1.WatchObjectsResponse\"\x03\x90\x02\x010\x01B\xa3\x01\n" +
+	"\fWatchObjects\x12\x1f.podsync.v1.WatchObjectsRequest\x1a .podsync.v1.WatchObjectsResponse\"\x03\x90\x02\x010\x01\x12E\n" +
+	"\bExecSync\x12\x1b.podsync.v1.ExecSyncRequest\x1a\x1c.podsync.v1.ExecSyncResponse\x12=\n" +
+	"\x04Exec\x12\x17.podsync.v1.ExecRequest\x1a\x18.podsync.v1.ExecResponse(\x010\x01\x12C\n" +
+	"\x06Attach\x12\x19.podsync.v1.AttachRequest\x1a\x1a.podsync.v1.AttachResponse(\x010\x01\x12R\n" +
+	"\vPortForward\x12\x1e.podsync.v1.PortForwardRequest\x1a\x1f.podsync.v1.PortForwardResponse(\x010\x01\x12S\n" +
+	"\vGetPodStats\x12\x1e.podsync.v1.GetPodStatsRequest\x1a\x1f.podsync.v1.GetPodStatsResponse\"\x03\x90\x02\x01\x12V\n" +
+	"\fListPodStats\x12\x1f.podsync.v1.ListPodStatsRequest\x1a .podsync.v1.ListPodStatsResponse\"\x03\x90\x02\x01B\xa3\x01\n" +
 	"\x0ecom.podsync.v1B\x13PodSyncServiceProtoP\x01Z3github.com/podsync/podsync/api/podsync/v1;podsyncv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Podsync.V1\xca\x02\n" +
 	"Podsync\\V1\xe2\x02\x16Podsync\\V1\\GPBMetadata\xea\x02\vPodsync::V1b\x06proto3"
@@ -3483,6 +3488,18 @@ var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(*PodPlan)(nil),                  // 60: podsync.v1.PodPlan
 	(*PodEvent)(nil),                 // 61: podsync.v1.PodEvent
 	(*LogLine)(nil),                  // 62: podsync.v1.LogLine
+	(*ExecSyncRequest)(nil),          // 63: podsync.v1.ExecSyncRequest
+	(*ExecRequest)(nil),              // 64: podsync.v1.ExecRequest
+	(*AttachRequest)(nil),            // 65: podsync.v1.AttachRequest
+	(*PortForwardRequest)(nil),       // 66: podsync.v1.PortForwardRequest
+	(*GetPodStatsRequest)(nil),       // 67: podsync.v1.GetPodStatsRequest
+	(*ListPodStatsRequest)(nil),      // 68: podsync.v1.ListPodStatsRequest
+	(*ExecSyncResponse)(nil),         // 69: podsync.v1.ExecSyncResponse
+	(*ExecResponse)(nil),             // 70: podsync.v1.ExecResponse
+	(*AttachResponse)(nil),           // 71: podsync.v1.AttachResponse
+	(*PortForwardResponse)(nil),      // 72: podsync.v1.PortForwardResponse
+	(*GetPodStatsResponse)(nil),      // 73: podsync.v1.GetPodStatsResponse
+	(*ListPodStatsResponse)(nil),     // 74: podsync.v1.ListPodStatsResponse
 }
 var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
 	51, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
@@ -3565,24 +3582,36 @@ var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
 	41, // 77: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
 	43, // 78: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
 	45, // 79: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
-	4,  // 80: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
-	9,  // 81: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
-	12, // 82: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
-	18, // 83: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
-	14, // 84: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
-	20, // 85: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
-	22, // 86: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
-	24, // 87: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
-	28, // 88: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
-	30, // 89: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
-	33, // 90: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
-	37, // 91: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
-	40, // 92: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
-	42, // 93: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
-	44, // 94: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
-	46, // 95: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
-	80, // [80:96] is the sub-list for method output_type
-	64, // [64:80] is the sub-list for method input_type
+	63, // 80: podsync.v1.PodSyncService.ExecSync:input_type -> podsync.v1.ExecSyncRequest
+	64, // 81: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
+	65, // 82: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
+	66, // 83: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
+	67, // 84: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
+	68, // 85: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
+	4,  // 86: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
+	9,  // 87: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
+	12, // 88: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
+	18, // 89: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
+	14, // 90: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
+	20, // 91: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
+	22, // 92: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
+	24, // 93: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
+	28, // 94: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
+	30, // 95: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
+	33, // 96: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
+	37, // 97: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
+	40, // 98: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
+	42, // 99: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
+	44, // 100: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
+	46, // 101: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
+	69, // 102: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
+	70, // 103: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
+	71, // 104: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
+	72, // 105: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
+	73, // 106: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
+	74, // 107: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
+	86, // [86:108] is the sub-list for method output_type
+	64, // [64:86] is the sub-list for method input_type
 	64, // [64:64] is the sub-list for extension type_name
 	64, // [64:64] is the sub-list for extension extendee
 	0,  // [0:64] is the sub-list for field type_name
@@ -3594,7 +3623,9 @@ func file_podsync_v1_pod_sync_service_proto_init() {
 		return
 	}
 	file_podsync_v1_events_proto_init()
+	file_podsync_v1_exec_proto_init()
 	file_podsync_v1_pod_proto_init()
+	file_podsync_v1_stats_proto_init()
 	file_podsync_v1_pod_sync_service_proto_msgTypes[1].OneofWrappers = []any{
 		(*RunPodsResponse_Step)(nil),
 		(*RunPodsResponse_Status)(nil),

@@ -38,6 +38,12 @@ const (
 	PodSyncService_ListObjects_FullMethodName      = "/podsync.v1.PodSyncService/ListObjects"
 	PodSyncService_DeleteObject_FullMethodName     = "/podsync.v1.PodSyncService/DeleteObject"
 	PodSyncService_WatchObjects_FullMethodName     = "/podsync.v1.PodSyncService/WatchObjects"
+	PodSyncService_ExecSync_FullMethodName         = "/podsync.v1.PodSyncService/ExecSync"
+	PodSyncService_Exec_FullMethodName             = "/podsync.v1.PodSyncService/Exec"
+	PodSyncService_Attach_FullMethodName           = "/podsync.v1.PodSyncService/Attach"
+	PodSyncService_PortForward_FullMethodName      = "/podsync.v1.PodSyncService/PortForward"
+	PodSyncService_GetPodStats_FullMethodName      = "/podsync.v1.PodSyncService/GetPodStats"
+	PodSyncService_ListPodStats_FullMethodName     = "/podsync.v1.PodSyncService/ListPodStats"
 )
 
 // PodSyncServiceClient is the client API for PodSyncService service.
@@ -270,6 +276,93 @@ type PodSyncServiceClient interface {
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	WatchObjects(ctx context.Context, in *WatchObjectsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchObjectsResponse], error)
+	// ExecSync runs a command in a running container and returns its output
+	// and exit code once it exits: CRI ExecSync, for short commands (a probe,
+	// a one-off query).
+	//
+	// Limits: stdout and stderr are each capped at 1 MiB (ExecSyncMaxOutput);
+	// the rest is discarded and stdout_truncated or stderr_truncated set.
+	// timeout, when set, kills the command after it (then exit_code is -1
+	// and timed_out is set); without one the caller's deadline bounds the
+	// call.
+	//
+	// Errors: NOT_FOUND (POD_NOT_FOUND, CONTAINER_NOT_FOUND);
+	// FAILED_PRECONDITION (CONTAINER_NOT_RUNNING) when the container's newest
+	// instance is not running; INVALID_ARGUMENT for an empty command or a pod
+	// of several containers and none named. PERMISSION_DENIED unless the
+	// caller has the exec role (or admin).
+	//
+	// Idempotency: none — the command runs once per call; retrying runs it
+	// again.
+	ExecSync(ctx context.Context, in *ExecSyncRequest, opts ...grpc.CallOption) (*ExecSyncResponse, error)
+	// Exec runs a command in a running container and streams its standard
+	// streams, as kubectl exec: the first request is an ExecStart naming the
+	// pod, container, command and whether stdin and a TTY are wanted; later
+	// requests carry stdin bytes, terminal resizes and the close of stdin
+	// (half-closing the stream also closes stdin). The responses carry
+	// stdout and stderr bytes (with a TTY, everything is stdout) and, last,
+	// the exit code; the stream then ends with OK.
+	//
+	// podsyncd connects to the runtime's streaming server (CRI Exec's URL)
+	// and copies without buffering beyond one message each way: a caller
+	// that does not read slows the command's output down, never podsyncd's
+	// memory. Cancelling the call ends the runtime session. A session with
+	// no traffic for podsyncd's --stream-idle-timeout (default 4 h) is ended
+	// with DEADLINE_EXCEEDED. Sessions count against the caller's
+	// --max-streams-per-identity.
+	//
+	// Errors: as ExecSync, with INVALID_ARGUMENT when the first request is
+	// not an ExecStart; an error of the session after it started ends the
+	// stream with UNAVAILABLE.
+	//
+	// Idempotency: none.
+	Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error)
+	// Attach attaches to the standard streams of a running container's main
+	// process, as kubectl attach: the first request is an AttachStart; the
+	// rest is as Exec (stdin needs the container's stdin: true, a TTY its
+	// tty: true). The final message's exit code is the container's when it
+	// exits while attached; a caller that detaches (cancels) leaves it
+	// running.
+	//
+	// Errors, limits and idempotency: as Exec.
+	Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttachRequest, AttachResponse], error)
+	// PortForward forwards one TCP connection to a port of a pod's network
+	// namespace (CRI PortForward), as kubectl port-forward does per accepted
+	// connection: the first request is a PortForwardStart, then data
+	// requests; half-closing the stream half-closes the connection to the
+	// pod. Responses carry the data the pod sends; the stream ends with OK
+	// when the pod closes its side, or with UNAVAILABLE (PORT_FORWARD_FAILED)
+	// and the runtime's message when the connection fails (nothing listens
+	// on the port, for instance). One stream is one connection: an error
+	// ends only it.
+	//
+	// Limits: as Exec (backpressure, idle timeout, stream cap).
+	//
+	// Errors: NOT_FOUND (POD_NOT_FOUND); FAILED_PRECONDITION
+	// (POD_NOT_RUNNING) when the pod has no ready sandbox; INVALID_ARGUMENT
+	// for a port outside 1–65535. PERMISSION_DENIED unless the caller has the
+	// exec role.
+	//
+	// Idempotency: none.
+	PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PortForwardRequest, PortForwardResponse], error)
+	// GetPodStats returns a pod's CPU (cumulative and rate), memory (working
+	// set, RSS), network and storage usage, per pod and per running
+	// container, in the shape of the kubelet's /stats/summary: from CRI
+	// ListPodSandboxStats and ListContainerStats, or, where the runtime has
+	// no pod stats (containerd 1.6), from the pod's cgroup and its network
+	// namespace (PodStats.source says which). The CPU rate is averaged since
+	// the previous sample of the container podsyncd took for any caller.
+	//
+	// Errors: NOT_FOUND (POD_NOT_FOUND); FAILED_PRECONDITION (POD_NOT_RUNNING)
+	// when the pod has no ready sandbox.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	GetPodStats(ctx context.Context, in *GetPodStatsRequest, opts ...grpc.CallOption) (*GetPodStatsResponse, error)
+	// ListPodStats returns GetPodStats of every pod with a ready sandbox (of
+	// namespace, if set), by namespace and name.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	ListPodStats(ctx context.Context, in *ListPodStatsRequest, opts ...grpc.CallOption) (*ListPodStatsResponse, error)
 }
 
 type podSyncServiceClient struct {
@@ -484,6 +577,75 @@ func (c *podSyncServiceClient) WatchObjects(ctx context.Context, in *WatchObject
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PodSyncService_WatchObjectsClient = grpc.ServerStreamingClient[WatchObjectsResponse]
+
+func (c *podSyncServiceClient) ExecSync(ctx context.Context, in *ExecSyncRequest, opts ...grpc.CallOption) (*ExecSyncResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExecSyncResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_ExecSync_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &PodSyncService_ServiceDesc.Streams[5], PodSyncService_Exec_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecRequest, ExecResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PodSyncService_ExecClient = grpc.BidiStreamingClient[ExecRequest, ExecResponse]
+
+func (c *podSyncServiceClient) Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttachRequest, AttachResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &PodSyncService_ServiceDesc.Streams[6], PodSyncService_Attach_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[AttachRequest, AttachResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PodSyncService_AttachClient = grpc.BidiStreamingClient[AttachRequest, AttachResponse]
+
+func (c *podSyncServiceClient) PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PortForwardRequest, PortForwardResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &PodSyncService_ServiceDesc.Streams[7], PodSyncService_PortForward_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[PortForwardRequest, PortForwardResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PodSyncService_PortForwardClient = grpc.BidiStreamingClient[PortForwardRequest, PortForwardResponse]
+
+func (c *podSyncServiceClient) GetPodStats(ctx context.Context, in *GetPodStatsRequest, opts ...grpc.CallOption) (*GetPodStatsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPodStatsResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_GetPodStats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) ListPodStats(ctx context.Context, in *ListPodStatsRequest, opts ...grpc.CallOption) (*ListPodStatsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPodStatsResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_ListPodStats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
 // PodSyncServiceServer is the server API for PodSyncService service.
 // All implementations must embed UnimplementedPodSyncServiceServer
@@ -715,6 +877,93 @@ type PodSyncServiceServer interface {
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	WatchObjects(*WatchObjectsRequest, grpc.ServerStreamingServer[WatchObjectsResponse]) error
+	// ExecSync runs a command in a running container and returns its output
+	// and exit code once it exits: CRI ExecSync, for short commands (a probe,
+	// a one-off query).
+	//
+	// Limits: stdout and stderr are each capped at 1 MiB (ExecSyncMaxOutput);
+	// the rest is discarded and stdout_truncated or stderr_truncated set.
+	// timeout, when set, kills the command after it (then exit_code is -1
+	// and timed_out is set); without one the caller's deadline bounds the
+	// call.
+	//
+	// Errors: NOT_FOUND (POD_NOT_FOUND, CONTAINER_NOT_FOUND);
+	// FAILED_PRECONDITION (CONTAINER_NOT_RUNNING) when the container's newest
+	// instance is not running; INVALID_ARGUMENT for an empty command or a pod
+	// of several containers and none named. PERMISSION_DENIED unless the
+	// caller has the exec role (or admin).
+	//
+	// Idempotency: none — the command runs once per call; retrying runs it
+	// again.
+	ExecSync(context.Context, *ExecSyncRequest) (*ExecSyncResponse, error)
+	// Exec runs a command in a running container and streams its standard
+	// streams, as kubectl exec: the first request is an ExecStart naming the
+	// pod, container, command and whether stdin and a TTY are wanted; later
+	// requests carry stdin bytes, terminal resizes and the close of stdin
+	// (half-closing the stream also closes stdin). The responses carry
+	// stdout and stderr bytes (with a TTY, everything is stdout) and, last,
+	// the exit code; the stream then ends with OK.
+	//
+	// podsyncd connects to the runtime's streaming server (CRI Exec's URL)
+	// and copies without buffering beyond one message each way: a caller
+	// that does not read slows the command's output down, never podsyncd's
+	// memory. Cancelling the call ends the runtime session. A session with
+	// no traffic for podsyncd's --stream-idle-timeout (default 4 h) is ended
+	// with DEADLINE_EXCEEDED. Sessions count against the caller's
+	// --max-streams-per-identity.
+	//
+	// Errors: as ExecSync, with INVALID_ARGUMENT when the first request is
+	// not an ExecStart; an error of the session after it started ends the
+	// stream with UNAVAILABLE.
+	//
+	// Idempotency: none.
+	Exec(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error
+	// Attach attaches to the standard streams of a running container's main
+	// process, as kubectl attach: the first request is an AttachStart; the
+	// rest is as Exec (stdin needs the container's stdin: true, a TTY its
+	// tty: true). The final message's exit code is the container's when it
+	// exits while attached; a caller that detaches (cancels) leaves it
+	// running.
+	//
+	// Errors, limits and idempotency: as Exec.
+	Attach(grpc.BidiStreamingServer[AttachRequest, AttachResponse]) error
+	// PortForward forwards one TCP connection to a port of a pod's network
+	// namespace (CRI PortForward), as kubectl port-forward does per accepted
+	// connection: the first request is a PortForwardStart, then data
+	// requests; half-closing the stream half-closes the connection to the
+	// pod. Responses carry the data the pod sends; the stream ends with OK
+	// when the pod closes its side, or with UNAVAILABLE (PORT_FORWARD_FAILED)
+	// and the runtime's message when the connection fails (nothing listens
+	// on the port, for instance). One stream is one connection: an error
+	// ends only it.
+	//
+	// Limits: as Exec (backpressure, idle timeout, stream cap).
+	//
+	// Errors: NOT_FOUND (POD_NOT_FOUND); FAILED_PRECONDITION
+	// (POD_NOT_RUNNING) when the pod has no ready sandbox; INVALID_ARGUMENT
+	// for a port outside 1–65535. PERMISSION_DENIED unless the caller has the
+	// exec role.
+	//
+	// Idempotency: none.
+	PortForward(grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]) error
+	// GetPodStats returns a pod's CPU (cumulative and rate), memory (working
+	// set, RSS), network and storage usage, per pod and per running
+	// container, in the shape of the kubelet's /stats/summary: from CRI
+	// ListPodSandboxStats and ListContainerStats, or, where the runtime has
+	// no pod stats (containerd 1.6), from the pod's cgroup and its network
+	// namespace (PodStats.source says which). The CPU rate is averaged since
+	// the previous sample of the container podsyncd took for any caller.
+	//
+	// Errors: NOT_FOUND (POD_NOT_FOUND); FAILED_PRECONDITION (POD_NOT_RUNNING)
+	// when the pod has no ready sandbox.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	GetPodStats(context.Context, *GetPodStatsRequest) (*GetPodStatsResponse, error)
+	// ListPodStats returns GetPodStats of every pod with a ready sandbox (of
+	// namespace, if set), by namespace and name.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	ListPodStats(context.Context, *ListPodStatsRequest) (*ListPodStatsResponse, error)
 	mustEmbedUnimplementedPodSyncServiceServer()
 }
 
@@ -772,6 +1021,24 @@ func (UnimplementedPodSyncServiceServer) DeleteObject(context.Context, *DeleteOb
 }
 func (UnimplementedPodSyncServiceServer) WatchObjects(*WatchObjectsRequest, grpc.ServerStreamingServer[WatchObjectsResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchObjects not implemented")
+}
+func (UnimplementedPodSyncServiceServer) ExecSync(context.Context, *ExecSyncRequest) (*ExecSyncResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExecSync not implemented")
+}
+func (UnimplementedPodSyncServiceServer) Exec(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error {
+	return status.Error(codes.Unimplemented, "method Exec not implemented")
+}
+func (UnimplementedPodSyncServiceServer) Attach(grpc.BidiStreamingServer[AttachRequest, AttachResponse]) error {
+	return status.Error(codes.Unimplemented, "method Attach not implemented")
+}
+func (UnimplementedPodSyncServiceServer) PortForward(grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]) error {
+	return status.Error(codes.Unimplemented, "method PortForward not implemented")
+}
+func (UnimplementedPodSyncServiceServer) GetPodStats(context.Context, *GetPodStatsRequest) (*GetPodStatsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPodStats not implemented")
+}
+func (UnimplementedPodSyncServiceServer) ListPodStats(context.Context, *ListPodStatsRequest) (*ListPodStatsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPodStats not implemented")
 }
 func (UnimplementedPodSyncServiceServer) mustEmbedUnimplementedPodSyncServiceServer() {}
 func (UnimplementedPodSyncServiceServer) testEmbeddedByValue()                        {}
@@ -1047,6 +1314,81 @@ func _PodSyncService_WatchObjects_Handler(srv interface{}, stream grpc.ServerStr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PodSyncService_WatchObjectsServer = grpc.ServerStreamingServer[WatchObjectsResponse]
 
+func _PodSyncService_ExecSync_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExecSyncRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).ExecSync(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_ExecSync_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).ExecSync(ctx, req.(*ExecSyncRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodSyncService_Exec_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PodSyncServiceServer).Exec(&grpc.GenericServerStream[ExecRequest, ExecResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PodSyncService_ExecServer = grpc.BidiStreamingServer[ExecRequest, ExecResponse]
+
+func _PodSyncService_Attach_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PodSyncServiceServer).Attach(&grpc.GenericServerStream[AttachRequest, AttachResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PodSyncService_AttachServer = grpc.BidiStreamingServer[AttachRequest, AttachResponse]
+
+func _PodSyncService_PortForward_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PodSyncServiceServer).PortForward(&grpc.GenericServerStream[PortForwardRequest, PortForwardResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PodSyncService_PortForwardServer = grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]
+
+func _PodSyncService_GetPodStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPodStatsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).GetPodStats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_GetPodStats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).GetPodStats(ctx, req.(*GetPodStatsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodSyncService_ListPodStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPodStatsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).ListPodStats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_ListPodStats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).ListPodStats(ctx, req.(*ListPodStatsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PodSyncService_ServiceDesc is the grpc.ServiceDesc for PodSyncService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1098,6 +1440,18 @@ var PodSyncService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "DeleteObject",
 			Handler:    _PodSyncService_DeleteObject_Handler,
 		},
+		{
+			MethodName: "ExecSync",
+			Handler:    _PodSyncService_ExecSync_Handler,
+		},
+		{
+			MethodName: "GetPodStats",
+			Handler:    _PodSyncService_GetPodStats_Handler,
+		},
+		{
+			MethodName: "ListPodStats",
+			Handler:    _PodSyncService_ListPodStats_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -1124,6 +1478,24 @@ var PodSyncService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "WatchObjects",
 			Handler:       _PodSyncService_WatchObjects_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Exec",
+			Handler:       _PodSyncService_Exec_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Attach",
+			Handler:       _PodSyncService_Attach_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "PortForward",
+			Handler:       _PodSyncService_PortForward_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "podsync/v1/pod_sync_service.proto",

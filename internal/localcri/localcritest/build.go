@@ -18,6 +18,17 @@ import (
 // calling test binary has it: a data race in the built program then fails
 // its exit code.
 func Build(bin, pkg string, tags ...string) error {
+	return build(bin, pkg, RaceEnabled(), tags)
+}
+
+// BuildWithoutRace is Build without the race detector whatever the test
+// binary has: for the tests that measure the program's memory, which the
+// race detector's shadow memory multiplies.
+func BuildWithoutRace(bin, pkg string, tags ...string) error {
+	return build(bin, pkg, false, tags)
+}
+
+func build(bin, pkg string, race bool, tags []string) error {
 	repo, err := localcri.RepoDir()
 	if err != nil {
 		return err
@@ -26,7 +37,7 @@ func Build(bin, pkg string, tags ...string) error {
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
 	}
-	if RaceEnabled() {
+	if race {
 		args = append(args, "-race")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

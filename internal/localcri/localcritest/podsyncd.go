@@ -150,6 +150,9 @@ func StartPodsyncd(t testing.TB, o PodsyncdOptions) *Podsyncd {
 // Name names the process in messages.
 func (d *Podsyncd) Name() string { return d.opts.Name }
 
+// PID is the process id of podsyncd.
+func (d *Podsyncd) PID() int { return d.cmd.Process.Pid }
+
 // Done is closed once the process has exited and been reaped.
 func (d *Podsyncd) Done() <-chan struct{} { return d.done }
 

@@ -41,6 +41,12 @@ func startPodsyncd(t *testing.T) *podsyncd { return startPodsyncdArgs(t) }
 // startPodsyncdArgs is startPodsyncd with further podsyncd flags.
 func startPodsyncdArgs(t *testing.T, args ...string) *podsyncd {
 	t.Helper()
+	return startPodsyncdBin(t, podsyncdBin, args...)
+}
+
+// startPodsyncdBin is startPodsyncdArgs with another podsyncd binary.
+func startPodsyncdBin(t *testing.T, bin string, args ...string) *podsyncd {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "ctl-")
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +54,7 @@ func startPodsyncdArgs(t *testing.T, args ...string) *podsyncd {
 	socket := filepath.Join(dir, "podsync.sock")
 	d := &podsyncd{t: t, address: "unix://" + socket}
 	d.Podsyncd = localcritest.StartPodsyncd(t, localcritest.PodsyncdOptions{
-		Bin: podsyncdBin, Instance: inst, Socket: socket,
+		Bin: bin, Instance: inst, Socket: socket,
 		RootDir: filepath.Join(dir, "root"), PodLogDir: filepath.Join(dir, "logs"),
 		ShutdownTimeout: 10 * time.Second,
 		// The web example publishes a host port, which the default Pod

@@ -1,0 +1,156 @@
+//go:build integration
+
+package daemon_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"k8s.io/utils/ptr"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
+	"github.com/podsync/podsync/errorinfo"
+	"github.com/podsync/podsync/internal/testcert"
+)
+
+// TestGrpcurlExecSyncAndGetPodStats: ExecSync and GetPodStats are usable
+// from grpcurl with -d, as the README shows them: output, stderr and the
+// exit code; the pod's and its container's CPU and memory.
+func TestGrpcurlExecSyncAndGetPodStats(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncd(t, daemonOptions{})
+	pod := newPod(t, "", sleeper("app"))
+	if _, err := d.grpcurl(ctx, requestJSON(t, &podsyncv1.SyncPodRequest{Pod: pod}), nil, "podsync.v1.PodSyncService/SyncPod"); err != nil {
+		t.Fatal(err)
+	}
+	req := fmt.Sprintf(`{"namespace": %q, "name": %q, "command": ["sh", "-c", "echo hi; echo oops >&2; exit 3"]}`,
+		pod.GetMetadata().GetNamespace(), pod.GetMetadata().GetName())
+	out, err := d.grpcurl(ctx, req, nil, "podsync.v1.PodSyncService/ExecSync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp podsyncv1.ExecSyncResponse
+	if err := protojson.Unmarshal([]byte(out), &resp); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if string(resp.GetStdout()) != "hi\n" || string(resp.GetStderr()) != "oops\n" || resp.GetExitCode() != 3 {
+		t.Errorf("ExecSync = %v; want stdout hi, stderr oops, exit code 3", &resp)
+	}
+
+	req = fmt.Sprintf(`{"namespace": %q, "name": %q}`, pod.GetMetadata().GetNamespace(), pod.GetMetadata().GetName())
+	out, err = d.grpcurl(ctx, req, nil, "podsync.v1.PodSyncService/GetPodStats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stats podsyncv1.GetPodStatsResponse
+	if err := protojson.Unmarshal([]byte(out), &stats); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	st := stats.GetStats()
+	if st.GetUid() != pod.GetMetadata().GetUid() || st.GetCpu().GetUsageCoreNanoSeconds() == 0 || st.GetMemory().GetWorkingSetBytes() == 0 ||
+		len(st.GetContainers()) != 1 || st.GetContainers()[0].GetName() != "app" || st.GetContainers()[0].GetCpu().UsageNanoCores == nil ||
+		st.GetSource() == "" {
+		t.Errorf("GetPodStats:\n%s", out)
+	}
+}
+
+// TestSessionRoles: exec, attach and port-forward need the exec role: a
+// read identity is refused all four session RPCs, an exec identity may
+// exec but not change pods, and the session is logged with its identity
+// and command.
+func TestSessionRoles(t *testing.T) {
+	ctx := testContext(t)
+	dir := t.TempDir()
+	ca := testcert.NewCA(t, "podsync itest CA")
+	srvCertFile, srvKeyFile := testcert.WriteFiles(t, dir, "server",
+		ca.Issue(t, testcert.Leaf{CN: "podsyncd", IPs: testcert.Localhost, Server: true}))
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	d := startPodsyncd(t, daemonOptions{
+		ExtraListen: []string{"tcp://" + addr},
+		Config: `
+security:
+  roles:
+    admin: ["cn:itest-admin"]
+    exec: ["cn:itest-exec"]
+    read: ["cn:itest-reader"]
+`,
+		Args: []string{
+			"--tls-cert-file=" + srvCertFile,
+			"--tls-key-file=" + srvKeyFile,
+			"--tls-client-ca-file=" + testcert.WritePEM(t, dir, "client-ca.crt", "CERTIFICATE", ca.Cert.Raw),
+		},
+	})
+	dial := func(cn string) podsyncv1.PodSyncServiceClient {
+		cert := ca.Issue(t, testcert.Leaf{CN: cn})
+		creds := credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}})
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		return podsyncv1.NewPodSyncServiceClient(conn)
+	}
+	admin, execer, reader := dial("itest-admin"), dial("itest-exec"), dial("itest-reader")
+
+	pod := newPod(t, "", sleeper("app"))
+	ns, name := pod.GetMetadata().GetNamespace(), pod.GetMetadata().GetName()
+	stream, err := admin.SyncPod(ctx, &podsyncv1.SyncPodRequest{Pod: pod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := lastSyncResult(t, stream); res.GetStatus().GetPhase() != "Running" {
+		t.Fatalf("SyncPod: phase %q", res.GetStatus().GetPhase())
+	}
+	t.Cleanup(func() {
+		_, _ = admin.DeletePod(context.WithoutCancel(ctx), &podsyncv1.DeletePodRequest{Namespace: ns, Name: name, GracePeriodSeconds: ptr.To[int64](0)})
+		_ = removePodCgroups(pod.GetMetadata().GetUid())
+	})
+
+	denied := func(what string, err error) {
+		t.Helper()
+		if status.Code(err) != codes.PermissionDenied || errorReason(err) != errorinfo.ReasonPermissionDenied {
+			t.Errorf("%s as a read identity: %v; want PERMISSION_DENIED", what, err)
+		}
+	}
+	_, err = reader.ExecSync(ctx, &podsyncv1.ExecSyncRequest{Namespace: ns, Name: name, Command: []string{"true"}})
+	denied("ExecSync", err)
+	ex, err := reader.Exec(ctx)
+	if err == nil {
+		_ = ex.Send(&podsyncv1.ExecRequest{Msg: &podsyncv1.ExecRequest_Start{Start: &podsyncv1.ExecStart{Namespace: ns, Name: name, Command: []string{"true"}}}})
+		_, err = ex.Recv()
+	}
+	denied("Exec", err)
+	at, err := reader.Attach(ctx)
+	if err == nil {
+		_ = at.Send(&podsyncv1.AttachRequest{Msg: &podsyncv1.AttachRequest_Start{Start: &podsyncv1.AttachStart{Namespace: ns, Name: name}}})
+		_, err = at.Recv()
+	}
+	denied("Attach", err)
+	pf, err := reader.PortForward(ctx)
+	if err == nil {
+		_ = pf.Send(&podsyncv1.PortForwardRequest{Msg: &podsyncv1.PortForwardRequest_Start{Start: &podsyncv1.PortForwardStart{Namespace: ns, Name: name, Port: 80}}})
+		_, err = pf.Recv()
+	}
+	denied("PortForward", err)
+
+	resp, err := execer.ExecSync(ctx, &podsyncv1.ExecSyncRequest{Namespace: ns, Name: name, Command: []string{"echo", "from the exec role"}})
+	if err != nil || string(resp.GetStdout()) != "from the exec role\n" {
+		t.Errorf("ExecSync as an exec identity: %v, %v", resp, err)
+	}
+	if _, err := execer.DeletePod(ctx, &podsyncv1.DeletePodRequest{Namespace: ns, Name: name}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("DeletePod as an exec identity: %v; want PERMISSION_DENIED", err)
+	}
+	if !d.logHas(`"session ended"`, `"identity":"cn:itest-exec"`, `"role":"exec"`, `"command":["echo","from the exec role"]`, `"pod_name":"`+name+`"`) {
+		t.Errorf("podsyncd did not log the session with its identity and command")
+	}
+	if !d.logHas(`"finished call"`, `"identity":"cn:itest-reader"`, `"rpc_method":"/podsync.v1.PodSyncService/Exec"`, `"grpc_code":"PermissionDenied"`) {
+		t.Errorf("podsyncd did not log the refused Exec with the identity")
+	}
+}
