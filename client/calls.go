@@ -368,6 +368,22 @@ func (c *Client) ListVolumes(ctx context.Context) ([]*podsyncv1.NamedVolume, err
 	return resp.GetVolumes(), nil
 }
 
+// CreateVolume creates the named volume name (the directory a
+// persistentVolumeClaim volume of that claimName mounts), as a pod naming
+// the claim would on its first run; created is false when it existed.
+// Retried on ErrUnavailable with WithRetry (CreateVolume is idempotent).
+func (c *Client) CreateVolume(ctx context.Context, name string) (created bool, err error) {
+	var resp *podsyncv1.CreateVolumeResponse
+	err = c.retry(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.api.CreateVolume(ctx, &podsyncv1.CreateVolumeRequest{Name: name})
+		return err
+	})
+	if err != nil {
+		return false, wrap("CreateVolume", name, err)
+	}
+	return resp.GetCreated(), nil
+}
+
 // DeleteVolume removes a named volume and its data. A volume that does not
 // exist is not an error: found is false. Errors: ErrVolumeInUse (Reason
 // VOLUME_IN_USE) while a stored pod names it. Retried on ErrUnavailable

@@ -22,6 +22,10 @@ type Manifests struct {
 	Pods       []*corev1.Pod
 	ConfigMaps []*corev1.ConfigMap
 	Secrets    []*corev1.Secret
+	// Claims are the names of the PersistentVolumeClaim documents: the
+	// node-local named volumes to create (podsyncctl creates them before
+	// it sends the pods), in the order read, each once.
+	Claims []string
 	// Notices say what Decode did that the reader should know of, such as
 	// a Service it skipped.
 	Notices []string

@@ -281,6 +281,11 @@ func (st *readState) readOther(o origin, h manifestHeader, doc []byte) {
 	for _, pod := range m.Pods {
 		st.acceptPod(o, h, pod)
 	}
+	for _, c := range m.Claims {
+		if !slices.Contains(st.m.Claims, c) {
+			st.m.Claims = append(st.m.Claims, c)
+		}
+	}
 }
 
 // acceptPod drops from a decoded pod (of a Pod document, or a workload's

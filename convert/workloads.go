@@ -3,7 +3,9 @@ package convert
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	appsv1beta1 "k8s.io/api/apps/v1beta1"
@@ -65,15 +67,17 @@ var skippedKinds = map[string]string{
 	"RoleBinding":           "podsync has no API server to authorize",
 	"ClusterRoleBinding":    "podsync has no API server to authorize",
 	"Namespace":             "namespaces need no creating on podsync",
-	"PersistentVolumeClaim": "podsync has no volume provisioner; use a hostPath or emptyDir volume",
 }
+
+// kindPersistentVolumeClaim documents become named volumes (addClaim).
+const kindPersistentVolumeClaim = "PersistentVolumeClaim"
 
 // isOtherKind reports whether Decode handles kind in this file: a workload,
 // CronJob or a skipped kind.
 func isOtherKind(kind string) bool {
 	_, workload := workloadAPIVersions[kind]
 	_, skipped := skippedKinds[kind]
-	return workload || skipped || kind == kindCronJob
+	return workload || skipped || kind == kindCronJob || kind == kindPersistentVolumeClaim
 }
 
 // checkOtherAPIVersion checks the apiVersion of a kind isOtherKind accepts.
@@ -108,8 +112,12 @@ type workload struct {
 }
 
 // addOther decodes a kind isOtherKind accepts: a workload's pods are added
-// to m, a skipped kind gives a notice, CronJob an error.
+// to m, a PersistentVolumeClaim to its claims, a skipped kind gives a
+// notice, CronJob an error.
 func (m *Manifests) addOther(h manifestHeader, doc []byte) error {
+	if h.Kind == kindPersistentVolumeClaim {
+		return m.addClaim(h)
+	}
 	if h.Kind == kindCronJob {
 		return errors.New("a CronJob is not run: podsync has no controller to start its Jobs on a schedule; " +
 			"run the Job's pod from a systemd timer (podsyncctl run -f job.yaml in the timer's service)")
@@ -367,3 +375,23 @@ func jobTemplate(spec *batchv1.JobSpec, t *corev1.PodTemplateSpec) error {
 }
 
 const workloadKindList = "Deployment, ReplicaSet, StatefulSet, DaemonSet, ReplicationController, Job"
+
+
+// addClaim adds a PersistentVolumeClaim document's name to m.Claims: the
+// node-local named volume a persistentVolumeClaim volume of that claimName
+// mounts, podman kube play's semantics. Nothing provisions, sizes or
+// binds it, which a notice says.
+func (m *Manifests) addClaim(h manifestHeader) error {
+	if h.APIVersion != "v1" {
+		return fmt.Errorf("apiVersion %q: a PersistentVolumeClaim is v1", h.APIVersion)
+	}
+	if errs := validation.IsDNS1123Subdomain(h.Name); len(errs) > 0 {
+		return fmt.Errorf("metadata.name %q: %s", h.Name, strings.Join(errs, "; "))
+	}
+	if !slices.Contains(m.Claims, h.Name) {
+		m.Claims = append(m.Claims, h.Name)
+	}
+	m.Notices = append(m.Notices, fmt.Sprintf("%s %q: created as the node-local named volume %q, shared by the pods that name the claim "+
+		"and kept when they are deleted; its storage class, size and access modes are not used", h.Kind, h.Name, h.Name))
+	return nil
+}

@@ -41,6 +41,7 @@ func TestDecodeWorkloads(t *testing.T) {
 		in      string
 		want    []podWant
 		notices []string
+		claims  []string
 	}{
 		{name: "Deployment with replicas and a Service", in: `apiVersion: v1
 kind: Service
@@ -122,7 +123,7 @@ metadata: {name: web}
 spec:
   replicas: 0
   selector: {matchLabels: {app: web}}` + tmpl},
-		{name: "the other kinds beside workloads are skipped", in: `apiVersion: v1
+		{name: "the other kinds beside workloads are skipped, a claim is a named volume", in: `apiVersion: v1
 kind: ServiceAccount
 metadata: {name: sa}
 ---
@@ -141,8 +142,9 @@ metadata: {name: data}
 			`ServiceAccount "sa" skipped: podsync mounts no service account token`,
 			`RoleBinding "rb" skipped: podsync has no API server to authorize`,
 			`Namespace "shop" skipped: namespaces need no creating on podsync`,
-			`PersistentVolumeClaim "data" skipped: podsync has no volume provisioner; use a hostPath or emptyDir volume`,
-		}},
+			`PersistentVolumeClaim "data": created as the node-local named volume "data", shared by the pods that name the claim ` +
+				"and kept when they are deleted; its storage class, size and access modes are not used",
+		}, claims: []string{"data"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,6 +173,9 @@ metadata: {name: data}
 			}
 			if d := cmp.Diff(tc.notices, m.Notices); d != "" {
 				t.Errorf("notices (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.claims, m.Claims); d != "" {
+				t.Errorf("claims (-want +got):\n%s", d)
 			}
 			// The pods are ones podsync takes.
 			for _, p := range m.Pods {

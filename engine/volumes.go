@@ -17,6 +17,7 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/logx"
 	"github.com/podsync/podsync/validation"
 )
@@ -67,6 +68,21 @@ func (n *Node) ListVolumes(ctx context.Context) ([]NamedVolume, error) {
 		out = append(out, NamedVolume{Name: name, Path: criconfig.ClaimVolumeDir(name, n.cfg), Pods: pods})
 	}
 	return out, nil
+}
+
+// CreateVolume creates the named volume name, as a pod naming the claim
+// would on its first run (a PersistentVolumeClaim document applied), and
+// reports whether it created it: an existing one is left as it is. A name
+// that cannot be a volume's is ErrInvalidSpec.
+func (n *Node) CreateVolume(_ context.Context, name string) (bool, error) {
+	created, err := syncer.EnsureClaimVolume(name, n.cfg)
+	if err != nil {
+		return false, fmt.Errorf("create volume %q: %w", name, err)
+	}
+	if created {
+		n.log.Info("named volume created", zap.String(logx.Volume, name))
+	}
+	return created, nil
 }
 
 // DeleteVolume removes the named volume name and its data. It returns

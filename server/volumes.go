@@ -26,6 +26,21 @@ func (s *service) ListVolumes(ctx context.Context, _ *podsyncv1.ListVolumesReque
 	return out, nil
 }
 
+// CreateVolume creates a named volume, as a pod naming the claim would.
+func (s *service) CreateVolume(ctx context.Context, req *podsyncv1.CreateVolumeRequest) (*podsyncv1.CreateVolumeResponse, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	if req.GetName() == "" {
+		return nil, NewError(codes.InvalidArgument, errorinfo.ReasonInvalidSpec, "name: required: the volume's claimName", nil)
+	}
+	created, err := s.node.CreateVolume(ctx, req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return &podsyncv1.CreateVolumeResponse{Created: created}, nil
+}
+
 // DeleteVolume removes a named volume no stored pod names.
 func (s *service) DeleteVolume(ctx context.Context, req *podsyncv1.DeleteVolumeRequest) (*podsyncv1.DeleteVolumeResponse, error) {
 	if err := s.ready(); err != nil {

@@ -87,32 +87,45 @@ func (s *Syncer) refreshFileVolumes(pod *corev1.Pod, in SyncInput) error {
 }
 
 // setupClaimVolume creates the node-local named volume of a
-// persistentVolumeClaim on first use (mode 0777, as an emptyDir's, so
-// that any user of a container may write it), podman kube play's
-// semantics; an existing one is left as it is. Its name, checked by
-// validation, is one path element.
+// persistentVolumeClaim on first use (EnsureClaimVolume).
 func (s *Syncer) setupClaimVolume(claim string) error {
+	_, err := EnsureClaimVolume(claim, s.cfg)
+	return err
+}
+
+// EnsureClaimVolume creates the node-local named volume claim (mode 0777,
+// as an emptyDir's, so that any user of a container may write it), podman
+// kube play's semantics, and reports whether it created it; an existing
+// one is left as it is. Its name, checked by validation, is one path
+// element.
+func EnsureClaimVolume(claim string, opts criconfig.Options) (created bool, err error) {
 	if err := errdefs.InvalidSpec(validation.CheckFileName("claimName", claim)); err != nil {
-		return err
+		return false, err
 	}
-	root := criconfig.ClaimVolumesRoot(s.cfg)
+	if strings.HasPrefix(claim, ".") {
+		return false, fmt.Errorf("claimName %q: must not start with '.': %w", claim, errdefs.ErrInvalidSpec)
+	}
+	root := criconfig.ClaimVolumesRoot(opts)
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return fmt.Errorf("create the named volumes' directory: %w", err)
+		return false, fmt.Errorf("create the named volumes' directory: %w", err)
 	}
-	dir := criconfig.ClaimVolumeDir(claim, s.cfg)
+	dir := criconfig.ClaimVolumeDir(claim, opts)
 	fi, err := os.Lstat(dir)
 	switch {
 	case err == nil && fi.IsDir():
-		return nil
+		return false, nil
 	case err == nil:
-		return fmt.Errorf("named volume %q: %s is not a directory: %w", claim, dir, errdefs.ErrInvalidSpec)
+		return false, fmt.Errorf("named volume %q: %s is not a directory: %w", claim, dir, errdefs.ErrInvalidSpec)
 	case !errors.Is(err, fs.ErrNotExist):
-		return err
+		return false, err
 	}
-	if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("create named volume %q: %w", claim, err)
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("create named volume %q: %w", claim, err)
 	}
-	return os.Chmod(dir, 0o777)
+	return true, os.Chmod(dir, 0o777)
 }
 
 // setupFileVolume renders and writes the files of a configMap, secret,

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/podsync/podsync/client"
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/validation"
 )
@@ -92,4 +94,25 @@ func displayName(p string) string {
 		return "stdin"
 	}
 	return p
+}
+
+// createClaims creates the named volume of each PersistentVolumeClaim
+// document, as podman kube play does, before the pods that mount it are
+// sent, and says so on w ("volume/data created", or "unchanged" for one
+// that exists).
+func (a *app) createClaims(ctx context.Context, c *client.Client, claims []string, w io.Writer) error {
+	for _, name := range claims {
+		created, err := c.CreateVolume(ctx, name)
+		if err != nil {
+			return err
+		}
+		word := "unchanged"
+		if created {
+			word = "created"
+		}
+		if _, err := fmt.Fprintf(w, "volume/%s %s\n", name, word); err != nil {
+			return err
+		}
+	}
+	return nil
 }

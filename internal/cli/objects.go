@@ -165,8 +165,8 @@ func (a *app) newApplyCommand() *cobra.Command {
 					return err
 				}
 			}
-			if objReq == nil && podReq == nil {
-				return fmt.Errorf("the manifests hold no Pod, ConfigMap or Secret")
+			if objReq == nil && podReq == nil && len(m.Claims) == 0 {
+				return fmt.Errorf("the manifests hold no Pod, ConfigMap, Secret or PersistentVolumeClaim")
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
@@ -175,6 +175,9 @@ func (a *app) newApplyCommand() *cobra.Command {
 			defer func() { _ = c.Close() }()
 			ctx, cancel := a.waitContext(cmd.Context())
 			defer cancel()
+			if err := a.createClaims(ctx, c, m.Claims, a.stdout); err != nil {
+				return err
+			}
 			if objReq != nil {
 				resp, err := c.ApplyObjects(ctx, objReq)
 				if err != nil {

@@ -52,7 +52,7 @@ func (a *app) newRunCommand() *cobra.Command {
 			"  kubectl create --dry-run=client -o yaml ... | podsyncctl run -f -",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			req, err := a.runRequest(f)
+			req, claims, err := a.runRequest(f)
 			if err != nil {
 				return err
 			}
@@ -61,6 +61,9 @@ func (a *app) newRunCommand() *cobra.Command {
 				return err
 			}
 			defer func() { _ = c.Close() }()
+			if err := a.createClaims(cmd.Context(), c, claims, a.stderr); err != nil {
+				return err
+			}
 			if err := a.pruneWorkloads(cmd.Context(), c, req); err != nil {
 				return err
 			}
@@ -90,38 +93,39 @@ func (a *app) newRunCommand() *cobra.Command {
 
 // runRequest checks the flags and builds the RunPods request from the
 // manifests of -f: their Pods, with the ConfigMaps and Secrets they use,
-// the target of --wait-for, --timeout and --all-or-nothing.
-func (a *app) runRequest(f runFlags) (*podsyncv1.RunPodsRequest, error) {
+// the target of --wait-for, --timeout and --all-or-nothing; and returns
+// the claims of their PersistentVolumeClaim documents.
+func (a *app) runRequest(f runFlags) (*podsyncv1.RunPodsRequest, []string, error) {
 	if len(f.files) == 0 {
-		return nil, usageErrorf("run needs at least one -f")
+		return nil, nil, usageErrorf("run needs at least one -f")
 	}
 	wf, ok := waitForValues[f.waitFor]
 	if !ok {
-		return nil, usageErrorf("--wait-for %q: want running, ready or succeeded", f.waitFor)
+		return nil, nil, usageErrorf("--wait-for %q: want running, ready or succeeded", f.waitFor)
 	}
 	if err := checkFormat(f.output, formatText, formatJSON, formatYAML); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if f.timeout <= 0 {
-		return nil, usageErrorf("--timeout %s: must be positive", f.timeout)
+		return nil, nil, usageErrorf("--timeout %s: must be positive", f.timeout)
 	}
 	m, err := a.readManifests(f.files, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(m.Pods) == 0 {
-		return nil, errors.New("no Pod in the manifests")
+		return nil, nil, errors.New("no Pod in the manifests")
 	}
 	req, err := client.RunPodsRequestFromManifests(m)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req.WaitFor = wf
 	req.Timeout = durationpb.New(f.timeout)
 	if f.allOrNothing {
 		req.AdmissionMode = podsyncv1.AdmissionMode_ADMISSION_MODE_ALL_OR_NOTHING
 	}
-	return req, nil
+	return req, m.Claims, nil
 }
 
 // countsPhrase is "1 rejected, 2 failed" from a summary.

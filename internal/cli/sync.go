@@ -52,6 +52,9 @@ func (a *app) newSyncCommand() *cobra.Command {
 				return err
 			}
 			defer func() { _ = c.Close() }()
+			if err := a.createClaims(cmd.Context(), c, m.Claims, a.stderr); err != nil {
+				return err
+			}
 			ctx, cancel := a.waitContext(cmd.Context())
 			defer cancel()
 			mw := &messageWriter{w: a.stdout, format: output}

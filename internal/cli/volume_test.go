@@ -104,3 +104,34 @@ func hasRestarts(out, restarts string) bool {
 	}
 	return false
 }
+
+// TestPersistentVolumeClaimDocumentCreatesTheVolume: a PersistentVolumeClaim
+// document beside a pod is created as the named volume before the pod is
+// sent (podman kube play's semantics), said once as created, then as
+// unchanged; the pod mounts it.
+func TestPersistentVolumeClaimDocumentCreatesTheVolume(t *testing.T) {
+	td := testdaemon.New(t, testdaemon.Options{Images: []string{testImage}})
+	d := &podsyncd{rt: td.Runtime, address: td.Target}
+	manifest := "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: cache}\nspec:\n  accessModes: [ReadWriteOnce]\n" +
+		"  resources: {requests: {storage: 1Gi}}\n---\n" +
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containers:\n  - name: app\n    image: " + testImage +
+		"\n    volumeMounts: [{name: data, mountPath: /data}]\n  volumes:\n  - name: data\n    persistentVolumeClaim: {claimName: cache}\n"
+	r := d.run(t, manifest, "apply", "-f", "-")
+	mustSucceed(t, "apply", r)
+	if !strings.HasPrefix(r.stdout, "volume/cache created\n") || !strings.Contains(r.stderr, `PersistentVolumeClaim/cache: created as the node-local named volume "cache"`) {
+		t.Errorf("apply of a claim and its pod:\nstdout %q\nstderr %q", r.stdout, r.stderr)
+	}
+	if fi, err := os.Stat(filepath.Join(td.RootDir, "volumes", "cache")); err != nil || !fi.IsDir() {
+		t.Errorf("named volume directory: %v", err)
+	}
+	r = d.run(t, manifest, "apply", "-f", "-")
+	mustSucceed(t, "apply again", r)
+	if !strings.HasPrefix(r.stdout, "volume/cache unchanged\n") {
+		t.Errorf("apply again: stdout %q", r.stdout)
+	}
+	r = d.run(t, "", "volume", "ls")
+	mustSucceed(t, "volume ls", r)
+	if !strings.Contains(r.stdout, "cache") || !strings.Contains(r.stdout, "default/a") {
+		t.Errorf("volume ls:\n%s", r.stdout)
+	}
+}

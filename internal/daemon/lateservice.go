@@ -223,3 +223,11 @@ func (l *lateService) ListPodStats(ctx context.Context, req *podsyncv1.ListPodSt
 	}
 	return svc.ListPodStats(ctx, req)
 }
+
+func (l *lateService) CreateVolume(ctx context.Context, req *podsyncv1.CreateVolumeRequest) (*podsyncv1.CreateVolumeResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.CreateVolume(ctx, req)
+}

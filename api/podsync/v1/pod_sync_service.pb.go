@@ -2148,6 +2148,98 @@ func (x *NamedVolume) GetPods() []string {
 	return nil
 }
 
+// CreateVolumeRequest is the request of CreateVolume.
+type CreateVolumeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name of the volume (the claimName pods mount it by). Required.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateVolumeRequest) Reset() {
+	*x = CreateVolumeRequest{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateVolumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateVolumeRequest) ProtoMessage() {}
+
+func (x *CreateVolumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateVolumeRequest.ProtoReflect.Descriptor instead.
+func (*CreateVolumeRequest) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *CreateVolumeRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// CreateVolumeResponse is the response of CreateVolume.
+type CreateVolumeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// created is false when the volume existed already.
+	Created       bool `protobuf:"varint,1,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateVolumeResponse) Reset() {
+	*x = CreateVolumeResponse{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateVolumeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateVolumeResponse) ProtoMessage() {}
+
+func (x *CreateVolumeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateVolumeResponse.ProtoReflect.Descriptor instead.
+func (*CreateVolumeResponse) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *CreateVolumeResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
 // DeleteVolumeRequest is the request of DeleteVolume.
 type DeleteVolumeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2159,7 +2251,7 @@ type DeleteVolumeRequest struct {
 
 func (x *DeleteVolumeRequest) Reset() {
 	*x = DeleteVolumeRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2171,7 +2263,7 @@ func (x *DeleteVolumeRequest) String() string {
 func (*DeleteVolumeRequest) ProtoMessage() {}
 
 func (x *DeleteVolumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2184,7 +2276,7 @@ func (x *DeleteVolumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteVolumeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteVolumeRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{29}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DeleteVolumeRequest) GetName() string {
@@ -2205,7 +2297,7 @@ type DeleteVolumeResponse struct {
 
 func (x *DeleteVolumeResponse) Reset() {
 	*x = DeleteVolumeResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2217,7 +2309,7 @@ func (x *DeleteVolumeResponse) String() string {
 func (*DeleteVolumeResponse) ProtoMessage() {}
 
 func (x *DeleteVolumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2230,7 +2322,7 @@ func (x *DeleteVolumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteVolumeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteVolumeResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{30}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DeleteVolumeResponse) GetFound() bool {
@@ -2258,7 +2350,7 @@ type ObjectRef struct {
 
 func (x *ObjectRef) Reset() {
 	*x = ObjectRef{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2270,7 +2362,7 @@ func (x *ObjectRef) String() string {
 func (*ObjectRef) ProtoMessage() {}
 
 func (x *ObjectRef) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2283,7 +2375,7 @@ func (x *ObjectRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectRef.ProtoReflect.Descriptor instead.
 func (*ObjectRef) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{31}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ObjectRef) GetKind() ObjectKind {
@@ -2330,7 +2422,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2342,7 +2434,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2355,7 +2447,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{32}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Object) GetObject() isObject_Object {
@@ -2414,7 +2506,7 @@ type ApplyObjectsRequest struct {
 
 func (x *ApplyObjectsRequest) Reset() {
 	*x = ApplyObjectsRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2426,7 +2518,7 @@ func (x *ApplyObjectsRequest) String() string {
 func (*ApplyObjectsRequest) ProtoMessage() {}
 
 func (x *ApplyObjectsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2439,7 +2531,7 @@ func (x *ApplyObjectsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyObjectsRequest.ProtoReflect.Descriptor instead.
 func (*ApplyObjectsRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{33}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ApplyObjectsRequest) GetConfigMaps() []*ConfigMap {
@@ -2469,7 +2561,7 @@ type ApplyObjectsResponse struct {
 
 func (x *ApplyObjectsResponse) Reset() {
 	*x = ApplyObjectsResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2481,7 +2573,7 @@ func (x *ApplyObjectsResponse) String() string {
 func (*ApplyObjectsResponse) ProtoMessage() {}
 
 func (x *ApplyObjectsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2494,7 +2586,7 @@ func (x *ApplyObjectsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyObjectsResponse.ProtoReflect.Descriptor instead.
 func (*ApplyObjectsResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{34}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ApplyObjectsResponse) GetResults() []*ObjectResult {
@@ -2526,7 +2618,7 @@ type ObjectResult struct {
 
 func (x *ObjectResult) Reset() {
 	*x = ObjectResult{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2538,7 +2630,7 @@ func (x *ObjectResult) String() string {
 func (*ObjectResult) ProtoMessage() {}
 
 func (x *ObjectResult) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2551,7 +2643,7 @@ func (x *ObjectResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectResult.ProtoReflect.Descriptor instead.
 func (*ObjectResult) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{35}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ObjectResult) GetObject() *ObjectRef {
@@ -2590,7 +2682,7 @@ type GetObjectRequest struct {
 
 func (x *GetObjectRequest) Reset() {
 	*x = GetObjectRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2602,7 +2694,7 @@ func (x *GetObjectRequest) String() string {
 func (*GetObjectRequest) ProtoMessage() {}
 
 func (x *GetObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2615,7 +2707,7 @@ func (x *GetObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetObjectRequest.ProtoReflect.Descriptor instead.
 func (*GetObjectRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{36}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetObjectRequest) GetKind() ObjectKind {
@@ -2650,7 +2742,7 @@ type GetObjectResponse struct {
 
 func (x *GetObjectResponse) Reset() {
 	*x = GetObjectResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2662,7 +2754,7 @@ func (x *GetObjectResponse) String() string {
 func (*GetObjectResponse) ProtoMessage() {}
 
 func (x *GetObjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2675,7 +2767,7 @@ func (x *GetObjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetObjectResponse.ProtoReflect.Descriptor instead.
 func (*GetObjectResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{37}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetObjectResponse) GetObject() *Object {
@@ -2700,7 +2792,7 @@ type ListObjectsRequest struct {
 
 func (x *ListObjectsRequest) Reset() {
 	*x = ListObjectsRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2712,7 +2804,7 @@ func (x *ListObjectsRequest) String() string {
 func (*ListObjectsRequest) ProtoMessage() {}
 
 func (x *ListObjectsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2725,7 +2817,7 @@ func (x *ListObjectsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObjectsRequest.ProtoReflect.Descriptor instead.
 func (*ListObjectsRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{38}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListObjectsRequest) GetKind() ObjectKind {
@@ -2762,7 +2854,7 @@ type ListObjectsResponse struct {
 
 func (x *ListObjectsResponse) Reset() {
 	*x = ListObjectsResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2774,7 +2866,7 @@ func (x *ListObjectsResponse) String() string {
 func (*ListObjectsResponse) ProtoMessage() {}
 
 func (x *ListObjectsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2787,7 +2879,7 @@ func (x *ListObjectsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObjectsResponse.ProtoReflect.Descriptor instead.
 func (*ListObjectsResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{39}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListObjectsResponse) GetObjects() []*Object {
@@ -2821,7 +2913,7 @@ type DeleteObjectRequest struct {
 
 func (x *DeleteObjectRequest) Reset() {
 	*x = DeleteObjectRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2833,7 +2925,7 @@ func (x *DeleteObjectRequest) String() string {
 func (*DeleteObjectRequest) ProtoMessage() {}
 
 func (x *DeleteObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2846,7 +2938,7 @@ func (x *DeleteObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObjectRequest.ProtoReflect.Descriptor instead.
 func (*DeleteObjectRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{40}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DeleteObjectRequest) GetKind() ObjectKind {
@@ -2890,7 +2982,7 @@ type DeleteObjectResponse struct {
 
 func (x *DeleteObjectResponse) Reset() {
 	*x = DeleteObjectResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2902,7 +2994,7 @@ func (x *DeleteObjectResponse) String() string {
 func (*DeleteObjectResponse) ProtoMessage() {}
 
 func (x *DeleteObjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2915,7 +3007,7 @@ func (x *DeleteObjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObjectResponse.ProtoReflect.Descriptor instead.
 func (*DeleteObjectResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{41}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DeleteObjectResponse) GetFound() bool {
@@ -2947,7 +3039,7 @@ type WatchObjectsRequest struct {
 
 func (x *WatchObjectsRequest) Reset() {
 	*x = WatchObjectsRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2959,7 +3051,7 @@ func (x *WatchObjectsRequest) String() string {
 func (*WatchObjectsRequest) ProtoMessage() {}
 
 func (x *WatchObjectsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2972,7 +3064,7 @@ func (x *WatchObjectsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchObjectsRequest.ProtoReflect.Descriptor instead.
 func (*WatchObjectsRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{42}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *WatchObjectsRequest) GetSinceRevision() int64 {
@@ -3019,7 +3111,7 @@ type WatchObjectsResponse struct {
 
 func (x *WatchObjectsResponse) Reset() {
 	*x = WatchObjectsResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3031,7 +3123,7 @@ func (x *WatchObjectsResponse) String() string {
 func (*WatchObjectsResponse) ProtoMessage() {}
 
 func (x *WatchObjectsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3044,7 +3136,7 @@ func (x *WatchObjectsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchObjectsResponse.ProtoReflect.Descriptor instead.
 func (*WatchObjectsResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{43}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *WatchObjectsResponse) GetRevision() int64 {
@@ -3133,7 +3225,7 @@ type ObjectDeleted struct {
 
 func (x *ObjectDeleted) Reset() {
 	*x = ObjectDeleted{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3145,7 +3237,7 @@ func (x *ObjectDeleted) String() string {
 func (*ObjectDeleted) ProtoMessage() {}
 
 func (x *ObjectDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3158,7 +3250,7 @@ func (x *ObjectDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectDeleted.ProtoReflect.Descriptor instead.
 func (*ObjectDeleted) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{44}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ObjectDeleted) GetTime() *timestamppb.Timestamp {
@@ -3310,6 +3402,10 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
 	"\x04pods\x18\x03 \x03(\tR\x04pods\")\n" +
+	"\x13CreateVolumeRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"0\n" +
+	"\x14CreateVolumeResponse\x12\x18\n" +
+	"\acreated\x18\x01 \x01(\bR\acreated\")\n" +
 	"\x13DeleteVolumeRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\",\n" +
 	"\x14DeleteVolumeResponse\x12\x14\n" +
@@ -3382,7 +3478,7 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"ObjectKind\x12\x1b\n" +
 	"\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16OBJECT_KIND_CONFIG_MAP\x10\x01\x12\x16\n" +
-	"\x12OBJECT_KIND_SECRET\x10\x022\xf2\r\n" +
+	"\x12OBJECT_KIND_SECRET\x10\x022\xca\x0e\n" +
 	"\x0ePodSyncService\x12D\n" +
 	"\aRunPods\x12\x1a.podsync.v1.RunPodsRequest\x1a\x1b.podsync.v1.RunPodsResponse0\x01\x12I\n" +
 	"\aSyncPod\x12\x1a.podsync.v1.SyncPodRequest\x1a\x1b.podsync.v1.SyncPodResponse\"\x03\x90\x02\x020\x01\x12G\n" +
@@ -3394,6 +3490,7 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\tWatchPods\x12\x1c.podsync.v1.WatchPodsRequest\x1a\x1d.podsync.v1.WatchPodsResponse\"\x03\x90\x02\x010\x01\x12d\n" +
 	"\x10GetContainerLogs\x12#.podsync.v1.GetContainerLogsRequest\x1a$.podsync.v1.GetContainerLogsResponse\"\x03\x90\x02\x010\x01\x12S\n" +
 	"\vListVolumes\x12\x1e.podsync.v1.ListVolumesRequest\x1a\x1f.podsync.v1.ListVolumesResponse\"\x03\x90\x02\x01\x12V\n" +
+	"\fCreateVolume\x12\x1f.podsync.v1.CreateVolumeRequest\x1a .podsync.v1.CreateVolumeResponse\"\x03\x90\x02\x02\x12V\n" +
 	"\fDeleteVolume\x12\x1f.podsync.v1.DeleteVolumeRequest\x1a .podsync.v1.DeleteVolumeResponse\"\x03\x90\x02\x02\x12V\n" +
 	"\fApplyObjects\x12\x1f.podsync.v1.ApplyObjectsRequest\x1a .podsync.v1.ApplyObjectsResponse\"\x03\x90\x02\x02\x12M\n" +
 	"\tGetObject\x12\x1c.podsync.v1.GetObjectRequest\x1a\x1d.podsync.v1.GetObjectResponse\"\x03\x90\x02\x01\x12S\n" +
@@ -3423,7 +3520,7 @@ func file_podsync_v1_pod_sync_service_proto_rawDescGZIP() []byte {
 }
 
 var file_podsync_v1_pod_sync_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(WaitFor)(0),                     // 0: podsync.v1.WaitFor
 	(AdmissionMode)(0),               // 1: podsync.v1.AdmissionMode
@@ -3457,115 +3554,117 @@ var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(*ListVolumesRequest)(nil),       // 29: podsync.v1.ListVolumesRequest
 	(*ListVolumesResponse)(nil),      // 30: podsync.v1.ListVolumesResponse
 	(*NamedVolume)(nil),              // 31: podsync.v1.NamedVolume
-	(*DeleteVolumeRequest)(nil),      // 32: podsync.v1.DeleteVolumeRequest
-	(*DeleteVolumeResponse)(nil),     // 33: podsync.v1.DeleteVolumeResponse
-	(*ObjectRef)(nil),                // 34: podsync.v1.ObjectRef
-	(*Object)(nil),                   // 35: podsync.v1.Object
-	(*ApplyObjectsRequest)(nil),      // 36: podsync.v1.ApplyObjectsRequest
-	(*ApplyObjectsResponse)(nil),     // 37: podsync.v1.ApplyObjectsResponse
-	(*ObjectResult)(nil),             // 38: podsync.v1.ObjectResult
-	(*GetObjectRequest)(nil),         // 39: podsync.v1.GetObjectRequest
-	(*GetObjectResponse)(nil),        // 40: podsync.v1.GetObjectResponse
-	(*ListObjectsRequest)(nil),       // 41: podsync.v1.ListObjectsRequest
-	(*ListObjectsResponse)(nil),      // 42: podsync.v1.ListObjectsResponse
-	(*DeleteObjectRequest)(nil),      // 43: podsync.v1.DeleteObjectRequest
-	(*DeleteObjectResponse)(nil),     // 44: podsync.v1.DeleteObjectResponse
-	(*WatchObjectsRequest)(nil),      // 45: podsync.v1.WatchObjectsRequest
-	(*WatchObjectsResponse)(nil),     // 46: podsync.v1.WatchObjectsResponse
-	(*ObjectDeleted)(nil),            // 47: podsync.v1.ObjectDeleted
-	nil,                              // 48: podsync.v1.Node.LabelsEntry
-	nil,                              // 49: podsync.v1.Node.CapacityEntry
-	nil,                              // 50: podsync.v1.Node.AllocatableEntry
-	(*Pod)(nil),                      // 51: podsync.v1.Pod
-	(*ConfigMap)(nil),                // 52: podsync.v1.ConfigMap
-	(*Secret)(nil),                   // 53: podsync.v1.Secret
-	(*durationpb.Duration)(nil),      // 54: google.protobuf.Duration
-	(*PodRef)(nil),                   // 55: podsync.v1.PodRef
-	(*SyncStep)(nil),                 // 56: podsync.v1.SyncStep
-	(*PodStatus)(nil),                // 57: podsync.v1.PodStatus
-	(*PodResult)(nil),                // 58: podsync.v1.PodResult
-	(*timestamppb.Timestamp)(nil),    // 59: google.protobuf.Timestamp
-	(*PodPlan)(nil),                  // 60: podsync.v1.PodPlan
-	(*PodEvent)(nil),                 // 61: podsync.v1.PodEvent
-	(*LogLine)(nil),                  // 62: podsync.v1.LogLine
-	(*ExecSyncRequest)(nil),          // 63: podsync.v1.ExecSyncRequest
-	(*ExecRequest)(nil),              // 64: podsync.v1.ExecRequest
-	(*AttachRequest)(nil),            // 65: podsync.v1.AttachRequest
-	(*PortForwardRequest)(nil),       // 66: podsync.v1.PortForwardRequest
-	(*GetPodStatsRequest)(nil),       // 67: podsync.v1.GetPodStatsRequest
-	(*ListPodStatsRequest)(nil),      // 68: podsync.v1.ListPodStatsRequest
-	(*ExecSyncResponse)(nil),         // 69: podsync.v1.ExecSyncResponse
-	(*ExecResponse)(nil),             // 70: podsync.v1.ExecResponse
-	(*AttachResponse)(nil),           // 71: podsync.v1.AttachResponse
-	(*PortForwardResponse)(nil),      // 72: podsync.v1.PortForwardResponse
-	(*GetPodStatsResponse)(nil),      // 73: podsync.v1.GetPodStatsResponse
-	(*ListPodStatsResponse)(nil),     // 74: podsync.v1.ListPodStatsResponse
+	(*CreateVolumeRequest)(nil),      // 32: podsync.v1.CreateVolumeRequest
+	(*CreateVolumeResponse)(nil),     // 33: podsync.v1.CreateVolumeResponse
+	(*DeleteVolumeRequest)(nil),      // 34: podsync.v1.DeleteVolumeRequest
+	(*DeleteVolumeResponse)(nil),     // 35: podsync.v1.DeleteVolumeResponse
+	(*ObjectRef)(nil),                // 36: podsync.v1.ObjectRef
+	(*Object)(nil),                   // 37: podsync.v1.Object
+	(*ApplyObjectsRequest)(nil),      // 38: podsync.v1.ApplyObjectsRequest
+	(*ApplyObjectsResponse)(nil),     // 39: podsync.v1.ApplyObjectsResponse
+	(*ObjectResult)(nil),             // 40: podsync.v1.ObjectResult
+	(*GetObjectRequest)(nil),         // 41: podsync.v1.GetObjectRequest
+	(*GetObjectResponse)(nil),        // 42: podsync.v1.GetObjectResponse
+	(*ListObjectsRequest)(nil),       // 43: podsync.v1.ListObjectsRequest
+	(*ListObjectsResponse)(nil),      // 44: podsync.v1.ListObjectsResponse
+	(*DeleteObjectRequest)(nil),      // 45: podsync.v1.DeleteObjectRequest
+	(*DeleteObjectResponse)(nil),     // 46: podsync.v1.DeleteObjectResponse
+	(*WatchObjectsRequest)(nil),      // 47: podsync.v1.WatchObjectsRequest
+	(*WatchObjectsResponse)(nil),     // 48: podsync.v1.WatchObjectsResponse
+	(*ObjectDeleted)(nil),            // 49: podsync.v1.ObjectDeleted
+	nil,                              // 50: podsync.v1.Node.LabelsEntry
+	nil,                              // 51: podsync.v1.Node.CapacityEntry
+	nil,                              // 52: podsync.v1.Node.AllocatableEntry
+	(*Pod)(nil),                      // 53: podsync.v1.Pod
+	(*ConfigMap)(nil),                // 54: podsync.v1.ConfigMap
+	(*Secret)(nil),                   // 55: podsync.v1.Secret
+	(*durationpb.Duration)(nil),      // 56: google.protobuf.Duration
+	(*PodRef)(nil),                   // 57: podsync.v1.PodRef
+	(*SyncStep)(nil),                 // 58: podsync.v1.SyncStep
+	(*PodStatus)(nil),                // 59: podsync.v1.PodStatus
+	(*PodResult)(nil),                // 60: podsync.v1.PodResult
+	(*timestamppb.Timestamp)(nil),    // 61: google.protobuf.Timestamp
+	(*PodPlan)(nil),                  // 62: podsync.v1.PodPlan
+	(*PodEvent)(nil),                 // 63: podsync.v1.PodEvent
+	(*LogLine)(nil),                  // 64: podsync.v1.LogLine
+	(*ExecSyncRequest)(nil),          // 65: podsync.v1.ExecSyncRequest
+	(*ExecRequest)(nil),              // 66: podsync.v1.ExecRequest
+	(*AttachRequest)(nil),            // 67: podsync.v1.AttachRequest
+	(*PortForwardRequest)(nil),       // 68: podsync.v1.PortForwardRequest
+	(*GetPodStatsRequest)(nil),       // 69: podsync.v1.GetPodStatsRequest
+	(*ListPodStatsRequest)(nil),      // 70: podsync.v1.ListPodStatsRequest
+	(*ExecSyncResponse)(nil),         // 71: podsync.v1.ExecSyncResponse
+	(*ExecResponse)(nil),             // 72: podsync.v1.ExecResponse
+	(*AttachResponse)(nil),           // 73: podsync.v1.AttachResponse
+	(*PortForwardResponse)(nil),      // 74: podsync.v1.PortForwardResponse
+	(*GetPodStatsResponse)(nil),      // 75: podsync.v1.GetPodStatsResponse
+	(*ListPodStatsResponse)(nil),     // 76: podsync.v1.ListPodStatsResponse
 }
 var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
-	51, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
-	52, // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	53, // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
+	53, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
+	54, // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	55, // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
 	0,  // 3: podsync.v1.RunPodsRequest.wait_for:type_name -> podsync.v1.WaitFor
-	54, // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
+	56, // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
 	1,  // 5: podsync.v1.RunPodsRequest.admission_mode:type_name -> podsync.v1.AdmissionMode
 	5,  // 6: podsync.v1.RunPodsResponse.step:type_name -> podsync.v1.PodStep
 	6,  // 7: podsync.v1.RunPodsResponse.status:type_name -> podsync.v1.PodStatusUpdate
 	7,  // 8: podsync.v1.RunPodsResponse.summary:type_name -> podsync.v1.RunPodsSummary
-	55, // 9: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
-	56, // 10: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
-	55, // 11: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
-	57, // 12: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
-	58, // 13: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
-	51, // 14: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
-	52, // 15: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	53, // 16: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
-	56, // 17: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
+	57, // 9: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
+	58, // 10: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
+	57, // 11: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
+	59, // 12: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
+	60, // 13: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
+	53, // 14: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
+	54, // 15: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	55, // 16: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
+	58, // 17: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
 	10, // 18: podsync.v1.SyncPodResponse.result:type_name -> podsync.v1.SyncPodResult
-	55, // 19: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
-	57, // 20: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
-	59, // 21: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
-	51, // 22: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
-	52, // 23: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	53, // 24: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
-	55, // 25: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
-	60, // 26: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
-	57, // 27: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
+	57, // 19: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
+	59, // 20: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
+	61, // 21: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
+	53, // 22: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
+	54, // 23: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	55, // 24: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
+	57, // 25: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
+	62, // 26: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
+	59, // 27: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
 	15, // 28: podsync.v1.GetNodeResponse.node:type_name -> podsync.v1.Node
-	48, // 29: podsync.v1.Node.labels:type_name -> podsync.v1.Node.LabelsEntry
+	50, // 29: podsync.v1.Node.labels:type_name -> podsync.v1.Node.LabelsEntry
 	16, // 30: podsync.v1.Node.taints:type_name -> podsync.v1.Taint
-	49, // 31: podsync.v1.Node.capacity:type_name -> podsync.v1.Node.CapacityEntry
-	50, // 32: podsync.v1.Node.allocatable:type_name -> podsync.v1.Node.AllocatableEntry
-	51, // 33: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
-	51, // 34: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
-	56, // 35: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
-	55, // 36: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
-	55, // 37: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
-	57, // 38: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
-	61, // 39: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
+	51, // 31: podsync.v1.Node.capacity:type_name -> podsync.v1.Node.CapacityEntry
+	52, // 32: podsync.v1.Node.allocatable:type_name -> podsync.v1.Node.AllocatableEntry
+	53, // 33: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
+	53, // 34: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
+	58, // 35: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
+	57, // 36: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
+	57, // 37: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
+	59, // 38: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
+	63, // 39: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
 	26, // 40: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
 	25, // 41: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
-	59, // 42: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
-	59, // 43: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
-	62, // 44: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
+	61, // 42: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
+	61, // 43: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
+	64, // 44: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
 	31, // 45: podsync.v1.ListVolumesResponse.volumes:type_name -> podsync.v1.NamedVolume
 	2,  // 46: podsync.v1.ObjectRef.kind:type_name -> podsync.v1.ObjectKind
-	52, // 47: podsync.v1.Object.config_map:type_name -> podsync.v1.ConfigMap
-	53, // 48: podsync.v1.Object.secret:type_name -> podsync.v1.Secret
-	52, // 49: podsync.v1.ApplyObjectsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	53, // 50: podsync.v1.ApplyObjectsRequest.secrets:type_name -> podsync.v1.Secret
-	38, // 51: podsync.v1.ApplyObjectsResponse.results:type_name -> podsync.v1.ObjectResult
-	34, // 52: podsync.v1.ObjectResult.object:type_name -> podsync.v1.ObjectRef
+	54, // 47: podsync.v1.Object.config_map:type_name -> podsync.v1.ConfigMap
+	55, // 48: podsync.v1.Object.secret:type_name -> podsync.v1.Secret
+	54, // 49: podsync.v1.ApplyObjectsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	55, // 50: podsync.v1.ApplyObjectsRequest.secrets:type_name -> podsync.v1.Secret
+	40, // 51: podsync.v1.ApplyObjectsResponse.results:type_name -> podsync.v1.ObjectResult
+	36, // 52: podsync.v1.ObjectResult.object:type_name -> podsync.v1.ObjectRef
 	2,  // 53: podsync.v1.GetObjectRequest.kind:type_name -> podsync.v1.ObjectKind
-	35, // 54: podsync.v1.GetObjectResponse.object:type_name -> podsync.v1.Object
+	37, // 54: podsync.v1.GetObjectResponse.object:type_name -> podsync.v1.Object
 	2,  // 55: podsync.v1.ListObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
-	35, // 56: podsync.v1.ListObjectsResponse.objects:type_name -> podsync.v1.Object
+	37, // 56: podsync.v1.ListObjectsResponse.objects:type_name -> podsync.v1.Object
 	2,  // 57: podsync.v1.DeleteObjectRequest.kind:type_name -> podsync.v1.ObjectKind
 	2,  // 58: podsync.v1.WatchObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
-	34, // 59: podsync.v1.WatchObjectsResponse.object:type_name -> podsync.v1.ObjectRef
-	35, // 60: podsync.v1.WatchObjectsResponse.applied:type_name -> podsync.v1.Object
-	47, // 61: podsync.v1.WatchObjectsResponse.deleted:type_name -> podsync.v1.ObjectDeleted
+	36, // 59: podsync.v1.WatchObjectsResponse.object:type_name -> podsync.v1.ObjectRef
+	37, // 60: podsync.v1.WatchObjectsResponse.applied:type_name -> podsync.v1.Object
+	49, // 61: podsync.v1.WatchObjectsResponse.deleted:type_name -> podsync.v1.ObjectDeleted
 	25, // 62: podsync.v1.WatchObjectsResponse.synced:type_name -> podsync.v1.WatchSynced
-	59, // 63: podsync.v1.ObjectDeleted.time:type_name -> google.protobuf.Timestamp
+	61, // 63: podsync.v1.ObjectDeleted.time:type_name -> google.protobuf.Timestamp
 	3,  // 64: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
 	8,  // 65: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
 	11, // 66: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
@@ -3576,42 +3675,44 @@ var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
 	23, // 71: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
 	27, // 72: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
 	29, // 73: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
-	32, // 74: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
-	36, // 75: podsync.v1.PodSyncService.ApplyObjects:input_type -> podsync.v1.ApplyObjectsRequest
-	39, // 76: podsync.v1.PodSyncService.GetObject:input_type -> podsync.v1.GetObjectRequest
-	41, // 77: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
-	43, // 78: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
-	45, // 79: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
-	63, // 80: podsync.v1.PodSyncService.ExecSync:input_type -> podsync.v1.ExecSyncRequest
-	64, // 81: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
-	65, // 82: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
-	66, // 83: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
-	67, // 84: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
-	68, // 85: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
-	4,  // 86: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
-	9,  // 87: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
-	12, // 88: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
-	18, // 89: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
-	14, // 90: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
-	20, // 91: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
-	22, // 92: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
-	24, // 93: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
-	28, // 94: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
-	30, // 95: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
-	33, // 96: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
-	37, // 97: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
-	40, // 98: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
-	42, // 99: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
-	44, // 100: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
-	46, // 101: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
-	69, // 102: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
-	70, // 103: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
-	71, // 104: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
-	72, // 105: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
-	73, // 106: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
-	74, // 107: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
-	86, // [86:108] is the sub-list for method output_type
-	64, // [64:86] is the sub-list for method input_type
+	32, // 74: podsync.v1.PodSyncService.CreateVolume:input_type -> podsync.v1.CreateVolumeRequest
+	34, // 75: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
+	38, // 76: podsync.v1.PodSyncService.ApplyObjects:input_type -> podsync.v1.ApplyObjectsRequest
+	41, // 77: podsync.v1.PodSyncService.GetObject:input_type -> podsync.v1.GetObjectRequest
+	43, // 78: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
+	45, // 79: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
+	47, // 80: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
+	65, // 81: podsync.v1.PodSyncService.ExecSync:input_type -> podsync.v1.ExecSyncRequest
+	66, // 82: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
+	67, // 83: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
+	68, // 84: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
+	69, // 85: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
+	70, // 86: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
+	4,  // 87: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
+	9,  // 88: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
+	12, // 89: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
+	18, // 90: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
+	14, // 91: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
+	20, // 92: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
+	22, // 93: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
+	24, // 94: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
+	28, // 95: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
+	30, // 96: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
+	33, // 97: podsync.v1.PodSyncService.CreateVolume:output_type -> podsync.v1.CreateVolumeResponse
+	35, // 98: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
+	39, // 99: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
+	42, // 100: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
+	44, // 101: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
+	46, // 102: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
+	48, // 103: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
+	71, // 104: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
+	72, // 105: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
+	73, // 106: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
+	74, // 107: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
+	75, // 108: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
+	76, // 109: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
+	87, // [87:110] is the sub-list for method output_type
+	64, // [64:87] is the sub-list for method input_type
 	64, // [64:64] is the sub-list for extension type_name
 	64, // [64:64] is the sub-list for extension extendee
 	0,  // [0:64] is the sub-list for field type_name
@@ -3643,11 +3744,11 @@ func file_podsync_v1_pod_sync_service_proto_init() {
 		(*WatchPodsResponse_Synced)(nil),
 	}
 	file_podsync_v1_pod_sync_service_proto_msgTypes[24].OneofWrappers = []any{}
-	file_podsync_v1_pod_sync_service_proto_msgTypes[32].OneofWrappers = []any{
+	file_podsync_v1_pod_sync_service_proto_msgTypes[34].OneofWrappers = []any{
 		(*Object_ConfigMap)(nil),
 		(*Object_Secret)(nil),
 	}
-	file_podsync_v1_pod_sync_service_proto_msgTypes[43].OneofWrappers = []any{
+	file_podsync_v1_pod_sync_service_proto_msgTypes[45].OneofWrappers = []any{
 		(*WatchObjectsResponse_Applied)(nil),
 		(*WatchObjectsResponse_Deleted)(nil),
 		(*WatchObjectsResponse_Synced)(nil),
@@ -3658,7 +3759,7 @@ func file_podsync_v1_pod_sync_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_sync_service_proto_rawDesc), len(file_podsync_v1_pod_sync_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   48,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

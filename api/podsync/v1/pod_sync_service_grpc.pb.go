@@ -32,6 +32,7 @@ const (
 	PodSyncService_WatchPods_FullMethodName        = "/podsync.v1.PodSyncService/WatchPods"
 	PodSyncService_GetContainerLogs_FullMethodName = "/podsync.v1.PodSyncService/GetContainerLogs"
 	PodSyncService_ListVolumes_FullMethodName      = "/podsync.v1.PodSyncService/ListVolumes"
+	PodSyncService_CreateVolume_FullMethodName     = "/podsync.v1.PodSyncService/CreateVolume"
 	PodSyncService_DeleteVolume_FullMethodName     = "/podsync.v1.PodSyncService/DeleteVolume"
 	PodSyncService_ApplyObjects_FullMethodName     = "/podsync.v1.PodSyncService/ApplyObjects"
 	PodSyncService_GetObject_FullMethodName        = "/podsync.v1.PodSyncService/GetObject"
@@ -212,6 +213,16 @@ type PodSyncServiceClient interface {
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	ListVolumes(ctx context.Context, in *ListVolumesRequest, opts ...grpc.CallOption) (*ListVolumesResponse, error)
+	// CreateVolume creates a named volume, as a pod naming the claim creates
+	// it on its first run: the node-local directory a persistentVolumeClaim
+	// volume of that claimName mounts (what podsyncctl does for a
+	// PersistentVolumeClaim document). An existing volume is left as it is
+	// and answers OK with created = false.
+	//
+	// Errors: INVALID_ARGUMENT for a name that cannot be a volume's.
+	//
+	// Idempotency: IDEMPOTENT.
+	CreateVolume(ctx context.Context, in *CreateVolumeRequest, opts ...grpc.CallOption) (*CreateVolumeResponse, error)
 	// DeleteVolume removes a named volume and its data. A volume that does
 	// not exist answers OK with found = false.
 	//
@@ -503,6 +514,16 @@ func (c *podSyncServiceClient) ListVolumes(ctx context.Context, in *ListVolumesR
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListVolumesResponse)
 	err := c.cc.Invoke(ctx, PodSyncService_ListVolumes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) CreateVolume(ctx context.Context, in *CreateVolumeRequest, opts ...grpc.CallOption) (*CreateVolumeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateVolumeResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_CreateVolume_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -813,6 +834,16 @@ type PodSyncServiceServer interface {
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	ListVolumes(context.Context, *ListVolumesRequest) (*ListVolumesResponse, error)
+	// CreateVolume creates a named volume, as a pod naming the claim creates
+	// it on its first run: the node-local directory a persistentVolumeClaim
+	// volume of that claimName mounts (what podsyncctl does for a
+	// PersistentVolumeClaim document). An existing volume is left as it is
+	// and answers OK with created = false.
+	//
+	// Errors: INVALID_ARGUMENT for a name that cannot be a volume's.
+	//
+	// Idempotency: IDEMPOTENT.
+	CreateVolume(context.Context, *CreateVolumeRequest) (*CreateVolumeResponse, error)
 	// DeleteVolume removes a named volume and its data. A volume that does
 	// not exist answers OK with found = false.
 	//
@@ -1003,6 +1034,9 @@ func (UnimplementedPodSyncServiceServer) GetContainerLogs(*GetContainerLogsReque
 }
 func (UnimplementedPodSyncServiceServer) ListVolumes(context.Context, *ListVolumesRequest) (*ListVolumesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListVolumes not implemented")
+}
+func (UnimplementedPodSyncServiceServer) CreateVolume(context.Context, *CreateVolumeRequest) (*CreateVolumeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateVolume not implemented")
 }
 func (UnimplementedPodSyncServiceServer) DeleteVolume(context.Context, *DeleteVolumeRequest) (*DeleteVolumeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteVolume not implemented")
@@ -1213,6 +1247,24 @@ func _PodSyncService_ListVolumes_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PodSyncService_CreateVolume_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateVolumeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).CreateVolume(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_CreateVolume_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).CreateVolume(ctx, req.(*CreateVolumeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _PodSyncService_DeleteVolume_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DeleteVolumeRequest)
 	if err := dec(in); err != nil {
@@ -1419,6 +1471,10 @@ var PodSyncService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListVolumes",
 			Handler:    _PodSyncService_ListVolumes_Handler,
+		},
+		{
+			MethodName: "CreateVolume",
+			Handler:    _PodSyncService_CreateVolume_Handler,
 		},
 		{
 			MethodName: "DeleteVolume",
