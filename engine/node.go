@@ -132,6 +132,11 @@ type NodeOptions struct {
 	// one is; zero means DefaultEventedRelistPeriod.
 	RelistPeriod        time.Duration
 	EventedRelistPeriod time.Duration
+	// RuntimeEvents, if set, is the runtime's own event stream, which the
+	// watcher follows for hints where the runtime offers no CRI container
+	// events (containerd 1.6: its event service, internal/ctrdevents);
+	// the relist stays the authority. Optional.
+	RuntimeEvents watch.RuntimeEvents
 	// GC configures the node-wide garbage collection.
 	GC GCPolicy
 	// LogRotation configures container log rotation.
@@ -316,7 +321,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 		ps = s
 	}
 	watcher, err := watch.NewWatcher(watch.WatcherOptions{Runtime: opts.Runtime, Clock: opts.Clock, Logger: opts.Logger,
-		RelistPeriod: opts.RelistPeriod, EventedRelistPeriod: opts.EventedRelistPeriod})
+		RelistPeriod: opts.RelistPeriod, EventedRelistPeriod: opts.EventedRelistPeriod, RuntimeEvents: opts.RuntimeEvents})
 	if err != nil {
 		return nil, err
 	}

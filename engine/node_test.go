@@ -882,6 +882,10 @@ func TestNodeSkipsPassesForChangesItSaw(t *testing.T) {
 		return inst != nil && inst.State == plan.ContainerRunning && inst.RestartCount == 1
 	})
 	h.eventually("the restart's pass observed", func() bool { return passes() >= 2 })
+	// The exit's CRI event woke the worker, and says so.
+	if got := value(t, reg, engine.MetricRuntimeHints, "source", "cri_events"); got < 1 {
+		t.Errorf("%s{source=cri_events} = %v after a restart on an exit event, want ≥ 1", engine.MetricRuntimeHints, got)
+	}
 }
 
 // TestNodeRunsPassForWhatItsPassDidNotPlan: an init container that exits

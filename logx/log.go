@@ -35,6 +35,7 @@ const (
 	Lost          = "lost"
 	Signal        = "signal"
 	UsedBytes     = "used_bytes"
+	HintSource    = "hint_source"
 )
 
 // Keys of a request's scope, set by the server's interceptors and carried

@@ -42,6 +42,34 @@ type Runtime interface {
 	GetContainerEvents(ctx context.Context, containerEventsCh chan *runtimeapi.ContainerEventResponse, connectionEstablishedCallback func(runtimeapi.RuntimeService_GetContainerEventsClient)) error
 }
 
+// RuntimeEvents is the runtime's own event stream, which the watcher
+// follows for hints where the runtime offers no CRI container events:
+// containerd's event service on containerd 1.6 (internal/ctrdevents
+// implements it). Its events carry no labels: the watcher maps their ids
+// to pods by its last relist, and relists at once for an id it does not
+// know.
+type RuntimeEvents interface {
+	// Replaces reports whether err, with which a CRI GetContainerEvents
+	// call ended before any event, says that the runtime offers no CRI
+	// container events (gRPC Unimplemented), so that these events take
+	// their place.
+	Replaces(err error) bool
+	// Follow subscribes to the runtime's events, calls connected once the
+	// subscription is open, then fn with each event about a sandbox or a
+	// container, in order, until the stream breaks (an error) or ctx
+	// ends (ctx's error). It calls both on its own goroutine.
+	Follow(ctx context.Context, connected func(), fn func(RuntimeEvent)) error
+}
+
+// RuntimeEvent is one event of RuntimeEvents.
+type RuntimeEvent struct {
+	// ID is the CRI id of the sandbox or container (containerd's
+	// container and task id).
+	ID string
+	// Type is what happened, as the CRI container event that reports it.
+	Type runtimeapi.ContainerEventType
+}
+
 // WatcherOptions configure a Watcher.
 type WatcherOptions struct {
 	// Runtime is the CRI runtime; required.
@@ -59,29 +87,37 @@ type WatcherOptions struct {
 	// EventRetryMax caps the back-off (from 1 s, doubling) between
 	// attempts to open the event stream; zero means DefaultEventRetryMax.
 	EventRetryMax time.Duration
+	// RuntimeEvents, if set, is followed in place of CRI container events
+	// when the runtime offers none (containerd 1.6). Optional.
+	RuntimeEvents RuntimeEvents
 }
 
 // Watcher turns what the runtime does into hints that a pod's state may
 // have changed, for the pod workers: CRI container events where the
 // runtime streams them (containerd 2.x), re-read at once, and a periodic
 // relist of podsync's sandboxes and containers as the authority, since
-// events can be dropped (containerd 1.6 answers GetContainerEvents
-// Unimplemented: there the relist alone finds changes). Only objects
-// labelled podsync.io/managed=true are considered.
+// events can be dropped. containerd 1.6 answers GetContainerEvents
+// Unimplemented: there the watcher follows WatcherOptions.RuntimeEvents
+// (containerd's own event service) if set, and the relist alone finds
+// changes if not. Only objects labelled podsync.io/managed=true are
+// considered.
 //
 // Build it with NewWatcher, start Run once with a long-lived context, and
 // Subscribe as often as needed.
 type Watcher struct {
 	rt             Runtime
+	rtEvents       RuntimeEvents
 	clock          clock.WithTicker
 	log            *zap.Logger
 	relist, evRel  time.Duration
 	eventRetryMax  time.Duration
 	streaming      atomic.Bool
 	eventsReceived atomic.Int64
-	relistNow      chan struct{}
-	done           chan struct{}
-	wg             sync.WaitGroup
+	// source is the Source of the event stream open (while streaming).
+	source    atomic.Uint32
+	relistNow chan struct{}
+	done      chan struct{}
+	wg        sync.WaitGroup
 
 	mu      sync.Mutex
 	running bool
@@ -103,6 +139,7 @@ func NewWatcher(opts WatcherOptions) (*Watcher, error) {
 	}
 	w := &Watcher{
 		rt:            opts.Runtime,
+		rtEvents:      opts.RuntimeEvents,
 		clock:         opts.Clock,
 		log:           opts.Logger,
 		relist:        cmpOr(opts.RelistPeriod, DefaultRelistPeriod),
@@ -130,11 +167,21 @@ func cmpOr(d, def time.Duration) time.Duration {
 	return def
 }
 
-// EventsStreaming reports whether a container event stream is open.
+// EventsStreaming reports whether a container event stream is open: CRI
+// container events, or the RuntimeEvents that replace them.
 func (w *Watcher) EventsStreaming() bool { return w.streaming.Load() }
 
-// EventsReceived returns how many container events the watcher has
-// received.
+// EventSource returns the source of the event stream open, zero while
+// none is.
+func (w *Watcher) EventSource() Source {
+	if !w.streaming.Load() {
+		return 0
+	}
+	return Source(w.source.Load())
+}
+
+// EventsReceived returns how many container events (CRI or the runtime's)
+// the watcher has received.
 func (w *Watcher) EventsReceived() int64 { return w.eventsReceived.Load() }
 
 // Run relists the runtime and follows its container events until ctx
@@ -195,7 +242,7 @@ func (w *Watcher) subscribe(ctx context.Context, sub *subscription) {
 	}
 	w.subs[sub] = struct{}{}
 	for _, uid := range slices.Sorted(maps.Keys(w.pods)) {
-		sub.push(Hint{UID: uid, snapshot: w.pods[uid]})
+		sub.push(Hint{UID: uid, snapshot: w.pods[uid], sources: SourceRelist})
 	}
 	w.wg.Add(1)
 	w.mu.Unlock()
@@ -378,13 +425,13 @@ func (w *Watcher) relistOnce(ctx context.Context) {
 	var changed []Hint
 	for uid, objs := range pods {
 		if prev, ok := w.pods[uid]; !ok || !maps.Equal(prev, objs) {
-			changed = append(changed, Hint{UID: uid, snapshot: objs})
+			changed = append(changed, Hint{UID: uid, snapshot: objs, sources: SourceRelist})
 		}
 	}
 	for uid := range w.pods {
 		if _, ok := pods[uid]; !ok {
 			// Nothing left: an empty snapshot, not nil (no snapshot).
-			changed = append(changed, Hint{UID: uid, snapshot: ObjectStates{}})
+			changed = append(changed, Hint{UID: uid, snapshot: ObjectStates{}, sources: SourceRelist})
 		}
 	}
 	w.pods, w.owners = pods, owners
@@ -393,16 +440,28 @@ func (w *Watcher) relistOnce(ctx context.Context) {
 	w.notify(changed...)
 }
 
-// followEvents keeps a container event stream open while ctx lasts,
-// retrying with back-off when it ends, and relisting after every change
-// of the stream's state so nothing missed meanwhile stays unseen.
+// followEvents keeps a container event stream open while ctx lasts:
+// CRI's, or the RuntimeEvents that replace it on a runtime without CRI
+// events. It retries with back-off when the stream ends, and relists
+// after every change of the stream's state so nothing missed meanwhile
+// stays unseen.
 func (w *Watcher) followEvents(ctx context.Context) {
 	delay := time.Second
-	logged := false
+	logged, replaced := false, false
 	for {
 		received, err := w.streamEvents(ctx)
 		if ctx.Err() != nil {
 			return
+		}
+		if !received && w.rtEvents != nil && w.rtEvents.Replaces(err) {
+			if !replaced {
+				w.log.Info("the runtime offers no CRI container events; following its own events", zap.Error(err))
+				replaced = true
+			}
+			received, err = w.followRuntimeEvents(ctx)
+			if ctx.Err() != nil {
+				return
+			}
 		}
 		if received {
 			delay = time.Second
@@ -422,6 +481,43 @@ func (w *Watcher) followEvents(ctx context.Context) {
 	}
 }
 
+// followRuntimeEvents follows the RuntimeEvents until the stream breaks
+// or ctx ends, notifying the pods events are about. It reports whether
+// the stream opened.
+func (w *Watcher) followRuntimeEvents(ctx context.Context) (bool, error) {
+	opened := false
+	defer func() {
+		if opened {
+			w.streaming.Store(false)
+			w.triggerRelist()
+		}
+	}()
+	err := w.rtEvents.Follow(ctx, func() {
+		opened = true
+		w.source.Store(uint32(SourceContainerdEvents))
+		w.streaming.Store(true)
+		w.triggerRelist()
+	}, w.handleRuntimeEvent)
+	return opened, err
+}
+
+// handleRuntimeEvent notifies the pod a runtime event is about, found by
+// the id the last relist listed. An id it did not list (an object created
+// since) makes it relist now, which finds the object and its pod; a
+// deletion of an unknown id is no one's.
+func (w *Watcher) handleRuntimeEvent(ev RuntimeEvent) {
+	w.eventsReceived.Add(1)
+	w.mu.Lock()
+	uid, ok := w.owners[ev.ID]
+	w.mu.Unlock()
+	switch {
+	case ok:
+		w.notify(Hint{UID: uid, events: []objectEvent{{id: ev.ID, typ: ev.Type}}, sources: SourceContainerdEvents})
+	case ev.Type != runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT:
+		w.triggerRelist()
+	}
+}
+
 // streamEvents runs one GetContainerEvents call until it fails or ctx
 // ends, notifying the pods events are about. It reports whether an event
 // arrived.
@@ -432,6 +528,7 @@ func (w *Watcher) streamEvents(ctx context.Context) (bool, error) {
 	errc := make(chan error, 1)
 	go func() {
 		errc <- w.rt.GetContainerEvents(sctx, events, func(runtimeapi.RuntimeService_GetContainerEventsClient) {
+			w.source.Store(uint32(SourceCRIEvents))
 			w.streaming.Store(true)
 			w.triggerRelist()
 		})
@@ -484,6 +581,6 @@ func (w *Watcher) handleEvent(ev *runtimeapi.ContainerEventResponse) {
 	}
 	w.mu.Unlock()
 	if uid != "" {
-		w.notify(Hint{UID: uid, events: []objectEvent{{id: ev.GetContainerId(), typ: ev.GetContainerEventType()}}})
+		w.notify(Hint{UID: uid, events: []objectEvent{{id: ev.GetContainerId(), typ: ev.GetContainerEventType()}}, sources: SourceCRIEvents})
 	}
 }
