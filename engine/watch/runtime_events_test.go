@@ -77,14 +77,14 @@ func startHints(t *testing.T, opts watch.WatcherOptions) (*watch.Watcher, <-chan
 }
 
 // hintFrom waits for a hint about uid with source among its sources,
-// passing over others, stepping clk (if set) whenever something waits
-// on it.
+// passing over others, stepping clk (if set) by 10 ms whenever something
+// waits on it.
 func hintFrom(t *testing.T, hints <-chan watch.Hint, uid string, source watch.Source, clk *clocktesting.FakeClock) watch.Hint {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		if clk != nil && clk.HasWaiters() {
-			clk.Step(time.Second)
+			clk.Step(10 * time.Millisecond)
 		}
 		select {
 		case h, ok := <-hints:
@@ -119,17 +119,31 @@ func TestWatcherFollowsRuntimeEventsWithoutCRIEvents(t *testing.T) {
 	src := newFakeEvents()
 	// Relists never come due: after the first, hints come from events or
 	// the relists they ask for.
-	w, hints := startHints(t, watch.WatcherOptions{Runtime: noEvents{h.RT}, Clock: clocktesting.NewFakeClock(syncertest.T0),
+	clk := clocktesting.NewFakeClock(syncertest.T0)
+	w, hints := startHints(t, watch.WatcherOptions{Runtime: noEvents{h.RT}, Clock: clk,
 		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour, RuntimeEvents: src})
 	hintFrom(t, hints, string(pod.UID), watch.SourceRelist, nil)
 	waitFor(t, "containerd events streaming", func() bool { return w.EventSource() == watch.SourceContainerdEvents })
 
 	// An exit of a container the relist listed is a hint of its pod from
-	// the event: one a pass that saw the container running has not seen.
+	// the event, once CRI shows the container exited (containerd sends
+	// the event before its CRI plugin has handled it): one a pass that saw
+	// the container running has not seen.
 	app := syncertest.Newest(t, res, "app")
-	h.Exit(res, "app", 1)
 	src.send(t, watch.RuntimeEvent{ID: app.ID, Type: runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT})
-	hint := hintFrom(t, hints, string(pod.UID), watch.SourceContainerdEvents, nil)
+	early := time.After(50 * time.Millisecond)
+	for waiting := true; waiting; {
+		select {
+		case hint := <-hints:
+			if hint.Sources()&watch.SourceContainerdEvents != 0 {
+				t.Fatal("the exit's hint came before CRI showed the container exited")
+			}
+		case <-early:
+			waiting = false
+		}
+	}
+	h.Exit(res, "app", 1)
+	hint := hintFrom(t, hints, string(pod.UID), watch.SourceContainerdEvents, clk)
 	if hint.SeenBy(watch.StatesOf(res.View)) {
 		t.Error("the exit's hint is seen by the view of the container running")
 	}

@@ -127,6 +127,9 @@ type Watcher struct {
 	// sandbox and container IDs to their pod.
 	pods   map[types.UID]ObjectStates
 	owners map[string]types.UID
+	// confirming are the ids whose runtime event waits for CRI to show
+	// it (confirm).
+	confirming map[string]bool
 	// listFailing is set while relists fail, so a failure is logged once.
 	listFailing bool
 }
@@ -150,6 +153,7 @@ func NewWatcher(opts WatcherOptions) (*Watcher, error) {
 		subs:          map[*subscription]struct{}{},
 		pods:          map[types.UID]ObjectStates{},
 		owners:        map[string]types.UID{},
+		confirming:    map[string]bool{},
 	}
 	if w.clock == nil {
 		w.clock = clock.RealClock{}
@@ -497,25 +501,95 @@ func (w *Watcher) followRuntimeEvents(ctx context.Context) (bool, error) {
 		w.source.Store(uint32(SourceContainerdEvents))
 		w.streaming.Store(true)
 		w.triggerRelist()
-	}, w.handleRuntimeEvent)
+	}, func(ev RuntimeEvent) { w.handleRuntimeEvent(ctx, ev) })
 	return opened, err
 }
 
+// confirmTimeout bounds how long a runtime event waits for CRI to show
+// it; the hint goes out then all the same.
+const confirmTimeout = 2 * time.Second
+
 // handleRuntimeEvent notifies the pod a runtime event is about, found by
-// the id the last relist listed. An id it did not list (an object created
-// since) makes it relist now, which finds the object and its pod; a
-// deletion of an unknown id is no one's.
-func (w *Watcher) handleRuntimeEvent(ev RuntimeEvent) {
+// the id the last relist listed, once CRI shows what the event reports
+// (confirm). An id the relist did not list (an object created since)
+// makes it relist now, which finds the object and its pod; a deletion of
+// an unknown id is no one's.
+func (w *Watcher) handleRuntimeEvent(ctx context.Context, ev RuntimeEvent) {
 	w.eventsReceived.Add(1)
 	w.mu.Lock()
 	uid, ok := w.owners[ev.ID]
+	st := w.pods[uid][ev.ID]
+	busy := w.confirming[ev.ID]
+	if ok && !busy {
+		w.confirming[ev.ID] = true
+	}
 	w.mu.Unlock()
 	switch {
+	case ok && busy:
+		// The confirmation in flight notifies the pod once CRI has
+		// caught up with this event too, or it gives up; a relist
+		// follows a confirmation that gave up.
 	case ok:
-		w.notify(Hint{UID: uid, events: []objectEvent{{id: ev.ID, typ: ev.Type}}, sources: SourceContainerdEvents})
+		sandbox := st == sandboxReady || st == sandboxNotReady
+		w.wg.Go(func() {
+			w.confirm(ctx, uid, ev, sandbox)
+			w.mu.Lock()
+			delete(w.confirming, ev.ID)
+			w.mu.Unlock()
+		})
 	case ev.Type != runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT:
 		w.triggerRelist()
 	}
+}
+
+// confirm notifies uid's worker of ev once CRI's own view of the object
+// shows it: containerd publishes a task's events before its CRI plugin
+// has handled them (1.6 marks a container exited after it has deleted the
+// exited task), and a pass woken earlier would read the old state and
+// find nothing to do. It polls the object, briefly, and notifies when CRI
+// shows the event or the object is gone, or after confirmTimeout all the
+// same (and relists then).
+func (w *Watcher) confirm(ctx context.Context, uid types.UID, ev RuntimeEvent, sandbox bool) {
+	oe := objectEvent{id: ev.ID, typ: ev.Type}
+	deadline := w.clock.Now().Add(confirmTimeout)
+	delay := 2 * time.Millisecond
+	for {
+		st, found, err := w.stateOf(ctx, ev.ID, sandbox)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil && (!found || oe.seenBy(ObjectStates{ev.ID: st})) {
+			break
+		}
+		if !w.clock.Now().Before(deadline) {
+			w.triggerRelist()
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.clock.After(delay):
+		}
+		delay = min(2*delay, 100*time.Millisecond)
+	}
+	w.notify(Hint{UID: uid, events: []objectEvent{oe}, sources: SourceContainerdEvents})
+}
+
+// stateOf reads one sandbox's or container's state through CRI; found is
+// false when the runtime does not hold it.
+func (w *Watcher) stateOf(ctx context.Context, id string, sandbox bool) (st objectState, found bool, err error) {
+	if sandbox {
+		sbs, err := w.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{Id: id})
+		if err != nil || len(sbs) == 0 {
+			return 0, false, err
+		}
+		return sandboxObject(plan.SandboxStateFromCRI(sbs[0].GetState())), true, nil
+	}
+	ctrs, err := w.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{Id: id})
+	if err != nil || len(ctrs) == 0 {
+		return 0, false, err
+	}
+	return containerObject(plan.ContainerStateFromCRI(ctrs[0].GetState())), true, nil
 }
 
 // streamEvents runs one GetContainerEvents call until it fails or ctx
