@@ -570,7 +570,7 @@ func (w *Watcher) confirm(ctx context.Context, uid types.UID, ev RuntimeEvent, s
 			return
 		case <-w.clock.After(delay):
 		}
-		delay = min(2*delay, 100*time.Millisecond)
+		delay = min(2*delay, 10*time.Millisecond)
 	}
 	w.notify(Hint{UID: uid, events: []objectEvent{oe}, sources: SourceContainerdEvents})
 }
