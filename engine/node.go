@@ -227,6 +227,13 @@ type Node struct {
 	startOrphans map[types.UID]bool
 	// unavailable is NodeOptions.RuntimeUnavailable.
 	unavailable func(error) bool
+	// mayHoldMu guards mayHold, the pods the runtime may hold objects of:
+	// those it held or the store held when the node started, and every
+	// pod a pass has run for since (nil until recovery). Only the node's
+	// passes create objects of a pod, so the first pass of any other pod
+	// plans from an empty view without listing (claimNew).
+	mayHoldMu sync.Mutex
+	mayHold   map[types.UID]bool
 
 	// ready is closed when Run has recovered and started the workers.
 	ready chan struct{}
@@ -447,6 +454,34 @@ func (n *Node) runtimeError(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", errdefs.ErrRuntimeUnavailable, err)
+}
+
+// seedMayHold records the pods the runtime or the store held when the
+// node started.
+func (n *Node) seedMayHold(inRuntime map[types.UID]plan.PodRef, recs []*store.PodRecord) {
+	m := make(map[types.UID]bool, len(inRuntime)+len(recs))
+	for uid := range inRuntime {
+		m[uid] = true
+	}
+	for _, r := range recs {
+		m[r.Pod.UID] = true
+	}
+	n.mayHoldMu.Lock()
+	n.mayHold = m
+	n.mayHoldMu.Unlock()
+}
+
+// claimNew reports whether the runtime holds nothing of the pod with uid:
+// no pass has run for it and it held nothing of it when the node
+// started. From then on the pod may hold objects.
+func (n *Node) claimNew(uid types.UID) bool {
+	n.mayHoldMu.Lock()
+	defer n.mayHoldMu.Unlock()
+	if n.mayHold == nil || n.mayHold[uid] {
+		return false
+	}
+	n.mayHold[uid] = true
+	return true
 }
 
 func isTerminal(p corev1.PodPhase) bool {
