@@ -992,3 +992,11 @@ func TestNodeFirstPassOfANewPodDoesNotList(t *testing.T) {
 		t.Errorf("%d sandboxes of the orphan applied again, want 1", len(v.Sandboxes))
 	}
 }
+
+// ContainerStats forwards the runtime's writable layers (the housekeeping
+// measures them).
+func (s *listSpy) ContainerStats(ctx context.Context, id string) (*runtimeapi.ContainerStats, error) {
+	return s.Runtime.(interface {
+		ContainerStats(context.Context, string) (*runtimeapi.ContainerStats, error)
+	}).ContainerStats(ctx, id)
+}
