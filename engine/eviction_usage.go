@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 
