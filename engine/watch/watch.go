@@ -127,9 +127,9 @@ type Watcher struct {
 	// sandbox and container IDs to their pod.
 	pods   map[types.UID]ObjectStates
 	owners map[string]types.UID
-	// confirming are the ids whose runtime event waits for CRI to show
-	// it (confirm).
-	confirming map[string]bool
+	// confirming holds, for each id whose runtime events wait for CRI to
+	// show them (confirm), the events not confirmed yet, in order.
+	confirming map[string][]RuntimeEvent
 	// listFailing is set while relists fail, so a failure is logged once.
 	listFailing bool
 }
@@ -153,7 +153,7 @@ func NewWatcher(opts WatcherOptions) (*Watcher, error) {
 		subs:          map[*subscription]struct{}{},
 		pods:          map[types.UID]ObjectStates{},
 		owners:        map[string]types.UID{},
-		confirming:    map[string]bool{},
+		confirming:    map[string][]RuntimeEvent{},
 	}
 	if w.clock == nil {
 		w.clock = clock.RealClock{}
@@ -519,23 +519,30 @@ func (w *Watcher) handleRuntimeEvent(ctx context.Context, ev RuntimeEvent) {
 	w.mu.Lock()
 	uid, ok := w.owners[ev.ID]
 	st := w.pods[uid][ev.ID]
-	busy := w.confirming[ev.ID]
-	if ok && !busy {
-		w.confirming[ev.ID] = true
+	queue, busy := w.confirming[ev.ID]
+	if ok {
+		w.confirming[ev.ID] = append(queue, ev)
 	}
 	w.mu.Unlock()
 	switch {
 	case ok && busy:
-		// The confirmation in flight notifies the pod once CRI has
-		// caught up with this event too, or it gives up; a relist
-		// follows a confirmation that gave up.
+		// The confirmation in flight takes this event next.
 	case ok:
 		sandbox := st == sandboxReady || st == sandboxNotReady
 		w.wg.Go(func() {
-			w.confirm(ctx, uid, ev, sandbox)
-			w.mu.Lock()
-			delete(w.confirming, ev.ID)
-			w.mu.Unlock()
+			for {
+				w.mu.Lock()
+				queue := w.confirming[ev.ID]
+				if len(queue) == 0 {
+					delete(w.confirming, ev.ID)
+					w.mu.Unlock()
+					return
+				}
+				next := queue[0]
+				w.confirming[ev.ID] = queue[1:]
+				w.mu.Unlock()
+				w.confirm(ctx, uid, next, sandbox)
+			}
 		})
 	case ev.Type != runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT:
 		w.triggerRelist()
