@@ -148,15 +148,30 @@ func TestWatcherFollowsRuntimeEventsWithoutCRIEvents(t *testing.T) {
 		t.Error("the exit's hint is seen by the view of the container running")
 	}
 
-	// An event about a container no relist listed yet (another pod's,
-	// created since) makes the watcher relist, which finds its pod.
+	// The exit of a container no relist listed yet (another pod's,
+	// started since) makes the watcher relist, which finds its pod; the
+	// start did not (the pass that started it reads it back).
 	other := enginetest.Pod()
 	other.Name, other.UID = "other", "uid-other"
 	ores := h.Sync(other)
-	src.send(t, watch.RuntimeEvent{ID: syncertest.Newest(t, ores, "app").ID, Type: runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT})
+	otherApp := syncertest.Newest(t, ores, "app").ID
+	src.send(t, watch.RuntimeEvent{ID: otherApp, Type: runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT})
+	quiet := time.After(50 * time.Millisecond)
+	for waiting := true; waiting; {
+		select {
+		case hint := <-hints:
+			if hint.UID == other.UID {
+				t.Fatalf("a hint %v for the start of a container no relist listed", hint.Sources())
+			}
+		case <-quiet:
+			waiting = false
+		}
+	}
+	h.Exit(ores, "app", 1)
+	src.send(t, watch.RuntimeEvent{ID: otherApp, Type: runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT})
 	hintFrom(t, hints, string(other.UID), watch.SourceRelist, nil)
-	if got := w.EventsReceived(); got != 2 {
-		t.Errorf("EventsReceived = %d, want 2", got)
+	if got := w.EventsReceived(); got != 3 {
+		t.Errorf("EventsReceived = %d, want 3", got)
 	}
 }
 

@@ -46,8 +46,8 @@ type Runtime interface {
 // follows for hints where the runtime offers no CRI container events:
 // containerd's event service on containerd 1.6 (internal/ctrdevents
 // implements it). Its events carry no labels: the watcher maps their ids
-// to pods by its last relist, and relists at once for an id it does not
-// know.
+// to pods by its last relist, and relists at once for the stop of an id
+// it does not know.
 type RuntimeEvents interface {
 	// Replaces reports whether err, with which a CRI GetContainerEvents
 	// call ended before any event, says that the runtime offers no CRI
@@ -511,9 +511,13 @@ const confirmTimeout = 2 * time.Second
 
 // handleRuntimeEvent notifies the pod a runtime event is about, found by
 // the id the last relist listed, once CRI shows what the event reports
-// (confirm). An id the relist did not list (an object created since)
-// makes it relist now, which finds the object and its pod; a deletion of
-// an unknown id is no one's.
+// (confirm). The stop of an id the relist did not list (an object
+// created since, which crashed) makes it relist now, which finds the
+// object and its pod. The start of such an id is a pass's own start
+// (only podsync's passes create and start the objects it watches), which
+// that pass reads back: relisting for each would hand the other pods'
+// workers snapshots taken in the middle of their passes, each costing a
+// pass. A deletion of an unknown id is no one's.
 func (w *Watcher) handleRuntimeEvent(ctx context.Context, ev RuntimeEvent) {
 	w.eventsReceived.Add(1)
 	w.mu.Lock()
@@ -544,7 +548,7 @@ func (w *Watcher) handleRuntimeEvent(ctx context.Context, ev RuntimeEvent) {
 				w.confirm(ctx, uid, next, sandbox)
 			}
 		})
-	case ev.Type != runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT:
+	case ev.Type == runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT:
 		w.triggerRelist()
 	}
 }
