@@ -457,7 +457,7 @@ func shownArgs(args []string) string {
 // full runs of make bench on this machine kind), and what remains.
 const profileNotes = `## Profiles: before and after
 
-Two rounds. Round 1: the first full run (load average 13–20, so noisier) and the run after its
+Three rounds. Round 1: the first full run (load average 13–20, so noisier) and the run after its
 fixes (pprof of podsyncd):
 
 | figure | before | after | what changed |
@@ -497,4 +497,26 @@ start-of-pass lists of a pod never seen needs an authority podsync lacks: CRI ev
 the relist is the authority). RSS with 200 pods varies between runs (42–46 MiB over this round's
 last runs; 51 MiB in one run before the message cache held its records weakly): about 22 MiB of it
 is podsyncd's binary mapped from disk, the rest Go's heap, which holds about 12 MiB live.
+
+Round 3 (issue 24: events on 1.6, cheaper passes). Runs of ` + "`make bench BENCH_FLAGS='-sections run,latency -flavours … -n 30 -runs 3'`" + ` (2 runs for the last
+1.6 row) on a machine shared with other jobs: load averages 17–48 during the 2.x runs, 10–30 during
+the last 1.6 one, so absolute times and CPU are inflated and each row compares runs of one sitting;
+podsyncd's CRI calls per pod are from its metrics. ` + "`BenchmarkNodeApplyNewPod`" + ` (` + "`engine`" + `: one Apply of a new
+pod on the fake runtime, ` + "`-count 8`" + `, benchstat) isolates podsync's own share:
+
+| figure | before | after | what changed |
+|---|---|---|---|
+| CRI calls per new pod, 2.x, N = 30 | 10.2 (2.00 ListPodSandbox, 2.03 ListContainers, 1.17 PodSandboxStatus) | 6.0 (no list; 1.00 PodSandboxStatus) | a new pod's first pass plans from an empty view without listing (only the node's passes create a pod's objects: a pod it has never run and did not find at its start has none, as the kubelet's first sync of a new pod plans from an empty cache); a housekeeping round lists the running containers once instead of reading every pod's view every 10 s |
+| CRI calls per Apply, ` + "`BenchmarkNodeApplyNewPod`" + ` | 8.23 | 6.20 | the first of the above |
+| bytes allocated per Apply, same | 924 KiB | 194 KiB | a sandbox's create took a fresh deflate compressor (~800 KiB of tables) for its ` + "`podsync.io/pod-spec`" + ` annotation; compressors are pooled |
+| podsyncd CPU per pod, 2.x, N = 30 | 6.91 ms (6.58–7.14; load 17→39) | 5.27 ms (5.15–5.40; load 48→40) after the first list and the pool, 4.79 ms (4.78–4.91; load 31→23) after the housekeeping list | the above; the target of 3 ms is not reached on this loaded machine (round 2's quiet-machine figure was 4.0–4.8 ms) |
+| exit → WatchPods status, 1.6 | up to a relist (1 s) + a pass (not measured again) | 34.5 ms (32.1–40.6), floor 33.3 ms | containerd's own event service (` + "`/tasks/exit`" + ` and the other task topics) where CRI has no events, a hint once CRI shows the exit (containerd 1.6 publishes it before its CRI plugin marks the container exited) |
+| exit → running again, 1.6 | up to a relist (1 s) + a pass (not measured again) | 97.9 ms (96.0–105) | the same |
+| passes and lists per new pod, 1.6, N = 30 | 1.83 passes, 2.97 ListContainers, 1.80 ListPodSandbox | 1.00, 0, 0; CPU 7.03 → 3.99 ms (3.54–4.43), RunPods ÷ floor 1.26 → 1.06 | the watcher relisted for every event of an id no relist had listed, a pass's own starts included, and those relists handed other workers snapshots taken mid-pass; it now relists only for the stop of an unknown id |
+
+What remains of the CRI calls per new pod: RunPodSandbox, PodSandboxStatus (the pod's IP, which
+the kubelet reads the same way), ImageStatus (the pull policy), CreateContainer, StartContainer and
+the final ContainerStatus — the one call the kubelet does not make in its pass (its status comes from
+the PLEG's next read). It stays: the status's startedAt and imageID are the runtime's, and a value
+podsync made up would move when a later pass reads the real one.
 `
