@@ -230,6 +230,18 @@ func (n *Node) checkLocalStorage(ctx context.Context) {
 		n.log.Warn("local storage: list pods", zap.Error(err))
 		return
 	}
+	// One list of the running containers serves every pod's measurement;
+	// without it no pod is measured (nor evicted) this round.
+	var running map[types.UID]map[string]string
+	if len(pods) > 0 {
+		if running, err = n.runningContainers(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			n.log.Warn("local storage: measurement failed; no pod is evicted", zap.Error(err))
+			pods = nil
+		}
+	}
 	usage := make(map[types.UID]int64, len(pods))
 	var candidates []storeFsCandidate
 	evicted := false
@@ -238,7 +250,7 @@ func (n *Node) checkLocalStorage(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		u, err := n.measurePod(ctx, pod)
+		u, err := n.measurePod(ctx, pod, running[pod.UID])
 		if err != nil {
 			if ctx.Err() == nil {
 				n.log.Warn("local storage: measurement failed; the pod is not evicted", append(logx.Pod(pod), zap.Error(err))...)

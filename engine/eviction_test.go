@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
@@ -403,5 +405,44 @@ func TestStoreStaysWritableWhenAPodFillsItsFileSystem(t *testing.T) {
 	}
 	if free := int64(sfs.Bavail) * sfs.Bsize; free < 8<<20 {
 		t.Errorf("%d bytes free after the eviction, want the watermark's 8 MiB", free)
+	}
+}
+
+// TestHousekeepingReadsNoPodViews: a housekeeping round measures every
+// pod from one list of the running containers, not from each pod's view
+// (two lists and a status per object, per pod, every round).
+func TestHousekeepingReadsNoPodViews(t *testing.T) {
+	t.Parallel()
+	reg, m := newMetrics(t, engine.MetricsOptions{ErrorCode: grpcCode})
+	spy := &listSpy{lists: map[types.UID]int{}}
+	h := newNodeHarness(t, func(o *engine.NodeOptions) {
+		spy.Runtime = o.Runtime
+		o.Runtime, o.Metrics = spy, m
+		o.Eviction = engine.EvictionPolicy{Period: evictionPeriod, StoreMinAvailable: engine.StorageThreshold{Disabled: true}}
+	})
+	var pods []*corev1.Pod
+	for i := range 2 {
+		pod := enginetest.Pod()
+		pod.Name, pod.UID = fmt.Sprintf("web-%d", i), types.UID(fmt.Sprintf("uid-web-%d", i))
+		h.apply(pod)
+		h.rt.SetWritableLayer(h.view(pod).FindContainer("app").ID, uint64(i+1)<<20)
+		pods = append(pods, pod)
+	}
+	before := map[types.UID]int{}
+	for _, p := range pods {
+		before[p.UID] = spy.listsOf(p.UID)
+	}
+	h.stepUntil("both pods measured", func() bool {
+		for i, p := range pods {
+			if value(t, reg, engine.MetricPodEphemeralUsage, "namespace", p.Namespace, "pod", p.Name) < float64(int64(i+1)<<20) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, p := range pods {
+		if got := spy.listsOf(p.UID); got != before[p.UID] {
+			t.Errorf("pod %s: %d lists of its objects during housekeeping, want none", p.Name, got-before[p.UID])
+		}
 	}
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/criconfig"
@@ -24,10 +27,11 @@ type containerStatser interface {
 }
 
 // measurePod measures pod's local storage: its disk-backed emptyDir and
-// configMap volumes, its hosts file and, for each running container, its
-// writable layer and log files. Secret and memory emptyDir volumes are
+// configMap volumes, its hosts file and, for each running container (the
+// id of the newest running instance of each container name, as
+// runningContainers lists them), its writable layer and log files. Secret and memory emptyDir volumes are
 // tmpfs, counted as memory, not here.
-func (n *Node) measurePod(ctx context.Context, pod *corev1.Pod) (podStorageUsage, error) {
+func (n *Node) measurePod(ctx context.Context, pod *corev1.Pod, running map[string]string) (podStorageUsage, error) {
 	u := podStorageUsage{Volumes: map[string]int64{}, Containers: map[string]int64{}}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
@@ -55,34 +59,56 @@ func (n *Node) measurePod(ctx context.Context, pod *corev1.Pod) (podStorageUsage
 	}
 	u.Total += hosts
 
-	view, err := n.syncer.ReadView(ctx, pod.UID)
-	if err != nil {
-		return u, fmt.Errorf("read the runtime's view: %w", err)
-	}
 	stats, _ := n.rt.(containerStatser)
-	seen := map[string]bool{}
-	for _, c := range view.Containers { // newest first
-		if seen[c.Name] || c.State != plan.ContainerRunning {
-			continue
-		}
-		seen[c.Name] = true
+	for _, name := range slices.Sorted(maps.Keys(running)) {
 		if stats == nil {
 			return u, errNoContainerStats
 		}
-		st, err := stats.ContainerStats(ctx, c.ID)
+		st, err := stats.ContainerStats(ctx, running[name])
 		if err != nil {
-			return u, fmt.Errorf("container %q stats: %w", c.Name, err)
+			return u, fmt.Errorf("container %q stats: %w", name, err)
 		}
 		used := int64(st.GetWritableLayer().GetUsedBytes().GetValue())
-		logs, err := diskUsage(filepath.Join(criconfig.PodLogDirectory(pod, n.cfg), c.Name))
+		logs, err := diskUsage(filepath.Join(criconfig.PodLogDirectory(pod, n.cfg), name))
 		if err != nil {
-			return u, fmt.Errorf("container %q logs: %w", c.Name, err)
+			return u, fmt.Errorf("container %q logs: %w", name, err)
 		}
 		used += logs
-		u.Containers[c.Name] = used
+		u.Containers[name] = used
 		u.Total += used
 	}
 	return u, nil
+}
+
+// runningContainers lists podsync's running containers in one call: for
+// each pod UID, the newest running instance of each container name, by
+// id. The measurements of a housekeeping round share it, rather than
+// reading each pod's view (two lists and a status per object, per pod).
+func (n *Node) runningContainers(ctx context.Context) (map[types.UID]map[string]string, error) {
+	ctrs, err := n.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{plan.LabelManaged: "true"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list running containers: %w", err)
+	}
+	out := map[types.UID]map[string]string{}
+	created := map[string]int64{}
+	for _, c := range ctrs {
+		l := c.GetLabels()
+		uid, name := types.UID(l[plan.LabelPodUID]), l[plan.LabelContainerName]
+		if !plan.IsManaged(l) || uid == "" || name == "" || c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		if out[uid] == nil {
+			out[uid] = map[string]string{}
+		}
+		if id, ok := out[uid][name]; !ok || c.GetCreatedAt() > created[id] {
+			out[uid][name] = c.GetId()
+		}
+		created[c.GetId()] = c.GetCreatedAt()
+	}
+	return out, nil
 }
 
 // diskUsage is the kubelet's du (pkg/volume/util/fs DiskUsage): the

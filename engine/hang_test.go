@@ -29,8 +29,12 @@ func TestNodeRuntimeUnavailable(t *testing.T) {
 			first := enginetest.Pod()
 			first.Name, first.UID = "first", "uid-first"
 			h.apply(first)
+			// Every call fails: a new pod's first pass, which lists
+			// nothing, fails to create its sandbox, then to list what
+			// the failed create may have left.
 			for range 5 {
 				h.rt.InjectError("ListPodSandbox", status.Error(codes.Unavailable, "connection refused"))
+				h.rt.InjectError("RunPodSandbox", status.Error(codes.Unavailable, "connection refused"))
 			}
 			_, err := h.node.Apply(h.ctx, enginetest.Pod(), nil, nil, nil)
 			if err == nil || errors.Is(err, errdefs.ErrRuntimeUnavailable) != classify {

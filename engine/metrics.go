@@ -14,6 +14,7 @@ import (
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/engine/watch"
 )
 
 // Names of the engine's metrics; docs/metrics.md describes each.
@@ -24,6 +25,7 @@ const (
 	MetricBackoffsActive     = "podsync_backoffs_active"
 	MetricCRIRequestDuration = "podsync_cri_request_duration_seconds"
 	MetricSyncPassesSkipped  = "podsync_sync_passes_skipped_total"
+	MetricRuntimeHints       = "podsync_runtime_hints_total"
 	MetricOrphanedPods       = "podsync_orphaned_pods"
 	MetricEvictions          = "podsync_evictions_total"
 	MetricPodEphemeralUsage  = "podsync_pod_ephemeral_storage_bytes"
@@ -131,6 +133,7 @@ type MetricsOptions struct {
 type Metrics struct {
 	passes    *prometheus.HistogramVec
 	skipped   prometheus.Counter
+	hints     *prometheus.CounterVec
 	steps     *prometheus.CounterVec
 	cri       *prometheus.HistogramVec
 	evictions *prometheus.CounterVec
@@ -151,6 +154,10 @@ func NewMetrics(reg prometheus.Registerer, opts MetricsOptions) (*Metrics, error
 			Name: MetricSyncPassesSkipped,
 			Help: "Passes the runtime's change hints asked for and a pod's worker skipped: its last pass had seen the change.",
 		}),
+		hints: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRuntimeHints,
+			Help: "Passes of pods' workers the runtime's change hints woke, by source (cri_events, containerd_events, relist); a pass woken by hints of two sources counts for each.",
+		}, []string{"source"}),
 		steps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricSyncSteps,
 			Help: "Steps of sync passes, by action, result (success, failure, backoff) and reason.",
@@ -188,7 +195,10 @@ func NewMetrics(reg prometheus.Registerer, opts MetricsOptions) (*Metrics, error
 	for _, sig := range evictionSignals {
 		m.evictions.WithLabelValues(sig)
 	}
-	for _, c := range []prometheus.Collector{m.passes, m.skipped, m.steps, m.cri, m.evictions, m.node} {
+	for _, src := range watch.SourceNames() {
+		m.hints.WithLabelValues(src)
+	}
+	for _, c := range []prometheus.Collector{m.passes, m.skipped, m.hints, m.steps, m.cri, m.evictions, m.node} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register engine metrics: %w", err)
 		}
@@ -214,6 +224,16 @@ func defaultErrorCode(err error) string {
 func (m *Metrics) observeSkippedPass() {
 	if m != nil {
 		m.skipped.Inc()
+	}
+}
+
+// observeHintPass counts a pass the runtime's hints of sources woke.
+func (m *Metrics) observeHintPass(sources watch.Source) {
+	if m == nil {
+		return
+	}
+	for _, name := range sources.Names() {
+		m.hints.WithLabelValues(name).Inc()
 	}
 }
 

@@ -133,6 +133,11 @@ type NodeOptions struct {
 	// one is; zero means DefaultEventedRelistPeriod.
 	RelistPeriod        time.Duration
 	EventedRelistPeriod time.Duration
+	// RuntimeEvents, if set, is the runtime's own event stream, which the
+	// watcher follows for hints where the runtime offers no CRI container
+	// events (containerd 1.6: its event service, internal/ctrdevents);
+	// the relist stays the authority. Optional.
+	RuntimeEvents watch.RuntimeEvents
 	// GC configures the node-wide garbage collection.
 	GC GCPolicy
 	// LogRotation configures container log rotation.
@@ -234,6 +239,13 @@ type Node struct {
 	// container and pod, for rates.
 	stats   cri.ContainerStatsManager
 	samples cpuSamples
+	// mayHoldMu guards mayHold, the pods the runtime may hold objects of:
+	// those it held or the store held when the node started, and every
+	// pod a pass has run for since (nil until recovery). Only the node's
+	// passes create objects of a pod, so the first pass of any other pod
+	// plans from an empty view without listing (claimNew).
+	mayHoldMu sync.Mutex
+	mayHold   map[types.UID]bool
 
 	// ready is closed when Run has recovered and started the workers.
 	ready chan struct{}
@@ -328,7 +340,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 		ps = s
 	}
 	watcher, err := watch.NewWatcher(watch.WatcherOptions{Runtime: opts.Runtime, Clock: opts.Clock, Logger: opts.Logger,
-		RelistPeriod: opts.RelistPeriod, EventedRelistPeriod: opts.EventedRelistPeriod})
+		RelistPeriod: opts.RelistPeriod, EventedRelistPeriod: opts.EventedRelistPeriod, RuntimeEvents: opts.RuntimeEvents})
 	if err != nil {
 		return nil, err
 	}
@@ -454,6 +466,34 @@ func (n *Node) runtimeError(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", errdefs.ErrRuntimeUnavailable, err)
+}
+
+// seedMayHold records the pods the runtime or the store held when the
+// node started.
+func (n *Node) seedMayHold(inRuntime map[types.UID]plan.PodRef, recs []*store.PodRecord) {
+	m := make(map[types.UID]bool, len(inRuntime)+len(recs))
+	for uid := range inRuntime {
+		m[uid] = true
+	}
+	for _, r := range recs {
+		m[r.Pod.UID] = true
+	}
+	n.mayHoldMu.Lock()
+	n.mayHold = m
+	n.mayHoldMu.Unlock()
+}
+
+// claimNew reports whether the runtime holds nothing of the pod with uid:
+// no pass has run for it and it held nothing of it when the node
+// started. From then on the pod may hold objects.
+func (n *Node) claimNew(uid types.UID) bool {
+	n.mayHoldMu.Lock()
+	defer n.mayHoldMu.Unlock()
+	if n.mayHold == nil || n.mayHold[uid] {
+		return false
+	}
+	n.mayHold[uid] = true
+	return true
 }
 
 func isTerminal(p corev1.PodPhase) bool {

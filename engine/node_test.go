@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -882,6 +883,10 @@ func TestNodeSkipsPassesForChangesItSaw(t *testing.T) {
 		return inst != nil && inst.State == plan.ContainerRunning && inst.RestartCount == 1
 	})
 	h.eventually("the restart's pass observed", func() bool { return passes() >= 2 })
+	// The exit's CRI event woke the worker, and says so.
+	if got := value(t, reg, engine.MetricRuntimeHints, "source", "cri_events"); got < 1 {
+		t.Errorf("%s{source=cri_events} = %v after a restart on an exit event, want ≥ 1", engine.MetricRuntimeHints, got)
+	}
 }
 
 // TestNodeRunsPassForWhatItsPassDidNotPlan: an init container that exits
@@ -898,4 +903,100 @@ func TestNodeRunsPassForWhatItsPassDidNotPlan(t *testing.T) {
 		inst := h.view(pod).FindContainer("app")
 		return inst != nil && inst.State == plan.ContainerRunning
 	})
+}
+
+// listSpy records the pod UIDs of the lists of one pod's objects.
+type listSpy struct {
+	syncer.Runtime
+	mu    sync.Mutex
+	lists map[types.UID]int
+}
+
+func (s *listSpy) note(sel map[string]string) {
+	if uid := sel[plan.LabelPodUID]; uid != "" {
+		s.mu.Lock()
+		s.lists[types.UID(uid)]++
+		s.mu.Unlock()
+	}
+}
+
+func (s *listSpy) listsOf(uid types.UID) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lists[uid]
+}
+
+func (s *listSpy) ListPodSandbox(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	s.note(f.GetLabelSelector())
+	return s.Runtime.ListPodSandbox(ctx, f)
+}
+
+func (s *listSpy) ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	s.note(f.GetLabelSelector())
+	return s.Runtime.ListContainers(ctx, f)
+}
+
+// TestNodeFirstPassOfANewPodDoesNotList: the runtime holds nothing of a
+// pod the node has never run and did not find when it started, so its
+// first pass plans from an empty view without listing; every later pass
+// lists, and so does the first pass of a pod the runtime held at start
+// (an orphan applied again keeps its one sandbox).
+func TestNodeFirstPassOfANewPodDoesNotList(t *testing.T) {
+	t.Parallel()
+	spy := &listSpy{lists: map[types.UID]int{}}
+	h := newNodeHarness(t, func(o *engine.NodeOptions) {
+		spy.Runtime = o.Runtime
+		o.Runtime = spy
+	})
+	pod := enginetest.Pod()
+	h.apply(pod)
+	if n := spy.listsOf(pod.UID); n != 0 {
+		t.Errorf("the first pass of a new pod listed the runtime %d times, want 0", n)
+	}
+	if v := h.view(pod); len(v.Sandboxes) != 1 || v.FindContainer("app") == nil {
+		t.Fatalf("the new pod does not run: %+v", v)
+	}
+	before := spy.listsOf(pod.UID)
+	if _, err := h.node.Apply(h.ctx, pod, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if spy.listsOf(pod.UID) == before {
+		t.Error("the second pass did not list the runtime")
+	}
+	h.stop()
+
+	// A pod whose objects the runtime holds, unknown to the store.
+	orphan := enginetest.Pod()
+	orphan.Name, orphan.UID = "orphan", "uid-orphan"
+	s, err := syncer.NewSyncer(syncer.SyncerOptions{Runtime: h.rt, Images: h.rt, Clock: h.clock, Config: h.cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SyncPod(h.ctx, orphan, syncer.SyncInput{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	before = spy.listsOf(orphan.UID)
+	res := h.apply(orphan)
+	if spy.listsOf(orphan.UID) == before {
+		t.Error("the first pass of a pod the runtime held at start did not list it")
+	}
+	// Planned from what the runtime holds: the sandbox kept, nothing
+	// created (a pass planning from an empty view tries a second one).
+	for _, st := range res.Steps {
+		if st.Err != nil || st.Action == syncer.ActionCreatePodSandbox {
+			t.Errorf("step %s %s (%v) adopting the orphan's sandbox", st.Action, st.Target, st.Err)
+		}
+	}
+	if v := h.view(orphan); len(v.Sandboxes) != 1 {
+		t.Errorf("%d sandboxes of the orphan applied again, want 1", len(v.Sandboxes))
+	}
+}
+
+// ContainerStats forwards the runtime's writable layers (the housekeeping
+// measures them).
+func (s *listSpy) ContainerStats(ctx context.Context, id string) (*runtimeapi.ContainerStats, error) {
+	return s.Runtime.(interface {
+		ContainerStats(context.Context, string) (*runtimeapi.ContainerStats, error)
+	}).ContainerStats(ctx, id)
 }

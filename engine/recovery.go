@@ -47,6 +47,7 @@ func (n *Node) recover(ctx context.Context) error {
 			return fmt.Errorf("recover: load the store: %w", err)
 		}
 	}
+	n.seedMayHold(inRuntime, recs)
 	stored := map[types.UID]bool{}
 	for _, r := range recs {
 		stored[r.Pod.UID] = true

@@ -132,13 +132,17 @@ func (w *worker) passStarts() {
 }
 
 // hintsSeen reports whether the last pass saw everything that asked for a
-// pass since it began, and forgets it.
-func (w *worker) hintsSeen() bool {
+// pass since it began, and forgets it; sources are the runtime watcher's
+// sources among what asked.
+func (w *worker) hintsSeen() (seen bool, sources watch.Source) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	p := w.pending
 	w.pending = nil
-	return p == nil || p.SeenBy(w.seen)
+	if p == nil {
+		return true, 0
+	}
+	return p.SeenBy(w.seen), p.Sources()
 }
 
 // passSaw records the objects the pass that ends saw last; nil when the
@@ -284,9 +288,15 @@ func (w *worker) loopPass(due bool) {
 	}
 	// Checked in the pod's turn: a pass that ran meanwhile (an Apply's)
 	// may have seen the change.
-	if seen := w.hintsSeen(); seen && !due {
+	seen, sources := w.hintsSeen()
+	if seen && !due {
 		w.n.metrics.observeSkippedPass()
 		return
+	}
+	if !seen && sources != 0 {
+		w.n.metrics.observeHintPass(sources)
+		w.n.log.Debug("runtime hint wakes pod worker", zap.String(logx.PodUID, string(w.uid)),
+			zap.Stringer(logx.HintSource, sources))
 	}
 	if _, err := w.pass(w.ctx, true, nil); err != nil && w.ctx.Err() == nil {
 		w.n.log.Warn("pod sync failed; retrying", zap.String(logx.PodUID, string(w.uid)), zap.Error(err),

@@ -118,7 +118,7 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 		return passOutcome{status: pod.Status}, err
 	}
 	in := syncer.SyncInput{ConfigMaps: cms, Secrets: secrets, Probes: w.n.probeResults(pod.UID),
-		PullFailures: w.pullFailures(), AdmitResize: w.n.admitResize}
+		PullFailures: w.pullFailures(), AdmitResize: w.n.admitResize, NothingInRuntime: w.n.claimNew(pod.UID)}
 	in.Observed = func(view plan.RuntimeView, actions plan.PodActions) { w.publishObserved(ctx, pod, view, actions) }
 	res, err := w.n.syncer.SyncPod(ctx, pod, in, emit)
 	if err == nil && ctx.Err() != nil {

@@ -41,6 +41,7 @@ const (
 	Object          = "object"
 	ResourceVersion = "resource_version"
 	Source          = "source"
+	HintSource      = "hint_source"
 )
 
 // Keys of a request's scope, set by the server's interceptors and carried

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,14 @@ const (
 // longer is created without it (and would be adopted in part).
 const MaxPodSpecAnnotation = 256 << 10
 
+// gzipWriters are EncodePodSpec's compressors: a deflate compressor
+// holds about 800 KiB of tables, which a sandbox's create would otherwise
+// allocate and clear each time.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestCompression)
+	return zw
+}}
+
 // EncodePodSpec returns the value of AnnotationPodSpec for pod, and false
 // when it would be longer than MaxPodSpecAnnotation.
 func EncodePodSpec(pod *corev1.Pod) (string, bool) {
@@ -44,9 +53,12 @@ func EncodePodSpec(pod *corev1.Pod) (string, bool) {
 		Spec:       pod.Spec,
 	}
 	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(&buf)
 	_, _ = zw.Write(mustJSON(&p))
 	_ = zw.Close()
+	zw.Reset(nil)
+	gzipWriters.Put(zw)
 	if base64.StdEncoding.EncodedLen(buf.Len()) > MaxPodSpecAnnotation {
 		return "", false
 	}

@@ -33,6 +33,18 @@ func (p *pass) readState(ctx context.Context) (podState, error) {
 	return st, nil
 }
 
+// initialState is the pod's state the pass plans from: read, or empty
+// without a read when the caller knows the runtime holds nothing of the
+// pod (SyncInput.NothingInRuntime).
+func (p *pass) initialState(ctx context.Context) (podState, error) {
+	if !p.in.NothingInRuntime {
+		return p.readState(ctx)
+	}
+	st := podState{view: plan.NewRuntimeView(p.pod.UID, nil, nil), sandboxOf: map[string]string{}, logPath: map[string]string{}}
+	st.view.PullFailures = slices.Clone(p.pulls)
+	return st, nil
+}
+
 // recorder collects the steps of a pass, logs each once and passes it to
 // emit, one at a time.
 type recorder struct {
@@ -109,7 +121,7 @@ type pass struct {
 }
 
 func (p *pass) run(ctx context.Context) (SyncResult, error) {
-	st, err := p.readState(ctx)
+	st, err := p.initialState(ctx)
 	if err != nil {
 		return SyncResult{}, fmt.Errorf("read runtime state of pod %s: %w", plan.PodString(p.pod), err)
 	}

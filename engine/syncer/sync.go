@@ -106,6 +106,14 @@ type SyncInput struct {
 	// allocated pod (nothing is resized) and reports the resize as
 	// Deferred in SyncResult.Plan.ResizePending. Nil admits every resize.
 	AdmitResize func(pod *corev1.Pod) (bool, string)
+	// NothingInRuntime tells the pass that the runtime holds nothing of
+	// the pod — the caller has never run it and found nothing of it when
+	// it listed the runtime — so it starts from an empty view instead of
+	// listing the runtime (the kubelet's first sync of a new pod plans
+	// from an empty cache the same way). Set it only when sure: a pass
+	// that plans from an empty view for a pod that has a sandbox creates
+	// another.
+	NothingInRuntime bool
 }
 
 // Syncer runs sync passes: it reads what the runtime holds for a pod,

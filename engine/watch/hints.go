@@ -2,6 +2,7 @@ package watch
 
 import (
 	"maps"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -88,6 +89,55 @@ func (e objectEvent) seenBy(states ObjectStates) bool {
 	}
 }
 
+// Source is where a hint came from; a merged hint has several.
+type Source uint8
+
+// Sources of hints.
+const (
+	// SourceCRIEvents: a CRI container event (containerd 2.x).
+	SourceCRIEvents Source = 1 << iota
+	// SourceContainerdEvents: an event of the runtime's own event
+	// service, where CRI offers none (containerd 1.6).
+	SourceContainerdEvents
+	// SourceRelist: a relist that found the pod's objects changed.
+	SourceRelist
+)
+
+// sourceNames are the names of the sources, the source label of
+// podsync_runtime_hints_total.
+var sourceNames = []struct {
+	s    Source
+	name string
+}{{SourceCRIEvents, "cri_events"}, {SourceContainerdEvents, "containerd_events"}, {SourceRelist, "relist"}}
+
+// SourceNames returns the name of every source, in a fixed order.
+func SourceNames() []string {
+	out := make([]string, len(sourceNames))
+	for i, n := range sourceNames {
+		out[i] = n.name
+	}
+	return out
+}
+
+// Names returns the names of the sources in s, in SourceNames' order.
+func (s Source) Names() []string {
+	var out []string
+	for _, n := range sourceNames {
+		if s&n.s != 0 {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}
+
+// String joins s's names with "+"; "none" when s is zero.
+func (s Source) String() string {
+	if s == 0 {
+		return "none"
+	}
+	return strings.Join(s.Names(), "+")
+}
+
 // Hint is what the runtime watcher tells a pod's worker: that the pod's
 // objects may have changed, and what it knows of the change, so a worker
 // whose last pass already saw it can skip the pass the hint would cost.
@@ -102,7 +152,13 @@ type Hint struct {
 	snapshot ObjectStates
 	// events are the container events of the hint, in order.
 	events []objectEvent
+	// sources are where the hint and those merged into it came from;
+	// zero for a hint of the node's own (Unknown).
+	sources Source
 }
+
+// Sources returns where h and the hints merged into it came from.
+func (h *Hint) Sources() Source { return h.sources }
 
 // maxHintEvents bounds the events a hint gathers while its pod's worker
 // is busy (a long kill, say); past it the hint only asks for a pass.
@@ -110,6 +166,7 @@ const maxHintEvents = 64
 
 // Merge adds a later hint for the same pod to h.
 func (h *Hint) Merge(later Hint) {
+	h.sources |= later.sources
 	h.Unknown = h.Unknown || later.Unknown || len(h.events)+len(later.events) > maxHintEvents
 	if h.Unknown {
 		// A pass runs whatever else the hint says.

@@ -42,6 +42,34 @@ type Runtime interface {
 	GetContainerEvents(ctx context.Context, containerEventsCh chan *runtimeapi.ContainerEventResponse, connectionEstablishedCallback func(runtimeapi.RuntimeService_GetContainerEventsClient)) error
 }
 
+// RuntimeEvents is the runtime's own event stream, which the watcher
+// follows for hints where the runtime offers no CRI container events:
+// containerd's event service on containerd 1.6 (internal/ctrdevents
+// implements it). Its events carry no labels: the watcher maps their ids
+// to pods by its last relist, and relists at once for the stop of an id
+// it does not know.
+type RuntimeEvents interface {
+	// Replaces reports whether err, with which a CRI GetContainerEvents
+	// call ended before any event, says that the runtime offers no CRI
+	// container events (gRPC Unimplemented), so that these events take
+	// their place.
+	Replaces(err error) bool
+	// Follow subscribes to the runtime's events, calls connected once the
+	// subscription is open, then fn with each event about a sandbox or a
+	// container, in order, until the stream breaks (an error) or ctx
+	// ends (ctx's error). It calls both on its own goroutine.
+	Follow(ctx context.Context, connected func(), fn func(RuntimeEvent)) error
+}
+
+// RuntimeEvent is one event of RuntimeEvents.
+type RuntimeEvent struct {
+	// ID is the CRI id of the sandbox or container (containerd's
+	// container and task id).
+	ID string
+	// Type is what happened, as the CRI container event that reports it.
+	Type runtimeapi.ContainerEventType
+}
+
 // WatcherOptions configure a Watcher.
 type WatcherOptions struct {
 	// Runtime is the CRI runtime; required.
@@ -59,29 +87,37 @@ type WatcherOptions struct {
 	// EventRetryMax caps the back-off (from 1 s, doubling) between
 	// attempts to open the event stream; zero means DefaultEventRetryMax.
 	EventRetryMax time.Duration
+	// RuntimeEvents, if set, is followed in place of CRI container events
+	// when the runtime offers none (containerd 1.6). Optional.
+	RuntimeEvents RuntimeEvents
 }
 
 // Watcher turns what the runtime does into hints that a pod's state may
 // have changed, for the pod workers: CRI container events where the
 // runtime streams them (containerd 2.x), re-read at once, and a periodic
 // relist of podsync's sandboxes and containers as the authority, since
-// events can be dropped (containerd 1.6 answers GetContainerEvents
-// Unimplemented: there the relist alone finds changes). Only objects
-// labelled podsync.io/managed=true are considered.
+// events can be dropped. containerd 1.6 answers GetContainerEvents
+// Unimplemented: there the watcher follows WatcherOptions.RuntimeEvents
+// (containerd's own event service) if set, and the relist alone finds
+// changes if not. Only objects labelled podsync.io/managed=true are
+// considered.
 //
 // Build it with NewWatcher, start Run once with a long-lived context, and
 // Subscribe as often as needed.
 type Watcher struct {
 	rt             Runtime
+	rtEvents       RuntimeEvents
 	clock          clock.WithTicker
 	log            *zap.Logger
 	relist, evRel  time.Duration
 	eventRetryMax  time.Duration
 	streaming      atomic.Bool
 	eventsReceived atomic.Int64
-	relistNow      chan struct{}
-	done           chan struct{}
-	wg             sync.WaitGroup
+	// source is the Source of the event stream open (while streaming).
+	source    atomic.Uint32
+	relistNow chan struct{}
+	done      chan struct{}
+	wg        sync.WaitGroup
 
 	mu      sync.Mutex
 	running bool
@@ -91,6 +127,9 @@ type Watcher struct {
 	// sandbox and container IDs to their pod.
 	pods   map[types.UID]ObjectStates
 	owners map[string]types.UID
+	// confirming holds, for each id whose runtime events wait for CRI to
+	// show them (confirm), the events not confirmed yet, in order.
+	confirming map[string][]RuntimeEvent
 	// listFailing is set while relists fail, so a failure is logged once.
 	listFailing bool
 }
@@ -103,6 +142,7 @@ func NewWatcher(opts WatcherOptions) (*Watcher, error) {
 	}
 	w := &Watcher{
 		rt:            opts.Runtime,
+		rtEvents:      opts.RuntimeEvents,
 		clock:         opts.Clock,
 		log:           opts.Logger,
 		relist:        cmpOr(opts.RelistPeriod, DefaultRelistPeriod),
@@ -113,6 +153,7 @@ func NewWatcher(opts WatcherOptions) (*Watcher, error) {
 		subs:          map[*subscription]struct{}{},
 		pods:          map[types.UID]ObjectStates{},
 		owners:        map[string]types.UID{},
+		confirming:    map[string][]RuntimeEvent{},
 	}
 	if w.clock == nil {
 		w.clock = clock.RealClock{}
@@ -130,11 +171,21 @@ func cmpOr(d, def time.Duration) time.Duration {
 	return def
 }
 
-// EventsStreaming reports whether a container event stream is open.
+// EventsStreaming reports whether a container event stream is open: CRI
+// container events, or the RuntimeEvents that replace them.
 func (w *Watcher) EventsStreaming() bool { return w.streaming.Load() }
 
-// EventsReceived returns how many container events the watcher has
-// received.
+// EventSource returns the source of the event stream open, zero while
+// none is.
+func (w *Watcher) EventSource() Source {
+	if !w.streaming.Load() {
+		return 0
+	}
+	return Source(w.source.Load())
+}
+
+// EventsReceived returns how many container events (CRI or the runtime's)
+// the watcher has received.
 func (w *Watcher) EventsReceived() int64 { return w.eventsReceived.Load() }
 
 // Run relists the runtime and follows its container events until ctx
@@ -195,7 +246,7 @@ func (w *Watcher) subscribe(ctx context.Context, sub *subscription) {
 	}
 	w.subs[sub] = struct{}{}
 	for _, uid := range slices.Sorted(maps.Keys(w.pods)) {
-		sub.push(Hint{UID: uid, snapshot: w.pods[uid]})
+		sub.push(Hint{UID: uid, snapshot: w.pods[uid], sources: SourceRelist})
 	}
 	w.wg.Add(1)
 	w.mu.Unlock()
@@ -378,13 +429,13 @@ func (w *Watcher) relistOnce(ctx context.Context) {
 	var changed []Hint
 	for uid, objs := range pods {
 		if prev, ok := w.pods[uid]; !ok || !maps.Equal(prev, objs) {
-			changed = append(changed, Hint{UID: uid, snapshot: objs})
+			changed = append(changed, Hint{UID: uid, snapshot: objs, sources: SourceRelist})
 		}
 	}
 	for uid := range w.pods {
 		if _, ok := pods[uid]; !ok {
 			// Nothing left: an empty snapshot, not nil (no snapshot).
-			changed = append(changed, Hint{UID: uid, snapshot: ObjectStates{}})
+			changed = append(changed, Hint{UID: uid, snapshot: ObjectStates{}, sources: SourceRelist})
 		}
 	}
 	w.pods, w.owners = pods, owners
@@ -393,16 +444,28 @@ func (w *Watcher) relistOnce(ctx context.Context) {
 	w.notify(changed...)
 }
 
-// followEvents keeps a container event stream open while ctx lasts,
-// retrying with back-off when it ends, and relisting after every change
-// of the stream's state so nothing missed meanwhile stays unseen.
+// followEvents keeps a container event stream open while ctx lasts:
+// CRI's, or the RuntimeEvents that replace it on a runtime without CRI
+// events. It retries with back-off when the stream ends, and relists
+// after every change of the stream's state so nothing missed meanwhile
+// stays unseen.
 func (w *Watcher) followEvents(ctx context.Context) {
 	delay := time.Second
-	logged := false
+	logged, replaced := false, false
 	for {
 		received, err := w.streamEvents(ctx)
 		if ctx.Err() != nil {
 			return
+		}
+		if !received && w.rtEvents != nil && w.rtEvents.Replaces(err) {
+			if !replaced {
+				w.log.Info("the runtime offers no CRI container events; following its own events", zap.Error(err))
+				replaced = true
+			}
+			received, err = w.followRuntimeEvents(ctx)
+			if ctx.Err() != nil {
+				return
+			}
 		}
 		if received {
 			delay = time.Second
@@ -422,6 +485,124 @@ func (w *Watcher) followEvents(ctx context.Context) {
 	}
 }
 
+// followRuntimeEvents follows the RuntimeEvents until the stream breaks
+// or ctx ends, notifying the pods events are about. It reports whether
+// the stream opened.
+func (w *Watcher) followRuntimeEvents(ctx context.Context) (bool, error) {
+	opened := false
+	defer func() {
+		if opened {
+			w.streaming.Store(false)
+			w.triggerRelist()
+		}
+	}()
+	err := w.rtEvents.Follow(ctx, func() {
+		opened = true
+		w.source.Store(uint32(SourceContainerdEvents))
+		w.streaming.Store(true)
+		w.triggerRelist()
+	}, func(ev RuntimeEvent) { w.handleRuntimeEvent(ctx, ev) })
+	return opened, err
+}
+
+// confirmTimeout bounds how long a runtime event waits for CRI to show
+// it; the hint goes out then all the same.
+const confirmTimeout = 2 * time.Second
+
+// handleRuntimeEvent notifies the pod a runtime event is about, found by
+// the id the last relist listed, once CRI shows what the event reports
+// (confirm). The stop of an id the relist did not list (an object
+// created since, which crashed) makes it relist now, which finds the
+// object and its pod. The start of such an id is a pass's own start
+// (only podsync's passes create and start the objects it watches), which
+// that pass reads back: relisting for each would hand the other pods'
+// workers snapshots taken in the middle of their passes, each costing a
+// pass. A deletion of an unknown id is no one's.
+func (w *Watcher) handleRuntimeEvent(ctx context.Context, ev RuntimeEvent) {
+	w.eventsReceived.Add(1)
+	w.mu.Lock()
+	uid, ok := w.owners[ev.ID]
+	st := w.pods[uid][ev.ID]
+	queue, busy := w.confirming[ev.ID]
+	if ok {
+		w.confirming[ev.ID] = append(queue, ev)
+	}
+	w.mu.Unlock()
+	switch {
+	case ok && busy:
+		// The confirmation in flight takes this event next.
+	case ok:
+		sandbox := st == sandboxReady || st == sandboxNotReady
+		w.wg.Go(func() {
+			for {
+				w.mu.Lock()
+				queue := w.confirming[ev.ID]
+				if len(queue) == 0 {
+					delete(w.confirming, ev.ID)
+					w.mu.Unlock()
+					return
+				}
+				next := queue[0]
+				w.confirming[ev.ID] = queue[1:]
+				w.mu.Unlock()
+				w.confirm(ctx, uid, next, sandbox)
+			}
+		})
+	case ev.Type == runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT:
+		w.triggerRelist()
+	}
+}
+
+// confirm notifies uid's worker of ev once CRI's own view of the object
+// shows it: containerd publishes a task's events before its CRI plugin
+// has handled them (1.6 marks a container exited after it has deleted the
+// exited task), and a pass woken earlier would read the old state and
+// find nothing to do. It polls the object, briefly, and notifies when CRI
+// shows the event or the object is gone, or after confirmTimeout all the
+// same (and relists then).
+func (w *Watcher) confirm(ctx context.Context, uid types.UID, ev RuntimeEvent, sandbox bool) {
+	oe := objectEvent{id: ev.ID, typ: ev.Type}
+	deadline := w.clock.Now().Add(confirmTimeout)
+	delay := 2 * time.Millisecond
+	for {
+		st, found, err := w.stateOf(ctx, ev.ID, sandbox)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil && (!found || oe.seenBy(ObjectStates{ev.ID: st})) {
+			break
+		}
+		if !w.clock.Now().Before(deadline) {
+			w.triggerRelist()
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.clock.After(delay):
+		}
+		delay = min(2*delay, 10*time.Millisecond)
+	}
+	w.notify(Hint{UID: uid, events: []objectEvent{oe}, sources: SourceContainerdEvents})
+}
+
+// stateOf reads one sandbox's or container's state through CRI; found is
+// false when the runtime does not hold it.
+func (w *Watcher) stateOf(ctx context.Context, id string, sandbox bool) (st objectState, found bool, err error) {
+	if sandbox {
+		sbs, err := w.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{Id: id})
+		if err != nil || len(sbs) == 0 {
+			return 0, false, err
+		}
+		return sandboxObject(plan.SandboxStateFromCRI(sbs[0].GetState())), true, nil
+	}
+	ctrs, err := w.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{Id: id})
+	if err != nil || len(ctrs) == 0 {
+		return 0, false, err
+	}
+	return containerObject(plan.ContainerStateFromCRI(ctrs[0].GetState())), true, nil
+}
+
 // streamEvents runs one GetContainerEvents call until it fails or ctx
 // ends, notifying the pods events are about. It reports whether an event
 // arrived.
@@ -432,6 +613,7 @@ func (w *Watcher) streamEvents(ctx context.Context) (bool, error) {
 	errc := make(chan error, 1)
 	go func() {
 		errc <- w.rt.GetContainerEvents(sctx, events, func(runtimeapi.RuntimeService_GetContainerEventsClient) {
+			w.source.Store(uint32(SourceCRIEvents))
 			w.streaming.Store(true)
 			w.triggerRelist()
 		})
@@ -484,6 +666,6 @@ func (w *Watcher) handleEvent(ev *runtimeapi.ContainerEventResponse) {
 	}
 	w.mu.Unlock()
 	if uid != "" {
-		w.notify(Hint{UID: uid, events: []objectEvent{{id: ev.GetContainerId(), typ: ev.GetContainerEventType()}}})
+		w.notify(Hint{UID: uid, events: []objectEvent{{id: ev.GetContainerId(), typ: ev.GetContainerEventType()}}, sources: SourceCRIEvents})
 	}
 }

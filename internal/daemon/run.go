@@ -31,6 +31,7 @@ import (
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/internal/ctrdevents"
 	"github.com/podsync/podsync/internal/manifestdir"
 	"github.com/podsync/podsync/logx"
 	"github.com/podsync/podsync/server"
@@ -408,13 +409,21 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 	if err != nil {
 		return err
 	}
+	// containerd's own events stand in for CRI's on containerd 1.6,
+	// over the same socket.
+	events, err := ctrdevents.Dial(d.cfg.RuntimeEndpoint)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = events.Close() }()
 	node, err := engine.NewNode(engine.NodeOptions{
-		Runtime: d.metrics.InstrumentRuntime(rt),
-		Stats:   rt,
-		Images:  d.metrics.InstrumentImages(rt),
-		Metrics: d.metrics,
-		Store:   d.store,
-		Logger:  d.log.Named("engine"),
+		RuntimeEvents: events,
+		Runtime:       d.metrics.InstrumentRuntime(rt),
+		Stats:         rt,
+		Images:        d.metrics.InstrumentImages(rt),
+		Metrics:       d.metrics,
+		Store:         d.store,
+		Logger:        d.log.Named("engine"),
 		Config: criconfig.Options{
 			RootDir:        d.cfg.RootDir,
 			PodLogDir:      d.cfg.PodLogDir,
