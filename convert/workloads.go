@@ -60,13 +60,13 @@ var workloadAPIVersions = map[string][]string{
 // skippedKinds are the kinds found beside workloads that mean nothing on
 // one node without an API server; Decode skips them with a notice.
 var skippedKinds = map[string]string{
-	"Service":               "podsync has no service proxy; reach pods by hostPort or hostNetwork",
-	"ServiceAccount":        "podsync mounts no service account token",
-	"Role":                  "podsync has no API server to authorize",
-	"ClusterRole":           "podsync has no API server to authorize",
-	"RoleBinding":           "podsync has no API server to authorize",
-	"ClusterRoleBinding":    "podsync has no API server to authorize",
-	"Namespace":             "namespaces need no creating on podsync",
+	"Service":            "podsync has no service proxy; reach pods by hostPort or hostNetwork",
+	"ServiceAccount":     "podsync mounts no service account token",
+	"Role":               "podsync has no API server to authorize",
+	"ClusterRole":        "podsync has no API server to authorize",
+	"RoleBinding":        "podsync has no API server to authorize",
+	"ClusterRoleBinding": "podsync has no API server to authorize",
+	"Namespace":          "namespaces need no creating on podsync",
 }
 
 // kindPersistentVolumeClaim documents become named volumes (addClaim).
@@ -375,7 +375,6 @@ func jobTemplate(spec *batchv1.JobSpec, t *corev1.PodTemplateSpec) error {
 }
 
 const workloadKindList = "Deployment, ReplicaSet, StatefulSet, DaemonSet, ReplicationController, Job"
-
 
 // addClaim adds a PersistentVolumeClaim document's name to m.Claims: the
 // node-local named volume a persistentVolumeClaim volume of that claimName
