@@ -21,10 +21,13 @@ const KubeletVersion = "v1.37.2-podsync"
 
 var _ node.NodeProvider = (*NodeProvider)(nil)
 
-// NodeProvider keeps a Node's status true to its podsyncd: Ping is
-// podsyncd's health (a failed ping stops the lease's renewal, so the
-// node-lifecycle controller marks the Node NotReady), and a change of
-// health is pushed as the Ready condition at once.
+// NodeProvider keeps a Node's status true to its podsyncd, as a kubelet
+// whose container runtime is down: the lease keeps being renewed while
+// podsync-vk runs (Ping answers for podsync-vk itself), and a change of
+// podsyncd's health is pushed as the Ready condition at once (False,
+// reason PodsyncUnavailable, with the error). If podsync-vk itself stops,
+// the lease lapses and the node-lifecycle controller marks the Node
+// NotReady after its grace period.
 type NodeProvider struct {
 	ps       Podsync
 	log      *zap.Logger
@@ -152,9 +155,11 @@ func (np *NodeProvider) setConditions(err error) bool {
 	return changed
 }
 
-// Ping is podsyncd's health.
+// Ping says podsync-vk serves the node: it fails only when ctx has
+// ended. podsyncd's own health is the Ready condition: a failed ping
+// would stop the node library from posting it.
 func (np *NodeProvider) Ping(ctx context.Context) error {
-	return np.health(ctx)
+	return ctx.Err()
 }
 
 // NotifyNodeStatus checks podsyncd's health every interval until ctx

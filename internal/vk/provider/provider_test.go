@@ -105,7 +105,6 @@ func testPod(uid string) *corev1.Pod {
 	}
 }
 
-
 // notified collects the pods a provider notifies.
 type notified struct {
 	ch chan *corev1.Pod
@@ -283,8 +282,13 @@ func TestNodeFromPodsync(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no node status pushed after podsyncd stopped serving")
 	}
-	if err := np.Ping(context.Background()); err == nil {
-		t.Error("Ping with podsyncd not serving: nil, want an error (the lease is not renewed)")
+	// The lease stays renewed, as a kubelet's with its runtime down, so
+	// that the node library posts Ready=False.
+	if err := np.Ping(context.Background()); err != nil {
+		t.Errorf("Ping with podsyncd not serving: %v, want nil", err)
+	}
+	if n := np.Node(); ready(n) != corev1.ConditionFalse || n.Status.Conditions[0].Reason != "PodsyncUnavailable" {
+		t.Errorf("Node() after podsyncd stopped serving: %v", n.Status.Conditions[0])
 	}
 }
 
