@@ -184,6 +184,11 @@ run: ## Build, start a private containerd and podsyncd, run examples/; up until 
 	$(GO) build -o $(BIN)/podsync-run ./hack/run
 	$(BIN)/podsync-run $(RUN_ARGS)
 
+.PHONY: run-cluster
+run-cluster: ## A control plane, two podsync nodes and podsync-vk; prints KUBECONFIG; up until ^C (RUN_ARGS=--once: check and exit)
+	$(GO) build -o $(BIN)/podsync-run-cluster ./hack/run-cluster
+	$(BIN)/podsync-run-cluster $(RUN_ARGS)
+
 .PHONY: runtime-up
 runtime-up: ## Start a private containerd, registry and images; print the CRI socket and a crictl line
 	$(GO) run ./internal/localcri/cmd/localcri up
