@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,20 +16,20 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/internal/localcri"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 	"github.com/podsync/podsync/internal/localkube"
-	"github.com/podsync/podsync/internal/vk"
 )
 
 // node is one podsync node: a podsyncd on its own containerd.
@@ -72,35 +73,52 @@ func (n *node) sandboxes(t *testing.T) []*runtimeapi.PodSandbox {
 	return sbs
 }
 
-// vkProcess is podsync-vk, run in this process as Run.
+// vkProcess is podsync-vk, a child process as operators run it.
 type vkProcess struct {
-	cancel context.CancelFunc
-	done   chan error
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  string
 }
 
 func startVK(t *testing.T, c *localkube.Cluster, nodes []*node) *vkProcess {
 	t.Helper()
-	cfg := vk.Config{Kubeconfig: c.Kubeconfig, ListenAddress: "127.0.0.1", ClientCAFile: c.CAFile()}
+	args := []string{"--kubeconfig", c.Kubeconfig, "--listen-address", "127.0.0.1", "--client-ca-file", c.CAFile()}
 	for _, n := range nodes {
-		cfg.Nodes = append(cfg.Nodes, vk.NodeConfig{Name: n.name, Target: n.socket, Port: n.port})
+		args = append(args, "--node", fmt.Sprintf("name=%s,target=%s,port=%d", n.name, n.socket, n.port))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &vkProcess{cancel: cancel, done: make(chan error, 1)}
-	log := localcritest.Logger().With(zap.String("component", "podsync-vk"))
-	go func() { p.done <- vk.Run(ctx, cfg, log) }()
+	p := &vkProcess{done: make(chan struct{}), log: filepath.Join(c.Dir(), "..", "podsync-vk.log")}
+	logf, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(vkBin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); _ = logf.Close(); close(p.done) }()
 	return p
 }
 
+// stop ends podsync-vk with SIGTERM and checks it exits 0.
 func (p *vkProcess) stop(t *testing.T) {
 	t.Helper()
-	p.cancel()
 	select {
-	case err := <-p.done:
-		if err != nil {
-			t.Errorf("podsync-vk: %v", err)
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		if !p.cmd.ProcessState.Success() {
+			t.Errorf("podsync-vk exited with %v after SIGTERM; its log ends:\n%s", p.cmd.ProcessState, tailFile(p.log, 3000))
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("podsync-vk did not stop within 30s")
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Error("podsync-vk ignored SIGTERM for 30s")
 	}
 }
 
@@ -265,7 +283,17 @@ func TestDeploymentOverTwoPodsyncNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc := kubernetes.NewForConfigOrDie(cfg)
+	// The test's own transport, so that its idle connections are closed
+	// before goleak looks.
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { utilnet.CloseIdleConnectionsFor(rt) })
+	kc, err := kubernetes.NewForConfigAndClient(cfg, &http.Client{Transport: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	nodes := []*node{
 		{name: "podsync-a", inst: insts[0], dir: filepath.Join(dir, "a"), port: freePort(t)},
@@ -285,7 +313,12 @@ func TestDeploymentOverTwoPodsyncNodes(t *testing.T) {
 		})
 	}
 	vkp := startVK(t, c, nodes)
-	t.Cleanup(func() { vkp.stop(t) })
+	t.Cleanup(func() {
+		vkp.stop(t)
+		if t.Failed() {
+			t.Logf("podsync-vk log ends:\n%s", tailFile(vkp.log, 5000))
+		}
+	})
 	for _, n := range nodes {
 		eventually(t, time.Minute, "node "+n.name+" Ready", func() (bool, string) {
 			st, err := nodeReady(kc, n.name)

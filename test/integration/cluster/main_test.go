@@ -27,6 +27,8 @@ var (
 	insts [2]*localcri.Instance
 	// podsyncdBin is the podsyncd binary TestMain built.
 	podsyncdBin string
+	// vkBin is the podsync-vk binary TestMain built.
+	vkBin string
 	// kubeBin holds the Kubernetes binaries.
 	kubeBin string
 )
@@ -55,13 +57,20 @@ func TestMain(m *testing.M) {
 				return err
 			}
 			podsyncdBin = filepath.Join(binDir, "podsyncd")
+			vkBin = filepath.Join(binDir, "podsync-vk")
+			if err := localcritest.Build(vkBin, "./cmd/podsync-vk"); err != nil {
+				return err
+			}
 			return localcritest.Build(podsyncdBin, "./cmd/podsyncd")
 		},
 		Finished: func() error {
 			var errs []error
-			if podsyncdBin != "" {
-				if pids := localcritest.ProcessesOf(podsyncdBin); len(pids) > 0 {
-					errs = append(errs, fmt.Errorf("podsyncd processes left running: %v", pids))
+			for _, b := range []string{podsyncdBin, vkBin} {
+				if b == "" {
+					continue
+				}
+				if pids := localcritest.ProcessesOf(b); len(pids) > 0 {
+					errs = append(errs, fmt.Errorf("%s processes left running: %v", filepath.Base(b), pids))
 				}
 			}
 			if insts[1] != nil {
