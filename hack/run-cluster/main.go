@@ -66,7 +66,7 @@ func start(dir, name, bin string, args ...string) (*child, error) {
 	return c, nil
 }
 
-func say(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
+func say(format string, args ...any) { _, _ = fmt.Fprintf(os.Stdout, "==> "+format+"\n", args...) }
 
 func run() int {
 	once := flag.Bool("once", false, "start everything, check both Nodes are Ready, clean up and exit")
@@ -145,7 +145,7 @@ func run() int {
 		for {
 			out, _ := exec.CommandContext(ctx, kubectl, "--kubeconfig", cluster.Kubeconfig, "get", "nodes", "--no-headers").CombinedOutput()
 			if strings.Count(string(out), " Ready ") == 2 {
-				fmt.Print(string(out))
+				_, _ = os.Stdout.Write(out)
 				break
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
@@ -154,7 +154,7 @@ func run() int {
 			time.Sleep(time.Second)
 		}
 		say("ready. In another shell:")
-		fmt.Printf("export KUBECONFIG=%s\nexport PATH=%s:$PATH\nkubectl get nodes -o wide\nkubectl create deployment web --image=%s --replicas=4 -- sleep 3600\nkubectl get pods -o wide\n",
+		_, _ = fmt.Fprintf(os.Stdout, "export KUBECONFIG=%s\nexport PATH=%s:$PATH\nkubectl get nodes -o wide\nkubectl create deployment web --image=%s --replicas=4 -- sleep 3600\nkubectl get pods -o wide\n",
 			cluster.Kubeconfig, kubeBin, localcri.BusyboxImage)
 		if !*once {
 			say("press ^C to stop podsync-vk, the nodes and the control plane and clean up")

@@ -228,7 +228,7 @@ func (c *Cluster) await(ctx context.Context, name, url string) error {
 		}
 		select {
 		case <-pr.done:
-			return fmt.Errorf("%s exited (%v) before it was ready; its log, %s, ends:\n%s", name, pr.err, c.LogPath(name), tail(c.LogPath(name)))
+			return fmt.Errorf("%s exited (%w) before it was ready; its log, %s, ends:\n%s", name, pr.err, c.LogPath(name), tail(c.LogPath(name)))
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready within %s (last: %s); its log, %s, ends:\n%s", name, c.opts.Timeout, last, c.LogPath(name), tail(c.LogPath(name)))
 		case <-time.After(100 * time.Millisecond):

@@ -154,8 +154,9 @@ func TestCreatePodAppliesWithOwnerLabelAndUID(t *testing.T) {
 
 func TestRefusedPodIsFailedWithPodsyncReason(t *testing.T) {
 	f := newFake()
-	f.syncErr = &client.Error{Op: "SyncPod", Code: codes.FailedPrecondition, Reason: "PodSecurity",
+	refusal := &client.Error{Op: "SyncPod", Code: codes.FailedPrecondition, Reason: "PodSecurity",
 		Message: `violates PodSecurity "baseline:latest": hostPath volumes (volume "root")`}
+	f.syncErr = refusal
 	p := New("vk-1", f, zap.NewNop())
 	n := &notified{ch: make(chan *corev1.Pod, 4)}
 	p.NotifyPods(context.Background(), n.fn)
@@ -163,7 +164,7 @@ func TestRefusedPodIsFailedWithPodsyncReason(t *testing.T) {
 		t.Fatalf("CreatePod of a refused pod: %v, want nil (the refusal is the pod's status)", err)
 	}
 	got := n.next(t)
-	if got.Status.Phase != corev1.PodFailed || got.Status.Reason != "PodSecurity" || got.Status.Message != f.syncErr.(*client.Error).Message {
+	if got.Status.Phase != corev1.PodFailed || got.Status.Reason != "PodSecurity" || got.Status.Message != refusal.Message {
 		t.Errorf("status = %s %q %q, want Failed with podsync's reason and message", got.Status.Phase, got.Status.Reason, got.Status.Message)
 	}
 	// A transient error is the node library's to retry, not a verdict.
