@@ -59,7 +59,7 @@ type proc struct {
 // kube-controller-manager and returns once each reports healthy. On
 // failure it stops what it started and returns the error with the end of
 // the failing component's log.
-func Start(ctx context.Context, o Options) (c *Cluster, err error) {
+func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if o.Dir == "" || o.BinDir == "" {
 		return nil, errors.New("localkube: Dir and BinDir are required")
 	}
@@ -72,7 +72,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("make control-plane directory: %w", err)
 	}
-	c = &Cluster{opts: o}
+	c := &Cluster{opts: o}
 	defer func() {
 		if err != nil {
 			c.stop()
