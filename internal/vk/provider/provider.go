@@ -89,6 +89,9 @@ func (p *Provider) podsyncPod(pod *corev1.Pod) *corev1.Pod {
 		out.Labels = map[string]string{}
 	}
 	out.Labels[OwnerLabel] = p.node
+	// The API server has generated the name already; podsync has no
+	// generator and refuses the field.
+	out.GenerateName = ""
 	out.Status = corev1.PodStatus{}
 	return out
 }

@@ -301,3 +301,43 @@ func ready(n *corev1.Node) corev1.ConditionStatus {
 	}
 	return ""
 }
+
+// TestCreatePodAsTheAPIServerStoresIt applies a pod with what the API
+// server and the controllers fill in: podsyncd must get a request it
+// accepts.
+func TestCreatePodAsTheAPIServerStoresIt(t *testing.T) {
+	f := newFake()
+	p := New("vk-1", f, zap.NewNop())
+	pod := testPod("1")
+	pod.GenerateName = "web-6474f658f6-"
+	pod.Name = "web-6474f658f6-abcde"
+	pod.ResourceVersion = "42"
+	pod.CreationTimestamp = metav1.Now()
+	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-6474f658f6", UID: uid2, Controller: new(true)}}
+	pod.Spec.ServiceAccountName = "default"
+	pod.Spec.SchedulerName = "default-scheduler"
+	pod.Spec.DNSPolicy = corev1.DNSClusterFirst
+	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	pod.Spec.EnableServiceLinks = new(true)
+	pod.Spec.Priority = new(int32(0))
+	pod.Spec.PreemptionPolicy = new(corev1.PreemptLowerPriority)
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{}
+	pod.Spec.Tolerations = []corev1.Toleration{
+		{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
+	}
+	pod.Spec.Containers[0].TerminationMessagePath = "/dev/termination-log"
+	pod.Spec.Containers[0].TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	pod.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
+	n := &notified{ch: make(chan *corev1.Pod, 4)}
+	p.NotifyPods(context.Background(), n.fn)
+	if err := p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.synced) != 1 {
+		st, _ := p.GetPodStatus(context.Background(), pod.Namespace, pod.Name)
+		t.Fatalf("the pod was not sent to podsyncd: %s %s", st.Reason, st.Message)
+	}
+	if got := f.synced[0].GetPod().GetMetadata().GetName(); got != pod.Name {
+		t.Errorf("name = %q, want %q", got, pod.Name)
+	}
+}
