@@ -108,6 +108,8 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		"--tls-cert-file="+p("apiserver.crt"), "--tls-private-key-file="+p("apiserver.key"),
 		"--client-ca-file="+p("ca.crt"), "--authorization-mode=Node,RBAC",
 		"--kubelet-client-certificate="+p("apiserver-kubelet-client.crt"), "--kubelet-client-key="+p("apiserver-kubelet-client.key"),
+		// As kubeadm: nodes here have names no resolver knows.
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+p("sa.pub"), "--service-account-signing-key-file="+p("sa.key"),
 		"--service-cluster-ip-range=10.250.0.0/16",
