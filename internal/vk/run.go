@@ -118,6 +118,15 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 
 	podInformers.Start(ctx.Done())
 	objInformers.Start(ctx.Done())
+	// The node library resolves service links and env from ConfigMaps
+	// and Secrets through these listers: a pod applied before they are
+	// synced would get fewer variables, and the complete spec applied
+	// later (after a restart of podsync-vk) would restart its containers.
+	for typ, ok := range objInformers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("node %s: %v informer did not sync", name, typ)
+		}
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

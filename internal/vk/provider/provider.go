@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
@@ -93,7 +95,20 @@ func (p *Provider) podsyncPod(pod *corev1.Pod) *corev1.Pod {
 	// generator and refuses the field.
 	out.GenerateName = ""
 	out.Status = corev1.PodStatus{}
+	// The node library resolves every container's env (service links,
+	// envFrom, $(VAR)) into plain values in map order: sorted, the same
+	// pod gives podsyncd the same spec every time, and its containers are
+	// not restarted for a reordering (DefinitionChanged).
+	for _, cs := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
+		for i := range cs {
+			sortEnv(cs[i].Env)
+		}
+	}
 	return out
+}
+
+func sortEnv(env []corev1.EnvVar) {
+	slices.SortStableFunc(env, func(a, b corev1.EnvVar) int { return strings.Compare(a.Name, b.Name) })
 }
 
 // CreatePod applies the pod on podsyncd.

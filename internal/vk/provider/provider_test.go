@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -339,5 +340,30 @@ func TestCreatePodAsTheAPIServerStoresIt(t *testing.T) {
 	}
 	if got := f.synced[0].GetPod().GetMetadata().GetName(); got != pod.Name {
 		t.Errorf("name = %q, want %q", got, pod.Name)
+	}
+}
+
+// TestEnvOrderDoesNotChangeTheSpec: the node library hands the resolved
+// env in map order; podsyncd must get the same spec each time.
+func TestEnvOrderDoesNotChangeTheSpec(t *testing.T) {
+	f := newFake()
+	p := New("vk-1", f, zap.NewNop())
+	pod := testPod("1")
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "B", Value: "2"}, {Name: "A", Value: "1"}, {Name: "C", Value: "3"}}
+	other := pod.DeepCopy()
+	other.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "C", Value: "3"}, {Name: "A", Value: "1"}, {Name: "B", Value: "2"}}
+	for _, pp := range []*corev1.Pod{pod, other} {
+		if err := p.CreatePod(context.Background(), pp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(i int) (out []string) {
+		for _, e := range f.synced[i].GetPod().GetSpec().GetContainers()[0].GetEnv() {
+			out = append(out, e.GetName())
+		}
+		return out
+	}
+	if diff := cmp.Diff(names(0), names(1)); diff != "" || names(0)[0] != "A" {
+		t.Errorf("env sent %v then %v, want the same, sorted", names(0), names(1))
 	}
 }

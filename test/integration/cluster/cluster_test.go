@@ -253,7 +253,13 @@ func TestDeploymentOverTwoPodsyncNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs kept in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	c, err := localkube.Start(ctx, localkube.Options{Dir: filepath.Join(dir, "kube"), BinDir: kubeBin, NodeMonitorGracePeriod: 20 * time.Second})
