@@ -66,6 +66,7 @@ func (n *node) sandboxes(t *testing.T) []*runtimeapi.PodSandbox {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() { _ = rs.Close(context.Background()) }()
 	sbs, err := rs.ListPodSandbox(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
