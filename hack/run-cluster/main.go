@@ -180,7 +180,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "run-cluster: %v\n", err)
 		return 1
 	}
-	say("done: nothing left behind")
+	say("done: everything stopped; logs in .tmp/run-cluster")
 	return 0
 }
 
