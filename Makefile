@@ -27,7 +27,10 @@ GO          ?= go
 GO_TEST     ?= $(GO) test
 # Packages with tests that need no runtime (everything but test/integration).
 UNIT_PKGS   := ./...
-INTEG_PKGS  := ./test/integration/...
+# test/integration/cluster runs on a Kubernetes control plane whose first
+# build takes 15-30 minutes on 2 cores: make test-cluster, after make test.
+INTEG_PKGS  := $(shell $(GO) list -tags integration ./test/integration/... 2>/dev/null | grep -v '/test/integration/cluster$$')
+CLUSTER_FLAGS ?= -count=1 -timeout 60m
 INTEG_FLAGS ?= -count=1 -timeout 20m
 # How long each fuzz target runs in `make fuzz`, and how many inputs it
 # tries in `make test-unit` (seven targets: about 10 s of fuzzing, 30 s with
@@ -142,6 +145,14 @@ test-integration: $(STAMPS)/grpcurl-$(GRPCURL_VERSION) ## Integration tests agai
 	PODSYNC_GRPCURL=$(GRPCURL) $(GO_TEST) -race -tags integration $(INTEG_FLAGS) $(INTEG_PKGS) 2>&1 | tee "$$log" \
 		|| { hack/test-summary.sh "$$log"; exit 1; }
 
+.PHONY: test-cluster
+test-cluster: ## podsync-vk on a real control plane (builds the Kubernetes binaries into .tmp/kube once, about 20 min)
+	@mkdir -p $(TMP)/logs
+	hack/kube/build.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubectl
+	log=$(TMP)/logs/test-cluster-$${PODSYNC_CONTAINERD:-2}.log; \
+	$(GO_TEST) -race -tags integration $(CLUSTER_FLAGS) ./test/integration/cluster 2>&1 | tee "$$log" \
+		|| { hack/test-summary.sh "$$log"; exit 1; }
+
 # Flavours and timeout of make soak.
 SOAK_FLAVOURS ?= 2 1.6
 SOAK_TIMEOUT  ?= 90m
@@ -172,6 +183,11 @@ run: ## Build, start a private containerd and podsyncd, run examples/; up until 
 	@# Built, not go run: go run exits 1 after a ^C however its child ends.
 	$(GO) build -o $(BIN)/podsync-run ./hack/run
 	$(BIN)/podsync-run $(RUN_ARGS)
+
+.PHONY: run-cluster
+run-cluster: ## A control plane, two podsync nodes and podsync-vk; prints KUBECONFIG; up until ^C (RUN_ARGS=--once: check and exit)
+	$(GO) build -o $(BIN)/podsync-run-cluster ./hack/run-cluster
+	$(BIN)/podsync-run-cluster $(RUN_ARGS)
 
 .PHONY: runtime-up
 runtime-up: ## Start a private containerd, registry and images; print the CRI socket and a crictl line

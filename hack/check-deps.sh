@@ -73,5 +73,12 @@ errorinfo_deps=$(deps_of ./errorinfo/...)
 bad=$(grep -E "^$mod/" <<<"$errorinfo_deps" | grep -vx "$mod/errorinfo" || true)
 if [[ -n $bad ]]; then echo "check-deps: errorinfo must not depend on:"; echo "$bad"; fail=1; fi
 
+# client-go and Virtual Kubelet are podsync-vk's (internal/vk): podsyncd,
+# the SDK, the CLI, convert and the engine never depend on them.
+for p in ./engine/... ./server/... ./client/... ./convert/... ./cmd/podsyncd ./cmd/podsyncctl; do
+	bad=$(deps_of "$p" | grep -E '^(k8s\.io/client-go|github\.com/virtual-kubelet/virtual-kubelet)(/|$)' | head -3 || true)
+	if [[ -n $bad ]]; then echo "check-deps: $p must not depend on client-go or virtual-kubelet, but does:"; echo "$bad"; fail=1; fi
+done
+
 if ((fail)); then exit 1; fi
 echo "check-deps: ok"

@@ -1,0 +1,125 @@
+package vk
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is podsync-vk's configuration: flags, or the same keys in a YAML
+// file (--config); a flag given on the command line wins over the file.
+type Config struct {
+	// Kubeconfig is the kubeconfig podsync-vk uses; empty means
+	// $KUBECONFIG, then in-cluster.
+	Kubeconfig string `yaml:"kubeconfig"`
+	// ListenAddress is the IP the kubelet API of every node listens on,
+	// and the InternalIP each Node reports.
+	ListenAddress string `yaml:"listenAddress"`
+	// ClientCAFile verifies client certificates on the kubelet API (the
+	// API server's --kubelet-client-certificate); bearer tokens are
+	// checked with TokenReview whether or not it is set.
+	ClientCAFile string `yaml:"clientCAFile"`
+	// Nodes are the podsync nodes served.
+	Nodes []NodeConfig `yaml:"nodes"`
+}
+
+// NodeConfig is one podsync node.
+type NodeConfig struct {
+	// Name is the Kubernetes Node's name; empty means podsyncd's
+	// --node-name.
+	Name string `yaml:"name"`
+	// Target is podsyncd's address: a unix socket path or unix:// URL,
+	// or host:port (mutual TLS with Cert, Key and CA).
+	Target string `yaml:"target"`
+	// Cert, Key and CA are the client certificate, its key and the CA
+	// of podsyncd's serving certificate, for a TCP target.
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+	CA   string `yaml:"ca"`
+	// Port is the node's kubelet API port; each node needs its own.
+	Port int `yaml:"port"`
+	// TLSCert and TLSKey are the kubelet API's serving certificate; empty
+	// means a self-signed one made at start.
+	TLSCert string `yaml:"tlsCert"`
+	TLSKey  string `yaml:"tlsKey"`
+}
+
+// ParseNode parses a --node value: comma-separated key=value pairs with
+// the NodeConfig keys (target and port required), such as
+// "name=n1,target=/run/podsync/podsync.sock,port=10250".
+func ParseNode(s string) (NodeConfig, error) {
+	var n NodeConfig
+	for kv := range strings.SplitSeq(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return n, fmt.Errorf("--node %q: %q is not key=value", s, kv)
+		}
+		switch k {
+		case "name":
+			n.Name = v
+		case "target":
+			n.Target = v
+		case "cert":
+			n.Cert = v
+		case "key":
+			n.Key = v
+		case "ca":
+			n.CA = v
+		case "tlsCert":
+			n.TLSCert = v
+		case "tlsKey":
+			n.TLSKey = v
+		case "port":
+			p, err := strconv.Atoi(v)
+			if err != nil {
+				return n, fmt.Errorf("--node %q: port %q is not a number", s, v)
+			}
+			n.Port = p
+		default:
+			return n, fmt.Errorf("--node %q: unknown key %q (want name, target, port, cert, key, ca, tlsCert, tlsKey)", s, k)
+		}
+	}
+	return n, nil
+}
+
+// LoadFile reads a config file over c.
+func (c *Config) LoadFile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return nil
+}
+
+// Validate says everything wrong with c at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if len(c.Nodes) == 0 {
+		errs = append(errs, errors.New("no podsync node: give --node (or nodes: in --config)"))
+	}
+	ports := map[int]bool{}
+	for i, n := range c.Nodes {
+		if n.Target == "" {
+			errs = append(errs, fmt.Errorf("node %d: no target: give the podsyncd socket or host:port", i+1))
+		}
+		if n.Port <= 0 || n.Port > 65535 {
+			errs = append(errs, fmt.Errorf("node %d: port %d: give the kubelet API port, 1-65535", i+1, n.Port))
+		} else if ports[n.Port] {
+			errs = append(errs, fmt.Errorf("node %d: port %d is another node's: each node needs its own", i+1, n.Port))
+		}
+		ports[n.Port] = true
+		if (n.TLSCert == "") != (n.TLSKey == "") {
+			errs = append(errs, fmt.Errorf("node %d: give tlsCert and tlsKey together", i+1))
+		}
+	}
+	return errors.Join(errs...)
+}

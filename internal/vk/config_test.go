@@ -1,0 +1,71 @@
+package vk
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseNode(t *testing.T) {
+	got, err := ParseNode("name=a,target=/run/p.sock,port=10250,cert=c.pem,key=k.pem,ca=ca.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := NodeConfig{Name: "a", Target: "/run/p.sock", Port: 10250, Cert: "c.pem", Key: "k.pem", CA: "ca.pem"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ParseNode (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"name", "port=x,target=s", "colour=red,target=s"} {
+		if _, err := ParseNode(bad); err == nil {
+			t.Errorf("ParseNode(%q): nil error", bad)
+		}
+	}
+}
+
+func TestValidateSaysEverythingAtOnce(t *testing.T) {
+	c := Config{Nodes: []NodeConfig{{Port: 10250}, {Target: "s", Port: 10250, TLSCert: "x"}}}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("nil error")
+	}
+	for _, want := range []string{"node 1: no target", "node 2: port 10250 is another node's", "node 2: give tlsCert and tlsKey together"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if err := (&Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "no podsync node") {
+		t.Errorf("empty config: %v", err)
+	}
+}
+
+func TestConfigFileAndFlags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "vk.yaml")
+	if err := os.WriteFile(path, []byte("kubeconfig: /file/kubeconfig\nnodes:\n- {name: a, target: /a.sock, port: 1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var c Config
+	if err := c.LoadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if c.Kubeconfig != "/file/kubeconfig" || len(c.Nodes) != 1 || c.Nodes[0].Target != "/a.sock" {
+		t.Errorf("loaded %+v", c)
+	}
+	if err := os.WriteFile(path, []byte("kubeconfg: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.LoadFile(path); err == nil {
+		t.Error("a misspelt key: nil error")
+	}
+	var stderr bytes.Buffer
+	if code := Main(context.Background(), []string{"--node", "name=a"}, &stderr); code != 2 {
+		t.Errorf("Main with a bad --node = %d, want 2", code)
+	}
+	if !strings.Contains(stderr.String(), "no target") && !strings.Contains(stderr.String(), "not key=value") {
+		t.Errorf("stderr = %q", stderr.String())
+	}
+}

@@ -1,0 +1,73 @@
+package vk
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Main parses args and runs podsync-vk until ctx ends; it returns the exit
+// code (0, 1 on failure, 2 on bad usage).
+func Main(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("podsync-vk", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cfg        Config
+		configFile string
+		nodes      []string
+	)
+	fs.StringVar(&configFile, "config", "", "YAML config file with the same keys as the flags (kubeconfig, listenAddress, clientCAFile, nodes)")
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig to reach the API server (default $KUBECONFIG, then in-cluster)")
+	fs.StringVar(&cfg.ListenAddress, "listen-address", "127.0.0.1", "IP the nodes' kubelet APIs listen on and the Nodes report as InternalIP")
+	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA of the client certificates the kubelet API accepts (the API server's --kubelet-client-certificate)")
+	fs.StringArrayVar(&nodes, "node", nil, "a podsync node: name=NAME,target=SOCKET|HOST:PORT,port=KUBELET_PORT[,cert=,key=,ca=] (repeat for more)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if configFile != "" {
+		var file Config
+		if err := file.LoadFile(configFile); err != nil {
+			_, _ = fmt.Fprintf(stderr, "podsync-vk: %v\n", err)
+			return 2
+		}
+		fs.Visit(func(f *pflag.Flag) {
+			switch f.Name {
+			case "kubeconfig":
+				file.Kubeconfig = cfg.Kubeconfig
+			case "listen-address":
+				file.ListenAddress = cfg.ListenAddress
+			case "client-ca-file":
+				file.ClientCAFile = cfg.ClientCAFile
+			}
+		})
+		if file.ListenAddress == "" {
+			file.ListenAddress = cfg.ListenAddress
+		}
+		cfg = file
+	}
+	for _, s := range nodes {
+		n, err := ParseNode(s)
+		if err != nil {
+			_, _ = fmt.Fprintf(stderr, "podsync-vk: %v\n", err)
+			return 2
+		}
+		cfg.Nodes = append(cfg.Nodes, n)
+	}
+	if err := cfg.Validate(); err != nil {
+		_, _ = fmt.Fprintf(stderr, "podsync-vk: %v\n", err)
+		return 2
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(stderr), zap.InfoLevel))
+	defer func() { _ = log.Sync() }()
+	if err := Run(ctx, cfg, log); err != nil {
+		log.Error("podsync-vk stopped", zap.Error(err))
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,220 @@
+package vk
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/podsync/podsync/client"
+	"github.com/podsync/podsync/internal/vk/provider"
+	"github.com/virtual-kubelet/virtual-kubelet/node"
+	"github.com/virtual-kubelet/virtual-kubelet/node/api"
+	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
+)
+
+// Run serves every node of cfg until ctx ends; the first node that fails
+// to start or stops with an error ends them all.
+func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	kc, err := nodeutil.ClientsetFromEnv(cfg.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, n := range cfg.Nodes {
+		wg.Go(func() {
+			if err := runNode(ctx, cfg, n, kc, log); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func dial(ctx context.Context, n NodeConfig) (*client.Client, error) {
+	opts := []client.Option{client.WithRetry(3, 200*time.Millisecond), client.WithUserAgent("podsync-vk")}
+	if n.Cert != "" || n.CA != "" {
+		opts = append(opts, client.WithTLSFiles(n.Cert, n.Key, n.CA))
+	}
+	return client.New(ctx, n.Target, opts...)
+}
+
+// runNode serves one podsync node.
+func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interface, log *zap.Logger) error {
+	ps, err := dial(ctx, n)
+	if err != nil {
+		return fmt.Errorf("podsync node %s: %w", n.Target, err)
+	}
+	defer func() { _ = ps.Close() }()
+	np, err := provider.NewNode(ctx, ps, provider.NodeOptions{Name: n.Name, InternalIP: cfg.ListenAddress, Port: int32(n.Port)}, log)
+	if err != nil {
+		return fmt.Errorf("podsync node %s: %w", n.Target, err)
+	}
+	name := np.Node().Name
+	log = log.With(zap.String("node", name))
+	p := provider.New(name, ps, log)
+
+	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, time.Minute, nodeutil.PodInformerFilter(name))
+	objInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, time.Minute)
+	pods := podInformers.Core().V1().Pods()
+
+	eb := record.NewBroadcaster()
+	eb.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
+	defer eb.Shutdown()
+	recorder := eb.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "podsync-vk", Host: name})
+
+	nc, err := node.NewNodeController(np, np.Node(), kc.CoreV1().Nodes(),
+		node.WithNodeEnableLeaseV1(nodeutil.NodeLeaseV1Client(kc), node.DefaultLeaseDuration))
+	if err != nil {
+		return fmt.Errorf("node %s: node controller: %w", name, err)
+	}
+	pc, err := node.NewPodController(node.PodControllerConfig{
+		PodClient: kc.CoreV1(), EventRecorder: recorder, Provider: p,
+		PodInformer: pods, SecretInformer: objInformers.Core().V1().Secrets(),
+		ConfigMapInformer: objInformers.Core().V1().ConfigMaps(), ServiceInformer: objInformers.Core().V1().Services(),
+	})
+	if err != nil {
+		return fmt.Errorf("node %s: pod controller: %w", name, err)
+	}
+	srv, err := kubeletAPI(ctx, cfg, n, name, kc, p, pods.Lister().List)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", name, err)
+	}
+	defer func() { _ = srv.Close() }()
+
+	podInformers.Start(ctx.Done())
+	objInformers.Start(ctx.Done())
+	// The node library resolves service links and env from ConfigMaps
+	// and Secrets through these listers: a pod applied before they are
+	// synced would get fewer variables, and the complete spec applied
+	// later (after a restart of podsync-vk) would restart its containers.
+	for typ, ok := range objInformers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("node %s: %v informer did not sync", name, typ)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 3)
+	go func() { errc <- p.Run(ctx) }()
+	go func() { errc <- nc.Run(ctx) }()
+	go func() { errc <- pc.Run(ctx, 4) }()
+	log.Info("serving podsync node", zap.String("target", n.Target), zap.Int("kubelet_port", n.Port))
+	var first error
+	for range 3 {
+		err := <-errc
+		if err != nil && first == nil && ctx.Err() == nil {
+			first = fmt.Errorf("node %s: %w", name, err)
+		}
+		cancel()
+	}
+	return first
+}
+
+// kubeletAPI serves the node's kubelet API (/containerLogs, /pods,
+// /runningpods) on its port, authenticated and authorised by the API
+// server (TokenReview, SubjectAccessReview) as the kubelet's webhook mode.
+func kubeletAPI(ctx context.Context, cfg Config, n NodeConfig, name string, kc kubernetes.Interface,
+	p *provider.Provider, fromKube func(labels.Selector) ([]*corev1.Pod, error)) (*http.Server, error) {
+	var opts []nodeutil.WebhookAuthOption
+	if cfg.ClientCAFile != "" {
+		ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", cfg.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("kubelet API client CA: %w", err)
+		}
+		opts = append(opts, func(c *nodeutil.WebhookAuthConfig) error {
+			c.AuthnConfig.ClientCertificateCAContentProvider = ca
+			return nil
+		})
+	}
+	auth, err := nodeutil.WebhookAuth(kc, name, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet API authentication: %w", err)
+	}
+	h := api.PodHandler(api.PodHandlerConfig{
+		GetContainerLogs: p.GetContainerLogs,
+		GetPods:          p.GetPods,
+		GetPodsFromKubernetes: func(context.Context) ([]*corev1.Pod, error) {
+			return fromKube(labels.Everything())
+		},
+	}, false)
+	var cert tls.Certificate
+	if n.TLSCert != "" {
+		cert, err = tls.LoadX509KeyPair(n.TLSCert, n.TLSKey)
+	} else {
+		cert, err = selfSigned(name, cfg.ListenAddress)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubelet API certificate: %w", err)
+	}
+	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
+	addr := net.JoinHostPort(cfg.ListenAddress, strconv.Itoa(n.Port))
+	l, err := tls.Listen("tcp", addr, tlsCfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet API: listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: nodeutil.WithAuth(auth, h), ReadHeaderTimeout: 30 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	go func() { _ = srv.Serve(l) }()
+	return srv, nil
+}
+
+// selfSigned makes a serving certificate for the node's kubelet API.
+func selfSigned(name, ip string) (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: name},
+		DNSNames:     []string{name},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if addr := net.ParseIP(ip); addr != nil {
+		tmpl.IPAddresses = []net.IP{addr}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}

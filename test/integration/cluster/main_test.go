@@ -1,0 +1,87 @@
+//go:build integration
+
+// Package cluster_test runs podsync-vk against a real Kubernetes control
+// plane (internal/localkube: etcd, kube-apiserver, kube-scheduler,
+// kube-controller-manager v1.37.2, built by hack/kube/build.sh and kept
+// under .tmp) with two podsync nodes, each a podsyncd child process on its
+// own private containerd (internal/localcri): the package's instance and
+// a second one TestMain starts.
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/podsync/podsync/internal/localcri"
+	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/localkube"
+)
+
+var (
+	// insts are the two nodes' containerds.
+	insts [2]*localcri.Instance
+	// podsyncdBin is the podsyncd binary TestMain built.
+	podsyncdBin string
+	// vkBin is the podsync-vk binary TestMain built.
+	vkBin string
+	// kubeBin holds the Kubernetes binaries.
+	kubeBin string
+)
+
+func TestMain(m *testing.M) {
+	var binDir string
+	localcritest.Main(m, localcritest.Config{
+		Package: "test/integration/cluster",
+		Started: func(i *localcri.Instance) error {
+			insts[0] = i
+			repo, err := localcri.RepoDir()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+			defer cancel()
+			// The first build takes about 15 minutes on 2 cores; later
+			// runs find the binaries under .tmp/kube.
+			if kubeBin, err = localkube.Build(ctx, repo, os.Stderr); err != nil {
+				return err
+			}
+			if insts[1], err = localcri.Start(ctx, localcri.Options{Logger: localcritest.Logger(), LogDir: filepath.Join(repo, ".tmp", "logs")}); err != nil {
+				return fmt.Errorf("second containerd: %w", err)
+			}
+			if binDir, err = os.MkdirTemp("", "podsync-cluster-"); err != nil {
+				return err
+			}
+			podsyncdBin = filepath.Join(binDir, "podsyncd")
+			vkBin = filepath.Join(binDir, "podsync-vk")
+			if err := localcritest.Build(vkBin, "./cmd/podsync-vk"); err != nil {
+				return err
+			}
+			return localcritest.Build(podsyncdBin, "./cmd/podsyncd")
+		},
+		Finished: func() error {
+			var errs []error
+			for _, b := range []string{podsyncdBin, vkBin} {
+				if b == "" {
+					continue
+				}
+				if pids := localcritest.ProcessesOf(b); len(pids) > 0 {
+					errs = append(errs, fmt.Errorf("%s processes left running: %v", filepath.Base(b), pids))
+				}
+			}
+			if insts[1] != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				errs = append(errs, insts[1].Teardown(ctx))
+				cancel()
+			}
+			if binDir != "" {
+				errs = append(errs, os.RemoveAll(binDir))
+			}
+			return errors.Join(errs...)
+		},
+	})
+}
