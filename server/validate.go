@@ -472,6 +472,12 @@ func podFromProto(p *field.Path, in *podsyncv1.Pod, opts validation.Options) (*c
 
 	errs := validation.ValidatePodMetadata(pod, p)
 	errs = append(errs, sourceAnnotation(p, pod.Annotations)...)
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		// The API server's rule: only the ephemeralcontainers subresource
+		// adds them; a spec update keeps those the node holds.
+		errs = append(errs, field.Forbidden(p.Child("spec", "ephemeralContainers"),
+			"ephemeral containers are added to a running pod by AddEphemeralContainer (podsyncctl debug), not in its spec; remove them"))
+	}
 	if in.GetSpec() == nil {
 		return pod, append(errs, field.Required(p.Child("spec"), ""))
 	}
