@@ -714,3 +714,44 @@ func validateCommand(p *field.Path, cmd []string) field.ErrorList {
 	}
 	return nil
 }
+
+// ValidateAddEphemeralContainerRequest checks an AddEphemeralContainer
+// request and returns its container converted and defaulted, with the
+// validation options the node checks it against the pod with. The
+// container's content (names unique in the pod, the target, the fields a
+// debug container may not have) is validated by the node against the
+// stored pod.
+func (v *Validator) ValidateAddEphemeralContainerRequest(req *podsyncv1.AddEphemeralContainerRequest) (corev1.EphemeralContainer, validation.Options, field.ErrorList) {
+	if req == nil {
+		req = &podsyncv1.AddEphemeralContainerRequest{}
+	}
+	opts := validation.Options{Limits: v.limits().validationLimits(), NodeName: v.nodeName(), StoredObjects: true}
+	errs := validatePodName(nil, req.GetNamespace(), req.GetName())
+	p := field.NewPath("ephemeralContainer")
+	in := req.GetEphemeralContainer()
+	if in == nil {
+		return corev1.EphemeralContainer{}, opts, append(errs, field.Required(p, ""))
+	}
+	if n := proto.Size(req); n > v.limits().MaxRequestBytes {
+		return corev1.EphemeralContainer{}, opts, append(errs, field.TooLong(nil, n, v.limits().MaxRequestBytes))
+	}
+	ec, err := convert.EphemeralContainerFromProto(in)
+	if err != nil {
+		var inv *convert.InvalidError
+		if !errors.As(err, &inv) {
+			return ec, opts, append(errs, field.InternalError(p, err))
+		}
+		for _, fe := range inv.Errors {
+			errs = append(errs, fe)
+		}
+		return ec, opts, errs
+	}
+	convert.DefaultEphemeralContainer(&ec)
+	if ec.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), ""))
+	}
+	if ec.Image == "" {
+		errs = append(errs, field.Required(p.Child("image"), ""))
+	}
+	return ec, opts, errs
+}
