@@ -16,8 +16,8 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/logs"
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // LogsRequest selects a container's output.

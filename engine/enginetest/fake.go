@@ -87,11 +87,11 @@ type FakeRuntime struct {
 	// namespaces are the namespace options each container was created
 	// with (NamespaceOptions reads them).
 	namespaces map[string]*runtimeapi.NamespaceOption
-	logDirs  map[string]string // sandbox id → log directory
-	nextIP   int
-	subs     map[*subscriber]struct{}
-	dropped  int
-	writable map[string]uint64 // container id → writable layer bytes
+	logDirs    map[string]string // sandbox id → log directory
+	nextIP     int
+	subs       map[*subscriber]struct{}
+	dropped    int
+	writable   map[string]uint64 // container id → writable layer bytes
 }
 
 var (
