@@ -19,6 +19,7 @@ type debugFlags struct {
 	image      string
 	target     string
 	pullPolicy string
+	attach     bool
 }
 
 // debugPoll is how often a debug command without -i reads whether its
@@ -35,9 +36,9 @@ func (a *app) newDebugCommand() *cobra.Command {
 			"--target puts it in that container's process namespace, so that ps shows the\n" +
 			"target's processes. podsyncctl waits until it runs, then with -i (and -t)\n" +
 			"attaches to it; without -i it prints the container's output until it exits and\n" +
-			"exits with its exit code. The container is never restarted and stops with the\n" +
-			"pod; its status is in the pod's ephemeralContainerStatuses. It needs the exec\n" +
-			"role (or admin).",
+			"exits with its exit code (--attach=false returns once it runs). The container\n" +
+			"is never restarted and stops with the pod; its status is in the pod's\n" +
+			"ephemeralContainerStatuses. It needs the exec role (or admin).",
 		Example: "  podsyncctl debug web --image registry.local/busybox:local --target httpd -- ps\n" +
 			"  podsyncctl debug -it web --image registry.local/busybox:local --target httpd -- sh",
 		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
@@ -68,6 +69,7 @@ func (a *app) newDebugCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.image, "image", "", "image of the debug container (required)")
 	cmd.Flags().StringVar(&f.target, "target", "", "container whose process namespace the debug container joins")
 	cmd.Flags().StringVar(&f.pullPolicy, "image-pull-policy", "", "Always, IfNotPresent or Never (default: as a container's)")
+	cmd.Flags().BoolVar(&f.attach, "attach", true, "wait for the container: attach to it with -i, else print its output until it exits; false returns once it runs")
 	return cmd
 }
 
@@ -91,6 +93,9 @@ func (a *app) debug(ctx context.Context, c *client.Client, f debugFlags, pod str
 	}
 	if err != nil {
 		return err
+	}
+	if !f.attach {
+		return nil
 	}
 	if f.stdin && st.GetState().GetRunning() != nil {
 		_, _ = fmt.Fprintf(a.stderr, "If you don't see a command prompt, try pressing enter.\n")
