@@ -741,10 +741,7 @@ func (v *Validator) ValidateAddEphemeralContainerRequest(req *podsyncv1.AddEphem
 		if !errors.As(err, &inv) {
 			return ec, opts, append(errs, field.InternalError(p, err))
 		}
-		for _, fe := range inv.Errors {
-			errs = append(errs, fe)
-		}
-		return ec, opts, errs
+		return ec, opts, append(errs, inv.Errors...)
 	}
 	convert.DefaultEphemeralContainer(&ec)
 	if ec.Name == "" {

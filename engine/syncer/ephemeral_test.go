@@ -93,7 +93,7 @@ func TestEphemeralContainerTargetNotRunning(t *testing.T) {
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
 	res := h.Sync(pod)
 	h.Exit(res, "app", 0)
-	res = h.Sync(pod)
+	h.Sync(pod)
 	pod = pod.DeepCopy()
 	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{
 		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: enginetest.Image},

@@ -124,10 +124,11 @@ func (a *app) followDebug(ctx context.Context, c *client.Client, ns, pod, name s
 	}()
 	// wait ends the follower once: after it, lines is safe to read.
 	running := done
+	var followErr error
 	wait := func() {
 		stop()
 		if running != nil {
-			<-running
+			followErr = <-running
 			running = nil
 		}
 	}
@@ -158,6 +159,9 @@ func (a *app) followDebug(ctx context.Context, c *client.Client, ns, pod, name s
 	// The follower may not have sent the last lines yet: read the whole
 	// log and print what it did not.
 	wait()
+	if !isCanceled(followErr) {
+		return followErr
+	}
 	seen := 0
 	req.Follow = false
 	if err := c.Logs(ctx, req, func(l *podsyncv1.LogLine) error {
