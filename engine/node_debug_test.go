@@ -68,7 +68,11 @@ func TestNodeAddEphemeralContainer(t *testing.T) {
 		t.Errorf("unknown pod: err = %v, want ErrNotFound", err)
 	}
 
-	// A spec update keeps the debug container.
+	// A spec update keeps the debug container, and its plan says so.
+	actions, _, _, err := h.node.Plan(h.ctx, enginetest.Pod(), nil, nil)
+	if err != nil || len(actions.Kill) != 0 || actions.KillPod {
+		t.Errorf("Plan of a spec update = %+v, %v; want nothing killed", actions, err)
+	}
 	again := h.apply(enginetest.Pod())
 	if n := len(again.Status.EphemeralContainerStatuses); n != 1 || again.Status.EphemeralContainerStatuses[0].State.Running == nil {
 		t.Errorf("after a spec update: EphemeralContainerStatuses = %+v, want debug still running", again.Status.EphemeralContainerStatuses)

@@ -153,6 +153,10 @@ func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap,
 	case err == nil:
 		known = true
 		pod.Status = rec.Pod.Status
+		if old := rec.Pod.Spec.EphemeralContainers; len(old) > len(pod.Spec.EphemeralContainers) {
+			// As Apply: the update keeps the debug containers.
+			pod.Spec.EphemeralContainers = old
+		}
 	case !errors.Is(err, errdefs.ErrPodNotFound):
 		return plan.PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod %s: %w", plan.PodString(pod), err)
 	default:
