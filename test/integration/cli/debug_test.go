@@ -48,7 +48,8 @@ func ephemeralStatus(p *podsyncv1.Pod, name string) *podsyncv1.ContainerStatus {
 // TestDebug: podsyncctl debug --target httpd -- ps runs a debug container
 // in httpd's process namespace (its ps lists httpd), shows it in the
 // pod's ephemeralContainerStatuses, does not restart it once it exited,
-// and removes it with the pod.
+// and removes it with the pod; with -i it attaches stdin to the debug
+// container.
 func TestDebug(t *testing.T) {
 	ctx := testContext(t)
 	d := startPodsyncd(t)
@@ -75,6 +76,14 @@ func TestDebug(t *testing.T) {
 	}
 	if cs := criContainers(ctx, t, uid, "dbg"); len(cs) != 1 {
 		t.Errorf("the runtime holds %d instances of dbg, want 1", len(cs))
+	}
+
+	// -i attaches podsyncctl's stdin to the debug container: a shell
+	// that reads ps, runs it in httpd's process namespace and ends at the
+	// end of its input.
+	r = d.ctl(ctx, "ps\n", "debug", "-i", "web", "--image", "registry.local/busybox:local", "--target", "httpd", "-c", "dbgi", "--", "sh")
+	if r.code != 0 || !strings.Contains(r.stdout, "httpd -f -p 8080") {
+		t.Errorf("echo ps | debug -i web --target httpd -- sh = %+v; want httpd's process listed", r)
 	}
 
 	// A running debug container goes with the pod.
