@@ -30,7 +30,6 @@ import (
 //
 // Defaults deliberately skipped, because podsync rejects the field they
 // default, so they can never change a pod podsync accepts:
-//   - ephemeral containers (SetDefaults_EphemeralContainer);
 //   - volume sources other than emptyDir, hostPath, configMap and secret
 //     (SetDefaults_DownwardAPIVolumeSource, SetDefaults_ProjectedVolumeSource,
 //     SetDefaults_ServiceAccountTokenProjection, ISCSI, RBD, AzureDisk,
@@ -89,6 +88,9 @@ func Default(pod *corev1.Pod) {
 	}
 	for i := range pod.Spec.Containers {
 		defaultContainer(&pod.Spec.Containers[i])
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		DefaultEphemeralContainer(&pod.Spec.EphemeralContainers[i])
 	}
 	applySeccompVersionSkew(pod)
 	applyAppArmorVersionSkew(pod)
@@ -477,4 +479,11 @@ func defaultPodRequests(pod *corev1.Pod) {
 	if len(reqs) > 0 {
 		r.Requests = reqs
 	}
+}
+
+// DefaultEphemeralContainer fills in what the API server defaults in an
+// ephemeral container (SetDefaults_EphemeralContainer: a container's
+// defaults), for one added through the ephemeralcontainers subresource.
+func DefaultEphemeralContainer(ec *corev1.EphemeralContainer) {
+	defaultContainer((*corev1.Container)(&ec.EphemeralContainerCommon))
 }

@@ -20,7 +20,8 @@ import (
 //
 // Every field of the pod must be one podsync supports: a field that would
 // be lost in the conversion is reported in an *InvalidError naming its path
-// (such as "spec.tolerations"), never dropped. The pod is not defaulted;
+// (such as "spec.tolerations"), never dropped; so is
+// spec.ephemeralContainers, which only AddEphemeralContainer adds. The pod is not defaulted;
 // call Default first where the API server's defaults are wanted.
 func PodToProto(pod *corev1.Pod) (*podsyncv1.Pod, error) {
 	if pod == nil {
@@ -31,7 +32,14 @@ func PodToProto(pod *corev1.Pod) (*podsyncv1.Pod, error) {
 	if err != nil {
 		return nil, fmt.Errorf("convert pod %q back from proto: %w", pod.Name, err)
 	}
-	if errs := unsupportedFields(pod, back); len(errs) > 0 {
+	errs := unsupportedFields(pod, back)
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		// The API carries them (GetPod shows those AddEphemeralContainer
+		// added), but a pod document may not: the API server adds them
+		// only through its ephemeralcontainers subresource.
+		errs = append(errs, unsupported(field.NewPath("spec", "ephemeralContainers"), nil))
+	}
+	if len(errs) > 0 {
 		return nil, &InvalidError{Kind: "Pod", Name: pod.Name, Errors: errs}
 	}
 	return out, nil
@@ -93,6 +101,8 @@ func PodStatusToProto(in *corev1.PodStatus) *podsyncv1.PodStatus {
 		ContainerStatuses:     toSlice(in.ContainerStatuses, containerStatusToProto),
 		QosClass:              string(in.QOSClass),
 		ObservedGeneration:    in.ObservedGeneration,
+
+		EphemeralContainerStatuses: toSlice(in.EphemeralContainerStatuses, containerStatusToProto),
 	}
 }
 
@@ -132,7 +142,7 @@ func podToProto(pod *corev1.Pod) *podsyncv1.Pod {
 func isZeroPodStatus(st *corev1.PodStatus) bool {
 	return st.Phase == "" && len(st.Conditions) == 0 && st.Message == "" && st.Reason == "" &&
 		st.HostIP == "" && len(st.HostIPs) == 0 && st.PodIP == "" && len(st.PodIPs) == 0 &&
-		st.StartTime == nil && len(st.InitContainerStatuses) == 0 && len(st.ContainerStatuses) == 0 &&
+		st.StartTime == nil && len(st.InitContainerStatuses) == 0 && len(st.ContainerStatuses) == 0 && len(st.EphemeralContainerStatuses) == 0 &&
 		st.QOSClass == "" && st.ObservedGeneration == 0
 }
 
@@ -205,6 +215,22 @@ func podSpecToProto(in *corev1.PodSpec) *podsyncv1.PodSpec {
 		ImagePullSecrets: toSlice(in.ImagePullSecrets, func(r corev1.LocalObjectReference) *podsyncv1.LocalObjectReference {
 			return &podsyncv1.LocalObjectReference{Name: r.Name}
 		}),
+		EphemeralContainers: toSlice(in.EphemeralContainers, EphemeralContainerToProto),
+	}
+}
+
+// EphemeralContainerToProto converts a core/v1 EphemeralContainer. The
+// fields a debug container may not have (ports, probes, lifecycle,
+// resources, resize and restart policies) have no place in the API's
+// message and are dropped: validation refuses them first.
+func EphemeralContainerToProto(in corev1.EphemeralContainer) *podsyncv1.EphemeralContainer {
+	c := containerToProto(corev1.Container(in.EphemeralContainerCommon))
+	return &podsyncv1.EphemeralContainer{
+		Name: c.Name, Image: c.Image, ImagePullPolicy: c.ImagePullPolicy, Command: c.Command, Args: c.Args,
+		WorkingDir: c.WorkingDir, Env: c.Env, EnvFrom: c.EnvFrom, VolumeMounts: c.VolumeMounts,
+		TerminationMessagePath: c.TerminationMessagePath, TerminationMessagePolicy: c.TerminationMessagePolicy,
+		SecurityContext: c.SecurityContext, Stdin: c.Stdin, Tty: c.Tty, StdinOnce: c.StdinOnce,
+		TargetContainerName: in.TargetContainerName,
 	}
 }
 

@@ -57,7 +57,42 @@ func (c *fromProto) podSpec(path *field.Path, in *podsyncv1.PodSpec) corev1.PodS
 		ImagePullSecrets: toSlice(in.ImagePullSecrets, func(r *podsyncv1.LocalObjectReference) corev1.LocalObjectReference {
 			return corev1.LocalObjectReference{Name: r.GetName()}
 		}),
+		EphemeralContainers: c.ephemeralContainers(path.Child("ephemeralContainers"), in.EphemeralContainers),
 	}
+}
+
+func (c *fromProto) ephemeralContainers(path *field.Path, in []*podsyncv1.EphemeralContainer) []corev1.EphemeralContainer {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.EphemeralContainer, len(in))
+	for i, ec := range in {
+		out[i] = c.ephemeralContainer(path.Index(i), ec)
+	}
+	return out
+}
+
+func (c *fromProto) ephemeralContainer(path *field.Path, in *podsyncv1.EphemeralContainer) corev1.EphemeralContainer {
+	ct := c.container(path, &podsyncv1.Container{
+		Name: in.GetName(), Image: in.GetImage(), ImagePullPolicy: in.GetImagePullPolicy(), Command: in.GetCommand(),
+		Args: in.GetArgs(), WorkingDir: in.GetWorkingDir(), Env: in.GetEnv(), EnvFrom: in.GetEnvFrom(),
+		VolumeMounts: in.GetVolumeMounts(), TerminationMessagePath: in.GetTerminationMessagePath(),
+		TerminationMessagePolicy: in.GetTerminationMessagePolicy(), SecurityContext: in.GetSecurityContext(),
+		Stdin: in.GetStdin(), Tty: in.GetTty(), StdinOnce: in.GetStdinOnce(),
+	})
+	return corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon(ct), TargetContainerName: in.GetTargetContainerName()}
+}
+
+// EphemeralContainerFromProto converts the API's EphemeralContainer to
+// core/v1. It fails with an *InvalidError (kind EphemeralContainer) when a
+// value cannot be represented, such as a malformed env var source.
+func EphemeralContainerFromProto(in *podsyncv1.EphemeralContainer) (corev1.EphemeralContainer, error) {
+	c := &fromProto{}
+	out := c.ephemeralContainer(field.NewPath("ephemeralContainer"), in)
+	if len(c.errs) > 0 {
+		return corev1.EphemeralContainer{}, &InvalidError{Kind: "EphemeralContainer", Name: in.GetName(), Errors: c.errs}
+	}
+	return out, nil
 }
 
 func podOSFromProto(in *podsyncv1.PodOS) *corev1.PodOS {
@@ -489,6 +524,8 @@ func podStatusFromProto(in *podsyncv1.PodStatus) corev1.PodStatus {
 		ContainerStatuses:     toSlice(in.ContainerStatuses, containerStatusFromProto),
 		QOSClass:              corev1.PodQOSClass(in.QosClass),
 		ObservedGeneration:    in.ObservedGeneration,
+
+		EphemeralContainerStatuses: toSlice(in.EphemeralContainerStatuses, containerStatusFromProto),
 	}
 }
 

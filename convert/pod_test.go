@@ -463,3 +463,50 @@ func TestUnsupportedFieldsSayWhy(t *testing.T) {
 		t.Errorf("detail %q", got)
 	}
 }
+
+// TestEphemeralContainersRoundTrip: a stored pod's ephemeral containers
+// and their statuses survive the API both ways (GetPod shows what
+// AddEphemeralContainer added), and EphemeralContainerFromProto is the
+// inverse of EphemeralContainerToProto.
+func TestEphemeralContainersRoundTrip(t *testing.T) {
+	ec := corev1.EphemeralContainer{
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "debug", Image: "registry.local/busybox:local", ImagePullPolicy: corev1.PullIfNotPresent,
+			Command: []string{"ps"}, Args: []string{"-ef"}, WorkingDir: "/tmp",
+			Env:                      []corev1.EnvVar{{Name: "A", Value: "b"}},
+			VolumeMounts:             []corev1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true}},
+			TerminationMessagePath:   "/dev/termination-log",
+			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+			SecurityContext:          &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_PTRACE"}}},
+			Stdin:                    true, TTY: true, StdinOnce: true,
+		},
+		TargetContainerName: "httpd",
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			Containers:          []corev1.Container{{Name: "httpd", Image: "registry.local/busybox:local"}},
+			EphemeralContainers: []corev1.EphemeralContainer{ec},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, EphemeralContainerStatuses: []corev1.ContainerStatus{{
+			Name: "debug", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}},
+		}}},
+	}
+	back, err := convert.PodFromProto(convert.StoredPodToProto(pod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(pod.Spec.EphemeralContainers, back.Spec.EphemeralContainers); diff != "" {
+		t.Errorf("spec.ephemeralContainers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(pod.Status.EphemeralContainerStatuses, back.Status.EphemeralContainerStatuses); diff != "" {
+		t.Errorf("status.ephemeralContainerStatuses (-want +got):\n%s", diff)
+	}
+	one, err := convert.EphemeralContainerFromProto(convert.EphemeralContainerToProto(ec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ec, one); diff != "" {
+		t.Errorf("EphemeralContainerFromProto(EphemeralContainerToProto) (-want +got):\n%s", diff)
+	}
+}

@@ -102,11 +102,6 @@ func (n *Node) runningContainer(ctx context.Context, ref ContainerRef) (string, 
 // streamContainer resolves the container to exec in or attach to: the
 // named one (regular, init or ephemeral), or the only regular container.
 func streamContainer(pod *corev1.Pod, name string) (string, error) {
-	for _, ec := range pod.Spec.EphemeralContainers {
-		if name != "" && ec.Name == name {
-			return name, nil
-		}
-	}
 	return logsContainer(pod, name)
 }
 

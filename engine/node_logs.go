@@ -17,6 +17,7 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/logs"
+	"github.com/podsync/podsync/engine/plan"
 )
 
 // LogsRequest selects a container's output.
@@ -102,10 +103,10 @@ func logsContainer(pod *corev1.Pod, name string) (string, error) {
 		}
 		return "", fmt.Errorf("%w: the pod has %d containers: name one", errdefs.ErrInvalidSpec, len(pod.Spec.Containers))
 	}
-	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-		if slices.ContainsFunc(cs, func(c corev1.Container) bool { return c.Name == name }) {
-			return name, nil
-		}
+	// Regular, init and ephemeral containers (kubectl logs reads a debug
+	// container's output too).
+	if plan.SpecContainer(pod, name) != nil {
+		return name, nil
 	}
 	return "", fmt.Errorf("container %q: %w", name, errdefs.ErrNotFound)
 }

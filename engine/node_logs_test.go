@@ -15,7 +15,8 @@ import (
 )
 
 func TestLogsContainer(t *testing.T) {
-	one := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}, InitContainers: []corev1.Container{{Name: "init"}}}}
+	one := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}, InitContainers: []corev1.Container{{Name: "init"}},
+		EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug"}}}}}
 	two := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}, {Name: "b"}}}}
 	tests := []struct {
 		name    string
@@ -26,6 +27,7 @@ func TestLogsContainer(t *testing.T) {
 	}{
 		{"the only container by default", one, "", "app", nil},
 		{"an init container by name", one, "init", "init", nil},
+		{"an ephemeral container by name", one, "debug", "debug", nil},
 		{"a named regular container", two, "b", "b", nil},
 		{"several containers need a name", two, "", "", errdefs.ErrInvalidSpec},
 		{"an unknown container", one, "nope", "", errdefs.ErrNotFound},

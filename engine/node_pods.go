@@ -43,7 +43,8 @@ type ApplyResult struct {
 // converged afterwards.
 //
 // A pod the node does not hold yet is first given to NodeOptions.Admit, a
-// known one to NodeOptions.Policy.
+// known one to NodeOptions.Policy. An update keeps the stored pod's
+// ephemeral containers (AddEphemeralContainer).
 // Apply returns an error wrapping ErrInvalidSpec for a pod without name,
 // namespace or UID or with a name that cannot be a path
 // (validation.CheckPodPaths), ErrAlreadyExists if namespace/name is held by a pod
@@ -77,6 +78,13 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	default:
 		if err := ownedBy("pod "+plan.PodString(pod), existing.Pod.Annotations, SourceOf(pod.Annotations)); err != nil {
 			return res, err
+		}
+		if old := existing.Pod.Spec.EphemeralContainers; len(old) > len(pod.Spec.EphemeralContainers) {
+			// A spec update keeps the debug containers
+			// AddEphemeralContainer added: a spec may not carry them
+			// (the API server's rule), nor remove them.
+			pod = pod.DeepCopy()
+			pod.Spec.EphemeralContainers = old
 		}
 	}
 	if !res.Created && n.policy != nil {
@@ -145,6 +153,10 @@ func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap,
 	case err == nil:
 		known = true
 		pod.Status = rec.Pod.Status
+		if old := rec.Pod.Spec.EphemeralContainers; len(old) > len(pod.Spec.EphemeralContainers) {
+			// As Apply: the update keeps the debug containers.
+			pod.Spec.EphemeralContainers = old
+		}
 	case !errors.Is(err, errdefs.ErrPodNotFound):
 		return plan.PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod %s: %w", plan.PodString(pod), err)
 	default:

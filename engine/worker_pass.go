@@ -223,7 +223,7 @@ func backOffsReported(backoffs []plan.ContainerAction, steps []syncer.StepResult
 // starts that wait in a back-off have the worker's retry timer.
 func settled(plan plan.PodActions) bool {
 	return !plan.KillPod && !plan.Sandbox.Create && len(plan.Sandbox.KillIDs) == 0 &&
-		len(plan.Kill) == 0 && len(plan.StartInit) == 0 && len(plan.Start) == 0 && len(plan.PruneInit) == 0
+		len(plan.Kill) == 0 && len(plan.StartInit) == 0 && len(plan.Start) == 0 && len(plan.StartEphemeral) == 0 && len(plan.PruneInit) == 0
 }
 
 // nextSync returns when a pass must run without a change: the earliest

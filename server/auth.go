@@ -58,7 +58,7 @@ const (
 	// server reflection.
 	RoleRead
 	// RoleExec may call what RoleRead may, and open sessions into pods:
-	// ExecSync, Exec, Attach and PortForward.
+	// ExecSync, Exec, Attach, PortForward and AddEphemeralContainer.
 	RoleExec
 	// RoleAdmin may call every method.
 	RoleAdmin
@@ -301,6 +301,9 @@ var execMethods = map[string]bool{
 	podsyncv1.PodSyncService_Exec_FullMethodName:        true,
 	podsyncv1.PodSyncService_Attach_FullMethodName:      true,
 	podsyncv1.PodSyncService_PortForward_FullMethodName: true,
+	// A debug container is a session into the pod too (kubectl debug
+	// needs the same rights as exec).
+	podsyncv1.PodSyncService_AddEphemeralContainer_FullMethodName: true,
 }
 
 // readServices are services RoleRead may call in full.

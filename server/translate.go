@@ -51,6 +51,8 @@ func containerTypeToProto(t syncer.ContainerType) podsyncv1.ContainerType {
 		return podsyncv1.ContainerType_CONTAINER_TYPE_SIDECAR
 	case syncer.ContainerTypeRegular:
 		return podsyncv1.ContainerType_CONTAINER_TYPE_REGULAR
+	case syncer.ContainerTypeEphemeral:
+		return podsyncv1.ContainerType_CONTAINER_TYPE_EPHEMERAL
 	}
 	return podsyncv1.ContainerType_CONTAINER_TYPE_UNSPECIFIED
 }
@@ -69,6 +71,9 @@ func containerTypeOf(pod *corev1.Pod, name string) podsyncv1.ContainerType {
 		if pod.Spec.Containers[i].Name == name {
 			return podsyncv1.ContainerType_CONTAINER_TYPE_REGULAR
 		}
+	}
+	if plan.EphemeralContainer(pod, name) != nil {
+		return podsyncv1.ContainerType_CONTAINER_TYPE_EPHEMERAL
 	}
 	return podsyncv1.ContainerType_CONTAINER_TYPE_UNSPECIFIED
 }

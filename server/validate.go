@@ -472,6 +472,12 @@ func podFromProto(p *field.Path, in *podsyncv1.Pod, opts validation.Options) (*c
 
 	errs := validation.ValidatePodMetadata(pod, p)
 	errs = append(errs, sourceAnnotation(p, pod.Annotations)...)
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		// The API server's rule: only the ephemeralcontainers subresource
+		// adds them; a spec update keeps those the node holds.
+		errs = append(errs, field.Forbidden(p.Child("spec", "ephemeralContainers"),
+			"ephemeral containers are added to a running pod by AddEphemeralContainer (podsyncctl debug), not in its spec; remove them"))
+	}
 	if in.GetSpec() == nil {
 		return pod, append(errs, field.Required(p.Child("spec"), ""))
 	}
@@ -707,4 +713,42 @@ func validateCommand(p *field.Path, cmd []string) field.ErrorList {
 		return field.ErrorList{field.TooLong(p, "", maxCommandBytes)}
 	}
 	return nil
+}
+
+// ValidateAddEphemeralContainerRequest checks an AddEphemeralContainer
+// request and returns its container converted and defaulted, with the
+// validation options the node checks it against the pod with. The
+// container's content (names unique in the pod, the target, the fields a
+// debug container may not have) is validated by the node against the
+// stored pod.
+func (v *Validator) ValidateAddEphemeralContainerRequest(req *podsyncv1.AddEphemeralContainerRequest) (corev1.EphemeralContainer, validation.Options, field.ErrorList) {
+	if req == nil {
+		req = &podsyncv1.AddEphemeralContainerRequest{}
+	}
+	opts := validation.Options{Limits: v.limits().validationLimits(), NodeName: v.nodeName(), StoredObjects: true}
+	errs := validatePodName(nil, req.GetNamespace(), req.GetName())
+	p := field.NewPath("ephemeralContainer")
+	in := req.GetEphemeralContainer()
+	if in == nil {
+		return corev1.EphemeralContainer{}, opts, append(errs, field.Required(p, ""))
+	}
+	if n := proto.Size(req); n > v.limits().MaxRequestBytes {
+		return corev1.EphemeralContainer{}, opts, append(errs, field.TooLong(nil, n, v.limits().MaxRequestBytes))
+	}
+	ec, err := convert.EphemeralContainerFromProto(in)
+	if err != nil {
+		var inv *convert.InvalidError
+		if !errors.As(err, &inv) {
+			return ec, opts, append(errs, field.InternalError(p, err))
+		}
+		return ec, opts, append(errs, inv.Errors...)
+	}
+	convert.DefaultEphemeralContainer(&ec)
+	if ec.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), ""))
+	}
+	if ec.Image == "" {
+		errs = append(errs, field.Required(p.Child("image"), ""))
+	}
+	return ec, opts, errs
 }

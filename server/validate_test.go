@@ -338,6 +338,9 @@ func TestValidateBadRequests(t *testing.T) {
 		// server's node name and limits reaching validation. The rest of
 		// a pod's content is validation's (validation TestValidatePodInvalid).
 		{"spec missing", nil, pod0(func(p *podsyncv1.Pod) { p.Spec = nil }), []string{"pods[0].spec"}},
+		{"ephemeral containers in a spec", nil, pod0(func(p *podsyncv1.Pod) {
+			p.Spec.EphemeralContainers = []*podsyncv1.EphemeralContainer{{Name: "debug", Image: "registry.local/busybox:1"}}
+		}), []string{"pods[0].spec.ephemeralContainers"}},
 		{"quantity does not parse", nil, exporter(func(c *podsyncv1.Container) { c.Resources.Limits["cpu"] = "lots" }),
 			[]string{"pods[0].spec.containers[1].resources.limits[cpu]"}},
 		{"probe port not whole", nil, web(func(c *podsyncv1.Container) { c.LivenessProbe.HttpGet.Port = structpb.NewNumberValue(80.5) }),

@@ -215,6 +215,52 @@ func (pv *podValidator) spec(p *field.Path, namespace string, spec *corev1.PodSp
 	for i := range spec.Containers {
 		pv.container(p.Child("containers").Index(i), &spec.Containers[i], false, pc)
 	}
+	pv.ephemeralContainers(p.Child("ephemeralContainers"), spec, pc)
+}
+
+// ephemeralContainers is the API server's validateEphemeralContainers:
+// names unique across every container of the pod, a target that is an
+// init or regular container, and none of the fields a debug container
+// may not have (ports, probes, lifecycle, resources, resizePolicy,
+// restartPolicy, a volume mount's subPath), each checked otherwise as a
+// container's.
+func (pv *podValidator) ephemeralContainers(p *field.Path, spec *corev1.PodSpec, pc *podContainers) {
+	for i := range spec.EphemeralContainers {
+		ec := &spec.EphemeralContainers[i]
+		ip := p.Index(i)
+		c := (*corev1.Container)(&ec.EphemeralContainerCommon)
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{
+			{"ports", len(c.Ports) > 0},
+			{"livenessProbe", c.LivenessProbe != nil},
+			{"readinessProbe", c.ReadinessProbe != nil},
+			{"startupProbe", c.StartupProbe != nil},
+			{"lifecycle", c.Lifecycle != nil},
+			{"resources", len(c.Resources.Limits) > 0 || len(c.Resources.Requests) > 0 || len(c.Resources.Claims) > 0},
+			{"resizePolicy", len(c.ResizePolicy) > 0},
+			{"restartPolicy", c.RestartPolicy != nil},
+		} {
+			if f.set {
+				pv.add(field.Forbidden(ip.Child(f.name), "cannot be set for an Ephemeral Container"))
+			}
+		}
+		for j, m := range c.VolumeMounts {
+			if m.SubPath != "" {
+				pv.add(field.Forbidden(ip.Child("volumeMounts").Index(j).Child("subPath"), "cannot be set for an Ephemeral Container"))
+			}
+		}
+		if t := ec.TargetContainerName; t != "" && !pv.containerNames[t] {
+			pv.add(field.NotFound(ip.Child("targetContainerName"), t))
+		}
+		// The common checks, on a copy without the forbidden fields so
+		// that each is reported once.
+		cc := *c
+		cc.Ports, cc.LivenessProbe, cc.ReadinessProbe, cc.StartupProbe, cc.Lifecycle = nil, nil, nil, nil, nil
+		cc.Resources, cc.ResizePolicy, cc.RestartPolicy = corev1.ResourceRequirements{}, nil, nil
+		pv.container(ip, &cc, false, pc)
+	}
 }
 
 func (pv *podValidator) dns(p *field.Path, spec *corev1.PodSpec) {

@@ -157,6 +157,19 @@ func web(mutate func(c *corev1.Container)) mutation {
 	return pod(func(p *corev1.Pod) { mutate(&p.Spec.Containers[0]) })
 }
 
+// debug gives the pod an ephemeral container "debug" targeting web, then
+// mutates it.
+func debug(mutate func(ec *corev1.EphemeralContainer)) mutation {
+	return pod(func(p *corev1.Pod) {
+		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{
+			EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "registry.local/busybox:1", Command: []string{"sh"},
+				Stdin: true, TTY: true, VolumeMounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/cache"}}},
+			TargetContainerName: "web",
+		})
+		mutate(&p.Spec.EphemeralContainers[len(p.Spec.EphemeralContainers)-1])
+	})
+}
+
 func exporter(mutate func(c *corev1.Container)) mutation {
 	return pod(func(p *corev1.Pod) { mutate(&p.Spec.Containers[1]) })
 }
@@ -216,6 +229,8 @@ func TestValidatePodValid(t *testing.T) {
 		mutate mutation
 	}{
 		{"base", nil, nop},
+		{"ephemeral container with a target, a terminal and a volume mount", nil, debug(func(*corev1.EphemeralContainer) {})},
+		{"ephemeral container without a target", nil, debug(func(ec *corev1.EphemeralContainer) { ec.TargetContainerName = "" })},
 		{"resizePolicy of a container and a sidecar", nil, pod(func(p *corev1.Pod) {
 			p.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: corev1.NotRequired}, {ResourceName: "memory", RestartPolicy: corev1.RestartContainer}}
 			p.Spec.InitContainers[1].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "memory", RestartPolicy: corev1.NotRequired}}
@@ -443,6 +458,23 @@ func TestValidatePodInvalid(t *testing.T) {
 			[]string{"spec.containers[1].image"}},
 		{"container name missing", nil, exporter(func(c *corev1.Container) { c.Name = "" }), []string{"spec.containers[1].name"}},
 		{"container name not a label", nil, exporter(func(c *corev1.Container) { c.Name = "Exporter" }), []string{"spec.containers[1].name"}},
+		{"ephemeral container name shared with a container", nil, debug(func(ec *corev1.EphemeralContainer) { ec.Name = "web" }),
+			[]string{"spec.ephemeralContainers[0].name"}},
+		{"ephemeral container target unknown", nil, debug(func(ec *corev1.EphemeralContainer) { ec.TargetContainerName = "db" }),
+			[]string{"spec.ephemeralContainers[0].targetContainerName"}},
+		{"ephemeral container image missing", nil, debug(func(ec *corev1.EphemeralContainer) { ec.Image = "" }),
+			[]string{"spec.ephemeralContainers[0].image"}},
+		{"ephemeral container with ports, probes, lifecycle, resources and a subPath", nil, debug(func(ec *corev1.EphemeralContainer) {
+			ec.Ports = []corev1.ContainerPort{{ContainerPort: 80}}
+			ec.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+			ec.ReadinessProbe = ec.LivenessProbe
+			ec.StartupProbe = ec.LivenessProbe
+			ec.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+			ec.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+			ec.VolumeMounts[0].SubPath = "x"
+		}), []string{"spec.ephemeralContainers[0].ports", "spec.ephemeralContainers[0].livenessProbe", "spec.ephemeralContainers[0].readinessProbe",
+			"spec.ephemeralContainers[0].startupProbe", "spec.ephemeralContainers[0].lifecycle", "spec.ephemeralContainers[0].resources",
+			"spec.ephemeralContainers[0].volumeMounts[0].subPath"}},
 		{"container name shared with an init container", nil, pod(func(p *corev1.Pod) { p.Spec.InitContainers[0].Name = "web" }),
 			[]string{"spec.containers[0].name"}},
 		{"imagePullPolicy", nil, exporter(func(c *corev1.Container) { c.ImagePullPolicy = "Sometimes" }),

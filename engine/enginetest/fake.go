@@ -84,11 +84,14 @@ type FakeRuntime struct {
 	// mu guards the fields below. Lock order: FakeRuntimeService, then mu.
 	mu       sync.Mutex
 	programs map[string]program
-	logDirs  map[string]string // sandbox id → log directory
-	nextIP   int
-	subs     map[*subscriber]struct{}
-	dropped  int
-	writable map[string]uint64 // container id → writable layer bytes
+	// namespaces are the namespace options each container was created
+	// with (NamespaceOptions reads them).
+	namespaces map[string]*runtimeapi.NamespaceOption
+	logDirs    map[string]string // sandbox id → log directory
+	nextIP     int
+	subs       map[*subscriber]struct{}
+	dropped    int
+	writable   map[string]uint64 // container id → writable layer bytes
 }
 
 var (
@@ -138,6 +141,7 @@ func NewRuntime(opts ...Option) *FakeRuntime {
 		Images:             critest.NewFakeImageService(),
 		clock:              clock.RealClock{},
 		programs:           map[string]program{},
+		namespaces:         map[string]*runtimeapi.NamespaceOption{},
 		logDirs:            map[string]string{},
 		subs:               map[*subscriber]struct{}{},
 	}

@@ -38,6 +38,13 @@ func (r *FakeRuntime) CreateContainer(_ context.Context, podSandboxID string, co
 	if !ok {
 		return "", notFound("image", config.GetImage().GetImage())
 	}
+	ns := config.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	if ns.GetPid() == runtimeapi.NamespaceMode_TARGET {
+		// containerd joins the target's PID namespace: it must run.
+		if t, ok := r.Containers[ns.GetTargetId()]; !ok || t.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			return "", status.Errorf(codes.NotFound, "target container %q of the PID namespace is not running", ns.GetTargetId())
+		}
+	}
 	id := critest.BuildContainerName(config.Metadata, podSandboxID)
 	if _, ok := r.Containers[id]; ok {
 		return "", status.Errorf(codes.FailedPrecondition, "failed to reserve container name %q: name %q is reserved for %q", id, id, id)
@@ -83,6 +90,9 @@ func (r *FakeRuntime) CreateContainer(_ context.Context, podSandboxID string, co
 	prog := interpret(append(slices.Clone(config.Command), config.Args...))
 	prog.pid1 = config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_CONTAINER
 	r.programs[id] = prog
+	if ns != nil {
+		r.namespaces[id] = proto.Clone(ns).(*runtimeapi.NamespaceOption)
+	}
 	r.mu.Unlock()
 	r.emit(c, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
 	return id, nil
@@ -292,4 +302,12 @@ func (r *FakeRuntime) remove(c *critest.FakeContainer) {
 	delete(r.programs, c.Id)
 	r.mu.Unlock()
 	r.emit(c, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
+}
+
+// NamespaceOptions returns the namespace options the container was
+// created with, or nil.
+func (r *FakeRuntime) NamespaceOptions(containerID string) *runtimeapi.NamespaceOption {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.namespaces[containerID]
 }

@@ -147,6 +147,11 @@ type PodActions struct {
 	StartInit []ContainerAction
 	// Start lists the regular containers to start, in spec order.
 	Start []ContainerAction
+	// StartEphemeral lists the ephemeral containers to start, in spec
+	// order: those the runtime holds no instance of (the kubelet's
+	// EphemeralContainersToStart). They start before the init containers,
+	// even while initialization runs, and are never restarted.
+	StartEphemeral []ContainerAction `json:",omitempty"`
 	// BackOff lists the containers due to start that must wait (reason
 	// CrashLoopBackOff or ImagePullBackOff, with NextAttempt).
 	BackOff []ContainerAction
@@ -299,6 +304,7 @@ func (p *planner) killPod(a *PodActions, reason, msg string) {
 	a.KillPodMessage = msg
 	a.Kill = nil
 	a.StartInit = nil
+	a.StartEphemeral = nil
 	a.Resize = nil
 	for _, s := range p.view.Sandboxes {
 		if s.State == SandboxReady {
@@ -338,6 +344,16 @@ func (p *planner) compute() PodActions {
 	a := PodActions{Sandbox: sb}
 	if sb.Create {
 		return p.computeNewSandbox(a)
+	}
+
+	// Ephemeral containers may be started even if initialization is not
+	// yet complete; they are never restarted: one the runtime holds an
+	// instance of (running or exited) is left alone.
+	for i := range pod.Spec.EphemeralContainers {
+		c := (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		if p.view.FindContainer(c.Name) == nil {
+			a.StartEphemeral = append(a.StartEphemeral, p.startAction(c, ReasonNotStarted, "Ephemeral container is not started"))
+		}
 	}
 
 	initialized := p.computeInitContainerActions(&a)
@@ -544,7 +560,9 @@ func (p *planner) collectKills(a *PodActions) {
 	p.kills = nil
 }
 
-// SpecContainer returns the init or regular container named name, or nil.
+// SpecContainer returns the init, regular or ephemeral container named
+// name, or nil. An ephemeral container is returned as the Container its
+// EphemeralContainerCommon is (the kubelet's conversion).
 func SpecContainer(pod *corev1.Pod, name string) *corev1.Container {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == name {
@@ -556,6 +574,19 @@ func SpecContainer(pod *corev1.Pod, name string) *corev1.Container {
 			return &pod.Spec.Containers[i]
 		}
 	}
+	if ec := EphemeralContainer(pod, name); ec != nil {
+		return (*corev1.Container)(&ec.EphemeralContainerCommon)
+	}
+	return nil
+}
+
+// EphemeralContainer returns the ephemeral container named name, or nil.
+func EphemeralContainer(pod *corev1.Pod, name string) *corev1.EphemeralContainer {
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return &pod.Spec.EphemeralContainers[i]
+		}
+	}
 	return nil
 }
 
@@ -564,6 +595,17 @@ func SpecContainer(pod *corev1.Pod, name string) *corev1.Container {
 // regular init container in back-off stops the rest of the sync, as in
 // SyncPod; a sidecar or regular container in back-off is skipped.
 func (p *planner) finish(a *PodActions, now time.Time, bo BackoffPolicy) {
+	// Ephemeral containers start first (SyncPod's step 5): an init
+	// container in back-off does not hold them.
+	var eph []ContainerAction
+	for _, s := range a.StartEphemeral {
+		if w, ok := p.backedOff(SpecContainer(p.pod, s.Name), s, now, bo); ok {
+			a.BackOff = append(a.BackOff, w)
+			continue
+		}
+		eph = append(eph, s)
+	}
+	a.StartEphemeral = eph
 	var inits []ContainerAction
 	for _, s := range a.StartInit {
 		c := SpecContainer(p.pod, s.Name)

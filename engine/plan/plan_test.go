@@ -28,6 +28,8 @@ type planSummary struct {
 	Start     []string
 	BackOff   []string
 	PruneInit []string
+	// StartEphemeral lists the ephemeral containers to start.
+	StartEphemeral []string
 }
 
 func summarize(a plan.PodActions) planSummary {
@@ -55,7 +57,18 @@ func summarize(a plan.PodActions) planSummary {
 	for _, k := range a.PruneInit {
 		s.PruneInit = append(s.PruneInit, k.Name+"/"+k.ContainerID)
 	}
+	for _, k := range a.StartEphemeral {
+		s.StartEphemeral = append(s.StartEphemeral, fmt.Sprintf("%s#%d:%s", k.Name, k.Attempt, k.Reason))
+	}
 	return s
+}
+
+// withDebug gives the pod an ephemeral container "debug" targeting app.
+func withDebug(p *corev1.Pod) {
+	p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox:1", Command: []string{"ps"}},
+		TargetContainerName:      "app",
+	})
 }
 
 func keep() planSummary { return planSummary{Sandbox: "use:sb1"} }
@@ -342,6 +355,70 @@ func TestComputePodActions(t *testing.T) {
 			name:      "running container removed from the spec is killed",
 			mutatePod: func(p *corev1.Pod) { p.Spec.Containers = p.Spec.Containers[:1] },
 			want:      planSummary{Sandbox: "use:sb1", Kill: []string{"helper/c-helper:NotInSpec"}},
+		},
+		// Ephemeral containers (EphemeralContainersToStart).
+		{
+			name:      "ephemeral container not yet started is started",
+			mutatePod: withDebug,
+			want:      planSummary{Sandbox: "use:sb1", StartEphemeral: []string{"debug#0:NotStarted"}},
+		},
+		{
+			name:      "ephemeral container is started while init containers run",
+			mutatePod: func(p *corev1.Pod) { plantest.WithInit("init-a", "init-b")(p); withDebug(p) },
+			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = []plan.ContainerInstance{plantest.Inst(p, "init-a", "c-a", plan.ContainerRunning, 0, time.Minute)}
+			},
+			want: planSummary{Sandbox: "use:sb1", StartEphemeral: []string{"debug#0:NotStarted"}},
+		},
+		{
+			name:      "running ephemeral container is kept and not killed as not in the spec",
+			mutatePod: withDebug,
+			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = append(v.Containers, plantest.Inst(p, "debug", "c-debug", plan.ContainerRunning, 0, time.Minute))
+			},
+			want: keep(),
+		},
+		{
+			name:      "exited ephemeral container is never restarted",
+			mutatePod: withDebug,
+			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = append(v.Containers, plantest.Exited(plantest.Inst(p, "debug", "c-debug", plan.ContainerExited, 0, time.Minute), 1, time.Second))
+			},
+			want: keep(),
+		},
+		{
+			name:      "ephemeral container is not started in a sandbox being recreated",
+			mutatePod: withDebug,
+			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+				v.Sandboxes[0].State = plan.SandboxNotReady
+				v.Containers = nil
+			},
+			want: planSummary{KillPod: plan.KillReasonSandboxChanged, Sandbox: "create@1:SandboxNotReady", Start: []string{"app#0:NewSandbox", "helper#0:NewSandbox"}},
+		},
+		{
+			name:      "running ephemeral container does not keep a pod whose containers are done",
+			mutatePod: func(p *corev1.Pod) { plantest.Policy(corev1.RestartPolicyNever)(p); withDebug(p) },
+			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = []plan.ContainerInstance{plantest.Exited(v.Containers[0], 0, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute),
+					plantest.Inst(p, "debug", "c-debug", plan.ContainerRunning, 0, time.Minute)}
+			},
+			want: planSummary{KillPod: plan.KillReasonAllContainersDone, Sandbox: "use:sb1", KillIDs: []string{"sb1"}, Kill: []string{"debug/c-debug:PodKilled"}},
+		},
+		{
+			name:      "ephemeral container is killed with a deleted pod",
+			mutatePod: func(p *corev1.Pod) { withDebug(p); p.DeletionTimestamp = &metav1.Time{Time: plantest.T0} },
+			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = append(v.Containers, plantest.Inst(p, "debug", "c-debug", plan.ContainerRunning, 0, time.Minute))
+			},
+			want: planSummary{KillPod: plan.KillReasonPodDeleted, Sandbox: "use:sb1", KillIDs: []string{"sb1"},
+				Kill: []string{"app/c-app:PodKilled", "helper/c-helper:PodKilled", "debug/c-debug:PodKilled"}},
+		},
+		{
+			name: "ephemeral container the node no longer names is killed",
+			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
+				v.Containers = append(v.Containers, plan.ContainerInstance{ID: "c-debug", SandboxID: "sb1", Name: "debug", State: plan.ContainerRunning})
+			},
+			want: planSummary{Sandbox: "use:sb1", Kill: []string{"debug/c-debug:NotInSpec"}},
 		},
 
 		// Pods that must only stop.

@@ -65,6 +65,15 @@ func ComputePodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.ProbeR
 	sc.notRunnable = reason != ""
 	s.InitContainerStatuses = sc.convert(pod.Spec.InitContainers, old.InitContainerStatuses, hasInit, true)
 	s.ContainerStatuses = sc.convert(pod.Spec.Containers, old.ContainerStatuses, hasInit, false)
+	// Ephemeral containers as the kubelet's convertToAPIContainerStatuses
+	// shows them: as init containers (never ready, never restarted).
+	if n := len(pod.Spec.EphemeralContainers); n > 0 {
+		ecs := make([]corev1.Container, n)
+		for i := range pod.Spec.EphemeralContainers {
+			ecs[i] = corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		}
+		s.EphemeralContainerStatuses = sc.convert(ecs, old.EphemeralContainerStatuses, hasInit, true)
+	}
 
 	podIsTerminal := pod.DeletionTimestamp != nil && !anyRunning(&view)
 	all := append(slices.Clone(s.ContainerStatuses), s.InitContainerStatuses...)
@@ -319,6 +328,11 @@ func (sc *statusConverter) waitingReason(c *corev1.Container, st *corev1.Contain
 	}
 	inst := sc.view.FindContainer(c.Name)
 	if isInit && inst != nil && inst.State == plan.ContainerExited && inst.ExitCode == 0 {
+		return
+	}
+	if inst != nil && plan.EphemeralContainer(sc.pod, c.Name) != nil {
+		// An ephemeral container is never restarted: its state is its
+		// instance's.
 		return
 	}
 	if _, ok := plan.ShouldContainerBeRestarted(c, sc.pod, sc.view); !ok {

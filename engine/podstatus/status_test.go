@@ -595,3 +595,40 @@ func TestDisruptionTargetIsKept(t *testing.T) {
 		t.Errorf("QOSClass = %s, want Guaranteed from the pod-level resources", got.QOSClass)
 	}
 }
+
+// TestEphemeralContainerStatuses: the kubelet's
+// convertToAPIContainerStatuses for spec.ephemeralContainers — waiting
+// until started, then the instance's state; an exited one stays
+// terminated (never restarted, no back-off), and the pod's phase and
+// readiness ignore it.
+func TestEphemeralContainerStatuses(t *testing.T) {
+	pod := plantest.BasePod()
+	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox:1"},
+		TargetContainerName:      "app",
+	}}
+	view := plantest.BaseView()
+	got := ComputePodStatus(pod, view, plan.ProbeResults{}, plantest.T0, StatusOptions{})
+	if len(got.EphemeralContainerStatuses) != 1 || got.EphemeralContainerStatuses[0].State.Waiting == nil {
+		t.Fatalf("before start: EphemeralContainerStatuses = %+v, want debug waiting", got.EphemeralContainerStatuses)
+	}
+
+	view.Containers = append([]plan.ContainerInstance{plantest.Exited(
+		plantest.Inst(pod, "debug", "c-debug", plan.ContainerExited, 0, time.Minute), 1, time.Second)}, view.Containers...)
+	got = ComputePodStatus(pod, view, plan.ProbeResults{}, plantest.T0, StatusOptions{})
+	if n := len(got.ContainerStatuses); n != 2 {
+		t.Errorf("ContainerStatuses has %d entries, want the 2 regular containers only", n)
+	}
+	st := got.EphemeralContainerStatuses[0]
+	if st.Name != "debug" || st.State.Terminated == nil || st.State.Terminated.ExitCode != 1 || st.ContainerID != "containerd://c-debug" {
+		t.Errorf("exited debug status = %+v, want terminated with exit code 1 (never restarted)", st)
+	}
+	if got.Phase != corev1.PodRunning {
+		t.Errorf("phase = %s, want Running: an ephemeral container does not decide the phase", got.Phase)
+	}
+	for _, c := range got.Conditions {
+		if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue {
+			t.Errorf("Ready = %s (%s), want True: an exited ephemeral container does not make the pod unready", c.Status, c.Message)
+		}
+	}
+}

@@ -223,7 +223,7 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 		}
 	}
 	p.pruneInitContainers(ctx, actions.PruneInit)
-	if !actions.Sandbox.Create && len(actions.StartInit) == 0 && len(actions.Start) == 0 {
+	if !actions.Sandbox.Create && len(actions.StartInit) == 0 && len(actions.Start) == 0 && len(actions.StartEphemeral) == 0 {
 		// Step 6 of the kubelet's SyncPod: resize running containers
 		// in place (a failure is its step's; the pass goes on, as
 		// upstream).
@@ -311,6 +311,21 @@ func (p *pass) prepareSandbox(ctx context.Context, d plan.SandboxDecision) (sand
 // one failing aborts the pass), then regular containers; those waiting in
 // a back-off are reported as back-off steps.
 func (p *pass) startContainers(ctx context.Context, actions plan.PodActions, sb sandboxRef) {
+	// Ephemeral containers first (SyncPod's step 5), so that they run
+	// even when an init container fails to start.
+	for i := range p.pod.Spec.EphemeralContainers {
+		name := p.pod.Spec.EphemeralContainers[i].Name
+		if ctx.Err() != nil {
+			return
+		}
+		if a, ok := findAction(actions.StartEphemeral, name); ok {
+			p.startContainer(ctx, sb, a)
+			continue
+		}
+		if a, ok := findAction(actions.BackOff, name); ok {
+			p.backOffSteps([]plan.ContainerAction{a}, &sb)
+		}
+	}
 	for i := range p.pod.Spec.InitContainers {
 		c := &p.pod.Spec.InitContainers[i]
 		if ctx.Err() != nil {
@@ -370,6 +385,9 @@ func containerType(pod *corev1.Pod, name string) ContainerType {
 		if pod.Spec.Containers[i].Name == name {
 			return ContainerTypeRegular
 		}
+	}
+	if plan.EphemeralContainer(pod, name) != nil {
+		return ContainerTypeEphemeral
 	}
 	return ContainerTypeUnknown
 }
@@ -644,5 +662,32 @@ func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef
 		return nil, err
 	}
 	setUserNamespace(cfg.GetLinux().GetSecurityContext(), u)
+	if err := p.targetNamespace(c.Name, cfg); err != nil {
+		return nil, err
+	}
 	return cfg, nil
+}
+
+// targetNamespace puts an ephemeral container with a targetContainerName
+// in the process namespace of the target's running instance (the
+// kubelet's getTargetID and NamespaceMode TARGET).
+func (p *pass) targetNamespace(name string, cfg *runtimeapi.ContainerConfig) error {
+	ec := plan.EphemeralContainer(p.pod, name)
+	if ec == nil || ec.TargetContainerName == "" {
+		return nil
+	}
+	target := p.st.view.FindContainer(ec.TargetContainerName)
+	if target == nil || target.State != plan.ContainerRunning {
+		return fmt.Errorf("unable to find target container %v", ec.TargetContainerName)
+	}
+	sc := cfg.GetLinux().GetSecurityContext()
+	if sc == nil {
+		return fmt.Errorf("container %q has no Linux security context to set the target namespace in", name)
+	}
+	if sc.NamespaceOptions == nil {
+		sc.NamespaceOptions = &runtimeapi.NamespaceOption{}
+	}
+	sc.NamespaceOptions.Pid = runtimeapi.NamespaceMode_TARGET
+	sc.NamespaceOptions.TargetId = target.ID
+	return nil
 }

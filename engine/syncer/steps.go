@@ -103,6 +103,8 @@ const (
 	ContainerTypeInit    ContainerType = "init"
 	ContainerTypeSidecar ContainerType = "sidecar"
 	ContainerTypeRegular ContainerType = "regular"
+	// ContainerTypeEphemeral is a debug container of spec.ephemeralContainers.
+	ContainerTypeEphemeral ContainerType = "ephemeral"
 	// ContainerTypeUnknown is a running container no longer in the spec.
 	ContainerTypeUnknown ContainerType = "unknown"
 )

@@ -10,13 +10,15 @@ import (
 )
 
 // containerKind names a container type in prose: "container", "init
-// container" or "sidecar".
+// container", "sidecar" or "debug container".
 func containerKind(t podsyncv1.ContainerType) string {
 	switch t {
 	case podsyncv1.ContainerType_CONTAINER_TYPE_INIT:
 		return "init container"
 	case podsyncv1.ContainerType_CONTAINER_TYPE_SIDECAR:
 		return "sidecar"
+	case podsyncv1.ContainerType_CONTAINER_TYPE_EPHEMERAL:
+		return "debug container"
 	}
 	return "container"
 }

@@ -231,3 +231,11 @@ func (l *lateService) CreateVolume(ctx context.Context, req *podsyncv1.CreateVol
 	}
 	return svc.CreateVolume(ctx, req)
 }
+
+func (l *lateService) AddEphemeralContainer(ctx context.Context, req *podsyncv1.AddEphemeralContainerRequest) (*podsyncv1.AddEphemeralContainerResponse, error) {
+	svc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.AddEphemeralContainer(ctx, req)
+}

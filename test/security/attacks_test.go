@@ -189,6 +189,19 @@ func TestAttacksAreRefused(t *testing.T) {
 		{name: "privileged init container", pod: func(p *corev1.Pod) {
 			p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: testdaemon.Image, SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}
 		}, code: failed, reason: admit.ReasonPodSecurity, want: podSec("privileged", `"init"`)},
+		{name: "privileged debug container", run: func(t *testing.T, e *env) {
+			if _, err := e.sync(basePod("web")); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.d.Client.AddEphemeralContainer(e.ctx, &podsyncv1.AddEphemeralContainerRequest{Name: "web",
+				EphemeralContainer: &podsyncv1.EphemeralContainer{Name: "dbg", Image: testdaemon.Image, Command: []string{"sh"},
+					SecurityContext: &podsyncv1.SecurityContext{Privileged: ptr.To(true)}}})
+			refused(t, err, failed, admit.ReasonPodSecurity, podSec("privileged", `"dbg"`)...)
+			rec, err := e.d.Store.GetByName("default", "web")
+			if err != nil || len(rec.Pod.Spec.EphemeralContainers) != 0 {
+				t.Errorf("stored pod = %v, %v; want it without the debug container", rec, err)
+			}
+		}},
 		{name: "seccomp Unconfined", pod: func(p *corev1.Pod) {
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}
 		}, code: failed, reason: admit.ReasonPodSecurity, want: podSec("seccompProfile_baseline", "Unconfined")},

@@ -195,6 +195,9 @@ const (
 	ContainerType_CONTAINER_TYPE_SIDECAR ContainerType = 2
 	// CONTAINER_TYPE_REGULAR is an entry of spec.containers.
 	ContainerType_CONTAINER_TYPE_REGULAR ContainerType = 3
+	// CONTAINER_TYPE_EPHEMERAL is an entry of spec.ephemeralContainers (a
+	// debug container AddEphemeralContainer added).
+	ContainerType_CONTAINER_TYPE_EPHEMERAL ContainerType = 4
 )
 
 // Enum value maps for ContainerType.
@@ -204,12 +207,14 @@ var (
 		1: "CONTAINER_TYPE_INIT",
 		2: "CONTAINER_TYPE_SIDECAR",
 		3: "CONTAINER_TYPE_REGULAR",
+		4: "CONTAINER_TYPE_EPHEMERAL",
 	}
 	ContainerType_value = map[string]int32{
 		"CONTAINER_TYPE_UNSPECIFIED": 0,
 		"CONTAINER_TYPE_INIT":        1,
 		"CONTAINER_TYPE_SIDECAR":     2,
 		"CONTAINER_TYPE_REGULAR":     3,
+		"CONTAINER_TYPE_EPHEMERAL":   4,
 	}
 )
 
@@ -1763,12 +1768,13 @@ const file_podsync_v1_events_proto_rawDesc = "" +
 	"\x18STEP_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16STEP_OUTCOME_SUCCEEDED\x10\x01\x12\x17\n" +
 	"\x13STEP_OUTCOME_FAILED\x10\x02\x12\x1c\n" +
-	"\x18STEP_OUTCOME_BACKING_OFF\x10\x03*\x80\x01\n" +
+	"\x18STEP_OUTCOME_BACKING_OFF\x10\x03*\x9e\x01\n" +
 	"\rContainerType\x12\x1e\n" +
 	"\x1aCONTAINER_TYPE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13CONTAINER_TYPE_INIT\x10\x01\x12\x1a\n" +
 	"\x16CONTAINER_TYPE_SIDECAR\x10\x02\x12\x1a\n" +
-	"\x16CONTAINER_TYPE_REGULAR\x10\x03*V\n" +
+	"\x16CONTAINER_TYPE_REGULAR\x10\x03\x12\x1c\n" +
+	"\x18CONTAINER_TYPE_EPHEMERAL\x10\x04*V\n" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11EVENT_TYPE_NORMAL\x10\x01\x12\x16\n" +

@@ -1180,12 +1180,124 @@ func (x *PortForwardResponse) GetData() []byte {
 	return nil
 }
 
+// AddEphemeralContainerRequest adds a debug container to a running pod.
+type AddEphemeralContainerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// namespace of the pod. Default "default".
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// name of the pod. Required.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// ephemeral_container to add; defaulted as the API server defaults one.
+	// Required.
+	EphemeralContainer *EphemeralContainer `protobuf:"bytes,3,opt,name=ephemeral_container,json=ephemeralContainer,proto3" json:"ephemeral_container,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *AddEphemeralContainerRequest) Reset() {
+	*x = AddEphemeralContainerRequest{}
+	mi := &file_podsync_v1_exec_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddEphemeralContainerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddEphemeralContainerRequest) ProtoMessage() {}
+
+func (x *AddEphemeralContainerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_exec_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddEphemeralContainerRequest.ProtoReflect.Descriptor instead.
+func (*AddEphemeralContainerRequest) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_exec_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *AddEphemeralContainerRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *AddEphemeralContainerRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AddEphemeralContainerRequest) GetEphemeralContainer() *EphemeralContainer {
+	if x != nil {
+		return x.EphemeralContainer
+	}
+	return nil
+}
+
+// AddEphemeralContainerResponse is the pod after the pass that started the
+// debug container.
+type AddEphemeralContainerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pod as stored, with its status after the pass.
+	Pod           *Pod `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddEphemeralContainerResponse) Reset() {
+	*x = AddEphemeralContainerResponse{}
+	mi := &file_podsync_v1_exec_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddEphemeralContainerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddEphemeralContainerResponse) ProtoMessage() {}
+
+func (x *AddEphemeralContainerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_exec_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddEphemeralContainerResponse.ProtoReflect.Descriptor instead.
+func (*AddEphemeralContainerResponse) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_exec_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AddEphemeralContainerResponse) GetPod() *Pod {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
 var File_podsync_v1_exec_proto protoreflect.FileDescriptor
 
 const file_podsync_v1_exec_proto_rawDesc = "" +
 	"\n" +
 	"\x15podsync/v1/exec.proto\x12\n" +
-	"podsync.v1\x1a\x1egoogle/protobuf/duration.proto\"\xb0\x01\n" +
+	"podsync.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x14podsync/v1/pod.proto\"\xb0\x01\n" +
 	"\x0fExecSyncRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -1254,7 +1366,13 @@ const file_podsync_v1_exec_proto_rawDesc = "" +
 	"\x04data\x18\x02 \x01(\fH\x00R\x04dataB\x05\n" +
 	"\x03msg\")\n" +
 	"\x13PortForwardResponse\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\fR\x04dataB\x99\x01\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\xa1\x01\n" +
+	"\x1cAddEphemeralContainerRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12O\n" +
+	"\x13ephemeral_container\x18\x03 \x01(\v2\x1e.podsync.v1.EphemeralContainerR\x12ephemeralContainer\"B\n" +
+	"\x1dAddEphemeralContainerResponse\x12!\n" +
+	"\x03pod\x18\x01 \x01(\v2\x0f.podsync.v1.PodR\x03podB\x99\x01\n" +
 	"\x0ecom.podsync.v1B\tExecProtoP\x01Z3github.com/podsync/podsync/api/podsync/v1;podsyncv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Podsync.V1\xca\x02\n" +
 	"Podsync\\V1\xe2\x02\x16Podsync\\V1\\GPBMetadata\xea\x02\vPodsync::V1b\x06proto3"
@@ -1271,26 +1389,30 @@ func file_podsync_v1_exec_proto_rawDescGZIP() []byte {
 	return file_podsync_v1_exec_proto_rawDescData
 }
 
-var file_podsync_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_podsync_v1_exec_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_podsync_v1_exec_proto_goTypes = []any{
-	(*ExecSyncRequest)(nil),     // 0: podsync.v1.ExecSyncRequest
-	(*ExecSyncResponse)(nil),    // 1: podsync.v1.ExecSyncResponse
-	(*TerminalSize)(nil),        // 2: podsync.v1.TerminalSize
-	(*StdinClose)(nil),          // 3: podsync.v1.StdinClose
-	(*ExecStart)(nil),           // 4: podsync.v1.ExecStart
-	(*ExecRequest)(nil),         // 5: podsync.v1.ExecRequest
-	(*SessionExit)(nil),         // 6: podsync.v1.SessionExit
-	(*ExecResponse)(nil),        // 7: podsync.v1.ExecResponse
-	(*AttachStart)(nil),         // 8: podsync.v1.AttachStart
-	(*AttachRequest)(nil),       // 9: podsync.v1.AttachRequest
-	(*AttachResponse)(nil),      // 10: podsync.v1.AttachResponse
-	(*PortForwardStart)(nil),    // 11: podsync.v1.PortForwardStart
-	(*PortForwardRequest)(nil),  // 12: podsync.v1.PortForwardRequest
-	(*PortForwardResponse)(nil), // 13: podsync.v1.PortForwardResponse
-	(*durationpb.Duration)(nil), // 14: google.protobuf.Duration
+	(*ExecSyncRequest)(nil),               // 0: podsync.v1.ExecSyncRequest
+	(*ExecSyncResponse)(nil),              // 1: podsync.v1.ExecSyncResponse
+	(*TerminalSize)(nil),                  // 2: podsync.v1.TerminalSize
+	(*StdinClose)(nil),                    // 3: podsync.v1.StdinClose
+	(*ExecStart)(nil),                     // 4: podsync.v1.ExecStart
+	(*ExecRequest)(nil),                   // 5: podsync.v1.ExecRequest
+	(*SessionExit)(nil),                   // 6: podsync.v1.SessionExit
+	(*ExecResponse)(nil),                  // 7: podsync.v1.ExecResponse
+	(*AttachStart)(nil),                   // 8: podsync.v1.AttachStart
+	(*AttachRequest)(nil),                 // 9: podsync.v1.AttachRequest
+	(*AttachResponse)(nil),                // 10: podsync.v1.AttachResponse
+	(*PortForwardStart)(nil),              // 11: podsync.v1.PortForwardStart
+	(*PortForwardRequest)(nil),            // 12: podsync.v1.PortForwardRequest
+	(*PortForwardResponse)(nil),           // 13: podsync.v1.PortForwardResponse
+	(*AddEphemeralContainerRequest)(nil),  // 14: podsync.v1.AddEphemeralContainerRequest
+	(*AddEphemeralContainerResponse)(nil), // 15: podsync.v1.AddEphemeralContainerResponse
+	(*durationpb.Duration)(nil),           // 16: google.protobuf.Duration
+	(*EphemeralContainer)(nil),            // 17: podsync.v1.EphemeralContainer
+	(*Pod)(nil),                           // 18: podsync.v1.Pod
 }
 var file_podsync_v1_exec_proto_depIdxs = []int32{
-	14, // 0: podsync.v1.ExecSyncRequest.timeout:type_name -> google.protobuf.Duration
+	16, // 0: podsync.v1.ExecSyncRequest.timeout:type_name -> google.protobuf.Duration
 	2,  // 1: podsync.v1.ExecStart.terminal_size:type_name -> podsync.v1.TerminalSize
 	4,  // 2: podsync.v1.ExecRequest.start:type_name -> podsync.v1.ExecStart
 	2,  // 3: podsync.v1.ExecRequest.resize:type_name -> podsync.v1.TerminalSize
@@ -1302,11 +1424,13 @@ var file_podsync_v1_exec_proto_depIdxs = []int32{
 	3,  // 9: podsync.v1.AttachRequest.close_stdin:type_name -> podsync.v1.StdinClose
 	6,  // 10: podsync.v1.AttachResponse.exit:type_name -> podsync.v1.SessionExit
 	11, // 11: podsync.v1.PortForwardRequest.start:type_name -> podsync.v1.PortForwardStart
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	17, // 12: podsync.v1.AddEphemeralContainerRequest.ephemeral_container:type_name -> podsync.v1.EphemeralContainer
+	18, // 13: podsync.v1.AddEphemeralContainerResponse.pod:type_name -> podsync.v1.Pod
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_exec_proto_init() }
@@ -1314,6 +1438,7 @@ func file_podsync_v1_exec_proto_init() {
 	if File_podsync_v1_exec_proto != nil {
 		return
 	}
+	file_podsync_v1_pod_proto_init()
 	file_podsync_v1_exec_proto_msgTypes[5].OneofWrappers = []any{
 		(*ExecRequest_Start)(nil),
 		(*ExecRequest_Stdin)(nil),
@@ -1346,7 +1471,7 @@ func file_podsync_v1_exec_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_exec_proto_rawDesc), len(file_podsync_v1_exec_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -355,8 +355,15 @@ type PodSpec struct {
 	// or kubernetes.io/dockercfg sent with the pod; their credentials for the
 	// image's registry are given to the runtime's pull.
 	ImagePullSecrets []*LocalObjectReference `protobuf:"bytes,87,rep,name=image_pull_secrets,json=imagePullSecrets,proto3" json:"image_pull_secrets,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// ephemeral_containers are debug containers added to the running pod by
+	// AddEphemeralContainer (podsyncctl debug), never by RunPods or SyncPod
+	// (they refuse a spec that carries any, as the API server only adds them
+	// through its ephemeralcontainers subresource). A spec update keeps them.
+	// Each starts once, even while init containers run, is never restarted,
+	// and stops with the pod.
+	EphemeralContainers []*EphemeralContainer `protobuf:"bytes,120,rep,name=ephemeral_containers,json=ephemeralContainers,proto3" json:"ephemeral_containers,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *PodSpec) Reset() {
@@ -599,6 +606,203 @@ func (x *PodSpec) GetImagePullSecrets() []*LocalObjectReference {
 	return nil
 }
 
+func (x *PodSpec) GetEphemeralContainers() []*EphemeralContainer {
+	if x != nil {
+		return x.EphemeralContainers
+	}
+	return nil
+}
+
+// EphemeralContainer mirrors core/v1 EphemeralContainer: a debug
+// container's fields (those of Container it may have, with the same
+// numbers) and the container whose process namespace it joins. Names are
+// unique across every container of the pod; ports, probes, lifecycle,
+// resources, resize and restart policies and a volume mount's sub_path
+// are not allowed.
+type EphemeralContainer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name, unique across the pod's containers. Required.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// image reference. Required.
+	Image string `protobuf:"bytes,2,opt,name=image,proto3" json:"image,omitempty"`
+	// image_pull_policy is "Always", "IfNotPresent" or "Never"; defaulted as
+	// a container's.
+	ImagePullPolicy string `protobuf:"bytes,3,opt,name=image_pull_policy,json=imagePullPolicy,proto3" json:"image_pull_policy,omitempty"`
+	// command replaces the image's entrypoint. $(VAR) references expand.
+	Command []string `protobuf:"bytes,4,rep,name=command,proto3" json:"command,omitempty"`
+	// args replace the image's cmd. $(VAR) references expand.
+	Args []string `protobuf:"bytes,5,rep,name=args,proto3" json:"args,omitempty"`
+	// working_dir of the process.
+	WorkingDir string `protobuf:"bytes,6,opt,name=working_dir,json=workingDir,proto3" json:"working_dir,omitempty"`
+	// env variables, in order.
+	Env []*EnvVar `protobuf:"bytes,7,rep,name=env,proto3" json:"env,omitempty"`
+	// env_from imports every key of a ConfigMap or Secret.
+	EnvFrom []*EnvFromSource `protobuf:"bytes,8,rep,name=env_from,json=envFrom,proto3" json:"env_from,omitempty"`
+	// volume_mounts of the pod's volumes (no sub_path).
+	VolumeMounts []*VolumeMount `protobuf:"bytes,11,rep,name=volume_mounts,json=volumeMounts,proto3" json:"volume_mounts,omitempty"`
+	// termination_message_path, as a container's.
+	TerminationMessagePath string `protobuf:"bytes,16,opt,name=termination_message_path,json=terminationMessagePath,proto3" json:"termination_message_path,omitempty"`
+	// termination_message_policy, as a container's.
+	TerminationMessagePolicy string `protobuf:"bytes,17,opt,name=termination_message_policy,json=terminationMessagePolicy,proto3" json:"termination_message_policy,omitempty"`
+	// security_context of the container.
+	SecurityContext *SecurityContext `protobuf:"bytes,18,opt,name=security_context,json=securityContext,proto3" json:"security_context,omitempty"`
+	// stdin keeps a stdin stream open for the container (Attach).
+	Stdin bool `protobuf:"varint,20,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	// tty allocates a terminal for the container.
+	Tty bool `protobuf:"varint,21,opt,name=tty,proto3" json:"tty,omitempty"`
+	// stdin_once closes the stdin stream after the first attach ends.
+	StdinOnce bool `protobuf:"varint,60,opt,name=stdin_once,json=stdinOnce,proto3" json:"stdin_once,omitempty"`
+	// target_container_name names a running init or regular container whose
+	// process namespace the debug container joins (CRI namespace mode
+	// TARGET), so that it sees that container's processes. Empty: the pod's
+	// own process namespace setting.
+	TargetContainerName string `protobuf:"bytes,100,opt,name=target_container_name,json=targetContainerName,proto3" json:"target_container_name,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *EphemeralContainer) Reset() {
+	*x = EphemeralContainer{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EphemeralContainer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EphemeralContainer) ProtoMessage() {}
+
+func (x *EphemeralContainer) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EphemeralContainer.ProtoReflect.Descriptor instead.
+func (*EphemeralContainer) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *EphemeralContainer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *EphemeralContainer) GetImage() string {
+	if x != nil {
+		return x.Image
+	}
+	return ""
+}
+
+func (x *EphemeralContainer) GetImagePullPolicy() string {
+	if x != nil {
+		return x.ImagePullPolicy
+	}
+	return ""
+}
+
+func (x *EphemeralContainer) GetCommand() []string {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *EphemeralContainer) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *EphemeralContainer) GetWorkingDir() string {
+	if x != nil {
+		return x.WorkingDir
+	}
+	return ""
+}
+
+func (x *EphemeralContainer) GetEnv() []*EnvVar {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *EphemeralContainer) GetEnvFrom() []*EnvFromSource {
+	if x != nil {
+		return x.EnvFrom
+	}
+	return nil
+}
+
+func (x *EphemeralContainer) GetVolumeMounts() []*VolumeMount {
+	if x != nil {
+		return x.VolumeMounts
+	}
+	return nil
+}
+
+func (x *EphemeralContainer) GetTerminationMessagePath() string {
+	if x != nil {
+		return x.TerminationMessagePath
+	}
+	return ""
+}
+
+func (x *EphemeralContainer) GetTerminationMessagePolicy() string {
+	if x != nil {
+		return x.TerminationMessagePolicy
+	}
+	return ""
+}
+
+func (x *EphemeralContainer) GetSecurityContext() *SecurityContext {
+	if x != nil {
+		return x.SecurityContext
+	}
+	return nil
+}
+
+func (x *EphemeralContainer) GetStdin() bool {
+	if x != nil {
+		return x.Stdin
+	}
+	return false
+}
+
+func (x *EphemeralContainer) GetTty() bool {
+	if x != nil {
+		return x.Tty
+	}
+	return false
+}
+
+func (x *EphemeralContainer) GetStdinOnce() bool {
+	if x != nil {
+		return x.StdinOnce
+	}
+	return false
+}
+
+func (x *EphemeralContainer) GetTargetContainerName() string {
+	if x != nil {
+		return x.TargetContainerName
+	}
+	return ""
+}
+
 // PodOS mirrors core/v1 PodOS.
 type PodOS struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -610,7 +814,7 @@ type PodOS struct {
 
 func (x *PodOS) Reset() {
 	*x = PodOS{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	mi := &file_podsync_v1_pod_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -622,7 +826,7 @@ func (x *PodOS) String() string {
 func (*PodOS) ProtoMessage() {}
 
 func (x *PodOS) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[3]
+	mi := &file_podsync_v1_pod_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -635,7 +839,7 @@ func (x *PodOS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodOS.ProtoReflect.Descriptor instead.
 func (*PodOS) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{3}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PodOS) GetName() string {
@@ -656,7 +860,7 @@ type LocalObjectReference struct {
 
 func (x *LocalObjectReference) Reset() {
 	*x = LocalObjectReference{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[4]
+	mi := &file_podsync_v1_pod_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -668,7 +872,7 @@ func (x *LocalObjectReference) String() string {
 func (*LocalObjectReference) ProtoMessage() {}
 
 func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[4]
+	mi := &file_podsync_v1_pod_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -681,7 +885,7 @@ func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalObjectReference.ProtoReflect.Descriptor instead.
 func (*LocalObjectReference) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{4}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *LocalObjectReference) GetName() string {
@@ -713,7 +917,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[5]
+	mi := &file_podsync_v1_pod_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -725,7 +929,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[5]
+	mi := &file_podsync_v1_pod_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +942,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{5}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Toleration) GetKey() string {
@@ -793,7 +997,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[6]
+	mi := &file_podsync_v1_pod_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +1009,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[6]
+	mi := &file_podsync_v1_pod_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -818,7 +1022,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{6}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -857,7 +1061,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[7]
+	mi := &file_podsync_v1_pod_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -869,7 +1073,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[7]
+	mi := &file_podsync_v1_pod_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -882,7 +1086,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{7}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -910,7 +1114,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[8]
+	mi := &file_podsync_v1_pod_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1126,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[8]
+	mi := &file_podsync_v1_pod_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +1139,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{8}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -959,7 +1163,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[9]
+	mi := &file_podsync_v1_pod_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1175,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[9]
+	mi := &file_podsync_v1_pod_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1188,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{9}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
@@ -1016,7 +1220,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[10]
+	mi := &file_podsync_v1_pod_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1028,7 +1232,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[10]
+	mi := &file_podsync_v1_pod_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1041,7 +1245,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{10}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -1078,7 +1282,7 @@ type PreferredSchedulingTerm struct {
 
 func (x *PreferredSchedulingTerm) Reset() {
 	*x = PreferredSchedulingTerm{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[11]
+	mi := &file_podsync_v1_pod_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1090,7 +1294,7 @@ func (x *PreferredSchedulingTerm) String() string {
 func (*PreferredSchedulingTerm) ProtoMessage() {}
 
 func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[11]
+	mi := &file_podsync_v1_pod_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1103,7 +1307,7 @@ func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
 func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{11}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PreferredSchedulingTerm) GetWeight() int32 {
@@ -1135,7 +1339,7 @@ type PodDNSConfig struct {
 
 func (x *PodDNSConfig) Reset() {
 	*x = PodDNSConfig{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[12]
+	mi := &file_podsync_v1_pod_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1147,7 +1351,7 @@ func (x *PodDNSConfig) String() string {
 func (*PodDNSConfig) ProtoMessage() {}
 
 func (x *PodDNSConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[12]
+	mi := &file_podsync_v1_pod_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1160,7 +1364,7 @@ func (x *PodDNSConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDNSConfig.ProtoReflect.Descriptor instead.
 func (*PodDNSConfig) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{12}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PodDNSConfig) GetNameservers() []string {
@@ -1197,7 +1401,7 @@ type PodDNSConfigOption struct {
 
 func (x *PodDNSConfigOption) Reset() {
 	*x = PodDNSConfigOption{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[13]
+	mi := &file_podsync_v1_pod_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1209,7 +1413,7 @@ func (x *PodDNSConfigOption) String() string {
 func (*PodDNSConfigOption) ProtoMessage() {}
 
 func (x *PodDNSConfigOption) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[13]
+	mi := &file_podsync_v1_pod_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1222,7 +1426,7 @@ func (x *PodDNSConfigOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDNSConfigOption.ProtoReflect.Descriptor instead.
 func (*PodDNSConfigOption) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{13}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PodDNSConfigOption) GetName() string {
@@ -1252,7 +1456,7 @@ type HostAlias struct {
 
 func (x *HostAlias) Reset() {
 	*x = HostAlias{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[14]
+	mi := &file_podsync_v1_pod_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1468,7 @@ func (x *HostAlias) String() string {
 func (*HostAlias) ProtoMessage() {}
 
 func (x *HostAlias) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[14]
+	mi := &file_podsync_v1_pod_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1481,7 @@ func (x *HostAlias) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostAlias.ProtoReflect.Descriptor instead.
 func (*HostAlias) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{14}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HostAlias) GetIp() string {
@@ -1327,7 +1531,7 @@ type PodSecurityContext struct {
 
 func (x *PodSecurityContext) Reset() {
 	*x = PodSecurityContext{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[15]
+	mi := &file_podsync_v1_pod_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1543,7 @@ func (x *PodSecurityContext) String() string {
 func (*PodSecurityContext) ProtoMessage() {}
 
 func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[15]
+	mi := &file_podsync_v1_pod_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +1556,7 @@ func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodSecurityContext.ProtoReflect.Descriptor instead.
 func (*PodSecurityContext) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{15}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PodSecurityContext) GetRunAsUser() int64 {
@@ -1433,7 +1637,7 @@ type SeccompProfile struct {
 
 func (x *SeccompProfile) Reset() {
 	*x = SeccompProfile{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[16]
+	mi := &file_podsync_v1_pod_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1649,7 @@ func (x *SeccompProfile) String() string {
 func (*SeccompProfile) ProtoMessage() {}
 
 func (x *SeccompProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[16]
+	mi := &file_podsync_v1_pod_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1662,7 @@ func (x *SeccompProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeccompProfile.ProtoReflect.Descriptor instead.
 func (*SeccompProfile) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{16}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SeccompProfile) GetType() string {
@@ -1489,7 +1693,7 @@ type AppArmorProfile struct {
 
 func (x *AppArmorProfile) Reset() {
 	*x = AppArmorProfile{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[17]
+	mi := &file_podsync_v1_pod_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1501,7 +1705,7 @@ func (x *AppArmorProfile) String() string {
 func (*AppArmorProfile) ProtoMessage() {}
 
 func (x *AppArmorProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[17]
+	mi := &file_podsync_v1_pod_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1514,7 +1718,7 @@ func (x *AppArmorProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppArmorProfile.ProtoReflect.Descriptor instead.
 func (*AppArmorProfile) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{17}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AppArmorProfile) GetType() string {
@@ -1549,7 +1753,7 @@ type SELinuxOptions struct {
 
 func (x *SELinuxOptions) Reset() {
 	*x = SELinuxOptions{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1561,7 +1765,7 @@ func (x *SELinuxOptions) String() string {
 func (*SELinuxOptions) ProtoMessage() {}
 
 func (x *SELinuxOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1574,7 +1778,7 @@ func (x *SELinuxOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SELinuxOptions.ProtoReflect.Descriptor instead.
 func (*SELinuxOptions) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{18}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SELinuxOptions) GetUser() string {
@@ -1618,7 +1822,7 @@ type Sysctl struct {
 
 func (x *Sysctl) Reset() {
 	*x = Sysctl{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1834,7 @@ func (x *Sysctl) String() string {
 func (*Sysctl) ProtoMessage() {}
 
 func (x *Sysctl) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1847,7 @@ func (x *Sysctl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sysctl.ProtoReflect.Descriptor instead.
 func (*Sysctl) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{19}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Sysctl) GetName() string {
@@ -1692,7 +1896,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1704,7 +1908,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1717,7 +1921,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{20}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Volume) GetName() string {
@@ -1796,7 +2000,7 @@ type DownwardAPIVolumeSource struct {
 
 func (x *DownwardAPIVolumeSource) Reset() {
 	*x = DownwardAPIVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +2012,7 @@ func (x *DownwardAPIVolumeSource) String() string {
 func (*DownwardAPIVolumeSource) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +2025,7 @@ func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeSource.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{21}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DownwardAPIVolumeSource) GetItems() []*DownwardAPIVolumeFile {
@@ -1857,7 +2061,7 @@ type DownwardAPIVolumeFile struct {
 
 func (x *DownwardAPIVolumeFile) Reset() {
 	*x = DownwardAPIVolumeFile{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1869,7 +2073,7 @@ func (x *DownwardAPIVolumeFile) String() string {
 func (*DownwardAPIVolumeFile) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1882,7 +2086,7 @@ func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeFile.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeFile) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{22}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DownwardAPIVolumeFile) GetPath() string {
@@ -1931,7 +2135,7 @@ type ResourceFieldSelector struct {
 
 func (x *ResourceFieldSelector) Reset() {
 	*x = ResourceFieldSelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1943,7 +2147,7 @@ func (x *ResourceFieldSelector) String() string {
 func (*ResourceFieldSelector) ProtoMessage() {}
 
 func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1956,7 +2160,7 @@ func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceFieldSelector.ProtoReflect.Descriptor instead.
 func (*ResourceFieldSelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{23}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ResourceFieldSelector) GetContainerName() string {
@@ -1993,7 +2197,7 @@ type ProjectedVolumeSource struct {
 
 func (x *ProjectedVolumeSource) Reset() {
 	*x = ProjectedVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2005,7 +2209,7 @@ func (x *ProjectedVolumeSource) String() string {
 func (*ProjectedVolumeSource) ProtoMessage() {}
 
 func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2018,7 +2222,7 @@ func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectedVolumeSource.ProtoReflect.Descriptor instead.
 func (*ProjectedVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{24}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ProjectedVolumeSource) GetSources() []*VolumeProjection {
@@ -2050,7 +2254,7 @@ type VolumeProjection struct {
 
 func (x *VolumeProjection) Reset() {
 	*x = VolumeProjection{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2062,7 +2266,7 @@ func (x *VolumeProjection) String() string {
 func (*VolumeProjection) ProtoMessage() {}
 
 func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2075,7 +2279,7 @@ func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeProjection.ProtoReflect.Descriptor instead.
 func (*VolumeProjection) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{25}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *VolumeProjection) GetConfigMap() *ConfigMapProjection {
@@ -2114,7 +2318,7 @@ type ConfigMapProjection struct {
 
 func (x *ConfigMapProjection) Reset() {
 	*x = ConfigMapProjection{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2126,7 +2330,7 @@ func (x *ConfigMapProjection) String() string {
 func (*ConfigMapProjection) ProtoMessage() {}
 
 func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2139,7 +2343,7 @@ func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapProjection.ProtoReflect.Descriptor instead.
 func (*ConfigMapProjection) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{26}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ConfigMapProjection) GetName() string {
@@ -2178,7 +2382,7 @@ type SecretProjection struct {
 
 func (x *SecretProjection) Reset() {
 	*x = SecretProjection{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2190,7 +2394,7 @@ func (x *SecretProjection) String() string {
 func (*SecretProjection) ProtoMessage() {}
 
 func (x *SecretProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2203,7 +2407,7 @@ func (x *SecretProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretProjection.ProtoReflect.Descriptor instead.
 func (*SecretProjection) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{27}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SecretProjection) GetName() string {
@@ -2238,7 +2442,7 @@ type DownwardAPIProjection struct {
 
 func (x *DownwardAPIProjection) Reset() {
 	*x = DownwardAPIProjection{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2250,7 +2454,7 @@ func (x *DownwardAPIProjection) String() string {
 func (*DownwardAPIProjection) ProtoMessage() {}
 
 func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2263,7 +2467,7 @@ func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIProjection.ProtoReflect.Descriptor instead.
 func (*DownwardAPIProjection) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{28}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DownwardAPIProjection) GetItems() []*DownwardAPIVolumeFile {
@@ -2288,7 +2492,7 @@ type PersistentVolumeClaimVolumeSource struct {
 
 func (x *PersistentVolumeClaimVolumeSource) Reset() {
 	*x = PersistentVolumeClaimVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2300,7 +2504,7 @@ func (x *PersistentVolumeClaimVolumeSource) String() string {
 func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2313,7 +2517,7 @@ func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{29}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
@@ -2344,7 +2548,7 @@ type ImageVolumeSource struct {
 
 func (x *ImageVolumeSource) Reset() {
 	*x = ImageVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2356,7 +2560,7 @@ func (x *ImageVolumeSource) String() string {
 func (*ImageVolumeSource) ProtoMessage() {}
 
 func (x *ImageVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2369,7 +2573,7 @@ func (x *ImageVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageVolumeSource.ProtoReflect.Descriptor instead.
 func (*ImageVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{30}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ImageVolumeSource) GetReference() string {
@@ -2399,7 +2603,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2411,7 +2615,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2424,7 +2628,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{31}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -2455,7 +2659,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +2671,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +2684,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{32}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -2512,7 +2716,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2524,7 +2728,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2537,7 +2741,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{33}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -2579,7 +2783,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2591,7 +2795,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2604,7 +2808,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{34}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -2654,7 +2858,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2666,7 +2870,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2679,7 +2883,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{35}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -2774,7 +2978,7 @@ type Container struct {
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2786,7 +2990,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2799,7 +3003,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{36}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Container) GetName() string {
@@ -2976,7 +3180,7 @@ type ContainerResizePolicy struct {
 
 func (x *ContainerResizePolicy) Reset() {
 	*x = ContainerResizePolicy{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2988,7 +3192,7 @@ func (x *ContainerResizePolicy) String() string {
 func (*ContainerResizePolicy) ProtoMessage() {}
 
 func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3001,7 +3205,7 @@ func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerResizePolicy.ProtoReflect.Descriptor instead.
 func (*ContainerResizePolicy) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{37}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ContainerResizePolicy) GetResourceName() string {
@@ -3033,7 +3237,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3045,7 +3249,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3058,7 +3262,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *EnvVar) GetName() string {
@@ -3100,7 +3304,7 @@ type EnvVarSource struct {
 
 func (x *EnvVarSource) Reset() {
 	*x = EnvVarSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3112,7 +3316,7 @@ func (x *EnvVarSource) String() string {
 func (*EnvVarSource) ProtoMessage() {}
 
 func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3125,7 +3329,7 @@ func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVarSource.ProtoReflect.Descriptor instead.
 func (*EnvVarSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *EnvVarSource) GetFieldRef() *ObjectFieldSelector {
@@ -3171,7 +3375,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3183,7 +3387,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3196,7 +3400,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ObjectFieldSelector) GetApiVersion() string {
@@ -3228,7 +3432,7 @@ type ConfigMapKeySelector struct {
 
 func (x *ConfigMapKeySelector) Reset() {
 	*x = ConfigMapKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3240,7 +3444,7 @@ func (x *ConfigMapKeySelector) String() string {
 func (*ConfigMapKeySelector) ProtoMessage() {}
 
 func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3253,7 +3457,7 @@ func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapKeySelector.ProtoReflect.Descriptor instead.
 func (*ConfigMapKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ConfigMapKeySelector) GetName() string {
@@ -3292,7 +3496,7 @@ type SecretKeySelector struct {
 
 func (x *SecretKeySelector) Reset() {
 	*x = SecretKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3304,7 +3508,7 @@ func (x *SecretKeySelector) String() string {
 func (*SecretKeySelector) ProtoMessage() {}
 
 func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3317,7 +3521,7 @@ func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretKeySelector.ProtoReflect.Descriptor instead.
 func (*SecretKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SecretKeySelector) GetName() string {
@@ -3356,7 +3560,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3368,7 +3572,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3381,7 +3585,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -3418,7 +3622,7 @@ type ConfigMapEnvSource struct {
 
 func (x *ConfigMapEnvSource) Reset() {
 	*x = ConfigMapEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3430,7 +3634,7 @@ func (x *ConfigMapEnvSource) String() string {
 func (*ConfigMapEnvSource) ProtoMessage() {}
 
 func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3443,7 +3647,7 @@ func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapEnvSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ConfigMapEnvSource) GetName() string {
@@ -3473,7 +3677,7 @@ type SecretEnvSource struct {
 
 func (x *SecretEnvSource) Reset() {
 	*x = SecretEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3485,7 +3689,7 @@ func (x *SecretEnvSource) String() string {
 func (*SecretEnvSource) ProtoMessage() {}
 
 func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3498,7 +3702,7 @@ func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretEnvSource.ProtoReflect.Descriptor instead.
 func (*SecretEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SecretEnvSource) GetName() string {
@@ -3536,7 +3740,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3548,7 +3752,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3561,7 +3765,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -3614,7 +3818,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3626,7 +3830,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3639,7 +3843,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -3681,7 +3885,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3693,7 +3897,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3706,7 +3910,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -3770,7 +3974,7 @@ type Lifecycle struct {
 
 func (x *Lifecycle) Reset() {
 	*x = Lifecycle{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3782,7 +3986,7 @@ func (x *Lifecycle) String() string {
 func (*Lifecycle) ProtoMessage() {}
 
 func (x *Lifecycle) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3795,7 +3999,7 @@ func (x *Lifecycle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lifecycle.ProtoReflect.Descriptor instead.
 func (*Lifecycle) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{49}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Lifecycle) GetPostStart() *LifecycleHandler {
@@ -3836,7 +4040,7 @@ type LifecycleHandler struct {
 
 func (x *LifecycleHandler) Reset() {
 	*x = LifecycleHandler{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[50]
+	mi := &file_podsync_v1_pod_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3848,7 +4052,7 @@ func (x *LifecycleHandler) String() string {
 func (*LifecycleHandler) ProtoMessage() {}
 
 func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[50]
+	mi := &file_podsync_v1_pod_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3861,7 +4065,7 @@ func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LifecycleHandler.ProtoReflect.Descriptor instead.
 func (*LifecycleHandler) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{50}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *LifecycleHandler) GetExec() *ExecAction {
@@ -3896,7 +4100,7 @@ type SleepAction struct {
 
 func (x *SleepAction) Reset() {
 	*x = SleepAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[51]
+	mi := &file_podsync_v1_pod_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3908,7 +4112,7 @@ func (x *SleepAction) String() string {
 func (*SleepAction) ProtoMessage() {}
 
 func (x *SleepAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[51]
+	mi := &file_podsync_v1_pod_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3921,7 +4125,7 @@ func (x *SleepAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SleepAction.ProtoReflect.Descriptor instead.
 func (*SleepAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{51}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *SleepAction) GetSeconds() int64 {
@@ -3942,7 +4146,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[52]
+	mi := &file_podsync_v1_pod_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3954,7 +4158,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[52]
+	mi := &file_podsync_v1_pod_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3967,7 +4171,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{52}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -4008,7 +4212,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[53]
+	mi := &file_podsync_v1_pod_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4020,7 +4224,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[53]
+	mi := &file_podsync_v1_pod_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4033,7 +4237,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{53}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -4124,7 +4328,7 @@ type GRPCAction struct {
 
 func (x *GRPCAction) Reset() {
 	*x = GRPCAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[54]
+	mi := &file_podsync_v1_pod_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4136,7 +4340,7 @@ func (x *GRPCAction) String() string {
 func (*GRPCAction) ProtoMessage() {}
 
 func (x *GRPCAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[54]
+	mi := &file_podsync_v1_pod_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4149,7 +4353,7 @@ func (x *GRPCAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GRPCAction.ProtoReflect.Descriptor instead.
 func (*GRPCAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{54}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GRPCAction) GetPort() int32 {
@@ -4193,7 +4397,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[55]
+	mi := &file_podsync_v1_pod_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4205,7 +4409,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[55]
+	mi := &file_podsync_v1_pod_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4218,7 +4422,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{55}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -4269,7 +4473,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[56]
+	mi := &file_podsync_v1_pod_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4281,7 +4485,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[56]
+	mi := &file_podsync_v1_pod_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4294,7 +4498,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{56}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -4325,7 +4529,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[57]
+	mi := &file_podsync_v1_pod_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4337,7 +4541,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[57]
+	mi := &file_podsync_v1_pod_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4350,7 +4554,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{57}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *TCPSocketAction) GetPort() *structpb.Value {
@@ -4401,7 +4605,7 @@ type SecurityContext struct {
 
 func (x *SecurityContext) Reset() {
 	*x = SecurityContext{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[58]
+	mi := &file_podsync_v1_pod_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4413,7 +4617,7 @@ func (x *SecurityContext) String() string {
 func (*SecurityContext) ProtoMessage() {}
 
 func (x *SecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[58]
+	mi := &file_podsync_v1_pod_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4426,7 +4630,7 @@ func (x *SecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityContext.ProtoReflect.Descriptor instead.
 func (*SecurityContext) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{58}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SecurityContext) GetPrivileged() bool {
@@ -4519,7 +4723,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[59]
+	mi := &file_podsync_v1_pod_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4531,7 +4735,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[59]
+	mi := &file_podsync_v1_pod_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4544,7 +4748,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{59}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Capabilities) GetAdd() []string {
@@ -4602,13 +4806,17 @@ type PodStatus struct {
 	// observed_generation counts the spec changes podsync has applied to the
 	// pod, starting at 1 (podsync).
 	ObservedGeneration int64 `protobuf:"varint,103,opt,name=observed_generation,json=observedGeneration,proto3" json:"observed_generation,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// ephemeral_container_statuses, in spec.ephemeral_containers order: a
+	// debug container waits until started, then shows its instance; one
+	// that exited stays terminated (never restarted).
+	EphemeralContainerStatuses []*ContainerStatus `protobuf:"bytes,120,rep,name=ephemeral_container_statuses,json=ephemeralContainerStatuses,proto3" json:"ephemeral_container_statuses,omitempty"`
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
 }
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[60]
+	mi := &file_podsync_v1_pod_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4620,7 +4828,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[60]
+	mi := &file_podsync_v1_pod_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4633,7 +4841,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{60}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -4748,6 +4956,13 @@ func (x *PodStatus) GetObservedGeneration() int64 {
 	return 0
 }
 
+func (x *PodStatus) GetEphemeralContainerStatuses() []*ContainerStatus {
+	if x != nil {
+		return x.EphemeralContainerStatuses
+	}
+	return nil
+}
+
 // PodIP is one address of a pod.
 type PodIP struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4759,7 +4974,7 @@ type PodIP struct {
 
 func (x *PodIP) Reset() {
 	*x = PodIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[61]
+	mi := &file_podsync_v1_pod_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4771,7 +4986,7 @@ func (x *PodIP) String() string {
 func (*PodIP) ProtoMessage() {}
 
 func (x *PodIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[61]
+	mi := &file_podsync_v1_pod_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4784,7 +4999,7 @@ func (x *PodIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodIP.ProtoReflect.Descriptor instead.
 func (*PodIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{61}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *PodIP) GetIp() string {
@@ -4805,7 +5020,7 @@ type HostIP struct {
 
 func (x *HostIP) Reset() {
 	*x = HostIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[62]
+	mi := &file_podsync_v1_pod_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4817,7 +5032,7 @@ func (x *HostIP) String() string {
 func (*HostIP) ProtoMessage() {}
 
 func (x *HostIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[62]
+	mi := &file_podsync_v1_pod_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4830,7 +5045,7 @@ func (x *HostIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostIP.ProtoReflect.Descriptor instead.
 func (*HostIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{62}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *HostIP) GetIp() string {
@@ -4861,7 +5076,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[63]
+	mi := &file_podsync_v1_pod_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4873,7 +5088,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[63]
+	mi := &file_podsync_v1_pod_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4886,7 +5101,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{63}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *PodCondition) GetType() string {
@@ -4968,7 +5183,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[64]
+	mi := &file_podsync_v1_pod_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4980,7 +5195,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[64]
+	mi := &file_podsync_v1_pod_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4993,7 +5208,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{64}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -5088,7 +5303,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[65]
+	mi := &file_podsync_v1_pod_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5100,7 +5315,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[65]
+	mi := &file_podsync_v1_pod_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5113,7 +5328,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{65}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -5151,7 +5366,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[66]
+	mi := &file_podsync_v1_pod_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5163,7 +5378,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[66]
+	mi := &file_podsync_v1_pod_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5176,7 +5391,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{66}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -5204,7 +5419,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[67]
+	mi := &file_podsync_v1_pod_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5216,7 +5431,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[67]
+	mi := &file_podsync_v1_pod_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5229,7 +5444,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{67}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -5262,7 +5477,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[68]
+	mi := &file_podsync_v1_pod_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5274,7 +5489,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[68]
+	mi := &file_podsync_v1_pod_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5287,7 +5502,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{68}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -5365,7 +5580,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[69]
+	mi := &file_podsync_v1_pod_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5377,7 +5592,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[69]
+	mi := &file_podsync_v1_pod_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5390,7 +5605,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{69}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ConfigMap) GetApiVersion() string {
@@ -5461,7 +5676,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[70]
+	mi := &file_podsync_v1_pod_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5473,7 +5688,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[70]
+	mi := &file_podsync_v1_pod_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5486,7 +5701,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{70}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *Secret) GetApiVersion() string {
@@ -5568,7 +5783,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B \n" +
-	"\x1e_deletion_grace_period_seconds\"\xe3\r\n" +
+	"\x1e_deletion_grace_period_seconds\"\xb6\x0e\n" +
 	"\aPodSpec\x125\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x15.podsync.v1.ContainerR\n" +
@@ -5605,7 +5820,8 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\tresources\x18T \x01(\v2 .podsync.v1.ResourceRequirementsR\tresources\x12\x1f\n" +
 	"\bpriority\x18U \x01(\x05H\x06R\bpriority\x88\x01\x01\x12.\n" +
 	"\x13priority_class_name\x18V \x01(\tR\x11priorityClassName\x12N\n" +
-	"\x12image_pull_secrets\x18W \x03(\v2 .podsync.v1.LocalObjectReferenceR\x10imagePullSecrets\x1a?\n" +
+	"\x12image_pull_secrets\x18W \x03(\v2 .podsync.v1.LocalObjectReferenceR\x10imagePullSecrets\x12Q\n" +
+	"\x14ephemeral_containers\x18x \x03(\v2\x1e.podsync.v1.EphemeralContainerR\x13ephemeralContainers\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B#\n" +
@@ -5615,7 +5831,26 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x18_share_process_namespaceB\r\n" +
 	"\v_host_usersB\x17\n" +
 	"\x15_set_hostname_as_fqdnB\v\n" +
-	"\t_priority\"\x1b\n" +
+	"\t_priority\"\x8e\x05\n" +
+	"\x12EphemeralContainer\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05image\x18\x02 \x01(\tR\x05image\x12*\n" +
+	"\x11image_pull_policy\x18\x03 \x01(\tR\x0fimagePullPolicy\x12\x18\n" +
+	"\acommand\x18\x04 \x03(\tR\acommand\x12\x12\n" +
+	"\x04args\x18\x05 \x03(\tR\x04args\x12\x1f\n" +
+	"\vworking_dir\x18\x06 \x01(\tR\n" +
+	"workingDir\x12$\n" +
+	"\x03env\x18\a \x03(\v2\x12.podsync.v1.EnvVarR\x03env\x124\n" +
+	"\benv_from\x18\b \x03(\v2\x19.podsync.v1.EnvFromSourceR\aenvFrom\x12<\n" +
+	"\rvolume_mounts\x18\v \x03(\v2\x17.podsync.v1.VolumeMountR\fvolumeMounts\x128\n" +
+	"\x18termination_message_path\x18\x10 \x01(\tR\x16terminationMessagePath\x12<\n" +
+	"\x1atermination_message_policy\x18\x11 \x01(\tR\x18terminationMessagePolicy\x12F\n" +
+	"\x10security_context\x18\x12 \x01(\v2\x1b.podsync.v1.SecurityContextR\x0fsecurityContext\x12\x14\n" +
+	"\x05stdin\x18\x14 \x01(\bR\x05stdin\x12\x10\n" +
+	"\x03tty\x18\x15 \x01(\bR\x03tty\x12\x1d\n" +
+	"\n" +
+	"stdin_once\x18< \x01(\bR\tstdinOnce\x122\n" +
+	"\x15target_container_name\x18d \x01(\tR\x13targetContainerName\"\x1b\n" +
 	"\x05PodOS\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"*\n" +
 	"\x14LocalObjectReference\x12\x12\n" +
@@ -5942,7 +6177,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\v_proc_mount\"4\n" +
 	"\fCapabilities\x12\x10\n" +
 	"\x03add\x18\x01 \x03(\tR\x03add\x12\x12\n" +
-	"\x04drop\x18\x02 \x03(\tR\x04drop\"\xa7\x05\n" +
+	"\x04drop\x18\x02 \x03(\tR\x04drop\"\x86\x06\n" +
 	"\tPodStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x128\n" +
 	"\n" +
@@ -5964,7 +6199,8 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"sandbox_id\x18d \x01(\tR\tsandboxID\x12'\n" +
 	"\x0fsandbox_attempt\x18e \x01(\rR\x0esandboxAttempt\x12\x1b\n" +
 	"\tnode_name\x18f \x01(\tR\bnodeName\x12/\n" +
-	"\x13observed_generation\x18g \x01(\x03R\x12observedGeneration\"\x17\n" +
+	"\x13observed_generation\x18g \x01(\x03R\x12observedGeneration\x12]\n" +
+	"\x1cephemeral_container_statuses\x18x \x03(\v2\x1b.podsync.v1.ContainerStatusR\x1aephemeralContainerStatuses\"\x17\n" +
 	"\x05PodIP\x12\x0e\n" +
 	"\x02ip\x18\x01 \x01(\tR\x02ip\"\x18\n" +
 	"\x06HostIP\x12\x0e\n" +
@@ -6068,213 +6304,220 @@ func file_podsync_v1_pod_proto_rawDescGZIP() []byte {
 	return file_podsync_v1_pod_proto_rawDescData
 }
 
-var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
+var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
 var file_podsync_v1_pod_proto_goTypes = []any{
 	(*Pod)(nil),                               // 0: podsync.v1.Pod
 	(*ObjectMeta)(nil),                        // 1: podsync.v1.ObjectMeta
 	(*PodSpec)(nil),                           // 2: podsync.v1.PodSpec
-	(*PodOS)(nil),                             // 3: podsync.v1.PodOS
-	(*LocalObjectReference)(nil),              // 4: podsync.v1.LocalObjectReference
-	(*Toleration)(nil),                        // 5: podsync.v1.Toleration
-	(*Affinity)(nil),                          // 6: podsync.v1.Affinity
-	(*NodeAffinity)(nil),                      // 7: podsync.v1.NodeAffinity
-	(*NodeSelector)(nil),                      // 8: podsync.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),                  // 9: podsync.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),           // 10: podsync.v1.NodeSelectorRequirement
-	(*PreferredSchedulingTerm)(nil),           // 11: podsync.v1.PreferredSchedulingTerm
-	(*PodDNSConfig)(nil),                      // 12: podsync.v1.PodDNSConfig
-	(*PodDNSConfigOption)(nil),                // 13: podsync.v1.PodDNSConfigOption
-	(*HostAlias)(nil),                         // 14: podsync.v1.HostAlias
-	(*PodSecurityContext)(nil),                // 15: podsync.v1.PodSecurityContext
-	(*SeccompProfile)(nil),                    // 16: podsync.v1.SeccompProfile
-	(*AppArmorProfile)(nil),                   // 17: podsync.v1.AppArmorProfile
-	(*SELinuxOptions)(nil),                    // 18: podsync.v1.SELinuxOptions
-	(*Sysctl)(nil),                            // 19: podsync.v1.Sysctl
-	(*Volume)(nil),                            // 20: podsync.v1.Volume
-	(*DownwardAPIVolumeSource)(nil),           // 21: podsync.v1.DownwardAPIVolumeSource
-	(*DownwardAPIVolumeFile)(nil),             // 22: podsync.v1.DownwardAPIVolumeFile
-	(*ResourceFieldSelector)(nil),             // 23: podsync.v1.ResourceFieldSelector
-	(*ProjectedVolumeSource)(nil),             // 24: podsync.v1.ProjectedVolumeSource
-	(*VolumeProjection)(nil),                  // 25: podsync.v1.VolumeProjection
-	(*ConfigMapProjection)(nil),               // 26: podsync.v1.ConfigMapProjection
-	(*SecretProjection)(nil),                  // 27: podsync.v1.SecretProjection
-	(*DownwardAPIProjection)(nil),             // 28: podsync.v1.DownwardAPIProjection
-	(*PersistentVolumeClaimVolumeSource)(nil), // 29: podsync.v1.PersistentVolumeClaimVolumeSource
-	(*ImageVolumeSource)(nil),                 // 30: podsync.v1.ImageVolumeSource
-	(*EmptyDirVolumeSource)(nil),              // 31: podsync.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),              // 32: podsync.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                         // 33: podsync.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),             // 34: podsync.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),                // 35: podsync.v1.SecretVolumeSource
-	(*Container)(nil),                         // 36: podsync.v1.Container
-	(*ContainerResizePolicy)(nil),             // 37: podsync.v1.ContainerResizePolicy
-	(*EnvVar)(nil),                            // 38: podsync.v1.EnvVar
-	(*EnvVarSource)(nil),                      // 39: podsync.v1.EnvVarSource
-	(*ObjectFieldSelector)(nil),               // 40: podsync.v1.ObjectFieldSelector
-	(*ConfigMapKeySelector)(nil),              // 41: podsync.v1.ConfigMapKeySelector
-	(*SecretKeySelector)(nil),                 // 42: podsync.v1.SecretKeySelector
-	(*EnvFromSource)(nil),                     // 43: podsync.v1.EnvFromSource
-	(*ConfigMapEnvSource)(nil),                // 44: podsync.v1.ConfigMapEnvSource
-	(*SecretEnvSource)(nil),                   // 45: podsync.v1.SecretEnvSource
-	(*ContainerPort)(nil),                     // 46: podsync.v1.ContainerPort
-	(*ResourceRequirements)(nil),              // 47: podsync.v1.ResourceRequirements
-	(*VolumeMount)(nil),                       // 48: podsync.v1.VolumeMount
-	(*Lifecycle)(nil),                         // 49: podsync.v1.Lifecycle
-	(*LifecycleHandler)(nil),                  // 50: podsync.v1.LifecycleHandler
-	(*SleepAction)(nil),                       // 51: podsync.v1.SleepAction
-	(*ExecAction)(nil),                        // 52: podsync.v1.ExecAction
-	(*Probe)(nil),                             // 53: podsync.v1.Probe
-	(*GRPCAction)(nil),                        // 54: podsync.v1.GRPCAction
-	(*HTTPGetAction)(nil),                     // 55: podsync.v1.HTTPGetAction
-	(*HTTPHeader)(nil),                        // 56: podsync.v1.HTTPHeader
-	(*TCPSocketAction)(nil),                   // 57: podsync.v1.TCPSocketAction
-	(*SecurityContext)(nil),                   // 58: podsync.v1.SecurityContext
-	(*Capabilities)(nil),                      // 59: podsync.v1.Capabilities
-	(*PodStatus)(nil),                         // 60: podsync.v1.PodStatus
-	(*PodIP)(nil),                             // 61: podsync.v1.PodIP
-	(*HostIP)(nil),                            // 62: podsync.v1.HostIP
-	(*PodCondition)(nil),                      // 63: podsync.v1.PodCondition
-	(*ContainerStatus)(nil),                   // 64: podsync.v1.ContainerStatus
-	(*ContainerState)(nil),                    // 65: podsync.v1.ContainerState
-	(*ContainerStateWaiting)(nil),             // 66: podsync.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),             // 67: podsync.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),          // 68: podsync.v1.ContainerStateTerminated
-	(*ConfigMap)(nil),                         // 69: podsync.v1.ConfigMap
-	(*Secret)(nil),                            // 70: podsync.v1.Secret
-	nil,                                       // 71: podsync.v1.ObjectMeta.LabelsEntry
-	nil,                                       // 72: podsync.v1.ObjectMeta.AnnotationsEntry
-	nil,                                       // 73: podsync.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 74: podsync.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 75: podsync.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 76: podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	nil,                                       // 77: podsync.v1.ConfigMap.DataEntry
-	nil,                                       // 78: podsync.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 79: podsync.v1.Secret.DataEntry
-	nil,                                       // 80: podsync.v1.Secret.StringDataEntry
-	(*timestamppb.Timestamp)(nil),             // 81: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),                   // 82: google.protobuf.Struct
-	(*structpb.Value)(nil),                    // 83: google.protobuf.Value
+	(*EphemeralContainer)(nil),                // 3: podsync.v1.EphemeralContainer
+	(*PodOS)(nil),                             // 4: podsync.v1.PodOS
+	(*LocalObjectReference)(nil),              // 5: podsync.v1.LocalObjectReference
+	(*Toleration)(nil),                        // 6: podsync.v1.Toleration
+	(*Affinity)(nil),                          // 7: podsync.v1.Affinity
+	(*NodeAffinity)(nil),                      // 8: podsync.v1.NodeAffinity
+	(*NodeSelector)(nil),                      // 9: podsync.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 10: podsync.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),           // 11: podsync.v1.NodeSelectorRequirement
+	(*PreferredSchedulingTerm)(nil),           // 12: podsync.v1.PreferredSchedulingTerm
+	(*PodDNSConfig)(nil),                      // 13: podsync.v1.PodDNSConfig
+	(*PodDNSConfigOption)(nil),                // 14: podsync.v1.PodDNSConfigOption
+	(*HostAlias)(nil),                         // 15: podsync.v1.HostAlias
+	(*PodSecurityContext)(nil),                // 16: podsync.v1.PodSecurityContext
+	(*SeccompProfile)(nil),                    // 17: podsync.v1.SeccompProfile
+	(*AppArmorProfile)(nil),                   // 18: podsync.v1.AppArmorProfile
+	(*SELinuxOptions)(nil),                    // 19: podsync.v1.SELinuxOptions
+	(*Sysctl)(nil),                            // 20: podsync.v1.Sysctl
+	(*Volume)(nil),                            // 21: podsync.v1.Volume
+	(*DownwardAPIVolumeSource)(nil),           // 22: podsync.v1.DownwardAPIVolumeSource
+	(*DownwardAPIVolumeFile)(nil),             // 23: podsync.v1.DownwardAPIVolumeFile
+	(*ResourceFieldSelector)(nil),             // 24: podsync.v1.ResourceFieldSelector
+	(*ProjectedVolumeSource)(nil),             // 25: podsync.v1.ProjectedVolumeSource
+	(*VolumeProjection)(nil),                  // 26: podsync.v1.VolumeProjection
+	(*ConfigMapProjection)(nil),               // 27: podsync.v1.ConfigMapProjection
+	(*SecretProjection)(nil),                  // 28: podsync.v1.SecretProjection
+	(*DownwardAPIProjection)(nil),             // 29: podsync.v1.DownwardAPIProjection
+	(*PersistentVolumeClaimVolumeSource)(nil), // 30: podsync.v1.PersistentVolumeClaimVolumeSource
+	(*ImageVolumeSource)(nil),                 // 31: podsync.v1.ImageVolumeSource
+	(*EmptyDirVolumeSource)(nil),              // 32: podsync.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),              // 33: podsync.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                         // 34: podsync.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),             // 35: podsync.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),                // 36: podsync.v1.SecretVolumeSource
+	(*Container)(nil),                         // 37: podsync.v1.Container
+	(*ContainerResizePolicy)(nil),             // 38: podsync.v1.ContainerResizePolicy
+	(*EnvVar)(nil),                            // 39: podsync.v1.EnvVar
+	(*EnvVarSource)(nil),                      // 40: podsync.v1.EnvVarSource
+	(*ObjectFieldSelector)(nil),               // 41: podsync.v1.ObjectFieldSelector
+	(*ConfigMapKeySelector)(nil),              // 42: podsync.v1.ConfigMapKeySelector
+	(*SecretKeySelector)(nil),                 // 43: podsync.v1.SecretKeySelector
+	(*EnvFromSource)(nil),                     // 44: podsync.v1.EnvFromSource
+	(*ConfigMapEnvSource)(nil),                // 45: podsync.v1.ConfigMapEnvSource
+	(*SecretEnvSource)(nil),                   // 46: podsync.v1.SecretEnvSource
+	(*ContainerPort)(nil),                     // 47: podsync.v1.ContainerPort
+	(*ResourceRequirements)(nil),              // 48: podsync.v1.ResourceRequirements
+	(*VolumeMount)(nil),                       // 49: podsync.v1.VolumeMount
+	(*Lifecycle)(nil),                         // 50: podsync.v1.Lifecycle
+	(*LifecycleHandler)(nil),                  // 51: podsync.v1.LifecycleHandler
+	(*SleepAction)(nil),                       // 52: podsync.v1.SleepAction
+	(*ExecAction)(nil),                        // 53: podsync.v1.ExecAction
+	(*Probe)(nil),                             // 54: podsync.v1.Probe
+	(*GRPCAction)(nil),                        // 55: podsync.v1.GRPCAction
+	(*HTTPGetAction)(nil),                     // 56: podsync.v1.HTTPGetAction
+	(*HTTPHeader)(nil),                        // 57: podsync.v1.HTTPHeader
+	(*TCPSocketAction)(nil),                   // 58: podsync.v1.TCPSocketAction
+	(*SecurityContext)(nil),                   // 59: podsync.v1.SecurityContext
+	(*Capabilities)(nil),                      // 60: podsync.v1.Capabilities
+	(*PodStatus)(nil),                         // 61: podsync.v1.PodStatus
+	(*PodIP)(nil),                             // 62: podsync.v1.PodIP
+	(*HostIP)(nil),                            // 63: podsync.v1.HostIP
+	(*PodCondition)(nil),                      // 64: podsync.v1.PodCondition
+	(*ContainerStatus)(nil),                   // 65: podsync.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 66: podsync.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 67: podsync.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 68: podsync.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 69: podsync.v1.ContainerStateTerminated
+	(*ConfigMap)(nil),                         // 70: podsync.v1.ConfigMap
+	(*Secret)(nil),                            // 71: podsync.v1.Secret
+	nil,                                       // 72: podsync.v1.ObjectMeta.LabelsEntry
+	nil,                                       // 73: podsync.v1.ObjectMeta.AnnotationsEntry
+	nil,                                       // 74: podsync.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 75: podsync.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 76: podsync.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 77: podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                                       // 78: podsync.v1.ConfigMap.DataEntry
+	nil,                                       // 79: podsync.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 80: podsync.v1.Secret.DataEntry
+	nil,                                       // 81: podsync.v1.Secret.StringDataEntry
+	(*timestamppb.Timestamp)(nil),             // 82: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),                   // 83: google.protobuf.Struct
+	(*structpb.Value)(nil),                    // 84: google.protobuf.Value
 }
 var file_podsync_v1_pod_proto_depIdxs = []int32{
 	1,   // 0: podsync.v1.Pod.metadata:type_name -> podsync.v1.ObjectMeta
 	2,   // 1: podsync.v1.Pod.spec:type_name -> podsync.v1.PodSpec
-	60,  // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
-	71,  // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
-	72,  // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
-	81,  // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	81,  // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
-	36,  // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
-	36,  // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
-	12,  // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
-	14,  // 10: podsync.v1.PodSpec.host_aliases:type_name -> podsync.v1.HostAlias
-	20,  // 11: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
-	15,  // 12: podsync.v1.PodSpec.security_context:type_name -> podsync.v1.PodSecurityContext
-	73,  // 13: podsync.v1.PodSpec.node_selector:type_name -> podsync.v1.PodSpec.NodeSelectorEntry
-	5,   // 14: podsync.v1.PodSpec.tolerations:type_name -> podsync.v1.Toleration
-	6,   // 15: podsync.v1.PodSpec.affinity:type_name -> podsync.v1.Affinity
-	82,  // 16: podsync.v1.PodSpec.topology_spread_constraints:type_name -> google.protobuf.Struct
-	3,   // 17: podsync.v1.PodSpec.os:type_name -> podsync.v1.PodOS
-	47,  // 18: podsync.v1.PodSpec.resources:type_name -> podsync.v1.ResourceRequirements
-	4,   // 19: podsync.v1.PodSpec.image_pull_secrets:type_name -> podsync.v1.LocalObjectReference
-	7,   // 20: podsync.v1.Affinity.node_affinity:type_name -> podsync.v1.NodeAffinity
-	82,  // 21: podsync.v1.Affinity.pod_affinity:type_name -> google.protobuf.Struct
-	82,  // 22: podsync.v1.Affinity.pod_anti_affinity:type_name -> google.protobuf.Struct
-	8,   // 23: podsync.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podsync.v1.NodeSelector
-	11,  // 24: podsync.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podsync.v1.PreferredSchedulingTerm
-	9,   // 25: podsync.v1.NodeSelector.node_selector_terms:type_name -> podsync.v1.NodeSelectorTerm
-	10,  // 26: podsync.v1.NodeSelectorTerm.match_expressions:type_name -> podsync.v1.NodeSelectorRequirement
-	10,  // 27: podsync.v1.NodeSelectorTerm.match_fields:type_name -> podsync.v1.NodeSelectorRequirement
-	9,   // 28: podsync.v1.PreferredSchedulingTerm.preference:type_name -> podsync.v1.NodeSelectorTerm
-	13,  // 29: podsync.v1.PodDNSConfig.options:type_name -> podsync.v1.PodDNSConfigOption
-	19,  // 30: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
-	18,  // 31: podsync.v1.PodSecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
-	16,  // 32: podsync.v1.PodSecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
-	17,  // 33: podsync.v1.PodSecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
-	31,  // 34: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
-	32,  // 35: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
-	34,  // 36: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
-	35,  // 37: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
-	21,  // 38: podsync.v1.Volume.downward_api:type_name -> podsync.v1.DownwardAPIVolumeSource
-	24,  // 39: podsync.v1.Volume.projected:type_name -> podsync.v1.ProjectedVolumeSource
-	29,  // 40: podsync.v1.Volume.persistent_volume_claim:type_name -> podsync.v1.PersistentVolumeClaimVolumeSource
-	30,  // 41: podsync.v1.Volume.image:type_name -> podsync.v1.ImageVolumeSource
-	22,  // 42: podsync.v1.DownwardAPIVolumeSource.items:type_name -> podsync.v1.DownwardAPIVolumeFile
-	40,  // 43: podsync.v1.DownwardAPIVolumeFile.field_ref:type_name -> podsync.v1.ObjectFieldSelector
-	23,  // 44: podsync.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
-	25,  // 45: podsync.v1.ProjectedVolumeSource.sources:type_name -> podsync.v1.VolumeProjection
-	26,  // 46: podsync.v1.VolumeProjection.config_map:type_name -> podsync.v1.ConfigMapProjection
-	27,  // 47: podsync.v1.VolumeProjection.secret:type_name -> podsync.v1.SecretProjection
-	28,  // 48: podsync.v1.VolumeProjection.downward_api:type_name -> podsync.v1.DownwardAPIProjection
-	33,  // 49: podsync.v1.ConfigMapProjection.items:type_name -> podsync.v1.KeyToPath
-	33,  // 50: podsync.v1.SecretProjection.items:type_name -> podsync.v1.KeyToPath
-	22,  // 51: podsync.v1.DownwardAPIProjection.items:type_name -> podsync.v1.DownwardAPIVolumeFile
-	33,  // 52: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	33,  // 53: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	38,  // 54: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
-	43,  // 55: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
-	46,  // 56: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
-	47,  // 57: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
-	48,  // 58: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
-	49,  // 59: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
-	53,  // 60: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
-	53,  // 61: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
-	53,  // 62: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
-	58,  // 63: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
-	37,  // 64: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
-	39,  // 65: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
-	40,  // 66: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
-	41,  // 67: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
-	42,  // 68: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
-	23,  // 69: podsync.v1.EnvVarSource.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
-	44,  // 70: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
-	45,  // 71: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
-	74,  // 72: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
-	75,  // 73: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
-	50,  // 74: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
-	50,  // 75: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
-	52,  // 76: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
-	55,  // 77: podsync.v1.LifecycleHandler.http_get:type_name -> podsync.v1.HTTPGetAction
-	51,  // 78: podsync.v1.LifecycleHandler.sleep:type_name -> podsync.v1.SleepAction
-	52,  // 79: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
-	55,  // 80: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
-	57,  // 81: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
-	54,  // 82: podsync.v1.Probe.grpc:type_name -> podsync.v1.GRPCAction
-	83,  // 83: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
-	56,  // 84: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
-	83,  // 85: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
-	59,  // 86: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
-	18,  // 87: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
-	16,  // 88: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
-	17,  // 89: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
-	63,  // 90: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
-	61,  // 91: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
-	81,  // 92: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	64,  // 93: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
-	64,  // 94: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
-	62,  // 95: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
-	81,  // 96: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	81,  // 97: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	65,  // 98: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
-	65,  // 99: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
-	47,  // 100: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
-	76,  // 101: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	66,  // 102: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
-	67,  // 103: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
-	68,  // 104: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
-	81,  // 105: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	81,  // 106: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	81,  // 107: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	1,   // 108: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
-	77,  // 109: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
-	78,  // 110: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
-	1,   // 111: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
-	79,  // 112: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
-	80,  // 113: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
-	114, // [114:114] is the sub-list for method output_type
-	114, // [114:114] is the sub-list for method input_type
-	114, // [114:114] is the sub-list for extension type_name
-	114, // [114:114] is the sub-list for extension extendee
-	0,   // [0:114] is the sub-list for field type_name
+	61,  // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
+	72,  // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
+	73,  // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
+	82,  // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	82,  // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	37,  // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
+	37,  // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
+	13,  // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
+	15,  // 10: podsync.v1.PodSpec.host_aliases:type_name -> podsync.v1.HostAlias
+	21,  // 11: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
+	16,  // 12: podsync.v1.PodSpec.security_context:type_name -> podsync.v1.PodSecurityContext
+	74,  // 13: podsync.v1.PodSpec.node_selector:type_name -> podsync.v1.PodSpec.NodeSelectorEntry
+	6,   // 14: podsync.v1.PodSpec.tolerations:type_name -> podsync.v1.Toleration
+	7,   // 15: podsync.v1.PodSpec.affinity:type_name -> podsync.v1.Affinity
+	83,  // 16: podsync.v1.PodSpec.topology_spread_constraints:type_name -> google.protobuf.Struct
+	4,   // 17: podsync.v1.PodSpec.os:type_name -> podsync.v1.PodOS
+	48,  // 18: podsync.v1.PodSpec.resources:type_name -> podsync.v1.ResourceRequirements
+	5,   // 19: podsync.v1.PodSpec.image_pull_secrets:type_name -> podsync.v1.LocalObjectReference
+	3,   // 20: podsync.v1.PodSpec.ephemeral_containers:type_name -> podsync.v1.EphemeralContainer
+	39,  // 21: podsync.v1.EphemeralContainer.env:type_name -> podsync.v1.EnvVar
+	44,  // 22: podsync.v1.EphemeralContainer.env_from:type_name -> podsync.v1.EnvFromSource
+	49,  // 23: podsync.v1.EphemeralContainer.volume_mounts:type_name -> podsync.v1.VolumeMount
+	59,  // 24: podsync.v1.EphemeralContainer.security_context:type_name -> podsync.v1.SecurityContext
+	8,   // 25: podsync.v1.Affinity.node_affinity:type_name -> podsync.v1.NodeAffinity
+	83,  // 26: podsync.v1.Affinity.pod_affinity:type_name -> google.protobuf.Struct
+	83,  // 27: podsync.v1.Affinity.pod_anti_affinity:type_name -> google.protobuf.Struct
+	9,   // 28: podsync.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podsync.v1.NodeSelector
+	12,  // 29: podsync.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podsync.v1.PreferredSchedulingTerm
+	10,  // 30: podsync.v1.NodeSelector.node_selector_terms:type_name -> podsync.v1.NodeSelectorTerm
+	11,  // 31: podsync.v1.NodeSelectorTerm.match_expressions:type_name -> podsync.v1.NodeSelectorRequirement
+	11,  // 32: podsync.v1.NodeSelectorTerm.match_fields:type_name -> podsync.v1.NodeSelectorRequirement
+	10,  // 33: podsync.v1.PreferredSchedulingTerm.preference:type_name -> podsync.v1.NodeSelectorTerm
+	14,  // 34: podsync.v1.PodDNSConfig.options:type_name -> podsync.v1.PodDNSConfigOption
+	20,  // 35: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
+	19,  // 36: podsync.v1.PodSecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	17,  // 37: podsync.v1.PodSecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	18,  // 38: podsync.v1.PodSecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	32,  // 39: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
+	33,  // 40: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
+	35,  // 41: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
+	36,  // 42: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
+	22,  // 43: podsync.v1.Volume.downward_api:type_name -> podsync.v1.DownwardAPIVolumeSource
+	25,  // 44: podsync.v1.Volume.projected:type_name -> podsync.v1.ProjectedVolumeSource
+	30,  // 45: podsync.v1.Volume.persistent_volume_claim:type_name -> podsync.v1.PersistentVolumeClaimVolumeSource
+	31,  // 46: podsync.v1.Volume.image:type_name -> podsync.v1.ImageVolumeSource
+	23,  // 47: podsync.v1.DownwardAPIVolumeSource.items:type_name -> podsync.v1.DownwardAPIVolumeFile
+	41,  // 48: podsync.v1.DownwardAPIVolumeFile.field_ref:type_name -> podsync.v1.ObjectFieldSelector
+	24,  // 49: podsync.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
+	26,  // 50: podsync.v1.ProjectedVolumeSource.sources:type_name -> podsync.v1.VolumeProjection
+	27,  // 51: podsync.v1.VolumeProjection.config_map:type_name -> podsync.v1.ConfigMapProjection
+	28,  // 52: podsync.v1.VolumeProjection.secret:type_name -> podsync.v1.SecretProjection
+	29,  // 53: podsync.v1.VolumeProjection.downward_api:type_name -> podsync.v1.DownwardAPIProjection
+	34,  // 54: podsync.v1.ConfigMapProjection.items:type_name -> podsync.v1.KeyToPath
+	34,  // 55: podsync.v1.SecretProjection.items:type_name -> podsync.v1.KeyToPath
+	23,  // 56: podsync.v1.DownwardAPIProjection.items:type_name -> podsync.v1.DownwardAPIVolumeFile
+	34,  // 57: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	34,  // 58: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	39,  // 59: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
+	44,  // 60: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
+	47,  // 61: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
+	48,  // 62: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
+	49,  // 63: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
+	50,  // 64: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
+	54,  // 65: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
+	54,  // 66: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
+	54,  // 67: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
+	59,  // 68: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
+	38,  // 69: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
+	40,  // 70: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
+	41,  // 71: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
+	42,  // 72: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
+	43,  // 73: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
+	24,  // 74: podsync.v1.EnvVarSource.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
+	45,  // 75: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
+	46,  // 76: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
+	75,  // 77: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
+	76,  // 78: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
+	51,  // 79: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
+	51,  // 80: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
+	53,  // 81: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
+	56,  // 82: podsync.v1.LifecycleHandler.http_get:type_name -> podsync.v1.HTTPGetAction
+	52,  // 83: podsync.v1.LifecycleHandler.sleep:type_name -> podsync.v1.SleepAction
+	53,  // 84: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
+	56,  // 85: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
+	58,  // 86: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
+	55,  // 87: podsync.v1.Probe.grpc:type_name -> podsync.v1.GRPCAction
+	84,  // 88: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
+	57,  // 89: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
+	84,  // 90: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
+	60,  // 91: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
+	19,  // 92: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	17,  // 93: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	18,  // 94: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	64,  // 95: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
+	62,  // 96: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
+	82,  // 97: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	65,  // 98: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
+	65,  // 99: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
+	63,  // 100: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
+	65,  // 101: podsync.v1.PodStatus.ephemeral_container_statuses:type_name -> podsync.v1.ContainerStatus
+	82,  // 102: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	82,  // 103: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	66,  // 104: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
+	66,  // 105: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
+	48,  // 106: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
+	77,  // 107: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	67,  // 108: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
+	68,  // 109: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
+	69,  // 110: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
+	82,  // 111: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	82,  // 112: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	82,  // 113: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	1,   // 114: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
+	78,  // 115: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
+	79,  // 116: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
+	1,   // 117: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
+	80,  // 118: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
+	81,  // 119: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
+	120, // [120:120] is the sub-list for method output_type
+	120, // [120:120] is the sub-list for method input_type
+	120, // [120:120] is the sub-list for extension type_name
+	120, // [120:120] is the sub-list for extension extendee
+	0,   // [0:120] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_proto_init() }
@@ -6284,40 +6527,40 @@ func file_podsync_v1_pod_proto_init() {
 	}
 	file_podsync_v1_pod_proto_msgTypes[1].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[2].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[5].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[13].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[15].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[6].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[14].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[16].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[17].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[21].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[18].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[22].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[24].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[26].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[23].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[25].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[27].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[32].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[28].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[33].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[34].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[35].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[36].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[41].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[37].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[42].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[44].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[43].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[45].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[48].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[46].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[49].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[53].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[50].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[54].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[58].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[64].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[69].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[55].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[59].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[65].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[70].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[71].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_proto_rawDesc), len(file_podsync_v1_pod_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   81,
+			NumMessages:   82,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

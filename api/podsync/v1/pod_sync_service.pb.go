@@ -3478,7 +3478,7 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"ObjectKind\x12\x1b\n" +
 	"\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16OBJECT_KIND_CONFIG_MAP\x10\x01\x12\x16\n" +
-	"\x12OBJECT_KIND_SECRET\x10\x022\xca\x0e\n" +
+	"\x12OBJECT_KIND_SECRET\x10\x022\xb8\x0f\n" +
 	"\x0ePodSyncService\x12D\n" +
 	"\aRunPods\x12\x1a.podsync.v1.RunPodsRequest\x1a\x1b.podsync.v1.RunPodsResponse0\x01\x12I\n" +
 	"\aSyncPod\x12\x1a.podsync.v1.SyncPodRequest\x1a\x1b.podsync.v1.SyncPodResponse\"\x03\x90\x02\x020\x01\x12G\n" +
@@ -3502,7 +3502,8 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x06Attach\x12\x19.podsync.v1.AttachRequest\x1a\x1a.podsync.v1.AttachResponse(\x010\x01\x12R\n" +
 	"\vPortForward\x12\x1e.podsync.v1.PortForwardRequest\x1a\x1f.podsync.v1.PortForwardResponse(\x010\x01\x12S\n" +
 	"\vGetPodStats\x12\x1e.podsync.v1.GetPodStatsRequest\x1a\x1f.podsync.v1.GetPodStatsResponse\"\x03\x90\x02\x01\x12V\n" +
-	"\fListPodStats\x12\x1f.podsync.v1.ListPodStatsRequest\x1a .podsync.v1.ListPodStatsResponse\"\x03\x90\x02\x01B\xa3\x01\n" +
+	"\fListPodStats\x12\x1f.podsync.v1.ListPodStatsRequest\x1a .podsync.v1.ListPodStatsResponse\"\x03\x90\x02\x01\x12l\n" +
+	"\x15AddEphemeralContainer\x12(.podsync.v1.AddEphemeralContainerRequest\x1a).podsync.v1.AddEphemeralContainerResponseB\xa3\x01\n" +
 	"\x0ecom.podsync.v1B\x13PodSyncServiceProtoP\x01Z3github.com/podsync/podsync/api/podsync/v1;podsyncv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Podsync.V1\xca\x02\n" +
 	"Podsync\\V1\xe2\x02\x16Podsync\\V1\\GPBMetadata\xea\x02\vPodsync::V1b\x06proto3"
@@ -3522,83 +3523,85 @@ func file_podsync_v1_pod_sync_service_proto_rawDescGZIP() []byte {
 var file_podsync_v1_pod_sync_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
-	(WaitFor)(0),                     // 0: podsync.v1.WaitFor
-	(AdmissionMode)(0),               // 1: podsync.v1.AdmissionMode
-	(ObjectKind)(0),                  // 2: podsync.v1.ObjectKind
-	(*RunPodsRequest)(nil),           // 3: podsync.v1.RunPodsRequest
-	(*RunPodsResponse)(nil),          // 4: podsync.v1.RunPodsResponse
-	(*PodStep)(nil),                  // 5: podsync.v1.PodStep
-	(*PodStatusUpdate)(nil),          // 6: podsync.v1.PodStatusUpdate
-	(*RunPodsSummary)(nil),           // 7: podsync.v1.RunPodsSummary
-	(*SyncPodRequest)(nil),           // 8: podsync.v1.SyncPodRequest
-	(*SyncPodResponse)(nil),          // 9: podsync.v1.SyncPodResponse
-	(*SyncPodResult)(nil),            // 10: podsync.v1.SyncPodResult
-	(*PlanPodRequest)(nil),           // 11: podsync.v1.PlanPodRequest
-	(*PlanPodResponse)(nil),          // 12: podsync.v1.PlanPodResponse
-	(*GetNodeRequest)(nil),           // 13: podsync.v1.GetNodeRequest
-	(*GetNodeResponse)(nil),          // 14: podsync.v1.GetNodeResponse
-	(*Node)(nil),                     // 15: podsync.v1.Node
-	(*Taint)(nil),                    // 16: podsync.v1.Taint
-	(*GetPodRequest)(nil),            // 17: podsync.v1.GetPodRequest
-	(*GetPodResponse)(nil),           // 18: podsync.v1.GetPodResponse
-	(*ListPodsRequest)(nil),          // 19: podsync.v1.ListPodsRequest
-	(*ListPodsResponse)(nil),         // 20: podsync.v1.ListPodsResponse
-	(*DeletePodRequest)(nil),         // 21: podsync.v1.DeletePodRequest
-	(*DeletePodResponse)(nil),        // 22: podsync.v1.DeletePodResponse
-	(*WatchPodsRequest)(nil),         // 23: podsync.v1.WatchPodsRequest
-	(*WatchPodsResponse)(nil),        // 24: podsync.v1.WatchPodsResponse
-	(*WatchSynced)(nil),              // 25: podsync.v1.WatchSynced
-	(*PodDeleted)(nil),               // 26: podsync.v1.PodDeleted
-	(*GetContainerLogsRequest)(nil),  // 27: podsync.v1.GetContainerLogsRequest
-	(*GetContainerLogsResponse)(nil), // 28: podsync.v1.GetContainerLogsResponse
-	(*ListVolumesRequest)(nil),       // 29: podsync.v1.ListVolumesRequest
-	(*ListVolumesResponse)(nil),      // 30: podsync.v1.ListVolumesResponse
-	(*NamedVolume)(nil),              // 31: podsync.v1.NamedVolume
-	(*CreateVolumeRequest)(nil),      // 32: podsync.v1.CreateVolumeRequest
-	(*CreateVolumeResponse)(nil),     // 33: podsync.v1.CreateVolumeResponse
-	(*DeleteVolumeRequest)(nil),      // 34: podsync.v1.DeleteVolumeRequest
-	(*DeleteVolumeResponse)(nil),     // 35: podsync.v1.DeleteVolumeResponse
-	(*ObjectRef)(nil),                // 36: podsync.v1.ObjectRef
-	(*Object)(nil),                   // 37: podsync.v1.Object
-	(*ApplyObjectsRequest)(nil),      // 38: podsync.v1.ApplyObjectsRequest
-	(*ApplyObjectsResponse)(nil),     // 39: podsync.v1.ApplyObjectsResponse
-	(*ObjectResult)(nil),             // 40: podsync.v1.ObjectResult
-	(*GetObjectRequest)(nil),         // 41: podsync.v1.GetObjectRequest
-	(*GetObjectResponse)(nil),        // 42: podsync.v1.GetObjectResponse
-	(*ListObjectsRequest)(nil),       // 43: podsync.v1.ListObjectsRequest
-	(*ListObjectsResponse)(nil),      // 44: podsync.v1.ListObjectsResponse
-	(*DeleteObjectRequest)(nil),      // 45: podsync.v1.DeleteObjectRequest
-	(*DeleteObjectResponse)(nil),     // 46: podsync.v1.DeleteObjectResponse
-	(*WatchObjectsRequest)(nil),      // 47: podsync.v1.WatchObjectsRequest
-	(*WatchObjectsResponse)(nil),     // 48: podsync.v1.WatchObjectsResponse
-	(*ObjectDeleted)(nil),            // 49: podsync.v1.ObjectDeleted
-	nil,                              // 50: podsync.v1.Node.LabelsEntry
-	nil,                              // 51: podsync.v1.Node.CapacityEntry
-	nil,                              // 52: podsync.v1.Node.AllocatableEntry
-	(*Pod)(nil),                      // 53: podsync.v1.Pod
-	(*ConfigMap)(nil),                // 54: podsync.v1.ConfigMap
-	(*Secret)(nil),                   // 55: podsync.v1.Secret
-	(*durationpb.Duration)(nil),      // 56: google.protobuf.Duration
-	(*PodRef)(nil),                   // 57: podsync.v1.PodRef
-	(*SyncStep)(nil),                 // 58: podsync.v1.SyncStep
-	(*PodStatus)(nil),                // 59: podsync.v1.PodStatus
-	(*PodResult)(nil),                // 60: podsync.v1.PodResult
-	(*timestamppb.Timestamp)(nil),    // 61: google.protobuf.Timestamp
-	(*PodPlan)(nil),                  // 62: podsync.v1.PodPlan
-	(*PodEvent)(nil),                 // 63: podsync.v1.PodEvent
-	(*LogLine)(nil),                  // 64: podsync.v1.LogLine
-	(*ExecSyncRequest)(nil),          // 65: podsync.v1.ExecSyncRequest
-	(*ExecRequest)(nil),              // 66: podsync.v1.ExecRequest
-	(*AttachRequest)(nil),            // 67: podsync.v1.AttachRequest
-	(*PortForwardRequest)(nil),       // 68: podsync.v1.PortForwardRequest
-	(*GetPodStatsRequest)(nil),       // 69: podsync.v1.GetPodStatsRequest
-	(*ListPodStatsRequest)(nil),      // 70: podsync.v1.ListPodStatsRequest
-	(*ExecSyncResponse)(nil),         // 71: podsync.v1.ExecSyncResponse
-	(*ExecResponse)(nil),             // 72: podsync.v1.ExecResponse
-	(*AttachResponse)(nil),           // 73: podsync.v1.AttachResponse
-	(*PortForwardResponse)(nil),      // 74: podsync.v1.PortForwardResponse
-	(*GetPodStatsResponse)(nil),      // 75: podsync.v1.GetPodStatsResponse
-	(*ListPodStatsResponse)(nil),     // 76: podsync.v1.ListPodStatsResponse
+	(WaitFor)(0),                          // 0: podsync.v1.WaitFor
+	(AdmissionMode)(0),                    // 1: podsync.v1.AdmissionMode
+	(ObjectKind)(0),                       // 2: podsync.v1.ObjectKind
+	(*RunPodsRequest)(nil),                // 3: podsync.v1.RunPodsRequest
+	(*RunPodsResponse)(nil),               // 4: podsync.v1.RunPodsResponse
+	(*PodStep)(nil),                       // 5: podsync.v1.PodStep
+	(*PodStatusUpdate)(nil),               // 6: podsync.v1.PodStatusUpdate
+	(*RunPodsSummary)(nil),                // 7: podsync.v1.RunPodsSummary
+	(*SyncPodRequest)(nil),                // 8: podsync.v1.SyncPodRequest
+	(*SyncPodResponse)(nil),               // 9: podsync.v1.SyncPodResponse
+	(*SyncPodResult)(nil),                 // 10: podsync.v1.SyncPodResult
+	(*PlanPodRequest)(nil),                // 11: podsync.v1.PlanPodRequest
+	(*PlanPodResponse)(nil),               // 12: podsync.v1.PlanPodResponse
+	(*GetNodeRequest)(nil),                // 13: podsync.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),               // 14: podsync.v1.GetNodeResponse
+	(*Node)(nil),                          // 15: podsync.v1.Node
+	(*Taint)(nil),                         // 16: podsync.v1.Taint
+	(*GetPodRequest)(nil),                 // 17: podsync.v1.GetPodRequest
+	(*GetPodResponse)(nil),                // 18: podsync.v1.GetPodResponse
+	(*ListPodsRequest)(nil),               // 19: podsync.v1.ListPodsRequest
+	(*ListPodsResponse)(nil),              // 20: podsync.v1.ListPodsResponse
+	(*DeletePodRequest)(nil),              // 21: podsync.v1.DeletePodRequest
+	(*DeletePodResponse)(nil),             // 22: podsync.v1.DeletePodResponse
+	(*WatchPodsRequest)(nil),              // 23: podsync.v1.WatchPodsRequest
+	(*WatchPodsResponse)(nil),             // 24: podsync.v1.WatchPodsResponse
+	(*WatchSynced)(nil),                   // 25: podsync.v1.WatchSynced
+	(*PodDeleted)(nil),                    // 26: podsync.v1.PodDeleted
+	(*GetContainerLogsRequest)(nil),       // 27: podsync.v1.GetContainerLogsRequest
+	(*GetContainerLogsResponse)(nil),      // 28: podsync.v1.GetContainerLogsResponse
+	(*ListVolumesRequest)(nil),            // 29: podsync.v1.ListVolumesRequest
+	(*ListVolumesResponse)(nil),           // 30: podsync.v1.ListVolumesResponse
+	(*NamedVolume)(nil),                   // 31: podsync.v1.NamedVolume
+	(*CreateVolumeRequest)(nil),           // 32: podsync.v1.CreateVolumeRequest
+	(*CreateVolumeResponse)(nil),          // 33: podsync.v1.CreateVolumeResponse
+	(*DeleteVolumeRequest)(nil),           // 34: podsync.v1.DeleteVolumeRequest
+	(*DeleteVolumeResponse)(nil),          // 35: podsync.v1.DeleteVolumeResponse
+	(*ObjectRef)(nil),                     // 36: podsync.v1.ObjectRef
+	(*Object)(nil),                        // 37: podsync.v1.Object
+	(*ApplyObjectsRequest)(nil),           // 38: podsync.v1.ApplyObjectsRequest
+	(*ApplyObjectsResponse)(nil),          // 39: podsync.v1.ApplyObjectsResponse
+	(*ObjectResult)(nil),                  // 40: podsync.v1.ObjectResult
+	(*GetObjectRequest)(nil),              // 41: podsync.v1.GetObjectRequest
+	(*GetObjectResponse)(nil),             // 42: podsync.v1.GetObjectResponse
+	(*ListObjectsRequest)(nil),            // 43: podsync.v1.ListObjectsRequest
+	(*ListObjectsResponse)(nil),           // 44: podsync.v1.ListObjectsResponse
+	(*DeleteObjectRequest)(nil),           // 45: podsync.v1.DeleteObjectRequest
+	(*DeleteObjectResponse)(nil),          // 46: podsync.v1.DeleteObjectResponse
+	(*WatchObjectsRequest)(nil),           // 47: podsync.v1.WatchObjectsRequest
+	(*WatchObjectsResponse)(nil),          // 48: podsync.v1.WatchObjectsResponse
+	(*ObjectDeleted)(nil),                 // 49: podsync.v1.ObjectDeleted
+	nil,                                   // 50: podsync.v1.Node.LabelsEntry
+	nil,                                   // 51: podsync.v1.Node.CapacityEntry
+	nil,                                   // 52: podsync.v1.Node.AllocatableEntry
+	(*Pod)(nil),                           // 53: podsync.v1.Pod
+	(*ConfigMap)(nil),                     // 54: podsync.v1.ConfigMap
+	(*Secret)(nil),                        // 55: podsync.v1.Secret
+	(*durationpb.Duration)(nil),           // 56: google.protobuf.Duration
+	(*PodRef)(nil),                        // 57: podsync.v1.PodRef
+	(*SyncStep)(nil),                      // 58: podsync.v1.SyncStep
+	(*PodStatus)(nil),                     // 59: podsync.v1.PodStatus
+	(*PodResult)(nil),                     // 60: podsync.v1.PodResult
+	(*timestamppb.Timestamp)(nil),         // 61: google.protobuf.Timestamp
+	(*PodPlan)(nil),                       // 62: podsync.v1.PodPlan
+	(*PodEvent)(nil),                      // 63: podsync.v1.PodEvent
+	(*LogLine)(nil),                       // 64: podsync.v1.LogLine
+	(*ExecSyncRequest)(nil),               // 65: podsync.v1.ExecSyncRequest
+	(*ExecRequest)(nil),                   // 66: podsync.v1.ExecRequest
+	(*AttachRequest)(nil),                 // 67: podsync.v1.AttachRequest
+	(*PortForwardRequest)(nil),            // 68: podsync.v1.PortForwardRequest
+	(*GetPodStatsRequest)(nil),            // 69: podsync.v1.GetPodStatsRequest
+	(*ListPodStatsRequest)(nil),           // 70: podsync.v1.ListPodStatsRequest
+	(*AddEphemeralContainerRequest)(nil),  // 71: podsync.v1.AddEphemeralContainerRequest
+	(*ExecSyncResponse)(nil),              // 72: podsync.v1.ExecSyncResponse
+	(*ExecResponse)(nil),                  // 73: podsync.v1.ExecResponse
+	(*AttachResponse)(nil),                // 74: podsync.v1.AttachResponse
+	(*PortForwardResponse)(nil),           // 75: podsync.v1.PortForwardResponse
+	(*GetPodStatsResponse)(nil),           // 76: podsync.v1.GetPodStatsResponse
+	(*ListPodStatsResponse)(nil),          // 77: podsync.v1.ListPodStatsResponse
+	(*AddEphemeralContainerResponse)(nil), // 78: podsync.v1.AddEphemeralContainerResponse
 }
 var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
 	53, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
@@ -3688,31 +3691,33 @@ var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
 	68, // 84: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
 	69, // 85: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
 	70, // 86: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
-	4,  // 87: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
-	9,  // 88: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
-	12, // 89: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
-	18, // 90: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
-	14, // 91: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
-	20, // 92: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
-	22, // 93: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
-	24, // 94: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
-	28, // 95: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
-	30, // 96: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
-	33, // 97: podsync.v1.PodSyncService.CreateVolume:output_type -> podsync.v1.CreateVolumeResponse
-	35, // 98: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
-	39, // 99: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
-	42, // 100: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
-	44, // 101: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
-	46, // 102: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
-	48, // 103: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
-	71, // 104: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
-	72, // 105: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
-	73, // 106: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
-	74, // 107: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
-	75, // 108: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
-	76, // 109: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
-	87, // [87:110] is the sub-list for method output_type
-	64, // [64:87] is the sub-list for method input_type
+	71, // 87: podsync.v1.PodSyncService.AddEphemeralContainer:input_type -> podsync.v1.AddEphemeralContainerRequest
+	4,  // 88: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
+	9,  // 89: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
+	12, // 90: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
+	18, // 91: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
+	14, // 92: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
+	20, // 93: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
+	22, // 94: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
+	24, // 95: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
+	28, // 96: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
+	30, // 97: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
+	33, // 98: podsync.v1.PodSyncService.CreateVolume:output_type -> podsync.v1.CreateVolumeResponse
+	35, // 99: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
+	39, // 100: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
+	42, // 101: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
+	44, // 102: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
+	46, // 103: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
+	48, // 104: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
+	72, // 105: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
+	73, // 106: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
+	74, // 107: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
+	75, // 108: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
+	76, // 109: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
+	77, // 110: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
+	78, // 111: podsync.v1.PodSyncService.AddEphemeralContainer:output_type -> podsync.v1.AddEphemeralContainerResponse
+	88, // [88:112] is the sub-list for method output_type
+	64, // [64:88] is the sub-list for method input_type
 	64, // [64:64] is the sub-list for extension type_name
 	64, // [64:64] is the sub-list for extension extendee
 	0,  // [0:64] is the sub-list for field type_name

@@ -22,29 +22,30 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	PodSyncService_RunPods_FullMethodName          = "/podsync.v1.PodSyncService/RunPods"
-	PodSyncService_SyncPod_FullMethodName          = "/podsync.v1.PodSyncService/SyncPod"
-	PodSyncService_PlanPod_FullMethodName          = "/podsync.v1.PodSyncService/PlanPod"
-	PodSyncService_GetPod_FullMethodName           = "/podsync.v1.PodSyncService/GetPod"
-	PodSyncService_GetNode_FullMethodName          = "/podsync.v1.PodSyncService/GetNode"
-	PodSyncService_ListPods_FullMethodName         = "/podsync.v1.PodSyncService/ListPods"
-	PodSyncService_DeletePod_FullMethodName        = "/podsync.v1.PodSyncService/DeletePod"
-	PodSyncService_WatchPods_FullMethodName        = "/podsync.v1.PodSyncService/WatchPods"
-	PodSyncService_GetContainerLogs_FullMethodName = "/podsync.v1.PodSyncService/GetContainerLogs"
-	PodSyncService_ListVolumes_FullMethodName      = "/podsync.v1.PodSyncService/ListVolumes"
-	PodSyncService_CreateVolume_FullMethodName     = "/podsync.v1.PodSyncService/CreateVolume"
-	PodSyncService_DeleteVolume_FullMethodName     = "/podsync.v1.PodSyncService/DeleteVolume"
-	PodSyncService_ApplyObjects_FullMethodName     = "/podsync.v1.PodSyncService/ApplyObjects"
-	PodSyncService_GetObject_FullMethodName        = "/podsync.v1.PodSyncService/GetObject"
-	PodSyncService_ListObjects_FullMethodName      = "/podsync.v1.PodSyncService/ListObjects"
-	PodSyncService_DeleteObject_FullMethodName     = "/podsync.v1.PodSyncService/DeleteObject"
-	PodSyncService_WatchObjects_FullMethodName     = "/podsync.v1.PodSyncService/WatchObjects"
-	PodSyncService_ExecSync_FullMethodName         = "/podsync.v1.PodSyncService/ExecSync"
-	PodSyncService_Exec_FullMethodName             = "/podsync.v1.PodSyncService/Exec"
-	PodSyncService_Attach_FullMethodName           = "/podsync.v1.PodSyncService/Attach"
-	PodSyncService_PortForward_FullMethodName      = "/podsync.v1.PodSyncService/PortForward"
-	PodSyncService_GetPodStats_FullMethodName      = "/podsync.v1.PodSyncService/GetPodStats"
-	PodSyncService_ListPodStats_FullMethodName     = "/podsync.v1.PodSyncService/ListPodStats"
+	PodSyncService_RunPods_FullMethodName               = "/podsync.v1.PodSyncService/RunPods"
+	PodSyncService_SyncPod_FullMethodName               = "/podsync.v1.PodSyncService/SyncPod"
+	PodSyncService_PlanPod_FullMethodName               = "/podsync.v1.PodSyncService/PlanPod"
+	PodSyncService_GetPod_FullMethodName                = "/podsync.v1.PodSyncService/GetPod"
+	PodSyncService_GetNode_FullMethodName               = "/podsync.v1.PodSyncService/GetNode"
+	PodSyncService_ListPods_FullMethodName              = "/podsync.v1.PodSyncService/ListPods"
+	PodSyncService_DeletePod_FullMethodName             = "/podsync.v1.PodSyncService/DeletePod"
+	PodSyncService_WatchPods_FullMethodName             = "/podsync.v1.PodSyncService/WatchPods"
+	PodSyncService_GetContainerLogs_FullMethodName      = "/podsync.v1.PodSyncService/GetContainerLogs"
+	PodSyncService_ListVolumes_FullMethodName           = "/podsync.v1.PodSyncService/ListVolumes"
+	PodSyncService_CreateVolume_FullMethodName          = "/podsync.v1.PodSyncService/CreateVolume"
+	PodSyncService_DeleteVolume_FullMethodName          = "/podsync.v1.PodSyncService/DeleteVolume"
+	PodSyncService_ApplyObjects_FullMethodName          = "/podsync.v1.PodSyncService/ApplyObjects"
+	PodSyncService_GetObject_FullMethodName             = "/podsync.v1.PodSyncService/GetObject"
+	PodSyncService_ListObjects_FullMethodName           = "/podsync.v1.PodSyncService/ListObjects"
+	PodSyncService_DeleteObject_FullMethodName          = "/podsync.v1.PodSyncService/DeleteObject"
+	PodSyncService_WatchObjects_FullMethodName          = "/podsync.v1.PodSyncService/WatchObjects"
+	PodSyncService_ExecSync_FullMethodName              = "/podsync.v1.PodSyncService/ExecSync"
+	PodSyncService_Exec_FullMethodName                  = "/podsync.v1.PodSyncService/Exec"
+	PodSyncService_Attach_FullMethodName                = "/podsync.v1.PodSyncService/Attach"
+	PodSyncService_PortForward_FullMethodName           = "/podsync.v1.PodSyncService/PortForward"
+	PodSyncService_GetPodStats_FullMethodName           = "/podsync.v1.PodSyncService/GetPodStats"
+	PodSyncService_ListPodStats_FullMethodName          = "/podsync.v1.PodSyncService/ListPodStats"
+	PodSyncService_AddEphemeralContainer_FullMethodName = "/podsync.v1.PodSyncService/AddEphemeralContainer"
 )
 
 // PodSyncServiceClient is the client API for PodSyncService service.
@@ -374,6 +375,25 @@ type PodSyncServiceClient interface {
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	ListPodStats(ctx context.Context, in *ListPodStatsRequest, opts ...grpc.CallOption) (*ListPodStatsResponse, error)
+	// AddEphemeralContainer adds a debug container to a running pod's spec,
+	// as kubectl debug does through the API server's ephemeralcontainers
+	// subresource, stores it as a new revision of the pod and runs a pass,
+	// which starts it (pulling its image) even while init containers run.
+	// It is never restarted: once it exits it stays exited; it stops with
+	// the pod. With target_container_name it joins that container's process
+	// namespace. Then Attach to it (with stdin/tty) or read its logs.
+	//
+	// Errors: NOT_FOUND (POD_NOT_FOUND); FAILED_PRECONDITION
+	// (CONTAINER_NOT_RUNNING) for a pod whose phase is not Running; ABORTED
+	// (POD_TERMINATING) for a pod being deleted;
+	// INVALID_ARGUMENT for a name already used by a container of the pod, a
+	// target that is not an init or regular container, or a field a debug
+	// container may not have. PERMISSION_DENIED unless the caller has the
+	// exec role (or admin).
+	//
+	// Idempotency: none — a retry after success fails with INVALID_ARGUMENT
+	// (duplicate name); a caller that lost the answer reads the pod.
+	AddEphemeralContainer(ctx context.Context, in *AddEphemeralContainerRequest, opts ...grpc.CallOption) (*AddEphemeralContainerResponse, error)
 }
 
 type podSyncServiceClient struct {
@@ -662,6 +682,16 @@ func (c *podSyncServiceClient) ListPodStats(ctx context.Context, in *ListPodStat
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListPodStatsResponse)
 	err := c.cc.Invoke(ctx, PodSyncService_ListPodStats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) AddEphemeralContainer(ctx context.Context, in *AddEphemeralContainerRequest, opts ...grpc.CallOption) (*AddEphemeralContainerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AddEphemeralContainerResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_AddEphemeralContainer_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -995,6 +1025,25 @@ type PodSyncServiceServer interface {
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	ListPodStats(context.Context, *ListPodStatsRequest) (*ListPodStatsResponse, error)
+	// AddEphemeralContainer adds a debug container to a running pod's spec,
+	// as kubectl debug does through the API server's ephemeralcontainers
+	// subresource, stores it as a new revision of the pod and runs a pass,
+	// which starts it (pulling its image) even while init containers run.
+	// It is never restarted: once it exits it stays exited; it stops with
+	// the pod. With target_container_name it joins that container's process
+	// namespace. Then Attach to it (with stdin/tty) or read its logs.
+	//
+	// Errors: NOT_FOUND (POD_NOT_FOUND); FAILED_PRECONDITION
+	// (CONTAINER_NOT_RUNNING) for a pod whose phase is not Running; ABORTED
+	// (POD_TERMINATING) for a pod being deleted;
+	// INVALID_ARGUMENT for a name already used by a container of the pod, a
+	// target that is not an init or regular container, or a field a debug
+	// container may not have. PERMISSION_DENIED unless the caller has the
+	// exec role (or admin).
+	//
+	// Idempotency: none — a retry after success fails with INVALID_ARGUMENT
+	// (duplicate name); a caller that lost the answer reads the pod.
+	AddEphemeralContainer(context.Context, *AddEphemeralContainerRequest) (*AddEphemeralContainerResponse, error)
 	mustEmbedUnimplementedPodSyncServiceServer()
 }
 
@@ -1073,6 +1122,9 @@ func (UnimplementedPodSyncServiceServer) GetPodStats(context.Context, *GetPodSta
 }
 func (UnimplementedPodSyncServiceServer) ListPodStats(context.Context, *ListPodStatsRequest) (*ListPodStatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListPodStats not implemented")
+}
+func (UnimplementedPodSyncServiceServer) AddEphemeralContainer(context.Context, *AddEphemeralContainerRequest) (*AddEphemeralContainerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddEphemeralContainer not implemented")
 }
 func (UnimplementedPodSyncServiceServer) mustEmbedUnimplementedPodSyncServiceServer() {}
 func (UnimplementedPodSyncServiceServer) testEmbeddedByValue()                        {}
@@ -1441,6 +1493,24 @@ func _PodSyncService_ListPodStats_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PodSyncService_AddEphemeralContainer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddEphemeralContainerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).AddEphemeralContainer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_AddEphemeralContainer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).AddEphemeralContainer(ctx, req.(*AddEphemeralContainerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PodSyncService_ServiceDesc is the grpc.ServiceDesc for PodSyncService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1507,6 +1577,10 @@ var PodSyncService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListPodStats",
 			Handler:    _PodSyncService_ListPodStats_Handler,
+		},
+		{
+			MethodName: "AddEphemeralContainer",
+			Handler:    _PodSyncService_AddEphemeralContainer_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
