@@ -244,6 +244,10 @@ type Node struct {
 	// pod a pass has run for since (nil until recovery). Only the node's
 	// passes create objects of a pod, so the first pass of any other pod
 	// plans from an empty view without listing (claimNew).
+	// specMu serialises the read, change and store of a pod's spec
+	// (Apply, AddEphemeralContainer): an update read before a debug
+	// container was added would otherwise store the spec without it.
+	specMu    sync.Mutex
 	mayHoldMu sync.Mutex
 	mayHold   map[types.UID]bool
 

@@ -25,6 +25,15 @@ func (n *Node) AddEphemeralContainer(ctx context.Context, namespace, name string
 	if err := n.waitReady(ctx); err != nil {
 		return ApplyResult{}, err
 	}
+	// The spec is read, changed and stored under specMu, so that a
+	// concurrent Apply of the pod keeps the new container.
+	n.specMu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			n.specMu.Unlock()
+		}
+	}()
 	rec, err := n.store.GetByName(namespace, name)
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("add ephemeral container to pod %s/%s: %w", namespace, name, err)
@@ -50,7 +59,12 @@ func (n *Node) AddEphemeralContainer(ctx context.Context, namespace, name string
 	if err := errdefs.InvalidSpec(errs...); err != nil {
 		return ApplyResult{}, fmt.Errorf("add ephemeral container %q to pod %s: %w", ec.Name, plan.PodString(pod), err)
 	}
-	res, err := n.Apply(ctx, next, nil, nil, nil)
+	res, err := n.storePodLocked(ctx, next, nil, nil)
+	n.specMu.Unlock()
+	locked = false
+	if err == nil {
+		res, err = n.applyPass(ctx, next, nil, res)
+	}
 	if err != nil {
 		return res, fmt.Errorf("add ephemeral container %q: %w", ec.Name, err)
 	}

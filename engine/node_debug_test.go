@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,5 +90,49 @@ func TestNodeAddEphemeralContainer(t *testing.T) {
 	}
 	if _, err := h.node.AddEphemeralContainer(h.ctx, done.Namespace, done.Name, debugContainer("debug", ""), opts); !errors.Is(err, errdefs.ErrNotRunning) {
 		t.Errorf("pod not running: err = %v, want ErrNotRunning", err)
+	}
+}
+
+// TestNodeAddEphemeralContainerBesideAnUpdate: spec updates of the pod
+// racing AddEphemeralContainer never store a spec without a debug
+// container added meanwhile (the read, change and store of a spec are
+// serialised).
+func TestNodeAddEphemeralContainerBesideAnUpdate(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	pod := enginetest.Pod()
+	h.apply(pod)
+	stop := make(chan struct{})
+	updates := make(chan error, 1)
+	go func() {
+		defer close(updates)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := h.node.Apply(h.ctx, enginetest.Pod(), nil, nil, nil); err != nil {
+				updates <- err
+				return
+			}
+		}
+	}()
+	const n = 20
+	for i := range n {
+		if _, err := h.node.AddEphemeralContainer(h.ctx, pod.Namespace, pod.Name, debugContainer(fmt.Sprintf("debug-%d", i), ""), validation.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if err := <-updates; err != nil {
+		t.Fatal(err)
+	}
+	rec, err := h.node.Get(h.ctx, pod.Namespace, pod.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(rec.Pod.Spec.EphemeralContainers); got != n {
+		t.Errorf("%d debug containers stored, want %d: an update dropped some", got, n)
 	}
 }

@@ -64,6 +64,18 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	if err := n.waitReady(ctx); err != nil {
 		return ApplyResult{}, err
 	}
+	n.specMu.Lock()
+	res, err := n.storePodLocked(ctx, pod, configMaps, secrets)
+	n.specMu.Unlock()
+	if err != nil {
+		return res, err
+	}
+	return n.applyPass(ctx, pod, emit, res)
+}
+
+// storePodLocked admits and stores pod and the request's objects: the
+// first half of Apply, with specMu held.
+func (n *Node) storePodLocked(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret) (ApplyResult, error) {
 	var res ApplyResult
 	existing, err := n.store.GetByName(pod.Namespace, pod.Name)
 	switch {
@@ -117,7 +129,12 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	} else if rec.ModRevision != existing.ModRevision {
 		logx.From(ctx, n.log).Info("pod updated", append(logx.Pod(pod), zap.Int64(logx.Generation, rec.Generation))...)
 	}
+	return res, nil
+}
 
+// applyPass runs the pass of a pod Apply stored: the second half of
+// Apply, without specMu.
+func (n *Node) applyPass(ctx context.Context, pod *corev1.Pod, emit func(syncer.StepResult), res ApplyResult) (ApplyResult, error) {
 	w, err := n.lockWorker(ctx, pod.UID)
 	if err != nil {
 		return res, fmt.Errorf("apply pod %s: wait for the pod's turn: %w", plan.PodString(pod), err)
