@@ -153,6 +153,7 @@ func RebuildPod(rp RuntimePod) (pod *corev1.Pod, lost string, err error) {
 			if len(p.Annotations) == 0 {
 				p.Annotations = nil
 			}
+			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, rebuildEphemeral(p, rp)...)
 			return p, "", nil
 		}
 	}
@@ -184,7 +185,7 @@ func RebuildPod(rp RuntimePod) (pod *corev1.Pod, lost string, err error) {
 	byName := map[string]*named{}
 	for _, c := range rp.Containers {
 		name := c.Labels[LabelContainerName]
-		if name == "" {
+		if name == "" || c.Labels[LabelEphemeral] == "true" {
 			continue
 		}
 		n, ok := byName[name]
@@ -252,6 +253,7 @@ func RebuildPod(rp RuntimePod) (pod *corev1.Pod, lost string, err error) {
 	if len(pod.Spec.Containers) == 0 {
 		return nil, "", errors.New("rebuild pod: the runtime holds no container of it")
 	}
+	pod.Spec.EphemeralContainers = rebuildEphemeral(pod, rp)
 	lost = rebuildLost
 	if len(noSpec) > 0 {
 		lost += "; the whole spec but the image of containers " + strings.Join(noSpec, ", ")
@@ -262,4 +264,37 @@ func RebuildPod(rp RuntimePod) (pod *corev1.Pod, lost string, err error) {
 	annotations[AnnotationAdopted] = "rebuilt in part from the runtime; not recovered: " + lost
 	pod.Annotations = annotations
 	return pod, lost, nil
+}
+
+// rebuildEphemeral returns the ephemeral (debug) containers of rp that
+// pod does not name, from their newest instances' hashed specs: they were
+// added after the sandbox was created, so its recorded spec lacks them,
+// and without them the planner would kill them as not in the spec. An
+// ephemeral container is never restarted, so its target (which only
+// matters at its start) is not recovered.
+func rebuildEphemeral(pod *corev1.Pod, rp RuntimePod) []corev1.EphemeralContainer {
+	newest := map[string]RuntimeContainer{}
+	for _, c := range rp.Containers {
+		name := c.Labels[LabelContainerName]
+		if name == "" || c.Labels[LabelEphemeral] != "true" || SpecContainer(pod, name) != nil {
+			continue
+		}
+		if o, ok := newest[name]; !ok || c.CreatedAt.After(o.CreatedAt) {
+			newest[name] = c
+		}
+	}
+	var out []corev1.EphemeralContainer
+	for _, name := range slices.Sorted(maps.Keys(newest)) {
+		inst := newest[name]
+		info := ContainerAnnotationsFrom(inst.Annotations)
+		c := corev1.EphemeralContainerCommon{Name: name, Image: inst.Image, ImagePullPolicy: corev1.PullIfNotPresent,
+			TerminationMessagePath: info.TerminationMessagePath, TerminationMessagePolicy: corev1.TerminationMessagePolicy(info.TerminationMessagePolicy)}
+		if s := info.Spec; s != nil {
+			c.Image, c.Command, c.Args, c.WorkingDir = s.Image, s.Command, s.Args, s.WorkingDir
+			c.EnvFrom, c.Env, c.VolumeMounts = s.EnvFrom, s.Env, s.VolumeMounts
+			c.SecurityContext, c.Stdin, c.StdinOnce, c.TTY = s.SecurityContext, s.Stdin, s.StdinOnce, s.TTY
+		}
+		out = append(out, corev1.EphemeralContainer{EphemeralContainerCommon: c})
+	}
+	return out
 }

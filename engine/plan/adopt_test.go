@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +134,38 @@ func TestRebuildPodRefusals(t *testing.T) {
 	}
 	if _, err := plan.DecodePodSpec("not base64!"); err == nil {
 		t.Errorf("DecodePodSpec of garbage succeeded")
+	}
+}
+
+// TestRebuildPodKeepsDebugContainers: a debug container added after the
+// sandbox was created is in no spec the runtime records, so RebuildPod
+// takes it from its labelled instance, with or without the pod-spec
+// annotation; the planner then neither kills nor restarts it.
+func TestRebuildPodKeepsDebugContainers(t *testing.T) {
+	for _, withSpec := range []bool{true, false} {
+		pod := adoptPod()
+		rp := runtimeOf(pod, withSpec)
+		debugged := pod.DeepCopy()
+		debugged.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "debugger", Image: "busybox:1", Command: []string{"sh"}, Stdin: true, TTY: true,
+			TerminationMessagePath: corev1.TerminationMessagePathDefault, TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		}, TargetContainerName: "app"}}
+		ec := (*corev1.Container)(&debugged.Spec.EphemeralContainers[0].EphemeralContainerCommon)
+		rp.Containers = append(rp.Containers, plan.RuntimeContainer{Labels: plan.ContainerLabels(debugged, ec),
+			Annotations: plan.ContainerAnnotations(debugged, ec, 0), Image: ec.Image, CreatedAt: plantest.T0.Add(time.Hour), State: plan.ContainerRunning})
+		if rp.Containers[len(rp.Containers)-1].Labels[plan.LabelEphemeral] != "true" {
+			t.Fatal("a debug container's instance is not labelled")
+		}
+		got, _, err := plan.RebuildPod(rp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(got.Spec.EphemeralContainers); n != 1 || got.Spec.EphemeralContainers[0].Name != "debugger" ||
+			!slices.Equal(got.Spec.EphemeralContainers[0].Command, []string{"sh"}) || !got.Spec.EphemeralContainers[0].TTY {
+			t.Errorf("withSpec %t: ephemeral containers %+v, want the debugger", withSpec, got.Spec.EphemeralContainers)
+		}
+		if plan.SpecContainer(got, "debugger") == nil || len(got.Spec.Containers) != len(pod.Spec.Containers) {
+			t.Errorf("withSpec %t: the debugger was taken for a regular container: %d containers", withSpec, len(got.Spec.Containers))
+		}
 	}
 }

@@ -33,6 +33,10 @@ const (
 	// LabelManaged marks the CRI objects podsync created; it never touches
 	// others.
 	LabelManaged = "podsync.io/managed"
+	// LabelEphemeral marks the instances of ephemeral (debug) containers,
+	// which no spec a sandbox was created with names: RebuildPod keeps
+	// them in the pod it rebuilds after a lost store.
+	LabelEphemeral = "podsync.io/ephemeral"
 	// AnnotationContainerSpec holds the JSON of the container's
 	// ContainerSpec, so that the planner can name changed fields after a
 	// restart of podsync.
@@ -82,13 +86,17 @@ func PodFromLabels(labels map[string]string) PodRef {
 // ContainerLabels returns a container's labels, as the kubelet's
 // newContainerLabels, plus podsync's owner label.
 func ContainerLabels(pod *corev1.Pod, c *corev1.Container) map[string]string {
-	return map[string]string{
+	l := map[string]string{
 		LabelPodName:       pod.Name,
 		LabelPodNamespace:  pod.Namespace,
 		LabelPodUID:        string(pod.UID),
 		LabelContainerName: c.Name,
 		LabelManaged:       "true",
 	}
+	if EphemeralContainer(pod, c.Name) != nil {
+		l[LabelEphemeral] = "true"
+	}
+	return l
 }
 
 // ContainerInfo is what ContainerLabels records.
