@@ -27,12 +27,18 @@ func (l listerObjects) Secret(namespace, name string) (*corev1.Secret, error) {
 	return l.secrets.Secrets(namespace).Get(name)
 }
 
-// pushTimeout bounds one push of a changed object to podsyncd.
-const pushTimeout = 30 * time.Second
+const (
+	// pushTimeout bounds one push of a changed object to podsyncd.
+	pushTimeout = 30 * time.Second
+	// objectResync is the ConfigMap and Secret informers' resync period.
+	objectResync = time.Minute
+)
 
 // pushChanges pushes every ConfigMap and Secret the API server adds or
 // changes to the provider, which applies those its pods use on podsyncd
 // (deletes are not pushed: podsyncd keeps the files, as a kubelet does).
+// The informers' resync period (objectResync) bounds how long a failed
+// push waits to be made again.
 func pushChanges(ctx context.Context, p *provider.Provider, configMaps, secrets cache.SharedIndexInformer) error {
 	handler := func(secret bool) cache.ResourceEventHandlerFuncs {
 		push := func(obj any) {
@@ -46,14 +52,10 @@ func pushChanges(ctx context.Context, p *provider.Provider, configMaps, secrets 
 		}
 		return cache.ResourceEventHandlerFuncs{
 			AddFunc: push,
-			UpdateFunc: func(oldObj, newObj any) {
-				o, ok1 := oldObj.(metav1.Object)
-				n, ok2 := newObj.(metav1.Object)
-				if ok1 && ok2 && o.GetResourceVersion() == n.GetResourceVersion() {
-					return // a resync
-				}
-				push(newObj)
-			},
+			// Resyncs (every minute, the same object) are pushed too:
+			// podsyncd does not write an unchanged object, and a push
+			// that failed (podsyncd down) is made again.
+			UpdateFunc: func(_, newObj any) { push(newObj) },
 		}
 	}
 	if _, err := configMaps.AddEventHandler(handler(false)); err != nil {

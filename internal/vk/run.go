@@ -89,7 +89,7 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	p := provider.New(name, ps, log)
 
 	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, time.Minute, nodeutil.PodInformerFilter(name))
-	objInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, time.Minute)
+	objInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, objectResync)
 	pods := podInformers.Core().V1().Pods()
 	cmInformer, secretInformer := objInformers.Core().V1().ConfigMaps(), objInformers.Core().V1().Secrets()
 	p.UseObjects(listerObjects{cmInformer.Lister(), secretInformer.Lister()})
