@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"testing"
 
@@ -35,7 +36,15 @@ func (f *fakePodsync) Exec(_ context.Context, o client.ExecOptions) (int, error)
 	return len(o.Command) - 1, nil // "sh -c ..." exits 2
 }
 
-func (f *fakePodsync) Attach(context.Context, client.AttachOptions) (int, error) { return 0, nil }
+// Attach reports the first terminal size it is given as stdout and exits
+// with the container's code 1.
+func (f *fakePodsync) Attach(_ context.Context, o client.AttachOptions) (int, error) {
+	if o.TTY && o.TerminalSizes != nil {
+		sz := <-o.TerminalSizes
+		_, _ = fmt.Fprintf(o.Stdout, "%dx%d %s/%s/%s", sz.Width, sz.Height, o.Namespace, o.Name, o.Container)
+	}
+	return 1, nil
+}
 
 func (f *fakePodsync) PortForward(_ context.Context, _, _ string, _ uint32, conn io.ReadWriter) error {
 	_, err := io.WriteString(conn, "page")

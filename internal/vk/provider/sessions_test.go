@@ -15,7 +15,9 @@ import (
 
 // attachIO is the kubelet API's streams of one session.
 type attachIO struct {
-	out *bytes.Buffer
+	out    *bytes.Buffer
+	tty    bool
+	resize chan api.TermSize
 }
 
 type nopCloser struct{ io.Writer }
@@ -25,14 +27,14 @@ func (nopCloser) Close() error { return nil }
 func (a attachIO) Stdin() io.Reader            { return nil }
 func (a attachIO) Stdout() io.WriteCloser      { return nopCloser{a.out} }
 func (a attachIO) Stderr() io.WriteCloser      { return nil }
-func (a attachIO) TTY() bool                   { return false }
-func (a attachIO) Resize() <-chan api.TermSize { return nil }
+func (a attachIO) TTY() bool                   { return a.tty }
+func (a attachIO) Resize() <-chan api.TermSize { return a.resize }
 
 func TestRunInContainerReportsTheExitCodeAsTheKubelet(t *testing.T) {
 	f := newFake()
 	p := New("vk-1", f, zap.NewNop())
 	out := &bytes.Buffer{}
-	err := p.RunInContainer(t.Context(), "default", "web", "c", []string{"sh", "-c", "exit 2"}, attachIO{out})
+	err := p.RunInContainer(t.Context(), "default", "web", "c", []string{"sh", "-c", "exit 2"}, attachIO{out: out})
 	var ee utilexec.CodeExitError
 	if !errors.As(err, &ee) || ee.ExitStatus() != 2 {
 		t.Fatalf("RunInContainer = %v, want the kubelet's exit error with code 2", err)
@@ -43,7 +45,7 @@ func TestRunInContainerReportsTheExitCodeAsTheKubelet(t *testing.T) {
 	if o := f.exec[0]; o.Namespace != "default" || o.Name != "web" || o.Container != "c" || o.Stdin != nil || o.Stderr != nil {
 		t.Errorf("exec options = %+v", o)
 	}
-	if err := p.RunInContainer(t.Context(), "default", "web", "c", []string{"true"}, attachIO{out}); err != nil {
+	if err := p.RunInContainer(t.Context(), "default", "web", "c", []string{"true"}, attachIO{out: out}); err != nil {
 		t.Errorf("RunInContainer of a command exiting 0 = %v", err)
 	}
 }
@@ -73,5 +75,20 @@ func TestStatsSummaryHasTheNodesPodsOnly(t *testing.T) {
 	if got.PodRef.Name != "web" || *got.CPU.UsageNanoCores != 3 || *got.CPU.UsageCoreNanoSeconds != 7 ||
 		*got.Memory.WorkingSetBytes != 1024 || *got.Containers[0].Rootfs.UsedBytes != 5 {
 		t.Errorf("pod stats = %+v", got)
+	}
+}
+
+func TestAttachForwardsTerminalSizesAndExitCode(t *testing.T) {
+	p := New("vk-1", newFake(), zap.NewNop())
+	out := &bytes.Buffer{}
+	a := attachIO{out: out, tty: true, resize: make(chan api.TermSize, 1)}
+	a.resize <- api.TermSize{Width: 80, Height: 24}
+	err := p.AttachToContainer(t.Context(), "default", "web", "c", a)
+	var ee utilexec.CodeExitError
+	if !errors.As(err, &ee) || ee.ExitStatus() != 1 {
+		t.Errorf("AttachToContainer = %v, want the container's exit code 1", err)
+	}
+	if out.String() != "80x24 default/web/c" {
+		t.Errorf("podsync saw %q, want the terminal size 80x24 for default/web/c", out.String())
 	}
 }
