@@ -89,8 +89,13 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	p := provider.New(name, ps, log)
 
 	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, time.Minute, nodeutil.PodInformerFilter(name))
-	objInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, time.Minute)
+	objInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, objectResync)
 	pods := podInformers.Core().V1().Pods()
+	cmInformer, secretInformer := objInformers.Core().V1().ConfigMaps(), objInformers.Core().V1().Secrets()
+	p.UseObjects(listerObjects{cmInformer.Lister(), secretInformer.Lister()})
+	if err := pushChanges(ctx, p, cmInformer.Informer(), secretInformer.Informer()); err != nil {
+		return fmt.Errorf("node %s: %w", name, err)
+	}
 
 	eb := record.NewBroadcaster()
 	eb.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
@@ -104,8 +109,8 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	}
 	pc, err := node.NewPodController(node.PodControllerConfig{
 		PodClient: kc.CoreV1(), EventRecorder: recorder, Provider: p,
-		PodInformer: pods, SecretInformer: objInformers.Core().V1().Secrets(),
-		ConfigMapInformer: objInformers.Core().V1().ConfigMaps(), ServiceInformer: objInformers.Core().V1().Services(),
+		PodInformer: pods, SecretInformer: secretInformer,
+		ConfigMapInformer: cmInformer, ServiceInformer: objInformers.Core().V1().Services(),
 	})
 	if err != nil {
 		return fmt.Errorf("node %s: pod controller: %w", name, err)
@@ -146,8 +151,8 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	return first
 }
 
-// kubeletAPI serves the node's kubelet API (/containerLogs, /pods,
-// /runningpods) on its port, authenticated and authorised by the API
+// kubeletAPI serves the node's kubelet API (/containerLogs, /exec,
+// /attach, /portforward, /stats/summary, /pods) on its port, authenticated and authorised by the API
 // server (TokenReview, SubjectAccessReview) as the kubelet's webhook mode.
 func kubeletAPI(ctx context.Context, cfg Config, n NodeConfig, name string, kc kubernetes.Interface,
 	p *provider.Provider, fromKube func(labels.Selector) ([]*corev1.Pod, error)) (*http.Server, error) {
@@ -167,8 +172,12 @@ func kubeletAPI(ctx context.Context, cfg Config, n NodeConfig, name string, kc k
 		return nil, fmt.Errorf("kubelet API authentication: %w", err)
 	}
 	h := api.PodHandler(api.PodHandlerConfig{
-		GetContainerLogs: p.GetContainerLogs,
-		GetPods:          p.GetPods,
+		GetContainerLogs:  p.GetContainerLogs,
+		RunInContainer:    p.RunInContainer,
+		AttachToContainer: p.AttachToContainer,
+		PortForward:       p.PortForward,
+		GetStatsSummary:   p.GetStatsSummary,
+		GetPods:           p.GetPods,
 		GetPodsFromKubernetes: func(context.Context) ([]*corev1.Pod, error) {
 			return fromKube(labels.Everything())
 		},

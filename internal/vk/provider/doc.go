@@ -13,4 +13,10 @@
 // break, listed again when the revision is compacted), never from polling.
 // A pod podsyncd refuses (admission, policy, an unsupported field) is
 // reported Failed with podsyncd's reason and message.
+//
+// The ConfigMaps and Secrets a pod references are applied on podsyncd
+// (ApplyObjects) before the pod, and again when the API server changes
+// them (ObjectChanged), so podsyncd rewrites mounted files as a kubelet
+// does. The kubelet API's exec, attach, port-forward and stats summary go
+// to podsyncd's Exec, Attach, PortForward and ListPodStats (sessions.go).
 package provider

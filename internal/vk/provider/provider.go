@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -25,8 +26,7 @@ import (
 const OwnerLabel = "vk.podsync.io/node"
 
 // Podsync is what the provider calls on a podsyncd; *client.Client
-// satisfies it. The kubelet API's exec, attach, port-forward and stats
-// are further interfaces a Podsync may also satisfy.
+// satisfies it.
 type Podsync interface {
 	SyncPod(ctx context.Context, req *podsyncv1.SyncPodRequest, onStep func(*podsyncv1.SyncStep)) (*podsyncv1.SyncPodResult, error)
 	DeletePod(ctx context.Context, req *podsyncv1.DeletePodRequest) (*podsyncv1.DeletePodResponse, error)
@@ -35,6 +35,12 @@ type Podsync interface {
 	Logs(ctx context.Context, req *podsyncv1.GetContainerLogsRequest, fn func(*podsyncv1.LogLine) error) error
 	GetNode(ctx context.Context) (*podsyncv1.Node, error)
 	Health(ctx context.Context) (healthpb.HealthCheckResponse_ServingStatus, error)
+	ApplyObjects(ctx context.Context, req *podsyncv1.ApplyObjectsRequest) (*podsyncv1.ApplyObjectsResponse, error)
+	// The kubelet API's sessions and stats.
+	Exec(ctx context.Context, o client.ExecOptions) (int, error)
+	Attach(ctx context.Context, o client.AttachOptions) (int, error)
+	PortForward(ctx context.Context, namespace, name string, port uint32, conn io.ReadWriter) error
+	ListPodStats(ctx context.Context, namespace string) ([]*podsyncv1.PodStats, error)
 }
 
 var _ Podsync = (*client.Client)(nil)
@@ -49,6 +55,9 @@ type Provider struct {
 	node string
 	ps   Podsync
 	log  *zap.Logger
+	// objects, if set, are where the ConfigMaps and Secrets a pod uses
+	// are read (UseObjects).
+	objects Objects
 
 	mu sync.Mutex
 	// pods are the Kubernetes pods given to CreatePod/UpdatePod, by
@@ -127,6 +136,10 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) error {
 	p.mu.Lock()
 	p.pods[k] = pod.DeepCopy()
 	p.mu.Unlock()
+	// The objects first: the pod's pass then finds them stored.
+	if err := p.pushObjects(ctx, pod); err != nil {
+		return err
+	}
 	req, err := client.SyncPodRequestFromPod(p.podsyncPod(pod), nil, nil)
 	if err == nil {
 		_, err = p.ps.SyncPod(ctx, req, nil)

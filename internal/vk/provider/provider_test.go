@@ -29,6 +29,10 @@ type fakePodsync struct {
 	syncErr error
 	health  healthpb.HealthCheckResponse_ServingStatus
 	events  chan *podsyncv1.WatchPodsResponse
+	calls   []string // SyncPod and ApplyObjects, in order
+	applied []*podsyncv1.ApplyObjectsRequest
+	exec    []client.ExecOptions
+	stats   []*podsyncv1.PodStats
 }
 
 func newFake() *fakePodsync {
@@ -40,6 +44,7 @@ func (f *fakePodsync) SyncPod(_ context.Context, req *podsyncv1.SyncPodRequest, 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.synced = append(f.synced, req)
+	f.calls = append(f.calls, "SyncPod")
 	return &podsyncv1.SyncPodResult{}, f.syncErr
 }
 

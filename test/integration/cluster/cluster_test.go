@@ -4,7 +4,9 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/podsync/podsync/internal/localcri"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
@@ -207,7 +211,15 @@ func kubectl(t *testing.T, c *localkube.Cluster, args ...string) string {
 	return string(out)
 }
 
-const deployment = `apiVersion: apps/v1
+const deployment = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-page
+  namespace: default
+data:
+  index.html: page v1
+---
+apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: web
@@ -224,7 +236,12 @@ spec:
       containers:
       - name: web
         image: ` + localcri.BusyboxImage + `
-        command: ["sh", "-c", "echo hello from $(hostname); exec sleep 3600"]
+        command: ["sh", "-c", "echo hello from $(hostname); httpd -p 8080 -h /www; exec sleep 3600"]
+        ports: [{containerPort: 8080}]
+        volumeMounts: [{name: page, mountPath: /www}]
+      volumes:
+      - name: page
+        configMap: {name: web-page}
 `
 
 const hostRoot = `apiVersion: v1
@@ -378,6 +395,52 @@ func TestDeploymentOverTwoPodsyncNodes(t *testing.T) {
 		t.Errorf("kubectl logs %s = %q, want the container's greeting", pods[0].Name, logs)
 	}
 
+	// kubectl exec goes apiserver -> /exec -> podsyncd's Exec.
+	if out := kubectl(t, c, "exec", pods[0].Name, "--", "echo", "ok"); out != "ok\n" {
+		t.Errorf("kubectl exec %s -- echo ok = %q, want ok", pods[0].Name, out)
+	}
+	if out := kubectl(t, c, "exec", pods[0].Name, "--", "cat", "/www/index.html"); out != "page v1" {
+		t.Errorf("mounted ConfigMap file = %q, want page v1", out)
+	}
+	// An edit of the ConfigMap reaches the mounted file of the running
+	// pod, as on a kubelet.
+	kubectl(t, c, "patch", "configmap", "web-page", "-p", `{"data":{"index.html":"page v2"}}`)
+	eventually(t, time.Minute, "the ConfigMap edit in the mounted file", func() (bool, string) {
+		out := kubectl(t, c, "exec", pods[0].Name, "--", "cat", "/www/index.html")
+		return out == "page v2", out
+	})
+	// kubectl port-forward goes apiserver -> /portforward -> podsyncd's
+	// PortForward, to busybox httpd serving the ConfigMap.
+	if page := portForwardGet(t, c, pods[0].Name, 8080); page != "page v2" {
+		t.Errorf("page through kubectl port-forward = %q, want page v2", page)
+	}
+	// The kubelet API's /stats/summary has each node's pods, and only
+	// them.
+	for _, n := range nodes {
+		code, raw := kubeletGet(t, cfg, n.port, "/stats/summary")
+		var sum statsv1alpha1.Summary
+		if err := json.Unmarshal([]byte(raw), &sum); code != http.StatusOK || err != nil {
+			t.Fatalf("stats summary of %s: %d %v\n%s", n.name, code, err, raw)
+		}
+		var got, want []string
+		for _, ps := range sum.Pods {
+			got = append(got, ps.PodRef.Name)
+			if ps.CPU == nil || ps.Memory == nil || ps.Memory.WorkingSetBytes == nil {
+				t.Errorf("stats summary of %s: pod %s has no CPU or memory: %s", n.name, ps.PodRef.Name, raw)
+			}
+		}
+		for _, p := range pods {
+			if p.Spec.NodeName == n.name {
+				want = append(want, p.Name)
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if sum.Node.NodeName != n.name || !slices.Equal(got, want) {
+			t.Errorf("stats summary of %s: node %q pods %v, want pods %v", n.name, sum.Node.NodeName, got, want)
+		}
+	}
+
 	// A deleted pod is replaced by the ReplicaSet.
 	victim := pods[0].Name
 	kubectl(t, c, "delete", "pod", victim, "--wait=true", "--timeout=60s")
@@ -464,6 +527,84 @@ func TestDeploymentOverTwoPodsyncNodes(t *testing.T) {
 			t.Errorf("node %s: %d sandboxes left", n.name, len(got))
 		}
 	}
+}
+
+// portForwardGet runs kubectl port-forward to the pod's port and returns
+// the body of GET / through it.
+func portForwardGet(t *testing.T, c *localkube.Cluster, pod string, port int) string {
+	t.Helper()
+	local := freePort(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(kubeBin, "kubectl"), "--kubeconfig", c.Kubeconfig,
+		"port-forward", "pod/"+pod, fmt.Sprintf("%d:%d", local, port))
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	hc := &http.Client{Timeout: 10 * time.Second}
+	defer hc.CloseIdleConnections()
+	var body string
+	eventually(t, 30*time.Second, "GET through kubectl port-forward", func() (bool, string) {
+		resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/", local))
+		if err != nil {
+			return false, fmt.Sprintf("%v; kubectl: %s", err, out.String())
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, err := io.ReadAll(resp.Body)
+		body = string(b)
+		return err == nil && resp.StatusCode == http.StatusOK, fmt.Sprintf("%s %q %v", resp.Status, body, err)
+	})
+	return body
+}
+
+// lockedBuffer is a buffer a command writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// kubeletGet GETs path from a node's kubelet API (podsync-vk's) with the
+// admin's client certificate, authorised by the API server
+// (SubjectAccessReview) as a kubelet's webhook mode does. The API
+// server's node proxy (kubectl get --raw /api/v1/nodes/N/proxy/...)
+// refuses the loopback address the test's nodes have.
+func kubeletGet(t *testing.T, cfg *rest.Config, port int, path string) (int, string) {
+	t.Helper()
+	c := rest.CopyConfig(cfg)
+	c.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
+	c.CAData, c.CAFile = nil, ""
+	c.Insecure = true // podsync-vk's self-signed serving certificate
+	tr, err := rest.TransportFor(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer utilnet.CloseIdleConnectionsFor(tr)
+	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	resp, err := hc.Get(c.Host + path)
+	if err != nil {
+		t.Fatalf("GET %s from the kubelet API: %v", path, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }
 
 func sandboxIDs(t *testing.T, nodes []*node) []string {
