@@ -5,9 +5,7 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -81,31 +79,6 @@ func PodFromProto(in *podsyncv1.Pod) (*corev1.Pod, error) {
 	return pod, nil
 }
 
-// PodStatusToProto converts a core/v1 PodStatus. podsync's own status
-// fields (sandbox, node name) are left for the caller to set.
-func PodStatusToProto(in *corev1.PodStatus) *podsyncv1.PodStatus {
-	if in == nil {
-		return nil
-	}
-	return &podsyncv1.PodStatus{
-		Phase:                 string(in.Phase),
-		Conditions:            podConditionsToProto(in.Conditions),
-		Message:               in.Message,
-		Reason:                in.Reason,
-		HostIp:                in.HostIP,
-		HostIps:               toSlice(in.HostIPs, func(h corev1.HostIP) *podsyncv1.HostIP { return &podsyncv1.HostIP{Ip: h.IP} }),
-		PodIp:                 in.PodIP,
-		PodIps:                toSlice(in.PodIPs, func(p corev1.PodIP) *podsyncv1.PodIP { return &podsyncv1.PodIP{Ip: p.IP} }),
-		StartTime:             timePtrToProto(in.StartTime),
-		InitContainerStatuses: toSlice(in.InitContainerStatuses, containerStatusToProto),
-		ContainerStatuses:     toSlice(in.ContainerStatuses, containerStatusToProto),
-		QosClass:              string(in.QOSClass),
-		ObservedGeneration:    in.ObservedGeneration,
-
-		EphemeralContainerStatuses: toSlice(in.EphemeralContainerStatuses, containerStatusToProto),
-	}
-}
-
 // InvalidError reports fields of an object that podsync cannot accept: a
 // field it does not support, or a value that cannot be converted. Each
 // entry names the field's path within the object.
@@ -137,13 +110,6 @@ func podToProto(pod *corev1.Pod) *podsyncv1.Pod {
 		out.Status = PodStatusToProto(&pod.Status)
 	}
 	return out
-}
-
-func isZeroPodStatus(st *corev1.PodStatus) bool {
-	return st.Phase == "" && len(st.Conditions) == 0 && st.Message == "" && st.Reason == "" &&
-		st.HostIP == "" && len(st.HostIPs) == 0 && st.PodIP == "" && len(st.PodIPs) == 0 &&
-		st.StartTime == nil && len(st.InitContainerStatuses) == 0 && len(st.ContainerStatuses) == 0 && len(st.EphemeralContainerStatuses) == 0 &&
-		st.QOSClass == "" && st.ObservedGeneration == 0
 }
 
 func objectMetaToProto(in *metav1.ObjectMeta) *podsyncv1.ObjectMeta {
@@ -554,104 +520,6 @@ func securityContextToProto(in *corev1.SecurityContext) *podsyncv1.SecurityConte
 		}
 	}
 	return out
-}
-
-// podConditionsToProto converts conditions, keeping nil as nil. The
-// conditions, and then their times, are allocated in one block each rather
-// than one by one: a status has five conditions, which made most of its
-// allocations.
-func podConditionsToProto(in []corev1.PodCondition) []*podsyncv1.PodCondition {
-	if in == nil {
-		return nil
-	}
-	times := 0
-	for i := range in {
-		if !in[i].LastProbeTime.IsZero() {
-			times++
-		}
-		if !in[i].LastTransitionTime.IsZero() {
-			times++
-		}
-	}
-	ts := make([]timestamppb.Timestamp, times)
-	// next is timeToProto into the next timestamp of the block.
-	next := func(t metav1.Time) *timestamppb.Timestamp {
-		if t.IsZero() {
-			return nil
-		}
-		p := &ts[0]
-		ts = ts[1:]
-		p.Seconds, p.Nanos = t.Unix(), int32(t.Nanosecond()) //nolint:gosec // below 1e9, as in timestamppb.New.
-		return p
-	}
-	conds := make([]podsyncv1.PodCondition, len(in))
-	out := make([]*podsyncv1.PodCondition, len(in))
-	for i := range in {
-		src, dst := &in[i], &conds[i]
-		dst.Type = string(src.Type)
-		dst.Status = string(src.Status)
-		dst.LastProbeTime = next(src.LastProbeTime)
-		dst.LastTransitionTime = next(src.LastTransitionTime)
-		dst.Reason = src.Reason
-		dst.Message = src.Message
-		out[i] = dst
-	}
-	return out
-}
-
-func containerStatusToProto(in corev1.ContainerStatus) *podsyncv1.ContainerStatus {
-	return &podsyncv1.ContainerStatus{
-		Name:               in.Name,
-		State:              containerStateToProto(&in.State),
-		LastState:          containerStateToProto(&in.LastTerminationState),
-		Ready:              in.Ready,
-		RestartCount:       in.RestartCount,
-		Image:              in.Image,
-		ImageId:            in.ImageID,
-		ContainerId:        in.ContainerID,
-		Started:            in.Started,
-		Resources:          statusResourcesToProto(in.Resources),
-		AllocatedResources: resourceListToProto(in.AllocatedResources),
-	}
-}
-
-func statusResourcesToProto(in *corev1.ResourceRequirements) *podsyncv1.ResourceRequirements {
-	if in == nil {
-		return nil
-	}
-	return &podsyncv1.ResourceRequirements{Requests: resourceListToProto(in.Requests), Limits: resourceListToProto(in.Limits)}
-}
-
-func containerStateToProto(in *corev1.ContainerState) *podsyncv1.ContainerState {
-	if in.Waiting == nil && in.Running == nil && in.Terminated == nil {
-		return nil
-	}
-	out := &podsyncv1.ContainerState{}
-	if w := in.Waiting; w != nil {
-		out.Waiting = &podsyncv1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
-	}
-	if r := in.Running; r != nil {
-		out.Running = &podsyncv1.ContainerStateRunning{StartedAt: timeToProto(r.StartedAt)}
-	}
-	if t := in.Terminated; t != nil {
-		out.Terminated = &podsyncv1.ContainerStateTerminated{
-			ExitCode:    t.ExitCode,
-			Signal:      t.Signal,
-			Reason:      t.Reason,
-			Message:     t.Message,
-			StartedAt:   timeToProto(t.StartedAt),
-			FinishedAt:  timeToProto(t.FinishedAt),
-			ContainerId: t.ContainerID,
-		}
-	}
-	return out
-}
-
-func quantityPtrToString(q *resource.Quantity) string {
-	if q == nil {
-		return ""
-	}
-	return q.String()
 }
 
 // toSlice maps a slice, keeping nil as nil.

@@ -2,13 +2,10 @@ package convert
 
 import (
 	"math"
-	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -507,137 +504,4 @@ func securityContextFromProto(in *podsyncv1.SecurityContext) *corev1.SecurityCon
 		}
 	}
 	return out
-}
-
-func podStatusFromProto(in *podsyncv1.PodStatus) corev1.PodStatus {
-	return corev1.PodStatus{
-		Phase:                 corev1.PodPhase(in.Phase),
-		Conditions:            toSlice(in.Conditions, podConditionFromProto),
-		Message:               in.Message,
-		Reason:                in.Reason,
-		HostIP:                in.HostIp,
-		HostIPs:               toSlice(in.HostIps, func(h *podsyncv1.HostIP) corev1.HostIP { return corev1.HostIP{IP: h.GetIp()} }),
-		PodIP:                 in.PodIp,
-		PodIPs:                toSlice(in.PodIps, func(p *podsyncv1.PodIP) corev1.PodIP { return corev1.PodIP{IP: p.GetIp()} }),
-		StartTime:             timePtrFromProto(in.StartTime),
-		InitContainerStatuses: toSlice(in.InitContainerStatuses, containerStatusFromProto),
-		ContainerStatuses:     toSlice(in.ContainerStatuses, containerStatusFromProto),
-		QOSClass:              corev1.PodQOSClass(in.QosClass),
-		ObservedGeneration:    in.ObservedGeneration,
-
-		EphemeralContainerStatuses: toSlice(in.EphemeralContainerStatuses, containerStatusFromProto),
-	}
-}
-
-// PodStatusFromProto converts the API's PodStatus to core/v1. podsync's own
-// fields (sandbox, node name) have no place in core/v1 and are not copied.
-func PodStatusFromProto(in *podsyncv1.PodStatus) *corev1.PodStatus {
-	if in == nil {
-		return nil
-	}
-	st := podStatusFromProto(in)
-	return &st
-}
-
-func podConditionFromProto(in *podsyncv1.PodCondition) corev1.PodCondition {
-	return corev1.PodCondition{
-		Type:               corev1.PodConditionType(in.GetType()),
-		Status:             corev1.ConditionStatus(in.GetStatus()),
-		LastProbeTime:      timeFromProto(in.GetLastProbeTime()),
-		LastTransitionTime: timeFromProto(in.GetLastTransitionTime()),
-		Reason:             in.GetReason(),
-		Message:            in.GetMessage(),
-	}
-}
-
-func containerStatusFromProto(in *podsyncv1.ContainerStatus) corev1.ContainerStatus {
-	return corev1.ContainerStatus{
-		Name:                 in.GetName(),
-		State:                containerStateFromProto(in.GetState()),
-		LastTerminationState: containerStateFromProto(in.GetLastState()),
-		Ready:                in.GetReady(),
-		RestartCount:         in.GetRestartCount(),
-		Image:                in.GetImage(),
-		ImageID:              in.GetImageId(),
-		ContainerID:          in.GetContainerId(),
-		Started:              in.Started,
-		Resources:            statusResourcesFromProto(in.GetResources()),
-		AllocatedResources:   statusResourceList(in.GetAllocatedResources()),
-	}
-}
-
-// statusResourcesFromProto and statusResourceList read the resources of a
-// status, which the server wrote: a value that does not parse is left out.
-func statusResourcesFromProto(in *podsyncv1.ResourceRequirements) *corev1.ResourceRequirements {
-	if in == nil {
-		return nil
-	}
-	return &corev1.ResourceRequirements{Requests: statusResourceList(in.GetRequests()), Limits: statusResourceList(in.GetLimits())}
-}
-
-func statusResourceList(in map[string]string) corev1.ResourceList {
-	if in == nil {
-		return nil
-	}
-	out := make(corev1.ResourceList, len(in))
-	for name, v := range in {
-		if q, err := resource.ParseQuantity(v); err == nil {
-			out[corev1.ResourceName(name)] = q
-		}
-	}
-	return out
-}
-
-func containerStateFromProto(in *podsyncv1.ContainerState) corev1.ContainerState {
-	var out corev1.ContainerState
-	if in == nil {
-		return out
-	}
-	if w := in.Waiting; w != nil {
-		out.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
-	}
-	if r := in.Running; r != nil {
-		out.Running = &corev1.ContainerStateRunning{StartedAt: timeFromProto(r.StartedAt)}
-	}
-	if t := in.Terminated; t != nil {
-		out.Terminated = &corev1.ContainerStateTerminated{
-			ExitCode:    t.ExitCode,
-			Signal:      t.Signal,
-			Reason:      t.Reason,
-			Message:     t.Message,
-			StartedAt:   timeFromProto(t.StartedAt),
-			FinishedAt:  timeFromProto(t.FinishedAt),
-			ContainerID: t.ContainerId,
-		}
-	}
-	return out
-}
-
-func timeToProto(t metav1.Time) *timestamppb.Timestamp {
-	if t.IsZero() {
-		return nil
-	}
-	return timestamppb.New(t.Time)
-}
-
-func timePtrToProto(t *metav1.Time) *timestamppb.Timestamp {
-	if t == nil {
-		return nil
-	}
-	return timestamppb.New(t.Time)
-}
-
-func timeFromProto(t *timestamppb.Timestamp) metav1.Time {
-	if t == nil {
-		return metav1.Time{}
-	}
-	return metav1.NewTime(t.AsTime().In(time.Local))
-}
-
-func timePtrFromProto(t *timestamppb.Timestamp) *metav1.Time {
-	if t == nil {
-		return nil
-	}
-	mt := timeFromProto(t)
-	return &mt
 }
