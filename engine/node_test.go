@@ -737,9 +737,12 @@ func TestNodeProbeUpdateTriggersPass(t *testing.T) {
 			PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1}
 	}
 	pod.Spec.Containers[0].ReadinessProbe = probe("0")
+	// Not before a second on the node's clock, which only the test steps:
+	// without a delay the prober's first run could pass before the
+	// apply's pass computed its status.
+	pod.Spec.Containers[0].ReadinessProbe.InitialDelaySeconds = 1
 	res := h.apply(pod)
-	// The apply's pass ran before the probe (which may have passed by
-	// now, and a pass stored that).
+	// The apply's pass ran before the probe.
 	if res.Status.Conditions == nil || res.Status.ContainerStatuses[0].Ready {
 		t.Fatal("ready before the readiness probe ran")
 	}
