@@ -1,9 +1,9 @@
 // Command run-cluster is `make run-cluster`: as root, it builds podsyncd
 // and podsync-vk into .tmp/bin and the Kubernetes binaries into .tmp/kube
 // (hack/kube/build.sh, once), starts a control plane on 127.0.0.1
-// (internal/localkube), two podsync nodes (each a podsyncd on its own
-// private containerd, internal/localcri) and podsync-vk serving both,
-// waits for both Nodes to be Ready, prints the KUBECONFIG and PATH to use
+// (internal/localkube), two podsync nodes (--nodes N for more; each a
+// podsyncd on its own private containerd, internal/localcri) and
+// podsync-vk serving them, waits for the Nodes to be Ready, prints the KUBECONFIG and PATH to use
 // with kubectl, and stays up until ^C; then it stops everything and
 // removes what it started. With --once it checks and exits.
 package main
@@ -69,8 +69,13 @@ func start(dir, name, bin string, args ...string) (*child, error) {
 func say(format string, args ...any) { _, _ = fmt.Fprintf(os.Stdout, "==> "+format+"\n", args...) }
 
 func run() int {
-	once := flag.Bool("once", false, "start everything, check both Nodes are Ready, clean up and exit")
+	once := flag.Bool("once", false, "start everything, check the Nodes are Ready, clean up and exit")
+	nodes := flag.Int("nodes", 2, "how many podsync nodes (each a podsyncd on its own containerd) podsync-vk serves")
 	flag.Parse()
+	if *nodes < 1 || *nodes > 26 {
+		_, _ = fmt.Fprintf(os.Stderr, "run-cluster: --nodes %d: want 1 to 26\n", *nodes)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var children []*child
@@ -108,7 +113,8 @@ func run() int {
 		}
 		log := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.Lock(os.Stderr), zap.WarnLevel))
 		vkArgs := []string{"--kubeconfig", cluster.Kubeconfig, "--client-ca-file", cluster.CAFile()}
-		for _, name := range []string{"podsync-a", "podsync-b"} {
+		for i := range *nodes {
+			name := "podsync-" + string(rune('a'+i))
 			say("starting node %s: a private containerd and podsyncd", name)
 			inst, err := localcri.Start(ctx, localcri.Options{Logger: log, RepoDir: repo, LogDir: dir})
 			if err != nil {
@@ -144,12 +150,12 @@ func run() int {
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
 			out, _ := exec.CommandContext(ctx, kubectl, "--kubeconfig", cluster.Kubeconfig, "get", "nodes", "--no-headers").CombinedOutput()
-			if strings.Count(string(out), " Ready ") == 2 {
+			if strings.Count(string(out), " Ready ") == *nodes {
 				_, _ = os.Stdout.Write(out)
 				break
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
-				return fmt.Errorf("the two podsync Nodes are not Ready within 2 minutes: %s (logs in %s)", out, dir)
+				return fmt.Errorf("the %d podsync Nodes are not Ready within 2 minutes: %s (logs in %s)", *nodes, out, dir)
 			}
 			time.Sleep(time.Second)
 		}

@@ -23,9 +23,20 @@ type Config struct {
 	// API server's --kubelet-client-certificate); bearer tokens are
 	// checked with TokenReview whether or not it is set.
 	ClientCAFile string `yaml:"clientCAFile"`
+	// PodSyncWorkers is how many pods of each node the node library
+	// creates, updates or deletes at once (DefaultPodSyncWorkers when
+	// 0). A deletion holds its worker for the pod's grace period, as
+	// DeletePod waits for the containers to stop, so few workers make a
+	// large delete slow.
+	PodSyncWorkers int `yaml:"podSyncWorkers"`
 	// Nodes are the podsync nodes served.
 	Nodes []NodeConfig `yaml:"nodes"`
 }
+
+// DefaultPodSyncWorkers is Config.PodSyncWorkers' default: a deletion of
+// that many pods of a node, each waiting out its grace period, runs at
+// once, as a kubelet's pod workers do.
+const DefaultPodSyncWorkers = 32
 
 // NodeConfig is one podsync node.
 type NodeConfig struct {
@@ -105,6 +116,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	if len(c.Nodes) == 0 {
 		errs = append(errs, errors.New("no podsync node: give --node (or nodes: in --config)"))
+	}
+	if c.PodSyncWorkers < 0 {
+		errs = append(errs, fmt.Errorf("--pod-sync-workers %d: give 1 or more (0: %d)", c.PodSyncWorkers, DefaultPodSyncWorkers))
 	}
 	ports := map[int]bool{}
 	for i, n := range c.Nodes {

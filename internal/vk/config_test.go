@@ -41,18 +41,22 @@ func TestValidateSaysEverythingAtOnce(t *testing.T) {
 	if err := (&Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "no podsync node") {
 		t.Errorf("empty config: %v", err)
 	}
+	neg := Config{PodSyncWorkers: -1, Nodes: []NodeConfig{{Target: "s", Port: 1}}}
+	if err := neg.Validate(); err == nil || !strings.Contains(err.Error(), "--pod-sync-workers -1") {
+		t.Errorf("negative pod sync workers: %v", err)
+	}
 }
 
 func TestConfigFileAndFlags(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "vk.yaml")
-	if err := os.WriteFile(path, []byte("kubeconfig: /file/kubeconfig\nnodes:\n- {name: a, target: /a.sock, port: 1}\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("kubeconfig: /file/kubeconfig\npodSyncWorkers: 8\nnodes:\n- {name: a, target: /a.sock, port: 1}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var c Config
 	if err := c.LoadFile(path); err != nil {
 		t.Fatal(err)
 	}
-	if c.Kubeconfig != "/file/kubeconfig" || len(c.Nodes) != 1 || c.Nodes[0].Target != "/a.sock" {
+	if c.Kubeconfig != "/file/kubeconfig" || c.PodSyncWorkers != 8 || len(c.Nodes) != 1 || c.Nodes[0].Target != "/a.sock" {
 		t.Errorf("loaded %+v", c)
 	}
 	if err := os.WriteFile(path, []byte("kubeconfg: x\n"), 0o600); err != nil {

@@ -1,6 +1,7 @@
 package vk
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -138,7 +139,7 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	errc := make(chan error, 3)
 	go func() { errc <- p.Run(ctx) }()
 	go func() { errc <- nc.Run(ctx) }()
-	go func() { errc <- pc.Run(ctx, 4) }()
+	go func() { errc <- pc.Run(ctx, cmp.Or(cfg.PodSyncWorkers, DefaultPodSyncWorkers)) }()
 	log.Info("serving podsync node", zap.String("target", n.Target), zap.Int("kubelet_port", n.Port))
 	var first error
 	for range 3 {
