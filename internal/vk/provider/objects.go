@@ -26,13 +26,17 @@ type Objects interface {
 func (p *Provider) UseObjects(o Objects) { p.objects = o }
 
 // references are the names of the ConfigMaps and Secrets a pod uses:
-// volumes (also projected), env and envFrom, as the kubelet's
-// podutil.VisitPodConfigmapNames and VisitPodSecretNames find them.
+// volumes (also projected), env, envFrom and imagePullSecrets, as the
+// kubelet's podutil.VisitPodConfigmapNames and VisitPodSecretNames find
+// them.
 func references(pod *corev1.Pod) (configMaps, secrets []string) {
 	add := func(to *[]string, name string) {
 		if name != "" && !slices.Contains(*to, name) {
 			*to = append(*to, name)
 		}
+	}
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		add(&secrets, ref.Name)
 	}
 	for _, v := range pod.Spec.Volumes {
 		switch {

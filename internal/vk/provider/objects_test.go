@@ -91,6 +91,7 @@ func podWithObjects() *corev1.Pod {
 	}
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PW", ValueFrom: &corev1.EnvVarSource{
 		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "web-pw"}, Key: "pw"}}}}
+	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
 	return pod
 }
 
@@ -103,6 +104,8 @@ func testObjects() fakeObjects {
 		secrets: map[string]*corev1.Secret{
 			"default/web-tls": {ObjectMeta: apiMeta("web-tls"), Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"tls.key": []byte("k")}},
 			"default/web-pw":  {ObjectMeta: apiMeta("web-pw"), Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"pw": []byte("p")}},
+			"default/regcred": {ObjectMeta: apiMeta("regcred"), Type: corev1.SecretTypeDockerConfigJson,
+				Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)}},
 		},
 	}
 }
@@ -132,7 +135,7 @@ func TestCreatePodPushesTheObjectsItReferencesFirst(t *testing.T) {
 	}
 	// The referenced objects the API server has; "unused" is not
 	// referenced, "not-yet" not there (the pod waits for it on podsyncd).
-	want := appliedNames{ConfigMaps: []string{"default/web-config"}, Secrets: []string{"default/web-tls", "default/web-pw"}}
+	want := appliedNames{ConfigMaps: []string{"default/web-config"}, Secrets: []string{"default/regcred", "default/web-tls", "default/web-pw"}}
 	if diff := cmp.Diff(want, names(f.applied[0])); diff != "" {
 		t.Errorf("applied objects (-want +got):\n%s", diff)
 	}
@@ -146,7 +149,7 @@ func TestCreatePodPushesTheObjectsItReferencesFirst(t *testing.T) {
 	if got := cm.GetData()["index.html"]; got != "v1" {
 		t.Errorf("pushed configmap data = %v", cm.GetData())
 	}
-	if got := string(f.applied[0].GetSecrets()[1].GetData()["pw"]); got != "p" {
+	if got := string(f.applied[0].GetSecrets()[2].GetData()["pw"]); got != "p" {
 		t.Errorf("pushed secret data = %q, want p", got)
 	}
 }
