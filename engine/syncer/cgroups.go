@@ -3,7 +3,6 @@ package syncer
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/podsync/podsync/engine/cgroupfs"
 	"github.com/podsync/podsync/engine/criconfig"
 )
 
@@ -33,46 +33,11 @@ func removePodCgroup(pod *corev1.Pod, opts criconfig.Options) error {
 	}
 	parent := criconfig.PodCgroupParent(pod, opts)
 	var errs []error
-	for _, h := range cgroupHierarchies(opts.CgroupFS) {
-		dir := filepath.Join(h, parent)
-		// Children first: a cgroup directory can be removed only when it
-		// has no child cgroups (its control files go with it).
-		var dirs []string
-		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		slices.Reverse(dirs)
-		for _, d := range dirs {
-			if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
-			}
-		}
+	hs, _ := cgroupfs.Hierarchies(opts.CgroupFS) // none to clean without them
+	for _, h := range hs {
+		errs = append(errs, cgroupfs.RemoveTree(filepath.Join(h, parent), nil))
 	}
 	return errors.Join(errs...)
-}
-
-// cgroupHierarchies returns the hierarchies mounted under root: root
-// itself on a cgroup v2 host, else each of its directories (cgroup v1
-// controllers and a hybrid host's "unified"), skipping the symlinks that
-// alias joined controllers (cpu -> cpu,cpuacct).
-func cgroupHierarchies(root string) []string {
-	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
-		return []string{root}
-	}
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range entries {
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			out = append(out, filepath.Join(root, e.Name()))
-		}
-	}
-	return out
 }
 
 // ensurePodCgroup creates the pod's cgroup with the kubelet's pod-level
@@ -115,7 +80,8 @@ func ensurePodCgroup(pod *corev1.Pod, opts criconfig.Options) error {
 			files = append(files, cgroupFile{filepath.Join(dir, "memory.max"), strconv.FormatInt(*r.Memory, 10)})
 		}
 	} else {
-		for _, h := range cgroupHierarchies(root) {
+		hs, _ := cgroupfs.Hierarchies(root) // none to write without them
+		for _, h := range hs {
 			controllers := strings.Split(filepath.Base(h), ",")
 			dir := filepath.Join(h, parent)
 			switch {

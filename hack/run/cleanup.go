@@ -13,7 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/engine/cgroupfs"
+	"github.com/podsync/podsync/internal/localcri"
 )
 
 // cleanup deletes the pods, stops podsyncd and containerd, removes the
@@ -46,7 +47,7 @@ func (r *runner) cleanup(ok bool) error {
 	}
 	for _, uid := range r.uids {
 		for _, qos := range []string{"", "burstable", "besteffort"} {
-			if err := localcritest.RemoveCgroups(filepath.Join("/kubepods", qos, "pod"+uid)); err != nil {
+			if err := localcri.RemoveCgroupRoot(filepath.Join("/kubepods", qos, "pod"+uid)); err != nil {
 				errs = append(errs, fmt.Errorf("remove cgroups of pod %s: %w", uid, err))
 			}
 		}
@@ -101,19 +102,8 @@ func (r *runner) removeNewCgroups() {
 	more, _ := filepath.Glob("/sys/fs/cgroup/kubepods")
 	dirs = append(dirs, more...)
 	for _, d := range dirs {
-		var all []string
-		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
-			if err == nil && e.IsDir() {
-				all = append(all, p)
-			}
-			return nil
-		})
-		slices.Reverse(all)
-		for _, p := range all {
-			if !r.base.cgroups[p] {
-				_ = os.Remove(p) // fails, as it should, when not empty
-			}
-		}
+		// Fails, as it should, where a cgroup is not empty.
+		_ = cgroupfs.RemoveTree(d, func(p string) bool { return r.base.cgroups[p] })
 	}
 }
 
