@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -12,12 +13,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/client-go/transport/spdy"
+	clientspdy "k8s.io/client-go/transport/spdy"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	criclient "k8s.io/cri-client/pkg"
+	streamspdy "k8s.io/streaming/pkg/httpstream/spdy"
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/podsync/podsync/engine/errdefs"
@@ -208,11 +209,26 @@ func streamURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// streamConfig is the client config of the runtime's streaming server:
-// containerd serves it on loopback, with a self-signed certificate when
-// it enables TLS, as crictl connects to it.
-func streamConfig() *rest.Config {
-	return &rest.Config{TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+// streamTransport is the client of the runtime's streaming server:
+// containerd serves it on the node, with a self-signed certificate when it
+// enables TLS, which crictl does not verify either; no proxy stands
+// between the agent and its own runtime. Unlike client-go's
+// RoundTripperFor, it sends no SPDY keep-alive pings. The server closes
+// the connection once the process has exited and the tail of its output
+// is in the kernel's buffers; a ping written after that makes the
+// runtime's kernel reset the connection, and the tail a slow reader had
+// not read yet is lost without an error (kubernetes/kubernetes#124571).
+// Pings keep idle connections open through load balancers, and there is
+// none between podsyncd and its runtime; the session's idle timeout is
+// podsyncd's own.
+func streamTransport() (http.RoundTripper, clientspdy.Upgrader, error) {
+	rt, err := streamspdy.NewRoundTripperWithConfig(streamspdy.RoundTripperConfig{
+		TLS: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the runtime's own server, as crictl
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("runtime streaming client: %w", err)
+	}
+	return rt, clientspdy.NewUpgraderForStreaming(rt), nil
 }
 
 // stream runs one remotecommand session against rawURL.
@@ -221,7 +237,11 @@ func stream(ctx context.Context, rawURL string, o StreamOptions) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	exec, err := remotecommand.NewSPDYExecutor(streamConfig(), http.MethodPost, u)
+	tr, upgrader, err := streamTransport()
+	if err != nil {
+		return 0, err
+	}
+	exec, err := remotecommand.NewSPDYExecutorForTransports(tr, upgrader, http.MethodPost, u)
 	if err != nil {
 		return 0, fmt.Errorf("stream %s: %w", u.Redacted(), err)
 	}
@@ -345,11 +365,11 @@ func (n *Node) PortForward(ctx context.Context, namespace, name string, port int
 	if err != nil {
 		return err
 	}
-	tr, upgrader, err := spdy.RoundTripperFor(streamConfig())
+	tr, upgrader, err := streamTransport()
 	if err != nil {
 		return fmt.Errorf("port-forward: %w", err)
 	}
-	conn, _, err := spdy.NewDialer(upgrader, &http.Client{Transport: tr}, http.MethodPost, u).Dial(portforward.PortForwardProtocolV1Name)
+	conn, _, err := clientspdy.NewDialer(upgrader, &http.Client{Transport: tr}, http.MethodPost, u).Dial(portforward.PortForwardProtocolV1Name)
 	if err != nil {
 		return fmt.Errorf("port-forward to pod %s/%s: %w: %w", namespace, name, errdefs.ErrStreamFailed, err)
 	}

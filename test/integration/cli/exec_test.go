@@ -19,6 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 )
 
@@ -174,6 +178,59 @@ func TestExecMemory(t *testing.T) {
 	}
 }
 
+// TestExecTailAfterPause: a caller that stops reading for longer than a
+// SPDY ping period just before the end of a large output still gets all
+// of it, and the exit status after it. The runtime's streaming server
+// closes its connection once the process has exited and it has handed
+// the tail to the kernel; anything podsyncd then writes on that
+// connection (client-go's keep-alive ping every 5 s) makes the runtime's
+// kernel reset it, and the tail still buffered is lost without an error
+// (kubernetes/kubernetes#124571). The caller's gRPC windows are kept
+// small so that the tail is in the runtime connection's buffers, not in
+// gRPC's, while the caller pauses.
+func TestExecTailAfterPause(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncd(t)
+	runWeb(ctx, t, d)
+	conn, err := grpc.NewClient(d.address, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	const size, tail = 16 << 20, 4 << 20
+	stream, err := podsyncv1.NewPodSyncServiceClient(conn).Exec(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&podsyncv1.ExecRequest{Msg: &podsyncv1.ExecRequest_Start{Start: &podsyncv1.ExecStart{
+		Namespace: "default", Name: "web", Command: []string{"sh", "-c", fmt.Sprintf("head -c %d /dev/zero", size)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	paused := false
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("after %d of %d bytes: %v", n, size, err)
+		}
+		if e := m.GetExit(); e != nil {
+			if n != size || e.GetExitCode() != 0 {
+				t.Fatalf("exec of %d bytes of output, paused 6 s %d bytes before the end: read %d, exit code %d", size, tail, n, e.GetExitCode())
+			}
+			return
+		}
+		n += len(m.GetStdout())
+		if !paused && n >= size-tail {
+			paused = true
+			time.Sleep(6 * time.Second)
+		}
+	}
+}
+
 // slowReader reads at most 32 KiB at a time, waiting delay before each
 // read.
 type slowReader struct {
@@ -229,8 +286,15 @@ func TestExecTTY(t *testing.T) {
 	tmux("send-keys", "-t", "itest", "stty size", "Enter")
 	wait("stty size of the pane", func(s string) bool { return strings.Contains(s, "30 100") })
 	tmux("resize-window", "-t", "itest", "-x", "120", "-y", "40")
-	tmux("send-keys", "-t", "itest", "stty size", "Enter")
-	wait("stty size after the resize", func(s string) bool { return strings.Contains(s, "40 120") })
+	// The resize reaches the container's terminal asynchronously, after
+	// SIGWINCH, podsyncctl, podsyncd and the runtime, as with kubectl: a
+	// stty run before it still prints the old size, so ask again.
+	resized := func(s string) bool { return strings.Contains(s, "40 120") }
+	for i := 0; i < 10 && !resized(pane()); i++ {
+		tmux("send-keys", "-t", "itest", "stty size", "Enter")
+		time.Sleep(time.Second)
+	}
+	wait("stty size after the resize", resized)
 	tmux("send-keys", "-t", "itest", "exit 7", "Enter")
 	eventually(ctx, t, "podsyncctl exits with the shell's code", func() bool {
 		b, err := os.ReadFile(codeFile)
