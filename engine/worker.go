@@ -71,6 +71,9 @@ type worker struct {
 	// only by hints seen already is skipped.
 	pending *watch.Hint
 	seen    watch.ObjectStates
+	// seenMark is the read mark (watch.ReadMark) of the read behind
+	// seen: hints' relist snapshots listed before it are older.
+	seenMark uint64
 	// pulls are the pod's failed image pulls, which the runtime does not
 	// record: each pass starts from them and returns them updated.
 	pulls []plan.PullFailure
@@ -128,7 +131,7 @@ func (w *worker) passStarts() {
 	case <-w.kick:
 	default:
 	}
-	w.pending, w.seen = nil, nil
+	w.pending, w.seen, w.seenMark = nil, nil, 0
 }
 
 // hintsSeen reports whether the last pass saw everything that asked for a
@@ -142,14 +145,14 @@ func (w *worker) hintsSeen() (seen bool, sources watch.Source) {
 	if p == nil {
 		return true, 0
 	}
-	return p.SeenBy(w.seen), p.Sources()
+	return p.SeenBy(w.seen, w.seenMark), p.Sources()
 }
 
 // passSaw records the objects the pass that ends saw last; nil when the
 // pass did not end cleanly.
-func (w *worker) passSaw(states watch.ObjectStates) {
+func (w *worker) passSaw(states watch.ObjectStates, mark uint64) {
 	w.mu.Lock()
-	w.seen = states
+	w.seen, w.seenMark = states, mark
 	w.mu.Unlock()
 }
 

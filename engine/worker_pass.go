@@ -118,7 +118,8 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 		return passOutcome{status: pod.Status}, err
 	}
 	in := syncer.SyncInput{ConfigMaps: cms, Secrets: secrets, Probes: w.n.probeResults(pod.UID),
-		PullFailures: w.pullFailures(), AdmitResize: w.n.admitResize, NothingInRuntime: w.n.claimNew(pod.UID)}
+		PullFailures: w.pullFailures(), AdmitResize: w.n.admitResize, NothingInRuntime: w.n.claimNew(pod.UID),
+		ReadMark: watch.ReadMark}
 	in.Observed = func(view plan.RuntimeView, actions plan.PodActions) { w.publishObserved(ctx, pod, view, actions) }
 	res, err := w.n.syncer.SyncPod(ctx, pod, in, emit)
 	if err == nil && ctx.Err() != nil {
@@ -198,7 +199,7 @@ func (w *worker) scheduleNext(pod *corev1.Pod, status *corev1.PodStatus, res syn
 		// after it run passes.
 		final := plan.ComputePodActions(pod, res.View, w.n.probeResults(pod.UID), now, w.n.backoff)
 		if settled(final) && backOffsReported(final.BackOff, res.Steps) {
-			w.passSaw(watch.StatesOf(res.View))
+			w.passSaw(watch.StatesOf(res.View), res.ViewMark)
 		}
 	}
 	w.setRetry(next)

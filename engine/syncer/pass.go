@@ -34,12 +34,21 @@ func (p *pass) readState(ctx context.Context) (podState, error) {
 // without a read when the caller knows the runtime holds nothing of the
 // pod (SyncInput.NothingInRuntime).
 func (p *pass) initialState(ctx context.Context) (podState, error) {
+	p.markRead()
 	if !p.in.NothingInRuntime {
 		return p.readState(ctx)
 	}
 	st := podState{view: plan.NewRuntimeView(p.pod.UID, nil, nil), sandboxOf: map[string]string{}, logPath: map[string]string{}}
 	st.view.PullFailures = slices.Clone(p.pulls)
 	return st, nil
+}
+
+// markRead takes a read mark (SyncInput.ReadMark) for the read that
+// follows.
+func (p *pass) markRead() {
+	if p.in.ReadMark != nil {
+		p.viewMark = p.in.ReadMark()
+	}
 }
 
 // recorder collects the steps of a pass, logs each once and passes it to
@@ -115,6 +124,9 @@ type pass struct {
 	// because the pod's deletion was requested meanwhile: the pass then
 	// ends without error, as the kubelet's SyncPod returns.
 	terminationRequested bool
+
+	// viewMark is the read mark of the last read (markRead).
+	viewMark uint64
 }
 
 func (p *pass) run(ctx context.Context) (SyncResult, error) {
@@ -159,7 +171,7 @@ func (p *pass) run(ctx context.Context) (SyncResult, error) {
 		if !p.terminationRequested {
 			final = p.collectGarbage(ctx, final)
 		}
-		res.View = final.view
+		res.View, res.ViewMark = final.view, p.viewMark
 	}
 	res.Steps = p.rec.steps
 	if len(res.View.Sandboxes) > 0 && res.View.Sandboxes[0].State == plan.SandboxReady {
@@ -181,6 +193,7 @@ func (p *pass) run(ctx context.Context) (SyncResult, error) {
 // would; objects changed from outside after the read are the watcher's to
 // report.
 func (p *pass) reread(ctx context.Context) (podState, error) {
+	p.markRead()
 	if p.createsFailed {
 		return p.readState(ctx)
 	}

@@ -181,6 +181,9 @@ type SyncResult struct {
 	// garbage collection), with the pull failures the syncer remembers;
 	// feed it to ComputePodStatus.
 	View plan.RuntimeView
+	// ViewMark is the SyncInput.ReadMark taken before the read behind
+	// View; 0 without ReadMark.
+	ViewMark uint64
 	// SandboxID is the sandbox the pod's containers run in, if any.
 	SandboxID string
 	// PodIPs are the sandbox's IPs.

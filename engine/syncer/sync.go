@@ -114,6 +114,12 @@ type SyncInput struct {
 	// that plans from an empty view for a pod that has a sandbox creates
 	// another.
 	NothingInRuntime bool
+	// ReadMark, if set, returns an increasing mark; the pass takes one
+	// before each read of the runtime and returns the mark of the read
+	// behind SyncResult.View in SyncResult.ViewMark (the node's worker
+	// passes watch.ReadMark: a relist that ended before the read is
+	// older than the view).
+	ReadMark func() uint64
 }
 
 // Syncer runs sync passes: it reads what the runtime holds for a pod,

@@ -668,3 +668,24 @@ func TestPassEndListsAfterAFailedCreate(t *testing.T) {
 		t.Errorf("helper in the pass's view: %+v", inst)
 	}
 }
+
+// TestViewMark: the result's view carries the read mark taken before the
+// read behind it — the read at the end of a pass that changed the pod,
+// the first read of one that did nothing — so that the worker knows
+// which relists are older than the view.
+func TestViewMark(t *testing.T) {
+	h := syncertest.New(t)
+	var marks uint64
+	h.In.ReadMark = func() uint64 { marks++; return marks }
+	pod := enginetest.Pod()
+	if res := h.Sync(pod); res.ViewMark != 2 || marks != 2 {
+		t.Errorf("pass that started the pod: view mark %d of %d taken, want the second (the read after the starts)", res.ViewMark, marks)
+	}
+	if res := h.Sync(pod); res.ViewMark != 3 || marks != 3 {
+		t.Errorf("pass that did nothing: view mark %d of %d taken, want the third (its only read)", res.ViewMark, marks)
+	}
+	h.In.ReadMark = nil
+	if res := h.Sync(pod); res.ViewMark != 0 {
+		t.Errorf("without ReadMark: view mark %d, want 0", res.ViewMark)
+	}
+}

@@ -3,6 +3,7 @@ package watch
 import (
 	"maps"
 	"strings"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -148,8 +149,10 @@ type Hint struct {
 	// run.
 	Unknown bool
 	// snapshot is the pod's objects as the last relist listed them; nil
-	// if no relist is part of the hint.
-	snapshot ObjectStates
+	// if no relist is part of the hint. snapshotMark is the ReadMark the
+	// relist took before it listed.
+	snapshot     ObjectStates
+	snapshotMark uint64
 	// events are the container events of the hint, in order.
 	events []objectEvent
 	// sources are where the hint and those merged into it came from;
@@ -174,18 +177,33 @@ func (h *Hint) Merge(later Hint) {
 		return
 	}
 	if later.snapshot != nil {
-		h.snapshot = later.snapshot
+		h.snapshot, h.snapshotMark = later.snapshot, later.snapshotMark
 	}
 	h.events = append(h.events, later.events...)
 }
 
+// readMarks orders the reads of the runtime: relists and the passes'
+// reads of a pod take a mark before they read.
+var readMarks atomic.Uint64
+
+// ReadMark returns a mark greater than every mark returned before: a
+// read of the runtime that begins after taking mark m sees every change
+// that a read begun before taking a smaller mark saw.
+func ReadMark() uint64 { return readMarks.Add(1) }
+
 // SeenBy reports whether states, read after every change h reports,
 // show all of them: then a pass would find what the last one found.
-func (h *Hint) SeenBy(states ObjectStates) bool {
+// readMark is the ReadMark taken before states were read (0: unknown). A
+// relist snapshot listed before that read (a smaller mark) is superseded
+// by it even where they differ: it was taken in the middle of the pass
+// (a sandbox without the container the pass then created), and what it
+// shows of the pod's objects, the later read saw too or saw change since.
+func (h *Hint) SeenBy(states ObjectStates, readMark uint64) bool {
 	if h.Unknown || states == nil {
 		return false
 	}
-	if h.snapshot != nil && !maps.Equal(h.snapshot, states) {
+	older := h.snapshotMark != 0 && readMark != 0 && h.snapshotMark < readMark
+	if h.snapshot != nil && !older && !maps.Equal(h.snapshot, states) {
 		return false
 	}
 	for _, e := range h.events {

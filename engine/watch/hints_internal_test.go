@@ -27,32 +27,41 @@ func TestHintSeenBy(t *testing.T) {
 		h    Hint
 		seen ObjectStates
 		want bool
+		mark uint64 // the read mark of seen
 	}{
-		{"nothing known of the change", Hint{Unknown: true}, seen, false},
-		{"no clean pass before", ev("run", started), nil, false},
-		{"created, exists", ev("new", created), seen, true},
-		{"created, not seen", ev("other", created), seen, false},
-		{"started, running", ev("run", started), seen, true},
-		{"started, exited since", ev("done", started), seen, true},
-		{"started, seen only created", ev("new", started), seen, false},
-		{"sandbox started, ready", ev("sb", started), seen, true},
-		{"stopped, exited", ev("done", stopped), seen, true},
-		{"stopped, seen running", ev("run", stopped), seen, false},
-		{"sandbox stopped, seen ready", ev("sb", stopped), seen, false},
-		{"sandbox stopped, seen not ready", ev("sb", stopped), ObjectStates{"sb": sandboxNotReady}, true},
-		{"deleted, gone", ev("gone", deleted), seen, true},
-		{"deleted, seen", ev("done", deleted), seen, false},
-		{"unknown event type", ev("run", runtimeapi.ContainerEventType(42)), seen, false},
-		{"relist as seen", Hint{snapshot: ObjectStates{"sb": sandboxReady, "run": containerRunning, "done": containerExited, "new": containerCreated}}, seen, true},
-		{"relist, a state changed", Hint{snapshot: ObjectStates{"sb": sandboxReady, "run": containerExited, "done": containerExited, "new": containerCreated}}, seen, false},
-		{"relist, an object more", Hint{snapshot: ObjectStates{"sb": sandboxReady, "run": containerRunning, "done": containerExited, "new": containerCreated, "x": containerCreated}}, seen, false},
-		{"relist, nothing left, pass saw nothing", Hint{snapshot: ObjectStates{}}, ObjectStates{}, true},
-		{"relist, nothing left, pass saw objects", Hint{snapshot: ObjectStates{}}, seen, false},
-		{"events all seen", Hint{events: []objectEvent{{"new", created}, {"run", started}, {"done", stopped}}}, seen, true},
-		{"one event not seen", Hint{events: []objectEvent{{"run", started}, {"run", stopped}}}, seen, false},
+		{"nothing known of the change", Hint{Unknown: true}, seen, false, 0},
+		{"no clean pass before", ev("run", started), nil, false, 0},
+		{"created, exists", ev("new", created), seen, true, 0},
+		{"created, not seen", ev("other", created), seen, false, 0},
+		{"started, running", ev("run", started), seen, true, 0},
+		{"started, exited since", ev("done", started), seen, true, 0},
+		{"started, seen only created", ev("new", started), seen, false, 0},
+		{"sandbox started, ready", ev("sb", started), seen, true, 0},
+		{"stopped, exited", ev("done", stopped), seen, true, 0},
+		{"stopped, seen running", ev("run", stopped), seen, false, 0},
+		{"sandbox stopped, seen ready", ev("sb", stopped), seen, false, 0},
+		{"sandbox stopped, seen not ready", ev("sb", stopped), ObjectStates{"sb": sandboxNotReady}, true, 0},
+		{"deleted, gone", ev("gone", deleted), seen, true, 0},
+		{"deleted, seen", ev("done", deleted), seen, false, 0},
+		{"unknown event type", ev("run", runtimeapi.ContainerEventType(42)), seen, false, 0},
+		{"relist as seen", Hint{snapshot: ObjectStates{"sb": sandboxReady, "run": containerRunning, "done": containerExited, "new": containerCreated}}, seen, true, 0},
+		{"relist, a state changed", Hint{snapshot: ObjectStates{"sb": sandboxReady, "run": containerExited, "done": containerExited, "new": containerCreated}}, seen, false, 0},
+		{"relist, an object more", Hint{snapshot: ObjectStates{"sb": sandboxReady, "run": containerRunning, "done": containerExited, "new": containerCreated, "x": containerCreated}}, seen, false, 0},
+		{"relist, nothing left, pass saw nothing", Hint{snapshot: ObjectStates{}}, ObjectStates{}, true, 0},
+		{"relist, nothing left, pass saw objects", Hint{snapshot: ObjectStates{}}, seen, false, 0},
+		{"events all seen", Hint{events: []objectEvent{{"new", created}, {"run", started}, {"done", stopped}}}, seen, true, 0},
+		{"one event not seen", Hint{events: []objectEvent{{"run", started}, {"run", stopped}}}, seen, false, 0},
+		// A relist that ended before the pass's read began (a smaller
+		// mark) is older than what the pass saw: the mid-pass sandbox
+		// without its container does not cost a pass.
+		{"relist listed before the read, mid-pass", Hint{snapshot: ObjectStates{"sb": sandboxReady}, snapshotMark: 5}, seen, true, 7},
+		{"relist listed after the read, a state changed", Hint{snapshot: ObjectStates{"sb": sandboxReady, "run": containerExited, "done": containerExited, "new": containerCreated}, snapshotMark: 9}, seen, false, 7},
+		{"relist before the read, read mark unknown", Hint{snapshot: ObjectStates{"sb": sandboxReady}, snapshotMark: 5}, seen, false, 0},
+		{"relist without a mark", Hint{snapshot: ObjectStates{"sb": sandboxReady}}, seen, false, 7},
+		{"older relist, an event not seen", Hint{snapshot: ObjectStates{"sb": sandboxReady}, snapshotMark: 5, events: []objectEvent{{"run", stopped}}}, seen, false, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.h.SeenBy(tc.seen); got != tc.want {
+			if got := tc.h.SeenBy(tc.seen, tc.mark); got != tc.want {
 				t.Errorf("seenBy = %v, want %v", got, tc.want)
 			}
 		})
@@ -65,9 +74,9 @@ func TestHintMerge(t *testing.T) {
 	if h.Unknown || len(h.snapshot) != 1 || len(h.events) != 2 {
 		t.Fatalf("merged %+v", h)
 	}
-	h.Merge(Hint{UID: "u", snapshot: ObjectStates{}})
-	if h.snapshot == nil || len(h.snapshot) != 0 {
-		t.Errorf("a later relist's snapshot did not replace the earlier: %v", h.snapshot)
+	h.Merge(Hint{UID: "u", snapshot: ObjectStates{}, snapshotMark: 3})
+	if h.snapshot == nil || len(h.snapshot) != 0 || h.snapshotMark != 3 {
+		t.Errorf("a later relist's snapshot did not replace the earlier: %v (mark %d)", h.snapshot, h.snapshotMark)
 	}
 	h.Merge(Hint{UID: "u", Unknown: true})
 	if !h.Unknown || h.events != nil || h.snapshot != nil {
@@ -105,7 +114,7 @@ func TestStatesOfMatchesRelist(t *testing.T) {
 		"c4": containerObject(plan.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_UNKNOWN)),
 	}
 	h := Hint{snapshot: listed}
-	if !h.SeenBy(StatesOf(v)) {
+	if !h.SeenBy(StatesOf(v), 0) {
 		t.Errorf("statesOf(view) = %v, relist = %v", StatesOf(v), listed)
 	}
 }

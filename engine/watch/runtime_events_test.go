@@ -144,7 +144,7 @@ func TestWatcherFollowsRuntimeEventsWithoutCRIEvents(t *testing.T) {
 	}
 	h.Exit(res, "app", 1)
 	hint := hintFrom(t, hints, string(pod.UID), watch.SourceContainerdEvents, clk)
-	if hint.SeenBy(watch.StatesOf(res.View)) {
+	if hint.SeenBy(watch.StatesOf(res.View), 0) {
 		t.Error("the exit's hint is seen by the view of the container running")
 	}
 

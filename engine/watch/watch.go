@@ -99,6 +99,8 @@ type Watcher struct {
 	// sandbox and container IDs to their pod.
 	pods   map[types.UID]ObjectStates
 	owners map[string]types.UID
+	// podsMark is the ReadMark of the relist that listed pods.
+	podsMark uint64
 	// confirming holds, for each id whose runtime events wait for CRI to
 	// show them (confirm), the events not confirmed yet, in order.
 	confirming map[string][]RuntimeEvent
@@ -218,7 +220,7 @@ func (w *Watcher) subscribe(ctx context.Context, sub *subscription) {
 	}
 	w.subs[sub] = struct{}{}
 	for _, uid := range slices.Sorted(maps.Keys(w.pods)) {
-		sub.push(Hint{UID: uid, snapshot: w.pods[uid], sources: SourceRelist})
+		sub.push(Hint{UID: uid, snapshot: w.pods[uid], snapshotMark: w.podsMark, sources: SourceRelist})
 	}
 	w.wg.Add(1)
 	w.mu.Unlock()
@@ -374,6 +376,9 @@ func (w *Watcher) relistOnce(ctx context.Context) {
 		}
 		return
 	}
+	// Taken once both lists returned: a pass's read that begins after
+	// it (a greater mark) sees the objects as new as these or newer.
+	mark := ReadMark()
 	pods := map[types.UID]ObjectStates{}
 	owners := map[string]types.UID{}
 	add := func(labels map[string]string, id string, st objectState) {
@@ -401,16 +406,16 @@ func (w *Watcher) relistOnce(ctx context.Context) {
 	var changed []Hint
 	for uid, objs := range pods {
 		if prev, ok := w.pods[uid]; !ok || !maps.Equal(prev, objs) {
-			changed = append(changed, Hint{UID: uid, snapshot: objs, sources: SourceRelist})
+			changed = append(changed, Hint{UID: uid, snapshot: objs, snapshotMark: mark, sources: SourceRelist})
 		}
 	}
 	for uid := range w.pods {
 		if _, ok := pods[uid]; !ok {
 			// Nothing left: an empty snapshot, not nil (no snapshot).
-			changed = append(changed, Hint{UID: uid, snapshot: ObjectStates{}, sources: SourceRelist})
+			changed = append(changed, Hint{UID: uid, snapshot: ObjectStates{}, snapshotMark: mark, sources: SourceRelist})
 		}
 	}
-	w.pods, w.owners = pods, owners
+	w.pods, w.owners, w.podsMark = pods, owners, mark
 	w.mu.Unlock()
 	slices.SortFunc(changed, func(a, b Hint) int { return strings.Compare(string(a.UID), string(b.UID)) })
 	w.notify(changed...)
