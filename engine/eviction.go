@@ -233,8 +233,15 @@ func (n *Node) checkLocalStorage(ctx context.Context) {
 	// One list of the running containers serves every pod's measurement;
 	// without it no pod is measured (nor evicted) this round.
 	var running map[types.UID]map[string]string
+	var layers map[string]int64
 	if len(pods) > 0 {
-		if running, err = n.runningContainers(ctx); err != nil {
+		running, err = n.runningContainers(ctx)
+		if err == nil {
+			// One call for every container's writable layer, as the
+			// kubelet's stats provider, not one per container.
+			layers, err = n.writableLayers(ctx)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -250,7 +257,7 @@ func (n *Node) checkLocalStorage(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		u, err := n.measurePod(ctx, pod, running[pod.UID])
+		u, err := n.measurePod(ctx, pod, running[pod.UID], layers)
 		if err != nil {
 			if ctx.Err() == nil {
 				n.log.Warn("local storage: measurement failed; the pod is not evicted", append(logx.Pod(pod), zap.Error(err))...)

@@ -157,7 +157,11 @@ func TestNodeEvictsOverLocalStorageLimits(t *testing.T) {
 			tc.mutate(pod)
 			h.apply(pod)
 			// Within its limits the pod keeps running.
-			h.stepUntil("a measurement", func() bool { return slices.Contains(h.rt.GetCalls(), "ContainerStats") })
+			h.stepUntil("a measurement", func() bool { return slices.Contains(h.rt.GetCalls(), "ListContainerStats") })
+			// One call measured every container's writable layer.
+			if slices.Contains(h.rt.GetCalls(), "ContainerStats") {
+				t.Errorf("the round asked for a container's stats on its own: %v", h.rt.GetCalls())
+			}
 			if st := h.storedStatus(pod); st.Phase != corev1.PodRunning {
 				t.Fatalf("phase %s within the limits, want Running", st.Phase)
 			}
@@ -189,7 +193,7 @@ func TestNodeEvictsOverLocalStorageLimits(t *testing.T) {
 }
 
 // TestNodeDoesNotEvictUnmeasured: a pod whose measurement fails (the
-// runtime does not answer ContainerStats) is not evicted, however full its
+// runtime does not answer ListContainerStats) is not evicted, however full its
 // emptyDir; the next measurement that succeeds evicts it.
 func TestNodeDoesNotEvictUnmeasured(t *testing.T) {
 	t.Parallel()
@@ -201,17 +205,9 @@ func TestNodeDoesNotEvictUnmeasured(t *testing.T) {
 		SizeLimit: ptr.To(resource.MustParse("1Mi"))}}}}
 	h.apply(pod)
 	fill(t, filepath.Join(criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, "data", h.cfg), "blob"), 2<<20)
-	calls := func() int {
-		n := 0
-		for _, c := range h.rt.GetCalls() {
-			if c == "ContainerStats" {
-				n++
-			}
-		}
-		return n
-	}
+	calls := func() int { return countCalls(h, "ListContainerStats") }
 	for range 3 {
-		h.rt.InjectError("ContainerStats", errors.New("stats unavailable"))
+		h.rt.InjectError("ListContainerStats", errors.New("stats unavailable"))
 	}
 	for i := 1; i <= 3; i++ {
 		h.stepUntil("a failed measurement", func() bool { return calls() >= i })

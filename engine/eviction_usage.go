@@ -26,12 +26,47 @@ type containerStatser interface {
 	ContainerStats(ctx context.Context, containerID string) (*runtimeapi.ContainerStats, error)
 }
 
+// containerStatsLister is the optional capability of a Runtime to report
+// the stats of many containers in one call (CRI ListContainerStats), as
+// the kubelet's CRI stats provider reads them; k8s.io/cri-client's
+// runtime service has it.
+type containerStatsLister interface {
+	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+}
+
+// writableLayers reads the writable layer usage of every podsync
+// container in one CRI ListContainerStats, by container id; nil (and no
+// error) when the runtime cannot list stats, so that measurePod asks for
+// each container's.
+func (n *Node) writableLayers(ctx context.Context) (map[string]int64, error) {
+	l, ok := n.rt.(containerStatsLister)
+	if !ok {
+		return nil, nil
+	}
+	stats, err := l.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{LabelSelector: map[string]string{plan.LabelManaged: "true"}})
+	if errors.Is(err, errNoContainerStats) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list container stats: %w", err)
+	}
+	out := make(map[string]int64, len(stats))
+	for _, st := range stats {
+		if id := st.GetAttributes().GetId(); id != "" && st.GetWritableLayer() != nil {
+			out[id] = int64(st.GetWritableLayer().GetUsedBytes().GetValue())
+		}
+	}
+	return out, nil
+}
+
 // measurePod measures pod's local storage: its disk-backed emptyDir and
 // configMap volumes, its hosts file and, for each running container (the
 // id of the newest running instance of each container name, as
-// runningContainers lists them), its writable layer and log files. Secret and memory emptyDir volumes are
+// runningContainers lists them), its writable layer (from layers, the
+// round's writableLayers, or, for a container missing there, its own CRI
+// ContainerStats) and log files. Secret and memory emptyDir volumes are
 // tmpfs, counted as memory, not here.
-func (n *Node) measurePod(ctx context.Context, pod *corev1.Pod, running map[string]string) (podStorageUsage, error) {
+func (n *Node) measurePod(ctx context.Context, pod *corev1.Pod, running map[string]string, layers map[string]int64) (podStorageUsage, error) {
 	u := podStorageUsage{Volumes: map[string]int64{}, Containers: map[string]int64{}}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
@@ -61,14 +96,17 @@ func (n *Node) measurePod(ctx context.Context, pod *corev1.Pod, running map[stri
 
 	stats, _ := n.rt.(containerStatser)
 	for _, name := range slices.Sorted(maps.Keys(running)) {
-		if stats == nil {
-			return u, errNoContainerStats
+		used, ok := layers[running[name]]
+		if !ok {
+			if stats == nil {
+				return u, errNoContainerStats
+			}
+			st, err := stats.ContainerStats(ctx, running[name])
+			if err != nil {
+				return u, fmt.Errorf("container %q stats: %w", name, err)
+			}
+			used = int64(st.GetWritableLayer().GetUsedBytes().GetValue())
 		}
-		st, err := stats.ContainerStats(ctx, running[name])
-		if err != nil {
-			return u, fmt.Errorf("container %q stats: %w", name, err)
-		}
-		used := int64(st.GetWritableLayer().GetUsedBytes().GetValue())
 		logs, err := diskUsage(filepath.Join(criconfig.PodLogDirectory(pod, n.cfg), name))
 		if err != nil {
 			return u, fmt.Errorf("container %q logs: %w", name, err)
@@ -190,4 +228,14 @@ func (r *timedRuntime) ContainerStats(ctx context.Context, containerID string) (
 		return nil, errNoContainerStats
 	}
 	return timed(r.m, "ContainerStats", func() (*runtimeapi.ContainerStats, error) { return s.ContainerStats(ctx, containerID) })
+}
+
+// ListContainerStats times the wrapped runtime's ListContainerStats; a
+// runtime without one gives errNoContainerStats.
+func (r *timedRuntime) ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	l, ok := r.rt.(containerStatsLister)
+	if !ok {
+		return nil, errNoContainerStats
+	}
+	return timed(r.m, "ListContainerStats", func() ([]*runtimeapi.ContainerStats, error) { return l.ListContainerStats(ctx, filter) })
 }

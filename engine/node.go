@@ -215,6 +215,10 @@ type Node struct {
 	cfg     criconfig.Options
 	gc      GCPolicy
 	rot     LogRotation
+	// rotMu guards logPaths, the log path of each running container
+	// RotateLogs has seen (a container's log path never changes).
+	rotMu    sync.Mutex
+	logPaths map[string]string
 	// evictPolicy is NodeOptions.Eviction with defaults; storeDir the
 	// store file's directory, whose file system it keeps from filling.
 	evictPolicy EvictionPolicy

@@ -662,11 +662,17 @@ func TestNodeRotateLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := resp.GetStatus().GetLogPath()
+	statusReads := func() int { return countCalls(h, "ContainerStatus") }
 	for i := range 4 {
 		if err := h.rt.WriteLog(id, "stdout", strings.Repeat("x", 200)); err != nil {
 			t.Fatal(err)
 		}
+		before := statusReads()
 		h.node.RotateLogs(h.ctx)
+		// The log path is read once, in the first round.
+		if read := statusReads() - before; i > 0 && read != 0 {
+			t.Errorf("rotation %d read the container's status %d times; its log path was known", i, read)
+		}
 		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("rotation %d: live log still there (%v)", i, err)
 		}
@@ -679,12 +685,7 @@ func TestNodeRotateLogs(t *testing.T) {
 	if want := syncertest.T0.Add(2 * time.Second).UTC().Format("20060102-150405"); len(rotated) > 0 && !strings.HasSuffix(rotated[0], want) {
 		t.Errorf("oldest kept %s, want suffix %s", rotated[0], want)
 	}
-	reopened := 0
-	for _, c := range h.rt.GetCalls() {
-		if c == "ReopenContainerLog" {
-			reopened++
-		}
-	}
+	reopened := countCalls(h, "ReopenContainerLog")
 	if reopened != 4 {
 		t.Errorf("ReopenContainerLog called %d times, want 4", reopened)
 	}

@@ -207,6 +207,7 @@ func TestNodeObjectPreconditions(t *testing.T) {
 	}
 }
 
+// countCalls is how many times the node called the runtime's name.
 func countCalls(h *nodeHarness, name string) int {
 	n := 0
 	for _, c := range h.rt.GetCalls() {

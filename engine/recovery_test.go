@@ -274,17 +274,6 @@ func sameRuntime(t *testing.T, before, after *plan.RuntimeView) {
 	}
 }
 
-// count counts s in calls.
-func count(calls []string, s string) int {
-	n := 0
-	for _, c := range calls {
-		if c == s {
-			n++
-		}
-	}
-	return n
-}
-
 // noSpecRuntime creates sandboxes without the pod-spec annotation, as
 // podsync did before it recorded it.
 type noSpecRuntime struct{ syncer.Runtime }
@@ -341,7 +330,7 @@ func TestAdoptRuntimeInPart(t *testing.T) {
 	sameRuntime(t, before, h.view(pod))
 
 	// The restored readiness probe runs (ExecSync); nothing else may.
-	changes := func() int { return h.writes() - count(h.rt.GetCalls(), "ExecSync") }
+	changes := func() int { return h.writes() - countCalls(h, "ExecSync") }
 	writes := changes()
 	if _, err := n.Apply(h.ctx, pod, nil, nil, nil); err != nil {
 		t.Fatal(err)

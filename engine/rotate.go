@@ -26,6 +26,12 @@ const rotatedTimeFormat = "20060102-150405"
 // reopens the log (CRI ReopenContainerLog), and rotated files beyond
 // MaxFiles-1 are removed, oldest first. Run calls it every
 // LogRotation.Period; failures are logged.
+//
+// A container's log path never changes, so it is read (CRI
+// ContainerStatus) once per container and remembered while the container
+// runs, where the kubelet reads every running container's status every
+// round: on an idle node of hundreds of pods those reads were most of
+// podsyncd's work.
 func (n *Node) RotateLogs(ctx context.Context) {
 	ctrs, err := n.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
@@ -37,20 +43,36 @@ func (n *Node) RotateLogs(ctx context.Context) {
 		}
 		return
 	}
+	n.rotMu.Lock()
+	defer n.rotMu.Unlock()
+	seen := make(map[string]bool, len(ctrs))
 	for _, c := range ctrs {
 		if !plan.IsManaged(c.GetLabels()) {
 			continue
 		}
-		resp, err := n.rt.ContainerStatus(ctx, c.GetId(), false)
-		if err != nil {
-			continue
+		seen[c.GetId()] = true
+		path, ok := n.logPaths[c.GetId()]
+		if !ok {
+			resp, err := n.rt.ContainerStatus(ctx, c.GetId(), false)
+			if err != nil {
+				continue
+			}
+			path = resp.GetStatus().GetLogPath()
+			if n.logPaths == nil {
+				n.logPaths = map[string]string{}
+			}
+			n.logPaths[c.GetId()] = path
 		}
-		path := resp.GetStatus().GetLogPath()
 		if path == "" || !filepath.IsAbs(path) {
 			continue
 		}
 		if err := n.rotateLog(ctx, c.GetId(), path); err != nil && ctx.Err() == nil {
 			n.log.Warn("log rotation failed", zap.String(logx.ContainerID, c.GetId()), zap.String(logx.Path, path), zap.Error(err))
+		}
+	}
+	for id := range n.logPaths {
+		if !seen[id] {
+			delete(n.logPaths, id)
 		}
 	}
 }

@@ -65,7 +65,7 @@ const (
 //   - streams CONTAINER_CREATED, _STARTED, _STOPPED and _DELETED events to
 //     every GetContainerEvents caller;
 //   - reports RuntimeReady and NetworkReady in Status;
-//   - answers ContainerStats of a container it holds with its writable
+//   - answers ContainerStats (and ListContainerStats) of containers it holds with their writable
 //     layer's usage (SetWritableLayer).
 //
 // InjectError works for runtime and image methods alike. Methods are safe for

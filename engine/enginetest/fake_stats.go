@@ -40,3 +40,42 @@ func (r *FakeRuntime) ContainerStats(_ context.Context, containerID string) (*ru
 			FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: "/var/lib/containerd"}},
 	}, nil
 }
+
+// ListContainerStats answers as ContainerStats does, for every container
+// the filter selects (by id, sandbox and labels), in one call.
+func (r *FakeRuntime) ListContainerStats(_ context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	r.Lock()
+	defer r.Unlock()
+	if err := r.enter("ListContainerStats"); err != nil {
+		return nil, err
+	}
+	now := r.now()
+	var out []*runtimeapi.ContainerStats
+	for _, c := range r.Containers {
+		if filter.GetId() != "" && filter.GetId() != c.Id || filter.GetPodSandboxId() != "" && filter.GetPodSandboxId() != c.SandboxID {
+			continue
+		}
+		if !labelsMatch(filter.GetLabelSelector(), c.Labels) {
+			continue
+		}
+		r.mu.Lock()
+		used := r.writable[c.Id]
+		r.mu.Unlock()
+		out = append(out, &runtimeapi.ContainerStats{
+			Attributes: &runtimeapi.ContainerAttributes{Id: c.Id, Metadata: c.Metadata, Labels: c.Labels, Annotations: c.Annotations},
+			WritableLayer: &runtimeapi.FilesystemUsage{Timestamp: now, UsedBytes: &runtimeapi.UInt64Value{Value: used},
+				FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: "/var/lib/containerd"}},
+		})
+	}
+	return out, nil
+}
+
+// labelsMatch reports whether labels hold every key and value of sel.
+func labelsMatch(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
