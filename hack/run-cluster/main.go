@@ -13,7 +13,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -134,10 +133,11 @@ func run() int {
 				return err
 			}
 			children = append(children, d)
-			port, err := freePort()
+			ports, err := localcri.FreePorts(1)
 			if err != nil {
 				return err
 			}
+			port := ports[0]
 			vkArgs = append(vkArgs, "--node", "name="+name+",target="+sock+",port="+strconv.Itoa(port))
 		}
 		say("starting podsync-vk (log: .tmp/run-cluster/podsync-vk.log)")
@@ -188,13 +188,4 @@ func run() int {
 	}
 	say("done: everything stopped; logs in .tmp/run-cluster")
 	return 0
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/podsync/podsync/internal/localcri"
 )
 
 // Options say how to run the control plane.
@@ -81,7 +82,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if c.pki, err = newPKI(filepath.Join(o.Dir, "pki")); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(7)
+	ports, err := localcri.FreePorts(7)
 	if err != nil {
 		return nil, err
 	}
@@ -144,26 +145,6 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-// freePorts returns n distinct ports free on 127.0.0.1 now.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // LogPath is the log of component name ("kube-apiserver", …).
