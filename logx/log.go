@@ -42,6 +42,9 @@ const (
 	ResourceVersion = "resource_version"
 	Source          = "source"
 	HintSource      = "hint_source"
+	// StatsCollectPeriod is the container runtime's background stats
+	// period (containerd 2.x's CRI stats_collect_period).
+	StatsCollectPeriod = "stats_collect_period"
 )
 
 // Keys of a request's scope, set by the server's interceptors and carried

@@ -397,6 +397,7 @@ func (d *daemon) supervise(ctx context.Context) {
 // runNode runs a node on rt until ctx ends (nil) or its start fails.
 func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 	policy := withDenied(d.policy, append(ownDeniedPaths(d.cfg), runtimeDeniedPaths(ctx, rt, d.log)...), d.log)
+	warnCostlyStatsPeriod(ctx, rt, d.log)
 	nodeInfo := d.hooksFor
 	if st, err := rt.Status(ctx, false); err == nil {
 		nodeInfo.UserNamespaces = syncer.SupportsUserNamespaces(st)

@@ -23,6 +23,9 @@ type configParams struct {
 	certsDir            string
 	optDir              string
 	sandboxImage        string
+	// statsCollectPeriod is containerd 2.x's stats_collect_period;
+	// ContainerdStatsCollectPeriod (or empty) leaves it unset.
+	statsCollectPeriod string
 }
 
 // patchConfig takes the output of `containerd config default` (version 2 for
@@ -40,7 +43,8 @@ func patchConfig(defaults []byte, p configParams) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("default config has no integer version")
 	}
-	var sets []setting
+	// sets must find their tables in the default; known their keys too.
+	var sets, known []setting
 	common := []setting{
 		{[]string{"root"}, p.root},
 		{[]string{"state"}, p.state},
@@ -83,11 +87,22 @@ func patchConfig(defaults []byte, p configParams) ([]byte, error) {
 			{[]string{"plugins", "io.containerd.nri.v1.nri", "disable"}, true},
 			{[]string{"plugins", "io.containerd.shim.v1.manager", "socket_dir"}, p.shimSocketDir},
 		}
+		if p.statsCollectPeriod != "" && p.statsCollectPeriod != ContainerdStatsCollectPeriod {
+			// The CRI plugin's background stats reader (see
+			// Options.StatsCollectPeriod). The key itself must be in the
+			// default: a containerd without it would ignore it.
+			known = append(known, setting{[]string{"plugins", runtime, "stats_collect_period"}, p.statsCollectPeriod})
+		}
 	default:
 		return nil, fmt.Errorf("unsupported containerd config version %d", version)
 	}
 	for _, s := range append(common, sets...) {
-		if err := setKey(cfg, s.path, s.value); err != nil {
+		if err := setKey(cfg, s.path, s.value, false); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range known {
+		if err := setKey(cfg, s.path, s.value, true); err != nil {
 			return nil, err
 		}
 	}
@@ -104,8 +119,9 @@ type setting struct {
 	value any
 }
 
-// setKey sets path to value in cfg; every table on the way must exist.
-func setKey(cfg map[string]any, path []string, value any) error {
+// setKey sets path to value in cfg; every table on the way must exist, and
+// with known the key too.
+func setKey(cfg map[string]any, path []string, value any, known bool) error {
 	m := cfg
 	for i, k := range path[:len(path)-1] {
 		next, ok := m[k].(map[string]any)
@@ -113,6 +129,9 @@ func setKey(cfg map[string]any, path []string, value any) error {
 			return fmt.Errorf("default config has no table %s", strings.Join(path[:i+1], "."))
 		}
 		m = next
+	}
+	if _, ok := m[path[len(path)-1]]; known && !ok {
+		return fmt.Errorf("default config has no key %s", strings.Join(path, "."))
 	}
 	m[path[len(path)-1]] = value
 	return nil
@@ -178,17 +197,18 @@ func (i *Instance) writeConfig(ctx context.Context, subnet netip.Prefix) error {
 		return fmt.Errorf("containerd config default: %w", err)
 	}
 	cfg, err := patchConfig(defaults, configParams{
-		root:          i.path("root"),
-		state:         i.path("state"),
-		temp:          i.path("tmp"),
-		socket:        i.rec.Socket,
-		ttrpcSocket:   i.rec.Socket + ".ttrpc",
-		runcRoot:      i.path("runc"),
-		shimSocketDir: i.path("s"),
-		cniConfDir:    i.path("cni", "net.d"),
-		certsDir:      i.path("certs.d"),
-		optDir:        i.path("opt"),
-		sandboxImage:  PauseImage,
+		root:               i.path("root"),
+		state:              i.path("state"),
+		temp:               i.path("tmp"),
+		socket:             i.rec.Socket,
+		ttrpcSocket:        i.rec.Socket + ".ttrpc",
+		runcRoot:           i.path("runc"),
+		shimSocketDir:      i.path("s"),
+		cniConfDir:         i.path("cni", "net.d"),
+		certsDir:           i.path("certs.d"),
+		optDir:             i.path("opt"),
+		sandboxImage:       PauseImage,
+		statsCollectPeriod: i.statsPeriod,
 	})
 	if err != nil {
 		return err

@@ -12,17 +12,18 @@ import (
 )
 
 var testParams = configParams{
-	root:          "/run/localcri/abc123/root",
-	state:         "/run/localcri/abc123/state",
-	temp:          "/run/localcri/abc123/tmp",
-	socket:        "/run/localcri/abc123/containerd.sock",
-	ttrpcSocket:   "/run/localcri/abc123/containerd.sock.ttrpc",
-	runcRoot:      "/run/localcri/abc123/runc",
-	shimSocketDir: "/run/localcri/abc123/s",
-	cniConfDir:    "/run/localcri/abc123/cni/net.d",
-	certsDir:      "/run/localcri/abc123/certs.d",
-	optDir:        "/run/localcri/abc123/opt",
-	sandboxImage:  PauseImage,
+	root:               "/run/localcri/abc123/root",
+	state:              "/run/localcri/abc123/state",
+	temp:               "/run/localcri/abc123/tmp",
+	socket:             "/run/localcri/abc123/containerd.sock",
+	ttrpcSocket:        "/run/localcri/abc123/containerd.sock.ttrpc",
+	runcRoot:           "/run/localcri/abc123/runc",
+	shimSocketDir:      "/run/localcri/abc123/s",
+	cniConfDir:         "/run/localcri/abc123/cni/net.d",
+	certsDir:           "/run/localcri/abc123/certs.d",
+	optDir:             "/run/localcri/abc123/opt",
+	sandboxImage:       PauseImage,
+	statsCollectPeriod: DefaultStatsCollectPeriod,
 }
 
 // lookup follows a path of table names in a decoded TOML document.
@@ -84,7 +85,10 @@ func TestPatchConfigContainerd2(t *testing.T) {
 		{[]string{"plugins", "io.containerd.nri.v1.nri", "disable"}, true},
 		{[]string{"plugins", "io.containerd.shim.v1.manager", "socket_dir"}, testParams.shimSocketDir},
 		{[]string{"plugins", "io.containerd.internal.v1.opt", "path"}, testParams.optDir},
-		// Untouched keys survive.
+		{[]string{"plugins", runtime, "stats_collect_period"}, "10s"},
+		// Untouched keys survive (the images plugin's key of the same
+		// name is its snapshot stats period, in seconds).
+		{[]string{"plugins", images, "stats_collect_period"}, int64(10)},
 		{[]string{"plugins", "io.containerd.gc.v1.scheduler", "pause_threshold"}, 0.02},
 		{[]string{"timeouts", "io.containerd.timeout.shim.load"}, "5s"},
 	} {
@@ -115,9 +119,55 @@ func TestPatchConfigContainerd16(t *testing.T) {
 		{[]string{"plugins", cri, "registry", "config_path"}, testParams.certsDir},
 		{[]string{"plugins", "io.containerd.internal.v1.opt", "path"}, testParams.optDir},
 		{[]string{"plugins", cri, "containerd", "snapshotter"}, "overlayfs"},
+		// 1.6 has no background stats reader: its key of that name is the
+		// snapshot stats period, in seconds, and stays.
+		{[]string{"plugins", cri, "stats_collect_period"}, int64(10)},
 	} {
 		if diff := cmp.Diff(c.want, lookup(t, doc, c.path...)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", strings.Join(c.path, "."), diff)
+		}
+	}
+}
+
+func TestPatchConfigKeepsContainerdStatsPeriod(t *testing.T) {
+	b, err := os.ReadFile("testdata/containerd-v2.4.2-default.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testParams
+	p.statsCollectPeriod = ContainerdStatsCollectPeriod
+	out, err := patchConfig(b, p)
+	if err != nil {
+		t.Fatalf("patchConfig: %v", err)
+	}
+	var doc map[string]any
+	if err := toml.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(t, doc, "plugins", "io.containerd.cri.v1.runtime", "stats_collect_period"); got != "" {
+		t.Errorf("stats_collect_period = %#v, want containerd's default ''", got)
+	}
+}
+
+func TestOptionsStatsCollectPeriod(t *testing.T) {
+	for _, c := range []struct {
+		in, want, wantErr string
+	}{
+		{"", DefaultStatsCollectPeriod, ""},
+		{ContainerdStatsCollectPeriod, ContainerdStatsCollectPeriod, ""},
+		{"1m", "1m", ""},
+		{"0s", "", "want a positive duration"},
+		{"10", "", "want a positive duration"},
+	} {
+		o, err := Options{Flavour: Containerd2, RepoDir: t.TempDir(), StatsCollectPeriod: c.in}.withDefaults()
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%q: %v, want an error containing %q", c.in, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || o.StatsCollectPeriod != c.want {
+			t.Errorf("%q: %q, %v; want %q", c.in, o.StatsCollectPeriod, err, c.want)
 		}
 	}
 }
@@ -130,6 +180,13 @@ func TestPatchConfigRejectsUnknownLayouts(t *testing.T) {
 		{"old version", "version = 1\n", "unsupported containerd config version 1"},
 		{"renamed table", "version = 3\n[plugins]\n[plugins.'io.containerd.server.v1.grpc']\naddress = ''\n", "default config has no table"},
 		{"not toml", "version = = 3\n", "parse default config"},
+		{"renamed key", "version = 3\n[plugins]\n[plugins.'io.containerd.server.v1.grpc']\n[plugins.'io.containerd.server.v1.ttrpc']\n" +
+			"[plugins.'io.containerd.cri.v1.images']\n[plugins.'io.containerd.cri.v1.images'.pinned_images]\n[plugins.'io.containerd.cri.v1.images'.registry]\n" +
+			"[plugins.'io.containerd.transfer.v1.local']\n[plugins.'io.containerd.cri.v1.runtime']\n[plugins.'io.containerd.cri.v1.runtime'.cni]\n" +
+			"[plugins.'io.containerd.cri.v1.runtime'.containerd]\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes]\n" +
+			"[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]\n" +
+			"[plugins.'io.containerd.internal.v1.opt']\n[plugins.'io.containerd.nri.v1.nri']\n[plugins.'io.containerd.shim.v1.manager']\n",
+			"default config has no key plugins.io.containerd.cri.v1.runtime.stats_collect_period"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := patchConfig([]byte(c.config), testParams)

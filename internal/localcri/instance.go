@@ -38,7 +38,25 @@ type Options struct {
 	// which then outlives Teardown. Empty keeps the log in the instance
 	// directory, removed with it.
 	LogDir string
+	// StatsCollectPeriod is containerd 2.x's CRI stats_collect_period: how
+	// often its CRI plugin reads the CPU stats of every container and pod
+	// cgroup in the background (docs/runtime-cost.md). Empty means
+	// DefaultStatsCollectPeriod; ContainerdStatsCollectPeriod keeps
+	// containerd's own default (1s). Containerd 1.6 has no such reader and
+	// ignores it.
+	StatsCollectPeriod string
 }
+
+// DefaultStatsCollectPeriod is the stats_collect_period of an instance:
+// the kubelet's cAdvisor housekeeping interval. containerd 2.x's default
+// of one second reads every pod cgroup's stats once a second, which costs
+// more CPU on an idle node than everything else it does
+// (docs/runtime-cost.md).
+const DefaultStatsCollectPeriod = "10s"
+
+// ContainerdStatsCollectPeriod as Options.StatsCollectPeriod leaves
+// stats_collect_period unset: containerd's own default of one second.
+const ContainerdStatsCollectPeriod = "containerd"
 
 // Instance is one private containerd serving CRI. Create it with Start and
 // end it with Teardown. Its methods are safe for concurrent use.
@@ -49,6 +67,8 @@ type Instance struct {
 	stages Stages
 	images *Images
 	reg    *Registry
+	// statsPeriod is Options.StatsCollectPeriod, with its default.
+	statsPeriod string
 
 	mu       sync.Mutex
 	proc     *os.Process   // the running containerd, nil when stopped
@@ -137,6 +157,15 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ToolsDir == "" {
 		o.ToolsDir = filepath.Join(o.RepoDir, ".tmp")
 	}
+	switch o.StatsCollectPeriod {
+	case "":
+		o.StatsCollectPeriod = DefaultStatsCollectPeriod
+	case ContainerdStatsCollectPeriod:
+	default:
+		if d, err := time.ParseDuration(o.StatsCollectPeriod); err != nil || d <= 0 {
+			return o, fmt.Errorf("stats collect period %q: want a positive duration such as 10s, or %q", o.StatsCollectPeriod, ContainerdStatsCollectPeriod)
+		}
+	}
 	return o, nil
 }
 
@@ -179,9 +208,10 @@ func newInstance(log *zap.Logger, opts Options, imgs *Images) (*Instance, error)
 		return nil, err
 	}
 	inst := &Instance{
-		log:    log.With(zap.String("run_id", id)),
-		bins:   flavourBinaries(opts.Flavour, opts.ToolsDir),
-		images: imgs,
+		log:         log.With(zap.String("run_id", id)),
+		bins:        flavourBinaries(opts.Flavour, opts.ToolsDir),
+		images:      imgs,
+		statsPeriod: opts.StatsCollectPeriod,
 		rec: record{
 			ID:         id,
 			Flavour:    opts.Flavour,
