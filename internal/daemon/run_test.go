@@ -324,6 +324,23 @@ security:
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+	defer ccancel()
+	for _, svc := range []string{"", "podsync.v1.PodSyncService"} {
+		// The socket's file exists from bind(2) on, a moment before
+		// listen(2) and its chmod: wait until it serves.
+		resp, err := healthpb.NewHealthClient(conn).Check(cctx, &healthpb.HealthCheckRequest{Service: svc}, grpc.WaitForReady(true))
+		if err != nil {
+			t.Fatalf("health %q: %v", svc, err)
+		}
+		if resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Errorf("health %q = %v, want NOT_SERVING", svc, resp.GetStatus())
+		}
+	}
 	fi, err := os.Stat(sock)
 	if err != nil {
 		t.Fatal(err)
@@ -335,22 +352,6 @@ security:
 		t.Errorf("store: %v", err)
 	} else if fi.Mode().Perm() != 0o600 {
 		t.Errorf("store mode %#o, want 0600", fi.Mode().Perm())
-	}
-
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-	defer ccancel()
-	for _, svc := range []string{"", "podsync.v1.PodSyncService"} {
-		resp, err := healthpb.NewHealthClient(conn).Check(cctx, &healthpb.HealthCheckRequest{Service: svc})
-		if err != nil {
-			t.Fatalf("health %q: %v", svc, err)
-		}
-		if resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
-			t.Errorf("health %q = %v, want NOT_SERVING", svc, resp.GetStatus())
-		}
 	}
 	// Without TLS there is nothing to reload: SIGHUP (systemctl reload)
 	// leaves podsyncd running rather than ending the process.

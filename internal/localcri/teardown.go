@@ -136,6 +136,12 @@ func (i *Instance) stopOwnedContainerd(ctx context.Context) error {
 	return i.Stop(ctx)
 }
 
+// RemovePods stops and removes every pod and container of the instance
+// through CRI, as its teardown does.
+func (i *Instance) RemovePods(ctx context.Context) error {
+	return i.removePods(ctx, map[string]bool{})
+}
+
 // removePods stops and removes every pod and container through CRI and
 // records their ids in seen.
 func (i *Instance) removePods(ctx context.Context, seen map[string]bool) error {

@@ -33,6 +33,12 @@ type runtimeState struct {
 	// reports exited (containerd/containerd#11037; see
 	// restartForLeakedTasks).
 	leaked []string
+	// ghosts are the IDs of the tasks containerd holds for no sandbox or
+	// container CRI lists: what RemovePodSandbox leaves when the
+	// sandbox's task is stuck CREATED (containerd/containerd#11037).
+	// containerd brings such a sandbox back when it restarts (see
+	// removeResurrected).
+	ghosts []string
 }
 
 // readRuntime lists every sandbox and container of the runtime.
@@ -74,6 +80,10 @@ func readRuntime(ctx context.Context) (*runtimeState, error) {
 	}
 	for line := range strings.Lines(string(out)) {
 		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] != "TASK" && !slices.ContainsFunc(st.sandboxes, func(sb *runtimeapi.PodSandbox) bool { return sb.GetId() == f[0] }) &&
+			!slices.ContainsFunc(st.containers, func(c *runtimeapi.Container) bool { return c.GetId() == f[0] }) {
+			st.ghosts = append(st.ghosts, f[0])
+		}
 		if len(f) >= 3 && f[2] == "CREATED" {
 			for _, c := range st.containers {
 				if c.GetId() == f[0] && c.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {

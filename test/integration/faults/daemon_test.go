@@ -70,6 +70,8 @@ func newNode(t *testing.T) *node {
 				n.showLogs()
 			}
 		}()
+		// After podsyncd has stopped.
+		defer removeLeftovers(t)
 		if d := n.cur; d != nil && !d.Exited() {
 			defer d.Stop()
 			n.deleteAll()

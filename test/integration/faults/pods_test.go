@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -23,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/ptr"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
@@ -294,7 +296,79 @@ func (n *node) restartForLeakedTasks(ctx context.Context) bool {
 	if d := n.cur; d != nil && !d.Exited() && !d.awaitServing(time.Minute) {
 		t.Fatalf("%s exited", d.Name())
 	}
+	n.removeResurrected(ctx, rt.ghosts)
 	return true
+}
+
+// removeResurrected removes the sandboxes containerd brought back when it
+// restarted: ghosts are the tasks it held, before the restart, for
+// sandboxes RemovePodSandbox had removed (runtimeState.ghosts). Such a
+// sandbox is NOTREADY and of a pod podsyncd deleted; the podsyncd that
+// runs would remove it at its next garbage collection, but a podsyncd
+// started after it finds it on the runtime without the deletion on
+// record, and keeps it as an orphan.
+func (n *node) removeResurrected(ctx context.Context, ghosts []string) {
+	t := n.t
+	t.Helper()
+	if len(ghosts) == 0 {
+		return
+	}
+	rs, err := inst.RuntimeService(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rs.Close(context.WithoutCancel(ctx)) }()
+	sandboxes, err := rs.ListPodSandbox(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range sandboxes {
+		if !slices.Contains(ghosts, sb.GetId()) {
+			continue
+		}
+		t.Logf("containerd brought back sandbox %.12s of pod %s (%s), which RemovePodSandbox had removed leaving its task behind; removing it",
+			sb.GetId(), sb.GetMetadata().GetName(), sb.GetState())
+		if err := removeSandbox(ctx, rs, sb.GetId()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// removeSandbox stops and removes a sandbox through CRI; one that is gone
+// already is no error.
+func removeSandbox(ctx context.Context, rs cri.RuntimeService, id string) error {
+	if err := rs.StopPodSandbox(ctx, id); err != nil && status.Code(err) != codes.NotFound {
+		return fmt.Errorf("stop sandbox %.12s: %w", id, err)
+	}
+	if err := rs.RemovePodSandbox(ctx, id); err != nil && status.Code(err) != codes.NotFound {
+		return fmt.Errorf("remove sandbox %.12s: %w", id, err)
+	}
+	return nil
+}
+
+// removeLeftovers removes, through CRI, what the runtime still holds
+// under podsync's labels once a test's podsyncd has stopped, and fails
+// the test if there was any: every test starts podsyncd on an empty
+// store, which it refuses while the runtime holds podsync's pods, so a
+// test's leftovers would fail every test after it.
+func removeLeftovers(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := readRuntime(ctx)
+	if err != nil {
+		t.Errorf("cleanup: %v", err)
+		return
+	}
+	if len(st.pods) == 0 {
+		return
+	}
+	for _, uid := range slices.Sorted(maps.Keys(st.pods)) {
+		t.Errorf("cleanup: the runtime still holds pod %s:%s; removing it", uid, st.pods[uid])
+	}
+	if err := inst.RemovePods(ctx); err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
 }
 
 // checkGone checks that nothing of pods is left.
