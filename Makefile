@@ -168,12 +168,15 @@ soak: ## Long fault runs: podsyncd killed at random (PODSYNC_SOAK=1) on containe
 
 # Flags of hack/bench, e.g. BENCH_FLAGS=-quick or BENCH_FLAGS='-profile .tmp/bench/profiles'.
 BENCH_FLAGS ?=
+# The kubelet the bench runs beside podsync; when empty the bench builds v1.37.2 with
+# hack/kube/build.sh kubelet (kept in .tmp/kube once built), and a failed build fails it, with the reason in the report.
+BENCH_KUBELET ?=
 
 .PHONY: bench
-bench: ## Benchmarks on a private containerd (root, ~10 min); writes BENCHMARKS.md (BENCH_FLAGS=-quick: a few min)
+bench: ## Benchmarks on a private containerd, the kubelet beside podsync (root, ~20 min); writes BENCHMARKS.md (BENCH_FLAGS=-quick: a few min)
 	$(GO) build -o $(TMP)/bench/podsyncd ./cmd/podsyncd
 	$(GO) build -o $(TMP)/bench/bench ./hack/bench
-	$(TMP)/bench/bench -podsyncd $(TMP)/bench/podsyncd $(BENCH_FLAGS)
+	$(TMP)/bench/bench -podsyncd $(TMP)/bench/podsyncd $(if $(BENCH_KUBELET),-kubelet $(BENCH_KUBELET)) $(BENCH_FLAGS)
 
 # Arguments of `make run`, such as RUN_ARGS=--once.
 RUN_ARGS ?=

@@ -3,24 +3,29 @@
 // by podsyncd's RunPods against a raw CRI baseline and a crictl loop,
 // podsyncd's and containerd's CPU per pod, the latency from a container's
 // exit to its WatchPods status and its restart, the planner and
-// conversion micro-benchmarks, and GetPod/ListPods under load with 200
+// conversion micro-benchmarks, and GetPod/ListPods under load with 250
 // pods.
 //
-// Run it as root through `make bench` (about 10 minutes on 2 cores; -deadline
-// keeps it under 20), or `make bench BENCH_FLAGS=-quick` while developing.
+// Run it as root through `make bench` (about 20 minutes on 2 cores with the
+// minimal floor's pieces and N = 100; -deadline keeps it under 35), or
+// `make bench BENCH_FLAGS=-quick` while developing.
 // Flags:
 //
 //	-quick              fewer runs and smaller N, for development
 //	-out FILE           where the report goes (default <repo>/BENCHMARKS.md)
 //	-runs N             runs per measured row (default 5, quick 2)
-//	-n 1,10,30          pods per pods-to-running run (quick: 1,10)
+//	-runs-large N       runs per pods-to-running row at N ≥ 100 (default 3)
+//	-n 1,10,30,100      pods per pods-to-running run (quick: 1,10); at N = 10
+//	                    to 30 every round also runs the minimal floor and
+//	                    each piece of podsync's configs (floor.go)
+//	-api-pods N         running pods under API load (default 250, quick 40)
 //	-flavours 2,1.6     containerd flavours: the full matrix runs on the
 //	                    first, the latency rows on the others
 //	-sections LIST      micro,run,latency,api (default all)
-//	-profile DIR        save podsyncd CPU profiles (pprof) of the 30-pod
-//	                    RunPods and of the API load into DIR
+//	-profile DIR        save podsyncd CPU profiles (pprof) of the RunPods of
+//	                    the largest N and of the API load into DIR
 //	-podsyncd PATH      the podsyncd binary (default: built into .tmp/bench)
-//	-deadline D         start no round or section after D (default 15m,
+//	-deadline D         start no round or section after D (default 30m,
 //	                    quick 8m); what is skipped is reported
 //
 // Every run is timed without its cleanup; a row that fails is reported as

@@ -210,6 +210,10 @@ type podsyncd struct {
 	sock    string
 	metrics string // host:port of /metrics and /debug/pprof
 	logPath string
+	// logFrom is where this process's output starts in logPath: a
+	// podsyncd restarted (around the kubelet's runs) appends to the log
+	// of the one before.
+	logFrom int64
 	conn    *grpc.ClientConn
 	api     podsyncv1.PodSyncServiceClient
 }
@@ -251,6 +255,9 @@ func (d *podsyncd) start(cfg, dir, endpoint string) error {
 	logf, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
+	}
+	if fi, err := logf.Stat(); err == nil {
+		d.logFrom = fi.Size()
 	}
 	d.cmd = exec.Command(d.bin,
 		"--config", cfg,
@@ -314,7 +321,7 @@ func (d *podsyncd) waitServing(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if d.metrics, err = logAddress(d.logPath, "serving metrics"); err != nil {
+	if d.metrics, err = logAddress(d.logPath, d.logFrom, "serving metrics"); err != nil {
 		return err
 	}
 	// The first call after health may still meet a node that is starting.
@@ -349,14 +356,17 @@ func (d *podsyncd) stop() {
 	_ = os.RemoveAll(filepath.Dir(d.sock))
 }
 
-// logAddress finds the "address" of the first JSON log line of podsyncd
+// logAddress finds the "address" of the first JSON log line of podsyncd, at or past offset from,
 // whose message is msg.
-func logAddress(path, msg string) (string, error) {
+func logAddress(path string, from int64, msg string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = f.Close() }()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return "", err
+	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {

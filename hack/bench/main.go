@@ -25,11 +25,15 @@ import (
 	"github.com/podsync/podsync/internal/localcri"
 )
 
+// allSections are the sections -sections selects from, in run order.
+var allSections = []string{"micro", "run", "latency", "api", "restart", "idle"}
+
 // config is what the flags ask for.
 type config struct {
 	quick       bool
 	out         string
 	runs        int
+	runsLarge   int
 	ns          []int
 	flavours    []localcri.Flavour
 	sections    map[string]bool
@@ -43,6 +47,8 @@ type config struct {
 	microCount  int
 	microTime   string
 	deadline    time.Duration
+	kubelet     string        // -kubelet: the kubelet binary (default: hack/kube/build.sh kubelet)
+	idleWindow  time.Duration // -idle-window
 	args        []string
 }
 
@@ -52,6 +58,9 @@ type bench struct {
 	cfg   config
 	repo  string
 	start time.Time
+	// kubeletBin is the kubelet the run, restart and idle sections
+	// compare with.
+	kubeletBin string
 }
 
 // pastDeadline reports whether the run is past -deadline: later rounds
@@ -70,6 +79,8 @@ type flavourResult struct {
 	runs    []*runResult
 	latency *latencyResult
 	api     *apiResult
+	restart *restartResult
+	idle    *idleResult
 }
 
 // results is what the report is made of.
@@ -82,6 +93,9 @@ type results struct {
 	microErrs         []string
 	flavours          []*flavourResult
 	commit            string
+	// kubeletErr is why no kubelet could be found or built;
+	// kubeletVersion is what the kubelet compared says of itself.
+	kubeletErr, kubeletVersion string
 }
 
 func main() {
@@ -146,11 +160,11 @@ func run() int {
 // micro-benchmarks failed, or a flavour's containerd or podsyncd did not
 // start.
 func (r *results) sectionFailed() bool {
-	if len(r.microErrs) > 0 {
+	if len(r.microErrs) > 0 || r.kubeletErr != "" {
 		return true
 	}
 	for _, fr := range r.flavours {
-		if fr.err != "" {
+		if fr.err != "" || fr.kubeletFailed() {
 			return true
 		}
 	}
@@ -161,14 +175,18 @@ func parseFlags(args []string, repo string) (config, error) {
 	cfg := config{args: args}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.BoolVar(&cfg.quick, "quick", false, "fewer runs and smaller N, for development")
+	fs.IntVar(&cfg.runsLarge, "runs-large", 3, "runs per pods-to-running row at N ≥ 100 (at most -runs)")
 	fs.StringVar(&cfg.out, "out", filepath.Join(repo, "BENCHMARKS.md"), "report file")
 	fs.IntVar(&cfg.runs, "runs", 0, "runs per measured row (default 5, quick 2)")
 	flavours := fs.String("flavours", "2,1.6", "containerd flavours; the full matrix runs on the first")
-	sections := fs.String("sections", "micro,run,latency,api", "sections to run")
+	sections := fs.String("sections", strings.Join(allSections, ","), "sections to run")
+	fs.StringVar(&cfg.kubelet, "kubelet", "", "kubelet binary for the run, restart and idle sections (default: built by hack/kube/build.sh kubelet)")
+	fs.DurationVar(&cfg.idleWindow, "idle-window", 0, "how long the idle node is measured (default 60s, quick 20s)")
 	fs.StringVar(&cfg.profileDir, "profile", "", "directory for podsyncd CPU and heap profiles (none when empty)")
 	fs.StringVar(&cfg.podsyncd, "podsyncd", "", "podsyncd binary (default: built into .tmp/bench)")
-	fs.DurationVar(&cfg.deadline, "deadline", 0, "skip rounds and sections that would start later than this after the start (default 15m, quick 8m)")
-	nList := fs.String("n", "", "pods per pods-to-running run, comma-separated (default 1,10,30; quick 1,10)")
+	fs.DurationVar(&cfg.deadline, "deadline", 0, "skip rounds and sections that would start later than this after the start (default 75m, quick 15m: the kubelet rows, the floor's pieces and N = 100 make a long run)")
+	apiPods := fs.Int("api-pods", 0, "running pods under API load (default 250, quick 40)")
+	nList := fs.String("n", "", "pods per pods-to-running run, comma-separated (default 1,10,30,100; quick 1,10)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -185,8 +203,8 @@ func parseFlags(args []string, repo string) (config, error) {
 	cfg.sections = map[string]bool{}
 	for _, s := range strings.Split(*sections, ",") {
 		s = strings.TrimSpace(s)
-		if !slices.Contains([]string{"micro", "run", "latency", "api"}, s) {
-			return cfg, fmt.Errorf("-sections: unknown section %q (micro, run, latency, api)", s)
+		if !slices.Contains(allSections, s) {
+			return cfg, fmt.Errorf("-sections: unknown section %q (%s)", s, strings.Join(allSections, ", "))
 		}
 		cfg.sections[s] = true
 	}
@@ -196,24 +214,36 @@ func parseFlags(args []string, repo string) (config, error) {
 		cfg.apiPods, cfg.apiBatch, cfg.apiDuration = 40, 20, 3*time.Second
 		cfg.microCount, cfg.microTime = 1, "200ms"
 		if cfg.deadline == 0 {
-			cfg.deadline = 8 * time.Minute
+			cfg.deadline = 15 * time.Minute
 		}
 		if cfg.runs == 0 {
 			cfg.runs = 2
 		}
+		if cfg.idleWindow == 0 {
+			cfg.idleWindow = 20 * time.Second
+		}
 	} else {
-		cfg.ns = []int{1, 10, 30}
+		cfg.ns = []int{1, 10, 30, largeN}
 		cfg.latSamples = 5
-		cfg.apiPods, cfg.apiBatch, cfg.apiDuration = 200, 50, 10*time.Second
+		cfg.apiPods, cfg.apiBatch, cfg.apiDuration = 250, 50, 10*time.Second
 		cfg.microCount, cfg.microTime = 5, "1s"
 		if cfg.deadline == 0 {
-			cfg.deadline = 15 * time.Minute
+			cfg.deadline = 75 * time.Minute
 		}
 		if cfg.runs == 0 {
 			cfg.runs = 5
 		}
+		if cfg.idleWindow == 0 {
+			cfg.idleWindow = time.Minute
+		}
 	}
 	cfg.apiClients = 8
+	if *apiPods > 0 {
+		if *apiPods > benchMaxPods-10 {
+			return cfg, fmt.Errorf("-api-pods %d: at most %d (podsyncd runs with --max-pods=%d)", *apiPods, benchMaxPods-10, benchMaxPods)
+		}
+		cfg.apiPods = *apiPods
+	}
 	if *nList != "" {
 		cfg.ns = nil
 		for _, f := range strings.Split(*nList, ",") {
@@ -253,9 +283,18 @@ func (b *bench) run(ctx context.Context) (*results, error) {
 			_ = os.Remove(f)
 		}
 	}
-	needRuntime := b.cfg.sections["run"] || b.cfg.sections["latency"] || b.cfg.sections["api"]
+	needRuntime := b.cfg.sections["run"] || b.cfg.sections["latency"] || b.cfg.sections["api"] ||
+		b.cfg.sections["restart"] || b.cfg.sections["idle"]
 	if !needRuntime || ctx.Err() != nil {
 		return res, ctx.Err()
+	}
+	if b.cfg.sections["run"] || b.cfg.sections["restart"] || b.cfg.sections["idle"] {
+		kb, kv, err := b.findKubelet(ctx)
+		if err != nil {
+			res.kubeletErr = err.Error()
+			return res, err
+		}
+		b.kubeletBin, res.kubeletVersion = kb, kv
 	}
 	bin := b.cfg.podsyncd
 	if bin == "" {
@@ -317,6 +356,12 @@ func (b *bench) runFlavour(ctx context.Context, fr *flavourResult, bin string) {
 		} else {
 			fr.api = b.apiLoad(ctx, e, b.cfg.apiPods, b.cfg.apiBatch, b.cfg.apiClients, b.cfg.apiDuration)
 		}
+	}
+	if b.cfg.sections["restart"] && ctx.Err() == nil {
+		fr.restart = b.restartAfterStop(ctx, e)
+	}
+	if b.cfg.sections["idle"] && fr.full && ctx.Err() == nil {
+		fr.idle = b.idleNode(ctx, e)
 	}
 }
 

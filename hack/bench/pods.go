@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"google.golang.org/protobuf/types/known/durationpb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +38,9 @@ const workloadScript = "trap 'exit 0' TERM; sleep 3600 & wait"
 var seq atomic.Int64
 
 // newPods returns n defaulted single-container busybox pods named
-// <prefix>-<seq>-<i>.
+// <prefix>-<seq>-<i>, each with a random UID: the UID names the pod's
+// cgroup, and a derived one would be the same in two bench processes on
+// one host.
 func newPods(prefix string, n int) []*corev1.Pod {
 	run := seq.Add(1)
 	pods := make([]*corev1.Pod, n)
@@ -45,6 +49,7 @@ func newPods(prefix string, n int) []*corev1.Pod {
 			ObjectMeta: metav1.ObjectMeta{
 				Name:      fmt.Sprintf("%s-%d-%03d", prefix, run, i),
 				Namespace: benchNamespace,
+				UID:       types.UID(uuid.NewString()),
 				Labels:    map[string]string{"app": "podsync-bench"},
 			},
 			Spec: corev1.PodSpec{
@@ -229,12 +234,19 @@ func (e *env) waitEmpty(ctx context.Context) error {
 // every pod of uids (by the io.kubernetes.pod.uid label the configs
 // carry), whatever else it holds.
 func (e *env) waitRunning(ctx context.Context, uids []types.UID) error {
+	want := make([]string, len(uids))
+	for i, u := range uids {
+		want[i] = string(u)
+	}
+	return e.waitRunningBy(ctx, want, func(c *runtimeapi.Container) string { return c.GetLabels()[plan.LabelPodUID] })
+}
+
+// waitRunningBy waits, for a minute at most, until the running
+// containers' keys (key: a pod UID label, a container id) hold every one
+// of want.
+func (e *env) waitRunningBy(ctx context.Context, want []string, key func(*runtimeapi.Container) string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	want := map[string]bool{}
-	for _, u := range uids {
-		want[string(u)] = true
-	}
 	filter := &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}
 	for {
 		ctrs, err := e.rt.ListContainers(ctx, filter)
@@ -243,16 +255,20 @@ func (e *env) waitRunning(ctx context.Context, uids []types.UID) error {
 		}
 		running := map[string]bool{}
 		for _, c := range ctrs {
-			if u := c.GetLabels()[plan.LabelPodUID]; want[u] {
-				running[u] = true
+			running[key(c)] = true
+		}
+		n := 0
+		for _, k := range want {
+			if running[k] {
+				n++
 			}
 		}
-		if len(running) == len(want) {
+		if n == len(want) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d containers running: %w", len(running), len(want), ctx.Err())
+			return fmt.Errorf("%d of %d containers running: %w", n, len(want), ctx.Err())
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
@@ -277,7 +293,8 @@ func rawUIDs(pods []rawPod) []types.UID {
 
 // rawPods builds the CRI configs of pods exactly as the engine does
 // (criconfig.SandboxConfig and criconfig.ContainerConfig with podsyncd's node
-// settings and the image ID podsync resolves), without the
+// settings and the image ID podsync resolves, and the sandbox's
+// podsync.io/pod-spec annotation the syncer adds), without the
 // podsync.io/managed label so podsyncd leaves them alone, and creates
 // what they mount (the /etc/hosts file, the termination message file) and
 // the log directory, as the executor would before creating a container.
@@ -299,6 +316,14 @@ func (e *env) rawPods(pods []*corev1.Pod) ([]rawPod, error) {
 		}
 		delete(sb.Labels, plan.LabelManaged)
 		delete(cc.Labels, plan.LabelManaged)
+		// The syncer adds the pod's spec to the sandbox it creates
+		// (for adoption after a lost store): so does the floor.
+		if spec, ok := plan.EncodePodSpec(pod); ok {
+			if sb.Annotations == nil {
+				sb.Annotations = map[string]string{}
+			}
+			sb.Annotations[plan.AnnotationPodSpec] = spec
+		}
 		if err := os.MkdirAll(filepath.Join(sb.GetLogDirectory(), c.Name), 0o755); err != nil {
 			return nil, err
 		}
@@ -321,6 +346,7 @@ func (e *env) rawPods(pods []*corev1.Pod) ([]rawPod, error) {
 func (e *env) runRaw(ctx context.Context, pods []rawPod, conc int) error {
 	ctx, cancel := context.WithTimeout(ctx, runTimeout(len(pods)))
 	defer cancel()
+	ids := make([]string, len(pods))
 	err := parallel(ctx, conc, len(pods), func(ctx context.Context, i int) error {
 		p := pods[i]
 		sb, err := e.rt.RunPodSandbox(ctx, p.sandbox, "")
@@ -334,12 +360,20 @@ func (e *env) runRaw(ctx context.Context, pods []rawPod, conc int) error {
 		if err := e.rt.StartContainer(ctx, id); err != nil {
 			return fmt.Errorf("StartContainer: %w", err)
 		}
+		ids[i] = id
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	return e.waitRunning(ctx, rawUIDs(pods))
+	return e.waitRunningIDs(ctx, ids)
+}
+
+// waitRunningIDs waits until the runtime reports every container of ids
+// running, with the same list as waitRunning (the minimal floor's
+// containers carry no labels).
+func (e *env) waitRunningIDs(ctx context.Context, ids []string) error {
+	return e.waitRunningBy(ctx, ids, (*runtimeapi.Container).GetId)
 }
 
 // --- the crictl loop ---

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/podsync/podsync/internal/localcri"
 )
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat times.
@@ -141,29 +143,6 @@ func procMemory(pid int) (rss, hwm int64, err error) {
 	return rss, hwm, nil
 }
 
-// shimPIDs returns the containerd shims serving the containerd at socket
-// (their -address argument).
-func shimPIDs(socket string) []int {
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	var out []int
-	for _, d := range dirs {
-		cmd, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err != nil || !bytes.Contains(cmd, []byte("containerd-shim")) {
-			continue
-		}
-		args := strings.Split(string(cmd), "\x00")
-		for i, a := range args {
-			if (a == "-address" || a == "--address") && i+1 < len(args) && args[i+1] == socket {
-				pid, err := strconv.Atoi(filepath.Base(d))
-				if err == nil {
-					out = append(out, pid)
-				}
-			}
-		}
-	}
-	return out
-}
-
 // runtimeCPU is a snapshot of the CPU of a containerd and its shims, in
 // clock ticks.
 type runtimeCPU struct {
@@ -181,7 +160,7 @@ func snapshotRuntime(pid int, socket string) runtimeCPU {
 		s.err = fmt.Errorf("containerd cpu: %w", err)
 	}
 	s.containerd = t.self + t.children
-	for _, sp := range shimPIDs(socket) {
+	for _, sp := range localcri.ShimPIDs(socket) {
 		if st, err := procCPU(sp); err == nil {
 			s.shims[sp] = st.self + st.children
 		}

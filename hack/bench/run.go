@@ -41,12 +41,19 @@ type runResult struct {
 	// profile is the CPU profile of one more RunPods, if taken.
 	profile, profileErr string
 	roundsDone          int
+	// The kubelet column: its time to running (ms), podsync ÷ kubelet
+	// per round, its CPU per pod and containerd's and the shims' under it.
+	// kubeletFloor is kubelet ÷ the raw floor.
+	kubelet, kubeletRatio, kubeletFloor  sample
+	kubeletCPU, ctrdKubelet, shimKubelet sample
+	// floor is the minimal floor and the cost of each piece (hasFloor).
+	floor *floorResult
 }
 
 func newRunResult(n int) *runResult {
 	r := &runResult{n: n, raw: map[int]*sample{}, rawRatio: map[int]*sample{}, calls: map[string]*sample{}}
 	for _, c := range []int{1, 4} {
-		if c < n {
+		if c < n && n < largeN {
 			r.concs = append(r.concs, c)
 		}
 	}
@@ -75,9 +82,13 @@ func (b *bench) podsToRunning(ctx context.Context, e *env, ns []int, profile boo
 			rr.errs = append(rr.errs, "runtime not clean before the first round: "+err.Error())
 			continue
 		}
-		for round := 1; round <= b.cfg.runs && ctx.Err() == nil; round++ {
+		runs := b.cfg.runs
+		if n >= largeN {
+			runs = min(runs, b.cfg.runsLarge)
+		}
+		for round := 1; round <= runs && ctx.Err() == nil; round++ {
 			if b.pastDeadline() {
-				rr.errs = append(rr.errs, fmt.Sprintf("skipped rounds %d to %d: the run passed its -deadline", round, b.cfg.runs))
+				rr.errs = append(rr.errs, fmt.Sprintf("skipped rounds %d to %d: the run passed its -deadline", round, runs))
 				break
 			}
 			if err := e.ensurePodsyncd(ctx); err != nil {
@@ -90,7 +101,8 @@ func (b *bench) podsToRunning(ctx context.Context, e *env, ns []int, profile boo
 				break
 			}
 			log.Info("round done", zap.Int("n", n), zap.Int("round", round),
-				zap.String("podsync", rr.podsync.ms()), zap.String("raw", rr.raw[n].ms()), zap.String("crictl", rr.crictl.ms()))
+				zap.String("podsync", rr.podsync.ms()), zap.String("raw", rr.raw[n].ms()), zap.String("crictl", rr.crictl.ms()),
+				zap.String("kubelet", rr.kubelet.ms()))
 		}
 		if profile && n == ns[len(ns)-1] && b.cfg.profileDir != "" && ctx.Err() == nil {
 			path := filepath.Join(b.cfg.profileDir, fmt.Sprintf("runpods-n%d-containerd%s.pprof", n, string(e.flavour)))
@@ -103,6 +115,21 @@ func (b *bench) podsToRunning(ctx context.Context, e *env, ns []int, profile boo
 		}
 	}
 	return out
+}
+
+// warmPodsyncd runs one untimed RunPods of two pods through a podsyncd
+// just started, and cleans the runtime after.
+func (b *bench) warmPodsyncd(ctx context.Context, e *env) {
+	warm := newPods("warm", 2)
+	e.noteUIDs(uidsOf(warm)...)
+	if req, err := runPodsRequest(warm); err == nil {
+		if _, err := e.d.runPods(ctx, req); err != nil {
+			b.log.Warn("podsyncd warm-up", zap.Error(err))
+		}
+	}
+	if err := e.cleanAll(ctx); err != nil {
+		b.log.Warn("warm-up cleanup", zap.Error(err))
+	}
 }
 
 // warmUp runs and removes a few pods each way, untimed: the first
@@ -136,11 +163,27 @@ func (b *bench) round(ctx context.Context, e *env, rr *runResult) error {
 	if err != nil {
 		return err
 	}
-	crictlMS, err := crictlRun(ctx, e, rr)
+	minimalMS := math.NaN()
+	if hasFloor(rr.n) {
+		if minimalMS, err = floorRuns(ctx, e, rr); err != nil {
+			return err
+		}
+	}
+	crictlMS := math.NaN()
+	if rr.n < largeN {
+		if crictlMS, err = crictlRun(ctx, e, rr); err != nil {
+			return err
+		}
+	}
+	kubeletMS, err := b.kubeletRun(ctx, e, rr)
 	if err != nil {
 		return err
 	}
 	rr.addRatios(podsyncMS, crictlMS, rawMS)
+	rr.addKubeletRatios(podsyncMS, kubeletMS, rawMS)
+	if rr.floor != nil {
+		rr.floor.addRatios(podsyncMS, floorOf(rawMS, rr.n), minimalMS)
+	}
 	rr.roundsDone++
 	return nil
 }
