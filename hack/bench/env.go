@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -202,11 +201,9 @@ func (e *env) close(ctx context.Context) {
 
 // podsyncd is a podsyncd process and a client of it.
 type podsyncd struct {
+	agentProc
 	log     *zap.Logger
 	bin     string
-	cmd     *exec.Cmd
-	pid     int
-	done    chan struct{}
 	sock    string
 	metrics string // host:port of /metrics and /debug/pprof
 	logPath string
@@ -232,7 +229,7 @@ func startPodsyncd(ctx context.Context, log *zap.Logger, bin, dir, logPath, endp
 	if err := os.WriteFile(cfg, []byte("security:\n  roles:\n    admin: [\"uid:0\"]\n  rateLimit:\n    perSecond: -1\n    read: {perSecond: -1}\n"), 0o644); err != nil {
 		return nil, err
 	}
-	d := &podsyncd{log: log, bin: bin, sock: filepath.Join(sockDir, "podsync.sock"), logPath: logPath, done: make(chan struct{})}
+	d := &podsyncd{log: log, bin: bin, sock: filepath.Join(sockDir, "podsync.sock"), logPath: logPath}
 	if err := d.start(cfg, dir, endpoint); err != nil {
 		return nil, err
 	}
@@ -259,7 +256,7 @@ func (d *podsyncd) start(cfg, dir, endpoint string) error {
 	if fi, err := logf.Stat(); err == nil {
 		d.logFrom = fi.Size()
 	}
-	d.cmd = exec.Command(d.bin,
+	cmd := exec.Command(d.bin,
 		"--config", cfg,
 		"--runtime-endpoint", endpoint,
 		"--listen", "unix://"+d.sock,
@@ -273,18 +270,10 @@ func (d *podsyncd) start(cfg, dir, endpoint string) error {
 		"--enable-profiling",
 		"--shutdown-timeout", "10s",
 	)
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
-		_ = logf.Close()
+	defer func() { _ = logf.Close() }()
+	if err := d.startProc(cmd, logf); err != nil {
 		return fmt.Errorf("start podsyncd: %w", err)
 	}
-	_ = logf.Close()
-	d.pid = d.cmd.Process.Pid
-	go func() {
-		_ = d.cmd.Wait()
-		close(d.done)
-	}()
 	return nil
 }
 
@@ -343,16 +332,10 @@ func (d *podsyncd) stop() {
 	if d.conn != nil {
 		_ = d.conn.Close()
 	}
-	if d.cmd == nil || d.cmd.Process == nil {
+	if d.cmd == nil {
 		return
 	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(20 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-d.done
-	}
+	d.stopProc(20 * time.Second)
 	_ = os.RemoveAll(filepath.Dir(d.sock))
 }
 

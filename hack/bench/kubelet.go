@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -163,12 +162,10 @@ func staticPodManifest(pod *corev1.Pod, token string) ([]byte, error) {
 
 // kubelet is one kubelet process, standalone on the bench's containerd.
 type kubelet struct {
+	agentProc
 	log     *zap.Logger
 	s       kubeletSettings
 	token   string
-	cmd     *exec.Cmd
-	pid     int
-	done    chan struct{}
 	logPath string
 	http    *http.Client
 }
@@ -191,7 +188,7 @@ func (b *bench) startKubelet(ctx context.Context, e *env) (_ *kubelet, err error
 	}
 	e.stopPodsyncd()
 	token := newToken()
-	k := &kubelet{log: b.log.Named("kubelet"), token: token, done: make(chan struct{}),
+	k := &kubelet{log: b.log.Named("kubelet"), token: token,
 		logPath: filepath.Join(b.repo, ".tmp", "bench", "logs", "kubelet-"+e.inst.ID()+"-"+token+".log"),
 		http: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 			// The kubelet serves a self-signed certificate of its own.
@@ -287,17 +284,9 @@ func (k *kubelet) start(bin string) error {
 		// error a status update) and takes the host's address.
 		"--hostname-override", kubeletNode,
 	}
-	k.cmd = exec.Command("unshare", args...)
-	k.cmd.Stdout, k.cmd.Stderr = logf, logf
-	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := k.cmd.Start(); err != nil {
+	if err := k.startProc(exec.Command("unshare", args...), logf); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
-	k.pid = k.cmd.Process.Pid
-	go func() {
-		_ = k.cmd.Wait()
-		close(k.done)
-	}()
 	return nil
 }
 
@@ -399,15 +388,7 @@ func fileContains(path, s string) bool {
 // stop stops the kubelet (SIGTERM, SIGKILL after 30 s) and removes its
 // static pod manifests; the pods it ran stay for the caller's cleanup.
 func (k *kubelet) stop() {
-	if k.cmd != nil && k.cmd.Process != nil {
-		_ = k.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-k.done:
-		case <-time.After(30 * time.Second):
-			_ = k.cmd.Process.Kill()
-			<-k.done
-		}
-	}
+	k.stopProc(30 * time.Second)
 	_ = os.RemoveAll(k.s.staticDir())
 	_ = os.RemoveAll(k.s.stageDir())
 }

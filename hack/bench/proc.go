@@ -8,9 +8,52 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/podsync/podsync/internal/localcri"
 )
+
+// agentProc is an agent under measurement (podsyncd, the kubelet) run as
+// a child process in its own process group.
+type agentProc struct {
+	cmd *exec.Cmd
+	pid int
+	// done is closed when the process has exited.
+	done chan struct{}
+}
+
+// startProc starts cmd in its own process group with its output appended
+// to logf (the child keeps its own copy: the caller may close logf).
+func (a *agentProc) startProc(cmd *exec.Cmd, logf *os.File) error {
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	a.cmd, a.pid, a.done = cmd, cmd.Process.Pid, make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(a.done)
+	}()
+	return nil
+}
+
+// stopProc sends SIGTERM and, if the process has not exited after grace,
+// SIGKILL; it returns once the process has exited. A process never
+// started is left alone.
+func (a *agentProc) stopProc(grace time.Duration) {
+	if a.cmd == nil || a.cmd.Process == nil {
+		return
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.done:
+	case <-time.After(grace):
+		_ = a.cmd.Process.Kill()
+		<-a.done
+	}
+}
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat times.
 var clockTicks = func() float64 {
