@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -65,7 +66,9 @@ func ParseAddress(addr string) (Address, error) {
 //     and refused if it is world-writable, where any user could replace
 //     the socket; an existing socket file is removed if nothing listens on
 //     it, and any other file there is refused; the socket gets mode 0660
-//     and, with SocketGroup, that group.
+//     and, with SocketGroup, that group, before anyone can connect to it
+//     (it is made in a directory only podsyncd's user can enter, beside
+//     path, and linked to path).
 //   - tcp://host:port: only with TLS configured (the gRPC server then
 //     requires and verifies client certificates); without it, only with
 //     InsecureListenLoopback and a host that is, or resolves only to,
@@ -152,25 +155,85 @@ func listenUnix(ctx context.Context, path, group string) (_ net.Listener, err er
 	if err := removeStaleSocket(ctx, path); err != nil {
 		return nil, err
 	}
-	var lc net.ListenConfig
-	l, err := lc.Listen(ctx, "unix", path)
+	// The socket is bound in a directory of its own that only podsyncd's
+	// user can enter, given its mode and group there, and then linked
+	// into place: no peer can connect to it before it has them, whatever
+	// the umask (bind(2) gives a socket the umask's mode, 0777 under a
+	// umask of 0, until the chmod). link(2), unlike rename(2), fails if
+	// another process made a socket at path meanwhile, as bind(2) would.
+	tmp, err := os.MkdirTemp(filepath.Dir(path), ".ps")
 	if err != nil {
 		return nil, fmt.Errorf("listen on unix://%s: %w", path, err)
 	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	bound := filepath.Join(tmp, "s")
+	if len(path) >= maxSocketPath {
+		return nil, fmt.Errorf("listen on unix://%s: the path is too long: a socket path has at most %d bytes; use a shorter path", path, maxSocketPath-1)
+	}
+	if len(bound) >= maxSocketPath {
+		return nil, fmt.Errorf("listen on unix://%s: the path is too long: podsyncd makes the socket at %s first, and a socket path has at most %d bytes; use a shorter path",
+			path, bound, maxSocketPath-1)
+	}
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "unix", bound)
+	if err != nil {
+		return nil, fmt.Errorf("listen on unix://%s: %w", path, err)
+	}
+	ul := l.(*net.UnixListener)
+	// The listener would unlink the path it was bound at; the socket
+	// listens at path, which Close removes if it still names it.
+	ul.SetUnlinkOnClose(false)
 	defer func() {
 		if err != nil {
 			_ = l.Close()
 		}
 	}()
-	if err := os.Chmod(path, SocketMode); err != nil {
+	if err := os.Chmod(bound, SocketMode); err != nil {
 		return nil, fmt.Errorf("socket unix://%s: %w", path, err)
 	}
 	if gid >= 0 {
-		if err := os.Chown(path, -1, gid); err != nil {
+		if err := os.Chown(bound, -1, gid); err != nil {
 			return nil, fmt.Errorf("socket unix://%s: group %s: %w", path, group, err)
 		}
 	}
-	return l, nil
+	fi, err := os.Lstat(bound)
+	if err != nil {
+		return nil, fmt.Errorf("socket unix://%s: %w", path, err)
+	}
+	if err := os.Link(bound, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("socket unix://%s: another process created it while podsyncd was starting (is another podsyncd starting?)", path)
+		}
+		return nil, fmt.Errorf("socket unix://%s: %w", path, err)
+	}
+	return &unixListener{UnixListener: ul, addr: &net.UnixAddr{Name: path, Net: "unix"}, file: fi}, nil
+}
+
+// maxSocketPath is the size of sockaddr_un's sun_path on Linux, the
+// terminating NUL included.
+const maxSocketPath = 108
+
+// unixListener is a socket bound elsewhere and linked to addr.
+type unixListener struct {
+	*net.UnixListener
+	addr *net.UnixAddr
+	file fs.FileInfo // the socket, to tell it from a successor's
+	once sync.Once
+}
+
+// Addr is the path the socket listens at.
+func (l *unixListener) Addr() net.Addr { return l.addr }
+
+// Close stops listening and removes the socket file, unless another
+// socket (a successor podsyncd's) has replaced it.
+func (l *unixListener) Close() error {
+	err := l.UnixListener.Close()
+	l.once.Do(func() {
+		if fi, serr := os.Lstat(l.addr.Name); serr == nil && os.SameFile(fi, l.file) {
+			_ = os.Remove(l.addr.Name)
+		}
+	})
+	return err
 }
 
 // socketDir creates dir (mode 0750) if missing and refuses it if it is

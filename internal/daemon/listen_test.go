@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
+
 	"github.com/podsync/podsync/internal/daemon"
 )
 
@@ -68,6 +70,13 @@ func TestListenUnixSocket(t *testing.T) {
 			if gid := strconv.FormatUint(uint64(fi.Sys().(*syscall.Stat_t).Gid), 10); gid != g.gid {
 				t.Errorf("socket group %s, want %s", gid, g.gid)
 			}
+			if got := l.Addr().String(); got != path {
+				t.Errorf("Addr %q, want %q", got, path)
+			}
+			// The directory the socket was made in is gone.
+			if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+				t.Errorf("socket directory holds %v (%v), want the socket only", entries, err)
+			}
 			c, err := net.Dial("unix", path)
 			if err != nil {
 				t.Fatal(err)
@@ -79,6 +88,86 @@ func TestListenUnixSocket(t *testing.T) {
 			}
 		})
 	}
+	t.Run("umask 0", func(t *testing.T) {
+		// Under a umask of 0, bind(2) makes a socket anyone may connect
+		// to until its chmod. The socket must appear at its path with
+		// its mode already set: no change of its attributes follows its
+		// creation there.
+		dir := t.TempDir()
+		path := filepath.Join(dir, "s.sock")
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = w.Close() }()
+		if err := w.Add(dir); err != nil {
+			t.Fatal(err)
+		}
+		old := syscall.Umask(0)
+		defer syscall.Umask(old)
+		mustListen(t, "unix://"+path, daemon.Security{})
+		syscall.Umask(old)
+		var created bool
+		for done := false; !done; {
+			select {
+			case ev := <-w.Events:
+				if ev.Name != path {
+					continue
+				}
+				if ev.Has(fsnotify.Create) {
+					created = true
+				} else if created && ev.Has(fsnotify.Chmod) {
+					t.Errorf("the socket's attributes changed after it appeared at its path (%s): it was reachable with the umask's mode", ev)
+				}
+			case err := <-w.Errors:
+				t.Fatal(err)
+			case <-time.After(200 * time.Millisecond):
+				done = true
+			}
+		}
+		if !created {
+			t.Error("no creation of the socket seen")
+		}
+		fi, err := os.Lstat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o660 {
+			t.Errorf("socket mode %#o, want 0660", fi.Mode().Perm())
+		}
+	})
+	t.Run("Close keeps a successor's socket", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "s.sock")
+		l := mustListen(t, "unix://"+path, daemon.Security{})
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		next, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = next.Close() }()
+		_ = l.Close()
+		if _, err := os.Lstat(path); err != nil {
+			t.Errorf("Close removed the socket another listener made: %v", err)
+		}
+	})
+	t.Run("paths too long", func(t *testing.T) {
+		// A directory of 101 bytes: a socket fits in it (dir/s is 103
+		// bytes), the directory podsyncd makes it in does not.
+		dir := t.TempDir()
+		dir = filepath.Join(dir, strings.Repeat("d", 101-len(dir)-1))
+		if err := os.Mkdir(dir, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"s", strings.Repeat("s", 120)} {
+			_, err := daemon.Listen(testContext(t), "unix://"+filepath.Join(dir, name), daemon.Security{})
+			wantErrorContaining(t, err, "use a shorter path")
+		}
+		if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+			t.Errorf("left behind %v (%v)", entries, err)
+		}
+	})
 	t.Run("unknown group", func(t *testing.T) {
 		_, err := daemon.Listen(testContext(t), "unix://"+filepath.Join(t.TempDir(), "s.sock"),
 			daemon.Security{SocketGroup: "no-such-group-podsync"})
