@@ -55,27 +55,14 @@ func (s *service) WatchObjects(req *podsyncv1.WatchObjectsRequest, stream grpc.S
 	if err != nil {
 		return err
 	}
-	for {
-		select {
-		case <-ctx.Done():
+	return followLog(ctx, w, func(e store.Entry) error {
+		if !e.IsObject() || (f.Kind != "" && e.Object.Kind != f.Kind) || (f.Namespace != "" && e.Object.Namespace != f.Namespace) {
 			return nil
-		case e, ok := <-w.Events():
-			if !ok {
-				if ctx.Err() != nil {
-					return nil // the client went away
-				}
-				return w.Err()
-			}
-			if !e.IsObject() || (f.Kind != "" && e.Object.Kind != f.Kind) || (f.Namespace != "" && e.Object.Namespace != f.Namespace) {
-				continue
-			}
-			out, err := objectEntryToProto(e)
-			if err != nil {
-				return err
-			}
-			if err := stream.Send(out); err != nil {
-				return err
-			}
 		}
-	}
+		out, err := objectEntryToProto(e)
+		if err != nil {
+			return err
+		}
+		return stream.Send(out)
+	})
 }

@@ -68,6 +68,19 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 	if err != nil {
 		return err
 	}
+	return followLog(ctx, w, func(e store.Entry) error {
+		if !wf.match(ctx, e) {
+			return nil
+		}
+		return stream.Send(s.entryToProto(e))
+	})
+}
+
+// followLog calls send with each entry w delivers until ctx ends or the
+// log fails, and returns send's first error, w's, or nil when ctx ended
+// (the client went away). WatchPods and WatchObjects follow the revision
+// log with it.
+func followLog(ctx context.Context, w *store.Watcher, send func(store.Entry) error) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -79,10 +92,7 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 				}
 				return w.Err()
 			}
-			if !wf.match(ctx, e) {
-				continue
-			}
-			if err := stream.Send(s.entryToProto(e)); err != nil {
+			if err := send(e); err != nil {
 				return err
 			}
 		}
