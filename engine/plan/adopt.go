@@ -217,16 +217,8 @@ func RebuildPod(rp RuntimePod) (pod *corev1.Pod, lost string, err error) {
 	}
 	var noSpec []string
 	for i, name := range names {
-		inst := byName[name].newest
-		info := ContainerAnnotationsFrom(inst.Annotations)
-		c := corev1.Container{Name: name, Image: inst.Image, ImagePullPolicy: corev1.PullIfNotPresent,
-			TerminationMessagePath: info.TerminationMessagePath, TerminationMessagePolicy: corev1.TerminationMessagePolicy(info.TerminationMessagePolicy)}
+		c, info := containerFromInstance(name, byName[name].newest)
 		if s := info.Spec; s != nil {
-			c.Image, c.Command, c.Args, c.WorkingDir, c.Ports = s.Image, s.Command, s.Args, s.WorkingDir, s.Ports
-			c.EnvFrom, c.Env, c.Resources, c.VolumeMounts, c.VolumeDevices = s.EnvFrom, s.Env, s.Resources, s.VolumeMounts, s.VolumeDevices
-			c.SecurityContext, c.Stdin, c.StdinOnce, c.TTY = s.SecurityContext, s.Stdin, s.StdinOnce, s.TTY
-			c.TerminationMessagePath, c.TerminationMessagePolicy = s.TerminationMessagePath, s.TerminationMessagePolicy
-			c.Lifecycle = s.Lifecycle
 			if pod.Spec.SecurityContext == nil {
 				pod.Spec.SecurityContext = s.PodSecurityContext
 			}
@@ -285,16 +277,29 @@ func rebuildEphemeral(pod *corev1.Pod, rp RuntimePod) []corev1.EphemeralContaine
 	}
 	var out []corev1.EphemeralContainer
 	for _, name := range slices.Sorted(maps.Keys(newest)) {
-		inst := newest[name]
-		info := ContainerAnnotationsFrom(inst.Annotations)
-		c := corev1.EphemeralContainerCommon{Name: name, Image: inst.Image, ImagePullPolicy: corev1.PullIfNotPresent,
-			TerminationMessagePath: info.TerminationMessagePath, TerminationMessagePolicy: corev1.TerminationMessagePolicy(info.TerminationMessagePolicy)}
-		if s := info.Spec; s != nil {
-			c.Image, c.Command, c.Args, c.WorkingDir = s.Image, s.Command, s.Args, s.WorkingDir
-			c.EnvFrom, c.Env, c.VolumeMounts = s.EnvFrom, s.Env, s.VolumeMounts
-			c.SecurityContext, c.Stdin, c.StdinOnce, c.TTY = s.SecurityContext, s.Stdin, s.StdinOnce, s.TTY
-		}
-		out = append(out, corev1.EphemeralContainer{EphemeralContainerCommon: c})
+		c, _ := containerFromInstance(name, newest[name])
+		// The fields of EphemeralContainerCommon are Container's.
+		out = append(out, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon(c)})
 	}
 	return out
+}
+
+// containerFromInstance is the container named name as its instance inst
+// was started: the fields of its hashed spec when its annotations carry
+// one, else its image and termination message settings only; info is
+// what the annotations hold. The spec of an ephemeral container has no
+// ports, resources or lifecycle (validation refuses them), so the same
+// copy serves it.
+func containerFromInstance(name string, inst RuntimeContainer) (c corev1.Container, info ContainerAnnotationInfo) {
+	info = ContainerAnnotationsFrom(inst.Annotations)
+	c = corev1.Container{Name: name, Image: inst.Image, ImagePullPolicy: corev1.PullIfNotPresent,
+		TerminationMessagePath: info.TerminationMessagePath, TerminationMessagePolicy: corev1.TerminationMessagePolicy(info.TerminationMessagePolicy)}
+	if s := info.Spec; s != nil {
+		c.Image, c.Command, c.Args, c.WorkingDir, c.Ports = s.Image, s.Command, s.Args, s.WorkingDir, s.Ports
+		c.EnvFrom, c.Env, c.Resources, c.VolumeMounts, c.VolumeDevices = s.EnvFrom, s.Env, s.Resources, s.VolumeMounts, s.VolumeDevices
+		c.SecurityContext, c.Stdin, c.StdinOnce, c.TTY = s.SecurityContext, s.Stdin, s.StdinOnce, s.TTY
+		c.TerminationMessagePath, c.TerminationMessagePolicy = s.TerminationMessagePath, s.TerminationMessagePolicy
+		c.Lifecycle = s.Lifecycle
+	}
+	return c, info
 }
