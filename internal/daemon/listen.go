@@ -152,6 +152,9 @@ func listenUnix(ctx context.Context, path, group string) (_ net.Listener, err er
 	if err := socketDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
+	if len(path) >= maxSocketPath {
+		return nil, fmt.Errorf("listen on unix://%s: the path is too long: a socket path has at most %d bytes; use a shorter path", path, maxSocketPath-1)
+	}
 	if err := removeStaleSocket(ctx, path); err != nil {
 		return nil, err
 	}
@@ -167,9 +170,6 @@ func listenUnix(ctx context.Context, path, group string) (_ net.Listener, err er
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
 	bound := filepath.Join(tmp, "s")
-	if len(path) >= maxSocketPath {
-		return nil, fmt.Errorf("listen on unix://%s: the path is too long: a socket path has at most %d bytes; use a shorter path", path, maxSocketPath-1)
-	}
 	if len(bound) >= maxSocketPath {
 		return nil, fmt.Errorf("listen on unix://%s: the path is too long: podsyncd makes the socket at %s first, and a socket path has at most %d bytes; use a shorter path",
 			path, bound, maxSocketPath-1)
