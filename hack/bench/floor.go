@@ -161,10 +161,15 @@ var pieceRules = []pieceRule{
 		"host network) and each container's termination-message file (terminationMessagePath); " +
 		"resolv.conf and /etc/hostname are the runtime's own, from the sandbox's DNS config and hostname",
 		[]string{"container.mounts"}},
-	{"seccomp RuntimeDefault (sandbox and container)",
-		"the kubelet sends RuntimeDefault only with --seccomp-default (off by default: Unconfined); podsyncd's " +
-			"--seccomp-default is on by default, the Pod Security baseline and the choice of a hardened node",
-		[]string{"sandbox.linux.security_context.seccomp", "container.linux.security_context.seccomp"}},
+	{"seccomp RuntimeDefault, sandbox",
+		"the kubelet always sends RuntimeDefault for the sandbox, whatever --seccomp-default says " +
+			"(generatePodSandboxLinuxConfig, kubernetes#84623), so that a pod may ask for a stricter profile",
+		[]string{"sandbox.linux.security_context.seccomp"}},
+	{"seccomp RuntimeDefault, container",
+		"the kubelet sends RuntimeDefault for a container that names no profile only with --seccomp-default " +
+			"(off by default: Unconfined); podsyncd's --seccomp-default is on by default, the Pod Security " +
+			"baseline and the choice of a hardened node",
+		[]string{"container.linux.security_context.seccomp"}},
 	{"namespace options (a PID namespace per container)",
 		"the kubelet sends pid CONTAINER unless shareProcessNamespace (kuberuntime/util.NamespacesForPod); left out, the " +
 			"runtime shares the pod's PID namespace, which is shareProcessNamespace: true",

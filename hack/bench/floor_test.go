@@ -142,7 +142,8 @@ func TestFloorPieces(t *testing.T) {
 		t.Errorf("minimal + every piece is not the podsync-shaped container config:\n%s", cmp.Diff(p.container, all.container, protocmp.Transform()))
 	}
 	for _, want := range []string{"pod cgroup parent (/kubepods/besteffort/pod<uid>)", "mounts (/etc/hosts, /dev/termination-log)",
-		"seccomp RuntimeDefault (sandbox and container)", "namespace options (a PID namespace per container)", "log directory and log path"} {
+		"seccomp RuntimeDefault, sandbox",
+		"seccomp RuntimeDefault, container", "namespace options (a PID namespace per container)", "log directory and log path"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("no piece %q in %q", want, names)
 		}
