@@ -17,12 +17,12 @@ import (
 
 // heapInUse returns the heap and goroutine stacks in use after a full
 // collection.
-func heapInUse() uint64 {
+func heapInUse() int64 {
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return ms.HeapInuse + ms.StackInuse
+	return int64(ms.HeapInuse + ms.StackInuse)
 }
 
 // idleWatchDaemon is podsyncd's server (server.New on a unix socket,
@@ -113,7 +113,21 @@ func BenchmarkIdleWatchPodsStreams(b *testing.B) {
 func TestIdleWatchPodsStreamsHoldLittleMemory(t *testing.T) {
 	const n = 100
 	d, pod := idleWatchDaemon(t, n)
-	if per := idleWatchBytes(t, d, pod, n); per > 96<<10 {
-		t.Errorf("an idle WatchPods stream holds %.0f bytes, want under 96 KiB", per)
+	// Memory freed meanwhile by what earlier tests left running (a
+	// daemon's cleanup, a closed stream's goroutines) can make the heap
+	// shrink while the streams are opened: such a measurement, at or
+	// below zero, says nothing and is taken again.
+	for attempt := 1; ; attempt++ {
+		per := idleWatchBytes(t, d, pod, n)
+		if per > 0 {
+			if per > 96<<10 {
+				t.Errorf("an idle WatchPods stream holds %.0f bytes, want under 96 KiB", per)
+			}
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("the heap shrank while %d streams were opened, %d times (last by %.0f bytes a stream): no measurement", n, attempt, -per)
+		}
+		t.Logf("attempt %d: the heap shrank by %.0f bytes a stream while the streams were opened; measuring again", attempt, -per)
 	}
 }
