@@ -8,6 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsync/podsync/engine/errdefs"
 )
@@ -122,15 +123,33 @@ func (s *Store) Append(changes ...Change) (int64, error) {
 	var rev int64
 	err := s.update(func(tx *bolt.Tx, st *txState) error {
 		pods := tx.Bucket(bucketPods)
+		// A pass appends its events and its status together: each pod's
+		// record is decoded once, and written once if its status changed.
+		type touched struct {
+			rec     *PodRecord
+			changed bool
+		}
+		var recs map[types.UID]*touched
+		var order []types.UID
 		for _, c := range changes {
-			data := pods.Get([]byte(c.Pod.UID))
-			if data == nil {
-				return fmt.Errorf("append %s of pod %s: %w", c.Kind, c.Pod, errdefs.ErrPodNotFound)
+			t := recs[c.Pod.UID]
+			if t == nil {
+				data := pods.Get([]byte(c.Pod.UID))
+				if data == nil {
+					return fmt.Errorf("append %s of pod %s: %w", c.Kind, c.Pod, errdefs.ErrPodNotFound)
+				}
+				rec, err := decodeRecord(data)
+				if err != nil {
+					return err
+				}
+				if recs == nil {
+					recs = make(map[types.UID]*touched, 1)
+				}
+				t = &touched{rec: rec}
+				recs[c.Pod.UID] = t
+				order = append(order, c.Pod.UID)
 			}
-			rec, err := decodeRecord(data)
-			if err != nil {
-				return err
-			}
+			rec := t.rec
 			if ref := rec.Ref(); ref != c.Pod {
 				return fmt.Errorf("append %s of pod %s: %w: uid is stored as %s/%s", c.Kind, c.Pod, errdefs.ErrInvalidRecord, ref.Namespace, ref.Name)
 			}
@@ -162,13 +181,20 @@ func (s *Store) Append(changes ...Change) (int64, error) {
 			}
 			if c.Kind == KindStatus {
 				rec.ModRevision = r
-				data, err := json.Marshal(rec)
-				if err != nil {
-					return fmt.Errorf("append status of pod %s: %w", c.Pod, err)
-				}
-				if err := pods.Put([]byte(c.Pod.UID), data); err != nil {
-					return fmt.Errorf("append status of pod %s: %w", c.Pod, err)
-				}
+				t.changed = true
+			}
+		}
+		for _, uid := range order {
+			t := recs[uid]
+			if !t.changed {
+				continue
+			}
+			data, err := json.Marshal(t.rec)
+			if err != nil {
+				return fmt.Errorf("append status of pod %s: %w", t.rec.Ref(), err)
+			}
+			if err := pods.Put([]byte(uid), data); err != nil {
+				return fmt.Errorf("append status of pod %s: %w", t.rec.Ref(), err)
 			}
 		}
 		rev = st.rev

@@ -154,6 +154,71 @@ func TestAppendStatus(t *testing.T) {
 	}
 }
 
+// TestAppendMixed: one Append of events and statuses of two pods, a
+// pod's status changing twice and repeating once: each pod keeps its last
+// status at that status's revision, the repeat is dropped, and the log has
+// the rest in order.
+func TestAppendMixed(t *testing.T) {
+	s := openTest(t, Options{})
+	a, b := testPod("default", "a", "uid-a"), testPod("default", "b", "uid-b")
+	mustPut(t, s, a)
+	mustPut(t, s, b)
+	base := s.Revision()
+	rev := mustAppend(t, s,
+		event(a, "Created"),
+		StatusChange(RefOf(a), &corev1.PodStatus{Phase: corev1.PodPending}),
+		event(b, "Created"),
+		StatusChange(RefOf(a), &corev1.PodStatus{Phase: corev1.PodRunning}),
+		StatusChange(RefOf(a), &corev1.PodStatus{Phase: corev1.PodRunning}), // unchanged: dropped
+		StatusChange(RefOf(b), &corev1.PodStatus{Phase: corev1.PodPending}),
+		event(a, "Started"),
+	)
+	if rev != base+6 {
+		t.Errorf("Append returned revision %d, want %d (six entries after %d)", rev, base+6, base)
+	}
+	for _, want := range []struct {
+		uid   types.UID
+		phase corev1.PodPhase
+		mod   int64
+	}{{"uid-a", corev1.PodRunning, base + 4}, {"uid-b", corev1.PodPending, base + 5}} {
+		rec, err := s.Get(want.uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Pod.Status.Phase != want.phase || rec.ModRevision != want.mod {
+			t.Errorf("pod %s: status %q at mod revision %d, want %q at %d", want.uid, rec.Pod.Status.Phase, rec.ModRevision, want.phase, want.mod)
+		}
+	}
+	entries, err := s.Since(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		what := string(e.Kind) + " " + e.Pod.Name
+		if e.Status != nil {
+			what += " " + string(e.Status.Phase)
+		}
+		if e.Event != nil {
+			what += " " + e.Event.Reason
+		}
+		got = append(got, what)
+	}
+	want := []string{"Event a Created", "Status a Pending", "Event b Created", "Status a Running", "Status b Pending", "Event a Started"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+
+	// A change of a pod not stored fails the whole Append.
+	gone := testPod("default", "gone", "uid-gone")
+	if _, err := s.Append(event(a, "Killing"), event(gone, "Killing")); !errors.Is(err, errdefs.ErrPodNotFound) {
+		t.Errorf("Append with an unknown pod: %v, want ErrPodNotFound", err)
+	}
+	if s.Revision() != rev {
+		t.Errorf("a failed Append moved the revision from %d to %d", rev, s.Revision())
+	}
+}
+
 // TestStatusKeepsItsSandbox: the sandbox a status was read in is part of
 // its entry, on disk too, so a watch resumed later names the sandbox of
 // that time; a status without one has none.
