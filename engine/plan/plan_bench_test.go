@@ -62,3 +62,22 @@ func BenchmarkContainerHash(b *testing.B) {
 		_ = plan.ContainerHash(pod, &pod.Spec.Containers[0])
 	}
 }
+
+// BenchmarkEncodePodSpec is the pod-spec annotation every new sandbox
+// carries (a pod of one and of ten containers), and its length.
+func BenchmarkEncodePodSpec(b *testing.B) {
+	for _, n := range []int{1, 10} {
+		pod := plantest.BenchPod(n)
+		b.Run(fmt.Sprintf("containers=%d", n), func(b *testing.B) {
+			spec, ok := plan.EncodePodSpec(pod)
+			if !ok {
+				b.Fatal("EncodePodSpec: too long")
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = plan.EncodePodSpec(pod)
+			}
+			b.ReportMetric(float64(len(spec)), "annotation-bytes")
+		})
+	}
+}
