@@ -550,4 +550,32 @@ the kubelet reads the same way), ImageStatus (the pull policy), CreateContainer,
 the final ContainerStatus — the one call the kubelet does not make in its pass (its status comes from
 the PLEG's next read). It stays: the status's startedAt and imageID are the runtime's, and a value
 podsync made up would move when a later pass reads the real one.
+
+Round 4 (issue 24, the CPU per pod). ` + "`perf record -F 1999 -a -g`" + ` over two runs of
+` + "`-sections run -flavours 2 -n 100 -runs 2`" + `, podsyncd's samples kept only while a RunPods was in
+progress (2802 samples: 7.0 ms a pod under perf, at 67cb9bf), each sample counted once, in the first of these
+that its stack shows:
+
+| share of podsyncd's CPU during RunPods, N = 100 | |
+|---|---|
+| store commits: bbolt's page writes and its two fdatasyncs a commit, mostly kernel time on this virtio disk | 16.3% |
+| the pod's directories and files (as the kubelet's: pod, volumes, plugins, containers and log directories, hosts and termination-message files, the pod cgroup); ext4 allocating inodes is most of it | 9.0% |
+| CRI calls, in the calling goroutine | 10.1% |
+| gRPC's transport goroutines (reader, writer), the CRI connection's mostly | 17.4% |
+| the CRI event stream (containerd 2.x sends a pod's whole status with each of its four events) | 4.8% |
+| Go's scheduler (parking, finding work, sysmon, starting threads) | 14.2% |
+| garbage collection (background marking) | 5.5% |
+| RunPods' own server and stream | 3.3% |
+| the rest: planning, statuses, steps and their events, logging | 19.4% |
+
+About four fifths is I/O, transport and the Go runtime around them; podsync's own code is the last
+fifth, so the target of 3 ms a pod would need fewer durable commits or fewer files than the kubelet's
+layout, not leaner code. Two cuts from the profile, measured in one sitting (two rounds each of
+base de2bd22 and the cuts, alternating, on a machine about 1.7× slower than this report's run):
+
+| figure | before | after | what changed |
+|---|---|---|---|
+| podsyncd CPU per pod, 2.x, N = 100 | 9.49, 8.93 ms | 8.70, 8.58 ms | the two below |
+| ` + "`BenchmarkEncodePodSpec`" + `, one container / ten | 78 / 157 µs | 38 / 98 µs | the pod-spec annotation is compressed at BestSpeed: the level-9 compressor cleared 640 KiB of hash chains on each of its two resets a sandbox; the annotation grows from 680 to 700 bytes |
+| decodes of the stored pod per pass's Append | one per event and status | one | a pass's events and its status are appended together; each change decoded the whole stored record again |
 `
