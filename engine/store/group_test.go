@@ -94,10 +94,7 @@ func TestConcurrentWritesShareACommit(t *testing.T) {
 // alone; the others commit as they would have one by one, the failed one
 // leaves nothing behind.
 func TestFailedWriteLeavesItsGroupAlone(t *testing.T) {
-	s := openTest(t, Options{})
-	a, b := testPod("ns", "a", "uid-a"), testPod("ns", "b", "uid-b")
-	mustPut(t, s, a)
-	mustPut(t, s, b)
+	s, a, b := openTwoPods(t)
 	rev := s.Revision()
 	boom := errors.New("boom")
 	release := queueWrites(t, s, 3, func(i int) error {

@@ -132,3 +132,13 @@ func reasons(entries []Entry) []string {
 	}
 	return out
 }
+
+// openTwoPods is a store with pods ns/a and ns/b stored.
+func openTwoPods(t *testing.T) (*Store, *corev1.Pod, *corev1.Pod) {
+	t.Helper()
+	s := openTest(t, Options{})
+	a, b := testPod("ns", "a", "uid-a"), testPod("ns", "b", "uid-b")
+	mustPut(t, s, a)
+	mustPut(t, s, b)
+	return s, a, b
+}

@@ -159,10 +159,7 @@ func TestAppendStatus(t *testing.T) {
 // status at that status's revision, the repeat is dropped, and the log has
 // the rest in order.
 func TestAppendMixed(t *testing.T) {
-	s := openTest(t, Options{})
-	a, b := testPod("default", "a", "uid-a"), testPod("default", "b", "uid-b")
-	mustPut(t, s, a)
-	mustPut(t, s, b)
+	s, a, b := openTwoPods(t)
 	base := s.Revision()
 	rev := mustAppend(t, s,
 		event(a, "Created"),
@@ -210,7 +207,7 @@ func TestAppendMixed(t *testing.T) {
 	}
 
 	// A change of a pod not stored fails the whole Append.
-	gone := testPod("default", "gone", "uid-gone")
+	gone := testPod("ns", "gone", "uid-gone")
 	if _, err := s.Append(event(a, "Killing"), event(gone, "Killing")); !errors.Is(err, errdefs.ErrPodNotFound) {
 		t.Errorf("Append with an unknown pod: %v, want ErrPodNotFound", err)
 	}
