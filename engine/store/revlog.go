@@ -130,7 +130,7 @@ func (s *Store) Append(changes ...Change) (int64, error) {
 			changed bool
 		}
 		var recs map[types.UID]*touched
-		var order []types.UID
+		var order []*touched // recs in the order first seen, to write them
 		for _, c := range changes {
 			t := recs[c.Pod.UID]
 			if t == nil {
@@ -147,7 +147,7 @@ func (s *Store) Append(changes ...Change) (int64, error) {
 				}
 				t = &touched{rec: rec}
 				recs[c.Pod.UID] = t
-				order = append(order, c.Pod.UID)
+				order = append(order, t)
 			}
 			rec := t.rec
 			if ref := rec.Ref(); ref != c.Pod {
@@ -184,8 +184,7 @@ func (s *Store) Append(changes ...Change) (int64, error) {
 				t.changed = true
 			}
 		}
-		for _, uid := range order {
-			t := recs[uid]
+		for _, t := range order {
 			if !t.changed {
 				continue
 			}
@@ -193,7 +192,7 @@ func (s *Store) Append(changes ...Change) (int64, error) {
 			if err != nil {
 				return fmt.Errorf("append status of pod %s: %w", t.rec.Ref(), err)
 			}
-			if err := pods.Put([]byte(uid), data); err != nil {
+			if err := pods.Put([]byte(t.rec.Pod.UID), data); err != nil {
 				return fmt.Errorf("append status of pod %s: %w", t.rec.Ref(), err)
 			}
 		}
