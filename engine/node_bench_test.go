@@ -14,8 +14,8 @@ import (
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/engine/store"
-	"github.com/podsync/podsync/engine/syncer"
 )
 
 // BenchmarkNodeApplyNewPod is the node's own cost of starting a pod: an
@@ -40,7 +40,7 @@ func BenchmarkNodeApplyNewPod(b *testing.B) {
 	b.Cleanup(func() { _ = st.Close() })
 	cfg := criconfig.Options{RootDir: filepath.Join(dir, "root"), PodLogDir: filepath.Join(dir, "logs"),
 		CgroupFS: filepath.Join(dir, "cgroup"), NodeIPs: []string{"192.0.2.10"}}
-	b.Cleanup(func() { _ = syncer.UnmountBelow(cfg.RootDir) })
+	b.Cleanup(func() { _ = mounttable.UnmountBelow(cfg.RootDir) })
 	node, err := engine.NewNode(engine.NodeOptions{Runtime: rt, Images: rt, Store: st, Config: cfg,
 		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
 		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour},

@@ -27,6 +27,7 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/store"
@@ -98,7 +99,7 @@ func newNodeHarness(t *testing.T, mutate ...func(*engine.NodeOptions)) *nodeHarn
 	t.Cleanup(func() { _ = st.Close() })
 	cfg := criconfig.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), CgroupFS: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}
 	t.Cleanup(func() {
-		if err := syncer.UnmountBelow(cfg.RootDir); err != nil {
+		if err := mounttable.UnmountBelow(cfg.RootDir); err != nil {
 			t.Error(err)
 		}
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/mounttable"
 )
 
 // SubPathsDir is the directory of the pod directory that holds the bind
@@ -433,7 +434,7 @@ func bindFd(fd int, target string, ro bool) error {
 	case ok:
 		return nil
 	}
-	if err := unmountAll(target); err != nil {
+	if err := mounttable.UnmountAll(target); err != nil {
 		return err
 	}
 	if err := makeMountPoint(target, isDir); err != nil {
@@ -444,11 +445,11 @@ func bindFd(fd int, target string, ro bool) error {
 	}
 	if ro {
 		if err := unix.Mount("", target, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
-			return errors.Join(fmt.Errorf("remount %s read-only: %w", target, err), unmountAll(target))
+			return errors.Join(fmt.Errorf("remount %s read-only: %w", target, err), mounttable.UnmountAll(target))
 		}
 	}
 	if ok, err := mountedAs(target, id, ro); err != nil || !ok {
-		return errors.Join(fmt.Errorf("bind mount at %s does not show what was checked: %w", target, errdefs.ErrInvalidSpec), err, unmountAll(target))
+		return errors.Join(fmt.Errorf("bind mount at %s does not show what was checked: %w", target, errdefs.ErrInvalidSpec), err, mounttable.UnmountAll(target))
 	}
 	return nil
 }

@@ -3,12 +3,12 @@ package syncer_test
 import (
 	"context"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/engine/syncer"
 )
 
@@ -65,22 +65,14 @@ func sameFile(t *testing.T, a, b string) bool {
 	return os.SameFile(fa, fb)
 }
 
-// mountsBelow returns the mount points at or below dir in
-// /proc/self/mountinfo (no escapes: the tests' paths have no spaces).
+// mountsBelow returns the mount points at or below dir.
 func mountsBelow(t *testing.T, dir string) []string {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	mps, err := mounttable.Below(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for line := range strings.SplitSeq(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			out = append(out, f[4])
-		}
-	}
-	return out
+	return mps
 }
 
 // requireRoot fails a test that needs real mounts when it does not run

@@ -3,7 +3,6 @@ package syncer
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -11,12 +10,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/mounttable"
 )
 
 // countMounts returns how many mounts /proc/self/mountinfo lists at p.
 func countMounts(t *testing.T, p string) int {
 	t.Helper()
-	mps, err := mountsBelow(p)
+	mps, err := mounttable.Below(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestBindFd(t *testing.T) {
 	}
 	base := t.TempDir()
 	t.Cleanup(func() {
-		if err := UnmountBelow(base); err != nil {
+		if err := mounttable.UnmountBelow(base); err != nil {
 			t.Error(err)
 		}
 	})
@@ -134,25 +134,14 @@ func TestBindFd(t *testing.T) {
 	if err := unix.Mount(filepath.Join(vol, "dir1"), target, "", unix.MS_BIND, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := UnmountBelow(filepath.Join(base, "volume-subpaths")); err != nil {
+	if err := mounttable.UnmountBelow(filepath.Join(base, "volume-subpaths")); err != nil {
 		t.Fatal(err)
 	}
-	if mps, _ := mountsBelow(base); len(mps) != 0 {
+	if mps, _ := mounttable.Below(base); len(mps) != 0 {
 		t.Errorf("still mounted: %v", mps)
 	}
 	if b, err := os.ReadFile(filepath.Join(vol, "file0")); err != nil || string(b) != "f" {
 		t.Errorf("a source file changed: %q %v", b, err)
-	}
-}
-
-func TestUnescapeMountinfo(t *testing.T) {
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/tab\011x`: "/tab\tx", `/plain`: "/plain", `/end\04`: `/end\04`, `/back\134s`: `/back\s`} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
-		}
-	}
-	if strings.Contains(unescapeMount(`\0400`), `\`) {
-		t.Error("an escape followed by a digit was not decoded")
 	}
 }
 

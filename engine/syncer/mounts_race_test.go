@@ -15,6 +15,7 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/mounttable"
 )
 
 // TestSubPathSwapRace is CVE-2017-1002101's attack: a container of the
@@ -30,7 +31,7 @@ func TestSubPathSwapRace(t *testing.T) {
 	}
 	root := t.TempDir()
 	t.Cleanup(func() {
-		if err := UnmountBelow(root); err != nil {
+		if err := mounttable.UnmountBelow(root); err != nil {
 			t.Error(err)
 		}
 	})
@@ -97,7 +98,7 @@ func TestSubPathSwapRace(t *testing.T) {
 		if got.Dev != want.Dev || got.Ino != want.Ino {
 			t.Fatalf("mount %d: %s shows inode %d, not the volume's directory (%d)", i, r.HostPath, got.Ino, want.Ino)
 		}
-		if err := unmountAll(r.HostPath); err != nil {
+		if err := mounttable.UnmountAll(r.HostPath); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/internal/failpoint"
@@ -264,7 +265,7 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 		// Unmount first: removing through a subPath or hostPath bind
 		// mount would remove the host's files, and RemoveAll would empty
 		// the tmpfs volumes and leave the mounts behind.
-		if err := UnmountBelow(criconfig.PodDir(pod, s.cfg)); err != nil {
+		if err := mounttable.UnmountBelow(criconfig.PodDir(pod, s.cfg)); err != nil {
 			errs = append(errs, fmt.Errorf("unmount pod directory: %w", err))
 		} else {
 			errs = append(errs, os.RemoveAll(criconfig.PodDir(pod, s.cfg)))

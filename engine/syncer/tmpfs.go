@@ -11,28 +11,10 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/validation"
 )
-
-// isTmpfs reports whether dir is the mount point of a tmpfs.
-func isTmpfs(dir string) (bool, error) {
-	real, err := realPath(dir)
-	if err != nil {
-		return false, err
-	}
-	mounts, err := readMounts()
-	if err != nil {
-		return false, err
-	}
-	// The last mount of a path is the one visible.
-	for i := len(mounts) - 1; i >= 0; i-- {
-		if mounts[i].path == real {
-			return mounts[i].fsType == "tmpfs", nil
-		}
-	}
-	return false, nil
-}
 
 // tmpfsVolume is a memory-backed volume of a pod: a secret volume or an
 // emptyDir of medium Memory.
@@ -63,7 +45,7 @@ func setupTmpfs(v tmpfsVolume, newSandbox bool) error {
 	if err := os.MkdirAll(v.dir, v.mode); err != nil {
 		return fmt.Errorf("create volume directory: %w", err)
 	}
-	mounted, err := isTmpfs(v.dir)
+	mounted, err := mounttable.IsTmpfs(v.dir)
 	if err != nil {
 		return err
 	}
@@ -112,7 +94,7 @@ func (s *Syncer) TearDownVolumes(pod *corev1.Pod) error {
 		return fmt.Errorf("tear down volumes: %w", errdefs.InvalidSpec(err))
 	}
 	dir := filepath.Join(criconfig.PodDir(pod, s.cfg), "volumes")
-	if err := UnmountBelow(dir); err != nil {
+	if err := mounttable.UnmountBelow(dir); err != nil {
 		return fmt.Errorf("tear down volumes of pod %s: %w", plan.PodString(pod), err)
 	}
 	if err := os.RemoveAll(dir); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/podsync/podsync/engine/cgroupfs"
+	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/internal/localcri"
 )
 
@@ -55,11 +56,15 @@ func (r *runner) cleanup(ok bool) error {
 	if r.dir != "" {
 		// podsyncd's pod volumes are mounts under its root dir: deleting
 		// the pods unmounts them.
-		mps := mountsUnder(r.dir)
-		slices.Reverse(mps)
+		mps, err := mounttable.Below(r.dir)
+		if err != nil {
+			errs = append(errs, err)
+		}
 		for _, mp := range mps {
 			errs = append(errs, fmt.Errorf("mount left behind (now unmounted): %s", mp))
-			_ = syscall.Unmount(mp, syscall.MNT_DETACH)
+		}
+		if len(mps) > 0 {
+			errs = append(errs, mounttable.UnmountBelow(r.dir))
 		}
 	}
 	if r.base != nil {
@@ -164,20 +169,4 @@ func takeSnapshot() *snapshot {
 		})
 	}
 	return s
-}
-
-// mountsUnder lists the mount points under dir.
-func mountsUnder(dir string) []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			out = append(out, f[4])
-		}
-	}
-	return out
 }

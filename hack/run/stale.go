@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/internal/localcri"
 )
 
@@ -66,8 +67,9 @@ func (r *runner) removeStale(ctx context.Context) error {
 			}
 		}
 	}
-	for _, mp := range mountsUnder(r.dir) {
-		_ = syscall.Unmount(mp, syscall.MNT_DETACH)
+	// Removing through a volume's bind mount would remove the host's files.
+	if err := mounttable.UnmountBelow(r.dir); err != nil {
+		return err
 	}
 	return os.RemoveAll(r.dir)
 }

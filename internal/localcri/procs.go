@@ -1,16 +1,11 @@
 package localcri
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // process is a running process as /proc shows it.
@@ -113,77 +108,4 @@ func Alive(pid int) bool {
 		return false
 	}
 	return b[i+2] != 'Z'
-}
-
-// mountsUnder lists the mount points at or under dir, deepest first.
-func mountsUnder(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("read mountinfo: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	var out []string
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 64*1024), 1024*1024)
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMount(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	if err := s.Err(); err != nil {
-		return nil, fmt.Errorf("read mountinfo: %w", err)
-	}
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
-	return slices.Compact(out), nil
-}
-
-// unescapeMount undoes the octal escapes (\040 for space) of mountinfo.
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// unmountAll unmounts everything at or under dir, deepest first, lazily when
-// a plain unmount fails, until nothing is left.
-func unmountAll(dir string) error {
-	for range 5 {
-		mps, err := mountsUnder(dir)
-		if err != nil {
-			return err
-		}
-		if len(mps) == 0 {
-			return nil
-		}
-		for _, mp := range mps {
-			if err := syscall.Unmount(mp, 0); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
-				_ = syscall.Unmount(mp, syscall.MNT_DETACH)
-			}
-		}
-	}
-	mps, err := mountsUnder(dir)
-	if err != nil {
-		return err
-	}
-	if len(mps) > 0 {
-		return fmt.Errorf("still mounted: %s", strings.Join(mps, ", "))
-	}
-	return nil
 }

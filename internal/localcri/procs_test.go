@@ -10,30 +10,6 @@ import (
 	"time"
 )
 
-func TestUnescapeMount(t *testing.T) {
-	for in, want := range map[string]string{
-		`/run/a`:             "/run/a",
-		`/run/with\040space`: "/run/with space",
-		`/run/tab\011x`:      "/run/tab\tx",
-		`/run/bad\9`:         `/run/bad\9`,
-	} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestMountsUnderAnUnmountedDir(t *testing.T) {
-	dir := t.TempDir()
-	mps, err := mountsUnder(dir)
-	if err != nil || len(mps) != 0 {
-		t.Errorf("mountsUnder(%s) = %v, %v; want none", dir, mps, err)
-	}
-	if err := unmountAll(dir); err != nil {
-		t.Errorf("unmountAll: %v", err)
-	}
-}
-
 func TestProcessHelpers(t *testing.T) {
 	if !Alive(os.Getpid()) {
 		t.Error("Alive(self) = false")

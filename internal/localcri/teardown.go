@@ -17,6 +17,8 @@ import (
 
 	"go.uber.org/zap"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsync/podsync/engine/mounttable"
 )
 
 // cniCacheDir is where libcni caches results, whatever the network config.
@@ -67,7 +69,7 @@ func (i *Instance) Teardown(ctx context.Context) error {
 	if err := i.deleteRuncContainers(ctx, seen); err != nil {
 		errs = append(errs, err)
 	}
-	if err := unmountAll(i.rec.Dir); err != nil {
+	if err := mounttable.UnmountBelow(i.rec.Dir); err != nil {
 		errs = append(errs, fmt.Errorf("unmount: %w", err))
 	}
 	for _, l := range append([]string{i.rec.Bridge}, veths...) {
@@ -323,7 +325,7 @@ func (i *Instance) Leftovers(ctx context.Context) []string {
 			out = append(out, fmt.Sprintf("process %d: %s", p.pid, p.cmdline))
 		}
 	}
-	if mps, err := mountsUnder(i.rec.Dir); err != nil {
+	if mps, err := mounttable.Below(i.rec.Dir); err != nil {
 		out = append(out, "mounts: "+err.Error())
 	} else {
 		for _, mp := range mps {

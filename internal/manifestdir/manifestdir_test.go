@@ -16,8 +16,8 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/engine/store"
-	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/manifestdir"
 )
 
@@ -44,7 +44,7 @@ func newHarness(t *testing.T) *harness {
 		dbPath: filepath.Join(t.TempDir(), "podsync.db"),
 		cfg:    criconfig.Options{RootDir: t.TempDir(), PodLogDir: t.TempDir(), CgroupFS: t.TempDir(), NodeIPs: []string{"192.0.2.10"}}}
 	t.Cleanup(func() {
-		if err := syncer.UnmountBelow(h.cfg.RootDir); err != nil {
+		if err := mounttable.UnmountBelow(h.cfg.RootDir); err != nil {
 			t.Error(err)
 		}
 	})

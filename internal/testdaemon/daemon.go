@@ -23,9 +23,9 @@ import (
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
-	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/server"
 )
 
@@ -173,7 +173,7 @@ func (d *Daemon) start(o Options, log *zap.Logger) error {
 	}
 	// The pods' tmpfs volumes first: the fake runtime's pods are not
 	// removed when the daemon stops.
-	d.closers = append(d.closers, func() error { return errors.Join(syncer.UnmountBelow(dir), os.RemoveAll(dir)) })
+	d.closers = append(d.closers, func() error { return errors.Join(mounttable.UnmountBelow(dir), os.RemoveAll(dir)) })
 	d.RootDir, d.PodLogDir = filepath.Join(dir, "root"), filepath.Join(dir, "logs")
 	for _, sub := range []string{d.RootDir, d.PodLogDir} {
 		if err := os.Mkdir(sub, 0o700); err != nil {

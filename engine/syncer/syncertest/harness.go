@@ -15,6 +15,7 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/syncer"
 )
@@ -59,7 +60,7 @@ func New(t *testing.T, mutate ...func(*syncer.SyncerOptions)) *Harness {
 	// bind mounts the passes made must not be removed through, nor the
 	// pods' tmpfs volumes left mounted.
 	t.Cleanup(func() {
-		if err := syncer.UnmountBelow(opts.Config.RootDir); err != nil {
+		if err := mounttable.UnmountBelow(opts.Config.RootDir); err != nil {
 			t.Errorf("unmount below the root directory: %v", err)
 		}
 	})

@@ -3,10 +3,7 @@
 package daemon_test
 
 import (
-	"bufio"
 	"context"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +17,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/internal/localcri/localcritest"
 )
@@ -47,23 +45,11 @@ func (d *podsyncd) syncPod(ctx context.Context, t *testing.T, pod *corev1.Pod, s
 // mountsBelow lists podsyncd's host mounts at or below dir.
 func mountsBelow(t *testing.T, dir string) []string {
 	t.Helper()
-	real, err := filepath.EvalSymlinks(dir)
+	mps, err := mounttable.Below(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if fields := strings.Fields(sc.Text()); len(fields) > 4 && (fields[4] == real || strings.HasPrefix(fields[4], real+"/")) {
-			out = append(out, fields[4])
-		}
-	}
-	return out
+	return mps
 }
 
 // TestMemoryVolumesAreTmpfsInTheContainer: a medium Memory emptyDir and a
