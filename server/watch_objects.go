@@ -24,38 +24,30 @@ func (s *service) WatchObjects(req *podsyncv1.WatchObjectsRequest, stream grpc.S
 	f := store.ObjectFilter{Kind: objectKindFromProto(req.GetKind()), Namespace: req.GetNamespace()}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	since := req.GetSinceRevision()
-	if since == 0 {
+	list := func() (int64, error) {
 		recs, rev, err := s.node.ListObjects(ctx, f)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for _, rec := range recs {
 			obj, err := objectToProto(rec)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			if err := stream.Send(&podsyncv1.WatchObjectsResponse{
 				Revision: rec.ModRevision,
 				Object:   objectRefToProto(rec.Ref(), rec.ResourceVersion()),
 				Change:   &podsyncv1.WatchObjectsResponse_Applied{Applied: obj},
 			}); err != nil {
-				return err
+				return 0, err
 			}
 		}
-		if err := stream.Send(&podsyncv1.WatchObjectsResponse{
+		return rev, stream.Send(&podsyncv1.WatchObjectsResponse{
 			Revision: rev,
 			Change:   &podsyncv1.WatchObjectsResponse_Synced{Synced: &podsyncv1.WatchSynced{}},
-		}); err != nil {
-			return err
-		}
-		since = rev
+		})
 	}
-	w, err := s.node.Watch(ctx, since)
-	if err != nil {
-		return err
-	}
-	return followLog(ctx, w, func(e store.Entry) error {
+	return s.listThenFollow(ctx, req.GetSinceRevision(), list, func(e store.Entry) error {
 		if !e.IsObject() || (f.Kind != "" && e.Object.Kind != f.Kind) || (f.Namespace != "" && e.Object.Namespace != f.Namespace) {
 			return nil
 		}

@@ -37,11 +37,10 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 		// Kept for the stream's life: only a selector needs them.
 		wf.labels = map[types.UID]labels.Set{}
 	}
-	since := req.GetSinceRevision()
-	if since == 0 {
+	list := func() (int64, error) {
 		recs, rev, err := s.node.ListShared(ctx, f)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for _, rec := range recs {
 			if wf.labels != nil {
@@ -53,13 +52,32 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 				Pod:      podRefToProto(rec.Ref()),
 				Change:   &podsyncv1.WatchPodsResponse_Status{Status: s.statusToProto(&st, nil, s.currentSandbox(rec.Pod.UID))},
 			}); err != nil {
-				return err
+				return 0, err
 			}
 		}
-		if err := stream.Send(&podsyncv1.WatchPodsResponse{
+		return rev, stream.Send(&podsyncv1.WatchPodsResponse{
 			Revision: rev,
 			Change:   &podsyncv1.WatchPodsResponse_Synced{Synced: &podsyncv1.WatchSynced{}},
-		}); err != nil {
+		})
+	}
+	return s.listThenFollow(ctx, req.GetSinceRevision(), list, func(e store.Entry) error {
+		if !wf.match(ctx, e) {
+			return nil
+		}
+		return stream.Send(s.entryToProto(e))
+	})
+}
+
+// listThenFollow is the one shape of WatchPods and WatchObjects. With
+// since 0, list sends the current items and a synced message and returns
+// the revision it listed at, and the revision log is followed after that
+// revision; otherwise after since. follow gets each entry of the log until
+// ctx ends or the log fails; listThenFollow returns list's or follow's
+// first error, the log's, or nil when ctx ended (the client went away).
+func (s *service) listThenFollow(ctx context.Context, since int64, list func() (int64, error), follow func(store.Entry) error) error {
+	if since == 0 {
+		rev, err := list()
+		if err != nil {
 			return err
 		}
 		since = rev
@@ -68,19 +86,6 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 	if err != nil {
 		return err
 	}
-	return followLog(ctx, w, func(e store.Entry) error {
-		if !wf.match(ctx, e) {
-			return nil
-		}
-		return stream.Send(s.entryToProto(e))
-	})
-}
-
-// followLog calls send with each entry w delivers until ctx ends or the
-// log fails, and returns send's first error, w's, or nil when ctx ended
-// (the client went away). WatchPods and WatchObjects follow the revision
-// log with it.
-func followLog(ctx context.Context, w *store.Watcher, send func(store.Entry) error) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -92,7 +97,7 @@ func followLog(ctx context.Context, w *store.Watcher, send func(store.Entry) err
 				}
 				return w.Err()
 			}
-			if err := send(e); err != nil {
+			if err := follow(e); err != nil {
 				return err
 			}
 		}
