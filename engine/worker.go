@@ -255,8 +255,18 @@ func (w *worker) run() {
 			timerC <-chan time.Time
 		)
 		if at := w.nextRetry(); !at.IsZero() {
-			timer = w.n.clock.NewTimer(max(at.Sub(w.n.clock.Now()), 0))
-			timerC = timer.C()
+			if d := at.Sub(w.n.clock.Now()); d > 0 {
+				timer = w.n.clock.NewTimer(d)
+				timerC = timer.C()
+			} else {
+				// Due already (the clock passed it during the pass, or
+				// before this loop came round): no timer, which on a
+				// clock that only moves when stepped would wait for the
+				// next step.
+				due := make(chan time.Time, 1)
+				due <- at
+				timerC = due
+			}
 		}
 		fire, due := false, false
 		select {

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
@@ -171,8 +174,10 @@ func TestWorkerRetriesAFailedPass(t *testing.T) {
 		})
 	}
 	// The worker logs a failure before it arms the retry's timer: the
-	// clock is stepped only once the timer waits on it, or a step could
-	// come first and the timer wait a whole delay from after it.
+	// clock is stepped once the timer waits on it, so that a step checks
+	// the delay. Another of the node's timers, armed while the test runs,
+	// may be what armed sees; a retry whose time the clock passed before
+	// its timer was armed runs at once (TestWorkerRetryDueBeforeItsTimer).
 	idle := h.clock.Waiters()
 	armed := func() {
 		h.eventually("the retry's timer armed", func() bool { return h.clock.Waiters() > idle })
@@ -204,6 +209,41 @@ func TestWorkerRetriesAFailedPass(t *testing.T) {
 	if got := ss.count("SyncPod"); got != before+1 {
 		t.Errorf("%d passes after a successful one with nothing to wait for, want none", got-before-1)
 	}
+}
+
+// TestWorkerRetryDueBeforeItsTimer: a retry whose time the clock passed
+// before the worker armed its timer runs at once. The clock is stepped
+// past the next retry while the failed pass logs, that is after the retry
+// was set and before its timer: on a clock that moves only when stepped,
+// a timer armed for no time at all would wait for a step that never comes.
+func TestWorkerRetryDueBeforeItsTimer(t *testing.T) {
+	ss := &scriptedSyncer{}
+	ss.pass = func(context.Context, *corev1.Pod, syncer.SyncInput) (syncer.SyncResult, error) {
+		return syncer.SyncResult{}, errors.New("scripted failure")
+	}
+	var (
+		clk    *clocktesting.FakeClock
+		logged atomic.Int32
+	)
+	core, logs := observer.New(zap.WarnLevel)
+	h := newNodeHarness(t, func(o *engine.NodeOptions) {
+		ss.next = realSyncer(t, o)
+		o.Syncer = ss
+		clk = o.Clock.(*clocktesting.FakeClock)
+		o.Logger = zap.New(zapcore.RegisterHooks(core, func(e zapcore.Entry) error {
+			if e.Message == "pod sync failed; retrying" && logged.Add(1) == 1 {
+				clk.Step(2 * time.Second) // the second retry's delay
+			}
+			return nil
+		}))
+	})
+	if _, err := h.node.Apply(h.ctx, enginetest.Pod(), nil, nil, nil); err == nil {
+		t.Fatal("Apply of a pod whose pass fails: no error")
+	}
+	h.clock.Step(time.Second) // the first retry's delay, before or after its timer is armed
+	h.eventually("the second retry, due before its timer", func() bool {
+		return logs.FilterMessage("pod sync failed; retrying").Len() >= 2
+	})
 }
 
 // TestEngineLinesCarryTheRequest: the lines the node and the syncer write
