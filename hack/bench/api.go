@@ -68,7 +68,7 @@ func (b *bench) measureAPI(ctx context.Context, e *env, res *apiResult, batch in
 	}
 	// Let the statuses that follow RunPods settle.
 	time.Sleep(time.Second)
-	if res.rssBefore, _, err = procMemory(e.d.pid); err != nil {
+	if res.rssBefore, _, err = procMemory(e.d.PID); err != nil {
 		return err
 	}
 	list, err := e.d.api.ListPods(ctx, &podsyncv1.ListPodsRequest{})
@@ -86,7 +86,7 @@ func (b *bench) measureAPI(ctx context.Context, e *env, res *apiResult, batch in
 	}
 	defer closeConns()
 	b.driveLoad(ctx, e, res, conns, names)
-	if res.rssAfter, res.hwm, err = procMemory(e.d.pid); err != nil {
+	if res.rssAfter, res.hwm, err = procMemory(e.d.PID); err != nil {
 		return err
 	}
 	if b.cfg.profileDir != "" {

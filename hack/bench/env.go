@@ -109,7 +109,7 @@ func startEnv(ctx context.Context, log *zap.Logger, repo string, flavour localcr
 		return nil, err
 	}
 	log.Info("environment ready", zap.String("flavour", string(flavour)), zap.String("containerd", e.version),
-		zap.String("run_id", inst.ID()), zap.Int("podsyncd_pid", e.d.pid))
+		zap.String("run_id", inst.ID()), zap.Int("podsyncd_pid", e.d.PID))
 	return e, nil
 }
 
@@ -117,7 +117,7 @@ func startEnv(ctx context.Context, log *zap.Logger, repo string, flavour localcr
 // the run it broke; the next rounds get a fresh one on the same state).
 func (e *env) ensurePodsyncd(ctx context.Context) error {
 	select {
-	case <-e.d.done:
+	case <-e.d.Done():
 	default:
 		return nil
 	}
@@ -201,7 +201,7 @@ func (e *env) close(ctx context.Context) {
 
 // podsyncd is a podsyncd process and a client of it.
 type podsyncd struct {
-	agentProc
+	localcri.Agent
 	log     *zap.Logger
 	bin     string
 	sock    string
@@ -271,7 +271,7 @@ func (d *podsyncd) start(cfg, dir, endpoint string) error {
 		"--shutdown-timeout", "10s",
 	)
 	defer func() { _ = logf.Close() }()
-	if err := d.startProc(cmd, logf); err != nil {
+	if err := d.Start(cmd, logf); err != nil {
 		return fmt.Errorf("start podsyncd: %w", err)
 	}
 	return nil
@@ -294,7 +294,7 @@ func (d *podsyncd) waitServing(ctx context.Context) error {
 	defer cancel()
 	for {
 		select {
-		case <-d.done:
+		case <-d.Done():
 			return errors.New("podsyncd exited during start")
 		default:
 		}
@@ -332,10 +332,10 @@ func (d *podsyncd) stop() {
 	if d.conn != nil {
 		_ = d.conn.Close()
 	}
-	if d.cmd == nil {
+	if !d.Started() {
 		return
 	}
-	d.stopProc(20 * time.Second)
+	d.Stop(20 * time.Second)
 	_ = os.RemoveAll(filepath.Dir(d.sock))
 }
 

@@ -128,7 +128,7 @@ func (b *bench) idlePodsync(ctx context.Context, e *env, res *idleResult) error 
 	if err := e.runPodsBatches(ctx, pods); err != nil {
 		return errors.Join(err, e.cleanAll(ctx))
 	}
-	res.podsyncd = b.measureIdle(ctx, e, "podsyncd", "podsyncd", e.d.pid, pods, res)
+	res.podsyncd = b.measureIdle(ctx, e, "podsyncd", "podsyncd", e.d.PID, pods, res)
 	// The same pods with no agent: containerd's own cost of them.
 	e.stopPodsyncd()
 	res.baseline = b.measureIdle(ctx, e, "no agent (podsyncd stopped, its pods running)", "", 0, pods, res)
@@ -149,7 +149,7 @@ func (b *bench) idleKubelet(ctx context.Context, e *env, res *idleResult) error 
 		res.kubelet = &idleRow{label: "kubelet", agent: "kubelet", pods: idlePods, err: err.Error()}
 		return errors.Join(err, b.endKubelet(ctx, e, k))
 	}
-	res.kubelet = b.measureIdle(ctx, e, "kubelet", "kubelet", k.pid, pods, res)
+	res.kubelet = b.measureIdle(ctx, e, "kubelet", "kubelet", k.PID, pods, res)
 	return b.endKubelet(ctx, e, k)
 }
 
@@ -161,7 +161,7 @@ func (b *bench) idleLarge(ctx context.Context, e *env, res *idleResult) error {
 	if err := e.runPodsBatches(ctx, pods); err != nil {
 		return errors.Join(err, e.cleanAll(ctx))
 	}
-	res.large = b.measureIdle(ctx, e, fmt.Sprintf("podsyncd, %d pods", idlePodsLarge), "podsyncd", e.d.pid, pods, res)
+	res.large = b.measureIdle(ctx, e, fmt.Sprintf("podsyncd, %d pods", idlePodsLarge), "podsyncd", e.d.PID, pods, res)
 	return e.drain(ctx)
 }
 

@@ -83,14 +83,6 @@ func tailLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// kubeletSysctls are the files the kubelet's setupKernelTunables writes
-// (pkg/kubelet/cm, KUBERNETES.md): inside its mount namespace each is a
-// regular file holding the host's current value, so it changes nothing.
-var kubeletSysctls = []string{
-	"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
-	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
-}
-
 // kubeletSettings is what differs between two kubelet runs.
 type kubeletSettings struct {
 	dir         string // the run's directory: root, static pods, logs, plugins
@@ -162,7 +154,7 @@ func staticPodManifest(pod *corev1.Pod, token string) ([]byte, error) {
 
 // kubelet is one kubelet process, standalone on the bench's containerd.
 type kubelet struct {
-	agentProc
+	localcri.Agent
 	log     *zap.Logger
 	s       kubeletSettings
 	token   string
@@ -216,7 +208,7 @@ func (b *bench) startKubelet(ctx context.Context, e *env) (_ *kubelet, err error
 	if err := k.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	k.log.Info("kubelet ready", zap.Int("pid", k.pid), zap.String("cgroup_root", k.s.cgroupRoot), zap.String("log", k.logPath))
+	k.log.Info("kubelet ready", zap.Int("pid", k.PID), zap.String("cgroup_root", k.s.cgroupRoot), zap.String("log", k.logPath))
 	return k, nil
 }
 
@@ -237,7 +229,7 @@ func (k *kubelet) prepare() error {
 	if err := os.WriteFile(filepath.Join(k.s.dir, "config.yaml"), cfg, 0o644); err != nil {
 		return err
 	}
-	for _, sc := range kubeletSysctls {
+	for _, sc := range localcri.KubeletSysctls {
 		v, err := os.ReadFile(filepath.Join("/proc/sys", sc))
 		if err != nil {
 			return fmt.Errorf("read sysctl %s: %w", sc, err)
@@ -261,7 +253,7 @@ func (k *kubelet) sysctlFile(sc string) string {
 func kubeletScript(k kubeletSettings, sysctlFile func(string) string) string {
 	var sb strings.Builder
 	sb.WriteString("set -e\n")
-	for _, sc := range kubeletSysctls {
+	for _, sc := range localcri.KubeletSysctls {
 		fmt.Fprintf(&sb, "mount --bind %s /proc/sys/%s\n", sysctlFile(sc), sc)
 	}
 	fmt.Fprintf(&sb, "mount --bind %s /var/log/containers\n", filepath.Join(k.dir, "var-log-containers"))
@@ -284,7 +276,7 @@ func (k *kubelet) start(bin string) error {
 		// error a status update) and takes the host's address.
 		"--hostname-override", kubeletNode,
 	}
-	if err := k.startProc(exec.Command("unshare", args...), logf); err != nil {
+	if err := k.Start(exec.Command("unshare", args...), logf); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
 	return nil
@@ -300,7 +292,7 @@ func (k *kubelet) waitReady(ctx context.Context) error {
 	var loopAt time.Time
 	for {
 		select {
-		case <-k.done:
+		case <-k.Done():
 			return errors.New("the kubelet exited during start")
 		case <-ctx.Done():
 			return fmt.Errorf("not ready: %w (last: %w)", ctx.Err(), last)
@@ -388,7 +380,7 @@ func fileContains(path, s string) bool {
 // stop stops the kubelet (SIGTERM, SIGKILL after 30 s) and removes its
 // static pod manifests; the pods it ran stay for the caller's cleanup.
 func (k *kubelet) stop() {
-	k.stopProc(30 * time.Second)
+	k.Stop(30 * time.Second)
 	_ = os.RemoveAll(k.s.staticDir())
 	_ = os.RemoveAll(k.s.stageDir())
 }

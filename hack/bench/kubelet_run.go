@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/internal/localcri"
 )
 
 // stagePods writes the static pod manifests of pods into the staging
@@ -52,8 +53,8 @@ type agentCPU struct {
 
 func snapshotAgent(pid int) agentCPU {
 	thr, err := procThreadCPU(pid)
-	c, err2 := procCPU(pid)
-	return agentCPU{threads: thr, children: c.children, err: firstErr(err, err2)}
+	c, err2 := localcri.ProcCPU(pid)
+	return agentCPU{threads: thr, children: c.Children, err: firstErr(err, err2)}
 }
 
 // agentDeltaMS is the agent's CPU between two snapshots in ms; exact is
@@ -140,12 +141,12 @@ func (b *bench) kubeletRun(ctx context.Context, e *env, rr *runResult) (float64,
 		return kubeletMS, e.cleanAll(ctx)
 	}
 	pods := newPods("kl", rr.n)
-	a0 := snapshotAgent(k.pid)
+	a0 := snapshotAgent(k.PID)
 	rt0 := snapshotRuntime(e.inst.PID(), e.inst.Socket())
 	start, err := e.kubeletPods(ctx, k, pods, runTimeout(rr.n))
 	d := time.Since(start)
 	rt1 := snapshotRuntime(e.inst.PID(), e.inst.Socket())
-	a1 := snapshotAgent(k.pid)
+	a1 := snapshotAgent(k.PID)
 	if err != nil {
 		rr.kubelet.fail(fmt.Errorf("kubelet: %w", err))
 	} else {

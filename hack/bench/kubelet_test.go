@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/podsync/podsync/internal/localcri"
 )
 
 func TestKubeletConfig(t *testing.T) {
@@ -95,7 +97,7 @@ func TestStaticPodManifest(t *testing.T) {
 func TestKubeletScript(t *testing.T) {
 	s := kubeletSettings{dir: "/b/k"}
 	script := kubeletScript(s, func(sc string) string { return "/b/k/sysctl/" + sc })
-	for _, sc := range kubeletSysctls {
+	for _, sc := range localcri.KubeletSysctls {
 		if want := "mount --bind /b/k/sysctl/" + sc + " /proc/sys/" + sc + "\n"; !strings.Contains(script, want) {
 			t.Errorf("script lacks %q:\n%s", want, script)
 		}

@@ -1,105 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/podsync/podsync/internal/localcri"
 )
-
-// agentProc is an agent under measurement (podsyncd, the kubelet) run as
-// a child process in its own process group.
-type agentProc struct {
-	cmd *exec.Cmd
-	pid int
-	// done is closed when the process has exited.
-	done chan struct{}
-}
-
-// startProc starts cmd in its own process group with its output appended
-// to logf (the child keeps its own copy: the caller may close logf).
-func (a *agentProc) startProc(cmd *exec.Cmd, logf *os.File) error {
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	a.cmd, a.pid, a.done = cmd, cmd.Process.Pid, make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(a.done)
-	}()
-	return nil
-}
-
-// stopProc sends SIGTERM and, if the process has not exited after grace,
-// SIGKILL; it returns once the process has exited. A process never
-// started is left alone.
-func (a *agentProc) stopProc(grace time.Duration) {
-	if a.cmd == nil || a.cmd.Process == nil {
-		return
-	}
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-a.done:
-	case <-time.After(grace):
-		_ = a.cmd.Process.Kill()
-		<-a.done
-	}
-}
-
-// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat times.
-var clockTicks = func() float64 {
-	out, err := exec.Command("getconf", "CLK_TCK").Output()
-	if err == nil {
-		if v, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil && v > 0 {
-			return float64(v)
-		}
-	}
-	return 100
-}()
-
-// cpuTimes are a process's CPU times in clock ticks: its own (utime +
-// stime) and those of its waited-for children (cutime + cstime: runc for
-// a shim, CNI plugins for containerd).
-type cpuTimes struct {
-	self, children float64
-}
-
-// procCPU reads /proc/<pid>/stat.
-func procCPU(pid int) (cpuTimes, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return cpuTimes{}, err
-	}
-	// The command name may hold spaces: fields start after the last ')'.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return cpuTimes{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	f := strings.Fields(string(data[i+1:]))
-	// f[0] is field 3 (state); utime is field 14, stime 15, cutime 16,
-	// cstime 17.
-	if len(f) < 15 {
-		return cpuTimes{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-	}
-	var v [4]float64
-	for k := range v {
-		n, err := strconv.ParseFloat(f[11+k], 64)
-		if err != nil {
-			return cpuTimes{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-		}
-		v[k] = n
-	}
-	return cpuTimes{self: v[0] + v[1], children: v[2] + v[3]}, nil
-}
 
 // threadCPU is the on-CPU time of each thread of a process in
 // nanoseconds, from /proc/<pid>/task/<tid>/schedstat: exact where
@@ -156,7 +65,7 @@ func threadCPUDeltaMS(before, after threadCPU) (ms float64, ok bool) {
 }
 
 // ticksToMS converts clock ticks to milliseconds.
-func ticksToMS(t float64) float64 { return t * 1000 / clockTicks }
+func ticksToMS(t float64) float64 { return t * 1000 / localcri.ClockTicks }
 
 // procMemory returns VmRSS and VmHWM of pid in bytes.
 func procMemory(pid int) (rss, hwm int64, err error) {
@@ -198,14 +107,14 @@ type runtimeCPU struct {
 // socket.
 func snapshotRuntime(pid int, socket string) runtimeCPU {
 	s := runtimeCPU{shims: map[int]float64{}}
-	t, err := procCPU(pid)
+	t, err := localcri.ProcCPU(pid)
 	if err != nil {
 		s.err = fmt.Errorf("containerd cpu: %w", err)
 	}
-	s.containerd = t.self + t.children
+	s.containerd = t.Self + t.Children
 	for _, sp := range localcri.ShimPIDs(socket) {
-		if st, err := procCPU(sp); err == nil {
-			s.shims[sp] = st.self + st.children
+		if st, err := localcri.ProcCPU(sp); err == nil {
+			s.shims[sp] = st.Self + st.Children
 		}
 	}
 	return s

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/podsync/podsync/internal/localcri"
 )
 
 // Targets of issue 10.
@@ -195,7 +197,7 @@ func renderMethod(w *strings.Builder, res *results, cfg config) {
 		"  `/proc/<pid>/stat`, clock ticks of %.0f Hz, ±%.0f ms per run, and is marked). containerd's and the\n"+
 		"  shims' are utime+stime: containerd's includes its waited-for children (CNI plugins); the shims'\n"+
 		"  (with runc, their children) are read before cleanup. The raw run at concurrency N is the baseline.\n",
-		clockTicks, 1000/clockTicks)
+		localcri.ClockTicks, 1000/localcri.ClockTicks)
 	p("- **Status latency:** %d pods run; for each in turn the container's init process (PID from CRI\n"+
 		"  `ContainerStatus` verbose info) is killed with SIGKILL from the host — a crash, the runtime\n"+
 		"  reports it exited (137) as for any exit — and a WatchPods stream opened before times the first\n"+

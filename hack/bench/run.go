@@ -202,14 +202,14 @@ func podsyncRun(ctx context.Context, e *env, rr *runResult) (float64, error) {
 		return podsyncMS, err
 	}
 	counts0, cerr0 := e.d.scrapeCounts(ctx)
-	cpu0, err0 := procCPU(e.d.pid)
-	thr0, terr0 := procThreadCPU(e.d.pid)
+	cpu0, err0 := localcri.ProcCPU(e.d.PID)
+	thr0, terr0 := procThreadCPU(e.d.PID)
 	rt0 := snapshotRuntime(e.inst.PID(), e.inst.Socket())
 	start := time.Now()
 	done, err := e.d.runPods(ctx, req)
 	rt1 := snapshotRuntime(e.inst.PID(), e.inst.Socket())
-	thr1, terr1 := procThreadCPU(e.d.pid)
-	cpu1, err1 := procCPU(e.d.pid)
+	thr1, terr1 := procThreadCPU(e.d.PID)
+	cpu1, err1 := localcri.ProcCPU(e.d.PID)
 	counts1, cerr1 := e.d.scrapeCounts(ctx)
 	if err == nil && cerr0 == nil && cerr1 == nil {
 		for k, v := range counts1 {
@@ -229,7 +229,7 @@ func podsyncRun(ctx context.Context, e *env, rr *runResult) (float64, error) {
 		case terr0 == nil && terr1 == nil && exact:
 			rr.podsyncdCPU.add(ms / float64(n))
 		case err == nil:
-			rr.podsyncdCPU.add(ticksToMS(cpu1.self-cpu0.self) / float64(n))
+			rr.podsyncdCPU.add(ticksToMS(cpu1.Self-cpu0.Self) / float64(n))
 			rr.cpuInTicks = true
 		default:
 			rr.podsyncdCPU.fail(err)

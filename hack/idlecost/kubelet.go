@@ -8,19 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/podsync/podsync/internal/localcri"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-)
 
-// kubeletSysctls are the files the kubelet's setupKernelTunables writes;
-// in its private mount namespace each is a bind mount of a file holding
-// the host's value, so the host's stay as they are.
-var kubeletSysctls = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
-	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
+	"github.com/podsync/podsync/internal/localcri"
+)
 
 // cgroupRootName is the kubelet's --cgroup-root on the instance: its
 // kubepods hierarchy of its own, so that it never sees (nor removes as
@@ -65,7 +59,7 @@ func (in *instance) runKubelet(ctx context.Context, bin string, pods []*corev1.P
 		return err
 	}
 	var script strings.Builder
-	for i, s := range kubeletSysctls {
+	for i, s := range localcri.KubeletSysctls {
 		f := filepath.Join(dir, "sysctl", fmt.Sprint(i))
 		fmt.Fprintf(&script, "cat /proc/sys/%s > %s && mount --bind %s /proc/sys/%s && ", s, f, f, s)
 	}
@@ -75,13 +69,11 @@ func (in *instance) runKubelet(ctx context.Context, bin string, pods []*corev1.P
 		return err
 	}
 	defer func() { _ = logf.Close() }()
-	in.daemon = exec.Command("unshare", "-m", "--propagation", "slave", "--", "sh", "-c", script.String(), "sh",
+	cmd := exec.Command("unshare", "-m", "--propagation", "slave", "--", "sh", "-c", script.String(), "sh",
 		bin, "--config", cfgPath, "--container-runtime-endpoint", in.inst.Endpoint(), "--root-dir", filepath.Join(dir, "root"),
 		"--hostname-override", "idlecost-"+in.inst.ID(), "--v", "0")
-	in.daemon.Stdout, in.daemon.Stderr = logf, logf
-	in.daemon.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	in.kubelet = true
-	if err := in.daemon.Start(); err != nil {
+	in.daemon, in.kubelet = &localcri.Agent{}, true
+	if err := in.daemon.Start(cmd, logf); err != nil {
 		return fmt.Errorf("start kubelet: %w", err)
 	}
 	// The static pods go in together once it runs, as one mv would.
@@ -113,8 +105,7 @@ func (in *instance) runKubelet(ctx context.Context, bin string, pods []*corev1.P
 // stopKubelet stops the kubelet, removes its pods through CRI and its
 // cgroup root.
 func (in *instance) stopKubelet(ctx context.Context) {
-	_ = syscall.Kill(-in.daemon.Process.Pid, syscall.SIGTERM)
-	_ = in.daemon.Wait()
+	in.daemon.Stop(30 * time.Second)
 	in.daemon, in.kubelet = nil, false
 	if sbs, err := in.rt.ListPodSandbox(ctx, nil); err == nil {
 		for _, sb := range sbs {

@@ -11,7 +11,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -88,8 +87,8 @@ type instance struct {
 	dir     string
 	opts    criconfig.Options
 	uids    []types.UID
-	daemon  *exec.Cmd // podsyncd or the kubelet
-	kubelet bool      // daemon is the kubelet
+	daemon  *localcri.Agent // podsyncd or the kubelet
+	kubelet bool            // daemon is the kubelet
 	api     podsyncv1.PodSyncServiceClient
 	conn    *grpc.ClientConn
 }
@@ -328,12 +327,11 @@ func (in *instance) runPodsyncd(ctx context.Context, bin string, pods []*corev1.
 		return err
 	}
 	defer func() { _ = logf.Close() }()
-	in.daemon = exec.Command(bin, "--config", cfgPath, "--runtime-endpoint", in.inst.Endpoint(), "--listen", "unix://"+sock,
+	cmd := exec.Command(bin, "--config", cfgPath, "--runtime-endpoint", in.inst.Endpoint(), "--listen", "unix://"+sock,
 		"--root-dir", filepath.Join(dir, "root"), "--pod-log-dir", filepath.Join(dir, "logs"), "--node-name", "idlecost",
 		"--node-ip", "10.255.255.1", "--resolv-conf=", "--shutdown-timeout", "10s")
-	in.daemon.Stdout, in.daemon.Stderr = logf, logf
-	in.daemon.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := in.daemon.Start(); err != nil {
+	in.daemon = &localcri.Agent{}
+	if err := in.daemon.Start(cmd, logf); err != nil {
 		return fmt.Errorf("start podsyncd: %w", err)
 	}
 	in.conn, err = grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -395,8 +393,7 @@ func (in *instance) clear(ctx context.Context) error {
 		}
 		sleep(ctx, 10*time.Second)
 		_ = in.conn.Close()
-		_ = in.daemon.Process.Signal(syscall.SIGTERM)
-		_ = in.daemon.Wait()
+		in.daemon.Stop(30 * time.Second)
 		in.daemon = nil
 	}
 	sbs, err := in.rt.ListPodSandbox(ctx, nil)
@@ -434,12 +431,12 @@ type snapshot struct {
 }
 
 func (in *instance) snapshot() snapshot {
-	s := snapshot{at: time.Now(), containerd: procCPU(in.inst.PID()), shims: map[int]float64{}}
+	s := snapshot{at: time.Now(), containerd: cpuSeconds(in.inst.PID()), shims: map[int]float64{}}
 	for _, pid := range localcri.ShimPIDs(in.inst.Socket()) {
-		s.shims[pid] = procCPU(pid)
+		s.shims[pid] = cpuSeconds(pid)
 	}
 	if in.daemon != nil {
-		s.daemon = procCPU(in.daemon.Process.Pid)
+		s.daemon = cpuSeconds(in.daemon.PID)
 	}
 	return s
 }
@@ -454,20 +451,12 @@ func shimDelta(before, after snapshot) float64 {
 	return d
 }
 
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times.
-const clockTicks = 100
-
-// procCPU is utime+stime+cutime+cstime of pid, in seconds (0 if gone).
-func procCPU(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+// cpuSeconds is the CPU time of pid and its waited-for children, in
+// seconds (0 if it is gone).
+func cpuSeconds(pid int) float64 {
+	t, err := localcri.ProcCPU(pid)
 	if err != nil {
 		return 0
 	}
-	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-	var sum float64
-	for _, v := range f[11:15] {
-		n, _ := strconv.ParseFloat(v, 64)
-		sum += n
-	}
-	return sum / clockTicks
+	return t.Seconds()
 }
