@@ -209,15 +209,7 @@ func (c *Client) SyncPod(ctx context.Context, req *podsyncv1.SyncPodRequest, onS
 // PlanPod says what a sync of req.pod would do now, without doing it.
 // Errors: ErrInvalidArgument. Retried on ErrUnavailable with WithRetry.
 func (c *Client) PlanPod(ctx context.Context, req *podsyncv1.PlanPodRequest) (*podsyncv1.PlanPodResponse, error) {
-	var resp *podsyncv1.PlanPodResponse
-	err := c.retry(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.api.PlanPod(ctx, req)
-		return err
-	})
-	if err != nil {
-		return nil, wrap("PlanPod", metaName(req.GetPod().GetMetadata()), err)
-	}
-	return resp, nil
+	return unary(ctx, c, "PlanPod", metaName(req.GetPod().GetMetadata()), c.api.PlanPod, req)
 }
 
 // GetPod returns a pod's stored spec and current status; an empty
@@ -225,30 +217,15 @@ func (c *Client) PlanPod(ctx context.Context, req *podsyncv1.PlanPodRequest) (*p
 // pod. Retried on ErrUnavailable with WithRetry.
 func (c *Client) GetPod(ctx context.Context, namespace, name string) (*podsyncv1.GetPodResponse, error) {
 	req := &podsyncv1.GetPodRequest{Namespace: namespace, Name: name}
-	var resp *podsyncv1.GetPodResponse
-	err := c.retry(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.api.GetPod(ctx, req)
-		return err
-	})
-	if err != nil {
-		return nil, wrap("GetPod", podName(namespace, name), err)
-	}
-	return resp, nil
+	return unary(ctx, c, "GetPod", podName(namespace, name), c.api.GetPod, req)
 }
 
 // GetNode returns what podsyncd's admission knows of its node: name,
 // labels, taints, capacity and allocatable resources. Retried on
 // ErrUnavailable with WithRetry.
 func (c *Client) GetNode(ctx context.Context) (*podsyncv1.Node, error) {
-	var resp *podsyncv1.GetNodeResponse
-	err := c.retry(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.api.GetNode(ctx, &podsyncv1.GetNodeRequest{})
-		return err
-	})
-	if err != nil {
-		return nil, wrap("GetNode", "", err)
-	}
-	return resp.GetNode(), nil
+	resp, err := unary(ctx, c, "GetNode", "", c.api.GetNode, &podsyncv1.GetNodeRequest{})
+	return resp.GetNode(), err
 }
 
 // ListPods lists pods by namespace, label selector and phase, ordered by
@@ -256,15 +233,7 @@ func (c *Client) GetNode(ctx context.Context) (*podsyncv1.Node, error) {
 // ErrInvalidArgument for a malformed selector. Retried on ErrUnavailable
 // with WithRetry.
 func (c *Client) ListPods(ctx context.Context, req *podsyncv1.ListPodsRequest) (*podsyncv1.ListPodsResponse, error) {
-	var resp *podsyncv1.ListPodsResponse
-	err := c.retry(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.api.ListPods(ctx, req)
-		return err
-	})
-	if err != nil {
-		return nil, wrap("ListPods", "", err)
-	}
-	return resp, nil
+	return unary(ctx, c, "ListPods", "", c.api.ListPods, req)
 }
 
 // DeletePod stops and removes a pod and returns once it is gone. A pod
@@ -273,15 +242,7 @@ func (c *Client) ListPods(ctx context.Context, req *podsyncv1.ListPodsRequest) (
 // pod's) when req.uid names another incarnation. Retried on ErrUnavailable
 // with WithRetry (DeletePod is idempotent).
 func (c *Client) DeletePod(ctx context.Context, req *podsyncv1.DeletePodRequest) (*podsyncv1.DeletePodResponse, error) {
-	var resp *podsyncv1.DeletePodResponse
-	err := c.retry(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.api.DeletePod(ctx, req)
-		return err
-	})
-	if err != nil {
-		return nil, wrap("DeletePod", podName(req.GetNamespace(), req.GetName()), err)
-	}
-	return resp, nil
+	return unary(ctx, c, "DeletePod", podName(req.GetNamespace(), req.GetName()), c.api.DeletePod, req)
 }
 
 // WatchPods opens one WatchPods stream and calls fn with each message, on
@@ -357,15 +318,8 @@ func (c *Client) Health(ctx context.Context) (healthpb.HealthCheckResponse_Servi
 // persistentVolumeClaim volumes mount), ordered by name, each with the
 // stored pods that name it. Retried on ErrUnavailable with WithRetry.
 func (c *Client) ListVolumes(ctx context.Context) ([]*podsyncv1.NamedVolume, error) {
-	var resp *podsyncv1.ListVolumesResponse
-	err := c.retry(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.api.ListVolumes(ctx, &podsyncv1.ListVolumesRequest{})
-		return err
-	})
-	if err != nil {
-		return nil, wrap("ListVolumes", "", err)
-	}
-	return resp.GetVolumes(), nil
+	resp, err := unary(ctx, c, "ListVolumes", "", c.api.ListVolumes, &podsyncv1.ListVolumesRequest{})
+	return resp.GetVolumes(), err
 }
 
 // CreateVolume creates the named volume name (the directory a
@@ -373,15 +327,8 @@ func (c *Client) ListVolumes(ctx context.Context) ([]*podsyncv1.NamedVolume, err
 // the claim would on its first run; created is false when it existed.
 // Retried on ErrUnavailable with WithRetry (CreateVolume is idempotent).
 func (c *Client) CreateVolume(ctx context.Context, name string) (created bool, err error) {
-	var resp *podsyncv1.CreateVolumeResponse
-	err = c.retry(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.api.CreateVolume(ctx, &podsyncv1.CreateVolumeRequest{Name: name})
-		return err
-	})
-	if err != nil {
-		return false, wrap("CreateVolume", name, err)
-	}
-	return resp.GetCreated(), nil
+	resp, err := unary(ctx, c, "CreateVolume", name, c.api.CreateVolume, &podsyncv1.CreateVolumeRequest{Name: name})
+	return resp.GetCreated(), err
 }
 
 // DeleteVolume removes a named volume and its data. A volume that does not
@@ -389,15 +336,8 @@ func (c *Client) CreateVolume(ctx context.Context, name string) (created bool, e
 // VOLUME_IN_USE) while a stored pod names it. Retried on ErrUnavailable
 // with WithRetry (DeleteVolume is idempotent).
 func (c *Client) DeleteVolume(ctx context.Context, name string) (found bool, err error) {
-	var resp *podsyncv1.DeleteVolumeResponse
-	err = c.retry(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.api.DeleteVolume(ctx, &podsyncv1.DeleteVolumeRequest{Name: name})
-		return err
-	})
-	if err != nil {
-		return false, wrap("DeleteVolume", name, err)
-	}
-	return resp.GetFound(), nil
+	resp, err := unary(ctx, c, "DeleteVolume", name, c.api.DeleteVolume, &podsyncv1.DeleteVolumeRequest{Name: name})
+	return resp.GetFound(), err
 }
 
 // ApplyObjects stores ConfigMaps and Secrets as objects of the node, all
@@ -406,15 +346,7 @@ func (c *Client) DeleteVolume(ctx context.Context, name string) (found bool, err
 // ErrConflict when an object's metadata.resource_version is not the
 // stored one, ErrOwnedByFile. Retried on ErrUnavailable with WithRetry.
 func (c *Client) ApplyObjects(ctx context.Context, req *podsyncv1.ApplyObjectsRequest) (*podsyncv1.ApplyObjectsResponse, error) {
-	var resp *podsyncv1.ApplyObjectsResponse
-	err := c.retry(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.api.ApplyObjects(ctx, req)
-		return err
-	})
-	if err != nil {
-		return nil, wrap("ApplyObjects", "", err)
-	}
-	return resp, nil
+	return unary(ctx, c, "ApplyObjects", "", c.api.ApplyObjects, req)
 }
 
 // GetObject returns a stored ConfigMap or Secret (a Secret's values
@@ -422,30 +354,15 @@ func (c *Client) ApplyObjects(ctx context.Context, req *podsyncv1.ApplyObjectsRe
 // (Reason OBJECT_NOT_FOUND). Retried on ErrUnavailable with WithRetry.
 func (c *Client) GetObject(ctx context.Context, kind podsyncv1.ObjectKind, namespace, name string) (*podsyncv1.Object, error) {
 	req := &podsyncv1.GetObjectRequest{Kind: kind, Namespace: namespace, Name: name}
-	var resp *podsyncv1.GetObjectResponse
-	err := c.retry(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.api.GetObject(ctx, req)
-		return err
-	})
-	if err != nil {
-		return nil, wrap("GetObject", podName(namespace, name), err)
-	}
-	return resp.GetObject(), nil
+	resp, err := unary(ctx, c, "GetObject", podName(namespace, name), c.api.GetObject, req)
+	return resp.GetObject(), err
 }
 
 // ListObjects lists the stored ConfigMaps and Secrets by kind, namespace
 // and label selector, with the revision to watch from. Retried on
 // ErrUnavailable with WithRetry.
 func (c *Client) ListObjects(ctx context.Context, req *podsyncv1.ListObjectsRequest) (*podsyncv1.ListObjectsResponse, error) {
-	var resp *podsyncv1.ListObjectsResponse
-	err := c.retry(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.api.ListObjects(ctx, req)
-		return err
-	})
-	if err != nil {
-		return nil, wrap("ListObjects", "", err)
-	}
-	return resp, nil
+	return unary(ctx, c, "ListObjects", "", c.api.ListObjects, req)
 }
 
 // DeleteObject removes a stored ConfigMap or Secret; one that does not
@@ -453,15 +370,7 @@ func (c *Client) ListObjects(ctx context.Context, req *podsyncv1.ListObjectsRequ
 // is not the stored one, ErrOwnedByFile. Retried on ErrUnavailable with
 // WithRetry.
 func (c *Client) DeleteObject(ctx context.Context, req *podsyncv1.DeleteObjectRequest) (*podsyncv1.DeleteObjectResponse, error) {
-	var resp *podsyncv1.DeleteObjectResponse
-	err := c.retry(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.api.DeleteObject(ctx, req)
-		return err
-	})
-	if err != nil {
-		return nil, wrap("DeleteObject", podName(req.GetNamespace(), req.GetName()), err)
-	}
-	return resp, nil
+	return unary(ctx, c, "DeleteObject", podName(req.GetNamespace(), req.GetName()), c.api.DeleteObject, req)
 }
 
 // WatchObjects opens one WatchObjects stream and calls fn with each

@@ -69,6 +69,22 @@ func (c *Client) retry(ctx context.Context, call func(context.Context) error) er
 	}
 }
 
+// unary makes the unary call method(req) under retry and returns the
+// response of the attempt that succeeded, or the last error wrapped as op
+// on name (a pod's or object's namespace/name, or empty).
+func unary[Req, Resp any](ctx context.Context, c *Client, op, name string, method func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	var resp Resp
+	err := c.retry(ctx, func(ctx context.Context) (err error) {
+		resp, err = method(ctx, req)
+		return err
+	})
+	if err != nil {
+		var none Resp
+		return none, wrap(op, name, err)
+	}
+	return resp, nil
+}
+
 // openStream opens a server stream and receives its first message,
 // retrying (when retry is true) while that fails with UNAVAILABLE: until
 // a message has arrived, nothing was delivered to the caller. It returns
