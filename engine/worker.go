@@ -263,9 +263,9 @@ func (w *worker) run() {
 				// before this loop came round): no timer, which on a
 				// clock that only moves when stepped would wait for the
 				// next step.
-				due := make(chan time.Time, 1)
-				due <- at
-				timerC = due
+				now := make(chan time.Time, 1)
+				now <- at
+				timerC = now
 			}
 		}
 		fire, due := false, false
