@@ -1,7 +1,6 @@
 package localcri
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -93,16 +92,10 @@ func (c CPUTimes) Seconds() float64 { return (c.Self + c.Children) / ClockTicks 
 
 // ProcCPU reads the CPU times of pid from /proc/<pid>/stat.
 func ProcCPU(pid int) (CPUTimes, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := statFields(pid)
 	if err != nil {
 		return CPUTimes{}, err
 	}
-	// The command name may hold spaces: fields start after the last ')'.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return CPUTimes{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	f := strings.Fields(string(data[i+1:]))
 	// f[0] is field 3 (state); utime is field 14, stime 15, cutime 16,
 	// cstime 17.
 	if len(f) < 15 {

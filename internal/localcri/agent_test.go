@@ -1,12 +1,10 @@
 package localcri
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -97,14 +95,9 @@ func liveInGroup(t *testing.T, pgid int) []int {
 	}
 	var out []int
 	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "stat"))
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// After the command's ")": state, ppid, pgrp.
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
-			pid, _ := strconv.Atoi(filepath.Base(d))
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		f, err := statFields(pid)
+		if err == nil && len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
 			out = append(out, pid)
 		}
 	}

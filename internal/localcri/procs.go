@@ -2,6 +2,7 @@ package localcri
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,7 +31,7 @@ func processes() []process {
 		if err != nil || pid == self {
 			continue
 		}
-		if zombie(e.Name()) {
+		if zombie(pid) {
 			continue
 		}
 		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
@@ -47,19 +48,31 @@ func processes() []process {
 	return out
 }
 
-// zombie reports whether process pid has exited and waits to be reaped
-// (state Z or X in /proc/PID/stat; the state follows the ")" that ends the
-// command name, which may itself hold ")").
-func zombie(pid string) bool {
-	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+// statFields returns the fields of /proc/<pid>/stat that follow the
+// command name (which may hold spaces and ")"): the first is the state
+// (field 3), the third the process group (field 5), the twelfth to
+// fifteenth the CPU times (fields 14 to 17).
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return false
+		return nil, err
 	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 || i+2 >= len(stat) {
-		return false
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: malformed", pid)
 	}
-	return stat[i+2] == 'Z' || stat[i+2] == 'X'
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) == 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	return f, nil
+}
+
+// zombie reports whether process pid has exited and waits to be reaped
+// (state Z or X).
+func zombie(pid int) bool {
+	f, err := statFields(pid)
+	return err == nil && (f[0] == "Z" || f[0] == "X")
 }
 
 // processesOf lists the processes whose command line names the instance
@@ -98,14 +111,6 @@ func Alive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name in parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return false
-	}
-	return b[i+2] != 'Z'
+	f, err := statFields(pid)
+	return err == nil && f[0] != "Z"
 }

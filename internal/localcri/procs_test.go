@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,8 +77,7 @@ func TestZombiesAreNotProcesses(t *testing.T) {
 		_ = live.Wait()
 		_ = dead.Wait()
 	}()
-	deadPID := strconv.Itoa(dead.Process.Pid)
-	for !zombie(deadPID) {
+	for !zombie(dead.Process.Pid) {
 		time.Sleep(time.Millisecond)
 	}
 	var sawLive, sawDead bool
