@@ -194,11 +194,11 @@ run-cluster: ## A control plane, two podsync nodes and podsync-vk; prints KUBECO
 
 .PHONY: runtime-up
 runtime-up: ## Start a private containerd, registry and images; print the CRI socket and a crictl line
-	$(GO) run ./internal/localcri/cmd/localcri up
+	$(GO) run ./hack/localcri up
 
 .PHONY: runtime-down
 runtime-down: ## Stop what runtime-up started
-	$(GO) run ./internal/localcri/cmd/localcri down
+	$(GO) run ./hack/localcri down
 
 .PHONY: clean
 clean: ## Remove build outputs and the tools dir (keeps the Go caches)

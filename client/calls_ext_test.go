@@ -13,7 +13,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/internal/testdaemon"
+	"github.com/podsync/podsync/internal/testing/testdaemon"
 )
 
 func hasAction(steps []*podsyncv1.SyncStep, a podsyncv1.StepAction) *podsyncv1.SyncStep {

@@ -17,13 +17,13 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
-	"github.com/podsync/podsync/internal/testdaemon"
+	"github.com/podsync/podsync/internal/testing/testdaemon"
 )
 
 // testImage is held by every fake runtime.
 const testImage = testdaemon.Image
 
-// daemon is an in-process podsyncd (internal/testdaemon) with faults to
+// daemon is an in-process podsyncd (internal/testing/testdaemon) with faults to
 // inject in front of its service.
 type daemon struct {
 	*testdaemon.Daemon

@@ -42,5 +42,5 @@
 //
 // The node imports the packages above, the store, logx and validation; it
 // never imports the API, the server, the client or internal/ packages but
-// internal/failpoint (make check-deps).
+// engine/failpoint (make check-deps).
 package engine

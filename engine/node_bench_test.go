@@ -14,8 +14,8 @@ import (
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
-	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/host/mounttable"
 )
 
 // BenchmarkNodeApplyNewPod is the node's own cost of starting a pod: an

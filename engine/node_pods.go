@@ -11,11 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/failpoint"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
-	"github.com/podsync/podsync/internal/failpoint"
 	"github.com/podsync/podsync/logx"
 	"github.com/podsync/podsync/validation"
 )

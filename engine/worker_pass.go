@@ -13,13 +13,13 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/failpoint"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/prober"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/engine/watch"
-	"github.com/podsync/podsync/internal/failpoint"
 	"github.com/podsync/podsync/logx"
 )
 

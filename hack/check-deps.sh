@@ -4,8 +4,8 @@
 #    engine/criconfig), with every package of this module they import, do
 #    no I/O: no os, os/exec, net (but net/netip and net/url), syscall, zap,
 #    grpc, the store or failpoints;
-#  - engine/ never depends on the API, the server, the client or internal/
-#    (but internal/failpoint), and (but its test double) never imports
+#  - engine/ never depends on the API, the server, the client or internal/,
+#    and (but its test double) never imports
 #    grpc directly (but engine/prober/grpc.go, the grpc health probe);
 #  - validation/ (shared by server, engine, SDK and CLI) depends on no
 #    package of this module but convert/, and imports no I/O package;
@@ -29,7 +29,7 @@ deps_of() {
 }
 
 pure_pkgs=(./engine/plan ./engine/podstatus ./engine/criconfig)
-forbidden='^(os|os/exec|net|net/.*|io/ioutil|syscall|go\.uber\.org/zap(/.*)?|google\.golang\.org/grpc(/.*)?|'"$mod"'/engine/store(/.*)?|'"$mod"'/internal/failpoint)$'
+forbidden='^(os|os/exec|net|net/.*|io/ioutil|syscall|go\.uber\.org/zap(/.*)?|google\.golang\.org/grpc(/.*)?|'"$mod"'/engine/store(/.*)?|'"$mod"'/engine/failpoint)$'
 for p in "${pure_pkgs[@]}"; do
 	# The package and every package of this module it depends on.
 	ours=$(deps_of "$p" | grep -E "^$mod(/|$)")
@@ -42,9 +42,7 @@ for p in "${pure_pkgs[@]}"; do
 done
 
 engine_deps=$(deps_of ./engine/...)
-# internal/failpoint is the one exception: an empty, inlined Inject unless
-# built with -tags failpoints (test/integration/faults).
-bad=$(grep -E "^$mod/(api|server|client|internal)(/|$)" <<<"$engine_deps" | grep -vx "$mod/internal/failpoint" || true)
+bad=$(grep -E "^$mod/(api|server|client|internal)(/|$)" <<<"$engine_deps" || true)
 if [[ -n $bad ]]; then echo "check-deps: engine must not depend on:"; echo "$bad"; fail=1; fi
 
 # The one exception: engine/prober's grpc probes are grpc health clients

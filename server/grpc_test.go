@@ -32,7 +32,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/errorinfo"
-	"github.com/podsync/podsync/internal/testcert"
+	"github.com/podsync/podsync/internal/testing/testcert"
 	"github.com/podsync/podsync/server"
 )
 

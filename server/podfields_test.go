@@ -16,7 +16,7 @@ import (
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/errorinfo"
-	"github.com/podsync/podsync/internal/testdaemon"
+	"github.com/podsync/podsync/internal/testing/testdaemon"
 )
 
 func podFieldsPod(t *testing.T, name string, mutate func(*corev1.Pod)) *podsyncv1.Pod {

@@ -27,14 +27,14 @@ import (
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/errorinfo"
-	"github.com/podsync/podsync/internal/testdaemon"
+	"github.com/podsync/podsync/internal/testing/testdaemon"
 	"github.com/podsync/podsync/server"
 )
 
 // testImage is held by every fake runtime.
 const testImage = testdaemon.Image
 
-// svcHarness is an in-process podsyncd (internal/testdaemon) for one
+// svcHarness is an in-process podsyncd (internal/testing/testdaemon) for one
 // test, with the test's context: the real PodSyncService on an
 // engine.Node on a FakeRuntime with its own store.
 type svcHarness struct {

@@ -11,7 +11,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine/store"
-	"github.com/podsync/podsync/internal/testdaemon"
+	"github.com/podsync/podsync/internal/testing/testdaemon"
 	"github.com/podsync/podsync/server"
 )
 

@@ -18,11 +18,11 @@ import (
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/failpoint"
 	"github.com/podsync/podsync/engine/logs"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
-	"github.com/podsync/podsync/internal/failpoint"
 )
 
 // Node is what RunPods needs of the node: the pod workers' apply, the

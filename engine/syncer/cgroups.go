@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
-	"github.com/podsync/podsync/engine/cgroupfs"
 	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/host/cgroupfs"
 )
 
 // removePodCgroup removes the pod's cgroup (PodCgroupParent) from every

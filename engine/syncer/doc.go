@@ -22,6 +22,6 @@
 //
 // It may import the pure packages (engine/plan, engine/podstatus,
 // engine/criconfig), engine/errdefs, logx, validation/, the CRI API and
-// client, zap and internal/failpoint; never the node, the store, the
+// client, zap and engine/failpoint; never the node, the store, the
 // server or the API.
 package syncer

@@ -7,8 +7,8 @@ import (
 
 	crierrors "k8s.io/cri-api/pkg/errors"
 
+	"github.com/podsync/podsync/engine/failpoint"
 	"github.com/podsync/podsync/engine/plan"
-	"github.com/podsync/podsync/internal/failpoint"
 )
 
 // collectGarbage removes what findGarbage picks and returns the state

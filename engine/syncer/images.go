@@ -15,9 +15,9 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/failpoint"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
-	"github.com/podsync/podsync/internal/failpoint"
 )
 
 // referencePattern is the grammar of an image reference

@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 
+	"github.com/podsync/podsync/engine/failpoint"
 	"github.com/podsync/podsync/engine/plan"
-	"github.com/podsync/podsync/internal/failpoint"
 )
 
 // killPod is the kubelet's killPodWithSyncResult: it kills every running

@@ -16,7 +16,7 @@ import (
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/mounttable"
+	"github.com/podsync/podsync/host/mounttable"
 )
 
 // SubPathsDir is the directory of the pod directory that holds the bind

@@ -8,8 +8,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/host/mounttable"
 )
 
 // recordingRuntime records the mounts of every container the syncer

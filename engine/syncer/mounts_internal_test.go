@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine/admit"
-	"github.com/podsync/podsync/engine/mounttable"
+	"github.com/podsync/podsync/host/mounttable"
 )
 
 // countMounts returns how many mounts /proc/self/mountinfo lists at p.

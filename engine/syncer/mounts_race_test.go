@@ -15,7 +15,7 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/mounttable"
+	"github.com/podsync/podsync/host/mounttable"
 )
 
 // TestSubPathSwapRace is CVE-2017-1002101's attack: a container of the

@@ -14,8 +14,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/failpoint"
 	"github.com/podsync/podsync/engine/plan"
-	"github.com/podsync/podsync/internal/failpoint"
 )
 
 // readState reads the pod's state with termination messages and pull

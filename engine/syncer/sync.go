@@ -17,10 +17,10 @@ import (
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/mounttable"
+	"github.com/podsync/podsync/engine/failpoint"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
-	"github.com/podsync/podsync/internal/failpoint"
+	"github.com/podsync/podsync/host/mounttable"
 	"github.com/podsync/podsync/logx"
 	"github.com/podsync/podsync/validation"
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/host/mounttable"
 	"github.com/podsync/podsync/validation"
 )
 

@@ -1,5 +1,5 @@
 // Command bench measures podsync on a private containerd
-// (internal/localcri) and writes BENCHMARKS.md: pods brought to running
+// (internal/testing/localcri) and writes BENCHMARKS.md: pods brought to running
 // by podsyncd's RunPods against a raw CRI baseline and a crictl loop,
 // podsyncd's and containerd's CPU per pod, the latency from a container's
 // exit to its WatchPods status and its restart, the planner and

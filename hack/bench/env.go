@@ -25,7 +25,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/syncer"
-	"github.com/podsync/podsync/internal/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
 // Settings podsyncd runs with; the raw baseline builds its CRI configs

@@ -13,7 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/plan"
-	"github.com/podsync/podsync/internal/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
 // stagePods writes the static pod manifests of pods into the staging

@@ -26,7 +26,7 @@ import (
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/plan"
-	"github.com/podsync/podsync/internal/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
 // workloadScript is the benchmark container's command: busybox sleep,

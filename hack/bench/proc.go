@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/podsync/podsync/internal/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
 // threadCPU is the on-CPU time of each thread of a process in

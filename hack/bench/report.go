@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podsync/podsync/internal/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
 // Targets of issue 10.
@@ -77,7 +77,7 @@ func renderReport(res *results, cfg config) string {
 	p("go tool pprof -top .tmp/bench/profiles/runpods-n30-containerd2.pprof\n```\n\n")
 	p("Run it on a quiet machine: the raw floor and podsync share the same two cores, and anything else\n" +
 		"running moves both (the interleaving cancels slow drift, not bursts). A stray containerd left by an\n" +
-		"interrupted run is removed with `go run ./internal/localcri/cmd/localcri gc`.\n")
+		"interrupted run is removed with `go run ./hack/localcri gc`.\n")
 	return w.String()
 }
 
@@ -159,7 +159,7 @@ func mib(b int64) string {
 func renderMethod(w *strings.Builder, res *results, cfg config) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("## Method\n\n")
-	p("- Each containerd flavour runs privately (`internal/localcri`: its own root, socket, CNI bridge and\n" +
+	p("- Each containerd flavour runs privately (`internal/testing/localcri`: its own root, socket, CNI bridge and\n" +
 		"  /24 subnet, the local `registry.local/busybox:local` and pause images), with one podsyncd on it\n" +
 		"  (the binary of this commit; `--log-level info`, state under `.tmp/bench`, rate limit off).\n")
 	p("- The workload is N single-container pods running busybox `sleep` under a shell that exits on\n"+

@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/podsync/podsync/internal/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
 // runResult is the pods-to-running rows of one N on one flavour.

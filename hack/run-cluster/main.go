@@ -1,11 +1,3 @@
-// Command run-cluster is `make run-cluster`: as root, it builds podsyncd
-// and podsync-vk into .tmp/bin and the Kubernetes binaries into .tmp/kube
-// (hack/kube/build.sh, once), starts a control plane on 127.0.0.1
-// (internal/localkube), two podsync nodes (--nodes N for more; each a
-// podsyncd on its own private containerd, internal/localcri) and
-// podsync-vk serving them, waits for the Nodes to be Ready, prints the KUBECONFIG and PATH to use
-// with kubectl, and stays up until ^C; then it stops everything and
-// removes what it started. With --once it checks and exits.
 package main
 
 import (
@@ -25,8 +17,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/podsync/podsync/internal/localcri"
-	"github.com/podsync/podsync/internal/localkube"
+	"github.com/podsync/podsync/internal/testing/localcri"
+	"github.com/podsync/podsync/internal/testing/localkube"
 )
 
 func main() { os.Exit(run()) }

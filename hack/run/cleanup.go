@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podsync/podsync/engine/cgroupfs"
-	"github.com/podsync/podsync/engine/mounttable"
-	"github.com/podsync/podsync/internal/localcri"
+	"github.com/podsync/podsync/host/cgroupfs"
+	"github.com/podsync/podsync/host/mounttable"
+	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
 // cleanup deletes the pods, stops podsyncd and containerd, removes the

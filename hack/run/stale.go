@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podsync/podsync/engine/mounttable"
-	"github.com/podsync/podsync/internal/localcri"
+	"github.com/podsync/podsync/host/mounttable"
+	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
 // state is what a run leaves in .tmp/run/state so that the next one can

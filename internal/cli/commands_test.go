@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/internal/testdaemon"
+	"github.com/podsync/podsync/internal/testing/testdaemon"
 	"github.com/podsync/podsync/server"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/podsync/podsync/engine/enginetest"
-	"github.com/podsync/podsync/internal/testdaemon"
+	"github.com/podsync/podsync/internal/testing/testdaemon"
 	"github.com/podsync/podsync/server"
 )
 
@@ -41,7 +41,7 @@ func runCLIContext(ctx context.Context, env map[string]string, stdin string, arg
 	return result{code: code, stdout: out.String(), stderr: errOut.String()}
 }
 
-// podsyncd is an in-process podsyncd (internal/testdaemon): the real
+// podsyncd is an in-process podsyncd (internal/testing/testdaemon): the real
 // server (server.New, with its interceptors and authorization) and
 // service on an engine.Node over a FakeRuntime, on a unix socket.
 type podsyncd struct {

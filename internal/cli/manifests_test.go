@@ -14,7 +14,7 @@ import (
 
 	"github.com/podsync/podsync/client"
 	"github.com/podsync/podsync/engine/admit"
-	"github.com/podsync/podsync/internal/testdaemon"
+	"github.com/podsync/podsync/internal/testing/testdaemon"
 )
 
 // TestManifestProblemsGolden: every problem of every document of every

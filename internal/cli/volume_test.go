@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsync/podsync/internal/testdaemon"
+	"github.com/podsync/podsync/internal/testing/testdaemon"
 )
 
 // TestVolumeListRemove: a pod's persistentVolumeClaim volume is listed

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/podsync/podsync/internal/daemon"
-	"github.com/podsync/podsync/internal/testcert"
+	"github.com/podsync/podsync/internal/testing/testcert"
 )
 
 // pki writes a CA and a server certificate valid from notBefore to

@@ -16,8 +16,8 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/host/mounttable"
 	"github.com/podsync/podsync/internal/manifestdir"
 )
 

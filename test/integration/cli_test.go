@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/podsync/podsync/internal/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
 // TestLocalcriCommand runs `localcri up`, uses the printed crictl command
@@ -24,7 +24,7 @@ func TestLocalcriCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "localcri")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./internal/localcri/cmd/localcri")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./hack/localcri")
 	build.Dir = repo
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build localcri: %v: %s", err, out)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/podsync/podsync/engine/enginetest"
-	"github.com/podsync/podsync/internal/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
 func TestRuntimeConformance(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // runWeb runs the web example and waits until it is Ready.

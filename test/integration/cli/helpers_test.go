@@ -21,7 +21,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine/plan"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // podsyncd is one test's podsyncd, a child process

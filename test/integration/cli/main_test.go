@@ -1,12 +1,5 @@
 //go:build integration
 
-// Package cli_test runs podsyncctl as users do — the binary, against a
-// podsyncd binary on a private containerd (internal/localcri):
-// PODSYNC_CONTAINERD=2 (default) or 1.6 — with the manifests of examples/,
-// and checks what it prints, its exit codes and, through CRI, what runs.
-//
-// The tests run one at a time, each with its own podsyncd: a podsyncd
-// removes podsync's pods its store does not hold, another test's included.
 package cli_test
 
 import (
@@ -18,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsync/podsync/internal/localcri"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 var (

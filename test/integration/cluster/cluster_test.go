@@ -31,9 +31,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/podsync/podsync/internal/localcri"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
-	"github.com/podsync/podsync/internal/localkube"
+	"github.com/podsync/podsync/internal/testing/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localkube"
 )
 
 // node is one podsync node: a podsyncd on its own containerd.

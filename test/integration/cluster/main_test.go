@@ -1,11 +1,5 @@
 //go:build integration
 
-// Package cluster_test runs podsync-vk against a real Kubernetes control
-// plane (internal/localkube: etcd, kube-apiserver, kube-scheduler,
-// kube-controller-manager v1.37.2, built by hack/kube/build.sh and kept
-// under .tmp) with two podsync nodes, each a podsyncd child process on its
-// own private containerd (internal/localcri): the package's instance and
-// a second one TestMain starts.
 package cluster_test
 
 import (
@@ -17,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsync/podsync/internal/localcri"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
-	"github.com/podsync/podsync/internal/localkube"
+	"github.com/podsync/podsync/internal/testing/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localkube"
 )
 
 var (

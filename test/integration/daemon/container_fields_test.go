@@ -22,7 +22,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine/criconfig"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // syncSteps applies pod through SyncPod and returns its steps and result,

@@ -23,7 +23,7 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/internal/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
 // TestGrpcurlListAndDescribe: what an operator sees first — podsyncd

@@ -19,8 +19,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/internal/localcri"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // applyConfigMap stores one ConfigMap of the test's namespace and returns

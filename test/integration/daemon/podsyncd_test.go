@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // daemonOptions configure one podsyncd.

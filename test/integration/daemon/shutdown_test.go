@@ -22,7 +22,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/errorinfo"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // TestSIGTERMDuringRunPods stops podsyncd while a RunPods of five pods is

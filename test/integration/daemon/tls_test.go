@@ -25,7 +25,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/internal/daemon"
-	"github.com/podsync/podsync/internal/testcert"
+	"github.com/podsync/podsync/internal/testing/testcert"
 )
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.

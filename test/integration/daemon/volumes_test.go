@@ -17,9 +17,9 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/engine/mounttable"
 	"github.com/podsync/podsync/engine/plan"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/host/mounttable"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // syncPod applies pod (with secrets) through SyncPod and returns the

@@ -1,14 +1,12 @@
 //go:build integration
 
-// Package engine_test runs the engine's executor against a private
-// containerd (internal/localcri): PODSYNC_CONTAINERD=2 (default) or 1.6.
 package engine_test
 
 import (
 	"testing"
 
-	"github.com/podsync/podsync/internal/localcri"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // inst is the package's private containerd, started by TestMain.

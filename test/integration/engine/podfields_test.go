@@ -21,8 +21,8 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/syncer"
-	"github.com/podsync/podsync/internal/localcri"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // TestShareProcessNamespace: with shareProcessNamespace one container

@@ -14,7 +14,7 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/syncer"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/podsync/podsync/engine/watch"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 
 	"go.uber.org/zap/zaptest"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podsync/podsync/internal/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
 // nextHint waits for a hint.

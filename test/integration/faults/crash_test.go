@@ -15,8 +15,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podsync/podsync/internal/failpoint"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/engine/failpoint"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // crashCase is one way for podsyncd to die in the middle of a batch.
@@ -37,7 +37,7 @@ type crashCase struct {
 	deleting bool
 }
 
-// crashCases cover every failpoint; see internal/failpoint for what each
+// crashCases cover every failpoint; see engine/failpoint for what each
 // point leaves behind.
 var crashCases = []crashCase{
 	{name: "runpods-admitted", arms: []string{failpoint.RunPodsAdmitted + "=exit@1"}},

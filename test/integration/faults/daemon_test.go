@@ -21,9 +21,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/internal/failpoint"
-	"github.com/podsync/podsync/internal/localcri"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/engine/failpoint"
+	"github.com/podsync/podsync/internal/testing/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // node is the state one test's podsyncd runs keep: the root and pod log

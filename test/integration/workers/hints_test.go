@@ -15,8 +15,8 @@ import (
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/engine/watch"
 	"github.com/podsync/podsync/internal/ctrdevents"
-	"github.com/podsync/podsync/internal/localcri"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // tappedEvents is containerd's event service as podsyncd follows it,

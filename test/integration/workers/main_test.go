@@ -1,17 +1,12 @@
 //go:build integration
 
-// Package workers_test runs the engine's Node — pod workers, the store,
-// probers, recovery, garbage collection — against a private containerd
-// (internal/localcri): PODSYNC_CONTAINERD=2 (default) or 1.6. The tests
-// run one at a time: a Node removes podsync's pods its store does not
-// hold, which includes another test's.
 package workers_test
 
 import (
 	"testing"
 
-	"github.com/podsync/podsync/internal/localcri"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // inst is the package's private containerd, started by TestMain.

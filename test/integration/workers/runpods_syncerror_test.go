@@ -14,7 +14,7 @@ import (
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // TestRunPodsFailsAtOnceOnASyncErrorThatWillNotClear: a pod whose sync

@@ -10,7 +10,7 @@ import (
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // TestStoppedSandboxIsASandboxChange: `crictl stopp` of a running pod's

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsync/podsync/internal/localcri/localcritest"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"

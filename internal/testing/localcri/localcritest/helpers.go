@@ -1,0 +1,50 @@
+package localcritest
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/internal/testing/localcri"
+)
+
+// Busybox is a container of the local busybox image; without a command it
+// runs the image's default, which exits 0 promptly on SIGTERM.
+func Busybox(name string, command ...string) corev1.Container {
+	return corev1.Container{
+		Name: name, Image: localcri.BusyboxImage, Command: command,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+		TerminationMessagePath:   "/dev/termination-log",
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+	}
+}
+
+// Shell is a busybox container running script under sh, which exits at
+// once on SIGTERM.
+func Shell(name, script string) corev1.Container {
+	return Busybox(name, "/bin/sh", "-c", "trap 'exit 0' TERM; "+script)
+}
+
+// Crictl runs crictl against inst — the tests' oracle for what the runtime
+// really holds — and fails the test if it fails.
+func Crictl(t *testing.T, inst *localcri.Instance, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	hint := strings.Fields(inst.CrictlHint())
+	out, err := exec.CommandContext(ctx, hint[0], append(hint[1:], args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("crictl %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// CrictlIDs runs a crictl listing with -q and returns the IDs.
+func CrictlIDs(t *testing.T, inst *localcri.Instance, args ...string) []string {
+	t.Helper()
+	return strings.Fields(Crictl(t, inst, append(args, "-q")...))
+}
