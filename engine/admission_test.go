@@ -18,7 +18,7 @@ import (
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/store"
 )
 
@@ -115,7 +115,7 @@ func TestRestartReadmitsStoredPods(t *testing.T) {
 	h.start()
 	h.eventually("the rejected pod's containers stopped", func() bool {
 		for _, c := range h.view(adder).Containers {
-			if c.State == plan.ContainerRunning {
+			if c.State == model.ContainerRunning {
 				return false
 			}
 		}
@@ -133,7 +133,7 @@ func TestRestartReadmitsStoredPods(t *testing.T) {
 		t.Errorf("the plain pod is %s, want Running", st.Phase)
 	}
 	for _, c := range h.view(plain).Containers {
-		if c.State != plan.ContainerRunning {
+		if c.State != model.ContainerRunning {
 			t.Errorf("plain pod's container %s is %s, want running", c.Name, c.State)
 		}
 	}
@@ -274,7 +274,7 @@ func TestCriticalPodPreemptsOnAFullNode(t *testing.T) {
 	}
 	h.eventually("the victim's containers stopped", func() bool {
 		for _, c := range h.view(bestEffort).Containers {
-			if c.State == plan.ContainerRunning {
+			if c.State == model.ContainerRunning {
 				return false
 			}
 		}

@@ -14,7 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/logx"
@@ -31,7 +31,7 @@ const EventReasonAdopted = "Adopted"
 // record for each of them (adoptRuntime), with RemoveOrphans it lets
 // recovery remove them, and otherwise it fails with ErrStoreLost and
 // touches nothing.
-func (n *Node) lostStore(ctx context.Context, inRuntime map[types.UID]plan.PodRef) error {
+func (n *Node) lostStore(ctx context.Context, inRuntime map[types.UID]model.PodRef) error {
 	switch {
 	case n.adoptRuntime:
 		return n.adoptRuntimePods(ctx, inRuntime)
@@ -52,9 +52,9 @@ func (n *Node) lostStore(ctx context.Context, inRuntime map[types.UID]plan.PodRe
 // stays an orphan. The records hold no ConfigMaps or Secrets: a pod that
 // needs them runs on, and a start that needs them fails as for a missing
 // object until the pod is applied again.
-func (n *Node) adoptRuntimePods(ctx context.Context, inRuntime map[types.UID]plan.PodRef) error {
+func (n *Node) adoptRuntimePods(ctx context.Context, inRuntime map[types.UID]model.PodRef) error {
 	type candidate struct {
-		rp     plan.RuntimePod
+		rp     model.RuntimePod
 		newest time.Time
 	}
 	var cands []candidate
@@ -74,7 +74,7 @@ func (n *Node) adoptRuntimePods(ctx context.Context, inRuntime map[types.UID]pla
 	slices.SortFunc(cands, func(a, b candidate) int { return b.newest.Compare(a.newest) })
 	adopted := 0
 	for _, c := range cands {
-		pod, lost, err := plan.RebuildPod(c.rp)
+		pod, lost, err := model.RebuildPod(c.rp)
 		if err != nil {
 			n.log.Warn("pod not adopted: the runtime's labels do not rebuild it; it is kept as an orphan", zap.Error(err))
 			continue
@@ -84,7 +84,7 @@ func (n *Node) adoptRuntimePods(ctx context.Context, inRuntime map[types.UID]pla
 				n.log.Warn("pod not adopted; it is kept as an orphan", append(logx.Pod(pod), zap.Error(err))...)
 				continue
 			}
-			return fmt.Errorf("adopt pod %s: %w", plan.PodString(pod), err)
+			return fmt.Errorf("adopt pod %s: %w", model.PodString(pod), err)
 		}
 		ev := store.Event{Type: corev1.EventTypeNormal, Reason: EventReasonAdopted,
 			Message: "Adopted from the container runtime after the store was lost; the spec is the one the sandbox was created with. " +
@@ -98,7 +98,7 @@ func (n *Node) adoptRuntimePods(ctx context.Context, inRuntime map[types.UID]pla
 			log = n.log.Warn
 		}
 		if _, err := n.store.Append(store.EventChange(store.RefOf(pod), ev)); err != nil {
-			return fmt.Errorf("adopt pod %s: %w", plan.PodString(pod), err)
+			return fmt.Errorf("adopt pod %s: %w", model.PodString(pod), err)
 		}
 		log("pod adopted from the runtime", append(logx.Pod(pod), zap.String(logx.Lost, lost))...)
 		adopted++
@@ -109,22 +109,22 @@ func (n *Node) adoptRuntimePods(ctx context.Context, inRuntime map[types.UID]pla
 }
 
 // readRuntimePod reads what the runtime holds of the pod with uid.
-func (n *Node) readRuntimePod(ctx context.Context, uid types.UID) (plan.RuntimePod, error) {
+func (n *Node) readRuntimePod(ctx context.Context, uid types.UID) (model.RuntimePod, error) {
 	sel := syncer.PodSelector(uid)
 	sbs, err := n.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
-		return plan.RuntimePod{}, fmt.Errorf("list sandboxes of pod uid %s: %w", uid, err)
+		return model.RuntimePod{}, fmt.Errorf("list sandboxes of pod uid %s: %w", uid, err)
 	}
 	ctrs, err := n.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
 	if err != nil {
-		return plan.RuntimePod{}, fmt.Errorf("list containers of pod uid %s: %w", uid, err)
+		return model.RuntimePod{}, fmt.Errorf("list containers of pod uid %s: %w", uid, err)
 	}
-	var rp plan.RuntimePod
+	var rp model.RuntimePod
 	for _, sb := range sbs {
-		if !plan.IsManaged(sb.GetLabels()) {
+		if !model.IsManaged(sb.GetLabels()) {
 			continue
 		}
-		rs := plan.RuntimeSandbox{Labels: sb.GetLabels(), Annotations: sb.GetAnnotations(),
+		rs := model.RuntimeSandbox{Labels: sb.GetLabels(), Annotations: sb.GetAnnotations(),
 			Attempt: sb.GetMetadata().GetAttempt(), CreatedAt: time.Unix(0, sb.GetCreatedAt())}
 		if st, err := n.rt.PodSandboxStatus(ctx, sb.GetId(), false); err == nil {
 			rs.Namespaces = st.GetStatus().GetLinux().GetNamespaces().GetOptions()
@@ -132,19 +132,19 @@ func (n *Node) readRuntimePod(ctx context.Context, uid types.UID) (plan.RuntimeP
 		rp.Sandboxes = append(rp.Sandboxes, rs)
 	}
 	for _, c := range ctrs {
-		if !plan.IsManaged(c.GetLabels()) {
+		if !model.IsManaged(c.GetLabels()) {
 			continue
 		}
-		rc := plan.RuntimeContainer{Labels: c.GetLabels(), Annotations: c.GetAnnotations(), Image: c.GetImage().GetImage(),
-			CreatedAt: time.Unix(0, c.GetCreatedAt()), State: plan.ContainerStateFromCRI(c.GetState())}
-		if rc.State == plan.ContainerExited {
+		rc := model.RuntimeContainer{Labels: c.GetLabels(), Annotations: c.GetAnnotations(), Image: c.GetImage().GetImage(),
+			CreatedAt: time.Unix(0, c.GetCreatedAt()), State: model.ContainerStateFromCRI(c.GetState())}
+		if rc.State == model.ContainerExited {
 			if st, err := n.rt.ContainerStatus(ctx, c.GetId(), false); err == nil {
 				rc.ExitCode = st.GetStatus().GetExitCode()
 			}
 		}
 		rp.Containers = append(rp.Containers, rc)
 	}
-	slices.SortFunc(rp.Containers, func(a, b plan.RuntimeContainer) int {
+	slices.SortFunc(rp.Containers, func(a, b model.RuntimeContainer) int {
 		return cmp.Compare(a.CreatedAt.UnixNano(), b.CreatedAt.UnixNano())
 	})
 	return rp, nil

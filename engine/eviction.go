@@ -18,6 +18,7 @@ import (
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/logx"
@@ -149,7 +150,7 @@ func localStorageEviction(pod *corev1.Pod, u podStorageUsage) (signal, message s
 	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for i := range list {
 			c := &list[i]
-			if isInit(pod, c.Name) && !plan.IsRestartableInitContainer(c) {
+			if isInit(pod, c.Name) && !model.IsRestartableInitContainer(c) {
 				continue
 			}
 			if q := c.Resources.Limits.StorageEphemeral(); !q.IsZero() {

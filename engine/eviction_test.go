@@ -19,7 +19,7 @@ import (
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/store"
 )
 
@@ -79,8 +79,8 @@ func (h *nodeHarness) waitStopped(pod *corev1.Pod) {
 	h.t.Helper()
 	h.eventually("containers stopped", func() bool {
 		v := h.view(pod)
-		return len(v.Containers) > 0 && !slices.ContainsFunc(v.Containers, func(c plan.ContainerInstance) bool {
-			return c.State == plan.ContainerRunning
+		return len(v.Containers) > 0 && !slices.ContainsFunc(v.Containers, func(c model.ContainerInstance) bool {
+			return c.State == model.ContainerRunning
 		})
 	})
 }
@@ -185,7 +185,7 @@ func TestNodeEvictsOverLocalStorageLimits(t *testing.T) {
 			if st := h.storedStatus(pod); st.Phase != corev1.PodFailed || st.Reason != engine.ReasonEvicted || st.Message != tc.message {
 				t.Errorf("status after a while: %s %s %q", st.Phase, st.Reason, st.Message)
 			}
-			if slices.ContainsFunc(h.view(pod).Containers, func(c plan.ContainerInstance) bool { return c.State == plan.ContainerRunning }) {
+			if slices.ContainsFunc(h.view(pod).Containers, func(c model.ContainerInstance) bool { return c.State == model.ContainerRunning }) {
 				t.Errorf("a container of the evicted pod runs again")
 			}
 		})

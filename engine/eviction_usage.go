@@ -16,7 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/criconfig"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // containerStatser is the optional capability of a Runtime to report a
@@ -43,7 +43,7 @@ func (n *Node) writableLayers(ctx context.Context) (map[string]int64, error) {
 	if !ok {
 		return nil, nil
 	}
-	stats, err := l.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{LabelSelector: map[string]string{plan.LabelManaged: "true"}})
+	stats, err := l.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{LabelSelector: map[string]string{model.LabelManaged: "true"}})
 	if errors.Is(err, errNoContainerStats) {
 		return nil, nil
 	}
@@ -125,7 +125,7 @@ func (n *Node) measurePod(ctx context.Context, pod *corev1.Pod, running map[stri
 func (n *Node) runningContainers(ctx context.Context) (map[types.UID]map[string]string, error) {
 	ctrs, err := n.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-		LabelSelector: map[string]string{plan.LabelManaged: "true"},
+		LabelSelector: map[string]string{model.LabelManaged: "true"},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list running containers: %w", err)
@@ -134,8 +134,8 @@ func (n *Node) runningContainers(ctx context.Context) (map[types.UID]map[string]
 	created := map[string]int64{}
 	for _, c := range ctrs {
 		l := c.GetLabels()
-		uid, name := types.UID(l[plan.LabelPodUID]), l[plan.LabelContainerName]
-		if !plan.IsManaged(l) || uid == "" || name == "" || c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		uid, name := types.UID(l[model.LabelPodUID]), l[model.LabelContainerName]
+		if !model.IsManaged(l) || uid == "" || name == "" || c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			continue
 		}
 		if out[uid] == nil {

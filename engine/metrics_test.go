@@ -17,6 +17,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/engine/syncer/syncertest"
@@ -361,7 +362,7 @@ func TestMetricsPodsAndBackoffs(t *testing.T) {
 	}
 	h.eventually("first restart", func() bool {
 		inst := h.view(pod).FindContainer("app")
-		return inst != nil && inst.State == plan.ContainerRunning && inst.RestartCount == 1
+		return inst != nil && inst.State == model.ContainerRunning && inst.RestartCount == 1
 	})
 	h.clock.Step(time.Second)
 	if err := h.rt.ExitContainer(h.view(pod).FindContainer("app").ID, 1); err != nil {
@@ -380,7 +381,7 @@ func TestMetricsPodsAndBackoffs(t *testing.T) {
 	// clock must move on for the timer to fire.
 	h.clock.Step(11 * time.Second)
 	h.eventually("restart after the back-off", func() bool {
-		if inst := h.view(pod).FindContainer("app"); inst != nil && inst.State == plan.ContainerRunning && inst.RestartCount == 2 {
+		if inst := h.view(pod).FindContainer("app"); inst != nil && inst.State == model.ContainerRunning && inst.RestartCount == 2 {
 			return true
 		}
 		h.clock.Step(time.Second)

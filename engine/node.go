@@ -19,6 +19,7 @@ import (
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/prober"
@@ -99,7 +100,7 @@ type PodSyncer interface {
 	// hold for pod (see syncer.Syncer.RemovePod).
 	RemovePod(ctx context.Context, pod *corev1.Pod) error
 	// ReadView reads the runtime's view of the pod with uid.
-	ReadView(ctx context.Context, uid types.UID) (plan.RuntimeView, error)
+	ReadView(ctx context.Context, uid types.UID) (model.RuntimeView, error)
 }
 
 var _ PodSyncer = (*syncer.Syncer)(nil)
@@ -232,7 +233,7 @@ type Node struct {
 	// orphanMu guards orphans, the pods the runtime holds that the store
 	// does not, kept running (see orphans.go).
 	orphanMu sync.Mutex
-	orphans  map[types.UID]plan.PodRef
+	orphans  map[types.UID]model.PodRef
 	// startOrphans are the orphans found when the node started (nil
 	// until then): only those are kept; an unstored pod that appears
 	// later is the node's own leftover.
@@ -371,7 +372,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 		clock: opts.Clock, log: opts.Logger, backoff: opts.Backoff, cfg: opts.Config.WithDefaults(),
 		gc: gc, rot: opts.LogRotation.withDefaults(), evictPolicy: opts.Eviction.withDefaults(), storeDir: filepath.Dir(opts.Store.Path()), admit: opts.Admit, policy: opts.Policy, metrics: opts.Metrics,
 		unavailable: opts.RuntimeUnavailable, stats: opts.Stats, removeOrphans: opts.RemoveOrphans, adoptRuntime: opts.AdoptRuntime, ready: make(chan struct{}), workers: map[types.UID]*worker{},
-		admitting: map[types.UID]*reservation{}, orphans: map[types.UID]plan.PodRef{},
+		admitting: map[types.UID]*reservation{}, orphans: map[types.UID]model.PodRef{},
 	}, nil
 }
 
@@ -478,7 +479,7 @@ func (n *Node) runtimeError(err error) error {
 
 // seedMayHold records the pods the runtime or the store held when the
 // node started.
-func (n *Node) seedMayHold(inRuntime map[types.UID]plan.PodRef, recs []*store.PodRecord) {
+func (n *Node) seedMayHold(inRuntime map[types.UID]model.PodRef, recs []*store.PodRecord) {
 	m := make(map[types.UID]bool, len(inRuntime)+len(recs))
 	for uid := range inRuntime {
 		m[uid] = true
@@ -509,7 +510,7 @@ func isTerminal(p corev1.PodPhase) bool {
 }
 
 // probeResults converts the prober's results of a pod.
-func (n *Node) probeResults(uid types.UID) plan.ProbeResults {
+func (n *Node) probeResults(uid types.UID) model.ProbeResults {
 	return n.prober.Results(uid)
 }
 

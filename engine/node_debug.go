@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/validation"
 )
 
@@ -41,9 +41,9 @@ func (n *Node) AddEphemeralContainer(ctx context.Context, namespace, name string
 	pod := rec.Pod
 	switch {
 	case rec.Deleting || pod.DeletionTimestamp != nil:
-		return ApplyResult{}, fmt.Errorf("add ephemeral container to pod %s: %w", plan.PodString(pod), errdefs.ErrTerminating)
+		return ApplyResult{}, fmt.Errorf("add ephemeral container to pod %s: %w", model.PodString(pod), errdefs.ErrTerminating)
 	case pod.Status.Phase != corev1.PodRunning:
-		return ApplyResult{}, fmt.Errorf("add ephemeral container to pod %s: pod phase is %q: %w", plan.PodString(pod), pod.Status.Phase, errdefs.ErrNotRunning)
+		return ApplyResult{}, fmt.Errorf("add ephemeral container to pod %s: pod phase is %q: %w", model.PodString(pod), pod.Status.Phase, errdefs.ErrNotRunning)
 	}
 	next := pod.DeepCopy()
 	next.Spec.EphemeralContainers = append(next.Spec.EphemeralContainers, ec)
@@ -57,7 +57,7 @@ func (n *Node) AddEphemeralContainer(ctx context.Context, namespace, name string
 		}
 	}
 	if err := errdefs.InvalidSpec(errs...); err != nil {
-		return ApplyResult{}, fmt.Errorf("add ephemeral container %q to pod %s: %w", ec.Name, plan.PodString(pod), err)
+		return ApplyResult{}, fmt.Errorf("add ephemeral container %q to pod %s: %w", ec.Name, model.PodString(pod), err)
 	}
 	res, err := n.storePodLocked(ctx, next, nil, nil)
 	n.specMu.Unlock()

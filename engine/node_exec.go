@@ -22,7 +22,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // ExecSyncMaxOutput caps each of ExecSync's stdout and stderr: what a
@@ -93,8 +93,8 @@ func (n *Node) runningContainer(ctx context.Context, ref ContainerRef) (string, 
 	if err != nil {
 		return "", n.runtimeErr(fmt.Errorf("read pod %s/%s from the runtime: %w", ref.Namespace, ref.Name, err))
 	}
-	i := slices.IndexFunc(view.Containers, func(c plan.ContainerInstance) bool { return c.Name == name })
-	if i < 0 || view.Containers[i].State != plan.ContainerRunning {
+	i := slices.IndexFunc(view.Containers, func(c model.ContainerInstance) bool { return c.Name == name })
+	if i < 0 || view.Containers[i].State != model.ContainerRunning {
 		return "", fmt.Errorf("container %q of pod %s/%s: %w", name, ref.Namespace, ref.Name, errdefs.ErrNotRunning)
 	}
 	return view.Containers[i].ID, nil
@@ -354,7 +354,7 @@ func (n *Node) PortForward(ctx context.Context, namespace, name string, port int
 	if err != nil {
 		return n.runtimeErr(fmt.Errorf("read pod %s/%s from the runtime: %w", namespace, name, err))
 	}
-	if len(view.Sandboxes) == 0 || view.Sandboxes[0].State != plan.SandboxReady {
+	if len(view.Sandboxes) == 0 || view.Sandboxes[0].State != model.SandboxReady {
 		return fmt.Errorf("port-forward to pod %s/%s: sandbox %w", namespace, name, errdefs.ErrNotRunning)
 	}
 	resp, err := n.rt.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: view.Sandboxes[0].ID, Port: []int32{port}})

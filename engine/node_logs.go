@@ -17,7 +17,7 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/logs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // LogsRequest selects a container's output.
@@ -105,7 +105,7 @@ func logsContainer(pod *corev1.Pod, name string) (string, error) {
 	}
 	// Regular, init and ephemeral containers (kubectl logs reads a debug
 	// container's output too).
-	if plan.SpecContainer(pod, name) != nil {
+	if model.SpecContainer(pod, name) != nil {
 		return name, nil
 	}
 	return "", fmt.Errorf("container %q: %w", name, errdefs.ErrNotFound)

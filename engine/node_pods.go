@@ -12,6 +12,7 @@ import (
 
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/failpoint"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/store"
@@ -59,7 +60,7 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 		return ApplyResult{}, fmt.Errorf("apply pod: pod needs a namespace, name and uid: %w", errdefs.ErrInvalidSpec)
 	}
 	if err := errdefs.InvalidSpec(validation.CheckPodPaths(pod)...); err != nil {
-		return ApplyResult{}, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
+		return ApplyResult{}, fmt.Errorf("apply pod %s: %w", model.PodString(pod), err)
 	}
 	if err := n.waitReady(ctx); err != nil {
 		return ApplyResult{}, err
@@ -82,13 +83,13 @@ func (n *Node) storePodLocked(ctx context.Context, pod *corev1.Pod, configMaps [
 	case errors.Is(err, errdefs.ErrPodNotFound):
 		res.Created = true
 	case err != nil:
-		return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
+		return res, fmt.Errorf("apply pod %s: %w", model.PodString(pod), err)
 	case existing.Pod.UID != pod.UID:
-		return res, fmt.Errorf("apply pod %s: %s/%s has uid %s: %w", plan.PodString(pod), pod.Namespace, pod.Name, existing.Pod.UID, errdefs.ErrAlreadyExists)
+		return res, fmt.Errorf("apply pod %s: %s/%s has uid %s: %w", model.PodString(pod), pod.Namespace, pod.Name, existing.Pod.UID, errdefs.ErrAlreadyExists)
 	case existing.Deleting:
-		return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), errdefs.ErrTerminating)
+		return res, fmt.Errorf("apply pod %s: %w", model.PodString(pod), errdefs.ErrTerminating)
 	default:
-		if err := ownedBy("pod "+plan.PodString(pod), existing.Pod.Annotations, SourceOf(pod.Annotations)); err != nil {
+		if err := ownedBy("pod "+model.PodString(pod), existing.Pod.Annotations, SourceOf(pod.Annotations)); err != nil {
 			return res, err
 		}
 		if old := existing.Pod.Spec.EphemeralContainers; len(old) > len(pod.Spec.EphemeralContainers) {
@@ -101,13 +102,13 @@ func (n *Node) storePodLocked(ctx context.Context, pod *corev1.Pod, configMaps [
 	}
 	if !res.Created && n.policy != nil {
 		if err := n.policy(pod); err != nil {
-			return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
+			return res, fmt.Errorf("apply pod %s: %w", model.PodString(pod), err)
 		}
 	}
 	if res.Created && n.admit != nil {
 		release, err := n.admitNew(ctx, pod)
 		if err != nil {
-			return res, fmt.Errorf("admit pod %s: %w", plan.PodString(pod), err)
+			return res, fmt.Errorf("admit pod %s: %w", model.PodString(pod), err)
 		}
 		// Until the pod is stored, its reservation counts it.
 		defer release()
@@ -116,12 +117,12 @@ func (n *Node) storePodLocked(ctx context.Context, pod *corev1.Pod, configMaps [
 	// pod's passes read (they win for this request: they are stored
 	// first); the record holds none.
 	if _, err := n.ApplyObjects(ctx, ObjectPuts(configMaps, secrets), SourceOf(pod.Annotations)); err != nil {
-		return res, fmt.Errorf("apply pod %s: %w", plan.PodString(pod), err)
+		return res, fmt.Errorf("apply pod %s: %w", model.PodString(pod), err)
 	}
 	failpoint.Inject(failpoint.BeforeStorePut)
 	rec, err := n.store.Put(store.PodRecord{Pod: pod})
 	if err != nil {
-		return res, fmt.Errorf("store pod %s: %w", plan.PodString(pod), err)
+		return res, fmt.Errorf("store pod %s: %w", model.PodString(pod), err)
 	}
 	failpoint.Inject(failpoint.AfterStorePut)
 	if res.Created {
@@ -137,7 +138,7 @@ func (n *Node) storePodLocked(ctx context.Context, pod *corev1.Pod, configMaps [
 func (n *Node) applyPass(ctx context.Context, pod *corev1.Pod, emit func(syncer.StepResult), res ApplyResult) (ApplyResult, error) {
 	w, err := n.lockWorker(ctx, pod.UID)
 	if err != nil {
-		return res, fmt.Errorf("apply pod %s: wait for the pod's turn: %w", plan.PodString(pod), err)
+		return res, fmt.Errorf("apply pod %s: wait for the pod's turn: %w", model.PodString(pod), err)
 	}
 	out, err := w.pass(ctx, false, emit)
 	w.release()
@@ -146,7 +147,7 @@ func (n *Node) applyPass(ctx context.Context, pod *corev1.Pod, emit func(syncer.
 	}
 	res.Status, res.Steps, res.NextSync = out.status, out.steps, out.next
 	if err == nil && out.gone {
-		err = fmt.Errorf("apply pod %s: pod was deleted: %w", plan.PodString(pod), errdefs.ErrNotFound)
+		err = fmt.Errorf("apply pod %s: pod was deleted: %w", model.PodString(pod), errdefs.ErrNotFound)
 	}
 	return res, n.runtimeError(err)
 }
@@ -175,24 +176,24 @@ func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap,
 			pod.Spec.EphemeralContainers = old
 		}
 	case !errors.Is(err, errdefs.ErrPodNotFound):
-		return plan.PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod %s: %w", plan.PodString(pod), err)
+		return plan.PodActions{}, corev1.PodStatus{}, false, fmt.Errorf("plan pod %s: %w", model.PodString(pod), err)
 	default:
 		pod.Status = corev1.PodStatus{}
 	}
 	// A dry run answers as Apply would: a pod the node would refuse is
 	// refused here too.
 	if err := n.admitDryRun(pod, known); err != nil {
-		return plan.PodActions{}, corev1.PodStatus{}, known, fmt.Errorf("plan pod %s: %w", plan.PodString(pod), err)
+		return plan.PodActions{}, corev1.PodStatus{}, known, fmt.Errorf("plan pod %s: %w", model.PodString(pod), err)
 	}
 	view, err := n.syncer.ReadView(ctx, pod.UID)
 	if err != nil {
-		return plan.PodActions{}, corev1.PodStatus{}, known, fmt.Errorf("plan pod %s: %w", plan.PodString(pod), n.runtimeError(err))
+		return plan.PodActions{}, corev1.PodStatus{}, known, fmt.Errorf("plan pod %s: %w", model.PodString(pod), n.runtimeError(err))
 	}
 	n.mu.Lock()
 	w := n.workers[pod.UID]
 	n.mu.Unlock()
 	if w != nil {
-		view.PullFailures = plan.CurrentPullFailures(pod, w.pullFailures())
+		view.PullFailures = model.CurrentPullFailures(pod, w.pullFailures())
 	}
 	probes := n.probeResults(pod.UID)
 	now := n.clock.Now()
@@ -300,7 +301,7 @@ func (n *Node) DeleteAs(ctx context.Context, source, namespace, name, uid string
 		return false, nil, fmt.Errorf("delete pod %s/%s: %w", namespace, name, err)
 	}
 	if have := SourceOf(rec.Pod.Annotations); have != source {
-		if err := ownedBy("pod "+plan.PodString(rec.Pod), rec.Pod.Annotations, source); err != nil {
+		if err := ownedBy("pod "+model.PodString(rec.Pod), rec.Pod.Annotations, source); err != nil {
 			return false, nil, err
 		}
 	}
@@ -317,20 +318,20 @@ func (n *Node) DeleteAs(ctx context.Context, source, namespace, name, uid string
 		if errors.Is(err, errdefs.ErrPodNotFound) {
 			return false, nil, nil
 		}
-		return false, nil, fmt.Errorf("delete pod %s: %w", plan.PodString(pod), err)
+		return false, nil, fmt.Errorf("delete pod %s: %w", model.PodString(pod), err)
 	}
 	logx.From(ctx, n.log).Info("pod deletion requested", logx.Pod(pod)...)
 	// The pass running, if any, would only delay the kill.
-	dw.cancelPass(fmt.Errorf("pod %s: %w", plan.PodString(pod), errdefs.ErrTerminating))
+	dw.cancelPass(fmt.Errorf("pod %s: %w", model.PodString(pod), errdefs.ErrTerminating))
 	w, err := n.lockWorker(ctx, pod.UID)
 	if err != nil {
-		return true, nil, fmt.Errorf("delete pod %s: wait for the pod's turn: %w", plan.PodString(pod), err)
+		return true, nil, fmt.Errorf("delete pod %s: wait for the pod's turn: %w", model.PodString(pod), err)
 	}
 	var steps []syncer.StepResult
 	_, err = w.pass(ctx, false, func(s syncer.StepResult) { steps = append(steps, s) })
 	w.release()
 	if err != nil {
-		return true, steps, fmt.Errorf("delete pod %s: %w", plan.PodString(pod), n.runtimeError(err))
+		return true, steps, fmt.Errorf("delete pod %s: %w", model.PodString(pod), n.runtimeError(err))
 	}
 	return true, steps, nil
 }

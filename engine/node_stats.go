@@ -21,7 +21,7 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/store"
 )
 
@@ -194,7 +194,7 @@ func (n *Node) podStats(ctx context.Context, pod *corev1.Pod) (PodStats, error) 
 	if err != nil {
 		return PodStats{}, n.runtimeErr(fmt.Errorf("read pod %s/%s from the runtime: %w", pod.Namespace, pod.Name, err))
 	}
-	if len(view.Sandboxes) == 0 || view.Sandboxes[0].State != plan.SandboxReady {
+	if len(view.Sandboxes) == 0 || view.Sandboxes[0].State != model.SandboxReady {
 		return PodStats{}, fmt.Errorf("stats of pod %s/%s: sandbox %w", pod.Namespace, pod.Name, errdefs.ErrNotRunning)
 	}
 	sb := view.Sandboxes[0].ID
@@ -204,13 +204,13 @@ func (n *Node) podStats(ctx context.Context, pod *corev1.Pod) (PodStats, error) 
 		return PodStats{}, n.runtimeErr(fmt.Errorf("container stats of pod %s/%s: %w", pod.Namespace, pod.Name, err))
 	}
 	for _, c := range cs {
-		running := slices.ContainsFunc(view.Containers, func(i plan.ContainerInstance) bool {
-			return i.ID == c.GetAttributes().GetId() && i.State == plan.ContainerRunning
+		running := slices.ContainsFunc(view.Containers, func(i model.ContainerInstance) bool {
+			return i.ID == c.GetAttributes().GetId() && i.State == model.ContainerRunning
 		})
 		if !running {
 			continue
 		}
-		cst := ContainerStats{Name: c.GetAttributes().GetLabels()[plan.LabelContainerName],
+		cst := ContainerStats{Name: c.GetAttributes().GetLabels()[model.LabelContainerName],
 			CPU: n.cpuStats(c.GetAttributes().GetId(), c.GetCpu()), Memory: memoryStats(c.GetMemory())}
 		if w := c.GetWritableLayer(); w != nil {
 			cst.Rootfs = FsStats{Time: time.Unix(0, w.GetTimestamp()), UsedBytes: w.GetUsedBytes().GetValue(), InodesUsed: w.GetInodesUsed().GetValue()}

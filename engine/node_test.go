@@ -27,6 +27,7 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/store"
@@ -150,7 +151,7 @@ func (h *nodeHarness) apply(pod *corev1.Pod) engine.ApplyResult {
 }
 
 // view reads the runtime's view of pod.
-func (h *nodeHarness) view(pod *corev1.Pod) *plan.RuntimeView {
+func (h *nodeHarness) view(pod *corev1.Pod) *model.RuntimeView {
 	h.t.Helper()
 	v, err := syncer.ReadView(h.ctx, h.rt, pod.UID)
 	if err != nil {
@@ -351,7 +352,7 @@ func TestNodeWorkerRestartsWithoutACall(t *testing.T) {
 	restarts := func(n int32) func() bool {
 		return func() bool {
 			inst := h.view(pod).FindContainer("app")
-			return inst != nil && inst.State == plan.ContainerRunning && inst.RestartCount == n
+			return inst != nil && inst.State == model.ContainerRunning && inst.RestartCount == n
 		}
 	}
 	if err := h.rt.ExitContainer(h.view(pod).FindContainer("app").ID, 1); err != nil {
@@ -616,7 +617,7 @@ func TestNodeRecovery(t *testing.T) {
 	h.eventually("leftover and deleted pod removed", func() bool {
 		return len(h.view(leftover).Sandboxes) == 0 && len(h.view(deleting).Sandboxes) == 0
 	})
-	if v := h.view(orphan); len(v.Sandboxes) != 1 || v.Sandboxes[0].State != plan.SandboxReady {
+	if v := h.view(orphan); len(v.Sandboxes) != 1 || v.Sandboxes[0].State != model.SandboxReady {
 		t.Errorf("orphan's sandboxes %v, want it kept running", v.Sandboxes)
 	}
 	h.eventually("the sweep forgets the leftover's deletion", func() bool {
@@ -635,7 +636,7 @@ func TestNodeRecovery(t *testing.T) {
 	}
 	for _, c := range before.Containers {
 		inst := after.FindContainer(c.Name)
-		if inst == nil || inst.ID != c.ID || inst.State != plan.ContainerRunning {
+		if inst == nil || inst.ID != c.ID || inst.State != model.ContainerRunning {
 			t.Errorf("container %s: %+v, want %s still running", c.Name, inst, c.ID)
 		}
 	}
@@ -714,14 +715,14 @@ func TestNodeTerminalPodStaysDead(t *testing.T) {
 	}
 	h.eventually("phase Failed and sandbox stopped", func() bool {
 		v := h.view(pod)
-		return h.storedStatus(pod).Phase == corev1.PodFailed && len(v.Sandboxes) == 1 && v.Sandboxes[0].State == plan.SandboxNotReady
+		return h.storedStatus(pod).Phase == corev1.PodFailed && len(v.Sandboxes) == 1 && v.Sandboxes[0].State == model.SandboxNotReady
 	})
 	writes := h.writes()
 	res := h.apply(pod)
 	if len(res.Steps) != 0 || h.writes() != writes {
 		t.Errorf("pass of a finished terminal pod did %v", res.Steps)
 	}
-	if inst := h.view(pod).FindContainer("app"); inst.State != plan.ContainerExited || inst.RestartCount != 0 {
+	if inst := h.view(pod).FindContainer("app"); inst.State != model.ContainerExited || inst.RestartCount != 0 {
 		t.Errorf("container %+v restarted", inst)
 	}
 }
@@ -885,7 +886,7 @@ func TestNodeSkipsPassesForChangesItSaw(t *testing.T) {
 	}
 	h.eventually("restart after an exit", func() bool {
 		inst := h.view(pod).FindContainer("app")
-		return inst != nil && inst.State == plan.ContainerRunning && inst.RestartCount == 1
+		return inst != nil && inst.State == model.ContainerRunning && inst.RestartCount == 1
 	})
 	h.eventually("the restart's pass observed", func() bool { return passes() >= 2 })
 	// The exit's CRI event woke the worker, and says so.
@@ -906,7 +907,7 @@ func TestNodeRunsPassForWhatItsPassDidNotPlan(t *testing.T) {
 	h.apply(pod)
 	h.eventually("the app started after its init container", func() bool {
 		inst := h.view(pod).FindContainer("app")
-		return inst != nil && inst.State == plan.ContainerRunning
+		return inst != nil && inst.State == model.ContainerRunning
 	})
 }
 
@@ -918,7 +919,7 @@ type listSpy struct {
 }
 
 func (s *listSpy) note(sel map[string]string) {
-	if uid := sel[plan.LabelPodUID]; uid != "" {
+	if uid := sel[model.LabelPodUID]; uid != "" {
 		s.mu.Lock()
 		s.lists[types.UID(uid)]++
 		s.mu.Unlock()

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/logx"
 )
 
@@ -79,13 +79,13 @@ func (n *Node) terminalSettled(ctx context.Context, uid types.UID) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	if slices.ContainsFunc(view.Containers, func(c plan.ContainerInstance) bool { return c.State == plan.ContainerRunning }) {
+	if slices.ContainsFunc(view.Containers, func(c model.ContainerInstance) bool { return c.State == model.ContainerRunning }) {
 		return false, nil
 	}
-	return !slices.ContainsFunc(view.Sandboxes, func(s plan.Sandbox) bool { return s.State == plan.SandboxReady }), nil
+	return !slices.ContainsFunc(view.Sandboxes, func(s model.Sandbox) bool { return s.State == model.SandboxReady }), nil
 }
 
-func (n *Node) removeOrphan(ctx context.Context, ref plan.PodRef) error {
+func (n *Node) removeOrphan(ctx context.Context, ref model.PodRef) error {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}}
 	if err := n.removePod(ctx, pod); err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/logx"
 )
 
@@ -46,7 +46,7 @@ func (n *Node) mayRemoveUnstored(uid types.UID) (bool, error) {
 
 // keepOrphan notes ref as an orphan the node keeps; it is logged the first
 // time.
-func (n *Node) keepOrphan(ref plan.PodRef) {
+func (n *Node) keepOrphan(ref model.PodRef) {
 	n.orphanMu.Lock()
 	_, known := n.orphans[ref.UID]
 	n.orphans[ref.UID] = ref
@@ -60,7 +60,7 @@ func (n *Node) keepOrphan(ref plan.PodRef) {
 
 // setOrphans makes the pods of inRuntime that are orphans (neither stored
 // nor the node's own leftovers) the node's orphans.
-func (n *Node) setOrphans(orphans map[types.UID]plan.PodRef) {
+func (n *Node) setOrphans(orphans map[types.UID]model.PodRef) {
 	n.orphanMu.Lock()
 	for uid := range n.orphans {
 		if _, ok := orphans[uid]; !ok {
@@ -85,8 +85,8 @@ func (n *Node) orphanCount() int {
 // are removed (a failure is logged and left to the sweep), orphans kept;
 // the store then forgets the deletions of pods the runtime no longer
 // holds.
-func (n *Node) recoverUnstored(ctx context.Context, inRuntime map[types.UID]plan.PodRef, stored map[types.UID]bool, rev int64) error {
-	orphans := map[types.UID]plan.PodRef{}
+func (n *Node) recoverUnstored(ctx context.Context, inRuntime map[types.UID]model.PodRef, stored map[types.UID]bool, rev int64) error {
+	orphans := map[types.UID]model.PodRef{}
 	for _, uid := range slices.Sorted(maps.Keys(inRuntime)) {
 		ref := inRuntime[uid]
 		if stored[uid] {
@@ -124,7 +124,7 @@ func (n *Node) recoverUnstored(ctx context.Context, inRuntime map[types.UID]plan
 
 // forgetDeleted forgets the recorded deletions, at or before rev, of pods
 // inRuntime (listed after rev was read) does not hold.
-func (n *Node) forgetDeleted(rev int64, inRuntime map[types.UID]plan.PodRef) {
+func (n *Node) forgetDeleted(rev int64, inRuntime map[types.UID]model.PodRef) {
 	if _, err := n.store.ForgetDeleted(rev, func(uid types.UID) bool { _, ok := inRuntime[uid]; return ok }); err != nil {
 		n.log.Warn("forget deleted pods", zap.Error(err))
 	}
@@ -133,8 +133,8 @@ func (n *Node) forgetDeleted(rev int64, inRuntime map[types.UID]plan.PodRef) {
 // sweepUnstored is the periodic sweep's part for the pods of inRuntime
 // the store does not hold: workers remove the node's own leftovers (all
 // of them with RemoveOrphans), orphans are kept.
-func (n *Node) sweepUnstored(inRuntime map[types.UID]plan.PodRef, rev int64) {
-	orphans := map[types.UID]plan.PodRef{}
+func (n *Node) sweepUnstored(inRuntime map[types.UID]model.PodRef, rev int64) {
+	orphans := map[types.UID]model.PodRef{}
 	for uid, ref := range inRuntime {
 		if _, err := n.store.Get(uid); err == nil {
 			continue

@@ -12,7 +12,7 @@ import (
 
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // TestLastAppliedSpecWins: specs applied while a pass of the pod runs
@@ -67,22 +67,22 @@ func TestLastAppliedSpecWins(t *testing.T) {
 		c := &last.Spec.Containers[i]
 		running := 0
 		for _, inst := range view.Containers {
-			if inst.Name == c.Name && inst.State == plan.ContainerRunning {
+			if inst.Name == c.Name && inst.State == model.ContainerRunning {
 				running++
 			}
 		}
 		newest := view.FindContainer(c.Name)
-		if running != 1 || newest == nil || newest.State != plan.ContainerRunning {
+		if running != 1 || newest == nil || newest.State != model.ContainerRunning {
 			t.Errorf("%s: %d running instances, newest %+v; want one, running", c.Name, running, newest)
 			continue
 		}
-		if want := plan.ContainerHash(last, c); newest.Hash != want {
+		if want := model.ContainerHash(last, c); newest.Hash != want {
 			t.Errorf("%s runs hash %s, want the stored spec's %s (env %v)", c.Name, newest.Hash, want, c.Env)
 		}
 	}
 	ready := 0
 	for _, sb := range view.Sandboxes {
-		if sb.State == plan.SandboxReady {
+		if sb.State == model.SandboxReady {
 			ready++
 		}
 	}
@@ -135,7 +135,7 @@ func TestApplyAndDeleteRace(t *testing.T) {
 			if !stored {
 				return len(v.Sandboxes) == 0 && len(v.Containers) == 0
 			}
-			return len(v.Sandboxes) == 1 && v.Sandboxes[0].State == plan.SandboxReady
+			return len(v.Sandboxes) == 1 && v.Sandboxes[0].State == model.SandboxReady
 		})
 		switch {
 		case stored && applyErr != nil:

@@ -14,7 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/logx"
@@ -84,7 +84,7 @@ func (n *Node) readmit(ctx context.Context, r *store.PodRecord) error {
 	}
 	status, c, ev := failPod(r.Pod, ae.Reason(), "Pod was rejected: "+ae.Result.Message)
 	if _, err := n.store.Append(c, ev); err != nil {
-		return fmt.Errorf("recover: reject pod %s: %w", plan.PodString(r.Pod), err)
+		return fmt.Errorf("recover: reject pod %s: %w", model.PodString(r.Pod), err)
 	}
 	r.Pod.Status = *status
 	logx.From(ctx, n.log).Warn("pod rejected: the node's policy no longer admits it", append(logx.Pod(r.Pod),
@@ -104,7 +104,7 @@ func failPod(pod *corev1.Pod, reason, msg string) (*corev1.PodStatus, store.Chan
 }
 
 // podNames lists up to max of the pods, sorted, as "namespace/name".
-func podNames(pods map[types.UID]plan.PodRef, max int) string {
+func podNames(pods map[types.UID]model.PodRef, max int) string {
 	var names []string
 	for _, r := range pods {
 		names = append(names, r.Namespace+"/"+r.Name)
@@ -118,8 +118,8 @@ func podNames(pods map[types.UID]plan.PodRef, max int) string {
 
 // runtimePods returns the pods podsync's sandboxes and containers belong
 // to (those with uid only, if uid is not nil).
-func (n *Node) runtimePods(ctx context.Context, uid *types.UID) (map[types.UID]plan.PodRef, error) {
-	sel := map[string]string{plan.LabelManaged: "true"}
+func (n *Node) runtimePods(ctx context.Context, uid *types.UID) (map[types.UID]model.PodRef, error) {
+	sel := map[string]string{model.LabelManaged: "true"}
 	if uid != nil {
 		sel = syncer.PodSelector(*uid)
 	}
@@ -131,12 +131,12 @@ func (n *Node) runtimePods(ctx context.Context, uid *types.UID) (map[types.UID]p
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	out := map[types.UID]plan.PodRef{}
+	out := map[types.UID]model.PodRef{}
 	add := func(labels map[string]string) {
-		if !plan.IsManaged(labels) {
+		if !model.IsManaged(labels) {
 			return
 		}
-		ref := plan.PodFromLabels(labels)
+		ref := model.PodFromLabels(labels)
 		if ref.UID == "" {
 			return
 		}
@@ -154,10 +154,10 @@ func (n *Node) runtimePods(ctx context.Context, uid *types.UID) (map[types.UID]p
 }
 
 // runtimePodRef returns the pod the runtime's objects with uid belong to.
-func (n *Node) runtimePodRef(ctx context.Context, uid types.UID) (plan.PodRef, bool, error) {
+func (n *Node) runtimePodRef(ctx context.Context, uid types.UID) (model.PodRef, bool, error) {
 	pods, err := n.runtimePods(ctx, &uid)
 	if err != nil {
-		return plan.PodRef{}, false, err
+		return model.PodRef{}, false, err
 	}
 	ref, ok := pods[uid]
 	return ref, ok, nil

@@ -17,7 +17,7 @@ import (
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
 )
@@ -64,11 +64,11 @@ func TestLostStoreKeepsPodsRunning(t *testing.T) {
 		t.Fatalf("Run on a lost store = %v, want ErrStoreLost naming shop/web and the flags", err)
 	}
 	after := h.view(pod)
-	if len(after.Sandboxes) != 1 || after.Sandboxes[0].ID != before.Sandboxes[0].ID || after.Sandboxes[0].State != plan.SandboxReady {
+	if len(after.Sandboxes) != 1 || after.Sandboxes[0].ID != before.Sandboxes[0].ID || after.Sandboxes[0].State != model.SandboxReady {
 		t.Errorf("sandboxes after the refusal %v, want %s ready, untouched", after.Sandboxes, before.Sandboxes[0].ID)
 	}
 	for _, c := range after.Containers {
-		if c.State != plan.ContainerRunning {
+		if c.State != model.ContainerRunning {
 			t.Errorf("container %s %s after the refusal, want running", c.Name, c.State)
 		}
 	}
@@ -156,11 +156,11 @@ func TestOrphansKeptUnlessRemoveOrphans(t *testing.T) {
 		return len(h.view(late).Sandboxes) == 0
 	})
 	after := h.view(orphan)
-	if len(after.Sandboxes) != 1 || after.Sandboxes[0].ID != before.Sandboxes[0].ID || after.Sandboxes[0].State != plan.SandboxReady {
+	if len(after.Sandboxes) != 1 || after.Sandboxes[0].ID != before.Sandboxes[0].ID || after.Sandboxes[0].State != model.SandboxReady {
 		t.Errorf("orphan's sandboxes after sweeps %v, want %s kept ready", after.Sandboxes, before.Sandboxes[0].ID)
 	}
 	for _, c := range after.Containers {
-		if c.State != plan.ContainerRunning {
+		if c.State != model.ContainerRunning {
 			t.Errorf("orphan's container %s is %s, want running", c.Name, c.State)
 		}
 	}
@@ -221,7 +221,7 @@ func TestAdoptRuntime(t *testing.T) {
 	other := enginetest.Pod()
 	other.Name, other.UID = "api", "uid-api"
 	h.apply(other)
-	before := map[string]*plan.RuntimeView{"web": h.view(pod), "api": h.view(other)}
+	before := map[string]*model.RuntimeView{"web": h.view(pod), "api": h.view(other)}
 	h.stop()
 
 	n, st, _ := newStoreNode(t, h, func(o *engine.NodeOptions) { o.AdoptRuntime = true })
@@ -240,7 +240,7 @@ func TestAdoptRuntime(t *testing.T) {
 		if diff := cmp.Diff(p.Labels, rec.Pod.Labels); diff != "" || rec.Pod.Annotations["owner"] != p.Annotations["owner"] {
 			t.Errorf("%s: labels %v annotations %v, want the applied ones", p.Name, rec.Pod.Labels, rec.Pod.Annotations)
 		}
-		if _, partial := rec.Pod.Annotations[plan.AnnotationAdopted]; partial {
+		if _, partial := rec.Pod.Annotations[model.AnnotationAdopted]; partial {
 			t.Errorf("%s: marked as adopted in part", p.Name)
 		}
 		sameRuntime(t, before[p.Name], h.view(p))
@@ -258,9 +258,9 @@ func TestAdoptRuntime(t *testing.T) {
 
 // sameRuntime fails unless after holds before's one sandbox, still ready,
 // and its containers, still running with their restart counts.
-func sameRuntime(t *testing.T, before, after *plan.RuntimeView) {
+func sameRuntime(t *testing.T, before, after *model.RuntimeView) {
 	t.Helper()
-	if len(after.Sandboxes) != 1 || after.Sandboxes[0].ID != before.Sandboxes[0].ID || after.Sandboxes[0].State != plan.SandboxReady {
+	if len(after.Sandboxes) != 1 || after.Sandboxes[0].ID != before.Sandboxes[0].ID || after.Sandboxes[0].State != model.SandboxReady {
 		t.Errorf("sandboxes %v, want only %s, ready", after.Sandboxes, before.Sandboxes[0].ID)
 	}
 	if len(after.Containers) != len(before.Containers) {
@@ -268,7 +268,7 @@ func sameRuntime(t *testing.T, before, after *plan.RuntimeView) {
 	}
 	for _, c := range before.Containers {
 		got := after.FindContainer(c.Name)
-		if got == nil || got.ID != c.ID || got.State != plan.ContainerRunning || got.RestartCount != c.RestartCount {
+		if got == nil || got.ID != c.ID || got.State != model.ContainerRunning || got.RestartCount != c.RestartCount {
 			t.Errorf("container %s: %+v, want %s running with %d restarts", c.Name, got, c.ID, c.RestartCount)
 		}
 	}
@@ -279,7 +279,7 @@ func sameRuntime(t *testing.T, before, after *plan.RuntimeView) {
 type noSpecRuntime struct{ syncer.Runtime }
 
 func (r noSpecRuntime) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
-	delete(cfg.Annotations, plan.AnnotationPodSpec)
+	delete(cfg.Annotations, model.AnnotationPodSpec)
 	return r.Runtime.RunPodSandbox(ctx, cfg, handler)
 }
 
@@ -311,8 +311,8 @@ func TestAdoptRuntimeInPart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mark := rec.Pod.Annotations[plan.AnnotationAdopted]; !strings.Contains(mark, "probes") {
-		t.Errorf("%s = %q, want it to name the lost probes", plan.AnnotationAdopted, mark)
+	if mark := rec.Pod.Annotations[model.AnnotationAdopted]; !strings.Contains(mark, "probes") {
+		t.Errorf("%s = %q, want it to name the lost probes", model.AnnotationAdopted, mark)
 	}
 	entries, err := st.Since(0)
 	if err != nil {
@@ -339,7 +339,7 @@ func TestAdoptRuntimeInPart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, marked := rec.Pod.Annotations[plan.AnnotationAdopted]; marked || rec.Pod.Spec.Containers[0].ReadinessProbe == nil {
+	if _, marked := rec.Pod.Annotations[model.AnnotationAdopted]; marked || rec.Pod.Spec.Containers[0].ReadinessProbe == nil {
 		t.Errorf("after the Apply: annotations %v, probe %v, want the applied spec", rec.Pod.Annotations, rec.Pod.Spec.Containers[0].ReadinessProbe)
 	}
 	if changes() != writes {

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/logx"
 )
 
@@ -35,7 +35,7 @@ const rotatedTimeFormat = "20060102-150405"
 func (n *Node) RotateLogs(ctx context.Context) {
 	ctrs, err := n.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-		LabelSelector: map[string]string{plan.LabelManaged: "true"},
+		LabelSelector: map[string]string{model.LabelManaged: "true"},
 	})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -47,7 +47,7 @@ func (n *Node) RotateLogs(ctx context.Context) {
 	defer n.rotMu.Unlock()
 	seen := make(map[string]bool, len(ctrs))
 	for _, c := range ctrs {
-		if !plan.IsManaged(c.GetLabels()) {
+		if !model.IsManaged(c.GetLabels()) {
 			continue
 		}
 		seen[c.GetId()] = true

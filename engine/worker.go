@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/watch"
 	"github.com/podsync/podsync/logx"
@@ -64,7 +64,7 @@ type worker struct {
 	summary podSummary
 	// sandbox is the sandbox the pod's containers ran in after the last
 	// pass; zero when it had none.
-	sandbox plan.Sandbox
+	sandbox model.Sandbox
 	// pending gathers what asked for a pass since the last one began
 	// (nil: nothing); seen is the pod's objects as the last pass found
 	// them at its end, nil if it did not end cleanly. A pass asked for
@@ -76,7 +76,7 @@ type worker struct {
 	seenMark uint64
 	// pulls are the pod's failed image pulls, which the runtime does not
 	// record: each pass starts from them and returns them updated.
-	pulls []plan.PullFailure
+	pulls []model.PullFailure
 }
 
 func newWorker(n *Node, parent context.Context, uid types.UID) *worker {
@@ -179,7 +179,7 @@ func (w *worker) setRef(ref store.PodRef) {
 }
 
 // noteSandbox remembers the sandbox a pass left the pod's containers in.
-func (w *worker) noteSandbox(sb plan.Sandbox) {
+func (w *worker) noteSandbox(sb model.Sandbox) {
 	w.mu.Lock()
 	w.sandbox = sb
 	w.mu.Unlock()
@@ -187,7 +187,7 @@ func (w *worker) noteSandbox(sb plan.Sandbox) {
 
 // lastSandbox returns the sandbox the pod's containers ran in after the
 // last pass; zero when they had none.
-func (w *worker) lastSandbox() plan.Sandbox {
+func (w *worker) lastSandbox() model.Sandbox {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.sandbox
@@ -195,14 +195,14 @@ func (w *worker) lastSandbox() plan.Sandbox {
 
 // pullFailures returns the pod's failed image pulls as the last pass left
 // them.
-func (w *worker) pullFailures() []plan.PullFailure {
+func (w *worker) pullFailures() []model.PullFailure {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.pulls
 }
 
 // notePulls remembers the failed image pulls a pass returned.
-func (w *worker) notePulls(fs []plan.PullFailure) {
+func (w *worker) notePulls(fs []model.PullFailure) {
 	w.mu.Lock()
 	w.pulls = fs
 	w.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
@@ -89,7 +90,7 @@ func (w *worker) stepEvents(pod *corev1.Pod, res syncer.SyncResult) []store.Chan
 					add(warning, EventFailed, c, "Error: "+plan.ReasonImagePullBackOff)
 					continue
 				}
-				add(warning, EventBackOff, c, fmt.Sprintf("Back-off restarting failed container %s in pod %s", c, plan.PodString(pod)))
+				add(warning, EventBackOff, c, fmt.Sprintf("Back-off restarting failed container %s in pod %s", c, model.PodString(pod)))
 			case s.Err != nil && s.Reason == syncer.ReasonPostStartHookError:
 				// The kubelet's FailedPostStartHook event (from the
 				// PostStartHook step) is the only one: the start's
@@ -152,7 +153,7 @@ func (w *worker) stepEvents(pod *corev1.Pod, res syncer.SyncResult) []store.Chan
 
 // specImage returns the image of the pod's container named name, or "".
 func specImage(pod *corev1.Pod, name string) string {
-	if c := plan.SpecContainer(pod, name); c != nil {
+	if c := model.SpecContainer(pod, name); c != nil {
 		return c.Image
 	}
 	return ""

@@ -14,6 +14,7 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/failpoint"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/prober"
@@ -24,17 +25,17 @@ import (
 )
 
 // sandboxIn returns the sandbox of view with id; zero when there is none.
-func sandboxIn(view plan.RuntimeView, id string) plan.Sandbox {
+func sandboxIn(view model.RuntimeView, id string) model.Sandbox {
 	for _, s := range view.Sandboxes {
 		if s.ID == id {
 			return s
 		}
 	}
-	return plan.Sandbox{}
+	return model.Sandbox{}
 }
 
 // storedSandbox names sb as the store records it with a status.
-func storedSandbox(sb plan.Sandbox) store.SandboxRef {
+func storedSandbox(sb model.Sandbox) store.SandboxRef {
 	return store.SandboxRef{ID: sb.ID, Attempt: sb.Attempt}
 }
 
@@ -120,14 +121,14 @@ func (w *worker) sync(ctx context.Context, rec *store.PodRecord, emit func(synce
 	in := syncer.SyncInput{ConfigMaps: cms, Secrets: secrets, Probes: w.n.probeResults(pod.UID),
 		PullFailures: w.pullFailures(), AdmitResize: w.n.admitResize, NothingInRuntime: w.n.claimNew(pod.UID),
 		ReadMark: watch.ReadMark}
-	in.Observed = func(view plan.RuntimeView, actions plan.PodActions) { w.publishObserved(ctx, pod, view, actions) }
+	in.Observed = func(view model.RuntimeView, actions plan.PodActions) { w.publishObserved(ctx, pod, view, actions) }
 	res, err := w.n.syncer.SyncPod(ctx, pod, in, emit)
 	if err == nil && ctx.Err() != nil {
 		// A deletion interrupted the sandbox's create, which the syncer
 		// does not count as failed (the kubelet's SyncPod returns): the
 		// pass still yields to the deletion's, as every interrupted
 		// pass does.
-		err = fmt.Errorf("sync pod %s: %w", plan.PodString(pod), context.Cause(ctx))
+		err = fmt.Errorf("sync pod %s: %w", model.PodString(pod), context.Cause(ctx))
 	}
 	w.notePulls(res.PullFailures)
 	w.noteResize(pod, res)
@@ -168,7 +169,7 @@ func (w *worker) record(ctx context.Context, pod *corev1.Pod, res syncer.SyncRes
 	failpoint.Inject(failpoint.BeforeStatusAppend)
 	if len(changes) > 0 {
 		if _, err := w.n.store.Append(changes...); err != nil {
-			return status, fmt.Errorf("record status of pod %s: %w", plan.PodString(pod), err)
+			return status, fmt.Errorf("record status of pod %s: %w", model.PodString(pod), err)
 		}
 	}
 	w.noteStatus(&status)
@@ -262,12 +263,12 @@ func sameStatus(a, b *corev1.PodStatus) bool {
 
 // runningContainers lists the newest running instance of each container
 // for the prober.
-func runningContainers(pod *corev1.Pod, view plan.RuntimeView, cfg criconfig.Options) []prober.RunningContainer {
+func runningContainers(pod *corev1.Pod, view model.RuntimeView, cfg criconfig.Options) []prober.RunningContainer {
 	var ip string
 	switch {
 	case pod.Spec.HostNetwork && len(cfg.NodeIPs) > 0:
 		ip = cfg.NodeIPs[0]
-	case len(view.Sandboxes) > 0 && view.Sandboxes[0].State == plan.SandboxReady && len(view.Sandboxes[0].IPs) > 0:
+	case len(view.Sandboxes) > 0 && view.Sandboxes[0].State == model.SandboxReady && len(view.Sandboxes[0].IPs) > 0:
 		ip = view.Sandboxes[0].IPs[0]
 	}
 	seen := map[string]bool{}
@@ -277,7 +278,7 @@ func runningContainers(pod *corev1.Pod, view plan.RuntimeView, cfg criconfig.Opt
 			continue
 		}
 		seen[c.Name] = true
-		if c.State == plan.ContainerRunning {
+		if c.State == model.ContainerRunning {
 			out = append(out, prober.RunningContainer{Name: c.Name, ID: c.ID, StartedAt: c.StartedAt, PodIP: ip})
 		}
 	}
@@ -355,7 +356,7 @@ func (w *worker) remove(ctx context.Context) error {
 // the restart's CreateContainer and StartContainer, and the status they
 // see next has the new instance. Other passes publish only their result.
 // pod.Status becomes the published status. The caller holds w's lock.
-func (w *worker) publishObserved(ctx context.Context, pod *corev1.Pod, view plan.RuntimeView, actions plan.PodActions) {
+func (w *worker) publishObserved(ctx context.Context, pod *corev1.Pod, view model.RuntimeView, actions plan.PodActions) {
 	if !restartsExited(view, actions) {
 		return
 	}
@@ -383,10 +384,10 @@ func (w *worker) publishObserved(ctx context.Context, pod *corev1.Pod, view plan
 
 // restartsExited reports whether plan starts again a container whose
 // latest instance in view has exited.
-func restartsExited(view plan.RuntimeView, actions plan.PodActions) bool {
+func restartsExited(view model.RuntimeView, actions plan.PodActions) bool {
 	for _, list := range [][]plan.ContainerAction{actions.Start, actions.StartInit} {
 		for _, a := range list {
-			if inst := view.FindContainer(a.Name); inst != nil && inst.State == plan.ContainerExited {
+			if inst := view.FindContainer(a.Name); inst != nil && inst.State == model.ContainerExited {
 				return true
 			}
 		}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/logx"
 )
@@ -83,7 +83,7 @@ func (s *scriptedSyncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 	return s.next.RemovePod(ctx, pod)
 }
 
-func (s *scriptedSyncer) ReadView(ctx context.Context, uid types.UID) (plan.RuntimeView, error) {
+func (s *scriptedSyncer) ReadView(ctx context.Context, uid types.UID) (model.RuntimeView, error) {
 	return s.next.ReadView(ctx, uid)
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Enforces the package boundaries of STYLE.md (make check-deps):
-#  - the pure engine packages (engine/plan, engine/podstatus,
+#  - the pure engine packages (engine/model, engine/plan, engine/podstatus,
 #    engine/criconfig), with every package of this module they import, do
 #    no I/O: no os, os/exec, net (but net/netip and net/url), syscall, zap,
 #    grpc, the store or failpoints;
@@ -28,7 +28,7 @@ deps_of() {
 	echo "$out"
 }
 
-pure_pkgs=(./engine/plan ./engine/podstatus ./engine/criconfig)
+pure_pkgs=(./engine/model ./engine/plan ./engine/podstatus ./engine/criconfig)
 forbidden='^(os|os/exec|net|net/.*|io/ioutil|syscall|go\.uber\.org/zap(/.*)?|google\.golang\.org/grpc(/.*)?|'"$mod"'/engine/store(/.*)?|'"$mod"'/engine/failpoint)$'
 for p in "${pure_pkgs[@]}"; do
 	# The package and every package of this module it depends on.
@@ -40,6 +40,10 @@ for p in "${pure_pkgs[@]}"; do
 		fi
 	done <<<"$ours"
 done
+
+# engine/model is the ground floor: it imports no package of this module.
+bad=$(deps_of ./engine/model | grep -E "^$mod/" | grep -vx "$mod/engine/model" || true)
+if [[ -n $bad ]]; then echo "check-deps: engine/model must import no package of this module, but depends on:"; echo "$bad"; fail=1; fi
 
 engine_deps=$(deps_of ./engine/...)
 bad=$(grep -E "^$mod/(api|server|client|internal)(/|$)" <<<"$engine_deps" || true)

@@ -11,6 +11,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine/logs"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
@@ -61,7 +62,7 @@ func containerTypeToProto(t syncer.ContainerType) podsyncv1.ContainerType {
 func containerTypeOf(pod *corev1.Pod, name string) podsyncv1.ContainerType {
 	for i := range pod.Spec.InitContainers {
 		if c := &pod.Spec.InitContainers[i]; c.Name == name {
-			if plan.IsRestartableInitContainer(c) {
+			if model.IsRestartableInitContainer(c) {
 				return podsyncv1.ContainerType_CONTAINER_TYPE_SIDECAR
 			}
 			return podsyncv1.ContainerType_CONTAINER_TYPE_INIT
@@ -72,7 +73,7 @@ func containerTypeOf(pod *corev1.Pod, name string) podsyncv1.ContainerType {
 			return podsyncv1.ContainerType_CONTAINER_TYPE_REGULAR
 		}
 	}
-	if plan.EphemeralContainer(pod, name) != nil {
+	if model.EphemeralContainer(pod, name) != nil {
 		return podsyncv1.ContainerType_CONTAINER_TYPE_EPHEMERAL
 	}
 	return podsyncv1.ContainerType_CONTAINER_TYPE_UNSPECIFIED

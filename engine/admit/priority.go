@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // The built-in priority classes (scheduling.k8s.io's system classes) and
@@ -331,7 +331,7 @@ func sortPodsByQOS(preemptor *corev1.Pod, pods []*corev1.Pod) (bestEffort, burst
 		if !Preemptable(preemptor, p) {
 			continue
 		}
-		switch plan.GetPodQOS(p) {
+		switch model.GetPodQOS(p) {
 		case corev1.PodQOSBestEffort:
 			bestEffort = append(bestEffort, p)
 		case corev1.PodQOSBurstable:

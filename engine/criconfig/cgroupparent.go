@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // CPU constants of the kubelet's pkg/kubelet/cm (helpers_linux.go).
@@ -68,7 +68,7 @@ func PodCgroupParent(pod *corev1.Pod, opts Options) string {
 		}
 	}
 	name = append(name, kubepodsCgroup)
-	switch plan.GetPodQOS(pod) {
+	switch model.GetPodQOS(pod) {
 	case corev1.PodQOSBurstable:
 		name = append(name, "burstable")
 	case corev1.PodQOSBestEffort:
@@ -100,7 +100,7 @@ func toSystemd(name []string) string {
 // containerOOMScoreAdjust is the kubelet's GetContainerOOMScoreAdjust.
 // memoryCapacity 0 (unknown) scores a burstable container 999.
 func containerOOMScoreAdjust(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) int64 {
-	switch plan.GetPodQOS(pod) {
+	switch model.GetPodQOS(pod) {
 	case corev1.PodQOSGuaranteed:
 		return guaranteedOOM
 	case corev1.PodQOSBestEffort:
@@ -160,7 +160,7 @@ func PodCgroupConfig(pod *corev1.Pod) PodCgroupResources {
 	quota := milliCPUToQuota(limits.Cpu().MilliValue(), quotaPeriod)
 	period := uint64(quotaPeriod)
 	memory := limits.Memory().Value()
-	switch plan.GetPodQOS(pod) {
+	switch model.GetPodQOS(pod) {
 	case corev1.PodQOSGuaranteed:
 		return PodCgroupResources{CPUShares: &shares, CPUQuota: &quota, CPUPeriod: &period, Memory: &memory}
 	case corev1.PodQOSBurstable:

@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -174,8 +175,8 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, opts Options) (*runtimeapi.P
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
 		},
-		Labels:       plan.PodLabels(pod),
-		Annotations:  plan.PodAnnotations(pod),
+		Labels:       model.PodLabels(pod),
+		Annotations:  model.PodAnnotations(pod),
 		LogDirectory: PodLogDirectory(pod, opts),
 	}
 	dns, err := podDNS(pod, opts)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan/plantest"
 )
 
@@ -95,7 +95,7 @@ func TestConfigsGolden(t *testing.T) {
 				if err != nil {
 					t.Fatalf("SandboxConfig(%s): %v", pod.Name, err)
 				}
-				g := goldenPod{Name: pod.Name, QOSClass: plan.GetPodQOS(pod), Sandbox: sb}
+				g := goldenPod{Name: pod.Name, QOSClass: model.GetPodQOS(pod), Sandbox: sb}
 				all := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
 				for i := range all {
 					gc := goldenContainer{Name: all[i].Name}
@@ -240,7 +240,7 @@ func TestQOSAndCgroups(t *testing.T) {
 			}
 			c := &pod.Spec.Containers[0]
 			opts := Options{MemoryCapacity: 8 << 30}
-			got := want{qos: plan.ComputePodQOS(pod), cgroupfs: PodCgroupParent(pod, opts)}
+			got := want{qos: model.ComputePodQOS(pod), cgroupfs: PodCgroupParent(pod, opts)}
 			opts.CgroupDriver = "systemd"
 			got.systemd = PodCgroupParent(pod, opts)
 			cfg, err := ContainerConfig(ContainerConfigInput{Pod: pod, Container: c}, Options{MemoryCapacity: 8 << 30})
@@ -368,32 +368,32 @@ func TestLabelsRoundTrip(t *testing.T) {
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"stop"}}}}
 	c := &pod.Spec.Containers[0]
 
-	sl := plan.PodLabels(pod)
-	if !plan.IsManaged(sl) || sl["app"] != "web" {
+	sl := model.PodLabels(pod)
+	if !model.IsManaged(sl) || sl["app"] != "web" {
 		t.Errorf("PodLabels = %v, want managed and the pod's labels", sl)
 	}
-	if got := plan.PodFromLabels(sl); got != (plan.PodRef{Name: "web", Namespace: "shop", UID: "uid-1"}) {
+	if got := model.PodFromLabels(sl); got != (model.PodRef{Name: "web", Namespace: "shop", UID: "uid-1"}) {
 		t.Errorf("PodFromLabels = %+v", got)
 	}
-	info := plan.ContainerInfoFromLabels(plan.ContainerLabels(pod, c))
+	info := model.ContainerInfoFromLabels(model.ContainerLabels(pod, c))
 	if info.ContainerName != "app" || info.UID != "uid-1" {
 		t.Errorf("ContainerInfoFromLabels = %+v", info)
 	}
-	got := plan.ContainerAnnotationsFrom(plan.ContainerAnnotations(pod, c, 7))
-	want := plan.ContainerAnnotationInfo{
-		Hash:                      plan.ContainerHash(pod, c),
+	got := model.ContainerAnnotationsFrom(model.ContainerAnnotations(pod, c, 7))
+	want := model.ContainerAnnotationInfo{
+		Hash:                      model.ContainerHash(pod, c),
 		RestartCount:              7,
 		PodTerminationGracePeriod: ptr.To[int64](30),
 		TerminationMessagePath:    "/dev/termination-log",
 		TerminationMessagePolicy:  "File",
 		PreStopHandler:            c.Lifecycle.PreStop,
 		ContainerPorts:            c.Ports,
-		Spec:                      plan.NewContainerSpec(pod, c),
+		Spec:                      model.NewContainerSpec(pod, c),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("annotations round trip mismatch (-want +got):\n%s", diff)
 	}
-	if plan.IsManaged(map[string]string{plan.LabelManaged: "false"}) {
+	if model.IsManaged(map[string]string{model.LabelManaged: "false"}) {
 		t.Error("IsManaged(false) = true")
 	}
 }
@@ -401,27 +401,27 @@ func TestLabelsRoundTrip(t *testing.T) {
 func TestNewRuntimeView(t *testing.T) {
 	pod := plantest.BasePod()
 	c := &pod.Spec.Containers[0]
-	lbl := plan.ContainerLabels(pod, c)
-	ann := plan.ContainerAnnotations(pod, c, 2)
-	other := plan.ContainerLabels(pod, c)
-	delete(other, plan.LabelManaged)
-	view := plan.NewRuntimeView("uid-1",
+	lbl := model.ContainerLabels(pod, c)
+	ann := model.ContainerAnnotations(pod, c, 2)
+	other := model.ContainerLabels(pod, c)
+	delete(other, model.LabelManaged)
+	view := model.NewRuntimeView("uid-1",
 		[]*runtimeapi.PodSandboxStatus{
-			{Id: "old", Metadata: &runtimeapi.PodSandboxMetadata{Attempt: 0}, CreatedAt: 1, Labels: plan.PodLabels(pod)},
+			{Id: "old", Metadata: &runtimeapi.PodSandboxMetadata{Attempt: 0}, CreatedAt: 1, Labels: model.PodLabels(pod)},
 			{Id: "new", Metadata: &runtimeapi.PodSandboxMetadata{Attempt: 1}, CreatedAt: 2, State: runtimeapi.PodSandboxState_SANDBOX_READY,
-				Network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.0.0.1", AdditionalIps: []*runtimeapi.PodIP{{Ip: "fd00::1"}}}, Labels: plan.PodLabels(pod)},
+				Network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.0.0.1", AdditionalIps: []*runtimeapi.PodIP{{Ip: "fd00::1"}}}, Labels: model.PodLabels(pod)},
 		},
 		[]*runtimeapi.ContainerStatus{
 			{Id: "c1", CreatedAt: 5, State: runtimeapi.ContainerState_CONTAINER_EXITED, ExitCode: 1, Labels: lbl, Annotations: ann},
 			{Id: "c2", CreatedAt: 9, State: runtimeapi.ContainerState_CONTAINER_RUNNING, Labels: lbl, Annotations: ann},
 			{Id: "foreign", CreatedAt: 10, State: runtimeapi.ContainerState_CONTAINER_RUNNING, Labels: other},
 		})
-	if len(view.Sandboxes) != 2 || view.Sandboxes[0].ID != "new" || view.Sandboxes[0].State != plan.SandboxReady ||
+	if len(view.Sandboxes) != 2 || view.Sandboxes[0].ID != "new" || view.Sandboxes[0].State != model.SandboxReady ||
 		!cmp.Equal(view.Sandboxes[0].IPs, []string{"10.0.0.1", "fd00::1"}) {
 		t.Errorf("sandboxes = %+v, want new (ready, both IPs) then old", view.Sandboxes)
 	}
-	if len(view.Containers) != 2 || view.Containers[0].ID != "c2" || view.Containers[0].State != plan.ContainerRunning ||
-		view.Containers[1].RestartCount != 2 || view.Containers[1].Hash != plan.ContainerHash(pod, c) || view.Containers[1].Name != "app" {
+	if len(view.Containers) != 2 || view.Containers[0].ID != "c2" || view.Containers[0].State != model.ContainerRunning ||
+		view.Containers[1].RestartCount != 2 || view.Containers[1].Hash != model.ContainerHash(pod, c) || view.Containers[1].Name != "app" {
 		t.Errorf("containers = %+v, want c2 then c1, unmanaged skipped", view.Containers)
 	}
 }
@@ -521,7 +521,7 @@ func TestPodLevelResources(t *testing.T) {
 			Resources: ptr.To(resources(map[corev1.ResourceName]string{cpu: "500m", mem: "64Mi"}, map[corev1.ResourceName]string{cpu: "500m", mem: "64Mi"})),
 		},
 	}
-	if got := plan.ComputePodQOS(pod); got != corev1.PodQOSGuaranteed {
+	if got := model.ComputePodQOS(pod); got != corev1.PodQOSGuaranteed {
 		t.Errorf("QoS = %s, want Guaranteed from the pod-level resources", got)
 	}
 	if got := PodCgroupParent(pod, Options{}); got != "/kubepods/pod1234-ab" {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig/expansion"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // aggregate is the kubelet's PodRequests/PodLimits: regular containers
@@ -47,7 +47,7 @@ func aggregate(pod *corev1.Pod, get func(*corev1.Container) corev1.ResourceList)
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		r := get(c)
-		if plan.IsRestartableInitContainer(c) {
+		if model.IsRestartableInitContainer(c) {
 			add(sum, r)
 			add(sidecars, r)
 			r = sidecars
@@ -166,8 +166,8 @@ func ContainerConfig(in ContainerConfigInput, opts Options) (*runtimeapi.Contain
 		Command:     expandAll(c.Command, env),
 		Args:        expandAll(c.Args, env),
 		WorkingDir:  c.WorkingDir,
-		Labels:      plan.ContainerLabels(pod, c),
-		Annotations: plan.ContainerAnnotations(pod, c, in.RestartCount),
+		Labels:      model.ContainerLabels(pod, c),
+		Annotations: model.ContainerAnnotations(pod, c, in.RestartCount),
 		Mounts:      mounts,
 		LogPath:     containerLogPath(c.Name, in.RestartCount),
 		Stdin:       c.Stdin,

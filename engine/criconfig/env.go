@@ -14,7 +14,7 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig/expansion"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // expand is the Kubernetes $(VAR) expansion (third_party/forked/golang/
@@ -241,7 +241,7 @@ func formatMap(m map[string]string) string {
 func ResourceFieldValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFieldSelector, allocatable corev1.ResourceList) (string, error) {
 	target := c
 	if ref.ContainerName != "" || c == nil {
-		target = plan.SpecContainer(pod, ref.ContainerName)
+		target = model.SpecContainer(pod, ref.ContainerName)
 		if target == nil {
 			return "", fmt.Errorf("resourceFieldRef: container %q not found: %w", ref.ContainerName, errdefs.ErrInvalidSpec)
 		}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // effectiveNonRoot returns the runAsNonRoot and runAsUser that apply to
@@ -68,21 +68,21 @@ func VerifyRunAsNonRoot(pod *corev1.Pod, c *corev1.Container, uid *int64, userna
 	}
 	if user != nil {
 		if *user == 0 {
-			return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", plan.PodString(pod), c.Name)
+			return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", model.PodString(pod), c.Name)
 		}
 		return nil
 	}
 	switch {
 	case uid == nil && len(username) > 0:
 		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)",
-			username, plan.PodString(pod), c.Name)
+			username, model.PodString(pod), c.Name)
 	case uid != nil:
 		if *uid == 0 {
-			return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", plan.PodString(pod), c.Name)
+			return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", model.PodString(pod), c.Name)
 		}
 		if errs := validation.IsValidUserID(*uid); len(errs) > 0 {
 			return fmt.Errorf("container has runAsNonRoot and image has an invalid user id (%d). (Must be 1-(%d)): %s (pod: %q, container: %s)",
-				*uid, math.MaxInt32, strings.Join(errs, "; "), plan.PodString(pod), c.Name)
+				*uid, math.MaxInt32, strings.Join(errs, "; "), model.PodString(pod), c.Name)
 		}
 	}
 	return nil

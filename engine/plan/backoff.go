@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podsync/podsync/engine/model"
 )
 
 // The kubelet's back-off defaults (pkg/kubelet/kubelet.go backOffPeriod and
@@ -104,10 +106,10 @@ func (b Backoff) Active(now time.Time) bool { return now.Before(b.Until) }
 // The run of failures is counted from the restart-count annotations of the
 // newest exited instances with the current hash, so instances removed by
 // garbage collection in between still count.
-func CrashLoopBackoff(pod *corev1.Pod, c *corev1.Container, view *RuntimeView, p BackoffPolicy) Backoff {
-	hash := ContainerHash(pod, c)
+func CrashLoopBackoff(pod *corev1.Pod, c *corev1.Container, view *model.RuntimeView, p BackoffPolicy) Backoff {
+	hash := model.ContainerHash(pod, c)
 	b := Backoff{Key: BackoffKey{PodUID: pod.UID, Container: c.Name, SpecHash: hash}}
-	var insts []*ContainerInstance
+	var insts []*model.ContainerInstance
 	for i := range view.Containers {
 		if view.Containers[i].Name == c.Name {
 			insts = append(insts, &view.Containers[i])
@@ -135,11 +137,11 @@ func CrashLoopBackoff(pod *corev1.Pod, c *corev1.Container, view *RuntimeView, p
 // stopping after one that ran longer than ResetAfter. It returns that
 // newest instance and the oldest of the run. CrashLoopBackoff counts the
 // run from them; the garbage collection keeps the run's first instance.
-func crashLoopRun(insts []*ContainerInstance, same func(*ContainerInstance) bool, p BackoffPolicy) (newest, first *ContainerInstance) {
+func crashLoopRun(insts []*model.ContainerInstance, same func(*model.ContainerInstance) bool, p BackoffPolicy) (newest, first *model.ContainerInstance) {
 	for _, inst := range insts {
 		if newest == nil {
 			// doBackOff looks at the newest exited instance.
-			if inst.State != ContainerExited {
+			if inst.State != model.ContainerExited {
 				continue
 			}
 			if !same(inst) {
@@ -147,7 +149,7 @@ func crashLoopRun(insts []*ContainerInstance, same func(*ContainerInstance) bool
 			}
 			newest = inst
 		}
-		if inst.State != ContainerExited || !same(inst) {
+		if inst.State != model.ContainerExited || !same(inst) {
 			break
 		}
 		first = inst
@@ -162,10 +164,10 @@ func crashLoopRun(insts []*ContainerInstance, same func(*ContainerInstance) bool
 // definition as far as the back-off goes: podsync's hash is the same, or
 // differs in resources only (the kubelet's hash, of the name and image,
 // leaves them out, so a resize keeps the back-off).
-func sameDefinition(pod *corev1.Pod, c *corev1.Container) func(*ContainerInstance) bool {
-	hash := ContainerHash(pod, c)
-	var spec *ContainerSpec
-	return func(inst *ContainerInstance) bool {
+func sameDefinition(pod *corev1.Pod, c *corev1.Container) func(*model.ContainerInstance) bool {
+	hash := model.ContainerHash(pod, c)
+	var spec *model.ContainerSpec
+	return func(inst *model.ContainerInstance) bool {
 		if inst.Hash == hash {
 			return true
 		}
@@ -173,9 +175,9 @@ func sameDefinition(pod *corev1.Pod, c *corev1.Container) func(*ContainerInstanc
 			return false
 		}
 		if spec == nil {
-			spec = NewContainerSpec(pod, c)
+			spec = model.NewContainerSpec(pod, c)
 		}
-		changed := changedFields(inst.Spec, spec)
+		changed := model.ChangedFields(inst.Spec, spec)
 		return len(changed) == 1 && changed[0] == "resources"
 	}
 }
@@ -186,13 +188,13 @@ func sameDefinition(pod *corev1.Pod, c *corev1.Container) func(*ContainerInstanc
 // failure, as the kubelet's image manager does with its
 // flowcontrol.Backoff. Every container of the pod with the same image has
 // the same back-off.
-func ImagePullBackoff(pod *corev1.Pod, c *corev1.Container, view *RuntimeView, p BackoffPolicy) Backoff {
+func ImagePullBackoff(pod *corev1.Pod, c *corev1.Container, view *model.RuntimeView, p BackoffPolicy) Backoff {
 	return ImagePullBackoffOf(pod, c.Image, view.PullFailure(c.Image), p)
 }
 
 // ImagePullBackoffOf is ImagePullBackoff for image with its failure f (nil
 // if none).
-func ImagePullBackoffOf(pod *corev1.Pod, image string, f *PullFailure, p BackoffPolicy) Backoff {
+func ImagePullBackoffOf(pod *corev1.Pod, image string, f *model.PullFailure, p BackoffPolicy) Backoff {
 	b := Backoff{Key: BackoffKey{PodUID: pod.UID, Image: image}}
 	if f == nil || f.Failures <= 0 {
 		return b
@@ -205,10 +207,5 @@ func ImagePullBackoffOf(pod *corev1.Pod, image string, f *PullFailure, p Backoff
 
 // CrashLoopMessage is the kubelet's doBackOff message.
 func CrashLoopMessage(pod *corev1.Pod, name string, d time.Duration) string {
-	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, name, PodString(pod))
-}
-
-// PodString is the kubelet's format.Pod: name_namespace(uid).
-func PodString(pod *corev1.Pod) string {
-	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, name, model.PodString(pod))
 }

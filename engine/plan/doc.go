@@ -2,37 +2,31 @@
 // computePodActions without its I/O (reference: kubelet v1.37.2,
 // pkg/kubelet/kuberuntime).
 //
-// It owns:
+// It decides only; what it decides from (the runtime view, the label
+// codec, the spec hash, QoS, the probe results) is engine/model's. It owns:
 //
-//   - the runtime view (types.go): a pod's sandboxes and container
-//     instances, newest first, decoded from CRI statuses
-//     (NewRuntimeView, SandboxFromCRI, ContainerFromCRI);
-//   - the CRI label and annotation codec (labels.go): the kubelet's own
-//     io.kubernetes.* keys plus podsync.io/managed, in encode/decode pairs,
-//     so that everything a restart of podsync needs is on the CRI objects;
-//   - the container spec hash and the fields a changed spec changed
-//     (hash.go, hash_json.go);
 //   - crash-loop and image-pull back-off (backoff.go), computed from what
 //     the runtime holds;
-//   - ComputePodActions (plan.go): the sandbox decision, the containers to
-//     kill, the init containers, sidecars and containers to start, each
-//     named with a reason, and the back-offs that hold them;
+//   - ComputePodActions (plan.go): the sandbox decision (sandbox.go), the
+//     containers to kill, the init containers (init.go), sidecars and
+//     containers to start, each named with a reason, and the back-offs
+//     that hold them;
+//   - what ends a pod on the node (terminal.go): its active deadline, its
+//     backoff limit, an eviction (eviction.go);
 //   - in-place resize (resize.go): the kubelet's computePodResizeAction
 //     (a resize action per running container, or a restart under
 //     resizePolicy RestartContainer), and what the node allocated while a
 //     resize waits for admission (AllocatedPod);
 //   - the garbage-collection selection (gcselect.go), which walks a
-//     container's instances with the same walk as the crash-loop back-off;
-//   - the pod's QoS class (qos.go) and the probe results the planner reads.
+//     container's instances with the same walk as the crash-loop back-off.
 //
 // Everything here is a function of its arguments: no I/O, no logging, no
 // clock reads, no feature gates. It may import the standard library (but
 // os, os/exec, net other than net/netip and net/url, and syscall),
-// k8s.io/api, k8s.io/apimachinery, k8s.io/utils and the CRI API types;
-// never zap, grpc, the store or failpoints (make check-deps checks all of
-// it, with everything it imports from this module). The syncer
-// (engine/syncer) executes what it decides; podstatus and criconfig build
-// on its view.
+// k8s.io/api, k8s.io/apimachinery, k8s.io/utils, the CRI API types and
+// engine/model; never zap, grpc, the store or failpoints (make check-deps
+// checks all of it, with everything it imports from this module). The syncer
+// (engine/syncer) executes what it decides.
 //
 // # Differences from the kubelet
 //
@@ -40,7 +34,7 @@
 // changed command, args, env or mounts of a static pod is silently ignored
 // (kubernetes issue 136931). podsync specs are mutable by their callers, so
 // podsync hashes every field that shapes the created container (see
-// ContainerHash) and stores the hashed fields in an annotation; a running
+// model.ContainerHash) and stores the hashed fields in an annotation; a running
 // container whose hash changed is killed and restarted, and the plan names
 // the fields that changed ("image", "env[FOO]", "volumeMounts[/data]").
 // A change of CPU and memory alone is not a definition change but a resize,

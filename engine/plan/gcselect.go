@@ -4,12 +4,14 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/model"
 )
 
 // garbage is what the per-pod garbage collection removes.
 type garbage struct {
-	Containers []ContainerInstance
-	Sandboxes  []Sandbox
+	Containers []model.ContainerInstance
+	Sandboxes  []model.Sandbox
 }
 
 // FindGarbage picks the dead instances and sandboxes of a pod that are no
@@ -27,10 +29,10 @@ type garbage struct {
 // a container no longer in the spec. Running and unknown instances are
 // never removed. A sandbox is removed when it is not ready, not the newest,
 // and holds no container any more (the kubelet's evictSandboxes).
-func FindGarbage(pod *corev1.Pod, view *RuntimeView, sandboxOf map[string]string, bo BackoffPolicy) garbage {
+func FindGarbage(pod *corev1.Pod, view *model.RuntimeView, sandboxOf map[string]string, bo BackoffPolicy) garbage {
 	var g garbage
 	keep := map[string]bool{}
-	byName := map[string][]*ContainerInstance{}
+	byName := map[string][]*model.ContainerInstance{}
 	var names []string
 	for i := range view.Containers {
 		inst := &view.Containers[i]
@@ -41,25 +43,25 @@ func FindGarbage(pod *corev1.Pod, view *RuntimeView, sandboxOf map[string]string
 	}
 	for _, name := range names {
 		insts := byName[name]
-		c := SpecContainer(pod, name)
+		c := model.SpecContainer(pod, name)
 		if c != nil {
 			keep[insts[0].ID] = true
 			// Created instances behind the newest are junk; skip them.
-			var history []*ContainerInstance
+			var history []*model.ContainerInstance
 			for _, inst := range insts[1:] {
-				if inst.State != ContainerCreated {
+				if inst.State != model.ContainerCreated {
 					history = append(history, inst)
 				}
 			}
-			if i := slices.IndexFunc(history, func(x *ContainerInstance) bool { return x.State == ContainerExited }); i >= 0 {
+			if i := slices.IndexFunc(history, func(x *model.ContainerInstance) bool { return x.State == model.ContainerExited }); i >= 0 {
 				keep[history[i].ID] = true
 			}
-			if _, first := crashLoopRun(append([]*ContainerInstance{insts[0]}, history...), sameDefinition(pod, c), bo); first != nil {
+			if _, first := crashLoopRun(append([]*model.ContainerInstance{insts[0]}, history...), sameDefinition(pod, c), bo); first != nil {
 				keep[first.ID] = true
 			}
 		}
 		for _, inst := range insts {
-			if keep[inst.ID] || (inst.State != ContainerExited && inst.State != ContainerCreated) {
+			if keep[inst.ID] || (inst.State != model.ContainerExited && inst.State != model.ContainerCreated) {
 				continue
 			}
 			g.Containers = append(g.Containers, *inst)
@@ -67,12 +69,12 @@ func FindGarbage(pod *corev1.Pod, view *RuntimeView, sandboxOf map[string]string
 	}
 	used := map[string]bool{}
 	for _, inst := range view.Containers {
-		if !slices.ContainsFunc(g.Containers, func(x ContainerInstance) bool { return x.ID == inst.ID }) {
+		if !slices.ContainsFunc(g.Containers, func(x model.ContainerInstance) bool { return x.ID == inst.ID }) {
 			used[sandboxOf[inst.ID]] = true
 		}
 	}
 	for i, sb := range view.Sandboxes {
-		if i == 0 || sb.State == SandboxReady || used[sb.ID] {
+		if i == 0 || sb.State == model.SandboxReady || used[sb.ID] {
 			continue
 		}
 		g.Sandboxes = append(g.Sandboxes, sb)

@@ -5,20 +5,22 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/model"
 )
 
 // isInitContainerFailed is the kubelet's (pkg/kubelet/kuberuntime/
 // helpers.go): an OOM-killed init container failed, whatever its exit code.
-func isInitContainerFailed(inst *ContainerInstance) bool {
+func isInitContainerFailed(inst *model.ContainerInstance) bool {
 	if inst.Reason == ReasonOOMKilled {
 		return true
 	}
-	if inst.State == ContainerExited && inst.ExitCode != 0 {
+	if inst.State == model.ContainerExited && inst.ExitCode != 0 {
 		return true
 	}
 	// An unknown state is a failure: the container did not run to
 	// completion.
-	return inst.State == ContainerUnknown
+	return inst.State == model.ContainerUnknown
 }
 
 // computeInitContainerActions is the kubelet's function of that name: it
@@ -49,7 +51,7 @@ func (p *planner) computeInitContainerActions(a *PodActions) bool {
 
 	for i := len(inits) - 1; i >= 0; i-- {
 		c := &inits[i]
-		sidecar := IsRestartableInitContainer(c)
+		sidecar := model.IsRestartableInitContainer(c)
 		inst := p.view.FindContainer(c.Name)
 		if inst == nil {
 			if prevInitialized && sidecar {
@@ -61,18 +63,18 @@ func (p *planner) computeInitContainerActions(a *PodActions) bool {
 			continue
 		}
 		switch inst.State {
-		case ContainerCreated:
+		case model.ContainerCreated:
 			start(c, ReasonCreated, "Init container is stuck in the created state; restarting it")
-		case ContainerRunning:
+		case model.ContainerRunning:
 			if !sidecar {
 				break
 			}
 			if c.StartupProbe != nil {
 				r := p.probes.Startup[inst.ID]
-				if r == ProbeUnknown {
+				if r == model.ProbeUnknown {
 					break
 				}
-				if r == ProbeFailure {
+				if r == model.ProbeFailure {
 					msg := fmt.Sprintf("Init container %s failed startup probe", c.Name)
 					p.kill(c, inst, ReasonStartupProbe, msg, nil)
 					start(c, ReasonStartupProbe, msg)
@@ -86,17 +88,17 @@ func (p *planner) computeInitContainerActions(a *PodActions) bool {
 				start(next, ReasonNextInitContainer, fmt.Sprintf("Init container %s has started; starting %s", c.Name, next.Name))
 			}
 			resize, r := resizeDone, ResizeAction{}
-			if hash := ContainerHash(pod, c); hash != inst.Hash {
+			if hash := model.ContainerHash(pod, c); hash != inst.Hash {
 				// A sidecar is resized as a regular container is.
 				resize, r = p.computeResize(c, inst)
 			}
 			if resize == resizeNotPossible {
 				msg := fmt.Sprintf("Init container %s definition changed", c.Name)
-				p.kill(c, inst, ReasonDefinitionChanged, msg, changedFields(inst.Spec, NewContainerSpec(pod, c)))
+				p.kill(c, inst, ReasonDefinitionChanged, msg, model.ChangedFields(inst.Spec, model.NewContainerSpec(pod, c)))
 				start(c, ReasonDefinitionChanged, msg)
 				break
 			}
-			if c.LivenessProbe != nil && p.probes.Liveness[inst.ID] == ProbeFailure {
+			if c.LivenessProbe != nil && p.probes.Liveness[inst.ID] == model.ProbeFailure {
 				msg := fmt.Sprintf("Init container %s failed liveness probe", c.Name)
 				p.kill(c, inst, ReasonLivenessProbe, msg, nil)
 				start(c, ReasonLivenessProbe, msg)
@@ -110,7 +112,7 @@ func (p *planner) computeInitContainerActions(a *PodActions) bool {
 			case resizeInPlace:
 				a.Resize = append(a.Resize, r)
 			}
-		case ContainerExited:
+		case model.ContainerExited:
 			if sidecar {
 				start(c, ReasonSidecarExited, "Sidecar container exited; restarting it")
 				break
@@ -181,7 +183,7 @@ func (p *planner) pruneInitContainers(bo BackoffPolicy) []ContainerAction {
 	var out []ContainerAction
 	for i := range p.pod.Spec.InitContainers {
 		c := &p.pod.Spec.InitContainers[i]
-		var insts []*ContainerInstance
+		var insts []*model.ContainerInstance
 		for j := range p.view.Containers {
 			if p.view.Containers[j].Name == c.Name {
 				insts = append(insts, &p.view.Containers[j])
@@ -190,7 +192,7 @@ func (p *planner) pruneInitContainers(bo BackoffPolicy) []ContainerAction {
 		newest, first := crashLoopRun(insts, sameDefinition(p.pod, c), bo)
 		kept := false
 		for _, inst := range insts {
-			if inst.State != ContainerExited && inst.State != ContainerUnknown {
+			if inst.State != model.ContainerExited && inst.State != model.ContainerUnknown {
 				continue
 			}
 			if !kept {

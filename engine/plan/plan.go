@@ -6,40 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podsync/podsync/engine/model"
 )
-
-// ProbeResult is the last result of a probe of one container instance.
-type ProbeResult int
-
-// Probe results. ProbeUnknown means the probe has not run (or the
-// container has no such probe).
-const (
-	ProbeUnknown ProbeResult = iota
-	ProbeSuccess
-	ProbeFailure
-)
-
-// String returns "Unknown", "Success" or "Failure".
-func (r ProbeResult) String() string {
-	switch r {
-	case ProbeUnknown:
-		return "Unknown"
-	case ProbeSuccess:
-		return "Success"
-	case ProbeFailure:
-		return "Failure"
-	default:
-		return fmt.Sprintf("Result(%d)", int(r))
-	}
-}
-
-// ProbeResults holds the prober's last results, by container ID. Nil maps
-// are empty.
-type ProbeResults struct {
-	Liveness  map[string]ProbeResult
-	Readiness map[string]ProbeResult
-	Startup   map[string]ProbeResult
-}
 
 // Reasons for a SandboxDecision.
 const (
@@ -171,12 +140,6 @@ type PodActions struct {
 	ResizePending *ResizePending `json:",omitempty"`
 }
 
-// IsRestartableInitContainer reports whether c is a native sidecar: an
-// init container with restartPolicy Always.
-func IsRestartableInitContainer(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
 // shouldRestartOnFailure is the kubelet's: restartPolicy is not Never.
 func shouldRestartOnFailure(pod *corev1.Pod) bool {
 	return pod.Spec.RestartPolicy != corev1.RestartPolicyNever
@@ -190,7 +153,7 @@ func shouldRestartOnFailure(pod *corev1.Pod) bool {
 // handle before SyncPod: a pod being deleted, in a terminal phase or past
 // its activeDeadlineSeconds is killed and nothing restarts; and, as podsync
 // specs are mutable, running containers no longer in the spec are killed.
-func ComputePodActions(pod *corev1.Pod, view RuntimeView, probes ProbeResults, now time.Time, bo BackoffPolicy) PodActions {
+func ComputePodActions(pod *corev1.Pod, view model.RuntimeView, probes model.ProbeResults, now time.Time, bo BackoffPolicy) PodActions {
 	p := planner{pod: pod, view: &view, probes: probes}
 	if reason, msg := PodNotRunnable(pod, &view, now); reason != "" {
 		sb := PodSandboxChanged(pod, &view)
@@ -211,13 +174,13 @@ func ComputePodActions(pod *corev1.Pod, view RuntimeView, probes ProbeResults, n
 
 type planner struct {
 	pod    *corev1.Pod
-	view   *RuntimeView
-	probes ProbeResults
+	view   *model.RuntimeView
+	probes model.ProbeResults
 	// kills and starts keyed by container name, for dedup.
 	kills map[string]ContainerAction
 }
 
-func (p *planner) kill(c *corev1.Container, inst *ContainerInstance, reason, msg string, changed []string) {
+func (p *planner) kill(c *corev1.Container, inst *model.ContainerInstance, reason, msg string, changed []string) {
 	if p.kills == nil {
 		p.kills = map[string]ContainerAction{}
 	}
@@ -243,7 +206,7 @@ func (p *planner) killPod(a *PodActions, reason, msg string) {
 	a.StartEphemeral = nil
 	a.Resize = nil
 	for _, s := range p.view.Sandboxes {
-		if s.State == SandboxReady {
+		if s.State == model.SandboxReady {
 			a.Sandbox.KillIDs = append(a.Sandbox.KillIDs, s.ID)
 		}
 	}
@@ -262,13 +225,13 @@ func (p *planner) killPod(a *PodActions, reason, msg string) {
 		}
 		return len(order)
 	}
-	var running []ContainerInstance
+	var running []model.ContainerInstance
 	for _, inst := range p.view.Containers {
-		if inst.State == ContainerRunning {
+		if inst.State == model.ContainerRunning {
 			running = append(running, inst)
 		}
 	}
-	slices.SortStableFunc(running, func(x, y ContainerInstance) int { return rank(x.Name) - rank(y.Name) })
+	slices.SortStableFunc(running, func(x, y model.ContainerInstance) int { return rank(x.Name) - rank(y.Name) })
 	for _, inst := range running {
 		a.Kill = append(a.Kill, ContainerAction{Name: inst.Name, ContainerID: inst.ID, Reason: ReasonPodKilled, Message: msg})
 	}
@@ -306,10 +269,10 @@ func (p *planner) compute() PodActions {
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		inst := p.view.FindContainer(c.Name)
-		if inst == nil || inst.State != ContainerRunning {
+		if inst == nil || inst.State != model.ContainerRunning {
 			if reason, ok := ShouldContainerBeRestarted(c, pod, p.view); ok {
 				a.Start = append(a.Start, p.startAction(c, reason, "Container is not in the desired state and shall be started"))
-				if inst != nil && inst.State == ContainerUnknown {
+				if inst != nil && inst.State == model.ContainerUnknown {
 					p.kill(c, inst, ReasonUnknownState,
 						fmt.Sprintf("Container is in %q state, try killing it before restart", inst.State), nil)
 				}
@@ -320,18 +283,18 @@ func (p *planner) compute() PodActions {
 		var changed []string
 		willRestart := restart
 		resize, r := resizeDone, ResizeAction{}
-		if hash := ContainerHash(pod, c); hash != inst.Hash {
+		if hash := model.ContainerHash(pod, c); hash != inst.Hash {
 			// The kubelet's container hash leaves resources out: a
 			// change of CPU and memory only is a resize.
 			resize, r = p.computeResize(c, inst)
 		}
 		if resize == resizeNotPossible {
-			changed = changedFields(inst.Spec, NewContainerSpec(pod, c))
+			changed = model.ChangedFields(inst.Spec, model.NewContainerSpec(pod, c))
 			reason, msg = ReasonDefinitionChanged, fmt.Sprintf("Container %s definition changed", c.Name)
 			willRestart = true
-		} else if p.probes.Liveness[inst.ID] == ProbeFailure {
+		} else if p.probes.Liveness[inst.ID] == model.ProbeFailure {
 			reason, msg = ReasonLivenessProbe, fmt.Sprintf("Container %s failed liveness probe", c.Name)
-		} else if p.probes.Startup[inst.ID] == ProbeFailure {
+		} else if p.probes.Startup[inst.ID] == model.ProbeFailure {
 			reason, msg = ReasonStartupProbe, fmt.Sprintf("Container %s failed startup probe", c.Name)
 		} else if resize == resizeRestart {
 			reason, msg = ReasonResizeRestart, resizeRestartMessage(c.Name)
@@ -401,20 +364,20 @@ func (p *planner) computeNewSandbox(a PodActions) PodActions {
 }
 
 // containerSucceeded is the kubelet's: the newest instance exited 0.
-func containerSucceeded(c *corev1.Container, view *RuntimeView) bool {
+func containerSucceeded(c *corev1.Container, view *model.RuntimeView) bool {
 	inst := view.FindContainer(c.Name)
-	return inst != nil && inst.State == ContainerExited && inst.ExitCode == 0
+	return inst != nil && inst.State == model.ContainerExited && inst.ExitCode == 0
 }
 
 // hasAnyRegularContainerCreated is the kubelet's.
-func hasAnyRegularContainerCreated(pod *corev1.Pod, view *RuntimeView) bool {
+func hasAnyRegularContainerCreated(pod *corev1.Pod, view *model.RuntimeView) bool {
 	for i := range pod.Spec.Containers {
 		inst := view.FindContainer(pod.Spec.Containers[i].Name)
 		if inst == nil {
 			continue
 		}
 		switch inst.State {
-		case ContainerCreated, ContainerRunning, ContainerExited:
+		case model.ContainerCreated, model.ContainerRunning, model.ContainerExited:
 			return true
 		}
 	}
@@ -423,7 +386,7 @@ func hasAnyRegularContainerCreated(pod *corev1.Pod, view *RuntimeView) bool {
 
 // ShouldContainerBeRestarted is the kubelet's ShouldContainerBeRestarted,
 // returning the reason.
-func ShouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, view *RuntimeView) (string, bool) {
+func ShouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, view *model.RuntimeView) (string, bool) {
 	if pod.DeletionTimestamp != nil {
 		return "", false
 	}
@@ -432,11 +395,11 @@ func ShouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, view *Runt
 		return ReasonNotStarted, true
 	}
 	switch inst.State {
-	case ContainerRunning:
+	case model.ContainerRunning:
 		return "", false
-	case ContainerUnknown:
+	case model.ContainerUnknown:
 		return ReasonUnknownState, true
-	case ContainerCreated:
+	case model.ContainerCreated:
 		return ReasonCreated, true
 	}
 	switch pod.Spec.RestartPolicy {
@@ -455,7 +418,7 @@ func ShouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, view *Runt
 func (p *planner) killNotInSpec() {
 	for i := range p.view.Containers {
 		inst := &p.view.Containers[i]
-		if inst.State != ContainerRunning || SpecContainer(p.pod, inst.Name) != nil {
+		if inst.State != model.ContainerRunning || model.SpecContainer(p.pod, inst.Name) != nil {
 			continue
 		}
 		if _, dup := p.kills[inst.Name]; dup {
@@ -496,36 +459,6 @@ func (p *planner) collectKills(a *PodActions) {
 	p.kills = nil
 }
 
-// SpecContainer returns the init, regular or ephemeral container named
-// name, or nil. An ephemeral container is returned as the Container its
-// EphemeralContainerCommon is (the kubelet's conversion).
-func SpecContainer(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	if ec := EphemeralContainer(pod, name); ec != nil {
-		return (*corev1.Container)(&ec.EphemeralContainerCommon)
-	}
-	return nil
-}
-
-// EphemeralContainer returns the ephemeral container named name, or nil.
-func EphemeralContainer(pod *corev1.Pod, name string) *corev1.EphemeralContainer {
-	for i := range pod.Spec.EphemeralContainers {
-		if pod.Spec.EphemeralContainers[i].Name == name {
-			return &pod.Spec.EphemeralContainers[i]
-		}
-	}
-	return nil
-}
-
 // finish applies the back-off checks the kubelet's SyncPod makes before
 // each start (doBackOff, then the image manager's pull back-off). A
 // regular init container in back-off stops the rest of the sync, as in
@@ -535,7 +468,7 @@ func (p *planner) finish(a *PodActions, now time.Time, bo BackoffPolicy) {
 	// container in back-off does not hold them.
 	var eph []ContainerAction
 	for _, s := range a.StartEphemeral {
-		if w, ok := p.backedOff(SpecContainer(p.pod, s.Name), s, now, bo); ok {
+		if w, ok := p.backedOff(model.SpecContainer(p.pod, s.Name), s, now, bo); ok {
 			a.BackOff = append(a.BackOff, w)
 			continue
 		}
@@ -544,10 +477,10 @@ func (p *planner) finish(a *PodActions, now time.Time, bo BackoffPolicy) {
 	a.StartEphemeral = eph
 	var inits []ContainerAction
 	for _, s := range a.StartInit {
-		c := SpecContainer(p.pod, s.Name)
+		c := model.SpecContainer(p.pod, s.Name)
 		if w, ok := p.backedOff(c, s, now, bo); ok {
 			a.BackOff = append(a.BackOff, w)
-			if !IsRestartableInitContainer(c) {
+			if !model.IsRestartableInitContainer(c) {
 				a.StartInit = inits
 				a.Start = nil
 				return
@@ -559,7 +492,7 @@ func (p *planner) finish(a *PodActions, now time.Time, bo BackoffPolicy) {
 	a.StartInit = inits
 	var starts []ContainerAction
 	for _, s := range a.Start {
-		if w, ok := p.backedOff(SpecContainer(p.pod, s.Name), s, now, bo); ok {
+		if w, ok := p.backedOff(model.SpecContainer(p.pod, s.Name), s, now, bo); ok {
 			a.BackOff = append(a.BackOff, w)
 			continue
 		}
@@ -588,7 +521,7 @@ func (p *planner) backedOff(c *corev1.Container, s ContainerAction, now time.Tim
 // named container.
 func (p *planner) hasExited(name string) bool {
 	for i := range p.view.Containers {
-		if inst := &p.view.Containers[i]; inst.Name == name && inst.State == ContainerExited {
+		if inst := &p.view.Containers[i]; inst.Name == name && inst.State == model.ContainerExited {
 			return true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/plan/plantest"
 )
@@ -17,7 +18,7 @@ func BenchmarkComputePodActions(b *testing.B) {
 		pod := plantest.BenchPod(n)
 		states := []struct {
 			name string
-			view plan.RuntimeView
+			view model.RuntimeView
 			want func(plan.PodActions) error
 		}{
 			{"running", plantest.BenchView(pod, func(int) bool { return false }), func(a plan.PodActions) error {
@@ -32,7 +33,7 @@ func BenchmarkComputePodActions(b *testing.B) {
 				}
 				return nil
 			}},
-			{"new", plan.RuntimeView{}, func(a plan.PodActions) error {
+			{"new", model.RuntimeView{}, func(a plan.PodActions) error {
 				if !a.Sandbox.Create || len(a.Start) != n {
 					return fmt.Errorf("plan for a new pod: create=%t, %d starts", a.Sandbox.Create, len(a.Start))
 				}
@@ -41,43 +42,14 @@ func BenchmarkComputePodActions(b *testing.B) {
 		}
 		for _, st := range states {
 			b.Run(fmt.Sprintf("containers=%d/%s", n, st.name), func(b *testing.B) {
-				if err := st.want(plan.ComputePodActions(pod, st.view, plan.ProbeResults{}, plantest.BenchNow, plan.BackoffPolicy{})); err != nil {
+				if err := st.want(plan.ComputePodActions(pod, st.view, model.ProbeResults{}, plantest.BenchNow, plan.BackoffPolicy{})); err != nil {
 					b.Fatal(err)
 				}
 				b.ReportAllocs()
 				for b.Loop() {
-					_ = plan.ComputePodActions(pod, st.view, plan.ProbeResults{}, plantest.BenchNow, plan.BackoffPolicy{})
+					_ = plan.ComputePodActions(pod, st.view, model.ProbeResults{}, plantest.BenchNow, plan.BackoffPolicy{})
 				}
 			})
 		}
-	}
-}
-
-// BenchmarkContainerHash is the hash the planner computes for every
-// running container on every pass.
-func BenchmarkContainerHash(b *testing.B) {
-	pod := plantest.BenchPod(1)
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = plan.ContainerHash(pod, &pod.Spec.Containers[0])
-	}
-}
-
-// BenchmarkEncodePodSpec is the pod-spec annotation every new sandbox
-// carries (a pod of one and of ten containers), and its length.
-func BenchmarkEncodePodSpec(b *testing.B) {
-	for _, n := range []int{1, 10} {
-		pod := plantest.BenchPod(n)
-		b.Run(fmt.Sprintf("containers=%d", n), func(b *testing.B) {
-			spec, ok := plan.EncodePodSpec(pod)
-			if !ok {
-				b.Fatal("EncodePodSpec: too long")
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				_, _ = plan.EncodePodSpec(pod)
-			}
-			b.ReportMetric(float64(len(spec)), "annotation-bytes")
-		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podsync/podsync/engine/model"
 )
 
 // ReasonResizeRestart is the reason of a kill and start that apply a
@@ -80,15 +82,6 @@ func (r ContainerResources) Apply(req corev1.ResourceRequirements) corev1.Resour
 	set(&out.Requests, corev1.ResourceMemory, resource.NewQuantity(r.MemoryRequest, resource.BinarySI), r.MemoryRequest)
 	set(&out.Limits, corev1.ResourceMemory, resource.NewQuantity(r.MemoryLimit, resource.BinarySI), r.MemoryLimit)
 	return out
-}
-
-// RuntimeResources are the Linux resources the runtime reports for a
-// running container (CRI ContainerStatus.resources), as it applied them.
-type RuntimeResources struct {
-	CPUShares          int64
-	CPUQuota           int64
-	CPUPeriod          int64
-	MemoryLimitInBytes int64
 }
 
 // ResizeAction is an in-place resize of one running container: CRI
@@ -167,7 +160,7 @@ func quotaToMilliCPU(quota, period int64) int64 {
 // shares, CPU limit from the quota, memory limit), else what the instance
 // was created with; ok is false if neither is known (the spec annotation
 // is lost).
-func ActualResources(inst *ContainerInstance) (ContainerResources, bool) {
+func ActualResources(inst *model.ContainerInstance) (ContainerResources, bool) {
 	if inst.Spec == nil {
 		return ContainerResources{}, false
 	}
@@ -205,8 +198,8 @@ const (
 
 // computeResize is the kubelet's computePodResizeAction for a running
 // container whose spec hash differs from its instance's.
-func (p *planner) computeResize(c *corev1.Container, inst *ContainerInstance) (resizeKind, ResizeAction) {
-	if inst.State != ContainerRunning || !p.resourcesOnly(c, inst) {
+func (p *planner) computeResize(c *corev1.Container, inst *model.ContainerInstance) (resizeKind, ResizeAction) {
+	if inst.State != model.ContainerRunning || !p.resourcesOnly(c, inst) {
 		return resizeNotPossible, ResizeAction{}
 	}
 	current, _ := ActualResources(inst)
@@ -243,15 +236,15 @@ func (p *planner) computeResize(c *corev1.Container, inst *ContainerInstance) (r
 // resourcesOnly reports whether c differs from what inst was created
 // with in CPU and memory values only, in a way a resize can change
 // (resizableChange), keeping the pod's QoS class.
-func (p *planner) resourcesOnly(c *corev1.Container, inst *ContainerInstance) bool {
+func (p *planner) resourcesOnly(c *corev1.Container, inst *model.ContainerInstance) bool {
 	if inst.Spec == nil {
 		return false
 	}
-	changed := changedFields(inst.Spec, NewContainerSpec(p.pod, c))
+	changed := model.ChangedFields(inst.Spec, model.NewContainerSpec(p.pod, c))
 	if len(changed) != 1 || changed[0] != "resources" || !resizableChange(&inst.Spec.Resources, &c.Resources) {
 		return false
 	}
-	return ComputePodQOS(p.pod) == ComputePodQOS(p.actualPod())
+	return model.ComputePodQOS(p.pod) == model.ComputePodQOS(p.actualPod())
 }
 
 // resizableChange reports whether old and new differ only in CPU and
@@ -318,7 +311,7 @@ type ResizePending struct {
 // with): a resize the node admits (the kubelet's allocation manager)
 // before it is applied. A memory request counts, though no cgroup applies
 // it: admission counts requests.
-func ResizeRequested(pod *corev1.Pod, view *RuntimeView) bool {
+func ResizeRequested(pod *corev1.Pod, view *model.RuntimeView) bool {
 	p := &planner{pod: pod, view: view}
 	for c, inst := range p.changed() {
 		if alloc, ok := p.allocatedResources(c, inst); ok &&
@@ -333,7 +326,7 @@ func ResizeRequested(pod *corev1.Pod, view *RuntimeView) bool {
 // limit or CPU request still differs from an admitted resize: the
 // kubelet's PodResizeInProgress condition, until the runtime runs what
 // was allocated.
-func ResizeInProgress(pod *corev1.Pod, view *RuntimeView) bool {
+func ResizeInProgress(pod *corev1.Pod, view *model.RuntimeView) bool {
 	p := &planner{pod: pod, view: view}
 	for c, inst := range p.changed() {
 		if kind, _ := p.computeResize(c, inst); kind == resizeInPlace || kind == resizeRestart {
@@ -348,12 +341,12 @@ func ResizeInProgress(pod *corev1.Pod, view *RuntimeView) bool {
 // pod as the kubelet's UpdatePodFromAllocation gives it to SyncPod while
 // a resize waits for admission, so a pass resizes nothing and a container
 // that restarts meanwhile gets what it had.
-func AllocatedPod(pod *corev1.Pod, view *RuntimeView) *corev1.Pod {
+func AllocatedPod(pod *corev1.Pod, view *model.RuntimeView) *corev1.Pod {
 	p := &planner{pod: pod, view: view}
 	out := pod.DeepCopy()
 	for c, inst := range p.changed() {
 		if alloc, ok := p.allocatedResources(c, inst); ok {
-			SpecContainer(out, c.Name).Resources = alloc
+			model.SpecContainer(out, c.Name).Resources = alloc
 		}
 	}
 	return out
@@ -363,11 +356,11 @@ func AllocatedPod(pod *corev1.Pod, view *RuntimeView) *corev1.Pod {
 // from inst is one of CPU and memory only: a running instance's actual
 // values (its memory request as created, which no cgroup shows), an
 // exited one's as it was created.
-func (p *planner) allocatedResources(c *corev1.Container, inst *ContainerInstance) (corev1.ResourceRequirements, bool) {
+func (p *planner) allocatedResources(c *corev1.Container, inst *model.ContainerInstance) (corev1.ResourceRequirements, bool) {
 	if !p.resourcesOnly(c, inst) {
 		return corev1.ResourceRequirements{}, false
 	}
-	if inst.State != ContainerRunning {
+	if inst.State != model.ContainerRunning {
 		return *inst.Spec.Resources.DeepCopy(), true
 	}
 	cur, _ := ActualResources(inst)
@@ -384,16 +377,16 @@ func sameResources(a, b ContainerResources) bool {
 
 // changed yields the regular containers and sidecars whose newest
 // instance's spec hash differs from the spec's.
-func (p *planner) changed() func(yield func(*corev1.Container, *ContainerInstance) bool) {
-	return func(yield func(*corev1.Container, *ContainerInstance) bool) {
+func (p *planner) changed() func(yield func(*corev1.Container, *model.ContainerInstance) bool) {
+	return func(yield func(*corev1.Container, *model.ContainerInstance) bool) {
 		visit := func(cs []corev1.Container, sidecarsOnly bool) bool {
 			for i := range cs {
 				c := &cs[i]
-				if sidecarsOnly && !IsRestartableInitContainer(c) {
+				if sidecarsOnly && !model.IsRestartableInitContainer(c) {
 					continue
 				}
 				inst := p.view.FindContainer(c.Name)
-				if inst == nil || inst.Hash == ContainerHash(p.pod, c) {
+				if inst == nil || inst.Hash == model.ContainerHash(p.pod, c) {
 					continue
 				}
 				if !yield(c, inst) {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/plan/plantest"
 )
@@ -68,9 +69,9 @@ func TestComputePodActionsForPodResize(t *testing.T) {
 		policy    []corev1.ContainerResizePolicy
 		mutatePod func(*corev1.Pod)
 		// reported, if set, is what the runtime reports the instance runs with.
-		reported *plan.RuntimeResources
+		reported *model.RuntimeResources
 		noSpec   bool
-		probes   plan.ProbeResults
+		probes   model.ProbeResults
 		want     resizeSummary
 	}{
 		{
@@ -95,13 +96,13 @@ func TestComputePodActionsForPodResize(t *testing.T) {
 			name:     "nothing when the runtime already runs the desired resources",
 			created:  res(nil, rl("cpu", "100m")),
 			desired:  res(nil, rl("cpu", "200m")),
-			reported: &plan.RuntimeResources{CPUShares: 204, CPUQuota: 20000, CPUPeriod: 100000},
+			reported: &model.RuntimeResources{CPUShares: 204, CPUQuota: 20000, CPUPeriod: 100000},
 		},
 		{
 			name:     "a CPU limit change is no change when the runtime applies no CFS quota",
 			created:  res(rl("cpu", "100m"), rl("cpu", "200m")),
 			desired:  res(rl("cpu", "100m"), rl("cpu", "400m")),
-			reported: &plan.RuntimeResources{CPUShares: 102},
+			reported: &model.RuntimeResources{CPUShares: 102},
 		},
 		{
 			name:    "nothing when spec and instance are best-effort",
@@ -200,7 +201,7 @@ func TestComputePodActionsForPodResize(t *testing.T) {
 			name:    "a failed liveness probe restarts a container that would be resized",
 			created: res(nil, rl("memory", "100Mi")),
 			desired: res(nil, rl("memory", "200Mi")),
-			probes:  plan.ProbeResults{Liveness: map[string]plan.ProbeResult{"c-app": plan.ProbeFailure}},
+			probes:  model.ProbeResults{Liveness: map[string]model.ProbeResult{"c-app": model.ProbeFailure}},
 			want:    resizeSummary{Kill: []string{"app:LivenessProbeFailed:Container app failed liveness probe, will be restarted"}, Start: []string{"app#1:LivenessProbeFailed"}},
 		},
 	}
@@ -218,7 +219,7 @@ func TestComputePodActionsForPodResize(t *testing.T) {
 				old.Spec.Containers[0].Args = nil
 			}
 			view := plantest.BaseView()
-			app := plantest.Inst(old, "app", "c-app", plan.ContainerRunning, 0, 55*time.Minute)
+			app := plantest.Inst(old, "app", "c-app", model.ContainerRunning, 0, 55*time.Minute)
 			app.Resources = tt.reported
 			if tt.noSpec {
 				app.Spec = nil
@@ -239,8 +240,8 @@ func TestSidecarResizedInPlace(t *testing.T) {
 	pod := old.DeepCopy()
 	pod.Spec.InitContainers[0].Resources = res(nil, rl("memory", "200Mi"))
 	view := plantest.BaseView()
-	view.Containers = append(view.Containers, plantest.Inst(old, "log-sidecar", "c-sc", plan.ContainerRunning, 0, 58*time.Minute))
-	got := plan.ComputePodActions(pod, view, plan.ProbeResults{}, plantest.T0, plan.BackoffPolicy{})
+	view.Containers = append(view.Containers, plantest.Inst(old, "log-sidecar", "c-sc", model.ContainerRunning, 0, 58*time.Minute))
+	got := plan.ComputePodActions(pod, view, model.ProbeResults{}, plantest.T0, plan.BackoffPolicy{})
 	want := resizeSummary{Resize: []string{"log-sidecar/c-sc {CPURequest:0 CPULimit:0 MemoryRequest:104857600 MemoryLimit:104857600}->{CPURequest:0 CPULimit:0 MemoryRequest:209715200 MemoryLimit:209715200}"}}
 	if diff := cmp.Diff(want, summarizeResize(got)); diff != "" {
 		t.Errorf("ComputePodActions() mismatch (-want +got):\n%s", diff)
@@ -282,8 +283,8 @@ func TestResizeOrderDecreasesBeforeIncreases(t *testing.T) {
 func TestActualResourcesFromRuntime(t *testing.T) {
 	pod := plantest.BasePod()
 	pod.Spec.Containers[0].Resources = res(rl("cpu", "100m", "memory", "64Mi"), rl("cpu", "200m", "memory", "128Mi"))
-	inst := plantest.Inst(pod, "app", "c-app", plan.ContainerRunning, 0, time.Minute)
-	inst.Resources = &plan.RuntimeResources{CPUShares: 307, CPUQuota: 50000, CPUPeriod: 100000, MemoryLimitInBytes: 256 << 20}
+	inst := plantest.Inst(pod, "app", "c-app", model.ContainerRunning, 0, time.Minute)
+	inst.Resources = &model.RuntimeResources{CPUShares: 307, CPUQuota: 50000, CPUPeriod: 100000, MemoryLimitInBytes: 256 << 20}
 	got, ok := plan.ActualResources(&inst)
 	want := plan.ContainerResources{CPURequest: 300, CPULimit: 500, MemoryRequest: 64 << 20, MemoryLimit: 256 << 20}
 	if !ok || got != want {
@@ -304,14 +305,14 @@ func TestCrashLoopBackOffSurvivesAResize(t *testing.T) {
 	pod := plantest.BasePod()
 	pod.Spec.Containers[0].Resources = res(nil, rl("memory", "128Mi"))
 	view := plantest.BaseView()
-	view.Containers[1] = plantest.Exited(plantest.Inst(old, "app", "c-app-3", plan.ContainerExited, 3, 2*time.Minute), 1, time.Second)
-	view.Containers = append(view.Containers, plantest.Exited(plantest.Inst(old, "app", "c-app-2", plan.ContainerExited, 2, 5*time.Minute), 1, 3*time.Minute))
-	b := plan.CrashLoopBackoff(pod, plan.SpecContainer(pod, "app"), &view, plan.BackoffPolicy{})
+	view.Containers[1] = plantest.Exited(plantest.Inst(old, "app", "c-app-3", model.ContainerExited, 3, 2*time.Minute), 1, time.Second)
+	view.Containers = append(view.Containers, plantest.Exited(plantest.Inst(old, "app", "c-app-2", model.ContainerExited, 2, 5*time.Minute), 1, 3*time.Minute))
+	b := plan.CrashLoopBackoff(pod, model.SpecContainer(pod, "app"), &view, plan.BackoffPolicy{})
 	if b.Failures != 2 || b.Delay == 0 {
 		t.Errorf("back-off %+v after a resize, want the run of 2 failures to go on", b)
 	}
 	pod.Spec.Containers[0].Image = "busybox:2"
-	if b := plan.CrashLoopBackoff(pod, plan.SpecContainer(pod, "app"), &view, plan.BackoffPolicy{}); b.Failures != 0 {
+	if b := plan.CrashLoopBackoff(pod, model.SpecContainer(pod, "app"), &view, plan.BackoffPolicy{}); b.Failures != 0 {
 		t.Errorf("back-off %+v after an image change, want none", b)
 	}
 }

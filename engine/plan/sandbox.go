@@ -3,6 +3,8 @@ package plan
 import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podsync/podsync/engine/model"
 )
 
 // NetworkModeForPod is the kubelet's NetworkNamespaceForPod.
@@ -27,7 +29,7 @@ func NetworkModeForPod(pod *corev1.Pod) runtimeapi.NamespaceMode {
 // sandbox with a higher attempt would make containerd refuse the reused
 // name (README, "Differences from the kubelet"). A kept sandbox reports its
 // own attempt, as upstream.
-func PodSandboxChanged(pod *corev1.Pod, view *RuntimeView) SandboxDecision {
+func PodSandboxChanged(pod *corev1.Pod, view *model.RuntimeView) SandboxDecision {
 	if len(view.Sandboxes) == 0 {
 		return SandboxDecision{Create: true, Reason: SandboxReasonNone,
 			Message: "No sandbox for pod can be found. Need to start a new one"}
@@ -35,7 +37,7 @@ func PodSandboxChanged(pod *corev1.Pod, view *RuntimeView) SandboxDecision {
 	ready := 0
 	var highest uint32
 	for _, s := range view.Sandboxes {
-		if s.State == SandboxReady {
+		if s.State == model.SandboxReady {
 			ready++
 		}
 		highest = max(highest, s.Attempt)
@@ -46,7 +48,7 @@ func PodSandboxChanged(pod *corev1.Pod, view *RuntimeView) SandboxDecision {
 	case ready > 1:
 		return SandboxDecision{Create: true, Attempt: next, PreviousID: s.ID, Reason: SandboxReasonMultipleReady,
 			Message: "Multiple sandboxes are ready for Pod. Need to reconcile them"}
-	case s.State != SandboxReady:
+	case s.State != model.SandboxReady:
 		return SandboxDecision{Create: true, Attempt: next, PreviousID: s.ID, Reason: SandboxReasonNotReady,
 			Message: "No ready sandbox for pod can be found. Need to start a new one"}
 	case s.NetworkMode != NetworkModeForPod(pod):

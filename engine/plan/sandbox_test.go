@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/plan/plantest"
 )
@@ -20,22 +20,22 @@ func TestPodSandboxChangedCarriesThePreviousSandbox(t *testing.T) {
 	tests := []struct {
 		name       string
 		mutatePod  func(*corev1.Pod)
-		mutateView func(*plan.RuntimeView)
+		mutateView func(*model.RuntimeView)
 		want       plan.SandboxDecision
 	}{
 		{
 			name:       "no sandbox carries none",
-			mutateView: func(v *plan.RuntimeView) { v.Sandboxes = nil },
+			mutateView: func(v *model.RuntimeView) { v.Sandboxes = nil },
 			want:       plan.SandboxDecision{Create: true, Reason: plan.SandboxReasonNone},
 		},
 		{
 			name:       "a sandbox not ready is carried",
-			mutateView: func(v *plan.RuntimeView) { v.Sandboxes[0].State = plan.SandboxNotReady },
+			mutateView: func(v *model.RuntimeView) { v.Sandboxes[0].State = model.SandboxNotReady },
 			want:       plan.SandboxDecision{Create: true, Attempt: 1, PreviousID: "sb1", Reason: plan.SandboxReasonNotReady},
 		},
 		{
 			name: "multiple ready sandboxes carry the newest",
-			mutateView: func(v *plan.RuntimeView) {
+			mutateView: func(v *model.RuntimeView) {
 				v.Sandboxes = append(v.Sandboxes, plantest.Sandbox("sb0", 0, true, 2*time.Hour))
 				v.Sandboxes[0].Attempt = 1
 			},
@@ -48,12 +48,12 @@ func TestPodSandboxChangedCarriesThePreviousSandbox(t *testing.T) {
 		},
 		{
 			name:       "a network status without an IP is carried",
-			mutateView: func(v *plan.RuntimeView) { v.Sandboxes[0].IPs = []string{} },
+			mutateView: func(v *model.RuntimeView) { v.Sandboxes[0].IPs = []string{} },
 			want:       plan.SandboxDecision{Create: true, Attempt: 1, PreviousID: "sb1", Reason: plan.SandboxReasonNoIP},
 		},
 		{
 			name:       "a ready sandbox without a network status is kept",
-			mutateView: func(v *plan.RuntimeView) { v.Sandboxes[0].IPs = nil },
+			mutateView: func(v *model.RuntimeView) { v.Sandboxes[0].IPs = nil },
 			want:       plan.SandboxDecision{ID: "sb1", Reason: plan.SandboxReasonReady},
 		},
 	}
@@ -71,34 +71,6 @@ func TestPodSandboxChangedCarriesThePreviousSandbox(t *testing.T) {
 			got.Message = ""
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("PodSandboxChanged (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// TestSandboxFromCRIKeepsAnAbsentNetworkStatusApart: a sandbox without a
-// network status decodes to nil IPs, one whose status has no IP to empty
-// ones, so that PodSandboxChanged can apply the kubelet's missing-IP rule
-// only to the latter.
-func TestSandboxFromCRIKeepsAnAbsentNetworkStatusApart(t *testing.T) {
-	tests := []struct {
-		name string
-		net  *runtimeapi.PodSandboxNetworkStatus
-		want []string
-	}{
-		{name: "no network status", net: nil, want: nil},
-		{name: "a network status without an IP", net: &runtimeapi.PodSandboxNetworkStatus{}, want: []string{}},
-		{name: "primary and additional IPs", want: []string{"10.0.0.5", "fd00::5"}, net: &runtimeapi.PodSandboxNetworkStatus{
-			Ip: "10.0.0.5", AdditionalIps: []*runtimeapi.PodIP{{Ip: "fd00::5"}}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := plan.SandboxFromCRI(&runtimeapi.PodSandboxStatus{Id: "sb", Network: tt.net}).IPs
-			if (got == nil) != (tt.want == nil) {
-				t.Errorf("IPs = %#v, want %#v", got, tt.want)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("IPs (-want +got):\n%s", diff)
 			}
 		})
 	}

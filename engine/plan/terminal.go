@@ -6,12 +6,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/validation"
 )
 
 // PodNotRunnable returns why the pod must only be stopped, if it must:
 // then no container of it starts again.
-func PodNotRunnable(pod *corev1.Pod, view *RuntimeView, now time.Time) (reason, message string) {
+func PodNotRunnable(pod *corev1.Pod, view *model.RuntimeView, now time.Time) (reason, message string) {
 	switch {
 	case pod.DeletionTimestamp != nil:
 		return KillReasonPodDeleted, "Pod is being deleted"
@@ -37,7 +38,7 @@ const BackoffLimitMessage = "Job has reached the specified backoff limit"
 // container's failed runs are its restarts (the pod restarts a container
 // only after a failure, restartPolicy Always being refused with the
 // annotation) and its newest instance, if that failed.
-func BackoffLimitExceeded(pod *corev1.Pod, view *RuntimeView) bool {
+func BackoffLimitExceeded(pod *corev1.Pod, view *model.RuntimeView) bool {
 	limit, ok := validation.BackoffLimit(pod)
 	if !ok {
 		return false
@@ -50,7 +51,7 @@ func BackoffLimitExceeded(pod *corev1.Pod, view *RuntimeView) bool {
 				continue
 			}
 			failed += int64(max(inst.RestartCount, 0))
-			if inst.State != ContainerRunning && inst.State != ContainerCreated && isInitContainerFailed(inst) {
+			if inst.State != model.ContainerRunning && inst.State != model.ContainerCreated && isInitContainerFailed(inst) {
 				failed++
 			}
 		}

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -18,7 +19,7 @@ const (
 	ReasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
 )
 
-func podReadyToStartContainersCondition(pod *corev1.Pod, view *plan.RuntimeView) corev1.PodCondition {
+func podReadyToStartContainersCondition(pod *corev1.Pod, view *model.RuntimeView) corev1.PodCondition {
 	c := corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue}
 	if plan.PodSandboxChanged(pod, view).Create {
 		c.Status = corev1.ConditionFalse
@@ -49,7 +50,7 @@ func podInitializedCondition(pod *corev1.Pod, statuses []corev1.ContainerStatus,
 			unknown = append(unknown, ic.Name)
 			continue
 		}
-		if plan.IsRestartableInitContainer(ic) {
+		if model.IsRestartableInitContainer(ic) {
 			if st.Started == nil || !*st.Started {
 				incomplete = append(incomplete, ic.Name)
 			}
@@ -101,7 +102,7 @@ func containersReadyCondition(pod *corev1.Pod, statuses []corev1.ContainerStatus
 		}
 	}
 	for i := range pod.Spec.InitContainers {
-		if plan.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+		if model.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
 			check(pod.Spec.InitContainers[i].Name)
 		}
 	}

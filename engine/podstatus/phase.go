@@ -3,7 +3,7 @@ package podstatus
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // getPhase is the kubelet's getPhase (pkg/kubelet/kubelet_pods.go, v1.37)
@@ -28,7 +28,7 @@ func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, pod
 	}
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
-		if plan.IsRestartableInitContainer(c) {
+		if model.IsRestartableInitContainer(c) {
 			continue
 		}
 		st := findStatus(info, c.Name)
@@ -52,7 +52,7 @@ func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, pod
 	unknown, running, waiting, stopped, stoppedNotRestartable, succeeded := 0, 0, 0, 0, 0, 0
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
-		if !plan.IsRestartableInitContainer(c) {
+		if !model.IsRestartableInitContainer(c) {
 			continue
 		}
 		st := findStatus(info, c.Name)

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -20,7 +21,7 @@ const (
 // node has not admitted a resize, in progress while an admitted one is not
 // yet what the runtime runs (reason Error, with its message, after a
 // failed attempt).
-func resizeConditions(pod *corev1.Pod, view *plan.RuntimeView, opts StatusOptions) []corev1.PodCondition {
+func resizeConditions(pod *corev1.Pod, view *model.RuntimeView, opts StatusOptions) []corev1.PodCondition {
 	if p := opts.ResizePending; p != nil {
 		return []corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: p.Reason, Message: p.Message}}
 	}
@@ -43,7 +44,7 @@ func (sc *statusConverter) allocatedContainer(c *corev1.Container) *corev1.Conta
 	if sc.allocated == nil {
 		sc.allocated = plan.AllocatedPod(sc.pod, sc.view)
 	}
-	if a := plan.SpecContainer(sc.allocated, c.Name); a != nil {
+	if a := model.SpecContainer(sc.allocated, c.Name); a != nil {
 		return a
 	}
 	return c
@@ -59,12 +60,12 @@ func (sc *statusConverter) allocatedContainer(c *corev1.Container) *corev1.Conta
 // allocated one, which the kubelet's actuated-resources checkpoint holds
 // once a resize succeeded and podsync, which applies it with nothing, at
 // once.
-func (sc *statusConverter) resources(c *corev1.Container, inst *plan.ContainerInstance, st *corev1.ContainerStatus) {
+func (sc *statusConverter) resources(c *corev1.Container, inst *model.ContainerInstance, st *corev1.ContainerStatus) {
 	alloc := sc.allocatedContainer(c)
 	st.AllocatedResources = alloc.Resources.Requests.DeepCopy()
 	res := alloc.Resources.DeepCopy()
 	st.Resources = res
-	if inst.State != plan.ContainerRunning || inst.Resources == nil {
+	if inst.State != model.ContainerRunning || inst.Resources == nil {
 		return
 	}
 	rr := inst.Resources

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/plan/plantest"
 )
@@ -22,13 +23,13 @@ func rl(kv ...string) corev1.ResourceList {
 
 // resizeFixture is BasePod whose app runs with created (as the runtime
 // reports reported) while the spec asks for desired.
-func resizeFixture(created, desired corev1.ResourceRequirements, reported *plan.RuntimeResources) (*corev1.Pod, plan.RuntimeView) {
+func resizeFixture(created, desired corev1.ResourceRequirements, reported *model.RuntimeResources) (*corev1.Pod, model.RuntimeView) {
 	old := plantest.BasePod()
 	old.Spec.Containers[0].Resources = created
 	pod := plantest.BasePod()
 	pod.Spec.Containers[0].Resources = desired
 	view := plantest.BaseView()
-	app := plantest.Inst(old, "app", "c-app", plan.ContainerRunning, 0, 55*time.Minute)
+	app := plantest.Inst(old, "app", "c-app", model.ContainerRunning, 0, 55*time.Minute)
 	app.Resources = reported
 	view.Containers[1] = app
 	return pod, view
@@ -61,13 +62,13 @@ func TestResizeConditions(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		desired  corev1.ResourceRequirements
-		reported *plan.RuntimeResources
+		reported *model.RuntimeResources
 		opts     StatusOptions
 		want     []string
 	}{
 		{name: "no resize has no resize condition", desired: created},
 		{name: "a resize applied has no resize condition", desired: desired,
-			reported: &plan.RuntimeResources{CPUShares: 2, MemoryLimitInBytes: 128 << 20}},
+			reported: &model.RuntimeResources{CPUShares: 2, MemoryLimitInBytes: 128 << 20}},
 		{name: "a resize not admitted is pending with the kubelet's reason and message", desired: desired,
 			opts: StatusOptions{ResizePending: &plan.ResizePending{Reason: corev1.PodReasonDeferred, Message: msg}},
 			want: []string{"PodResizePending=True(Deferred): " + msg}},
@@ -79,7 +80,7 @@ func TestResizeConditions(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			pod, view := resizeFixture(created, tt.desired, tt.reported)
-			st := ComputePodStatus(pod, view, plan.ProbeResults{}, plantest.T0, tt.opts)
+			st := ComputePodStatus(pod, view, model.ProbeResults{}, plantest.T0, tt.opts)
 			if diff := cmp.Diff(tt.want, resizeCondition(st)); diff != "" {
 				t.Errorf("resize conditions (-want +got):\n%s", diff)
 			}
@@ -94,11 +95,11 @@ func TestResizeConditions(t *testing.T) {
 func TestContainerResourcesAsTheKubeletReportsThem(t *testing.T) {
 	created := corev1.ResourceRequirements{Requests: rl("cpu", "100m", "memory", "64Mi"), Limits: rl("cpu", "200m", "memory", "64Mi")}
 	desired := corev1.ResourceRequirements{Requests: rl("cpu", "300m", "memory", "64Mi"), Limits: rl("cpu", "400m", "memory", "128Mi")}
-	running := &plan.RuntimeResources{CPUShares: 102, CPUQuota: 20000, CPUPeriod: 100000, MemoryLimitInBytes: 64 << 20}
+	running := &model.RuntimeResources{CPUShares: 102, CPUQuota: 20000, CPUPeriod: 100000, MemoryLimitInBytes: 64 << 20}
 	type res struct{ Requests, Limits, Allocated map[string]string }
 	for _, tt := range []struct {
 		name     string
-		reported *plan.RuntimeResources
+		reported *model.RuntimeResources
 		opts     StatusOptions
 		want     res
 	}{
@@ -109,7 +110,7 @@ func TestContainerResourcesAsTheKubeletReportsThem(t *testing.T) {
 			opts: StatusOptions{ResizePending: &plan.ResizePending{Reason: corev1.PodReasonDeferred}},
 			want: res{Requests: map[string]string{"cpu": "100m", "memory": "64Mi"}, Limits: map[string]string{"cpu": "200m", "memory": "64Mi"},
 				Allocated: map[string]string{"cpu": "100m", "memory": "64Mi"}}},
-		{name: "an applied resize shows the new values", reported: &plan.RuntimeResources{CPUShares: 307, CPUQuota: 40000, CPUPeriod: 100000, MemoryLimitInBytes: 128 << 20},
+		{name: "an applied resize shows the new values", reported: &model.RuntimeResources{CPUShares: 307, CPUQuota: 40000, CPUPeriod: 100000, MemoryLimitInBytes: 128 << 20},
 			want: res{Requests: map[string]string{"cpu": "300m", "memory": "64Mi"}, Limits: map[string]string{"cpu": "400m", "memory": "128Mi"},
 				Allocated: map[string]string{"cpu": "300m", "memory": "64Mi"}}},
 		{name: "without runtime resources the allocated values are shown",
@@ -118,7 +119,7 @@ func TestContainerResourcesAsTheKubeletReportsThem(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			pod, view := resizeFixture(created, desired, tt.reported)
-			st := ComputePodStatus(pod, view, plan.ProbeResults{}, plantest.T0, tt.opts)
+			st := ComputePodStatus(pod, view, model.ProbeResults{}, plantest.T0, tt.opts)
 			cs := st.ContainerStatuses[0]
 			if cs.Resources == nil {
 				t.Fatal("no resources")
@@ -136,8 +137,8 @@ func TestContainerResourcesAsTheKubeletReportsThem(t *testing.T) {
 // are reported as allocated when both sides are at the floor.
 func TestCPUAtTheFloorsReportsTheAllocatedValue(t *testing.T) {
 	r := corev1.ResourceRequirements{Requests: rl("cpu", "1m"), Limits: rl("cpu", "5m")}
-	pod, view := resizeFixture(r, r, &plan.RuntimeResources{CPUShares: 2, CPUQuota: 1000, CPUPeriod: 100000})
-	st := ComputePodStatus(pod, view, plan.ProbeResults{}, plantest.T0, StatusOptions{})
+	pod, view := resizeFixture(r, r, &model.RuntimeResources{CPUShares: 2, CPUQuota: 1000, CPUPeriod: 100000})
+	st := ComputePodStatus(pod, view, model.ProbeResults{}, plantest.T0, StatusOptions{})
 	cs := st.ContainerStatuses[0]
 	if got := cs.Resources.Requests.Cpu().String(); got != "1m" {
 		t.Errorf("CPU request %s, want the allocated 1m", got)

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -56,9 +57,9 @@ type StatusOptions struct {
 // phases stick; an exceeded activeDeadlineSeconds fails the pod),
 // conditions, pod IPs and start time. pod.Status is read as the previous
 // status. It is pure.
-func ComputePodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.ProbeResults, now time.Time, opts StatusOptions) corev1.PodStatus {
+func ComputePodStatus(pod *corev1.Pod, view model.RuntimeView, probes model.ProbeResults, now time.Time, opts StatusOptions) corev1.PodStatus {
 	old := pod.Status
-	s := corev1.PodStatus{QOSClass: plan.GetPodQOS(pod)}
+	s := corev1.PodStatus{QOSClass: model.GetPodQOS(pod)}
 	hasInit := len(pod.Spec.InitContainers) > 0
 	sc := statusConverter{pod: pod, view: &view, probes: probes, now: now, opts: opts}
 	reason, _ := plan.PodNotRunnable(pod, &view, now)
@@ -126,7 +127,7 @@ func ComputePodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.ProbeR
 	switch {
 	case pod.Spec.HostNetwork:
 		ips = opts.HostIPs
-	case len(view.Sandboxes) > 0 && view.Sandboxes[0].State == plan.SandboxReady:
+	case len(view.Sandboxes) > 0 && view.Sandboxes[0].State == model.SandboxReady:
 		ips = view.Sandboxes[0].IPs
 	}
 	for _, ip := range ips {
@@ -181,14 +182,14 @@ func truncateTerminationMessages(pod *corev1.Pod, s *corev1.PodStatus) {
 	}
 }
 
-func anyRunning(view *plan.RuntimeView) bool {
-	return slices.ContainsFunc(view.Containers, func(c plan.ContainerInstance) bool { return c.State == plan.ContainerRunning })
+func anyRunning(view *model.RuntimeView) bool {
+	return slices.ContainsFunc(view.Containers, func(c model.ContainerInstance) bool { return c.State == model.ContainerRunning })
 }
 
 type statusConverter struct {
 	pod    *corev1.Pod
-	view   *plan.RuntimeView
-	probes plan.ProbeResults
+	view   *model.RuntimeView
+	probes model.ProbeResults
 	now    time.Time
 	opts   StatusOptions
 	// allocated is plan.AllocatedPod, built once when a resize is pending.
@@ -207,11 +208,11 @@ func (sc *statusConverter) containerID(id string) string {
 }
 
 // state converts one instance (the kubelet's convertContainerStatus).
-func (sc *statusConverter) state(inst *plan.ContainerInstance) corev1.ContainerState {
+func (sc *statusConverter) state(inst *model.ContainerInstance) corev1.ContainerState {
 	switch inst.State {
-	case plan.ContainerRunning:
+	case model.ContainerRunning:
 		return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(inst.StartedAt)}}
-	case plan.ContainerExited:
+	case model.ContainerExited:
 		reason := inst.Reason
 		if reason == "" {
 			// containerd always sets one; default as it does.
@@ -292,7 +293,7 @@ func (sc *statusConverter) convert(containers []corev1.Container, oldStatuses []
 					RestartCount: inst.RestartCount,
 					State:        sc.state(inst),
 				}
-				if inst.State == plan.ContainerUnknown && old != nil && old.State.Running != nil {
+				if inst.State == model.ContainerUnknown && old != nil && old.State.Running != nil {
 					st.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 						Reason:   ReasonStatusUnknown,
 						Message:  "The container could not be located when the pod was terminated",
@@ -327,10 +328,10 @@ func (sc *statusConverter) waitingReason(c *corev1.Container, st *corev1.Contain
 		return
 	}
 	inst := sc.view.FindContainer(c.Name)
-	if isInit && inst != nil && inst.State == plan.ContainerExited && inst.ExitCode == 0 {
+	if isInit && inst != nil && inst.State == model.ContainerExited && inst.ExitCode == 0 {
 		return
 	}
-	if inst != nil && plan.EphemeralContainer(sc.pod, c.Name) != nil {
+	if inst != nil && model.EphemeralContainer(sc.pod, c.Name) != nil {
 		// An ephemeral container is never restarted: its state is its
 		// instance's.
 		return
@@ -345,7 +346,7 @@ func (sc *statusConverter) waitingReason(c *corev1.Container, st *corev1.Contain
 		w = &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoopBackOff, Message: plan.CrashLoopMessage(sc.pod, c.Name, b.Delay)}
 	} else if f := sc.view.PullFailure(c.Image); f != nil && f.Failures > 0 {
 		if plan.ImagePullBackoff(sc.pod, c, sc.view, sc.opts.Backoff).Active(sc.now) {
-			w = &corev1.ContainerStateWaiting{Reason: plan.ReasonImagePullBackOff, Message: plan.PullBackOffMessage(c.Image, f)}
+			w = &corev1.ContainerStateWaiting{Reason: plan.ReasonImagePullBackOff, Message: model.PullBackOffMessage(c.Image, f)}
 		} else {
 			w = &corev1.ContainerStateWaiting{Reason: cmp.Or(f.Reason, ReasonErrImagePull), Message: f.Message}
 		}
@@ -364,14 +365,14 @@ func (sc *statusConverter) probe(c *corev1.Container, st *corev1.ContainerStatus
 	started := false
 	if st.State.Running != nil {
 		id := sc.view.FindContainer(c.Name).ID
-		if r, ok := sc.probes.Startup[id]; ok && r != plan.ProbeUnknown {
-			started = r == plan.ProbeSuccess
+		if r, ok := sc.probes.Startup[id]; ok && r != model.ProbeUnknown {
+			started = r == model.ProbeSuccess
 		} else {
 			started = c.StartupProbe == nil
 		}
 	}
 	st.Started = &started
-	if isInit && !plan.IsRestartableInitContainer(c) {
+	if isInit && !model.IsRestartableInitContainer(c) {
 		st.Ready = st.State.Terminated != nil && st.State.Terminated.ExitCode == 0
 		return
 	}
@@ -379,7 +380,7 @@ func (sc *statusConverter) probe(c *corev1.Container, st *corev1.ContainerStatus
 		return
 	}
 	id := sc.view.FindContainer(c.Name).ID
-	if sc.probes.Readiness[id] == plan.ProbeSuccess {
+	if sc.probes.Readiness[id] == model.ProbeSuccess {
 		st.Ready = true
 	} else {
 		st.Ready = c.ReadinessProbe == nil

@@ -3,7 +3,7 @@ package podstatus
 import (
 	"testing"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan/plantest"
 )
 
@@ -15,6 +15,6 @@ func BenchmarkComputePodStatus(b *testing.B) {
 	opts := StatusOptions{HostIPs: []string{"127.0.0.1"}}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = ComputePodStatus(pod, view, plan.ProbeResults{}, plantest.BenchNow, opts)
+		_ = ComputePodStatus(pod, view, model.ProbeResults{}, plantest.BenchNow, opts)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan/plantest"
 	"github.com/podsync/podsync/validation"
 )
@@ -99,8 +99,8 @@ func TestComputePodStatus(t *testing.T) {
 	tests := []struct {
 		name       string
 		mutatePod  func(*corev1.Pod)
-		mutateView func(*corev1.Pod, *plan.RuntimeView)
-		probes     plan.ProbeResults
+		mutateView func(*corev1.Pod, *model.RuntimeView)
+		probes     model.ProbeResults
 		want       statusSummary
 	}{
 		{
@@ -110,14 +110,14 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name:       "no sandbox and no containers is Pending with ContainerCreating",
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) { *v = plan.RuntimeView{} },
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) { *v = model.RuntimeView{} },
 			want: statusSummary{Phase: "Pending",
 				Conditions: []string{"PodReadyToStartContainers=False", "Initialized=True", "Ready=False(ContainersNotReady)", "ContainersReady=False(ContainersNotReady)"},
 				Containers: []string{"app: waiting(ContainerCreating) restarts=0", "helper: waiting(ContainerCreating) restarts=0"}},
 		},
 		{
 			name:       "a created container keeps the pod Pending",
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) { v.Containers[0].State = plan.ContainerCreated },
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) { v.Containers[0].State = model.ContainerCreated },
 			want: statusSummary{Phase: "Pending", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: running restarts=0 ready started", "helper: waiting() restarts=0"}},
 		},
@@ -130,14 +130,14 @@ func TestComputePodStatus(t *testing.T) {
 		{
 			name:      "readiness probe success makes the container ready",
 			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{} },
-			probes:    plan.ProbeResults{Readiness: map[string]plan.ProbeResult{"c-app": plan.ProbeSuccess}},
+			probes:    model.ProbeResults{Readiness: map[string]model.ProbeResult{"c-app": model.ProbeSuccess}},
 			want: statusSummary{Phase: "Running", Conditions: condAllTrue, PodIPs: "10.0.0.5",
 				Containers: []string{"app: running restarts=0 ready started", "helper: running restarts=0 ready started"}},
 		},
 		{
 			name:      "readiness probe failure makes the container unready",
 			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{} },
-			probes:    plan.ProbeResults{Readiness: map[string]plan.ProbeResult{"c-app": plan.ProbeFailure}},
+			probes:    model.ProbeResults{Readiness: map[string]model.ProbeResult{"c-app": model.ProbeFailure}},
 			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: running restarts=0 started", "helper: running restarts=0 ready started"}},
 		},
@@ -149,12 +149,12 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name: "crash-looping container is waiting CrashLoopBackOff with its last state",
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
 				p := mp()
-				v.Containers = []plan.ContainerInstance{
-					plantest.Exited(plantest.Inst(p, "app", "c-app2", plan.ContainerExited, 1, 5*time.Second), 1, 3*time.Second),
+				v.Containers = []model.ContainerInstance{
+					plantest.Exited(plantest.Inst(p, "app", "c-app2", model.ContainerExited, 1, 5*time.Second), 1, 3*time.Second),
 					v.Containers[0],
-					plantest.Exited(plantest.Inst(p, "app", "c-app", plan.ContainerExited, 0, time.Minute), 1, 30*time.Second),
+					plantest.Exited(plantest.Inst(p, "app", "c-app", model.ContainerExited, 0, time.Minute), 1, 30*time.Second),
 				}
 				v.Containers[0].Reason = "Error"
 			},
@@ -163,12 +163,12 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name: "exited container about to restart shows terminated with the previous as last state",
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
 				p := mp()
-				v.Containers = []plan.ContainerInstance{
-					plantest.Exited(plantest.Inst(p, "app", "c-app3", plan.ContainerExited, 3, 5*time.Minute), 137, 4*time.Minute),
+				v.Containers = []model.ContainerInstance{
+					plantest.Exited(plantest.Inst(p, "app", "c-app3", model.ContainerExited, 3, 5*time.Minute), 137, 4*time.Minute),
 					v.Containers[0],
-					plantest.Exited(plantest.Inst(p, "app", "c-app2", plan.ContainerExited, 2, 30*time.Minute), 0, 20*time.Minute),
+					plantest.Exited(plantest.Inst(p, "app", "c-app2", model.ContainerExited, 2, 30*time.Minute), 0, 20*time.Minute),
 				}
 				v.Containers[0].Reason = "OOMKilled"
 			},
@@ -178,8 +178,8 @@ func TestComputePodStatus(t *testing.T) {
 		{
 			name:      "all succeeded under OnFailure is Succeeded",
 			mutatePod: plantest.Policy(corev1.RestartPolicyOnFailure),
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
-				v.Containers = []plan.ContainerInstance{plantest.Exited(v.Containers[0], 0, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = []model.ContainerInstance{plantest.Exited(v.Containers[0], 0, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
 			},
 			want: statusSummary{Phase: "Succeeded", PodIPs: "10.0.0.5",
 				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(PodCompleted)", "ContainersReady=False(PodCompleted)"},
@@ -188,8 +188,8 @@ func TestComputePodStatus(t *testing.T) {
 		{
 			name:      "one failure under Never is Failed",
 			mutatePod: plantest.Policy(corev1.RestartPolicyNever),
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
-				v.Containers = []plan.ContainerInstance{plantest.Exited(v.Containers[0], 2, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = []model.ContainerInstance{plantest.Exited(v.Containers[0], 2, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
 				v.Containers[0].Message = "boom"
 				v.Containers[0].TerminationMessage = "disk full"
 			},
@@ -200,16 +200,16 @@ func TestComputePodStatus(t *testing.T) {
 		{
 			name:      "one failure restarting under OnFailure is Running",
 			mutatePod: plantest.Policy(corev1.RestartPolicyOnFailure),
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
-				v.Containers = []plan.ContainerInstance{plantest.Exited(v.Containers[0], 2, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = []model.ContainerInstance{plantest.Exited(v.Containers[0], 2, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
 			},
 			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: terminated(Completed,0) restarts=0", "helper: terminated(Error,2) restarts=0"}},
 		},
 		{
 			name: "all exited under Always is Running while they restart",
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
-				v.Containers = []plan.ContainerInstance{plantest.Exited(v.Containers[0], 0, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = []model.ContainerInstance{plantest.Exited(v.Containers[0], 0, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
 			},
 			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: terminated(Completed,0) restarts=0", "helper: terminated(Completed,0) restarts=0"}},
@@ -217,8 +217,8 @@ func TestComputePodStatus(t *testing.T) {
 		{
 			name:      "deleted pod with all exited under Always is terminal Succeeded",
 			mutatePod: func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: plantest.T0} },
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
-				v.Containers = []plan.ContainerInstance{plantest.Exited(v.Containers[0], 0, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = []model.ContainerInstance{plantest.Exited(v.Containers[0], 0, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
 			},
 			want: statusSummary{Phase: "Succeeded", PodIPs: "10.0.0.5",
 				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(PodCompleted)", "ContainersReady=False(PodCompleted)"},
@@ -227,8 +227,8 @@ func TestComputePodStatus(t *testing.T) {
 		{
 			name:      "deleted pod with a failure under Always is terminal Failed",
 			mutatePod: func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: plantest.T0} },
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
-				v.Containers = []plan.ContainerInstance{plantest.Exited(v.Containers[0], 137, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = []model.ContainerInstance{plantest.Exited(v.Containers[0], 137, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
 			},
 			want: statusSummary{Phase: "Failed", PodIPs: "10.0.0.5",
 				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(PodFailed)", "ContainersReady=False(PodFailed)"},
@@ -257,14 +257,14 @@ func TestComputePodStatus(t *testing.T) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 				p.Annotations = map[string]string{validation.AnnotationBackoffLimit: "1"}
 			},
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
 				// Within the crash-loop back-off, which does not show: the
 				// container never starts again.
 				p := mp()
-				v.Containers = []plan.ContainerInstance{
-					plantest.Exited(plantest.Inst(p, "app", "c-app2", plan.ContainerExited, 1, 5*time.Second), 1, 3*time.Second),
+				v.Containers = []model.ContainerInstance{
+					plantest.Exited(plantest.Inst(p, "app", "c-app2", model.ContainerExited, 1, 5*time.Second), 1, 3*time.Second),
 					v.Containers[0],
-					plantest.Exited(plantest.Inst(p, "app", "c-app", plan.ContainerExited, 0, time.Minute), 1, 30*time.Second),
+					plantest.Exited(plantest.Inst(p, "app", "c-app", model.ContainerExited, 0, time.Minute), 1, 30*time.Second),
 				}
 				v.Containers[0].Reason = "Error"
 			},
@@ -274,18 +274,18 @@ func TestComputePodStatus(t *testing.T) {
 		},
 		{
 			name: "image pull failure is ErrImagePull once its back-off passed",
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
 				v.Containers = v.Containers[1:]
-				v.PullFailures = []plan.PullFailure{{Image: "busybox:1", Failures: 1, At: plantest.T0.Add(-time.Minute), Message: "not found"}}
+				v.PullFailures = []model.PullFailure{{Image: "busybox:1", Failures: 1, At: plantest.T0.Add(-time.Minute), Message: "not found"}}
 			},
 			want: statusSummary{Phase: "Pending", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: running restarts=0 ready started", "helper: waiting(ErrImagePull) restarts=0"}},
 		},
 		{
 			name: "image pull in back-off is ImagePullBackOff",
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
 				v.Containers = v.Containers[1:]
-				v.PullFailures = []plan.PullFailure{{Image: "busybox:1", Failures: 2, At: plantest.T0.Add(-time.Second)}}
+				v.PullFailures = []model.PullFailure{{Image: "busybox:1", Failures: 2, At: plantest.T0.Add(-time.Second)}}
 			},
 			want: statusSummary{Phase: "Pending", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: running restarts=0 ready started", "helper: waiting(ImagePullBackOff) restarts=0"}},
@@ -303,8 +303,8 @@ func TestComputePodStatus(t *testing.T) {
 		{
 			name:      "running init container keeps the pod Pending",
 			mutatePod: plantest.WithInit("init-a"),
-			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
-				v.Containers = []plan.ContainerInstance{plantest.Inst(p, "init-a", "c-a", plan.ContainerRunning, 0, time.Second)}
+			mutateView: func(p *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = []model.ContainerInstance{plantest.Inst(p, "init-a", "c-a", model.ContainerRunning, 0, time.Second)}
 			},
 			want: statusSummary{Phase: "Pending", Conditions: initPending, PodIPs: "10.0.0.5",
 				Init:       []string{"init-a: running restarts=0 started"},
@@ -313,8 +313,8 @@ func TestComputePodStatus(t *testing.T) {
 		{
 			name:      "failed init container under Never fails the pod",
 			mutatePod: plantest.Chain(plantest.WithInit("init-a"), plantest.Policy(corev1.RestartPolicyNever)),
-			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
-				v.Containers = []plan.ContainerInstance{plantest.Exited(plantest.Inst(p, "init-a", "c-a", plan.ContainerExited, 0, time.Minute), 1, time.Second)}
+			mutateView: func(p *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = []model.ContainerInstance{plantest.Exited(plantest.Inst(p, "init-a", "c-a", model.ContainerExited, 0, time.Minute), 1, time.Second)}
 			},
 			want: statusSummary{Phase: "Failed", PodIPs: "10.0.0.5",
 				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=False(ContainersNotInitialized)", "Ready=False(PodFailed)", "ContainersReady=False(PodFailed)"},
@@ -324,10 +324,10 @@ func TestComputePodStatus(t *testing.T) {
 		{
 			name:      "failed init container in back-off keeps the pod Pending",
 			mutatePod: plantest.WithInit("init-a"),
-			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
-				v.Containers = []plan.ContainerInstance{
-					plantest.Exited(plantest.Inst(p, "init-a", "c-a2", plan.ContainerExited, 1, 5*time.Second), 1, time.Second),
-					plantest.Exited(plantest.Inst(p, "init-a", "c-a1", plan.ContainerExited, 0, time.Minute), 1, 30*time.Second),
+			mutateView: func(p *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = []model.ContainerInstance{
+					plantest.Exited(plantest.Inst(p, "init-a", "c-a2", model.ContainerExited, 1, 5*time.Second), 1, time.Second),
+					plantest.Exited(plantest.Inst(p, "init-a", "c-a1", model.ContainerExited, 0, time.Minute), 1, 30*time.Second),
 				}
 			},
 			want: statusSummary{Phase: "Pending", Conditions: initPending, PodIPs: "10.0.0.5",
@@ -337,8 +337,8 @@ func TestComputePodStatus(t *testing.T) {
 		{
 			name:      "completed init containers are ready and the pod initialized",
 			mutatePod: plantest.WithInit("init-a"),
-			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
-				v.Containers = append(v.Containers, plantest.Exited(plantest.Inst(p, "init-a", "c-a", plan.ContainerExited, 0, 2*time.Hour), 0, 2*time.Hour))
+			mutateView: func(p *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = append(v.Containers, plantest.Exited(plantest.Inst(p, "init-a", "c-a", model.ContainerExited, 0, 2*time.Hour), 0, 2*time.Hour))
 			},
 			want: statusSummary{Phase: "Running", Conditions: condAllTrue, PodIPs: "10.0.0.5",
 				Init:       []string{"init-a: terminated(Completed,0) restarts=0 ready"},
@@ -347,8 +347,8 @@ func TestComputePodStatus(t *testing.T) {
 		{
 			name:      "sidecar not yet started keeps the pod Pending",
 			mutatePod: plantest.Chain(plantest.WithInit("log-sidecar"), func(p *corev1.Pod) { p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{} }),
-			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
-				v.Containers = []plan.ContainerInstance{plantest.Inst(p, "log-sidecar", "c-s", plan.ContainerRunning, 0, time.Second)}
+			mutateView: func(p *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = []model.ContainerInstance{plantest.Inst(p, "log-sidecar", "c-s", model.ContainerRunning, 0, time.Second)}
 			},
 			want: statusSummary{Phase: "Pending", Conditions: initPending, PodIPs: "10.0.0.5",
 				Init:       []string{"log-sidecar: running restarts=0"},
@@ -357,8 +357,8 @@ func TestComputePodStatus(t *testing.T) {
 		{
 			name:      "started sidecar and running containers are Running",
 			mutatePod: plantest.WithInit("log-sidecar"),
-			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
-				v.Containers = append(v.Containers, plantest.Inst(p, "log-sidecar", "c-s", plan.ContainerRunning, 0, 2*time.Hour))
+			mutateView: func(p *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = append(v.Containers, plantest.Inst(p, "log-sidecar", "c-s", model.ContainerRunning, 0, 2*time.Hour))
 			},
 			want: statusSummary{Phase: "Running", Conditions: condAllTrue, PodIPs: "10.0.0.5",
 				Init:       []string{"log-sidecar: running restarts=0 ready started"},
@@ -367,10 +367,10 @@ func TestComputePodStatus(t *testing.T) {
 		{
 			name:      "sidecar restarting after initialization keeps the pod Running",
 			mutatePod: plantest.WithInit("log-sidecar"),
-			mutateView: func(p *corev1.Pod, v *plan.RuntimeView) {
+			mutateView: func(p *corev1.Pod, v *model.RuntimeView) {
 				v.Containers = append(v.Containers,
-					plantest.Exited(plantest.Inst(p, "log-sidecar", "c-s2", plan.ContainerExited, 1, time.Minute), 1, time.Second),
-					plantest.Exited(plantest.Inst(p, "log-sidecar", "c-s1", plan.ContainerExited, 0, 2*time.Hour), 1, 30*time.Second))
+					plantest.Exited(plantest.Inst(p, "log-sidecar", "c-s2", model.ContainerExited, 1, time.Minute), 1, time.Second),
+					plantest.Exited(plantest.Inst(p, "log-sidecar", "c-s1", model.ContainerExited, 0, 2*time.Hour), 1, 30*time.Second))
 			},
 			want: statusSummary{Phase: "Running", PodIPs: "10.0.0.5",
 				Conditions: []string{"PodReadyToStartContainers=True", "Initialized=True", "Ready=False(ContainersNotReady)", "ContainersReady=False(ContainersNotReady)"},
@@ -382,7 +382,7 @@ func TestComputePodStatus(t *testing.T) {
 			mutatePod: func(p *corev1.Pod) {
 				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: 2, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 			},
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) { v.Containers[1].State = plan.ContainerUnknown },
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) { v.Containers[1].State = model.ContainerUnknown },
 			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: terminated(ContainerStatusUnknown,137,The container could not be located when the pod was terminated) restarts=3", "helper: running restarts=0 ready started"}},
 		},
@@ -391,7 +391,7 @@ func TestComputePodStatus(t *testing.T) {
 			mutatePod: func(p *corev1.Pod) {
 				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: 2, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 			},
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) { v.Containers = v.Containers[:1] },
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) { v.Containers = v.Containers[:1] },
 			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: waiting(ContainerCreating) last=terminated(ContainerStatusUnknown,137,The container could not be located when the pod was deleted.  The container used to be Running) restarts=3", "helper: running restarts=0 ready started"}},
 		},
@@ -400,14 +400,14 @@ func TestComputePodStatus(t *testing.T) {
 			mutatePod: plantest.Chain(plantest.Policy(corev1.RestartPolicyNever), func(p *corev1.Pod) {
 				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}}}
 			}),
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) { v.Containers = v.Containers[:1] },
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) { v.Containers = v.Containers[:1] },
 			want: statusSummary{Phase: "Running", Conditions: condNotReady, PodIPs: "10.0.0.5",
 				Containers: []string{"app: terminated(Completed,0) restarts=0", "helper: running restarts=0 ready started"}},
 		},
 		{
 			name:      "host-network pod reports the node IPs",
 			mutatePod: func(p *corev1.Pod) { p.Spec.HostNetwork = true },
-			mutateView: func(_ *corev1.Pod, v *plan.RuntimeView) {
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
 				v.Sandboxes[0].NetworkMode = 2 // NODE
 				v.Sandboxes[0].IPs = nil
 			},
@@ -444,7 +444,7 @@ func TestComputePodStatusDetails(t *testing.T) {
 	view := plantest.BaseView()
 	view.Containers[1].RestartCount = 4
 	view.Containers[1].ImageRef = "sha256:abc"
-	got := ComputePodStatus(pod, view, plan.ProbeResults{}, plantest.T0, StatusOptions{})
+	got := ComputePodStatus(pod, view, model.ProbeResults{}, plantest.T0, StatusOptions{})
 
 	if got.StartTime == nil || !got.StartTime.Time.Equal(plantest.T0.Add(-time.Hour)) {
 		t.Errorf("StartTime = %v, want the sandbox's creation %v", got.StartTime, plantest.T0.Add(-time.Hour))
@@ -481,7 +481,7 @@ func TestTerminationMessagesShareThePodBudget(t *testing.T) {
 		view.Containers[i] = plantest.Exited(view.Containers[i], 1, time.Minute)
 		view.Containers[i].Message = long
 	}
-	st := ComputePodStatus(pod, view, plan.ProbeResults{}, plantest.T0, StatusOptions{})
+	st := ComputePodStatus(pod, view, model.ProbeResults{}, plantest.T0, StatusOptions{})
 	total := 0
 	for _, cs := range st.ContainerStatuses {
 		for _, s := range []corev1.ContainerState{cs.State, cs.LastTerminationState} {
@@ -510,12 +510,12 @@ func TestPhaseInitializedByARegularContainerOfTheActiveSandbox(t *testing.T) {
 		p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{}
 		return p
 	}
-	view := func(p *corev1.Pod, code int32, regularSandbox string) plan.RuntimeView {
+	view := func(p *corev1.Pod, code int32, regularSandbox string) model.RuntimeView {
 		v := plantest.BaseView()
-		v.Containers = []plan.ContainerInstance{
-			plantest.Inst(p, "log-sidecar", "c-sidecar", plan.ContainerRunning, 0, 5*time.Minute),
-			plantest.Exited(plantest.Inst(p, "helper", "c-helper", plan.ContainerRunning, 0, 50*time.Minute), code, time.Minute),
-			plantest.Exited(plantest.Inst(p, "app", "c-app", plan.ContainerRunning, 0, 55*time.Minute), code, time.Minute),
+		v.Containers = []model.ContainerInstance{
+			plantest.Inst(p, "log-sidecar", "c-sidecar", model.ContainerRunning, 0, 5*time.Minute),
+			plantest.Exited(plantest.Inst(p, "helper", "c-helper", model.ContainerRunning, 0, 50*time.Minute), code, time.Minute),
+			plantest.Exited(plantest.Inst(p, "app", "c-app", model.ContainerRunning, 0, 55*time.Minute), code, time.Minute),
 		}
 		for i := range v.Containers[1:] {
 			v.Containers[1+i].SandboxID = regularSandbox
@@ -529,37 +529,37 @@ func TestPhaseInitializedByARegularContainerOfTheActiveSandbox(t *testing.T) {
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
-		view func(*corev1.Pod) plan.RuntimeView
+		view func(*corev1.Pod) model.RuntimeView
 		want corev1.PodPhase
 	}{
 		{
 			name: "Never: unstarted sidecar, regular containers succeeded in the sandbox is Running",
 			pod:  sidecarPod(corev1.RestartPolicyNever),
-			view: func(p *corev1.Pod) plan.RuntimeView { return view(p, 0, "sb1") },
+			view: func(p *corev1.Pod) model.RuntimeView { return view(p, 0, "sb1") },
 			want: corev1.PodRunning,
 		},
 		{
 			name: "Never: unstarted sidecar, regular containers failed in the sandbox is Running",
 			pod:  sidecarPod(corev1.RestartPolicyNever),
-			view: func(p *corev1.Pod) plan.RuntimeView { return view(p, 1, "sb1") },
+			view: func(p *corev1.Pod) model.RuntimeView { return view(p, 1, "sb1") },
 			want: corev1.PodRunning,
 		},
 		{
 			name: "OnFailure: unstarted sidecar, regular containers failed in the sandbox is Running",
 			pod:  sidecarPod(corev1.RestartPolicyOnFailure),
-			view: func(p *corev1.Pod) plan.RuntimeView { return view(p, 1, "sb1") },
+			view: func(p *corev1.Pod) model.RuntimeView { return view(p, 1, "sb1") },
 			want: corev1.PodRunning,
 		},
 		{
 			name: "regular containers of an older sandbox do not initialize the pod: Pending",
 			pod:  sidecarPod(corev1.RestartPolicyNever),
-			view: func(p *corev1.Pod) plan.RuntimeView { return view(p, 0, "sb0") },
+			view: func(p *corev1.Pod) model.RuntimeView { return view(p, 0, "sb0") },
 			want: corev1.PodPending,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ComputePodStatus(tt.pod, tt.view(tt.pod), plan.ProbeResults{}, plantest.T0, StatusOptions{})
+			got := ComputePodStatus(tt.pod, tt.view(tt.pod), model.ProbeResults{}, plantest.T0, StatusOptions{})
 			if got.Phase != tt.want {
 				t.Errorf("phase = %s, want %s (init %v, containers %v)", got.Phase, tt.want,
 					got.InitContainerStatuses, got.ContainerStatuses)
@@ -583,7 +583,7 @@ func TestDisruptionTargetIsKept(t *testing.T) {
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 	}
-	got := ComputePodStatus(pod, plantest.BaseView(), plan.ProbeResults{}, plantest.T0, StatusOptions{})
+	got := ComputePodStatus(pod, plantest.BaseView(), model.ProbeResults{}, plantest.T0, StatusOptions{})
 	i := slices.IndexFunc(got.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.DisruptionTarget })
 	if i < 0 {
 		t.Fatalf("conditions %+v lost DisruptionTarget", got.Conditions)
@@ -608,14 +608,14 @@ func TestEphemeralContainerStatuses(t *testing.T) {
 		TargetContainerName:      "app",
 	}}
 	view := plantest.BaseView()
-	got := ComputePodStatus(pod, view, plan.ProbeResults{}, plantest.T0, StatusOptions{})
+	got := ComputePodStatus(pod, view, model.ProbeResults{}, plantest.T0, StatusOptions{})
 	if len(got.EphemeralContainerStatuses) != 1 || got.EphemeralContainerStatuses[0].State.Waiting == nil {
 		t.Fatalf("before start: EphemeralContainerStatuses = %+v, want debug waiting", got.EphemeralContainerStatuses)
 	}
 
-	view.Containers = append([]plan.ContainerInstance{plantest.Exited(
-		plantest.Inst(pod, "debug", "c-debug", plan.ContainerExited, 0, time.Minute), 1, time.Second)}, view.Containers...)
-	got = ComputePodStatus(pod, view, plan.ProbeResults{}, plantest.T0, StatusOptions{})
+	view.Containers = append([]model.ContainerInstance{plantest.Exited(
+		plantest.Inst(pod, "debug", "c-debug", model.ContainerExited, 0, time.Minute), 1, time.Second)}, view.Containers...)
+	got = ComputePodStatus(pod, view, model.ProbeResults{}, plantest.T0, StatusOptions{})
 	if n := len(got.ContainerStatuses); n != 2 {
 		t.Errorf("ContainerStatuses has %d entries, want the 2 regular containers only", n)
 	}

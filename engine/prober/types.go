@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // Type is the kind of a probe: liveness, readiness or startup.
@@ -49,13 +49,13 @@ func (t Type) index() int { return int(t) - 1 }
 // SuccessThreshold times in a row, or, for liveness, has not run yet;
 // Failure: it failed FailureThreshold times in a row, or, for readiness,
 // has not passed yet).
-type Result = plan.ProbeResult
+type Result = model.ProbeResult
 
 // Probe results.
 const (
-	Unknown = plan.ProbeUnknown
-	Success = plan.ProbeSuccess
-	Failure = plan.ProbeFailure
+	Unknown = model.ProbeUnknown
+	Success = model.ProbeSuccess
+	Failure = model.ProbeFailure
 )
 
 // initialResult is what a probe's result is taken to be before the probe
@@ -76,7 +76,7 @@ func initialResult(t Type) Result {
 
 // Results are a pod's current probe results by container instance id,
 // the planner's plan.ProbeResults.
-type Results = plan.ProbeResults
+type Results = model.ProbeResults
 
 // Update reports that one probe's result changed.
 type Update struct {

@@ -20,7 +20,7 @@ import (
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/failpoint"
 	"github.com/podsync/podsync/engine/logs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
 )
@@ -501,7 +501,7 @@ func (r *run) failedContainers(ctx context.Context, pod *corev1.Pod, st *corev1.
 	}
 	for _, cs := range st.InitContainerStatuses {
 		typ := syncer.ContainerTypeInit
-		if i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == cs.Name }); i >= 0 && plan.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+		if i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == cs.Name }); i >= 0 && model.IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
 			typ = syncer.ContainerTypeSidecar
 		}
 		add(cs, typ)

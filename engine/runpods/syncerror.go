@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/syncer"
 )
 
@@ -51,8 +51,8 @@ func terminalFailure(pod *corev1.Pod, s syncer.StepResult) bool {
 		case syncer.ReasonCreateContainerConfigErr, syncer.ReasonErrImageNeverPull, syncer.ReasonInvalidImageName:
 			return spec
 		case syncer.ReasonPostStartHookError:
-			c := plan.SpecContainer(pod, s.Target)
-			return c != nil && pod.Spec.RestartPolicy == corev1.RestartPolicyNever && !plan.IsRestartableInitContainer(c)
+			c := model.SpecContainer(pod, s.Target)
+			return c != nil && pod.Spec.RestartPolicy == corev1.RestartPolicyNever && !model.IsRestartableInitContainer(c)
 		}
 	}
 	return false
@@ -66,7 +66,7 @@ func syncErrorMessage(pod *corev1.Pod, s syncer.StepResult) string {
 	if msg == "" {
 		msg = s.Err.Error()
 	}
-	return fmt.Sprintf("error syncing pod %q: failed to %q for %q with %s: %q", plan.PodString(pod), s.Action, s.Target, s.Reason, msg)
+	return fmt.Sprintf("error syncing pod %q: failed to %q for %q with %s: %q", model.PodString(pod), s.Action, s.Target, s.Reason, msg)
 }
 
 // transientSandboxFailure reports whether a sandbox creation failed for a

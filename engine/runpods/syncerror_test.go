@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/store"
@@ -28,8 +29,8 @@ func TestSyncErrorsThatWillNotClearFailAtOnce(t *testing.T) {
 		return syncer.StepResult{Action: syncer.ActionStartContainer, Target: "app", ContainerType: syncer.ContainerTypeRegular,
 			Reason: reason, Message: msg, Err: err}
 	}
-	sandbox := syncer.StepResult{Action: syncer.ActionCreatePodSandbox, Target: plan.PodString(p), Reason: syncer.ReasonCreatePodSandboxError,
-		Message: fmt.Sprintf("Failed to create sandbox for pod %q: no runtime for \"gvisor\"", plan.PodString(p)), Err: errors.New("run pod sandbox: no runtime")}
+	sandbox := syncer.StepResult{Action: syncer.ActionCreatePodSandbox, Target: model.PodString(p), Reason: syncer.ReasonCreatePodSandboxError,
+		Message: fmt.Sprintf("Failed to create sandbox for pod %q: no runtime for \"gvisor\"", model.PodString(p)), Err: errors.New("run pod sandbox: no runtime")}
 	reserved := sandbox
 	reserved.Message = "Failed to create sandbox for pod: name reserved"
 	reserved.Err = errors.New(`run pod sandbox: rpc error: code = FailedPrecondition desc = failed to reserve sandbox name "a_default_uid-a_0": name "a_default_uid-a_0" is reserved for "3b87"`)
@@ -100,7 +101,7 @@ func TestSyncErrorsThatWillNotClearFailAtOnce(t *testing.T) {
 				if f.Action == "" {
 					f = tt.apply[0]
 				}
-				want := fmt.Sprintf("error syncing pod %q: failed to %q for %q with %s: %q", plan.PodString(p), f.Action, f.Target, f.Reason, f.Message)
+				want := fmt.Sprintf("error syncing pod %q: failed to %q for %q with %s: %q", model.PodString(p), f.Action, f.Target, f.Reason, f.Message)
 				if r.Message != want {
 					t.Errorf("message %q, want %q", r.Message, want)
 				}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine/enginetest"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/engine/syncer/syncertest"
 )
@@ -40,14 +40,14 @@ func TestEphemeralContainerLifecycle(t *testing.T) {
 		}
 	}
 	dbg := syncertest.Newest(t, res, "debug")
-	if dbg.State != plan.ContainerRunning {
+	if dbg.State != model.ContainerRunning {
 		t.Fatalf("debug = %+v, want running", dbg)
 	}
 	ns := h.RT.NamespaceOptions(dbg.ID)
 	if ns.GetPid() != runtimeapi.NamespaceMode_TARGET || ns.GetTargetId() != app.ID {
 		t.Errorf("debug's namespaces = %v, want pid TARGET of app's container %s", ns, app.ID)
 	}
-	st := h.S.PodStatus(pod, res.View, plan.ProbeResults{})
+	st := h.S.PodStatus(pod, res.View, model.ProbeResults{})
 	if len(st.EphemeralContainerStatuses) != 1 || st.EphemeralContainerStatuses[0].State.Running == nil {
 		t.Errorf("EphemeralContainerStatuses = %+v, want debug running", st.EphemeralContainerStatuses)
 	}
@@ -58,7 +58,7 @@ func TestEphemeralContainerLifecycle(t *testing.T) {
 		res = h.Sync(pod)
 		syncertest.WantSteps(t, res)
 	}
-	if inst := syncertest.Newest(t, res, "debug"); inst.ID != dbg.ID || inst.State != plan.ContainerExited {
+	if inst := syncertest.Newest(t, res, "debug"); inst.ID != dbg.ID || inst.State != model.ContainerExited {
 		t.Errorf("debug = %+v, want the first instance, exited", inst)
 	}
 
@@ -79,7 +79,7 @@ func TestEphemeralContainerLifecycle(t *testing.T) {
 	if !slices.Contains(got, "KillContainer debug2 PodKilled") || len(got) != 4 || got[3] != "KillPodSandbox #0 PodDeleted" {
 		t.Errorf("steps %v, want app, helper and debug2 killed, then the sandbox", got)
 	}
-	if inst := res.View.FindContainer("debug2"); inst == nil || inst.State == plan.ContainerRunning {
+	if inst := res.View.FindContainer("debug2"); inst == nil || inst.State == model.ContainerRunning {
 		t.Errorf("debug2 = %+v, want stopped with the pod", inst)
 	}
 }

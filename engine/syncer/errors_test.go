@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/syncer/syncertest"
 )
@@ -109,7 +110,7 @@ func TestInjectedErrors(t *testing.T) {
 				if msg := res.Steps[0].Message; !strings.Contains(msg, "Back-off pulling image") || !strings.Contains(msg, "injected failure") {
 					t.Errorf("back-off message %q, want the kubelet's with the pull error", msg)
 				}
-				if cs := h.S.PodStatus(pod, res.View, plan.ProbeResults{}).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != plan.ReasonImagePullBackOff {
+				if cs := h.S.PodStatus(pod, res.View, model.ProbeResults{}).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != plan.ReasonImagePullBackOff {
 					t.Errorf("status %+v, want waiting in ImagePullBackOff", cs.State)
 				}
 				h.Clock.Step(plan.DefaultBackoffBase)

@@ -8,6 +8,7 @@ import (
 	crierrors "k8s.io/cri-api/pkg/errors"
 
 	"github.com/podsync/podsync/engine/failpoint"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -48,7 +49,7 @@ func (p *pass) collectGarbage(ctx context.Context, st podState) podState {
 		}
 		p.rec.add(step)
 	}
-	st.view.Containers = slices.DeleteFunc(slices.Clone(st.view.Containers), func(c plan.ContainerInstance) bool { return removed[c.ID] })
-	st.view.Sandboxes = slices.DeleteFunc(slices.Clone(st.view.Sandboxes), func(s plan.Sandbox) bool { return removed[s.ID] })
+	st.view.Containers = slices.DeleteFunc(slices.Clone(st.view.Containers), func(c model.ContainerInstance) bool { return removed[c.ID] })
+	st.view.Sandboxes = slices.DeleteFunc(slices.Clone(st.view.Sandboxes), func(s model.Sandbox) bool { return removed[s.ID] })
 	return st
 }

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // hookTarget is what a lifecycle handler runs against.
@@ -42,13 +42,13 @@ func (s *Syncer) runHook(ctx context.Context, t hookTarget, h *corev1.LifecycleH
 		if err != nil {
 			out := string(stdout) + string(stderr)
 			return fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q",
-				h.Exec.Command, t.name, plan.PodString(t.pod), err, out), fmt.Errorf("exec hook %v: %w", h.Exec.Command, err)
+				h.Exec.Command, t.name, model.PodString(t.pod), err, out), fmt.Errorf("exec hook %v: %w", h.Exec.Command, err)
 		}
 		return "", nil
 	case h.HTTPGet != nil:
 		if err := s.runHTTPHook(ctx, t, h.HTTPGet); err != nil {
 			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v",
-				h.HTTPGet.Path, t.name, plan.PodString(t.pod), err), err
+				h.HTTPGet.Path, t.name, model.PodString(t.pod), err), err
 		}
 		return "", nil
 	case h.Sleep != nil:
@@ -60,7 +60,7 @@ func (s *Syncer) runHook(ctx context.Context, t hookTarget, h *corev1.LifecycleH
 		case <-ctx.Done():
 			err := errors.New("container terminated before sleep hook finished")
 			return fmt.Sprintf("Sleep lifecycle hook (%d) for Container %q in Pod %q failed - error: %v",
-				h.Sleep.Seconds, t.name, plan.PodString(t.pod), err), fmt.Errorf("sleep hook: %w", err)
+				h.Sleep.Seconds, t.name, model.PodString(t.pod), err), fmt.Errorf("sleep hook: %w", err)
 		}
 	}
 	err := fmt.Errorf("lifecycle handler of container %q has no exec, httpGet or sleep action: %w", t.name, errdefs.ErrInvalidSpec)

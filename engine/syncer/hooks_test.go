@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine/enginetest"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/engine/syncer/syncertest"
 )
@@ -114,7 +114,7 @@ func TestFailingHTTPGetHook(t *testing.T) {
 		!strings.Contains(st.Message, "connection refused") {
 		t.Errorf("message %q, want the kubelet's %q… with the refusal", st.Message, want)
 	}
-	if inst := syncertest.Newest(t, res, "app"); inst.State != plan.ContainerExited {
+	if inst := syncertest.Newest(t, res, "app"); inst.State != model.ContainerExited {
 		t.Errorf("app %+v, want killed", inst)
 	}
 }

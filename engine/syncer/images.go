@@ -16,6 +16,7 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/failpoint"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 )
@@ -111,7 +112,7 @@ func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *r
 		UserSpecifiedImage: c.Image,
 	}
 	if len(p.pod.Annotations) > 0 {
-		spec.Annotations = plan.PodAnnotations(p.pod)
+		spec.Annotations = model.PodAnnotations(p.pod)
 	}
 	resp, err := p.s.images.ImageStatus(ctx, spec, false)
 	if err != nil {
@@ -130,7 +131,7 @@ func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *r
 	}
 	f := p.pullFailure(c.Image)
 	if b := plan.ImagePullBackoffOf(p.pod, c.Image, f, p.s.backoff); b.Active(p.s.clock.Now()) {
-		return "", nil, false, &imageFailure{reason: plan.ReasonImagePullBackOff, message: plan.PullBackOffMessage(c.Image, f), until: b.Until}
+		return "", nil, false, &imageFailure{reason: plan.ReasonImagePullBackOff, message: model.PullBackOffMessage(c.Image, f), until: b.Until}
 	}
 
 	failpoint.Inject(failpoint.BeforeImagePull)
@@ -208,8 +209,8 @@ func evalPullError(c *corev1.Container, err error) (reason, msg string) {
 }
 
 // pullFailure returns the pass's record of failed pulls of image, or nil.
-func (p *pass) pullFailure(image string) *plan.PullFailure {
-	if i := slices.IndexFunc(p.pulls, func(f plan.PullFailure) bool { return f.Image == image }); i >= 0 {
+func (p *pass) pullFailure(image string) *model.PullFailure {
+	if i := slices.IndexFunc(p.pulls, func(f model.PullFailure) bool { return f.Image == image }); i >= 0 {
 		return &p.pulls[i]
 	}
 	return nil
@@ -219,7 +220,7 @@ func (p *pass) pullFailure(image string) *plan.PullFailure {
 func (p *pass) recordPullFailure(image, reason, msg string, at time.Time) {
 	f := p.pullFailure(image)
 	if f == nil {
-		p.pulls = append(p.pulls, plan.PullFailure{Image: image})
+		p.pulls = append(p.pulls, model.PullFailure{Image: image})
 		f = &p.pulls[len(p.pulls)-1]
 	}
 	f.Failures++
@@ -228,7 +229,7 @@ func (p *pass) recordPullFailure(image, reason, msg string, at time.Time) {
 
 // clearPullFailure forgets the failed pulls of image.
 func (p *pass) clearPullFailure(image string) {
-	p.pulls = slices.DeleteFunc(p.pulls, func(f plan.PullFailure) bool { return f.Image == image })
+	p.pulls = slices.DeleteFunc(p.pulls, func(f model.PullFailure) bool { return f.Image == image })
 }
 
 // runtimeHandler is the CRI runtime handler for the pod: podsync has no

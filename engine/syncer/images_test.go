@@ -13,6 +13,7 @@ import (
 
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/engine/syncer/syncertest"
@@ -59,7 +60,7 @@ func TestImageInContainerStatus(t *testing.T) {
 	pod := enginetest.Pod()
 	pod.Spec.Containers[0].Image = "registry.local/other:1"
 	res := h.Sync(pod)
-	st := h.S.PodStatus(pod, res.View, plan.ProbeResults{})
+	st := h.S.PodStatus(pod, res.View, model.ProbeResults{})
 	if cs := st.ContainerStatuses[0]; cs.Image != "registry.local/other:1" || cs.ImageID != "registry.local/other:1" {
 		t.Errorf("status enginetest.Image %q id %q, want the pulled enginetest.Image and its ref", cs.Image, cs.ImageID)
 	}
@@ -190,7 +191,7 @@ func TestPullBackOffIsSharedByThePodsContainersOfAnImage(t *testing.T) {
 	}
 	res = h.Sync(pod)
 	syncertest.WantSteps(t, res, "StartContainer app ImagePullBackOff", "StartContainer helper ImagePullBackOff")
-	for _, cs := range h.S.PodStatus(pod, res.View, plan.ProbeResults{}).ContainerStatuses[:2] {
+	for _, cs := range h.S.PodStatus(pod, res.View, model.ProbeResults{}).ContainerStatuses[:2] {
 		if w := cs.State.Waiting; w == nil || w.Reason != plan.ReasonImagePullBackOff || w.Message != want {
 			t.Errorf("%s waiting %+v, want ImagePullBackOff with %q", cs.Name, w, want)
 		}

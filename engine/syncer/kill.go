@@ -12,6 +12,7 @@ import (
 	crierrors "k8s.io/cri-api/pkg/errors"
 
 	"github.com/podsync/podsync/engine/failpoint"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -51,7 +52,7 @@ func (p *pass) killPod(ctx context.Context, actions plan.PodActions) bool {
 }
 
 func hasRestartableInitContainer(pod *corev1.Pod) bool {
-	return slices.ContainsFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return plan.IsRestartableInitContainer(&c) })
+	return slices.ContainsFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return model.IsRestartableInitContainer(&c) })
 }
 
 // killSandboxes stops every sandbox of the pod, ready or not, and reports
@@ -136,7 +137,7 @@ func (p *pass) killContainer(ctx context.Context, k plan.ContainerAction, podIPs
 	var preStop *corev1.LifecycleHandler
 	var ports []corev1.ContainerPort
 	var grace int64
-	if c := plan.SpecContainer(p.pod, k.Name); c != nil {
+	if c := model.SpecContainer(p.pod, k.Name); c != nil {
 		grace = terminationGracePeriod(p.pod, c, k.Reason)
 		if c.Lifecycle != nil {
 			preStop = c.Lifecycle.PreStop
@@ -153,7 +154,7 @@ func (p *pass) killContainer(ctx context.Context, k plan.ContainerAction, podIPs
 		if err != nil {
 			return fail(fmt.Errorf("restore spec of container %q: %w", k.Name, err))
 		}
-		info := plan.ContainerAnnotationsFrom(resp.GetStatus().GetAnnotations())
+		info := model.ContainerAnnotationsFrom(resp.GetStatus().GetAnnotations())
 		restored := &corev1.Pod{ObjectMeta: p.pod.ObjectMeta, Status: p.pod.Status}
 		restored.DeletionGracePeriodSeconds = info.PodDeletionGracePeriod
 		if p.pod.DeletionGracePeriodSeconds != nil {
@@ -227,7 +228,7 @@ func (p *pass) pruneInitContainers(ctx context.Context, prune []plan.ContainerAc
 		if ctx.Err() != nil {
 			return
 		}
-		i := slices.IndexFunc(p.st.view.Containers, func(c plan.ContainerInstance) bool { return c.ID == a.ContainerID })
+		i := slices.IndexFunc(p.st.view.Containers, func(c model.ContainerInstance) bool { return c.ID == a.ContainerID })
 		if i < 0 {
 			continue
 		}
@@ -236,7 +237,7 @@ func (p *pass) pruneInitContainers(ctx context.Context, prune []plan.ContainerAc
 }
 
 // removeContainer removes one dead instance and reports it.
-func (p *pass) removeContainer(ctx context.Context, inst plan.ContainerInstance, reason string) bool {
+func (p *pass) removeContainer(ctx context.Context, inst model.ContainerInstance, reason string) bool {
 	start := p.s.clock.Now()
 	step := StepResult{Action: ActionRemoveContainer, Target: inst.Name, ContainerType: containerType(p.pod, inst.Name),
 		Reason: reason, Start: start, ContainerID: inst.ID, SandboxID: p.st.sandboxOf[inst.ID], Attempt: uint32(inst.RestartCount)}

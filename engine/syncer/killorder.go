@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // terminationOrdering is the kubelet's (kuberuntime_termination_order.go):
@@ -50,7 +50,7 @@ func newTerminationOrdering(pod *corev1.Pod, running []string, clk clock.Clock) 
 	for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
 		c := &pod.Spec.InitContainers[i]
 		ch := channel(c.Name)
-		if !plan.IsRestartableInitContainer(c) {
+		if !model.IsRestartableInitContainer(c) {
 			continue
 		}
 		o.prereqs[c.Name] = append(o.prereqs[c.Name], regular...)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/failpoint"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -38,7 +39,7 @@ func (p *pass) initialState(ctx context.Context) (podState, error) {
 	if !p.in.NothingInRuntime {
 		return p.readState(ctx)
 	}
-	st := podState{view: plan.NewRuntimeView(p.pod.UID, nil, nil), sandboxOf: map[string]string{}, logPath: map[string]string{}}
+	st := podState{view: model.NewRuntimeView(p.pod.UID, nil, nil), sandboxOf: map[string]string{}, logPath: map[string]string{}}
 	st.view.PullFailures = slices.Clone(p.pulls)
 	return st, nil
 }
@@ -101,7 +102,7 @@ type pass struct {
 	st  podState
 	// pulls are the pod's failed image pulls: SyncInput's, as this pass
 	// pulls and fails.
-	pulls []plan.PullFailure
+	pulls []model.PullFailure
 
 	// What the pass created, so its end reads the pod's objects without
 	// listing them: the sandboxes and containers created, the status of
@@ -132,7 +133,7 @@ type pass struct {
 func (p *pass) run(ctx context.Context) (SyncResult, error) {
 	st, err := p.initialState(ctx)
 	if err != nil {
-		return SyncResult{}, fmt.Errorf("read runtime state of pod %s: %w", plan.PodString(p.pod), err)
+		return SyncResult{}, fmt.Errorf("read runtime state of pod %s: %w", model.PodString(p.pod), err)
 	}
 	p.st = st
 	pending := p.admitResize()
@@ -165,7 +166,7 @@ func (p *pass) run(ctx context.Context) (SyncResult, error) {
 		if p.rec.mutated() {
 			if final, err = p.reread(rctx); err != nil {
 				res.Steps = p.rec.steps
-				return res, fmt.Errorf("read runtime state of pod %s after the pass: %w", plan.PodString(p.pod), err)
+				return res, fmt.Errorf("read runtime state of pod %s after the pass: %w", model.PodString(p.pod), err)
 			}
 		}
 		if !p.terminationRequested {
@@ -174,12 +175,12 @@ func (p *pass) run(ctx context.Context) (SyncResult, error) {
 		res.View, res.ViewMark = final.view, p.viewMark
 	}
 	res.Steps = p.rec.steps
-	if len(res.View.Sandboxes) > 0 && res.View.Sandboxes[0].State == plan.SandboxReady {
+	if len(res.View.Sandboxes) > 0 && res.View.Sandboxes[0].State == model.SandboxReady {
 		res.SandboxID = res.View.Sandboxes[0].ID
 		res.PodIPs = res.View.Sandboxes[0].IPs
 	}
 	if err := ctx.Err(); err != nil && !p.terminationRequested {
-		return res, fmt.Errorf("sync pod %s: %w", plan.PodString(p.pod), context.Cause(ctx))
+		return res, fmt.Errorf("sync pod %s: %w", model.PodString(p.pod), context.Cause(ctx))
 	}
 	return res, nil
 }
@@ -268,7 +269,7 @@ func (p *pass) refreshFileVolumes(actions plan.PodActions) {
 		return
 	}
 	if err := p.s.refreshFileVolumes(p.pod, p.in); err != nil {
-		p.rec.add(StepResult{Action: ActionMountVolumes, Target: plan.PodString(p.pod), Err: err, Reason: ReasonFailedMount,
+		p.rec.add(StepResult{Action: ActionMountVolumes, Target: model.PodString(p.pod), Err: err, Reason: ReasonFailedMount,
 			Message: fmt.Sprintf("Unable to attach or mount volumes: %v", err), Start: p.s.clock.Now()})
 	}
 }
@@ -280,7 +281,7 @@ func (p *pass) refreshFileVolumes(actions plan.PodActions) {
 func (p *pass) prepareSandbox(ctx context.Context, d plan.SandboxDecision) (sandboxRef, bool) {
 	// Volumes (the kubelet mounts them before SyncPod).
 	if err := p.s.setupVolumes(p.pod, p.in, d.Create); err != nil {
-		p.rec.add(StepResult{Action: ActionMountVolumes, Target: plan.PodString(p.pod), Err: err, Reason: ReasonFailedMount,
+		p.rec.add(StepResult{Action: ActionMountVolumes, Target: model.PodString(p.pod), Err: err, Reason: ReasonFailedMount,
 			Message: fmt.Sprintf("Unable to attach or mount volumes: %v", err), Start: p.s.clock.Now()})
 		return sandboxRef{}, false
 	}
@@ -307,7 +308,7 @@ func (p *pass) prepareSandbox(ctx context.Context, d plan.SandboxDecision) (sand
 		Attempt: d.Attempt, Start: start, Duration: p.s.clock.Since(start)}
 	if err != nil {
 		step.Err, step.Reason = err, ReasonConfigPodSandboxError
-		step.Message = fmt.Sprintf("GeneratePodSandboxConfig for pod %q failed: %v", plan.PodString(p.pod), err)
+		step.Message = fmt.Sprintf("GeneratePodSandboxConfig for pod %q failed: %v", model.PodString(p.pod), err)
 		p.rec.add(step)
 		return sandboxRef{}, false
 	}
@@ -342,7 +343,7 @@ func (p *pass) startContainers(ctx context.Context, actions plan.PodActions, sb 
 			return
 		}
 		if a, ok := findAction(actions.StartInit, c.Name); ok {
-			if !p.startContainer(ctx, sb, a) && !plan.IsRestartableInitContainer(c) {
+			if !p.startContainer(ctx, sb, a) && !model.IsRestartableInitContainer(c) {
 				return
 			}
 			continue
@@ -375,7 +376,7 @@ func findAction(as []plan.ContainerAction, name string) (plan.ContainerAction, b
 
 // readyIPs returns the IPs of the pod's newest sandbox if it is ready.
 func (p *pass) readyIPs() []string {
-	if sbs := p.st.view.Sandboxes; len(sbs) > 0 && sbs[0].State == plan.SandboxReady {
+	if sbs := p.st.view.Sandboxes; len(sbs) > 0 && sbs[0].State == model.SandboxReady {
 		return sbs[0].IPs
 	}
 	return nil
@@ -385,7 +386,7 @@ func (p *pass) readyIPs() []string {
 func containerType(pod *corev1.Pod, name string) ContainerType {
 	for i := range pod.Spec.InitContainers {
 		if c := &pod.Spec.InitContainers[i]; c.Name == name {
-			if plan.IsRestartableInitContainer(c) {
+			if model.IsRestartableInitContainer(c) {
 				return ContainerTypeSidecar
 			}
 			return ContainerTypeInit
@@ -396,7 +397,7 @@ func containerType(pod *corev1.Pod, name string) ContainerType {
 			return ContainerTypeRegular
 		}
 	}
-	if plan.EphemeralContainer(pod, name) != nil {
+	if model.EphemeralContainer(pod, name) != nil {
 		return ContainerTypeEphemeral
 	}
 	return ContainerTypeUnknown
@@ -409,8 +410,8 @@ func (p *pass) backOffSteps(as []plan.ContainerAction, sb *sandboxRef) {
 	for _, a := range as {
 		msg := a.Message
 		if a.Reason == plan.ReasonImagePullBackOff {
-			image := plan.SpecContainer(p.pod, a.Name).Image
-			msg = plan.PullBackOffMessage(image, p.pullFailure(image))
+			image := model.SpecContainer(p.pod, a.Name).Image
+			msg = model.PullBackOffMessage(image, p.pullFailure(image))
 		}
 		st := StepResult{Action: ActionStartContainer, Target: a.Name, ContainerType: containerType(p.pod, a.Name),
 			Reason: a.Reason, Message: msg, Start: p.s.clock.Now(), NextRetry: a.NextAttempt, Attempt: a.Attempt}
@@ -435,7 +436,7 @@ type sandboxRef struct {
 // its step has no error and the pass ends (see terminationRequested).
 func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (string, []string, bool) {
 	start := p.s.clock.Now()
-	step := StepResult{Action: ActionCreatePodSandbox, Target: plan.PodString(p.pod), Attempt: d.Attempt,
+	step := StepResult{Action: ActionCreatePodSandbox, Target: model.PodString(p.pod), Attempt: d.Attempt,
 		Reason: d.Reason, Message: d.Message, Start: start}
 	fail := func(msg string, cause, err error) (string, []string, bool) {
 		step.Duration = p.s.clock.Since(start)
@@ -451,29 +452,29 @@ func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (strin
 	}
 	cfg, err := p.s.sandboxConfig(p.pod, d.Attempt)
 	if err != nil {
-		return fail(fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", plan.PodString(p.pod), err), err, err)
+		return fail(fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", model.PodString(p.pod), err), err, err)
 	}
 	// The pod's spec, for a node that loses its store to adopt the pod
 	// (plan.RebuildPod).
-	if spec, ok := plan.EncodePodSpec(p.pod); ok {
+	if spec, ok := model.EncodePodSpec(p.pod); ok {
 		if cfg.Annotations == nil {
 			cfg.Annotations = map[string]string{}
 		}
-		cfg.Annotations[plan.AnnotationPodSpec] = spec
+		cfg.Annotations[model.AnnotationPodSpec] = spec
 	}
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
-		return fail(fmt.Sprintf("Failed to create log directory for pod %q: %v", plan.PodString(p.pod), err),
+		return fail(fmt.Sprintf("Failed to create log directory for pod %q: %v", model.PodString(p.pod), err),
 			err, fmt.Errorf("create pod log directory: %w", err))
 	}
 	// The kubelet's pod container manager makes the pod's cgroup, with its
 	// pod-level limits, before the sandbox.
 	if err := ensurePodCgroup(p.pod, p.s.cfg); err != nil {
-		return fail(fmt.Sprintf("Failed to create pod cgroup for pod %q: %v", plan.PodString(p.pod), err), err, err)
+		return fail(fmt.Sprintf("Failed to create pod cgroup for pod %q: %v", model.PodString(p.pod), err), err, err)
 	}
 	id, err := p.s.rt.RunPodSandbox(ctx, cfg, runtimeHandler(p.pod))
 	if err != nil {
 		p.createsFailed = true
-		return fail(fmt.Sprintf("Failed to create sandbox for pod %q: %v", plan.PodString(p.pod), err), err, fmt.Errorf("run pod sandbox: %w", err))
+		return fail(fmt.Sprintf("Failed to create sandbox for pod %q: %v", model.PodString(p.pod), err), err, fmt.Errorf("run pod sandbox: %w", err))
 	}
 	failpoint.Inject(failpoint.AfterSandboxCreated)
 	step.SandboxID = id
@@ -493,7 +494,7 @@ func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (strin
 	}
 	var ips []string
 	if !p.pod.Spec.HostNetwork {
-		ips = plan.SandboxFromCRI(resp.GetStatus()).IPs
+		ips = model.SandboxFromCRI(resp.GetStatus()).IPs
 	}
 	step.Duration = p.s.clock.Since(start)
 	p.rec.add(step)

@@ -12,7 +12,7 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/engine/syncer/syncertest"
 )
@@ -68,7 +68,7 @@ func TestSubPathThroughPlantedSymlink(t *testing.T) {
 		t.Errorf("the node's directory changed: %v", entries)
 	}
 	for _, name := range []string{"app", "helper"} {
-		if inst := res.View.FindContainer(name); inst == nil || inst.State != plan.ContainerRunning {
+		if inst := res.View.FindContainer(name); inst == nil || inst.State != model.ContainerRunning {
 			t.Errorf("%s no longer runs: %+v", name, inst)
 		}
 	}
@@ -80,7 +80,7 @@ func TestSubPathThroughPlantedSymlink(t *testing.T) {
 	c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/mnt", SubPath: "real/dir"}}
 	fixed.Spec.Containers = append(fixed.Spec.Containers, c)
 	res = h.Sync(fixed)
-	if inst := syncertest.Newest(t, res, "reader"); inst.State != plan.ContainerRunning {
+	if inst := syncertest.Newest(t, res, "reader"); inst.State != model.ContainerRunning {
 		t.Errorf("reader: %+v", inst)
 	}
 	want := filepath.Join(vol, "real", "dir")

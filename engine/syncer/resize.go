@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 )
 
@@ -143,7 +144,7 @@ func (p *pass) updateContainerResources(ctx context.Context, r plan.ResizeAction
 			step.Attempt = uint32(inst.RestartCount)
 		}
 	}
-	c := plan.SpecContainer(p.pod, r.Name)
+	c := model.SpecContainer(p.pod, r.Name)
 	res := criconfig.ContainerResources(p.pod, c, values, p.s.cfg)
 	lr := res.GetLinux()
 	step.Message = fmt.Sprintf("Resized %s of container %s: cpu shares %d, cpu quota %d, memory limit %d", name, r.Name,

@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/logx"
 )
@@ -126,7 +127,7 @@ func (p *pass) replan(ctx context.Context) (plan.PodActions, error) {
 	p.stoppedSandbox, p.replanned = "", true
 	st, err := p.readState(ctx)
 	if err != nil {
-		return plan.PodActions{}, fmt.Errorf("read runtime state of pod %s: %w", plan.PodString(p.pod), err)
+		return plan.PodActions{}, fmt.Errorf("read runtime state of pod %s: %w", model.PodString(p.pod), err)
 	}
 	p.st = st
 	actions := plan.ComputePodActions(p.pod, st.view, p.in.Probes, p.s.clock.Now(), p.s.backoff)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/failpoint"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/logx"
 )
@@ -25,7 +26,7 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.Contain
 		// The sandbox stopped: the pass plans again.
 		return false
 	}
-	c := plan.SpecContainer(p.pod, a.Name)
+	c := model.SpecContainer(p.pod, a.Name)
 	start := p.s.clock.Now()
 	step := StepResult{Action: ActionStartContainer, Target: c.Name, ContainerType: containerType(p.pod, c.Name),
 		Reason: a.Reason, Message: a.Message, Start: start, SandboxID: sb.id, Attempt: a.Attempt}
@@ -198,12 +199,12 @@ func (p *pass) containerConfig(c *corev1.Container, restartCount int32, imageRef
 // in the process namespace of the target's running instance (the
 // kubelet's getTargetID and NamespaceMode TARGET).
 func (p *pass) targetNamespace(name string, cfg *runtimeapi.ContainerConfig) error {
-	ec := plan.EphemeralContainer(p.pod, name)
+	ec := model.EphemeralContainer(p.pod, name)
 	if ec == nil || ec.TargetContainerName == "" {
 		return nil
 	}
 	target := p.st.view.FindContainer(ec.TargetContainerName)
-	if target == nil || target.State != plan.ContainerRunning {
+	if target == nil || target.State != model.ContainerRunning {
 		return fmt.Errorf("unable to find target container %v", ec.TargetContainerName)
 	}
 	sc := cfg.GetLinux().GetSecurityContext()

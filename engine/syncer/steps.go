@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/logx"
 )
@@ -180,7 +181,7 @@ type SyncResult struct {
 	// View is the runtime's view of the pod at the end of the pass (after
 	// garbage collection), with the pull failures the syncer remembers;
 	// feed it to ComputePodStatus.
-	View plan.RuntimeView
+	View model.RuntimeView
 	// ViewMark is the SyncInput.ReadMark taken before the read behind
 	// View; 0 without ReadMark.
 	ViewMark uint64
@@ -192,7 +193,7 @@ type SyncResult struct {
 	// SyncInput.PullFailures of the pod's current containers and images,
 	// with the pass's failed pulls counted and its successful ones
 	// forgotten. Set also when the pass fails; pass it to the next pass.
-	PullFailures []plan.PullFailure
+	PullFailures []model.PullFailure
 }
 
 // Err joins the errors of the failed steps; nil if none failed.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/engine/syncer/syncertest"
 )
@@ -104,8 +104,8 @@ func TestStepStreamAsTheKubeletsSyncResult(t *testing.T) {
 			t.Fatal(err)
 		}
 		syncertest.WantSteps(t, res, "CreatePodSandbox #0 !CreatePodSandboxError")
-		st := syncertest.FailedStep(t, res, syncer.ActionCreatePodSandbox, plan.PodString(pod))
-		want := fmt.Sprintf("Failed to create sandbox for pod %q: no network", plan.PodString(pod))
+		st := syncertest.FailedStep(t, res, syncer.ActionCreatePodSandbox, model.PodString(pod))
+		want := fmt.Sprintf("Failed to create sandbox for pod %q: no network", model.PodString(pod))
 		if st.Message != want || st.Cause != "no network" {
 			t.Errorf("message %q cause %q, want %q and the runtime's error", st.Message, st.Cause, want)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/failpoint"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/host/mounttable"
@@ -89,16 +90,16 @@ type SyncInput struct {
 	ConfigMaps []*corev1.ConfigMap
 	Secrets    []*corev1.Secret
 	// Probes are the prober's last results.
-	Probes plan.ProbeResults
+	Probes model.ProbeResults
 	// PullFailures are the pod's failed image pulls, as the last pass's
 	// SyncResult.PullFailures has them: the runtime keeps no record of
 	// them, so the caller does (the node's pod worker).
-	PullFailures []plan.PullFailure
+	PullFailures []model.PullFailure
 	// Observed, if set, is called once the pass has read the runtime and
 	// planned, before it acts: the Node publishes from it what the pass
 	// found (a container that exited) before the pass restarts it, as the
 	// kubelet's status manager does.
-	Observed func(view plan.RuntimeView, plan plan.PodActions)
+	Observed func(view model.RuntimeView, plan plan.PodActions)
 	// AdmitResize, if set, is the node's admission of a resize (the
 	// kubelet's allocation manager), asked when the pod requests CPU or
 	// memory its running containers do not have: it returns false with
@@ -186,7 +187,7 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 
 // PodStatus computes pod's status from a view (a SyncResult's) with the
 // syncer's clock, back-off and node IPs.
-func (s *Syncer) PodStatus(pod *corev1.Pod, view plan.RuntimeView, probes plan.ProbeResults) corev1.PodStatus {
+func (s *Syncer) PodStatus(pod *corev1.Pod, view model.RuntimeView, probes model.ProbeResults) corev1.PodStatus {
 	return podstatus.ComputePodStatus(pod, view, probes, s.clock.Now(), podstatus.StatusOptions{Backoff: s.backoff, HostIPs: s.cfg.NodeIPs})
 }
 
@@ -216,11 +217,11 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, in SyncInput, emi
 		return SyncResult{}, fmt.Errorf("sync pod: pod has no uid: %w", errdefs.ErrInvalidSpec)
 	}
 	if err := errdefs.InvalidSpec(validation.CheckPodPaths(pod)...); err != nil {
-		return SyncResult{}, fmt.Errorf("sync pod %s: %w", plan.PodString(pod), err)
+		return SyncResult{}, fmt.Errorf("sync pod %s: %w", model.PodString(pod), err)
 	}
 	log := logx.From(ctx, s.log).With(logx.Pod(pod)...)
 	p := &pass{s: s, pod: pod, in: in, log: log, rec: &recorder{emit: emit, log: log, obs: s.obs},
-		pulls: plan.CurrentPullFailures(pod, in.PullFailures)}
+		pulls: model.CurrentPullFailures(pod, in.PullFailures)}
 	start := s.clock.Now()
 	res, err := p.run(ctx)
 	res.PullFailures = p.pulls
@@ -237,7 +238,7 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 	log := logx.From(ctx, s.log)
 	st, err := readPodState(ctx, s.rt, pod.UID)
 	if err != nil {
-		return fmt.Errorf("remove pod %s: %w", plan.PodString(pod), err)
+		return fmt.Errorf("remove pod %s: %w", model.PodString(pod), err)
 	}
 	var errs []error
 	for _, c := range st.view.Containers {
@@ -278,7 +279,7 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("remove pod %s: %w", plan.PodString(pod), err)
+		return fmt.Errorf("remove pod %s: %w", model.PodString(pod), err)
 	}
 	log.Info("pod removed", logx.Pod(pod)...)
 	return nil

@@ -21,6 +21,7 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/engine/syncer/syncertest"
@@ -39,7 +40,7 @@ func TestNewPodStartsInKubeletOrder(t *testing.T) {
 	if len(res.PodIPs) != 1 || res.SandboxID == "" {
 		t.Errorf("sandbox %q with IPs %v, want one IP", res.SandboxID, res.PodIPs)
 	}
-	st := h.S.PodStatus(pod, res.View, plan.ProbeResults{})
+	st := h.S.PodStatus(pod, res.View, model.ProbeResults{})
 	if st.Phase != corev1.PodRunning || st.PodIP == "" {
 		t.Errorf("status phase %s ip %q, want Running with an IP", st.Phase, st.PodIP)
 	}
@@ -90,7 +91,7 @@ func TestRestartPolicies(t *testing.T) {
 			res = h.Sync(pod)
 			if tc.restarts {
 				syncertest.WantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited")
-				if inst := syncertest.Newest(t, res, "app"); inst.RestartCount != 1 || inst.State != plan.ContainerRunning {
+				if inst := syncertest.Newest(t, res, "app"); inst.RestartCount != 1 || inst.State != model.ContainerRunning {
 					t.Errorf("app = %+v, want running with restart count 1", inst)
 				}
 				h.Converged(pod, res)
@@ -98,7 +99,7 @@ func TestRestartPolicies(t *testing.T) {
 			}
 			// helper keeps running; app stays exited.
 			syncertest.WantSteps(t, res)
-			if inst := syncertest.Newest(t, res, "app"); inst.State != plan.ContainerExited || inst.RestartCount != 0 {
+			if inst := syncertest.Newest(t, res, "app"); inst.State != model.ContainerExited || inst.RestartCount != 0 {
 				t.Errorf("app = %+v, want exited with restart count 0", inst)
 			}
 			// Once helper ends too, the pod is done and its sandbox stopped.
@@ -109,7 +110,7 @@ func TestRestartPolicies(t *testing.T) {
 			if tc.code != 0 {
 				want = corev1.PodFailed
 			}
-			if st := h.S.PodStatus(pod, res.View, plan.ProbeResults{}); st.Phase != want {
+			if st := h.S.PodStatus(pod, res.View, model.ProbeResults{}); st.Phase != want {
 				t.Errorf("phase = %s, want %s", st.Phase, want)
 			}
 		})
@@ -136,7 +137,7 @@ func TestCrashLoopBackOff(t *testing.T) {
 	if want := crashed.Add(plan.DefaultBackoffBase); !st.NextRetry.Equal(want) || st.Err != nil || !st.BackedOff() {
 		t.Errorf("back-off step %+v, want next retry %s and no error", st, want)
 	}
-	if cs := h.S.PodStatus(pod, res.View, plan.ProbeResults{}).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != plan.ReasonCrashLoopBackOff {
+	if cs := h.S.PodStatus(pod, res.View, model.ProbeResults{}).ContainerStatuses[0]; cs.State.Waiting == nil || cs.State.Waiting.Reason != plan.ReasonCrashLoopBackOff {
 		t.Errorf("container status %+v, want waiting in CrashLoopBackOff", cs.State)
 	}
 	h.Clock.Step(plan.DefaultBackoffBase - 3*time.Millisecond)
@@ -220,7 +221,7 @@ func TestSandboxStoppedFromOutside(t *testing.T) {
 		"StartContainer app NewSandbox",
 		"StartContainer helper NewSandbox",
 	)
-	if sb := res.View.Sandboxes[0]; sb.Attempt != 1 || sb.State != plan.SandboxReady {
+	if sb := res.View.Sandboxes[0]; sb.Attempt != 1 || sb.State != model.SandboxReady {
 		t.Errorf("newest sandbox %+v, want attempt 1 and ready", sb)
 	}
 	if inst := syncertest.Newest(t, res, "app"); inst.RestartCount != 1 {
@@ -339,7 +340,7 @@ func TestFailedInitContainerUnderNever(t *testing.T) {
 	h.Sync(pod)
 	res := h.Sync(pod)
 	syncertest.WantSteps(t, res, "KillPodSandbox #0 InitContainerFailed")
-	if st := h.S.PodStatus(pod, res.View, plan.ProbeResults{}); st.Phase != corev1.PodFailed {
+	if st := h.S.PodStatus(pod, res.View, model.ProbeResults{}); st.Phase != corev1.PodFailed {
 		t.Errorf("phase = %s, want Failed", st.Phase)
 	}
 	// Nothing restarts, the main containers never start.
@@ -482,7 +483,7 @@ func TestFailingHooks(t *testing.T) {
 	if !strings.Contains(st.Message, "Exec lifecycle hook") || !strings.Contains(st.Message, "no") {
 		t.Errorf("message %q, want the kubelet's with the hook's output", st.Message)
 	}
-	if inst := syncertest.Newest(t, res, "app"); inst.State != plan.ContainerExited {
+	if inst := syncertest.Newest(t, res, "app"); inst.State != model.ContainerExited {
 		t.Errorf("app %+v, want killed", inst)
 	}
 
@@ -550,7 +551,7 @@ func TestTerminationMessages(t *testing.T) {
 	h.Exit(res, "app", 0)
 	h.Exit(res, "helper", 2, "first", "last words")
 	res = h.Sync(pod)
-	st := h.S.PodStatus(pod, res.View, plan.ProbeResults{})
+	st := h.S.PodStatus(pod, res.View, model.ProbeResults{})
 	msgs := map[string]string{}
 	for _, cs := range st.ContainerStatuses {
 		if cs.State.Terminated != nil {
@@ -622,8 +623,8 @@ func TestPassEndReadsWhatItCreated(t *testing.T) {
 	}
 	// Instances created in the same instant (the fake clock's) have no
 	// order of their own.
-	byID := cmpopts.SortSlices(func(a, b plan.ContainerInstance) bool { return a.ID < b.ID })
-	if diff := cmp.Diff(full, res.View, byID, cmpopts.IgnoreFields(plan.RuntimeView{}, "PullFailures")); diff != "" {
+	byID := cmpopts.SortSlices(func(a, b model.ContainerInstance) bool { return a.ID < b.ID })
+	if diff := cmp.Diff(full, res.View, byID, cmpopts.IgnoreFields(model.RuntimeView{}, "PullFailures")); diff != "" {
 		t.Errorf("the pass's view differs from a full read (-full +pass):\n%s", diff)
 	}
 	h.Converged(pod, res)
@@ -641,7 +642,7 @@ func TestViewNamesEachInstancesSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []plan.RuntimeView{res.View, full} {
+	for _, v := range []model.RuntimeView{res.View, full} {
 		for _, inst := range v.Containers {
 			if inst.SandboxID != res.SandboxID || inst.SandboxID == "" {
 				t.Errorf("instance %s in sandbox %q, want %q", inst.String(), inst.SandboxID, res.SandboxID)
@@ -664,7 +665,7 @@ func TestPassEndListsAfterAFailedCreate(t *testing.T) {
 	if n := strings.Count(strings.Join(calls, " "), "ListContainers"); n != 2 {
 		t.Errorf("ListContainers called %d times, want 2 (start and end of the pass): %v", n, calls)
 	}
-	if inst := res.View.FindContainer("helper"); inst == nil || inst.State != plan.ContainerRunning {
+	if inst := res.View.FindContainer("helper"); inst == nil || inst.State != model.ContainerRunning {
 		t.Errorf("helper in the pass's view: %+v", inst)
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/host/mounttable"
 	"github.com/podsync/podsync/validation"
 )
@@ -95,10 +95,10 @@ func (s *Syncer) TearDownVolumes(pod *corev1.Pod) error {
 	}
 	dir := filepath.Join(criconfig.PodDir(pod, s.cfg), "volumes")
 	if err := mounttable.UnmountBelow(dir); err != nil {
-		return fmt.Errorf("tear down volumes of pod %s: %w", plan.PodString(pod), err)
+		return fmt.Errorf("tear down volumes of pod %s: %w", model.PodString(pod), err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("tear down volumes of pod %s: %w", plan.PodString(pod), err)
+		return fmt.Errorf("tear down volumes of pod %s: %w", model.PodString(pod), err)
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/engine/syncer/syncertest"
 )
@@ -133,7 +133,7 @@ func TestMemoryVolumesAreTmpfs(t *testing.T) {
 		if res, err = s.SyncPod(h.Ctx, pod, h.In, nil); err != nil {
 			t.Fatal(err)
 		}
-		if got := syncertest.Newest(t, res, "app"); got.State != plan.ContainerRunning {
+		if got := syncertest.Newest(t, res, "app"); got.State != model.ContainerRunning {
 			t.Fatalf("app is %v after the pass, want running", got.State)
 		}
 	}
@@ -199,7 +199,7 @@ func TestMemoryEmptyDirOnDiskStaysUntilANewSandbox(t *testing.T) {
 	}
 	h.Exit(res, "app", 1)
 	res = h.Sync(pod)
-	if got := syncertest.Newest(t, res, "app"); got.State != plan.ContainerRunning || got.RestartCount != 1 {
+	if got := syncertest.Newest(t, res, "app"); got.State != model.ContainerRunning || got.RestartCount != 1 {
 		t.Fatalf("app %v restart %d, want running again", got.State, got.RestartCount)
 	}
 	if got := mountTypesBelow(t, criconfig.PodDir(pod, h.Cfg)); len(got) != 0 {

@@ -16,7 +16,7 @@ import (
 	crierrors "k8s.io/cri-api/pkg/errors"
 
 	"github.com/podsync/podsync/engine/criconfig"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // The kubelet's limits on termination messages
@@ -29,12 +29,12 @@ const (
 
 // PodSelector selects the CRI objects podsync created for the pod uid.
 func PodSelector(uid types.UID) map[string]string {
-	return map[string]string{plan.LabelManaged: "true", plan.LabelPodUID: string(uid)}
+	return map[string]string{model.LabelManaged: "true", model.LabelPodUID: string(uid)}
 }
 
 // podState is a RuntimeView with what the executor needs beside it.
 type podState struct {
-	view plan.RuntimeView
+	view model.RuntimeView
 	// sandboxOf maps a container ID to its sandbox ID.
 	sandboxOf map[string]string
 	// logPath maps a container ID to its log file.
@@ -46,13 +46,13 @@ type podState struct {
 // and decodes their CRI statuses into a RuntimeView, newest first. Objects
 // removed while they are read are left out. The view has no termination
 // messages and no pull failures: SyncPod's result carries both.
-func ReadView(ctx context.Context, rt Runtime, uid types.UID) (plan.RuntimeView, error) {
+func ReadView(ctx context.Context, rt Runtime, uid types.UID) (model.RuntimeView, error) {
 	st, err := readPodState(ctx, rt, uid)
 	return st.view, err
 }
 
 // ReadView is the package's ReadView on the Syncer's runtime.
-func (s *Syncer) ReadView(ctx context.Context, uid types.UID) (plan.RuntimeView, error) {
+func (s *Syncer) ReadView(ctx context.Context, uid types.UID) (model.RuntimeView, error) {
 	return ReadView(ctx, s.rt, uid)
 }
 
@@ -123,7 +123,7 @@ func readObjects(ctx context.Context, rt Runtime, uid types.UID, objs podObjects
 		st.sandboxOf[s.GetId()] = objs.sandboxOf[id]
 		st.logPath[s.GetId()] = s.GetLogPath()
 	}
-	st.view = plan.NewRuntimeView(uid, sbStatuses, statuses)
+	st.view = model.NewRuntimeView(uid, sbStatuses, statuses)
 	for i := range st.view.Containers {
 		st.view.Containers[i].SandboxID = st.sandboxOf[st.view.Containers[i].ID]
 	}
@@ -137,7 +137,7 @@ func readObjects(ctx context.Context, rt Runtime, uid types.UID, objs podObjects
 func (s *Syncer) fillTerminationMessages(pod *corev1.Pod, st *podState) {
 	for i := range st.view.Containers {
 		inst := &st.view.Containers[i]
-		if inst.State != plan.ContainerExited {
+		if inst.State != model.ContainerExited {
 			continue
 		}
 		if inst.TerminationMessagePath != "" {
@@ -152,7 +152,7 @@ func (s *Syncer) fillTerminationMessages(pod *corev1.Pod, st *podState) {
 				inst.TerminationMessage = string(data)
 			}
 		}
-		if plan.NeedsLogFallback(inst) {
+		if model.NeedsLogFallback(inst) {
 			if msg, err := logTail(st.logPath[inst.ID], maxTerminationMessageLogLine, maxTerminationMessageLogLen); err == nil {
 				inst.TerminationMessage = msg
 			} else {

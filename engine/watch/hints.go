@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // objectState is the state of one of a pod's sandboxes or containers as
@@ -29,21 +29,21 @@ const (
 type ObjectStates map[string]objectState
 
 // sandboxObject is a sandbox's objectState.
-func sandboxObject(s plan.SandboxState) objectState {
-	if s == plan.SandboxReady {
+func sandboxObject(s model.SandboxState) objectState {
+	if s == model.SandboxReady {
 		return sandboxReady
 	}
 	return sandboxNotReady
 }
 
 // containerObject is a container's objectState.
-func containerObject(s plan.ContainerState) objectState {
+func containerObject(s model.ContainerState) objectState {
 	switch s {
-	case plan.ContainerCreated:
+	case model.ContainerCreated:
 		return containerCreated
-	case plan.ContainerRunning:
+	case model.ContainerRunning:
 		return containerRunning
-	case plan.ContainerExited:
+	case model.ContainerExited:
 		return containerExited
 	default:
 		return containerUnknown
@@ -51,7 +51,7 @@ func containerObject(s plan.ContainerState) objectState {
 }
 
 // StatesOf returns the objects of a view and their states.
-func StatesOf(v plan.RuntimeView) ObjectStates {
+func StatesOf(v model.RuntimeView) ObjectStates {
 	out := make(ObjectStates, len(v.Sandboxes)+len(v.Containers))
 	for _, sb := range v.Sandboxes {
 		out[sb.ID] = sandboxObject(sb.State)

@@ -6,7 +6,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 func TestHintSeenBy(t *testing.T) {
@@ -101,17 +101,17 @@ func TestHintMerge(t *testing.T) {
 // the same objects compare equal, so a relist of a pod as a pass left it
 // costs no pass.
 func TestStatesOfMatchesRelist(t *testing.T) {
-	v := plan.RuntimeView{
-		Sandboxes:  []plan.Sandbox{{ID: "s1", State: plan.SandboxReady}, {ID: "s0", State: plan.SandboxNotReady}},
-		Containers: []plan.ContainerInstance{{ID: "c1", State: plan.ContainerRunning}, {ID: "c2", State: plan.ContainerExited}, {ID: "c3", State: plan.ContainerCreated}, {ID: "c4", State: plan.ContainerUnknown}},
+	v := model.RuntimeView{
+		Sandboxes:  []model.Sandbox{{ID: "s1", State: model.SandboxReady}, {ID: "s0", State: model.SandboxNotReady}},
+		Containers: []model.ContainerInstance{{ID: "c1", State: model.ContainerRunning}, {ID: "c2", State: model.ContainerExited}, {ID: "c3", State: model.ContainerCreated}, {ID: "c4", State: model.ContainerUnknown}},
 	}
 	listed := ObjectStates{
-		"s1": sandboxObject(plan.SandboxStateFromCRI(runtimeapi.PodSandboxState_SANDBOX_READY)),
-		"s0": sandboxObject(plan.SandboxStateFromCRI(runtimeapi.PodSandboxState_SANDBOX_NOTREADY)),
-		"c1": containerObject(plan.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_RUNNING)),
-		"c2": containerObject(plan.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_EXITED)),
-		"c3": containerObject(plan.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_CREATED)),
-		"c4": containerObject(plan.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_UNKNOWN)),
+		"s1": sandboxObject(model.SandboxStateFromCRI(runtimeapi.PodSandboxState_SANDBOX_READY)),
+		"s0": sandboxObject(model.SandboxStateFromCRI(runtimeapi.PodSandboxState_SANDBOX_NOTREADY)),
+		"c1": containerObject(model.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_RUNNING)),
+		"c2": containerObject(model.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_EXITED)),
+		"c3": containerObject(model.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_CREATED)),
+		"c4": containerObject(model.ContainerStateFromCRI(runtimeapi.ContainerState_CONTAINER_UNKNOWN)),
 	}
 	h := Hint{snapshot: listed}
 	if !h.SeenBy(StatesOf(v), 0) {

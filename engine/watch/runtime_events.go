@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // RuntimeEvents is the runtime's own event stream, which the watcher
@@ -143,11 +143,11 @@ func (w *Watcher) stateOf(ctx context.Context, id string, sandbox bool) (st obje
 		if err != nil || len(sbs) == 0 {
 			return 0, false, err
 		}
-		return sandboxObject(plan.SandboxStateFromCRI(sbs[0].GetState())), true, nil
+		return sandboxObject(model.SandboxStateFromCRI(sbs[0].GetState())), true, nil
 	}
 	ctrs, err := w.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{Id: id})
 	if err != nil || len(ctrs) == 0 {
 		return 0, false, err
 	}
-	return containerObject(plan.ContainerStateFromCRI(ctrs[0].GetState())), true, nil
+	return containerObject(model.ContainerStateFromCRI(ctrs[0].GetState())), true, nil
 }

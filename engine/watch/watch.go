@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // Defaults of WatcherOptions.
@@ -357,7 +357,7 @@ func (w *Watcher) relistLoop(ctx context.Context) {
 // relistOnce lists podsync's sandboxes and containers and notifies the
 // pods whose set of objects or their states changed since the last relist.
 func (w *Watcher) relistOnce(ctx context.Context) {
-	sel := map[string]string{plan.LabelManaged: "true"}
+	sel := map[string]string{model.LabelManaged: "true"}
 	sbs, err := w.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	var ctrs []*runtimeapi.Container
 	if err == nil {
@@ -382,8 +382,8 @@ func (w *Watcher) relistOnce(ctx context.Context) {
 	pods := map[types.UID]ObjectStates{}
 	owners := map[string]types.UID{}
 	add := func(labels map[string]string, id string, st objectState) {
-		uid := types.UID(labels[plan.LabelPodUID])
-		if uid == "" || !plan.IsManaged(labels) {
+		uid := types.UID(labels[model.LabelPodUID])
+		if uid == "" || !model.IsManaged(labels) {
 			return
 		}
 		owners[id] = uid
@@ -393,10 +393,10 @@ func (w *Watcher) relistOnce(ctx context.Context) {
 		pods[uid][id] = st
 	}
 	for _, sb := range sbs {
-		add(sb.GetLabels(), sb.GetId(), sandboxObject(plan.SandboxStateFromCRI(sb.GetState())))
+		add(sb.GetLabels(), sb.GetId(), sandboxObject(model.SandboxStateFromCRI(sb.GetState())))
 	}
 	for _, c := range ctrs {
-		add(c.GetLabels(), c.GetId(), containerObject(plan.ContainerStateFromCRI(c.GetState())))
+		add(c.GetLabels(), c.GetId(), containerObject(model.ContainerStateFromCRI(c.GetState())))
 	}
 	w.mu.Lock()
 	if w.listFailing {
@@ -513,12 +513,12 @@ func (w *Watcher) streamEvents(ctx context.Context) (bool, error) {
 // labels it carries or, for a removed container, by its ID.
 func (w *Watcher) handleEvent(ev *runtimeapi.ContainerEventResponse) {
 	var uid types.UID
-	if l := ev.GetPodSandboxStatus().GetLabels(); plan.IsManaged(l) {
-		uid = types.UID(l[plan.LabelPodUID])
+	if l := ev.GetPodSandboxStatus().GetLabels(); model.IsManaged(l) {
+		uid = types.UID(l[model.LabelPodUID])
 	}
 	for _, cs := range ev.GetContainersStatuses() {
-		if uid == "" && plan.IsManaged(cs.GetLabels()) {
-			uid = types.UID(cs.GetLabels()[plan.LabelPodUID])
+		if uid == "" && model.IsManaged(cs.GetLabels()) {
+			uid = types.UID(cs.GetLabels()[model.LabelPodUID])
 		}
 	}
 	w.mu.Lock()

@@ -12,7 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/podsync/podsync/engine/enginetest"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/syncer/syncertest"
 	"github.com/podsync/podsync/engine/watch"
 )
@@ -117,7 +117,7 @@ func TestWatcherRelistsWithoutEvents(t *testing.T) {
 	// Objects podsync did not create are no one's business.
 	if _, err := h.RT.RunPodSandbox(h.Ctx, &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "other", Namespace: "x", Uid: "other"},
-		Labels:   map[string]string{plan.LabelPodUID: "other"},
+		Labels:   map[string]string{model.LabelPodUID: "other"},
 	}, ""); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/criconfig"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // benchConfigs are the podsync-shaped configs of one bench pod, as
@@ -31,8 +31,8 @@ func benchConfigs(t *testing.T) rawPod {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec, ok := plan.EncodePodSpec(pod); ok {
-		sb.Annotations = map[string]string{plan.AnnotationPodSpec: spec}
+	if spec, ok := model.EncodePodSpec(pod); ok {
+		sb.Annotations = map[string]string{model.AnnotationPodSpec: spec}
 	}
 	return rawPod{uid: pod.UID, sandbox: sb, container: cc}
 }

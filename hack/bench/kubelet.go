@@ -24,7 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
@@ -445,7 +445,7 @@ func (e *env) removeSandboxes(ctx context.Context) error {
 	}
 	var ids []string
 	for _, sb := range sbs {
-		if !plan.IsManaged(sb.GetLabels()) {
+		if !model.IsManaged(sb.GetLabels()) {
 			ids = append(ids, sb.GetId())
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
@@ -75,7 +75,7 @@ func (e *env) runningByUID(ctx context.Context) (map[string][]string, error) {
 	}
 	out := map[string][]string{}
 	for _, c := range ctrs {
-		u := c.GetLabels()[plan.LabelPodUID]
+		u := c.GetLabels()[model.LabelPodUID]
 		out[u] = append(out[u], c.GetId())
 	}
 	return out, nil

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
 	"google.golang.org/protobuf/types/known/durationpb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +24,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine/criconfig"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
@@ -187,7 +186,7 @@ func (e *env) cleanAll(ctx context.Context) error {
 	}
 	var raw []*runtimeapi.PodSandbox
 	for _, sb := range sbs {
-		if !plan.IsManaged(sb.GetLabels()) {
+		if !model.IsManaged(sb.GetLabels()) {
 			raw = append(raw, sb)
 		}
 	}
@@ -238,7 +237,7 @@ func (e *env) waitRunning(ctx context.Context, uids []types.UID) error {
 	for i, u := range uids {
 		want[i] = string(u)
 	}
-	return e.waitRunningBy(ctx, want, func(c *runtimeapi.Container) string { return c.GetLabels()[plan.LabelPodUID] })
+	return e.waitRunningBy(ctx, want, func(c *runtimeapi.Container) string { return c.GetLabels()[model.LabelPodUID] })
 }
 
 // waitRunningBy waits, for a minute at most, until the running
@@ -314,15 +313,15 @@ func (e *env) rawPods(pods []*corev1.Pod) ([]rawPod, error) {
 		if err != nil {
 			return nil, err
 		}
-		delete(sb.Labels, plan.LabelManaged)
-		delete(cc.Labels, plan.LabelManaged)
+		delete(sb.Labels, model.LabelManaged)
+		delete(cc.Labels, model.LabelManaged)
 		// The syncer adds the pod's spec to the sandbox it creates
 		// (for adoption after a lost store): so does the floor.
-		if spec, ok := plan.EncodePodSpec(pod); ok {
+		if spec, ok := model.EncodePodSpec(pod); ok {
 			if sb.Annotations == nil {
 				sb.Annotations = map[string]string{}
 			}
-			sb.Annotations[plan.AnnotationPodSpec] = spec
+			sb.Annotations[model.AnnotationPodSpec] = spec
 		}
 		if err := os.MkdirAll(filepath.Join(sb.GetLogDirectory(), c.Name), 0o755); err != nil {
 			return nil, err

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // restartPods is how many pods the restart section stops, one at a time.
@@ -137,7 +137,7 @@ func (e *env) stopAndTime(ctx context.Context, uid types.UID) (float64, error) {
 func (e *env) podRunning(ctx context.Context, uid types.UID) ([]string, error) {
 	ctrs, err := e.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-		LabelSelector: map[string]string{plan.LabelPodUID: string(uid)},
+		LabelSelector: map[string]string{model.LabelPodUID: string(uid)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list running containers: %w", err)

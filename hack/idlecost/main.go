@@ -30,7 +30,7 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine/criconfig"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/testing/localcri"
 )
@@ -266,8 +266,8 @@ func (in *instance) runRaw(ctx context.Context, pod *corev1.Pod, noParent bool) 
 	if err != nil {
 		return err
 	}
-	delete(sb.Labels, plan.LabelManaged)
-	delete(cc.Labels, plan.LabelManaged)
+	delete(sb.Labels, model.LabelManaged)
+	delete(cc.Labels, model.LabelManaged)
 	if noParent {
 		sb.Linux.CgroupParent = ""
 	}

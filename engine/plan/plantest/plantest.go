@@ -12,7 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // T0 is the time the fixtures are built relative to: "now" of the tests.
@@ -36,23 +36,23 @@ func BasePod() *corev1.Pod {
 
 // Inst builds an instance of the container named name in pod, with the
 // hash pod gives it, in BaseView's sandbox sb1.
-func Inst(pod *corev1.Pod, name, id string, state plan.ContainerState, restarts int32, age time.Duration) plan.ContainerInstance {
-	c := plan.SpecContainer(pod, name)
-	i := plan.ContainerInstance{ID: id, SandboxID: "sb1", Name: name, State: state, RestartCount: restarts, CreatedAt: T0.Add(-age), StartedAt: T0.Add(-age)}
+func Inst(pod *corev1.Pod, name, id string, state model.ContainerState, restarts int32, age time.Duration) model.ContainerInstance {
+	c := model.SpecContainer(pod, name)
+	i := model.ContainerInstance{ID: id, SandboxID: "sb1", Name: name, State: state, RestartCount: restarts, CreatedAt: T0.Add(-age), StartedAt: T0.Add(-age)}
 	if c != nil {
-		i.Hash = plan.ContainerHash(pod, c)
-		i.Spec = plan.NewContainerSpec(pod, c)
+		i.Hash = model.ContainerHash(pod, c)
+		i.Spec = model.NewContainerSpec(pod, c)
 		i.Image = c.Image
 	}
-	if state == plan.ContainerExited {
+	if state == model.ContainerExited {
 		i.FinishedAt = T0.Add(-age / 2)
 	}
 	return i
 }
 
 // Exited returns i exited with code, finishedAgo before T0.
-func Exited(i plan.ContainerInstance, code int32, finishedAgo time.Duration) plan.ContainerInstance {
-	i.State = plan.ContainerExited
+func Exited(i model.ContainerInstance, code int32, finishedAgo time.Duration) model.ContainerInstance {
+	i.State = model.ContainerExited
 	i.ExitCode = code
 	i.FinishedAt = T0.Add(-finishedAgo)
 	return i
@@ -60,13 +60,13 @@ func Exited(i plan.ContainerInstance, code int32, finishedAgo time.Duration) pla
 
 // BaseView is BasePod's view: a ready sandbox sb1 with both containers
 // running.
-func BaseView() plan.RuntimeView {
+func BaseView() model.RuntimeView {
 	p := BasePod()
-	return plan.RuntimeView{
-		Sandboxes: []plan.Sandbox{Sandbox("sb1", 0, true, time.Hour)},
-		Containers: []plan.ContainerInstance{
-			Inst(p, "helper", "c-helper", plan.ContainerRunning, 0, 50*time.Minute),
-			Inst(p, "app", "c-app", plan.ContainerRunning, 0, 55*time.Minute),
+	return model.RuntimeView{
+		Sandboxes: []model.Sandbox{Sandbox("sb1", 0, true, time.Hour)},
+		Containers: []model.ContainerInstance{
+			Inst(p, "helper", "c-helper", model.ContainerRunning, 0, 50*time.Minute),
+			Inst(p, "app", "c-app", model.ContainerRunning, 0, 55*time.Minute),
 		},
 	}
 }
@@ -100,8 +100,8 @@ func Policy(rp corev1.RestartPolicy) func(*corev1.Pod) {
 }
 
 // SetContainers replaces the view's containers, newest first.
-func SetContainers(is ...plan.ContainerInstance) func(*corev1.Pod, *plan.RuntimeView) {
-	return func(_ *corev1.Pod, v *plan.RuntimeView) { v.Containers = is }
+func SetContainers(is ...model.ContainerInstance) func(*corev1.Pod, *model.RuntimeView) {
+	return func(_ *corev1.Pod, v *model.RuntimeView) { v.Containers = is }
 }
 
 // BenchNow is the planning time of the benchmarks.
@@ -153,21 +153,21 @@ func BenchPod(n int) *corev1.Pod {
 // running instance of every container, except that every container whose
 // index satisfies exited has exited with code 1 (its first failure: the
 // planner restarts it at once).
-func BenchView(pod *corev1.Pod, exited func(i int) bool) plan.RuntimeView {
-	v := plan.RuntimeView{Sandboxes: []plan.Sandbox{{ID: "sb-1", State: plan.SandboxReady, CreatedAt: BenchNow.Add(-time.Hour),
+func BenchView(pod *corev1.Pod, exited func(i int) bool) model.RuntimeView {
+	v := model.RuntimeView{Sandboxes: []model.Sandbox{{ID: "sb-1", State: model.SandboxReady, CreatedAt: BenchNow.Add(-time.Hour),
 		IPs: []string{"10.88.0.5"}, NetworkMode: runtimeapi.NamespaceMode_POD}}}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		spec := plan.NewContainerSpec(pod, c)
-		inst := plan.ContainerInstance{
-			ID: fmt.Sprintf("ctr-%d", i), SandboxID: "sb-1", Name: c.Name, State: plan.ContainerRunning,
+		spec := model.NewContainerSpec(pod, c)
+		inst := model.ContainerInstance{
+			ID: fmt.Sprintf("ctr-%d", i), SandboxID: "sb-1", Name: c.Name, State: model.ContainerRunning,
 			CreatedAt: BenchNow.Add(-time.Hour + time.Duration(i)*time.Millisecond),
 			StartedAt: BenchNow.Add(-time.Hour + time.Duration(i)*time.Millisecond),
 			Image:     c.Image, ImageRef: "sha256:0123456789abcdef", Hash: spec.Hash(), Spec: spec,
 			TerminationMessagePath: c.TerminationMessagePath, TerminationMessagePolicy: string(c.TerminationMessagePolicy),
 		}
 		if exited(i) {
-			inst.State, inst.ExitCode, inst.Reason = plan.ContainerExited, 1, "Error"
+			inst.State, inst.ExitCode, inst.Reason = model.ContainerExited, 1, "Error"
 			inst.FinishedAt = BenchNow.Add(-time.Second)
 		}
 		v.Containers = append(v.Containers, inst)
@@ -180,10 +180,10 @@ func BenchView(pod *corev1.Pod, exited func(i int) bool) plan.RuntimeView {
 }
 
 // Sandbox builds a sandbox created age before T0 with one IP, ready or not.
-func Sandbox(id string, attempt uint32, ready bool, age time.Duration) plan.Sandbox {
-	s := plan.Sandbox{ID: id, Attempt: attempt, CreatedAt: T0.Add(-age), IPs: []string{"10.0.0.5"}, NetworkMode: runtimeapi.NamespaceMode_POD}
+func Sandbox(id string, attempt uint32, ready bool, age time.Duration) model.Sandbox {
+	s := model.Sandbox{ID: id, Attempt: attempt, CreatedAt: T0.Add(-age), IPs: []string{"10.0.0.5"}, NetworkMode: runtimeapi.NamespaceMode_POD}
 	if ready {
-		s.State = plan.SandboxReady
+		s.State = model.SandboxReady
 	}
 	return s
 }

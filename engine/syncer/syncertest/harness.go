@@ -15,7 +15,7 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/host/mounttable"
 )
@@ -140,7 +140,7 @@ func FailedStep(t *testing.T, res syncer.SyncResult, action syncer.StepAction, t
 }
 
 // Newest returns the newest instance of the named container.
-func Newest(t *testing.T, res syncer.SyncResult, name string) plan.ContainerInstance {
+func Newest(t *testing.T, res syncer.SyncResult, name string) model.ContainerInstance {
 	t.Helper()
 	inst := res.View.FindContainer(name)
 	if inst == nil {
@@ -163,20 +163,20 @@ func (h *Harness) Exit(res syncer.SyncResult, name string, code int32, lines ...
 // two of each container.
 func (h *Harness) Converged(pod *corev1.Pod, res syncer.SyncResult) {
 	h.T.Helper()
-	if len(res.View.Sandboxes) == 0 || res.View.Sandboxes[0].State != plan.SandboxReady {
+	if len(res.View.Sandboxes) == 0 || res.View.Sandboxes[0].State != model.SandboxReady {
 		h.T.Fatalf("no ready sandbox: %+v", res.View.Sandboxes)
 	}
 	for _, c := range pod.Spec.Containers {
-		if inst := res.View.FindContainer(c.Name); inst == nil || inst.State != plan.ContainerRunning {
+		if inst := res.View.FindContainer(c.Name); inst == nil || inst.State != model.ContainerRunning {
 			h.T.Errorf("container %s not running: %+v", c.Name, inst)
 		}
 	}
 	for _, inst := range res.View.Containers {
-		if inst.State == plan.ContainerCreated {
+		if inst.State == model.ContainerCreated {
 			h.T.Errorf("created instance %s left behind", inst.String())
 		}
 	}
-	if st := h.S.PodStatus(pod, res.View, plan.ProbeResults{}); st.Phase != corev1.PodRunning {
+	if st := h.S.PodStatus(pod, res.View, model.ProbeResults{}); st.Phase != corev1.PodRunning {
 		h.T.Errorf("phase = %s, want Running", st.Phase)
 	}
 	// Another pass has nothing to do.

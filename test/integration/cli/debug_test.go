@@ -11,7 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // criContainers returns the runtime's containers of the pod uid named
@@ -23,7 +23,7 @@ func criContainers(ctx context.Context, t *testing.T, uid, name string) []*runti
 		t.Fatal(err)
 	}
 	defer func() { _ = rs.Close(context.Background()) }()
-	cs, err := rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{plan.LabelPodUID: uid}})
+	cs, err := rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{model.LabelPodUID: uid}})
 	if err != nil {
 		t.Fatalf("ListContainers: %v", err)
 	}

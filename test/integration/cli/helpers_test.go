@@ -20,7 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
@@ -179,7 +179,7 @@ func sandboxes(ctx context.Context, t *testing.T, uid string) []string {
 		t.Fatal(err)
 	}
 	defer func() { _ = rs.Close(context.Background()) }()
-	sbs, err := rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{plan.LabelPodUID: uid}})
+	sbs, err := rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{model.LabelPodUID: uid}})
 	if err != nil {
 		t.Fatalf("ListPodSandbox: %v", err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // TestJobBackoffLimit: a Job with backoffLimit 1 whose container always
@@ -50,7 +50,7 @@ func TestJobBackoffLimit(t *testing.T) {
 	}
 	defer func() { _ = rs.Close(context.WithoutCancel(ctx)) }()
 	ready, err := rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
-		LabelSelector: map[string]string{plan.LabelPodUID: p.GetMetadata().GetUid()},
+		LabelSelector: map[string]string{model.LabelPodUID: p.GetMetadata().GetUid()},
 		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
 	})
 	if err != nil || len(ready) != 0 {

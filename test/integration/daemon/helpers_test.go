@@ -30,7 +30,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/internal/testing/localcri"
 	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
@@ -200,7 +200,7 @@ func runtimeClient(t *testing.T) cri.RuntimeService {
 // sandboxesOf returns the pod's sandboxes by state.
 func sandboxesOf(ctx context.Context, t *testing.T, rs cri.RuntimeService, uid string) (ready, notReady []string) {
 	t.Helper()
-	sbs, err := rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{plan.LabelPodUID: uid}})
+	sbs, err := rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{model.LabelPodUID: uid}})
 	if err != nil {
 		t.Fatalf("ListPodSandbox: %v", err)
 	}

@@ -20,7 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
@@ -182,7 +182,7 @@ func checkAllLabelled(ctx context.Context, t *testing.T, rs cri.RuntimeService) 
 	}
 	for _, sb := range sbs {
 		l := sb.GetLabels()
-		if !plan.IsManaged(l) || l[plan.LabelPodUID] == "" || l[plan.LabelPodName] == "" || l[plan.LabelPodNamespace] == "" {
+		if !model.IsManaged(l) || l[model.LabelPodUID] == "" || l[model.LabelPodName] == "" || l[model.LabelPodNamespace] == "" {
 			t.Errorf("sandbox %s lacks podsync's labels: %v", sb.GetId(), l)
 		}
 	}
@@ -192,7 +192,7 @@ func checkAllLabelled(ctx context.Context, t *testing.T, rs cri.RuntimeService) 
 	}
 	for _, c := range cs {
 		l := c.GetLabels()
-		if !plan.IsManaged(l) || l[plan.LabelPodUID] == "" || l[plan.LabelContainerName] == "" {
+		if !model.IsManaged(l) || l[model.LabelPodUID] == "" || l[model.LabelContainerName] == "" {
 			t.Errorf("container %s lacks podsync's labels: %v", c.GetId(), l)
 		}
 	}

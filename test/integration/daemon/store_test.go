@@ -13,7 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/internal/daemon"
 )
 
@@ -61,7 +61,7 @@ func TestCorruptStoreAdoptRuntime(t *testing.T) {
 			if len(ready) != 1 || ready[0] != before[uid].sandbox || len(notReady) != 0 {
 				t.Errorf("%s: pod %s: sandboxes ready %v, not ready %v, want only %s ready", when, uid, ready, notReady, before[uid].sandbox)
 			}
-			ctrs, err := rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{plan.LabelPodUID: uid}})
+			ctrs, err := rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{model.LabelPodUID: uid}})
 			if err != nil {
 				t.Fatal(err)
 			}

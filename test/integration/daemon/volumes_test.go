@@ -17,7 +17,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/host/mounttable"
 	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
@@ -142,7 +142,7 @@ func TestEmptyDirOverSizeLimitIsEvicted(t *testing.T) {
 	}
 	rs := runtimeClient(t)
 	eventually(ctx, t, "the evicted pod's containers stopped", func() bool {
-		ctrs, err := rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{plan.LabelPodUID: string(over.UID)}})
+		ctrs, err := rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{model.LabelPodUID: string(over.UID)}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/testing/localcri"
 	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
@@ -91,7 +91,7 @@ func TestStopSignal(t *testing.T) {
 	start := time.Now()
 	pod.DeletionTimestamp = ptr.To(metav1.Now())
 	res := e.sync(pod)
-	if n := newest(t, res, "app"); n.State != plan.ContainerExited || n.ExitCode != 7 {
+	if n := newest(t, res, "app"); n.State != model.ContainerExited || n.ExitCode != 7 {
 		t.Errorf("app = %+v, want exited 7 (its SIGUSR1 trap)", n)
 	}
 	if took := time.Since(start); took > 15*time.Second {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine/criconfig"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
@@ -148,7 +148,7 @@ func (e *env) until(pod *corev1.Pod, what string, cond func(syncer.SyncResult) b
 
 // status is the pod's status from a pass's view.
 func (e *env) status(pod *corev1.Pod, res syncer.SyncResult) corev1.PodStatus {
-	return e.s.PodStatus(pod, res.View, plan.ProbeResults{})
+	return e.s.PodStatus(pod, res.View, model.ProbeResults{})
 }
 
 // running reports whether every regular container of pod runs.
@@ -160,7 +160,7 @@ func (e *env) running(pod *corev1.Pod) func(syncer.SyncResult) bool {
 
 func allRunning(pod *corev1.Pod, res syncer.SyncResult) bool {
 	for _, c := range pod.Spec.Containers {
-		if inst := res.View.FindContainer(c.Name); inst == nil || inst.State != plan.ContainerRunning {
+		if inst := res.View.FindContainer(c.Name); inst == nil || inst.State != model.ContainerRunning {
 			return false
 		}
 	}
@@ -168,7 +168,7 @@ func allRunning(pod *corev1.Pod, res syncer.SyncResult) bool {
 }
 
 // newest returns the newest instance of a container.
-func newest(t *testing.T, res syncer.SyncResult, name string) plan.ContainerInstance {
+func newest(t *testing.T, res syncer.SyncResult, name string) model.ContainerInstance {
 	t.Helper()
 	inst := res.View.FindContainer(name)
 	if inst == nil {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/syncer"
 )
@@ -52,7 +53,7 @@ func TestLifecycleHooksRun(t *testing.T) {
 	if data, err := os.ReadFile(log); err != nil || string(data) != "post-start\npre-stop\n" {
 		t.Errorf("hook log after the kill = %q, %v", data, err)
 	}
-	if n := newest(t, res, "app"); n.State != plan.ContainerExited || n.ExitCode != 0 {
+	if n := newest(t, res, "app"); n.State != model.ContainerExited || n.ExitCode != 0 {
 		t.Errorf("app = %+v, want exited 0 (its SIGTERM trap)", n)
 	}
 }
@@ -73,7 +74,7 @@ func TestFailingPostStartKillsTheContainer(t *testing.T) {
 	if !hasStep(res, syncer.ActionKillContainer, "app", "FailedPostStartHook") {
 		t.Errorf("steps %v, want the container killed", steps(res.Steps))
 	}
-	if n := newest(t, res, "app"); n.State != plan.ContainerExited {
+	if n := newest(t, res, "app"); n.State != model.ContainerExited {
 		t.Errorf("app = %+v, want exited", n)
 	}
 }
@@ -100,7 +101,7 @@ func TestPreStopIsBoundedByTheGracePeriod(t *testing.T) {
 	if took > 30*time.Second {
 		t.Errorf("the kill took %s; the hook was not bounded by the grace period", took)
 	}
-	if n := newest(t, res, "app"); n.State != plan.ContainerExited {
+	if n := newest(t, res, "app"); n.State != model.ContainerExited {
 		t.Errorf("app = %+v, want exited", n)
 	}
 }

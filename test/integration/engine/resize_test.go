@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/syncer"
 )
@@ -56,7 +57,7 @@ func TestResizeMemoryLimitInPlace(t *testing.T) {
 		t.Fatalf("resize pass steps %v, want UpdateContainerResources and no kill", steps(res.Steps))
 	}
 	after := newest(t, res, "app")
-	if after.ID != before.ID || after.RestartCount != 0 || after.State != plan.ContainerRunning {
+	if after.ID != before.ID || after.RestartCount != 0 || after.State != model.ContainerRunning {
 		t.Errorf("app is %s (%s) with %d restarts, want %s still running, unrestarted", after.ID, after.State, after.RestartCount, before.ID)
 	}
 	if got := e.cgroupMemoryLimit(after.ID); got != 128<<20 {
@@ -87,7 +88,7 @@ func TestResizeRestartContainerPolicy(t *testing.T) {
 	pod.Spec.Containers[0].Resources = memoryLimited("128Mi")
 	all := e.syncUntil(pod, "restarted", func(r syncer.SyncResult) bool {
 		inst := r.View.FindContainer("app")
-		return inst != nil && inst.ID != before.ID && inst.State == plan.ContainerRunning
+		return inst != nil && inst.ID != before.ID && inst.State == model.ContainerRunning
 	})
 	var kills []syncer.StepResult
 	for _, r := range all {

@@ -11,15 +11,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsync/podsync/engine/criconfig"
-	"github.com/podsync/podsync/engine/plan"
-	"github.com/podsync/podsync/engine/syncer"
-	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/model"
+	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 func TestNewPodRuns(t *testing.T) {
@@ -91,7 +92,7 @@ func (e *env) stop(pod *corev1.Pod, res syncer.SyncResult, name string, timeout 
 		out = r
 		for _, c := range r.View.Containers {
 			if c.ID == id {
-				return c.State == plan.ContainerExited
+				return c.State == model.ContainerExited
 			}
 		}
 		return false
@@ -113,7 +114,7 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 		if !hasStep(res, syncer.ActionStartContainer, "app", plan.ReasonExited) {
 			t.Errorf("restart steps %v, want a start for Exited", steps(res.Steps))
 		}
-		if n := newest(t, res, "app"); n.RestartCount != 1 || n.State != plan.ContainerRunning {
+		if n := newest(t, res, "app"); n.RestartCount != 1 || n.State != model.ContainerRunning {
 			t.Errorf("app = %+v, want running with restart count 1", n)
 		}
 		if cs := e.status(pod, res).ContainerStatuses[0]; cs.RestartCount != 1 || cs.LastTerminationState.Terminated == nil {
@@ -131,7 +132,7 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 		res := e.until(pod, "running", e.running(pod))
 		e.stop(pod, res, "app", 2)
 		res = e.sync(pod)
-		if n := newest(t, res, "app"); n.RestartCount != 0 || n.State != plan.ContainerExited {
+		if n := newest(t, res, "app"); n.RestartCount != 0 || n.State != model.ContainerExited {
 			t.Errorf("app = %+v, want exited, not restarted", n)
 		}
 		for _, r := range []syncer.SyncResult{res, e.sync(pod)} {
@@ -154,7 +155,7 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 		// SIGTERM: the default command exits 0, not restarted.
 		e.stop(pod, res, "clean", 5)
 		res = e.sync(pod)
-		if n := newest(t, res, "clean"); n.State != plan.ContainerExited || n.ExitCode != 0 || n.RestartCount != 0 {
+		if n := newest(t, res, "clean"); n.State != model.ContainerExited || n.ExitCode != 0 || n.RestartCount != 0 {
 			t.Errorf("clean = %+v, want exited 0 and not restarted", n)
 		}
 		// SIGKILL (timeout 0): exit 137, restarted.
@@ -183,7 +184,7 @@ func TestOutsideStopUnderRestartPolicies(t *testing.T) {
 // lastExit returns the exit code of the newest exited instance.
 func lastExit(res syncer.SyncResult, name string) int32 {
 	for _, c := range res.View.Containers {
-		if c.Name == name && c.State == plan.ContainerExited {
+		if c.Name == name && c.State == model.ContainerExited {
 			return c.ExitCode
 		}
 	}
@@ -199,7 +200,7 @@ func crashLoop(t *testing.T, e *env, base time.Duration, crashes int) {
 	for i := 1; i <= crashes; i++ {
 		old := newest(t, res, "app")
 		localcritest.Crictl(t, inst, "stop", "--timeout", "0", old.ID)
-		var crashed plan.ContainerInstance
+		var crashed model.ContainerInstance
 		backedOff, waiting := false, false
 		all := e.syncUntil(pod, "restart", func(r syncer.SyncResult) bool {
 			for _, s := range r.Steps {
@@ -211,7 +212,7 @@ func crashLoop(t *testing.T, e *env, base time.Duration, crashes int) {
 				}
 			}
 			n := newest(t, r, "app")
-			return n.ID != old.ID && n.State == plan.ContainerRunning
+			return n.ID != old.ID && n.State == model.ContainerRunning
 		})
 		res = all[len(all)-1]
 		for _, c := range res.View.Containers {
@@ -276,7 +277,7 @@ func TestChangedSpecRecreates(t *testing.T) {
 	if !hasStep(res, syncer.ActionKillContainer, "app", plan.ReasonDefinitionChanged) {
 		t.Errorf("steps %v, want a kill for DefinitionChanged", steps(res.Steps))
 	}
-	if old := findInstance(res, first.ID); old == nil || old.State != plan.ContainerExited {
+	if old := findInstance(res, first.ID); old == nil || old.State != model.ContainerExited {
 		t.Errorf("first instance %+v, want exited", old)
 	}
 
@@ -293,7 +294,7 @@ func TestChangedSpecRecreates(t *testing.T) {
 	}
 }
 
-func findInstance(res syncer.SyncResult, id string) *plan.ContainerInstance {
+func findInstance(res syncer.SyncResult, id string) *model.ContainerInstance {
 	for i := range res.View.Containers {
 		if res.View.Containers[i].ID == id {
 			return &res.View.Containers[i]
@@ -350,10 +351,10 @@ func TestFailedInitContainerUnderNever(t *testing.T) {
 	if n := newest(t, res, "init"); n.ExitCode != 3 || n.RestartCount != 0 {
 		t.Errorf("init = %+v, want exit 3 and no restart", n)
 	}
-	if ps := localcritest.Crictl(t, inst, "ps", "-a", "--label", plan.LabelPodUID+"="+string(pod.UID)); strings.Contains(ps, "main") || !strings.Contains(ps, "init") {
+	if ps := localcritest.Crictl(t, inst, "ps", "-a", "--label", model.LabelPodUID+"="+string(pod.UID)); strings.Contains(ps, "main") || !strings.Contains(ps, "init") {
 		t.Errorf("crictl ps -a:\n%s", ps)
 	}
-	if sb := res.View.Sandboxes[0]; sb.State != plan.SandboxNotReady {
+	if sb := res.View.Sandboxes[0]; sb.State != model.SandboxNotReady {
 		t.Errorf("sandbox %+v, want stopped", sb)
 	}
 }
@@ -368,7 +369,7 @@ func TestSidecarsStartBeforeRegularContainers(t *testing.T) {
 	all := e.syncUntil(pod, "running", e.running(pod))
 	res := all[len(all)-1]
 	setup, proxy, main := newest(t, res, "setup"), newest(t, res, "proxy"), newest(t, res, "main")
-	if proxy.State != plan.ContainerRunning || !setup.FinishedAt.Before(proxy.StartedAt) || !proxy.StartedAt.Before(main.StartedAt) {
+	if proxy.State != model.ContainerRunning || !setup.FinishedAt.Before(proxy.StartedAt) || !proxy.StartedAt.Before(main.StartedAt) {
 		t.Errorf("setup finished %s, proxy started %s (%s), main started %s: want that order with proxy running",
 			setup.FinishedAt, proxy.StartedAt, proxy.State, main.StartedAt)
 	}
@@ -435,8 +436,8 @@ func TestLeftoversAreFinishedOrRemoved(t *testing.T) {
 	if err := e.s.RemovePod(e.ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	ctrs, _ := e.rt.ListContainers(e.ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{plan.LabelPodUID: string(pod.UID)}})
-	sbs, _ := e.rt.ListPodSandbox(e.ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{plan.LabelPodUID: string(pod.UID)}})
+	ctrs, _ := e.rt.ListContainers(e.ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{model.LabelPodUID: string(pod.UID)}})
+	sbs, _ := e.rt.ListPodSandbox(e.ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{model.LabelPodUID: string(pod.UID)}})
 	if len(ctrs)+len(sbs) != 0 {
 		t.Errorf("RemovePod left %d containers and %d sandboxes", len(ctrs), len(sbs))
 	}

@@ -13,7 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
@@ -56,16 +56,16 @@ func readRuntime(ctx context.Context) (*runtimeState, error) {
 		return nil, fmt.Errorf("ListContainers: %w", err)
 	}
 	for _, sb := range st.sandboxes {
-		ref := plan.PodFromLabels(sb.GetLabels())
-		if !plan.IsManaged(sb.GetLabels()) || ref.UID == "" || ref.Name == "" || ref.Namespace == "" {
+		ref := model.PodFromLabels(sb.GetLabels())
+		if !model.IsManaged(sb.GetLabels()) || ref.UID == "" || ref.Name == "" || ref.Namespace == "" {
 			st.unlabelled = append(st.unlabelled, fmt.Sprintf("sandbox %.12s %s", sb.GetId(), sb.GetLabels()))
 			continue
 		}
 		st.pods[string(ref.UID)] += fmt.Sprintf(" sandbox %.12s (%s, attempt %d)", sb.GetId(), sb.GetState(), sb.GetMetadata().GetAttempt())
 	}
 	for _, c := range st.containers {
-		info := plan.ContainerInfoFromLabels(c.GetLabels())
-		if !plan.IsManaged(c.GetLabels()) || info.UID == "" || info.Name == "" || info.Namespace == "" || info.ContainerName == "" {
+		info := model.ContainerInfoFromLabels(c.GetLabels())
+		if !model.IsManaged(c.GetLabels()) || info.UID == "" || info.Name == "" || info.Namespace == "" || info.ContainerName == "" {
 			st.unlabelled = append(st.unlabelled, fmt.Sprintf("container %.12s %s", c.GetId(), c.GetLabels()))
 			continue
 		}
@@ -88,7 +88,7 @@ func readRuntime(ctx context.Context) (*runtimeState, error) {
 			for _, c := range st.containers {
 				if c.GetId() == f[0] && c.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
 					st.leaked = append(st.leaked, fmt.Sprintf("container %s %.12s of pod %s",
-						c.GetMetadata().GetName(), f[0], c.GetLabels()[plan.LabelPodName]))
+						c.GetMetadata().GetName(), f[0], c.GetLabels()[model.LabelPodName]))
 				}
 			}
 		}
@@ -103,7 +103,7 @@ func readRuntime(ctx context.Context) (*runtimeState, error) {
 		for _, c := range st.containers {
 			if c.GetId() == f[0] && c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
 				st.hidden = append(st.hidden, fmt.Sprintf("container %s %.12s of pod %s is %s, its task runs",
-					c.GetMetadata().GetName(), f[0], c.GetLabels()[plan.LabelPodName], c.GetState()))
+					c.GetMetadata().GetName(), f[0], c.GetLabels()[model.LabelPodName], c.GetState()))
 			}
 		}
 	}
@@ -114,7 +114,7 @@ func readRuntime(ctx context.Context) (*runtimeState, error) {
 func (st *runtimeState) sandboxesOf(uid string) []*runtimeapi.PodSandbox {
 	var out []*runtimeapi.PodSandbox
 	for _, sb := range st.sandboxes {
-		if sb.GetLabels()[plan.LabelPodUID] == uid {
+		if sb.GetLabels()[model.LabelPodUID] == uid {
 			out = append(out, sb)
 		}
 	}
@@ -128,7 +128,7 @@ func (st *runtimeState) sandboxesOf(uid string) []*runtimeapi.PodSandbox {
 func (st *runtimeState) containersOf(uid, name string) []*runtimeapi.Container {
 	var out []*runtimeapi.Container
 	for _, c := range st.containers {
-		if c.GetLabels()[plan.LabelPodUID] == uid && c.GetLabels()[plan.LabelContainerName] == name {
+		if c.GetLabels()[model.LabelPodUID] == uid && c.GetLabels()[model.LabelContainerName] == name {
 			out = append(out, c)
 		}
 	}
@@ -392,7 +392,7 @@ func describe(ctx context.Context, cs []*runtimeapi.Container) string {
 		fmt.Fprintf(&b, "  %.12s attempt %d %s exit %d reason %q message %q created %s started %s finished %s restartCount %s\n",
 			c.GetId(), st.GetMetadata().GetAttempt(), st.GetState(), st.GetExitCode(), st.GetReason(), st.GetMessage(),
 			time.Unix(0, st.GetCreatedAt()).Format(time.StampMicro), time.Unix(0, st.GetStartedAt()).Format(time.StampMicro),
-			time.Unix(0, st.GetFinishedAt()).Format(time.StampMicro), st.GetAnnotations()[plan.AnnotationContainerRestartCount])
+			time.Unix(0, st.GetFinishedAt()).Format(time.StampMicro), st.GetAnnotations()[model.AnnotationContainerRestartCount])
 	}
 	return b.String()
 }

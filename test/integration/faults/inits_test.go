@@ -10,7 +10,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 )
 
 // initHistory remembers every init container instance the runtime has
@@ -73,7 +73,7 @@ func (h *initHistory) poll(ctx context.Context, rs runtimeClient) {
 		return // the next poll retries; ctx may be done
 	}
 	for _, c := range cs {
-		info := plan.ContainerInfoFromLabels(c.GetLabels())
+		info := model.ContainerInfoFromLabels(c.GetLabels())
 		if info.ContainerName != "init" || h.known(string(info.UID), c.GetId()) {
 			continue
 		}

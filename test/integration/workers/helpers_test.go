@@ -21,6 +21,7 @@ import (
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
@@ -163,7 +164,7 @@ func (e *env) apply(pod *corev1.Pod) engine.ApplyResult {
 }
 
 // view reads what the runtime holds for pod.
-func (e *env) view(pod *corev1.Pod) *plan.RuntimeView {
+func (e *env) view(pod *corev1.Pod) *model.RuntimeView {
 	e.t.Helper()
 	v, err := syncer.ReadView(e.ctx, e.rt, pod.UID)
 	if err != nil {
@@ -198,9 +199,9 @@ func (e *env) eventually(what string, cond func() bool) {
 }
 
 // running returns the newest instance of the container if it runs.
-func (e *env) running(pod *corev1.Pod, name string) *plan.ContainerInstance {
+func (e *env) running(pod *corev1.Pod, name string) *model.ContainerInstance {
 	inst := e.view(pod).FindContainer(name)
-	if inst == nil || inst.State != plan.ContainerRunning {
+	if inst == nil || inst.State != model.ContainerRunning {
 		return nil
 	}
 	return inst

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
@@ -67,9 +67,9 @@ func TestRunPodsFailsAtOnceOnASyncErrorThatWillNotClear(t *testing.T) {
 			}
 			target := tc.target
 			if target == "" {
-				target = plan.PodString(pod)
+				target = model.PodString(pod)
 			}
-			prefix := fmt.Sprintf("error syncing pod %q: failed to %q for %q with %s: ", plan.PodString(pod), tc.action, target, tc.reason)
+			prefix := fmt.Sprintf("error syncing pod %q: failed to %q for %q with %s: ", model.PodString(pod), tc.action, target, tc.reason)
 			if !strings.HasPrefix(r.Message, prefix) {
 				t.Errorf("message %q, want it to start %q", r.Message, prefix)
 			}

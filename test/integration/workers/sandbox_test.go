@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
@@ -30,20 +31,20 @@ func TestStoppedSandboxIsASandboxChange(t *testing.T) {
 
 	localcritest.Crictl(t, inst, "stopp", first.SandboxID)
 	deadline := time.Now().Add(15 * time.Second)
-	var again *plan.ContainerInstance
-	var v *plan.RuntimeView
+	var again *model.ContainerInstance
+	var v *model.RuntimeView
 	for again == nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("the container does not run again in a new sandbox; view: %+v", e.view(pod))
 		}
 		time.Sleep(50 * time.Millisecond)
 		v = e.view(pod)
-		if inst := v.FindContainer("app"); inst != nil && inst.State == plan.ContainerRunning && inst.SandboxID != first.SandboxID {
+		if inst := v.FindContainer("app"); inst != nil && inst.State == model.ContainerRunning && inst.SandboxID != first.SandboxID {
 			again = inst
 		}
 	}
 	sb := sandboxIn(v, again.SandboxID)
-	if sb.Attempt != 1 || sb.State != plan.SandboxReady {
+	if sb.Attempt != 1 || sb.State != model.SandboxReady {
 		t.Errorf("the container runs in sandbox %+v, want attempt 1, ready", sb)
 	}
 	if again.RestartCount != 1 {
@@ -80,11 +81,11 @@ func TestStoppedSandboxIsASandboxChange(t *testing.T) {
 }
 
 // sandboxIn returns the sandbox of v with id.
-func sandboxIn(v *plan.RuntimeView, id string) plan.Sandbox {
+func sandboxIn(v *model.RuntimeView, id string) model.Sandbox {
 	for _, s := range v.Sandboxes {
 		if s.ID == id {
 			return s
 		}
 	}
-	return plan.Sandbox{}
+	return model.Sandbox{}
 }

@@ -12,17 +12,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // TestKilledContainerRestartsAndBacksOff: a container stopped from
@@ -58,7 +58,7 @@ func TestKilledContainerRestartsAndBacksOff(t *testing.T) {
 	})
 	v := e.view(pod)
 	third := v.FindContainer("app")
-	var stopped *plan.ContainerInstance
+	var stopped *model.ContainerInstance
 	for i := range v.Containers {
 		if v.Containers[i].ID == second.ID {
 			stopped = &v.Containers[i]
@@ -85,7 +85,7 @@ func TestNeverPodFailsAndStaysDead(t *testing.T) {
 	e.eventually("phase Failed", func() bool { return e.status(pod).Phase == corev1.PodFailed })
 	e.eventually("sandbox stopped", func() bool {
 		v := e.view(pod)
-		return len(v.Sandboxes) == 1 && v.Sandboxes[0].State == plan.SandboxNotReady
+		return len(v.Sandboxes) == 1 && v.Sandboxes[0].State == model.SandboxNotReady
 	})
 	v := e.view(pod)
 	if len(v.Containers) != 1 || v.Containers[0].ExitCode != 3 || v.Containers[0].RestartCount != 0 {
@@ -230,7 +230,7 @@ func TestRestartMidwayThrough20Pods(t *testing.T) {
 	before := map[string]int32{}
 	for _, p := range pods {
 		for _, c := range e.view(p).Containers {
-			if c.State == plan.ContainerRunning {
+			if c.State == model.ContainerRunning {
 				before[c.ID] = c.RestartCount
 			}
 		}
@@ -255,7 +255,7 @@ func TestRestartMidwayThrough20Pods(t *testing.T) {
 		v := e.view(p)
 		ready := 0
 		for _, sb := range v.Sandboxes {
-			if sb.State == plan.SandboxReady {
+			if sb.State == model.SandboxReady {
 				ready++
 			}
 		}
@@ -263,7 +263,7 @@ func TestRestartMidwayThrough20Pods(t *testing.T) {
 			t.Errorf("pod %s: %d ready sandboxes", p.Name, ready)
 		}
 		for _, c := range v.Containers {
-			if rc, ok := before[c.ID]; ok && (c.State != plan.ContainerRunning || c.RestartCount != rc) {
+			if rc, ok := before[c.ID]; ok && (c.State != model.ContainerRunning || c.RestartCount != rc) {
 				t.Errorf("pod %s: healthy container %s (%s) disturbed: %s, restart count %d", p.Name, c.Name, c.ID, c.State, c.RestartCount)
 			}
 		}
@@ -277,12 +277,12 @@ func TestRestartMidwayThrough20Pods(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sb := range sbs {
-		if !plan.IsManaged(sb.GetLabels()) {
+		if !model.IsManaged(sb.GetLabels()) {
 			t.Errorf("sandbox %s has no podsync label", sb.GetId())
 		}
 	}
 	for _, c := range ctrs {
-		if !plan.IsManaged(c.GetLabels()) {
+		if !model.IsManaged(c.GetLabels()) {
 			t.Errorf("container %s has no podsync label", c.GetId())
 		}
 	}
@@ -373,17 +373,17 @@ func TestGCKeepsTheNewestDeadInstance(t *testing.T) {
 		return len(ids) <= 2
 	})
 	v := e.view(pod)
-	var dead []plan.ContainerInstance
+	var dead []model.ContainerInstance
 	for _, c := range v.Containers {
-		if c.State == plan.ContainerExited {
+		if c.State == model.ContainerExited {
 			dead = append(dead, c)
 		}
 	}
 	newest := v.Containers[0]
 	switch {
-	case newest.State == plan.ContainerExited && len(dead) != 1:
+	case newest.State == model.ContainerExited && len(dead) != 1:
 		t.Errorf("newest exited: %d dead instances kept", len(dead))
-	case newest.State != plan.ContainerExited && (len(dead) != 1 || dead[0].RestartCount != newest.RestartCount-1):
+	case newest.State != model.ContainerExited && (len(dead) != 1 || dead[0].RestartCount != newest.RestartCount-1):
 		t.Errorf("kept dead instances %+v beside %+v, want the newest dead one", dead, newest)
 	}
 	if len(seen) < 3 {

@@ -1,4 +1,4 @@
-package plan
+package model
 
 import (
 	"cmp"
@@ -348,4 +348,13 @@ func fromNanos(ns int64) time.Time {
 
 func (c *ContainerInstance) String() string {
 	return fmt.Sprintf("%s(%s)", c.Name, c.ID)
+}
+
+// RuntimeResources are the Linux resources the runtime reports for a
+// running container (CRI ContainerStatus.resources), as it applied them.
+type RuntimeResources struct {
+	CPUShares          int64
+	CPUQuota           int64
+	CPUPeriod          int64
+	MemoryLimitInBytes int64
 }

@@ -1,4 +1,4 @@
-package plan_test
+package model_test
 
 import (
 	"slices"
@@ -12,7 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan/plantest"
 )
 
@@ -36,26 +36,26 @@ func adoptPod() *corev1.Pod {
 // runtimeOf is what the runtime holds of pod after a start: one sandbox
 // (with the pod-spec annotation if withSpec), the init container exited 0
 // and the others running.
-func runtimeOf(pod *corev1.Pod, withSpec bool) plan.RuntimePod {
-	annotations := plan.PodAnnotations(pod)
+func runtimeOf(pod *corev1.Pod, withSpec bool) model.RuntimePod {
+	annotations := model.PodAnnotations(pod)
 	if withSpec {
-		spec, ok := plan.EncodePodSpec(pod)
+		spec, ok := model.EncodePodSpec(pod)
 		if !ok {
 			panic("pod spec too long")
 		}
-		annotations[plan.AnnotationPodSpec] = spec
+		annotations[model.AnnotationPodSpec] = spec
 	}
-	rp := plan.RuntimePod{Sandboxes: []plan.RuntimeSandbox{{Labels: plan.PodLabels(pod), Annotations: annotations,
+	rp := model.RuntimePod{Sandboxes: []model.RuntimeSandbox{{Labels: model.PodLabels(pod), Annotations: annotations,
 		CreatedAt: plantest.T0, Namespaces: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE}}}}
 	at := plantest.T0
-	add := func(c *corev1.Container, state plan.ContainerState, restarts int32) {
+	add := func(c *corev1.Container, state model.ContainerState, restarts int32) {
 		at = at.Add(time.Second)
-		rp.Containers = append(rp.Containers, plan.RuntimeContainer{Labels: plan.ContainerLabels(pod, c),
-			Annotations: plan.ContainerAnnotations(pod, c, restarts), Image: c.Image, CreatedAt: at, State: state})
+		rp.Containers = append(rp.Containers, model.RuntimeContainer{Labels: model.ContainerLabels(pod, c),
+			Annotations: model.ContainerAnnotations(pod, c, restarts), Image: c.Image, CreatedAt: at, State: state})
 	}
-	add(&pod.Spec.InitContainers[0], plan.ContainerExited, 0)
+	add(&pod.Spec.InitContainers[0], model.ContainerExited, 0)
 	for i := range pod.Spec.Containers {
-		add(&pod.Spec.Containers[i], plan.ContainerRunning, int32(i))
+		add(&pod.Spec.Containers[i], model.ContainerRunning, int32(i))
 	}
 	return rp
 }
@@ -65,12 +65,12 @@ func runtimeOf(pod *corev1.Pod, withSpec bool) plan.RuntimePod {
 func TestRebuildPodFromSpecAnnotation(t *testing.T) {
 	pod := adoptPod()
 	rp := runtimeOf(pod, true)
-	spec := rp.Sandboxes[0].Annotations[plan.AnnotationPodSpec]
+	spec := rp.Sandboxes[0].Annotations[model.AnnotationPodSpec]
 	t.Logf("the pod-spec annotation of a pod of 3 containers is %d bytes", len(spec))
 	if len(spec) > 2048 {
 		t.Errorf("the pod-spec annotation is %d bytes, want it compressed under 2 KiB", len(spec))
 	}
-	got, lost, err := plan.RebuildPod(rp)
+	got, lost, err := model.RebuildPod(rp)
 	if err != nil || lost != "" {
 		t.Fatalf("RebuildPod = %v, lost %q", err, lost)
 	}
@@ -89,14 +89,14 @@ func TestRebuildPodFromSpecAnnotation(t *testing.T) {
 // says what was lost.
 func TestRebuildPodInPart(t *testing.T) {
 	pod := adoptPod()
-	got, lost, err := plan.RebuildPod(runtimeOf(pod, false))
+	got, lost, err := model.RebuildPod(runtimeOf(pod, false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(lost, "probes") || !strings.Contains(got.Annotations[plan.AnnotationAdopted], "probes") {
-		t.Errorf("lost %q, annotation %q: want both to name the probes", lost, got.Annotations[plan.AnnotationAdopted])
+	if !strings.Contains(lost, "probes") || !strings.Contains(got.Annotations[model.AnnotationAdopted], "probes") {
+		t.Errorf("lost %q, annotation %q: want both to name the probes", lost, got.Annotations[model.AnnotationAdopted])
 	}
-	if got.Annotations["note"] != "kept" || got.Labels["tier"] != "web" || got.Labels[plan.LabelManaged] != "" {
+	if got.Annotations["note"] != "kept" || got.Labels["tier"] != "web" || got.Labels[model.LabelManaged] != "" {
 		t.Errorf("labels %v annotations %v, want the pod's", got.Labels, got.Annotations)
 	}
 	if !got.Spec.HostNetwork || got.Spec.HostPID || *got.Spec.TerminationGracePeriodSeconds != 30 {
@@ -114,7 +114,7 @@ func TestRebuildPodInPart(t *testing.T) {
 			t.Errorf("container %d is %s, want %s", i, c.Name, want[i].Name)
 			continue
 		}
-		if h, w := plan.ContainerHash(got, &c), plan.ContainerHash(pod, &want[i]); h != w {
+		if h, w := model.ContainerHash(got, &c), model.ContainerHash(pod, &want[i]); h != w {
 			t.Errorf("container %s: hash %s, want %s (it would be restarted)", c.Name, h, w)
 		}
 	}
@@ -126,13 +126,13 @@ func TestRebuildPodInPart(t *testing.T) {
 // TestRebuildPodRefusals: no sandbox, or a sandbox without pod labels, is
 // not a pod.
 func TestRebuildPodRefusals(t *testing.T) {
-	if _, _, err := plan.RebuildPod(plan.RuntimePod{}); err == nil {
+	if _, _, err := model.RebuildPod(model.RuntimePod{}); err == nil {
 		t.Errorf("RebuildPod of nothing succeeded")
 	}
-	if _, _, err := plan.RebuildPod(plan.RuntimePod{Sandboxes: []plan.RuntimeSandbox{{}}}); err == nil {
+	if _, _, err := model.RebuildPod(model.RuntimePod{Sandboxes: []model.RuntimeSandbox{{}}}); err == nil {
 		t.Errorf("RebuildPod of an unlabelled sandbox succeeded")
 	}
-	if _, err := plan.DecodePodSpec("not base64!"); err == nil {
+	if _, err := model.DecodePodSpec("not base64!"); err == nil {
 		t.Errorf("DecodePodSpec of garbage succeeded")
 	}
 }
@@ -151,12 +151,12 @@ func TestRebuildPodKeepsDebugContainers(t *testing.T) {
 			TerminationMessagePath: corev1.TerminationMessagePathDefault, TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		}, TargetContainerName: "app"}}
 		ec := (*corev1.Container)(&debugged.Spec.EphemeralContainers[0].EphemeralContainerCommon)
-		rp.Containers = append(rp.Containers, plan.RuntimeContainer{Labels: plan.ContainerLabels(debugged, ec),
-			Annotations: plan.ContainerAnnotations(debugged, ec, 0), Image: ec.Image, CreatedAt: plantest.T0.Add(time.Hour), State: plan.ContainerRunning})
-		if rp.Containers[len(rp.Containers)-1].Labels[plan.LabelEphemeral] != "true" {
+		rp.Containers = append(rp.Containers, model.RuntimeContainer{Labels: model.ContainerLabels(debugged, ec),
+			Annotations: model.ContainerAnnotations(debugged, ec, 0), Image: ec.Image, CreatedAt: plantest.T0.Add(time.Hour), State: model.ContainerRunning})
+		if rp.Containers[len(rp.Containers)-1].Labels[model.LabelEphemeral] != "true" {
 			t.Fatal("a debug container's instance is not labelled")
 		}
-		got, _, err := plan.RebuildPod(rp)
+		got, _, err := model.RebuildPod(rp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func TestRebuildPodKeepsDebugContainers(t *testing.T) {
 			!slices.Equal(got.Spec.EphemeralContainers[0].Command, []string{"sh"}) || !got.Spec.EphemeralContainers[0].TTY {
 			t.Errorf("withSpec %t: ephemeral containers %+v, want the debugger", withSpec, got.Spec.EphemeralContainers)
 		}
-		if plan.SpecContainer(got, "debugger") == nil || len(got.Spec.Containers) != len(pod.Spec.Containers) {
+		if model.SpecContainer(got, "debugger") == nil || len(got.Spec.Containers) != len(pod.Spec.Containers) {
 			t.Errorf("withSpec %t: the debugger was taken for a regular container: %d containers", withSpec, len(got.Spec.Containers))
 		}
 	}

@@ -1,4 +1,4 @@
-package plan
+package model
 
 import (
 	"iter"
@@ -137,12 +137,12 @@ func ContainerHash(pod *corev1.Pod, c *corev1.Container) string {
 	return strconv.FormatUint(hashContainerSpec(&s, pod, c), 16)
 }
 
-// changedFields names the fields that differ between old and new, in the
+// ChangedFields names the fields that differ between old and new, in the
 // order of ContainerSpec, with env vars, mounts and volumes named by key:
 // "image", "env[FOO]", "volumeMounts[/data]", "volumes[cache]",
 // "lifecycle.preStop". It returns
 // nil if old is nil (the annotation was lost) or nothing differs.
-func changedFields(old, new *ContainerSpec) []string {
+func ChangedFields(old, new *ContainerSpec) []string {
 	if old == nil || new == nil {
 		return nil
 	}

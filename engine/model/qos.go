@@ -1,4 +1,4 @@
-package plan
+package model
 
 import (
 	corev1 "k8s.io/api/core/v1"

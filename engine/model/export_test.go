@@ -1,5 +1,4 @@
-package plan
+package model
 
 // Names of unexported identifiers for the external tests.
 var AppendContainerSpecJSON = appendContainerSpecJSON
-var ChangedFields = changedFields

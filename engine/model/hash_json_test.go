@@ -1,4 +1,4 @@
-package plan_test
+package model_test
 
 import (
 	"bytes"
@@ -15,13 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/podsync/podsync/engine/plan"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan/plantest"
 )
 
 // referenceHash is ContainerSpec.Hash as it was first written, the
 // definition every stored hash follows: FNV-64a of json.Marshal, in hex.
-func referenceHash(t testing.TB, s *plan.ContainerSpec) string {
+func referenceHash(t testing.TB, s *model.ContainerSpec) string {
 	t.Helper()
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -36,19 +36,19 @@ func referenceHash(t testing.TB, s *plan.ContainerSpec) string {
 // bytes for c of pod, and every hash path agrees with referenceHash.
 func checkSpecEncoding(t testing.TB, pod *corev1.Pod, c *corev1.Container) {
 	t.Helper()
-	s := plan.NewContainerSpec(pod, c)
+	s := model.NewContainerSpec(pod, c)
 	want, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := plan.AppendContainerSpecJSON(nil, s); !bytes.Equal(got, want) {
+	if got := model.AppendContainerSpecJSON(nil, s); !bytes.Equal(got, want) {
 		t.Fatalf("spec encoder differs from json.Marshal:\n got %s\nwant %s", got, want)
 	}
 	ref := referenceHash(t, s)
 	if got := s.Hash(); got != ref {
 		t.Fatalf("ContainerSpec.Hash = %s, want %s (json %s)", got, ref, want)
 	}
-	if got := plan.ContainerHash(pod, c); got != ref {
+	if got := model.ContainerHash(pod, c); got != ref {
 		t.Fatalf("ContainerHash = %s, want %s (json %s)", got, ref, want)
 	}
 }
@@ -60,7 +60,7 @@ func TestContainerHashUnchanged(t *testing.T) {
 	want := []string{"4a3edda1532708b7", "5337ce5d7cc85af1", "d4d5be22802845bf"}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if got := plan.ContainerHash(pod, c); got != want[i] {
+		if got := model.ContainerHash(pod, c); got != want[i] {
 			t.Errorf("ContainerHash(%s) = %s, want %s", c.Name, got, want[i])
 		}
 		checkSpecEncoding(t, pod, c)
@@ -154,7 +154,7 @@ func TestSpecEncoderKnowsEveryField(t *testing.T) {
 			"fsGroupChangePolicy,omitempty", "seccompProfile,omitempty", "appArmorProfile,omitempty",
 			"seLinuxChangePolicy,omitempty"},
 	}
-	for _, v := range []any{plan.ContainerSpec{}, corev1.ContainerPort{}, corev1.EnvVar{}, corev1.ObjectFieldSelector{},
+	for _, v := range []any{model.ContainerSpec{}, corev1.ContainerPort{}, corev1.EnvVar{}, corev1.ObjectFieldSelector{},
 		corev1.ConfigMapKeySelector{}, corev1.SecretKeySelector{}, corev1.LocalObjectReference{}, corev1.VolumeMount{},
 		corev1.ResourceRequirements{}, corev1.Volume{}, corev1.EmptyDirVolumeSource{}, corev1.HostPathVolumeSource{},
 		corev1.PodSecurityContext{}} {
