@@ -357,21 +357,32 @@ func displayIP(ip string) string {
 	return ip
 }
 
-// Batch admits pods in order, each against others and the pods admitted
-// before it in the batch, as RunPods does. With allOrNothing, a single
-// rejection rejects every pod of the batch; the pods that would have been
-// admitted get reason NotRunAllOrNothing.
+// Batch admits pods in order with Admit, each against others and the pods
+// admitted before it in the batch. With allOrNothing, a single rejection
+// rejects every pod of the batch; the pods that would have been admitted
+// get reason NotRunAllOrNothing (Sequence). The node admits a RunPods
+// batch with Sequence and its own admission function, which reserves
+// each pod it admits.
 func Batch(pods, others []*corev1.Pod, node Node, p Policy, allOrNothing bool) []Result {
-	results := make([]Result, len(pods))
 	admitted := append([]*corev1.Pod(nil), others...)
+	return Sequence(pods, allOrNothing, func(_ int, pod *corev1.Pod) Result {
+		r := Admit(pod, admitted, node, p)
+		if r.Admit {
+			admitted = append(admitted, pod)
+		}
+		return r
+	})
+}
+
+// Sequence decides a batch of pods in order, the i-th by decide (which
+// counts the pods admitted before it); with allOrNothing, one refusal
+// refuses every pod admitted (ReasonNotRunAllOrNothing).
+func Sequence(pods []*corev1.Pod, allOrNothing bool, decide func(i int, pod *corev1.Pod) Result) []Result {
+	results := make([]Result, len(pods))
 	rejected := false
 	for i, pod := range pods {
-		results[i] = Admit(pod, admitted, node, p)
-		if results[i].Admit {
-			admitted = append(admitted, pod)
-		} else {
-			rejected = true
-		}
+		results[i] = decide(i, pod)
+		rejected = rejected || !results[i].Admit
 	}
 	if allOrNothing && rejected {
 		for i := range results {

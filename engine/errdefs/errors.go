@@ -52,3 +52,14 @@ func InvalidSpec(errs ...error) error {
 	}
 	return errors.Join(out...)
 }
+
+// RuntimeUnavailable adds ErrRuntimeUnavailable to err if unavailable (the
+// node's classifier: gRPC UNAVAILABLE, for podsyncd) says it is the error
+// of a runtime that did not answer. A nil err, a nil classifier and an
+// err that already wraps ErrRuntimeUnavailable are returned as they are.
+func RuntimeUnavailable(err error, unavailable func(error) bool) error {
+	if err == nil || unavailable == nil || errors.Is(err, ErrRuntimeUnavailable) || !unavailable(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrRuntimeUnavailable, err)
+}

@@ -46,3 +46,8 @@ func EphemeralContainer(pod *corev1.Pod, name string) *corev1.EphemeralContainer
 	}
 	return nil
 }
+
+// IsTerminal reports whether phase is terminal: Succeeded or Failed.
+func IsTerminal(phase corev1.PodPhase) bool {
+	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
+}

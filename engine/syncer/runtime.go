@@ -9,6 +9,7 @@ import (
 	"time"
 
 	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	criclient "k8s.io/cri-client/pkg"
 
 	"github.com/podsync/podsync/engine/errdefs"
@@ -33,6 +34,23 @@ type Runtime interface {
 type ImageService interface {
 	cri.ImageManagerService
 }
+
+// ContainerStatser is the optional capability of a Runtime to report a
+// container's usage (CRI ContainerStats): its writable layer, for the
+// local storage the node measures. cri-client's runtime has it.
+type ContainerStatser interface {
+	ContainerStats(ctx context.Context, containerID string) (*runtimeapi.ContainerStats, error)
+}
+
+// ContainerStatsLister is the optional capability of a Runtime to report
+// the usage of many containers in one call (CRI ListContainerStats).
+type ContainerStatsLister interface {
+	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+}
+
+// ErrNoContainerStats is the error of a runtime without ContainerStats or
+// ListContainerStats (a wrapper of one that has neither).
+var ErrNoContainerStats = errors.New("the runtime does not report container stats")
 
 // DefaultRuntimeTimeout is the per-call timeout of the CRI clients
 // DialRuntime builds, the kubelet's default --runtime-request-timeout.
