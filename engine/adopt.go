@@ -31,17 +31,17 @@ const EventReasonAdopted = "Adopted"
 // record for each of them (adoptRuntime), with RemoveOrphans it lets
 // recovery remove them, and otherwise it fails with ErrStoreLost and
 // touches nothing.
-func (n *Node) lostStore(ctx context.Context, inRuntime map[types.UID]model.PodRef) error {
+func (o *orphans) lostStore(ctx context.Context, inRuntime map[types.UID]model.PodRef) error {
 	switch {
-	case n.adoptRuntime:
-		return n.adoptRuntimePods(ctx, inRuntime)
-	case n.removeOrphans:
+	case o.adoptRuntime:
+		return o.adoptRuntimePods(ctx, inRuntime)
+	case o.removeOrphans:
 		return nil
 	}
 	return fmt.Errorf("recover: %w: the store at %s is new or empty, but the runtime holds %d of podsync's pods (%s); "+
 		"they keep running and nothing was changed: restore the store file, or start with --adopt-runtime to rebuild "+
 		"their records from the runtime, or with --remove-orphans to remove them",
-		errdefs.ErrStoreLost, n.store.Path(), len(inRuntime), podNames(inRuntime, 5))
+		errdefs.ErrStoreLost, o.store.Path(), len(inRuntime), podNames(inRuntime, 5))
 }
 
 // adoptRuntimePods stores a record, rebuilt from the runtime's labels and
@@ -52,14 +52,14 @@ func (n *Node) lostStore(ctx context.Context, inRuntime map[types.UID]model.PodR
 // stays an orphan. The records hold no ConfigMaps or Secrets: a pod that
 // needs them runs on, and a start that needs them fails as for a missing
 // object until the pod is applied again.
-func (n *Node) adoptRuntimePods(ctx context.Context, inRuntime map[types.UID]model.PodRef) error {
+func (o *orphans) adoptRuntimePods(ctx context.Context, inRuntime map[types.UID]model.PodRef) error {
 	type candidate struct {
 		rp     model.RuntimePod
 		newest time.Time
 	}
 	var cands []candidate
 	for uid := range inRuntime {
-		rp, err := n.readRuntimePod(ctx, uid)
+		rp, err := o.readRuntimePod(ctx, uid)
 		if err != nil {
 			return fmt.Errorf("adopt the runtime's pods: %w: %w", errdefs.ErrRuntimeUnavailable, err)
 		}
@@ -76,12 +76,12 @@ func (n *Node) adoptRuntimePods(ctx context.Context, inRuntime map[types.UID]mod
 	for _, c := range cands {
 		pod, lost, err := model.RebuildPod(c.rp)
 		if err != nil {
-			n.log.Warn("pod not adopted: the runtime's labels do not rebuild it; it is kept as an orphan", zap.Error(err))
+			o.log.Warn("pod not adopted: the runtime's labels do not rebuild it; it is kept as an orphan", zap.Error(err))
 			continue
 		}
-		if _, err := n.store.Put(store.PodRecord{Pod: pod}); err != nil {
+		if _, err := o.store.Put(store.PodRecord{Pod: pod}); err != nil {
 			if errors.Is(err, errdefs.ErrPodExists) || errors.Is(err, errdefs.ErrInvalidSpec) {
-				n.log.Warn("pod not adopted; it is kept as an orphan", append(logx.Pod(pod), zap.Error(err))...)
+				o.log.Warn("pod not adopted; it is kept as an orphan", append(logx.Pod(pod), zap.Error(err))...)
 				continue
 			}
 			return fmt.Errorf("adopt pod %s: %w", model.PodString(pod), err)
@@ -89,33 +89,33 @@ func (n *Node) adoptRuntimePods(ctx context.Context, inRuntime map[types.UID]mod
 		ev := store.Event{Type: corev1.EventTypeNormal, Reason: EventReasonAdopted,
 			Message: "Adopted from the container runtime after the store was lost; the spec is the one the sandbox was created with. " +
 				"ConfigMaps and Secrets were not recovered: apply the pod again before anything needs them"}
-		log := n.log.Info
+		log := o.log.Info
 		if lost != "" {
 			ev.Type = corev1.EventTypeWarning
 			ev.Message = "Adopted from the container runtime after the store was lost, rebuilt in part from its containers " +
 				"(the sandbox predates podsync's record of the spec); not recovered: " + lost +
 				"; nor ConfigMaps and Secrets: apply the pod again to restore its spec"
-			log = n.log.Warn
+			log = o.log.Warn
 		}
-		if _, err := n.store.Append(store.EventChange(store.RefOf(pod), ev)); err != nil {
+		if _, err := o.store.Append(store.EventChange(store.RefOf(pod), ev)); err != nil {
 			return fmt.Errorf("adopt pod %s: %w", model.PodString(pod), err)
 		}
 		log("pod adopted from the runtime", append(logx.Pod(pod), zap.String(logx.Lost, lost))...)
 		adopted++
 	}
-	n.log.Warn("store rebuilt from the runtime", zap.String(logx.Path, n.store.Path()), zap.Int(logx.Pods, adopted),
+	o.log.Warn("store rebuilt from the runtime", zap.String(logx.Path, o.store.Path()), zap.Int(logx.Pods, adopted),
 		zap.Int("orphans", len(inRuntime)-adopted))
 	return nil
 }
 
 // readRuntimePod reads what the runtime holds of the pod with uid.
-func (n *Node) readRuntimePod(ctx context.Context, uid types.UID) (model.RuntimePod, error) {
+func (o *orphans) readRuntimePod(ctx context.Context, uid types.UID) (model.RuntimePod, error) {
 	sel := syncer.PodSelector(uid)
-	sbs, err := n.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	sbs, err := o.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
 		return model.RuntimePod{}, fmt.Errorf("list sandboxes of pod uid %s: %w", uid, err)
 	}
-	ctrs, err := n.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	ctrs, err := o.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
 	if err != nil {
 		return model.RuntimePod{}, fmt.Errorf("list containers of pod uid %s: %w", uid, err)
 	}
@@ -126,7 +126,7 @@ func (n *Node) readRuntimePod(ctx context.Context, uid types.UID) (model.Runtime
 		}
 		rs := model.RuntimeSandbox{Labels: sb.GetLabels(), Annotations: sb.GetAnnotations(),
 			Attempt: sb.GetMetadata().GetAttempt(), CreatedAt: time.Unix(0, sb.GetCreatedAt())}
-		if st, err := n.rt.PodSandboxStatus(ctx, sb.GetId(), false); err == nil {
+		if st, err := o.rt.PodSandboxStatus(ctx, sb.GetId(), false); err == nil {
 			rs.Namespaces = st.GetStatus().GetLinux().GetNamespaces().GetOptions()
 		}
 		rp.Sandboxes = append(rp.Sandboxes, rs)
@@ -138,7 +138,7 @@ func (n *Node) readRuntimePod(ctx context.Context, uid types.UID) (model.Runtime
 		rc := model.RuntimeContainer{Labels: c.GetLabels(), Annotations: c.GetAnnotations(), Image: c.GetImage().GetImage(),
 			CreatedAt: time.Unix(0, c.GetCreatedAt()), State: model.ContainerStateFromCRI(c.GetState())}
 		if rc.State == model.ContainerExited {
-			if st, err := n.rt.ContainerStatus(ctx, c.GetId(), false); err == nil {
+			if st, err := o.rt.ContainerStatus(ctx, c.GetId(), false); err == nil {
 				rc.ExitCode = st.GetStatus().GetExitCode()
 			}
 		}

@@ -1,46 +1,45 @@
 // Package engine is the node: it runs Kubernetes Pods on a CRI runtime and
 // keeps them converged with the kubelet's semantics (reference: kubelet
-// v1.37.2, pkg/kubelet/pod_workers.go, pkg/kubelet/kubelet.go). It is the
-// kubelet's pod workers, PLEG and probe manager on top of the packages
-// that decide and act:
+// v1.37.2, pkg/kubelet/kubelet.go). Its Node is a small facade that wires
+// the rooms below and answers the API; every caller — the server,
+// podsync-vk's provider through the SDK, the manifest directory, the
+// tests — reaches the engine through it, and names its vocabulary
+// (types.go: StepResult, PodRecord, RunPodsRequest, …), never the rooms.
 //
-//   - engine/plan, engine/podstatus and engine/criconfig decide, purely:
-//     the runtime view and ComputePodActions, the pod's status, the CRI
-//     configs;
+// The rooms, each a package that receives what it needs as fields or small
+// interfaces it declares itself, and none holding a pointer back to the
+// Node:
+//
+//   - engine/model, the ground floor, and engine/plan, engine/podstatus,
+//     engine/criconfig decide, purely: the runtime view, the label codec
+//     and spec hash; ComputePodActions; the pod's status; the CRI configs;
 //   - engine/syncer acts: one sync pass of a pod against CRI;
+//   - engine/podworkers are the kubelet's pod workers: one worker per pod
+//     UID runs its passes through the syncer and records statuses and
+//     events;
 //   - engine/watch notices: CRI events and relists become hints;
-//   - engine/store remembers the desired pods and the revision log,
-//     engine/prober probes, engine/admit admits, engine/logs reads logs,
-//     engine/runpods is RunPods, engine/errdefs is the error taxonomy.
+//   - engine/store remembers the desired pods, the stored objects and the
+//     revision log; engine/prober probes; engine/admit decides admission;
+//   - engine/eviction evicts for local storage; engine/sessions streams
+//     exec, attach and port-forward; engine/stats reads usage;
+//     engine/logs reads and rotates container logs; engine/metrics counts;
+//     engine/runpods is RunPods; engine/errdefs is the error taxonomy.
 //
 // # The node
 //
-// A Node (node.go) holds one worker per pod UID (worker.go). A worker owns
-// what a pod's passes share: its one lock (held for one pass, never across
-// waits, so a second caller waits while its context allows), its retry
-// timer and failure delay, the kubelet's ReasonCache of start failures, the
-// back-off events it has reported, the failed image pulls the runtime does
-// not record, and the pod's lifecycle state (lifecycle.go): syncing,
-// terminating (marked deleting), terminated (a terminal phase with nothing
-// running) or removed. Each pass (worker_pass.go) finds the state the store
-// and the runtime put the pod in and runs that state's pass through a
-// PodSyncer (the syncer's Syncer, or a scripted one in tests).
+// Apply (node_pods.go) admits a new pod (admission.go: the node's one
+// admission gate, which also admits RunPods batches and resizes, and
+// preempts for critical pods), stores it first, then runs one pass in the
+// pod's turn through its worker. Delete marks the pod deleting and lets
+// its worker kill and remove it. ApplyObjects (objects.go) stores
+// ConfigMaps and Secrets and kicks the workers of the pods using them.
+// Run recovers from the store and the runtime (recovery.go: adopting
+// stored pods, removing podsync's objects of pods the node deleted,
+// keeping orphans, orphans.go, or adopting them after a lost store,
+// adopt.go), then runs the watcher, the prober, the workers, the garbage
+// collector, the log rotation and the eviction. Sessions, Stats, Logs and
+// Volumes return the rooms that serve those calls.
 //
-// Apply (node_pods.go) stores the desired pod first, then runs one pass in
-// the pod's turn. The worker also runs a pass when the runtime watcher
-// names the pod with a change its last pass did not see, when a back-off or
-// retry timer fires, or when a probe result changes. After each pass the
-// node feeds the running containers to the prober, computes the status and
-// appends it to the revision log if it changed, with Kubernetes-like events
-// derived from the steps (worker_events.go). Delete marks the pod deleting,
-// kills it within its grace period, removes its CRI objects and directories
-// and then its record. Run recovers from the store and the runtime
-// (recovery.go: adopting stored pods, removing podsync's objects of pods the
-// store does not hold, finishing interrupted deletions), collects garbage
-// and rotates container logs (rotate.go). Metrics (metrics.go) observe the
-// syncer's passes and the workers' pods.
-//
-// The node imports the packages above, the store, logx and validation; it
-// never imports the API, the server, the client or internal/ packages but
-// engine/failpoint (make check-deps).
+// The node imports the packages above, logx and validation; it never
+// imports the API, the server, the client or internal/ (make check-deps).
 package engine

@@ -19,6 +19,7 @@ import (
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/metrics"
 	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/store"
 )
@@ -279,15 +280,15 @@ func sameFs(t *testing.T, a, b string) bool {
 // evictions by signal, every signal exported from the start.
 func TestMetricsLocalStorage(t *testing.T) {
 	t.Parallel()
-	reg, m := newMetrics(t, engine.MetricsOptions{ErrorCode: grpcCode})
+	reg, m := newMetrics(t, metrics.Options{ErrorCode: grpcCode})
 	h := newNodeHarness(t, func(o *engine.NodeOptions) {
 		o.Runtime, o.Images, o.Metrics = m.InstrumentRuntime(o.Runtime), m.InstrumentImages(o.Images), m
 		o.Eviction = engine.EvictionPolicy{Period: evictionPeriod, StoreMinAvailable: engine.StorageThreshold{Disabled: true}}
 	})
 	for _, sig := range []string{engine.SignalEmptyDirFsLimit, engine.SignalEphemeralPodFsLimit,
 		engine.SignalEphemeralContainerFsLimit, engine.SignalNodeFsAvailable} {
-		if sample(t, reg, engine.MetricEvictions, "signal", sig) == nil {
-			t.Errorf("%s{signal=%q} not exported", engine.MetricEvictions, sig)
+		if sample(t, reg, metrics.MetricEvictions, "signal", sig) == nil {
+			t.Errorf("%s{signal=%q} not exported", metrics.MetricEvictions, sig)
 		}
 	}
 	pod := enginetest.Pod()
@@ -296,24 +297,24 @@ func TestMetricsLocalStorage(t *testing.T) {
 	h.apply(pod)
 	h.rt.SetWritableLayer(h.view(pod).FindContainer("app").ID, 1<<20)
 	usage := func() float64 {
-		return value(t, reg, engine.MetricPodEphemeralUsage, "namespace", pod.Namespace, "pod", pod.Name)
+		return value(t, reg, metrics.MetricPodEphemeralUsage, "namespace", pod.Namespace, "pod", pod.Name)
 	}
 	// The writable layer, the hosts file's block.
 	h.stepUntil("the pod's usage measured", func() bool { return usage() > 1<<20 })
 	fill(t, filepath.Join(criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, "data", h.cfg), "blob"), 2<<20)
 	h.stepUntil("the volume measured", func() bool { return usage() > 3<<20 })
-	if got := value(t, reg, engine.MetricEvictions, "signal", engine.SignalEmptyDirFsLimit); got != 0 {
+	if got := value(t, reg, metrics.MetricEvictions, "signal", engine.SignalEmptyDirFsLimit); got != 0 {
 		t.Errorf("evictions within the limit: %g", got)
 	}
 	fill(t, filepath.Join(criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, "data", h.cfg), "blob2"), 3<<20)
 	h.waitEvicted(pod)
 	// Counted once the status is stored.
 	h.eventually("the eviction counted", func() bool {
-		return value(t, reg, engine.MetricEvictions, "signal", engine.SignalEmptyDirFsLimit) == 1
+		return value(t, reg, metrics.MetricEvictions, "signal", engine.SignalEmptyDirFsLimit) == 1
 	})
 	// An evicted pod is no longer measured.
 	h.stepUntil("the evicted pod's usage gone", func() bool {
-		return sample(t, reg, engine.MetricPodEphemeralUsage, "namespace", pod.Namespace, "pod", pod.Name) == nil
+		return sample(t, reg, metrics.MetricPodEphemeralUsage, "namespace", pod.Namespace, "pod", pod.Name) == nil
 	})
 }
 
@@ -409,7 +410,7 @@ func TestStoreStaysWritableWhenAPodFillsItsFileSystem(t *testing.T) {
 // (two lists and a status per object, per pod, every round).
 func TestHousekeepingReadsNoPodViews(t *testing.T) {
 	t.Parallel()
-	reg, m := newMetrics(t, engine.MetricsOptions{ErrorCode: grpcCode})
+	reg, m := newMetrics(t, metrics.Options{ErrorCode: grpcCode})
 	spy := &listSpy{lists: map[types.UID]int{}}
 	h := newNodeHarness(t, func(o *engine.NodeOptions) {
 		spy.Runtime = o.Runtime
@@ -430,7 +431,7 @@ func TestHousekeepingReadsNoPodViews(t *testing.T) {
 	}
 	h.stepUntil("both pods measured", func() bool {
 		for i, p := range pods {
-			if value(t, reg, engine.MetricPodEphemeralUsage, "namespace", p.Namespace, "pod", p.Name) < float64(int64(i+1)<<20) {
+			if value(t, reg, metrics.MetricPodEphemeralUsage, "namespace", p.Namespace, "pod", p.Name) < float64(int64(i+1)<<20) {
 				return false
 			}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
+	"github.com/podsync/podsync/engine/metrics"
 	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/syncer"
@@ -26,10 +27,10 @@ import (
 // grpcCode is what podsyncd passes as MetricsOptions.ErrorCode.
 func grpcCode(err error) string { return status.Code(err).String() }
 
-func newMetrics(t *testing.T, opts engine.MetricsOptions) (*prometheus.Registry, *engine.Metrics) {
+func newMetrics(t *testing.T, opts metrics.Options) (*prometheus.Registry, *metrics.Metrics) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	m, err := engine.NewMetrics(reg, opts)
+	m, err := metrics.New(reg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,22 +113,22 @@ func (s *slowSandboxes) RunPodSandbox(ctx context.Context, config *runtimeapi.Po
 }
 
 func TestMetricsSyncPassesAndSteps(t *testing.T) {
-	reg, m := newMetrics(t, engine.MetricsOptions{ErrorCode: grpcCode})
+	reg, m := newMetrics(t, metrics.Options{ErrorCode: grpcCode})
 	h := syncertest.New(t, func(o *syncer.SyncerOptions) {
 		slow := &slowSandboxes{Runtime: o.Runtime, clock: o.Clock.(*clocktesting.FakeClock), d: 1500 * time.Millisecond}
 		o.Runtime, o.Images, o.Observer = m.InstrumentRuntime(slow), m.InstrumentImages(o.Images), m
 	})
 	passes := func(outcome string) (uint64, float64) {
 		t.Helper()
-		return observations(t, reg, engine.MetricSyncPassDuration, "outcome", outcome)
+		return observations(t, reg, metrics.MetricSyncPassDuration, "outcome", outcome)
 	}
 	steps := func(action syncer.StepAction, result, reason string) float64 {
 		t.Helper()
-		return value(t, reg, engine.MetricSyncSteps, "action", string(action), "result", result, "reason", reason)
+		return value(t, reg, metrics.MetricSyncSteps, "action", string(action), "result", result, "reason", reason)
 	}
 	// Every outcome is exported before the first pass.
-	for _, o := range []string{engine.PassSuccess, engine.PassStepFailed, engine.PassError, engine.PassCanceled} {
-		if sample(t, reg, engine.MetricSyncPassDuration, "outcome", o) == nil {
+	for _, o := range []string{metrics.PassSuccess, metrics.PassStepFailed, metrics.PassError, metrics.PassCanceled} {
+		if sample(t, reg, metrics.MetricSyncPassDuration, "outcome", o) == nil {
 			t.Errorf("outcome %q not exported before the first pass", o)
 		}
 	}
@@ -136,19 +137,19 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 	res := h.Sync(pod)
 	syncertest.WantSteps(t, res, "CreatePodSandbox #0 NoSandbox", "ConfigPodSandbox #0", "StartContainer app NewSandbox")
-	if n, sum := passes(engine.PassSuccess); n != 1 || sum != 1.5 {
+	if n, sum := passes(metrics.PassSuccess); n != 1 || sum != 1.5 {
 		t.Errorf("success passes: %d observations summing to %gs, want 1 of 1.5s", n, sum)
 	}
-	if got := steps(syncer.ActionCreatePodSandbox, engine.StepSuccess, plan.SandboxReasonNone); got != 1 {
+	if got := steps(syncer.ActionCreatePodSandbox, metrics.StepSuccess, plan.SandboxReasonNone); got != 1 {
 		t.Errorf("CreatePodSandbox success NoSandbox = %g, want 1", got)
 	}
-	if got := steps(syncer.ActionConfigPodSandbox, engine.StepSuccess, ""); got != 1 {
+	if got := steps(syncer.ActionConfigPodSandbox, metrics.StepSuccess, ""); got != 1 {
 		t.Errorf("ConfigPodSandbox success = %g, want 1", got)
 	}
-	if got := steps(syncer.ActionStartContainer, engine.StepSuccess, plan.ReasonNewSandbox); got != 1 {
+	if got := steps(syncer.ActionStartContainer, metrics.StepSuccess, plan.ReasonNewSandbox); got != 1 {
 		t.Errorf("StartContainer success NewSandbox = %g, want 1", got)
 	}
-	if n, _ := observations(t, reg, engine.MetricCRIRequestDuration, "method", "RunPodSandbox", "code", engine.CodeOK); n != 1 {
+	if n, _ := observations(t, reg, metrics.MetricCRIRequestDuration, "method", "RunPodSandbox", "code", metrics.CodeOK); n != 1 {
 		t.Errorf("RunPodSandbox calls recorded: %d, want 1", n)
 	}
 
@@ -157,13 +158,13 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 	res = h.Sync(pod)
 	h.Exit(res, "app", 1)
 	syncertest.WantSteps(t, h.Sync(pod), "StartContainer app CrashLoopBackOff")
-	if got := steps(syncer.ActionStartContainer, engine.StepBackoff, plan.ReasonCrashLoopBackOff); got != 1 {
+	if got := steps(syncer.ActionStartContainer, metrics.StepBackoff, plan.ReasonCrashLoopBackOff); got != 1 {
 		t.Errorf("StartContainer backoff CrashLoopBackOff = %g, want 1", got)
 	}
-	if got := steps(syncer.ActionStartContainer, engine.StepSuccess, plan.ReasonExited); got != 1 {
+	if got := steps(syncer.ActionStartContainer, metrics.StepSuccess, plan.ReasonExited); got != 1 {
 		t.Errorf("StartContainer success Exited = %g, want 1", got)
 	}
-	if n, _ := passes(engine.PassSuccess); n != 3 {
+	if n, _ := passes(metrics.PassSuccess); n != 3 {
 		t.Errorf("success passes: %d, want 3 (a back-off is no failure)", n)
 	}
 
@@ -171,13 +172,13 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 	h.Clock.Step(plan.DefaultBackoffBase)
 	h.RT.InjectError("StartContainer", status.Error(codes.Unavailable, "runtime is restarting"))
 	syncertest.FailedStep(t, h.Sync(pod), syncer.ActionStartContainer, "app")
-	if got := steps(syncer.ActionStartContainer, engine.StepFailure, syncer.ReasonRunContainerError); got != 1 {
+	if got := steps(syncer.ActionStartContainer, metrics.StepFailure, syncer.ReasonRunContainerError); got != 1 {
 		t.Errorf("StartContainer failure RunContainerError = %g, want 1", got)
 	}
-	if n, _ := passes(engine.PassStepFailed); n != 1 {
+	if n, _ := passes(metrics.PassStepFailed); n != 1 {
 		t.Errorf("step_failed passes: %d, want 1", n)
 	}
-	if n, _ := observations(t, reg, engine.MetricCRIRequestDuration, "method", "StartContainer", "code", "Unavailable"); n != 1 {
+	if n, _ := observations(t, reg, metrics.MetricCRIRequestDuration, "method", "StartContainer", "code", "Unavailable"); n != 1 {
 		t.Errorf("failed StartContainer calls recorded: %d, want 1", n)
 	}
 
@@ -186,7 +187,7 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 	if _, err := h.TrySync(pod); err == nil {
 		t.Fatal("pass on an unreadable runtime succeeded")
 	}
-	if n, _ := passes(engine.PassError); n != 1 {
+	if n, _ := passes(metrics.PassError); n != 1 {
 		t.Errorf("error passes: %d, want 1", n)
 	}
 
@@ -202,7 +203,7 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 	}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("SyncPod: %v, want context.Canceled", err)
 	}
-	if n, _ := passes(engine.PassCanceled); n != 1 {
+	if n, _ := passes(metrics.PassCanceled); n != 1 {
 		t.Errorf("canceled passes: %d, want 1", n)
 	}
 	// A conflict is no pass.
@@ -221,8 +222,8 @@ func TestMetricsSyncPassesAndSteps(t *testing.T) {
 func countPasses(t *testing.T, reg prometheus.Gatherer) uint64 {
 	t.Helper()
 	var total uint64
-	for _, o := range []string{engine.PassSuccess, engine.PassStepFailed, engine.PassError, engine.PassCanceled} {
-		n, _ := observations(t, reg, engine.MetricSyncPassDuration, "outcome", o)
+	for _, o := range []string{metrics.PassSuccess, metrics.PassStepFailed, metrics.PassError, metrics.PassCanceled} {
+		n, _ := observations(t, reg, metrics.MetricSyncPassDuration, "outcome", o)
 		total += n
 	}
 	return total
@@ -233,11 +234,11 @@ func TestMetricsCRICalls(t *testing.T) {
 	defer cancel()
 	calls := func(reg prometheus.Gatherer, method, code string) uint64 {
 		t.Helper()
-		n, _ := observations(t, reg, engine.MetricCRIRequestDuration, "method", method, "code", code)
+		n, _ := observations(t, reg, metrics.MetricCRIRequestDuration, "method", method, "code", code)
 		return n
 	}
 
-	reg, m := newMetrics(t, engine.MetricsOptions{ErrorCode: grpcCode})
+	reg, m := newMetrics(t, metrics.Options{ErrorCode: grpcCode})
 	fake := enginetest.NewRuntime(enginetest.WithImages(enginetest.Image))
 	rt, images := m.InstrumentRuntime(fake), m.InstrumentImages(fake)
 	if _, err := rt.ListContainers(ctx, nil); err != nil {
@@ -258,11 +259,11 @@ func TestMetricsCRICalls(t *testing.T) {
 		method, code string
 		want         uint64
 	}{
-		{"ListContainers", engine.CodeOK, 1},
+		{"ListContainers", metrics.CodeOK, 1},
 		{"StopContainer", "DeadlineExceeded", 1},
-		{"StopContainer", engine.CodeOK, 0},
+		{"StopContainer", metrics.CodeOK, 0},
 		{"PullImage", "NotFound", 1},
-		{"ImageStatus", engine.CodeOK, 1},
+		{"ImageStatus", metrics.CodeOK, 1},
 	} {
 		if got := calls(reg, c.method, c.code); got != c.want {
 			t.Errorf("%s %s: %d calls recorded, want %d", c.method, c.code, got, c.want)
@@ -282,14 +283,14 @@ func TestMetricsCRICalls(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("event stream not established")
 	}
-	if got := calls(reg, "GetContainerEvents", engine.CodeOK); got != 1 {
+	if got := calls(reg, "GetContainerEvents", metrics.CodeOK); got != 1 {
 		t.Errorf("established streams recorded: %d, want 1", got)
 	}
 	stop()
 	if err := <-done; status.Code(err) != codes.Canceled {
 		t.Errorf("GetContainerEvents ended with %v, want Canceled", err)
 	}
-	if got := calls(reg, "GetContainerEvents", engine.CodeOK) + calls(reg, "GetContainerEvents", "Canceled"); got != 1 {
+	if got := calls(reg, "GetContainerEvents", metrics.CodeOK) + calls(reg, "GetContainerEvents", "Canceled"); got != 1 {
 		t.Errorf("the stream's end was recorded: %d observations, want 1", got)
 	}
 	fake.InjectError("GetContainerEvents", status.Error(codes.Unimplemented, "no events on containerd 1.6"))
@@ -301,7 +302,7 @@ func TestMetricsCRICalls(t *testing.T) {
 	}
 
 	// Without ErrorCode, the codes the engine can tell apart without gRPC.
-	reg, m = newMetrics(t, engine.MetricsOptions{})
+	reg, m = newMetrics(t, metrics.Options{})
 	rt = m.InstrumentRuntime(fake)
 	fake.InjectError("ContainerStatus", status.Error(codes.NotFound, "gone"))
 	_, _ = rt.ContainerStatus(ctx, "c1", false)
@@ -317,24 +318,24 @@ func TestMetricsCRICalls(t *testing.T) {
 
 func TestMetricsPodsAndBackoffs(t *testing.T) {
 	t.Parallel()
-	reg, m := newMetrics(t, engine.MetricsOptions{ErrorCode: grpcCode})
+	reg, m := newMetrics(t, metrics.Options{ErrorCode: grpcCode})
 	h := newNodeHarness(t, func(o *engine.NodeOptions) {
 		o.Backoff = plan.BackoffPolicy{Base: 10 * time.Second}
 		o.Runtime, o.Images, o.Metrics = m.InstrumentRuntime(o.Runtime), m.InstrumentImages(o.Images), m
 	})
 	pods := func(phase corev1.PodPhase) float64 {
 		t.Helper()
-		return value(t, reg, engine.MetricPods, "phase", string(phase))
+		return value(t, reg, metrics.MetricPods, "phase", string(phase))
 	}
 	backoffs := func() float64 {
 		t.Helper()
-		return value(t, reg, engine.MetricBackoffsActive)
+		return value(t, reg, metrics.MetricBackoffsActive)
 	}
 
 	pod := enginetest.Pod()
 	h.apply(pod) // once the node runs
 	for _, p := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown} {
-		if sample(t, reg, engine.MetricPods, "phase", string(p)) == nil {
+		if sample(t, reg, metrics.MetricPods, "phase", string(p)) == nil {
 			t.Errorf("podsync_pods{phase=%q} not exported by a running node", p)
 		}
 	}
@@ -369,8 +370,8 @@ func TestMetricsPodsAndBackoffs(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.eventually("one container in back-off", func() bool { return backoffs() == 1 })
-	if got := value(t, reg, engine.MetricSyncSteps, "action", string(syncer.ActionStartContainer),
-		"result", engine.StepBackoff, "reason", plan.ReasonCrashLoopBackOff); got < 1 {
+	if got := value(t, reg, metrics.MetricSyncSteps, "action", string(syncer.ActionStartContainer),
+		"result", metrics.StepBackoff, "reason", plan.ReasonCrashLoopBackOff); got < 1 {
 		t.Errorf("back-off steps of the worker's passes = %g, want at least 1", got)
 	}
 	if after := countPasses(t, reg); after <= passesBefore {
@@ -396,7 +397,7 @@ func TestMetricsPodsAndBackoffs(t *testing.T) {
 	if got, gotDone := pods(corev1.PodRunning), pods(corev1.PodSucceeded); got != 0 || gotDone != 1 {
 		t.Errorf("after Delete: running %g, succeeded %g; want 0 and 1", got, gotDone)
 	}
-	if n, _ := observations(t, reg, engine.MetricCRIRequestDuration, "method", "StopContainer", "code", engine.CodeOK); n == 0 {
+	if n, _ := observations(t, reg, metrics.MetricCRIRequestDuration, "method", "StopContainer", "code", metrics.CodeOK); n == 0 {
 		t.Error("the deletion's StopContainer calls were not recorded")
 	}
 
@@ -407,7 +408,7 @@ func TestMetricsPodsAndBackoffs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == engine.MetricPods || mf.GetName() == engine.MetricBackoffsActive {
+		if mf.GetName() == metrics.MetricPods || mf.GetName() == metrics.MetricBackoffsActive {
 			t.Errorf("after Run: %s has %d samples, want none", mf.GetName(), len(mf.GetMetric()))
 		}
 	}

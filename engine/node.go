@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -19,29 +18,23 @@ import (
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/model"
+	"github.com/podsync/podsync/engine/eviction"
+	"github.com/podsync/podsync/engine/logs"
+	"github.com/podsync/podsync/engine/metrics"
 	"github.com/podsync/podsync/engine/plan"
-	"github.com/podsync/podsync/engine/podstatus"
+	"github.com/podsync/podsync/engine/podworkers"
 	"github.com/podsync/podsync/engine/prober"
+	"github.com/podsync/podsync/engine/sessions"
+	"github.com/podsync/podsync/engine/stats"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/engine/watch"
 	"github.com/podsync/podsync/logx"
 )
 
-// Defaults of NodeOptions.
-const (
-	// DefaultGCPeriod is how often the node looks for CRI objects of pods
-	// the store no longer holds.
-	DefaultGCPeriod = time.Minute
-	// DefaultLogMaxSize and DefaultLogMaxFiles are the kubelet's
-	// containerLogMaxSize and containerLogMaxFiles.
-	DefaultLogMaxSize  = 10 << 20
-	DefaultLogMaxFiles = 5
-	// DefaultLogRotationPeriod is how often container logs are checked
-	// against LogRotation.MaxSize (the kubelet's monitor period).
-	DefaultLogRotationPeriod = 10 * time.Second
-)
+// DefaultGCPeriod is how often the node looks for CRI objects of pods the
+// store no longer holds (GCPolicy.Period).
+const DefaultGCPeriod = time.Minute
 
 // GCPolicy configures the node-wide garbage collection. Within a pod, the
 // executor keeps what the kubelet's default policy keeps (MaxPerPodContainer
@@ -54,56 +47,6 @@ type GCPolicy struct {
 	// DefaultGCPeriod.
 	Period time.Duration
 }
-
-// LogRotation configures the rotation of container logs by size, as the
-// kubelet's container log manager (without compression).
-type LogRotation struct {
-	// MaxSize is the size above which a running container's log is
-	// rotated; zero means DefaultLogMaxSize.
-	MaxSize int64
-	// MaxFiles is how many files a container's log may span, the live one
-	// included; zero means DefaultLogMaxFiles. At least 2.
-	MaxFiles int
-	// Period is how often logs are checked; zero means
-	// DefaultLogRotationPeriod.
-	Period time.Duration
-}
-
-func (r LogRotation) withDefaults() LogRotation {
-	if r.MaxSize <= 0 {
-		r.MaxSize = DefaultLogMaxSize
-	}
-	if r.MaxFiles <= 0 {
-		r.MaxFiles = DefaultLogMaxFiles
-	}
-	r.MaxFiles = max(r.MaxFiles, 2)
-	if r.Period <= 0 {
-		r.Period = DefaultLogRotationPeriod
-	}
-	return r
-}
-
-// AdmitFunc decides whether a pod the node does not hold yet may run
-// beside others, the pods it holds that are neither terminal nor being
-// deleted. It returns an error wrapping ErrAdmission to refuse the pod.
-// The others are shared with the node's store: an AdmitFunc must not
-// change them.
-type AdmitFunc func(pod *corev1.Pod, others []*corev1.Pod) error
-
-// PodSyncer runs the sync passes of the pod workers: syncer.Syncer
-// implements it against CRI. A Node never runs two calls for one pod at a
-// time: each pod's worker holds its one lock across a call.
-type PodSyncer interface {
-	// SyncPod runs one pass of pod (see syncer.Syncer.SyncPod).
-	SyncPod(ctx context.Context, pod *corev1.Pod, in syncer.SyncInput, emit func(syncer.StepResult)) (syncer.SyncResult, error)
-	// RemovePod removes everything the runtime and the node's directories
-	// hold for pod (see syncer.Syncer.RemovePod).
-	RemovePod(ctx context.Context, pod *corev1.Pod) error
-	// ReadView reads the runtime's view of the pod with uid.
-	ReadView(ctx context.Context, uid types.UID) (model.RuntimeView, error)
-}
-
-var _ PodSyncer = (*syncer.Syncer)(nil)
 
 // NodeOptions configure a Node.
 type NodeOptions struct {
@@ -147,8 +90,16 @@ type NodeOptions struct {
 	// limits and of the largest user of the store's file system when it
 	// runs low.
 	Eviction EvictionPolicy
-	// Admit, if set, is asked about every pod Apply is given that the node
-	// does not hold yet, before it is stored. Nil admits every pod.
+	// Admission, if set, is what the node admits pods against — the
+	// node's resources, labels, taints and runtime features, and the
+	// operator's policy — for Apply, Plan, RunPods and resizes alike, and
+	// the hostPath policy the syncer opens hostPath volumes against. It
+	// sets Admit, Policy and HostPaths (Admission); nil leaves them as
+	// they are.
+	Admission *AdmissionConfig
+	// Admit, if set, is asked about every pod the node does not hold yet
+	// (and every pod of a RunPods batch), before it is stored. Nil admits
+	// every pod.
 	Admit AdmitFunc
 	// Policy, if set, checks every apply of a pod the node already holds
 	// (Admit checks new pods); see Admission.
@@ -166,7 +117,7 @@ type NodeOptions struct {
 	// describe its pods and back-offs while Run runs. CRI calls are
 	// recorded only if Runtime and Images are wrapped with
 	// Metrics.InstrumentRuntime and InstrumentImages.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// RemoveOrphans lets Run remove podsync's pods on the runtime when the
 	// store has no history at all (it is new, was emptied or replaced):
 	// without it Run refuses to start, with an error wrapping
@@ -202,125 +153,53 @@ type NodeOptions struct {
 // revision log, collects garbage and rotates container logs. It survives
 // its own restart: Run adopts what the runtime holds for the stored pods.
 //
-// Build it with NewNode and call Run once; Apply, Plan, Get, List, Delete
-// and Watch are safe for concurrent use while Run runs.
+// The Node is a facade: it wires the rooms that do the work — the pod
+// workers (engine/podworkers), the runtime watcher, the prober, the
+// admission gate and the orphans (this package), the eviction manager,
+// and the sessions, stats and logs rooms Sessions, Stats and Logs return —
+// and answers the API.
+//
+// Build it with NewNode and call Run once; the other methods are safe for
+// concurrent use while Run runs.
 type Node struct {
-	rt      syncer.Runtime
-	store   *store.Store
-	syncer  PodSyncer
-	watcher *watch.Watcher
-	prober  *prober.Manager
-	clock   clock.WithTicker
-	log     *zap.Logger
-	backoff plan.BackoffPolicy
-	cfg     criconfig.Options
-	gc      GCPolicy
-	rot     LogRotation
-	// rotMu guards logPaths, the log path of each running container
-	// RotateLogs has seen (a container's log path never changes).
-	rotMu    sync.Mutex
-	logPaths map[string]string
-	// evictPolicy is NodeOptions.Eviction with defaults; storeDir the
-	// store file's directory, whose file system it keeps from filling.
-	evictPolicy EvictionPolicy
-	storeDir    string
-	admit       AdmitFunc
-	policy      PolicyFunc
-	metrics     *Metrics
-	// removeOrphans and adoptRuntime are NodeOptions.RemoveOrphans and
-	// AdoptRuntime.
-	removeOrphans, adoptRuntime bool
-	// orphanMu guards orphans, the pods the runtime holds that the store
-	// does not, kept running (see orphans.go).
-	orphanMu sync.Mutex
-	orphans  map[types.UID]model.PodRef
-	// startOrphans are the orphans found when the node started (nil
-	// until then): only those are kept; an unstored pod that appears
-	// later is the node's own leftover.
-	startOrphans map[types.UID]bool
-	// unavailable is NodeOptions.RuntimeUnavailable.
-	unavailable func(error) bool
-	// stats is NodeOptions.Stats; samples the last CPU sample of each
-	// container and pod, for rates.
-	stats   cri.ContainerStatsManager
-	samples cpuSamples
-	// mayHoldMu guards mayHold, the pods the runtime may hold objects of:
-	// those it held or the store held when the node started, and every
-	// pod a pass has run for since (nil until recovery). Only the node's
-	// passes create objects of a pod, so the first pass of any other pod
-	// plans from an empty view without listing (claimNew).
+	cfg       nodeConfig
+	store     *store.Store
+	syncer    PodSyncer
+	workers   *podworkers.Workers
+	watcher   *watch.Watcher
+	prober    *prober.Manager
+	admission *admission
+	orphans   *orphans
+	evictor   evictor
+	sessions  *sessions.Sessions
+	stats     *stats.Collector
+	logs      *logs.Manager
+	metrics   *metrics.Metrics
 	// specMu serialises the read, change and store of a pod's spec
 	// (Apply, AddEphemeralContainer): an update read before a debug
 	// container was added would otherwise store the spec without it.
-	specMu    sync.Mutex
-	mayHoldMu sync.Mutex
-	mayHold   map[types.UID]bool
+	specMu sync.Mutex
+	life   runState
+}
 
+// nodeConfig are the node's settings, NodeOptions with defaults.
+type nodeConfig struct {
+	// info is NodeOptions.Admission's Node.
+	info        NodeInfo
+	log         *zap.Logger
+	clock       clock.WithTicker
+	node        criconfig.Options
+	backoff     plan.BackoffPolicy
+	gcPeriod    time.Duration
+	unavailable func(error) bool
+}
+
+// runState is where Run is: started, recovered (ready), ended.
+type runState struct {
+	started atomic.Bool
+	ended   atomic.Bool
 	// ready is closed when Run has recovered and started the workers.
 	ready chan struct{}
-	// wg counts the goroutines Run waits for: worker loops and helpers.
-	wg sync.WaitGroup
-
-	mu       sync.Mutex
-	started  bool
-	loopsOn  bool // worker loops may start
-	stopping bool // Run is ending: no new goroutine
-	runCtx   context.Context
-	workers  map[types.UID]*worker
-
-	obsMu     sync.Mutex
-	observers map[types.UID][]*stepObserver
-
-	// resizes are the pods whose last pass left a resize pending.
-	resizes pendingResizes
-
-	// usage is the last measurement of the pods' local storage, in bytes.
-	usageMu sync.Mutex
-	usage   map[types.UID]int64
-
-	// admitMu serialises the admission of new pods; admitting holds the
-	// pods admitted and not stored yet.
-	admitMu   sync.Mutex
-	admitting map[types.UID]*reservation
-}
-
-// stepObserver is one ObserveSteps registration.
-type stepObserver struct{ fn func(syncer.StepResult) }
-
-// ObserveSteps calls fn with each step of the passes the node runs of the
-// pod with uid on its own, after Apply: restarts, back-offs, the next init
-// container, probes' kills. (The steps of a pass run for Apply or Delete go
-// to that caller's emit.) fn is called from the pod's worker and must not
-// block. The returned func ends the observation.
-func (n *Node) ObserveSteps(uid types.UID, fn func(syncer.StepResult)) (stop func()) {
-	o := &stepObserver{fn: fn}
-	n.obsMu.Lock()
-	if n.observers == nil {
-		n.observers = map[types.UID][]*stepObserver{}
-	}
-	n.observers[uid] = append(n.observers[uid], o)
-	n.obsMu.Unlock()
-	return func() {
-		n.obsMu.Lock()
-		defer n.obsMu.Unlock()
-		list := slices.DeleteFunc(n.observers[uid], func(x *stepObserver) bool { return x == o })
-		if len(list) == 0 {
-			delete(n.observers, uid)
-		} else {
-			n.observers[uid] = list
-		}
-	}
-}
-
-// observe hands a step of a pass the node runs on its own to the pod's
-// observers.
-func (n *Node) observe(uid types.UID, st syncer.StepResult) {
-	n.obsMu.Lock()
-	list := slices.Clone(n.observers[uid])
-	n.obsMu.Unlock()
-	for _, o := range list {
-		o.fn(st)
-	}
 }
 
 // NewNode returns a Node. It fails with ErrInvalidSpec if Runtime, Images
@@ -334,6 +213,10 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
+	}
+	if a := opts.Admission; a != nil {
+		opts.Admit, opts.Policy = Admission(a.Node, a.Policy)
+		opts.HostPaths = a.Policy
 	}
 	ps := opts.Syncer
 	if ps == nil {
@@ -363,17 +246,40 @@ func NewNode(opts NodeOptions) (*Node, error) {
 			return errors.Is(err, criclient.ErrCommandTimedOut) || errors.Is(err, context.DeadlineExceeded)
 		},
 	})
-	gc := opts.GC
-	if gc.Period <= 0 {
-		gc.Period = DefaultGCPeriod
+	cfg := nodeConfig{log: opts.Logger, clock: opts.Clock, node: opts.Config.WithDefaults(), backoff: opts.Backoff,
+		gcPeriod: opts.GC.Period, unavailable: opts.RuntimeUnavailable}
+	if cfg.gcPeriod <= 0 {
+		cfg.gcPeriod = DefaultGCPeriod
 	}
-	return &Node{
-		rt: opts.Runtime, store: opts.Store, syncer: ps, watcher: watcher, prober: pm,
-		clock: opts.Clock, log: opts.Logger, backoff: opts.Backoff, cfg: opts.Config.WithDefaults(),
-		gc: gc, rot: opts.LogRotation.withDefaults(), evictPolicy: opts.Eviction.withDefaults(), storeDir: filepath.Dir(opts.Store.Path()), admit: opts.Admit, policy: opts.Policy, metrics: opts.Metrics,
-		unavailable: opts.RuntimeUnavailable, stats: opts.Stats, removeOrphans: opts.RemoveOrphans, adoptRuntime: opts.AdoptRuntime, ready: make(chan struct{}), workers: map[types.UID]*worker{},
-		admitting: map[types.UID]*reservation{}, orphans: map[types.UID]model.PodRef{},
-	}, nil
+	if opts.Admission != nil {
+		cfg.info = opts.Admission.Node
+	}
+	n := &Node{cfg: cfg, store: opts.Store, syncer: ps, watcher: watcher, prober: pm, metrics: opts.Metrics,
+		life: runState{ready: make(chan struct{})}}
+	n.orphans = newOrphans(opts.Store, opts.Runtime, opts.Logger, opts.RemoveOrphans, opts.AdoptRuntime)
+	n.admission = newAdmission(opts.Store, opts.Admit, opts.Policy, opts.Logger)
+	var wm podworkers.Metrics
+	if opts.Metrics != nil {
+		wm = opts.Metrics
+	}
+	n.workers, err = podworkers.New(podworkers.Options{Store: opts.Store, Syncer: ps, Prober: pm, Clock: opts.Clock,
+		Logger: opts.Logger, Backoff: opts.Backoff, Config: cfg.node, Metrics: wm, Admission: n.admission, Unstored: n.orphans})
+	if err != nil {
+		return nil, err
+	}
+	var em eviction.Observer
+	if opts.Metrics != nil {
+		em = opts.Metrics
+	}
+	n.evictor = eviction.New(eviction.Options{Policy: opts.Eviction, Store: opts.Store, Pods: n.admission, Runtime: opts.Runtime,
+		Failer: n.workers, Config: cfg.node, Metrics: em, Logger: opts.Logger})
+	n.admission.failWith(n.workers, n.evictor)
+	n.sessions = sessions.New(sessions.Options{Runtime: opts.Runtime, Pods: opts.Store, Views: ps, RuntimeUnavailable: opts.RuntimeUnavailable})
+	n.stats = stats.New(stats.Options{Pods: opts.Store, Views: ps, Stats: opts.Stats, Runtime: opts.Runtime, Config: cfg.node,
+		Clock: opts.Clock, RuntimeUnavailable: opts.RuntimeUnavailable})
+	n.logs = logs.NewManager(logs.ManagerOptions{Pods: opts.Store, Runtime: opts.Runtime, Config: cfg.node, Rotation: opts.LogRotation,
+		Clock: opts.Clock, Logger: opts.Logger})
+	return n, nil
 }
 
 // Run recovers and then keeps the node's pods converged until ctx ends.
@@ -389,31 +295,25 @@ func NewNode(opts NodeOptions) (*Node, error) {
 // stopped, or an error if the store or the runtime cannot be read at the
 // start. It runs once: a second call returns an error.
 func (n *Node) Run(ctx context.Context) error {
-	n.mu.Lock()
-	if n.started {
-		n.mu.Unlock()
+	if n.life.started.Swap(true) {
 		return errors.New("engine: Node.Run called twice")
 	}
-	n.started = true
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	n.runCtx = ctx
-	n.mu.Unlock()
-
+	// helpers are the goroutines Run waits for besides the worker loops.
+	var helpers sync.WaitGroup
 	probesDone := make(chan struct{})
 	go func() {
 		defer close(probesDone)
-		n.consumeProbes()
+		n.workers.ConsumeProbes(n.prober.Updates())
 	}()
+	state := nodeState{workers: n.workers, orphans: n.orphans, evictor: n.evictor}
 	defer func() {
-		n.metrics.detach(n)
-		n.mu.Lock()
-		n.stopping = true
-		for _, w := range n.workers {
-			w.cancel()
-		}
-		n.mu.Unlock()
-		n.wg.Wait()
+		n.metrics.Detach(state)
+		n.life.ended.Store(true)
+		n.workers.Stop()
+		cancel()
+		helpers.Wait()
 		n.prober.Stop()
 		<-probesDone
 	}()
@@ -421,48 +321,51 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.recover(ctx); err != nil {
 		return err
 	}
-	n.metrics.attach(n)
-	n.checkReserve()
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
+	n.metrics.Attach(state)
+	n.evictor.CheckReserve()
+	helpers.Go(func() {
 		if err := n.watcher.Run(ctx); err != nil {
-			n.log.Warn("runtime watcher ended", zap.Error(err))
+			n.cfg.log.Warn("runtime watcher ended", zap.Error(err))
 		}
-	}()
+	})
 	hints := n.watcher.SubscribeHints(ctx)
-	n.wg.Add(4)
-	go n.dispatchHints(hints)
-	go n.every(ctx, n.gc.Period, n.collectOrphans)
-	go n.every(ctx, n.rot.Period, n.RotateLogs)
-	go n.every(ctx, n.evictPolicy.Period, n.checkLocalStorage)
+	helpers.Go(func() { n.workers.DispatchHints(hints) })
+	helpers.Go(func() { n.every(ctx, n.cfg.gcPeriod, n.orphans.collect(n.workers)) })
+	helpers.Go(func() { n.every(ctx, n.logs.RotationPeriod(), n.logs.Rotate) })
+	helpers.Go(func() { n.every(ctx, n.evictor.Period(), n.evictor.Check) })
 
-	n.mu.Lock()
-	n.loopsOn = true
-	for _, w := range n.workers {
-		n.startLoopLocked(w)
-		w.kickSelf()
-	}
-	n.mu.Unlock()
-	close(n.ready)
-	n.log.Info("node running", zap.Int(logx.Pods, len(n.snapshotWorkers())))
+	n.workers.Start(ctx)
+	close(n.life.ready)
+	n.cfg.log.Info("node running", zap.Int(logx.Pods, n.workers.Len()))
 
 	<-ctx.Done()
-	n.log.Info("node stopping")
+	n.cfg.log.Info("node stopping")
 	return nil
+}
+
+// every calls fn each period until ctx ends.
+func (n *Node) every(ctx context.Context, period time.Duration, fn func(context.Context)) {
+	t := n.cfg.clock.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		fn(ctx)
+	}
 }
 
 // waitReady waits until Run has recovered; it returns ErrRuntimeUnavailable
 // once Run has ended.
 func (n *Node) waitReady(ctx context.Context) error {
 	select {
-	case <-n.ready:
+	case <-n.life.ready:
 	case <-ctx.Done():
 		return fmt.Errorf("wait for the node to start: %w", context.Cause(ctx))
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.stopping {
+	if n.life.ended.Load() {
 		return fmt.Errorf("node stopped: %w", errdefs.ErrRuntimeUnavailable)
 	}
 	return nil
@@ -471,87 +374,75 @@ func (n *Node) waitReady(ctx context.Context) error {
 // runtimeError adds ErrRuntimeUnavailable to err if it is the error of a
 // runtime that did not answer (NodeOptions.RuntimeUnavailable).
 func (n *Node) runtimeError(err error) error {
-	if err == nil || n.unavailable == nil || errors.Is(err, errdefs.ErrRuntimeUnavailable) || !n.unavailable(err) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", errdefs.ErrRuntimeUnavailable, err)
+	return errdefs.RuntimeUnavailable(err, n.cfg.unavailable)
 }
 
-// seedMayHold records the pods the runtime or the store held when the
-// node started.
-func (n *Node) seedMayHold(inRuntime map[types.UID]model.PodRef, recs []*store.PodRecord) {
-	m := make(map[types.UID]bool, len(inRuntime)+len(recs))
-	for uid := range inRuntime {
-		m[uid] = true
-	}
-	for _, r := range recs {
-		m[r.Pod.UID] = true
-	}
-	n.mayHoldMu.Lock()
-	n.mayHold = m
-	n.mayHoldMu.Unlock()
+// ObserveSteps calls fn with each step of the passes the node runs of the
+// pod with uid on its own, after Apply: restarts, back-offs, the next init
+// container, probes' kills. (The steps of a pass run for Apply or Delete go
+// to that caller's emit.) fn is called from the pod's worker and must not
+// block. The returned func ends the observation.
+func (n *Node) ObserveSteps(uid types.UID, fn func(StepResult)) (stop func()) {
+	return n.workers.ObserveSteps(uid, fn)
 }
 
-// claimNew reports whether the runtime holds nothing of the pod with uid:
-// no pass has run for it and it held nothing of it when the node
-// started. From then on the pod may hold objects.
-func (n *Node) claimNew(uid types.UID) bool {
-	n.mayHoldMu.Lock()
-	defer n.mayHoldMu.Unlock()
-	if n.mayHold == nil || n.mayHold[uid] {
-		return false
-	}
-	n.mayHold[uid] = true
-	return true
+// PodSandbox returns the sandbox the pod with uid ran its containers in
+// after its last pass: its CRI id and attempt. ok is false if no pass has
+// given the pod a sandbox since podsyncd started (or since it lost it).
+func (n *Node) PodSandbox(uid types.UID) (id string, attempt uint32, ok bool) {
+	return n.workers.PodSandbox(uid)
 }
 
-func isTerminal(p corev1.PodPhase) bool {
-	return p == corev1.PodSucceeded || p == corev1.PodFailed
+// Info is what admission knows of the node (NodeOptions.Admission's
+// Node; the zero value without admission).
+func (n *Node) Info() NodeInfo { return n.cfg.info }
+
+// Sessions are the node's exec, attach and port-forward sessions and
+// ExecSync.
+func (n *Node) Sessions() *sessions.Sessions { return n.sessions }
+
+// Stats reads the usage of the node's pods.
+func (n *Node) Stats() *stats.Collector { return n.stats }
+
+// Logs reads the containers' logs and rotates them.
+func (n *Node) Logs() *logs.Manager { return n.logs }
+
+// evictor is what the node needs of its eviction manager
+// (eviction.Manager): the housekeeping round and its period, the store's
+// reserve, appends that may release it (a preemption's), and the last
+// measurement of the pods' local storage.
+type evictor interface {
+	Check(ctx context.Context)
+	CheckReserve()
+	Period() time.Duration
+	Append(changes ...store.Change) error
+	Usage() map[types.UID]int64
 }
 
-// probeResults converts the prober's results of a pod.
-func (n *Node) probeResults(uid types.UID) model.ProbeResults {
-	return n.prober.Results(uid)
+var _ evictor = (*eviction.Manager)(nil)
+
+// nodeState is what the node metrics describe of a running node
+// (metrics.NodeState): the workers' pods, the orphans and the eviction
+// manager's last measurement.
+type nodeState struct {
+	workers *podworkers.Workers
+	orphans *orphans
+	evictor evictor
 }
 
-func (n *Node) statusOptions(reasons map[string]corev1.ContainerStateWaiting) podstatus.StatusOptions {
-	return podstatus.StatusOptions{Backoff: n.backoff, HostIPs: n.cfg.NodeIPs, StartFailures: reasons}
-}
+func (s nodeState) PodCounts() (map[corev1.PodPhase]int, int) { return s.workers.PodCounts() }
 
-// consumeProbes turns probe result changes into passes of their pods and
-// Unhealthy events, until the prober stops.
-func (n *Node) consumeProbes() {
-	for u := range n.prober.Updates() {
-		w := n.workerFor(u.PodUID)
-		// The event first, as the kubelet's prober records it: the
-		// pass the kick starts may kill the container (Killing).
-		if ref, ok := w.podRef(); ok && u.Result == prober.Failure {
-			ev := store.Event{Type: corev1.EventTypeWarning, Reason: "Unhealthy", Container: u.ContainerName,
-				Message: fmt.Sprintf("%s probe failed: %s", u.Type, u.Output)}
-			if _, err := n.store.Append(store.EventChange(ref, ev)); err != nil && !errors.Is(err, errdefs.ErrPodNotFound) {
-				n.log.Warn("record probe event", zap.String(logx.PodUID, string(u.PodUID)), zap.Error(err))
-			}
+func (s nodeState) OrphanCount() int { return s.orphans.Count() }
+
+// StorageUsages returns the last measurement of the pods the node still
+// holds.
+func (s nodeState) StorageUsages() []metrics.PodUsage {
+	usage := s.evictor.Usage()
+	out := make([]metrics.PodUsage, 0, len(usage))
+	for uid, b := range usage {
+		if ref, ok := s.workers.Ref(uid); ok {
+			out = append(out, metrics.PodUsage{Namespace: ref.Namespace, Name: ref.Name, Bytes: b})
 		}
-		w.kickSelf()
-	}
-}
-
-// dispatchHints passes every hint of the runtime watcher to the worker of
-// its pod; a pod the node does not hold gets a worker that removes what
-// the runtime holds for it.
-func (n *Node) dispatchHints(hints <-chan watch.Hint) {
-	defer n.wg.Done()
-	for h := range hints {
-		n.workerFor(h.UID).hint(h)
-	}
-}
-
-func (n *Node) snapshotWorkers() []*worker {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	out := make([]*worker, 0, len(n.workers))
-	for _, w := range n.workers {
-		out = append(out, w)
 	}
 	return out
 }

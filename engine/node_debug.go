@@ -59,7 +59,7 @@ func (n *Node) AddEphemeralContainer(ctx context.Context, namespace, name string
 	if err := errdefs.InvalidSpec(errs...); err != nil {
 		return ApplyResult{}, fmt.Errorf("add ephemeral container %q to pod %s: %w", ec.Name, model.PodString(pod), err)
 	}
-	res, err := n.storePodLocked(ctx, next, nil, nil)
+	res, err := n.storePodLocked(ctx, next, nil, nil, false)
 	n.specMu.Unlock()
 	locked = false
 	if err == nil {

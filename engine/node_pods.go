@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,8 +14,8 @@ import (
 	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
+	"github.com/podsync/podsync/engine/podworkers"
 	"github.com/podsync/podsync/engine/store"
-	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/logx"
 	"github.com/podsync/podsync/validation"
 )
@@ -28,7 +27,7 @@ type ApplyResult struct {
 	// Status is the pod's status after the pass.
 	Status corev1.PodStatus
 	// Steps are the steps of the pass, in the order they finished.
-	Steps []syncer.StepResult
+	Steps []StepResult
 	// NextSync is when the pod's worker will sync the pod again on its
 	// own (a back-off ending, a retry); zero if only a change will.
 	NextSync time.Time
@@ -55,7 +54,14 @@ type ApplyResult struct {
 // then finishes the work), ErrNotFound if the pod was deleted meanwhile,
 // and the runtime's error if the pod's state cannot be read. Failed steps
 // are in the result, not the error.
-func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(syncer.StepResult)) (ApplyResult, error) {
+func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(StepResult)) (ApplyResult, error) {
+	return n.apply(ctx, pod, configMaps, secrets, emit, false)
+}
+
+// apply is Apply; admitted says that the node admitted pod already (a pod
+// of a RunPods batch, reserved until the batch ends), so that it is not
+// admitted a second time.
+func (n *Node) apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(StepResult), admitted bool) (ApplyResult, error) {
 	if pod == nil || pod.UID == "" || pod.Name == "" || pod.Namespace == "" {
 		return ApplyResult{}, fmt.Errorf("apply pod: pod needs a namespace, name and uid: %w", errdefs.ErrInvalidSpec)
 	}
@@ -66,7 +72,7 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 		return ApplyResult{}, err
 	}
 	n.specMu.Lock()
-	res, err := n.storePodLocked(ctx, pod, configMaps, secrets)
+	res, err := n.storePodLocked(ctx, pod, configMaps, secrets, admitted)
 	n.specMu.Unlock()
 	if err != nil {
 		return res, err
@@ -74,9 +80,9 @@ func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	return n.applyPass(ctx, pod, emit, res)
 }
 
-// storePodLocked admits and stores pod and the request's objects: the
-// first half of Apply, with specMu held.
-func (n *Node) storePodLocked(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret) (ApplyResult, error) {
+// storePodLocked admits (unless admitted) and stores pod and the
+// request's objects: the first half of Apply, with specMu held.
+func (n *Node) storePodLocked(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, admitted bool) (ApplyResult, error) {
 	var res ApplyResult
 	existing, err := n.store.GetByName(pod.Namespace, pod.Name)
 	switch {
@@ -100,13 +106,14 @@ func (n *Node) storePodLocked(ctx context.Context, pod *corev1.Pod, configMaps [
 			pod.Spec.EphemeralContainers = old
 		}
 	}
-	if !res.Created && n.policy != nil {
-		if err := n.policy(pod); err != nil {
+	switch {
+	case admitted:
+	case !res.Created:
+		if err := n.admission.check(pod); err != nil {
 			return res, fmt.Errorf("apply pod %s: %w", model.PodString(pod), err)
 		}
-	}
-	if res.Created && n.admit != nil {
-		release, err := n.admitNew(ctx, pod)
+	default:
+		release, err := n.admission.newPod(ctx, pod)
 		if err != nil {
 			return res, fmt.Errorf("admit pod %s: %w", model.PodString(pod), err)
 		}
@@ -126,27 +133,22 @@ func (n *Node) storePodLocked(ctx context.Context, pod *corev1.Pod, configMaps [
 	}
 	failpoint.Inject(failpoint.AfterStorePut)
 	if res.Created {
-		logx.From(ctx, n.log).Info("pod stored", logx.Pod(pod)...)
+		logx.From(ctx, n.cfg.log).Info("pod stored", logx.Pod(pod)...)
 	} else if rec.ModRevision != existing.ModRevision {
-		logx.From(ctx, n.log).Info("pod updated", append(logx.Pod(pod), zap.Int64(logx.Generation, rec.Generation))...)
+		logx.From(ctx, n.cfg.log).Info("pod updated", append(logx.Pod(pod), zap.Int64(logx.Generation, rec.Generation))...)
 	}
 	return res, nil
 }
 
 // applyPass runs the pass of a pod Apply stored: the second half of
 // Apply, without specMu.
-func (n *Node) applyPass(ctx context.Context, pod *corev1.Pod, emit func(syncer.StepResult), res ApplyResult) (ApplyResult, error) {
-	w, err := n.lockWorker(ctx, pod.UID)
-	if err != nil {
-		return res, fmt.Errorf("apply pod %s: wait for the pod's turn: %w", model.PodString(pod), err)
+func (n *Node) applyPass(ctx context.Context, pod *corev1.Pod, emit func(StepResult), res ApplyResult) (ApplyResult, error) {
+	out, err := n.workers.Apply(ctx, pod.UID, emit)
+	if errors.Is(err, podworkers.ErrNoTurn) {
+		return res, fmt.Errorf("apply pod %s: %w", model.PodString(pod), err)
 	}
-	out, err := w.pass(ctx, false, emit)
-	w.release()
-	if ctx.Err() != nil {
-		w.kickSelf()
-	}
-	res.Status, res.Steps, res.NextSync = out.status, out.steps, out.next
-	if err == nil && out.gone {
+	res.Status, res.Steps, res.NextSync = out.Status, out.Steps, out.NextSync
+	if err == nil && out.Gone {
 		err = fmt.Errorf("apply pod %s: pod was deleted: %w", model.PodString(pod), errdefs.ErrNotFound)
 	}
 	return res, n.runtimeError(err)
@@ -182,37 +184,34 @@ func (n *Node) Plan(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap,
 	}
 	// A dry run answers as Apply would: a pod the node would refuse is
 	// refused here too.
-	if err := n.admitDryRun(pod, known); err != nil {
+	if err := n.admission.dryRun(pod, known); err != nil {
 		return plan.PodActions{}, corev1.PodStatus{}, known, fmt.Errorf("plan pod %s: %w", model.PodString(pod), err)
 	}
 	view, err := n.syncer.ReadView(ctx, pod.UID)
 	if err != nil {
 		return plan.PodActions{}, corev1.PodStatus{}, known, fmt.Errorf("plan pod %s: %w", model.PodString(pod), n.runtimeError(err))
 	}
-	n.mu.Lock()
-	w := n.workers[pod.UID]
-	n.mu.Unlock()
-	if w != nil {
-		view.PullFailures = model.CurrentPullFailures(pod, w.pullFailures())
+	if fs := n.workers.PullFailures(pod.UID); fs != nil {
+		view.PullFailures = model.CurrentPullFailures(pod, fs)
 	}
-	probes := n.probeResults(pod.UID)
-	now := n.clock.Now()
+	probes := n.workers.ProbeResults(pod.UID)
+	now := n.cfg.clock.Now()
 	// A resize the node would not admit is planned as a pass plans it:
 	// with the allocated pod, pending.
 	var pending *plan.ResizePending
 	if known && plan.ResizeRequested(pod, &view) {
-		if ok, msg := n.admitResize(pod); !ok {
+		if ok, msg := n.admission.AdmitResize(pod); !ok {
 			pod = plan.AllocatedPod(pod, &view)
 			pending = &plan.ResizePending{Reason: corev1.PodReasonDeferred, Message: msg}
 		}
 	}
-	plan := plan.ComputePodActions(pod, view, probes, now, n.backoff)
+	plan := plan.ComputePodActions(pod, view, probes, now, n.cfg.backoff)
 	plan.ResizePending = pending
 	var st corev1.PodStatus
 	if known {
 		st = pod.Status
 	} else {
-		st = podstatus.ComputePodStatus(pod, view, probes, now, n.statusOptions(nil))
+		st = podstatus.ComputePodStatus(pod, view, probes, now, n.workers.StatusOptions())
 	}
 	return plan, st, known, nil
 }
@@ -281,7 +280,7 @@ func (n *Node) Watch(ctx context.Context, since int64) (*store.Watcher, error) {
 // if no such pod is stored. If ctx
 // ends first, Delete returns the context's error and the pod's worker
 // finishes the deletion; a deleted pod stays deleted.
-func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *int64) (bool, []syncer.StepResult, error) {
+func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *int64) (bool, []StepResult, error) {
 	return n.DeleteAs(ctx, "", namespace, name, uid, grace)
 }
 
@@ -289,7 +288,7 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 // for the manifest directory): it returns an error wrapping
 // ErrOwnedByFile, and deletes nothing, when the pod is owned by another
 // source.
-func (n *Node) DeleteAs(ctx context.Context, source, namespace, name, uid string, grace *int64) (bool, []syncer.StepResult, error) {
+func (n *Node) DeleteAs(ctx context.Context, source, namespace, name, uid string, grace *int64) (bool, []StepResult, error) {
 	if err := n.waitReady(ctx); err != nil {
 		return false, nil, err
 	}
@@ -306,140 +305,19 @@ func (n *Node) DeleteAs(ctx context.Context, source, namespace, name, uid string
 		}
 	}
 	pod := rec.Pod
-	dw := n.workerFor(pod.UID)
-	dw.deleters.Add(1)
-	defer func() {
-		if dw.deleters.Add(-1) == 0 {
-			// Whatever this call left undone is the worker's.
-			n.workerFor(pod.UID).kickSelf()
-		}
-	}()
-	if _, err := n.store.MarkDeleting(pod.UID, grace); err != nil {
-		if errors.Is(err, errdefs.ErrPodNotFound) {
-			return false, nil, nil
-		}
-		return false, nil, fmt.Errorf("delete pod %s: %w", model.PodString(pod), err)
+	var markErr error
+	mark := func() error {
+		_, markErr = n.store.MarkDeleting(pod.UID, grace)
+		return markErr
 	}
-	logx.From(ctx, n.log).Info("pod deletion requested", logx.Pod(pod)...)
-	// The pass running, if any, would only delay the kill.
-	dw.cancelPass(fmt.Errorf("pod %s: %w", model.PodString(pod), errdefs.ErrTerminating))
-	w, err := n.lockWorker(ctx, pod.UID)
-	if err != nil {
-		return true, nil, fmt.Errorf("delete pod %s: wait for the pod's turn: %w", model.PodString(pod), err)
-	}
-	var steps []syncer.StepResult
-	_, err = w.pass(ctx, false, func(s syncer.StepResult) { steps = append(steps, s) })
-	w.release()
-	if err != nil {
+	steps, err := n.workers.Terminate(ctx, pod, mark, fmt.Errorf("pod %s: %w", model.PodString(pod), errdefs.ErrTerminating))
+	switch {
+	case markErr != nil && errors.Is(markErr, errdefs.ErrPodNotFound):
+		return false, nil, nil
+	case markErr != nil:
+		return false, nil, fmt.Errorf("delete pod %s: %w", model.PodString(pod), markErr)
+	case err != nil:
 		return true, steps, fmt.Errorf("delete pod %s: %w", model.PodString(pod), n.runtimeError(err))
 	}
 	return true, steps, nil
-}
-
-// admitNew admits a pod the node does not hold yet, one pod at a time as
-// the kubelet does: against the active stored pods and the pods admitted
-// but not stored yet, so concurrent applies cannot together overrun the
-// node's pods, resources or host ports. The pod is reserved until release,
-// which the caller calls once it is stored (or refused by the store); the
-// store writes of admitted pods still run in parallel.
-//
-// A critical pod refused for resources preempts the victims admission
-// names (the kubelet's CriticalPodAdmissionHandler): each fails with
-// reason Preempting, and the pod is admitted again once (another apply may
-// have taken the room meanwhile: it is then refused).
-func (n *Node) admitNew(ctx context.Context, pod *corev1.Pod) (release func(), err error) {
-	release, err = n.admitNewOnce(pod)
-	var ae *AdmissionError
-	if !errors.As(err, &ae) || len(ae.Victims) == 0 {
-		return release, err
-	}
-	for _, v := range ae.Victims {
-		n.preempt(ctx, v, pod)
-	}
-	return n.admitNewOnce(pod)
-}
-
-func (n *Node) admitNewOnce(pod *corev1.Pod) (release func(), err error) {
-	n.admitMu.Lock()
-	defer n.admitMu.Unlock()
-	active, err := n.activePods()
-	if err != nil {
-		return nil, err
-	}
-	// The pod itself is not one of the others: two applies of one new pod
-	// (a retried SyncPod) are one pod.
-	others := slices.DeleteFunc(active, func(o *corev1.Pod) bool { return o.UID == pod.UID })
-	for uid, r := range n.admitting {
-		if uid != pod.UID && !slices.ContainsFunc(others, func(o *corev1.Pod) bool { return o.UID == uid }) {
-			others = append(others, r.pod)
-		}
-	}
-	if err := n.admit(pod, others); err != nil {
-		return nil, err
-	}
-	r := n.admitting[pod.UID]
-	if r == nil {
-		r = &reservation{}
-		n.admitting[pod.UID] = r
-	}
-	r.pod = pod
-	r.holders++
-	return func() {
-		n.admitMu.Lock()
-		defer n.admitMu.Unlock()
-		if r.holders--; r.holders == 0 {
-			delete(n.admitting, pod.UID)
-		}
-	}, nil
-}
-
-// admitDryRun is Apply's admission without its effects: the policy for a
-// known pod, full admission for a new one (reserved only for the call).
-func (n *Node) admitDryRun(pod *corev1.Pod, known bool) error {
-	if known {
-		if n.policy != nil {
-			return n.policy(pod)
-		}
-		return nil
-	}
-	if n.admit == nil {
-		return nil
-	}
-	release, err := n.admitNewOnce(pod)
-	var ae *AdmissionError
-	if errors.As(err, &ae) && len(ae.Victims) > 0 {
-		// Apply would preempt the victims and admit the pod.
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	release()
-	return nil
-}
-
-// reservation is a pod admitted and not stored yet, and how many applies
-// of it hold it.
-type reservation struct {
-	pod     *corev1.Pod
-	holders int
-}
-
-// activePods returns the stored pods that are neither terminal nor being
-// deleted, for admission.
-func (n *Node) activePods() ([]*corev1.Pod, error) {
-	// Admission only reads the pods: shared records spare a copy of
-	// every stored pod per admitted pod.
-	recs, _, err := n.store.ListShared(store.Filter{})
-	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
-	}
-	var out []*corev1.Pod
-	for _, r := range recs {
-		if r.Deleting || isTerminal(r.Pod.Status.Phase) {
-			continue
-		}
-		out = append(out, r.Pod)
-	}
-	return out, nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/metrics"
 	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
@@ -670,7 +671,7 @@ func TestNodeRotateLogs(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := statusReads()
-		h.node.RotateLogs(h.ctx)
+		h.node.Logs().Rotate(h.ctx)
 		// The log path is read once, in the first round.
 		if read := statusReads() - before; i > 0 && read != 0 {
 			t.Errorf("rotation %d read the container's status %d times; its log path was known", i, read)
@@ -695,7 +696,7 @@ func TestNodeRotateLogs(t *testing.T) {
 	if err := os.WriteFile(path, []byte("small\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.node.RotateLogs(h.ctx)
+	h.node.Logs().Rotate(h.ctx)
 	if _, err := os.Stat(path); err != nil {
 		t.Errorf("small log rotated: %v", err)
 	}
@@ -846,17 +847,17 @@ func TestNodeAdmissionAndPolicy(t *testing.T) {
 // it, cost no pass; an exit from outside does, as does a retry timer.
 func TestNodeSkipsPassesForChangesItSaw(t *testing.T) {
 	t.Parallel()
-	reg, m := newMetrics(t, engine.MetricsOptions{})
+	reg, m := newMetrics(t, metrics.Options{})
 	h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Metrics = m })
 	passes := func() uint64 {
 		var n uint64
-		for _, o := range []string{engine.PassSuccess, engine.PassStepFailed, engine.PassError, engine.PassCanceled} {
-			c, _ := observations(t, reg, engine.MetricSyncPassDuration, "outcome", o)
+		for _, o := range []string{metrics.PassSuccess, metrics.PassStepFailed, metrics.PassError, metrics.PassCanceled} {
+			c, _ := observations(t, reg, metrics.MetricSyncPassDuration, "outcome", o)
 			n += c
 		}
 		return n
 	}
-	skipped := func() float64 { return value(t, reg, engine.MetricSyncPassesSkipped) }
+	skipped := func() float64 { return value(t, reg, metrics.MetricSyncPassesSkipped) }
 	// The node's first relist has run (its hints pass or skip at once).
 	h.eventually("the first relist", func() bool { return len(h.rt.GetCalls()) > 0 })
 
@@ -890,8 +891,8 @@ func TestNodeSkipsPassesForChangesItSaw(t *testing.T) {
 	})
 	h.eventually("the restart's pass observed", func() bool { return passes() >= 2 })
 	// The exit's CRI event woke the worker, and says so.
-	if got := value(t, reg, engine.MetricRuntimeHints, "source", "cri_events"); got < 1 {
-		t.Errorf("%s{source=cri_events} = %v after a restart on an exit event, want ≥ 1", engine.MetricRuntimeHints, got)
+	if got := value(t, reg, metrics.MetricRuntimeHints, "source", "cri_events"); got < 1 {
+		t.Errorf("%s{source=cri_events} = %v after a restart on an exit event, want ≥ 1", metrics.MetricRuntimeHints, got)
 	}
 }
 

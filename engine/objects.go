@@ -11,6 +11,7 @@ import (
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/logx"
 )
@@ -76,7 +77,7 @@ func (n *Node) ApplyObjects(ctx context.Context, objs []store.ObjectPut, source 
 	for _, r := range res {
 		if r.Changed {
 			changed = append(changed, r)
-			logx.From(ctx, n.log).Info("object stored", zap.String(logx.Object, r.Record.Ref().String()),
+			logx.From(ctx, n.cfg.log).Info("object stored", zap.String(logx.Object, r.Record.Ref().String()),
 				zap.String(logx.ResourceVersion, r.Record.ResourceVersion()), zap.Bool("created", r.Created))
 		}
 	}
@@ -92,11 +93,11 @@ func (n *Node) objectsChanged(ctx context.Context, changed []store.ObjectResult)
 	}
 	recs, _, err := n.store.ListShared(store.Filter{})
 	if err != nil {
-		logx.From(ctx, n.log).Warn("list pods of changed objects", zap.Error(err))
+		logx.From(ctx, n.cfg.log).Warn("list pods of changed objects", zap.Error(err))
 		return
 	}
 	for _, rec := range recs {
-		if rec.Deleting || isTerminal(rec.Pod.Status.Phase) {
+		if rec.Deleting || model.IsTerminal(rec.Pod.Status.Phase) {
 			continue
 		}
 		cms, secrets := criconfig.ReferencedNames(rec.Pod)
@@ -129,10 +130,10 @@ func (n *Node) objectsChanged(ctx context.Context, changed []store.ObjectResult)
 		}
 		if len(events) > 0 {
 			if _, err := n.store.Append(events...); err != nil && !errors.Is(err, errdefs.ErrPodNotFound) {
-				logx.From(ctx, n.log).Warn("record object update events", append(logx.Pod(rec.Pod), zap.Error(err))...)
+				logx.From(ctx, n.cfg.log).Warn("record object update events", append(logx.Pod(rec.Pod), zap.Error(err))...)
 			}
 		}
-		n.workerFor(rec.Pod.UID).kickSelf()
+		n.workers.Kick(rec.Pod.UID)
 	}
 }
 
@@ -165,29 +166,8 @@ func (n *Node) DeleteObject(ctx context.Context, ref store.ObjectRef, resourceVe
 	case err != nil:
 		return false, 0, fmt.Errorf("delete object: %w", err)
 	}
-	logx.From(ctx, n.log).Info("object deleted", zap.String(logx.Object, ref.String()))
+	logx.From(ctx, n.cfg.log).Info("object deleted", zap.String(logx.Object, ref.String()))
 	return true, rev, nil
-}
-
-// podObjects returns the ConfigMaps and Secrets a pass of rec's pod
-// builds with: the stored objects it refers to, then the copies an older
-// record holds (a store written before objects were stored), which only
-// count when no stored object has their name.
-func (n *Node) podObjects(rec *store.PodRecord) ([]*corev1.ConfigMap, []*corev1.Secret, error) {
-	pod := rec.Pod
-	cmNames, secretNames := criconfig.ReferencedNames(pod)
-	refs := make([]store.ObjectRef, 0, len(cmNames)+len(secretNames))
-	for name := range cmNames {
-		refs = append(refs, store.ObjectRef{Kind: store.KindConfigMap, Namespace: pod.Namespace, Name: name})
-	}
-	for name := range secretNames {
-		refs = append(refs, store.ObjectRef{Kind: store.KindSecret, Namespace: pod.Namespace, Name: name})
-	}
-	cms, secrets, err := n.store.ObjectsWithSecrets(refs)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read the objects of pod %s: %w", rec.Ref(), err)
-	}
-	return append(cms, rec.ConfigMaps...), append(secrets, rec.Secrets...), nil
 }
 
 // ObjectPuts returns the puts of configMaps and secrets, without

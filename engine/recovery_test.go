@@ -17,6 +17,7 @@ import (
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/metrics"
 	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
@@ -84,7 +85,7 @@ func TestLostStoreKeepsPodsRunning(t *testing.T) {
 // removed; with RemoveOrphans the orphan is removed too.
 func TestOrphansKeptUnlessRemoveOrphans(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m, err := engine.NewMetrics(reg, engine.MetricsOptions{})
+	m, err := metrics.New(reg, metrics.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,13 +121,13 @@ func TestOrphansKeptUnlessRemoveOrphans(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, mf := range mfs {
-			if mf.GetName() == engine.MetricOrphanedPods {
+			if mf.GetName() == metrics.MetricOrphanedPods {
 				return mf.GetMetric()[0].GetGauge().GetValue()
 			}
 		}
 		return -1
 	}
-	h.eventually(engine.MetricOrphanedPods+" 1 once the node runs", func() bool { return orphans() == 1 })
+	h.eventually(metrics.MetricOrphanedPods+" 1 once the node runs", func() bool { return orphans() == 1 })
 	// The periodic sweep keeps it too, while it removes what is left of
 	// a pod the node deleted since.
 	gone := enginetest.Pod()
@@ -165,7 +166,7 @@ func TestOrphansKeptUnlessRemoveOrphans(t *testing.T) {
 		}
 	}
 	if got := orphans(); got != 1 {
-		t.Errorf("%s = %v after sweeps, want 1", engine.MetricOrphanedPods, got)
+		t.Errorf("%s = %v after sweeps, want 1", metrics.MetricOrphanedPods, got)
 	}
 	if len(h.view(kept).Sandboxes) != 1 {
 		t.Errorf("the stored pod's sandbox is gone")
@@ -175,7 +176,7 @@ func TestOrphansKeptUnlessRemoveOrphans(t *testing.T) {
 	h.opts.RemoveOrphans = true
 	h.start()
 	h.eventually("the orphan removed with RemoveOrphans", func() bool { return len(h.view(orphan).Sandboxes) == 0 })
-	h.eventually(engine.MetricOrphanedPods+" 0 after the removal", func() bool { return orphans() == 0 })
+	h.eventually(metrics.MetricOrphanedPods+" 0 after the removal", func() bool { return orphans() == 0 })
 }
 
 // newStoreNode runs a Node of h's options on a fresh, empty store (the

@@ -33,10 +33,22 @@ type NamedVolume struct {
 	Pods []string
 }
 
-// ListVolumes returns the node's named volumes, sorted by name, with the
+// Volumes are the node's named volumes: the directories the
+// persistentVolumeClaim volumes of its pods mount, under
+// <root>/volumes, created by a pod's first pass or by Create.
+type Volumes struct {
+	store *store.Store
+	cfg   criconfig.Options
+	log   *zap.Logger
+}
+
+// Volumes returns the node's named volumes.
+func (n *Node) Volumes() *Volumes { return &Volumes{store: n.store, cfg: n.cfg.node, log: n.cfg.log} }
+
+// List returns the node's named volumes, sorted by name, with the
 // stored pods that name each. A claim a stored pod names whose directory
 // is not created yet (its pod has not run) is listed too.
-func (n *Node) ListVolumes(ctx context.Context) ([]NamedVolume, error) {
+func (n *Volumes) List(ctx context.Context) ([]NamedVolume, error) {
 	users, err := n.claimUsers(ctx)
 	if err != nil {
 		return nil, err
@@ -70,11 +82,11 @@ func (n *Node) ListVolumes(ctx context.Context) ([]NamedVolume, error) {
 	return out, nil
 }
 
-// CreateVolume creates the named volume name, as a pod naming the claim
+// Create creates the named volume name, as a pod naming the claim
 // would on its first run (a PersistentVolumeClaim document applied), and
 // reports whether it created it: an existing one is left as it is. A name
 // that cannot be a volume's is ErrInvalidSpec.
-func (n *Node) CreateVolume(_ context.Context, name string) (bool, error) {
+func (n *Volumes) Create(_ context.Context, name string) (bool, error) {
 	created, err := syncer.EnsureClaimVolume(name, n.cfg)
 	if err != nil {
 		return false, fmt.Errorf("create volume %q: %w", name, err)
@@ -85,7 +97,7 @@ func (n *Node) CreateVolume(_ context.Context, name string) (bool, error) {
 	return created, nil
 }
 
-// DeleteVolume removes the named volume name and its data. It returns
+// Delete removes the named volume name and its data. It returns
 // false if there is none, an error wrapping ErrVolumeInUse (naming the
 // pods) while a stored pod names it, whatever its phase: delete the pods
 // first. A name that cannot be a volume's is ErrInvalidSpec.
@@ -93,14 +105,14 @@ func (n *Node) CreateVolume(_ context.Context, name string) (bool, error) {
 // NOTE(podsync): the directory is renamed away before the pods are
 // checked a second time, so a pod stored while the volume is removed
 // either keeps it (the rename is undone) or finds a new, empty one.
-func (n *Node) DeleteVolume(ctx context.Context, name string) (bool, error) {
+func (n *Volumes) Delete(ctx context.Context, name string) (bool, error) {
 	if err := errdefs.InvalidSpec(validation.CheckFileName("volume name", name)); err != nil {
 		return false, err
 	}
 	if strings.HasPrefix(name, ".") {
 		return false, fmt.Errorf("volume name %q: must not start with '.': %w", name, errdefs.ErrInvalidSpec)
 	}
-	if err := n.checkVolumeUnused(ctx, name); err != nil {
+	if err := n.checkUnused(ctx, name); err != nil {
 		return false, err
 	}
 	dir := criconfig.ClaimVolumeDir(name, n.cfg)
@@ -119,7 +131,7 @@ func (n *Node) DeleteVolume(ctx context.Context, name string) (bool, error) {
 	if err := os.Rename(dir, gone); err != nil {
 		return false, fmt.Errorf("delete volume %q: %w", name, err)
 	}
-	if err := n.checkVolumeUnused(ctx, name); err != nil {
+	if err := n.checkUnused(ctx, name); err != nil {
 		if rerr := os.Rename(gone, dir); rerr != nil {
 			return false, errors.Join(err, fmt.Errorf("restore volume %q: %w", name, rerr))
 		}
@@ -132,7 +144,7 @@ func (n *Node) DeleteVolume(ctx context.Context, name string) (bool, error) {
 	return true, nil
 }
 
-func (n *Node) checkVolumeUnused(ctx context.Context, name string) error {
+func (n *Volumes) checkUnused(ctx context.Context, name string) error {
 	users, err := n.claimUsers(ctx)
 	if err != nil {
 		return err
@@ -149,7 +161,7 @@ func (n *Node) checkVolumeUnused(ctx context.Context, name string) error {
 }
 
 // claimUsers maps each claimName the stored pods name to those pods.
-func (n *Node) claimUsers(_ context.Context) (map[string][]string, error) {
+func (n *Volumes) claimUsers(_ context.Context) (map[string][]string, error) {
 	recs, _, err := n.store.ListShared(store.Filter{})
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)

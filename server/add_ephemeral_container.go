@@ -11,26 +11,23 @@ import (
 // AddEphemeralContainer adds a debug container to a running pod and runs
 // the pass that starts it.
 func (s *service) AddEphemeralContainer(ctx context.Context, req *podsyncv1.AddEphemeralContainerRequest) (*podsyncv1.AddEphemeralContainerResponse, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
 	ec, opts, errs := s.validator.ValidateAddEphemeralContainerRequest(req)
 	if err := InvalidRequest(errs); err != nil {
 		return nil, err
 	}
 	ns := orDefaultNamespace(req.GetNamespace())
-	res, err := s.node.AddEphemeralContainer(ctx, ns, req.GetName(), ec, opts)
+	res, err := s.backend(ctx).Pods.AddEphemeralContainer(ctx, ns, req.GetName(), ec, opts)
 	if err != nil {
 		return nil, err
 	}
 	logx.From(ctx, s.log).Info("ephemeral container added", zap.String(logx.PodNamespace, ns), zap.String(logx.PodName, req.GetName()),
 		zap.String(logx.ContainerName, ec.Name), zap.String(logx.Image, ec.Image), zap.Strings("command", ec.Command))
-	rec, err := s.node.Get(ctx, ns, req.GetName())
+	rec, err := s.backend(ctx).Pods.Get(ctx, ns, req.GetName())
 	if err != nil {
 		return nil, err
 	}
 	// Not through the pod cache: the status is replaced by the pass's.
-	sb := s.currentSandbox(rec.Pod.UID)
+	sb := s.currentSandbox(s.backend(ctx).Pods, rec.Pod.UID)
 	pod := s.podToProto(rec, sb)
 	pod.Status = s.statusToProto(&res.Status, res.Steps, sb)
 	return &podsyncv1.AddEphemeralContainerResponse{Pod: pod}, nil

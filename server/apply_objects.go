@@ -4,27 +4,24 @@ import (
 	"context"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine"
 )
 
 // ApplyObjects stores ConfigMaps and Secrets as objects of the node, in
 // one transaction; the pods that use a changed one get a pass at once.
 func (s *service) ApplyObjects(ctx context.Context, req *podsyncv1.ApplyObjectsRequest) (*podsyncv1.ApplyObjectsResponse, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
 	cms, secrets, err := s.validator.ObjectsFromRequest(req)
 	if err != nil {
 		return nil, err
 	}
-	puts := make([]store.ObjectPut, 0, len(cms)+len(secrets))
+	puts := make([]engine.ObjectPut, 0, len(cms)+len(secrets))
 	for _, cm := range cms {
-		puts = append(puts, store.ObjectPut{ConfigMap: cm, ResourceVersion: cm.ResourceVersion})
+		puts = append(puts, engine.ObjectPut{ConfigMap: cm, ResourceVersion: cm.ResourceVersion})
 	}
 	for _, sec := range secrets {
-		puts = append(puts, store.ObjectPut{Secret: sec, ResourceVersion: sec.ResourceVersion})
+		puts = append(puts, engine.ObjectPut{Secret: sec, ResourceVersion: sec.ResourceVersion})
 	}
-	res, err := s.node.ApplyObjects(ctx, puts, "")
+	res, err := s.backend(ctx).Objects.ApplyObjects(ctx, puts, "")
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/logs"
 	"github.com/podsync/podsync/errorinfo"
 )
 
@@ -31,16 +30,13 @@ const (
 
 // GetContainerLogs streams a container's output in batches of lines.
 func (s *service) GetContainerLogs(req *podsyncv1.GetContainerLogsRequest, stream grpc.ServerStreamingServer[podsyncv1.GetContainerLogsResponse]) error {
-	if err := s.ready(); err != nil {
-		return err
-	}
 	if err := InvalidRequest(s.validator.ValidateGetContainerLogsRequest(req)); err != nil {
 		return err
 	}
 	ns, name := orDefaultNamespace(req.GetNamespace()), req.GetName()
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	if _, err := s.node.GetShared(ctx, ns, name); err != nil {
+	if _, err := s.backend(ctx).Pods.GetShared(ctx, ns, name); err != nil {
 		return err // POD_NOT_FOUND
 	}
 	lr := engine.LogsRequest{Namespace: ns, Name: name, Container: req.GetContainer(), Previous: req.GetPrevious()}
@@ -74,7 +70,7 @@ func (s *service) GetContainerLogs(req *podsyncv1.GetContainerLogsRequest, strea
 		defer wg.Wait()
 		defer cancel()
 	}
-	err := s.node.ContainerLogs(ctx, lr, b.add)
+	err := s.backend(ctx).Logs.ContainerLogs(ctx, lr, b.add)
 	if ferr := b.flush(); err == nil {
 		err = ferr
 	}
@@ -98,7 +94,7 @@ type logBatcher struct {
 	err    error
 }
 
-func (b *logBatcher) add(l logs.Line) error {
+func (b *logBatcher) add(l engine.LogLine) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.lines = append(b.lines, logLineToProto(l))

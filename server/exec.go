@@ -32,15 +32,12 @@ const (
 
 // ExecSync runs a command and returns its output.
 func (s *service) ExecSync(ctx context.Context, req *podsyncv1.ExecSyncRequest) (*podsyncv1.ExecSyncResponse, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
 	if err := InvalidRequest(s.validator.ValidateExecSyncRequest(req)); err != nil {
 		return nil, err
 	}
 	ref := engine.ContainerRef{Namespace: orDefaultNamespace(req.GetNamespace()), Name: req.GetName(), Container: req.GetContainer()}
 	sl := s.startSession(ctx, sessionExecSync, ref, req.GetCommand(), false, false)
-	res, err := s.node.ExecSync(ctx, ref, req.GetCommand(), req.GetTimeout().AsDuration())
+	res, err := s.backend(ctx).Sessions.ExecSync(ctx, ref, req.GetCommand(), req.GetTimeout().AsDuration())
 	sl.out.Add(int64(len(res.Stdout) + len(res.Stderr)))
 	sl.end(res.ExitCode, err)
 	if err != nil {
@@ -54,9 +51,6 @@ func (s *service) ExecSync(ctx context.Context, req *podsyncv1.ExecSyncRequest) 
 
 // Exec runs a command with the caller's streams.
 func (s *service) Exec(stream grpc.BidiStreamingServer[podsyncv1.ExecRequest, podsyncv1.ExecResponse]) error {
-	if err := s.ready(); err != nil {
-		return err
-	}
 	first, err := stream.Recv()
 	if err != nil {
 		return err
@@ -86,7 +80,7 @@ func (s *service) Exec(stream grpc.BidiStreamingServer[podsyncv1.ExecRequest, po
 		}
 		return sessionFrame{stdin: m.GetStdin(), resize: m.GetResize(), closeStdin: m.GetCloseStdin() != nil}, nil
 	})
-	code, err := s.node.Exec(ctx, ref, start.GetCommand(), sio.options(s.idleTimeout))
+	code, err := s.backend(ctx).Sessions.Exec(ctx, ref, start.GetCommand(), sio.options(s.idleTimeout))
 	sl.end(code, err)
 	if err != nil {
 		return sessionError(err, ref.Container)
@@ -96,9 +90,6 @@ func (s *service) Exec(stream grpc.BidiStreamingServer[podsyncv1.ExecRequest, po
 
 // Attach attaches the caller's streams to a container.
 func (s *service) Attach(stream grpc.BidiStreamingServer[podsyncv1.AttachRequest, podsyncv1.AttachResponse]) error {
-	if err := s.ready(); err != nil {
-		return err
-	}
 	first, err := stream.Recv()
 	if err != nil {
 		return err
@@ -128,7 +119,7 @@ func (s *service) Attach(stream grpc.BidiStreamingServer[podsyncv1.AttachRequest
 		}
 		return sessionFrame{stdin: m.GetStdin(), resize: m.GetResize(), closeStdin: m.GetCloseStdin() != nil}, nil
 	})
-	code, err := s.node.Attach(ctx, ref, sio.options(s.idleTimeout))
+	code, err := s.backend(ctx).Sessions.Attach(ctx, ref, sio.options(s.idleTimeout))
 	sl.end(code, err)
 	if err != nil {
 		return sessionError(err, ref.Container)

@@ -11,8 +11,8 @@ import (
 )
 
 // GetNode returns what admission knows of the node.
-func (s *service) GetNode(context.Context, *podsyncv1.GetNodeRequest) (*podsyncv1.GetNodeResponse, error) {
-	n := s.runPods.Admission
+func (s *service) GetNode(ctx context.Context, _ *podsyncv1.GetNodeRequest) (*podsyncv1.GetNodeResponse, error) {
+	n := s.backend(ctx).Node.Info()
 	out := &podsyncv1.Node{
 		Name:        n.Name,
 		Labels:      maps.Clone(n.Labels),

@@ -8,17 +8,14 @@ import (
 
 // GetPod returns one stored pod with its current status.
 func (s *service) GetPod(ctx context.Context, req *podsyncv1.GetPodRequest) (*podsyncv1.GetPodResponse, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
 	if err := InvalidRequest(s.validator.ValidateGetPodRequest(req)); err != nil {
 		return nil, err
 	}
 	// The record is only read; the store's shared one lets recordToProto
 	// reuse the message it made of it before.
-	rec, err := s.node.GetShared(ctx, orDefaultNamespace(req.GetNamespace()), req.GetName())
+	rec, err := s.backend(ctx).Pods.GetShared(ctx, orDefaultNamespace(req.GetNamespace()), req.GetName())
 	if err != nil {
 		return nil, err
 	}
-	return &podsyncv1.GetPodResponse{Pod: s.recordToProto(rec), Revision: rec.ModRevision}, nil
+	return &podsyncv1.GetPodResponse{Pod: s.recordToProto(s.backend(ctx).Pods, rec), Revision: rec.ModRevision}, nil
 }

@@ -33,9 +33,18 @@ import (
 // rather than gRPC's bare RESOURCE_EXHAUSTED.
 const DefaultMaxRecvMsgSize = DefaultMaxRequestBytes + 1<<20
 
+// readinessGate is the optional capability of a service to gate its
+// calls (Service has it).
+type readinessGate interface {
+	UnaryReady() grpc.UnaryServerInterceptor
+	StreamReady() grpc.StreamServerInterceptor
+}
+
 // Options configure New.
 type Options struct {
-	// Service implements podsync.v1.PodSyncService. Required.
+	// Service implements podsync.v1.PodSyncService (NewService). Required.
+	// A service with a readiness gate (UnaryReady, StreamReady) gets it
+	// installed.
 	Service podsyncv1.PodSyncServiceServer
 	// Logger is the base logger; each call logs through it with its
 	// request-scoped fields. Nil means no logging.
@@ -90,6 +99,10 @@ type Options struct {
 //     RESOURCE_EXHAUSTED with reason RATE_LIMITED;
 //   - shutdown: ends calls that Shutdown interrupts with UNAVAILABLE,
 //     reason SHUTTING_DOWN;
+//   - readiness: the service's gate (Service's UnaryReady and
+//     StreamReady), UNAVAILABLE with reason RUNTIME_UNAVAILABLE until the
+//     node runs and its runtime has answered; each call gets the backend
+//     current when it arrives;
 //   - errors: UnaryErrorInterceptor and StreamErrorInterceptor.
 type Server struct {
 	grpc    *grpc.Server
@@ -157,14 +170,18 @@ func New(opts Options) (*Server, error) {
 		recovery.UnaryServerInterceptor(recoverOpt),
 		s.unaryAuthorize,
 		s.unaryShutdown,
-		UnaryErrorInterceptor(),
 	)
 	stream = append(stream,
 		recovery.StreamServerInterceptor(recoverOpt),
 		s.streamAuthorize,
 		s.streamShutdown,
-		StreamErrorInterceptor(),
 	)
+	if g, ok := opts.Service.(readinessGate); ok {
+		unary = append(unary, g.UnaryReady())
+		stream = append(stream, g.StreamReady())
+	}
+	unary = append(unary, UnaryErrorInterceptor())
+	stream = append(stream, StreamErrorInterceptor())
 
 	maxRecv := opts.MaxRecvMsgSize
 	if maxRecv <= 0 {

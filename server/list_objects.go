@@ -7,15 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine"
 )
 
 // ListObjects returns the stored ConfigMaps and Secrets a filter selects,
 // Secrets' values removed.
 func (s *service) ListObjects(ctx context.Context, req *podsyncv1.ListObjectsRequest) (*podsyncv1.ListObjectsResponse, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
 	if err := InvalidRequest(s.validator.ValidateListObjectsRequest(req)); err != nil {
 		return nil, err
 	}
@@ -23,7 +20,7 @@ func (s *service) ListObjects(ctx context.Context, req *podsyncv1.ListObjectsReq
 	if err != nil {
 		return nil, err
 	}
-	recs, rev, err := s.node.ListObjects(ctx, f)
+	recs, rev, err := s.backend(ctx).Objects.ListObjects(ctx, f)
 	if err != nil {
 		return nil, err
 	}
@@ -38,8 +35,8 @@ func (s *service) ListObjects(ctx context.Context, req *podsyncv1.ListObjectsReq
 	return out, nil
 }
 
-func objectFilterOf(kind podsyncv1.ObjectKind, namespace, selector string) (store.ObjectFilter, error) {
-	f := store.ObjectFilter{Kind: objectKindFromProto(kind), Namespace: namespace}
+func objectFilterOf(kind podsyncv1.ObjectKind, namespace, selector string) (engine.ObjectFilter, error) {
+	f := engine.ObjectFilter{Kind: objectKindFromProto(kind), Namespace: namespace}
 	if selector != "" {
 		sel, err := labels.Parse(selector)
 		if err != nil {

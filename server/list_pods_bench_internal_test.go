@@ -54,7 +54,7 @@ func storedPodsService(tb testing.TB, n int) (*service, *store.Store) {
 			tb.Fatal(err)
 		}
 	}
-	svc, ok := NewService(ServiceOptions{Node: node, NodeName: "node-1"}).(*service)
+	svc, ok := NewService(ServiceOptions{Backend: BackendOf(node), NodeName: "node-1"}).(*service)
 	if !ok {
 		tb.Fatal("NewService: not a *service")
 	}

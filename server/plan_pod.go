@@ -5,15 +5,12 @@ import (
 	"time"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine"
 )
 
 // PlanPod says what a SyncPod of the pod would do now, without doing it
 // and without storing the pod.
 func (s *service) PlanPod(ctx context.Context, req *podsyncv1.PlanPodRequest) (*podsyncv1.PlanPodResponse, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
 	pods, configMaps, secrets, err := s.validator.PodsFromRequest(req)
 	if err != nil {
 		return nil, err
@@ -22,14 +19,14 @@ func (s *service) PlanPod(ctx context.Context, req *podsyncv1.PlanPodRequest) (*
 		return nil, errNoPod
 	}
 	pod := pods[0]
-	plan, st, known, err := s.node.Plan(ctx, pod, configMaps, secrets)
+	plan, st, known, err := s.backend(ctx).Pods.Plan(ctx, pod, configMaps, secrets)
 	if err != nil {
 		return nil, err
 	}
 	return &podsyncv1.PlanPodResponse{
-		Pod:    podRefToProto(store.RefOf(pod)),
+		Pod:    podRefToProto(engine.RefOf(pod)),
 		Plan:   planToProto(pod, plan, time.Now()),
-		Status: s.statusToProto(&st, nil, s.currentSandbox(pod.UID)),
+		Status: s.statusToProto(&st, nil, s.currentSandbox(s.backend(ctx).Pods, pod.UID)),
 		Known:  known,
 	}, nil
 }

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine"
 )
 
 // podCache holds the API message recordToProto made of each stored pod,
@@ -39,7 +39,7 @@ type podCache struct {
 }
 
 type podCacheEntry struct {
-	rec     weak.Pointer[store.PodRecord]
+	rec     weak.Pointer[engine.PodRecord]
 	sandbox sandboxRef
 	pod     *podsyncv1.Pod
 }
@@ -56,7 +56,7 @@ func newPodCache() *podCache {
 }
 
 // get returns the message made of rec with sandbox sb, or nil.
-func (c *podCache) get(rec *store.PodRecord, sb sandboxRef) *podsyncv1.Pod {
+func (c *podCache) get(rec *engine.PodRecord, sb sandboxRef) *podsyncv1.Pod {
 	c.mu.Lock()
 	e, ok := c.entries[rec.Pod.UID]
 	c.mu.Unlock()
@@ -69,7 +69,7 @@ func (c *podCache) get(rec *store.PodRecord, sb sandboxRef) *podsyncv1.Pod {
 // add records pod as the message of rec with sandbox sb, replacing the
 // pod's entry. Of two calls racing with different versions of a pod the
 // last wins: a lookup with the other version misses and converts again.
-func (c *podCache) add(rec *store.PodRecord, sb sandboxRef, pod *podsyncv1.Pod) {
+func (c *podCache) add(rec *engine.PodRecord, sb sandboxRef, pod *podsyncv1.Pod) {
 	uid, wp := rec.Pod.UID, weak.Make(rec)
 	c.mu.Lock()
 	c.entries[uid] = podCacheEntry{rec: wp, sandbox: sb, pod: pod}
@@ -80,7 +80,7 @@ func (c *podCache) add(rec *store.PodRecord, sb sandboxRef, pod *podsyncv1.Pod) 
 // recordRef names one record of a pod without keeping it alive.
 type recordRef struct {
 	uid types.UID
-	rec weak.Pointer[store.PodRecord]
+	rec weak.Pointer[engine.PodRecord]
 }
 
 // drop removes the entry of a record that is garbage, unless the entry is

@@ -55,7 +55,7 @@ func wantSameMessage(t *testing.T, what string, got, want proto.Message) {
 
 func sharedRecord(t *testing.T, s *service, namespace, name string) *store.PodRecord {
 	t.Helper()
-	rec, err := s.node.GetShared(t.Context(), namespace, name)
+	rec, err := s.cur.Load().Pods.GetShared(t.Context(), namespace, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestPodCacheConcurrentReads(t *testing.T) {
 func TestPodCacheForgetsDeadRecords(t *testing.T) {
 	s, st := storedPodsService(t, 3)
 	for i := range 3 {
-		s.recordToProto(sharedRecord(t, s, "bench", fmt.Sprintf("pod-%03d", i)))
+		s.recordToProto(s.cur.Load().Pods, sharedRecord(t, s, "bench", fmt.Sprintf("pod-%03d", i)))
 	}
 	if n := s.pods.len(); n != 3 {
 		t.Fatalf("%d entries, want 3", n)
@@ -328,5 +328,5 @@ func TestPodCacheForgetsDeadRecords(t *testing.T) {
 	if n := s.pods.len(); n != 1 {
 		t.Fatalf("%d entries after the deletion and the new status, want 1 (pod-002's)", n)
 	}
-	wantSameMessage(t, "pod-001 after its new status", s.recordToProto(newer), freshPodToProto(s, newer, sandboxRef{}))
+	wantSameMessage(t, "pod-001 after its new status", s.recordToProto(s.cur.Load().Pods, newer), freshPodToProto(s, newer, sandboxRef{}))
 }

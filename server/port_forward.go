@@ -16,9 +16,6 @@ import (
 
 // PortForward forwards one connection to a pod's port.
 func (s *service) PortForward(stream grpc.BidiStreamingServer[podsyncv1.PortForwardRequest, podsyncv1.PortForwardResponse]) error {
-	if err := s.ready(); err != nil {
-		return err
-	}
 	first, err := stream.Recv()
 	if err != nil {
 		return err
@@ -65,7 +62,7 @@ func (s *service) PortForward(stream grpc.BidiStreamingServer[podsyncv1.PortForw
 	out := &dataWriter{send: func(p []byte) error {
 		return stream.Send(&podsyncv1.PortForwardResponse{Data: p})
 	}, count: &sl.out}
-	err = s.node.PortForward(ctx, ns, name, int32(start.GetPort()), pr, out, s.idleTimeout)
+	err = s.backend(ctx).Sessions.PortForward(ctx, ns, name, int32(start.GetPort()), pr, out, s.idleTimeout)
 	sl.end(0, err)
 	if errors.Is(err, errdefs.ErrNotRunning) {
 		return WithReason(err, errorinfo.ReasonPodNotRunning, nil)

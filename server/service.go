@@ -1,13 +1,13 @@
 package server
 
 import (
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine"
-	"github.com/podsync/podsync/engine/runpods"
 )
 
 // defaultNamespace is the namespace of a request that names none.
@@ -15,16 +15,15 @@ const defaultNamespace = "default"
 
 // ServiceOptions configure NewService.
 type ServiceOptions struct {
-	// Node runs the pods. Required.
-	Node *engine.Node
+	// Backend is the node the service answers for; nil until SetBackend
+	// (podsyncd builds the service before it reaches the runtime). Calls
+	// are UNAVAILABLE while there is none.
+	Backend *Backend
 	// Validator checks requests; nil uses DefaultLimits.
 	Validator *Validator
 	// Health tells whether the runtime answered yet; nil means always
 	// ready.
 	Health *HealthChecker
-	// RunPods configures RunPods (Admission, Policy, PodLogDir); its Node
-	// is set from Node.
-	RunPods runpods.Options
 	// NodeName is reported in every pod status.
 	NodeName string
 	// StreamIdleTimeout ends exec, attach and port-forward sessions idle
@@ -38,16 +37,30 @@ type ServiceOptions struct {
 	Logger *zap.Logger
 }
 
-// service implements podsync.v1.PodSyncService on an engine.Node. Each RPC
+// Service is podsync.v1.PodSyncService on a node's Backend, which may
+// change while it serves (SetBackend: podsyncd runs a new node each time
+// it reconnects to the runtime). Its readiness gate, UnaryReady and
+// StreamReady, hands each call the backend current when it arrives, or
+// refuses it with UNAVAILABLE while there is none; New installs them.
+type Service interface {
+	podsyncv1.PodSyncServiceServer
+	// SetBackend makes b the backend of the calls that arrive from now
+	// on; nil refuses them until the next.
+	SetBackend(b *Backend)
+	// UnaryReady and StreamReady are the readiness gate.
+	UnaryReady() grpc.UnaryServerInterceptor
+	StreamReady() grpc.StreamServerInterceptor
+}
+
+// service implements podsync.v1.PodSyncService on a Backend. Each RPC
 // lives in its own file; translation of engine results to the API is in
 // translate.go.
 type service struct {
 	podsyncv1.UnimplementedPodSyncServiceServer
 
-	node      *engine.Node
+	cur       atomic.Pointer[Backend]
 	validator *Validator
 	health    *HealthChecker
-	runPods   runpods.Options
 	nodeName  string
 	log       *zap.Logger
 	pods      *podCache // recordToProto's messages
@@ -57,25 +70,18 @@ type service struct {
 	sessions    *SessionMetrics
 }
 
-var _ podsyncv1.PodSyncServiceServer = (*service)(nil)
+var _ Service = (*service)(nil)
 
-// NewService returns the PodSyncService of o.Node, to pass as
+// NewService returns the PodSyncService of o.Backend, to pass as
 // Options.Service to New.
-func NewService(o ServiceOptions) podsyncv1.PodSyncServiceServer {
+func NewService(o ServiceOptions) Service {
 	log := o.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
-	rp := o.RunPods
-	rp.Node = o.Node
-	if rp.Logger == nil {
-		rp.Logger = log
-	}
-	return &service{
-		node:      o.Node,
+	s := &service{
 		validator: o.Validator,
 		health:    o.Health,
-		runPods:   rp,
 		nodeName:  o.NodeName,
 		log:       log,
 		pods:      newPodCache(),
@@ -83,15 +89,12 @@ func NewService(o ServiceOptions) podsyncv1.PodSyncServiceServer {
 		idleTimeout: o.StreamIdleTimeout,
 		sessions:    o.Sessions,
 	}
+	s.cur.Store(o.Backend)
+	return s
 }
 
-// ready returns UNAVAILABLE until the runtime has answered once.
-func (s *service) ready() error {
-	if s.health == nil {
-		return nil
-	}
-	return s.health.CheckReady()
-}
+// SetBackend makes b the backend of the calls that arrive from now on.
+func (s *service) SetBackend(b *Backend) { s.cur.Store(b) }
 
 func orDefaultNamespace(ns string) string {
 	if ns == "" {

@@ -460,9 +460,8 @@ func TestWatchPodsDeletionOfUnseenPod(t *testing.T) {
 // TestRunPods: of two pods, the one that fits reaches its target and the
 // one asking for more CPU than the node has is rejected with OutOfcpu.
 func TestRunPods(t *testing.T) {
-	h := newSvcHarness(t, func(o *server.ServiceOptions) {
-		o.RunPods.Admission = admit.Node{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
-	})
+	h := newHarness(t, testdaemon.Options{Transport: testdaemon.Bufconn, Logger: zaptest.NewLogger(t),
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}, nil)
 	big := testPod(t, "default", "big", nil)
 	big.GetSpec().GetContainers()[0].Resources = &podsyncv1.ResourceRequirements{Requests: map[string]string{"cpu": "2"}}
 	stream, err := h.c.RunPods(h.ctx, &podsyncv1.RunPodsRequest{Pods: []*podsyncv1.Pod{testPod(t, "default", "small", nil), big}})

@@ -15,13 +15,10 @@ import (
 
 // GetPodStats returns one pod's usage.
 func (s *service) GetPodStats(ctx context.Context, req *podsyncv1.GetPodStatsRequest) (*podsyncv1.GetPodStatsResponse, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
 	if err := InvalidRequest(validatePodName(nil, req.GetNamespace(), req.GetName())); err != nil {
 		return nil, err
 	}
-	st, err := s.node.PodStats(ctx, orDefaultNamespace(req.GetNamespace()), req.GetName())
+	st, err := s.backend(ctx).Stats.PodStats(ctx, orDefaultNamespace(req.GetNamespace()), req.GetName())
 	if errors.Is(err, errdefs.ErrNotRunning) {
 		return nil, WithReason(err, errorinfo.ReasonPodNotRunning, nil)
 	}
@@ -33,15 +30,12 @@ func (s *service) GetPodStats(ctx context.Context, req *podsyncv1.GetPodStatsReq
 
 // ListPodStats returns the usage of the running pods.
 func (s *service) ListPodStats(ctx context.Context, req *podsyncv1.ListPodStatsRequest) (*podsyncv1.ListPodStatsResponse, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
 	if ns := req.GetNamespace(); ns != "" {
 		if err := InvalidRequest(validateOptionalNamespace(nil, ns)); err != nil {
 			return nil, err
 		}
 	}
-	list, err := s.node.ListPodStats(ctx, req.GetNamespace())
+	list, err := s.backend(ctx).Stats.ListPodStats(ctx, req.GetNamespace())
 	if err != nil {
 		return nil, err
 	}

@@ -7,8 +7,7 @@ import (
 	"google.golang.org/grpc"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine/store"
-	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/engine"
 )
 
 // errNoPod is returned if a validated request unexpectedly carries no pod.
@@ -17,9 +16,6 @@ var errNoPod = errors.New("request carries no pod")
 // SyncPod stores the pod and runs one sync pass, streaming each step as
 // the engine finishes it, then the result.
 func (s *service) SyncPod(req *podsyncv1.SyncPodRequest, stream grpc.ServerStreamingServer[podsyncv1.SyncPodResponse]) error {
-	if err := s.ready(); err != nil {
-		return err
-	}
 	pods, configMaps, secrets, err := s.validator.PodsFromRequest(req)
 	if err != nil {
 		return err
@@ -30,7 +26,7 @@ func (s *service) SyncPod(req *podsyncv1.SyncPodRequest, stream grpc.ServerStrea
 	pod := pods[0]
 	ctx := stream.Context()
 	out := newStreamSender(stream)
-	res, err := s.node.Apply(ctx, pod, configMaps, secrets, func(st syncer.StepResult) {
+	res, err := s.backend(ctx).Pods.Apply(ctx, pod, configMaps, secrets, func(st engine.StepResult) {
 		// A client that went away stops the sending, not the pass.
 		if ctx.Err() == nil {
 			_ = out.send(&podsyncv1.SyncPodResponse{Event: &podsyncv1.SyncPodResponse_Step{Step: stepToProto(st)}})
@@ -40,8 +36,8 @@ func (s *service) SyncPod(req *podsyncv1.SyncPodRequest, stream grpc.ServerStrea
 		return err
 	}
 	return out.send(&podsyncv1.SyncPodResponse{Event: &podsyncv1.SyncPodResponse_Result{Result: &podsyncv1.SyncPodResult{
-		Pod:          podRefToProto(store.RefOf(pod)),
-		Status:       s.statusToProto(&res.Status, res.Steps, s.currentSandbox(pod.UID)),
+		Pod:          podRefToProto(engine.RefOf(pod)),
+		Status:       s.statusToProto(&res.Status, res.Steps, s.currentSandbox(s.backend(ctx).Pods, pod.UID)),
 		Created:      res.Created,
 		NextSyncTime: timeToProto(res.NextSync),
 	}}})

@@ -10,12 +10,8 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/engine/logs"
+	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/model"
-	"github.com/podsync/podsync/engine/plan"
-	"github.com/podsync/podsync/engine/runpods"
-	"github.com/podsync/podsync/engine/store"
-	"github.com/podsync/podsync/engine/syncer"
 )
 
 // This file is the one place where engine results become API messages
@@ -24,35 +20,35 @@ import (
 // stepActions maps the engine's step actions to the API's. Actions the
 // API has no value for map to the nearest one and keep their name in the
 // step's reason (see stepToProto).
-var stepActions = map[syncer.StepAction]podsyncv1.StepAction{
-	syncer.ActionCreatePodSandbox: podsyncv1.StepAction_STEP_ACTION_CREATE_POD_SANDBOX,
-	syncer.ActionConfigPodSandbox: podsyncv1.StepAction_STEP_ACTION_CONFIG_POD_SANDBOX,
-	syncer.ActionKillPodSandbox:   podsyncv1.StepAction_STEP_ACTION_KILL_POD_SANDBOX,
-	syncer.ActionStartContainer:   podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
-	syncer.ActionKillContainer:    podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER,
-	syncer.ActionPullImage:        podsyncv1.StepAction_STEP_ACTION_PULL_IMAGE,
-	syncer.ActionRemoveContainer:  podsyncv1.StepAction_STEP_ACTION_REMOVE_CONTAINER,
+var stepActions = map[engine.StepAction]podsyncv1.StepAction{
+	engine.ActionCreatePodSandbox: podsyncv1.StepAction_STEP_ACTION_CREATE_POD_SANDBOX,
+	engine.ActionConfigPodSandbox: podsyncv1.StepAction_STEP_ACTION_CONFIG_POD_SANDBOX,
+	engine.ActionKillPodSandbox:   podsyncv1.StepAction_STEP_ACTION_KILL_POD_SANDBOX,
+	engine.ActionStartContainer:   podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
+	engine.ActionKillContainer:    podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER,
+	engine.ActionPullImage:        podsyncv1.StepAction_STEP_ACTION_PULL_IMAGE,
+	engine.ActionRemoveContainer:  podsyncv1.StepAction_STEP_ACTION_REMOVE_CONTAINER,
 
-	syncer.ActionUpdateContainerResources:  podsyncv1.StepAction_STEP_ACTION_UPDATE_CONTAINER_RESOURCES,
-	syncer.ActionUpdatePodSandboxResources: podsyncv1.StepAction_STEP_ACTION_UPDATE_POD_SANDBOX_RESOURCES,
+	engine.ActionUpdateContainerResources:  podsyncv1.StepAction_STEP_ACTION_UPDATE_CONTAINER_RESOURCES,
+	engine.ActionUpdatePodSandboxResources: podsyncv1.StepAction_STEP_ACTION_UPDATE_POD_SANDBOX_RESOURCES,
 	// Nearest values: a postStart hook is part of a start, a preStop hook
 	// of a kill, mounting volumes prepares the sandbox's starts, and a
 	// sandbox removal follows its kill.
-	syncer.ActionPostStartHook:    podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
-	syncer.ActionPreStopHook:      podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER,
-	syncer.ActionMountVolumes:     podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
-	syncer.ActionRemovePodSandbox: podsyncv1.StepAction_STEP_ACTION_KILL_POD_SANDBOX,
+	engine.ActionPostStartHook:    podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
+	engine.ActionPreStopHook:      podsyncv1.StepAction_STEP_ACTION_KILL_CONTAINER,
+	engine.ActionMountVolumes:     podsyncv1.StepAction_STEP_ACTION_START_CONTAINER,
+	engine.ActionRemovePodSandbox: podsyncv1.StepAction_STEP_ACTION_KILL_POD_SANDBOX,
 }
 
-func containerTypeToProto(t syncer.ContainerType) podsyncv1.ContainerType {
+func containerTypeToProto(t engine.ContainerType) podsyncv1.ContainerType {
 	switch t {
-	case syncer.ContainerTypeInit:
+	case engine.ContainerTypeInit:
 		return podsyncv1.ContainerType_CONTAINER_TYPE_INIT
-	case syncer.ContainerTypeSidecar:
+	case engine.ContainerTypeSidecar:
 		return podsyncv1.ContainerType_CONTAINER_TYPE_SIDECAR
-	case syncer.ContainerTypeRegular:
+	case engine.ContainerTypeRegular:
 		return podsyncv1.ContainerType_CONTAINER_TYPE_REGULAR
-	case syncer.ContainerTypeEphemeral:
+	case engine.ContainerTypeEphemeral:
 		return podsyncv1.ContainerType_CONTAINER_TYPE_EPHEMERAL
 	}
 	return podsyncv1.ContainerType_CONTAINER_TYPE_UNSPECIFIED
@@ -91,7 +87,7 @@ func timeToProto(t time.Time) *timestamppb.Timestamp {
 // Actions without an API value of their own keep their engine name as
 // the reason when they have none, so a client can tell a hook from a
 // start.
-func stepToProto(s syncer.StepResult) *podsyncv1.SyncStep {
+func stepToProto(s engine.StepResult) *podsyncv1.SyncStep {
 	out := &podsyncv1.SyncStep{
 		Action:        stepActions[s.Action],
 		Target:        s.Target,
@@ -118,7 +114,7 @@ func stepToProto(s syncer.StepResult) *podsyncv1.SyncStep {
 		out.Outcome = podsyncv1.StepOutcome_STEP_OUTCOME_BACKING_OFF
 	}
 	switch s.Action {
-	case syncer.ActionPostStartHook, syncer.ActionPreStopHook, syncer.ActionMountVolumes, syncer.ActionRemovePodSandbox:
+	case engine.ActionPostStartHook, engine.ActionPreStopHook, engine.ActionMountVolumes, engine.ActionRemovePodSandbox:
 		if out.Reason == "" {
 			out.Reason = string(s.Action)
 		}
@@ -126,7 +122,7 @@ func stepToProto(s syncer.StepResult) *podsyncv1.SyncStep {
 	return out
 }
 
-func stepsToProto(steps []syncer.StepResult) []*podsyncv1.SyncStep {
+func stepsToProto(steps []engine.StepResult) []*podsyncv1.SyncStep {
 	out := make([]*podsyncv1.SyncStep, 0, len(steps))
 	for _, s := range steps {
 		out = append(out, stepToProto(s))
@@ -134,21 +130,21 @@ func stepsToProto(steps []syncer.StepResult) []*podsyncv1.SyncStep {
 	return out
 }
 
-func podRefToProto(r store.PodRef) *podsyncv1.PodRef {
+func podRefToProto(r engine.PodRef) *podsyncv1.PodRef {
 	return &podsyncv1.PodRef{Namespace: r.Namespace, Name: r.Name, Uid: string(r.UID)}
 }
 
 // statusToProto translates a pod status and adds podsync's own fields:
 // the node name, and the sandbox the pod's containers run in — the one
 // the last successful CreatePodSandbox of steps created, else sb.
-func (s *service) statusToProto(st *corev1.PodStatus, steps []syncer.StepResult, sb sandboxRef) *podsyncv1.PodStatus {
+func (s *service) statusToProto(st *corev1.PodStatus, steps []engine.StepResult, sb sandboxRef) *podsyncv1.PodStatus {
 	if st == nil {
 		return nil
 	}
 	out := convert.PodStatusToProto(st)
 	out.NodeName = s.nodeName
 	for i := len(steps) - 1; i >= 0; i-- {
-		if st := steps[i]; st.Action == syncer.ActionCreatePodSandbox && !st.Failed() && st.SandboxID != "" {
+		if st := steps[i]; st.Action == engine.ActionCreatePodSandbox && !st.Failed() && st.SandboxID != "" {
 			sb = sandboxRef{id: st.SandboxID, attempt: st.Attempt}
 			break
 		}
@@ -159,8 +155,8 @@ func (s *service) statusToProto(st *corev1.PodStatus, steps []syncer.StepResult,
 
 // currentSandbox returns the sandbox the pod with uid ran its containers
 // in after its last pass; zero when it has none.
-func (s *service) currentSandbox(uid types.UID) sandboxRef {
-	if id, attempt, ok := s.node.PodSandbox(uid); ok {
+func (s *service) currentSandbox(pods Pods, uid types.UID) sandboxRef {
+	if id, attempt, ok := pods.PodSandbox(uid); ok {
 		return sandboxRef{id: id, attempt: attempt}
 	}
 	return sandboxRef{}
@@ -175,12 +171,12 @@ func (s *service) currentSandbox(uid types.UID) sandboxRef {
 // The message comes from s.pods while the record and the sandbox are those
 // it was made of; it is shared with other responses and must not be
 // changed (see podCache).
-func (s *service) recordToProto(rec *store.PodRecord) *podsyncv1.Pod {
-	return s.cachedPodToProto(rec, s.currentSandbox(rec.Pod.UID))
+func (s *service) recordToProto(pods Pods, rec *engine.PodRecord) *podsyncv1.Pod {
+	return s.cachedPodToProto(rec, s.currentSandbox(pods, rec.Pod.UID))
 }
 
 // cachedPodToProto is podToProto through s.pods.
-func (s *service) cachedPodToProto(rec *store.PodRecord, sb sandboxRef) *podsyncv1.Pod {
+func (s *service) cachedPodToProto(rec *engine.PodRecord, sb sandboxRef) *podsyncv1.Pod {
 	if p := s.pods.get(rec, sb); p != nil {
 		return p
 	}
@@ -191,7 +187,7 @@ func (s *service) cachedPodToProto(rec *store.PodRecord, sb sandboxRef) *podsync
 
 // podToProto translates rec with the sandbox sb (none when zero), without
 // the cache.
-func (s *service) podToProto(rec *store.PodRecord, sb sandboxRef) *podsyncv1.Pod {
+func (s *service) podToProto(rec *engine.PodRecord, sb sandboxRef) *podsyncv1.Pod {
 	// Stored pods came from requests through convert.PodFromProto.
 	p := convert.StoredPodToProto(rec.Pod)
 	// StoredPodToProto converted the status unless it is zero; a returned
@@ -210,7 +206,7 @@ func (s *service) podToProto(rec *store.PodRecord, sb sandboxRef) *podsyncv1.Pod
 }
 
 // planToProto translates a plan of pod.
-func planToProto(pod *corev1.Pod, a plan.PodActions, now time.Time) *podsyncv1.PodPlan {
+func planToProto(pod *corev1.Pod, a engine.PodActions, now time.Time) *podsyncv1.PodPlan {
 	out := &podsyncv1.PodPlan{
 		Sandbox: &podsyncv1.SandboxDecision{
 			Create:           a.Sandbox.Create,
@@ -223,7 +219,7 @@ func planToProto(pod *corev1.Pod, a plan.PodActions, now time.Time) *podsyncv1.P
 		KillPodReason: a.KillPodReason,
 	}
 	starting := map[string]bool{}
-	for _, c := range append(append([]plan.ContainerAction(nil), a.StartInit...), a.Start...) {
+	for _, c := range append(append([]engine.ContainerAction(nil), a.StartInit...), a.Start...) {
 		starting[c.Name] = true
 	}
 	for _, c := range a.Kill {
@@ -232,7 +228,7 @@ func planToProto(pod *corev1.Pod, a plan.PodActions, now time.Time) *podsyncv1.P
 			Reason: c.Reason, Message: c.Message, ChangedFields: c.ChangedFields, Restart: starting[c.Name],
 		})
 	}
-	start := func(cs []plan.ContainerAction) []*podsyncv1.ContainerStart {
+	start := func(cs []engine.ContainerAction) []*podsyncv1.ContainerStart {
 		var out []*podsyncv1.ContainerStart
 		for _, c := range cs {
 			out = append(out, &podsyncv1.ContainerStart{
@@ -274,7 +270,7 @@ func planToProto(pod *corev1.Pod, a plan.PodActions, now time.Time) *podsyncv1.P
 
 // resourcesToProto renders a resize's CPU and memory as quantities
 // ("250m", "128Mi"), leaving out unset values.
-func resourcesToProto(r plan.ContainerResources) *podsyncv1.ResourceRequirements {
+func resourcesToProto(r engine.ContainerResources) *podsyncv1.ResourceRequirements {
 	req := r.Requirements()
 	out := &podsyncv1.ResourceRequirements{Requests: map[string]string{}, Limits: map[string]string{}}
 	for k, q := range req.Requests {
@@ -287,14 +283,14 @@ func resourcesToProto(r plan.ContainerResources) *podsyncv1.ResourceRequirements
 }
 
 // entryToProto translates an entry of the revision log.
-func (s *service) entryToProto(e store.Entry) *podsyncv1.WatchPodsResponse {
+func (s *service) entryToProto(e engine.Entry) *podsyncv1.WatchPodsResponse {
 	out := &podsyncv1.WatchPodsResponse{Revision: e.Revision, Pod: podRefToProto(e.Pod)}
 	switch e.Kind {
-	case store.KindStatus:
+	case engine.EntryStatus:
 		// The sandbox recorded with the status, not today's.
 		sb := sandboxRef{id: e.Sandbox.ID, attempt: e.Sandbox.Attempt}
 		out.Change = &podsyncv1.WatchPodsResponse_Status{Status: s.statusToProto(e.Status, nil, sb)}
-	case store.KindEvent:
+	case engine.EntryEvent:
 		ev := &podsyncv1.PodEvent{Type: podsyncv1.EventType_EVENT_TYPE_UNSPECIFIED}
 		if e.Event != nil {
 			ev.Reason, ev.Message, ev.Container, ev.Time = e.Event.Reason, e.Event.Message, e.Event.Container, timeToProto(e.Event.Time)
@@ -306,17 +302,17 @@ func (s *service) entryToProto(e store.Entry) *podsyncv1.WatchPodsResponse {
 			}
 		}
 		out.Change = &podsyncv1.WatchPodsResponse_Event{Event: ev}
-	case store.KindDeleted:
+	case engine.EntryDeleted:
 		out.Change = &podsyncv1.WatchPodsResponse_Deleted{Deleted: &podsyncv1.PodDeleted{Time: timeToProto(e.Time)}}
 	}
 	return out
 }
 
-var podOutcomes = map[runpods.Outcome]podsyncv1.PodOutcome{
-	runpods.ReachedTarget: podsyncv1.PodOutcome_POD_OUTCOME_REACHED_TARGET,
-	runpods.Rejected:      podsyncv1.PodOutcome_POD_OUTCOME_REJECTED,
-	runpods.Failed:        podsyncv1.PodOutcome_POD_OUTCOME_FAILED,
-	runpods.TimedOut:      podsyncv1.PodOutcome_POD_OUTCOME_TIMED_OUT,
+var podOutcomes = map[engine.Outcome]podsyncv1.PodOutcome{
+	engine.ReachedTarget: podsyncv1.PodOutcome_POD_OUTCOME_REACHED_TARGET,
+	engine.Rejected:      podsyncv1.PodOutcome_POD_OUTCOME_REJECTED,
+	engine.Failed:        podsyncv1.PodOutcome_POD_OUTCOME_FAILED,
+	engine.TimedOut:      podsyncv1.PodOutcome_POD_OUTCOME_TIMED_OUT,
 }
 
 func int32Of(n int) int32 {
@@ -324,7 +320,7 @@ func int32Of(n int) int32 {
 }
 
 // summaryToProto translates RunPods' verdict.
-func (s *service) summaryToProto(sum runpods.Summary) *podsyncv1.RunPodsSummary {
+func (s *service) summaryToProto(pods Pods, sum engine.RunPodsSummary) *podsyncv1.RunPodsSummary {
 	out := &podsyncv1.RunPodsSummary{
 		ReachedTarget: int32Of(sum.ReachedTarget),
 		Rejected:      int32Of(sum.Rejected),
@@ -341,7 +337,7 @@ func (s *service) summaryToProto(sum runpods.Summary) *podsyncv1.RunPodsSummary 
 			Duration: durationpb.New(r.Duration),
 		}
 		if r.Admitted {
-			pr.Status = s.statusToProto(&r.Status, nil, s.currentSandbox(r.Pod.UID))
+			pr.Status = s.statusToProto(&r.Status, nil, s.currentSandbox(pods, r.Pod.UID))
 		}
 		for _, fc := range r.FailedContainers {
 			pr.FailedContainers = append(pr.FailedContainers, &podsyncv1.FailedContainer{
@@ -360,7 +356,7 @@ func (s *service) summaryToProto(sum runpods.Summary) *podsyncv1.RunPodsSummary 
 }
 
 // progressToProto translates a RunPods progress report, or returns nil.
-func (s *service) progressToProto(p runpods.Progress) *podsyncv1.RunPodsResponse {
+func (s *service) progressToProto(pods Pods, p engine.RunPodsProgress) *podsyncv1.RunPodsResponse {
 	ref := podRefToProto(p.Pod)
 	switch {
 	case p.Step != nil:
@@ -368,17 +364,17 @@ func (s *service) progressToProto(p runpods.Progress) *podsyncv1.RunPodsResponse
 			Step: &podsyncv1.PodStep{Pod: ref, Step: stepToProto(*p.Step)}}}
 	case p.Status != nil:
 		return &podsyncv1.RunPodsResponse{Event: &podsyncv1.RunPodsResponse_Status{
-			Status: &podsyncv1.PodStatusUpdate{Pod: ref, Status: s.statusToProto(p.Status, nil, s.currentSandbox(p.Pod.UID))}}}
+			Status: &podsyncv1.PodStatusUpdate{Pod: ref, Status: s.statusToProto(p.Status, nil, s.currentSandbox(pods, p.Pod.UID))}}}
 	}
 	return nil
 }
 
-func logLineToProto(l logs.Line) *podsyncv1.LogLine {
+func logLineToProto(l engine.LogLine) *podsyncv1.LogLine {
 	out := &podsyncv1.LogLine{Time: timeToProto(l.Time), Content: l.Content}
 	switch l.Stream {
-	case logs.Stdout:
+	case engine.LogStdout:
 		out.Stream = podsyncv1.LogStream_LOG_STREAM_STDOUT
-	case logs.Stderr:
+	case engine.LogStderr:
 		out.Stream = podsyncv1.LogStream_LOG_STREAM_STDERR
 	}
 	return out

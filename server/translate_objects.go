@@ -7,38 +7,38 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
-	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine"
 )
 
 // objectKindFromProto returns the store's kind of k; "" (both) for
 // unspecified.
-func objectKindFromProto(k podsyncv1.ObjectKind) store.ObjectKind {
+func objectKindFromProto(k podsyncv1.ObjectKind) engine.ObjectKind {
 	switch k {
 	case podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP:
-		return store.KindConfigMap
+		return engine.KindConfigMap
 	case podsyncv1.ObjectKind_OBJECT_KIND_SECRET:
-		return store.KindSecret
+		return engine.KindSecret
 	}
 	return ""
 }
 
-func objectKindToProto(k store.ObjectKind) podsyncv1.ObjectKind {
+func objectKindToProto(k engine.ObjectKind) podsyncv1.ObjectKind {
 	switch k {
-	case store.KindConfigMap:
+	case engine.KindConfigMap:
 		return podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP
-	case store.KindSecret:
+	case engine.KindSecret:
 		return podsyncv1.ObjectKind_OBJECT_KIND_SECRET
 	}
 	return podsyncv1.ObjectKind_OBJECT_KIND_UNSPECIFIED
 }
 
-func objectRefToProto(r store.ObjectRef, resourceVersion string) *podsyncv1.ObjectRef {
+func objectRefToProto(r engine.ObjectRef, resourceVersion string) *podsyncv1.ObjectRef {
 	return &podsyncv1.ObjectRef{Kind: objectKindToProto(r.Kind), Namespace: r.Namespace, Name: r.Name, ResourceVersion: resourceVersion}
 }
 
 // objectToProto translates a stored object, whose Secret's values the
 // store removed.
-func objectToProto(rec *store.ObjectRecord) (*podsyncv1.Object, error) {
+func objectToProto(rec *engine.ObjectRecord) (*podsyncv1.Object, error) {
 	return storedToProto(rec.ConfigMap, rec.Secret)
 }
 
@@ -59,17 +59,17 @@ func storedToProto(cm *corev1.ConfigMap, sec *corev1.Secret) (*podsyncv1.Object,
 }
 
 // objectEntryToProto translates an object entry of the revision log.
-func objectEntryToProto(e store.Entry) (*podsyncv1.WatchObjectsResponse, error) {
+func objectEntryToProto(e engine.Entry) (*podsyncv1.WatchObjectsResponse, error) {
 	out := &podsyncv1.WatchObjectsResponse{Revision: e.Revision}
 	switch e.Kind {
-	case store.KindObjectApplied:
+	case engine.EntryObjectApplied:
 		out.Object = objectRefToProto(*e.Object, strconv.FormatInt(e.Revision, 10))
 		obj, err := storedToProto(e.ConfigMap, e.Secret)
 		if err != nil {
 			return nil, err
 		}
 		out.Change = &podsyncv1.WatchObjectsResponse_Applied{Applied: obj}
-	case store.KindObjectDeleted:
+	case engine.EntryObjectDeleted:
 		out.Object = objectRefToProto(*e.Object, "")
 		out.Change = &podsyncv1.WatchObjectsResponse_Deleted{Deleted: &podsyncv1.ObjectDeleted{Time: timeToProto(e.Time)}}
 	}

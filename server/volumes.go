@@ -12,10 +12,7 @@ import (
 
 // ListVolumes returns the node's named volumes.
 func (s *service) ListVolumes(ctx context.Context, _ *podsyncv1.ListVolumesRequest) (*podsyncv1.ListVolumesResponse, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
-	vols, err := s.node.ListVolumes(ctx)
+	vols, err := s.backend(ctx).Volumes.List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -28,13 +25,10 @@ func (s *service) ListVolumes(ctx context.Context, _ *podsyncv1.ListVolumesReque
 
 // CreateVolume creates a named volume, as a pod naming the claim would.
 func (s *service) CreateVolume(ctx context.Context, req *podsyncv1.CreateVolumeRequest) (*podsyncv1.CreateVolumeResponse, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
 	if req.GetName() == "" {
 		return nil, NewError(codes.InvalidArgument, errorinfo.ReasonInvalidSpec, "name: required: the volume's claimName", nil)
 	}
-	created, err := s.node.CreateVolume(ctx, req.GetName())
+	created, err := s.backend(ctx).Volumes.Create(ctx, req.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -43,13 +37,10 @@ func (s *service) CreateVolume(ctx context.Context, req *podsyncv1.CreateVolumeR
 
 // DeleteVolume removes a named volume no stored pod names.
 func (s *service) DeleteVolume(ctx context.Context, req *podsyncv1.DeleteVolumeRequest) (*podsyncv1.DeleteVolumeResponse, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
 	if req.GetName() == "" {
 		return nil, NewError(codes.InvalidArgument, errorinfo.ReasonInvalidSpec, fmt.Sprintf("name: required: the volume's claimName (%s)", "podsyncctl volume ls lists them"), nil)
 	}
-	found, err := s.node.DeleteVolume(ctx, req.GetName())
+	found, err := s.backend(ctx).Volumes.Delete(ctx, req.GetName())
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 	"google.golang.org/grpc"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine"
 )
 
 // WatchObjects streams the changes of the stored ConfigMaps and Secrets a
@@ -15,17 +15,14 @@ import (
 // list's revision, then every change after it, from the same revision
 // log.
 func (s *service) WatchObjects(req *podsyncv1.WatchObjectsRequest, stream grpc.ServerStreamingServer[podsyncv1.WatchObjectsResponse]) error {
-	if err := s.ready(); err != nil {
-		return err
-	}
 	if err := InvalidRequest(s.validator.ValidateWatchObjectsRequest(req)); err != nil {
 		return err
 	}
-	f := store.ObjectFilter{Kind: objectKindFromProto(req.GetKind()), Namespace: req.GetNamespace()}
+	f := engine.ObjectFilter{Kind: objectKindFromProto(req.GetKind()), Namespace: req.GetNamespace()}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	list := func() (int64, error) {
-		recs, rev, err := s.node.ListObjects(ctx, f)
+		recs, rev, err := s.backend(ctx).Objects.ListObjects(ctx, f)
 		if err != nil {
 			return 0, err
 		}
@@ -47,7 +44,7 @@ func (s *service) WatchObjects(req *podsyncv1.WatchObjectsRequest, stream grpc.S
 			Change:   &podsyncv1.WatchObjectsResponse_Synced{Synced: &podsyncv1.WatchSynced{}},
 		})
 	}
-	return s.listThenFollow(ctx, req.GetSinceRevision(), list, func(e store.Entry) error {
+	return s.listThenFollow(ctx, req.GetSinceRevision(), s.backend(ctx).Objects.Watch, list, func(e engine.Entry) error {
 		if !e.IsObject() || (f.Kind != "" && e.Object.Kind != f.Kind) || (f.Namespace != "" && e.Object.Namespace != f.Namespace) {
 			return nil
 		}

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
-	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/engine"
 )
 
 // WatchPods streams the changes of the pods a filter selects: with
@@ -19,9 +19,6 @@ import (
 // RESOURCE_EXHAUSTED SLOW_CONSUMER for a client that fell behind
 // (ToStatus maps the store's errors).
 func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerStreamingServer[podsyncv1.WatchPodsResponse]) error {
-	if err := s.ready(); err != nil {
-		return err
-	}
 	if err := InvalidRequest(s.validator.ValidateWatchPodsRequest(req)); err != nil {
 		return err
 	}
@@ -38,7 +35,7 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 		wf.labels = map[types.UID]labels.Set{}
 	}
 	list := func() (int64, error) {
-		recs, rev, err := s.node.ListShared(ctx, f)
+		recs, rev, err := s.backend(ctx).Pods.ListShared(ctx, f)
 		if err != nil {
 			return 0, err
 		}
@@ -50,7 +47,7 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 			if err := stream.Send(&podsyncv1.WatchPodsResponse{
 				Revision: rec.ModRevision,
 				Pod:      podRefToProto(rec.Ref()),
-				Change:   &podsyncv1.WatchPodsResponse_Status{Status: s.statusToProto(&st, nil, s.currentSandbox(rec.Pod.UID))},
+				Change:   &podsyncv1.WatchPodsResponse_Status{Status: s.statusToProto(&st, nil, s.currentSandbox(s.backend(ctx).Pods, rec.Pod.UID))},
 			}); err != nil {
 				return 0, err
 			}
@@ -60,7 +57,7 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 			Change:   &podsyncv1.WatchPodsResponse_Synced{Synced: &podsyncv1.WatchSynced{}},
 		})
 	}
-	return s.listThenFollow(ctx, req.GetSinceRevision(), list, func(e store.Entry) error {
+	return s.listThenFollow(ctx, req.GetSinceRevision(), s.backend(ctx).Pods.Watch, list, func(e engine.Entry) error {
 		if !wf.match(ctx, e) {
 			return nil
 		}
@@ -71,10 +68,12 @@ func (s *service) WatchPods(req *podsyncv1.WatchPodsRequest, stream grpc.ServerS
 // listThenFollow is the one shape of WatchPods and WatchObjects. With
 // since 0, list sends the current items and a synced message and returns
 // the revision it listed at, and the revision log is followed after that
-// revision; otherwise after since. follow gets each entry of the log until
-// ctx ends or the log fails; listThenFollow returns list's or follow's
-// first error, the log's, or nil when ctx ended (the client went away).
-func (s *service) listThenFollow(ctx context.Context, since int64, list func() (int64, error), follow func(store.Entry) error) error {
+// revision (through watch); otherwise after since. follow gets each entry
+// of the log until ctx ends or the log fails; listThenFollow returns
+// list's or follow's first error, the log's, or nil when ctx ended (the
+// client went away).
+func (s *service) listThenFollow(ctx context.Context, since int64, watch func(context.Context, int64) (*engine.Watcher, error),
+	list func() (int64, error), follow func(engine.Entry) error) error {
 	if since == 0 {
 		rev, err := list()
 		if err != nil {
@@ -82,7 +81,7 @@ func (s *service) listThenFollow(ctx context.Context, since int64, list func() (
 		}
 		since = rev
 	}
-	w, err := s.node.Watch(ctx, since)
+	w, err := watch(ctx, since)
 	if err != nil {
 		return err
 	}
@@ -109,7 +108,7 @@ func (s *service) listThenFollow(ctx context.Context, since int64, list func() (
 // store. Deletions carry the labels the pod had.
 type watchFilter struct {
 	s *service
-	f store.Filter
+	f engine.PodFilter
 	// labels are the selected pods' labels last seen; nil without a
 	// selector.
 	labels map[types.UID]labels.Set
@@ -120,7 +119,7 @@ func (wf *watchFilter) bySelector() bool {
 	return wf.f.Selector != nil && !wf.f.Selector.Empty()
 }
 
-func (wf *watchFilter) match(ctx context.Context, e store.Entry) bool {
+func (wf *watchFilter) match(ctx context.Context, e engine.Entry) bool {
 	if e.IsObject() {
 		return false // WatchObjects' entries
 	}
@@ -131,12 +130,12 @@ func (wf *watchFilter) match(ctx context.Context, e store.Entry) bool {
 		return true
 	}
 	set, known := wf.labels[e.Pod.UID]
-	if e.Kind == store.KindDeleted {
+	if e.Kind == engine.EntryDeleted {
 		delete(wf.labels, e.Pod.UID)
 		if e.Labels != nil || !known {
 			set, known = e.Labels, true
 		}
-	} else if rec, err := wf.s.node.GetShared(ctx, e.Pod.Namespace, e.Pod.Name); err == nil && rec.Pod.UID == e.Pod.UID {
+	} else if rec, err := wf.s.backend(ctx).Pods.GetShared(ctx, e.Pod.Namespace, e.Pod.Name); err == nil && rec.Pod.UID == e.Pod.UID {
 		// Only read, as the labels kept are: the shared record spares a
 		// copy of the pod per entry.
 		set, known = rec.Pod.Labels, true

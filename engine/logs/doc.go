@@ -1,5 +1,9 @@
 // Package logs reads the log files a CRI runtime writes for containers, as
-// the kubelet's kuberuntime/logs does for `kubectl logs`.
+// the kubelet's kuberuntime/logs does for `kubectl logs`, and is the
+// node's container log manager (pkg/kubelet/logs): a Manager finds a pod's
+// container and the file of its instance (containers.go: ContainerLogs,
+// ContainerLogFiles) and rotates the logs of running containers by size
+// (rotate.go: Rotate, ReopenContainerLog).
 //
 // # Format
 //

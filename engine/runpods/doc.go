@@ -3,6 +3,12 @@
 // for each until it reaches its target (running, ready or succeeded),
 // fails, or misses its timeout — then report one result per pod.
 //
+// The node runs it (engine.Node's RunPods): the admission of the batch is
+// the node's gate (AdmitFunc), which admits each pod once and reserves it
+// until its apply has stored it; the apply is the node's Apply without a
+// second admission (ApplyFunc); the statuses come from the node's
+// revision log (Pods). This package imports none of the node.
+//
 // Progress comes from the node's revision log as status changes are
 // recorded, not from polling: the kubelet's run-once slept 1 s, then 2 s,
 // … up to 512 s between checks. A pod that misses its timeout is reported

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
@@ -25,11 +24,9 @@ import (
 	"github.com/podsync/podsync/engine/syncer"
 )
 
-// Node is what RunPods needs of the node: the pod workers' apply, the
-// stored pods and the revision log.
-type Node interface {
-	// Apply stores the pod and runs one sync pass now, emitting its steps.
-	Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(syncer.StepResult)) (engine.ApplyResult, error)
+// Pods are the node's stored pods and revision log, which Run watches
+// for the statuses of the pods it runs (engine.Node implements it).
+type Pods interface {
 	// ListShared returns the stored pods and the revision to watch from;
 	// the records are shared and only read.
 	ListShared(ctx context.Context, f store.Filter) ([]*store.PodRecord, int64, error)
@@ -40,7 +37,17 @@ type Node interface {
 	ObserveSteps(uid types.UID, fn func(syncer.StepResult)) (stop func())
 }
 
-var _ Node = (*engine.Node)(nil)
+// AdmitFunc is the node's admission of a batch: one result per pod, in
+// order, and for each admitted pod the release of its reservation, which
+// Run calls once the pod's apply has returned (the pod is stored then, and
+// counts as the node's). An error is the node's, not a refusal.
+type AdmitFunc func(pods []*corev1.Pod, allOrNothing bool) (results []admit.Result, releases []func(), err error)
+
+// ApplyFunc stores a pod the batch admitted, without admitting it again,
+// and runs one sync pass of it now, emitting its steps; it returns the
+// pod's status and the steps after the pass (engine.Node's Apply).
+type ApplyFunc func(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret,
+	emit func(syncer.StepResult)) (corev1.PodStatus, []syncer.StepResult, error)
 
 // WaitFor is the target a pod is waited for.
 type WaitFor int
@@ -120,12 +127,12 @@ type Request struct {
 
 // Options configure Run.
 type Options struct {
-	// Node runs the pods. Required.
-	Node Node
-	// Admission is the node's allocatable resources.
-	Admission admit.Node
-	// Policy is the operator's policy for dangerous features.
-	Policy admit.Policy
+	// Pods are the node's pods and revision log. Required.
+	Pods Pods
+	// Admit admits the batch, once. Required.
+	Admit AdmitFunc
+	// Apply runs an admitted pod. Required.
+	Apply ApplyFunc
 	// PodLogDir is where the runtime writes container logs (engine
 	// Options.PodLogDir); empty means the engine's default.
 	PodLogDir string
@@ -243,15 +250,16 @@ func (w *waiter) take() *corev1.PodStatus {
 }
 
 func (r *run) run(ctx context.Context) (Summary, error) {
-	records, rev, err := r.opts.Node.ListShared(ctx, store.Filter{})
+	// The revision to watch from, before anything of the batch is
+	// stored: the watch misses none of its statuses.
+	_, rev, err := r.opts.Pods.ListShared(ctx, store.Filter{})
 	if err != nil {
-		return Summary{}, fmt.Errorf("list pods for admission: %w", err)
+		return Summary{}, fmt.Errorf("list pods: %w", err)
 	}
-	others := make([]*corev1.Pod, 0, len(records))
-	for _, rec := range records {
-		others = append(others, rec.Pod)
+	decisions, releases, err := r.opts.Admit(r.req.Pods, r.req.AllOrNothing)
+	if err != nil {
+		return Summary{}, err
 	}
-	decisions := admit.Batch(r.req.Pods, others, r.opts.Admission, r.opts.Policy, r.req.AllOrNothing)
 	failpoint.Inject(failpoint.RunPodsAdmitted)
 
 	results := make([]Result, len(r.req.Pods))
@@ -276,7 +284,7 @@ func (r *run) run(ctx context.Context) (Summary, error) {
 			if !decisions[i].Admit {
 				continue
 			}
-			wg.Go(func() { results[i] = r.runPod(ctx, pod) })
+			wg.Go(func() { results[i] = r.runPod(ctx, pod, releases[i]) })
 		}
 		wg.Wait()
 		stopWatch()
@@ -308,7 +316,7 @@ func (r *run) run(ctx context.Context) (Summary, error) {
 // too, so no pod misses its latest status.
 func (r *run) dispatch(ctx context.Context, rev int64) {
 	for ctx.Err() == nil {
-		w, err := r.opts.Node.Watch(ctx, rev)
+		w, err := r.opts.Pods.Watch(ctx, rev)
 		if err == nil {
 			for e := range w.Events() {
 				rev = e.Revision
@@ -327,7 +335,7 @@ func (r *run) dispatch(ctx context.Context, rev int64) {
 			return
 		}
 		r.opts.Logger.Warn("run pods: watch ended, listing again", zap.Error(err), zap.Int64("revision", rev))
-		records, listRev, lerr := r.opts.Node.ListShared(ctx, store.Filter{})
+		records, listRev, lerr := r.opts.Pods.ListShared(ctx, store.Filter{})
 		if lerr != nil {
 			// The store is closing or broken: wait a little and retry
 			// rather than spin; ctx ends the loop.
@@ -347,7 +355,7 @@ func (r *run) dispatch(ctx context.Context, rev int64) {
 }
 
 // runPod applies one admitted pod and waits for its verdict.
-func (r *run) runPod(ctx context.Context, pod *corev1.Pod) Result {
+func (r *run) runPod(ctx context.Context, pod *corev1.Pod, release func()) Result {
 	start := r.opts.Clock.Now()
 	ref := store.RefOf(pod)
 	res := Result{Pod: ref, Admitted: true}
@@ -370,7 +378,7 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod) Result {
 	// later pass ends the wait at once.
 	syncFailed := make(chan syncer.StepResult, 1)
 	later := newStepQueue(func(s syncer.StepResult) { r.progress(Progress{Pod: ref, Step: &s}) })
-	stopObserving := r.opts.Node.ObserveSteps(pod.UID, func(s syncer.StepResult) {
+	stopObserving := r.opts.Pods.ObserveSteps(pod.UID, func(s syncer.StepResult) {
 		later.push(s)
 		if terminalFailure(pod, s) {
 			select {
@@ -381,10 +389,11 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod) Result {
 	})
 	defer later.close()
 	defer stopObserving()
-	applied, err := r.opts.Node.Apply(pctx, pod, r.req.ConfigMaps, r.req.Secrets, func(s syncer.StepResult) {
+	st, steps, err := r.opts.Apply(pctx, pod, r.req.ConfigMaps, r.req.Secrets, func(s syncer.StepResult) {
 		r.progress(Progress{Pod: ref, Step: &s})
 	})
-	st := applied.Status
+	// Stored (or refused by the store): its admission's reservation ends.
+	release()
 	switch {
 	case ctx.Err() != nil:
 		return res
@@ -396,7 +405,7 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod) Result {
 	case err != nil:
 		return finish(Failed, ReasonSyncError, err.Error(), st)
 	}
-	for _, s := range applied.Steps {
+	for _, s := range steps {
 		if terminalFailure(pod, s) {
 			return finish(Failed, ReasonSyncError, syncErrorMessage(pod, s), st)
 		}
@@ -518,7 +527,7 @@ func isStartingReason(reason string) bool {
 
 // logTail returns the last lines of the container's newest log file.
 func (r *run) logTail(ctx context.Context, pod *corev1.Pod, container string) []string {
-	files := engine.ContainerLogFiles(pod, criconfig.Options{PodLogDir: r.opts.PodLogDir}, container)
+	files := logs.ContainerLogFiles(pod, criconfig.Options{PodLogDir: r.opts.PodLogDir}, container)
 	if len(files) == 0 {
 		return nil
 	}

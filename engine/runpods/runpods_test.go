@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
@@ -65,12 +64,12 @@ func newFakeNode(t *testing.T) *fakeNode {
 	return n
 }
 
-func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap, _ []*corev1.Secret, emit func(syncer.StepResult)) (engine.ApplyResult, error) {
+func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap, _ []*corev1.Secret, emit func(syncer.StepResult)) (corev1.PodStatus, []syncer.StepResult, error) {
 	if err := n.applyErr[pod.Name]; err != nil {
-		return engine.ApplyResult{}, err
+		return corev1.PodStatus{}, nil, err
 	}
 	if _, err := n.st.Put(store.PodRecord{Pod: pod.DeepCopy()}); err != nil {
-		return engine.ApplyResult{}, err
+		return corev1.PodStatus{}, nil, err
 	}
 	n.mu.Lock()
 	n.applied = append(n.applied, pod.Name)
@@ -79,7 +78,7 @@ func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.Confi
 	pending := corev1.PodStatus{Phase: corev1.PodPending}
 	ref := store.RefOf(pod)
 	if _, err := n.st.Append(store.StatusChange(ref, &pending)); err != nil {
-		return engine.ApplyResult{}, err
+		return corev1.PodStatus{}, nil, err
 	}
 	steps := n.scripts[pod.Name]
 	later := n.laterSteps[pod.Name]
@@ -106,7 +105,27 @@ func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.Confi
 			}
 		}
 	})
-	return engine.ApplyResult{Created: true, Status: pending, Steps: n.applySteps[pod.Name]}, nil
+	return pending, n.applySteps[pod.Name], nil
+}
+
+// admit is the fake node's admission of a batch: admit.Batch against the
+// stored pods, with the node and policy of options.
+func (n *fakeNode) admit(node admit.Node, policy admit.Policy) AdmitFunc {
+	return func(pods []*corev1.Pod, allOrNothing bool) ([]admit.Result, []func(), error) {
+		recs, _, err := n.st.ListShared(store.Filter{})
+		if err != nil {
+			return nil, nil, err
+		}
+		others := make([]*corev1.Pod, 0, len(recs))
+		for _, rec := range recs {
+			others = append(others, rec.Pod)
+		}
+		releases := make([]func(), len(pods))
+		for i := range releases {
+			releases[i] = func() {}
+		}
+		return admit.Batch(pods, others, node, policy, allOrNothing), releases, nil
+	}
 }
 
 func (n *fakeNode) ObserveSteps(uid types.UID, fn func(syncer.StepResult)) func() {
@@ -170,9 +189,10 @@ var (
 
 func options(n *fakeNode, logDir string) Options {
 	return Options{
-		Node:      n,
-		Admission: admit.Node{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")}},
-		Policy:    admit.Policy{AllowedHostPorts: []admit.PortRange{{From: 9000, To: 9000}}},
+		Pods: n,
+		Admit: n.admit(admit.Node{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")}},
+			admit.Policy{AllowedHostPorts: []admit.PortRange{{From: 9000, To: 9000}}}),
+		Apply:     n.Apply,
 		PodLogDir: logDir,
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,7 +29,7 @@ import (
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/engine/runpods"
+	"github.com/podsync/podsync/engine/metrics"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/ctrdevents"
@@ -118,8 +119,11 @@ type daemon struct {
 	log    *zap.Logger
 	store  *store.Store
 	health *server.HealthChecker
-	svc    *lateService
-	fatal  chan error // buffered; background failures that end podsyncd
+	// svc is the service of the node running on the connected runtime,
+	// rt that runtime (nil while there is none).
+	svc   server.Service
+	rt    atomic.Pointer[syncer.RemoteRuntime]
+	fatal chan error // buffered; background failures that end podsyncd
 
 	alloc    corev1.ResourceList
 	memory   int64
@@ -128,17 +132,15 @@ type daemon struct {
 	hooksFor admit.Node
 	// credentials are the node's image credentials (--image-credentials).
 	credentials *syncer.Keyring
-	// metrics are the engine's, on the registry --metrics-address serves;
-	// sessions the exec, attach and port-forward sessions'.
-	metrics  *engine.Metrics
-	sessions *server.SessionMetrics
+	// metrics are the engine's, on the registry --metrics-address serves.
+	metrics *metrics.Metrics
 }
 
 func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 	log.Info("podsyncd starting", zap.String("node", cfg.NodeName), zap.Strings("node_ips", cfg.NodeIPs),
 		zap.String("runtime_endpoint", cfg.RuntimeEndpoint), zap.String("image_endpoint", cfg.ImageEndpoint),
 		zap.Strings("listen", cfg.Listen))
-	d := &daemon{cfg: cfg, log: log, svc: &lateService{}, fatal: make(chan error, 4), policy: cfg.Policy.Admit()}
+	d := &daemon{cfg: cfg, log: log, fatal: make(chan error, 4), policy: cfg.Policy.Admit()}
 	if err := d.machine(); err != nil {
 		return err
 	}
@@ -216,18 +218,27 @@ func openStore(cfg Config, log *zap.Logger) (*store.Store, error) {
 
 // newServer builds the gRPC server from opts, with the engine's metrics
 // and the Go and process collectors on reg and the health checker,
-// serving the late-bound service.
+// serving the service, whose backend runNode sets once the runtime is
+// connected.
 func (d *daemon) newServer(opts server.Options, reg *prometheus.Registry) (*server.Server, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var err error
-	d.metrics, err = engine.NewMetrics(reg, engine.MetricsOptions{ErrorCode: criErrorCode})
+	d.metrics, err = metrics.New(reg, metrics.Options{ErrorCode: criErrorCode})
 	if err != nil {
 		return nil, err
 	}
-	if d.sessions, err = server.NewSessionMetrics(reg); err != nil {
+	sessions, err := server.NewSessionMetrics(reg)
+	if err != nil {
 		return nil, err
 	}
-	d.health = server.NewHealthChecker(d.svc.probe, 0, d.log.Named("health"))
+	d.health = server.NewHealthChecker(d.probe, 0, d.log.Named("health"))
+	d.svc = server.NewService(server.ServiceOptions{
+		Health:            d.health,
+		NodeName:          d.cfg.NodeName,
+		StreamIdleTimeout: d.cfg.StreamIdleTimeout.Duration,
+		Sessions:          sessions,
+		Logger:            d.log.Named("service"),
+	})
 	opts.Service = d.svc
 	opts.Logger = d.log.Named("grpc")
 	opts.Registerer = reg
@@ -405,7 +416,6 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		d.log.Warn("runtime status unavailable: pods with hostUsers false are refused", zap.Error(err))
 	}
 	d.log.Info("runtime features", zap.Bool("userNamespaces", nodeInfo.UserNamespaces))
-	admitFn, policyFn := engine.Admission(nodeInfo, policy)
 	threshold, err := d.cfg.StoreThreshold()
 	if err != nil {
 		return err
@@ -442,9 +452,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 			NodeAllocatable:    d.alloc,
 			MemoryCapacity:     d.memory,
 		},
-		Admit:              admitFn,
-		Policy:             policyFn,
-		HostPaths:          policy,
+		Admission:          &engine.AdmissionConfig{Node: nodeInfo, Policy: policy},
 		Credentials:        d.credentials,
 		RuntimeUnavailable: runtimeUnavailable,
 		RemoveOrphans:      d.cfg.RemoveOrphans,
@@ -454,22 +462,13 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 	if err != nil {
 		return err
 	}
-	svc := server.NewService(server.ServiceOptions{
-		Node:   node,
-		Health: d.health,
-		RunPods: runpods.Options{
-			Admission: nodeInfo,
-			Policy:    policy,
-			PodLogDir: d.cfg.PodLogDir,
-		},
-		NodeName:          d.cfg.NodeName,
-		StreamIdleTimeout: d.cfg.StreamIdleTimeout.Duration,
-		Sessions:          d.sessions,
-		Logger:            d.log.Named("service"),
-	})
 	d.log.Info("connected to the container runtime")
-	d.svc.set(&backend{svc: svc, rt: rt})
-	defer d.svc.set(nil)
+	d.rt.Store(rt)
+	d.svc.SetBackend(server.BackendOf(node))
+	defer func() {
+		d.svc.SetBackend(nil)
+		d.rt.Store(nil)
+	}()
 	d.health.ProbeNow()
 	if d.cfg.ManifestDir != "" {
 		src, err := manifestdir.New(manifestdir.Options{Dir: d.cfg.ManifestDir, Node: node, Rescan: d.cfg.ManifestRescan.Duration,
@@ -523,6 +522,16 @@ func dialRuntime(ctx context.Context, runtimeEP, imageEP string) (*syncer.Remote
 		defer cancel()
 		_ = img.Close(cctx)
 	}, nil
+}
+
+// probe is the health probe: CRI Version of the connected runtime.
+func (d *daemon) probe(ctx context.Context) error {
+	rt := d.rt.Load()
+	if rt == nil {
+		return errors.New("not connected to the container runtime")
+	}
+	_, err := rt.Version(ctx, "v1")
+	return err
 }
 
 // criErrorCode names the gRPC code of a failed CRI call for the engine's

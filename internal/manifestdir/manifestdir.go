@@ -20,8 +20,6 @@ import (
 
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine"
-	"github.com/podsync/podsync/engine/store"
-	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/logx"
 	"github.com/podsync/podsync/validation"
 )
@@ -45,13 +43,13 @@ const (
 
 // Node is what the source drives: engine.Node implements it.
 type Node interface {
-	Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(syncer.StepResult)) (engine.ApplyResult, error)
-	ApplyObjects(ctx context.Context, objs []store.ObjectPut, source string) ([]store.ObjectResult, error)
-	DeleteAs(ctx context.Context, source, namespace, name, uid string, grace *int64) (bool, []syncer.StepResult, error)
-	DeleteObject(ctx context.Context, ref store.ObjectRef, resourceVersion, source string) (bool, int64, error)
-	ListShared(ctx context.Context, f store.Filter) ([]*store.PodRecord, int64, error)
-	ListObjects(ctx context.Context, f store.ObjectFilter) ([]*store.ObjectRecord, int64, error)
-	RecordEvent(ref store.PodRef, ev store.Event) error
+	Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(engine.StepResult)) (engine.ApplyResult, error)
+	ApplyObjects(ctx context.Context, objs []engine.ObjectPut, source string) ([]engine.ObjectResult, error)
+	DeleteAs(ctx context.Context, source, namespace, name, uid string, grace *int64) (bool, []engine.StepResult, error)
+	DeleteObject(ctx context.Context, ref engine.ObjectRef, resourceVersion, source string) (bool, int64, error)
+	ListShared(ctx context.Context, f engine.PodFilter) ([]*engine.PodRecord, int64, error)
+	ListObjects(ctx context.Context, f engine.ObjectFilter) ([]*engine.ObjectRecord, int64, error)
+	RecordEvent(ref engine.PodRef, ev engine.Event) error
 }
 
 var _ Node = (*engine.Node)(nil)
@@ -103,8 +101,8 @@ type Source struct {
 type fileState struct {
 	digest  [sha256.Size]byte
 	known   bool // digest is set (false for what a restart found in the store)
-	pods    []store.PodRef
-	objects []store.ObjectRef
+	pods    []engine.PodRef
+	objects []engine.ObjectRef
 }
 
 // New returns a Source.
@@ -233,11 +231,11 @@ func (s *Source) rewatch(closeOld func()) (<-chan fsnotify.Event, func()) {
 // file source. A file removed while podsyncd was down is then found
 // missing by the first scan.
 func (s *Source) adopt(ctx context.Context) error {
-	recs, _, err := s.opts.Node.ListShared(ctx, store.Filter{})
+	recs, _, err := s.opts.Node.ListShared(ctx, engine.PodFilter{})
 	if err != nil {
 		return fmt.Errorf("manifest directory: %w", err)
 	}
-	objs, _, err := s.opts.Node.ListObjects(ctx, store.ObjectFilter{})
+	objs, _, err := s.opts.Node.ListObjects(ctx, engine.ObjectFilter{})
 	if err != nil {
 		return fmt.Errorf("manifest directory: %w", err)
 	}
@@ -375,18 +373,18 @@ func (s *Source) syncFile(ctx context.Context, name string) {
 func (s *Source) apply(ctx context.Context, name string, m *convert.Manifests) (*fileState, error) {
 	source := SourceName(name)
 	next := &fileState{}
-	var puts []store.ObjectPut
+	var puts []engine.ObjectPut
 	for _, cm := range m.ConfigMaps {
 		cm = cm.DeepCopy()
 		cm.Annotations = withSource(cm.Annotations, source)
-		puts = append(puts, store.ObjectPut{ConfigMap: cm})
-		next.objects = append(next.objects, store.ObjectRef{Kind: store.KindConfigMap, Namespace: cm.Namespace, Name: cm.Name})
+		puts = append(puts, engine.ObjectPut{ConfigMap: cm})
+		next.objects = append(next.objects, engine.ObjectRef{Kind: engine.KindConfigMap, Namespace: cm.Namespace, Name: cm.Name})
 	}
 	for _, sec := range m.Secrets {
 		sec = sec.DeepCopy()
 		sec.Annotations = withSource(sec.Annotations, source)
-		puts = append(puts, store.ObjectPut{Secret: sec})
-		next.objects = append(next.objects, store.ObjectRef{Kind: store.KindSecret, Namespace: sec.Namespace, Name: sec.Name})
+		puts = append(puts, engine.ObjectPut{Secret: sec})
+		next.objects = append(next.objects, engine.ObjectRef{Kind: engine.KindSecret, Namespace: sec.Namespace, Name: sec.Name})
 	}
 	var errs []error
 	if len(puts) > 0 {
@@ -402,7 +400,7 @@ func (s *Source) apply(ctx context.Context, name string, m *convert.Manifests) (
 			errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
 			continue
 		}
-		next.pods = append(next.pods, store.RefOf(pod))
+		next.pods = append(next.pods, engine.RefOf(pod))
 	}
 	return next, errors.Join(errs...)
 }
@@ -432,7 +430,7 @@ func (s *Source) removeFile(ctx context.Context, name string) {
 	s.deleteObjects(ctx, name, st.objects)
 }
 
-func (s *Source) deletePods(ctx context.Context, name string, pods []store.PodRef) {
+func (s *Source) deletePods(ctx context.Context, name string, pods []engine.PodRef) {
 	for _, p := range pods {
 		if _, _, err := s.opts.Node.DeleteAs(ctx, SourceName(name), p.Namespace, p.Name, string(p.UID), nil); err != nil {
 			s.log.Warn("delete a manifest file's pod", zap.String(logx.Source, SourceName(name)), zap.String(logx.PodNamespace, p.Namespace),
@@ -441,7 +439,7 @@ func (s *Source) deletePods(ctx context.Context, name string, pods []store.PodRe
 	}
 }
 
-func (s *Source) deleteObjects(ctx context.Context, name string, objs []store.ObjectRef) {
+func (s *Source) deleteObjects(ctx context.Context, name string, objs []engine.ObjectRef) {
 	for _, o := range objs {
 		if _, _, err := s.opts.Node.DeleteObject(ctx, o, "", SourceName(name)); err != nil {
 			s.log.Warn("delete a manifest file's object", zap.String(logx.Source, SourceName(name)), zap.String(logx.Object, o.String()), zap.Error(err))
@@ -455,7 +453,7 @@ func (s *Source) deleteObjects(ctx context.Context, name string, objs []store.Ob
 func (s *Source) report(name string, digest [sha256.Size]byte, err error) {
 	s.mu.Lock()
 	s.reported[name] = digest
-	var pods []store.PodRef
+	var pods []engine.PodRef
 	if st := s.files[name]; st != nil {
 		pods = slices.Clone(st.pods)
 	}
@@ -467,7 +465,7 @@ func (s *Source) report(name string, digest [sha256.Size]byte, err error) {
 		msg = msg[:1024] + "…"
 	}
 	for _, p := range pods {
-		if err := s.opts.Node.RecordEvent(p, store.Event{Type: corev1.EventTypeWarning, Reason: ReasonFailedManifest, Message: msg}); err != nil {
+		if err := s.opts.Node.RecordEvent(p, engine.Event{Type: corev1.EventTypeWarning, Reason: ReasonFailedManifest, Message: msg}); err != nil {
 			s.log.Warn("record a manifest file's event", zap.String(logx.PodName, p.Name), zap.Error(err))
 		}
 	}

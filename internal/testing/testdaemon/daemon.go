@@ -23,7 +23,6 @@ import (
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
-	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/host/mounttable"
 	"github.com/podsync/podsync/server"
@@ -68,14 +67,14 @@ type Options struct {
 	Images []string
 	// Store are the store's options; a nil Logger is Logger's "store".
 	Store store.Options
-	// Allocatable, when set, is the node's allocatable resources: the
-	// node admits SyncPod's pods against them and Policy, and RunPods
-	// admits its pods against them.
+	// Allocatable, when set, is the node's allocatable resources, which
+	// the node admits pods against, with Policy, as podsyncd does; unset,
+	// the node's resources are not limited (but the pod count's default).
 	Allocatable corev1.ResourceList
 	// Policy is the admission policy; nil means DefaultPolicy.
 	Policy *admit.Policy
 	// Service, if set, adjusts the service's options before it is built
-	// (Health, Validator, RunPods, …).
+	// (Health, Validator, …).
 	Service func(*server.ServiceOptions)
 	// Wrap, if set, wraps the service, for a test that injects faults:
 	// the daemon serves what it returns.
@@ -104,6 +103,8 @@ func (o Options) policy() admit.Policy {
 type Daemon struct {
 	// Runtime is the fake CRI runtime the node runs pods on.
 	Runtime *enginetest.FakeRuntime
+	// Node is the node the service answers for.
+	Node *engine.Node
 	// Store is the node's store; StorePath its file.
 	Store     *store.Store
 	StorePath string
@@ -191,12 +192,14 @@ func (d *Daemon) start(o Options, log *zap.Logger) error {
 	}
 	d.closers = append(d.closers, d.Store.Close)
 
-	svc, err := d.runNode(o, log)
+	gate, err := d.runNode(o, log)
 	if err != nil {
 		return err
 	}
+	var svc podsyncv1.PodSyncServiceServer = gate
 	if o.Wrap != nil {
-		svc = o.Wrap(svc)
+		// The wrapper is served behind the service's own readiness gate.
+		svc = gated{PodSyncServiceServer: o.Wrap(gate), gate: gate}
 	}
 	if o.Transport == Bufconn {
 		err = d.serveBufconn(svc, o.Dial)
@@ -212,7 +215,7 @@ func (d *Daemon) start(o Options, log *zap.Logger) error {
 
 // runNode starts the node on the runtime and store and returns its
 // service.
-func (d *Daemon) runNode(o Options, log *zap.Logger) (podsyncv1.PodSyncServiceServer, error) {
+func (d *Daemon) runNode(o Options, log *zap.Logger) (server.Service, error) {
 	nodeOpts := engine.NodeOptions{
 		Runtime: d.Runtime, Images: d.Runtime, Store: d.Store, Logger: log.Named("engine"),
 		Config: criconfig.Options{RootDir: d.RootDir, PodLogDir: d.PodLogDir, NodeIPs: []string{NodeIP}},
@@ -221,16 +224,13 @@ func (d *Daemon) runNode(o Options, log *zap.Logger) (podsyncv1.PodSyncServiceSe
 		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
 		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour},
 	}
-	admission := admit.Node{Name: NodeName, Labels: admit.NodeLabels(NodeName, goruntime.GOOS, goruntime.GOARCH, nil)}
-	if o.Allocatable != nil {
-		admission.Allocatable = o.Allocatable
-		nodeOpts.Admit, nodeOpts.Policy = engine.Admission(admission, o.policy())
-		nodeOpts.HostPaths = o.policy()
-	}
+	info := admit.Node{Name: NodeName, Labels: admit.NodeLabels(NodeName, goruntime.GOOS, goruntime.GOARCH, nil), Allocatable: o.Allocatable}
+	nodeOpts.Admission = &engine.AdmissionConfig{Node: info, Policy: o.policy()}
 	node, err := engine.NewNode(nodeOpts)
 	if err != nil {
 		return nil, err
 	}
+	d.Node = node
 	ctx, stop := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- node.Run(ctx) }()
@@ -242,8 +242,7 @@ func (d *Daemon) runNode(o Options, log *zap.Logger) (podsyncv1.PodSyncServiceSe
 		return nil
 	})
 
-	svcOpts := server.ServiceOptions{Node: node, NodeName: NodeName, Logger: log.Named("service"),
-		RunPods: runpods.Options{Admission: admission, Policy: o.policy(), PodLogDir: d.PodLogDir}}
+	svcOpts := server.ServiceOptions{Backend: server.BackendOf(node), NodeName: NodeName, Logger: log.Named("service")}
 	if o.Service != nil {
 		o.Service(&svcOpts)
 	}
@@ -294,11 +293,30 @@ func (d *Daemon) serve(svc podsyncv1.PodSyncServiceServer, o Options, log *zap.L
 	return d.dial(o.Dial)
 }
 
-// serveBufconn serves svc bare, behind the error interceptors, in memory.
+// gated serves a wrapped service behind the readiness gate of the service
+// it wraps.
+type gated struct {
+	podsyncv1.PodSyncServiceServer
+	gate server.Service
+}
+
+func (g gated) UnaryReady() grpc.UnaryServerInterceptor   { return g.gate.UnaryReady() }
+func (g gated) StreamReady() grpc.StreamServerInterceptor { return g.gate.StreamReady() }
+
+// readinessGate is the readiness gate of a service (server.Service, or a
+// gated wrapper).
+type readinessGate interface {
+	UnaryReady() grpc.UnaryServerInterceptor
+	StreamReady() grpc.StreamServerInterceptor
+}
+
+// serveBufconn serves svc bare, behind its readiness gate and the error
+// interceptors, in memory.
 func (d *Daemon) serveBufconn(svc podsyncv1.PodSyncServiceServer, dial []grpc.DialOption) error {
 	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(server.UnaryErrorInterceptor()),
-		grpc.ChainStreamInterceptor(server.StreamErrorInterceptor()))
+	g := svc.(readinessGate)
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(g.UnaryReady(), server.UnaryErrorInterceptor()),
+		grpc.ChainStreamInterceptor(g.StreamReady(), server.StreamErrorInterceptor()))
 	podsyncv1.RegisterPodSyncServiceServer(srv, svc)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()

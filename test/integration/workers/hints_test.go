@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/metrics"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/engine/watch"
 	"github.com/podsync/podsync/internal/ctrdevents"
@@ -67,7 +68,7 @@ func hintsBy(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	}
 	out := map[string]float64{}
 	for _, mf := range mfs {
-		if mf.GetName() != engine.MetricRuntimeHints {
+		if mf.GetName() != metrics.MetricRuntimeHints {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -105,7 +106,7 @@ func TestRuntimeHintSources(t *testing.T) {
 			t.Cleanup(func() { _ = src.Close() })
 			tap := &tappedEvents{RuntimeEvents: src, deaf: tc.deaf}
 			reg := prometheus.NewRegistry()
-			m, err := engine.NewMetrics(reg, engine.MetricsOptions{})
+			m, err := metrics.New(reg, metrics.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

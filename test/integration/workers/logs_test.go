@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
-
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -21,6 +19,7 @@ import (
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/logs"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // follower collects the lines a following ContainerLogs call emits.
@@ -35,7 +34,7 @@ func (e *env) follow(pod *corev1.Pod, container string) *follower {
 	ctx, cancel := context.WithCancel(e.ctx)
 	f := &follower{done: make(chan error, 1), stop: cancel}
 	go func() {
-		f.done <- e.node.ContainerLogs(ctx, engine.LogsRequest{
+		f.done <- e.node.Logs().ContainerLogs(ctx, engine.LogsRequest{
 			Namespace: pod.Namespace, Name: pod.Name, Container: container,
 			Options: logs.Options{Follow: true, PollInterval: 20 * time.Millisecond},
 		}, func(l logs.Line) error {
@@ -67,7 +66,7 @@ func (e *env) read(pod *corev1.Pod, req engine.LogsRequest) []logs.Line {
 	e.t.Helper()
 	req.Namespace, req.Name = pod.Namespace, pod.Name
 	var out []logs.Line
-	if err := e.node.ContainerLogs(e.ctx, req, func(l logs.Line) error { out = append(out, l); return nil }); err != nil {
+	if err := e.node.Logs().ContainerLogs(e.ctx, req, func(l logs.Line) error { out = append(out, l); return nil }); err != nil {
 		e.t.Fatalf("ContainerLogs: %v", err)
 	}
 	return out

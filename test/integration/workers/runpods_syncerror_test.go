@@ -53,11 +53,11 @@ func TestRunPodsFailsAtOnceOnASyncErrorThatWillNotClear(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnv(t, runAdmission)
 			pod := e.newPod("", localcritest.Busybox("app"))
 			tc.mutate(pod)
 			const timeout = 2 * time.Minute
-			s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: []*corev1.Pod{pod}, Timeout: timeout}, nil)
+			s, err := e.node.RunPods(e.ctx, runpods.Request{Pods: []*corev1.Pod{pod}, Timeout: timeout}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

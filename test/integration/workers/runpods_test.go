@@ -8,30 +8,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/runpods"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // The RunPods tests run one at a time, like the rest of this package: a
 // Node owns its runtime, and a second Node on the same containerd would
 // see the first one's pods as orphans (or refuse to start on a new store).
 
-func (e *env) runOptions() runpods.Options {
-	return runpods.Options{
-		Node: e.node,
-		Admission: admit.Node{Allocatable: corev1.ResourceList{
+// runAdmission is the admission of the RunPods tests' nodes.
+func runAdmission(o *engine.NodeOptions) {
+	o.Admission = &engine.AdmissionConfig{
+		Node: admit.Node{Allocatable: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110"),
 		}},
 		// Two pods of the batch publish a host port, which the baseline
 		// level refuses unless the operator opens it.
-		Policy:    admit.Policy{AllowedHostPorts: []admit.PortRange{{From: 1024, To: 65535}}},
-		PodLogDir: e.cfg.PodLogDir,
+		Policy: admit.Policy{AllowedHostPorts: []admit.PortRange{{From: 1024, To: 65535}}},
 	}
 }
 
@@ -51,7 +50,7 @@ func (e *env) summary(s runpods.Summary) []string {
 // TestRunPodsAdmitsAndRuns is issue 7's batch: ten pods, one asking for
 // more CPU than allocatable, one for a host port another pod holds.
 func TestRunPodsAdmitsAndRuns(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, runAdmission)
 	port, err := inst.HostPort(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +71,7 @@ func TestRunPodsAdmitsAndRuns(t *testing.T) {
 	}
 
 	t.Run("all or nothing runs none", func(t *testing.T) {
-		s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: batch(), AllOrNothing: true, Timeout: time.Minute}, nil)
+		s, err := e.node.RunPods(e.ctx, runpods.Request{Pods: batch(), AllOrNothing: true, Timeout: time.Minute}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +88,7 @@ func TestRunPodsAdmitsAndRuns(t *testing.T) {
 
 	t.Run("best effort runs eight", func(t *testing.T) {
 		pods := batch()
-		s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: pods, Timeout: time.Minute}, nil)
+		s, err := e.node.RunPods(e.ctx, runpods.Request{Pods: pods, Timeout: time.Minute}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,10 +113,10 @@ func TestRunPodsAdmitsAndRuns(t *testing.T) {
 // 1 under restartPolicy Never gives a failed result naming the container,
 // exit code 1 and that line.
 func TestRunPodsReportsAFailedJob(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, runAdmission)
 	pod := e.newPod("job", localcritest.Busybox("work", "/bin/sh", "-c", "echo cannot reach the database; exit 1"))
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
-	s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: []*corev1.Pod{pod}, WaitFor: runpods.Succeeded, Timeout: time.Minute}, nil)
+	s, err := e.node.RunPods(e.ctx, runpods.Request{Pods: []*corev1.Pod{pod}, WaitFor: runpods.Succeeded, Timeout: time.Minute}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,10 +136,10 @@ func TestRunPodsReportsAFailedJob(t *testing.T) {
 // TestRunPodsWaitsForSuccess: wait_for SUCCEEDED returns when the job-like
 // pod's container exits 0.
 func TestRunPodsWaitsForSuccess(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, runAdmission)
 	pod := e.newPod("job", localcritest.Busybox("work", "/bin/sh", "-c", "sleep 1; echo done"))
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
-	s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: []*corev1.Pod{pod}, WaitFor: runpods.Succeeded, Timeout: time.Minute}, nil)
+	s, err := e.node.RunPods(e.ctx, runpods.Request{Pods: []*corev1.Pod{pod}, WaitFor: runpods.Succeeded, Timeout: time.Minute}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,10 +154,10 @@ func TestRunPodsWaitsForSuccess(t *testing.T) {
 // a 1 s budget for a pod that should make it would only measure the
 // machine's load.)
 func TestRunPodsTimeoutLeavesThePod(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, runAdmission)
 	slow := e.newPod("slow", localcritest.Busybox("app"))
 	slow.Spec.InitContainers = []corev1.Container{localcritest.Busybox("wait", "/bin/sh", "-c", "sleep 3")}
-	s, err := runpods.Run(e.ctx, e.runOptions(), runpods.Request{Pods: []*corev1.Pod{slow}, Timeout: time.Second}, nil)
+	s, err := e.node.RunPods(e.ctx, runpods.Request{Pods: []*corev1.Pod{slow}, Timeout: time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
