@@ -11,7 +11,9 @@
 #    package of this module but convert/, and imports no I/O package;
 #  - convert/ is shared by server and client and depends on neither;
 #  - errorinfo/ (the ErrorInfo vocabulary of server and client) depends on
-#    nothing of podsync's.
+#    nothing of podsync's;
+#  - the layout's limits hold (hack/layout: the Node facade's size, no
+#    back-pointer to it, the server's narrow door, a doc.go everywhere).
 # Every pattern must match a package: a boundary over nothing proves
 # nothing.
 set -euo pipefail
@@ -87,6 +89,11 @@ for p in ./engine/... ./server/... ./client/... ./convert/... ./cmd/podsyncd ./c
 	bad=$(deps_of "$p" | grep -E "$apiserver_clients" | grep -v '^k8s\.io/client-go/tools/clientcmd/api' | head -3 || true)
 	if [[ -n $bad ]]; then echo "check-deps: $p must not depend on an API server client or virtual-kubelet, but does:"; echo "$bad"; fail=1; fi
 done
+
+# The layout of docs/architecture.md, counted with the Go AST: the Node's
+# size, no back-pointer to it, the engine root's size, the server's door,
+# a doc.go in every package, no large tracked file.
+if ! go run ./hack/layout; then echo "check-deps: the layout exceeds its limits (hack/layout)"; fail=1; fi
 
 if ((fail)); then exit 1; fi
 echo "check-deps: ok"
