@@ -397,7 +397,13 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod, release func()) Resul
 	switch {
 	case ctx.Err() != nil:
 		return res
-	case err != nil && pctx.Err() != nil:
+	case pctx.Err() != nil:
+		// The pod's own deadline ended during its pass: a step the
+		// deadline cut short (a sandbox's create, a pull) failed for
+		// that, not for a fault of the pod's.
+		if done, outcome, reason, msg := verdict(pod, &st, r.req.WaitFor); done && err == nil {
+			return finish(outcome, reason, msg, st)
+		}
 		return finish(TimedOut, ReasonDeadlineExceeded, fmt.Sprintf("pod did not reach %s within %s", r.req.WaitFor, r.req.Timeout), st)
 	case errors.Is(err, errdefs.ErrRuntimeUnavailable):
 		r.abort(err)
@@ -422,6 +428,11 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod, release func()) Resul
 		case s := <-syncFailed:
 			if latest := wt.take(); latest != nil {
 				st = *latest
+			}
+			if pctx.Err() != nil {
+				// The deadline came first: a pass after it may fail
+				// for what the deadline cut short before it.
+				return finish(TimedOut, ReasonDeadlineExceeded, fmt.Sprintf("pod did not reach %s within %s", r.req.WaitFor, r.req.Timeout), st)
 			}
 			return finish(Failed, ReasonSyncError, syncErrorMessage(pod, s), st)
 		case <-wt.notify:

@@ -48,6 +48,9 @@ type fakeNode struct {
 	observers  map[types.UID]func(syncer.StepResult)
 	applySteps map[string][]syncer.StepResult
 	laterSteps map[string][]syncer.StepResult
+	// cutShort are the pods whose pass runs until the caller's deadline
+	// and fails its sandbox's create for it.
+	cutShort map[string]bool
 }
 
 func newFakeNode(t *testing.T) *fakeNode {
@@ -55,7 +58,7 @@ func newFakeNode(t *testing.T) *fakeNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &fakeNode{t: t, st: st, scripts: map[string]script{}, applyErr: map[string]error{}, stop: make(chan struct{})}
+	n := &fakeNode{t: t, st: st, scripts: map[string]script{}, applyErr: map[string]error{}, cutShort: map[string]bool{}, stop: make(chan struct{})}
 	t.Cleanup(func() {
 		close(n.stop)
 		n.wg.Wait()
@@ -67,6 +70,16 @@ func newFakeNode(t *testing.T) *fakeNode {
 func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap, _ []*corev1.Secret, emit func(syncer.StepResult)) (corev1.PodStatus, []syncer.StepResult, error) {
 	if err := n.applyErr[pod.Name]; err != nil {
 		return corev1.PodStatus{}, nil, err
+	}
+	if n.cutShort[pod.Name] {
+		// A pass whose sandbox create the caller's deadline cuts short:
+		// a failed step, not a failed call.
+		// The CRI client reports its cancelled call as a gRPC status,
+		// which is no context error.
+		<-ctx.Done()
+		cut := errors.New("run pod sandbox: rpc error: code = DeadlineExceeded desc = stream terminated by RST_STREAM with error code: CANCEL")
+		return corev1.PodStatus{Phase: corev1.PodPending}, []syncer.StepResult{{Action: syncer.ActionCreatePodSandbox, Target: pod.Name,
+			Err: cut, Reason: syncer.ReasonCreatePodSandboxError, Message: cut.Error()}}, nil
 	}
 	if _, err := n.st.Put(store.PodRecord{Pod: pod.DeepCopy()}); err != nil {
 		return corev1.PodStatus{}, nil, err
@@ -449,5 +462,21 @@ func TestProgressStreamsStepsAndStatuses(t *testing.T) {
 	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("progress (-want +got):\n%s", diff)
+	}
+}
+
+// TestTimeoutDuringThePassIsATimeout: a pod whose deadline ends during
+// its first pass, failing a step the deadline cut short (a sandbox's
+// create on a loaded machine), timed out: it is not failed with a sync
+// error.
+func TestTimeoutDuringThePassIsATimeout(t *testing.T) {
+	n := newFakeNode(t)
+	n.cutShort["slow"] = true
+	s, err := Run(ctx(t), options(n, t.TempDir()), Request{Pods: []*corev1.Pod{pod("slow", "")}, Timeout: 200 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Results[0]; r.Outcome != TimedOut || r.Reason != ReasonDeadlineExceeded {
+		t.Errorf("slow pod: %s %s (%s), want TimedOut DeadlineExceeded", r.Outcome, r.Reason, r.Message)
 	}
 }
