@@ -144,6 +144,12 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 	if err := d.machine(); err != nil {
 		return err
 	}
+	// The pods' cgroups are podsyncd's alone while it runs.
+	cgroupLock, err := claimCgroupRoot(criconfig.DefaultCgroupFS, criconfig.Options{CgroupDriver: cfg.CgroupDriver, CgroupRoot: cfg.CgroupRoot})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cgroupLock.Close() }()
 
 	var opts server.Options
 	tlsReloader, err := cfg.Apply(&opts, log.Named("tls"))

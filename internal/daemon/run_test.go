@@ -56,8 +56,13 @@ func writeFile(t *testing.T, name, content string) string {
 	return p
 }
 
-// base are flags that keep a config valid on any host.
-var base = []string{"--node-name=node-a", "--node-ip=127.0.0.1", "--resolv-conf="}
+// base are flags that keep a config valid on any host, and keep each run
+// of the tests in a cgroup root of its own (unitCgroupRoot), which
+// podsyncd claims.
+var base = []string{"--node-name=node-a", "--node-ip=127.0.0.1", "--resolv-conf=", "--cgroup-root=" + unitCgroupRoot}
+
+// unitCgroupRoot is this test process's cgroup root; TestMain removes it.
+var unitCgroupRoot = fmt.Sprintf("/podsync-daemon-unit-%d", os.Getpid())
 
 func TestLoadConfigDefaults(t *testing.T) {
 	c, err := daemon.LoadConfig(t.Context(), base)
