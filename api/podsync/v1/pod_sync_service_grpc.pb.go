@@ -389,7 +389,9 @@ type PodSyncServiceClient interface {
 	// INVALID_ARGUMENT for a name already used by a container of the pod, a
 	// target that is not an init or regular container, or a field a debug
 	// container may not have. PERMISSION_DENIED unless the caller has the
-	// exec role (or admin).
+	// debug role (or admin): a debug container changes the pod, which the
+	// exec role may not. FAILED_PRECONDITION (PodSecurity) for a debug
+	// container the node's Pod Security level refuses.
 	//
 	// Idempotency: none — a retry after success fails with INVALID_ARGUMENT
 	// (duplicate name); a caller that lost the answer reads the pod.
@@ -1039,7 +1041,9 @@ type PodSyncServiceServer interface {
 	// INVALID_ARGUMENT for a name already used by a container of the pod, a
 	// target that is not an init or regular container, or a field a debug
 	// container may not have. PERMISSION_DENIED unless the caller has the
-	// exec role (or admin).
+	// debug role (or admin): a debug container changes the pod, which the
+	// exec role may not. FAILED_PRECONDITION (PodSecurity) for a debug
+	// container the node's Pod Security level refuses.
 	//
 	// Idempotency: none — a retry after success fails with INVALID_ARGUMENT
 	// (duplicate name); a caller that lost the answer reads the pod.

@@ -260,7 +260,7 @@ func (d *Daemon) runNode(o Options, log *zap.Logger) (server.Service, error) {
 func (d *Daemon) serve(svc podsyncv1.PodSyncServiceServer, o Options, log *zap.Logger, dir string) error {
 	opts := o.Server
 	opts.Service, opts.Logger = svc, log
-	if len(opts.Roles.Admin) == 0 && len(opts.Roles.Read) == 0 {
+	if len(opts.Roles.Admin)+len(opts.Roles.Debug)+len(opts.Roles.Exec)+len(opts.Roles.Read) == 0 {
 		opts.Roles = server.Roles{Admin: []string{Self()}}
 	}
 	var (
