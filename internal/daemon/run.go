@@ -390,7 +390,12 @@ func (d *daemon) supervise(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, errdefs.ErrInvalidSpec) {
+		// A configuration the node cannot run, or a store it must not
+		// run on (lost: new or emptied while the runtime holds podsync's
+		// pods), is not fixed by waiting: podsyncd exits 1, with the
+		// message that says what to do (--adopt-runtime, --remove-orphans),
+		// as docs/security.md promises and an operator can alert on.
+		if errors.Is(err, errdefs.ErrInvalidSpec) || errors.Is(err, errdefs.ErrStoreLost) || errors.Is(err, errdefs.ErrStoreCorrupt) {
 			d.fail(err)
 			return
 		}
