@@ -101,8 +101,9 @@ type NodeOptions struct {
 	// (and every pod of a RunPods batch), before it is stored. Nil admits
 	// every pod.
 	Admit AdmitFunc
-	// Policy, if set, checks every apply of a pod the node already holds
-	// (Admit checks new pods); see Admission.
+	// Policy, if set, checks every apply of a pod the node already holds,
+	// and every stored pod when the node starts (Admit checks new pods);
+	// see Admission.
 	Policy PolicyFunc
 	// HostPaths are the allowed hostPath prefixes and the denied paths
 	// the syncer opens hostPath volumes against when it mounts them
