@@ -222,7 +222,8 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	ps := opts.Syncer
 	if ps == nil {
 		sopts := syncer.SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
-			Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config, HostPaths: opts.HostPaths, Credentials: opts.Credentials}
+			Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config, HostPaths: opts.HostPaths, Credentials: opts.Credentials,
+			PodSpecKey: opts.Store.NodeKey()}
 		if opts.Metrics != nil {
 			sopts.Observer = opts.Metrics
 		}

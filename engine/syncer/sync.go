@@ -62,6 +62,11 @@ type SyncerOptions struct {
 	// --image-credentials), tried after those of a pod's image pull
 	// Secrets; nil holds none.
 	Credentials *Keyring
+	// PodSpecKey is the node's key (store.NodeKey), with which a new
+	// sandbox's record of its pod is signed (model.SignPodSpec); without
+	// one no record is written, and a node that loses its store adopts
+	// the pod in part.
+	PodSpecKey []byte
 }
 
 // Observer is told of what a Syncer does: every pass as it ends and every
@@ -151,6 +156,8 @@ type Syncer struct {
 	}
 	// credentials is SyncerOptions.Credentials.
 	credentials *Keyring
+	// podSpecKey is SyncerOptions.PodSpecKey.
+	podSpecKey []byte
 	// usernsMu serialises the allocation of user namespace ranges.
 	usernsMu sync.Mutex
 }
@@ -172,6 +179,7 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 		// Only the host-path fields of the policy are read.
 		hostPaths:   opts.HostPaths,
 		credentials: opts.Credentials,
+		podSpecKey:  opts.PodSpecKey,
 	}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
