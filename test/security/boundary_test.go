@@ -49,6 +49,29 @@ func TestBoundaryHolds(t *testing.T) {
 				t.Errorf("AddEphemeralContainer as debug: %v, want NOT_FOUND (authorized, no pod)", err)
 			}
 		}},
+		{name: "5 another namespace's claim of the same name", run: func(t *testing.T) {
+			e := newEnv(t)
+			claim := func(namespace string) *corev1.Pod {
+				p := basePod("app")
+				p.Namespace = namespace
+				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+				p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+				return p
+			}
+			for _, ns := range []string{"team-a", "team-b"} {
+				if _, err := e.sync(claim(ns)); err != nil {
+					t.Fatalf("SyncPod in %s: %v", ns, err)
+				}
+			}
+			vols, err := e.d.Node.Volumes().List(e.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(vols) != 2 || vols[0].Path == vols[1].Path {
+				t.Fatalf("volumes %+v: want team-a's and team-b's data apart", vols)
+			}
+		}},
 		{name: "7 adoption of a pod-spec record the node did not write", run: func(t *testing.T) {
 			e := newEnv(t)
 			tenant := basePod("tenant")

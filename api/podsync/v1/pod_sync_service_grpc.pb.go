@@ -209,16 +209,17 @@ type PodSyncServiceClient interface {
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetContainerLogs(ctx context.Context, in *GetContainerLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[GetContainerLogsResponse], error)
 	// ListVolumes returns the node's named volumes — the node-local
-	// directories persistentVolumeClaim volumes mount, one per claimName —
-	// ordered by name, each with the stored pods that name it.
+	// directories persistentVolumeClaim volumes mount, one per namespace and
+	// claimName, as a PersistentVolumeClaim is a namespace's — ordered by
+	// namespace and name, each with the stored pods that name it.
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	ListVolumes(ctx context.Context, in *ListVolumesRequest, opts ...grpc.CallOption) (*ListVolumesResponse, error)
 	// CreateVolume creates a named volume, as a pod naming the claim creates
 	// it on its first run: the node-local directory a persistentVolumeClaim
-	// volume of that claimName mounts (what podsyncctl does for a
-	// PersistentVolumeClaim document). An existing volume is left as it is
-	// and answers OK with created = false.
+	// volume of that claimName mounts in the pods of its namespace (what
+	// podsyncctl does for a PersistentVolumeClaim document). An existing
+	// volume is left as it is and answers OK with created = false.
 	//
 	// Errors: INVALID_ARGUMENT for a name that cannot be a volume's.
 	//
@@ -861,16 +862,17 @@ type PodSyncServiceServer interface {
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetContainerLogs(*GetContainerLogsRequest, grpc.ServerStreamingServer[GetContainerLogsResponse]) error
 	// ListVolumes returns the node's named volumes — the node-local
-	// directories persistentVolumeClaim volumes mount, one per claimName —
-	// ordered by name, each with the stored pods that name it.
+	// directories persistentVolumeClaim volumes mount, one per namespace and
+	// claimName, as a PersistentVolumeClaim is a namespace's — ordered by
+	// namespace and name, each with the stored pods that name it.
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	ListVolumes(context.Context, *ListVolumesRequest) (*ListVolumesResponse, error)
 	// CreateVolume creates a named volume, as a pod naming the claim creates
 	// it on its first run: the node-local directory a persistentVolumeClaim
-	// volume of that claimName mounts (what podsyncctl does for a
-	// PersistentVolumeClaim document). An existing volume is left as it is
-	// and answers OK with created = false.
+	// volume of that claimName mounts in the pods of its namespace (what
+	// podsyncctl does for a PersistentVolumeClaim document). An existing
+	// volume is left as it is and answers OK with created = false.
 	//
 	// Errors: INVALID_ARGUMENT for a name that cannot be a volume's.
 	//
