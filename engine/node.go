@@ -114,6 +114,10 @@ type NodeOptions struct {
 	// (syncer.SyncerOptions.Credentials: podsyncd's --image-credentials);
 	// nil holds none.
 	Credentials *syncer.Keyring
+	// ImagePulls is how a pod's access to an image the node holds is
+	// verified (syncer.SyncerOptions.ImagePullVerification: podsyncd's
+	// --image-pull-credentials-verification-policy).
+	ImagePulls syncer.ImagePullVerification
 	// Metrics, if set, record the node's sync passes and steps, and
 	// describe its pods and back-offs while Run runs. CRI calls are
 	// recorded only if Runtime and Images are wrapped with
@@ -223,7 +227,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	if ps == nil {
 		sopts := syncer.SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
 			Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config, HostPaths: opts.HostPaths, Credentials: opts.Credentials,
-			PodSpecKey: opts.Store.NodeKey()}
+			PodSpecKey: opts.Store.NodeKey(), ImagePullVerification: opts.ImagePulls}
 		if opts.Metrics != nil {
 			sopts.Observer = opts.Metrics
 		}

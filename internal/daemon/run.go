@@ -465,6 +465,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		},
 		Admission:          &engine.AdmissionConfig{Node: nodeInfo, Policy: policy},
 		Credentials:        d.credentials,
+		ImagePulls:         d.cfg.ImagePullVerification(),
 		RuntimeUnavailable: runtimeUnavailable,
 		RemoveOrphans:      d.cfg.RemoveOrphans,
 		AdoptRuntime:       d.cfg.AdoptRuntime,
