@@ -376,10 +376,10 @@ func jobTemplate(spec *batchv1.JobSpec, t *corev1.PodTemplateSpec) error {
 
 const workloadKindList = "Deployment, ReplicaSet, StatefulSet, DaemonSet, ReplicationController, Job"
 
-// addClaim adds a PersistentVolumeClaim document's name to m.Claims: the
+// addClaim adds a PersistentVolumeClaim document to m.Claims: the
 // node-local named volume a persistentVolumeClaim volume of that claimName
-// mounts, podman kube play's semantics. Nothing provisions, sizes or
-// binds it, which a notice says.
+// mounts in the pods of its namespace, podman kube play's semantics.
+// Nothing provisions, sizes or binds it, which a notice says.
 func (m *Manifests) addClaim(h manifestHeader) error {
 	if h.APIVersion != "v1" {
 		return fmt.Errorf("apiVersion %q: a PersistentVolumeClaim is v1", h.APIVersion)
@@ -387,10 +387,17 @@ func (m *Manifests) addClaim(h manifestHeader) error {
 	if errs := validation.IsDNS1123Subdomain(h.Name); len(errs) > 0 {
 		return fmt.Errorf("metadata.name %q: %s", h.Name, strings.Join(errs, "; "))
 	}
-	if !slices.Contains(m.Claims, h.Name) {
-		m.Claims = append(m.Claims, h.Name)
+	ref := ClaimRef{Namespace: h.Namespace, Name: h.Name}
+	if ref.Namespace == "" {
+		ref.Namespace = metav1.NamespaceDefault
 	}
-	m.Notices = append(m.Notices, fmt.Sprintf("%s %q: created as the node-local named volume %q, shared by the pods that name the claim "+
-		"and kept when they are deleted; its storage class, size and access modes are not used", h.Kind, h.Name, h.Name))
+	if errs := validation.IsDNS1123Label(ref.Namespace); len(errs) > 0 {
+		return fmt.Errorf("metadata.namespace %q: %s", ref.Namespace, strings.Join(errs, "; "))
+	}
+	if !slices.Contains(m.Claims, ref) {
+		m.Claims = append(m.Claims, ref)
+	}
+	m.Notices = append(m.Notices, fmt.Sprintf("%s %q: created as the node-local named volume %q of namespace %q, shared by its pods "+
+		"that name the claim and kept when they are deleted; its storage class, size and access modes are not used", h.Kind, h.Name, h.Name, ref.Namespace))
 	return nil
 }

@@ -41,7 +41,7 @@ func TestDecodeWorkloads(t *testing.T) {
 		in      string
 		want    []podWant
 		notices []string
-		claims  []string
+		claims  []convert.ClaimRef
 	}{
 		{name: "Deployment with replicas and a Service", in: `apiVersion: v1
 kind: Service
@@ -142,9 +142,9 @@ metadata: {name: data}
 			`ServiceAccount "sa" skipped: podsync mounts no service account token`,
 			`RoleBinding "rb" skipped: podsync has no API server to authorize`,
 			`Namespace "shop" skipped: namespaces need no creating on podsync`,
-			`PersistentVolumeClaim "data": created as the node-local named volume "data", shared by the pods that name the claim ` +
-				"and kept when they are deleted; its storage class, size and access modes are not used",
-		}, claims: []string{"data"}},
+			`PersistentVolumeClaim "data": created as the node-local named volume "data" of namespace "default", shared by its pods ` +
+				"that name the claim and kept when they are deleted; its storage class, size and access modes are not used",
+		}, claims: []convert.ClaimRef{{Namespace: "default", Name: "data"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -101,8 +101,9 @@ type NodeOptions struct {
 	// (and every pod of a RunPods batch), before it is stored. Nil admits
 	// every pod.
 	Admit AdmitFunc
-	// Policy, if set, checks every apply of a pod the node already holds
-	// (Admit checks new pods); see Admission.
+	// Policy, if set, checks every apply of a pod the node already holds,
+	// and every stored pod when the node starts (Admit checks new pods);
+	// see Admission.
 	Policy PolicyFunc
 	// HostPaths are the allowed hostPath prefixes and the denied paths
 	// the syncer opens hostPath volumes against when it mounts them
@@ -113,6 +114,10 @@ type NodeOptions struct {
 	// (syncer.SyncerOptions.Credentials: podsyncd's --image-credentials);
 	// nil holds none.
 	Credentials *syncer.Keyring
+	// ImagePulls is how a pod's access to an image the node holds is
+	// verified (syncer.SyncerOptions.ImagePullVerification: podsyncd's
+	// --image-pull-credentials-verification-policy).
+	ImagePulls syncer.ImagePullVerification
 	// Metrics, if set, record the node's sync passes and steps, and
 	// describe its pods and back-offs while Run runs. CRI calls are
 	// recorded only if Runtime and Images are wrapped with
@@ -221,7 +226,8 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	ps := opts.Syncer
 	if ps == nil {
 		sopts := syncer.SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
-			Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config, HostPaths: opts.HostPaths, Credentials: opts.Credentials}
+			Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config, HostPaths: opts.HostPaths, Credentials: opts.Credentials,
+			PodSpecKey: opts.Store.NodeKey(), ImagePullVerification: opts.ImagePulls}
 		if opts.Metrics != nil {
 			sopts.Observer = opts.Metrics
 		}

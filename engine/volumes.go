@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,14 +21,14 @@ import (
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/logx"
-	"github.com/podsync/podsync/validation"
 )
 
 // NamedVolume is a node-local named volume: the directory a
-// persistentVolumeClaim volume of its name mounts.
+// persistentVolumeClaim volume of its name mounts in the pods of its
+// namespace.
 type NamedVolume struct {
-	// Name is the claimName.
-	Name string
+	// Namespace and Name (the claimName) name it.
+	Namespace, Name string
 	// Path is its directory on the node.
 	Path string
 	// Pods are the stored pods naming it, as namespace/name, sorted.
@@ -34,8 +36,9 @@ type NamedVolume struct {
 }
 
 // Volumes are the node's named volumes: the directories the
-// persistentVolumeClaim volumes of its pods mount, under
-// <root>/volumes, created by a pod's first pass or by Create.
+// persistentVolumeClaim volumes of its pods mount, one per namespace and
+// claimName under <root>/claims, created by a pod's first pass or by
+// Create.
 type Volumes struct {
 	store *store.Store
 	cfg   criconfig.Options
@@ -45,137 +48,181 @@ type Volumes struct {
 // Volumes returns the node's named volumes.
 func (n *Node) Volumes() *Volumes { return &Volumes{store: n.store, cfg: n.cfg.node, log: n.cfg.log} }
 
-// List returns the node's named volumes, sorted by name, with the
-// stored pods that name each. A claim a stored pod names whose directory
-// is not created yet (its pod has not run) is listed too.
+// claimKey is a named volume's namespace and name.
+type claimKey struct{ namespace, name string }
+
+// List returns the node's named volumes, sorted by namespace and name,
+// with the stored pods that name each. A claim a stored pod names whose
+// directory is not created yet (its pod has not run) is listed too.
 func (n *Volumes) List(ctx context.Context) ([]NamedVolume, error) {
 	users, err := n.claimUsers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	names := map[string]bool{}
-	for name := range users {
-		names[name] = true
+	keys := map[claimKey]bool{}
+	for k := range users {
+		keys[k] = true
 	}
-	entries, err := os.ReadDir(criconfig.ClaimVolumesRoot(n.cfg))
+	root := criconfig.ClaimVolumesRoot(n.cfg)
+	namespaces, err := os.ReadDir(root)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("list named volumes: %w", err)
 	}
-	for _, e := range entries {
-		// A volume being removed is renamed to a hidden name first.
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			names[e.Name()] = true
+	for _, ns := range namespaces {
+		entries, err := os.ReadDir(filepath.Join(root, ns.Name()))
+		if err != nil {
+			continue
 		}
-	}
-	out := make([]NamedVolume, 0, len(names))
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range names {
-			if !yield(k) {
-				return
+		for _, e := range entries {
+			// A volume being removed is renamed to a hidden name first.
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+				keys[claimKey{ns.Name(), e.Name()}] = true
 			}
 		}
+	}
+	out := make([]NamedVolume, 0, len(keys))
+	for _, k := range slices.SortedFunc(maps.Keys(keys), func(a, b claimKey) int {
+		return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name))
 	}) {
-		pods := users[name]
+		pods := users[k]
 		slices.Sort(pods)
-		out = append(out, NamedVolume{Name: name, Path: criconfig.ClaimVolumeDir(name, n.cfg), Pods: pods})
+		out = append(out, NamedVolume{Namespace: k.namespace, Name: k.name, Path: criconfig.ClaimVolumeDir(k.namespace, k.name, n.cfg), Pods: pods})
 	}
 	return out, nil
 }
 
-// Create creates the named volume name, as a pod naming the claim
-// would on its first run (a PersistentVolumeClaim document applied), and
-// reports whether it created it: an existing one is left as it is. A name
-// that cannot be a volume's is ErrInvalidSpec.
-func (n *Volumes) Create(_ context.Context, name string) (bool, error) {
-	created, err := syncer.EnsureClaimVolume(name, n.cfg)
+// Create creates the named volume name of namespace, as a pod of the
+// namespace naming the claim would on its first run (a
+// PersistentVolumeClaim document applied), and reports whether it created
+// it: an existing one is left as it is. A name that cannot be a volume's
+// is ErrInvalidSpec.
+func (n *Volumes) Create(_ context.Context, namespace, name string) (bool, error) {
+	created, err := syncer.EnsureClaimVolume(namespace, name, n.cfg)
 	if err != nil {
-		return false, fmt.Errorf("create volume %q: %w", name, err)
+		return false, fmt.Errorf("create volume %s/%s: %w", namespace, name, err)
 	}
 	if created {
-		n.log.Info("named volume created", zap.String(logx.Volume, name))
+		n.log.Info("named volume created", zap.String(logx.Volume, namespace+"/"+name))
 	}
 	return created, nil
 }
 
-// Delete removes the named volume name and its data. It returns
-// false if there is none, an error wrapping ErrVolumeInUse (naming the
-// pods) while a stored pod names it, whatever its phase: delete the pods
-// first. A name that cannot be a volume's is ErrInvalidSpec.
+// Delete removes the named volume name of namespace and its data. It
+// returns false if there is none, an error wrapping ErrVolumeInUse
+// (naming the pods) while a stored pod names it, whatever its phase:
+// delete the pods first. A name that cannot be a volume's is
+// ErrInvalidSpec.
 //
 // NOTE(podsync): the directory is renamed away before the pods are
 // checked a second time, so a pod stored while the volume is removed
 // either keeps it (the rename is undone) or finds a new, empty one.
-func (n *Volumes) Delete(ctx context.Context, name string) (bool, error) {
-	if err := errdefs.InvalidSpec(validation.CheckFileName("volume name", name)); err != nil {
+func (n *Volumes) Delete(ctx context.Context, namespace, name string) (bool, error) {
+	if err := syncer.CheckClaimVolumeName(namespace, name); err != nil {
 		return false, err
 	}
-	if strings.HasPrefix(name, ".") {
-		return false, fmt.Errorf("volume name %q: must not start with '.': %w", name, errdefs.ErrInvalidSpec)
-	}
-	if err := n.checkUnused(ctx, name); err != nil {
+	k := claimKey{namespace, name}
+	if err := n.checkUnused(ctx, k); err != nil {
 		return false, err
 	}
-	dir := criconfig.ClaimVolumeDir(name, n.cfg)
+	dir := criconfig.ClaimVolumeDir(namespace, name, n.cfg)
 	fi, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("delete volume %q: %w", name, err)
+		return false, fmt.Errorf("delete volume %s/%s: %w", namespace, name, err)
 	case !fi.IsDir():
-		return false, fmt.Errorf("delete volume %q: %s is not a directory: %w", name, dir, errdefs.ErrInvalidSpec)
+		return false, fmt.Errorf("delete volume %s/%s: %s is not a directory: %w", namespace, name, dir, errdefs.ErrInvalidSpec)
 	}
 	suffix := make([]byte, 6)
 	_, _ = rand.Read(suffix)
 	gone := filepath.Join(filepath.Dir(dir), ".deleting-"+name+"-"+hex.EncodeToString(suffix))
 	if err := os.Rename(dir, gone); err != nil {
-		return false, fmt.Errorf("delete volume %q: %w", name, err)
+		return false, fmt.Errorf("delete volume %s/%s: %w", namespace, name, err)
 	}
-	if err := n.checkUnused(ctx, name); err != nil {
+	if err := n.checkUnused(ctx, k); err != nil {
 		if rerr := os.Rename(gone, dir); rerr != nil {
-			return false, errors.Join(err, fmt.Errorf("restore volume %q: %w", name, rerr))
+			return false, errors.Join(err, fmt.Errorf("restore volume %s/%s: %w", namespace, name, rerr))
 		}
 		return false, err
 	}
 	if err := os.RemoveAll(gone); err != nil {
-		return false, fmt.Errorf("delete volume %q: %w", name, err)
+		return false, fmt.Errorf("delete volume %s/%s: %w", namespace, name, err)
 	}
-	n.log.Info("named volume removed", zap.String(logx.Volume, name))
+	n.log.Info("named volume removed", zap.String(logx.Volume, namespace+"/"+name))
 	return true, nil
 }
 
-func (n *Volumes) checkUnused(ctx context.Context, name string) error {
+func (n *Volumes) checkUnused(ctx context.Context, k claimKey) error {
 	users, err := n.claimUsers(ctx)
 	if err != nil {
 		return err
 	}
-	if pods := users[name]; len(pods) > 0 {
+	if pods := users[k]; len(pods) > 0 {
 		slices.Sort(pods)
 		what := "pod"
 		if len(pods) > 1 {
 			what = "pods"
 		}
-		return fmt.Errorf("volume %q is used by %s %s; delete the pods that name it first: %w", name, what, strings.Join(pods, ", "), errdefs.ErrVolumeInUse)
+		return fmt.Errorf("volume %s/%s is used by %s %s; delete the pods that name it first: %w", k.namespace, k.name, what,
+			strings.Join(pods, ", "), errdefs.ErrVolumeInUse)
 	}
 	return nil
 }
 
-// claimUsers maps each claimName the stored pods name to those pods.
-func (n *Volumes) claimUsers(_ context.Context) (map[string][]string, error) {
+// claimUsers maps each claim the stored pods name, in their namespace, to
+// those pods.
+func (n *Volumes) claimUsers(_ context.Context) (map[claimKey][]string, error) {
 	recs, _, err := n.store.ListShared(store.Filter{})
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
-	out := map[string][]string{}
+	out := map[claimKey][]string{}
 	for _, rec := range recs {
 		for _, v := range rec.Pod.Spec.Volumes {
 			if c := v.PersistentVolumeClaim; c != nil {
-				who := rec.Pod.Namespace + "/" + rec.Pod.Name
-				if !slices.Contains(out[c.ClaimName], who) {
-					out[c.ClaimName] = append(out[c.ClaimName], who)
+				k, who := claimKey{rec.Pod.Namespace, c.ClaimName}, rec.Pod.Namespace+"/"+rec.Pod.Name
+				if !slices.Contains(out[k], who) {
+					out[k] = append(out[k], who)
 				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// migrate moves the named volumes of the layout without namespaces to the
+// namespace of the stored pods that name each (syncer.MigrateClaimVolumes):
+// of pods of several namespaces, the first stored pod's keeps the data
+// and the others get a new, empty volume, which is logged; one no pod
+// names goes to "default", a PersistentVolumeClaim's default namespace.
+func (n *Volumes) migrate() error {
+	recs, _, err := n.store.ListShared(store.Filter{})
+	if err != nil {
+		return fmt.Errorf("migrate named volumes: list pods: %w", err)
+	}
+	slices.SortFunc(recs, func(a, b *store.PodRecord) int { return cmp.Compare(a.CreateRevision, b.CreateRevision) })
+	done, err := syncer.MigrateClaimVolumes(n.cfg, func(claim string) (string, []string) {
+		var namespaces []string
+		for _, rec := range recs {
+			for _, v := range rec.Pod.Spec.Volumes {
+				if c := v.PersistentVolumeClaim; c != nil && c.ClaimName == claim && !slices.Contains(namespaces, rec.Pod.Namespace) {
+					namespaces = append(namespaces, rec.Pod.Namespace)
+				}
+			}
+		}
+		if len(namespaces) == 0 {
+			return "default", nil
+		}
+		return namespaces[0], namespaces[1:]
+	})
+	for _, m := range done {
+		log := n.log.Info
+		if len(m.Left) > 0 {
+			log = n.log.Warn
+		}
+		log("named volume moved to its namespace", zap.String(logx.Volume, m.Namespace+"/"+m.Claim),
+			zap.Strings("namespaces_given_a_new_volume", m.Left))
+	}
+	return err
 }

@@ -80,8 +80,8 @@ type Stats interface {
 // Volumes are the node's named volumes.
 type Volumes interface {
 	List(ctx context.Context) ([]engine.NamedVolume, error)
-	Create(ctx context.Context, name string) (bool, error)
-	Delete(ctx context.Context, name string) (bool, error)
+	Create(ctx context.Context, namespace, name string) (bool, error)
+	Delete(ctx context.Context, namespace, name string) (bool, error)
 }
 
 // Node is what the node says of itself (GetNode).

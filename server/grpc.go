@@ -68,9 +68,10 @@ type Options struct {
 	// Health publishes the runtime's health; the caller runs it. Nil means
 	// always SERVING (until Shutdown).
 	Health *HealthChecker
-	// MaxStreamsPerIdentity bounds the long-lived streams (WatchPods,
-	// GetContainerLogs) one identity holds open at once; more are refused
-	// with RESOURCE_EXHAUSTED (TOO_MANY_STREAMS). Zero means
+	// MaxStreamsPerIdentity bounds the streams (watches, logs, sessions,
+	// RunPods, SyncPod, health Watch, reflection) and running ExecSync
+	// calls one identity holds open at once; more are refused with
+	// RESOURCE_EXHAUSTED (TOO_MANY_STREAMS). Zero means
 	// DefaultMaxStreamsPerIdentity.
 	MaxStreamsPerIdentity int
 	// MaxRecvMsgSize is the largest request accepted, in bytes. Zero
@@ -307,6 +308,14 @@ func (s *Server) unaryAuthorize(ctx context.Context, req any, info *grpc.UnarySe
 	if err := s.check(ctx, info.FullMethod); err != nil {
 		return nil, err
 	}
+	if counted(info.FullMethod, false) {
+		id, _ := IdentityFromContext(ctx)
+		release, err := s.streams.acquire(id.String())
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	return handler(ctx, req)
 }
 
@@ -314,7 +323,7 @@ func (s *Server) streamAuthorize(srv any, ss grpc.ServerStream, info *grpc.Strea
 	if err := s.check(ss.Context(), info.FullMethod); err != nil {
 		return err
 	}
-	if longLived(info.FullMethod) {
+	if counted(info.FullMethod, true) {
 		id, _ := IdentityFromContext(ss.Context())
 		release, err := s.streams.acquire(id.String())
 		if err != nil {

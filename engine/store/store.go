@@ -140,6 +140,8 @@ type Store struct {
 	// List and GetByName hand out copies rather than decode JSON again
 	// (200 pods: 3 ms and 14k allocations a List).
 	decoded *recordCache
+	// key is NodeKey's.
+	key []byte
 }
 
 // Open opens the store at path, creating the file (mode 0600) and its
@@ -180,6 +182,10 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := s.init(); err != nil {
 		_ = db.Close()
 		return nil, err
+	}
+	if s.key, err = loadNodeKey(path); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	s.log.Info("store opened", zap.String("path", path), zap.Int64("revision", s.rev),
 		zap.Int64("compact_revision", s.compact), zap.Int64("log_entries", s.count))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +63,17 @@ type SyncerOptions struct {
 	// --image-credentials), tried after those of a pod's image pull
 	// Secrets; nil holds none.
 	Credentials *Keyring
+	// ImagePullVerification is how a pod's access to an image the node
+	// holds already is verified (the kubelet's
+	// imagePullCredentialsVerificationPolicy): the zero value is
+	// NeverVerifyPreloadedImages. The records of which credentials pulled
+	// each image are kept under Config.RootDir.
+	ImagePullVerification ImagePullVerification
+	// PodSpecKey is the node's key (store.NodeKey), with which a new
+	// sandbox's record of its pod is signed (model.SignPodSpec); without
+	// one no record is written, and a node that loses its store adopts
+	// the pod in part.
+	PodSpecKey []byte
 }
 
 // Observer is told of what a Syncer does: every pass as it ends and every
@@ -151,6 +163,12 @@ type Syncer struct {
 	}
 	// credentials is SyncerOptions.Credentials.
 	credentials *Keyring
+	// podSpecKey is SyncerOptions.PodSpecKey.
+	podSpecKey []byte
+	// verify and pulls are SyncerOptions.ImagePullVerification and the
+	// records it decides by.
+	verify ImagePullVerification
+	pulls  *pullRecords
 	// usernsMu serialises the allocation of user namespace ranges.
 	usernsMu sync.Mutex
 }
@@ -172,7 +190,13 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 		// Only the host-path fields of the policy are read.
 		hostPaths:   opts.HostPaths,
 		credentials: opts.Credentials,
+		podSpecKey:  opts.PodSpecKey,
+		verify:      opts.ImagePullVerification,
 	}
+	if err := s.verify.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: %w: %w", err, errdefs.ErrInvalidSpec)
+	}
+	s.pulls = &pullRecords{dir: filepath.Join(s.cfg.RootDir, "image-pulls")}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
 	}

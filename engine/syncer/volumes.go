@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,8 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/engine/criconfig"
-	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/validation"
 )
 
 // etcHostsPath is the node's hosts file, copied for host-network pods.
@@ -61,7 +58,7 @@ func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput, newSandbox bool) er
 		case criconfig.IsFileVolume(v):
 			err = s.setupFileVolume(pod, v, files, newSandbox)
 		case v.PersistentVolumeClaim != nil:
-			err = s.setupClaimVolume(v.PersistentVolumeClaim.ClaimName)
+			_, err = EnsureClaimVolume(pod.Namespace, v.PersistentVolumeClaim.ClaimName, s.cfg)
 		}
 		if err != nil {
 			return fmt.Errorf("volume %q: %w", v.Name, err)
@@ -84,48 +81,6 @@ func (s *Syncer) refreshFileVolumes(pod *corev1.Pod, in SyncInput) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// setupClaimVolume creates the node-local named volume of a
-// persistentVolumeClaim on first use (EnsureClaimVolume).
-func (s *Syncer) setupClaimVolume(claim string) error {
-	_, err := EnsureClaimVolume(claim, s.cfg)
-	return err
-}
-
-// EnsureClaimVolume creates the node-local named volume claim (mode 0777,
-// as an emptyDir's, so that any user of a container may write it), podman
-// kube play's semantics, and reports whether it created it; an existing
-// one is left as it is. Its name, checked by validation, is one path
-// element.
-func EnsureClaimVolume(claim string, opts criconfig.Options) (created bool, err error) {
-	if err := errdefs.InvalidSpec(validation.CheckFileName("claimName", claim)); err != nil {
-		return false, err
-	}
-	if strings.HasPrefix(claim, ".") {
-		return false, fmt.Errorf("claimName %q: must not start with '.': %w", claim, errdefs.ErrInvalidSpec)
-	}
-	root := criconfig.ClaimVolumesRoot(opts)
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return false, fmt.Errorf("create the named volumes' directory: %w", err)
-	}
-	dir := criconfig.ClaimVolumeDir(claim, opts)
-	fi, err := os.Lstat(dir)
-	switch {
-	case err == nil && fi.IsDir():
-		return false, nil
-	case err == nil:
-		return false, fmt.Errorf("named volume %q: %s is not a directory: %w", claim, dir, errdefs.ErrInvalidSpec)
-	case !errors.Is(err, fs.ErrNotExist):
-		return false, err
-	}
-	if err := os.Mkdir(dir, 0o777); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return false, nil
-		}
-		return false, fmt.Errorf("create named volume %q: %w", claim, err)
-	}
-	return true, os.Chmod(dir, 0o777)
 }
 
 // setupFileVolume renders and writes the files of a configMap, secret,

@@ -120,6 +120,10 @@ func run() int {
 			d, err := start(dir, name, filepath.Join(bin, "podsyncd"), "--listen", "unix://"+sock,
 				"--runtime-endpoint", inst.Endpoint(), "--root-dir", filepath.Join(nd, "root"),
 				"--pod-log-dir", filepath.Join(nd, "pods"), "--node-name", name, "--node-ip", "127.0.0.1",
+				// Each node's pods under its instance's own cgroup root:
+				// the nodes' default/web are one pod UID, and would be one
+				// pod cgroup under a shared root.
+				"--cgroup-root", inst.CgroupRoot(),
 				"--log-format", "console", "--shutdown-timeout", "10s")
 			if err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
+	"github.com/podsync/podsync/convert"
 )
 
 // waitForValues maps --wait-for to the API.
@@ -95,7 +96,7 @@ func (a *app) newRunCommand() *cobra.Command {
 // manifests of -f: their Pods, with the ConfigMaps and Secrets they use,
 // the target of --wait-for, --timeout and --all-or-nothing; and returns
 // the claims of their PersistentVolumeClaim documents.
-func (a *app) runRequest(f runFlags) (*podsyncv1.RunPodsRequest, []string, error) {
+func (a *app) runRequest(f runFlags) (*podsyncv1.RunPodsRequest, []convert.ClaimRef, error) {
 	if len(f.files) == 0 {
 		return nil, nil, usageErrorf("run needs at least one -f")
 	}

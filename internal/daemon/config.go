@@ -24,6 +24,7 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/manifestdir"
 )
 
@@ -150,6 +151,24 @@ type Config struct {
 	// image pull may use, after those of the pod's imagePullSecrets
 	// (--image-credentials); read when podsyncd starts.
 	ImageCredentials string `json:"imageCredentials,omitempty"`
+	// ImagePullCredentialsVerificationPolicy is whether a pod may run an
+	// image the node holds without proving it can pull it, the kubelet's
+	// imagePullCredentialsVerificationPolicy
+	// (--image-pull-credentials-verification-policy): NeverVerify,
+	// NeverVerifyPreloadedImages (the default), NeverVerifyAllowlistedImages
+	// or AlwaysVerify.
+	ImagePullCredentialsVerificationPolicy string `json:"imagePullCredentialsVerificationPolicy,omitempty"`
+	// PreloadedImagesVerificationAllowlist are the images
+	// NeverVerifyAllowlistedImages never verifies, the kubelet's
+	// preloadedImagesVerificationAllowlist
+	// (--preloaded-images-verification-allowlist).
+	PreloadedImagesVerificationAllowlist []string `json:"preloadedImagesVerificationAllowlist,omitempty"`
+}
+
+// ImagePullVerification is the node's verification of pods' access to
+// the images it holds.
+func (c Config) ImagePullVerification() syncer.ImagePullVerification {
+	return syncer.ImagePullVerification{Policy: c.ImagePullCredentialsVerificationPolicy, Allowlist: c.PreloadedImagesVerificationAllowlist}
 }
 
 // Priorities parses PriorityClasses.
@@ -206,11 +225,13 @@ func DefaultConfig() Config {
 		ClusterDomain:   DefaultClusterDomain,
 		ResolvConf:      DefaultResolvConf,
 		CgroupDriver:    DefaultCgroupDriver,
-		LogLevel:        "info",
-		LogFormat:       "json",
-		MaxPods:         DefaultMaxPods,
-		ShutdownTimeout: metav1.Duration{Duration: DefaultShutdownTimeout},
-		SeccompDefault:  true,
+		// The kubelet's default since v1.35 (KubeletEnsureSecretPulledImages).
+		ImagePullCredentialsVerificationPolicy: syncer.NeverVerifyPreloadedImages,
+		LogLevel:                               "info",
+		LogFormat:                              "json",
+		MaxPods:                                DefaultMaxPods,
+		ShutdownTimeout:                        metav1.Duration{Duration: DefaultShutdownTimeout},
+		SeccompDefault:                         true,
 
 		HousekeepingInterval:      metav1.Duration{Duration: engine.DefaultHousekeepingInterval},
 		ManifestRescan:            metav1.Duration{Duration: manifestdir.DefaultRescan},
@@ -293,6 +314,11 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"extended resources of the node and their capacity, which pods' requests are admitted against (e.g. example.com/foo=4)")
 	fs.StringVar(&c.ImageCredentials, "image-credentials", c.ImageCredentials,
 		"docker config.json whose credentials every image pull may use, after those of the pod's imagePullSecrets")
+	fs.StringVar(&c.ImagePullCredentialsVerificationPolicy, "image-pull-credentials-verification-policy", c.ImagePullCredentialsVerificationPolicy,
+		"whether a pod may run an image the node holds without pulling it with its own credentials: NeverVerify, "+
+			"NeverVerifyPreloadedImages (images the node pulled are verified), NeverVerifyAllowlistedImages or AlwaysVerify")
+	fs.StringSliceVar(&c.PreloadedImagesVerificationAllowlist, "preloaded-images-verification-allowlist", c.PreloadedImagesVerificationAllowlist,
+		"images NeverVerifyAllowlistedImages never verifies: repositories without tag (registry.example/app) or prefixes (registry.example/team/*)")
 }
 
 // Validate checks c; it does not touch the file system. Call Complete
@@ -395,6 +421,9 @@ func (c Config) Validate(ctx context.Context) error {
 	}
 	if c.ImageCredentials != "" && !filepath.IsAbs(c.ImageCredentials) {
 		errs = append(errs, fmt.Errorf("--image-credentials %q: want an absolute path", c.ImageCredentials))
+	}
+	if err := c.ImagePullVerification().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--image-pull-credentials-verification-policy: %w", err))
 	}
 	if c.MetricsAddress != "" {
 		host, _, err := net.SplitHostPort(c.MetricsAddress)

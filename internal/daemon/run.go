@@ -144,6 +144,12 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 	if err := d.machine(); err != nil {
 		return err
 	}
+	// The pods' cgroups are podsyncd's alone while it runs.
+	cgroupLock, err := claimCgroupRoot(criconfig.DefaultCgroupFS, criconfig.Options{CgroupDriver: cfg.CgroupDriver, CgroupRoot: cfg.CgroupRoot})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cgroupLock.Close() }()
 
 	var opts server.Options
 	tlsReloader, err := cfg.Apply(&opts, log.Named("tls"))
@@ -384,7 +390,12 @@ func (d *daemon) supervise(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, errdefs.ErrInvalidSpec) {
+		// A configuration the node cannot run, or a store it must not
+		// run on (lost: new or emptied while the runtime holds podsync's
+		// pods), is not fixed by waiting: podsyncd exits 1, with the
+		// message that says what to do (--adopt-runtime, --remove-orphans),
+		// as docs/security.md promises and an operator can alert on.
+		if errors.Is(err, errdefs.ErrInvalidSpec) || errors.Is(err, errdefs.ErrStoreLost) || errors.Is(err, errdefs.ErrStoreCorrupt) {
 			d.fail(err)
 			return
 		}
@@ -454,6 +465,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		},
 		Admission:          &engine.AdmissionConfig{Node: nodeInfo, Policy: policy},
 		Credentials:        d.credentials,
+		ImagePulls:         d.cfg.ImagePullVerification(),
 		RuntimeUnavailable: runtimeUnavailable,
 		RemoveOrphans:      d.cfg.RemoveOrphans,
 		AdoptRuntime:       d.cfg.AdoptRuntime,

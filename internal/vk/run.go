@@ -90,13 +90,21 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	p := provider.New(name, ps, log)
 
 	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, time.Minute, nodeutil.PodInformerFilter(name))
-	objInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, objectResync)
+	// The kubelet reads every Service (for the service environment
+	// variables), and of ConfigMaps and Secrets only those its pods
+	// reference, one at a time (objectWatches).
+	svcInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, objectResync)
 	pods := podInformers.Core().V1().Pods()
-	cmInformer, secretInformer := objInformers.Core().V1().ConfigMaps(), objInformers.Core().V1().Secrets()
-	p.UseObjects(listerObjects{cmInformer.Lister(), secretInformer.Lister()})
-	if err := pushChanges(ctx, p, cmInformer.Informer(), secretInformer.Informer()); err != nil {
-		return fmt.Errorf("node %s: %w", name, err)
-	}
+	services := svcInformers.Core().V1().Services()
+	p.UseServices(serviceLister{services.Lister()})
+	watchCtx, stopWatches := context.WithCancel(ctx)
+	defer stopWatches()
+	p.UseObjects(newObjectWatches(watchCtx, kc, p.ObjectChanged))
+	// The node library wants ConfigMap and Secret informers, which it
+	// reads only to resolve env (SkipDownwardAPIResolution: it does not):
+	// they come from a factory that is never started, so that nothing
+	// lists the cluster's ConfigMaps and Secrets.
+	unstarted := kubeinformers.NewSharedInformerFactory(kc, 0)
 
 	eb := record.NewBroadcaster()
 	eb.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
@@ -110,8 +118,13 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	}
 	pc, err := node.NewPodController(node.PodControllerConfig{
 		PodClient: kc.CoreV1(), EventRecorder: recorder, Provider: p,
-		PodInformer: pods, SecretInformer: secretInformer,
-		ConfigMapInformer: cmInformer, ServiceInformer: objInformers.Core().V1().Services(),
+		PodInformer: pods, SecretInformer: unstarted.Core().V1().Secrets(),
+		ConfigMapInformer: unstarted.Core().V1().ConfigMaps(), ServiceInformer: services,
+		// Env stays as the API server stores it: references to
+		// ConfigMaps, Secrets and the downward API, which podsyncd
+		// resolves (no Secret value in the spec it stores); the service
+		// variables the provider adds.
+		SkipDownwardAPIResolution: true,
 	})
 	if err != nil {
 		return fmt.Errorf("node %s: pod controller: %w", name, err)
@@ -123,12 +136,12 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	defer func() { _ = srv.Close() }()
 
 	podInformers.Start(ctx.Done())
-	objInformers.Start(ctx.Done())
-	// The node library resolves service links and env from ConfigMaps
-	// and Secrets through these listers: a pod applied before they are
-	// synced would get fewer variables, and the complete spec applied
-	// later (after a restart of podsync-vk) would restart its containers.
-	for typ, ok := range objInformers.WaitForCacheSync(ctx.Done()) {
+	svcInformers.Start(ctx.Done())
+	// The provider adds the service variables from this lister: a pod
+	// applied before it is synced would get fewer variables, and the
+	// complete spec applied later (after a restart of podsync-vk) would
+	// restart its containers.
+	for typ, ok := range svcInformers.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("node %s: %v informer did not sync", name, typ)
 		}

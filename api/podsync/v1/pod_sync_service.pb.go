@@ -2087,6 +2087,8 @@ func (x *ListVolumesResponse) GetVolumes() []*NamedVolume {
 // NamedVolume is a node-local named volume.
 type NamedVolume struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// namespace is the namespace whose pods mount it.
+	Namespace string `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// name is the claimName pods mount it by.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// path is its directory on the node.
@@ -2127,6 +2129,13 @@ func (*NamedVolume) Descriptor() ([]byte, []int) {
 	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{28}
 }
 
+func (x *NamedVolume) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
 func (x *NamedVolume) GetName() string {
 	if x != nil {
 		return x.Name
@@ -2151,6 +2160,9 @@ func (x *NamedVolume) GetPods() []string {
 // CreateVolumeRequest is the request of CreateVolume.
 type CreateVolumeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// namespace of the volume (of the pods that mount it); empty means
+	// "default", as for a PersistentVolumeClaim.
+	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// name of the volume (the claimName pods mount it by). Required.
 	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2185,6 +2197,13 @@ func (x *CreateVolumeRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use CreateVolumeRequest.ProtoReflect.Descriptor instead.
 func (*CreateVolumeRequest) Descriptor() ([]byte, []int) {
 	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *CreateVolumeRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
 }
 
 func (x *CreateVolumeRequest) GetName() string {
@@ -2243,6 +2262,8 @@ func (x *CreateVolumeResponse) GetCreated() bool {
 // DeleteVolumeRequest is the request of DeleteVolume.
 type DeleteVolumeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// namespace of the volume; empty means "default".
+	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// name of the volume (its claimName). Required.
 	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2277,6 +2298,13 @@ func (x *DeleteVolumeRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use DeleteVolumeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteVolumeRequest) Descriptor() ([]byte, []int) {
 	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *DeleteVolumeRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
 }
 
 func (x *DeleteVolumeRequest) GetName() string {
@@ -3397,16 +3425,19 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x05lines\x18\x01 \x03(\v2\x13.podsync.v1.LogLineR\x05lines\"\x14\n" +
 	"\x12ListVolumesRequest\"H\n" +
 	"\x13ListVolumesResponse\x121\n" +
-	"\avolumes\x18\x01 \x03(\v2\x17.podsync.v1.NamedVolumeR\avolumes\"I\n" +
-	"\vNamedVolume\x12\x12\n" +
+	"\avolumes\x18\x01 \x03(\v2\x17.podsync.v1.NamedVolumeR\avolumes\"g\n" +
+	"\vNamedVolume\x12\x1c\n" +
+	"\tnamespace\x18\x04 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
-	"\x04pods\x18\x03 \x03(\tR\x04pods\")\n" +
-	"\x13CreateVolumeRequest\x12\x12\n" +
+	"\x04pods\x18\x03 \x03(\tR\x04pods\"G\n" +
+	"\x13CreateVolumeRequest\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"0\n" +
 	"\x14CreateVolumeResponse\x12\x18\n" +
-	"\acreated\x18\x01 \x01(\bR\acreated\")\n" +
-	"\x13DeleteVolumeRequest\x12\x12\n" +
+	"\acreated\x18\x01 \x01(\bR\acreated\"G\n" +
+	"\x13DeleteVolumeRequest\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\",\n" +
 	"\x14DeleteVolumeResponse\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\"\x94\x01\n" +

@@ -209,16 +209,17 @@ type PodSyncServiceClient interface {
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetContainerLogs(ctx context.Context, in *GetContainerLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[GetContainerLogsResponse], error)
 	// ListVolumes returns the node's named volumes — the node-local
-	// directories persistentVolumeClaim volumes mount, one per claimName —
-	// ordered by name, each with the stored pods that name it.
+	// directories persistentVolumeClaim volumes mount, one per namespace and
+	// claimName, as a PersistentVolumeClaim is a namespace's — ordered by
+	// namespace and name, each with the stored pods that name it.
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	ListVolumes(ctx context.Context, in *ListVolumesRequest, opts ...grpc.CallOption) (*ListVolumesResponse, error)
 	// CreateVolume creates a named volume, as a pod naming the claim creates
 	// it on its first run: the node-local directory a persistentVolumeClaim
-	// volume of that claimName mounts (what podsyncctl does for a
-	// PersistentVolumeClaim document). An existing volume is left as it is
-	// and answers OK with created = false.
+	// volume of that claimName mounts in the pods of its namespace (what
+	// podsyncctl does for a PersistentVolumeClaim document). An existing
+	// volume is left as it is and answers OK with created = false.
 	//
 	// Errors: INVALID_ARGUMENT for a name that cannot be a volume's.
 	//
@@ -389,7 +390,9 @@ type PodSyncServiceClient interface {
 	// INVALID_ARGUMENT for a name already used by a container of the pod, a
 	// target that is not an init or regular container, or a field a debug
 	// container may not have. PERMISSION_DENIED unless the caller has the
-	// exec role (or admin).
+	// debug role (or admin): a debug container changes the pod, which the
+	// exec role may not. FAILED_PRECONDITION (PodSecurity) for a debug
+	// container the node's Pod Security level refuses.
 	//
 	// Idempotency: none — a retry after success fails with INVALID_ARGUMENT
 	// (duplicate name); a caller that lost the answer reads the pod.
@@ -859,16 +862,17 @@ type PodSyncServiceServer interface {
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetContainerLogs(*GetContainerLogsRequest, grpc.ServerStreamingServer[GetContainerLogsResponse]) error
 	// ListVolumes returns the node's named volumes — the node-local
-	// directories persistentVolumeClaim volumes mount, one per claimName —
-	// ordered by name, each with the stored pods that name it.
+	// directories persistentVolumeClaim volumes mount, one per namespace and
+	// claimName, as a PersistentVolumeClaim is a namespace's — ordered by
+	// namespace and name, each with the stored pods that name it.
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	ListVolumes(context.Context, *ListVolumesRequest) (*ListVolumesResponse, error)
 	// CreateVolume creates a named volume, as a pod naming the claim creates
 	// it on its first run: the node-local directory a persistentVolumeClaim
-	// volume of that claimName mounts (what podsyncctl does for a
-	// PersistentVolumeClaim document). An existing volume is left as it is
-	// and answers OK with created = false.
+	// volume of that claimName mounts in the pods of its namespace (what
+	// podsyncctl does for a PersistentVolumeClaim document). An existing
+	// volume is left as it is and answers OK with created = false.
 	//
 	// Errors: INVALID_ARGUMENT for a name that cannot be a volume's.
 	//
@@ -1039,7 +1043,9 @@ type PodSyncServiceServer interface {
 	// INVALID_ARGUMENT for a name already used by a container of the pod, a
 	// target that is not an init or regular container, or a field a debug
 	// container may not have. PERMISSION_DENIED unless the caller has the
-	// exec role (or admin).
+	// debug role (or admin): a debug container changes the pod, which the
+	// exec role may not. FAILED_PRECONDITION (PodSecurity) for a debug
+	// container the node's Pod Security level refuses.
 	//
 	// Idempotency: none — a retry after success fails with INVALID_ARGUMENT
 	// (duplicate name); a caller that lost the answer reads the pod.

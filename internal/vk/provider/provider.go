@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"sync"
 
 	"go.uber.org/zap"
@@ -58,6 +56,9 @@ type Provider struct {
 	// objects, if set, are where the ConfigMaps and Secrets a pod uses
 	// are read (UseObjects).
 	objects Objects
+	// services, if set, are the Services the service environment
+	// variables of the pods' containers name (UseServices).
+	services Services
 
 	mu sync.Mutex
 	// pods are the Kubernetes pods given to CreatePod/UpdatePod, by
@@ -93,8 +94,13 @@ func key(namespace, name string) string { return namespace + "/" + name }
 // selector selects the podsync pods of this node.
 func (p *Provider) selector() string { return OwnerLabel + "=" + p.node }
 
-// podsyncPod is the pod as podsync-vk applies it: the owner label added.
-func (p *Provider) podsyncPod(pod *corev1.Pod) *corev1.Pod {
+// podsyncPod is the pod as podsync-vk applies it: the owner label added,
+// and each container's service environment variables (serviceEnv). Env
+// is otherwise the pod's own, as the API server stores it: references to
+// ConfigMaps, Secrets and the downward API stay references, which
+// podsyncd resolves from the objects pushed to it and from the pod it
+// runs, so that no Secret value is in the spec it stores.
+func (p *Provider) podsyncPod(pod *corev1.Pod) (*corev1.Pod, error) {
 	out := pod.DeepCopy()
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
@@ -104,20 +110,10 @@ func (p *Provider) podsyncPod(pod *corev1.Pod) *corev1.Pod {
 	// generator and refuses the field.
 	out.GenerateName = ""
 	out.Status = corev1.PodStatus{}
-	// The node library resolves every container's env (service links,
-	// envFrom, $(VAR)) into plain values in map order: sorted, the same
-	// pod gives podsyncd the same spec every time, and its containers are
-	// not restarted for a reordering (DefinitionChanged).
-	for _, cs := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
-		for i := range cs {
-			sortEnv(cs[i].Env)
-		}
+	if err := p.addServiceEnv(out); err != nil {
+		return nil, err
 	}
-	return out
-}
-
-func sortEnv(env []corev1.EnvVar) {
-	slices.SortStableFunc(env, func(a, b corev1.EnvVar) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }
 
 // CreatePod applies the pod on podsyncd.
@@ -140,7 +136,11 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) error {
 	if err := p.pushObjects(ctx, pod); err != nil {
 		return err
 	}
-	req, err := client.SyncPodRequestFromPod(p.podsyncPod(pod), nil, nil)
+	out, err := p.podsyncPod(pod)
+	if err != nil {
+		return fmt.Errorf("apply pod %s on podsync: %w", k, err)
+	}
+	req, err := client.SyncPodRequestFromPod(out, nil, nil)
 	if err == nil {
 		_, err = p.ps.SyncPod(ctx, req, nil)
 	}
@@ -213,6 +213,7 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 			return fmt.Errorf("delete pod %s on podsync: %w", k, err)
 		}
 	}
+	p.releaseObjects(k)
 	p.mu.Lock()
 	last := p.pods[k]
 	st := p.statusLocked(k)

@@ -403,7 +403,7 @@ func TestNamedVolumes(t *testing.T) {
 		r := d.ctl(ctx, "", "logs", "reader")
 		return r.code == 0 && strings.TrimSpace(r.stdout) == "hello"
 	})
-	if out := d.mustCtl(ctx, "volume", "ls"); !hasRow(out, "shared", "default/reader,default/writer") {
+	if out := d.mustCtl(ctx, "volume", "ls"); !hasRow(out, "default", "shared", "default/reader,default/writer") {
 		t.Errorf("volume ls with both pods:\n%s", out)
 	}
 	if r := d.ctl(ctx, "", "volume", "rm", "shared"); r.code != 1 || !strings.Contains(r.stderr, "VOLUME_IN_USE") {
@@ -411,10 +411,10 @@ func TestNamedVolumes(t *testing.T) {
 	}
 	d.mustCtl(ctx, "delete", "writer", "reader", "--grace-period", "0")
 	out := d.mustCtl(ctx, "volume", "ls")
-	if !hasRow(out, "shared", "<none>") {
+	if !hasRow(out, "default", "shared", "<none>") {
 		t.Fatalf("volume ls after the pods were deleted:\n%s", out)
 	}
-	path := strings.Fields(strings.Split(strings.TrimSpace(out), "\n")[1])[2]
+	path := strings.Fields(strings.Split(strings.TrimSpace(out), "\n")[1])[3]
 	if data, err := os.ReadFile(filepath.Join(path, "msg")); err != nil || string(data) != "hello\n" {
 		t.Errorf("the claim's data after the pods were deleted: %q, %v", data, err)
 	}

@@ -190,12 +190,13 @@ func sandboxes(ctx context.Context, t *testing.T, uid string) []string {
 	return ids
 }
 
-// removePodCgroups removes the pod-level cgroups (kubepods/<qos>/pod<uid>)
-// runc leaves behind as the parents of the containers' cgroups.
+// removePodCgroups removes the pod-level cgroups (kubepods/<qos>/pod<uid>
+// under the instance's cgroup root) runc leaves behind as the parents of
+// the containers' cgroups.
 func removePodCgroups(uid string) error {
 	var errs []error
 	for _, qos := range []string{"", "burstable", "besteffort"} {
-		dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*/kubepods", qos, "pod"+uid))
+		dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", inst.CgroupRoot(), "kubepods", qos, "pod"+uid))
 		for _, d := range dirs {
 			if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("pod cgroup %s: %w", d, err))

@@ -162,3 +162,60 @@ func TestEmptyDirOverSizeLimitIsEvicted(t *testing.T) {
 		t.Errorf("the pod within its limit: %s %s %q, want Running", st.GetPhase(), st.GetReason(), st.GetMessage())
 	}
 }
+
+// TestClaimWriterIsEvictedFirst: on containerd, a pod that writes 8 MiB to
+// a named volume it mounts read-write and one that writes 1 MiB to an
+// emptyDir; podsyncd then restarts with the store's file system always
+// below its threshold (--eviction-store-min-available=100%). The claim's
+// writer is evicted first, while the other pod still runs (its writes
+// were not measured, and it went last).
+func TestClaimWriterIsEvictedFirst(t *testing.T) {
+	ctx := testContext(t)
+	root, logs := t.TempDir(), t.TempDir()
+	d := startPodsyncd(t, daemonOptions{RootDir: root, PodLogDir: logs})
+	writer := func(name, volume string, source corev1.VolumeSource, mib int) *corev1.Pod {
+		c := localcritest.Shell("app", "dd if=/dev/urandom of=/data/"+name+" bs=1M count="+strconv.Itoa(mib)+
+			" && touch /data/"+name+".done; while true; do sleep 1; done")
+		c.VolumeMounts = []corev1.VolumeMount{{Name: volume, MountPath: "/data"}}
+		pod := newCorePod(t, name, c)
+		pod.Spec.Volumes = []corev1.Volume{{Name: volume, VolumeSource: source}}
+		return pod
+	}
+	filler := writer("filler", "data", corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}, 8)
+	innocent := writer("innocent", "scratch", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}, 1)
+	for _, w := range []struct {
+		pod  *corev1.Pod
+		name string
+	}{{filler, "filler"}, {innocent, "innocent"}} {
+		d.syncPod(ctx, t, w.pod)
+		eventually(ctx, t, w.name+" wrote its data", func() bool {
+			resp, err := d.client().ExecSync(ctx, &podsyncv1.ExecSyncRequest{Namespace: w.pod.Namespace, Name: w.pod.Name,
+				Command: []string{"test", "-f", "/data/" + w.name + ".done"}})
+			return err == nil && resp.GetExitCode() == 0
+		})
+	}
+	d.Stop()
+
+	d = startPodsyncd(t, daemonOptions{RootDir: root, PodLogDir: logs,
+		Args: []string{"--eviction-store-min-available=100%", "--housekeeping-interval=1s"}})
+	phase := func(p *corev1.Pod) string {
+		got, err := d.client().GetPod(ctx, &podsyncv1.GetPodRequest{Namespace: p.Namespace, Name: p.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.GetPod().GetStatus().GetPhase()
+	}
+	var first string
+	eventually(ctx, t, "a pod evicted", func() bool {
+		switch {
+		case phase(filler) == "Failed":
+			first = "filler"
+		case phase(innocent) == "Failed":
+			first = "innocent"
+		}
+		return first != ""
+	})
+	if first != "filler" || phase(innocent) != "Running" {
+		t.Errorf("evicted first: %s (the other is %s); want the pod that wrote 8 MiB to its claim, the other still running", first, phase(innocent))
+	}
+}
