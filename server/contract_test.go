@@ -5,9 +5,12 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -208,3 +211,30 @@ func TestRequireLease(t *testing.T) {
 }
 
 func ptr64(v int64) *int64 { return &v }
+
+// TestLeaseMetrics: the lease's epoch, holder and expiry are metrics.
+func TestLeaseMetrics(t *testing.T) {
+	d := testdaemon.New(t, testdaemon.Options{Transport: testdaemon.Bufconn})
+	svc := server.NewService(server.ServiceOptions{Backend: server.BackendOf(d.Node)})
+	reg := prometheus.NewRegistry()
+	if err := server.RegisterLeaseMetrics(reg, svc); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader("# HELP podsync_lease_epoch Epoch of the node's lease (0: never acquired); it grows with every acquisition.\n"+
+		"# TYPE podsync_lease_epoch gauge\npodsync_lease_epoch 0\n"), "podsync_lease_epoch", "podsync_lease_held"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Node.Leases().Acquire(t.Context(), "cn:controller-a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	want := "# HELP podsync_lease_epoch Epoch of the node's lease (0: never acquired); it grows with every acquisition.\n" +
+		"# TYPE podsync_lease_epoch gauge\npodsync_lease_epoch 1\n" +
+		"# HELP podsync_lease_held 1 while the identity of the holder label holds the node's lease (expired or not); absent when released.\n" +
+		"# TYPE podsync_lease_held gauge\npodsync_lease_held{holder=\"cn:controller-a\"} 1\n"
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "podsync_lease_epoch", "podsync_lease_held"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "podsync_lease_expiry_timestamp_seconds"); err != nil || n != 1 {
+		t.Fatalf("expiry metrics: %d, %v", n, err)
+	}
+}

@@ -238,7 +238,11 @@ func (d *daemon) newServer(opts server.Options, reg *prometheus.Registry) (*serv
 		StreamIdleTimeout: d.cfg.StreamIdleTimeout.Duration,
 		Sessions:          sessions,
 		Logger:            d.log.Named("service"),
+		RequireLease:      d.cfg.RequireLease,
 	})
+	if err := server.RegisterLeaseMetrics(reg, d.svc); err != nil {
+		return nil, err
+	}
 	opts.Service = d.svc
 	opts.Logger = d.log.Named("grpc")
 	opts.Registerer = reg
