@@ -20,11 +20,12 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 		configFile string
 		nodes      []string
 	)
-	fs.StringVar(&configFile, "config", "", "YAML config file with the same keys as the flags (kubeconfig, listenAddress, clientCAFile, podSyncWorkers, nodes)")
+	fs.StringVar(&configFile, "config", "", "YAML config file with the same keys as the flags (kubeconfig, listenAddress, clientCAFile, podSyncWorkers, leaseTTL, nodes)")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig to reach the API server (default $KUBECONFIG, then in-cluster)")
 	fs.StringVar(&cfg.ListenAddress, "listen-address", "127.0.0.1", "IP the nodes' kubelet APIs listen on and the Nodes report as InternalIP")
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA of the client certificates the kubelet API accepts (the API server's --kubelet-client-certificate)")
 	fs.IntVar(&cfg.PodSyncWorkers, "pod-sync-workers", DefaultPodSyncWorkers, "pods of each node created, updated or deleted at once (a deletion holds one for the pod's grace period)")
+	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", DefaultLeaseTTL, "ttl of the podsync lease taken of each node (renewed every third of it); a standby takes a node over once it expires")
 	fs.StringArrayVar(&nodes, "node", nil, "a podsync node: name=NAME,target=SOCKET|HOST:PORT,port=KUBELET_PORT[,cert=,key=,ca=] (repeat for more)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -45,6 +46,8 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 				file.ClientCAFile = cfg.ClientCAFile
 			case "pod-sync-workers":
 				file.PodSyncWorkers = cfg.PodSyncWorkers
+			case "lease-ttl":
+				file.LeaseTTL = cfg.LeaseTTL
 			}
 		})
 		if file.ListenAddress == "" {
