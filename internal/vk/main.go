@@ -4,10 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/pflag"
+	vktrace "github.com/virtual-kubelet/virtual-kubelet/trace"
+	"github.com/virtual-kubelet/virtual-kubelet/trace/opentelemetry"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/podsync/podsync/internal/tracing"
 )
 
 // Main parses args and runs podsync-vk until ctx ends; it returns the exit
@@ -71,6 +76,22 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(stderr), zap.InfoLevel))
 	defer func() { _ = log.Sync() }()
+	// Spans over OTLP when the OTEL_* environment asks for them; the
+	// node library's spans (its pod controller's) are otel's then, and
+	// every call to podsyncd carries its trace context either way.
+	tp, err := tracing.Setup(ctx, "podsync-vk", "")
+	if err != nil {
+		log.Error("podsync-vk tracing", zap.Error(err))
+		return 1
+	}
+	if tp.Exporting() {
+		vktrace.T = opentelemetry.Adapter{}
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tp.Shutdown(sctx)
+	}()
 	if err := Run(ctx, cfg, log); err != nil {
 		log.Error("podsync-vk stopped", zap.Error(err))
 		return 1
