@@ -285,10 +285,10 @@ func contractStatus(err error, metadata map[string]string) *status.Status {
 		return newStatus(codes.Aborted, reason, err.Error(), md)
 	case errors.As(err, &le):
 		reason := errorinfo.ReasonLeaseSuperseded
-		switch le.Class {
-		case errdefs.ErrLeaseRequired:
+		switch {
+		case errors.Is(le.Class, errdefs.ErrLeaseRequired):
 			reason = errorinfo.ReasonLeaseRequired
-		case errdefs.ErrLeaseHeld:
+		case errors.Is(le.Class, errdefs.ErrLeaseHeld):
 			reason = errorinfo.ReasonLeaseHeld
 			md[errorinfo.MetadataExpireTime] = le.Expires.UTC().Format(time.RFC3339)
 		}

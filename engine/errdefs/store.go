@@ -180,10 +180,10 @@ type LeaseError struct {
 }
 
 func (e *LeaseError) Error() string {
-	switch e.Class {
-	case ErrLeaseHeld:
+	switch {
+	case errors.Is(e.Class, ErrLeaseHeld):
 		return fmt.Sprintf("the node's lease is held by %s (epoch %d) until %s", e.Holder, e.Current, e.Expires.UTC().Format(time.RFC3339))
-	case ErrLeaseRequired:
+	case errors.Is(e.Class, ErrLeaseRequired):
 		if e.Epoch == 0 {
 			return fmt.Sprintf("the node requires a lease: the call carries no epoch (current epoch %d, holder %q); acquire the lease", e.Current, e.Holder)
 		}

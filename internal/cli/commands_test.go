@@ -532,7 +532,7 @@ Allocatable:
   cpu:              3500m
   memory:           7Gi
   pods:             110
-Lease:        cn:controller-a (epoch 3, renewed `+fixedNow.UTC().Format(time.RFC3339)+`, expires `+fixedNow.Add(15*time.Second).UTC().Format(time.RFC3339)+`)
+Lease:        cn:controller-a (epoch 3, renewed ` + fixedNow.UTC().Format(time.RFC3339) + `, expires ` + fixedNow.Add(15*time.Second).UTC().Format(time.RFC3339) + `)
 RequireLease: true
 `
 	if b.String() != want {
