@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -148,6 +149,10 @@ type NodeOptions struct {
 	// Apply, Plan and Delete then return an error wrapping
 	// ErrRuntimeUnavailable. Nil classifies no error so.
 	RuntimeUnavailable func(error) bool
+	// TracerProvider records a span per sync pass, with a child per step
+	// (syncer.SyncerOptions.TracerProvider), under the span of the call
+	// that asked for the pass; nil records none.
+	TracerProvider trace.TracerProvider
 }
 
 // Node keeps the pods it is given converged: it stores each desired pod
@@ -227,7 +232,8 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	if ps == nil {
 		sopts := syncer.SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
 			Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config, HostPaths: opts.HostPaths, Credentials: opts.Credentials,
-			PodSpecKey: opts.Store.NodeKey(), ImagePullVerification: opts.ImagePulls}
+			PodSpecKey: opts.Store.NodeKey(), ImagePullVerification: opts.ImagePulls,
+			TracerProvider: opts.TracerProvider}
 		if opts.Metrics != nil {
 			sopts.Observer = opts.Metrics
 		}

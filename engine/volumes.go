@@ -94,10 +94,22 @@ func (n *Volumes) List(ctx context.Context) ([]NamedVolume, error) {
 // Create creates the named volume name of namespace, as a pod of the
 // namespace naming the claim would on its first run (a
 // PersistentVolumeClaim document applied), and reports whether it created
-// it: an existing one is left as it is. A name that cannot be a volume's
-// is ErrInvalidSpec.
-func (n *Volumes) Create(_ context.Context, namespace, name string) (bool, error) {
-	created, err := syncer.EnsureClaimVolume(namespace, name, n.cfg)
+// it: an existing one is left as it is, or, with mustNotExist, refused
+// with a *errdefs.PreconditionError. A name that cannot be a volume's is
+// ErrInvalidSpec. The creation is fenced by ctx's lease condition
+// (WithFence).
+func (n *Volumes) Create(ctx context.Context, namespace, name string, mustNotExist bool) (bool, error) {
+	var created bool
+	err := n.store.Fenced(FenceOf(ctx), func() error {
+		if mustNotExist {
+			if _, err := os.Lstat(criconfig.ClaimVolumeDir(namespace, name, n.cfg)); err == nil {
+				return &errdefs.PreconditionError{Kind: errdefs.RevisionMismatch, What: "volume " + namespace + "/" + name, Exists: true, Want: "absent"}
+			}
+		}
+		var err error
+		created, err = syncer.EnsureClaimVolume(namespace, name, n.cfg)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("create volume %s/%s: %w", namespace, name, err)
 	}
@@ -111,7 +123,7 @@ func (n *Volumes) Create(_ context.Context, namespace, name string) (bool, error
 // returns false if there is none, an error wrapping ErrVolumeInUse
 // (naming the pods) while a stored pod names it, whatever its phase:
 // delete the pods first. A name that cannot be a volume's is
-// ErrInvalidSpec.
+// ErrInvalidSpec; a refusal of ctx's lease condition a *errdefs.LeaseError.
 //
 // NOTE(podsync): the directory is renamed away before the pods are
 // checked a second time, so a pod stored while the volume is removed
@@ -137,7 +149,9 @@ func (n *Volumes) Delete(ctx context.Context, namespace, name string) (bool, err
 	suffix := make([]byte, 6)
 	_, _ = rand.Read(suffix)
 	gone := filepath.Join(filepath.Dir(dir), ".deleting-"+name+"-"+hex.EncodeToString(suffix))
-	if err := os.Rename(dir, gone); err != nil {
+	// The rename is the deletion's commit point: fenced by ctx's lease
+	// condition, ordered with the lease's changes.
+	if err := n.store.Fenced(FenceOf(ctx), func() error { return os.Rename(dir, gone) }); err != nil {
 		return false, fmt.Errorf("delete volume %s/%s: %w", namespace, name, err)
 	}
 	if err := n.checkUnused(ctx, k); err != nil {

@@ -13,6 +13,10 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -21,6 +25,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
@@ -78,6 +83,12 @@ type Options struct {
 	// means DefaultMaxRecvMsgSize; keep it above the validator's
 	// Limits.MaxRequestBytes.
 	MaxRecvMsgSize int
+	// TracerProvider records a server span per call of the
+	// PodSyncService (otelgrpc), child of the caller's W3C trace context;
+	// the call's context carries it to the node's passes and CRI calls.
+	// Nil records nothing, but the caller's trace context still
+	// propagates.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is podsyncd's gRPC server: the PodSyncService of Options.Service,
@@ -188,8 +199,15 @@ func New(opts Options) (*Server, error) {
 	if maxRecv <= 0 {
 		maxRecv = DefaultMaxRecvMsgSize
 	}
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
 	s.grpc = grpc.NewServer(
 		grpc.Creds(newTransportCredentials(opts.TLS, opts.InsecureLoopback, log)),
+		grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(tp),
+			otelgrpc.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})),
+			otelgrpc.WithFilter(func(ri *stats.RPCTagInfo) bool { return ownsMethod(ri.FullMethodName) }))),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 		grpc.MaxRecvMsgSize(maxRecv),

@@ -290,7 +290,7 @@ func equalStrings(a, b []string) bool {
 }
 
 // TestDeletePod: an unknown pod is found = false; another uid is
-// FAILED_PRECONDITION and deletes nothing; the pod's uid deletes it, with
+// ABORTED (UID_MISMATCH) and deletes nothing; the pod's uid deletes it, with
 // the steps.
 func TestDeletePod(t *testing.T) {
 	h := newSvcHarness(t)
@@ -300,7 +300,7 @@ func TestDeletePod(t *testing.T) {
 	}
 	_, res := h.sync(testPod(t, "default", "web", nil))
 	_, err = h.c.DeletePod(h.ctx, &podsyncv1.DeletePodRequest{Name: "web", Uid: "6f1e7a4e-1d5b-4a8e-9c3b-2f0a1b2c3d4e"})
-	wantError(t, err, codes.FailedPrecondition, errorinfo.ReasonUIDMismatch)
+	wantError(t, err, codes.Aborted, errorinfo.ReasonUIDMismatch)
 	if _, err := h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"}); err != nil {
 		t.Fatalf("GetPod after a refused delete: %v", err)
 	}

@@ -28,7 +28,15 @@ func (s *service) CreateVolume(ctx context.Context, req *podsyncv1.CreateVolumeR
 	if req.GetName() == "" {
 		return nil, NewError(codes.InvalidArgument, errorinfo.ReasonInvalidSpec, "name: required: the volume's claimName", nil)
 	}
-	created, err := s.backend(ctx).Volumes.Create(ctx, volumeNamespace(req.GetNamespace()), req.GetName())
+	mustNotExist := false
+	if p := req.GetPrecondition(); p != nil {
+		if p.Revision == nil || p.GetRevision() != 0 || p.GetUid() != "" {
+			return nil, NewError(codes.InvalidArgument, errorinfo.ReasonInvalidSpec,
+				"precondition: volumes have no revisions or uids: only revision 0 (the volume must not exist) applies", nil)
+		}
+		mustNotExist = true
+	}
+	created, err := s.backend(ctx).Volumes.Create(ctx, volumeNamespace(req.GetNamespace()), req.GetName(), mustNotExist)
 	if err != nil {
 		return nil, err
 	}

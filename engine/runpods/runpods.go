@@ -102,6 +102,9 @@ const (
 	ReasonPodFailed        = "PodFailed"
 	ReasonPodCompleted     = "PodCompleted"
 	ReasonSyncError        = "SyncError"
+	// ReasonPreconditionFailed rejects a pod whose precondition or whose
+	// call's lease epoch does not hold; nothing of it was stored.
+	ReasonPreconditionFailed = "PreconditionFailed"
 )
 
 // DefaultTimeout is a pod's timeout when the request gives none.
@@ -123,6 +126,10 @@ type Request struct {
 	Timeout time.Duration
 	// AllOrNothing runs no pod when any is rejected.
 	AllOrNothing bool
+	// Preconditions are the preconditions of the pods' writes, by pod
+	// UID; a pod whose precondition fails is Rejected with reason
+	// ReasonPreconditionFailed, and nothing of it is stored.
+	Preconditions map[types.UID]store.Precondition
 }
 
 // Options configure Run.
@@ -407,6 +414,10 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod, release func()) Resul
 		return finish(TimedOut, ReasonDeadlineExceeded, fmt.Sprintf("pod did not reach %s within %s", r.req.WaitFor, r.req.Timeout), st)
 	case errors.Is(err, errdefs.ErrRuntimeUnavailable):
 		r.abort(err)
+		return res
+	case errors.Is(err, errdefs.ErrPreconditionFailed), errors.Is(err, errdefs.ErrLeaseSuperseded), errors.Is(err, errdefs.ErrLeaseRequired):
+		res = finish(Rejected, ReasonPreconditionFailed, err.Error(), st)
+		res.Admitted = false
 		return res
 	case err != nil:
 		return finish(Failed, ReasonSyncError, err.Error(), st)

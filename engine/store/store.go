@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/failpoint"
 )
 
 // Defaults of Options.
@@ -389,6 +390,7 @@ func (s *Store) commit(fns ...func(tx *bolt.Tx, st *txState) error) error {
 	if s.closed {
 		return errdefs.ErrStoreClosed
 	}
+	failpoint.Inject(failpoint.StoreCommit)
 	st := &txState{s: s, now: s.clock.Now(), rev: s.rev, compact: s.compact, count: s.count, bytes: s.bytes}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, fn := range fns {

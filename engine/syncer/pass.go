@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -60,6 +61,9 @@ type recorder struct {
 	emit  func(StepResult)
 	log   *zap.Logger
 	obs   Observer
+	// ctx holds the pass's span, tracer its steps' spans' tracer.
+	ctx    context.Context
+	tracer trace.Tracer
 }
 
 func (r *recorder) add(st StepResult) {
@@ -80,6 +84,7 @@ func (r *recorder) add(st StepResult) {
 		r.log.Log(lvl, stepMessages[st.Action], fields...)
 	}
 	r.obs.ObserveStep(st)
+	traceStep(r.ctx, r.tracer, st)
 	if r.emit != nil {
 		r.emit(st)
 	}

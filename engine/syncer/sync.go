@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
@@ -74,6 +76,9 @@ type SyncerOptions struct {
 	// one no record is written, and a node that loses its store adopts
 	// the pod in part.
 	PodSpecKey []byte
+	// TracerProvider records a span per pass (SpanPass) under the
+	// caller's, with a child per step; nil records none.
+	TracerProvider trace.TracerProvider
 }
 
 // Observer is told of what a Syncer does: every pass as it ends and every
@@ -169,6 +174,8 @@ type Syncer struct {
 	// records it decides by.
 	verify ImagePullVerification
 	pulls  *pullRecords
+	// tracer records passes and steps (SyncerOptions.TracerProvider).
+	tracer trace.Tracer
 	// usernsMu serialises the allocation of user namespace ranges.
 	usernsMu sync.Mutex
 }
@@ -206,6 +213,11 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 	if s.obs == nil {
 		s.obs = nopObserver{}
 	}
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	s.tracer = tp.Tracer(tracerName)
 	return s, nil
 }
 
@@ -244,12 +256,14 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, in SyncInput, emi
 		return SyncResult{}, fmt.Errorf("sync pod %s: %w", model.PodString(pod), err)
 	}
 	log := logx.From(ctx, s.log).With(logx.Pod(pod)...)
-	p := &pass{s: s, pod: pod, in: in, log: log, rec: &recorder{emit: emit, log: log, obs: s.obs},
+	ctx, span := s.startPass(ctx, pod)
+	p := &pass{s: s, pod: pod, in: in, log: log, rec: &recorder{emit: emit, log: log, obs: s.obs, ctx: ctx, tracer: s.tracer},
 		pulls: model.CurrentPullFailures(pod, in.PullFailures)}
 	start := s.clock.Now()
 	res, err := p.run(ctx)
 	res.PullFailures = p.pulls
 	s.obs.ObservePass(res, err, ctx.Err() != nil, s.clock.Since(start))
+	endPass(span, res, err)
 	return res, err
 }
 

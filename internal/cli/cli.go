@@ -67,7 +67,9 @@ func (a *app) main(ctx context.Context, args []string) int {
 	a.colors = newPalette(a.stdout, a.getenv)
 	root := a.newRoot()
 	root.SetArgs(args)
+	ctx, endTrace := a.startTrace(ctx)
 	cmd, err := root.ExecuteContextC(ctx)
+	endTrace(cmd, err)
 	if err == nil {
 		return ExitOK
 	}

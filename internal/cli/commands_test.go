@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/internal/testing/testdaemon"
@@ -511,6 +512,9 @@ func TestPrintNode(t *testing.T) {
 		Taints:      []*podsyncv1.Taint{{Key: "dedicated", Value: "db", Effect: "NoSchedule"}, {Key: "maintenance", Effect: "NoExecute"}},
 		Capacity:    map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110"},
 		Allocatable: map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110"},
+		Lease: &podsyncv1.Lease{Holder: "cn:controller-a", Epoch: 3,
+			RenewTime: timestamppb.New(fixedNow), ExpireTime: timestamppb.New(fixedNow.Add(15 * time.Second))},
+		RequireLease: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -528,8 +532,34 @@ Allocatable:
   cpu:              3500m
   memory:           7Gi
   pods:             110
+Lease:        cn:controller-a (epoch 3, renewed ` + fixedNow.UTC().Format(time.RFC3339) + `, expires ` + fixedNow.Add(15*time.Second).UTC().Format(time.RFC3339) + `)
+RequireLease: true
 `
 	if b.String() != want {
 		t.Errorf("printNode:\n%s\nwant:\n%s", b.String(), want)
 	}
+}
+
+// TestDeleteByUIDKeepsANewerIncarnation: delete --uid of a pod's old
+// incarnation fails and leaves the new one; its own uid deletes it.
+func TestDeleteByUIDKeepsANewerIncarnation(t *testing.T) {
+	d := startPodsyncd(t)
+	manifest := func(uid string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: web, uid: " + uid + "}\nspec:\n  containers:\n  - name: app\n    image: " + testImage +
+			"\n    command: [sleep, inf]\n"
+	}
+	const old, cur = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+	mustSucceed(t, "sync old", d.run(t, manifest(old), "sync", "-f", "-"))
+	mustSucceed(t, "delete", d.run(t, "", "delete", "web", "--grace-period", "0"))
+	mustSucceed(t, "sync new", d.run(t, manifest(cur), "sync", "-f", "-"))
+	r := d.run(t, "", "delete", "web", "--uid", old)
+	if r.code == 0 || !strings.Contains(r.stderr, cur) {
+		t.Fatalf("delete --uid of the old incarnation: exit %d, stderr %q; want a failure naming %s", r.code, r.stderr, cur)
+	}
+	r = d.run(t, "", "get", "web", "-o", "json")
+	mustSucceed(t, "get after a refused delete", r)
+	if !strings.Contains(r.stdout, cur) {
+		t.Fatalf("get after a refused delete:\n%s", r.stdout)
+	}
+	mustSucceed(t, "delete --uid of the live incarnation", d.run(t, "", "delete", "web", "--uid", cur, "--grace-period", "0"))
 }

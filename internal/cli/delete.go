@@ -75,7 +75,7 @@ func (a *app) newDeleteCommand() *cobra.Command {
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", `namespace of the named pods (default "default"); with --all, all namespaces when empty`)
 	cmd.Flags().BoolVar(&f.all, "all", false, "delete every pod of -n, or of every namespace")
 	cmd.Flags().Int64Var(&f.gracePeriod, "grace-period", -1, "seconds given to the containers to stop; 0 kills at once; -1 uses each pod's terminationGracePeriodSeconds")
-	cmd.Flags().StringVar(&f.uid, "uid", "", "delete only this incarnation (uid) of the pod")
+	cmd.Flags().StringVar(&f.uid, "uid", "", "delete only this incarnation (uid) of the pod: another one is left running and the command fails (UID_MISMATCH)")
 	cmd.Flags().BoolVar(&f.ignoreNotFound, "ignore-not-found", false, "a pod that does not exist is not an error")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "output format: json or yaml (the API's DeletePodResponse messages)")
 	return cmd

@@ -126,6 +126,11 @@ type Config struct {
 	// without traffic for that long (--stream-idle-timeout, the kubelet's
 	// --streaming-connection-idle-timeout; 4 h).
 	StreamIdleTimeout metav1.Duration `json:"streamIdleTimeout,omitzero"`
+	// RequireLease refuses a mutating call that does not carry the
+	// current epoch of the node's held lease (--require-lease): one
+	// control plane at a time drives the node. Without it leases are
+	// advisory: only a superseded epoch is refused.
+	RequireLease bool `json:"requireLease,omitempty"`
 	// EvictionStoreMinAvailable is the free space the store's file system
 	// keeps: below it the pod using the most local storage there is
 	// evicted (--eviction-store-min-available; "5%", a quantity such as
@@ -306,6 +311,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"period of the manifest directory's full rescan, besides inotify")
 	fs.DurationVar(&c.StreamIdleTimeout.Duration, "stream-idle-timeout", c.StreamIdleTimeout.Duration,
 		"how long an exec, attach or port-forward session may go without traffic before it is ended")
+	fs.BoolVar(&c.RequireLease, "require-lease", c.RequireLease,
+		"refuse SyncPod, RunPods, DeletePod, AddEphemeralContainer, ApplyObjects, DeleteObject, CreateVolume and DeleteVolume "+
+			"unless they carry the current epoch of the node's lease (AcquireLease): one control plane at a time drives the node")
 	fs.StringVar(&c.EvictionStoreMinAvailable, "eviction-store-min-available", c.EvictionStoreMinAvailable,
 		`free space the store's file system keeps: below it the pod using the most there is evicted (e.g. 5%, 2Gi; 0: no check)`)
 	fs.StringToStringVar(&c.PriorityClasses, "priority-classes", c.PriorityClasses,

@@ -28,6 +28,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
 	"github.com/podsync/podsync/internal/vk/provider"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
@@ -81,6 +82,14 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 		return fmt.Errorf("podsync node %s: %w", n.Target, err)
 	}
 	defer func() { _ = ps.Close() }()
+	// The node's podsync lease first: every call of ps carries its epoch,
+	// so a podsync-vk that lost the node to another cannot change it.
+	lctx, stopLease := context.WithCancel(ctx)
+	defer stopLease()
+	leaseErr, err := takeLease(lctx, ps, cmp.Or(cfg.LeaseTTL, DefaultLeaseTTL), log.With(zap.String("target", n.Target)))
+	if err != nil {
+		return fmt.Errorf("podsync node %s: %w", n.Target, err)
+	}
 	np, err := provider.NewNode(ctx, ps, provider.NodeOptions{Name: n.Name, InternalIP: cfg.ListenAddress, Port: int32(n.Port)}, log)
 	if err != nil {
 		return fmt.Errorf("podsync node %s: %w", n.Target, err)
@@ -149,13 +158,21 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- p.Run(ctx) }()
 	go func() { errc <- nc.Run(ctx) }()
 	go func() { errc <- pc.Run(ctx, cmp.Or(cfg.PodSyncWorkers, DefaultPodSyncWorkers)) }()
+	go func() {
+		select {
+		case err := <-leaseErr:
+			errc <- err
+		case <-ctx.Done():
+			errc <- nil
+		}
+	}()
 	log.Info("serving podsync node", zap.String("target", n.Target), zap.Int("kubelet_port", n.Port))
 	var first error
-	for range 3 {
+	for range 4 {
 		err := <-errc
 		if err != nil && first == nil && ctx.Err() == nil {
 			first = fmt.Errorf("node %s: %w", name, err)
@@ -163,6 +180,35 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 		cancel()
 	}
 	return first
+}
+
+// takeLease holds the node's podsync lease (client.KeepLease) until ctx
+// ends: it returns once the lease is acquired, with the channel that
+// reports why it was lost (another holder took it), or the error of ctx
+// ending first.
+func takeLease(ctx context.Context, ps *client.Client, ttl time.Duration, log *zap.Logger) (<-chan error, error) {
+	acquired := make(chan struct{})
+	var once sync.Once
+	lost := make(chan error, 1)
+	go func() {
+		err := ps.KeepLease(ctx, ttl, func(l *podsyncv1.Lease) {
+			log.Info("podsync lease acquired", zap.Int64("epoch", l.GetEpoch()), zap.String("holder", l.GetHolder()))
+			once.Do(func() { close(acquired) })
+		})
+		if err != nil {
+			err = fmt.Errorf("podsync lease lost: %w", err)
+		}
+		lost <- err
+	}()
+	select {
+	case <-acquired:
+		return lost, nil
+	case err := <-lost:
+		if err == nil {
+			err = ctx.Err()
+		}
+		return nil, err
+	}
 }
 
 // kubeletAPI serves the node's kubelet API (/containerLogs, /exec,

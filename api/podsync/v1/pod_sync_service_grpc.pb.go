@@ -46,6 +46,9 @@ const (
 	PodSyncService_GetPodStats_FullMethodName           = "/podsync.v1.PodSyncService/GetPodStats"
 	PodSyncService_ListPodStats_FullMethodName          = "/podsync.v1.PodSyncService/ListPodStats"
 	PodSyncService_AddEphemeralContainer_FullMethodName = "/podsync.v1.PodSyncService/AddEphemeralContainer"
+	PodSyncService_AcquireLease_FullMethodName          = "/podsync.v1.PodSyncService/AcquireLease"
+	PodSyncService_RenewLease_FullMethodName            = "/podsync.v1.PodSyncService/RenewLease"
+	PodSyncService_ReleaseLease_FullMethodName          = "/podsync.v1.PodSyncService/ReleaseLease"
 )
 
 // PodSyncServiceClient is the client API for PodSyncService service.
@@ -74,6 +77,19 @@ const (
 //   - DEADLINE_EXCEEDED, CANCELLED: the caller's deadline or cancellation;
 //     work already done on the node stays done.
 //   - RESOURCE_EXHAUSTED: the caller's rate limit, or a message too large.
+//   - ABORTED, reason REVISION_MISMATCH or UID_MISMATCH: a write's
+//     Precondition does not hold; nothing was changed. Metadata "revision"
+//     and "uid" are the current ones: read again and retry.
+//   - FAILED_PRECONDITION, reason LEASE_SUPERSEDED or LEASE_REQUIRED: a
+//     mutating call carries an epoch older than the node's Lease, or
+//     (--require-lease) none; nothing was changed.
+//
+// A call that ends with UNAVAILABLE (reason RUNTIME_UNAVAILABLE before the
+// handler ran), DEADLINE_EXCEEDED or CANCELLED, or whose connection broke,
+// may or may not have been applied: a write's effect is all or nothing, but
+// only a read tells which. Conditional writes make such a retry safe: a
+// retry of a write that did land fails with REVISION_MISMATCH instead of
+// applying it twice (docs/api.md).
 type PodSyncServiceClient interface {
 	// RunPods runs a batch of pods and reports how each one went: the
 	// kubelet's run-once mode with a real contract.
@@ -99,8 +115,10 @@ type PodSyncServiceClient interface {
 	//
 	// Errors: INVALID_ARGUMENT for a malformed request (nothing is run);
 	// ALREADY_EXISTS when a pod's explicit uid differs from the live pod of
-	// the same namespace/name. Admission refusals are per-pod results, not
-	// errors.
+	// the same namespace/name; ABORTED (REVISION_MISMATCH, UID_MISMATCH)
+	// when a pod's precondition does not hold (the pods before it in the
+	// batch are applied, none after it). Admission refusals are per-pod
+	// results, not errors.
 	//
 	// Idempotency: re-sending the same request applies the same specs again
 	// (no change for pods already as specified) and waits again; safe to
@@ -123,10 +141,14 @@ type PodSyncServiceClient interface {
 	// ObjectMeta.uid); FAILED_PRECONDITION with ErrorInfo reason OutOfcpu,
 	// OutOfmemory, OutOfpods, NodePorts or a policy reason when admission
 	// refuses a new pod (RESOURCE_EXHAUSTED for the capacity reasons);
-	// ABORTED when the pod is being deleted.
+	// ABORTED when the pod is being deleted (POD_TERMINATING) or the
+	// precondition does not hold (REVISION_MISMATCH, UID_MISMATCH, with the
+	// current revision and uid in the metadata; nothing is stored).
 	//
 	// Idempotency: IDEMPOTENT — the same spec twice yields the same pod;
-	// the second pass changes nothing that is already converged.
+	// the second pass changes nothing that is already converged. A retry of
+	// a call with a revision precondition that did land fails with
+	// REVISION_MISMATCH: read the pod to see whether it holds the spec.
 	SyncPod(ctx context.Context, in *SyncPodRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SyncPodResponse], error)
 	// PlanPod says what a sync pass of the given spec would do now — sandbox
 	// decision with attempt and reason, containers to kill with the changed
@@ -163,12 +185,13 @@ type PodSyncServiceClient interface {
 	// the grace period — and removes its containers, sandboxes, volumes and
 	// logs, and forgets it. It returns once everything is gone.
 	//
-	// A pod that does not exist answers OK with found = false, so a retry
-	// after an interrupted call is safe.
+	// A pod that does not exist answers OK with found = false, whatever the
+	// precondition, so a retry after an interrupted call is safe.
 	//
-	// Errors: FAILED_PRECONDITION with ErrorInfo reason UID_MISMATCH (and
-	// metadata "uid", the live pod's) when uid is given and names another
-	// incarnation of the pod.
+	// Errors: ABORTED with ErrorInfo reason UID_MISMATCH (and metadata
+	// "uid", the live pod's) when uid is given and names another incarnation
+	// of the pod; ABORTED, REVISION_MISMATCH, when the precondition's
+	// revision is not the pod's. Nothing is deleted then.
 	//
 	// Idempotency: IDEMPOTENT.
 	DeletePod(ctx context.Context, in *DeletePodRequest, opts ...grpc.CallOption) (*DeletePodResponse, error)
@@ -221,7 +244,10 @@ type PodSyncServiceClient interface {
 	// podsyncctl does for a PersistentVolumeClaim document). An existing
 	// volume is left as it is and answers OK with created = false.
 	//
-	// Errors: INVALID_ARGUMENT for a name that cannot be a volume's.
+	// Errors: INVALID_ARGUMENT for a name that cannot be a volume's;
+	// ABORTED, REVISION_MISMATCH, when the precondition's revision is 0 (the
+	// volume must not exist) and it exists. Volumes have no revisions: 0 is
+	// the only revision a volume's precondition may name.
 	//
 	// Idempotency: IDEMPOTENT.
 	CreateVolume(ctx context.Context, in *CreateVolumeRequest, opts ...grpc.CallOption) (*CreateVolumeResponse, error)
@@ -249,9 +275,10 @@ type PodSyncServiceClient interface {
 	//
 	// Errors: INVALID_ARGUMENT for an invalid object, or a change of an
 	// object stored with immutable = true (field violation "data");
-	// ABORTED, ErrorInfo reason CONFLICT, when an object's
-	// metadata.resource_version is set and is not the stored one (a new
-	// object must then not exist: resource_version "0" is not stored yet);
+	// ABORTED, ErrorInfo reason REVISION_MISMATCH (metadata "revision", the
+	// stored one, "0" for none), when an object's metadata.resource_version
+	// is set and is not the stored one (a new object must then not exist:
+	// resource_version "0" is not stored yet); nothing is stored then;
 	// FAILED_PRECONDITION, reason OWNED_BY_FILE, for an object read from the
 	// manifest directory.
 	//
@@ -274,8 +301,8 @@ type PodSyncServiceClient interface {
 	// object waits for it (CreateContainerConfigError), as on a kubelet.
 	// An object that does not exist answers OK with found = false.
 	//
-	// Errors: ABORTED, reason CONFLICT, when resource_version is set and is
-	// not the stored one; FAILED_PRECONDITION, reason OWNED_BY_FILE, for an
+	// Errors: ABORTED, reason REVISION_MISMATCH (metadata "revision"), when
+	// resource_version is set and is not the stored one; FAILED_PRECONDITION, reason OWNED_BY_FILE, for an
 	// object read from the manifest directory.
 	//
 	// Idempotency: IDEMPOTENT.
@@ -395,8 +422,41 @@ type PodSyncServiceClient interface {
 	// container the node's Pod Security level refuses.
 	//
 	// Idempotency: none — a retry after success fails with INVALID_ARGUMENT
-	// (duplicate name); a caller that lost the answer reads the pod.
+	// (duplicate name); a caller that lost the answer reads the pod. The
+	// precondition (REVISION_MISMATCH, UID_MISMATCH) is checked as SyncPod's.
 	AddEphemeralContainer(ctx context.Context, in *AddEphemeralContainerRequest, opts ...grpc.CallOption) (*AddEphemeralContainerResponse, error)
+	// AcquireLease makes the caller (its authenticated identity) the holder
+	// of the node's lease, with a new epoch, one more than the last one
+	// granted: when nobody holds it, when it expired, or when the caller
+	// holds it already (an acquisition by the same identity, a standby of
+	// the same control plane, is a takeover too: it fences the calls of the
+	// epoch before). See Lease for what the epoch fences.
+	//
+	// Errors: FAILED_PRECONDITION, ErrorInfo reason LEASE_HELD (metadata
+	// "holder", "epoch" and "expire_time") while another identity holds an
+	// unexpired lease; INVALID_ARGUMENT for a ttl out of range.
+	//
+	// Idempotency: none — every success is a new epoch; a caller that lost
+	// the answer acquires again, which fences the lost epoch.
+	AcquireLease(ctx context.Context, in *AcquireLeaseRequest, opts ...grpc.CallOption) (*AcquireLeaseResponse, error)
+	// RenewLease extends the lease of epoch by ttl from now. A lease that
+	// expired may be renewed while nobody else acquired it.
+	//
+	// Errors: FAILED_PRECONDITION, reason LEASE_SUPERSEDED (metadata
+	// "holder", "epoch"), when epoch is not the current one, or the lease
+	// was released, or another identity holds it.
+	//
+	// Idempotency: IDEMPOTENT.
+	RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error)
+	// ReleaseLease gives up the lease of epoch: anyone may acquire it at
+	// once. The epoch stays counted: the next acquisition gets a greater one.
+	//
+	// Errors: FAILED_PRECONDITION, reason LEASE_SUPERSEDED, when epoch is not
+	// the current one or another identity holds it.
+	//
+	// Idempotency: IDEMPOTENT — releasing a released lease of the same epoch
+	// answers released = false.
+	ReleaseLease(ctx context.Context, in *ReleaseLeaseRequest, opts ...grpc.CallOption) (*ReleaseLeaseResponse, error)
 }
 
 type podSyncServiceClient struct {
@@ -701,6 +761,36 @@ func (c *podSyncServiceClient) AddEphemeralContainer(ctx context.Context, in *Ad
 	return out, nil
 }
 
+func (c *podSyncServiceClient) AcquireLease(ctx context.Context, in *AcquireLeaseRequest, opts ...grpc.CallOption) (*AcquireLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AcquireLeaseResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_AcquireLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RenewLeaseResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_RenewLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) ReleaseLease(ctx context.Context, in *ReleaseLeaseRequest, opts ...grpc.CallOption) (*ReleaseLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReleaseLeaseResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_ReleaseLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PodSyncServiceServer is the server API for PodSyncService service.
 // All implementations must embed UnimplementedPodSyncServiceServer
 // for forward compatibility.
@@ -727,6 +817,19 @@ func (c *podSyncServiceClient) AddEphemeralContainer(ctx context.Context, in *Ad
 //   - DEADLINE_EXCEEDED, CANCELLED: the caller's deadline or cancellation;
 //     work already done on the node stays done.
 //   - RESOURCE_EXHAUSTED: the caller's rate limit, or a message too large.
+//   - ABORTED, reason REVISION_MISMATCH or UID_MISMATCH: a write's
+//     Precondition does not hold; nothing was changed. Metadata "revision"
+//     and "uid" are the current ones: read again and retry.
+//   - FAILED_PRECONDITION, reason LEASE_SUPERSEDED or LEASE_REQUIRED: a
+//     mutating call carries an epoch older than the node's Lease, or
+//     (--require-lease) none; nothing was changed.
+//
+// A call that ends with UNAVAILABLE (reason RUNTIME_UNAVAILABLE before the
+// handler ran), DEADLINE_EXCEEDED or CANCELLED, or whose connection broke,
+// may or may not have been applied: a write's effect is all or nothing, but
+// only a read tells which. Conditional writes make such a retry safe: a
+// retry of a write that did land fails with REVISION_MISMATCH instead of
+// applying it twice (docs/api.md).
 type PodSyncServiceServer interface {
 	// RunPods runs a batch of pods and reports how each one went: the
 	// kubelet's run-once mode with a real contract.
@@ -752,8 +855,10 @@ type PodSyncServiceServer interface {
 	//
 	// Errors: INVALID_ARGUMENT for a malformed request (nothing is run);
 	// ALREADY_EXISTS when a pod's explicit uid differs from the live pod of
-	// the same namespace/name. Admission refusals are per-pod results, not
-	// errors.
+	// the same namespace/name; ABORTED (REVISION_MISMATCH, UID_MISMATCH)
+	// when a pod's precondition does not hold (the pods before it in the
+	// batch are applied, none after it). Admission refusals are per-pod
+	// results, not errors.
 	//
 	// Idempotency: re-sending the same request applies the same specs again
 	// (no change for pods already as specified) and waits again; safe to
@@ -776,10 +881,14 @@ type PodSyncServiceServer interface {
 	// ObjectMeta.uid); FAILED_PRECONDITION with ErrorInfo reason OutOfcpu,
 	// OutOfmemory, OutOfpods, NodePorts or a policy reason when admission
 	// refuses a new pod (RESOURCE_EXHAUSTED for the capacity reasons);
-	// ABORTED when the pod is being deleted.
+	// ABORTED when the pod is being deleted (POD_TERMINATING) or the
+	// precondition does not hold (REVISION_MISMATCH, UID_MISMATCH, with the
+	// current revision and uid in the metadata; nothing is stored).
 	//
 	// Idempotency: IDEMPOTENT — the same spec twice yields the same pod;
-	// the second pass changes nothing that is already converged.
+	// the second pass changes nothing that is already converged. A retry of
+	// a call with a revision precondition that did land fails with
+	// REVISION_MISMATCH: read the pod to see whether it holds the spec.
 	SyncPod(*SyncPodRequest, grpc.ServerStreamingServer[SyncPodResponse]) error
 	// PlanPod says what a sync pass of the given spec would do now — sandbox
 	// decision with attempt and reason, containers to kill with the changed
@@ -816,12 +925,13 @@ type PodSyncServiceServer interface {
 	// the grace period — and removes its containers, sandboxes, volumes and
 	// logs, and forgets it. It returns once everything is gone.
 	//
-	// A pod that does not exist answers OK with found = false, so a retry
-	// after an interrupted call is safe.
+	// A pod that does not exist answers OK with found = false, whatever the
+	// precondition, so a retry after an interrupted call is safe.
 	//
-	// Errors: FAILED_PRECONDITION with ErrorInfo reason UID_MISMATCH (and
-	// metadata "uid", the live pod's) when uid is given and names another
-	// incarnation of the pod.
+	// Errors: ABORTED with ErrorInfo reason UID_MISMATCH (and metadata
+	// "uid", the live pod's) when uid is given and names another incarnation
+	// of the pod; ABORTED, REVISION_MISMATCH, when the precondition's
+	// revision is not the pod's. Nothing is deleted then.
 	//
 	// Idempotency: IDEMPOTENT.
 	DeletePod(context.Context, *DeletePodRequest) (*DeletePodResponse, error)
@@ -874,7 +984,10 @@ type PodSyncServiceServer interface {
 	// podsyncctl does for a PersistentVolumeClaim document). An existing
 	// volume is left as it is and answers OK with created = false.
 	//
-	// Errors: INVALID_ARGUMENT for a name that cannot be a volume's.
+	// Errors: INVALID_ARGUMENT for a name that cannot be a volume's;
+	// ABORTED, REVISION_MISMATCH, when the precondition's revision is 0 (the
+	// volume must not exist) and it exists. Volumes have no revisions: 0 is
+	// the only revision a volume's precondition may name.
 	//
 	// Idempotency: IDEMPOTENT.
 	CreateVolume(context.Context, *CreateVolumeRequest) (*CreateVolumeResponse, error)
@@ -902,9 +1015,10 @@ type PodSyncServiceServer interface {
 	//
 	// Errors: INVALID_ARGUMENT for an invalid object, or a change of an
 	// object stored with immutable = true (field violation "data");
-	// ABORTED, ErrorInfo reason CONFLICT, when an object's
-	// metadata.resource_version is set and is not the stored one (a new
-	// object must then not exist: resource_version "0" is not stored yet);
+	// ABORTED, ErrorInfo reason REVISION_MISMATCH (metadata "revision", the
+	// stored one, "0" for none), when an object's metadata.resource_version
+	// is set and is not the stored one (a new object must then not exist:
+	// resource_version "0" is not stored yet); nothing is stored then;
 	// FAILED_PRECONDITION, reason OWNED_BY_FILE, for an object read from the
 	// manifest directory.
 	//
@@ -927,8 +1041,8 @@ type PodSyncServiceServer interface {
 	// object waits for it (CreateContainerConfigError), as on a kubelet.
 	// An object that does not exist answers OK with found = false.
 	//
-	// Errors: ABORTED, reason CONFLICT, when resource_version is set and is
-	// not the stored one; FAILED_PRECONDITION, reason OWNED_BY_FILE, for an
+	// Errors: ABORTED, reason REVISION_MISMATCH (metadata "revision"), when
+	// resource_version is set and is not the stored one; FAILED_PRECONDITION, reason OWNED_BY_FILE, for an
 	// object read from the manifest directory.
 	//
 	// Idempotency: IDEMPOTENT.
@@ -1048,8 +1162,41 @@ type PodSyncServiceServer interface {
 	// container the node's Pod Security level refuses.
 	//
 	// Idempotency: none — a retry after success fails with INVALID_ARGUMENT
-	// (duplicate name); a caller that lost the answer reads the pod.
+	// (duplicate name); a caller that lost the answer reads the pod. The
+	// precondition (REVISION_MISMATCH, UID_MISMATCH) is checked as SyncPod's.
 	AddEphemeralContainer(context.Context, *AddEphemeralContainerRequest) (*AddEphemeralContainerResponse, error)
+	// AcquireLease makes the caller (its authenticated identity) the holder
+	// of the node's lease, with a new epoch, one more than the last one
+	// granted: when nobody holds it, when it expired, or when the caller
+	// holds it already (an acquisition by the same identity, a standby of
+	// the same control plane, is a takeover too: it fences the calls of the
+	// epoch before). See Lease for what the epoch fences.
+	//
+	// Errors: FAILED_PRECONDITION, ErrorInfo reason LEASE_HELD (metadata
+	// "holder", "epoch" and "expire_time") while another identity holds an
+	// unexpired lease; INVALID_ARGUMENT for a ttl out of range.
+	//
+	// Idempotency: none — every success is a new epoch; a caller that lost
+	// the answer acquires again, which fences the lost epoch.
+	AcquireLease(context.Context, *AcquireLeaseRequest) (*AcquireLeaseResponse, error)
+	// RenewLease extends the lease of epoch by ttl from now. A lease that
+	// expired may be renewed while nobody else acquired it.
+	//
+	// Errors: FAILED_PRECONDITION, reason LEASE_SUPERSEDED (metadata
+	// "holder", "epoch"), when epoch is not the current one, or the lease
+	// was released, or another identity holds it.
+	//
+	// Idempotency: IDEMPOTENT.
+	RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error)
+	// ReleaseLease gives up the lease of epoch: anyone may acquire it at
+	// once. The epoch stays counted: the next acquisition gets a greater one.
+	//
+	// Errors: FAILED_PRECONDITION, reason LEASE_SUPERSEDED, when epoch is not
+	// the current one or another identity holds it.
+	//
+	// Idempotency: IDEMPOTENT — releasing a released lease of the same epoch
+	// answers released = false.
+	ReleaseLease(context.Context, *ReleaseLeaseRequest) (*ReleaseLeaseResponse, error)
 	mustEmbedUnimplementedPodSyncServiceServer()
 }
 
@@ -1131,6 +1278,15 @@ func (UnimplementedPodSyncServiceServer) ListPodStats(context.Context, *ListPodS
 }
 func (UnimplementedPodSyncServiceServer) AddEphemeralContainer(context.Context, *AddEphemeralContainerRequest) (*AddEphemeralContainerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AddEphemeralContainer not implemented")
+}
+func (UnimplementedPodSyncServiceServer) AcquireLease(context.Context, *AcquireLeaseRequest) (*AcquireLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AcquireLease not implemented")
+}
+func (UnimplementedPodSyncServiceServer) RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RenewLease not implemented")
+}
+func (UnimplementedPodSyncServiceServer) ReleaseLease(context.Context, *ReleaseLeaseRequest) (*ReleaseLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReleaseLease not implemented")
 }
 func (UnimplementedPodSyncServiceServer) mustEmbedUnimplementedPodSyncServiceServer() {}
 func (UnimplementedPodSyncServiceServer) testEmbeddedByValue()                        {}
@@ -1517,6 +1673,60 @@ func _PodSyncService_AddEphemeralContainer_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PodSyncService_AcquireLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AcquireLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).AcquireLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_AcquireLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).AcquireLease(ctx, req.(*AcquireLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodSyncService_RenewLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RenewLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).RenewLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_RenewLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).RenewLease(ctx, req.(*RenewLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodSyncService_ReleaseLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReleaseLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).ReleaseLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_ReleaseLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).ReleaseLease(ctx, req.(*ReleaseLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PodSyncService_ServiceDesc is the grpc.ServiceDesc for PodSyncService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1587,6 +1797,18 @@ var PodSyncService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AddEphemeralContainer",
 			Handler:    _PodSyncService_AddEphemeralContainer_Handler,
+		},
+		{
+			MethodName: "AcquireLease",
+			Handler:    _PodSyncService_AcquireLease_Handler,
+		},
+		{
+			MethodName: "RenewLease",
+			Handler:    _PodSyncService_RenewLease_Handler,
+		},
+		{
+			MethodName: "ReleaseLease",
+			Handler:    _PodSyncService_ReleaseLease_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

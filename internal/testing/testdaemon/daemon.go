@@ -82,7 +82,7 @@ type Options struct {
 	Wrap func(podsyncv1.PodSyncServiceServer) podsyncv1.PodSyncServiceServer
 	// Server are server.New's options, for Unix and TCP; Service and
 	// Logger are the daemon's. Zero Roles mean that this process's uid is
-	// admin (Self).
+	// admin (Self). Its TracerProvider is the node's too.
 	Server server.Options
 	// Dial are further options of Conn, after plaintext credentials.
 	Dial []grpc.DialOption
@@ -233,6 +233,7 @@ func (d *Daemon) runNode(o Options, log *zap.Logger) (server.Service, error) {
 	}
 	info := admit.Node{Name: NodeName, Labels: admit.NodeLabels(NodeName, goruntime.GOOS, goruntime.GOARCH, nil), Allocatable: o.Allocatable}
 	nodeOpts.Admission = &engine.AdmissionConfig{Node: info, Policy: o.policy()}
+	nodeOpts.TracerProvider = o.Server.TracerProvider
 	node, err := engine.NewNode(nodeOpts)
 	if err != nil {
 		return nil, err
