@@ -308,6 +308,10 @@ func TestValidatePodValid(t *testing.T) {
 			c.Env[2].ValueFrom.FieldRef.FieldPath = "metadata.annotations['example.com/owner']"
 		})},
 		{"limits at their bounds", &validation.Options{Limits: validation.Limits{MaxContainersPerPod: 4, MaxEnvVarsPerContainer: 4}}, nop},
+		{"fsGroup and its change policy", nil, pod(func(p *corev1.Pod) {
+			p.Spec.SecurityContext.FSGroup = ptr.To[int64](2000)
+			p.Spec.SecurityContext.FSGroupChangePolicy = ptr.To(corev1.FSGroupChangeOnRootMismatch)
+		})},
 		{"security profiles", nil, pod(func(p *corev1.Pod) {
 			p.Spec.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 			p.Spec.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
@@ -430,6 +434,9 @@ func TestValidatePodInvalid(t *testing.T) {
 		{"duplicate sysctl", nil, pod(func(p *corev1.Pod) {
 			p.Spec.SecurityContext.Sysctls = append(p.Spec.SecurityContext.Sysctls, corev1.Sysctl{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"})
 		}), []string{"spec.securityContext.sysctls[1].name"}},
+		{"fsGroupChangePolicy unknown", nil, pod(func(p *corev1.Pod) {
+			p.Spec.SecurityContext.FSGroupChangePolicy = ptr.To(corev1.PodFSGroupChangePolicy("Sometimes"))
+		}), []string{"spec.securityContext.fsGroupChangePolicy"}},
 		{"negative runAsUser", nil, pod(func(p *corev1.Pod) { p.Spec.SecurityContext.RunAsUser = ptr.To[int64](-1) }),
 			[]string{"spec.securityContext.runAsUser"}},
 		{"other node", nil, pod(func(p *corev1.Pod) { p.Spec.NodeName = "node-2" }), []string{"spec.nodeName"}},
