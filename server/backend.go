@@ -39,6 +39,8 @@ type Pods interface {
 	ListShared(ctx context.Context, f engine.PodFilter) ([]*engine.PodRecord, int64, error)
 	// Watch follows the revision log from after since.
 	Watch(ctx context.Context, since int64) (*engine.Watcher, error)
+	// Events lists the pods' events, one per series (ListEvents).
+	Events(ctx context.Context, f engine.EventFilter) ([]engine.Entry, int64, error)
 	// Delete deletes a pod (DeletePod).
 	Delete(ctx context.Context, namespace, name, uid string, grace *int64) (bool, []engine.StepResult, error)
 	// AddEphemeralContainer adds a debug container to a running pod.

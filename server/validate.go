@@ -230,6 +230,23 @@ func (v *Validator) ValidateListPodsRequest(req *podsyncv1.ListPodsRequest) fiel
 	return errs
 }
 
+// ValidateListEventsRequest validates a ListEventsRequest: namespace
+// empty or a DNS-1123 label, pod_name empty or a pod name (with a
+// namespace), pod_uid empty or a UUID.
+func (v *Validator) ValidateListEventsRequest(req *podsyncv1.ListEventsRequest) field.ErrorList {
+	errs := validateOptionalNamespace(field.NewPath("namespace"), req.GetNamespace())
+	if req.GetPodName() != "" {
+		if req.GetNamespace() == "" {
+			errs = append(errs, field.Required(field.NewPath("namespace"), "a pod name needs its namespace"))
+		}
+		errs = append(errs, validation.DNS1123Subdomain(field.NewPath("podName"), req.GetPodName())...)
+	}
+	if uid := req.GetPodUid(); uid != "" {
+		errs = append(errs, validation.ValidateUID(uid, field.NewPath("podUID"))...)
+	}
+	return errs
+}
+
 // ValidateDeletePodRequest validates a DeletePodRequest: the pod's name and
 // namespace as for GetPod, uid empty or a UUID, grace_period_seconds, when
 // set, between 0 and Limits.MaxGracePeriodSeconds.

@@ -3260,6 +3260,190 @@ func (x *ObjectDeleted) GetTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// ListEventsRequest selects the events to list.
+type ListEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// namespace of the pods whose events are listed; all when empty.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// pod_name, when set, keeps the events of the pods of that name
+	// (namespace is required with it).
+	PodName string `protobuf:"bytes,2,opt,name=pod_name,json=podName,proto3" json:"pod_name,omitempty"`
+	// pod_uid, when set, keeps the events of that incarnation of the pod.
+	PodUid        string `protobuf:"bytes,3,opt,name=pod_uid,json=podUID,proto3" json:"pod_uid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEventsRequest) Reset() {
+	*x = ListEventsRequest{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEventsRequest) ProtoMessage() {}
+
+func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListEventsRequest) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ListEventsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ListEventsRequest) GetPodName() string {
+	if x != nil {
+		return x.PodName
+	}
+	return ""
+}
+
+func (x *ListEventsRequest) GetPodUid() string {
+	if x != nil {
+		return x.PodUid
+	}
+	return ""
+}
+
+// ListEventsResponse holds the listed events.
+type ListEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// events, one per series, oldest first by last timestamp.
+	Events []*ListedEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// revision of the store when listed: watch from here to miss nothing.
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEventsResponse) Reset() {
+	*x = ListEventsResponse{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEventsResponse) ProtoMessage() {}
+
+func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListEventsResponse) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ListEventsResponse) GetEvents() []*ListedEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *ListEventsResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// ListedEvent is the newest occurrence of one event series.
+type ListedEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pod the event is about.
+	Pod *PodRef `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	// event with its series' name, count and timestamps.
+	Event *PodEvent `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	// revision at which this occurrence was recorded.
+	Revision      int64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListedEvent) Reset() {
+	*x = ListedEvent{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListedEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListedEvent) ProtoMessage() {}
+
+func (x *ListedEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListedEvent.ProtoReflect.Descriptor instead.
+func (*ListedEvent) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ListedEvent) GetPod() *PodRef {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+func (x *ListedEvent) GetEvent() *PodEvent {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *ListedEvent) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
 var File_podsync_v1_pod_sync_service_proto protoreflect.FileDescriptor
 
 const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
@@ -3464,7 +3648,18 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x06synced\x18\x05 \x01(\v2\x17.podsync.v1.WatchSyncedH\x00R\x06syncedB\b\n" +
 	"\x06change\"?\n" +
 	"\rObjectDeleted\x12.\n" +
-	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time*e\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"e\n" +
+	"\x11ListEventsRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x19\n" +
+	"\bpod_name\x18\x02 \x01(\tR\apodName\x12\x17\n" +
+	"\apod_uid\x18\x03 \x01(\tR\x06podUID\"a\n" +
+	"\x12ListEventsResponse\x12/\n" +
+	"\x06events\x18\x01 \x03(\v2\x17.podsync.v1.ListedEventR\x06events\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"{\n" +
+	"\vListedEvent\x12$\n" +
+	"\x03pod\x18\x01 \x01(\v2\x12.podsync.v1.PodRefR\x03pod\x12*\n" +
+	"\x05event\x18\x02 \x01(\v2\x14.podsync.v1.PodEventR\x05event\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x03R\brevision*e\n" +
 	"\aWaitFor\x12\x18\n" +
 	"\x14WAIT_FOR_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10WAIT_FOR_RUNNING\x10\x01\x12\x12\n" +
@@ -3478,7 +3673,7 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"ObjectKind\x12\x1b\n" +
 	"\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16OBJECT_KIND_CONFIG_MAP\x10\x01\x12\x16\n" +
-	"\x12OBJECT_KIND_SECRET\x10\x022\xb8\x0f\n" +
+	"\x12OBJECT_KIND_SECRET\x10\x022\x8a\x10\n" +
 	"\x0ePodSyncService\x12D\n" +
 	"\aRunPods\x12\x1a.podsync.v1.RunPodsRequest\x1a\x1b.podsync.v1.RunPodsResponse0\x01\x12I\n" +
 	"\aSyncPod\x12\x1a.podsync.v1.SyncPodRequest\x1a\x1b.podsync.v1.SyncPodResponse\"\x03\x90\x02\x020\x01\x12G\n" +
@@ -3503,7 +3698,9 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\vPortForward\x12\x1e.podsync.v1.PortForwardRequest\x1a\x1f.podsync.v1.PortForwardResponse(\x010\x01\x12S\n" +
 	"\vGetPodStats\x12\x1e.podsync.v1.GetPodStatsRequest\x1a\x1f.podsync.v1.GetPodStatsResponse\"\x03\x90\x02\x01\x12V\n" +
 	"\fListPodStats\x12\x1f.podsync.v1.ListPodStatsRequest\x1a .podsync.v1.ListPodStatsResponse\"\x03\x90\x02\x01\x12l\n" +
-	"\x15AddEphemeralContainer\x12(.podsync.v1.AddEphemeralContainerRequest\x1a).podsync.v1.AddEphemeralContainerResponseB\xa3\x01\n" +
+	"\x15AddEphemeralContainer\x12(.podsync.v1.AddEphemeralContainerRequest\x1a).podsync.v1.AddEphemeralContainerResponse\x12P\n" +
+	"\n" +
+	"ListEvents\x12\x1d.podsync.v1.ListEventsRequest\x1a\x1e.podsync.v1.ListEventsResponse\"\x03\x90\x02\x01B\xa3\x01\n" +
 	"\x0ecom.podsync.v1B\x13PodSyncServiceProtoP\x01Z3github.com/podsync/podsync/api/podsync/v1;podsyncv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Podsync.V1\xca\x02\n" +
 	"Podsync\\V1\xe2\x02\x16Podsync\\V1\\GPBMetadata\xea\x02\vPodsync::V1b\x06proto3"
@@ -3521,7 +3718,7 @@ func file_podsync_v1_pod_sync_service_proto_rawDescGZIP() []byte {
 }
 
 var file_podsync_v1_pod_sync_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(WaitFor)(0),                          // 0: podsync.v1.WaitFor
 	(AdmissionMode)(0),                    // 1: podsync.v1.AdmissionMode
@@ -3573,88 +3770,91 @@ var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(*WatchObjectsRequest)(nil),           // 47: podsync.v1.WatchObjectsRequest
 	(*WatchObjectsResponse)(nil),          // 48: podsync.v1.WatchObjectsResponse
 	(*ObjectDeleted)(nil),                 // 49: podsync.v1.ObjectDeleted
-	nil,                                   // 50: podsync.v1.Node.LabelsEntry
-	nil,                                   // 51: podsync.v1.Node.CapacityEntry
-	nil,                                   // 52: podsync.v1.Node.AllocatableEntry
-	(*Pod)(nil),                           // 53: podsync.v1.Pod
-	(*ConfigMap)(nil),                     // 54: podsync.v1.ConfigMap
-	(*Secret)(nil),                        // 55: podsync.v1.Secret
-	(*durationpb.Duration)(nil),           // 56: google.protobuf.Duration
-	(*PodRef)(nil),                        // 57: podsync.v1.PodRef
-	(*SyncStep)(nil),                      // 58: podsync.v1.SyncStep
-	(*PodStatus)(nil),                     // 59: podsync.v1.PodStatus
-	(*PodResult)(nil),                     // 60: podsync.v1.PodResult
-	(*timestamppb.Timestamp)(nil),         // 61: google.protobuf.Timestamp
-	(*PodPlan)(nil),                       // 62: podsync.v1.PodPlan
-	(*PodEvent)(nil),                      // 63: podsync.v1.PodEvent
-	(*LogLine)(nil),                       // 64: podsync.v1.LogLine
-	(*ExecSyncRequest)(nil),               // 65: podsync.v1.ExecSyncRequest
-	(*ExecRequest)(nil),                   // 66: podsync.v1.ExecRequest
-	(*AttachRequest)(nil),                 // 67: podsync.v1.AttachRequest
-	(*PortForwardRequest)(nil),            // 68: podsync.v1.PortForwardRequest
-	(*GetPodStatsRequest)(nil),            // 69: podsync.v1.GetPodStatsRequest
-	(*ListPodStatsRequest)(nil),           // 70: podsync.v1.ListPodStatsRequest
-	(*AddEphemeralContainerRequest)(nil),  // 71: podsync.v1.AddEphemeralContainerRequest
-	(*ExecSyncResponse)(nil),              // 72: podsync.v1.ExecSyncResponse
-	(*ExecResponse)(nil),                  // 73: podsync.v1.ExecResponse
-	(*AttachResponse)(nil),                // 74: podsync.v1.AttachResponse
-	(*PortForwardResponse)(nil),           // 75: podsync.v1.PortForwardResponse
-	(*GetPodStatsResponse)(nil),           // 76: podsync.v1.GetPodStatsResponse
-	(*ListPodStatsResponse)(nil),          // 77: podsync.v1.ListPodStatsResponse
-	(*AddEphemeralContainerResponse)(nil), // 78: podsync.v1.AddEphemeralContainerResponse
+	(*ListEventsRequest)(nil),             // 50: podsync.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),            // 51: podsync.v1.ListEventsResponse
+	(*ListedEvent)(nil),                   // 52: podsync.v1.ListedEvent
+	nil,                                   // 53: podsync.v1.Node.LabelsEntry
+	nil,                                   // 54: podsync.v1.Node.CapacityEntry
+	nil,                                   // 55: podsync.v1.Node.AllocatableEntry
+	(*Pod)(nil),                           // 56: podsync.v1.Pod
+	(*ConfigMap)(nil),                     // 57: podsync.v1.ConfigMap
+	(*Secret)(nil),                        // 58: podsync.v1.Secret
+	(*durationpb.Duration)(nil),           // 59: google.protobuf.Duration
+	(*PodRef)(nil),                        // 60: podsync.v1.PodRef
+	(*SyncStep)(nil),                      // 61: podsync.v1.SyncStep
+	(*PodStatus)(nil),                     // 62: podsync.v1.PodStatus
+	(*PodResult)(nil),                     // 63: podsync.v1.PodResult
+	(*timestamppb.Timestamp)(nil),         // 64: google.protobuf.Timestamp
+	(*PodPlan)(nil),                       // 65: podsync.v1.PodPlan
+	(*PodEvent)(nil),                      // 66: podsync.v1.PodEvent
+	(*LogLine)(nil),                       // 67: podsync.v1.LogLine
+	(*ExecSyncRequest)(nil),               // 68: podsync.v1.ExecSyncRequest
+	(*ExecRequest)(nil),                   // 69: podsync.v1.ExecRequest
+	(*AttachRequest)(nil),                 // 70: podsync.v1.AttachRequest
+	(*PortForwardRequest)(nil),            // 71: podsync.v1.PortForwardRequest
+	(*GetPodStatsRequest)(nil),            // 72: podsync.v1.GetPodStatsRequest
+	(*ListPodStatsRequest)(nil),           // 73: podsync.v1.ListPodStatsRequest
+	(*AddEphemeralContainerRequest)(nil),  // 74: podsync.v1.AddEphemeralContainerRequest
+	(*ExecSyncResponse)(nil),              // 75: podsync.v1.ExecSyncResponse
+	(*ExecResponse)(nil),                  // 76: podsync.v1.ExecResponse
+	(*AttachResponse)(nil),                // 77: podsync.v1.AttachResponse
+	(*PortForwardResponse)(nil),           // 78: podsync.v1.PortForwardResponse
+	(*GetPodStatsResponse)(nil),           // 79: podsync.v1.GetPodStatsResponse
+	(*ListPodStatsResponse)(nil),          // 80: podsync.v1.ListPodStatsResponse
+	(*AddEphemeralContainerResponse)(nil), // 81: podsync.v1.AddEphemeralContainerResponse
 }
 var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
-	53, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
-	54, // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	55, // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
+	56, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
+	57, // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	58, // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
 	0,  // 3: podsync.v1.RunPodsRequest.wait_for:type_name -> podsync.v1.WaitFor
-	56, // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
+	59, // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
 	1,  // 5: podsync.v1.RunPodsRequest.admission_mode:type_name -> podsync.v1.AdmissionMode
 	5,  // 6: podsync.v1.RunPodsResponse.step:type_name -> podsync.v1.PodStep
 	6,  // 7: podsync.v1.RunPodsResponse.status:type_name -> podsync.v1.PodStatusUpdate
 	7,  // 8: podsync.v1.RunPodsResponse.summary:type_name -> podsync.v1.RunPodsSummary
-	57, // 9: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
-	58, // 10: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
-	57, // 11: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
-	59, // 12: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
-	60, // 13: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
-	53, // 14: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
-	54, // 15: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	55, // 16: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
-	58, // 17: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
+	60, // 9: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
+	61, // 10: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
+	60, // 11: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
+	62, // 12: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
+	63, // 13: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
+	56, // 14: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
+	57, // 15: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	58, // 16: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
+	61, // 17: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
 	10, // 18: podsync.v1.SyncPodResponse.result:type_name -> podsync.v1.SyncPodResult
-	57, // 19: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
-	59, // 20: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
-	61, // 21: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
-	53, // 22: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
-	54, // 23: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	55, // 24: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
-	57, // 25: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
-	62, // 26: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
-	59, // 27: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
+	60, // 19: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
+	62, // 20: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
+	64, // 21: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
+	56, // 22: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
+	57, // 23: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	58, // 24: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
+	60, // 25: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
+	65, // 26: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
+	62, // 27: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
 	15, // 28: podsync.v1.GetNodeResponse.node:type_name -> podsync.v1.Node
-	50, // 29: podsync.v1.Node.labels:type_name -> podsync.v1.Node.LabelsEntry
+	53, // 29: podsync.v1.Node.labels:type_name -> podsync.v1.Node.LabelsEntry
 	16, // 30: podsync.v1.Node.taints:type_name -> podsync.v1.Taint
-	51, // 31: podsync.v1.Node.capacity:type_name -> podsync.v1.Node.CapacityEntry
-	52, // 32: podsync.v1.Node.allocatable:type_name -> podsync.v1.Node.AllocatableEntry
-	53, // 33: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
-	53, // 34: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
-	58, // 35: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
-	57, // 36: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
-	57, // 37: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
-	59, // 38: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
-	63, // 39: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
+	54, // 31: podsync.v1.Node.capacity:type_name -> podsync.v1.Node.CapacityEntry
+	55, // 32: podsync.v1.Node.allocatable:type_name -> podsync.v1.Node.AllocatableEntry
+	56, // 33: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
+	56, // 34: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
+	61, // 35: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
+	60, // 36: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
+	60, // 37: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
+	62, // 38: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
+	66, // 39: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
 	26, // 40: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
 	25, // 41: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
-	61, // 42: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
-	61, // 43: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
-	64, // 44: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
+	64, // 42: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
+	64, // 43: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
+	67, // 44: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
 	31, // 45: podsync.v1.ListVolumesResponse.volumes:type_name -> podsync.v1.NamedVolume
 	2,  // 46: podsync.v1.ObjectRef.kind:type_name -> podsync.v1.ObjectKind
-	54, // 47: podsync.v1.Object.config_map:type_name -> podsync.v1.ConfigMap
-	55, // 48: podsync.v1.Object.secret:type_name -> podsync.v1.Secret
-	54, // 49: podsync.v1.ApplyObjectsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	55, // 50: podsync.v1.ApplyObjectsRequest.secrets:type_name -> podsync.v1.Secret
+	57, // 47: podsync.v1.Object.config_map:type_name -> podsync.v1.ConfigMap
+	58, // 48: podsync.v1.Object.secret:type_name -> podsync.v1.Secret
+	57, // 49: podsync.v1.ApplyObjectsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	58, // 50: podsync.v1.ApplyObjectsRequest.secrets:type_name -> podsync.v1.Secret
 	40, // 51: podsync.v1.ApplyObjectsResponse.results:type_name -> podsync.v1.ObjectResult
 	36, // 52: podsync.v1.ObjectResult.object:type_name -> podsync.v1.ObjectRef
 	2,  // 53: podsync.v1.GetObjectRequest.kind:type_name -> podsync.v1.ObjectKind
@@ -3667,60 +3867,65 @@ var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
 	37, // 60: podsync.v1.WatchObjectsResponse.applied:type_name -> podsync.v1.Object
 	49, // 61: podsync.v1.WatchObjectsResponse.deleted:type_name -> podsync.v1.ObjectDeleted
 	25, // 62: podsync.v1.WatchObjectsResponse.synced:type_name -> podsync.v1.WatchSynced
-	61, // 63: podsync.v1.ObjectDeleted.time:type_name -> google.protobuf.Timestamp
-	3,  // 64: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
-	8,  // 65: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
-	11, // 66: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
-	17, // 67: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
-	13, // 68: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
-	19, // 69: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
-	21, // 70: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
-	23, // 71: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
-	27, // 72: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
-	29, // 73: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
-	32, // 74: podsync.v1.PodSyncService.CreateVolume:input_type -> podsync.v1.CreateVolumeRequest
-	34, // 75: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
-	38, // 76: podsync.v1.PodSyncService.ApplyObjects:input_type -> podsync.v1.ApplyObjectsRequest
-	41, // 77: podsync.v1.PodSyncService.GetObject:input_type -> podsync.v1.GetObjectRequest
-	43, // 78: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
-	45, // 79: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
-	47, // 80: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
-	65, // 81: podsync.v1.PodSyncService.ExecSync:input_type -> podsync.v1.ExecSyncRequest
-	66, // 82: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
-	67, // 83: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
-	68, // 84: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
-	69, // 85: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
-	70, // 86: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
-	71, // 87: podsync.v1.PodSyncService.AddEphemeralContainer:input_type -> podsync.v1.AddEphemeralContainerRequest
-	4,  // 88: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
-	9,  // 89: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
-	12, // 90: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
-	18, // 91: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
-	14, // 92: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
-	20, // 93: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
-	22, // 94: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
-	24, // 95: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
-	28, // 96: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
-	30, // 97: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
-	33, // 98: podsync.v1.PodSyncService.CreateVolume:output_type -> podsync.v1.CreateVolumeResponse
-	35, // 99: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
-	39, // 100: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
-	42, // 101: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
-	44, // 102: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
-	46, // 103: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
-	48, // 104: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
-	72, // 105: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
-	73, // 106: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
-	74, // 107: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
-	75, // 108: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
-	76, // 109: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
-	77, // 110: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
-	78, // 111: podsync.v1.PodSyncService.AddEphemeralContainer:output_type -> podsync.v1.AddEphemeralContainerResponse
-	88, // [88:112] is the sub-list for method output_type
-	64, // [64:88] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	64, // 63: podsync.v1.ObjectDeleted.time:type_name -> google.protobuf.Timestamp
+	52, // 64: podsync.v1.ListEventsResponse.events:type_name -> podsync.v1.ListedEvent
+	60, // 65: podsync.v1.ListedEvent.pod:type_name -> podsync.v1.PodRef
+	66, // 66: podsync.v1.ListedEvent.event:type_name -> podsync.v1.PodEvent
+	3,  // 67: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
+	8,  // 68: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
+	11, // 69: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
+	17, // 70: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
+	13, // 71: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
+	19, // 72: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
+	21, // 73: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
+	23, // 74: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
+	27, // 75: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
+	29, // 76: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
+	32, // 77: podsync.v1.PodSyncService.CreateVolume:input_type -> podsync.v1.CreateVolumeRequest
+	34, // 78: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
+	38, // 79: podsync.v1.PodSyncService.ApplyObjects:input_type -> podsync.v1.ApplyObjectsRequest
+	41, // 80: podsync.v1.PodSyncService.GetObject:input_type -> podsync.v1.GetObjectRequest
+	43, // 81: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
+	45, // 82: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
+	47, // 83: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
+	68, // 84: podsync.v1.PodSyncService.ExecSync:input_type -> podsync.v1.ExecSyncRequest
+	69, // 85: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
+	70, // 86: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
+	71, // 87: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
+	72, // 88: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
+	73, // 89: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
+	74, // 90: podsync.v1.PodSyncService.AddEphemeralContainer:input_type -> podsync.v1.AddEphemeralContainerRequest
+	50, // 91: podsync.v1.PodSyncService.ListEvents:input_type -> podsync.v1.ListEventsRequest
+	4,  // 92: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
+	9,  // 93: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
+	12, // 94: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
+	18, // 95: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
+	14, // 96: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
+	20, // 97: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
+	22, // 98: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
+	24, // 99: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
+	28, // 100: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
+	30, // 101: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
+	33, // 102: podsync.v1.PodSyncService.CreateVolume:output_type -> podsync.v1.CreateVolumeResponse
+	35, // 103: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
+	39, // 104: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
+	42, // 105: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
+	44, // 106: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
+	46, // 107: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
+	48, // 108: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
+	75, // 109: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
+	76, // 110: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
+	77, // 111: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
+	78, // 112: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
+	79, // 113: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
+	80, // 114: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
+	81, // 115: podsync.v1.PodSyncService.AddEphemeralContainer:output_type -> podsync.v1.AddEphemeralContainerResponse
+	51, // 116: podsync.v1.PodSyncService.ListEvents:output_type -> podsync.v1.ListEventsResponse
+	92, // [92:117] is the sub-list for method output_type
+	67, // [67:92] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_sync_service_proto_init() }
@@ -3764,7 +3969,7 @@ func file_podsync_v1_pod_sync_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_sync_service_proto_rawDesc), len(file_podsync_v1_pod_sync_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   50,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -46,6 +46,7 @@ const (
 	PodSyncService_GetPodStats_FullMethodName           = "/podsync.v1.PodSyncService/GetPodStats"
 	PodSyncService_ListPodStats_FullMethodName          = "/podsync.v1.PodSyncService/ListPodStats"
 	PodSyncService_AddEphemeralContainer_FullMethodName = "/podsync.v1.PodSyncService/AddEphemeralContainer"
+	PodSyncService_ListEvents_FullMethodName            = "/podsync.v1.PodSyncService/ListEvents"
 )
 
 // PodSyncServiceClient is the client API for PodSyncService service.
@@ -394,6 +395,19 @@ type PodSyncServiceClient interface {
 	// Idempotency: none — a retry after success fails with INVALID_ARGUMENT
 	// (duplicate name); a caller that lost the answer reads the pod.
 	AddEphemeralContainer(ctx context.Context, in *AddEphemeralContainerRequest, opts ...grpc.CallOption) (*AddEphemeralContainerResponse, error)
+	// ListEvents returns the pods' events podsyncd still holds in its
+	// revision log (the history WatchPods replays; the oldest go as it is
+	// compacted, as an API server's events expire): one entry per event
+	// series, its newest occurrence with the series' count and first and
+	// last timestamps (core/v1 Event's), oldest first by last timestamp. A
+	// pod's events stay listed after it is deleted until they are
+	// compacted away; pod_uid tells incarnations apart.
+	//
+	// Errors: INVALID_ARGUMENT for a malformed namespace or name, or a name
+	// without a namespace.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error)
 }
 
 type podSyncServiceClient struct {
@@ -692,6 +706,16 @@ func (c *podSyncServiceClient) AddEphemeralContainer(ctx context.Context, in *Ad
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AddEphemeralContainerResponse)
 	err := c.cc.Invoke(ctx, PodSyncService_AddEphemeralContainer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListEventsResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_ListEvents_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1044,6 +1068,19 @@ type PodSyncServiceServer interface {
 	// Idempotency: none — a retry after success fails with INVALID_ARGUMENT
 	// (duplicate name); a caller that lost the answer reads the pod.
 	AddEphemeralContainer(context.Context, *AddEphemeralContainerRequest) (*AddEphemeralContainerResponse, error)
+	// ListEvents returns the pods' events podsyncd still holds in its
+	// revision log (the history WatchPods replays; the oldest go as it is
+	// compacted, as an API server's events expire): one entry per event
+	// series, its newest occurrence with the series' count and first and
+	// last timestamps (core/v1 Event's), oldest first by last timestamp. A
+	// pod's events stay listed after it is deleted until they are
+	// compacted away; pod_uid tells incarnations apart.
+	//
+	// Errors: INVALID_ARGUMENT for a malformed namespace or name, or a name
+	// without a namespace.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error)
 	mustEmbedUnimplementedPodSyncServiceServer()
 }
 
@@ -1125,6 +1162,9 @@ func (UnimplementedPodSyncServiceServer) ListPodStats(context.Context, *ListPodS
 }
 func (UnimplementedPodSyncServiceServer) AddEphemeralContainer(context.Context, *AddEphemeralContainerRequest) (*AddEphemeralContainerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AddEphemeralContainer not implemented")
+}
+func (UnimplementedPodSyncServiceServer) ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListEvents not implemented")
 }
 func (UnimplementedPodSyncServiceServer) mustEmbedUnimplementedPodSyncServiceServer() {}
 func (UnimplementedPodSyncServiceServer) testEmbeddedByValue()                        {}
@@ -1511,6 +1551,24 @@ func _PodSyncService_AddEphemeralContainer_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PodSyncService_ListEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).ListEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_ListEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).ListEvents(ctx, req.(*ListEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PodSyncService_ServiceDesc is the grpc.ServiceDesc for PodSyncService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1581,6 +1639,10 @@ var PodSyncService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AddEphemeralContainer",
 			Handler:    _PodSyncService_AddEphemeralContainer_Handler,
+		},
+		{
+			MethodName: "ListEvents",
+			Handler:    _PodSyncService_ListEvents_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
