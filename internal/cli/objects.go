@@ -4,20 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
+	"github.com/podsync/podsync/convert"
 )
 
-// objectWords are the resource words of get and delete that name stored
-// objects rather than pods, as kubectl spells them.
-var objectWords = map[string]podsyncv1.ObjectKind{
-	"cm": podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP, "configmap": podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP,
-	"configmaps": podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP,
-	"secret":     podsyncv1.ObjectKind_OBJECT_KIND_SECRET, "secrets": podsyncv1.ObjectKind_OBJECT_KIND_SECRET,
+// objectKindOf is the API's kind of a stored object's resource.
+func objectKindOf(r resKind) podsyncv1.ObjectKind {
+	if r == resourceSecrets {
+		return podsyncv1.ObjectKind_OBJECT_KIND_SECRET
+	}
+	return podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP
 }
 
 // kindWord is how kubectl names a kind in its output ("configmap/cfg").
@@ -32,6 +35,9 @@ func kindWord(k podsyncv1.ObjectKind) string {
 // every one f selects; Secrets' values are never shown (podsyncd never
 // returns them).
 func (a *app) getObjects(ctx context.Context, c *client.Client, kind podsyncv1.ObjectKind, f getFlags, names []string) error {
+	if f.fieldSelector != "" || f.showLabels {
+		return usageErrorf("--field-selector and --show-labels are for pods and events")
+	}
 	if len(f.phases) > 0 {
 		return usageErrorf("--phase selects pods, not %ss", kindWord(kind))
 	}
@@ -51,8 +57,26 @@ func (a *app) getObjects(ctx context.Context, c *client.Client, kind podsyncv1.O
 		objs = append(objs, obj)
 	}
 	switch {
-	case f.output == formatJSON || f.output == formatYAML:
-		mw := &messageWriter{w: a.stdout, format: f.output}
+	case isKubeFormat(f.output):
+		p, err := newKubePrinter(f.output, os.ReadFile)
+		if err != nil {
+			return err
+		}
+		out := make([]runtime.Object, 0, len(objs))
+		for _, o := range objs {
+			if s := o.GetSecret(); s != nil {
+				sec := convert.SecretFromProto(s)
+				sec.APIVersion, sec.Kind = "v1", "Secret"
+				out = append(out, sec)
+				continue
+			}
+			cm := convert.ConfigMapFromProto(o.GetConfigMap())
+			cm.APIVersion, cm.Kind = "v1", "ConfigMap"
+			out = append(out, cm)
+		}
+		return p.print(a.stdout, out, len(names) == 1)
+	case f.output == formatProtoJSON || f.output == formatProtoYAML:
+		mw := &messageWriter{w: a.stdout, format: protoFormat(f.output)}
 		for _, o := range objs {
 			var err error
 			if o.GetSecret() != nil {
@@ -66,12 +90,7 @@ func (a *app) getObjects(ctx context.Context, c *client.Client, kind podsyncv1.O
 		}
 		return nil
 	case len(objs) == 0:
-		where := "in any namespace"
-		if f.namespace != "" {
-			where = "in namespace " + f.namespace
-		}
-		_, err := fmt.Fprintf(a.stderr, "No %ss found %s.\n", kindWord(kind), where)
-		return err
+		return a.noResources(f.namespace)
 	}
 	header := []string{"NAMESPACE", "NAME", "DATA", "AGE"}
 	if kind == podsyncv1.ObjectKind_OBJECT_KIND_SECRET {

@@ -55,7 +55,7 @@ func TestApplyGetDeleteObjects(t *testing.T) {
 		t.Errorf("delete of a missing ConfigMap: exit %d, stderr %s", r.code, r.stderr)
 	}
 	mustSucceed(t, "delete --ignore-not-found", d.run(t, "", "delete", "cm", "web-config", "--ignore-not-found"))
-	if r = d.run(t, "", "get", "cm"); !strings.Contains(r.stderr, "No configmaps found") {
+	if r = d.run(t, "", "get", "cm"); !strings.Contains(r.stderr, "No resources found") {
 		t.Errorf("get cm after the delete: %s %s", r.stdout, r.stderr)
 	}
 }
