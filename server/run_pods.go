@@ -2,6 +2,7 @@ package server
 
 import (
 	"google.golang.org/grpc"
+	"time"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine"
@@ -26,6 +27,7 @@ func (s *service) RunPods(req *podsyncv1.RunPodsRequest, stream grpc.ServerStrea
 	if t := req.GetTimeout(); t != nil {
 		r.Timeout = t.AsDuration()
 	}
+	r.MinReady = time.Duration(req.GetMinReadySeconds()) * time.Second
 	ctx := stream.Context()
 	node := s.backend(ctx).Pods
 	out := newStreamSender(stream)

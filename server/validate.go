@@ -38,6 +38,8 @@ const (
 	DefaultRunPodsTimeout = 5 * time.Minute
 	// MaxRunPodsTimeout is the longest timeout a RunPodsRequest may ask for.
 	MaxRunPodsTimeout = 24 * time.Hour
+	// MaxMinReadySeconds bounds RunPodsRequest.min_ready_seconds.
+	MaxMinReadySeconds = 3600
 )
 
 // Limits bound the size of what a request may ask for. A zero (or
@@ -190,8 +192,9 @@ func (v *Validator) PodsFromRequest(req PodsRequest) (pods []*corev1.Pod, config
 // ValidateRunPodsRequest validates a RunPodsRequest: its pods, ConfigMaps
 // and Secrets (see PodsFromRequest), at least one and at most
 // Limits.MaxPodsPerRequest pods, unique by namespace/name and by uid,
-// wait_for and admission_mode known values, and a timeout, when set, above
-// zero and at most MaxRunPodsTimeout.
+// wait_for and admission_mode known values, a timeout, when set, above
+// zero and at most MaxRunPodsTimeout, min_ready_seconds from 0 to
+// MaxMinReadySeconds.
 func (v *Validator) ValidateRunPodsRequest(req *podsyncv1.RunPodsRequest) field.ErrorList {
 	_, errs := v.podsRequest(req)
 	return errs
@@ -395,6 +398,9 @@ func validateRunPodsOptions(r *podsyncv1.RunPodsRequest) field.ErrorList {
 		} else if d := t.AsDuration(); d <= 0 || d > MaxRunPodsTimeout {
 			errs = append(errs, field.Invalid(p, d.String(), fmt.Sprintf("must be greater than 0 and at most %s", MaxRunPodsTimeout)))
 		}
+	}
+	if m := r.GetMinReadySeconds(); m < 0 || m > MaxMinReadySeconds {
+		errs = append(errs, field.Invalid(field.NewPath("minReadySeconds"), m, fmt.Sprintf("must be from 0 to %d", MaxMinReadySeconds)))
 	}
 	return errs
 }

@@ -140,6 +140,19 @@ func (s *Store) Append(changes ...Change) (int64, error) {
 		}
 	}
 	if slices.ContainsFunc(changes, func(c Change) bool { return c.Kind == KindEvent }) {
+		// An event of a pod that is not stored is refused before the
+		// correlator counts it.
+		if err := s.view(func(tx *bolt.Tx) error {
+			pods := tx.Bucket(bucketPods)
+			for _, c := range changes {
+				if c.Kind == KindEvent && pods.Get([]byte(c.Pod.UID)) == nil {
+					return fmt.Errorf("append %s of pod %s: %w", c.Kind, c.Pod, errdefs.ErrPodNotFound)
+				}
+			}
+			return nil
+		}); err != nil {
+			return 0, err
+		}
 		kept := make([]Change, 0, len(changes))
 		for _, c := range changes {
 			if c.Kind == KindEvent {

@@ -363,12 +363,16 @@ const (
 	// refused the batch; nothing of it was created.
 	PodOutcome_POD_OUTCOME_REJECTED PodOutcome = 2
 	// POD_OUTCOME_FAILED: the pod reached a phase or state from which the
-	// target cannot be reached: phase Failed, or, at once, a sync error that
-	// is not a back-off and will not clear by itself (reason SyncError: a
-	// sandbox the runtime refuses, a start refused by the spec or for a
-	// ConfigMap, Secret, key or Never-pulled image the node does not hold, a
-	// failed postStart hook of a container that is not restarted). The pod
-	// stays applied either way.
+	// target cannot be reached: phase Failed; a container in
+	// CrashLoopBackOff for WAIT_FOR_RUNNING or READY; or, at once, a sync
+	// error that is not a back-off and will not clear by itself (reason
+	// SyncError: a sandbox the runtime refuses, a start refused by the spec
+	// or for a Never-pulled image the node does not hold, an image the
+	// registry says is not there or refuses to serve (not found,
+	// unauthorized, denied), a failed postStart hook of a container that is
+	// not restarted). A missing ConfigMap, Secret or key is waited for, as
+	// the kubelet waits for it. The pod stays applied either way, and the
+	// node goes on retrying as the kubelet does.
 	PodOutcome_POD_OUTCOME_FAILED PodOutcome = 3
 	// POD_OUTCOME_TIMED_OUT: the pod's timeout expired first. The pod is left
 	// running as it is.
@@ -1494,9 +1498,12 @@ type PodResult struct {
 	// reason for a rejection or failure: the kubelet's admission reasons
 	// (OutOfcpu, OutOfmemory, OutOfpods, NodePorts, SysctlForbidden), a
 	// policy reason (PodSecurity, PolicyHostPath), or
-	// DeadlineExceeded, PodFailed, SyncError, NotRunAllOrNothing.
+	// DeadlineExceeded, PodFailed, SyncError, CrashLoopBackOff (a container
+	// exited and waits to be restarted before the pod reached RUNNING or
+	// READY), NotRunAllOrNothing.
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	// message for humans.
+	// message for humans. For TIMED_OUT it names what each container not
+	// yet at the target waits for, and its last event.
 	Message string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
 	// failed_containers are the containers that made the pod fail.
 	FailedContainers []*FailedContainer `protobuf:"bytes,6,rep,name=failed_containers,json=failedContainers,proto3" json:"failed_containers,omitempty"`

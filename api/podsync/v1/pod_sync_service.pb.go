@@ -208,8 +208,15 @@ type RunPodsRequest struct {
 	Timeout *durationpb.Duration `protobuf:"bytes,5,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	// admission_mode. Default BEST_EFFORT.
 	AdmissionMode AdmissionMode `protobuf:"varint,6,opt,name=admission_mode,json=admissionMode,proto3,enum=podsync.v1.AdmissionMode" json:"admission_mode,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// min_ready_seconds is how long, for WAIT_FOR_RUNNING, each regular
+	// container without a readiness probe must have run since its last
+	// start before the pod counts as running (a Deployment's
+	// minReadySeconds); a container with a readiness probe counts once it
+	// is ready. 0 (the default): running is enough, the kubelet's run-once
+	// rule. At most 3600.
+	MinReadySeconds int32 `protobuf:"varint,7,opt,name=min_ready_seconds,json=minReadySeconds,proto3" json:"min_ready_seconds,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *RunPodsRequest) Reset() {
@@ -282,6 +289,13 @@ func (x *RunPodsRequest) GetAdmissionMode() AdmissionMode {
 		return x.AdmissionMode
 	}
 	return AdmissionMode_ADMISSION_MODE_UNSPECIFIED
+}
+
+func (x *RunPodsRequest) GetMinReadySeconds() int32 {
+	if x != nil {
+		return x.MinReadySeconds
+	}
+	return 0
 }
 
 // RunPodsResponse is one message of the RunPods stream.
@@ -3449,7 +3463,7 @@ var File_podsync_v1_pod_sync_service_proto protoreflect.FileDescriptor
 const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\n" +
 	"!podsync/v1/pod_sync_service.proto\x12\n" +
-	"podsync.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17podsync/v1/events.proto\x1a\x15podsync/v1/exec.proto\x1a\x14podsync/v1/pod.proto\x1a\x16podsync/v1/stats.proto\"\xc2\x02\n" +
+	"podsync.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17podsync/v1/events.proto\x1a\x15podsync/v1/exec.proto\x1a\x14podsync/v1/pod.proto\x1a\x16podsync/v1/stats.proto\"\xee\x02\n" +
 	"\x0eRunPodsRequest\x12#\n" +
 	"\x04pods\x18\x01 \x03(\v2\x0f.podsync.v1.PodR\x04pods\x126\n" +
 	"\vconfig_maps\x18\x02 \x03(\v2\x15.podsync.v1.ConfigMapR\n" +
@@ -3457,7 +3471,8 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\asecrets\x18\x03 \x03(\v2\x12.podsync.v1.SecretR\asecrets\x12.\n" +
 	"\bwait_for\x18\x04 \x01(\x0e2\x13.podsync.v1.WaitForR\awaitFor\x123\n" +
 	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12@\n" +
-	"\x0eadmission_mode\x18\x06 \x01(\x0e2\x19.podsync.v1.AdmissionModeR\radmissionMode\"\xb4\x01\n" +
+	"\x0eadmission_mode\x18\x06 \x01(\x0e2\x19.podsync.v1.AdmissionModeR\radmissionMode\x12*\n" +
+	"\x11min_ready_seconds\x18\a \x01(\x05R\x0fminReadySeconds\"\xb4\x01\n" +
 	"\x0fRunPodsResponse\x12)\n" +
 	"\x04step\x18\x01 \x01(\v2\x13.podsync.v1.PodStepH\x00R\x04step\x125\n" +
 	"\x06status\x18\x02 \x01(\v2\x1b.podsync.v1.PodStatusUpdateH\x00R\x06status\x126\n" +
