@@ -196,7 +196,7 @@ func (pv *podValidator) spec(p *field.Path, namespace string, spec *corev1.PodSp
 	}
 	if n := len(spec.Containers) + len(spec.InitContainers); n > pv.lim.MaxContainersPerPod {
 		tooMany := field.TooMany(p.Child("containers"), n, pv.lim.MaxContainersPerPod)
-		tooMany.Detail += ", init and regular containers together"
+		tooMany.Detail += ", init and regular containers together: this node's limit, not Kubernetes' (podsyncd --max-containers-per-pod raises it)"
 		pv.add(tooMany)
 	}
 	pc := &podContainers{
