@@ -67,7 +67,15 @@ func TestKubectlVerbsAndFlags(t *testing.T) {
 		t.Errorf("describe pod config = %+v", r)
 	}
 
+	mustSucceed(t, "run init-sidecar", d.run(t, "", "run", "-f", "../../examples/init-sidecar.yaml"))
+	r = d.run(t, "", "logs", "init-sidecar")
+	if !strings.Contains(r.stderr, `Defaulted container "app" out of: app, `) || !strings.Contains(r.stderr, " (init)") {
+		t.Errorf("logs of a pod of several containers without -c: %+v, want kubectl's Defaulted container line", r)
+	}
+
 	for _, args := range [][]string{
+		{"top"},
+		{"top", "pods", "a", "b"},
 		{"get", "deployment/web"},
 		{"get", "pods", "--field-selector", "spec.schedulerName=x"},
 		{"get", "pods", "-o", "xml"},
@@ -76,5 +84,31 @@ func TestKubectlVerbsAndFlags(t *testing.T) {
 		if r := d.run(t, "", args...); r.code != ExitUsage {
 			t.Errorf("%s: exit %d, want %d (usage)\n%s", strings.Join(args, " "), r.code, ExitUsage, r.stderr)
 		}
+	}
+}
+
+// TestPortForwardNamedPorts: a remote port may be a container port's
+// name after a local one (18080:http), as in kubectl.
+func TestPortForwardNamedPorts(t *testing.T) {
+	ports, err := parsePorts([]string{"18080:http", "9090", ":8081"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []forwardedPort{{local: 18080, name: "http"}, {local: 9090, remote: 9090}, {local: 0, remote: 8081}}
+	if len(ports) != len(want) {
+		t.Fatalf("ports %+v", ports)
+	}
+	for i := range want {
+		if ports[i] != want[i] {
+			t.Errorf("port %d = %+v, want %+v", i, ports[i], want[i])
+		}
+	}
+	if _, err := parsePorts([]string{"http"}); err == nil {
+		t.Error("a name without a local port is accepted")
+	}
+	d := startPodsyncd(t)
+	mustSucceed(t, "run", d.run(t, "", "run", "--min-ready-seconds", "0", "-f", "../../examples/web.yaml"))
+	if r := d.run(t, "", "port-forward", "web", "18089:nosuch"); r.code != 1 || !strings.Contains(r.stderr, `no container port named "nosuch"`) {
+		t.Errorf("port-forward of an unknown port name: %+v", r)
 	}
 }

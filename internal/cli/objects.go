@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
@@ -216,13 +218,24 @@ func (a *app) newApplyCommand() *cobra.Command {
 				}
 			}
 			for _, p := range podReq.GetPods() {
+				// kubectl's unchanged: the pod as stored before is the
+				// one sent (a pass runs all the same).
+				var before *podsyncv1.Pod
+				gctx, gcancel := a.callContext(ctx)
+				if resp, err := c.GetPod(gctx, namespaceOr(p.GetMetadata().GetNamespace()), p.GetMetadata().GetName()); err == nil {
+					before = resp.GetPod()
+				}
+				gcancel()
 				res, err := c.SyncPod(ctx, &podsyncv1.SyncPodRequest{Pod: p}, nil)
 				if err != nil {
 					return err
 				}
 				word := "configured"
-				if res.GetCreated() {
+				switch {
+				case res.GetCreated():
 					word = "created"
+				case samePod(before, p):
+					word = "unchanged"
 				}
 				if _, err := fmt.Fprintf(a.stdout, "pod/%s %s\n", p.GetMetadata().GetName(), word); err != nil {
 					return err
@@ -233,4 +246,21 @@ func (a *app) newApplyCommand() *cobra.Command {
 	}
 	addFileFlag(cmd, &files, "manifest file, directory or - for stdin; repeatable")
 	return cmd
+}
+
+// samePod reports whether the stored pod before has the spec (but what
+// podsyncd fills in), labels and annotations of the pod sent.
+func samePod(before, sent *podsyncv1.Pod) bool {
+	if before == nil {
+		return false
+	}
+	spec := proto.Clone(before.GetSpec()).(*podsyncv1.PodSpec)
+	if sent.GetSpec().Priority == nil {
+		// podsyncd sets it from priorityClassName, as the Priority
+		// admission plugin does.
+		spec.Priority = nil
+	}
+	bm, sm := before.GetMetadata(), sent.GetMetadata()
+	return proto.Equal(spec, sent.GetSpec()) && maps.Equal(bm.GetLabels(), sm.GetLabels()) &&
+		maps.Equal(bm.GetAnnotations(), sm.GetAnnotations())
 }
