@@ -236,6 +236,18 @@ func (c *Client) ListPods(ctx context.Context, req *podsyncv1.ListPodsRequest) (
 	return unary(ctx, c, "ListPods", "", c.api.ListPods, req)
 }
 
+// ListEvents lists the pods' events podsyncd still holds, one per series
+// (its newest occurrence, with the series' count and first and last
+// timestamps), oldest first. Errors: ErrInvalidArgument for a malformed
+// namespace, name or uid. Retried on ErrUnavailable with WithRetry.
+func (c *Client) ListEvents(ctx context.Context, req *podsyncv1.ListEventsRequest) (*podsyncv1.ListEventsResponse, error) {
+	name := ""
+	if req.GetPodName() != "" {
+		name = podName(req.GetNamespace(), req.GetPodName())
+	}
+	return unary(ctx, c, "ListEvents", name, c.api.ListEvents, req)
+}
+
 // DeletePod stops and removes a pod and returns once it is gone. A pod
 // that does not exist is not an error: the response says found = false.
 // Errors: ErrUIDMismatch (Reason UID_MISMATCH, Metadata "uid" the live

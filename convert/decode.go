@@ -256,6 +256,9 @@ func readManifestHeader(doc []byte) (manifestHeader, error) {
 	case isOtherKind(h.Kind):
 		return h, checkOtherAPIVersion(h)
 	case h.Kind != manifestKindPod && h.Kind != manifestKindConfigMap && h.Kind != manifestKindSecret && h.Kind != manifestKindList:
+		if k := kindSpelled(h.Kind); k != "" {
+			return h, fmt.Errorf("kind %q is not supported; did you mean %s? (kinds are case-sensitive)", h.Kind, k)
+		}
 		return h, fmt.Errorf("kind %q is not supported, want Pod, ConfigMap, Secret, List or a workload (%s)", h.Kind, workloadKindList)
 	case h.APIVersion == "":
 		return h, errors.New(`apiVersion is missing, want "v1"`)
@@ -263,6 +266,24 @@ func readManifestHeader(doc []byte) (manifestHeader, error) {
 		return h, fmt.Errorf(`apiVersion %q is not supported, want "v1"`, h.APIVersion)
 	}
 	return h, nil
+}
+
+// kindSpelled returns the kind Decode knows that kind spells in another
+// case ("pod", "configmap", "deployment"), or "".
+func kindSpelled(kind string) string {
+	known := []string{manifestKindPod, manifestKindConfigMap, manifestKindSecret, manifestKindList, kindCronJob, kindPersistentVolumeClaim}
+	for k := range workloadAPIVersions {
+		known = append(known, k)
+	}
+	for k := range skippedKinds {
+		known = append(known, k)
+	}
+	for _, k := range known {
+		if strings.EqualFold(k, kind) {
+			return k
+		}
+	}
+	return ""
 }
 
 // stringField returns the string value of key in fields, or "" if the key

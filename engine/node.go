@@ -314,10 +314,14 @@ func (n *Node) Run(ctx context.Context) error {
 	defer cancel()
 	// helpers are the goroutines Run waits for besides the worker loops.
 	var helpers sync.WaitGroup
-	probesDone := make(chan struct{})
+	probesDone, probeEventsDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(probesDone)
 		n.workers.ConsumeProbes(n.prober.Updates())
+	}()
+	go func() {
+		defer close(probeEventsDone)
+		n.workers.ConsumeProbeEvents(n.prober.Events())
 	}()
 	state := nodeState{workers: n.workers, orphans: n.orphans, evictor: n.evictor}
 	defer func() {
@@ -328,6 +332,7 @@ func (n *Node) Run(ctx context.Context) error {
 		helpers.Wait()
 		n.prober.Stop()
 		<-probesDone
+		<-probeEventsDone
 	}()
 
 	if err := n.recover(ctx); err != nil {

@@ -283,6 +283,13 @@ func (n *Node) Watch(ctx context.Context, since int64) (*store.Watcher, error) {
 	return n.store.Watch(ctx, since)
 }
 
+// Events returns the pods' events the revision log still holds that f
+// selects, the newest occurrence of each series, oldest first, and the
+// revision read (store.Events).
+func (n *Node) Events(_ context.Context, f EventFilter) ([]Entry, int64, error) {
+	return n.store.Events(f)
+}
+
 // Delete deletes the pod namespace/name (and uid, if not empty): it marks
 // the pod deleting in the store, kills it (preStop hooks, then stop, within
 // grace seconds, or the pod's terminationGracePeriodSeconds when nil),

@@ -308,6 +308,7 @@ var readMethods = map[string]bool{
 	podsyncv1.PodSyncService_WatchObjects_FullMethodName:     true,
 	podsyncv1.PodSyncService_GetPodStats_FullMethodName:      true,
 	podsyncv1.PodSyncService_ListPodStats_FullMethodName:     true,
+	podsyncv1.PodSyncService_ListEvents_FullMethodName:       true,
 }
 
 // execMethods are the methods that open a session into a pod: RoleExec

@@ -42,6 +42,8 @@ type Pods interface {
 	Watch(ctx context.Context, since int64) (*engine.Watcher, error)
 	// DeleteIf deletes a pod under pre and the fence of ctx (DeletePod).
 	DeleteIf(ctx context.Context, namespace, name string, pre engine.Precondition, grace *int64) (bool, []engine.StepResult, error)
+	// Events lists the pods' events, one per series (ListEvents).
+	Events(ctx context.Context, f engine.EventFilter) ([]engine.Entry, int64, error)
 	// AddEphemeralContainer adds a debug container to a running pod.
 	AddEphemeralContainer(ctx context.Context, namespace, name string, ec corev1.EphemeralContainer, pre engine.Precondition, opts validation.Options) (engine.ApplyResult, error)
 	// PodSandbox returns the sandbox the pod's containers ran in after its

@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"time"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine"
@@ -32,6 +33,7 @@ func (s *service) RunPods(req *podsyncv1.RunPodsRequest, stream grpc.ServerStrea
 	if r.Preconditions, err = runPreconditions(req.GetPreconditions(), pods); err != nil {
 		return err
 	}
+	r.MinReady = time.Duration(req.GetMinReadySeconds()) * time.Second
 	ctx := stream.Context()
 	node := s.backend(ctx).Pods
 	out := newStreamSender(stream)

@@ -586,3 +586,50 @@ func TestUnavailableBeforeReady(t *testing.T) {
 	}
 	wantError(t, err, codes.Unavailable, errorinfo.ReasonRuntimeUnavailable)
 }
+
+// TestListEvents: ListEvents lists one entry per event series, its newest
+// occurrence with the series' name, count and first and last timestamps,
+// filtered by pod; a name without its namespace is INVALID_ARGUMENT.
+func TestListEvents(t *testing.T) {
+	h := newSvcHarness(t)
+	h.sync(testPod(t, "default", "web", map[string]string{"app": "web"}))
+	h.sync(testPod(t, "default", "db", map[string]string{"app": "db"}))
+	web, err := h.st.GetByName("default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unhealthy := store.Event{Type: corev1.EventTypeWarning, Reason: "Unhealthy", Container: "app", Message: "Readiness probe failed: "}
+	for range 3 {
+		if _, err := h.st.Append(store.EventChange(web.Ref(), unhealthy)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := h.c.ListEvents(h.ctx, &podsyncv1.ListEventsRequest{Namespace: "default", PodName: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *podsyncv1.ListedEvent
+	for _, e := range resp.GetEvents() {
+		if e.GetPod().GetName() != "web" {
+			t.Errorf("event of %s listed for web", e.GetPod().GetName())
+		}
+		if e.GetEvent().GetReason() == "Unhealthy" {
+			if found != nil {
+				t.Errorf("the Unhealthy series is listed twice")
+			}
+			found = e
+		}
+	}
+	ev := found.GetEvent()
+	if ev.GetCount() != 3 || ev.GetName() == "" || ev.GetType() != podsyncv1.EventType_EVENT_TYPE_WARNING ||
+		ev.GetContainer() != "app" || !ev.GetTime().AsTime().After(ev.GetFirstTimestamp().AsTime()) && !ev.GetTime().AsTime().Equal(ev.GetFirstTimestamp().AsTime()) {
+		t.Errorf("Unhealthy listed as %v: want count 3, a name, the container and first ≤ last", ev)
+	}
+	if found.GetRevision() != h.st.Revision() {
+		t.Errorf("listed at revision %d, want the newest occurrence's %d", found.GetRevision(), h.st.Revision())
+	}
+	_, err = h.c.ListEvents(h.ctx, &podsyncv1.ListEventsRequest{PodName: "web"})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("a name without its namespace: %v, want INVALID_ARGUMENT", err)
+	}
+}

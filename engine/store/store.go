@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 	"go.uber.org/zap"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/podsync/podsync/engine/errdefs"
@@ -78,6 +79,11 @@ type Options struct {
 	// LockTimeout bounds the wait for the file lock when another process
 	// holds the file. Default DefaultLockTimeout.
 	LockTimeout time.Duration
+	// EventBurst is how many events of one pod and type Append writes
+	// before the kubelet's throttle holds them to one every five minutes
+	// (their counts go on). Default 25, the kubelet's; negative: no
+	// throttle (tests of the log itself).
+	EventBurst int
 	// Clock stamps records and entries. Default the real clock.
 	Clock clock.PassiveClock
 	// Logger logs opening, compaction and slow consumers. Default a no-op
@@ -117,6 +123,8 @@ type Store struct {
 	opts  Options
 	log   *zap.Logger
 	clock clock.PassiveClock
+	// events correlates the events Append records (events.go).
+	events *record.EventCorrelator
 
 	// mu serialises writes with their publication to watchers, so watchers
 	// see entries in revision order, and guards the fields below. Reads do
@@ -176,6 +184,7 @@ func Open(path string, opts Options) (*Store, error) {
 		opts:     opts,
 		log:      opts.Logger,
 		clock:    opts.Clock,
+		events:   newEventCorrelator(opts.Clock, opts.EventBurst),
 		watchers: map[*Watcher]struct{}{},
 		closing:  make(chan struct{}),
 		decoded:  newRecordCache(),

@@ -169,7 +169,7 @@ func (a *app) newRoot() *cobra.Command {
 		c.GroupID = "pods"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.newGetCommand(), a.newLogsCommand(), a.newWatchCommand(), a.newNodeCommand(), a.newVolumeCommand(),
+	for _, c := range []*cobra.Command{a.newGetCommand(), a.newDescribeCommand(), a.newLogsCommand(), a.newWatchCommand(), a.newNodeCommand(), a.newVolumeCommand(),
 		a.newTopCommand(), a.newExecCommand(), a.newAttachCommand(), a.newPortForwardCommand(), a.newDebugCommand()} {
 		c.GroupID = "inspect"
 		root.AddCommand(c)

@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	corev1 "k8s.io/api/core/v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/internal/testing/testdaemon"
@@ -81,7 +82,9 @@ func mustSucceed(t *testing.T, what string, r result) {
 // list them, plan and sync a change, delete.
 func TestRunGetPlanSyncDelete(t *testing.T) {
 	d := startPodsyncd(t)
-	r := d.run(t, "", "run", "-f", "../../examples/web.yaml", "-f", "../../examples/init-sidecar.yaml", "-f", "../../examples/config.yaml")
+	// web's readiness probe never passes on the fake runtime: running is
+	// enough here.
+	r := d.run(t, "", "run", "--min-ready-seconds", "0", "-f", "../../examples/web.yaml", "-f", "../../examples/init-sidecar.yaml", "-f", "../../examples/config.yaml")
 	mustSucceed(t, "run", r)
 	for _, want := range [][]string{
 		{"default/web", "create sandbox", "ok", "attempt 0"},
@@ -114,7 +117,7 @@ func TestRunGetPlanSyncDelete(t *testing.T) {
 		t.Errorf("get -l app=web -o wide:\n%s", r.stdout)
 	}
 	r = d.run(t, "", "get", "-n", "other")
-	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "No pods found in namespace other") {
+	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "No resources found in other namespace.") {
 		t.Errorf("get -n other: %+v", r)
 	}
 
@@ -263,9 +266,18 @@ func TestOutputJSON(t *testing.T) {
 
 	r = d.run(t, "", "get", "config", "-o", "json")
 	mustSucceed(t, "get -o json", r)
+	var kpod corev1.Pod
+	if err := json.Unmarshal([]byte(r.stdout), &kpod); err != nil || kpod.Kind != "Pod" || kpod.APIVersion != "v1" || kpod.Status.Phase != corev1.PodRunning {
+		t.Errorf("get NAME -o json is not a running core/v1 Pod (%v):\n%s", err, r.stdout)
+	}
+	if strings.Contains(r.stdout, "sandboxID") || strings.Contains(r.stdout, `"restartCount": "`) {
+		t.Errorf("get NAME -o json has the API's fields or int64 strings:\n%s", r.stdout)
+	}
+	r = d.run(t, "", "get", "config", "-o", "proto-json")
+	mustSucceed(t, "get -o proto-json", r)
 	var pod podsyncv1.Pod
-	if err := protojson.Unmarshal([]byte(r.stdout), &pod); err != nil || pod.GetStatus().GetPhase() != "Running" {
-		t.Errorf("get NAME -o json is not a running Pod (%v):\n%s", err, r.stdout)
+	if err := protojson.Unmarshal([]byte(r.stdout), &pod); err != nil || pod.GetStatus().GetSandboxId() == "" {
+		t.Errorf("get NAME -o proto-json is not the API's Pod (%v):\n%s", err, r.stdout)
 	}
 	r = d.run(t, "", "ls", "-o", "yaml")
 	mustSucceed(t, "ls -o yaml", r)
@@ -357,7 +369,7 @@ func TestLogsAndWatch(t *testing.T) {
 	stop, wait := d.background(t, out, "logs", "-f", "talker")
 	eventually(t, "logs -f prints the old lines", func() bool { return out.String() == "one\ntwo\n" })
 	var pod podsyncv1.Pod
-	r = d.run(t, "", "get", "talker", "-o", "json")
+	r = d.run(t, "", "get", "talker", "-o", "proto-json")
 	if err := protojson.Unmarshal([]byte(r.stdout), &pod); err != nil {
 		t.Fatal(err)
 	}

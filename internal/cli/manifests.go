@@ -49,7 +49,7 @@ func (a *app) readManifests(names []string, decodeOnly bool) (*convert.Manifests
 			sources = append(sources, convert.Source{Name: displayName(p), Data: data})
 		}
 	}
-	m, notices, err := convert.ReadManifests(sources, convert.ReadOptions{DecodeOnly: decodeOnly, Validation: validation.Options{StoredObjects: true}})
+	m, notices, err := convert.ReadManifests(sources, convert.ReadOptions{DecodeOnly: decodeOnly, Validation: validation.Options{StoredObjects: true, Limits: validation.ClientLimits()}})
 	for _, n := range notices {
 		_, _ = fmt.Fprintf(a.stderr, "notice: %s\n", n)
 	}

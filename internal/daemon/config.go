@@ -26,6 +26,7 @@ import (
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/manifestdir"
+	"github.com/podsync/podsync/server"
 )
 
 // Defaults of podsyncd's settings.
@@ -94,6 +95,13 @@ type Config struct {
 	SystemReserved map[string]string `json:"systemReserved,omitempty"`
 	// MaxPods is the most pods the node admits (--max-pods).
 	MaxPods int `json:"maxPods,omitempty"`
+	// MaxContainersPerPod bounds a pod's init and regular containers
+	// together (--max-containers-per-pod): podsync's limit, not
+	// Kubernetes'.
+	MaxContainersPerPod int `json:"maxContainersPerPod,omitempty"`
+	// MaxGracePeriodSeconds bounds terminationGracePeriodSeconds
+	// (--max-grace-period-seconds): podsync's limit; Kubernetes has none.
+	MaxGracePeriodSeconds int64 `json:"maxGracePeriodSeconds,omitempty"`
 	// ShutdownTimeout bounds the graceful shutdown (--shutdown-timeout).
 	ShutdownTimeout metav1.Duration `json:"shutdownTimeout,omitzero"`
 	// SeccompDefault gives containers that name no seccomp profile the
@@ -235,8 +243,12 @@ func DefaultConfig() Config {
 		LogLevel:                               "info",
 		LogFormat:                              "json",
 		MaxPods:                                DefaultMaxPods,
-		ShutdownTimeout:                        metav1.Duration{Duration: DefaultShutdownTimeout},
-		SeccompDefault:                         true,
+
+		MaxContainersPerPod:   server.DefaultMaxContainersPerPod,
+		MaxGracePeriodSeconds: server.DefaultMaxGracePeriodSeconds,
+
+		ShutdownTimeout: metav1.Duration{Duration: DefaultShutdownTimeout},
+		SeccompDefault:  true,
 
 		HousekeepingInterval:      metav1.Duration{Duration: engine.DefaultHousekeepingInterval},
 		ManifestRescan:            metav1.Duration{Duration: manifestdir.DefaultRescan},
@@ -289,6 +301,10 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringToStringVar(&c.SystemReserved, "system-reserved", c.SystemReserved,
 		"resources reserved for the system, subtracted from the machine's (e.g. cpu=500m,memory=512Mi)")
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "most pods the node admits")
+	fs.IntVar(&c.MaxContainersPerPod, "max-containers-per-pod", c.MaxContainersPerPod,
+		"most init and regular containers together one pod may have (podsync's limit; Kubernetes has none)")
+	fs.Int64Var(&c.MaxGracePeriodSeconds, "max-grace-period-seconds", c.MaxGracePeriodSeconds,
+		"longest terminationGracePeriodSeconds a pod or probe may ask for (podsync's limit; Kubernetes has none)")
 	fs.DurationVar(&c.ShutdownTimeout.Duration, "shutdown-timeout", c.ShutdownTimeout.Duration,
 		"time calls in flight get to finish on SIGTERM")
 	fs.BoolVar(&c.SeccompDefault, "seccomp-default", c.SeccompDefault,
@@ -396,6 +412,12 @@ func (c Config) Validate(ctx context.Context) error {
 	}
 	if c.MaxPods <= 0 {
 		errs = append(errs, fmt.Errorf("--max-pods %d: must be positive", c.MaxPods))
+	}
+	if c.MaxContainersPerPod <= 0 {
+		errs = append(errs, fmt.Errorf("--max-containers-per-pod %d: must be positive", c.MaxContainersPerPod))
+	}
+	if c.MaxGracePeriodSeconds <= 0 {
+		errs = append(errs, fmt.Errorf("--max-grace-period-seconds %d: must be positive", c.MaxGracePeriodSeconds))
 	}
 	if c.MaxRecordBytes < 0 {
 		errs = append(errs, fmt.Errorf("--max-record-bytes %d: must not be negative", c.MaxRecordBytes))

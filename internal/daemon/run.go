@@ -258,6 +258,10 @@ func (d *daemon) newServer(opts server.Options, reg *prometheus.Registry) (*serv
 	}
 	d.health = server.NewHealthChecker(d.probe, 0, d.log.Named("health"))
 	d.svc = server.NewService(server.ServiceOptions{
+		Validator: &server.Validator{Limits: server.Limits{
+			MaxContainersPerPod:   d.cfg.MaxContainersPerPod,
+			MaxGracePeriodSeconds: d.cfg.MaxGracePeriodSeconds,
+		}},
 		Health:            d.health,
 		NodeName:          d.cfg.NodeName,
 		StreamIdleTimeout: d.cfg.StreamIdleTimeout.Duration,

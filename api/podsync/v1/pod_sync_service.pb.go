@@ -211,8 +211,15 @@ type RunPodsRequest struct {
 	// preconditions of the batch's pods, at most one per pod; a pod without
 	// one is written unconditionally.
 	Preconditions []*PodPrecondition `protobuf:"bytes,7,rep,name=preconditions,proto3" json:"preconditions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// min_ready_seconds is how long, for WAIT_FOR_RUNNING, each regular
+	// container without a readiness probe must have run since its last
+	// start before the pod counts as running (a Deployment's
+	// minReadySeconds); a container with a readiness probe counts once it
+	// is ready. 0 (the default): running is enough, the kubelet's run-once
+	// rule. At most 3600.
+	MinReadySeconds int32 `protobuf:"varint,8,opt,name=min_ready_seconds,json=minReadySeconds,proto3" json:"min_ready_seconds,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *RunPodsRequest) Reset() {
@@ -292,6 +299,13 @@ func (x *RunPodsRequest) GetPreconditions() []*PodPrecondition {
 		return x.Preconditions
 	}
 	return nil
+}
+
+func (x *RunPodsRequest) GetMinReadySeconds() int32 {
+	if x != nil {
+		return x.MinReadySeconds
+	}
+	return 0
 }
 
 // RunPodsResponse is one message of the RunPods stream.
@@ -3358,12 +3372,196 @@ func (x *ObjectDeleted) GetTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// ListEventsRequest selects the events to list.
+type ListEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// namespace of the pods whose events are listed; all when empty.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// pod_name, when set, keeps the events of the pods of that name
+	// (namespace is required with it).
+	PodName string `protobuf:"bytes,2,opt,name=pod_name,json=podName,proto3" json:"pod_name,omitempty"`
+	// pod_uid, when set, keeps the events of that incarnation of the pod.
+	PodUid        string `protobuf:"bytes,3,opt,name=pod_uid,json=podUID,proto3" json:"pod_uid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEventsRequest) Reset() {
+	*x = ListEventsRequest{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEventsRequest) ProtoMessage() {}
+
+func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListEventsRequest) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ListEventsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ListEventsRequest) GetPodName() string {
+	if x != nil {
+		return x.PodName
+	}
+	return ""
+}
+
+func (x *ListEventsRequest) GetPodUid() string {
+	if x != nil {
+		return x.PodUid
+	}
+	return ""
+}
+
+// ListEventsResponse holds the listed events.
+type ListEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// events, one per series, oldest first by last timestamp.
+	Events []*ListedEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// revision of the store when listed: watch from here to miss nothing.
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEventsResponse) Reset() {
+	*x = ListEventsResponse{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEventsResponse) ProtoMessage() {}
+
+func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListEventsResponse) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ListEventsResponse) GetEvents() []*ListedEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *ListEventsResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// ListedEvent is the newest occurrence of one event series.
+type ListedEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pod the event is about.
+	Pod *PodRef `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	// event with its series' name, count and timestamps.
+	Event *PodEvent `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	// revision at which this occurrence was recorded.
+	Revision      int64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListedEvent) Reset() {
+	*x = ListedEvent{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListedEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListedEvent) ProtoMessage() {}
+
+func (x *ListedEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListedEvent.ProtoReflect.Descriptor instead.
+func (*ListedEvent) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ListedEvent) GetPod() *PodRef {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+func (x *ListedEvent) GetEvent() *PodEvent {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *ListedEvent) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
 var File_podsync_v1_pod_sync_service_proto protoreflect.FileDescriptor
 
 const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\n" +
 	"!podsync/v1/pod_sync_service.proto\x12\n" +
-	"podsync.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19podsync/v1/contract.proto\x1a\x17podsync/v1/events.proto\x1a\x15podsync/v1/exec.proto\x1a\x14podsync/v1/pod.proto\x1a\x16podsync/v1/stats.proto\"\x85\x03\n" +
+	"podsync.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19podsync/v1/contract.proto\x1a\x17podsync/v1/events.proto\x1a\x15podsync/v1/exec.proto\x1a\x14podsync/v1/pod.proto\x1a\x16podsync/v1/stats.proto\"\xb1\x03\n" +
 	"\x0eRunPodsRequest\x12#\n" +
 	"\x04pods\x18\x01 \x03(\v2\x0f.podsync.v1.PodR\x04pods\x126\n" +
 	"\vconfig_maps\x18\x02 \x03(\v2\x15.podsync.v1.ConfigMapR\n" +
@@ -3372,7 +3570,8 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\bwait_for\x18\x04 \x01(\x0e2\x13.podsync.v1.WaitForR\awaitFor\x123\n" +
 	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12@\n" +
 	"\x0eadmission_mode\x18\x06 \x01(\x0e2\x19.podsync.v1.AdmissionModeR\radmissionMode\x12A\n" +
-	"\rpreconditions\x18\a \x03(\v2\x1b.podsync.v1.PodPreconditionR\rpreconditions\"\xb4\x01\n" +
+	"\rpreconditions\x18\a \x03(\v2\x1b.podsync.v1.PodPreconditionR\rpreconditions\x12*\n" +
+	"\x11min_ready_seconds\x18\b \x01(\x05R\x0fminReadySeconds\"\xb4\x01\n" +
 	"\x0fRunPodsResponse\x12)\n" +
 	"\x04step\x18\x01 \x01(\v2\x13.podsync.v1.PodStepH\x00R\x04step\x125\n" +
 	"\x06status\x18\x02 \x01(\v2\x1b.podsync.v1.PodStatusUpdateH\x00R\x06status\x126\n" +
@@ -3572,7 +3771,18 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x06synced\x18\x05 \x01(\v2\x17.podsync.v1.WatchSyncedH\x00R\x06syncedB\b\n" +
 	"\x06change\"?\n" +
 	"\rObjectDeleted\x12.\n" +
-	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time*e\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"e\n" +
+	"\x11ListEventsRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x19\n" +
+	"\bpod_name\x18\x02 \x01(\tR\apodName\x12\x17\n" +
+	"\apod_uid\x18\x03 \x01(\tR\x06podUID\"a\n" +
+	"\x12ListEventsResponse\x12/\n" +
+	"\x06events\x18\x01 \x03(\v2\x17.podsync.v1.ListedEventR\x06events\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"{\n" +
+	"\vListedEvent\x12$\n" +
+	"\x03pod\x18\x01 \x01(\v2\x12.podsync.v1.PodRefR\x03pod\x12*\n" +
+	"\x05event\x18\x02 \x01(\v2\x14.podsync.v1.PodEventR\x05event\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x03R\brevision*e\n" +
 	"\aWaitFor\x12\x18\n" +
 	"\x14WAIT_FOR_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10WAIT_FOR_RUNNING\x10\x01\x12\x12\n" +
@@ -3586,7 +3796,7 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"ObjectKind\x12\x1b\n" +
 	"\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16OBJECT_KIND_CONFIG_MAP\x10\x01\x12\x16\n" +
-	"\x12OBJECT_KIND_SECRET\x10\x022\xb5\x11\n" +
+	"\x12OBJECT_KIND_SECRET\x10\x022\x87\x12\n" +
 	"\x0ePodSyncService\x12D\n" +
 	"\aRunPods\x12\x1a.podsync.v1.RunPodsRequest\x1a\x1b.podsync.v1.RunPodsResponse0\x01\x12I\n" +
 	"\aSyncPod\x12\x1a.podsync.v1.SyncPodRequest\x1a\x1b.podsync.v1.SyncPodResponse\"\x03\x90\x02\x020\x01\x12G\n" +
@@ -3615,7 +3825,9 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\fAcquireLease\x12\x1f.podsync.v1.AcquireLeaseRequest\x1a .podsync.v1.AcquireLeaseResponse\x12P\n" +
 	"\n" +
 	"RenewLease\x12\x1d.podsync.v1.RenewLeaseRequest\x1a\x1e.podsync.v1.RenewLeaseResponse\"\x03\x90\x02\x02\x12V\n" +
-	"\fReleaseLease\x12\x1f.podsync.v1.ReleaseLeaseRequest\x1a .podsync.v1.ReleaseLeaseResponse\"\x03\x90\x02\x02B\xa3\x01\n" +
+	"\fReleaseLease\x12\x1f.podsync.v1.ReleaseLeaseRequest\x1a .podsync.v1.ReleaseLeaseResponse\"\x03\x90\x02\x02\x12P\n" +
+	"\n" +
+	"ListEvents\x12\x1d.podsync.v1.ListEventsRequest\x1a\x1e.podsync.v1.ListEventsResponse\"\x03\x90\x02\x01B\xa3\x01\n" +
 	"\x0ecom.podsync.v1B\x13PodSyncServiceProtoP\x01Z3github.com/podsync/podsync/api/podsync/v1;podsyncv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Podsync.V1\xca\x02\n" +
 	"Podsync\\V1\xe2\x02\x16Podsync\\V1\\GPBMetadata\xea\x02\vPodsync::V1b\x06proto3"
@@ -3633,7 +3845,7 @@ func file_podsync_v1_pod_sync_service_proto_rawDescGZIP() []byte {
 }
 
 var file_podsync_v1_pod_sync_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(WaitFor)(0),                          // 0: podsync.v1.WaitFor
 	(AdmissionMode)(0),                    // 1: podsync.v1.AdmissionMode
@@ -3685,174 +3897,182 @@ var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(*WatchObjectsRequest)(nil),           // 47: podsync.v1.WatchObjectsRequest
 	(*WatchObjectsResponse)(nil),          // 48: podsync.v1.WatchObjectsResponse
 	(*ObjectDeleted)(nil),                 // 49: podsync.v1.ObjectDeleted
-	nil,                                   // 50: podsync.v1.Node.LabelsEntry
-	nil,                                   // 51: podsync.v1.Node.CapacityEntry
-	nil,                                   // 52: podsync.v1.Node.AllocatableEntry
-	(*Pod)(nil),                           // 53: podsync.v1.Pod
-	(*ConfigMap)(nil),                     // 54: podsync.v1.ConfigMap
-	(*Secret)(nil),                        // 55: podsync.v1.Secret
-	(*durationpb.Duration)(nil),           // 56: google.protobuf.Duration
-	(*PodPrecondition)(nil),               // 57: podsync.v1.PodPrecondition
-	(*PodRef)(nil),                        // 58: podsync.v1.PodRef
-	(*SyncStep)(nil),                      // 59: podsync.v1.SyncStep
-	(*PodStatus)(nil),                     // 60: podsync.v1.PodStatus
-	(*PodResult)(nil),                     // 61: podsync.v1.PodResult
-	(*Precondition)(nil),                  // 62: podsync.v1.Precondition
-	(*timestamppb.Timestamp)(nil),         // 63: google.protobuf.Timestamp
-	(*PodPlan)(nil),                       // 64: podsync.v1.PodPlan
-	(*Lease)(nil),                         // 65: podsync.v1.Lease
-	(*PodEvent)(nil),                      // 66: podsync.v1.PodEvent
-	(*LogLine)(nil),                       // 67: podsync.v1.LogLine
-	(*ExecSyncRequest)(nil),               // 68: podsync.v1.ExecSyncRequest
-	(*ExecRequest)(nil),                   // 69: podsync.v1.ExecRequest
-	(*AttachRequest)(nil),                 // 70: podsync.v1.AttachRequest
-	(*PortForwardRequest)(nil),            // 71: podsync.v1.PortForwardRequest
-	(*GetPodStatsRequest)(nil),            // 72: podsync.v1.GetPodStatsRequest
-	(*ListPodStatsRequest)(nil),           // 73: podsync.v1.ListPodStatsRequest
-	(*AddEphemeralContainerRequest)(nil),  // 74: podsync.v1.AddEphemeralContainerRequest
-	(*AcquireLeaseRequest)(nil),           // 75: podsync.v1.AcquireLeaseRequest
-	(*RenewLeaseRequest)(nil),             // 76: podsync.v1.RenewLeaseRequest
-	(*ReleaseLeaseRequest)(nil),           // 77: podsync.v1.ReleaseLeaseRequest
-	(*ExecSyncResponse)(nil),              // 78: podsync.v1.ExecSyncResponse
-	(*ExecResponse)(nil),                  // 79: podsync.v1.ExecResponse
-	(*AttachResponse)(nil),                // 80: podsync.v1.AttachResponse
-	(*PortForwardResponse)(nil),           // 81: podsync.v1.PortForwardResponse
-	(*GetPodStatsResponse)(nil),           // 82: podsync.v1.GetPodStatsResponse
-	(*ListPodStatsResponse)(nil),          // 83: podsync.v1.ListPodStatsResponse
-	(*AddEphemeralContainerResponse)(nil), // 84: podsync.v1.AddEphemeralContainerResponse
-	(*AcquireLeaseResponse)(nil),          // 85: podsync.v1.AcquireLeaseResponse
-	(*RenewLeaseResponse)(nil),            // 86: podsync.v1.RenewLeaseResponse
-	(*ReleaseLeaseResponse)(nil),          // 87: podsync.v1.ReleaseLeaseResponse
+	(*ListEventsRequest)(nil),             // 50: podsync.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),            // 51: podsync.v1.ListEventsResponse
+	(*ListedEvent)(nil),                   // 52: podsync.v1.ListedEvent
+	nil,                                   // 53: podsync.v1.Node.LabelsEntry
+	nil,                                   // 54: podsync.v1.Node.CapacityEntry
+	nil,                                   // 55: podsync.v1.Node.AllocatableEntry
+	(*Pod)(nil),                           // 56: podsync.v1.Pod
+	(*ConfigMap)(nil),                     // 57: podsync.v1.ConfigMap
+	(*Secret)(nil),                        // 58: podsync.v1.Secret
+	(*durationpb.Duration)(nil),           // 59: google.protobuf.Duration
+	(*PodPrecondition)(nil),               // 60: podsync.v1.PodPrecondition
+	(*PodRef)(nil),                        // 61: podsync.v1.PodRef
+	(*SyncStep)(nil),                      // 62: podsync.v1.SyncStep
+	(*PodStatus)(nil),                     // 63: podsync.v1.PodStatus
+	(*PodResult)(nil),                     // 64: podsync.v1.PodResult
+	(*Precondition)(nil),                  // 65: podsync.v1.Precondition
+	(*timestamppb.Timestamp)(nil),         // 66: google.protobuf.Timestamp
+	(*PodPlan)(nil),                       // 67: podsync.v1.PodPlan
+	(*Lease)(nil),                         // 68: podsync.v1.Lease
+	(*PodEvent)(nil),                      // 69: podsync.v1.PodEvent
+	(*LogLine)(nil),                       // 70: podsync.v1.LogLine
+	(*ExecSyncRequest)(nil),               // 71: podsync.v1.ExecSyncRequest
+	(*ExecRequest)(nil),                   // 72: podsync.v1.ExecRequest
+	(*AttachRequest)(nil),                 // 73: podsync.v1.AttachRequest
+	(*PortForwardRequest)(nil),            // 74: podsync.v1.PortForwardRequest
+	(*GetPodStatsRequest)(nil),            // 75: podsync.v1.GetPodStatsRequest
+	(*ListPodStatsRequest)(nil),           // 76: podsync.v1.ListPodStatsRequest
+	(*AddEphemeralContainerRequest)(nil),  // 77: podsync.v1.AddEphemeralContainerRequest
+	(*AcquireLeaseRequest)(nil),           // 78: podsync.v1.AcquireLeaseRequest
+	(*RenewLeaseRequest)(nil),             // 79: podsync.v1.RenewLeaseRequest
+	(*ReleaseLeaseRequest)(nil),           // 80: podsync.v1.ReleaseLeaseRequest
+	(*ExecSyncResponse)(nil),              // 81: podsync.v1.ExecSyncResponse
+	(*ExecResponse)(nil),                  // 82: podsync.v1.ExecResponse
+	(*AttachResponse)(nil),                // 83: podsync.v1.AttachResponse
+	(*PortForwardResponse)(nil),           // 84: podsync.v1.PortForwardResponse
+	(*GetPodStatsResponse)(nil),           // 85: podsync.v1.GetPodStatsResponse
+	(*ListPodStatsResponse)(nil),          // 86: podsync.v1.ListPodStatsResponse
+	(*AddEphemeralContainerResponse)(nil), // 87: podsync.v1.AddEphemeralContainerResponse
+	(*AcquireLeaseResponse)(nil),          // 88: podsync.v1.AcquireLeaseResponse
+	(*RenewLeaseResponse)(nil),            // 89: podsync.v1.RenewLeaseResponse
+	(*ReleaseLeaseResponse)(nil),          // 90: podsync.v1.ReleaseLeaseResponse
 }
 var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
-	53, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
-	54, // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	55, // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
-	0,  // 3: podsync.v1.RunPodsRequest.wait_for:type_name -> podsync.v1.WaitFor
-	56, // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
-	1,  // 5: podsync.v1.RunPodsRequest.admission_mode:type_name -> podsync.v1.AdmissionMode
-	57, // 6: podsync.v1.RunPodsRequest.preconditions:type_name -> podsync.v1.PodPrecondition
-	5,  // 7: podsync.v1.RunPodsResponse.step:type_name -> podsync.v1.PodStep
-	6,  // 8: podsync.v1.RunPodsResponse.status:type_name -> podsync.v1.PodStatusUpdate
-	7,  // 9: podsync.v1.RunPodsResponse.summary:type_name -> podsync.v1.RunPodsSummary
-	58, // 10: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
-	59, // 11: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
-	58, // 12: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
-	60, // 13: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
-	61, // 14: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
-	53, // 15: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
-	54, // 16: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	55, // 17: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
-	62, // 18: podsync.v1.SyncPodRequest.precondition:type_name -> podsync.v1.Precondition
-	59, // 19: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
-	10, // 20: podsync.v1.SyncPodResponse.result:type_name -> podsync.v1.SyncPodResult
-	58, // 21: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
-	60, // 22: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
-	63, // 23: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
-	53, // 24: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
-	54, // 25: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	55, // 26: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
-	58, // 27: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
-	64, // 28: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
-	60, // 29: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
-	15, // 30: podsync.v1.GetNodeResponse.node:type_name -> podsync.v1.Node
-	50, // 31: podsync.v1.Node.labels:type_name -> podsync.v1.Node.LabelsEntry
-	16, // 32: podsync.v1.Node.taints:type_name -> podsync.v1.Taint
-	51, // 33: podsync.v1.Node.capacity:type_name -> podsync.v1.Node.CapacityEntry
-	52, // 34: podsync.v1.Node.allocatable:type_name -> podsync.v1.Node.AllocatableEntry
-	65, // 35: podsync.v1.Node.lease:type_name -> podsync.v1.Lease
-	53, // 36: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
-	53, // 37: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
-	62, // 38: podsync.v1.DeletePodRequest.precondition:type_name -> podsync.v1.Precondition
-	59, // 39: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
-	58, // 40: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
-	58, // 41: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
-	60, // 42: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
-	66, // 43: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
-	26, // 44: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
-	25, // 45: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
-	63, // 46: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
-	63, // 47: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
-	67, // 48: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
-	31, // 49: podsync.v1.ListVolumesResponse.volumes:type_name -> podsync.v1.NamedVolume
-	62, // 50: podsync.v1.CreateVolumeRequest.precondition:type_name -> podsync.v1.Precondition
-	2,  // 51: podsync.v1.ObjectRef.kind:type_name -> podsync.v1.ObjectKind
-	54, // 52: podsync.v1.Object.config_map:type_name -> podsync.v1.ConfigMap
-	55, // 53: podsync.v1.Object.secret:type_name -> podsync.v1.Secret
-	54, // 54: podsync.v1.ApplyObjectsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	55, // 55: podsync.v1.ApplyObjectsRequest.secrets:type_name -> podsync.v1.Secret
-	40, // 56: podsync.v1.ApplyObjectsResponse.results:type_name -> podsync.v1.ObjectResult
-	36, // 57: podsync.v1.ObjectResult.object:type_name -> podsync.v1.ObjectRef
-	2,  // 58: podsync.v1.GetObjectRequest.kind:type_name -> podsync.v1.ObjectKind
-	37, // 59: podsync.v1.GetObjectResponse.object:type_name -> podsync.v1.Object
-	2,  // 60: podsync.v1.ListObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
-	37, // 61: podsync.v1.ListObjectsResponse.objects:type_name -> podsync.v1.Object
-	2,  // 62: podsync.v1.DeleteObjectRequest.kind:type_name -> podsync.v1.ObjectKind
-	2,  // 63: podsync.v1.WatchObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
-	36, // 64: podsync.v1.WatchObjectsResponse.object:type_name -> podsync.v1.ObjectRef
-	37, // 65: podsync.v1.WatchObjectsResponse.applied:type_name -> podsync.v1.Object
-	49, // 66: podsync.v1.WatchObjectsResponse.deleted:type_name -> podsync.v1.ObjectDeleted
-	25, // 67: podsync.v1.WatchObjectsResponse.synced:type_name -> podsync.v1.WatchSynced
-	63, // 68: podsync.v1.ObjectDeleted.time:type_name -> google.protobuf.Timestamp
-	3,  // 69: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
-	8,  // 70: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
-	11, // 71: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
-	17, // 72: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
-	13, // 73: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
-	19, // 74: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
-	21, // 75: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
-	23, // 76: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
-	27, // 77: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
-	29, // 78: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
-	32, // 79: podsync.v1.PodSyncService.CreateVolume:input_type -> podsync.v1.CreateVolumeRequest
-	34, // 80: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
-	38, // 81: podsync.v1.PodSyncService.ApplyObjects:input_type -> podsync.v1.ApplyObjectsRequest
-	41, // 82: podsync.v1.PodSyncService.GetObject:input_type -> podsync.v1.GetObjectRequest
-	43, // 83: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
-	45, // 84: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
-	47, // 85: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
-	68, // 86: podsync.v1.PodSyncService.ExecSync:input_type -> podsync.v1.ExecSyncRequest
-	69, // 87: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
-	70, // 88: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
-	71, // 89: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
-	72, // 90: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
-	73, // 91: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
-	74, // 92: podsync.v1.PodSyncService.AddEphemeralContainer:input_type -> podsync.v1.AddEphemeralContainerRequest
-	75, // 93: podsync.v1.PodSyncService.AcquireLease:input_type -> podsync.v1.AcquireLeaseRequest
-	76, // 94: podsync.v1.PodSyncService.RenewLease:input_type -> podsync.v1.RenewLeaseRequest
-	77, // 95: podsync.v1.PodSyncService.ReleaseLease:input_type -> podsync.v1.ReleaseLeaseRequest
-	4,  // 96: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
-	9,  // 97: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
-	12, // 98: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
-	18, // 99: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
-	14, // 100: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
-	20, // 101: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
-	22, // 102: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
-	24, // 103: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
-	28, // 104: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
-	30, // 105: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
-	33, // 106: podsync.v1.PodSyncService.CreateVolume:output_type -> podsync.v1.CreateVolumeResponse
-	35, // 107: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
-	39, // 108: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
-	42, // 109: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
-	44, // 110: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
-	46, // 111: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
-	48, // 112: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
-	78, // 113: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
-	79, // 114: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
-	80, // 115: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
-	81, // 116: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
-	82, // 117: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
-	83, // 118: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
-	84, // 119: podsync.v1.PodSyncService.AddEphemeralContainer:output_type -> podsync.v1.AddEphemeralContainerResponse
-	85, // 120: podsync.v1.PodSyncService.AcquireLease:output_type -> podsync.v1.AcquireLeaseResponse
-	86, // 121: podsync.v1.PodSyncService.RenewLease:output_type -> podsync.v1.RenewLeaseResponse
-	87, // 122: podsync.v1.PodSyncService.ReleaseLease:output_type -> podsync.v1.ReleaseLeaseResponse
-	96, // [96:123] is the sub-list for method output_type
-	69, // [69:96] is the sub-list for method input_type
-	69, // [69:69] is the sub-list for extension type_name
-	69, // [69:69] is the sub-list for extension extendee
-	0,  // [0:69] is the sub-list for field type_name
+	56,  // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
+	57,  // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	58,  // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
+	0,   // 3: podsync.v1.RunPodsRequest.wait_for:type_name -> podsync.v1.WaitFor
+	59,  // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
+	1,   // 5: podsync.v1.RunPodsRequest.admission_mode:type_name -> podsync.v1.AdmissionMode
+	60,  // 6: podsync.v1.RunPodsRequest.preconditions:type_name -> podsync.v1.PodPrecondition
+	5,   // 7: podsync.v1.RunPodsResponse.step:type_name -> podsync.v1.PodStep
+	6,   // 8: podsync.v1.RunPodsResponse.status:type_name -> podsync.v1.PodStatusUpdate
+	7,   // 9: podsync.v1.RunPodsResponse.summary:type_name -> podsync.v1.RunPodsSummary
+	61,  // 10: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
+	62,  // 11: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
+	61,  // 12: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
+	63,  // 13: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
+	64,  // 14: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
+	56,  // 15: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
+	57,  // 16: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	58,  // 17: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
+	65,  // 18: podsync.v1.SyncPodRequest.precondition:type_name -> podsync.v1.Precondition
+	62,  // 19: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
+	10,  // 20: podsync.v1.SyncPodResponse.result:type_name -> podsync.v1.SyncPodResult
+	61,  // 21: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
+	63,  // 22: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
+	66,  // 23: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
+	56,  // 24: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
+	57,  // 25: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	58,  // 26: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
+	61,  // 27: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
+	67,  // 28: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
+	63,  // 29: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
+	15,  // 30: podsync.v1.GetNodeResponse.node:type_name -> podsync.v1.Node
+	53,  // 31: podsync.v1.Node.labels:type_name -> podsync.v1.Node.LabelsEntry
+	16,  // 32: podsync.v1.Node.taints:type_name -> podsync.v1.Taint
+	54,  // 33: podsync.v1.Node.capacity:type_name -> podsync.v1.Node.CapacityEntry
+	55,  // 34: podsync.v1.Node.allocatable:type_name -> podsync.v1.Node.AllocatableEntry
+	68,  // 35: podsync.v1.Node.lease:type_name -> podsync.v1.Lease
+	56,  // 36: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
+	56,  // 37: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
+	65,  // 38: podsync.v1.DeletePodRequest.precondition:type_name -> podsync.v1.Precondition
+	62,  // 39: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
+	61,  // 40: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
+	61,  // 41: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
+	63,  // 42: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
+	69,  // 43: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
+	26,  // 44: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
+	25,  // 45: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
+	66,  // 46: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
+	66,  // 47: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
+	70,  // 48: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
+	31,  // 49: podsync.v1.ListVolumesResponse.volumes:type_name -> podsync.v1.NamedVolume
+	65,  // 50: podsync.v1.CreateVolumeRequest.precondition:type_name -> podsync.v1.Precondition
+	2,   // 51: podsync.v1.ObjectRef.kind:type_name -> podsync.v1.ObjectKind
+	57,  // 52: podsync.v1.Object.config_map:type_name -> podsync.v1.ConfigMap
+	58,  // 53: podsync.v1.Object.secret:type_name -> podsync.v1.Secret
+	57,  // 54: podsync.v1.ApplyObjectsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	58,  // 55: podsync.v1.ApplyObjectsRequest.secrets:type_name -> podsync.v1.Secret
+	40,  // 56: podsync.v1.ApplyObjectsResponse.results:type_name -> podsync.v1.ObjectResult
+	36,  // 57: podsync.v1.ObjectResult.object:type_name -> podsync.v1.ObjectRef
+	2,   // 58: podsync.v1.GetObjectRequest.kind:type_name -> podsync.v1.ObjectKind
+	37,  // 59: podsync.v1.GetObjectResponse.object:type_name -> podsync.v1.Object
+	2,   // 60: podsync.v1.ListObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
+	37,  // 61: podsync.v1.ListObjectsResponse.objects:type_name -> podsync.v1.Object
+	2,   // 62: podsync.v1.DeleteObjectRequest.kind:type_name -> podsync.v1.ObjectKind
+	2,   // 63: podsync.v1.WatchObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
+	36,  // 64: podsync.v1.WatchObjectsResponse.object:type_name -> podsync.v1.ObjectRef
+	37,  // 65: podsync.v1.WatchObjectsResponse.applied:type_name -> podsync.v1.Object
+	49,  // 66: podsync.v1.WatchObjectsResponse.deleted:type_name -> podsync.v1.ObjectDeleted
+	25,  // 67: podsync.v1.WatchObjectsResponse.synced:type_name -> podsync.v1.WatchSynced
+	66,  // 68: podsync.v1.ObjectDeleted.time:type_name -> google.protobuf.Timestamp
+	52,  // 69: podsync.v1.ListEventsResponse.events:type_name -> podsync.v1.ListedEvent
+	61,  // 70: podsync.v1.ListedEvent.pod:type_name -> podsync.v1.PodRef
+	69,  // 71: podsync.v1.ListedEvent.event:type_name -> podsync.v1.PodEvent
+	3,   // 72: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
+	8,   // 73: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
+	11,  // 74: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
+	17,  // 75: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
+	13,  // 76: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
+	19,  // 77: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
+	21,  // 78: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
+	23,  // 79: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
+	27,  // 80: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
+	29,  // 81: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
+	32,  // 82: podsync.v1.PodSyncService.CreateVolume:input_type -> podsync.v1.CreateVolumeRequest
+	34,  // 83: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
+	38,  // 84: podsync.v1.PodSyncService.ApplyObjects:input_type -> podsync.v1.ApplyObjectsRequest
+	41,  // 85: podsync.v1.PodSyncService.GetObject:input_type -> podsync.v1.GetObjectRequest
+	43,  // 86: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
+	45,  // 87: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
+	47,  // 88: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
+	71,  // 89: podsync.v1.PodSyncService.ExecSync:input_type -> podsync.v1.ExecSyncRequest
+	72,  // 90: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
+	73,  // 91: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
+	74,  // 92: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
+	75,  // 93: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
+	76,  // 94: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
+	77,  // 95: podsync.v1.PodSyncService.AddEphemeralContainer:input_type -> podsync.v1.AddEphemeralContainerRequest
+	78,  // 96: podsync.v1.PodSyncService.AcquireLease:input_type -> podsync.v1.AcquireLeaseRequest
+	79,  // 97: podsync.v1.PodSyncService.RenewLease:input_type -> podsync.v1.RenewLeaseRequest
+	80,  // 98: podsync.v1.PodSyncService.ReleaseLease:input_type -> podsync.v1.ReleaseLeaseRequest
+	50,  // 99: podsync.v1.PodSyncService.ListEvents:input_type -> podsync.v1.ListEventsRequest
+	4,   // 100: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
+	9,   // 101: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
+	12,  // 102: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
+	18,  // 103: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
+	14,  // 104: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
+	20,  // 105: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
+	22,  // 106: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
+	24,  // 107: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
+	28,  // 108: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
+	30,  // 109: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
+	33,  // 110: podsync.v1.PodSyncService.CreateVolume:output_type -> podsync.v1.CreateVolumeResponse
+	35,  // 111: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
+	39,  // 112: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
+	42,  // 113: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
+	44,  // 114: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
+	46,  // 115: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
+	48,  // 116: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
+	81,  // 117: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
+	82,  // 118: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
+	83,  // 119: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
+	84,  // 120: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
+	85,  // 121: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
+	86,  // 122: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
+	87,  // 123: podsync.v1.PodSyncService.AddEphemeralContainer:output_type -> podsync.v1.AddEphemeralContainerResponse
+	88,  // 124: podsync.v1.PodSyncService.AcquireLease:output_type -> podsync.v1.AcquireLeaseResponse
+	89,  // 125: podsync.v1.PodSyncService.RenewLease:output_type -> podsync.v1.RenewLeaseResponse
+	90,  // 126: podsync.v1.PodSyncService.ReleaseLease:output_type -> podsync.v1.ReleaseLeaseResponse
+	51,  // 127: podsync.v1.PodSyncService.ListEvents:output_type -> podsync.v1.ListEventsResponse
+	100, // [100:128] is the sub-list for method output_type
+	72,  // [72:100] is the sub-list for method input_type
+	72,  // [72:72] is the sub-list for extension type_name
+	72,  // [72:72] is the sub-list for extension extendee
+	0,   // [0:72] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_sync_service_proto_init() }
@@ -3897,7 +4117,7 @@ func file_podsync_v1_pod_sync_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_sync_service_proto_rawDesc), len(file_podsync_v1_pod_sync_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   50,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

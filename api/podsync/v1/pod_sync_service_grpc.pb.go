@@ -49,6 +49,7 @@ const (
 	PodSyncService_AcquireLease_FullMethodName          = "/podsync.v1.PodSyncService/AcquireLease"
 	PodSyncService_RenewLease_FullMethodName            = "/podsync.v1.PodSyncService/RenewLease"
 	PodSyncService_ReleaseLease_FullMethodName          = "/podsync.v1.PodSyncService/ReleaseLease"
+	PodSyncService_ListEvents_FullMethodName            = "/podsync.v1.PodSyncService/ListEvents"
 )
 
 // PodSyncServiceClient is the client API for PodSyncService service.
@@ -457,6 +458,19 @@ type PodSyncServiceClient interface {
 	// Idempotency: IDEMPOTENT — releasing a released lease of the same epoch
 	// answers released = false.
 	ReleaseLease(ctx context.Context, in *ReleaseLeaseRequest, opts ...grpc.CallOption) (*ReleaseLeaseResponse, error)
+	// ListEvents returns the pods' events podsyncd still holds in its
+	// revision log (the history WatchPods replays; the oldest go as it is
+	// compacted, as an API server's events expire): one entry per event
+	// series, its newest occurrence with the series' count and first and
+	// last timestamps (core/v1 Event's), oldest first by last timestamp. A
+	// pod's events stay listed after it is deleted until they are
+	// compacted away; pod_uid tells incarnations apart.
+	//
+	// Errors: INVALID_ARGUMENT for a malformed namespace or name, or a name
+	// without a namespace.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error)
 }
 
 type podSyncServiceClient struct {
@@ -785,6 +799,16 @@ func (c *podSyncServiceClient) ReleaseLease(ctx context.Context, in *ReleaseLeas
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ReleaseLeaseResponse)
 	err := c.cc.Invoke(ctx, PodSyncService_ReleaseLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListEventsResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_ListEvents_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1197,6 +1221,19 @@ type PodSyncServiceServer interface {
 	// Idempotency: IDEMPOTENT — releasing a released lease of the same epoch
 	// answers released = false.
 	ReleaseLease(context.Context, *ReleaseLeaseRequest) (*ReleaseLeaseResponse, error)
+	// ListEvents returns the pods' events podsyncd still holds in its
+	// revision log (the history WatchPods replays; the oldest go as it is
+	// compacted, as an API server's events expire): one entry per event
+	// series, its newest occurrence with the series' count and first and
+	// last timestamps (core/v1 Event's), oldest first by last timestamp. A
+	// pod's events stay listed after it is deleted until they are
+	// compacted away; pod_uid tells incarnations apart.
+	//
+	// Errors: INVALID_ARGUMENT for a malformed namespace or name, or a name
+	// without a namespace.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error)
 	mustEmbedUnimplementedPodSyncServiceServer()
 }
 
@@ -1287,6 +1324,9 @@ func (UnimplementedPodSyncServiceServer) RenewLease(context.Context, *RenewLease
 }
 func (UnimplementedPodSyncServiceServer) ReleaseLease(context.Context, *ReleaseLeaseRequest) (*ReleaseLeaseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReleaseLease not implemented")
+}
+func (UnimplementedPodSyncServiceServer) ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListEvents not implemented")
 }
 func (UnimplementedPodSyncServiceServer) mustEmbedUnimplementedPodSyncServiceServer() {}
 func (UnimplementedPodSyncServiceServer) testEmbeddedByValue()                        {}
@@ -1727,6 +1767,24 @@ func _PodSyncService_ReleaseLease_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PodSyncService_ListEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).ListEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_ListEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).ListEvents(ctx, req.(*ListEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PodSyncService_ServiceDesc is the grpc.ServiceDesc for PodSyncService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1809,6 +1867,10 @@ var PodSyncService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReleaseLease",
 			Handler:    _PodSyncService_ReleaseLease_Handler,
+		},
+		{
+			MethodName: "ListEvents",
+			Handler:    _PodSyncService_ListEvents_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -455,3 +455,24 @@ func TestEnvStaysReferences(t *testing.T) {
 		t.Errorf("a second apply changed the spec:\n%s", diff)
 	}
 }
+
+// TestFSGroupPassesThrough: a pod's fsGroup and fsGroupChangePolicy reach
+// podsyncd as they are, so the node's volume ownership (the engine's, as
+// for a pod sent directly) covers the pods of the control plane.
+func TestFSGroupPassesThrough(t *testing.T) {
+	f := newFake()
+	p := New("vk-1", f, zap.NewNop())
+	pod := testPod("1")
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: new(int64(2000)), FSGroupChangePolicy: new(corev1.FSGroupChangeOnRootMismatch)}
+	if err := p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.synced) != 1 {
+		st, _ := p.GetPodStatus(context.Background(), pod.Namespace, pod.Name)
+		t.Fatalf("the pod was not sent to podsyncd: %s %s", st.Reason, st.Message)
+	}
+	sc := f.synced[0].GetPod().GetSpec().GetSecurityContext()
+	if sc.GetFsGroup() != 2000 || sc.GetFsGroupChangePolicy() != "OnRootMismatch" {
+		t.Errorf("securityContext sent: %v, want fsGroup 2000 and OnRootMismatch", sc)
+	}
+}

@@ -126,7 +126,7 @@ func TestExamples(t *testing.T) {
 		t.Fatal("the web pod has no sandbox in the runtime")
 	}
 	var uids []string
-	for _, p := range decodeList(t, d.mustCtl(ctx, "get", "-o", "json")) {
+	for _, p := range decodeList(t, d.mustCtl(ctx, "get", "-o", "proto-json")) {
 		uids = append(uids, p.GetMetadata().GetUid())
 	}
 	out = d.mustCtl(ctx, "delete", "-f", dir)
@@ -138,7 +138,7 @@ func TestExamples(t *testing.T) {
 			t.Errorf("pod %s: sandboxes left in the runtime after delete: %v", uid, ids)
 		}
 	}
-	if r := d.ctl(ctx, "", "get"); r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "No pods found") {
+	if r := d.ctl(ctx, "", "get"); r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "No resources found") {
 		t.Errorf("get after delete: %+v", r)
 	}
 }
@@ -343,7 +343,7 @@ func TestDeploymentAndNodeSelector(t *testing.T) {
 			t.Errorf("run of the Deployment:\n%s", out)
 		}
 		var uids []string
-		for _, p := range decodeList(t, d.mustCtl(ctx, "get", "-l", "podsync.io/workload-name=web", "-o", "json")) {
+		for _, p := range decodeList(t, d.mustCtl(ctx, "get", "-l", "podsync.io/workload-name=web", "-o", "proto-json")) {
 			uids = append(uids, p.GetMetadata().GetUid())
 			if len(sandboxes(ctx, t, p.GetMetadata().GetUid())) == 0 {
 				t.Errorf("pod %s has no sandbox in the runtime", p.GetMetadata().GetName())
