@@ -10,6 +10,8 @@ MAKEFLAGS += --warn-undefined-variables --no-builtin-rules
 BUF_VERSION                ?= v1.75.0
 PROTOC_GEN_GO_VERSION      ?= v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
+# The OpenAPI document of the REST routes (openapi/), from grpc-gateway.
+PROTOC_GEN_OPENAPIV2_VERSION ?= v2.34.0
 GOLANGCI_LINT_VERSION      ?= v2.15.0
 CRICTL_VERSION             ?= v1.37.0
 # grpcurl drives podsyncd in test/integration/daemon. v1.9.4, not v1.9.3:
@@ -51,7 +53,7 @@ help: ## Describe the targets
 all: generate lint check-deps build test-unit ## Generate, lint, check dependencies, build and run unit tests
 
 .PHONY: tools
-tools: $(STAMPS)/buf-$(BUF_VERSION) $(STAMPS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(STAMPS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) $(STAMPS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(STAMPS)/grpcurl-$(GRPCURL_VERSION) ## Install the pinned tools into .tmp/bin
+tools: $(STAMPS)/buf-$(BUF_VERSION) $(STAMPS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(STAMPS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) $(STAMPS)/protoc-gen-openapiv2-$(PROTOC_GEN_OPENAPIV2_VERSION) $(STAMPS)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(STAMPS)/grpcurl-$(GRPCURL_VERSION) ## Install the pinned tools into .tmp/bin
 
 $(STAMPS)/buf-%:
 	$(GO) install github.com/bufbuild/buf/cmd/buf@$*
@@ -61,6 +63,9 @@ $(STAMPS)/protoc-gen-go-%:
 	@mkdir -p $(@D) && touch $@
 $(STAMPS)/protoc-gen-go-grpc-%:
 	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$*
+	@mkdir -p $(@D) && touch $@
+$(STAMPS)/protoc-gen-openapiv2-%:
+	$(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@$*
 	@mkdir -p $(@D) && touch $@
 $(STAMPS)/golangci-lint-%:
 	$(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$*
@@ -73,14 +78,14 @@ $(STAMPS)/grpcurl-%:
 	@mkdir -p $(@D) && touch $@
 
 .PHONY: generate
-generate: $(STAMPS)/buf-$(BUF_VERSION) $(STAMPS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(STAMPS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) ## Regenerate api/ from proto/
+generate: $(STAMPS)/buf-$(BUF_VERSION) $(STAMPS)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION) $(STAMPS)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) $(STAMPS)/protoc-gen-openapiv2-$(PROTOC_GEN_OPENAPIV2_VERSION) ## Regenerate api/ and openapi/ from proto/
 	$(BUF) format -w
 	$(BUF) generate
 
 .PHONY: check-generate
-check-generate: generate ## Fail when generated code or formatting differs from what is committed
-	@if [ -n "$$(git status --porcelain -- api proto)" ]; then \
-		git status --porcelain -- api proto; git diff --stat -- api proto; \
+check-generate: generate ## Fail when generated code, the OpenAPI document or formatting differs from what is committed
+	@if [ -n "$$(git status --porcelain -- api proto openapi)" ]; then \
+		git status --porcelain -- api proto openapi; git diff --stat -- api proto openapi; \
 		echo "check-generate: regenerated code differs: run 'make generate' and commit" >&2; exit 1; fi
 
 .PHONY: lint

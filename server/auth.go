@@ -196,11 +196,15 @@ func withIdentity(ctx context.Context, id Identity) context.Context {
 // identityFromPeer derives the identity from the AuthInfo the transport
 // credentials recorded.
 func identityFromPeer(ctx context.Context) Identity {
-	p, ok := peer.FromContext(ctx)
+	info, ok := ctx.Value(authedKey{}).(credentials.AuthInfo)
 	if !ok {
-		return Identity{}
+		p, ok := peer.FromContext(ctx)
+		if !ok {
+			return Identity{}
+		}
+		info = p.AuthInfo
 	}
-	switch info := p.AuthInfo.(type) {
+	switch info := info.(type) {
 	case PeerCredInfo:
 		id := Identity{PID: info.PID, Principals: []string{PrincipalUID + ":" + strconv.FormatUint(uint64(info.UID), 10)}}
 		if info.User != "" {
@@ -424,13 +428,24 @@ type transportCredentials struct {
 func newTransportCredentials(cfg *tls.Config, insecureLoopback bool, log *zap.Logger) *transportCredentials {
 	c := &transportCredentials{insecureLoopback: insecureLoopback, log: log}
 	if cfg != nil {
-		c.tls = credentials.NewTLS(cfg)
+		c.tls = credentials.NewTLS(withALPN(cfg))
 	}
 	return c
 }
 
-// ServerHandshake authenticates an accepted connection.
+// ServerHandshake authenticates an accepted connection; one the
+// listener's split already authenticated keeps what it proved.
 func (c *transportCredentials) ServerHandshake(rawConn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	if ac, ok := rawConn.(*authedConn); ok {
+		return ac, ac.info, nil
+	}
+	return c.authenticate(rawConn)
+}
+
+// authenticate proves who is at the other end of rawConn: a unix socket's
+// peer credentials, an mTLS client certificate, or nobody for a plaintext
+// loopback connection with insecureLoopback; anything else is refused.
+func (c *transportCredentials) authenticate(rawConn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	if uc, ok := rawConn.(*net.UnixConn); ok {
 		info, err := peerCred(uc)
 		if err != nil {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
@@ -117,14 +119,18 @@ type Options struct {
 //     current when it arrives;
 //   - errors: UnaryErrorInterceptor and StreamErrorInterceptor.
 type Server struct {
-	grpc    *grpc.Server
-	health  *health.Server
-	log     *zap.Logger
-	authz   *authorizer
-	limits  *limiters
-	reads   *limiters
-	readLim ReadRateLimit
-	streams *streamLimits
+	grpc  *grpc.Server
+	creds *transportCredentials
+	// httpGRPC and http serve the calls over HTTP/1.x (http.go).
+	httpGRPC *grpc.Server
+	http     *http.Server
+	health   *health.Server
+	log      *zap.Logger
+	authz    *authorizer
+	limits   *limiters
+	reads    *limiters
+	readLim  ReadRateLimit
+	streams  *streamLimits
 
 	// allCtx ends when Shutdown gives up waiting; observersCtx, its child,
 	// when Shutdown starts. Calls end through context.AfterFunc on them.
@@ -203,38 +209,65 @@ func New(opts Options) (*Server, error) {
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}
-	s.grpc = grpc.NewServer(
-		grpc.Creds(newTransportCredentials(opts.TLS, opts.InsecureLoopback, log)),
+	s.creds = newTransportCredentials(opts.TLS, opts.InsecureLoopback, log)
+	common := []grpc.ServerOption{
 		grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(tp),
 			otelgrpc.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})),
 			otelgrpc.WithFilter(func(ri *stats.RPCTagInfo) bool { return ownsMethod(ri.FullMethodName) }))),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 		grpc.MaxRecvMsgSize(maxRecv),
+	}
+	s.grpc = grpc.NewServer(append(common, grpc.Creds(s.creds),
 		grpc.MaxConcurrentStreams(DefaultMaxConcurrentStreams),
 		// Find callers that vanished without closing their watch streams.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	)
-	podsyncv1.RegisterPodSyncServiceServer(s.grpc, opts.Service)
+	)...)
+	// The server of the calls that arrive over HTTP/1.x (http.go): the
+	// same options and interceptors, no transport of its own.
+	s.httpGRPC = grpc.NewServer(common...)
 	if opts.Health != nil {
 		s.health = opts.Health.server()
 	} else {
 		s.health = health.NewServer() // SERVING for "" until Shutdown
 		s.health.SetServingStatus(podsyncv1.PodSyncService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	}
-	healthpb.RegisterHealthServer(s.grpc, s.health)
+	for _, gs := range []*grpc.Server{s.grpc, s.httpGRPC} {
+		podsyncv1.RegisterPodSyncServiceServer(gs, opts.Service)
+		healthpb.RegisterHealthServer(gs, s.health)
+	}
 	reflection.Register(s.grpc)
 	if metrics != nil {
 		metrics.InitializeMetrics(s.grpc)
+	}
+	if s.http, err = newHTTPServer(s.httpGRPC, log); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
 // Serve accepts connections on l until Shutdown; then it returns nil.
+// Each connection is authenticated, then served as gRPC if it speaks
+// HTTP/2 and as JSON or gRPC-Web over HTTP if it speaks HTTP/1.x
+// (http.go).
 func (s *Server) Serve(l net.Listener) error {
-	if err := s.grpc.Serve(l); err != nil {
+	split := newListenerSplit(l, s.creds)
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- s.http.Serve(split.http) }()
+	grpcDone := make(chan error, 1)
+	go func() { grpcDone <- s.grpc.Serve(split.grpc) }()
+	err := split.run()
+	split.close()
+	gerr, herr := <-grpcDone, <-httpDone
+	switch {
+	case err != nil:
 		return fmt.Errorf("serve %s: %w", l.Addr(), err)
+	case gerr != nil && !errors.Is(gerr, net.ErrClosed):
+		// net.ErrClosed: Shutdown's HTTP half closed the listener first.
+		return fmt.Errorf("serve %s: %w", l.Addr(), gerr)
+	case herr != nil && !errors.Is(herr, http.ErrServerClosed) && !errors.Is(herr, net.ErrClosed):
+		return fmt.Errorf("serve %s: %w", l.Addr(), herr)
 	}
 	return nil
 }
@@ -255,7 +288,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancelObserve()
 	done := make(chan struct{})
 	go func() {
-		s.grpc.GracefulStop()
+		var wg sync.WaitGroup
+		wg.Go(s.grpc.GracefulStop)
+		// Shutdown returns once every HTTP call has ended; Close, below,
+		// ends it sooner. The HTTP calls' own grpc.Server then has none.
+		wg.Go(func() { _ = s.http.Shutdown(context.WithoutCancel(ctx)) })
+		wg.Wait()
+		s.httpGRPC.Stop()
 		close(done)
 	}()
 
@@ -281,6 +320,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	s.grpc.Stop()
+	_ = s.http.Close()
 	<-done
 	return fmt.Errorf("graceful stop: %w", ctx.Err())
 }

@@ -10,6 +10,7 @@
 package podsyncv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -3561,7 +3562,7 @@ var File_podsync_v1_pod_sync_service_proto protoreflect.FileDescriptor
 const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\n" +
 	"!podsync/v1/pod_sync_service.proto\x12\n" +
-	"podsync.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19podsync/v1/contract.proto\x1a\x17podsync/v1/events.proto\x1a\x15podsync/v1/exec.proto\x1a\x14podsync/v1/pod.proto\x1a\x16podsync/v1/stats.proto\"\xb1\x03\n" +
+	"podsync.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19podsync/v1/contract.proto\x1a\x17podsync/v1/events.proto\x1a\x15podsync/v1/exec.proto\x1a\x14podsync/v1/pod.proto\x1a\x16podsync/v1/stats.proto\"\xb1\x03\n" +
 	"\x0eRunPodsRequest\x12#\n" +
 	"\x04pods\x18\x01 \x03(\v2\x0f.podsync.v1.PodR\x04pods\x126\n" +
 	"\vconfig_maps\x18\x02 \x03(\v2\x15.podsync.v1.ConfigMapR\n" +
@@ -3796,38 +3797,40 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"ObjectKind\x12\x1b\n" +
 	"\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16OBJECT_KIND_CONFIG_MAP\x10\x01\x12\x16\n" +
-	"\x12OBJECT_KIND_SECRET\x10\x022\x87\x12\n" +
+	"\x12OBJECT_KIND_SECRET\x10\x022\xd7\x15\n" +
 	"\x0ePodSyncService\x12D\n" +
 	"\aRunPods\x12\x1a.podsync.v1.RunPodsRequest\x1a\x1b.podsync.v1.RunPodsResponse0\x01\x12I\n" +
-	"\aSyncPod\x12\x1a.podsync.v1.SyncPodRequest\x1a\x1b.podsync.v1.SyncPodResponse\"\x03\x90\x02\x020\x01\x12G\n" +
-	"\aPlanPod\x12\x1a.podsync.v1.PlanPodRequest\x1a\x1b.podsync.v1.PlanPodResponse\"\x03\x90\x02\x01\x12D\n" +
-	"\x06GetPod\x12\x19.podsync.v1.GetPodRequest\x1a\x1a.podsync.v1.GetPodResponse\"\x03\x90\x02\x01\x12G\n" +
-	"\aGetNode\x12\x1a.podsync.v1.GetNodeRequest\x1a\x1b.podsync.v1.GetNodeResponse\"\x03\x90\x02\x01\x12J\n" +
-	"\bListPods\x12\x1b.podsync.v1.ListPodsRequest\x1a\x1c.podsync.v1.ListPodsResponse\"\x03\x90\x02\x01\x12M\n" +
-	"\tDeletePod\x12\x1c.podsync.v1.DeletePodRequest\x1a\x1d.podsync.v1.DeletePodResponse\"\x03\x90\x02\x02\x12O\n" +
+	"\aSyncPod\x12\x1a.podsync.v1.SyncPodRequest\x1a\x1b.podsync.v1.SyncPodResponse\"\x03\x90\x02\x020\x01\x12_\n" +
+	"\aPlanPod\x12\x1a.podsync.v1.PlanPodRequest\x1a\x1b.podsync.v1.PlanPodResponse\"\x1b\x82\xd3\xe4\x93\x02\x12:\x01*\"\r/v1/pods:plan\x90\x02\x01\x12r\n" +
+	"\x06GetPod\x12\x19.podsync.v1.GetPodRequest\x1a\x1a.podsync.v1.GetPodResponse\"1\x82\xd3\xe4\x93\x02(\x12&/v1/namespaces/{namespace}/pods/{name}\x90\x02\x01\x12W\n" +
+	"\aGetNode\x12\x1a.podsync.v1.GetNodeRequest\x1a\x1b.podsync.v1.GetNodeResponse\"\x13\x82\xd3\xe4\x93\x02\n" +
+	"\x12\b/v1/node\x90\x02\x01\x12}\n" +
+	"\bListPods\x12\x1b.podsync.v1.ListPodsRequest\x1a\x1c.podsync.v1.ListPodsResponse\"6\x82\xd3\xe4\x93\x02-Z!\x12\x1f/v1/namespaces/{namespace}/pods\x12\b/v1/pods\x90\x02\x01\x12{\n" +
+	"\tDeletePod\x12\x1c.podsync.v1.DeletePodRequest\x1a\x1d.podsync.v1.DeletePodResponse\"1\x82\xd3\xe4\x93\x02(*&/v1/namespaces/{namespace}/pods/{name}\x90\x02\x02\x12O\n" +
 	"\tWatchPods\x12\x1c.podsync.v1.WatchPodsRequest\x1a\x1d.podsync.v1.WatchPodsResponse\"\x03\x90\x02\x010\x01\x12d\n" +
-	"\x10GetContainerLogs\x12#.podsync.v1.GetContainerLogsRequest\x1a$.podsync.v1.GetContainerLogsResponse\"\x03\x90\x02\x010\x01\x12S\n" +
-	"\vListVolumes\x12\x1e.podsync.v1.ListVolumesRequest\x1a\x1f.podsync.v1.ListVolumesResponse\"\x03\x90\x02\x01\x12V\n" +
+	"\x10GetContainerLogs\x12#.podsync.v1.GetContainerLogsRequest\x1a$.podsync.v1.GetContainerLogsResponse\"\x03\x90\x02\x010\x01\x12f\n" +
+	"\vListVolumes\x12\x1e.podsync.v1.ListVolumesRequest\x1a\x1f.podsync.v1.ListVolumesResponse\"\x16\x82\xd3\xe4\x93\x02\r\x12\v/v1/volumes\x90\x02\x01\x12V\n" +
 	"\fCreateVolume\x12\x1f.podsync.v1.CreateVolumeRequest\x1a .podsync.v1.CreateVolumeResponse\"\x03\x90\x02\x02\x12V\n" +
-	"\fDeleteVolume\x12\x1f.podsync.v1.DeleteVolumeRequest\x1a .podsync.v1.DeleteVolumeResponse\"\x03\x90\x02\x02\x12V\n" +
-	"\fApplyObjects\x12\x1f.podsync.v1.ApplyObjectsRequest\x1a .podsync.v1.ApplyObjectsResponse\"\x03\x90\x02\x02\x12M\n" +
+	"\fDeleteVolume\x12\x1f.podsync.v1.DeleteVolumeRequest\x1a .podsync.v1.DeleteVolumeResponse\"\x03\x90\x02\x02\x12r\n" +
+	"\fApplyObjects\x12\x1f.podsync.v1.ApplyObjectsRequest\x1a .podsync.v1.ApplyObjectsResponse\"\x1f\x82\xd3\xe4\x93\x02\x16:\x01*\"\x11/v1/objects:apply\x90\x02\x02\x12M\n" +
 	"\tGetObject\x12\x1c.podsync.v1.GetObjectRequest\x1a\x1d.podsync.v1.GetObjectResponse\"\x03\x90\x02\x01\x12S\n" +
 	"\vListObjects\x12\x1e.podsync.v1.ListObjectsRequest\x1a\x1f.podsync.v1.ListObjectsResponse\"\x03\x90\x02\x01\x12V\n" +
 	"\fDeleteObject\x12\x1f.podsync.v1.DeleteObjectRequest\x1a .podsync.v1.DeleteObjectResponse\"\x03\x90\x02\x02\x12X\n" +
-	"\fWatchObjects\x12\x1f.podsync.v1.WatchObjectsRequest\x1a .podsync.v1.WatchObjectsResponse\"\x03\x90\x02\x010\x01\x12E\n" +
-	"\bExecSync\x12\x1b.podsync.v1.ExecSyncRequest\x1a\x1c.podsync.v1.ExecSyncResponse\x12=\n" +
+	"\fWatchObjects\x12\x1f.podsync.v1.WatchObjectsRequest\x1a .podsync.v1.WatchObjectsResponse\"\x03\x90\x02\x010\x01\x12\x81\x01\n" +
+	"\bExecSync\x12\x1b.podsync.v1.ExecSyncRequest\x1a\x1c.podsync.v1.ExecSyncResponse\":\x82\xd3\xe4\x93\x024:\x01*\"//v1/namespaces/{namespace}/pods/{name}:execSync\x12=\n" +
 	"\x04Exec\x12\x17.podsync.v1.ExecRequest\x1a\x18.podsync.v1.ExecResponse(\x010\x01\x12C\n" +
 	"\x06Attach\x12\x19.podsync.v1.AttachRequest\x1a\x1a.podsync.v1.AttachResponse(\x010\x01\x12R\n" +
-	"\vPortForward\x12\x1e.podsync.v1.PortForwardRequest\x1a\x1f.podsync.v1.PortForwardResponse(\x010\x01\x12S\n" +
-	"\vGetPodStats\x12\x1e.podsync.v1.GetPodStatsRequest\x1a\x1f.podsync.v1.GetPodStatsResponse\"\x03\x90\x02\x01\x12V\n" +
-	"\fListPodStats\x12\x1f.podsync.v1.ListPodStatsRequest\x1a .podsync.v1.ListPodStatsResponse\"\x03\x90\x02\x01\x12l\n" +
+	"\vPortForward\x12\x1e.podsync.v1.PortForwardRequest\x1a\x1f.podsync.v1.PortForwardResponse(\x010\x01\x12\x87\x01\n" +
+	"\vGetPodStats\x12\x1e.podsync.v1.GetPodStatsRequest\x1a\x1f.podsync.v1.GetPodStatsResponse\"7\x82\xd3\xe4\x93\x02.\x12,/v1/namespaces/{namespace}/pods/{name}/stats\x90\x02\x01\x12\x95\x01\n" +
+	"\fListPodStats\x12\x1f.podsync.v1.ListPodStatsRequest\x1a .podsync.v1.ListPodStatsResponse\"B\x82\xd3\xe4\x93\x029Z'\x12%/v1/namespaces/{namespace}/stats/pods\x12\x0e/v1/stats/pods\x90\x02\x01\x12l\n" +
 	"\x15AddEphemeralContainer\x12(.podsync.v1.AddEphemeralContainerRequest\x1a).podsync.v1.AddEphemeralContainerResponse\x12Q\n" +
 	"\fAcquireLease\x12\x1f.podsync.v1.AcquireLeaseRequest\x1a .podsync.v1.AcquireLeaseResponse\x12P\n" +
 	"\n" +
 	"RenewLease\x12\x1d.podsync.v1.RenewLeaseRequest\x1a\x1e.podsync.v1.RenewLeaseResponse\"\x03\x90\x02\x02\x12V\n" +
-	"\fReleaseLease\x12\x1f.podsync.v1.ReleaseLeaseRequest\x1a .podsync.v1.ReleaseLeaseResponse\"\x03\x90\x02\x02\x12P\n" +
+	"\fReleaseLease\x12\x1f.podsync.v1.ReleaseLeaseRequest\x1a .podsync.v1.ReleaseLeaseResponse\"\x03\x90\x02\x02\x12\x87\x01\n" +
 	"\n" +
-	"ListEvents\x12\x1d.podsync.v1.ListEventsRequest\x1a\x1e.podsync.v1.ListEventsResponse\"\x03\x90\x02\x01B\xa3\x01\n" +
+	"ListEvents\x12\x1d.podsync.v1.ListEventsRequest\x1a\x1e.podsync.v1.ListEventsResponse\":\x82\xd3\xe4\x93\x021Z#\x12!/v1/namespaces/{namespace}/events\x12\n" +
+	"/v1/events\x90\x02\x01B\xa3\x01\n" +
 	"\x0ecom.podsync.v1B\x13PodSyncServiceProtoP\x01Z3github.com/podsync/podsync/api/podsync/v1;podsyncv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Podsync.V1\xca\x02\n" +
 	"Podsync\\V1\xe2\x02\x16Podsync\\V1\\GPBMetadata\xea\x02\vPodsync::V1b\x06proto3"
