@@ -31,7 +31,8 @@ GO_TEST     ?= $(GO) test
 UNIT_PKGS   := ./...
 # test/integration/cluster runs on a Kubernetes control plane whose first
 # build takes 15-30 minutes on 2 cores: make test-cluster, after make test.
-INTEG_PKGS  := $(shell $(GO) list -tags integration ./test/integration/... 2>/dev/null | grep -v '/test/integration/cluster$$')
+# test/integration/clients needs the generated clients: make test-clients.
+INTEG_PKGS  := $(shell $(GO) list -tags integration ./test/integration/... 2>/dev/null | grep -v -e '/test/integration/cluster$$' -e '/test/integration/clients$$')
 CLUSTER_FLAGS ?= -count=1 -timeout 60m
 INTEG_FLAGS ?= -count=1 -timeout 20m
 # How long each fuzz target runs in `make fuzz`, and how many inputs it
@@ -163,6 +164,19 @@ test-robustness: ## The checked history under faults (test/robustness, porcupine
 	log=$(TMP)/logs/test-robustness.log; \
 	PODSYNC_ROBUSTNESS_DURATION=$(ROBUSTNESS_DURATION) PODSYNC_CONTAINERD=$${PODSYNC_CONTAINERD:-2} \
 	$(GO_TEST) -race -tags robustness -count=1 -timeout 20m -v ./test/robustness 2>&1 | tee "$$log" \
+		|| { hack/test-summary.sh "$$log"; exit 1; }
+
+.PHONY: clients
+clients: $(STAMPS)/buf-$(BUF_VERSION) ## Install the clients' toolchains (Debian, npm), generate clients/*/gen and build the TypeScript client
+	hack/clients/install.sh
+	$(BUF) generate --template buf.gen.clients.yaml
+	cd clients/typescript && node_modules/.bin/tsc -p .
+
+.PHONY: test-clients
+test-clients: clients ## The Python and TypeScript clients against podsyncd on a private containerd 2.x (a restart of podsyncd included)
+	@mkdir -p $(TMP)/logs
+	log=$(TMP)/logs/test-clients.log; \
+	PODSYNC_CONTAINERD=$${PODSYNC_CONTAINERD:-2} $(GO_TEST) -race -tags integration -count=1 -timeout 10m ./test/integration/clients 2>&1 | tee "$$log" \
 		|| { hack/test-summary.sh "$$log"; exit 1; }
 
 .PHONY: test-cluster
