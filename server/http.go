@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,7 +18,11 @@ import (
 	"connectrpc.com/vanguard/vanguardgrpc"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/podsync/podsync/errorinfo"
 )
 
 // One listener, two protocols. Every accepted connection is authenticated
@@ -244,7 +250,7 @@ func newHTTPServer(gs *grpc.Server, log *zap.Logger) (*http.Server, error) {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	return &http.Server{
-		Handler:           transcoder,
+		Handler:           loopbackHostOnly(transcoder),
 		Protocols:         &protocols,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       httpIdleTimeout,
@@ -257,4 +263,48 @@ func newHTTPServer(gs *grpc.Server, log *zap.Logger) (*http.Server, error) {
 			return ctx
 		},
 	}, nil
+}
+
+// loopbackHostOnly refuses an HTTP request on a plaintext loopback
+// connection (--insecure-listen-loopback) whose Host is not a loopback
+// address or "localhost": a web page whose name an attacker rebinds to
+// 127.0.0.1 would otherwise reach podsyncd from the browser with the
+// page's origin (DNS rebinding). Unix sockets are out of a browser's
+// reach, and an mTLS listener needs the client's certificate and the
+// server's name.
+func loopbackHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, plain := r.Context().Value(authedKey{}).(plaintextInfo); plain && !loopbackHost(r.Host) {
+			writeStatusJSON(w, http.StatusForbidden, NewError(codes.PermissionDenied, errorinfo.ReasonPermissionDenied,
+				fmt.Sprintf("host %q is not a loopback address: a plaintext loopback listener answers only requests for 127.0.0.1, ::1 or localhost", r.Host), nil))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether an HTTP Host names this machine's loopback.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// writeStatusJSON writes err's status as google.rpc.Status JSON, as the
+// REST routes answer errors.
+func writeStatusJSON(w http.ResponseWriter, code int, err error) {
+	b, merr := protojson.Marshal(ToStatus(err).Proto())
+	if merr != nil {
+		b = []byte(`{"code":13,"message":"marshal the error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
 }

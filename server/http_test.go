@@ -444,3 +444,49 @@ func TestHTTPOverTCP(t *testing.T) {
 	_, err = plain.Client.ListPods(ctx, &podsyncv1.ListPodsRequest{})
 	wantError(t, err, codes.Unauthenticated, errorinfo.ReasonUnauthenticated)
 }
+
+// TestHTTPPlaintextLoopbackNeedsALoopbackHost: on a plaintext loopback
+// listener whose anonymous callers have a role, a request whose Host is a
+// name other than localhost — a page of a rebound domain in a browser —
+// is refused before it reaches the service; one for 127.0.0.1 or
+// localhost is served.
+func TestHTTPPlaintextLoopbackNeedsALoopbackHost(t *testing.T) {
+	d := testdaemon.New(t, testdaemon.Options{Transport: testdaemon.TCP,
+		Server: server.Options{Roles: server.Roles{Admin: []string{server.Anonymous}}}})
+	ctx := testContext(t)
+	_, port, err := net.SplitHostPort(d.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(host string) (*http.Response, []byte) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.Addr+"/v1/pods", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, b
+	}
+	for _, host := range []string{d.Addr, "localhost:" + port, "localhost"} {
+		if resp, body := get(host); resp.StatusCode != http.StatusOK {
+			t.Errorf("Host %s: %s: %s", host, resp.Status, body)
+		}
+	}
+	for _, host := range []string{"attacker.example:" + port, "attacker.example", "192.0.2.1:" + port} {
+		resp, body := get(host)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("Host %s: %s: %s", host, resp.Status, body)
+			continue
+		}
+		wantError(t, restStatus(t, body), codes.PermissionDenied, errorinfo.ReasonPermissionDenied)
+	}
+}
