@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
@@ -488,5 +489,59 @@ func TestHTTPPlaintextLoopbackNeedsALoopbackHost(t *testing.T) {
 			continue
 		}
 		wantError(t, restStatus(t, body), codes.PermissionDenied, errorinfo.ReasonPermissionDenied)
+	}
+}
+
+// TestHTTPShutdown: Shutdown treats calls over HTTP as gRPC ones: a
+// Connect WatchPods ends at once with SHUTTING_DOWN, an in-flight SyncPod
+// over HTTP is let finish, and Shutdown returns once it has.
+func TestHTTPShutdown(t *testing.T) {
+	ctx := testContext(t)
+	svc := newTestService()
+	svc.block = true
+	l, path := unixListener(t)
+	h := start(t, server.Options{Service: svc}, l)
+	c := unixHTTP(t, path)
+	type answer struct {
+		resp *http.Response
+		body []byte
+	}
+	call := func(method string) <-chan answer {
+		done := make(chan answer, 1)
+		go func() {
+			resp, body := httpCall(ctx, t, c, http.MethodPost, "http://podsync/podsync.v1.PodSyncService/"+method,
+				"application/connect+json", envelope(0, []byte(`{}`)))
+			done <- answer{resp, body}
+		}()
+		return done
+	}
+	syncDone := call("SyncPod")
+	waitStarted(t, svc, "SyncPod")
+	watchDone := call("WatchPods")
+	waitStarted(t, svc, "WatchPods")
+
+	shutCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- h.srv.Shutdown(shutCtx) }()
+
+	w := <-watchDone
+	_, end := envelopes(t, w.body)
+	wantError(t, streamError(t, end), codes.Unavailable, errorinfo.ReasonShuttingDown)
+	select {
+	case a := <-syncDone:
+		t.Fatalf("SyncPod over HTTP ended before it was let finish: %s", a.body)
+	case err := <-shut:
+		t.Fatalf("Shutdown returned with SyncPod in flight: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(svc.release)
+	s := <-syncDone
+	msgs, end := envelopes(t, s.body)
+	if err := streamError(t, end); err != nil || len(msgs) != 1 {
+		t.Fatalf("SyncPod over HTTP during shutdown: %v, %d messages", err, len(msgs))
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
 	}
 }
