@@ -32,8 +32,14 @@ func TestSyncTrace(t *testing.T) {
 	if r := d.ctl(ctx, pod, "sync", "-f", "-"); r.code != 0 {
 		t.Fatalf("podsyncctl sync: %+v", r)
 	}
+	// Each process exports in its own batches: the server's span, which
+	// ends after the pass, may come in a later one.
 	spans, err := rcv.WaitFor(ctx, func(s []otlptest.Span) bool {
-		return len(otlptest.Named(s, "podsyncctl sync")) == 1 && len(otlptest.Named(s, "sync pass")) > 0 &&
+		served := false
+		for _, sp := range otlptest.Named(s, "podsync.v1.PodSyncService/SyncPod") {
+			served = served || sp.Service == "podsyncd"
+		}
+		return served && len(otlptest.Named(s, "podsyncctl sync")) == 1 && len(otlptest.Named(s, "sync pass")) > 0 &&
 			len(otlptest.Named(s, "runtime.v1.RuntimeService/StartContainer")) > 0
 	})
 	if err != nil {
