@@ -34,6 +34,8 @@ func TestManifestProblemsGolden(t *testing.T) {
 		// A bad file does not hide the next.
 		{"problems-two-files.txt", []string{"plan", "-f", "testdata/input/misspelt.yaml", "-f", "testdata/input/number-for-string.yaml"}},
 		{"problems-identity.txt", []string{"convert", "-f", "testdata/input/generate-name.yaml"}},
+		// One round: validation's problems come with the type check's.
+		{"problems-one-round.txt", []string{"convert", "-f", "testdata/input/one-round.yaml"}},
 	} {
 		t.Run(tt.golden, func(t *testing.T) {
 			r := runCLI(t, map[string]string{"PODSYNC_ADDRESS": "unix://" + filepath.Join(t.TempDir(), "none.sock")}, "", tt.args...)
