@@ -165,6 +165,7 @@ func podSpecToProto(in *corev1.PodSpec) *podsyncv1.PodSpec {
 		NodeName:           in.NodeName,
 		EnableServiceLinks: in.EnableServiceLinks,
 		SchedulerName:      in.SchedulerName,
+		ServiceAccountName: in.ServiceAccountName,
 		NodeSelector:       in.NodeSelector,
 		Tolerations:        toSlice(in.Tolerations, tolerationToProto),
 		Affinity:           affinityToProto(in.Affinity),

@@ -40,6 +40,7 @@ func (c *fromProto) podSpec(path *field.Path, in *podsyncv1.PodSpec) corev1.PodS
 		NodeName:                  in.NodeName,
 		EnableServiceLinks:        in.EnableServiceLinks,
 		SchedulerName:             in.SchedulerName,
+		ServiceAccountName:        in.ServiceAccountName,
 		NodeSelector:              in.NodeSelector,
 		Tolerations:               toSlice(in.Tolerations, tolerationFromProto),
 		Affinity:                  c.affinity(path.Child("affinity"), in.Affinity),

@@ -181,7 +181,6 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 		mutate func(*corev1.Pod)
 		want   []string
 	}{
-		{"service account", func(p *corev1.Pod) { p.Spec.ServiceAccountName = "builder" }, []string{"spec.serviceAccountName"}},
 		{"runtime class", func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("gvisor") }, []string{"spec.runtimeClassName"}},
 		{"ephemeral containers", func(p *corev1.Pod) {
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg", Image: "x"}}}

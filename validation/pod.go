@@ -139,7 +139,7 @@ var (
 	// besides metadata.labels['key'] and metadata.annotations['key'].
 	envFieldPaths = []string{
 		"metadata.name", "metadata.namespace", "metadata.uid",
-		"spec.nodeName", "status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs",
+		"spec.nodeName", "spec.serviceAccountName", "status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs",
 	}
 )
 
@@ -369,6 +369,10 @@ func (pv *podValidator) podFields(p *field.Path, spec *corev1.PodSpec) {
 	}
 	if n := spec.PriorityClassName; n != "" {
 		pv.add(DNS1123Subdomain(p.Child("priorityClassName"), n)...)
+	}
+	if n := spec.ServiceAccountName; n != "" {
+		// The API server's ValidateServiceAccountName: a subdomain.
+		pv.add(DNS1123Subdomain(p.Child("serviceAccountName"), n)...)
 	}
 	for i, ref := range spec.ImagePullSecrets {
 		if ref.Name == "" {

@@ -22,7 +22,8 @@ const testNode = "node-1"
 
 // basePod is a valid pod that uses most of what validation checks: a
 // classic init container and a sidecar, two containers with ports, probes,
-// hooks, env from a ConfigMap, a Secret and the downward API, and a volume
+// hooks, env from a ConfigMap, a Secret and the downward API (a label and
+// the service account's name), and a volume
 // of each kind. It references the objects of baseConfigMap and baseSecret.
 // It is not defaulted.
 func basePod(name string) *corev1.Pod {
@@ -37,6 +38,7 @@ func basePod(name string) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			ServiceAccountName:            "storefront",
 			DNSConfig: &corev1.PodDNSConfig{
 				Nameservers: []string{"10.96.0.10"},
 				Searches:    []string{"shop.svc.cluster.local"},
@@ -82,6 +84,7 @@ func basePod(name string) *corev1.Pod {
 							LocalObjectReference: corev1.LocalObjectReference{Name: "db-credentials"}, Key: "DB_PASSWORD"}}},
 						{Name: "APP_LABEL", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}},
 						{Name: "GREETING", Value: "hello"},
+						{Name: "ACCOUNT", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.serviceAccountName"}}},
 					},
 					EnvFrom: []corev1.EnvFromSource{
 						{Prefix: "APP_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}},
@@ -308,7 +311,7 @@ func TestValidatePodValid(t *testing.T) {
 		{"annotation fieldRef", nil, web(func(c *corev1.Container) {
 			c.Env[2].ValueFrom.FieldRef.FieldPath = "metadata.annotations['example.com/owner']"
 		})},
-		{"limits at their bounds", &validation.Options{Limits: validation.Limits{MaxContainersPerPod: 4, MaxEnvVarsPerContainer: 4}}, nop},
+		{"limits at their bounds", &validation.Options{Limits: validation.Limits{MaxContainersPerPod: 4, MaxEnvVarsPerContainer: 5}}, nop},
 		{"fsGroup and its change policy", nil, pod(func(p *corev1.Pod) {
 			p.Spec.SecurityContext.FSGroup = ptr.To[int64](2000)
 			p.Spec.SecurityContext.FSGroupChangePolicy = ptr.To(corev1.FSGroupChangeOnRootMismatch)
@@ -450,6 +453,7 @@ func TestValidatePodInvalid(t *testing.T) {
 			p.Spec.HostUsers, p.Spec.HostPID, p.Spec.HostIPC = ptr.To(false), true, true
 		}), []string{"spec.hostPID", "spec.hostIPC"}},
 		{"priority class name", nil, pod(func(p *corev1.Pod) { p.Spec.PriorityClassName = "High_Priority" }), []string{"spec.priorityClassName"}},
+		{"service account name", nil, pod(func(p *corev1.Pod) { p.Spec.ServiceAccountName = "Builder_1" }), []string{"spec.serviceAccountName"}},
 		{"image pull secret without name", nil, pod(func(p *corev1.Pod) {
 			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "creds"}, {}}
 		}), []string{"spec.imagePullSecrets[1].name"}},
@@ -607,7 +611,7 @@ func TestValidatePodInvalid(t *testing.T) {
 			[]string{"spec.containers[0].env[1].valueFrom.secretKeyRef.key"}},
 		{"secretKeyRef key not a key", nil, web(func(c *corev1.Container) { c.Env[1].ValueFrom.SecretKeyRef.Key = "a/b" }),
 			[]string{"spec.containers[0].env[1].valueFrom.secretKeyRef.key"}},
-		{"unsupported fieldPath", nil, web(func(c *corev1.Container) { c.Env[2].ValueFrom.FieldRef.FieldPath = "spec.serviceAccountName" }),
+		{"unsupported fieldPath", nil, web(func(c *corev1.Container) { c.Env[2].ValueFrom.FieldRef.FieldPath = "spec.schedulerName" }),
 			[]string{"spec.containers[0].env[2].valueFrom.fieldRef.fieldPath"}},
 		{"fieldPath label key", nil, web(func(c *corev1.Container) { c.Env[2].ValueFrom.FieldRef.FieldPath = "metadata.labels['-app']" }),
 			[]string{"spec.containers[0].env[2].valueFrom.fieldRef.fieldPath"}},
@@ -699,7 +703,7 @@ func TestValidatePodInvalid(t *testing.T) {
 			c.Env = append(c.Env,
 				corev1.EnvVar{Name: "X", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.nvidia.com/gpu"}}},
 				corev1.EnvVar{Name: "Y", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu", Divisor: resource.MustParse("1Ki")}}})
-		}), []string{"spec.containers[0].env[4].valueFrom.resourceFieldRef.resource", "spec.containers[0].env[5].valueFrom.resourceFieldRef.divisor"}},
+		}), []string{"spec.containers[0].env[5].valueFrom.resourceFieldRef.resource", "spec.containers[0].env[6].valueFrom.resourceFieldRef.divisor"}},
 		{"mount of an undefined volume", nil, web(func(c *corev1.Container) { c.VolumeMounts[2].Name = "scratch" }),
 			[]string{"spec.containers[0].volumeMounts[2].name"}},
 		{"relative mountPath", nil, web(func(c *corev1.Container) { c.VolumeMounts[2].MountPath = "cache" }),

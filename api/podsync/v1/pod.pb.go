@@ -355,6 +355,12 @@ type PodSpec struct {
 	// or kubernetes.io/dockercfg sent with the pod; their credentials for the
 	// image's registry are given to the runtime's pull.
 	ImagePullSecrets []*LocalObjectReference `protobuf:"bytes,87,rep,name=image_pull_secrets,json=imagePullSecrets,proto3" json:"image_pull_secrets,omitempty"`
+	// service_account_name names the pod's service account. podsync has no
+	// API server to issue its token, so none is mounted; the name is what
+	// the downward API's spec.serviceAccountName gives an env var ("default"
+	// when empty, the account the API server's ServiceAccount admission
+	// names). A DNS-1123 subdomain.
+	ServiceAccountName string `protobuf:"bytes,88,opt,name=service_account_name,json=serviceAccountName,proto3" json:"service_account_name,omitempty"`
 	// ephemeral_containers are debug containers added to the running pod by
 	// AddEphemeralContainer (podsyncctl debug), never by RunPods or SyncPod
 	// (they refuse a spec that carries any, as the API server only adds them
@@ -604,6 +610,13 @@ func (x *PodSpec) GetImagePullSecrets() []*LocalObjectReference {
 		return x.ImagePullSecrets
 	}
 	return nil
+}
+
+func (x *PodSpec) GetServiceAccountName() string {
+	if x != nil {
+		return x.ServiceAccountName
+	}
+	return ""
 }
 
 func (x *PodSpec) GetEphemeralContainers() []*EphemeralContainer {
@@ -5801,7 +5814,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B \n" +
-	"\x1e_deletion_grace_period_seconds\"\xb6\x0e\n" +
+	"\x1e_deletion_grace_period_seconds\"\xe8\x0e\n" +
 	"\aPodSpec\x125\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x15.podsync.v1.ContainerR\n" +
@@ -5838,7 +5851,8 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\tresources\x18T \x01(\v2 .podsync.v1.ResourceRequirementsR\tresources\x12\x1f\n" +
 	"\bpriority\x18U \x01(\x05H\x06R\bpriority\x88\x01\x01\x12.\n" +
 	"\x13priority_class_name\x18V \x01(\tR\x11priorityClassName\x12N\n" +
-	"\x12image_pull_secrets\x18W \x03(\v2 .podsync.v1.LocalObjectReferenceR\x10imagePullSecrets\x12Q\n" +
+	"\x12image_pull_secrets\x18W \x03(\v2 .podsync.v1.LocalObjectReferenceR\x10imagePullSecrets\x120\n" +
+	"\x14service_account_name\x18X \x01(\tR\x12serviceAccountName\x12Q\n" +
 	"\x14ephemeral_containers\x18x \x03(\v2\x1e.podsync.v1.EphemeralContainerR\x13ephemeralContainers\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
