@@ -53,6 +53,7 @@ func TestDecodeTestdata(t *testing.T) {
 		"container-fields.yaml": {Pods: []string{"/container-fields"}},
 		"downward-api.yaml":     {Pods: []string{"demo/downward", "demo/downward-default-account"}},
 		"job.yaml":              {Pods: []string{"batch/batch-report"}},
+		"restart-rules.yaml":    {Pods: []string{"demo/restart-rules"}},
 		"security-context.yaml": {Pods: []string{"default/confined"}},
 		"pod-fields.yaml": {
 			Pods:    []string{"default/pod-fields"},

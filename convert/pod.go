@@ -376,6 +376,13 @@ func containerToProto(in corev1.Container) *podsyncv1.Container {
 		ResizePolicy: toSlice(in.ResizePolicy, func(r corev1.ContainerResizePolicy) *podsyncv1.ContainerResizePolicy {
 			return &podsyncv1.ContainerResizePolicy{ResourceName: string(r.ResourceName), RestartPolicy: string(r.RestartPolicy)}
 		}),
+		RestartPolicyRules: toSlice(in.RestartPolicyRules, func(r corev1.ContainerRestartRule) *podsyncv1.ContainerRestartRule {
+			out := &podsyncv1.ContainerRestartRule{Action: string(r.Action)}
+			if e := r.ExitCodes; e != nil {
+				out.ExitCodes = &podsyncv1.ContainerRestartRuleOnExitCodes{Operator: string(e.Operator), Values: e.Values}
+			}
+			return out
+		}),
 	}
 }
 

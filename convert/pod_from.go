@@ -309,6 +309,14 @@ func (c *fromProto) container(path *field.Path, in *podsyncv1.Container) corev1.
 			return corev1.ContainerResizePolicy{ResourceName: corev1.ResourceName(r.GetResourceName()),
 				RestartPolicy: corev1.ResourceResizeRestartPolicy(r.GetRestartPolicy())}
 		}),
+		RestartPolicyRules: toSlice(in.GetRestartPolicyRules(), func(r *podsyncv1.ContainerRestartRule) corev1.ContainerRestartRule {
+			out := corev1.ContainerRestartRule{Action: corev1.ContainerRestartRuleAction(r.GetAction())}
+			if e := r.GetExitCodes(); e != nil {
+				out.ExitCodes = &corev1.ContainerRestartRuleOnExitCodes{
+					Operator: corev1.ContainerRestartRuleOnExitCodesOperator(e.GetOperator()), Values: e.GetValues()}
+			}
+			return out
+		}),
 	}
 }
 

@@ -130,8 +130,7 @@ var (
 		corev1.SIGRTMAXMINUS4, corev1.SIGRTMAXMINUS3, corev1.SIGRTMAXMINUS2,
 		corev1.SIGRTMAXMINUS1, corev1.SIGRTMAX,
 	}
-	initRestartPolicies = []corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways}
-	hostPathTypes       = []corev1.HostPathType{
+	hostPathTypes = []corev1.HostPathType{
 		corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory, corev1.HostPathFileOrCreate,
 		corev1.HostPathFile, corev1.HostPathSocket, corev1.HostPathCharDev, corev1.HostPathBlockDev,
 	}
@@ -241,6 +240,7 @@ func (pv *podValidator) ephemeralContainers(p *field.Path, spec *corev1.PodSpec,
 			{"resources", len(c.Resources.Limits) > 0 || len(c.Resources.Requests) > 0 || len(c.Resources.Claims) > 0},
 			{"resizePolicy", len(c.ResizePolicy) > 0},
 			{"restartPolicy", c.RestartPolicy != nil},
+			{"restartPolicyRules", len(c.RestartPolicyRules) > 0},
 		} {
 			if f.set {
 				pv.add(field.Forbidden(ip.Child(f.name), "cannot be set for an Ephemeral Container"))
@@ -258,7 +258,7 @@ func (pv *podValidator) ephemeralContainers(p *field.Path, spec *corev1.PodSpec,
 		// that each is reported once.
 		cc := *c
 		cc.Ports, cc.LivenessProbe, cc.ReadinessProbe, cc.StartupProbe, cc.Lifecycle = nil, nil, nil, nil, nil
-		cc.Resources, cc.ResizePolicy, cc.RestartPolicy = corev1.ResourceRequirements{}, nil, nil
+		cc.Resources, cc.ResizePolicy, cc.RestartPolicy, cc.RestartPolicyRules = corev1.ResourceRequirements{}, nil, nil, nil
 		pv.container(ip, &cc, false, pc)
 	}
 }

@@ -261,6 +261,14 @@ func TestValidatePodValid(t *testing.T) {
 				corev1.EnvVar{Name: "CPU", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
 				corev1.EnvVar{Name: "MEM", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "setup", Resource: "requests.memory", Divisor: resource.MustParse("1Ki")}}})
 		})},
+		{"container restartPolicy and restartPolicyRules", nil, pod(func(p *corev1.Pod) {
+			// KEP-5307: a regular container restarted on exit code 42 only,
+			// an init container retried on any failure but exit code 2.
+			p.Spec.Containers[1].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
+			p.Spec.Containers[1].RestartPolicyRules = []corev1.ContainerRestartRule{restartOn(corev1.ContainerRestartRuleOnExitCodesOpIn, 42)}
+			p.Spec.InitContainers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyOnFailure)
+			p.Spec.InitContainers[0].RestartPolicyRules = []corev1.ContainerRestartRule{restartOn(corev1.ContainerRestartRuleOnExitCodesOpNotIn, 2)}
+		})},
 		{"zero Options", &validation.Options{}, nop},
 		{"backoff limit under OnFailure", nil, pod(func(p *corev1.Pod) {
 			p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
@@ -493,11 +501,41 @@ func TestValidatePodInvalid(t *testing.T) {
 			[]string{"spec.containers[1].imagePullPolicy"}},
 		{"terminationMessagePolicy", nil, exporter(func(c *corev1.Container) { c.TerminationMessagePolicy = "Logs" }),
 			[]string{"spec.containers[1].terminationMessagePolicy"}},
-		{"restartPolicy on a regular container", nil, exporter(func(c *corev1.Container) { c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways) }),
+		{"container restartPolicy", nil, exporter(func(c *corev1.Container) { c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicy("Sometimes")) }),
 			[]string{"spec.containers[1].restartPolicy"}},
-		{"init container restartPolicy", nil, pod(func(p *corev1.Pod) {
-			p.Spec.InitContainers[1].RestartPolicy = ptr.To(corev1.ContainerRestartPolicy("OnFailure"))
-		}), []string{"spec.initContainers[1].restartPolicy"}},
+		{"init container that is not a sidecar with a probe", nil, pod(func(p *corev1.Pod) {
+			p.Spec.InitContainers[1].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyOnFailure)
+		}), []string{"spec.initContainers[1].startupProbe"}},
+		{"restartPolicyRules without a restartPolicy", nil, exporter(func(c *corev1.Container) {
+			c.RestartPolicyRules = []corev1.ContainerRestartRule{restartOn(corev1.ContainerRestartRuleOnExitCodesOpIn, 42)}
+		}), []string{"spec.containers[1].restartPolicy"}},
+		{"restartPolicyRules action, exit codes and operator", nil, func(in *input) {
+			c := &in.pod.Spec.Containers[1]
+			c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
+			all := restartOn(corev1.ContainerRestartRuleOnExitCodesOpIn, 1)
+			all.Action = corev1.ContainerRestartRuleActionRestartAllContainers
+			reboot := restartOn(corev1.ContainerRestartRuleOnExitCodesOpIn, 1)
+			reboot.Action = "Reboot"
+			between := restartOn("Between", 1, 9)
+			c.RestartPolicyRules = []corev1.ContainerRestartRule{all, reboot, {Action: corev1.ContainerRestartRuleActionRestart}, between}
+		}, []string{
+			"spec.containers[1].restartPolicyRules[0].action",
+			"spec.containers[1].restartPolicyRules[1].action",
+			"spec.containers[1].restartPolicyRules[2].exitCodes",
+			"spec.containers[1].restartPolicyRules[3].exitCodes.operator",
+		}},
+		{"too many restartPolicyRules", nil, exporter(func(c *corev1.Container) {
+			c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
+			for i := range 21 {
+				c.RestartPolicyRules = append(c.RestartPolicyRules, restartOn(corev1.ContainerRestartRuleOnExitCodesOpIn, int32(i)))
+			}
+		}), []string{"spec.containers[1].restartPolicyRules"}},
+		{"restartPolicyRules of an ephemeral container", nil, pod(func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "debug", Image: "registry.local/busybox:1.37", TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent,
+				RestartPolicyRules: []corev1.ContainerRestartRule{restartOn(corev1.ContainerRestartRuleOnExitCodesOpIn, 1)},
+			}}}
+		}), []string{"spec.ephemeralContainers[0].restartPolicyRules"}},
 		{"resizePolicy resource", nil, exporter(func(c *corev1.Container) {
 			c.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "ephemeral-storage", RestartPolicy: corev1.NotRequired}}
 		}), []string{"spec.containers[1].resizePolicy[0].resourceName"}},
@@ -873,5 +911,13 @@ func TestNodeLimitsSayTheyAreTheNodes(t *testing.T) {
 		if fe.Field == "spec.containers" || fe.Field == "spec.terminationGracePeriodSeconds" {
 			t.Errorf("ClientLimits checks the node's own limit: %v", fe)
 		}
+	}
+}
+
+// restartOn is a restart rule with action Restart.
+func restartOn(op corev1.ContainerRestartRuleOnExitCodesOperator, codes ...int32) corev1.ContainerRestartRule {
+	return corev1.ContainerRestartRule{
+		Action:    corev1.ContainerRestartRuleActionRestart,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: op, Values: codes},
 	}
 }
