@@ -115,6 +115,7 @@ func podToProto(pod *corev1.Pod) *podsyncv1.Pod {
 func objectMetaToProto(in *metav1.ObjectMeta) *podsyncv1.ObjectMeta {
 	return &podsyncv1.ObjectMeta{
 		Name:                       in.Name,
+		GenerateName:               in.GenerateName,
 		Namespace:                  in.Namespace,
 		Uid:                        string(in.UID),
 		Labels:                     in.Labels,
@@ -132,6 +133,7 @@ func objectMetaFromProto(in *podsyncv1.ObjectMeta) metav1.ObjectMeta {
 	}
 	return metav1.ObjectMeta{
 		Name:                       in.Name,
+		GenerateName:               in.GenerateName,
 		Namespace:                  in.Namespace,
 		UID:                        types.UID(in.Uid),
 		Labels:                     in.Labels,

@@ -188,7 +188,6 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 		{"readiness gates", func(p *corev1.Pod) {
 			p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "x"}}
 		}, []string{"spec.readinessGates"}},
-		{"generate name", func(p *corev1.Pod) { p.GenerateName = "web-" }, []string{"metadata.generateName"}},
 		{"owner references", func(p *corev1.Pod) {
 			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "X", Name: "x", UID: "1"}}
 		}, []string{"metadata.ownerReferences"}},

@@ -586,6 +586,9 @@ func validateManifests(m *Manifests, opts validation.Options) []objectError {
 		Default(back)
 		add(manifestKindPod, pod.Name, i, nil, validation.ValidatePodMetadata(back, nil)...)
 		add(manifestKindPod, pod.Name, i, nil, validation.ValidatePodSpec(&back.Spec, &back.ObjectMeta, field.NewPath("spec"), opts)...)
+		if back.Name == "" {
+			continue // named by podsyncd (generateName): unique by then
+		}
 		key := types.NamespacedName{Namespace: back.Namespace, Name: back.Name}
 		if byName[key] {
 			add(manifestKindPod, pod.Name, i, nil, field.Duplicate(field.NewPath("metadata", "name"), key.String()))

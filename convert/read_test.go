@@ -109,8 +109,11 @@ func TestReadManifests(t *testing.T) {
 				"f0:13: Pod/web: spec.volumes[0].projected.sources[0].serviceAccountToken: a single node has no API server, so it mints no service account tokens, trust bundles or pod certificates; mount the credentials from a Secret (a secret source) or remove the source",
 				`f0:14: Pod/web: spec.volumes[0].projected.sources[1].configMap.name: "kube-root-ca.crt": no ConfigMap of this name in namespace "default" in the request; set optional to run without it`,
 			}},
-		{name: "generateName is refused", sources: []string{strings.Replace(readPod, "name: web\nspec", "generateName: web-\nspec", 1)},
-			wantProblems: []string{"f0:4: Pod: metadata.generateName: value \"web-\": a node has no name generator; give metadata.name"}},
+		// podsyncd names the pod (RunPods; SyncPod refuses it).
+		{name: "generateName without a name is accepted, twice", sources: []string{strings.Replace(readPod, "name: web\nspec", "generateName: web-\nspec", 1) + "---\n" +
+			strings.Replace(readPod, "name: web\nspec", "generateName: web-\nspec", 1)}},
+		{name: "generateName is a name's prefix", sources: []string{strings.Replace(readPod, "name: web\nspec", "generateName: Web_\nspec", 1)},
+			wantProblems: []string{"f0:4: Pod: metadata.generateName: \"Web_\" is not valid: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"}},
 		{name: "decode only skips podsyncd's checks", decodeOnly: true, sources: []string{strings.Replace(readPod, "name: web\n    image", "name: Web\n    image", 1)}},
 		{name: "a YAML syntax error names its line", sources: []string{"apiVersion: v1\nkind: Pod\nmetadata: [\n"},
 			wantProblems: []string{"f0:3: did not find expected node content"}},

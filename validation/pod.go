@@ -40,8 +40,26 @@ func ValidatePod(pod *corev1.Pod, fldPath *field.Path, opts Options) field.Error
 // Paths are below fldPath, as in ValidatePod.
 func ValidatePodMetadata(pod *corev1.Pod, fldPath *field.Path) field.ErrorList {
 	errs := validateTypeMeta(fldPath, pod.TypeMeta, "Pod")
+	if pod.Name == "" && pod.GenerateName != "" {
+		// The name is yet to be generated (RunPods does, as the API
+		// server does on create): its prefix is checked, and the uid
+		// comes with the name.
+		meta := pod.ObjectMeta
+		meta.Name = "generated"
+		errs = append(errs, ValidateGenerateName(fldPath.Child("metadata", "generateName"), pod.GenerateName)...)
+		errs = append(errs, validateObjectMeta(fldPath.Child("metadata"), &meta)...)
+		if pod.UID != "" {
+			errs = append(errs, ValidateUID(string(pod.UID), fldPath.Child("metadata", "uid"))...)
+		}
+		errs = append(errs, legacyProfileAnnotations(pod, fldPath)...)
+		return append(errs, backoffLimitAnnotation(pod, fldPath)...)
+	}
 	errs = append(errs, validateObjectMeta(fldPath.Child("metadata"), &pod.ObjectMeta)...)
-	errs = append(errs, ValidateUID(string(pod.UID), fldPath.Child("metadata", "uid"))...)
+	if pod.UID != "" || pod.Name != "" {
+		// A pod without a name has no uid derived: the name is what is
+		// missing.
+		errs = append(errs, ValidateUID(string(pod.UID), fldPath.Child("metadata", "uid"))...)
+	}
 	errs = append(errs, legacyProfileAnnotations(pod, fldPath)...)
 	errs = append(errs, backoffLimitAnnotation(pod, fldPath)...)
 	// The pod's log directory is named <namespace>_<name>_<uid>, one file

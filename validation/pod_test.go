@@ -269,6 +269,7 @@ func TestValidatePodValid(t *testing.T) {
 			p.Spec.InitContainers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyOnFailure)
 			p.Spec.InitContainers[0].RestartPolicyRules = []corev1.ContainerRestartRule{restartOn(corev1.ContainerRestartRuleOnExitCodesOpNotIn, 2)}
 		})},
+		{"generateName without a name or uid, to be named by RunPods", nil, pod(func(p *corev1.Pod) { p.Name, p.UID, p.GenerateName = "", "", "web-" })},
 		{"zero Options", &validation.Options{}, nop},
 		{"backoff limit under OnFailure", nil, pod(func(p *corev1.Pod) {
 			p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
@@ -394,6 +395,7 @@ func TestValidatePodInvalid(t *testing.T) {
 		{"kind", nil, pod(func(p *corev1.Pod) { p.Kind = "Deployment" }), []string{"kind"}},
 		{"name missing", nil, pod(func(p *corev1.Pod) { p.Name = "" }), []string{"metadata.name"}},
 		{"name not a subdomain", nil, pod(func(p *corev1.Pod) { p.Name = "Web_1" }), []string{"metadata.name"}},
+		{"generateName not a name's prefix", nil, pod(func(p *corev1.Pod) { p.Name, p.UID, p.GenerateName = "", "", "Web_" }), []string{"metadata.generateName"}},
 		{"namespace not a label", nil, pod(func(p *corev1.Pod) { p.Namespace = "shop.eu" }), []string{"metadata.namespace"}},
 		{"label key", nil, pod(func(p *corev1.Pod) { p.Labels["-app"] = "x" }), []string{"metadata.labels"}},
 		{"label value", nil, pod(func(p *corev1.Pod) { p.Labels["app"] = "a b" }), []string{"metadata.labels"}},

@@ -160,8 +160,15 @@ type ObjectMeta struct {
 	// stored at exactly that version, else the call fails with ABORTED.
 	// Ignored for pods.
 	ResourceVersion string `protobuf:"bytes,100,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// generate_name, for a pod of RunPods without a name, is the prefix of
+	// the name podsyncd generates for it, as the API server's
+	// names.SimpleNameGenerator does: the prefix (cut to 58 characters) and 5
+	// random characters. The pod then gets a random uid. SyncPod and PlanPod
+	// refuse it without a name: they address an existing pod by its name.
+	// Ignored when name is set.
+	GenerateName  string `protobuf:"bytes,9,opt,name=generate_name,json=generateName,proto3" json:"generate_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ObjectMeta) Reset() {
@@ -253,6 +260,13 @@ func (x *ObjectMeta) GetDeletionGracePeriodSeconds() int64 {
 func (x *ObjectMeta) GetResourceVersion() string {
 	if x != nil {
 		return x.ResourceVersion
+	}
+	return ""
+}
+
+func (x *ObjectMeta) GetGenerateName() string {
+	if x != nil {
+		return x.GenerateName
 	}
 	return ""
 }
@@ -5919,7 +5933,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x122\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x16.podsync.v1.ObjectMetaR\bmetadata\x12'\n" +
 	"\x04spec\x18\x04 \x01(\v2\x13.podsync.v1.PodSpecR\x04spec\x12-\n" +
-	"\x06status\x18\x05 \x01(\v2\x15.podsync.v1.PodStatusR\x06status\"\xfd\x04\n" +
+	"\x06status\x18\x05 \x01(\v2\x15.podsync.v1.PodStatusR\x06status\"\xa2\x05\n" +
 	"\n" +
 	"ObjectMeta\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
@@ -5930,7 +5944,8 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x12creation_timestamp\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x11creationTimestamp\x12I\n" +
 	"\x12deletion_timestamp\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x11deletionTimestamp\x12F\n" +
 	"\x1ddeletion_grace_period_seconds\x18\b \x01(\x03H\x00R\x1adeletionGracePeriodSeconds\x88\x01\x01\x12)\n" +
-	"\x10resource_version\x18d \x01(\tR\x0fresourceVersion\x1a9\n" +
+	"\x10resource_version\x18d \x01(\tR\x0fresourceVersion\x12#\n" +
+	"\rgenerate_name\x18\t \x01(\tR\fgenerateName\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
