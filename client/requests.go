@@ -14,8 +14,8 @@ import (
 // RunPodsRequestFromManifests builds a RunPods request from manifests
 // (convert.ReadManifests, or convert.Decode): copies of the pods,
 // ConfigMaps and Secrets lose what only the API server writes and the
-// service account fields podsync does not act on
-// (convert.DropServerFields, DropIdentityFields), are defaulted as the
+// service account fields podsync does not act on, keeping the account's
+// name (convert.DropServerFields, DropIdentityFields), are defaulted as the
 // Kubernetes API server would (convert.Default, DefaultConfigMap,
 // DefaultSecret; a pod without a uid gets one derived from its namespace
 // and name), checked as podsyncd checks them (convert.ValidateManifests)

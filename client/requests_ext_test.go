@@ -112,11 +112,13 @@ func TestRequestBuildersValidate(t *testing.T) {
 }
 
 // TestRequestBuildersDropServerFields: what a `kubectl get -o yaml` dump
-// carries from the API server, and the service account, are dropped.
+// carries from the API server, and the service account fields but its
+// name (which the downward API reads), are dropped.
 func TestRequestBuildersDropServerFields(t *testing.T) {
 	pod := testPod("", "web", nil)
 	pod.ResourceVersion, pod.Generation = "42", 1
-	pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount = "default", "default"
+	pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount = "builder", "builder"
+	pod.Spec.AutomountServiceAccountToken = new(false)
 	pod.Status.Phase = corev1.PodRunning
 	req, err := client.RunPodsRequestFromManifests(&convert.Manifests{Pods: []*corev1.Pod{pod}})
 	if err != nil {
@@ -124,6 +126,9 @@ func TestRequestBuildersDropServerFields(t *testing.T) {
 	}
 	if got := req.GetPods()[0]; got.GetStatus() != nil {
 		t.Errorf("status sent: %v", got.GetStatus())
+	}
+	if got := req.GetPods()[0].GetSpec().GetServiceAccountName(); got != "builder" {
+		t.Errorf("serviceAccountName sent = %q, want builder", got)
 	}
 	if pod.ResourceVersion != "42" || pod.Status.Phase != corev1.PodRunning {
 		t.Error("the builder modified its argument")

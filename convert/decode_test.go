@@ -51,8 +51,9 @@ func TestDecodeTestdata(t *testing.T) {
 		"host-network.yaml":     {Pods: []string{"kube-system/node-agent"}},
 		"probes-hooks.yaml":     {Pods: []string{"/probed"}},
 		"container-fields.yaml": {Pods: []string{"/container-fields"}},
-		"downward-api.yaml":     {Pods: []string{"demo/downward"}},
+		"downward-api.yaml":     {Pods: []string{"demo/downward", "demo/downward-default-account"}},
 		"job.yaml":              {Pods: []string{"batch/batch-report"}},
+		"restart-rules.yaml":    {Pods: []string{"demo/restart-rules"}},
 		"security-context.yaml": {Pods: []string{"default/confined"}},
 		"pod-fields.yaml": {
 			Pods:    []string{"default/pod-fields"},

@@ -206,8 +206,10 @@ func defaultNamespace(meta *metav1.ObjectMeta) {
 func defaultObjectMeta(meta *metav1.ObjectMeta) {
 	defaultNamespace(meta)
 	// rest.BeforeCreate draws a random UID; podsync derives one so that
-	// re-sending a manifest addresses the same pod.
-	if meta.UID == "" {
+	// re-sending a manifest addresses the same pod. A pod whose name is yet
+	// to be generated (generateName) gets its UID with its name, from
+	// podsyncd.
+	if meta.UID == "" && meta.Name != "" {
 		meta.UID = PodUID(meta.Namespace, meta.Name)
 	}
 }

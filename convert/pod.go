@@ -115,6 +115,7 @@ func podToProto(pod *corev1.Pod) *podsyncv1.Pod {
 func objectMetaToProto(in *metav1.ObjectMeta) *podsyncv1.ObjectMeta {
 	return &podsyncv1.ObjectMeta{
 		Name:                       in.Name,
+		GenerateName:               in.GenerateName,
 		Namespace:                  in.Namespace,
 		Uid:                        string(in.UID),
 		Labels:                     in.Labels,
@@ -132,6 +133,7 @@ func objectMetaFromProto(in *podsyncv1.ObjectMeta) metav1.ObjectMeta {
 	}
 	return metav1.ObjectMeta{
 		Name:                       in.Name,
+		GenerateName:               in.GenerateName,
 		Namespace:                  in.Namespace,
 		UID:                        types.UID(in.Uid),
 		Labels:                     in.Labels,
@@ -165,6 +167,7 @@ func podSpecToProto(in *corev1.PodSpec) *podsyncv1.PodSpec {
 		NodeName:           in.NodeName,
 		EnableServiceLinks: in.EnableServiceLinks,
 		SchedulerName:      in.SchedulerName,
+		ServiceAccountName: in.ServiceAccountName,
 		NodeSelector:       in.NodeSelector,
 		Tolerations:        toSlice(in.Tolerations, tolerationToProto),
 		Affinity:           affinityToProto(in.Affinity),
@@ -374,6 +377,13 @@ func containerToProto(in corev1.Container) *podsyncv1.Container {
 		Tty:                      in.TTY,
 		ResizePolicy: toSlice(in.ResizePolicy, func(r corev1.ContainerResizePolicy) *podsyncv1.ContainerResizePolicy {
 			return &podsyncv1.ContainerResizePolicy{ResourceName: string(r.ResourceName), RestartPolicy: string(r.RestartPolicy)}
+		}),
+		RestartPolicyRules: toSlice(in.RestartPolicyRules, func(r corev1.ContainerRestartRule) *podsyncv1.ContainerRestartRule {
+			out := &podsyncv1.ContainerRestartRule{Action: string(r.Action)}
+			if e := r.ExitCodes; e != nil {
+				out.ExitCodes = &podsyncv1.ContainerRestartRuleOnExitCodes{Operator: string(e.Operator), Values: e.Values}
+			}
+			return out
 		}),
 	}
 }

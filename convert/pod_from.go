@@ -40,6 +40,7 @@ func (c *fromProto) podSpec(path *field.Path, in *podsyncv1.PodSpec) corev1.PodS
 		NodeName:                  in.NodeName,
 		EnableServiceLinks:        in.EnableServiceLinks,
 		SchedulerName:             in.SchedulerName,
+		ServiceAccountName:        in.ServiceAccountName,
 		NodeSelector:              in.NodeSelector,
 		Tolerations:               toSlice(in.Tolerations, tolerationFromProto),
 		Affinity:                  c.affinity(path.Child("affinity"), in.Affinity),
@@ -307,6 +308,14 @@ func (c *fromProto) container(path *field.Path, in *podsyncv1.Container) corev1.
 		ResizePolicy: toSlice(in.GetResizePolicy(), func(r *podsyncv1.ContainerResizePolicy) corev1.ContainerResizePolicy {
 			return corev1.ContainerResizePolicy{ResourceName: corev1.ResourceName(r.GetResourceName()),
 				RestartPolicy: corev1.ResourceResizeRestartPolicy(r.GetRestartPolicy())}
+		}),
+		RestartPolicyRules: toSlice(in.GetRestartPolicyRules(), func(r *podsyncv1.ContainerRestartRule) corev1.ContainerRestartRule {
+			out := corev1.ContainerRestartRule{Action: corev1.ContainerRestartRuleAction(r.GetAction())}
+			if e := r.GetExitCodes(); e != nil {
+				out.ExitCodes = &corev1.ContainerRestartRuleOnExitCodes{
+					Operator: corev1.ContainerRestartRuleOnExitCodesOperator(e.GetOperator()), Values: e.GetValues()}
+			}
+			return out
 		}),
 	}
 }

@@ -181,7 +181,6 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 		mutate func(*corev1.Pod)
 		want   []string
 	}{
-		{"service account", func(p *corev1.Pod) { p.Spec.ServiceAccountName = "builder" }, []string{"spec.serviceAccountName"}},
 		{"runtime class", func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("gvisor") }, []string{"spec.runtimeClassName"}},
 		{"ephemeral containers", func(p *corev1.Pod) {
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg", Image: "x"}}}
@@ -189,7 +188,6 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 		{"readiness gates", func(p *corev1.Pod) {
 			p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "x"}}
 		}, []string{"spec.readinessGates"}},
-		{"generate name", func(p *corev1.Pod) { p.GenerateName = "web-" }, []string{"metadata.generateName"}},
 		{"owner references", func(p *corev1.Pod) {
 			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "X", Name: "x", UID: "1"}}
 		}, []string{"metadata.ownerReferences"}},

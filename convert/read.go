@@ -113,6 +113,22 @@ type origin struct {
 	file   string
 	doc    *yamlDocument
 	prefix string
+	// skip are the paths (keysAsFields' syntax) of the fields the type
+	// check reported and removed: validation's findings at or under them
+	// are left out.
+	skip []string
+}
+
+// skips reports whether a finding at path is about a field the type check
+// reported already.
+func (o origin) skips(path string) bool {
+	path = keysAsFields(path)
+	for _, s := range o.skip {
+		if path == s || strings.HasPrefix(path, s+".") || strings.HasPrefix(path, s+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 func (o origin) finding(kind, name, path, msg string) Finding {
@@ -322,19 +338,30 @@ func (st *readState) readObject(o origin, h manifestHeader, doc []byte) {
 	}
 	if node := o.node(); node != nil {
 		var probs []fieldProblem
-		checkTypes(node, reflect.TypeOf(obj), "", &probs)
+		checkTypes(node, reflect.TypeOf(obj), "", nil, &probs)
 		for _, p := range probs {
-			path := p.path
-			if o.prefix != "" {
-				path = strings.TrimPrefix(strings.TrimPrefix(path, o.prefix), ".")
-			}
 			if o.doc.noLines {
 				p.line = 0
 			}
-			st.problems = append(st.problems, Finding{File: o.file, Line: p.line, Kind: h.Kind, Name: h.Name, Field: path, Message: p.msg})
+			st.problems = append(st.problems, Finding{File: o.file, Line: p.line, Kind: h.Kind, Name: h.Name, Field: p.path, Message: p.msg})
 		}
 		if len(probs) > 0 {
-			return
+			// One round: the object without its bad fields is decoded and
+			// checked too, so that the problems only validation finds
+			// (restartPolicy: Sometimes) show up with these, not after
+			// they are fixed. What validation would say about a removed
+			// field (now missing) is left out: its problem is reported.
+			repaired, err := withoutFields(doc, probs)
+			if err != nil {
+				return
+			}
+			doc = repaired
+			for _, p := range probs {
+				o.skip = append(o.skip, p.path)
+				if p.meant != "" {
+					o.skip = append(o.skip, p.meant)
+				}
+			}
 		}
 	}
 	if err := unmarshalStrict(doc, obj); err != nil {
@@ -345,7 +372,9 @@ func (st *readState) readObject(o origin, h manifestHeader, doc []byte) {
 		if errors.As(err, &ute) {
 			f = o.finding(h.Kind, h.Name, ute.Field, fmt.Sprintf("want %s, got a %s", kindWord(ute.Type), ute.Value))
 		}
-		st.problems = append(st.problems, f)
+		if len(o.skip) == 0 {
+			st.problems = append(st.problems, f)
+		}
 		return
 	}
 	switch v := obj.(type) {
@@ -362,6 +391,47 @@ func (st *readState) readObject(o origin, h manifestHeader, doc []byte) {
 		st.m.Secrets = append(st.m.Secrets, v)
 		st.secretFrom = append(st.secretFrom, o)
 	}
+}
+
+// withoutFields returns doc, an object's JSON, without the fields of
+// probs.
+func withoutFields(doc []byte, probs []fieldProblem) ([]byte, error) {
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return nil, err
+	}
+	for _, p := range probs {
+		v = removeAt(v, p.at)
+	}
+	return json.Marshal(v)
+}
+
+// removeAt removes the value at path from v, a decoded JSON value; an
+// item removed from a list becomes null, so that later indexes still name
+// their items. A path v does not have is ignored.
+func removeAt(v any, path []any) any {
+	if len(path) == 0 {
+		return nil
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		k, ok := path[0].(string)
+		if !ok {
+			break
+		}
+		if len(path) == 1 {
+			delete(t, k)
+		} else if c, ok := t[k]; ok {
+			t[k] = removeAt(c, path[1:])
+		}
+	case []any:
+		i, ok := path[0].(int)
+		if !ok || i >= len(t) {
+			break
+		}
+		t[i] = removeAt(t[i], path[1:])
+	}
+	return v
 }
 
 // node returns the YAML node of the object o names, or nil.
@@ -393,6 +463,9 @@ func (st *readState) validate(opts validation.Options) {
 			o = st.cmFrom[e.index]
 		case manifestKindSecret:
 			o = st.secretFrom[e.index]
+		}
+		if o.skips(e.err.Field) {
+			continue
 		}
 		st.problems = append(st.problems, o.finding(e.kind, e.name, e.err.Field, Describe(e.err)))
 		if e.cause != nil {
@@ -491,7 +564,15 @@ func validateManifests(m *Manifests, opts validation.Options) []objectError {
 	for i, pod := range m.Pods {
 		pb, err := PodToProto(pod)
 		if err != nil {
-			add(manifestKindPod, pod.Name, i, err, invalidFields(err)...)
+			refused := invalidFields(err)
+			add(manifestKindPod, pod.Name, i, err, refused...)
+			// The rest of the pod is checked as it is, so that its
+			// problems come in the same round as the refused fields.
+			d := pod.DeepCopy()
+			d.Status = corev1.PodStatus{}
+			d.CreationTimestamp = metav1.Time{}
+			rest := append(validation.ValidatePodMetadata(d, nil), validation.ValidatePodSpec(&d.Spec, &d.ObjectMeta, field.NewPath("spec"), opts)...)
+			add(manifestKindPod, pod.Name, i, nil, notUnder(rest, refused)...)
 			continue
 		}
 		// What podsyncd validates is the pod it converts back.
@@ -505,6 +586,9 @@ func validateManifests(m *Manifests, opts validation.Options) []objectError {
 		Default(back)
 		add(manifestKindPod, pod.Name, i, nil, validation.ValidatePodMetadata(back, nil)...)
 		add(manifestKindPod, pod.Name, i, nil, validation.ValidatePodSpec(&back.Spec, &back.ObjectMeta, field.NewPath("spec"), opts)...)
+		if back.Name == "" {
+			continue // named by podsyncd (generateName): unique by then
+		}
 		key := types.NamespacedName{Namespace: back.Namespace, Name: back.Name}
 		if byName[key] {
 			add(manifestKindPod, pod.Name, i, nil, field.Duplicate(field.NewPath("metadata", "name"), key.String()))
@@ -512,6 +596,30 @@ func validateManifests(m *Manifests, opts validation.Options) []objectError {
 			add(manifestKindPod, pod.Name, i, nil, field.Duplicate(field.NewPath("metadata", "uid"), string(back.UID)))
 		}
 		byName[key], byUID[back.UID] = true, true
+	}
+	return out
+}
+
+// notUnder returns the errors of errs that are not at or under the field
+// of one of refused.
+func notUnder(errs, refused field.ErrorList) field.ErrorList {
+	var out field.ErrorList
+	for _, e := range errs {
+		under := false
+		for _, r := range refused {
+			// A refused generateName says to give metadata.name.
+			if r.Field == "metadata.generateName" && e.Field == "metadata.name" && e.Type == field.ErrorTypeRequired {
+				under = true
+				break
+			}
+			if e.Field == r.Field || strings.HasPrefix(e.Field, r.Field+".") || strings.HasPrefix(e.Field, r.Field+"[") {
+				under = true
+				break
+			}
+		}
+		if !under {
+			out = append(out, e)
+		}
 	}
 	return out
 }
@@ -558,6 +666,10 @@ func badValue(v any) string {
 		if t != nil {
 			return strconv.Quote(*t)
 		}
+	}
+	// A named string type (corev1.RestartPolicy) is quoted as a string.
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.String {
+		return strconv.Quote(rv.String())
 	}
 	return fmt.Sprintf("%v", v)
 }

@@ -44,6 +44,34 @@ func TestReadManifests(t *testing.T) {
 				`f0:11: Pod/web: spec.containers[0].resources.limits.cpu: want a quantity such as "500m" or "128Mi", got a list`,
 				`f0:12: Pod/web: spec.containers[0].env[0].value: want a string, got the boolean on (YAML reads an unquoted on as one); quote it`,
 			}},
+		{name: "one round: validation's problems come with the type check's, each at its line and field",
+			sources: []string{strings.Replace(readPod, "  containers:", "  restartPolicy: Sometimes\n  containers:", 1) +
+				"    imagee: busybox\n    resources: {limits: {memory: 12XB}}\n    ports: [{containerPort: eighty}]\n" +
+				"  volumes: [{name: data, emptyDir: {sizeLimit: 1Zz}}]\n"},
+			wantProblems: []string{
+				`f0:6: Pod/web: spec.restartPolicy: "Sometimes" is not one of the values podsync knows: "Always", "OnFailure", "Never"`,
+				`f0:10: Pod/web: spec.containers[0].imagee: unknown field; did you mean image?`,
+				`f0:11: Pod/web: spec.containers[0].resources.limits.memory: "12XB" is not valid: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+				`f0:12: Pod/web: spec.containers[0].ports[0].containerPort: want an integer, got the string "eighty"`,
+				`f0:13: Pod/web: spec.volumes[0].emptyDir.sizeLimit: "1Zz" is not valid: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+			}},
+		{name: "a removed field is not also reported missing, nor the field a typo meant",
+			sources: []string{strings.Replace(readPod, "    image: registry.local/busybox:local\n", "    imag: registry.local/busybox:local\n    ports: [{containerport: 80}, {containerPort: x}]\n", 1) +
+				"---\napiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers: [{name: [c], image: i}]\n"},
+			wantProblems: []string{
+				`f0:8: Pod/web: spec.containers[0].imag: unknown field; did you mean image?`,
+				`f0:9: Pod/web: spec.containers[0].ports[0].containerport: unknown field; did you mean containerPort?`,
+				`f0:9: Pod/web: spec.containers[0].ports[1].containerPort: want an integer, got the string "x"`,
+				`f0:15: Pod/x: spec.containers[0].name: want a string, got a list`,
+			}},
+		{name: "a refused field does not hide the rest of the pod",
+			sources: []string{strings.Replace(readPod, "  containers:", "  readinessGates: [{conditionType: x}]\n  restartPolicy: Sometimes\n  containers:", 1)},
+			wantProblems: []string{
+				`f0:6: Pod/web: spec.readinessGates: readiness gates are set by controllers podsync does not run; remove them`,
+				`f0:7: Pod/web: spec.restartPolicy: "Sometimes" is not one of the values podsync knows: "Always", "OnFailure", "Never"`,
+			}},
+		{name: "a bad time is reported at its field", sources: []string{strings.Replace(readPod, "  name: web\n", "  name: web\n  creationTimestamp: yesterday\n", 1)},
+			wantProblems: []string{`f0:5: Pod/web: metadata.creationTimestamp: want a time such as "2026-01-02T15:04:05Z", got the string "yesterday"`}},
 		{name: "unknown fields suggest the nearest known one, or none", sources: []string{strings.Replace(readPod, "  containers:", "  restartPolice: Never\n  frobnicate: 1\n  containers:", 1)},
 			wantProblems: []string{
 				`f0:6: Pod/web: spec.restartPolice: unknown field; did you mean restartPolicy?`,
@@ -77,9 +105,15 @@ func TestReadManifests(t *testing.T) {
 		{name: "a projected volume of another shape is not the injected one", sources: []string{readPod +
 			"  volumes:\n  - name: kube-api-access-mine\n    projected:\n      sources:\n      - serviceAccountToken: {path: token, audience: vault}\n" +
 			"      - configMap: {name: kube-root-ca.crt}\n      - downwardAPI: {items: [{path: namespace, fieldRef: {fieldPath: metadata.namespace}}]}\n"},
-			wantProblems: []string{"f0:13: Pod/web: spec.volumes[0].projected.sources[0].serviceAccountToken: a single node has no API server, so it mints no service account tokens, trust bundles or pod certificates; mount the credentials from a Secret (a secret source) or remove the source"}},
-		{name: "generateName is refused", sources: []string{strings.Replace(readPod, "name: web\nspec", "generateName: web-\nspec", 1)},
-			wantProblems: []string{"f0:4: Pod: metadata.generateName: value \"web-\": a node has no name generator; give metadata.name"}},
+			wantProblems: []string{
+				"f0:13: Pod/web: spec.volumes[0].projected.sources[0].serviceAccountToken: a single node has no API server, so it mints no service account tokens, trust bundles or pod certificates; mount the credentials from a Secret (a secret source) or remove the source",
+				`f0:14: Pod/web: spec.volumes[0].projected.sources[1].configMap.name: "kube-root-ca.crt": no ConfigMap of this name in namespace "default" in the request; set optional to run without it`,
+			}},
+		// podsyncd names the pod (RunPods; SyncPod refuses it).
+		{name: "generateName without a name is accepted, twice", sources: []string{strings.Replace(readPod, "name: web\nspec", "generateName: web-\nspec", 1) + "---\n" +
+			strings.Replace(readPod, "name: web\nspec", "generateName: web-\nspec", 1)}},
+		{name: "generateName is a name's prefix", sources: []string{strings.Replace(readPod, "name: web\nspec", "generateName: Web_\nspec", 1)},
+			wantProblems: []string{"f0:4: Pod: metadata.generateName: \"Web_\" is not valid: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"}},
 		{name: "decode only skips podsyncd's checks", decodeOnly: true, sources: []string{strings.Replace(readPod, "name: web\n    image", "name: Web\n    image", 1)}},
 		{name: "a YAML syntax error names its line", sources: []string{"apiVersion: v1\nkind: Pod\nmetadata: [\n"},
 			wantProblems: []string{"f0:3: did not find expected node content"}},

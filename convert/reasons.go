@@ -13,7 +13,6 @@ import (
 // often carry, why in one clause and what to do. Paths have their list
 // indexes as "[*]".
 var unsupportedReasons = map[string]string{
-	"metadata.generateName":                                    "a node has no name generator; give metadata.name",
 	"spec.ephemeralContainers":                                 "ephemeral containers are added to a running pod with podsyncctl debug (AddEphemeralContainer), not in its manifest; remove them",
 	"spec.readinessGates":                                      "readiness gates are set by controllers podsync does not run; remove them",
 	"spec.resourceClaims":                                      "dynamic resource allocation needs an API server podsync does not have; remove it",

@@ -116,24 +116,29 @@ func dropMounts(cs []corev1.Container, volume string) {
 	}
 }
 
-// DropIdentityFields clears the service account fields podsync accepts
-// but does not act on — spec.serviceAccountName, spec.serviceAccount and
-// spec.automountServiceAccountToken: podsync has no API server to issue a
-// token, so none is mounted. It returns the paths it cleared.
+// DropIdentityFields handles the service account fields podsync accepts
+// but cannot honour in full — podsync has no API server to issue a token,
+// so none is mounted: spec.serviceAccountName is kept (the downward API's
+// spec.serviceAccountName reads it), spec.serviceAccount, its deprecated
+// alias, is folded into it as the API server's conversion does, and
+// spec.automountServiceAccountToken is cleared. It returns the paths of
+// the fields that were given, for a notice.
 func DropIdentityFields(pod *corev1.Pod) []string {
-	var dropped []string
+	var given []string
 	s := &pod.Spec
 	if s.ServiceAccountName != "" {
-		dropped = append(dropped, "spec.serviceAccountName")
-		s.ServiceAccountName = ""
+		given = append(given, "spec.serviceAccountName")
 	}
 	if s.DeprecatedServiceAccount != "" {
-		dropped = append(dropped, "spec.serviceAccount")
+		given = append(given, "spec.serviceAccount")
+		if s.ServiceAccountName == "" {
+			s.ServiceAccountName = s.DeprecatedServiceAccount
+		}
 		s.DeprecatedServiceAccount = ""
 	}
 	if s.AutomountServiceAccountToken != nil {
-		dropped = append(dropped, "spec.automountServiceAccountToken")
+		given = append(given, "spec.automountServiceAccountToken")
 		s.AutomountServiceAccountToken = nil
 	}
-	return dropped
+	return given
 }

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,6 +22,12 @@ import (
 type fieldProblem struct {
 	path, msg string
 	line      int
+	// at is the path as keys (string) and list indexes (int), to remove
+	// the field from the document's JSON form.
+	at []any
+	// meant is the path of the known field an unknown one is a typo of:
+	// what is said about it missing follows from this problem.
+	meant string
 }
 
 var (
@@ -36,7 +44,11 @@ var (
 // nearest known name when one is close) or whose value has the wrong type,
 // in the words of a manifest ("want a string, got the number 8080"), not
 // of Go. It reports all of them, where the decoder stops at the first.
-func checkTypes(n *yaml.Node, t reflect.Type, path string, out *[]fieldProblem) {
+//
+// A quantity and a time are parsed too, as the decoder parses them, so that
+// a bad one is reported at its field with the API server's words
+// ("quantities must match the regular expression …").
+func checkTypes(n *yaml.Node, t reflect.Type, path string, at []any, out *[]fieldProblem) {
 	n = resolveAlias(n)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -44,13 +56,18 @@ func checkTypes(n *yaml.Node, t reflect.Type, path string, out *[]fieldProblem) 
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return
 	}
+	problem := func(line int, msg string) {
+		*out = append(*out, fieldProblem{path: path, line: line, msg: msg, at: slices.Clone(at)})
+	}
 	bad := func(want string) {
-		*out = append(*out, fieldProblem{path: path, line: n.Line, msg: fmt.Sprintf("want %s, got %s", want, describeNode(n))})
+		problem(n.Line, fmt.Sprintf("want %s, got %s", want, describeNode(n)))
 	}
 	switch t {
 	case quantityType:
 		if n.Kind != yaml.ScalarNode || (n.Tag != "!!str" && n.Tag != "!!int" && n.Tag != "!!float") {
 			bad(`a quantity such as "500m" or "128Mi"`)
+		} else if _, err := resource.ParseQuantity(n.Value); err != nil {
+			problem(n.Line, fmt.Sprintf("%s is not valid: %s", strconv.Quote(n.Value), err.Error()))
 		}
 		return
 	case intOrStringType:
@@ -60,6 +77,8 @@ func checkTypes(n *yaml.Node, t reflect.Type, path string, out *[]fieldProblem) 
 		return
 	case timeType, microTimeType:
 		if n.Kind != yaml.ScalarNode || (n.Tag != "!!str" && n.Tag != "!!timestamp") {
+			bad(`a time such as "2026-01-02T15:04:05Z"`)
+		} else if _, err := time.Parse(time.RFC3339, n.Value); err != nil && n.Tag == "!!str" && n.Value != "" {
 			bad(`a time such as "2026-01-02T15:04:05Z"`)
 		}
 		return
@@ -81,14 +100,15 @@ func checkTypes(n *yaml.Node, t reflect.Type, path string, out *[]fieldProblem) 
 			p := joinPath(path, k.Value)
 			ft, ok := fields[k.Value]
 			if !ok {
-				msg := "unknown field"
+				msg, meant := "unknown field", ""
 				if s := nearest(k.Value, fields); s != "" {
 					msg += "; did you mean " + s + "?"
+					meant = joinPath(path, s)
 				}
-				*out = append(*out, fieldProblem{path: p, line: k.Line, msg: msg})
+				*out = append(*out, fieldProblem{path: p, line: k.Line, msg: msg, at: append(slices.Clone(at), k.Value), meant: meant})
 				continue
 			}
-			checkTypes(v, ft, p, out)
+			checkTypes(v, ft, p, append(at, k.Value), out)
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
@@ -96,7 +116,7 @@ func checkTypes(n *yaml.Node, t reflect.Type, path string, out *[]fieldProblem) 
 			return
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			checkTypes(n.Content[i+1], t.Elem(), joinPath(path, n.Content[i].Value), out)
+			checkTypes(n.Content[i+1], t.Elem(), joinPath(path, n.Content[i].Value), append(at, n.Content[i].Value), out)
 		}
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
@@ -110,12 +130,12 @@ func checkTypes(n *yaml.Node, t reflect.Type, path string, out *[]fieldProblem) 
 			return
 		}
 		for i, item := range n.Content {
-			checkTypes(item, t.Elem(), path+"["+strconv.Itoa(i)+"]", out)
+			checkTypes(item, t.Elem(), path+"["+strconv.Itoa(i)+"]", append(at, i), out)
 		}
 	case reflect.String:
 		switch {
 		case isYAML11Bool(n):
-			*out = append(*out, fieldProblem{path: path, line: n.Line, msg: fmt.Sprintf("want a string, got the boolean %s (YAML reads an unquoted %s as one); quote it", n.Value, n.Value)})
+			problem(n.Line, fmt.Sprintf("want a string, got the boolean %s (YAML reads an unquoted %s as one); quote it", n.Value, n.Value))
 		case n.Kind != yaml.ScalarNode || n.Tag != "!!str":
 			bad("a string")
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -335,8 +336,9 @@ func (v *Validator) podsRequest(req PodsRequest) (requestObjects, field.ErrorLis
 
 	// The pods' violations follow the request's, in pod order.
 	var podErrs field.ErrorList
+	_, create := req.(*podsyncv1.RunPodsRequest)
 	fromProto := func(p *field.Path, in *podsyncv1.Pod) *corev1.Pod {
-		pod, perrs := podFromProto(p, in, opts)
+		pod, perrs := podFromProto(p, in, opts, create)
 		podErrs = append(podErrs, perrs...)
 		return pod
 	}
@@ -465,7 +467,7 @@ func secretsFromProto(p *field.Path, in []*podsyncv1.Secret, opts validation.Opt
 
 // podFromProto converts, defaults and validates one pod at path p. It
 // returns no pod when the pod cannot be converted.
-func podFromProto(p *field.Path, in *podsyncv1.Pod, opts validation.Options) (*corev1.Pod, field.ErrorList) {
+func podFromProto(p *field.Path, in *podsyncv1.Pod, opts validation.Options, create bool) (*corev1.Pod, field.ErrorList) {
 	if in == nil {
 		return nil, field.ErrorList{field.Required(p, "")}
 	}
@@ -489,6 +491,22 @@ func podFromProto(p *field.Path, in *podsyncv1.Pod, opts validation.Options) (*c
 	pod.CreationTimestamp = metav1.Time{}
 	pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = nil, nil
 	pod.ResourceVersion = ""
+	if pod.Name == "" && pod.GenerateName != "" {
+		gp := p.Child("metadata", "generateName")
+		switch errs := validation.ValidateGenerateName(gp, pod.GenerateName); {
+		case !create:
+			return pod, field.ErrorList{field.Forbidden(gp, generateNameNeedsRun)}
+		case len(errs) > 0:
+			return pod, errs
+		}
+		// A create names the pod as the API server does, and gives it a
+		// random uid: a generated name that an existing pod holds
+		// already fails with ALREADY_EXISTS, never updates that pod.
+		pod.Name = generateName(pod.GenerateName)
+		if pod.UID == "" {
+			pod.UID = types.UID(uuid.NewString())
+		}
+	}
 	convert.Default(pod)
 
 	errs := validation.ValidatePodMetadata(pod, p)
@@ -504,6 +522,12 @@ func podFromProto(p *field.Path, in *podsyncv1.Pod, opts validation.Options) (*c
 	}
 	return pod, append(errs, validation.ValidatePodSpec(&pod.Spec, &pod.ObjectMeta, p.Child("spec"), opts)...)
 }
+
+// generateNameNeedsRun is why SyncPod and PlanPod refuse a pod that has
+// a generateName and no name.
+const generateNameNeedsRun = "a name is generated only by RunPods (podsyncctl run), which creates a new pod each time: " +
+	"SyncPod and PlanPod (podsyncctl apply, sync, plan) address one pod by its name, and a name generated on every apply " +
+	"would create another pod each time; give metadata.name"
 
 // podPhases are the phases ListPods may filter on.
 var podPhases = []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown}

@@ -79,15 +79,9 @@ func (pv *podValidator) container(p *field.Path, c *corev1.Container, isInit boo
 		pv.add(field.Invalid(p.Child("workingDir"), c.WorkingDir, "must be an absolute path"))
 	}
 
-	if rp := c.RestartPolicy; rp != nil {
-		switch {
-		case !isInit:
-			pv.add(field.Forbidden(p.Child("restartPolicy"), "may only be set on init containers"))
-		case !slices.Contains(initRestartPolicies, *rp):
-			pv.add(field.NotSupported(p.Child("restartPolicy"), *rp, initRestartPolicies))
-		}
-	}
-	if isInit && c.RestartPolicy == nil {
+	pv.containerRestartPolicy(p, c, isInit)
+	sidecar := isInit && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+	if isInit && !sidecar {
 		// Only a native sidecar (restartPolicy Always) keeps running, so
 		// only it may have hooks and probes.
 		for _, f := range []struct {
@@ -241,7 +235,7 @@ var (
 // RestartContainer, not RestartContainer under the pod's restartPolicy
 // Never, and none on a classic init container, which is never resized.
 func (pv *podValidator) resizePolicy(p *field.Path, c *corev1.Container, isInit bool, podRestart corev1.RestartPolicy) {
-	if isInit && c.RestartPolicy == nil && len(c.ResizePolicy) > 0 {
+	if isInit && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) && len(c.ResizePolicy) > 0 {
 		pv.add(field.Forbidden(p, "may only be set on init containers with restartPolicy Always"))
 		return
 	}
@@ -425,3 +419,58 @@ func (pv *podValidator) securityContext(p *field.Path, sc *corev1.SecurityContex
 	pv.add(seccompProfile(p.Child("seccompProfile"), sc.SeccompProfile)...)
 	pv.add(appArmorProfile(p.Child("appArmorProfile"), sc.AppArmorProfile)...)
 }
+
+// containerRestartPolicy is the API server's validateContainerRestartPolicy
+// and validateInitContainerRestartPolicy with ContainerRestartRules
+// (KEP-5307) on, as in Kubernetes v1.37: a container's restartPolicy is
+// Always, OnFailure or Never (on an init container, Always makes it a
+// sidecar), and its restartPolicyRules, which need a restartPolicy, each
+// restart it on exit codes In or NotIn a list. podsync runs the Restart
+// action only; RestartAllContainers (KEP-5532) is refused.
+func (pv *podValidator) containerRestartPolicy(p *field.Path, c *corev1.Container, isInit bool) {
+	rp, rules := c.RestartPolicy, c.RestartPolicyRules
+	switch {
+	case rp == nil && len(rules) > 0:
+		pv.add(field.Required(p.Child("restartPolicy"), "must specify restartPolicy when restart rules are used"))
+	case rp != nil && !slices.Contains(containerRestartPolicies, *rp):
+		pv.add(field.NotSupported(p.Child("restartPolicy"), *rp, containerRestartPolicies))
+	}
+	if len(rules) > maxRestartRules {
+		pv.add(field.TooMany(p.Child("restartPolicyRules"), len(rules), maxRestartRules))
+	}
+	for i, r := range rules {
+		rp := p.Child("restartPolicyRules").Index(i)
+		if r.Action == corev1.ContainerRestartRuleActionRestartAllContainers {
+			pv.add(field.Forbidden(rp.Child("action"), "RestartAllContainers is not supported by podsync, which restarts one container at a time; use Restart"))
+		} else if !slices.Contains(restartRuleActions, r.Action) {
+			pv.add(field.NotSupported(rp.Child("action"), r.Action, restartRuleActions))
+		}
+		if r.ExitCodes == nil {
+			pv.add(field.Required(rp.Child("exitCodes"), "must be specified"))
+			continue
+		}
+		ep := rp.Child("exitCodes")
+		if !slices.Contains(restartRuleOperators, r.ExitCodes.Operator) {
+			pv.add(field.NotSupported(ep.Child("operator"), r.ExitCodes.Operator, restartRuleOperators))
+		}
+		if len(r.ExitCodes.Values) > maxRestartRuleExitCodes {
+			pv.add(field.TooMany(ep.Child("values"), len(r.ExitCodes.Values), maxRestartRuleExitCodes))
+		}
+	}
+}
+
+// The API server's bounds on restart rules.
+const (
+	maxRestartRules         = 20
+	maxRestartRuleExitCodes = 255
+)
+
+var (
+	containerRestartPolicies = []corev1.ContainerRestartPolicy{
+		corev1.ContainerRestartPolicyAlways, corev1.ContainerRestartPolicyOnFailure, corev1.ContainerRestartPolicyNever,
+	}
+	restartRuleActions   = []corev1.ContainerRestartRuleAction{corev1.ContainerRestartRuleActionRestart}
+	restartRuleOperators = []corev1.ContainerRestartRuleOnExitCodesOperator{
+		corev1.ContainerRestartRuleOnExitCodesOpIn, corev1.ContainerRestartRuleOnExitCodesOpNotIn,
+	}
+)

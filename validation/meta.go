@@ -1,10 +1,13 @@
 package validation
 
 import (
+	"strings"
+
 	"github.com/google/uuid"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -53,3 +56,27 @@ func defaultedMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	}
 	return m
 }
+
+// ValidateGenerateName validates a pod's generateName as the API server
+// validates it (NameIsDNSSubdomain with prefix): the prefix, with a
+// trailing "-" taken as a letter, is a DNS-1123 subdomain, and at most
+// MaxGenerateNameLength characters of it are used.
+func ValidateGenerateName(p *field.Path, prefix string) field.ErrorList {
+	masked := prefix
+	if len(masked) > 1 && strings.HasSuffix(masked, "-") {
+		masked = masked[:len(masked)-1] + "a"
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(masked) {
+		errs = append(errs, field.Invalid(p, prefix, msg))
+	}
+	return errs
+}
+
+// The API server's names.SimpleNameGenerator: a generated name is its
+// prefix, cut to MaxGenerateNameLength, and GeneratedSuffixLength random
+// characters.
+const (
+	GeneratedSuffixLength = 5
+	MaxGenerateNameLength = 63 - GeneratedSuffixLength
+)

@@ -40,8 +40,26 @@ func ValidatePod(pod *corev1.Pod, fldPath *field.Path, opts Options) field.Error
 // Paths are below fldPath, as in ValidatePod.
 func ValidatePodMetadata(pod *corev1.Pod, fldPath *field.Path) field.ErrorList {
 	errs := validateTypeMeta(fldPath, pod.TypeMeta, "Pod")
+	if pod.Name == "" && pod.GenerateName != "" {
+		// The name is yet to be generated (RunPods does, as the API
+		// server does on create): its prefix is checked, and the uid
+		// comes with the name.
+		meta := pod.ObjectMeta
+		meta.Name = "generated"
+		errs = append(errs, ValidateGenerateName(fldPath.Child("metadata", "generateName"), pod.GenerateName)...)
+		errs = append(errs, validateObjectMeta(fldPath.Child("metadata"), &meta)...)
+		if pod.UID != "" {
+			errs = append(errs, ValidateUID(string(pod.UID), fldPath.Child("metadata", "uid"))...)
+		}
+		errs = append(errs, legacyProfileAnnotations(pod, fldPath)...)
+		return append(errs, backoffLimitAnnotation(pod, fldPath)...)
+	}
 	errs = append(errs, validateObjectMeta(fldPath.Child("metadata"), &pod.ObjectMeta)...)
-	errs = append(errs, ValidateUID(string(pod.UID), fldPath.Child("metadata", "uid"))...)
+	if pod.UID != "" || pod.Name != "" {
+		// A pod without a name has no uid derived: the name is what is
+		// missing.
+		errs = append(errs, ValidateUID(string(pod.UID), fldPath.Child("metadata", "uid"))...)
+	}
 	errs = append(errs, legacyProfileAnnotations(pod, fldPath)...)
 	errs = append(errs, backoffLimitAnnotation(pod, fldPath)...)
 	// The pod's log directory is named <namespace>_<name>_<uid>, one file
@@ -130,8 +148,7 @@ var (
 		corev1.SIGRTMAXMINUS4, corev1.SIGRTMAXMINUS3, corev1.SIGRTMAXMINUS2,
 		corev1.SIGRTMAXMINUS1, corev1.SIGRTMAX,
 	}
-	initRestartPolicies = []corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways}
-	hostPathTypes       = []corev1.HostPathType{
+	hostPathTypes = []corev1.HostPathType{
 		corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory, corev1.HostPathFileOrCreate,
 		corev1.HostPathFile, corev1.HostPathSocket, corev1.HostPathCharDev, corev1.HostPathBlockDev,
 	}
@@ -139,7 +156,7 @@ var (
 	// besides metadata.labels['key'] and metadata.annotations['key'].
 	envFieldPaths = []string{
 		"metadata.name", "metadata.namespace", "metadata.uid",
-		"spec.nodeName", "status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs",
+		"spec.nodeName", "spec.serviceAccountName", "status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs",
 	}
 )
 
@@ -241,6 +258,7 @@ func (pv *podValidator) ephemeralContainers(p *field.Path, spec *corev1.PodSpec,
 			{"resources", len(c.Resources.Limits) > 0 || len(c.Resources.Requests) > 0 || len(c.Resources.Claims) > 0},
 			{"resizePolicy", len(c.ResizePolicy) > 0},
 			{"restartPolicy", c.RestartPolicy != nil},
+			{"restartPolicyRules", len(c.RestartPolicyRules) > 0},
 		} {
 			if f.set {
 				pv.add(field.Forbidden(ip.Child(f.name), "cannot be set for an Ephemeral Container"))
@@ -258,7 +276,7 @@ func (pv *podValidator) ephemeralContainers(p *field.Path, spec *corev1.PodSpec,
 		// that each is reported once.
 		cc := *c
 		cc.Ports, cc.LivenessProbe, cc.ReadinessProbe, cc.StartupProbe, cc.Lifecycle = nil, nil, nil, nil, nil
-		cc.Resources, cc.ResizePolicy, cc.RestartPolicy = corev1.ResourceRequirements{}, nil, nil
+		cc.Resources, cc.ResizePolicy, cc.RestartPolicy, cc.RestartPolicyRules = corev1.ResourceRequirements{}, nil, nil, nil
 		pv.container(ip, &cc, false, pc)
 	}
 }
@@ -369,6 +387,10 @@ func (pv *podValidator) podFields(p *field.Path, spec *corev1.PodSpec) {
 	}
 	if n := spec.PriorityClassName; n != "" {
 		pv.add(DNS1123Subdomain(p.Child("priorityClassName"), n)...)
+	}
+	if n := spec.ServiceAccountName; n != "" {
+		// The API server's ValidateServiceAccountName: a subdomain.
+		pv.add(DNS1123Subdomain(p.Child("serviceAccountName"), n)...)
 	}
 	for i, ref := range spec.ImagePullSecrets {
 		if ref.Name == "" {

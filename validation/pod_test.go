@@ -22,7 +22,8 @@ const testNode = "node-1"
 
 // basePod is a valid pod that uses most of what validation checks: a
 // classic init container and a sidecar, two containers with ports, probes,
-// hooks, env from a ConfigMap, a Secret and the downward API, and a volume
+// hooks, env from a ConfigMap, a Secret and the downward API (a label and
+// the service account's name), and a volume
 // of each kind. It references the objects of baseConfigMap and baseSecret.
 // It is not defaulted.
 func basePod(name string) *corev1.Pod {
@@ -37,6 +38,7 @@ func basePod(name string) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			ServiceAccountName:            "storefront",
 			DNSConfig: &corev1.PodDNSConfig{
 				Nameservers: []string{"10.96.0.10"},
 				Searches:    []string{"shop.svc.cluster.local"},
@@ -82,6 +84,7 @@ func basePod(name string) *corev1.Pod {
 							LocalObjectReference: corev1.LocalObjectReference{Name: "db-credentials"}, Key: "DB_PASSWORD"}}},
 						{Name: "APP_LABEL", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}},
 						{Name: "GREETING", Value: "hello"},
+						{Name: "ACCOUNT", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.serviceAccountName"}}},
 					},
 					EnvFrom: []corev1.EnvFromSource{
 						{Prefix: "APP_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}},
@@ -258,6 +261,15 @@ func TestValidatePodValid(t *testing.T) {
 				corev1.EnvVar{Name: "CPU", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
 				corev1.EnvVar{Name: "MEM", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "setup", Resource: "requests.memory", Divisor: resource.MustParse("1Ki")}}})
 		})},
+		{"container restartPolicy and restartPolicyRules", nil, pod(func(p *corev1.Pod) {
+			// KEP-5307: a regular container restarted on exit code 42 only,
+			// an init container retried on any failure but exit code 2.
+			p.Spec.Containers[1].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
+			p.Spec.Containers[1].RestartPolicyRules = []corev1.ContainerRestartRule{restartOn(corev1.ContainerRestartRuleOnExitCodesOpIn, 42)}
+			p.Spec.InitContainers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyOnFailure)
+			p.Spec.InitContainers[0].RestartPolicyRules = []corev1.ContainerRestartRule{restartOn(corev1.ContainerRestartRuleOnExitCodesOpNotIn, 2)}
+		})},
+		{"generateName without a name or uid, to be named by RunPods", nil, pod(func(p *corev1.Pod) { p.Name, p.UID, p.GenerateName = "", "", "web-" })},
 		{"zero Options", &validation.Options{}, nop},
 		{"backoff limit under OnFailure", nil, pod(func(p *corev1.Pod) {
 			p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
@@ -308,7 +320,7 @@ func TestValidatePodValid(t *testing.T) {
 		{"annotation fieldRef", nil, web(func(c *corev1.Container) {
 			c.Env[2].ValueFrom.FieldRef.FieldPath = "metadata.annotations['example.com/owner']"
 		})},
-		{"limits at their bounds", &validation.Options{Limits: validation.Limits{MaxContainersPerPod: 4, MaxEnvVarsPerContainer: 4}}, nop},
+		{"limits at their bounds", &validation.Options{Limits: validation.Limits{MaxContainersPerPod: 4, MaxEnvVarsPerContainer: 5}}, nop},
 		{"fsGroup and its change policy", nil, pod(func(p *corev1.Pod) {
 			p.Spec.SecurityContext.FSGroup = ptr.To[int64](2000)
 			p.Spec.SecurityContext.FSGroupChangePolicy = ptr.To(corev1.FSGroupChangeOnRootMismatch)
@@ -383,6 +395,7 @@ func TestValidatePodInvalid(t *testing.T) {
 		{"kind", nil, pod(func(p *corev1.Pod) { p.Kind = "Deployment" }), []string{"kind"}},
 		{"name missing", nil, pod(func(p *corev1.Pod) { p.Name = "" }), []string{"metadata.name"}},
 		{"name not a subdomain", nil, pod(func(p *corev1.Pod) { p.Name = "Web_1" }), []string{"metadata.name"}},
+		{"generateName not a name's prefix", nil, pod(func(p *corev1.Pod) { p.Name, p.UID, p.GenerateName = "", "", "Web_" }), []string{"metadata.generateName"}},
 		{"namespace not a label", nil, pod(func(p *corev1.Pod) { p.Namespace = "shop.eu" }), []string{"metadata.namespace"}},
 		{"label key", nil, pod(func(p *corev1.Pod) { p.Labels["-app"] = "x" }), []string{"metadata.labels"}},
 		{"label value", nil, pod(func(p *corev1.Pod) { p.Labels["app"] = "a b" }), []string{"metadata.labels"}},
@@ -450,6 +463,7 @@ func TestValidatePodInvalid(t *testing.T) {
 			p.Spec.HostUsers, p.Spec.HostPID, p.Spec.HostIPC = ptr.To(false), true, true
 		}), []string{"spec.hostPID", "spec.hostIPC"}},
 		{"priority class name", nil, pod(func(p *corev1.Pod) { p.Spec.PriorityClassName = "High_Priority" }), []string{"spec.priorityClassName"}},
+		{"service account name", nil, pod(func(p *corev1.Pod) { p.Spec.ServiceAccountName = "Builder_1" }), []string{"spec.serviceAccountName"}},
 		{"image pull secret without name", nil, pod(func(p *corev1.Pod) {
 			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "creds"}, {}}
 		}), []string{"spec.imagePullSecrets[1].name"}},
@@ -489,11 +503,41 @@ func TestValidatePodInvalid(t *testing.T) {
 			[]string{"spec.containers[1].imagePullPolicy"}},
 		{"terminationMessagePolicy", nil, exporter(func(c *corev1.Container) { c.TerminationMessagePolicy = "Logs" }),
 			[]string{"spec.containers[1].terminationMessagePolicy"}},
-		{"restartPolicy on a regular container", nil, exporter(func(c *corev1.Container) { c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways) }),
+		{"container restartPolicy", nil, exporter(func(c *corev1.Container) { c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicy("Sometimes")) }),
 			[]string{"spec.containers[1].restartPolicy"}},
-		{"init container restartPolicy", nil, pod(func(p *corev1.Pod) {
-			p.Spec.InitContainers[1].RestartPolicy = ptr.To(corev1.ContainerRestartPolicy("OnFailure"))
-		}), []string{"spec.initContainers[1].restartPolicy"}},
+		{"init container that is not a sidecar with a probe", nil, pod(func(p *corev1.Pod) {
+			p.Spec.InitContainers[1].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyOnFailure)
+		}), []string{"spec.initContainers[1].startupProbe"}},
+		{"restartPolicyRules without a restartPolicy", nil, exporter(func(c *corev1.Container) {
+			c.RestartPolicyRules = []corev1.ContainerRestartRule{restartOn(corev1.ContainerRestartRuleOnExitCodesOpIn, 42)}
+		}), []string{"spec.containers[1].restartPolicy"}},
+		{"restartPolicyRules action, exit codes and operator", nil, func(in *input) {
+			c := &in.pod.Spec.Containers[1]
+			c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
+			all := restartOn(corev1.ContainerRestartRuleOnExitCodesOpIn, 1)
+			all.Action = corev1.ContainerRestartRuleActionRestartAllContainers
+			reboot := restartOn(corev1.ContainerRestartRuleOnExitCodesOpIn, 1)
+			reboot.Action = "Reboot"
+			between := restartOn("Between", 1, 9)
+			c.RestartPolicyRules = []corev1.ContainerRestartRule{all, reboot, {Action: corev1.ContainerRestartRuleActionRestart}, between}
+		}, []string{
+			"spec.containers[1].restartPolicyRules[0].action",
+			"spec.containers[1].restartPolicyRules[1].action",
+			"spec.containers[1].restartPolicyRules[2].exitCodes",
+			"spec.containers[1].restartPolicyRules[3].exitCodes.operator",
+		}},
+		{"too many restartPolicyRules", nil, exporter(func(c *corev1.Container) {
+			c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
+			for i := range 21 {
+				c.RestartPolicyRules = append(c.RestartPolicyRules, restartOn(corev1.ContainerRestartRuleOnExitCodesOpIn, int32(i)))
+			}
+		}), []string{"spec.containers[1].restartPolicyRules"}},
+		{"restartPolicyRules of an ephemeral container", nil, pod(func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "debug", Image: "registry.local/busybox:1.37", TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent,
+				RestartPolicyRules: []corev1.ContainerRestartRule{restartOn(corev1.ContainerRestartRuleOnExitCodesOpIn, 1)},
+			}}}
+		}), []string{"spec.ephemeralContainers[0].restartPolicyRules"}},
 		{"resizePolicy resource", nil, exporter(func(c *corev1.Container) {
 			c.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "ephemeral-storage", RestartPolicy: corev1.NotRequired}}
 		}), []string{"spec.containers[1].resizePolicy[0].resourceName"}},
@@ -607,7 +651,7 @@ func TestValidatePodInvalid(t *testing.T) {
 			[]string{"spec.containers[0].env[1].valueFrom.secretKeyRef.key"}},
 		{"secretKeyRef key not a key", nil, web(func(c *corev1.Container) { c.Env[1].ValueFrom.SecretKeyRef.Key = "a/b" }),
 			[]string{"spec.containers[0].env[1].valueFrom.secretKeyRef.key"}},
-		{"unsupported fieldPath", nil, web(func(c *corev1.Container) { c.Env[2].ValueFrom.FieldRef.FieldPath = "spec.serviceAccountName" }),
+		{"unsupported fieldPath", nil, web(func(c *corev1.Container) { c.Env[2].ValueFrom.FieldRef.FieldPath = "spec.schedulerName" }),
 			[]string{"spec.containers[0].env[2].valueFrom.fieldRef.fieldPath"}},
 		{"fieldPath label key", nil, web(func(c *corev1.Container) { c.Env[2].ValueFrom.FieldRef.FieldPath = "metadata.labels['-app']" }),
 			[]string{"spec.containers[0].env[2].valueFrom.fieldRef.fieldPath"}},
@@ -699,7 +743,7 @@ func TestValidatePodInvalid(t *testing.T) {
 			c.Env = append(c.Env,
 				corev1.EnvVar{Name: "X", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.nvidia.com/gpu"}}},
 				corev1.EnvVar{Name: "Y", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu", Divisor: resource.MustParse("1Ki")}}})
-		}), []string{"spec.containers[0].env[4].valueFrom.resourceFieldRef.resource", "spec.containers[0].env[5].valueFrom.resourceFieldRef.divisor"}},
+		}), []string{"spec.containers[0].env[5].valueFrom.resourceFieldRef.resource", "spec.containers[0].env[6].valueFrom.resourceFieldRef.divisor"}},
 		{"mount of an undefined volume", nil, web(func(c *corev1.Container) { c.VolumeMounts[2].Name = "scratch" }),
 			[]string{"spec.containers[0].volumeMounts[2].name"}},
 		{"relative mountPath", nil, web(func(c *corev1.Container) { c.VolumeMounts[2].MountPath = "cache" }),
@@ -869,5 +913,13 @@ func TestNodeLimitsSayTheyAreTheNodes(t *testing.T) {
 		if fe.Field == "spec.containers" || fe.Field == "spec.terminationGracePeriodSeconds" {
 			t.Errorf("ClientLimits checks the node's own limit: %v", fe)
 		}
+	}
+}
+
+// restartOn is a restart rule with action Restart.
+func restartOn(op corev1.ContainerRestartRuleOnExitCodesOperator, codes ...int32) corev1.ContainerRestartRule {
+	return corev1.ContainerRestartRule{
+		Action:    corev1.ContainerRestartRuleActionRestart,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: op, Values: codes},
 	}
 }

@@ -175,6 +175,11 @@ func fieldRefValue(pod *corev1.Pod, fieldPath string, podIPs []string, opts Opti
 		}
 		return opts.NodeName, nil
 	case "spec.serviceAccountName":
+		// An API server's ServiceAccount admission names "default" for a
+		// pod that names none; podsync has no admission plugin to.
+		if pod.Spec.ServiceAccountName == "" {
+			return "default", nil
+		}
 		return pod.Spec.ServiceAccountName, nil
 	case "status.hostIP":
 		if len(opts.NodeIPs) == 0 {

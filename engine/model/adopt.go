@@ -161,7 +161,7 @@ type RuntimeContainer struct {
 
 // What RebuildPod cannot recover from containers' annotations, in the
 // value of AnnotationAdopted.
-const rebuildLost = "probes, lifecycle.postStart, restartPolicy (Always assumed), " +
+const rebuildLost = "probes, lifecycle.postStart, restartPolicy (Always assumed), containers' restartPolicy and restartPolicyRules, " +
 	"init containers (inferred from creation order and exit codes), imagePullPolicy (IfNotPresent assumed), " +
 	"dnsPolicy, dnsConfig, hostname, subdomain, hostAliases, nodeSelector, tolerations, affinity, " +
 	"activeDeadlineSeconds, serviceAccountName, readinessGates, resizePolicy"

@@ -118,9 +118,19 @@ func (p *planner) computeInitContainerActions(a *PodActions) bool {
 				break
 			}
 			if isInitContainerFailed(inst) {
-				if !restartOnFailure {
+				// Its restart rules and policy decide, when it has its own
+				// (ContainerRestartRules); else the pod's policy. NOTE(podsync):
+				// the kubelet asks ShouldContainerBeRestarted for every init
+				// container, which under OnFailure would fail the pod of an
+				// OOM-killed one that exited 0; the pod's restartPolicy keeps
+				// retrying it, as before the feature.
+				restart := restartOnFailure
+				if c.RestartPolicy != nil {
+					_, restart = ShouldContainerBeRestarted(c, pod, p.view)
+				}
+				if !restart {
 					p.killPod(a, KillReasonInitContainerFailed,
-						fmt.Sprintf("Init container %s failed with exit code %d and restartPolicy is Never", c.Name, inst.ExitCode))
+						fmt.Sprintf("Init container %s failed with exit code %d and %s", c.Name, inst.ExitCode, noRestartWhy(c)))
 					return false
 				}
 				start(c, ReasonInitFailed, fmt.Sprintf("Init container %s failed with exit code %d; retrying", c.Name, inst.ExitCode))
@@ -134,9 +144,14 @@ func (p *planner) computeInitContainerActions(a *PodActions) bool {
 			}
 		default:
 			msg := fmt.Sprintf("Init container is in %q state, try killing it before restart", inst.State)
-			if !sidecar && !restartOnFailure {
+			restart := restartOnFailure
+			if c.RestartPolicy != nil {
+				// No exit code for the rules: the container's own policy.
+				restart = *c.RestartPolicy != corev1.ContainerRestartPolicyNever
+			}
+			if !sidecar && !restart {
 				p.killPod(a, KillReasonInitContainerFailed,
-					fmt.Sprintf("Init container %s is in an unknown state and restartPolicy is Never", c.Name))
+					fmt.Sprintf("Init container %s is in an unknown state and its restartPolicy is Never", c.Name))
 				return false
 			}
 			p.kill(c, inst, ReasonUnknownState, msg, nil)
@@ -160,6 +175,17 @@ func (p *planner) computeInitContainerActions(a *PodActions) bool {
 		return initIndex(pod, x.Name) - initIndex(pod, y.Name)
 	})
 	return podHasInitialized
+}
+
+// noRestartWhy says why a failed init container is not restarted.
+func noRestartWhy(c *corev1.Container) string {
+	switch {
+	case len(c.RestartPolicyRules) > 0:
+		return fmt.Sprintf("neither its restartPolicyRules nor its restartPolicy %s restart it", *c.RestartPolicy)
+	case c.RestartPolicy != nil:
+		return fmt.Sprintf("its restartPolicy is %s", *c.RestartPolicy)
+	}
+	return "restartPolicy is Never"
 }
 
 func initIndex(pod *corev1.Pod, name string) int {

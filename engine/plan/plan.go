@@ -282,6 +282,11 @@ func (p *planner) compute() PodActions {
 		var reason, msg string
 		var changed []string
 		willRestart := restart
+		if c.RestartPolicy != nil {
+			// A probe's failure: the container's own restart policy, not
+			// its rules, as it has not exited (the kubelet's).
+			willRestart = *c.RestartPolicy != corev1.ContainerRestartPolicyNever
+		}
 		resize, r := resizeDone, ResizeAction{}
 		if hash := model.ContainerHash(pod, c); hash != inst.Hash {
 			// The kubelet's container hash leaves resources out: a
@@ -343,7 +348,13 @@ func (p *planner) computeNewSandbox(a PodActions) PodActions {
 	var starts []ContainerAction
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && containerSucceeded(c, p.view) {
+		// Containers that run once (OnFailure, the container's own policy
+		// first) and succeeded are not started again.
+		runOnce := pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure
+		if c.RestartPolicy != nil {
+			runOnce = *c.RestartPolicy == corev1.ContainerRestartPolicyOnFailure
+		}
+		if runOnce && containerSucceeded(c, p.view) {
 			continue
 		}
 		starts = append(starts, p.startAction(c, ReasonNewSandbox, "Container will be started in a new sandbox"))
@@ -402,13 +413,10 @@ func ShouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, view *mode
 	case model.ContainerCreated:
 		return ReasonCreated, true
 	}
-	switch pod.Spec.RestartPolicy {
-	case corev1.RestartPolicyNever:
+	// The container's restart rules and policy, then the pod's
+	// (ContainerRestartRules).
+	if !model.ContainerShouldRestart(&pod.Spec, c, inst.ExitCode) {
 		return "", false
-	case corev1.RestartPolicyOnFailure:
-		if inst.ExitCode == 0 {
-			return "", false
-		}
 	}
 	return ReasonExited, true
 }

@@ -72,6 +72,21 @@ func withDebug(p *corev1.Pod) {
 
 func keep() planSummary { return planSummary{Sandbox: "use:sb1"} }
 
+// restartRule gives the container named name its own restart policy and,
+// when op is set, a rule that restarts it on exit codes op codes.
+func restartRule(name string, policy corev1.ContainerRestartPolicy, op corev1.ContainerRestartRuleOnExitCodesOperator, codes ...int32) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		c := model.SpecContainer(p, name)
+		c.RestartPolicy = ptr.To(policy)
+		if op != "" {
+			c.RestartPolicyRules = []corev1.ContainerRestartRule{{
+				Action:    corev1.ContainerRestartRuleActionRestart,
+				ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: op, Values: codes},
+			}}
+		}
+	}
+}
+
 func TestComputePodActions(t *testing.T) {
 	mp := plantest.BasePod // the unmutated pod, for hashes of instances
 	withSidecarStartup := func(p *corev1.Pod) {
@@ -250,6 +265,111 @@ func TestComputePodActions(t *testing.T) {
 				v.Containers[0] = plantest.Exited(v.Containers[0], 1, time.Minute)
 			},
 			want: keep(),
+		},
+		// Container restart policy and rules (ContainerRestartRules,
+		// KEP-5307): the container's rules, then its policy, then the
+		// pod's decide by exit code, as the kubelet's
+		// ContainerShouldRestart.
+		{
+			name:      "a restart rule restarts a container on its exit code under the pod's Never",
+			mutatePod: plantest.Chain(plantest.Policy(corev1.RestartPolicyNever), restartRule("helper", corev1.ContainerRestartPolicyNever, corev1.ContainerRestartRuleOnExitCodesOpIn, 42)),
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
+				v.Containers[0] = plantest.Exited(v.Containers[0], 42, time.Minute)
+			},
+			want: planSummary{Sandbox: "use:sb1", Start: []string{"helper#1:Exited"}},
+		},
+		{
+			name:      "a restart rule that does not match leaves the container's policy to decide",
+			mutatePod: plantest.Chain(plantest.Policy(corev1.RestartPolicyNever), restartRule("helper", corev1.ContainerRestartPolicyNever, corev1.ContainerRestartRuleOnExitCodesOpIn, 42)),
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
+				v.Containers[0] = plantest.Exited(v.Containers[0], 1, time.Minute)
+			},
+			want: keep(),
+		},
+		{
+			name:      "a NotIn rule restarts on any other exit code",
+			mutatePod: restartRule("helper", corev1.ContainerRestartPolicyNever, corev1.ContainerRestartRuleOnExitCodesOpNotIn, 0, 3),
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
+				v.Containers[0] = plantest.Exited(v.Containers[0], 137, time.Minute)
+			},
+			want: planSummary{Sandbox: "use:sb1", Start: []string{"helper#1:Exited"}},
+		},
+		{
+			name:      "a NotIn rule does not restart on one of its exit codes",
+			mutatePod: restartRule("helper", corev1.ContainerRestartPolicyNever, corev1.ContainerRestartRuleOnExitCodesOpNotIn, 0, 3),
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
+				v.Containers[0] = plantest.Exited(v.Containers[0], 3, time.Minute)
+			},
+			want: keep(),
+		},
+		{
+			name:      "a container's own restartPolicy Never overrides the pod's Always",
+			mutatePod: restartRule("helper", corev1.ContainerRestartPolicyNever, ""),
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
+				v.Containers[0] = plantest.Exited(v.Containers[0], 1, time.Minute)
+			},
+			want: keep(),
+		},
+		{
+			name:      "a container's own restartPolicy OnFailure restarts a failure under the pod's Never",
+			mutatePod: plantest.Chain(plantest.Policy(corev1.RestartPolicyNever), restartRule("helper", corev1.ContainerRestartPolicyOnFailure, "")),
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
+				v.Containers[0] = plantest.Exited(v.Containers[0], 1, time.Minute)
+			},
+			want: planSummary{Sandbox: "use:sb1", Start: []string{"helper#1:Exited"}},
+		},
+		{
+			name:      "a container's own restartPolicy Never: a liveness failure kills without restart, whatever its rules",
+			mutatePod: restartRule("app", corev1.ContainerRestartPolicyNever, corev1.ContainerRestartRuleOnExitCodesOpIn, 137),
+			probes:    model.ProbeResults{Liveness: map[string]model.ProbeResult{"c-app": model.ProbeFailure}},
+			want:      planSummary{Sandbox: "use:sb1", Kill: []string{"app/c-app:LivenessProbeFailed"}},
+		},
+		{
+			name:      "a container's own restartPolicy Always: a liveness failure restarts it under the pod's Never",
+			mutatePod: plantest.Chain(plantest.Policy(corev1.RestartPolicyNever), restartRule("app", corev1.ContainerRestartPolicyAlways, "")),
+			probes:    model.ProbeResults{Liveness: map[string]model.ProbeResult{"c-app": model.ProbeFailure}},
+			want:      planSummary{Sandbox: "use:sb1", Kill: []string{"app/c-app:LivenessProbeFailed"}, Start: []string{"app#1:LivenessProbeFailed"}},
+		},
+		{
+			name:      "a new sandbox does not start a succeeded container whose own restartPolicy is OnFailure",
+			mutatePod: restartRule("helper", corev1.ContainerRestartPolicyOnFailure, ""),
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
+				v.Sandboxes[0].State = model.SandboxNotReady
+				v.Containers = []model.ContainerInstance{plantest.Exited(v.Containers[0], 0, time.Minute), plantest.Exited(v.Containers[1], 137, time.Minute)}
+			},
+			want: planSummary{KillPod: plan.KillReasonSandboxChanged, Sandbox: "create@1:SandboxNotReady", Start: []string{"app#1:NewSandbox"}},
+		},
+		{
+			name:      "every container exited and none restarts by its rules kills the pod",
+			mutatePod: plantest.Chain(plantest.Policy(corev1.RestartPolicyNever), restartRule("helper", corev1.ContainerRestartPolicyNever, corev1.ContainerRestartRuleOnExitCodesOpIn, 42)),
+			mutateView: func(_ *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = []model.ContainerInstance{plantest.Exited(v.Containers[0], 1, time.Minute), plantest.Exited(v.Containers[1], 0, time.Minute)}
+			},
+			want: planSummary{KillPod: plan.KillReasonAllContainersDone, Sandbox: "use:sb1", KillIDs: []string{"sb1"}},
+		},
+		{
+			name:      "a failed init container a rule matches is retried under the pod's Never",
+			mutatePod: plantest.Chain(plantest.WithInit("init-a", "init-b"), plantest.Policy(corev1.RestartPolicyNever), restartRule("init-a", corev1.ContainerRestartPolicyNever, corev1.ContainerRestartRuleOnExitCodesOpIn, 2)),
+			mutateView: func(p *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = []model.ContainerInstance{plantest.Exited(plantest.Inst(p, "init-a", "c-a", model.ContainerExited, 0, time.Minute), 2, time.Minute)}
+			},
+			want: planSummary{Sandbox: "use:sb1", StartInit: []string{"init-a#1:InitContainerFailed"}},
+		},
+		{
+			name:      "a failed init container whose own restartPolicy is Never fails the pod under OnFailure",
+			mutatePod: plantest.Chain(plantest.WithInit("init-a", "init-b"), plantest.Policy(corev1.RestartPolicyOnFailure), restartRule("init-a", corev1.ContainerRestartPolicyNever, corev1.ContainerRestartRuleOnExitCodesOpIn, 2)),
+			mutateView: func(p *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = []model.ContainerInstance{plantest.Exited(plantest.Inst(p, "init-a", "c-a", model.ContainerExited, 0, time.Minute), 1, time.Second)}
+			},
+			want: planSummary{KillPod: plan.KillReasonInitContainerFailed, Sandbox: "use:sb1", KillIDs: []string{"sb1"}},
+		},
+		{
+			name:      "an unknown init container whose own restartPolicy is OnFailure is restarted under the pod's Never",
+			mutatePod: plantest.Chain(plantest.WithInit("init-a"), plantest.Policy(corev1.RestartPolicyNever), restartRule("init-a", corev1.ContainerRestartPolicyOnFailure, "")),
+			mutateView: func(p *corev1.Pod, v *model.RuntimeView) {
+				v.Containers = []model.ContainerInstance{plantest.Inst(p, "init-a", "c-a", model.ContainerUnknown, 0, time.Minute)}
+			},
+			want: planSummary{Sandbox: "use:sb1", Kill: []string{"init-a/c-a:Unknown"}, StartInit: []string{"init-a#1:Unknown"}},
 		},
 		{
 			name:       "container never started is started under Never",

@@ -21,8 +21,8 @@ func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, pod
 	spec := pod.Spec
 	pendingRestartableInit, pendingRegularInit := 0, 0
 	failedInitNotRestartable := 0
-	initFailed := func(exitCode int32) {
-		if exitCode != 0 && !containerShouldRestart(pod, exitCode) {
+	initFailed := func(c *corev1.Container, exitCode int32) {
+		if exitCode != 0 && !model.ContainerShouldRestart(&spec, c, exitCode) {
 			failedInitNotRestartable++
 		}
 	}
@@ -38,10 +38,10 @@ func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, pod
 		case st.State.Running != nil:
 			pendingRegularInit++
 		case st.State.Terminated != nil:
-			initFailed(st.State.Terminated.ExitCode)
+			initFailed(c, st.State.Terminated.ExitCode)
 		case st.State.Waiting != nil:
 			if t := st.LastTerminationState.Terminated; t != nil {
-				initFailed(t.ExitCode)
+				initFailed(c, t.ExitCode)
 			} else {
 				pendingRegularInit++
 			}
@@ -76,7 +76,8 @@ func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, pod
 		}
 	}
 	for i := range spec.Containers {
-		st := findStatus(info, spec.Containers[i].Name)
+		c := &spec.Containers[i]
+		st := findStatus(info, c.Name)
 		switch {
 		case st == nil:
 			unknown++
@@ -84,7 +85,7 @@ func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, pod
 			running++
 		case st.State.Terminated != nil:
 			stopped++
-			if !containerShouldRestart(pod, st.State.Terminated.ExitCode) {
+			if !model.ContainerShouldRestart(&spec, c, st.State.Terminated.ExitCode) {
 				stoppedNotRestartable++
 			}
 			if st.State.Terminated.ExitCode == 0 {
@@ -93,7 +94,7 @@ func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, pod
 		case st.State.Waiting != nil:
 			if t := st.LastTerminationState.Terminated; t != nil {
 				stopped++
-				if !containerShouldRestart(pod, t.ExitCode) {
+				if !model.ContainerShouldRestart(&spec, c, t.ExitCode) {
 					stoppedNotRestartable++
 				}
 			} else {
@@ -130,20 +131,5 @@ func getPhase(pod *corev1.Pod, info []corev1.ContainerStatus, podIsTerminal, pod
 		return corev1.PodFailed
 	default:
 		return corev1.PodPending
-	}
-}
-
-// containerShouldRestart is the kubelet's podutil.ContainerShouldRestart
-// for a container without its own restart policy and rules (podsync
-// refuses them on regular containers and allows only a sidecar's Always,
-// which getPhase never asks about): the pod's restart policy decides.
-func containerShouldRestart(pod *corev1.Pod, exitCode int32) bool {
-	switch pod.Spec.RestartPolicy {
-	case corev1.RestartPolicyOnFailure:
-		return exitCode != 0
-	case corev1.RestartPolicyNever:
-		return false
-	default:
-		return true
 	}
 }

@@ -4,8 +4,8 @@ package podstatus
 // k8s.io/kubernetes pkg/kubelet/kubelet_pods_test.go at v1.37.2
 // (TestPodPhaseWith…; Copyright The Kubernetes Authors, Apache License
 // 2.0), with their status helpers. Only the logger and the assertion
-// differ; the tables of container-level restart rules (KEP-5307) and of
-// RestartAllContainers are left out, as podsync refuses those fields.
+// differ; the table of RestartAllContainers is left out, as podsync
+// refuses that action of the container restart rules (KEP-5307).
 
 import (
 	"testing"
@@ -1240,5 +1240,207 @@ func TestPodPhaseWithRestartOnFailure(t *testing.T) {
 		if status != test.status {
 			t.Errorf("[test %s] phase = %s, want %s", test.test, status, test.status)
 		}
+	}
+}
+
+func TestPodPhaseWithContainerRestartPolicy(t *testing.T) {
+	var (
+		containerRestartPolicyOnFailure = corev1.ContainerRestartPolicyOnFailure
+		containerRestartPolicyNever     = corev1.ContainerRestartPolicyNever
+	)
+	tests := []struct {
+		name          string
+		spec          *corev1.PodSpec
+		statuses      []corev1.ContainerStatus
+		podIsTerminal bool
+		expectedPhase corev1.PodPhase
+	}{
+		{
+			name: "container with restart policy Never failed",
+			spec: &corev1.PodSpec{
+				Containers: []corev1.Container{{
+					Name:          "failed-container",
+					RestartPolicy: &containerRestartPolicyNever,
+				}},
+				RestartPolicy: corev1.RestartPolicyAlways,
+			},
+			statuses:      []corev1.ContainerStatus{failedState("failed-container")},
+			expectedPhase: corev1.PodFailed,
+		},
+		{
+			name: "container with restart policy OnFailure failed",
+			spec: &corev1.PodSpec{
+				Containers: []corev1.Container{{
+					Name:          "failed-container",
+					RestartPolicy: &containerRestartPolicyOnFailure,
+				}},
+				RestartPolicy: corev1.RestartPolicyAlways,
+			},
+			statuses: []corev1.ContainerStatus{
+				failedState("failed-container"),
+			},
+			expectedPhase: corev1.PodRunning,
+		},
+		{
+			name: "container with restart policy Always failed",
+			spec: &corev1.PodSpec{
+				Containers: []corev1.Container{{
+					Name:          "failed-container",
+					RestartPolicy: &containerRestartPolicyAlways,
+				}},
+				RestartPolicy: corev1.RestartPolicyAlways,
+			},
+			statuses: []corev1.ContainerStatus{
+				failedState("failed-container"),
+			},
+			expectedPhase: corev1.PodRunning,
+		},
+		{
+			name: "At least one container with restartable container-level restart policy failed",
+			// Spec to simulate containerB having RestartPolicy: Always
+			spec: &corev1.PodSpec{
+				Containers: []corev1.Container{
+					{
+						Name:          "containerA",
+						RestartPolicy: &containerRestartPolicyAlways,
+					},
+					{Name: "containerB"},
+				},
+				RestartPolicy: corev1.RestartPolicyNever,
+			},
+			statuses: []corev1.ContainerStatus{
+				succeededState("containerA"),
+				failedState("containerB"),
+			},
+			expectedPhase: corev1.PodRunning,
+		},
+		{
+			name: "All containers without restartable container-level restart policy failed",
+			spec: &corev1.PodSpec{
+				Containers: []corev1.Container{
+					{
+						Name:          "containerA",
+						RestartPolicy: &containerRestartPolicyNever,
+					},
+					{
+						Name:          "containerB",
+						RestartPolicy: &containerRestartPolicyOnFailure,
+					},
+				},
+				RestartPolicy: corev1.RestartPolicyAlways,
+			},
+			statuses: []corev1.ContainerStatus{
+				failedState("containerA"),
+				succeededState("containerB"),
+			},
+			expectedPhase: corev1.PodFailed,
+		},
+		{
+			name: "All containers succeeded",
+			spec: &corev1.PodSpec{
+				Containers: []corev1.Container{
+					{
+						Name:          "containerA",
+						RestartPolicy: &containerRestartPolicyNever,
+					},
+					{
+						Name:          "containerB",
+						RestartPolicy: &containerRestartPolicyOnFailure,
+					},
+				},
+				RestartPolicy: corev1.RestartPolicyAlways,
+			},
+			statuses: []corev1.ContainerStatus{
+				succeededState("containerA"),
+				succeededState("containerB"),
+			},
+			expectedPhase: corev1.PodSucceeded,
+		},
+	}
+
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{
+				Spec: *tc.spec,
+				Status: corev1.PodStatus{
+					ContainerStatuses: tc.statuses,
+				},
+			}
+			if phase := getPhase(pod, tc.statuses, tc.podIsTerminal, true); phase != tc.expectedPhase {
+				t.Errorf("phase = %s, want %s", phase, tc.expectedPhase)
+			}
+		})
+	}
+}
+
+func TestPodPhaseWithContainerRestartPolicyInitContainers(t *testing.T) {
+	var (
+		containerRestartPolicyOnFailure = corev1.ContainerRestartPolicyOnFailure
+		containerRestartPolicyNever     = corev1.ContainerRestartPolicyNever
+	)
+	tests := []struct {
+		name          string
+		spec          *corev1.PodSpec
+		statuses      []corev1.ContainerStatus
+		podIsTerminal bool
+		expectedPhase corev1.PodPhase
+	}{
+		{
+			name: "init container with restart policy Never failed",
+			spec: &corev1.PodSpec{
+				InitContainers: []corev1.Container{{
+					Name:          "failed-container",
+					RestartPolicy: &containerRestartPolicyNever,
+				}},
+				Containers:    []corev1.Container{{Name: "container"}},
+				RestartPolicy: corev1.RestartPolicyAlways,
+			},
+			statuses:      []corev1.ContainerStatus{failedState("failed-container")},
+			expectedPhase: corev1.PodFailed,
+		},
+		{
+			name: "init container with restart policy OnFailure failed",
+			spec: &corev1.PodSpec{
+				InitContainers: []corev1.Container{{
+					Name:          "failed-container",
+					RestartPolicy: &containerRestartPolicyOnFailure,
+				}},
+				Containers:    []corev1.Container{{Name: "container"}},
+				RestartPolicy: corev1.RestartPolicyNever,
+			},
+			statuses: []corev1.ContainerStatus{
+				failedState("failed-container"),
+			},
+			expectedPhase: corev1.PodPending,
+		},
+		{
+			name: "container with restart policy Always failed",
+			spec: &corev1.PodSpec{
+				InitContainers: []corev1.Container{{
+					Name:          "failed-container",
+					RestartPolicy: &containerRestartPolicyAlways,
+				}},
+				Containers:    []corev1.Container{{Name: "container"}},
+				RestartPolicy: corev1.RestartPolicyNever,
+			},
+			statuses: []corev1.ContainerStatus{
+				failedState("failed-container"),
+			},
+			expectedPhase: corev1.PodPending,
+		},
+	}
+
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{
+				Spec: *tc.spec,
+				Status: corev1.PodStatus{
+					ContainerStatuses: tc.statuses,
+				},
+			}
+			if phase := getPhase(pod, tc.statuses, tc.podIsTerminal, true); phase != tc.expectedPhase {
+				t.Errorf("phase = %s, want %s", phase, tc.expectedPhase)
+			}
+		})
 	}
 }

@@ -64,7 +64,7 @@ func terminalFailure(pod *corev1.Pod, s syncer.StepResult) bool {
 			return registryRefused(s.Message + " " + s.Err.Error())
 		case syncer.ReasonPostStartHookError:
 			c := model.SpecContainer(pod, s.Target)
-			return c != nil && pod.Spec.RestartPolicy == corev1.RestartPolicyNever && !model.IsRestartableInitContainer(c)
+			return c != nil && !model.IsContainerRestartable(&pod.Spec, c) && !model.IsRestartableInitContainer(c)
 		}
 	}
 	return false

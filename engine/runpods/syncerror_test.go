@@ -71,6 +71,15 @@ func TestSyncErrorsThatWillNotClearFailAtOnce(t *testing.T) {
 		},
 		{name: "a failed postStart hook under Never", mutate: never, apply: []syncer.StepResult{hook}, failed: &hook},
 		{name: "a failed postStart hook under Always restarts", apply: []syncer.StepResult{hook}},
+		{name: "a failed postStart hook of a container whose own restartPolicy is Never", apply: []syncer.StepResult{hook}, failed: &hook,
+			mutate: func(p *corev1.Pod) { p.Spec.Containers[0].RestartPolicy = new(corev1.ContainerRestartPolicyNever) }},
+		{name: "a failed postStart hook under Never of a container a rule may restart", apply: []syncer.StepResult{hook},
+			mutate: func(p *corev1.Pod) {
+				never(p)
+				p.Spec.Containers[0].RestartPolicy = new(corev1.ContainerRestartPolicyNever)
+				p.Spec.Containers[0].RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
+					ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{137}}}}
+			}},
 		{name: "a crash-loop back-off", later: []syncer.StepResult{start(plan.ReasonCrashLoopBackOff, "back-off 10s", nil)}},
 		{name: "an image-pull back-off", apply: []syncer.StepResult{start(plan.ReasonImagePullBackOff, "Back-off pulling image", nil)}},
 		{name: "a failed pull", apply: []syncer.StepResult{start(podstatus.ReasonErrImagePull, "dial tcp: i/o timeout", errors.New("pull: i/o timeout"))}},

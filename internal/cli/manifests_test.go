@@ -33,7 +33,8 @@ func TestManifestProblemsGolden(t *testing.T) {
 		{"problems-misspelt.txt", []string{"sync", "-f", "testdata/input/misspelt.yaml"}},
 		// A bad file does not hide the next.
 		{"problems-two-files.txt", []string{"plan", "-f", "testdata/input/misspelt.yaml", "-f", "testdata/input/number-for-string.yaml"}},
-		{"problems-identity.txt", []string{"convert", "-f", "testdata/input/generate-name.yaml"}},
+		// One round: validation's problems come with the type check's.
+		{"problems-one-round.txt", []string{"convert", "-f", "testdata/input/one-round.yaml"}},
 	} {
 		t.Run(tt.golden, func(t *testing.T) {
 			r := runCLI(t, map[string]string{"PODSYNC_ADDRESS": "unix://" + filepath.Join(t.TempDir(), "none.sock")}, "", tt.args...)
@@ -42,6 +43,36 @@ func TestManifestProblemsGolden(t *testing.T) {
 			}
 			golden(t, tt.golden, r.stderr)
 		})
+	}
+}
+
+// TestGenerateName: run names a pod that has only a generateName on the
+// node (prefix and five random characters), a new pod each run, as
+// kubectl create; apply refuses it, saying why.
+func TestGenerateName(t *testing.T) {
+	d := startPodsyncd(t)
+	names := map[string]bool{}
+	for range 2 {
+		r := d.run(t, "", "run", "-f", "testdata/input/generate-name.yaml")
+		mustSucceed(t, "run", r)
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if f := strings.Fields(l); len(f) >= 3 && f[0] == "default" && strings.HasPrefix(f[1], "web-") && f[2] == "Running" {
+				names[f[1]] = true
+			}
+		}
+	}
+	if len(names) != 2 {
+		t.Errorf("pods run: %v, want two, each named web-XXXXX", names)
+	}
+	for n := range names {
+		if len(n) != len("web-")+5 {
+			t.Errorf("pod %q: want web- and five characters", n)
+		}
+	}
+	r := d.run(t, "", "apply", "-f", "testdata/input/generate-name.yaml")
+	if r.code != 1 || !strings.Contains(r.stderr, "metadata.generateName: a name is generated only by RunPods (podsyncctl run)") ||
+		!strings.Contains(r.stderr, "give metadata.name") {
+		t.Errorf("apply: exit %d\n%s\nwant exit 1 saying run generates names and apply needs metadata.name", r.code, r.stderr)
 	}
 }
 

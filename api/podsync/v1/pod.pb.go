@@ -160,8 +160,15 @@ type ObjectMeta struct {
 	// stored at exactly that version, else the call fails with ABORTED.
 	// Ignored for pods.
 	ResourceVersion string `protobuf:"bytes,100,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// generate_name, for a pod of RunPods without a name, is the prefix of
+	// the name podsyncd generates for it, as the API server's
+	// names.SimpleNameGenerator does: the prefix (cut to 58 characters) and 5
+	// random characters. The pod then gets a random uid. SyncPod and PlanPod
+	// refuse it without a name: they address an existing pod by its name.
+	// Ignored when name is set.
+	GenerateName  string `protobuf:"bytes,9,opt,name=generate_name,json=generateName,proto3" json:"generate_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ObjectMeta) Reset() {
@@ -253,6 +260,13 @@ func (x *ObjectMeta) GetDeletionGracePeriodSeconds() int64 {
 func (x *ObjectMeta) GetResourceVersion() string {
 	if x != nil {
 		return x.ResourceVersion
+	}
+	return ""
+}
+
+func (x *ObjectMeta) GetGenerateName() string {
+	if x != nil {
+		return x.GenerateName
 	}
 	return ""
 }
@@ -355,6 +369,12 @@ type PodSpec struct {
 	// or kubernetes.io/dockercfg sent with the pod; their credentials for the
 	// image's registry are given to the runtime's pull.
 	ImagePullSecrets []*LocalObjectReference `protobuf:"bytes,87,rep,name=image_pull_secrets,json=imagePullSecrets,proto3" json:"image_pull_secrets,omitempty"`
+	// service_account_name names the pod's service account. podsync has no
+	// API server to issue its token, so none is mounted; the name is what
+	// the downward API's spec.serviceAccountName gives an env var ("default"
+	// when empty, the account the API server's ServiceAccount admission
+	// names). A DNS-1123 subdomain.
+	ServiceAccountName string `protobuf:"bytes,88,opt,name=service_account_name,json=serviceAccountName,proto3" json:"service_account_name,omitempty"`
 	// ephemeral_containers are debug containers added to the running pod by
 	// AddEphemeralContainer (podsyncctl debug), never by RunPods or SyncPod
 	// (they refuse a spec that carries any, as the API server only adds them
@@ -604,6 +624,13 @@ func (x *PodSpec) GetImagePullSecrets() []*LocalObjectReference {
 		return x.ImagePullSecrets
 	}
 	return nil
+}
+
+func (x *PodSpec) GetServiceAccountName() string {
+	if x != nil {
+		return x.ServiceAccountName
+	}
+	return ""
 }
 
 func (x *PodSpec) GetEphemeralContainers() []*EphemeralContainer {
@@ -2974,8 +3001,10 @@ type Container struct {
 	TerminationMessagePolicy string `protobuf:"bytes,17,opt,name=termination_message_policy,json=terminationMessagePolicy,proto3" json:"termination_message_policy,omitempty"`
 	// security_context of the container.
 	SecurityContext *SecurityContext `protobuf:"bytes,18,opt,name=security_context,json=securityContext,proto3" json:"security_context,omitempty"`
-	// restart_policy is only valid on init containers, where "Always" makes a
-	// native sidecar.
+	// restart_policy is the container's own restart policy ("Always",
+	// "OnFailure" or "Never"), which overrides the pod's for it
+	// (ContainerRestartRules, KEP-5307). On an init container, "Always" makes
+	// a native sidecar.
 	RestartPolicy *string `protobuf:"bytes,19,opt,name=restart_policy,json=restartPolicy,proto3,oneof" json:"restart_policy,omitempty"`
 	// stdin keeps a stdin stream open for the container.
 	Stdin bool `protobuf:"varint,20,opt,name=stdin,proto3" json:"stdin,omitempty"`
@@ -2989,9 +3018,13 @@ type Container struct {
 	ResizePolicy []*ContainerResizePolicy `protobuf:"bytes,22,rep,name=resize_policy,json=resizePolicy,proto3" json:"resize_policy,omitempty"`
 	// stdin_once closes the stdin stream after the first attach ends; only
 	// with stdin.
-	StdinOnce     bool `protobuf:"varint,60,opt,name=stdin_once,json=stdinOnce,proto3" json:"stdin_once,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	StdinOnce bool `protobuf:"varint,60,opt,name=stdin_once,json=stdinOnce,proto3" json:"stdin_once,omitempty"`
+	// restart_policy_rules decide, in order, whether the container is
+	// restarted when it exits: the first rule whose exit codes match
+	// applies, else restart_policy (required with rules) does. At most 20.
+	RestartPolicyRules []*ContainerRestartRule `protobuf:"bytes,23,rep,name=restart_policy_rules,json=restartPolicyRules,proto3" json:"restart_policy_rules,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Container) Reset() {
@@ -3185,6 +3218,123 @@ func (x *Container) GetStdinOnce() bool {
 	return false
 }
 
+func (x *Container) GetRestartPolicyRules() []*ContainerRestartRule {
+	if x != nil {
+		return x.RestartPolicyRules
+	}
+	return nil
+}
+
+// ContainerRestartRule mirrors core/v1 ContainerRestartRule.
+type ContainerRestartRule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// action: "Restart". Required. (RestartAllContainers is not supported.)
+	Action string `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	// exit_codes the rule matches. Required.
+	ExitCodes     *ContainerRestartRuleOnExitCodes `protobuf:"bytes,2,opt,name=exit_codes,json=exitCodes,proto3" json:"exit_codes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerRestartRule) Reset() {
+	*x = ContainerRestartRule{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerRestartRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerRestartRule) ProtoMessage() {}
+
+func (x *ContainerRestartRule) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerRestartRule.ProtoReflect.Descriptor instead.
+func (*ContainerRestartRule) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ContainerRestartRule) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *ContainerRestartRule) GetExitCodes() *ContainerRestartRuleOnExitCodes {
+	if x != nil {
+		return x.ExitCodes
+	}
+	return nil
+}
+
+// ContainerRestartRuleOnExitCodes mirrors core/v1's.
+type ContainerRestartRuleOnExitCodes struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// operator: "In" (the exit code is one of values) or "NotIn". Required.
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// values are the exit codes, at most 255.
+	Values        []int32 `protobuf:"varint,2,rep,packed,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerRestartRuleOnExitCodes) Reset() {
+	*x = ContainerRestartRuleOnExitCodes{}
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerRestartRuleOnExitCodes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerRestartRuleOnExitCodes) ProtoMessage() {}
+
+func (x *ContainerRestartRuleOnExitCodes) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerRestartRuleOnExitCodes.ProtoReflect.Descriptor instead.
+func (*ContainerRestartRuleOnExitCodes) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ContainerRestartRuleOnExitCodes) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+func (x *ContainerRestartRuleOnExitCodes) GetValues() []int32 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 // ContainerResizePolicy mirrors core/v1 ContainerResizePolicy.
 type ContainerResizePolicy struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3198,7 +3348,7 @@ type ContainerResizePolicy struct {
 
 func (x *ContainerResizePolicy) Reset() {
 	*x = ContainerResizePolicy{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3210,7 +3360,7 @@ func (x *ContainerResizePolicy) String() string {
 func (*ContainerResizePolicy) ProtoMessage() {}
 
 func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3223,7 +3373,7 @@ func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerResizePolicy.ProtoReflect.Descriptor instead.
 func (*ContainerResizePolicy) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{38}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ContainerResizePolicy) GetResourceName() string {
@@ -3255,7 +3405,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3267,7 +3417,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3280,7 +3430,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{39}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *EnvVar) GetName() string {
@@ -3322,7 +3472,7 @@ type EnvVarSource struct {
 
 func (x *EnvVarSource) Reset() {
 	*x = EnvVarSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3334,7 +3484,7 @@ func (x *EnvVarSource) String() string {
 func (*EnvVarSource) ProtoMessage() {}
 
 func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3347,7 +3497,7 @@ func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVarSource.ProtoReflect.Descriptor instead.
 func (*EnvVarSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{40}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *EnvVarSource) GetFieldRef() *ObjectFieldSelector {
@@ -3393,7 +3543,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3405,7 +3555,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3418,7 +3568,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{41}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ObjectFieldSelector) GetApiVersion() string {
@@ -3450,7 +3600,7 @@ type ConfigMapKeySelector struct {
 
 func (x *ConfigMapKeySelector) Reset() {
 	*x = ConfigMapKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3462,7 +3612,7 @@ func (x *ConfigMapKeySelector) String() string {
 func (*ConfigMapKeySelector) ProtoMessage() {}
 
 func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3475,7 +3625,7 @@ func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapKeySelector.ProtoReflect.Descriptor instead.
 func (*ConfigMapKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{42}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ConfigMapKeySelector) GetName() string {
@@ -3514,7 +3664,7 @@ type SecretKeySelector struct {
 
 func (x *SecretKeySelector) Reset() {
 	*x = SecretKeySelector{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3526,7 +3676,7 @@ func (x *SecretKeySelector) String() string {
 func (*SecretKeySelector) ProtoMessage() {}
 
 func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3539,7 +3689,7 @@ func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretKeySelector.ProtoReflect.Descriptor instead.
 func (*SecretKeySelector) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{43}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SecretKeySelector) GetName() string {
@@ -3578,7 +3728,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3590,7 +3740,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3603,7 +3753,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{44}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -3640,7 +3790,7 @@ type ConfigMapEnvSource struct {
 
 func (x *ConfigMapEnvSource) Reset() {
 	*x = ConfigMapEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3652,7 +3802,7 @@ func (x *ConfigMapEnvSource) String() string {
 func (*ConfigMapEnvSource) ProtoMessage() {}
 
 func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3665,7 +3815,7 @@ func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapEnvSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{45}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ConfigMapEnvSource) GetName() string {
@@ -3695,7 +3845,7 @@ type SecretEnvSource struct {
 
 func (x *SecretEnvSource) Reset() {
 	*x = SecretEnvSource{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3707,7 +3857,7 @@ func (x *SecretEnvSource) String() string {
 func (*SecretEnvSource) ProtoMessage() {}
 
 func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3720,7 +3870,7 @@ func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretEnvSource.ProtoReflect.Descriptor instead.
 func (*SecretEnvSource) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{46}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SecretEnvSource) GetName() string {
@@ -3758,7 +3908,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3770,7 +3920,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3783,7 +3933,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{47}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -3836,7 +3986,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3848,7 +3998,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3861,7 +4011,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{48}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -3903,7 +4053,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3915,7 +4065,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3928,7 +4078,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{49}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -3992,7 +4142,7 @@ type Lifecycle struct {
 
 func (x *Lifecycle) Reset() {
 	*x = Lifecycle{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[50]
+	mi := &file_podsync_v1_pod_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4004,7 +4154,7 @@ func (x *Lifecycle) String() string {
 func (*Lifecycle) ProtoMessage() {}
 
 func (x *Lifecycle) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[50]
+	mi := &file_podsync_v1_pod_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4017,7 +4167,7 @@ func (x *Lifecycle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lifecycle.ProtoReflect.Descriptor instead.
 func (*Lifecycle) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{50}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Lifecycle) GetPostStart() *LifecycleHandler {
@@ -4058,7 +4208,7 @@ type LifecycleHandler struct {
 
 func (x *LifecycleHandler) Reset() {
 	*x = LifecycleHandler{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[51]
+	mi := &file_podsync_v1_pod_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4070,7 +4220,7 @@ func (x *LifecycleHandler) String() string {
 func (*LifecycleHandler) ProtoMessage() {}
 
 func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[51]
+	mi := &file_podsync_v1_pod_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4083,7 +4233,7 @@ func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LifecycleHandler.ProtoReflect.Descriptor instead.
 func (*LifecycleHandler) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{51}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *LifecycleHandler) GetExec() *ExecAction {
@@ -4118,7 +4268,7 @@ type SleepAction struct {
 
 func (x *SleepAction) Reset() {
 	*x = SleepAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[52]
+	mi := &file_podsync_v1_pod_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4130,7 +4280,7 @@ func (x *SleepAction) String() string {
 func (*SleepAction) ProtoMessage() {}
 
 func (x *SleepAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[52]
+	mi := &file_podsync_v1_pod_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4143,7 +4293,7 @@ func (x *SleepAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SleepAction.ProtoReflect.Descriptor instead.
 func (*SleepAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{52}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *SleepAction) GetSeconds() int64 {
@@ -4164,7 +4314,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[53]
+	mi := &file_podsync_v1_pod_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4176,7 +4326,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[53]
+	mi := &file_podsync_v1_pod_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4189,7 +4339,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{53}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -4230,7 +4380,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[54]
+	mi := &file_podsync_v1_pod_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4242,7 +4392,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[54]
+	mi := &file_podsync_v1_pod_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4255,7 +4405,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{54}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -4346,7 +4496,7 @@ type GRPCAction struct {
 
 func (x *GRPCAction) Reset() {
 	*x = GRPCAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[55]
+	mi := &file_podsync_v1_pod_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4358,7 +4508,7 @@ func (x *GRPCAction) String() string {
 func (*GRPCAction) ProtoMessage() {}
 
 func (x *GRPCAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[55]
+	mi := &file_podsync_v1_pod_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4371,7 +4521,7 @@ func (x *GRPCAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GRPCAction.ProtoReflect.Descriptor instead.
 func (*GRPCAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{55}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GRPCAction) GetPort() int32 {
@@ -4415,7 +4565,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[56]
+	mi := &file_podsync_v1_pod_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4427,7 +4577,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[56]
+	mi := &file_podsync_v1_pod_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4440,7 +4590,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{56}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -4491,7 +4641,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[57]
+	mi := &file_podsync_v1_pod_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4503,7 +4653,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[57]
+	mi := &file_podsync_v1_pod_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4516,7 +4666,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{57}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -4547,7 +4697,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[58]
+	mi := &file_podsync_v1_pod_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4559,7 +4709,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[58]
+	mi := &file_podsync_v1_pod_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4572,7 +4722,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{58}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *TCPSocketAction) GetPort() *structpb.Value {
@@ -4623,7 +4773,7 @@ type SecurityContext struct {
 
 func (x *SecurityContext) Reset() {
 	*x = SecurityContext{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[59]
+	mi := &file_podsync_v1_pod_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4635,7 +4785,7 @@ func (x *SecurityContext) String() string {
 func (*SecurityContext) ProtoMessage() {}
 
 func (x *SecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[59]
+	mi := &file_podsync_v1_pod_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4648,7 +4798,7 @@ func (x *SecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityContext.ProtoReflect.Descriptor instead.
 func (*SecurityContext) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{59}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *SecurityContext) GetPrivileged() bool {
@@ -4741,7 +4891,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[60]
+	mi := &file_podsync_v1_pod_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4753,7 +4903,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[60]
+	mi := &file_podsync_v1_pod_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4766,7 +4916,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{60}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *Capabilities) GetAdd() []string {
@@ -4834,7 +4984,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[61]
+	mi := &file_podsync_v1_pod_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4846,7 +4996,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[61]
+	mi := &file_podsync_v1_pod_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4859,7 +5009,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{61}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -4992,7 +5142,7 @@ type PodIP struct {
 
 func (x *PodIP) Reset() {
 	*x = PodIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[62]
+	mi := &file_podsync_v1_pod_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5004,7 +5154,7 @@ func (x *PodIP) String() string {
 func (*PodIP) ProtoMessage() {}
 
 func (x *PodIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[62]
+	mi := &file_podsync_v1_pod_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5017,7 +5167,7 @@ func (x *PodIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodIP.ProtoReflect.Descriptor instead.
 func (*PodIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{62}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *PodIP) GetIp() string {
@@ -5038,7 +5188,7 @@ type HostIP struct {
 
 func (x *HostIP) Reset() {
 	*x = HostIP{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[63]
+	mi := &file_podsync_v1_pod_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5050,7 +5200,7 @@ func (x *HostIP) String() string {
 func (*HostIP) ProtoMessage() {}
 
 func (x *HostIP) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[63]
+	mi := &file_podsync_v1_pod_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5063,7 +5213,7 @@ func (x *HostIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostIP.ProtoReflect.Descriptor instead.
 func (*HostIP) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{63}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *HostIP) GetIp() string {
@@ -5094,7 +5244,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[64]
+	mi := &file_podsync_v1_pod_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5106,7 +5256,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[64]
+	mi := &file_podsync_v1_pod_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5119,7 +5269,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{64}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PodCondition) GetType() string {
@@ -5201,7 +5351,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[65]
+	mi := &file_podsync_v1_pod_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5213,7 +5363,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[65]
+	mi := &file_podsync_v1_pod_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5226,7 +5376,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{65}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -5321,7 +5471,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[66]
+	mi := &file_podsync_v1_pod_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5333,7 +5483,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[66]
+	mi := &file_podsync_v1_pod_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5346,7 +5496,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{66}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -5384,7 +5534,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[67]
+	mi := &file_podsync_v1_pod_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5396,7 +5546,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[67]
+	mi := &file_podsync_v1_pod_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5409,7 +5559,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{67}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -5437,7 +5587,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[68]
+	mi := &file_podsync_v1_pod_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5449,7 +5599,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[68]
+	mi := &file_podsync_v1_pod_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5462,7 +5612,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{68}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -5495,7 +5645,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[69]
+	mi := &file_podsync_v1_pod_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5507,7 +5657,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[69]
+	mi := &file_podsync_v1_pod_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5520,7 +5670,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{69}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -5598,7 +5748,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[70]
+	mi := &file_podsync_v1_pod_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5610,7 +5760,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[70]
+	mi := &file_podsync_v1_pod_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5623,7 +5773,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{70}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ConfigMap) GetApiVersion() string {
@@ -5694,7 +5844,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_podsync_v1_pod_proto_msgTypes[71]
+	mi := &file_podsync_v1_pod_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5706,7 +5856,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_proto_msgTypes[71]
+	mi := &file_podsync_v1_pod_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5719,7 +5869,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{71}
+	return file_podsync_v1_pod_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *Secret) GetApiVersion() string {
@@ -5783,7 +5933,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x122\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x16.podsync.v1.ObjectMetaR\bmetadata\x12'\n" +
 	"\x04spec\x18\x04 \x01(\v2\x13.podsync.v1.PodSpecR\x04spec\x12-\n" +
-	"\x06status\x18\x05 \x01(\v2\x15.podsync.v1.PodStatusR\x06status\"\xfd\x04\n" +
+	"\x06status\x18\x05 \x01(\v2\x15.podsync.v1.PodStatusR\x06status\"\xa2\x05\n" +
 	"\n" +
 	"ObjectMeta\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
@@ -5794,14 +5944,15 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x12creation_timestamp\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x11creationTimestamp\x12I\n" +
 	"\x12deletion_timestamp\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x11deletionTimestamp\x12F\n" +
 	"\x1ddeletion_grace_period_seconds\x18\b \x01(\x03H\x00R\x1adeletionGracePeriodSeconds\x88\x01\x01\x12)\n" +
-	"\x10resource_version\x18d \x01(\tR\x0fresourceVersion\x1a9\n" +
+	"\x10resource_version\x18d \x01(\tR\x0fresourceVersion\x12#\n" +
+	"\rgenerate_name\x18\t \x01(\tR\fgenerateName\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B \n" +
-	"\x1e_deletion_grace_period_seconds\"\xb6\x0e\n" +
+	"\x1e_deletion_grace_period_seconds\"\xe8\x0e\n" +
 	"\aPodSpec\x125\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x15.podsync.v1.ContainerR\n" +
@@ -5838,7 +5989,8 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\tresources\x18T \x01(\v2 .podsync.v1.ResourceRequirementsR\tresources\x12\x1f\n" +
 	"\bpriority\x18U \x01(\x05H\x06R\bpriority\x88\x01\x01\x12.\n" +
 	"\x13priority_class_name\x18V \x01(\tR\x11priorityClassName\x12N\n" +
-	"\x12image_pull_secrets\x18W \x03(\v2 .podsync.v1.LocalObjectReferenceR\x10imagePullSecrets\x12Q\n" +
+	"\x12image_pull_secrets\x18W \x03(\v2 .podsync.v1.LocalObjectReferenceR\x10imagePullSecrets\x120\n" +
+	"\x14service_account_name\x18X \x01(\tR\x12serviceAccountName\x12Q\n" +
 	"\x14ephemeral_containers\x18x \x03(\v2\x1e.podsync.v1.EphemeralContainerR\x13ephemeralContainers\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -6028,7 +6180,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\fdefault_mode\x18\x03 \x01(\x05H\x00R\vdefaultMode\x88\x01\x01\x12\x1f\n" +
 	"\boptional\x18\x04 \x01(\bH\x01R\boptional\x88\x01\x01B\x0f\n" +
 	"\r_default_modeB\v\n" +
-	"\t_optional\"\xac\b\n" +
+	"\t_optional\"\x80\t\n" +
 	"\tContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12*\n" +
@@ -6055,8 +6207,16 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x03tty\x18\x15 \x01(\bR\x03tty\x12F\n" +
 	"\rresize_policy\x18\x16 \x03(\v2!.podsync.v1.ContainerResizePolicyR\fresizePolicy\x12\x1d\n" +
 	"\n" +
-	"stdin_once\x18< \x01(\bR\tstdinOnceB\x11\n" +
-	"\x0f_restart_policy\"c\n" +
+	"stdin_once\x18< \x01(\bR\tstdinOnce\x12R\n" +
+	"\x14restart_policy_rules\x18\x17 \x03(\v2 .podsync.v1.ContainerRestartRuleR\x12restartPolicyRulesB\x11\n" +
+	"\x0f_restart_policy\"z\n" +
+	"\x14ContainerRestartRule\x12\x16\n" +
+	"\x06action\x18\x01 \x01(\tR\x06action\x12J\n" +
+	"\n" +
+	"exit_codes\x18\x02 \x01(\v2+.podsync.v1.ContainerRestartRuleOnExitCodesR\texitCodes\"U\n" +
+	"\x1fContainerRestartRuleOnExitCodes\x12\x1a\n" +
+	"\boperator\x18\x01 \x01(\tR\boperator\x12\x16\n" +
+	"\x06values\x18\x02 \x03(\x05R\x06values\"c\n" +
 	"\x15ContainerResizePolicy\x12#\n" +
 	"\rresource_name\x18\x01 \x01(\tR\fresourceName\x12%\n" +
 	"\x0erestart_policy\x18\x02 \x01(\tR\rrestartPolicy\"k\n" +
@@ -6325,7 +6485,7 @@ func file_podsync_v1_pod_proto_rawDescGZIP() []byte {
 	return file_podsync_v1_pod_proto_rawDescData
 }
 
-var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
+var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 84)
 var file_podsync_v1_pod_proto_goTypes = []any{
 	(*Pod)(nil),                               // 0: podsync.v1.Pod
 	(*ObjectMeta)(nil),                        // 1: podsync.v1.ObjectMeta
@@ -6365,83 +6525,85 @@ var file_podsync_v1_pod_proto_goTypes = []any{
 	(*ConfigMapVolumeSource)(nil),             // 35: podsync.v1.ConfigMapVolumeSource
 	(*SecretVolumeSource)(nil),                // 36: podsync.v1.SecretVolumeSource
 	(*Container)(nil),                         // 37: podsync.v1.Container
-	(*ContainerResizePolicy)(nil),             // 38: podsync.v1.ContainerResizePolicy
-	(*EnvVar)(nil),                            // 39: podsync.v1.EnvVar
-	(*EnvVarSource)(nil),                      // 40: podsync.v1.EnvVarSource
-	(*ObjectFieldSelector)(nil),               // 41: podsync.v1.ObjectFieldSelector
-	(*ConfigMapKeySelector)(nil),              // 42: podsync.v1.ConfigMapKeySelector
-	(*SecretKeySelector)(nil),                 // 43: podsync.v1.SecretKeySelector
-	(*EnvFromSource)(nil),                     // 44: podsync.v1.EnvFromSource
-	(*ConfigMapEnvSource)(nil),                // 45: podsync.v1.ConfigMapEnvSource
-	(*SecretEnvSource)(nil),                   // 46: podsync.v1.SecretEnvSource
-	(*ContainerPort)(nil),                     // 47: podsync.v1.ContainerPort
-	(*ResourceRequirements)(nil),              // 48: podsync.v1.ResourceRequirements
-	(*VolumeMount)(nil),                       // 49: podsync.v1.VolumeMount
-	(*Lifecycle)(nil),                         // 50: podsync.v1.Lifecycle
-	(*LifecycleHandler)(nil),                  // 51: podsync.v1.LifecycleHandler
-	(*SleepAction)(nil),                       // 52: podsync.v1.SleepAction
-	(*ExecAction)(nil),                        // 53: podsync.v1.ExecAction
-	(*Probe)(nil),                             // 54: podsync.v1.Probe
-	(*GRPCAction)(nil),                        // 55: podsync.v1.GRPCAction
-	(*HTTPGetAction)(nil),                     // 56: podsync.v1.HTTPGetAction
-	(*HTTPHeader)(nil),                        // 57: podsync.v1.HTTPHeader
-	(*TCPSocketAction)(nil),                   // 58: podsync.v1.TCPSocketAction
-	(*SecurityContext)(nil),                   // 59: podsync.v1.SecurityContext
-	(*Capabilities)(nil),                      // 60: podsync.v1.Capabilities
-	(*PodStatus)(nil),                         // 61: podsync.v1.PodStatus
-	(*PodIP)(nil),                             // 62: podsync.v1.PodIP
-	(*HostIP)(nil),                            // 63: podsync.v1.HostIP
-	(*PodCondition)(nil),                      // 64: podsync.v1.PodCondition
-	(*ContainerStatus)(nil),                   // 65: podsync.v1.ContainerStatus
-	(*ContainerState)(nil),                    // 66: podsync.v1.ContainerState
-	(*ContainerStateWaiting)(nil),             // 67: podsync.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),             // 68: podsync.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),          // 69: podsync.v1.ContainerStateTerminated
-	(*ConfigMap)(nil),                         // 70: podsync.v1.ConfigMap
-	(*Secret)(nil),                            // 71: podsync.v1.Secret
-	nil,                                       // 72: podsync.v1.ObjectMeta.LabelsEntry
-	nil,                                       // 73: podsync.v1.ObjectMeta.AnnotationsEntry
-	nil,                                       // 74: podsync.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 75: podsync.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 76: podsync.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 77: podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	nil,                                       // 78: podsync.v1.ConfigMap.DataEntry
-	nil,                                       // 79: podsync.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 80: podsync.v1.Secret.DataEntry
-	nil,                                       // 81: podsync.v1.Secret.StringDataEntry
-	(*timestamppb.Timestamp)(nil),             // 82: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),                   // 83: google.protobuf.Struct
-	(*structpb.Value)(nil),                    // 84: google.protobuf.Value
+	(*ContainerRestartRule)(nil),              // 38: podsync.v1.ContainerRestartRule
+	(*ContainerRestartRuleOnExitCodes)(nil),   // 39: podsync.v1.ContainerRestartRuleOnExitCodes
+	(*ContainerResizePolicy)(nil),             // 40: podsync.v1.ContainerResizePolicy
+	(*EnvVar)(nil),                            // 41: podsync.v1.EnvVar
+	(*EnvVarSource)(nil),                      // 42: podsync.v1.EnvVarSource
+	(*ObjectFieldSelector)(nil),               // 43: podsync.v1.ObjectFieldSelector
+	(*ConfigMapKeySelector)(nil),              // 44: podsync.v1.ConfigMapKeySelector
+	(*SecretKeySelector)(nil),                 // 45: podsync.v1.SecretKeySelector
+	(*EnvFromSource)(nil),                     // 46: podsync.v1.EnvFromSource
+	(*ConfigMapEnvSource)(nil),                // 47: podsync.v1.ConfigMapEnvSource
+	(*SecretEnvSource)(nil),                   // 48: podsync.v1.SecretEnvSource
+	(*ContainerPort)(nil),                     // 49: podsync.v1.ContainerPort
+	(*ResourceRequirements)(nil),              // 50: podsync.v1.ResourceRequirements
+	(*VolumeMount)(nil),                       // 51: podsync.v1.VolumeMount
+	(*Lifecycle)(nil),                         // 52: podsync.v1.Lifecycle
+	(*LifecycleHandler)(nil),                  // 53: podsync.v1.LifecycleHandler
+	(*SleepAction)(nil),                       // 54: podsync.v1.SleepAction
+	(*ExecAction)(nil),                        // 55: podsync.v1.ExecAction
+	(*Probe)(nil),                             // 56: podsync.v1.Probe
+	(*GRPCAction)(nil),                        // 57: podsync.v1.GRPCAction
+	(*HTTPGetAction)(nil),                     // 58: podsync.v1.HTTPGetAction
+	(*HTTPHeader)(nil),                        // 59: podsync.v1.HTTPHeader
+	(*TCPSocketAction)(nil),                   // 60: podsync.v1.TCPSocketAction
+	(*SecurityContext)(nil),                   // 61: podsync.v1.SecurityContext
+	(*Capabilities)(nil),                      // 62: podsync.v1.Capabilities
+	(*PodStatus)(nil),                         // 63: podsync.v1.PodStatus
+	(*PodIP)(nil),                             // 64: podsync.v1.PodIP
+	(*HostIP)(nil),                            // 65: podsync.v1.HostIP
+	(*PodCondition)(nil),                      // 66: podsync.v1.PodCondition
+	(*ContainerStatus)(nil),                   // 67: podsync.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 68: podsync.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 69: podsync.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 70: podsync.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 71: podsync.v1.ContainerStateTerminated
+	(*ConfigMap)(nil),                         // 72: podsync.v1.ConfigMap
+	(*Secret)(nil),                            // 73: podsync.v1.Secret
+	nil,                                       // 74: podsync.v1.ObjectMeta.LabelsEntry
+	nil,                                       // 75: podsync.v1.ObjectMeta.AnnotationsEntry
+	nil,                                       // 76: podsync.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 77: podsync.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 78: podsync.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 79: podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                                       // 80: podsync.v1.ConfigMap.DataEntry
+	nil,                                       // 81: podsync.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 82: podsync.v1.Secret.DataEntry
+	nil,                                       // 83: podsync.v1.Secret.StringDataEntry
+	(*timestamppb.Timestamp)(nil),             // 84: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),                   // 85: google.protobuf.Struct
+	(*structpb.Value)(nil),                    // 86: google.protobuf.Value
 }
 var file_podsync_v1_pod_proto_depIdxs = []int32{
 	1,   // 0: podsync.v1.Pod.metadata:type_name -> podsync.v1.ObjectMeta
 	2,   // 1: podsync.v1.Pod.spec:type_name -> podsync.v1.PodSpec
-	61,  // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
-	72,  // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
-	73,  // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
-	82,  // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	82,  // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	63,  // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
+	74,  // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
+	75,  // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
+	84,  // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	84,  // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
 	37,  // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
 	37,  // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
 	13,  // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
 	15,  // 10: podsync.v1.PodSpec.host_aliases:type_name -> podsync.v1.HostAlias
 	21,  // 11: podsync.v1.PodSpec.volumes:type_name -> podsync.v1.Volume
 	16,  // 12: podsync.v1.PodSpec.security_context:type_name -> podsync.v1.PodSecurityContext
-	74,  // 13: podsync.v1.PodSpec.node_selector:type_name -> podsync.v1.PodSpec.NodeSelectorEntry
+	76,  // 13: podsync.v1.PodSpec.node_selector:type_name -> podsync.v1.PodSpec.NodeSelectorEntry
 	6,   // 14: podsync.v1.PodSpec.tolerations:type_name -> podsync.v1.Toleration
 	7,   // 15: podsync.v1.PodSpec.affinity:type_name -> podsync.v1.Affinity
-	83,  // 16: podsync.v1.PodSpec.topology_spread_constraints:type_name -> google.protobuf.Struct
+	85,  // 16: podsync.v1.PodSpec.topology_spread_constraints:type_name -> google.protobuf.Struct
 	4,   // 17: podsync.v1.PodSpec.os:type_name -> podsync.v1.PodOS
-	48,  // 18: podsync.v1.PodSpec.resources:type_name -> podsync.v1.ResourceRequirements
+	50,  // 18: podsync.v1.PodSpec.resources:type_name -> podsync.v1.ResourceRequirements
 	5,   // 19: podsync.v1.PodSpec.image_pull_secrets:type_name -> podsync.v1.LocalObjectReference
 	3,   // 20: podsync.v1.PodSpec.ephemeral_containers:type_name -> podsync.v1.EphemeralContainer
-	39,  // 21: podsync.v1.EphemeralContainer.env:type_name -> podsync.v1.EnvVar
-	44,  // 22: podsync.v1.EphemeralContainer.env_from:type_name -> podsync.v1.EnvFromSource
-	49,  // 23: podsync.v1.EphemeralContainer.volume_mounts:type_name -> podsync.v1.VolumeMount
-	59,  // 24: podsync.v1.EphemeralContainer.security_context:type_name -> podsync.v1.SecurityContext
+	41,  // 21: podsync.v1.EphemeralContainer.env:type_name -> podsync.v1.EnvVar
+	46,  // 22: podsync.v1.EphemeralContainer.env_from:type_name -> podsync.v1.EnvFromSource
+	51,  // 23: podsync.v1.EphemeralContainer.volume_mounts:type_name -> podsync.v1.VolumeMount
+	61,  // 24: podsync.v1.EphemeralContainer.security_context:type_name -> podsync.v1.SecurityContext
 	8,   // 25: podsync.v1.Affinity.node_affinity:type_name -> podsync.v1.NodeAffinity
-	83,  // 26: podsync.v1.Affinity.pod_affinity:type_name -> google.protobuf.Struct
-	83,  // 27: podsync.v1.Affinity.pod_anti_affinity:type_name -> google.protobuf.Struct
+	85,  // 26: podsync.v1.Affinity.pod_affinity:type_name -> google.protobuf.Struct
+	85,  // 27: podsync.v1.Affinity.pod_anti_affinity:type_name -> google.protobuf.Struct
 	9,   // 28: podsync.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podsync.v1.NodeSelector
 	12,  // 29: podsync.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podsync.v1.PreferredSchedulingTerm
 	10,  // 30: podsync.v1.NodeSelector.node_selector_terms:type_name -> podsync.v1.NodeSelectorTerm
@@ -6462,7 +6624,7 @@ var file_podsync_v1_pod_proto_depIdxs = []int32{
 	30,  // 45: podsync.v1.Volume.persistent_volume_claim:type_name -> podsync.v1.PersistentVolumeClaimVolumeSource
 	31,  // 46: podsync.v1.Volume.image:type_name -> podsync.v1.ImageVolumeSource
 	23,  // 47: podsync.v1.DownwardAPIVolumeSource.items:type_name -> podsync.v1.DownwardAPIVolumeFile
-	41,  // 48: podsync.v1.DownwardAPIVolumeFile.field_ref:type_name -> podsync.v1.ObjectFieldSelector
+	43,  // 48: podsync.v1.DownwardAPIVolumeFile.field_ref:type_name -> podsync.v1.ObjectFieldSelector
 	24,  // 49: podsync.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
 	26,  // 50: podsync.v1.ProjectedVolumeSource.sources:type_name -> podsync.v1.VolumeProjection
 	27,  // 51: podsync.v1.VolumeProjection.config_map:type_name -> podsync.v1.ConfigMapProjection
@@ -6473,72 +6635,74 @@ var file_podsync_v1_pod_proto_depIdxs = []int32{
 	23,  // 56: podsync.v1.DownwardAPIProjection.items:type_name -> podsync.v1.DownwardAPIVolumeFile
 	34,  // 57: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
 	34,  // 58: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	39,  // 59: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
-	44,  // 60: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
-	47,  // 61: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
-	48,  // 62: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
-	49,  // 63: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
-	50,  // 64: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
-	54,  // 65: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
-	54,  // 66: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
-	54,  // 67: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
-	59,  // 68: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
-	38,  // 69: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
-	40,  // 70: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
-	41,  // 71: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
-	42,  // 72: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
-	43,  // 73: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
-	24,  // 74: podsync.v1.EnvVarSource.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
-	45,  // 75: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
-	46,  // 76: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
-	75,  // 77: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
-	76,  // 78: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
-	51,  // 79: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
-	51,  // 80: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
-	53,  // 81: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
-	56,  // 82: podsync.v1.LifecycleHandler.http_get:type_name -> podsync.v1.HTTPGetAction
-	52,  // 83: podsync.v1.LifecycleHandler.sleep:type_name -> podsync.v1.SleepAction
-	53,  // 84: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
-	56,  // 85: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
-	58,  // 86: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
-	55,  // 87: podsync.v1.Probe.grpc:type_name -> podsync.v1.GRPCAction
-	84,  // 88: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
-	57,  // 89: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
-	84,  // 90: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
-	60,  // 91: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
-	19,  // 92: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
-	17,  // 93: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
-	18,  // 94: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
-	64,  // 95: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
-	62,  // 96: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
-	82,  // 97: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	65,  // 98: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
-	65,  // 99: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
-	63,  // 100: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
-	65,  // 101: podsync.v1.PodStatus.ephemeral_container_statuses:type_name -> podsync.v1.ContainerStatus
-	82,  // 102: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	82,  // 103: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	66,  // 104: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
-	66,  // 105: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
-	48,  // 106: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
-	77,  // 107: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	67,  // 108: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
-	68,  // 109: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
-	69,  // 110: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
-	82,  // 111: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	82,  // 112: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	82,  // 113: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	1,   // 114: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
-	78,  // 115: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
-	79,  // 116: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
-	1,   // 117: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
-	80,  // 118: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
-	81,  // 119: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
-	120, // [120:120] is the sub-list for method output_type
-	120, // [120:120] is the sub-list for method input_type
-	120, // [120:120] is the sub-list for extension type_name
-	120, // [120:120] is the sub-list for extension extendee
-	0,   // [0:120] is the sub-list for field type_name
+	41,  // 59: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
+	46,  // 60: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
+	49,  // 61: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
+	50,  // 62: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
+	51,  // 63: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
+	52,  // 64: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
+	56,  // 65: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
+	56,  // 66: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
+	56,  // 67: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
+	61,  // 68: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
+	40,  // 69: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
+	38,  // 70: podsync.v1.Container.restart_policy_rules:type_name -> podsync.v1.ContainerRestartRule
+	39,  // 71: podsync.v1.ContainerRestartRule.exit_codes:type_name -> podsync.v1.ContainerRestartRuleOnExitCodes
+	42,  // 72: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
+	43,  // 73: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
+	44,  // 74: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
+	45,  // 75: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
+	24,  // 76: podsync.v1.EnvVarSource.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
+	47,  // 77: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
+	48,  // 78: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
+	77,  // 79: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
+	78,  // 80: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
+	53,  // 81: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
+	53,  // 82: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
+	55,  // 83: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
+	58,  // 84: podsync.v1.LifecycleHandler.http_get:type_name -> podsync.v1.HTTPGetAction
+	54,  // 85: podsync.v1.LifecycleHandler.sleep:type_name -> podsync.v1.SleepAction
+	55,  // 86: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
+	58,  // 87: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
+	60,  // 88: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
+	57,  // 89: podsync.v1.Probe.grpc:type_name -> podsync.v1.GRPCAction
+	86,  // 90: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
+	59,  // 91: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
+	86,  // 92: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
+	62,  // 93: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
+	19,  // 94: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	17,  // 95: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	18,  // 96: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	66,  // 97: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
+	64,  // 98: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
+	84,  // 99: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	67,  // 100: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
+	67,  // 101: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
+	65,  // 102: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
+	67,  // 103: podsync.v1.PodStatus.ephemeral_container_statuses:type_name -> podsync.v1.ContainerStatus
+	84,  // 104: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	84,  // 105: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	68,  // 106: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
+	68,  // 107: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
+	50,  // 108: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
+	79,  // 109: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	69,  // 110: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
+	70,  // 111: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
+	71,  // 112: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
+	84,  // 113: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	84,  // 114: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	84,  // 115: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	1,   // 116: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
+	80,  // 117: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
+	81,  // 118: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
+	1,   // 119: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
+	82,  // 120: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
+	83,  // 121: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
+	122, // [122:122] is the sub-list for method output_type
+	122, // [122:122] is the sub-list for method input_type
+	122, // [122:122] is the sub-list for extension type_name
+	122, // [122:122] is the sub-list for extension extendee
+	0,   // [0:122] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_proto_init() }
@@ -6563,25 +6727,25 @@ func file_podsync_v1_pod_proto_init() {
 	file_podsync_v1_pod_proto_msgTypes[35].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[36].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[37].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[42].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[43].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[44].OneofWrappers = []any{}
 	file_podsync_v1_pod_proto_msgTypes[45].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[46].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[49].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[50].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[54].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[55].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[59].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[65].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[70].OneofWrappers = []any{}
-	file_podsync_v1_pod_proto_msgTypes[71].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[47].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[48].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[51].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[52].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[56].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[57].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[61].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[67].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[72].OneofWrappers = []any{}
+	file_podsync_v1_pod_proto_msgTypes[73].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_proto_rawDesc), len(file_podsync_v1_pod_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   82,
+			NumMessages:   84,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -106,8 +106,8 @@ func (p *Provider) podsyncPod(pod *corev1.Pod) (*corev1.Pod, error) {
 		out.Labels = map[string]string{}
 	}
 	out.Labels[OwnerLabel] = p.node
-	// The API server has generated the name already; podsync has no
-	// generator and refuses the field.
+	// The API server has generated the name already: the pod is applied
+	// by it, and podsyncd's own generator is for RunPods only.
 	out.GenerateName = ""
 	out.Status = corev1.PodStatus{}
 	if err := p.addServiceEnv(out); err != nil {
