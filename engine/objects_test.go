@@ -199,11 +199,11 @@ func TestNodeObjectPreconditions(t *testing.T) {
 	if _, err := h.node.Apply(h.ctx, apiPod, nil, nil, nil); !errors.Is(err, errdefs.ErrOwnedByFile) {
 		t.Errorf("API apply of a file's pod: %v, want ErrOwnedByFile", err)
 	}
-	if _, _, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", ptr.To[int64](0)); !errors.Is(err, errdefs.ErrOwnedByFile) {
+	if _, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", ptr.To[int64](0)); !errors.Is(err, errdefs.ErrOwnedByFile) {
 		t.Errorf("API delete of a file's pod: %v, want ErrOwnedByFile", err)
 	}
-	if found, _, err := h.node.DeleteAs(h.ctx, "file:web.yaml", pod.Namespace, pod.Name, "", ptr.To[int64](0)); err != nil || !found {
-		t.Errorf("delete by the file: found %v, %v", found, err)
+	if res, err := h.node.DeleteAs(h.ctx, "file:web.yaml", pod.Namespace, pod.Name, "", ptr.To[int64](0)); err != nil || !res.Found {
+		t.Errorf("delete by the file: found %v, %v", res.Found, err)
 	}
 }
 

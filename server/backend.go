@@ -40,7 +40,7 @@ type Pods interface {
 	// Watch follows the revision log from after since.
 	Watch(ctx context.Context, since int64) (*engine.Watcher, error)
 	// Delete deletes a pod (DeletePod).
-	Delete(ctx context.Context, namespace, name, uid string, grace *int64) (bool, []engine.StepResult, error)
+	Delete(ctx context.Context, namespace, name, uid string, grace *int64) (engine.DeleteResult, error)
 	// AddEphemeralContainer adds a debug container to a running pod.
 	AddEphemeralContainer(ctx context.Context, namespace, name string, ec corev1.EphemeralContainer, opts validation.Options) (engine.ApplyResult, error)
 	// PodSandbox returns the sandbox the pod's containers ran in after its

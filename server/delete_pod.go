@@ -33,13 +33,14 @@ func (s *service) DeletePod(ctx context.Context, req *podsyncv1.DeletePodRequest
 			fmt.Sprintf("pod %s/%s has uid %s, not %s", ns, name, ref.UID, uid),
 			map[string]string{errorinfo.MetadataUID: string(ref.UID)})
 	}
-	found, steps, err := s.backend(ctx).Pods.Delete(ctx, ns, name, string(ref.UID), req.GracePeriodSeconds)
+	res, err := s.backend(ctx).Pods.Delete(ctx, ns, name, string(ref.UID), req.GracePeriodSeconds)
 	if err != nil {
 		return nil, err
 	}
-	resp := &podsyncv1.DeletePodResponse{Found: found, Steps: stepsToProto(steps)}
-	if found {
+	resp := &podsyncv1.DeletePodResponse{Found: res.Found, Steps: stepsToProto(res.Steps)}
+	if res.Found {
 		resp.Pod = podRefToProto(ref)
+		resp.Status = s.statusToProto(&res.Status, res.Steps, sandboxRef{})
 	}
 	return resp, nil
 }

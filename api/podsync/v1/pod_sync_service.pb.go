@@ -1489,7 +1489,12 @@ type DeletePodResponse struct {
 	// steps taken to stop and remove the pod.
 	Steps []*SyncStep `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
 	// pod that was deleted.
-	Pod           *PodRef `protobuf:"bytes,3,opt,name=pod,proto3" json:"pod,omitempty"`
+	Pod *PodRef `protobuf:"bytes,3,opt,name=pod,proto3" json:"pod,omitempty"`
+	// status is the pod's last status, recorded once its containers had
+	// stopped and before its record was removed: how each container ended
+	// (its exit code, reason and finish time), as the kubelet reports a
+	// deleted pod's. Unset when the pod was not found.
+	Status        *PodStatus `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1541,6 +1546,13 @@ func (x *DeletePodResponse) GetSteps() []*SyncStep {
 func (x *DeletePodResponse) GetPod() *PodRef {
 	if x != nil {
 		return x.Pod
+	}
+	return nil
+}
+
+func (x *DeletePodResponse) GetStatus() *PodStatus {
+	if x != nil {
+		return x.Status
 	}
 	return nil
 }
@@ -3355,11 +3367,12 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x03 \x01(\tR\x03uid\x125\n" +
 	"\x14grace_period_seconds\x18\x04 \x01(\x03H\x00R\x12gracePeriodSeconds\x88\x01\x01B\x17\n" +
-	"\x15_grace_period_seconds\"{\n" +
+	"\x15_grace_period_seconds\"\xaa\x01\n" +
 	"\x11DeletePodResponse\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\x12*\n" +
 	"\x05steps\x18\x02 \x03(\v2\x14.podsync.v1.SyncStepR\x05steps\x12$\n" +
-	"\x03pod\x18\x03 \x01(\v2\x12.podsync.v1.PodRefR\x03pod\"~\n" +
+	"\x03pod\x18\x03 \x01(\v2\x12.podsync.v1.PodRefR\x03pod\x12-\n" +
+	"\x06status\x18\x04 \x01(\v2\x15.podsync.v1.PodStatusR\x06status\"~\n" +
 	"\x10WatchPodsRequest\x12%\n" +
 	"\x0esince_revision\x18\x01 \x01(\x03R\rsinceRevision\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -3641,86 +3654,87 @@ var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
 	53, // 34: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
 	58, // 35: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
 	57, // 36: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
-	57, // 37: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
-	59, // 38: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
-	63, // 39: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
-	26, // 40: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
-	25, // 41: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
-	61, // 42: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
-	61, // 43: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
-	64, // 44: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
-	31, // 45: podsync.v1.ListVolumesResponse.volumes:type_name -> podsync.v1.NamedVolume
-	2,  // 46: podsync.v1.ObjectRef.kind:type_name -> podsync.v1.ObjectKind
-	54, // 47: podsync.v1.Object.config_map:type_name -> podsync.v1.ConfigMap
-	55, // 48: podsync.v1.Object.secret:type_name -> podsync.v1.Secret
-	54, // 49: podsync.v1.ApplyObjectsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	55, // 50: podsync.v1.ApplyObjectsRequest.secrets:type_name -> podsync.v1.Secret
-	40, // 51: podsync.v1.ApplyObjectsResponse.results:type_name -> podsync.v1.ObjectResult
-	36, // 52: podsync.v1.ObjectResult.object:type_name -> podsync.v1.ObjectRef
-	2,  // 53: podsync.v1.GetObjectRequest.kind:type_name -> podsync.v1.ObjectKind
-	37, // 54: podsync.v1.GetObjectResponse.object:type_name -> podsync.v1.Object
-	2,  // 55: podsync.v1.ListObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
-	37, // 56: podsync.v1.ListObjectsResponse.objects:type_name -> podsync.v1.Object
-	2,  // 57: podsync.v1.DeleteObjectRequest.kind:type_name -> podsync.v1.ObjectKind
-	2,  // 58: podsync.v1.WatchObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
-	36, // 59: podsync.v1.WatchObjectsResponse.object:type_name -> podsync.v1.ObjectRef
-	37, // 60: podsync.v1.WatchObjectsResponse.applied:type_name -> podsync.v1.Object
-	49, // 61: podsync.v1.WatchObjectsResponse.deleted:type_name -> podsync.v1.ObjectDeleted
-	25, // 62: podsync.v1.WatchObjectsResponse.synced:type_name -> podsync.v1.WatchSynced
-	61, // 63: podsync.v1.ObjectDeleted.time:type_name -> google.protobuf.Timestamp
-	3,  // 64: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
-	8,  // 65: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
-	11, // 66: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
-	17, // 67: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
-	13, // 68: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
-	19, // 69: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
-	21, // 70: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
-	23, // 71: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
-	27, // 72: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
-	29, // 73: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
-	32, // 74: podsync.v1.PodSyncService.CreateVolume:input_type -> podsync.v1.CreateVolumeRequest
-	34, // 75: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
-	38, // 76: podsync.v1.PodSyncService.ApplyObjects:input_type -> podsync.v1.ApplyObjectsRequest
-	41, // 77: podsync.v1.PodSyncService.GetObject:input_type -> podsync.v1.GetObjectRequest
-	43, // 78: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
-	45, // 79: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
-	47, // 80: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
-	65, // 81: podsync.v1.PodSyncService.ExecSync:input_type -> podsync.v1.ExecSyncRequest
-	66, // 82: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
-	67, // 83: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
-	68, // 84: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
-	69, // 85: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
-	70, // 86: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
-	71, // 87: podsync.v1.PodSyncService.AddEphemeralContainer:input_type -> podsync.v1.AddEphemeralContainerRequest
-	4,  // 88: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
-	9,  // 89: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
-	12, // 90: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
-	18, // 91: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
-	14, // 92: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
-	20, // 93: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
-	22, // 94: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
-	24, // 95: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
-	28, // 96: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
-	30, // 97: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
-	33, // 98: podsync.v1.PodSyncService.CreateVolume:output_type -> podsync.v1.CreateVolumeResponse
-	35, // 99: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
-	39, // 100: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
-	42, // 101: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
-	44, // 102: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
-	46, // 103: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
-	48, // 104: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
-	72, // 105: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
-	73, // 106: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
-	74, // 107: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
-	75, // 108: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
-	76, // 109: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
-	77, // 110: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
-	78, // 111: podsync.v1.PodSyncService.AddEphemeralContainer:output_type -> podsync.v1.AddEphemeralContainerResponse
-	88, // [88:112] is the sub-list for method output_type
-	64, // [64:88] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	59, // 37: podsync.v1.DeletePodResponse.status:type_name -> podsync.v1.PodStatus
+	57, // 38: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
+	59, // 39: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
+	63, // 40: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
+	26, // 41: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
+	25, // 42: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
+	61, // 43: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
+	61, // 44: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
+	64, // 45: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
+	31, // 46: podsync.v1.ListVolumesResponse.volumes:type_name -> podsync.v1.NamedVolume
+	2,  // 47: podsync.v1.ObjectRef.kind:type_name -> podsync.v1.ObjectKind
+	54, // 48: podsync.v1.Object.config_map:type_name -> podsync.v1.ConfigMap
+	55, // 49: podsync.v1.Object.secret:type_name -> podsync.v1.Secret
+	54, // 50: podsync.v1.ApplyObjectsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	55, // 51: podsync.v1.ApplyObjectsRequest.secrets:type_name -> podsync.v1.Secret
+	40, // 52: podsync.v1.ApplyObjectsResponse.results:type_name -> podsync.v1.ObjectResult
+	36, // 53: podsync.v1.ObjectResult.object:type_name -> podsync.v1.ObjectRef
+	2,  // 54: podsync.v1.GetObjectRequest.kind:type_name -> podsync.v1.ObjectKind
+	37, // 55: podsync.v1.GetObjectResponse.object:type_name -> podsync.v1.Object
+	2,  // 56: podsync.v1.ListObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
+	37, // 57: podsync.v1.ListObjectsResponse.objects:type_name -> podsync.v1.Object
+	2,  // 58: podsync.v1.DeleteObjectRequest.kind:type_name -> podsync.v1.ObjectKind
+	2,  // 59: podsync.v1.WatchObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
+	36, // 60: podsync.v1.WatchObjectsResponse.object:type_name -> podsync.v1.ObjectRef
+	37, // 61: podsync.v1.WatchObjectsResponse.applied:type_name -> podsync.v1.Object
+	49, // 62: podsync.v1.WatchObjectsResponse.deleted:type_name -> podsync.v1.ObjectDeleted
+	25, // 63: podsync.v1.WatchObjectsResponse.synced:type_name -> podsync.v1.WatchSynced
+	61, // 64: podsync.v1.ObjectDeleted.time:type_name -> google.protobuf.Timestamp
+	3,  // 65: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
+	8,  // 66: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
+	11, // 67: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
+	17, // 68: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
+	13, // 69: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
+	19, // 70: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
+	21, // 71: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
+	23, // 72: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
+	27, // 73: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
+	29, // 74: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
+	32, // 75: podsync.v1.PodSyncService.CreateVolume:input_type -> podsync.v1.CreateVolumeRequest
+	34, // 76: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
+	38, // 77: podsync.v1.PodSyncService.ApplyObjects:input_type -> podsync.v1.ApplyObjectsRequest
+	41, // 78: podsync.v1.PodSyncService.GetObject:input_type -> podsync.v1.GetObjectRequest
+	43, // 79: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
+	45, // 80: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
+	47, // 81: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
+	65, // 82: podsync.v1.PodSyncService.ExecSync:input_type -> podsync.v1.ExecSyncRequest
+	66, // 83: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
+	67, // 84: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
+	68, // 85: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
+	69, // 86: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
+	70, // 87: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
+	71, // 88: podsync.v1.PodSyncService.AddEphemeralContainer:input_type -> podsync.v1.AddEphemeralContainerRequest
+	4,  // 89: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
+	9,  // 90: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
+	12, // 91: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
+	18, // 92: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
+	14, // 93: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
+	20, // 94: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
+	22, // 95: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
+	24, // 96: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
+	28, // 97: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
+	30, // 98: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
+	33, // 99: podsync.v1.PodSyncService.CreateVolume:output_type -> podsync.v1.CreateVolumeResponse
+	35, // 100: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
+	39, // 101: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
+	42, // 102: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
+	44, // 103: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
+	46, // 104: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
+	48, // 105: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
+	72, // 106: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
+	73, // 107: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
+	74, // 108: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
+	75, // 109: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
+	76, // 110: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
+	77, // 111: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
+	78, // 112: podsync.v1.PodSyncService.AddEphemeralContainer:output_type -> podsync.v1.AddEphemeralContainerResponse
+	89, // [89:113] is the sub-list for method output_type
+	65, // [65:89] is the sub-list for method input_type
+	65, // [65:65] is the sub-list for extension type_name
+	65, // [65:65] is the sub-list for extension extendee
+	0,  // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_sync_service_proto_init() }
