@@ -23,9 +23,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	kubeinformers "k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/podsync/podsync/client"
@@ -88,6 +90,7 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	name := np.Node().Name
 	log = log.With(zap.String("node", name))
 	p := provider.New(name, ps, log)
+	p.UseKube(kubePods{kc})
 
 	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, time.Minute, nodeutil.PodInformerFilter(name))
 	objInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, objectResync)
@@ -97,11 +100,18 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	if err := pushChanges(ctx, p, cmInformer.Informer(), secretInformer.Informer()); err != nil {
 		return fmt.Errorf("node %s: %w", name, err)
 	}
+	if err := followReadinessGates(p, pods); err != nil {
+		return fmt.Errorf("node %s: %w", name, err)
+	}
 
 	eb := record.NewBroadcaster()
 	eb.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
 	defer eb.Shutdown()
 	recorder := eb.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "podsync-vk", Host: name})
+	// podsyncd's events about the pods are the kubelet's, recorded as a
+	// kubelet records them: source component "kubelet", repeats counted
+	// and bursts limited by the broadcaster's correlator.
+	p.UseEvents(eb.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: name}))
 
 	nc, err := node.NewNodeController(np, np.Node(), kc.CoreV1().Nodes(),
 		node.WithNodeEnableLeaseV1(nodeutil.NodeLeaseV1Client(kc), node.DefaultLeaseDuration))
@@ -227,4 +237,53 @@ func selfSigned(name, ip string) (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// followReadinessGates gives p the pods' conditions as the API server
+// holds them, and reports a change of a readiness gate's condition (set
+// by its owner, a load balancer controller say), which the node library
+// does not pass on: only a spec change reaches the provider.
+func followReadinessGates(p *provider.Provider, pods coreinformers.PodInformer) error {
+	lister := pods.Lister()
+	p.UseKubeConditions(func(namespace, name string) []corev1.PodCondition {
+		pod, err := lister.Pods(namespace).Get(name)
+		if err != nil {
+			return nil
+		}
+		return pod.Status.DeepCopy().Conditions
+	})
+	_, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*corev1.Pod)
+			pod, ok2 := newObj.(*corev1.Pod)
+			if ok1 && ok2 && gatesChanged(old, pod) {
+				p.GateChanged(pod.Namespace, pod.Name)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("follow readiness gates: %w", err)
+	}
+	return nil
+}
+
+// gatesChanged says whether a condition of one of pod's readiness gates
+// differs between old and pod.
+func gatesChanged(old, pod *corev1.Pod) bool {
+	for _, g := range pod.Spec.ReadinessGates {
+		a, b := condition(old, g.ConditionType), condition(pod, g.ConditionType)
+		if (a == nil) != (b == nil) || a != nil && a.Status != b.Status {
+			return true
+		}
+	}
+	return false
+}
+
+func condition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == t {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
 }
