@@ -56,6 +56,18 @@ func pushChanges(ctx context.Context, p *provider.Provider, configMaps, secrets 
 			// podsyncd does not write an unchanged object, and a push
 			// that failed (podsyncd down) is made again.
 			UpdateFunc: func(_, newObj any) { push(newObj) },
+			DeleteFunc: func(obj any) {
+				if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = t.Obj
+				}
+				o, ok := obj.(metav1.Object)
+				if !ok {
+					return
+				}
+				ctx, cancel := context.WithTimeout(ctx, pushTimeout)
+				defer cancel()
+				p.ObjectDeleted(ctx, secret, o.GetNamespace(), o.GetName())
+			},
 		}
 	}
 	if _, err := configMaps.AddEventHandler(handler(false)); err != nil {

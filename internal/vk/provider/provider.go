@@ -37,6 +37,7 @@ type Podsync interface {
 	GetNode(ctx context.Context) (*podsyncv1.Node, error)
 	Health(ctx context.Context) (healthpb.HealthCheckResponse_ServingStatus, error)
 	ApplyObjects(ctx context.Context, req *podsyncv1.ApplyObjectsRequest) (*podsyncv1.ApplyObjectsResponse, error)
+	DeleteObject(ctx context.Context, req *podsyncv1.DeleteObjectRequest) (*podsyncv1.DeleteObjectResponse, error)
 	GetPod(ctx context.Context, namespace, name string) (*podsyncv1.GetPodResponse, error)
 	AddEphemeralContainer(ctx context.Context, req *podsyncv1.AddEphemeralContainerRequest) (*podsyncv1.AddEphemeralContainerResponse, error)
 	// The kubelet API's sessions and stats.

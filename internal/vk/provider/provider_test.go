@@ -38,6 +38,8 @@ type fakePodsync struct {
 	ephemeral map[string][]*podsyncv1.EphemeralContainer
 	added     []string
 	addErr    error
+	// objDeleted are the DeleteObject calls, as "KIND namespace/name".
+	objDeleted []string
 	// final is the status DeletePod answers with.
 	final *podsyncv1.PodStatus
 }
