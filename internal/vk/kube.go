@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +22,17 @@ import (
 // a pod re-created under the same name is not touched.
 type kubePods struct{ kc kubernetes.Interface }
 
-var _ provider.Kube = kubePods{}
+var (
+	_ provider.Kube        = kubePods{}
+	_ provider.TokenIssuer = kubePods{}
+)
+
+// CreateToken mints a token with the TokenRequest API, as the kubelet's
+// token manager: podsync-vk's identity needs create on
+// serviceaccounts/token.
+func (k kubePods) CreateToken(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	return k.kc.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
+}
 
 func (k kubePods) FinishDeleted(ctx context.Context, pod *corev1.Pod, status *corev1.PodStatus) error {
 	pods := k.kc.CoreV1().Pods(pod.Namespace)

@@ -29,6 +29,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	psapi "k8s.io/pod-security-admission/api"
 
 	"github.com/podsync/podsync/client"
 	"github.com/podsync/podsync/internal/vk/provider"
@@ -91,6 +92,7 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	log = log.With(zap.String("node", name))
 	p := provider.New(name, ps, log)
 	p.UseKube(kubePods{kc})
+	p.UseTokens(kubePods{kc})
 
 	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, time.Minute, nodeutil.PodInformerFilter(name))
 	objInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, objectResync)
@@ -100,6 +102,14 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	if err := pushChanges(ctx, p, cmInformer.Informer(), secretInformer.Informer()); err != nil {
 		return fmt.Errorf("node %s: %w", name, err)
 	}
+	namespaces := objInformers.Core().V1().Namespaces().Lister()
+	p.UseNamespaceLevels(func(name string) string {
+		ns, err := namespaces.Get(name)
+		if err != nil {
+			return ""
+		}
+		return ns.Labels[psapi.EnforceLevelLabel]
+	})
 	if err := followReadinessGates(p, pods); err != nil {
 		return fmt.Errorf("node %s: %w", name, err)
 	}

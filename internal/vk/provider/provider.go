@@ -14,10 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
 	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/validation"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 )
@@ -81,6 +83,13 @@ type Provider struct {
 	applied  map[string]int64
 	notify   func(*corev1.Pod)
 	notifyCh chan struct{} // closed once notify is set
+	// nsLevel, if set, is the Pod Security level of a namespace
+	// (UseNamespaceLevels); levels are the levels the pods were first
+	// applied with, by UID.
+	nsLevel func(namespace string) string
+	levels  map[types.UID]string
+	// tokens, if set, serve the pods' service-account tokens (UseTokens).
+	tokens *tokens
 	// kube, if set, finishes deleted pods on the API server (UseKube).
 	kube Kube
 	// events, if set, receives podsyncd's events about the pods
@@ -143,6 +152,7 @@ func New(nodeName string, ps Podsync, log *zap.Logger) *Provider {
 		uids:     map[string]string{},
 		rejected: map[string]*corev1.PodStatus{},
 		applied:  map[string]int64{},
+		levels:   map[types.UID]string{},
 		notifyCh: make(chan struct{}),
 	}
 }
@@ -170,6 +180,9 @@ func (p *Provider) podsyncPod(pod *corev1.Pod) *corev1.Pod {
 	out.Spec.ReadinessGates = nil
 	out.Spec.EphemeralContainers = nil
 	out.Status = corev1.PodStatus{}
+	if p.tokens != nil {
+		rewriteTokens(out)
+	}
 	// The node library resolves every container's env (service links,
 	// envFrom, $(VAR)) into plain values in map order: sorted, the same
 	// pod gives podsyncd the same spec every time, and its containers are
@@ -202,11 +215,26 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) error {
 	p.mu.Lock()
 	p.pods[k] = pod.DeepCopy()
 	p.mu.Unlock()
-	// The objects first: the pod's pass then finds them stored.
+	// The objects and tokens first: the pod's pass then finds them
+	// stored.
 	if err := p.pushObjects(ctx, pod); err != nil {
 		return err
 	}
-	req, err := client.SyncPodRequestFromPod(p.podsyncPod(pod), nil, nil)
+	if err := p.pushTokens(ctx, pod); err != nil {
+		return err
+	}
+	level, err := p.podLevel(ctx, pod)
+	if err != nil {
+		return err
+	}
+	pp := p.podsyncPod(pod)
+	if level != "" {
+		if pp.Annotations == nil {
+			pp.Annotations = map[string]string{}
+		}
+		pp.Annotations[validation.AnnotationPodSecurity] = level
+	}
+	req, err := client.SyncPodRequestFromPod(pp, nil, nil)
 	if err == nil {
 		_, err = p.ps.SyncPod(ctx, req, nil)
 	}
@@ -347,6 +375,10 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	last.Status = *terminated(st)
 	observe(&last.Status, pod.Generation)
+	p.dropTokens(ctx, pod.Namespace, pod.UID)
+	p.mu.Lock()
+	delete(p.levels, pod.UID)
+	p.mu.Unlock()
 	if p.kube != nil {
 		// As the kubelet: the object goes once the containers have
 		// stopped, not at the end of the grace period.
@@ -544,6 +576,11 @@ func (p *Provider) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	}
+	rotated := make(chan struct{})
+	defer func() { <-rotated }()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { defer close(rotated); p.rotateTokens(ctx) }()
 	err := p.ps.Watch(ctx, &podsyncv1.WatchPodsRequest{LabelSelector: p.selector()}, func(m *podsyncv1.WatchPodsResponse) error {
 		ref := m.GetPod()
 		k := key(ref.GetNamespace(), ref.GetName())

@@ -38,6 +38,8 @@ type fakePodsync struct {
 	ephemeral map[string][]*podsyncv1.EphemeralContainer
 	added     []string
 	addErr    error
+	// held, if set, is the pod GetPod answers with.
+	held *podsyncv1.Pod
 	// objDeleted are the DeleteObject calls, as "KIND namespace/name".
 	objDeleted []string
 	// final is the status DeletePod answers with.
@@ -67,6 +69,9 @@ func (f *fakePodsync) DeletePod(_ context.Context, req *podsyncv1.DeletePodReque
 func (f *fakePodsync) GetPod(_ context.Context, namespace, name string) (*podsyncv1.GetPodResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.held != nil {
+		return &podsyncv1.GetPodResponse{Pod: f.held}, nil
+	}
 	return &podsyncv1.GetPodResponse{Pod: &podsyncv1.Pod{Metadata: &podsyncv1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: &podsyncv1.PodSpec{EphemeralContainers: f.ephemeral[namespace+"/"+name]}}}, nil
 }
