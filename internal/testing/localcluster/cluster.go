@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,6 +74,8 @@ type Cluster struct {
 	Kube  *localkube.Cluster
 	Nodes []*Node
 	VK    *Process
+	// api makes the kubernetes Service reach the API server from pods.
+	api *apiService
 }
 
 // Process is a child process whose output goes to a log file.
@@ -192,6 +196,9 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		}
 		vkArgs = append(vkArgs, "--node", "name="+name+",target="+n.Socket+",port="+strconv.Itoa(ports[0]))
 	}
+	if err := c.serveAPIService(ctx); err != nil {
+		return nil, err
+	}
 	o.Say("starting podsync-vk")
 	if c.VK, err = StartProcess(o.Dir, "podsync-vk", filepath.Join(o.BinDir, "podsync-vk"), vkArgs...); err != nil {
 		return nil, err
@@ -241,10 +248,43 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		errs = append(errs, n.Runtime.Teardown(tctx))
 		cancel()
 	}
+	errs = append(errs, c.api.close())
 	if c.Kube != nil {
 		errs = append(errs, c.Kube.Stop())
 	}
 	return errors.Join(errs...)
+}
+
+// serveAPIService makes the kubernetes Service's address reach the API
+// server from every node's pods (apiService): in-cluster clients (a
+// pod's service-account token and KUBERNETES_SERVICE_HOST) work.
+func (c *Cluster) serveAPIService(ctx context.Context) error {
+	var ip string
+	for range 60 {
+		out, err := c.Kubectl(ctx, "get", "service", "kubernetes", "-n", "default", "-o", "jsonpath={.spec.clusterIP}")
+		if err == nil && len(out) > 0 {
+			ip = string(out)
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return fmt.Errorf("the kubernetes Service's address %q: %w", ip, err)
+	}
+	bridges := map[string]netip.Addr{}
+	for _, n := range c.Nodes {
+		bridges[n.Runtime.Bridge()] = n.Runtime.Subnet().Addr().Next()
+	}
+	u, err := url.Parse(c.Kube.URL)
+	if err != nil {
+		return err
+	}
+	if err := localcri.EnsureFile(ctx, c.opts.Logger, "/usr/sbin/iptables", "iptables"); err != nil {
+		return err
+	}
+	c.api, err = startAPIService(ctx, c.opts.Logger, addr, 443, u.Host, bridges)
+	return err
 }
 
 // enableForwarding turns on IPv4 forwarding, so that the host routes
