@@ -32,7 +32,8 @@ func ValidatePod(pod *corev1.Pod, fldPath *field.Path, opts Options) field.Error
 // (empty, or v1 and Pod), its name (a DNS-1123 subdomain), namespace (a
 // DNS-1123 label), labels, annotations and UID (ValidateUID), that the
 // name of its log directory, <namespace>_<name>_<uid>, is one file name,
-// its backoff limit (AnnotationBackoffLimit), and its legacy seccomp and
+// its backoff limit (AnnotationBackoffLimit), the Pod Security level it
+// asks for (AnnotationPodSecurity), and its legacy seccomp and
 // AppArmor annotations: each must name a valid
 // profile and a container of the pod and agree with the field that
 // convert.Default made of it, or the pod set (the API server's checks,
@@ -44,6 +45,7 @@ func ValidatePodMetadata(pod *corev1.Pod, fldPath *field.Path) field.ErrorList {
 	errs = append(errs, ValidateUID(string(pod.UID), fldPath.Child("metadata", "uid"))...)
 	errs = append(errs, legacyProfileAnnotations(pod, fldPath)...)
 	errs = append(errs, backoffLimitAnnotation(pod, fldPath)...)
+	errs = append(errs, podSecurityAnnotation(pod, fldPath)...)
 	// The pod's log directory is named <namespace>_<name>_<uid>, one file
 	// name (the kubelet's layout).
 	validNamespace := len(validation.IsDNS1123Label(pod.Namespace)) == 0

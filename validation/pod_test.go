@@ -397,6 +397,9 @@ func TestValidatePodInvalid(t *testing.T) {
 		{"backoff limit under restartPolicy Always", nil, pod(func(p *corev1.Pod) {
 			p.Annotations[validation.AnnotationBackoffLimit] = "3"
 		}), []string{"metadata.annotations[podsync.io/backoff-limit]"}},
+		{"pod security level unknown", nil, pod(func(p *corev1.Pod) {
+			p.Annotations[validation.AnnotationPodSecurity] = "strict"
+		}), []string{"metadata.annotations[podsync.io/pod-security]"}},
 
 		// Spec.
 		{"no containers", nil, pod(func(p *corev1.Pod) { p.Spec.Containers = nil }), []string{"spec.containers"}},
