@@ -282,7 +282,7 @@ metadata: {name: db}
 			t.Errorf("pod %s volumes %+v, want data on the claim %s", p.Name, v, want)
 		}
 	}
-	if fmt.Sprint(m.Claims) != "[data-db-0 data-db-1]" {
+	if fmt.Sprint(m.Claims) != "[{default data-db-0} {default data-db-1}]" {
 		t.Errorf("claims %v", m.Claims)
 	}
 	notices := strings.Join(m.Notices, "\n")

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/podsync/podsync/engine/claims"
 	"github.com/podsync/podsync/engine/store"
 )
 
@@ -24,23 +25,24 @@ type (
 	Leases = store.Leases
 )
 
-type fenceKey struct{}
-
 // WithFence returns ctx carrying the lease condition of the writes made
-// under it: the server puts the caller's there for every mutating call.
-// Writes under a context without one are the node's own (its passes, the
-// manifest directory) and are never fenced.
-func WithFence(ctx context.Context, f Fence) context.Context {
-	return context.WithValue(ctx, fenceKey{}, f)
-}
+// under it (store.WithFence): the server puts the caller's there for
+// every mutating call.
+func WithFence(ctx context.Context, f Fence) context.Context { return store.WithFence(ctx, f) }
 
-// FenceOf returns the fence of ctx, or nil.
-func FenceOf(ctx context.Context) *Fence {
-	if f, ok := ctx.Value(fenceKey{}).(Fence); ok {
-		return &f
-	}
-	return nil
-}
+// FenceOf returns the fence of ctx, or nil (store.FenceOf).
+func FenceOf(ctx context.Context) *Fence { return store.FenceOf(ctx) }
+
+// Named volumes (engine/claims).
+type (
+	// NamedVolume is a node-local named volume.
+	NamedVolume = claims.NamedVolume
+	// Volumes are the node's named volumes.
+	Volumes = claims.Volumes
+)
+
+// Volumes returns the node's named volumes.
+func (n *Node) Volumes() *Volumes { return claims.New(n.store, n.cfg.node, n.cfg.log) }
 
 // Leases returns the node's lease, which the store keeps durably with the
 // pods.

@@ -43,7 +43,7 @@ func (n *Node) recover(ctx context.Context) error {
 		}
 	}
 	// Before a pod runs: its claim volumes are its namespace's.
-	if err := n.Volumes().migrate(); err != nil {
+	if err := n.Volumes().Migrate(); err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
 	n.workers.SeedMayHold(inRuntime, recs)

@@ -417,7 +417,13 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod, release func()) Resul
 	switch {
 	case ctx.Err() != nil:
 		return res
-	case err != nil && pctx.Err() != nil:
+	case pctx.Err() != nil:
+		// The pod's own deadline ended during its pass: a step the
+		// deadline cut short (a sandbox's create, a pull) failed for
+		// that, not for a fault of the pod's.
+		if done, outcome, reason, msg, _ := verdict(pod, &st, r.req.WaitFor, r.opts.Clock.Now(), r.req.MinReady); done && err == nil {
+			return finish(outcome, reason, msg, st)
+		}
 		return timedOut(st)
 	case errors.Is(err, errdefs.ErrRuntimeUnavailable):
 		r.abort(err)

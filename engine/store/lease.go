@@ -315,3 +315,20 @@ func (l *Leases) Release(_ context.Context, holder string, epoch int64) (bool, e
 func (l *Leases) Check(f *Fence) error {
 	return l.store.Fenced(f, func() error { return nil })
 }
+
+type fenceKey struct{}
+
+// WithFence returns ctx carrying the lease condition of the writes made
+// under it. Writes under a context without one are the node's own (its
+// passes, the manifest directory) and are never fenced.
+func WithFence(ctx context.Context, f Fence) context.Context {
+	return context.WithValue(ctx, fenceKey{}, f)
+}
+
+// FenceOf returns the fence of ctx, or nil.
+func FenceOf(ctx context.Context) *Fence {
+	if f, ok := ctx.Value(fenceKey{}).(Fence); ok {
+		return &f
+	}
+	return nil
+}

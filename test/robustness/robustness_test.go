@@ -212,7 +212,7 @@ func (r *run) startPodsyncd() {
 		Bin: podsyncdBin, Instance: inst, Socket: r.socket,
 		RootDir: r.rootDir, PodLogDir: r.podLogDir,
 		NodeName: "robust-" + inst.ID(), Config: r.configFile,
-		Args:  []string{"--cgroup-root=" + localcritest.CgroupRoot(inst), "--log-format=json"},
+		Args:  []string{"--log-format=json"},
 		Env:   []string{failpoint.EnvVar + "=" + r.cfg.armed},
 		Log:   filepath.Join(r.logDir, fmt.Sprintf("podsyncd-%02d.log", r.runs)),
 		Name:  fmt.Sprintf("podsyncd run %d", r.runs),

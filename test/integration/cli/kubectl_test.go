@@ -183,3 +183,63 @@ spec:
 		t.Errorf("run of a container that exits after 1 s: %+v\nwant it failed with CrashLoopBackOff and exit code 3, never reached", r)
 	}
 }
+
+// TestNodeLimitsAndStatefulSetClaims, as a user of a node whose operator
+// set --max-containers-per-pod 1: a pod of two containers is refused
+// saying that is the node's limit and which flag raises it; a
+// StatefulSet's volumeClaimTemplates become the named volumes data-db-0
+// and data-db-1, mounted by its replicas, and a PodDisruptionBudget beside
+// it is skipped with a notice.
+func TestNodeLimitsAndStatefulSetClaims(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncdArgs(t, "--max-containers-per-pod=1")
+	const two = `apiVersion: v1
+kind: Pod
+metadata: {name: two}
+spec:
+  containers:
+  - {name: a, image: registry.local/busybox:local, command: ["sleep", "60"]}
+  - {name: b, image: registry.local/busybox:local, command: ["sleep", "60"]}
+`
+	r := d.ctl(ctx, two, "run", "-f", "-")
+	if r.code != 1 || !strings.Contains(r.stderr, "this node's limit, not Kubernetes'") || !strings.Contains(r.stderr, "--max-containers-per-pod") {
+		t.Errorf("run of two containers on a node of one: %+v", r)
+	}
+	const set = `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 2
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: db
+        image: registry.local/busybox:local
+        command: ["sh", "-c", "echo $HOSTNAME > /data/owner; trap 'exit 0' TERM; while true; do sleep 1; done"]
+        volumeMounts: [{name: data, mountPath: /data}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: db}
+spec: {minAvailable: 1, selector: {matchLabels: {app: db}}}
+`
+	r = d.ctl(ctx, set, "run", "--timeout", "2m", "-f", "-")
+	if r.code != 0 || !strings.Contains(r.stderr, "volume/data-db-0 created") || !strings.Contains(r.stderr, "volume/data-db-1 created") ||
+		!strings.Contains(r.stderr, "PodDisruptionBudget/db: skipped") {
+		t.Fatalf("run of a StatefulSet with volumeClaimTemplates: %+v", r)
+	}
+	out := d.mustCtl(ctx, "volume", "ls")
+	if !hasRow(out, "default", "data-db-0", "default/db-0") || !hasRow(out, "default", "data-db-1", "default/db-1") {
+		t.Errorf("volume ls:\n%s", out)
+	}
+	if got := d.mustCtl(ctx, "exec", "db-1", "--", "cat", "/data/owner"); got != "db-1\n" {
+		t.Errorf("db-1's /data/owner = %q, want its own claim", got)
+	}
+}

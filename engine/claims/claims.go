@@ -1,4 +1,4 @@
-package engine
+package claims
 
 import (
 	"cmp"
@@ -45,8 +45,11 @@ type Volumes struct {
 	log   *zap.Logger
 }
 
-// Volumes returns the node's named volumes.
-func (n *Node) Volumes() *Volumes { return &Volumes{store: n.store, cfg: n.cfg.node, log: n.cfg.log} }
+// New returns the named volumes of the node whose pods st holds, with
+// its directories under cfg's root.
+func New(st *store.Store, cfg criconfig.Options, log *zap.Logger) *Volumes {
+	return &Volumes{store: st, cfg: cfg, log: log}
+}
 
 // claimKey is a named volume's namespace and name.
 type claimKey struct{ namespace, name string }
@@ -97,10 +100,10 @@ func (n *Volumes) List(ctx context.Context) ([]NamedVolume, error) {
 // it: an existing one is left as it is, or, with mustNotExist, refused
 // with a *errdefs.PreconditionError. A name that cannot be a volume's is
 // ErrInvalidSpec. The creation is fenced by ctx's lease condition
-// (WithFence).
+// (store.WithFence).
 func (n *Volumes) Create(ctx context.Context, namespace, name string, mustNotExist bool) (bool, error) {
 	var created bool
-	err := n.store.Fenced(FenceOf(ctx), func() error {
+	err := n.store.Fenced(store.FenceOf(ctx), func() error {
 		if mustNotExist {
 			if _, err := os.Lstat(criconfig.ClaimVolumeDir(namespace, name, n.cfg)); err == nil {
 				return &errdefs.PreconditionError{Kind: errdefs.RevisionMismatch, What: "volume " + namespace + "/" + name, Exists: true, Want: "absent"}
@@ -151,7 +154,7 @@ func (n *Volumes) Delete(ctx context.Context, namespace, name string) (bool, err
 	gone := filepath.Join(filepath.Dir(dir), ".deleting-"+name+"-"+hex.EncodeToString(suffix))
 	// The rename is the deletion's commit point: fenced by ctx's lease
 	// condition, ordered with the lease's changes.
-	if err := n.store.Fenced(FenceOf(ctx), func() error { return os.Rename(dir, gone) }); err != nil {
+	if err := n.store.Fenced(store.FenceOf(ctx), func() error { return os.Rename(dir, gone) }); err != nil {
 		return false, fmt.Errorf("delete volume %s/%s: %w", namespace, name, err)
 	}
 	if err := n.checkUnused(ctx, k); err != nil {
@@ -205,12 +208,12 @@ func (n *Volumes) claimUsers(_ context.Context) (map[claimKey][]string, error) {
 	return out, nil
 }
 
-// migrate moves the named volumes of the layout without namespaces to the
+// Migrate moves the named volumes of the layout without namespaces to the
 // namespace of the stored pods that name each (syncer.MigrateClaimVolumes):
 // of pods of several namespaces, the first stored pod's keeps the data
 // and the others get a new, empty volume, which is logged; one no pod
 // names goes to "default", a PersistentVolumeClaim's default namespace.
-func (n *Volumes) migrate() error {
+func (n *Volumes) Migrate() error {
 	recs, _, err := n.store.ListShared(store.Filter{})
 	if err != nil {
 		return fmt.Errorf("migrate named volumes: list pods: %w", err)
