@@ -45,7 +45,10 @@ func TestMain(m *testing.M) {
 		if binDir != "" {
 			errs = append(errs, os.RemoveAll(binDir))
 		}
-		return errors.Join(append(errs, finished())...)
+		if finished != nil {
+			errs = append(errs, finished())
+		}
+		return errors.Join(errs...)
 	}
 	localcritest.Main(m, cfg)
 }

@@ -267,6 +267,14 @@ func (r *run) load() {
 	t := r.t
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
+	// The watcher lists a store with a revision of its own: from revision
+	// 0, the check's replay of the log would be a list again, not the
+	// changes after it. An object of no client's gives it one.
+	marker := &podsyncv1.ConfigMap{Metadata: &podsyncv1.ObjectMeta{Namespace: namespace, Name: "robustness-start"}, Data: map[string]string{"v": "start"}}
+	if _, err := podsyncv1.NewPodSyncServiceClient(r.conn).ApplyObjects(ctx, &podsyncv1.ApplyObjectsRequest{ConfigMaps: []*podsyncv1.ConfigMap{marker}},
+		grpc.WaitForReady(true)); err != nil {
+		t.Fatalf("apply the start marker: %v", err)
+	}
 	r.start = time.Now()
 	r.watch = newWatchLog()
 	var wg sync.WaitGroup

@@ -42,8 +42,8 @@ func TestGrpcurlObjects(t *testing.T) {
 	call(`{"configMaps": [{"metadata": {"name": "web-config", "namespace": "itest", "resourceVersion": "1"}, "data": {"greeting": "hello again"}}]}`, "ApplyObjects")
 	_, err := d.grpcurl(ctx, `{"configMaps": [{"metadata": {"name": "web-config", "namespace": "itest", "resourceVersion": "1"}, "data": {"greeting": "stale"}}]}`,
 		nil, "podsync.v1.PodSyncService/ApplyObjects")
-	if err == nil || !strings.Contains(err.Error(), "Aborted") || !strings.Contains(err.Error(), "CONFLICT") {
-		t.Errorf("ApplyObjects at a stale version: %v, want Aborted CONFLICT", err)
+	if err == nil || !strings.Contains(err.Error(), "Aborted") || !strings.Contains(err.Error(), "REVISION_MISMATCH") {
+		t.Errorf("ApplyObjects at a stale version: %v, want Aborted REVISION_MISMATCH", err)
 	} else {
 		t.Logf("stale ApplyObjects:\n%v", err)
 	}

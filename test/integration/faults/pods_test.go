@@ -175,13 +175,22 @@ func (n *node) runAll(ctx context.Context, pods []*testPod) {
 	if err != nil {
 		n.t.Fatalf("RunPods: %v", err)
 	}
-	if int(sum.GetReachedTarget()) != len(pods) {
-		var bad []string
-		for _, r := range sum.GetResults() {
-			if r.GetOutcome() != podsyncv1.PodOutcome_POD_OUTCOME_REACHED_TARGET {
-				bad = append(bad, fmt.Sprintf("%s: %s %s %s", r.GetPod().GetName(), r.GetOutcome(), r.GetReason(), r.GetMessage()))
-			}
+	var bad []string
+	for _, r := range sum.GetResults() {
+		switch {
+		case r.GetOutcome() == podsyncv1.PodOutcome_POD_OUTCOME_REACHED_TARGET:
+		case r.GetReason() == "CrashLoopBackOff" && strings.Contains(r.GetMessage(), "(StartError)"):
+			// containerd reports a start that podsyncd's death cut
+			// short (the CRI call cancelled) as StartError, exit 128:
+			// the restart back-off that follows makes RunPods fail the
+			// pod as crash-looping, though nothing of the pod's failed.
+			// It is left to converge: checkConverged waits for it.
+			n.t.Logf("RunPods: %s: %s (a start cut short by a kill; left to converge)", r.GetPod().GetName(), r.GetMessage())
+		default:
+			bad = append(bad, fmt.Sprintf("%s: %s %s %s", r.GetPod().GetName(), r.GetOutcome(), r.GetReason(), r.GetMessage()))
 		}
+	}
+	if len(bad) > 0 {
 		n.t.Fatalf("RunPods: %d of %d pods reached Running:\n%s", sum.GetReachedTarget(), len(pods), strings.Join(bad, "\n"))
 	}
 }

@@ -35,14 +35,6 @@ func TestRunPodsFailsAtOnceOnASyncErrorThatWillNotClear(t *testing.T) {
 			action: "CreatePodSandbox", reason: "CreatePodSandboxError",
 		},
 		{
-			name: "a ConfigMap nobody supplied",
-			mutate: func(p *corev1.Pod) {
-				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-					LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Key: "mode"}}}}
-			},
-			action: "StartContainer", target: "app", reason: "CreateContainerConfigError",
-		},
-		{
 			name: "a failed postStart hook under Never",
 			mutate: func(p *corev1.Pod) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
@@ -84,5 +76,28 @@ func TestRunPodsFailsAtOnceOnASyncErrorThatWillNotClear(t *testing.T) {
 				t.Errorf("stored pods %d, want the failed one kept", len(recs))
 			}
 		})
+	}
+}
+
+// TestRunPodsWaitsForAMissingConfigMap: a container whose env names a
+// ConfigMap nobody supplied waits for it, as on a kubelet (it may be
+// applied later), so the pod times out — and the timeout's message says
+// what the container waits for: CreateContainerConfigError, naming the
+// ConfigMap.
+func TestRunPodsWaitsForAMissingConfigMap(t *testing.T) {
+	e := newEnv(t, runAdmission)
+	pod := e.newPod("", localcritest.Busybox("app"))
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Key: "mode"}}}}
+	s, err := e.node.RunPods(e.ctx, runpods.Request{Pods: []*corev1.Pod{pod}, Timeout: 15 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Results[0]
+	if r.Outcome != runpods.TimedOut || r.Reason != runpods.ReasonDeadlineExceeded {
+		t.Fatalf("result %s %s %q, want TimedOut DeadlineExceeded", r.Outcome, r.Reason, r.Message)
+	}
+	if !strings.Contains(r.Message, "container app waiting: CreateContainerConfigError") || !strings.Contains(r.Message, "absent") {
+		t.Errorf("timeout message %q, want it to say app waits for the ConfigMap absent", r.Message)
 	}
 }
