@@ -169,6 +169,7 @@ func (pv *podValidator) spec(p *field.Path, namespace string, spec *corev1.PodSp
 	if spec.Subdomain != "" {
 		pv.add(DNS1123Label(p.Child("subdomain"), spec.Subdomain)...)
 	}
+	pv.add(hostnameOverride(p, spec)...)
 	pv.scheduling(p, spec)
 	if n := spec.NodeName; n != "" {
 		if pv.nodeName != "" && n != pv.nodeName {
@@ -218,6 +219,32 @@ func (pv *podValidator) spec(p *field.Path, namespace string, spec *corev1.PodSp
 		pv.container(p.Child("containers").Index(i), &spec.Containers[i], false, pc)
 	}
 	pv.ephemeralContainers(p.Child("ephemeralContainers"), spec, pc)
+}
+
+// maxHostnameOverrideLen is the API server's bound on hostnameOverride.
+const maxHostnameOverrideLen = 64
+
+// hostnameOverride is the API server's validatePodHostName: the override
+// is a DNS-1123 subdomain of at most 64 characters, and a pod that sets
+// its hostname as its FQDN or runs in the node's network namespace (whose
+// hostname is the node's) may not have one.
+func hostnameOverride(p *field.Path, spec *corev1.PodSpec) field.ErrorList {
+	o := spec.HostnameOverride
+	if o == nil {
+		return nil
+	}
+	hp := p.Child("hostnameOverride")
+	var errs field.ErrorList
+	if spec.SetHostnameAsFQDN != nil && *spec.SetHostnameAsFQDN {
+		errs = append(errs, field.Forbidden(hp, "may not be specified when setHostnameAsFQDN is true"))
+	}
+	if spec.HostNetwork {
+		errs = append(errs, field.Forbidden(hp, "may not be specified when hostNetwork is true"))
+	}
+	if len(*o) > maxHostnameOverrideLen {
+		errs = append(errs, field.TooLong(hp, "", maxHostnameOverrideLen))
+	}
+	return append(errs, DNS1123Subdomain(hp, *o)...)
 }
 
 // ephemeralContainers is the API server's validateEphemeralContainers:

@@ -257,6 +257,9 @@ func TestValidatePodValid(t *testing.T) {
 				corev1.EnvVar{Name: "CPU", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
 				corev1.EnvVar{Name: "MEM", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "setup", Resource: "requests.memory", Divisor: resource.MustParse("1Ki")}}})
 		})},
+		{"hostnameOverride, a subdomain, with hostname and subdomain", nil, pod(func(p *corev1.Pod) {
+			p.Spec.Hostname, p.Spec.Subdomain, p.Spec.HostnameOverride = "custom-host", "t", ptr.To("override.example.host")
+		})},
 		{"zero Options", &validation.Options{}, nop},
 		{"backoff limit under OnFailure", nil, pod(func(p *corev1.Pod) {
 			p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
@@ -437,6 +440,19 @@ func TestValidatePodInvalid(t *testing.T) {
 			[]string{"spec.securityContext.runAsUser"}},
 		{"other node", nil, pod(func(p *corev1.Pod) { p.Spec.NodeName = "node-2" }), []string{"spec.nodeName"}},
 		{"hostname", nil, pod(func(p *corev1.Pod) { p.Spec.Hostname = "web.shop" }), []string{"spec.hostname"}},
+		// The API server's validatePodHostName (pod_hostnameoverride.go's
+		// refusals).
+		{"hostnameOverride with setHostnameAsFQDN", nil, pod(func(p *corev1.Pod) {
+			p.Spec.HostnameOverride, p.Spec.SetHostnameAsFQDN = ptr.To("override-host"), ptr.To(true)
+		}), []string{"spec.hostnameOverride"}},
+		{"hostnameOverride with hostNetwork", nil, pod(func(p *corev1.Pod) {
+			p.Spec.HostnameOverride, p.Spec.HostNetwork = ptr.To("override-host"), true
+		}), []string{"spec.hostnameOverride", "spec.containers[0].ports[0].hostPort"}},
+		{"hostnameOverride not a DNS subdomain", nil, pod(func(p *corev1.Pod) { p.Spec.HostnameOverride = ptr.To("Not-RFC1123") }),
+			[]string{"spec.hostnameOverride"}},
+		{"hostnameOverride empty", nil, pod(func(p *corev1.Pod) { p.Spec.HostnameOverride = ptr.To("") }), []string{"spec.hostnameOverride"}},
+		{"hostnameOverride over 64 characters", nil, pod(func(p *corev1.Pod) { p.Spec.HostnameOverride = ptr.To(strings.Repeat("a", 65)) }),
+			[]string{"spec.hostnameOverride"}},
 		{"os other than linux", nil, pod(func(p *corev1.Pod) { p.Spec.OS = &corev1.PodOS{Name: corev1.Windows} }), []string{"spec.os.name"}},
 		{"shareProcessNamespace with hostPID", nil, pod(func(p *corev1.Pod) {
 			p.Spec.ShareProcessNamespace, p.Spec.HostPID = ptr.To(true), true

@@ -472,6 +472,9 @@ func TestSandboxPodFields(t *testing.T) {
 		{"setHostnameAsFQDN without a subdomain", func(p *corev1.Pod) {
 			p.Spec.Hostname, p.Spec.SetHostnameAsFQDN = "web", ptr.To(true)
 		}, runtimeapi.NamespaceMode_CONTAINER, "web", ""},
+		{"hostnameOverride over hostname and subdomain", func(p *corev1.Pod) {
+			p.Spec.Hostname, p.Spec.Subdomain, p.Spec.HostnameOverride = "web", "pods", ptr.To("override.example.host")
+		}, runtimeapi.NamespaceMode_CONTAINER, "override.example.host", ""},
 		{"an FQDN over 64 characters", func(p *corev1.Pod) {
 			p.Spec.Hostname, p.Spec.Subdomain, p.Spec.SetHostnameAsFQDN = strings.Repeat("h", 30), strings.Repeat("s", 20), ptr.To(true)
 		}, 0, "", "FQDN " + strings.Repeat("h", 30) + "." + strings.Repeat("s", 20) + ".default.svc.cluster.local is too long (64 characters is the max, 77 characters requested)"},

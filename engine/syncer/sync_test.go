@@ -70,6 +70,23 @@ func TestNewPodStartsInKubeletOrder(t *testing.T) {
 	h.Converged(pod, res)
 }
 
+// TestHostsFileOfHostnameOverride: the pod's hosts file names the pod by
+// its hostnameOverride, without a domain, as the kubelet's
+// managedHostsFileContent with GeneratePodHostNameAndDomain's result.
+func TestHostsFileOfHostnameOverride(t *testing.T) {
+	h := syncertest.New(t)
+	pod := enginetest.Pod()
+	pod.Spec.Hostname, pod.Spec.Subdomain, pod.Spec.HostnameOverride = "custom-host", "t", ptr.To("override.example.host")
+	res := h.Sync(pod)
+	hosts, err := os.ReadFile(filepath.Join(criconfig.PodDir(pod, h.Cfg), "etc-hosts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(hosts), "\n"+res.PodIPs[0]+"\toverride.example.host\n") || strings.Contains(string(hosts), "custom-host") {
+		t.Errorf("hosts file, want the pod's IP for override.example.host alone:\n%s", hosts)
+	}
+}
+
 func TestRestartPolicies(t *testing.T) {
 	for _, tc := range []struct {
 		policy   corev1.RestartPolicy

@@ -355,6 +355,12 @@ type PodSpec struct {
 	// or kubernetes.io/dockercfg sent with the pod; their credentials for the
 	// image's registry are given to the runtime's pull.
 	ImagePullSecrets []*LocalObjectReference `protobuf:"bytes,87,rep,name=image_pull_secrets,json=imagePullSecrets,proto3" json:"image_pull_secrets,omitempty"`
+	// hostname_override, when set, is the pod's hostname, in place of the
+	// name, hostname and subdomain: a DNS-1123 subdomain of at most 64
+	// characters (dots allowed), truncated to 63 as a kubelet truncates a
+	// hostname, and the pod has no domain. Not allowed with host_network or
+	// set_hostname_as_fqdn.
+	HostnameOverride *string `protobuf:"bytes,88,opt,name=hostname_override,json=hostnameOverride,proto3,oneof" json:"hostname_override,omitempty"`
 	// ephemeral_containers are debug containers added to the running pod by
 	// AddEphemeralContainer (podsyncctl debug), never by RunPods or SyncPod
 	// (they refuse a spec that carries any, as the API server only adds them
@@ -604,6 +610,13 @@ func (x *PodSpec) GetImagePullSecrets() []*LocalObjectReference {
 		return x.ImagePullSecrets
 	}
 	return nil
+}
+
+func (x *PodSpec) GetHostnameOverride() string {
+	if x != nil && x.HostnameOverride != nil {
+		return *x.HostnameOverride
+	}
+	return ""
 }
 
 func (x *PodSpec) GetEphemeralContainers() []*EphemeralContainer {
@@ -5783,7 +5796,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B \n" +
-	"\x1e_deletion_grace_period_seconds\"\xb6\x0e\n" +
+	"\x1e_deletion_grace_period_seconds\"\xfe\x0e\n" +
 	"\aPodSpec\x125\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x15.podsync.v1.ContainerR\n" +
@@ -5820,7 +5833,8 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\tresources\x18T \x01(\v2 .podsync.v1.ResourceRequirementsR\tresources\x12\x1f\n" +
 	"\bpriority\x18U \x01(\x05H\x06R\bpriority\x88\x01\x01\x12.\n" +
 	"\x13priority_class_name\x18V \x01(\tR\x11priorityClassName\x12N\n" +
-	"\x12image_pull_secrets\x18W \x03(\v2 .podsync.v1.LocalObjectReferenceR\x10imagePullSecrets\x12Q\n" +
+	"\x12image_pull_secrets\x18W \x03(\v2 .podsync.v1.LocalObjectReferenceR\x10imagePullSecrets\x120\n" +
+	"\x11hostname_override\x18X \x01(\tH\aR\x10hostnameOverride\x88\x01\x01\x12Q\n" +
 	"\x14ephemeral_containers\x18x \x03(\v2\x1e.podsync.v1.EphemeralContainerR\x13ephemeralContainers\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -5831,7 +5845,8 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x18_share_process_namespaceB\r\n" +
 	"\v_host_usersB\x17\n" +
 	"\x15_set_hostname_as_fqdnB\v\n" +
-	"\t_priority\"\x8e\x05\n" +
+	"\t_priorityB\x14\n" +
+	"\x12_hostname_override\"\x8e\x05\n" +
 	"\x12EphemeralContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12*\n" +

@@ -130,6 +130,29 @@ func TestImagePullSecretsBasicAuth(t *testing.T) {
 	}
 }
 
+// TestHostnameOverride: spec.hostnameOverride is the pod's hostname (the
+// kernel's nodename) and its hosts file's name for the pod's IP, with no
+// domain, whatever hostname and subdomain say: `hostname` and
+// `hostname -f` both print it, as pod_hostnameoverride.go's e2e tests
+// expect.
+func TestHostnameOverride(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pod := e.newPod()
+	pod.Spec.Hostname, pod.Spec.Subdomain, pod.Spec.HostnameOverride = "custom-host", "t", ptr.To("override.example.host")
+	pod.Spec.Containers = []corev1.Container{localcritest.Shell("app", "sleep 3600 & wait")}
+	res := e.until(pod, "running", e.running(pod))
+	id := newest(t, res, "app").ID
+	out, stderr, err := e.rt.ExecSync(e.ctx, id, []string{"/bin/sh", "-c", "echo $(hostname)';'$(hostname -f)';'"}, 10*time.Second)
+	if err != nil {
+		t.Fatalf("hostname: %v %s", err, stderr)
+	}
+	if got, want := strings.TrimSpace(string(out)), "override.example.host;override.example.host;"; got != want {
+		hosts, _, _ := e.rt.ExecSync(e.ctx, id, []string{"/bin/cat", "/etc/hosts"}, 10*time.Second)
+		t.Errorf("hostname;hostname -f = %q, want %q; /etc/hosts:\n%s", got, want, hosts)
+	}
+}
+
 // TestHostUsersFalse: a runtime that reports user namespaces (its default
 // handler's user_namespaces feature: containerd 2.x with idmap mounts)
 // runs a hostUsers false pod in a user namespace of its own, container
