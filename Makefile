@@ -89,6 +89,7 @@ lint: $(STAMPS)/buf-$(BUF_VERSION) $(STAMPS)/golangci-lint-$(GOLANGCI_LINT_VERSI
 		if [ -n "$$out" ]; then echo "gofmt would change:" >&2; echo "$$out" >&2; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./test/...
+	$(GO) vet -tags robustness ./test/robustness
 	$(GOLANGCI_LINT) run ./...
 	$(BUF) lint
 	$(BUF) format -d --exit-code
@@ -115,11 +116,13 @@ build: ## Build every package and command
 	$(GO) build ./...
 
 .PHONY: test
-test: ## All tests: unit (-race), then integration on containerd 2.x and 1.6
+test: ## All tests: unit (-race), then integration on containerd 2.x, the robustness history (2.x), integration on 1.6
 	@start=$$(date +%s); $(MAKE) --no-print-directory test-unit; \
 		echo "stage unit: $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); PODSYNC_CONTAINERD=2 $(MAKE) --no-print-directory test-integration; \
 		echo "stage integration (containerd 2.x): $$(( $$(date +%s) - start ))s"
+	@start=$$(date +%s); PODSYNC_CONTAINERD=2 $(MAKE) --no-print-directory test-robustness; \
+		echo "stage robustness (containerd 2.x): $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); PODSYNC_CONTAINERD=1.6 $(MAKE) --no-print-directory test-integration; \
 		echo "stage integration (containerd 1.6): $$(( $$(date +%s) - start ))s"
 
@@ -145,6 +148,18 @@ test-integration: $(STAMPS)/grpcurl-$(GRPCURL_VERSION) ## Integration tests agai
 	PODSYNC_GRPCURL=$(GRPCURL) $(GO_TEST) -race -tags integration $(INTEG_FLAGS) $(INTEG_PKGS) 2>&1 | tee "$$log" \
 		|| { hack/test-summary.sh "$$log"; exit 1; }
 
+# How long test/robustness runs its faulted load (podsyncd killed every
+# 30 s or so, connections cut, commits delayed); CI's is 2m15s.
+ROBUSTNESS_DURATION ?= 2m15s
+
+.PHONY: test-robustness
+test-robustness: ## The checked history under faults (test/robustness, porcupine) on a private containerd 2.x
+	@mkdir -p $(TMP)/logs
+	log=$(TMP)/logs/test-robustness.log; \
+	PODSYNC_ROBUSTNESS_DURATION=$(ROBUSTNESS_DURATION) PODSYNC_CONTAINERD=$${PODSYNC_CONTAINERD:-2} \
+	$(GO_TEST) -race -tags robustness -count=1 -timeout 20m -v ./test/robustness 2>&1 | tee "$$log" \
+		|| { hack/test-summary.sh "$$log"; exit 1; }
+
 .PHONY: test-cluster
 test-cluster: ## podsync-vk on a real control plane (builds the Kubernetes binaries into .tmp/kube once, about 20 min)
 	@mkdir -p $(TMP)/logs
@@ -152,6 +167,15 @@ test-cluster: ## podsync-vk on a real control plane (builds the Kubernetes binar
 	log=$(TMP)/logs/test-cluster-$${PODSYNC_CONTAINERD:-2}.log; \
 	$(GO_TEST) -race -tags integration $(CLUSTER_FLAGS) ./test/integration/cluster 2>&1 | tee "$$log" \
 		|| { hack/test-summary.sh "$$log"; exit 1; }
+
+# Arguments of make test-conformance, e.g. CONFORMANCE_ARGS='--focus Probing' or
+# CONFORMANCE_ARGS=--subset=ci (the bounded subset CI runs).
+CONFORMANCE_ARGS ?=
+
+.PHONY: test-conformance
+test-conformance: ## Kubernetes' node-conformance e2e tests on podsync nodes (root; builds e2e.test and its images into .tmp once); results in .tmp/conformance
+	$(GO) build -o $(BIN)/podsync-conformance ./hack/conformance
+	$(BIN)/podsync-conformance $(CONFORMANCE_ARGS)
 
 # Flavours and timeout of make soak.
 SOAK_FLAVOURS ?= 2 1.6

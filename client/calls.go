@@ -236,6 +236,18 @@ func (c *Client) ListPods(ctx context.Context, req *podsyncv1.ListPodsRequest) (
 	return unary(ctx, c, "ListPods", "", c.api.ListPods, req)
 }
 
+// ListEvents lists the pods' events podsyncd still holds, one per series
+// (its newest occurrence, with the series' count and first and last
+// timestamps), oldest first. Errors: ErrInvalidArgument for a malformed
+// namespace, name or uid. Retried on ErrUnavailable with WithRetry.
+func (c *Client) ListEvents(ctx context.Context, req *podsyncv1.ListEventsRequest) (*podsyncv1.ListEventsResponse, error) {
+	name := ""
+	if req.GetPodName() != "" {
+		name = podName(req.GetNamespace(), req.GetPodName())
+	}
+	return unary(ctx, c, "ListEvents", name, c.api.ListEvents, req)
+}
+
 // DeletePod stops and removes a pod and returns once it is gone. A pod
 // that does not exist is not an error: the response says found = false.
 // Errors: ErrUIDMismatch (Reason UID_MISMATCH, Metadata "uid" the live
@@ -315,28 +327,31 @@ func (c *Client) Health(ctx context.Context) (healthpb.HealthCheckResponse_Servi
 }
 
 // ListVolumes returns the node's named volumes (the directories
-// persistentVolumeClaim volumes mount), ordered by name, each with the
-// stored pods that name it. Retried on ErrUnavailable with WithRetry.
+// persistentVolumeClaim volumes mount, one per namespace and claimName),
+// ordered by namespace and name, each with the stored pods that name it.
+// Retried on ErrUnavailable with WithRetry.
 func (c *Client) ListVolumes(ctx context.Context) ([]*podsyncv1.NamedVolume, error) {
 	resp, err := unary(ctx, c, "ListVolumes", "", c.api.ListVolumes, &podsyncv1.ListVolumesRequest{})
 	return resp.GetVolumes(), err
 }
 
-// CreateVolume creates the named volume name (the directory a
-// persistentVolumeClaim volume of that claimName mounts), as a pod naming
-// the claim would on its first run; created is false when it existed.
+// CreateVolume creates the named volume name of namespace (empty means
+// "default"): the directory a persistentVolumeClaim volume of that
+// claimName mounts in the pods of the namespace, as a pod naming the
+// claim would on its first run; created is false when it existed.
 // Retried on ErrUnavailable with WithRetry (CreateVolume is idempotent).
-func (c *Client) CreateVolume(ctx context.Context, name string) (created bool, err error) {
-	resp, err := unary(ctx, c, "CreateVolume", name, c.api.CreateVolume, &podsyncv1.CreateVolumeRequest{Name: name})
+func (c *Client) CreateVolume(ctx context.Context, namespace, name string) (created bool, err error) {
+	resp, err := unary(ctx, c, "CreateVolume", namespace+"/"+name, c.api.CreateVolume, &podsyncv1.CreateVolumeRequest{Namespace: namespace, Name: name})
 	return resp.GetCreated(), err
 }
 
-// DeleteVolume removes a named volume and its data. A volume that does not
-// exist is not an error: found is false. Errors: ErrVolumeInUse (Reason
-// VOLUME_IN_USE) while a stored pod names it. Retried on ErrUnavailable
-// with WithRetry (DeleteVolume is idempotent).
-func (c *Client) DeleteVolume(ctx context.Context, name string) (found bool, err error) {
-	resp, err := unary(ctx, c, "DeleteVolume", name, c.api.DeleteVolume, &podsyncv1.DeleteVolumeRequest{Name: name})
+// DeleteVolume removes the named volume name of namespace (empty means
+// "default") and its data. A volume that does not exist is not an error:
+// found is false. Errors: ErrVolumeInUse (Reason VOLUME_IN_USE) while a
+// stored pod names it. Retried on ErrUnavailable with WithRetry
+// (DeleteVolume is idempotent).
+func (c *Client) DeleteVolume(ctx context.Context, namespace, name string) (found bool, err error) {
+	resp, err := unary(ctx, c, "DeleteVolume", namespace+"/"+name, c.api.DeleteVolume, &podsyncv1.DeleteVolumeRequest{Namespace: namespace, Name: name})
 	return resp.GetFound(), err
 }
 

@@ -13,8 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
@@ -56,6 +59,10 @@ type Client struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// epoch is the lease epoch every call carries (UseLeaseEpoch), 0 for
+	// none.
+	epoch atomic.Int64
 }
 
 // Option configures New and NewFromConn.
@@ -163,6 +170,11 @@ func New(ctx context.Context, target string, opts ...Option) (*Client, error) {
 	dialOpts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithUserAgent(userAgent),
+		// The caller's trace context goes to podsyncd (W3C traceparent),
+		// whose spans then join the caller's trace; client spans are
+		// recorded when the global TracerProvider records.
+		grpc.WithStatsHandler(otelgrpc.NewClientHandler(
+			otelgrpc.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})))),
 		// Find a vanished podsyncd under a long watch; podsyncd permits
 		// pings every 10 s.
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),

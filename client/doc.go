@@ -85,13 +85,17 @@
 //	ErrInvalidArgument    INVALID_ARGUMENT (INVALID_SPEC)                 malformed request; see FieldViolations. Nothing changed.
 //	ErrNotFound           NOT_FOUND (POD_NOT_FOUND, CONTAINER_NOT_FOUND)  no such pod, container or previous instance
 //	                      NOT_FOUND (OBJECT_NOT_FOUND)                    no such stored ConfigMap or Secret
-//	ErrUIDMismatch        FAILED_PRECONDITION (UID_MISMATCH)              DeletePod's uid names another incarnation; Metadata["uid"] is the live one
+//	ErrUIDMismatch        ABORTED (UID_MISMATCH)                          a precondition's uid names another incarnation; Metadata["uid"] is the live one (also ErrAborted)
 //	                      ALREADY_EXISTS (POD_ALREADY_EXISTS)             SyncPod's or RunPods' explicit uid differs from the live pod's
 //	ErrAlreadyExists      ALREADY_EXISTS                                  as above
 //	ErrRejected           FAILED_PRECONDITION (NodePorts, Policy…)        admission refused a new pod in SyncPod; Reason says why
 //	                      RESOURCE_EXHAUSTED (OutOfcpu, OutOfmemory, …)   … for lack of capacity (also ErrResourceExhausted)
 //	ErrAborted            ABORTED (SYNC_IN_PROGRESS, POD_TERMINATING)     a sync is running, or the pod is being deleted; retry
-//	ErrConflict           ABORTED (CONFLICT)                              an object's resource_version is not the stored one; read it again (also ErrAborted)
+//	ErrConflict           ABORTED (REVISION_MISMATCH)                     a revision precondition (IfRevision, IfNotExists, an object's resource_version)
+//	                                                                      does not hold; nothing changed; read again (RetryOnConflict; also ErrAborted)
+//	ErrLeaseSuperseded    FAILED_PRECONDITION (LEASE_SUPERSEDED)          the call's lease epoch is older than the node's lease: another control plane drives it
+//	ErrLeaseRequired      FAILED_PRECONDITION (LEASE_REQUIRED)            podsyncd --require-lease and the call carries no current epoch (KeepLease)
+//	ErrLeaseHeld          FAILED_PRECONDITION (LEASE_HELD)                AcquireLease while another identity holds the lease
 //	ErrOwnedByFile        FAILED_PRECONDITION (OWNED_BY_FILE)             the pod or object belongs to a file of the manifest directory
 //	ErrUnavailable        UNAVAILABLE (RUNTIME_UNAVAILABLE, …)            podsyncd or its runtime does not answer, or SHUTTING_DOWN; retry with back-off
 //	ErrPermissionDenied   PERMISSION_DENIED                               the caller's role does not allow the call

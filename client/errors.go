@@ -44,7 +44,10 @@ const (
 	ReasonInternal           = errorinfo.ReasonInternal
 	ReasonVolumeInUse        = errorinfo.ReasonVolumeInUse
 	ReasonObjectNotFound     = errorinfo.ReasonObjectNotFound
-	ReasonConflict           = errorinfo.ReasonConflict
+	ReasonRevisionMismatch   = errorinfo.ReasonRevisionMismatch
+	ReasonLeaseSuperseded    = errorinfo.ReasonLeaseSuperseded
+	ReasonLeaseRequired      = errorinfo.ReasonLeaseRequired
+	ReasonLeaseHeld          = errorinfo.ReasonLeaseHeld
 	ReasonOwnedByFile        = errorinfo.ReasonOwnedByFile
 	// ReasonContainerNotRunning: exec or attach needs a running container.
 	ReasonContainerNotRunning = errorinfo.ReasonContainerNotRunning
@@ -68,8 +71,9 @@ var (
 	// why.
 	ErrRejected = errors.New("rejected by admission")
 	// ErrUIDMismatch: the request's uid names another incarnation of the
-	// pod: DeletePod's FAILED_PRECONDITION UID_MISMATCH, and SyncPod's or
-	// RunPods' ALREADY_EXISTS.
+	// pod: a precondition's ABORTED UID_MISMATCH (Metadata "uid" and
+	// "revision" the live pod's), and SyncPod's or RunPods'
+	// ALREADY_EXISTS.
 	ErrUIDMismatch = errors.New("uid mismatch")
 	// ErrAlreadyExists: ALREADY_EXISTS (a pod of the same name runs with
 	// another uid; it also matches ErrUIDMismatch).
@@ -98,10 +102,24 @@ var (
 	// ErrAborted: ABORTED, a sync of the pod is running or the pod is
 	// being deleted. Retry.
 	ErrAborted = errors.New("aborted")
-	// ErrConflict: ABORTED, CONFLICT, a stored object's resource_version
-	// precondition is not the stored version. Read it again and retry.
-	// It also matches ErrAborted.
-	ErrConflict = errors.New("resource version conflict")
+	// ErrConflict: ABORTED, REVISION_MISMATCH, a write's revision
+	// precondition (IfRevision, IfNotExists, an object's
+	// resource_version) is not the current revision; nothing was changed.
+	// Read again and retry (RetryOnConflict); CurrentRevision reads the
+	// revision reported. It also matches ErrAborted.
+	ErrConflict = errors.New("revision conflict")
+	// ErrLeaseSuperseded: FAILED_PRECONDITION, LEASE_SUPERSEDED, the call
+	// carries a lease epoch older than the node's lease (another control
+	// plane took the node), or a lease call names an epoch that is not the
+	// current one. Nothing was changed: stop driving the node.
+	ErrLeaseSuperseded = errors.New("lease superseded")
+	// ErrLeaseRequired: FAILED_PRECONDITION, LEASE_REQUIRED, podsyncd runs
+	// with --require-lease and the call carries no current epoch of a held
+	// lease. Acquire the lease (KeepLease).
+	ErrLeaseRequired = errors.New("lease required")
+	// ErrLeaseHeld: FAILED_PRECONDITION, LEASE_HELD, AcquireLease while
+	// another identity holds the lease (Metadata "holder", "expire_time").
+	ErrLeaseHeld = errors.New("lease held by another identity")
 	// ErrOwnedByFile: FAILED_PRECONDITION, OWNED_BY_FILE, the pod or
 	// object was read from podsyncd's manifest directory: change or
 	// remove its file.
@@ -209,7 +227,13 @@ func (e *Error) Is(target error) bool {
 	case ErrAborted:
 		return e.Code == codes.Aborted
 	case ErrConflict:
-		return e.Code == codes.Aborted && e.Reason == ReasonConflict
+		return e.Code == codes.Aborted && e.Reason == ReasonRevisionMismatch
+	case ErrLeaseSuperseded:
+		return e.Reason == ReasonLeaseSuperseded
+	case ErrLeaseRequired:
+		return e.Reason == ReasonLeaseRequired
+	case ErrLeaseHeld:
+		return e.Reason == ReasonLeaseHeld
 	case ErrOwnedByFile:
 		return e.Code == codes.FailedPrecondition && e.Reason == ReasonOwnedByFile
 	case ErrDeadlineExceeded, context.DeadlineExceeded:
@@ -225,7 +249,11 @@ func (e *Error) Is(target error) bool {
 func (e *Error) rejected() bool {
 	switch e.Code {
 	case codes.FailedPrecondition:
-		return e.Reason != ReasonUIDMismatch && e.Reason != ReasonVolumeInUse && e.Reason != ReasonOwnedByFile
+		switch e.Reason {
+		case ReasonUIDMismatch, ReasonVolumeInUse, ReasonOwnedByFile, ReasonLeaseSuperseded, ReasonLeaseRequired, ReasonLeaseHeld:
+			return false
+		}
+		return true
 	case codes.ResourceExhausted:
 		return errorinfo.IsCapacityReason(e.Reason)
 	}

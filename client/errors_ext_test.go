@@ -34,6 +34,9 @@ var sentinels = map[string]error{
 	"ErrResourceExhausted": client.ErrResourceExhausted,
 	"ErrAborted":           client.ErrAborted,
 	"ErrConflict":          client.ErrConflict,
+	"ErrLeaseSuperseded":   client.ErrLeaseSuperseded,
+	"ErrLeaseRequired":     client.ErrLeaseRequired,
+	"ErrLeaseHeld":         client.ErrLeaseHeld,
 	"ErrOwnedByFile":       client.ErrOwnedByFile,
 	"ErrDeadlineExceeded":  client.ErrDeadlineExceeded,
 }
@@ -128,7 +131,7 @@ func TestErrorUIDMismatch(t *testing.T) {
 	res := syncPod(t, c, "", "web", nil)
 	const other = "6f1e7a4e-1d5b-4a8e-9c3b-2f0a1b2c3d4e"
 	_, err := c.DeletePod(testContext(t), &podsyncv1.DeletePodRequest{Name: "web", Uid: other})
-	wantError(t, err, codes.FailedPrecondition, client.ReasonUIDMismatch, "ErrUIDMismatch")
+	wantError(t, err, codes.Aborted, client.ReasonUIDMismatch, "ErrUIDMismatch", "ErrAborted")
 	e := clientError(t, err)
 	if e.Metadata["uid"] != res.GetPod().GetUid() {
 		t.Errorf("metadata %v: want uid %s", e.Metadata, res.GetPod().GetUid())
@@ -208,6 +211,10 @@ func TestReasonsMatchErrorInfo(t *testing.T) {
 		{client.ReasonContainerNotFound, errorinfo.ReasonContainerNotFound},
 		{client.ReasonPodAlreadyExists, errorinfo.ReasonPodAlreadyExists},
 		{client.ReasonUIDMismatch, errorinfo.ReasonUIDMismatch},
+		{client.ReasonRevisionMismatch, errorinfo.ReasonRevisionMismatch},
+		{client.ReasonLeaseSuperseded, errorinfo.ReasonLeaseSuperseded},
+		{client.ReasonLeaseRequired, errorinfo.ReasonLeaseRequired},
+		{client.ReasonLeaseHeld, errorinfo.ReasonLeaseHeld},
 		{client.ReasonSyncInProgress, errorinfo.ReasonSyncInProgress},
 		{client.ReasonPodTerminating, errorinfo.ReasonPodTerminating},
 		{client.ReasonRuntimeUnavailable, errorinfo.ReasonRuntimeUnavailable},
@@ -242,7 +249,7 @@ func TestErrorIs(t *testing.T) {
 		{codes.FailedPrecondition, "NodePorts", []string{"ErrRejected"}},
 		{codes.FailedPrecondition, "PodSecurity", []string{"ErrRejected"}},
 		{codes.ResourceExhausted, "OutOfmemory", []string{"ErrRejected", "ErrResourceExhausted"}},
-		{codes.FailedPrecondition, client.ReasonUIDMismatch, []string{"ErrUIDMismatch"}},
+
 		{codes.AlreadyExists, client.ReasonPodAlreadyExists, []string{"ErrUIDMismatch", "ErrAlreadyExists"}},
 		{codes.Unavailable, client.ReasonRuntimeUnavailable, []string{"ErrUnavailable"}},
 		{codes.Unavailable, client.ReasonShuttingDown, []string{"ErrUnavailable"}},
@@ -256,7 +263,11 @@ func TestErrorIs(t *testing.T) {
 		{codes.ResourceExhausted, "", []string{"ErrResourceExhausted"}},
 		{codes.Aborted, client.ReasonSyncInProgress, []string{"ErrAborted"}},
 		{codes.Aborted, client.ReasonPodTerminating, []string{"ErrAborted"}},
-		{codes.Aborted, client.ReasonConflict, []string{"ErrAborted", "ErrConflict"}},
+		{codes.Aborted, client.ReasonRevisionMismatch, []string{"ErrAborted", "ErrConflict"}},
+		{codes.Aborted, client.ReasonUIDMismatch, []string{"ErrAborted", "ErrUIDMismatch"}},
+		{codes.FailedPrecondition, client.ReasonLeaseSuperseded, []string{"ErrLeaseSuperseded"}},
+		{codes.FailedPrecondition, client.ReasonLeaseRequired, []string{"ErrLeaseRequired"}},
+		{codes.FailedPrecondition, client.ReasonLeaseHeld, []string{"ErrLeaseHeld"}},
 		{codes.FailedPrecondition, client.ReasonOwnedByFile, []string{"ErrOwnedByFile"}},
 		{codes.NotFound, client.ReasonObjectNotFound, []string{"ErrNotFound"}},
 		{codes.DeadlineExceeded, "", []string{"ErrDeadlineExceeded"}},

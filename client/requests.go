@@ -45,7 +45,7 @@ func RunPodsRequestFromManifests(m *convert.Manifests) (*podsyncv1.RunPodsReques
 		d.Secrets = append(d.Secrets, s.DeepCopy())
 	}
 	// Secrets are checked as given, as podsyncd checks them.
-	if err := convert.ValidateManifests(d, validation.Options{StoredObjects: true}); err != nil {
+	if err := convert.ValidateManifests(d, validation.Options{StoredObjects: true, Limits: validation.ClientLimits()}); err != nil {
 		return nil, fmt.Errorf("podsync: %w", err)
 	}
 	for _, cm := range d.ConfigMaps {
@@ -117,7 +117,7 @@ func ApplyObjectsRequestFromManifests(m *convert.Manifests) (*podsyncv1.ApplyObj
 	for _, s := range m.Secrets {
 		d.Secrets = append(d.Secrets, s.DeepCopy())
 	}
-	if err := convert.ValidateManifests(d, validation.Options{StoredObjects: true}); err != nil {
+	if err := convert.ValidateManifests(d, validation.Options{StoredObjects: true, Limits: validation.ClientLimits()}); err != nil {
 		return nil, fmt.Errorf("podsync: %w", err)
 	}
 	for _, cm := range d.ConfigMaps {

@@ -73,6 +73,7 @@ func (c *Client) retry(ctx context.Context, call func(context.Context) error) er
 // response of the attempt that succeeded, or the last error wrapped as op
 // on name (a pod's or object's namespace/name, or empty).
 func unary[Req, Resp any](ctx context.Context, c *Client, op, name string, method func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	ctx = c.outgoing(ctx)
 	var resp Resp
 	err := c.retry(ctx, func(ctx context.Context) (err error) {
 		resp, err = method(ctx, req)
@@ -91,6 +92,7 @@ func unary[Req, Resp any](ctx context.Context, c *Client, op, name string, metho
 // the stream and the first message, or io.EOF for a stream that ended
 // without one, or the error. The stream lives as long as ctx.
 func openStream[T any](ctx context.Context, c *Client, retry bool, open func(context.Context) (grpc.ServerStreamingClient[T], error)) (grpc.ServerStreamingClient[T], *T, error) {
+	ctx = c.outgoing(ctx)
 	var (
 		stream grpc.ServerStreamingClient[T]
 		first  *T

@@ -22,10 +22,10 @@ type Manifests struct {
 	Pods       []*corev1.Pod
 	ConfigMaps []*corev1.ConfigMap
 	Secrets    []*corev1.Secret
-	// Claims are the names of the PersistentVolumeClaim documents: the
-	// node-local named volumes to create (podsyncctl creates them before
-	// it sends the pods), in the order read, each once.
-	Claims []string
+	// Claims are the PersistentVolumeClaim documents: the node-local
+	// named volumes to create (podsyncctl creates them before it sends the
+	// pods), in the order read, each once.
+	Claims []ClaimRef
 	// Notices say what Decode did that the reader should know of, such as
 	// a Service it skipped.
 	Notices []string
@@ -179,6 +179,17 @@ type manifestHeader struct {
 	APIVersion string
 	Kind       string
 	Name       string
+	// Namespace is metadata.namespace, empty when not set.
+	Namespace string
+}
+
+// ClaimRef names a PersistentVolumeClaim document: a named volume of the
+// pods of its namespace.
+type ClaimRef struct {
+	// Namespace is the claim's, "default" when the document sets none.
+	Namespace string
+	// Name is the claimName pods of the namespace mount it by.
+	Name string
 }
 
 func (m *Manifests) addDocument(index int, doc json.RawMessage) error {
@@ -223,11 +234,12 @@ func readManifestHeader(doc []byte) (manifestHeader, error) {
 	// The name is only for messages: a malformed metadata is reported by
 	// the strict decode.
 	var meta struct {
-		Name string `json:"name"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
 	}
 	if raw, ok := fields["metadata"]; ok {
 		if err := json.Unmarshal(raw, &meta); err == nil {
-			h.Name = meta.Name
+			h.Name, h.Namespace = meta.Name, meta.Namespace
 		}
 	}
 	var err error
@@ -244,6 +256,9 @@ func readManifestHeader(doc []byte) (manifestHeader, error) {
 	case isOtherKind(h.Kind):
 		return h, checkOtherAPIVersion(h)
 	case h.Kind != manifestKindPod && h.Kind != manifestKindConfigMap && h.Kind != manifestKindSecret && h.Kind != manifestKindList:
+		if k := kindSpelled(h.Kind); k != "" {
+			return h, fmt.Errorf("kind %q is not supported; did you mean %s? (kinds are case-sensitive)", h.Kind, k)
+		}
 		return h, fmt.Errorf("kind %q is not supported, want Pod, ConfigMap, Secret, List or a workload (%s)", h.Kind, workloadKindList)
 	case h.APIVersion == "":
 		return h, errors.New(`apiVersion is missing, want "v1"`)
@@ -251,6 +266,24 @@ func readManifestHeader(doc []byte) (manifestHeader, error) {
 		return h, fmt.Errorf(`apiVersion %q is not supported, want "v1"`, h.APIVersion)
 	}
 	return h, nil
+}
+
+// kindSpelled returns the kind Decode knows that kind spells in another
+// case ("pod", "configmap", "deployment"), or "".
+func kindSpelled(kind string) string {
+	known := []string{manifestKindPod, manifestKindConfigMap, manifestKindSecret, manifestKindList, kindCronJob, kindPersistentVolumeClaim}
+	for k := range workloadAPIVersions {
+		known = append(known, k)
+	}
+	for k := range skippedKinds {
+		known = append(known, k)
+	}
+	for _, k := range known {
+		if strings.EqualFold(k, kind) {
+			return k
+		}
+	}
+	return ""
 }
 
 // stringField returns the string value of key in fields, or "" if the key

@@ -234,9 +234,10 @@ func podSecurityContextToProto(in *corev1.PodSecurityContext) *podsyncv1.PodSecu
 		Sysctls: toSlice(in.Sysctls, func(s corev1.Sysctl) *podsyncv1.Sysctl {
 			return &podsyncv1.Sysctl{Name: s.Name, Value: s.Value}
 		}),
-		SeLinuxOptions:  seLinuxOptionsToProto(in.SELinuxOptions),
-		SeccompProfile:  seccompProfileToProto(in.SeccompProfile),
-		AppArmorProfile: appArmorProfileToProto(in.AppArmorProfile),
+		SeLinuxOptions:      seLinuxOptionsToProto(in.SELinuxOptions),
+		SeccompProfile:      seccompProfileToProto(in.SeccompProfile),
+		AppArmorProfile:     appArmorProfileToProto(in.AppArmorProfile),
+		FsGroupChangePolicy: (*string)(in.FSGroupChangePolicy),
 	}
 }
 

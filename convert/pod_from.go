@@ -135,9 +135,10 @@ func podSecurityContextFromProto(in *podsyncv1.PodSecurityContext) *corev1.PodSe
 		Sysctls: toSlice(in.Sysctls, func(s *podsyncv1.Sysctl) corev1.Sysctl {
 			return corev1.Sysctl{Name: s.GetName(), Value: s.GetValue()}
 		}),
-		SELinuxOptions:  seLinuxOptionsFromProto(in.SeLinuxOptions),
-		SeccompProfile:  seccompProfileFromProto(in.SeccompProfile),
-		AppArmorProfile: appArmorProfileFromProto(in.AppArmorProfile),
+		SELinuxOptions:      seLinuxOptionsFromProto(in.SeLinuxOptions),
+		SeccompProfile:      seccompProfileFromProto(in.SeccompProfile),
+		AppArmorProfile:     appArmorProfileFromProto(in.AppArmorProfile),
+		FSGroupChangePolicy: (*corev1.PodFSGroupChangePolicy)(in.FsGroupChangePolicy),
 	}
 }
 

@@ -60,13 +60,16 @@ var workloadAPIVersions = map[string][]string{
 // skippedKinds are the kinds found beside workloads that mean nothing on
 // one node without an API server; Decode skips them with a notice.
 var skippedKinds = map[string]string{
-	"Service":            "podsync has no service proxy; reach pods by hostPort or hostNetwork",
-	"ServiceAccount":     "podsync mounts no service account token",
-	"Role":               "podsync has no API server to authorize",
-	"ClusterRole":        "podsync has no API server to authorize",
-	"RoleBinding":        "podsync has no API server to authorize",
-	"ClusterRoleBinding": "podsync has no API server to authorize",
-	"Namespace":          "namespaces need no creating on podsync",
+	"Service":             "podsync has no service proxy; reach pods by hostPort or hostNetwork",
+	"ServiceAccount":      "podsync mounts no service account token",
+	"Role":                "podsync has no API server to authorize",
+	"ClusterRole":         "podsync has no API server to authorize",
+	"RoleBinding":         "podsync has no API server to authorize",
+	"ClusterRoleBinding":  "podsync has no API server to authorize",
+	"Namespace":           "namespaces need no creating on podsync",
+	"PersistentVolume":    "podsync binds no volumes: a persistentVolumeClaim is a node-local named volume",
+	"StorageClass":        "podsync provisions no volumes: a persistentVolumeClaim is a node-local named volume",
+	"PodDisruptionBudget": "podsync evicts no pods for a drain: there is no eviction API on one node",
 }
 
 // kindPersistentVolumeClaim documents become named volumes (addClaim).
@@ -105,9 +108,9 @@ type workload struct {
 	replicas  *int32 // nil: 1
 	selector  *metav1.LabelSelector
 	template  corev1.PodTemplateSpec
-	ordinal   int32  // StatefulSet ordinals.start
-	subdomain string // StatefulSet serviceName
-	claims    int    // StatefulSet volumeClaimTemplates
+	ordinal   int32                          // StatefulSet ordinals.start
+	subdomain string                         // StatefulSet serviceName
+	claims    []corev1.PersistentVolumeClaim // StatefulSet volumeClaimTemplates
 	job       *batchv1.JobSpec
 }
 
@@ -135,6 +138,24 @@ func (m *Manifests) addOther(h manifestHeader, doc []byte) error {
 		return err
 	}
 	m.Pods = append(m.Pods, pods...)
+	if len(w.claims) > 0 {
+		var names []string
+		for _, p := range pods {
+			for _, c := range w.claims {
+				ref := ClaimRef{Namespace: p.Namespace, Name: fmt.Sprintf("%s-%s", c.Name, p.Name)}
+				if ref.Namespace == "" {
+					ref.Namespace = metav1.NamespaceDefault
+				}
+				if !slices.Contains(m.Claims, ref) {
+					m.Claims = append(m.Claims, ref)
+					names = append(names, ref.Name)
+				}
+			}
+		}
+		m.Notices = append(m.Notices, fmt.Sprintf("%s %q: volumeClaimTemplates are the node-local named volumes %s, one per replica "+
+			"as the StatefulSet controller names its claims, kept when the pods are deleted; their storage class, size and access modes are not used",
+			h.Kind, h.Name, strings.Join(names, ", ")))
+	}
 	m.Notices = append(m.Notices, schedulingNotices(h.Kind, h.Name, &w.template.Spec)...)
 	return nil
 }
@@ -197,19 +218,19 @@ func decodeWorkload(h manifestHeader, doc []byte) (*workload, error) {
 		w.meta, w.replicas, w.selector, w.template = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Spec.Template
 	case *appsv1.StatefulSet:
 		w.meta, w.replicas, w.selector, w.template = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Spec.Template
-		w.subdomain, w.claims = o.Spec.ServiceName, len(o.Spec.VolumeClaimTemplates)
+		w.subdomain, w.claims = o.Spec.ServiceName, o.Spec.VolumeClaimTemplates
 		if o.Spec.Ordinals != nil {
 			w.ordinal = o.Spec.Ordinals.Start
 		}
 	case *appsv1beta2.StatefulSet:
 		w.meta, w.replicas, w.selector, w.template = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Spec.Template
-		w.subdomain, w.claims = o.Spec.ServiceName, len(o.Spec.VolumeClaimTemplates)
+		w.subdomain, w.claims = o.Spec.ServiceName, o.Spec.VolumeClaimTemplates
 		if o.Spec.Ordinals != nil {
 			w.ordinal = o.Spec.Ordinals.Start
 		}
 	case *appsv1beta1.StatefulSet:
 		w.meta, w.replicas, w.selector, w.template = o.ObjectMeta, o.Spec.Replicas, o.Spec.Selector, o.Spec.Template
-		w.subdomain, w.claims = o.Spec.ServiceName, len(o.Spec.VolumeClaimTemplates)
+		w.subdomain, w.claims = o.Spec.ServiceName, o.Spec.VolumeClaimTemplates
 		if o.Spec.Ordinals != nil {
 			w.ordinal = o.Spec.Ordinals.Start
 		}
@@ -247,9 +268,10 @@ func (w *workload) pods() ([]*corev1.Pod, error) {
 	if w.meta.Name == "" {
 		return nil, errors.New("metadata.name is required: the pods are named after it")
 	}
-	if w.claims > 0 {
-		return nil, errors.New("spec.volumeClaimTemplates: podsync has no volume provisioner; " +
-			"give the pod template a hostPath or emptyDir volume of that name instead")
+	for i, c := range w.claims {
+		if errs := validation.IsDNS1123Subdomain(c.Name); len(errs) > 0 {
+			return nil, fmt.Errorf("spec.volumeClaimTemplates[%d].metadata.name %q: %s", i, c.Name, strings.Join(errs, "; "))
+		}
 	}
 	if w.selector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(w.selector)
@@ -295,6 +317,19 @@ func (w *workload) pods() ([]*corev1.Pod, error) {
 		pod.Annotations[AnnotationWorkload] = w.kind + "/" + w.meta.Name
 		switch {
 		case w.kind == KindStatefulSet:
+			// The StatefulSet controller's updateStorage: a volume per
+			// claim template, named as the template, over the claim
+			// <template>-<set>-<ordinal> (getPersistentVolumeClaimName),
+			// replacing a template volume of that name.
+			for _, c := range w.claims {
+				v := corev1.Volume{Name: c.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+					ClaimName: fmt.Sprintf("%s-%s-%d", c.Name, w.meta.Name, i)}}}
+				if j := slices.IndexFunc(pod.Spec.Volumes, func(pv corev1.Volume) bool { return pv.Name == c.Name }); j >= 0 {
+					pod.Spec.Volumes[j] = v
+				} else {
+					pod.Spec.Volumes = append(pod.Spec.Volumes, v)
+				}
+			}
 			pod.Labels[labelStatefulSetPod] = name
 			pod.Labels[labelPodIndex] = strconv.Itoa(int(i))
 			if pod.Spec.Hostname == "" {
@@ -376,10 +411,10 @@ func jobTemplate(spec *batchv1.JobSpec, t *corev1.PodTemplateSpec) error {
 
 const workloadKindList = "Deployment, ReplicaSet, StatefulSet, DaemonSet, ReplicationController, Job"
 
-// addClaim adds a PersistentVolumeClaim document's name to m.Claims: the
+// addClaim adds a PersistentVolumeClaim document to m.Claims: the
 // node-local named volume a persistentVolumeClaim volume of that claimName
-// mounts, podman kube play's semantics. Nothing provisions, sizes or
-// binds it, which a notice says.
+// mounts in the pods of its namespace, podman kube play's semantics.
+// Nothing provisions, sizes or binds it, which a notice says.
 func (m *Manifests) addClaim(h manifestHeader) error {
 	if h.APIVersion != "v1" {
 		return fmt.Errorf("apiVersion %q: a PersistentVolumeClaim is v1", h.APIVersion)
@@ -387,10 +422,17 @@ func (m *Manifests) addClaim(h manifestHeader) error {
 	if errs := validation.IsDNS1123Subdomain(h.Name); len(errs) > 0 {
 		return fmt.Errorf("metadata.name %q: %s", h.Name, strings.Join(errs, "; "))
 	}
-	if !slices.Contains(m.Claims, h.Name) {
-		m.Claims = append(m.Claims, h.Name)
+	ref := ClaimRef{Namespace: h.Namespace, Name: h.Name}
+	if ref.Namespace == "" {
+		ref.Namespace = metav1.NamespaceDefault
 	}
-	m.Notices = append(m.Notices, fmt.Sprintf("%s %q: created as the node-local named volume %q, shared by the pods that name the claim "+
-		"and kept when they are deleted; its storage class, size and access modes are not used", h.Kind, h.Name, h.Name))
+	if errs := validation.IsDNS1123Label(ref.Namespace); len(errs) > 0 {
+		return fmt.Errorf("metadata.namespace %q: %s", ref.Namespace, strings.Join(errs, "; "))
+	}
+	if !slices.Contains(m.Claims, ref) {
+		m.Claims = append(m.Claims, ref)
+	}
+	m.Notices = append(m.Notices, fmt.Sprintf("%s %q: created as the node-local named volume %q of namespace %q, shared by its pods "+
+		"that name the claim and kept when they are deleted; its storage class, size and access modes are not used", h.Kind, h.Name, h.Name, ref.Namespace))
 	return nil
 }

@@ -1,6 +1,7 @@
 package convert_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestDecodeWorkloads(t *testing.T) {
 		in      string
 		want    []podWant
 		notices []string
-		claims  []string
+		claims  []convert.ClaimRef
 	}{
 		{name: "Deployment with replicas and a Service", in: `apiVersion: v1
 kind: Service
@@ -142,9 +143,9 @@ metadata: {name: data}
 			`ServiceAccount "sa" skipped: podsync mounts no service account token`,
 			`RoleBinding "rb" skipped: podsync has no API server to authorize`,
 			`Namespace "shop" skipped: namespaces need no creating on podsync`,
-			`PersistentVolumeClaim "data": created as the node-local named volume "data", shared by the pods that name the claim ` +
-				"and kept when they are deleted; its storage class, size and access modes are not used",
-		}, claims: []string{"data"}},
+			`PersistentVolumeClaim "data": created as the node-local named volume "data" of namespace "default", shared by its pods ` +
+				"that name the claim and kept when they are deleted; its storage class, size and access modes are not used",
+		}, claims: []convert.ClaimRef{{Namespace: "default", Name: "data"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,8 +211,10 @@ func TestDecodeWorkloadRefusals(t *testing.T) {
 			want: []string{`restartPolicy "Never"`, "use a Job or a Pod"}},
 		{name: "selector not matching the template", in: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: api}}" + tmpl,
 			want: []string{"spec.selector app=api does not match spec.template.metadata.labels"}},
-		{name: "StatefulSet volume claims", in: "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  selector: {matchLabels: {app: web}}\n  volumeClaimTemplates: [{metadata: {name: data}}]" + tmpl,
-			want: []string{"spec.volumeClaimTemplates", "hostPath or emptyDir"}},
+		{name: "StatefulSet volume claim named badly", in: "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  selector: {matchLabels: {app: web}}\n  volumeClaimTemplates: [{metadata: {name: Data}}]" + tmpl,
+			want: []string{"spec.volumeClaimTemplates[0].metadata.name"}},
+		{name: "a kind in the wrong case", in: "apiVersion: v1\nkind: pod\nmetadata: {name: web}\n",
+			want: []string{`kind "pod" is not supported; did you mean Pod?`}},
 		{name: "unknown field of a workload", in: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replica: 2" + tmpl,
 			want: []string{`unknown field "spec.replica"`}},
 		{name: "workload without a name", in: "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {}\nspec:" + tmpl,
@@ -229,5 +232,63 @@ func TestDecodeWorkloadRefusals(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStatefulSetVolumeClaimTemplates: each replica mounts, under the
+// template's name, the named volume <template>-<set>-<ordinal>, as the
+// StatefulSet controller names its claims (replacing a template volume
+// of that name); the claims are the manifests' to create, with a notice;
+// PersistentVolume, StorageClass and PodDisruptionBudget are skipped with
+// a notice.
+func TestStatefulSetVolumeClaimTemplates(t *testing.T) {
+	in := `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: db}}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      volumes: [{name: data, emptyDir: {}}]
+      containers: [{name: c, image: i, volumeMounts: [{name: data, mountPath: /data}]}]
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-1}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: local}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: db}
+`
+	m, err := convert.Decode(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Pods) != 2 {
+		t.Fatalf("%d pods, want 2", len(m.Pods))
+	}
+	for i, p := range m.Pods {
+		want := fmt.Sprintf("data-db-%d", i)
+		if v := p.Spec.Volumes; len(v) != 1 || v[0].Name != "data" || v[0].PersistentVolumeClaim == nil || v[0].PersistentVolumeClaim.ClaimName != want {
+			t.Errorf("pod %s volumes %+v, want data on the claim %s", p.Name, v, want)
+		}
+	}
+	if fmt.Sprint(m.Claims) != "[{default data-db-0} {default data-db-1}]" {
+		t.Errorf("claims %v", m.Claims)
+	}
+	notices := strings.Join(m.Notices, "\n")
+	for _, want := range []string{"data-db-0, data-db-1", `PersistentVolume "pv-1" skipped`, `StorageClass "local" skipped`, `PodDisruptionBudget "db" skipped`} {
+		if !strings.Contains(notices, want) {
+			t.Errorf("notices lack %q:\n%s", want, notices)
+		}
 	}
 }

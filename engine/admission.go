@@ -26,9 +26,10 @@ import (
 // change them.
 type AdmitFunc func(pod *corev1.Pod, others []*corev1.Pod) error
 
-// PolicyFunc checks a pod against the operator's policy on every apply;
-// an error refuses the apply.
-type PolicyFunc func(pod *corev1.Pod) error
+// PolicyFunc checks a new spec of a pod the node holds (an update, or a
+// stored pod when the node starts) beside the others, as AdmitFunc checks
+// a new pod; an error refuses the apply.
+type PolicyFunc func(pod *corev1.Pod, others []*corev1.Pod) error
 
 // AdmissionConfig is what the node admits pods against (NodeOptions.Admission).
 type AdmissionConfig struct {
@@ -63,8 +64,9 @@ func (e *AdmissionError) Reason() string { return e.Result.Reason }
 
 // Admission returns the NodeOptions hooks for a node with the given
 // allocatable resources and policy: Admit admits pods the node does not
-// hold yet (policy, pod count, resources, host ports — the kubelet's
-// order), Policy re-checks the policy on every apply of a known pod.
+// hold yet (policy, runtime features, pod count, resources, host ports —
+// the kubelet's order), Policy makes the same checks of every apply of a
+// known pod but the fit of CPU and memory, a resize's (admit.AdmitKnown).
 //
 // Both first set the pod's spec.priority from its priorityClassName
 // (admit.ResolvePriority), as the API server does before a pod reaches a
@@ -81,11 +83,11 @@ func Admission(node admit.Node, policy admit.Policy) (AdmitFunc, PolicyFunc) {
 		}
 		return nil
 	}
-	policyFn := func(pod *corev1.Pod) error {
+	policyFn := func(pod *corev1.Pod, others []*corev1.Pod) error {
 		if r := admit.ResolvePriority(pod, policy.PriorityClasses); !r.Admit {
 			return &AdmissionError{Result: r}
 		}
-		if r := admit.CheckPolicy(pod, node, policy); !r.Admit {
+		if r := admit.AdmitKnown(pod, others, node, policy); !r.Admit {
 			return &AdmissionError{Result: r}
 		}
 		return nil
@@ -124,12 +126,19 @@ func (a *admission) failWith(w *podworkers.Workers, e evictor) {
 	a.failer, a.evictor = w, e
 }
 
-// check checks a known pod against the policy (Apply's update).
+// check checks a new spec of a known pod (Apply's update, a stored pod
+// at start) beside the others a new pod would be admitted beside.
 func (a *admission) check(pod *corev1.Pod) error {
 	if a.policy == nil {
 		return nil
 	}
-	return a.policy(pod)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	others, err := a.othersLocked(pod)
+	if err != nil {
+		return err
+	}
+	return a.policy(pod, others)
 }
 
 // newPod admits a pod the node does not hold yet, one pod at a time as

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	psapi "k8s.io/pod-security-admission/api"
+	"k8s.io/utils/ptr"
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
@@ -140,6 +141,57 @@ func TestRestartReadmitsStoredPods(t *testing.T) {
 	// An apply of the rejected spec is refused like a new pod's.
 	if _, err := h.node.Apply(h.ctx, adder, nil, nil, nil); !errors.Is(err, errdefs.ErrAdmission) {
 		t.Errorf("Apply of the rejected pod = %v, want ErrAdmission", err)
+	}
+}
+
+// TestUpdateIsAdmittedAsANewPod: an update of a running pod gets every
+// check a new pod gets (it got only the policy's): on a runtime without
+// user namespaces an update to hostUsers false is refused
+// (UserNamespacesUnsupported), as is one that takes another pod's host
+// port (NodePorts); the pod keeps running its stored spec. A change of
+// CPU alone, beyond the node, is a resize, not refused here.
+func TestUpdateIsAdmittedAsANewPod(t *testing.T) {
+	policy := admit.Policy{Level: psapi.LevelPrivileged}
+	admitFn, policyFn := engine.Admission(admit.Node{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}, policy)
+	h := newNodeHarness(t, func(o *engine.NodeOptions) { o.Admit, o.Policy = admitFn, policyFn })
+	app := enginetest.Pod()
+	app.Name, app.UID = "app", "uid-app"
+	app.Spec.Containers = app.Spec.Containers[:1]
+	holder := enginetest.Pod()
+	holder.Spec.Containers = holder.Spec.Containers[:1]
+	holder.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080, Protocol: corev1.ProtocolTCP}}
+	h.apply(app)
+	h.apply(holder)
+
+	for _, tt := range []struct {
+		name   string
+		update func(*corev1.Pod)
+		reason string
+	}{
+		{"hostUsers false", func(p *corev1.Pod) {
+			p.Spec.HostUsers = ptr.To(false)
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](0)}
+		}, admit.ReasonUserNamespacesUnsupported},
+		{"another pod's host port", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080, Protocol: corev1.ProtocolTCP}}
+		}, admit.ReasonNodePorts},
+	} {
+		update := app.DeepCopy()
+		tt.update(update)
+		_, err := h.node.Apply(h.ctx, update, nil, nil, nil)
+		var ae *engine.AdmissionError
+		if !errors.As(err, &ae) || ae.Reason() != tt.reason {
+			t.Errorf("update to %s: %v, want ErrAdmission %s", tt.name, err, tt.reason)
+		}
+	}
+	rec, err := h.node.Get(h.ctx, "shop", "app")
+	if err != nil || rec.Pod.Spec.HostUsers != nil || len(rec.Pod.Spec.Containers[0].Ports) != 0 {
+		t.Errorf("stored pod after the refused updates: %v %v, want its first spec", rec, err)
+	}
+	bigger := app.DeepCopy()
+	bigger.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
+	if _, err := h.node.Apply(h.ctx, bigger, nil, nil, nil); errors.Is(err, errdefs.ErrAdmission) {
+		t.Errorf("a CPU change beyond the node was refused at apply: %v; it is a resize's to admit", err)
 	}
 }
 

@@ -74,7 +74,7 @@ func (o *orphans) adoptRuntimePods(ctx context.Context, inRuntime map[types.UID]
 	slices.SortFunc(cands, func(a, b candidate) int { return b.newest.Compare(a.newest) })
 	adopted := 0
 	for _, c := range cands {
-		pod, lost, err := model.RebuildPod(c.rp)
+		pod, lost, err := model.RebuildPod(c.rp, o.store.NodeKey())
 		if err != nil {
 			o.log.Warn("pod not adopted: the runtime's labels do not rebuild it; it is kept as an orphan", zap.Error(err))
 			continue

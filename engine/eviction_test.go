@@ -443,3 +443,38 @@ func TestHousekeepingReadsNoPodViews(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeEvictsTheClaimWriterFirst: what a pod writes to a named volume
+// it mounts read-write counts for the store's file system ranking: the pod
+// filling the disk through its claim is evicted first (its writes were not
+// measured, and it went last, after an innocent pod); a pod mounting the
+// same claim read-only does not count it.
+func TestNodeEvictsTheClaimWriterFirst(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t, func(o *engine.NodeOptions) {
+		o.Eviction = engine.EvictionPolicy{Period: evictionPeriod, StoreMinAvailable: engine.StorageThreshold{Percent: 100}}
+	})
+	innocent, writer, reader := enginetest.Pod(), claimPod("shop", "writer", "w", "data"), claimPod("shop", "reader", "r", "data")
+	innocent.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	reader.Spec.Containers[0].VolumeMounts[0].ReadOnly = true
+	for _, p := range []*corev1.Pod{innocent, writer, reader} {
+		h.apply(p)
+	}
+	fill(t, filepath.Join(criconfig.VolumeDir(innocent, criconfig.VolumePluginEmptyDir, "scratch", h.cfg), "blob"), 1<<20)
+	fill(t, filepath.Join(criconfig.ClaimVolumeDir("shop", "data", h.cfg), "blob"), 4<<20)
+	h.waitEvicted(writer)
+	h.waitEvicted(innocent)
+	entries, err := h.st.Since(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, e := range entries {
+		if e.Kind == store.KindEvent && e.Event.Reason == engine.ReasonEvicted {
+			order = append(order, e.Pod.Name)
+		}
+	}
+	if len(order) < 2 || order[0] != "writer" || order[1] != "web" {
+		t.Errorf("evicted in the order %v, want the claim's writer first, then the innocent pod (the read-only reader uses nothing)", order)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -101,8 +102,9 @@ type NodeOptions struct {
 	// (and every pod of a RunPods batch), before it is stored. Nil admits
 	// every pod.
 	Admit AdmitFunc
-	// Policy, if set, checks every apply of a pod the node already holds
-	// (Admit checks new pods); see Admission.
+	// Policy, if set, checks every apply of a pod the node already holds,
+	// and every stored pod when the node starts (Admit checks new pods);
+	// see Admission.
 	Policy PolicyFunc
 	// HostPaths are the allowed hostPath prefixes and the denied paths
 	// the syncer opens hostPath volumes against when it mounts them
@@ -113,6 +115,10 @@ type NodeOptions struct {
 	// (syncer.SyncerOptions.Credentials: podsyncd's --image-credentials);
 	// nil holds none.
 	Credentials *syncer.Keyring
+	// ImagePulls is how a pod's access to an image the node holds is
+	// verified (syncer.SyncerOptions.ImagePullVerification: podsyncd's
+	// --image-pull-credentials-verification-policy).
+	ImagePulls syncer.ImagePullVerification
 	// Metrics, if set, record the node's sync passes and steps, and
 	// describe its pods and back-offs while Run runs. CRI calls are
 	// recorded only if Runtime and Images are wrapped with
@@ -143,6 +149,10 @@ type NodeOptions struct {
 	// Apply, Plan and Delete then return an error wrapping
 	// ErrRuntimeUnavailable. Nil classifies no error so.
 	RuntimeUnavailable func(error) bool
+	// TracerProvider records a span per sync pass, with a child per step
+	// (syncer.SyncerOptions.TracerProvider), under the span of the call
+	// that asked for the pass; nil records none.
+	TracerProvider trace.TracerProvider
 }
 
 // Node keeps the pods it is given converged: it stores each desired pod
@@ -221,7 +231,9 @@ func NewNode(opts NodeOptions) (*Node, error) {
 	ps := opts.Syncer
 	if ps == nil {
 		sopts := syncer.SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
-			Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config, HostPaths: opts.HostPaths, Credentials: opts.Credentials}
+			Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config, HostPaths: opts.HostPaths, Credentials: opts.Credentials,
+			PodSpecKey: opts.Store.NodeKey(), ImagePullVerification: opts.ImagePulls,
+			TracerProvider: opts.TracerProvider}
 		if opts.Metrics != nil {
 			sopts.Observer = opts.Metrics
 		}
@@ -302,10 +314,14 @@ func (n *Node) Run(ctx context.Context) error {
 	defer cancel()
 	// helpers are the goroutines Run waits for besides the worker loops.
 	var helpers sync.WaitGroup
-	probesDone := make(chan struct{})
+	probesDone, probeEventsDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(probesDone)
 		n.workers.ConsumeProbes(n.prober.Updates())
+	}()
+	go func() {
+		defer close(probeEventsDone)
+		n.workers.ConsumeProbeEvents(n.prober.Events())
 	}()
 	state := nodeState{workers: n.workers, orphans: n.orphans, evictor: n.evictor}
 	defer func() {
@@ -316,6 +332,7 @@ func (n *Node) Run(ctx context.Context) error {
 		helpers.Wait()
 		n.prober.Stop()
 		<-probesDone
+		<-probeEventsDone
 	}()
 
 	if err := n.recover(ctx); err != nil {

@@ -20,8 +20,9 @@ import (
 // unknown pod, ErrTerminating for one being deleted, ErrNotRunning for a
 // pod whose phase is not Running, and ErrInvalidSpec for a name another
 // container of the pod has, an unknown target or a field a debug container
-// may not have (validation.ValidatePodSpec with opts).
-func (n *Node) AddEphemeralContainer(ctx context.Context, namespace, name string, ec corev1.EphemeralContainer, opts validation.Options) (ApplyResult, error) {
+// may not have (validation.ValidatePodSpec with opts). The precondition
+// pre and ctx's fence are checked as ApplyIf checks them.
+func (n *Node) AddEphemeralContainer(ctx context.Context, namespace, name string, ec corev1.EphemeralContainer, pre Precondition, opts validation.Options) (ApplyResult, error) {
 	if err := n.waitReady(ctx); err != nil {
 		return ApplyResult{}, err
 	}
@@ -34,6 +35,9 @@ func (n *Node) AddEphemeralContainer(ctx context.Context, namespace, name string
 			n.specMu.Unlock()
 		}
 	}()
+	if err := n.store.CheckPod(namespace, name, pre.With(FenceOf(ctx))); err != nil {
+		return ApplyResult{}, fmt.Errorf("add ephemeral container to pod %s/%s: %w", namespace, name, err)
+	}
 	rec, err := n.store.GetByName(namespace, name)
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("add ephemeral container to pod %s/%s: %w", namespace, name, err)
@@ -59,7 +63,7 @@ func (n *Node) AddEphemeralContainer(ctx context.Context, namespace, name string
 	if err := errdefs.InvalidSpec(errs...); err != nil {
 		return ApplyResult{}, fmt.Errorf("add ephemeral container %q to pod %s: %w", ec.Name, model.PodString(pod), err)
 	}
-	res, err := n.storePodLocked(ctx, next, nil, nil, false)
+	res, err := n.storePodLocked(ctx, next, nil, nil, pre, false)
 	n.specMu.Unlock()
 	locked = false
 	if err == nil {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/validation"
@@ -37,7 +38,7 @@ func TestNodeAddEphemeralContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := validation.Options{}
-	res, err := h.node.AddEphemeralContainer(h.ctx, pod.Namespace, pod.Name, debugContainer("debug", "app"), opts)
+	res, err := h.node.AddEphemeralContainer(h.ctx, pod.Namespace, pod.Name, debugContainer("debug", "app"), engine.Precondition{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,11 +62,11 @@ func TestNodeAddEphemeralContainer(t *testing.T) {
 		{"duplicate of a regular container", debugContainer("app", "")},
 		{"unknown target", debugContainer("debug2", "db")},
 	} {
-		if _, err := h.node.AddEphemeralContainer(h.ctx, pod.Namespace, pod.Name, tc.ec, opts); !errors.Is(err, errdefs.ErrInvalidSpec) {
+		if _, err := h.node.AddEphemeralContainer(h.ctx, pod.Namespace, pod.Name, tc.ec, engine.Precondition{}, opts); !errors.Is(err, errdefs.ErrInvalidSpec) {
 			t.Errorf("%s: err = %v, want ErrInvalidSpec", tc.name, err)
 		}
 	}
-	if _, err := h.node.AddEphemeralContainer(h.ctx, pod.Namespace, "nope", debugContainer("debug2", ""), opts); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := h.node.AddEphemeralContainer(h.ctx, pod.Namespace, "nope", debugContainer("debug2", ""), engine.Precondition{}, opts); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("unknown pod: err = %v, want ErrNotFound", err)
 	}
 
@@ -88,7 +89,7 @@ func TestNodeAddEphemeralContainer(t *testing.T) {
 	if st := h.apply(done); st.Status.Phase == corev1.PodRunning {
 		t.Fatalf("pod job phase = %s after its pass, want it done", st.Status.Phase)
 	}
-	if _, err := h.node.AddEphemeralContainer(h.ctx, done.Namespace, done.Name, debugContainer("debug", ""), opts); !errors.Is(err, errdefs.ErrNotRunning) {
+	if _, err := h.node.AddEphemeralContainer(h.ctx, done.Namespace, done.Name, debugContainer("debug", ""), engine.Precondition{}, opts); !errors.Is(err, errdefs.ErrNotRunning) {
 		t.Errorf("pod not running: err = %v, want ErrNotRunning", err)
 	}
 }
@@ -120,7 +121,7 @@ func TestNodeAddEphemeralContainerBesideAnUpdate(t *testing.T) {
 	}()
 	const n = 20
 	for i := range n {
-		if _, err := h.node.AddEphemeralContainer(h.ctx, pod.Namespace, pod.Name, debugContainer(fmt.Sprintf("debug-%d", i), ""), validation.Options{}); err != nil {
+		if _, err := h.node.AddEphemeralContainer(h.ctx, pod.Namespace, pod.Name, debugContainer(fmt.Sprintf("debug-%d", i), ""), engine.Precondition{}, validation.Options{}); err != nil {
 			t.Fatal(err)
 		}
 	}

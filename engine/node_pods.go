@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/failpoint"
@@ -55,13 +56,21 @@ type ApplyResult struct {
 // and the runtime's error if the pod's state cannot be read. Failed steps
 // are in the result, not the error.
 func (n *Node) Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(StepResult)) (ApplyResult, error) {
-	return n.apply(ctx, pod, configMaps, secrets, emit, false)
+	return n.apply(ctx, pod, configMaps, secrets, Precondition{}, emit, false)
 }
 
-// apply is Apply; admitted says that the node admitted pod already (a pod
+// ApplyIf is Apply under the precondition pre and ctx's fence (WithFence),
+// checked in the transaction that stores the pod and the request's
+// objects: it returns an error wrapping a *errdefs.PreconditionError or a
+// *errdefs.LeaseError, and stores nothing, when they do not hold.
+func (n *Node) ApplyIf(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, pre Precondition, emit func(StepResult)) (ApplyResult, error) {
+	return n.apply(ctx, pod, configMaps, secrets, pre, emit, false)
+}
+
+// apply is ApplyIf; admitted says that the node admitted pod already (a pod
 // of a RunPods batch, reserved until the batch ends), so that it is not
 // admitted a second time.
-func (n *Node) apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(StepResult), admitted bool) (ApplyResult, error) {
+func (n *Node) apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, pre Precondition, emit func(StepResult), admitted bool) (ApplyResult, error) {
 	if pod == nil || pod.UID == "" || pod.Name == "" || pod.Namespace == "" {
 		return ApplyResult{}, fmt.Errorf("apply pod: pod needs a namespace, name and uid: %w", errdefs.ErrInvalidSpec)
 	}
@@ -72,7 +81,7 @@ func (n *Node) apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 		return ApplyResult{}, err
 	}
 	n.specMu.Lock()
-	res, err := n.storePodLocked(ctx, pod, configMaps, secrets, admitted)
+	res, err := n.storePodLocked(ctx, pod, configMaps, secrets, pre, admitted)
 	n.specMu.Unlock()
 	if err != nil {
 		return res, err
@@ -81,10 +90,16 @@ func (n *Node) apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 }
 
 // storePodLocked admits (unless admitted) and stores pod and the
-// request's objects: the first half of Apply, with specMu held.
-func (n *Node) storePodLocked(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, admitted bool) (ApplyResult, error) {
+// request's objects under pre: the first half of Apply, with specMu held.
+func (n *Node) storePodLocked(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, pre Precondition, admitted bool) (ApplyResult, error) {
 	var res ApplyResult
+	cond := pre.With(FenceOf(ctx))
 	existing, err := n.store.GetByName(pod.Namespace, pod.Name)
+	if err := n.store.CheckPod(pod.Namespace, pod.Name, cond); err != nil {
+		// Checked before admission and the objects, so that a refused
+		// write changes nothing; checked again in the write's transaction.
+		return res, fmt.Errorf("apply pod %s: %w", model.PodString(pod), err)
+	}
 	switch {
 	case errors.Is(err, errdefs.ErrPodNotFound):
 		res.Created = true
@@ -122,15 +137,13 @@ func (n *Node) storePodLocked(ctx context.Context, pod *corev1.Pod, configMaps [
 	}
 	// The request's objects are stored objects of the node, which the
 	// pod's passes read (they win for this request: they are stored
-	// first); the record holds none.
-	if _, err := n.ApplyObjects(ctx, ObjectPuts(configMaps, secrets), SourceOf(pod.Annotations)); err != nil {
-		return res, fmt.Errorf("apply pod %s: %w", model.PodString(pod), err)
-	}
+	// first, in the pod's transaction); the record holds none.
 	failpoint.Inject(failpoint.BeforeStorePut)
-	rec, err := n.store.Put(store.PodRecord{Pod: pod})
+	rec, objs, err := n.store.PutWithObjects(store.PodRecord{Pod: pod}, cond, ObjectPuts(configMaps, secrets), ownerCheck(SourceOf(pod.Annotations)))
 	if err != nil {
 		return res, fmt.Errorf("store pod %s: %w", model.PodString(pod), err)
 	}
+	n.objectsStored(ctx, objs)
 	failpoint.Inject(failpoint.AfterStorePut)
 	if res.Created {
 		logx.From(ctx, n.cfg.log).Info("pod stored", logx.Pod(pod)...)
@@ -270,6 +283,13 @@ func (n *Node) Watch(ctx context.Context, since int64) (*store.Watcher, error) {
 	return n.store.Watch(ctx, since)
 }
 
+// Events returns the pods' events the revision log still holds that f
+// selects, the newest occurrence of each series, oldest first, and the
+// revision read (store.Events).
+func (n *Node) Events(_ context.Context, f EventFilter) ([]Entry, int64, error) {
+	return n.store.Events(f)
+}
+
 // DeleteResult is what Delete did.
 type DeleteResult struct {
 	// Found is false when no such pod was stored.
@@ -298,17 +318,40 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 	return n.DeleteAs(ctx, "", namespace, name, uid, grace)
 }
 
+// DeleteIf is Delete under the precondition pre and ctx's fence, checked
+// in the transaction that marks the pod deleting: it returns an error
+// wrapping a *errdefs.PreconditionError or a *errdefs.LeaseError, and
+// deletes nothing, when they do not hold. A pod that does not exist is
+// found = false whatever pre says.
+func (n *Node) DeleteIf(ctx context.Context, namespace, name string, pre Precondition, grace *int64) (DeleteResult, error) {
+	return n.deleteAs(ctx, "", namespace, name, pre, grace)
+}
+
 // DeleteAs is Delete on behalf of source ("" for the API, "file:NAME"
 // for the manifest directory): it returns an error wrapping
 // ErrOwnedByFile, and deletes nothing, when the pod is owned by another
 // source.
 func (n *Node) DeleteAs(ctx context.Context, source, namespace, name, uid string, grace *int64) (DeleteResult, error) {
+	rec, err := n.store.GetByName(namespace, name)
+	if err == nil && uid != "" && string(rec.Pod.UID) != uid {
+		return DeleteResult{}, nil // the file's pod is gone: not another's
+	}
+	return n.deleteAs(ctx, source, namespace, name, Precondition{UID: types.UID(uid)}, grace)
+}
+
+func (n *Node) deleteAs(ctx context.Context, source, namespace, name string, pre Precondition, grace *int64) (DeleteResult, error) {
 	if err := n.waitReady(ctx); err != nil {
 		return DeleteResult{}, err
 	}
 	rec, err := n.store.GetByName(namespace, name)
-	if errors.Is(err, errdefs.ErrPodNotFound) || (err == nil && uid != "" && string(rec.Pod.UID) != uid) {
+	if errors.Is(err, errdefs.ErrPodNotFound) {
 		return DeleteResult{}, nil
+	}
+	cond := pre.With(FenceOf(ctx))
+	if err == nil {
+		if err := n.store.CheckPod(namespace, name, cond); err != nil {
+			return DeleteResult{}, fmt.Errorf("delete pod %s/%s: %w", namespace, name, err)
+		}
 	}
 	if err != nil {
 		return DeleteResult{}, fmt.Errorf("delete pod %s/%s: %w", namespace, name, err)
@@ -321,7 +364,7 @@ func (n *Node) DeleteAs(ctx context.Context, source, namespace, name, uid string
 	pod := rec.Pod
 	var markErr error
 	mark := func() error {
-		_, markErr = n.store.MarkDeleting(pod.UID, grace)
+		_, markErr = n.store.MarkDeletingIf(pod.UID, grace, cond)
 		return markErr
 	}
 	out, err := n.workers.Terminate(ctx, pod, mark, fmt.Errorf("pod %s: %w", model.PodString(pod), errdefs.ErrTerminating))

@@ -53,7 +53,7 @@ func ownedBy(what string, annotations map[string]string, source string) error {
 // those pods (EventConfigMapUpdated, EventSecretUpdated).
 //
 // It returns an error wrapping ErrOwnedByFile when an object is owned by
-// another source, and the store's errors (ErrStaleVersion, ErrInvalidSpec
+// another source, and the store's errors (a *errdefs.PreconditionError, ErrInvalidSpec
 // for a change of an immutable object).
 func (n *Node) ApplyObjects(ctx context.Context, objs []store.ObjectPut, source string) ([]store.ObjectResult, error) {
 	if len(objs) == 0 {
@@ -62,17 +62,27 @@ func (n *Node) ApplyObjects(ctx context.Context, objs []store.ObjectPut, source 
 	if err := n.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	res, err := n.store.PutObjects(objs, func(old, next *store.ObjectRecord) error {
-		if old != nil {
-			if err := ownedBy(old.Ref().String(), old.Meta().Annotations, source); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	res, err := n.store.PutObjectsFenced(objs, ownerCheck(source), FenceOf(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("apply objects: %w", err)
 	}
+	n.objectsStored(ctx, res)
+	return res, nil
+}
+
+// ownerCheck refuses the change of an object source does not own.
+func ownerCheck(source string) func(old, next *store.ObjectRecord) error {
+	return func(old, _ *store.ObjectRecord) error {
+		if old != nil {
+			return ownedBy(old.Ref().String(), old.Meta().Annotations, source)
+		}
+		return nil
+	}
+}
+
+// objectsStored logs the objects a write created or changed and starts
+// the passes of the pods that use them.
+func (n *Node) objectsStored(ctx context.Context, res []store.ObjectResult) {
 	var changed []store.ObjectResult
 	for _, r := range res {
 		if r.Changed {
@@ -82,7 +92,6 @@ func (n *Node) ApplyObjects(ctx context.Context, objs []store.ObjectPut, source 
 		}
 	}
 	n.objectsChanged(ctx, changed)
-	return res, nil
 }
 
 // objectsChanged starts a pass of every pod that refers to one of the
@@ -178,9 +187,9 @@ func (n *Node) ListObjects(_ context.Context, f store.ObjectFilter) ([]*store.Ob
 // started later that needs it waits for it. found is false, with no
 // error, when no such object is stored.
 func (n *Node) DeleteObject(ctx context.Context, ref store.ObjectRef, resourceVersion, source string) (found bool, rev int64, err error) {
-	rev, err = n.store.DeleteObject(ref, resourceVersion, func(old *store.ObjectRecord) error {
+	rev, err = n.store.DeleteObjectFenced(ref, resourceVersion, func(old *store.ObjectRecord) error {
 		return ownedBy(ref.String(), old.Meta().Annotations, source)
-	})
+	}, FenceOf(ctx))
 	switch {
 	case errors.Is(err, errdefs.ErrObjectNotFound):
 		return false, 0, nil

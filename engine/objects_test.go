@@ -185,7 +185,7 @@ func TestNodeDeletedOptionalObjectLeavesTheVolume(t *testing.T) {
 
 // TestNodeObjectPreconditions: an update of an immutable object is
 // refused as the API server refuses it; a stale resourceVersion is
-// ErrStaleVersion; an object or pod of a manifest file cannot be changed
+// ErrPreconditionFailed; an object or pod of a manifest file cannot be changed
 // or deleted through the API.
 func TestNodeObjectPreconditions(t *testing.T) {
 	t.Parallel()
@@ -214,12 +214,12 @@ func TestNodeObjectPreconditions(t *testing.T) {
 		t.Fatalf("update at the stored version: %v", err)
 	}
 	mut.Data["k"] = "3"
-	if _, err := h.node.ApplyObjects(h.ctx, []store.ObjectPut{{ConfigMap: mut, ResourceVersion: rv}}, ""); !errors.Is(err, errdefs.ErrStaleVersion) || !errors.Is(err, errdefs.ErrConflict) {
-		t.Errorf("update at a stale version: %v, want ErrStaleVersion", err)
+	if _, err := h.node.ApplyObjects(h.ctx, []store.ObjectPut{{ConfigMap: mut, ResourceVersion: rv}}, ""); !errors.Is(err, errdefs.ErrPreconditionFailed) {
+		t.Errorf("update at a stale version: %v, want ErrPreconditionFailed", err)
 	}
 	ref := store.ObjectRef{Kind: store.KindConfigMap, Namespace: "shop", Name: "m"}
-	if _, _, err := h.node.DeleteObject(h.ctx, ref, rv, ""); !errors.Is(err, errdefs.ErrStaleVersion) {
-		t.Errorf("delete at a stale version: %v, want ErrStaleVersion", err)
+	if _, _, err := h.node.DeleteObject(h.ctx, ref, rv, ""); !errors.Is(err, errdefs.ErrPreconditionFailed) {
+		t.Errorf("delete at a stale version: %v, want ErrPreconditionFailed", err)
 	}
 
 	file := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "f",

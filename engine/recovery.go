@@ -42,6 +42,10 @@ func (n *Node) recover(ctx context.Context) error {
 			return fmt.Errorf("recover: load the store: %w", err)
 		}
 	}
+	// Before a pod runs: its claim volumes are its namespace's.
+	if err := n.Volumes().Migrate(); err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
 	n.workers.SeedMayHold(inRuntime, recs)
 	stored := map[types.UID]bool{}
 	for _, r := range recs {

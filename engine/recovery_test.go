@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -180,11 +181,16 @@ func TestOrphansKeptUnlessRemoveOrphans(t *testing.T) {
 }
 
 // newStoreNode runs a Node of h's options on a fresh, empty store (the
-// store was lost) with mutate applied, until the test ends; Run's error is
-// sent on the returned channel.
+// store file was lost; the node key beside it was kept) with mutate
+// applied, until the test ends; Run's error is sent on the returned
+// channel.
 func newStoreNode(t *testing.T, h *nodeHarness, mutate func(*engine.NodeOptions)) (*engine.Node, *store.Store, <-chan error) {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "podsync.db"), store.Options{Clock: h.clock})
+	path := filepath.Join(t.TempDir(), "podsync.db")
+	if err := os.WriteFile(store.NodeKeyFile(path), h.st.NodeKey(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(path, store.Options{Clock: h.clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -21,11 +22,14 @@ import (
 // store could not be read, or the runtime stopped answering (an error
 // wrapping ErrRuntimeUnavailable), or ctx ended.
 func (n *Node) RunPods(ctx context.Context, req RunPodsRequest, progress func(RunPodsProgress)) (RunPodsSummary, error) {
+	if err := n.Leases().Check(FenceOf(ctx)); err != nil {
+		return RunPodsSummary{}, fmt.Errorf("run pods: %w", err)
+	}
 	return runpods.Run(ctx, runpods.Options{
 		Pods:  n,
 		Admit: n.admission.batch,
 		Apply: func(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(StepResult)) (corev1.PodStatus, []StepResult, error) {
-			res, err := n.apply(ctx, pod, configMaps, secrets, emit, true)
+			res, err := n.apply(ctx, pod, configMaps, secrets, req.Preconditions[pod.UID], emit, true)
 			return res.Status, res.Steps, err
 		},
 		PodLogDir: n.cfg.node.PodLogDir,

@@ -46,7 +46,7 @@ func TestRunPodsAdmitsEachPodOnce(t *testing.T) {
 			}
 			return nil
 		}
-		o.Policy = func(pod *corev1.Pod) error {
+		o.Policy = func(pod *corev1.Pod, _ []*corev1.Pod) error {
 			count("policy " + pod.Name)
 			return nil
 		}

@@ -37,6 +37,8 @@ type (
 	Watcher = store.Watcher
 	// Event is a Kubernetes-like event about a pod.
 	Event = store.Event
+	// EventFilter selects pods' events (Events).
+	EventFilter = store.EventFilter
 	// ObjectRef names a stored ConfigMap or Secret.
 	ObjectRef = store.ObjectRef
 	// ObjectKind is ConfigMap or Secret.

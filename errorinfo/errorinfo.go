@@ -20,10 +20,33 @@ const (
 	// ReasonPodAlreadyExists (ALREADY_EXISTS): a pod of the same
 	// namespace/name exists with another uid.
 	ReasonPodAlreadyExists = "POD_ALREADY_EXISTS"
-	// ReasonUIDMismatch (FAILED_PRECONDITION): DeletePod's uid names
-	// another incarnation of the pod; metadata MetadataUID is the live
-	// pod's.
+	// ReasonUIDMismatch (ABORTED): a precondition's uid (or DeletePod's
+	// uid) names another incarnation of the pod, or a pod that does not
+	// exist; metadata MetadataUID is the live pod's (absent when there is
+	// none) and MetadataRevision its revision ("0" when there is none).
+	// Nothing was changed.
 	ReasonUIDMismatch = "UID_MISMATCH"
+	// ReasonRevisionMismatch (ABORTED): a precondition's revision (an
+	// object's resource_version) is not the current one of the pod or
+	// object (0 when it does not exist); metadata MetadataRevision is the
+	// current one and, for a pod, MetadataUID its uid. Nothing was
+	// changed: read again and retry.
+	ReasonRevisionMismatch = "REVISION_MISMATCH"
+	// ReasonLeaseSuperseded (FAILED_PRECONDITION): a mutating call carries
+	// a lease epoch older than the node's lease, or a lease call names an
+	// epoch that is not the current one or is held by another identity;
+	// metadata MetadataEpoch and MetadataHolder are the current lease's.
+	// Nothing was changed: this caller is no longer the node's driver.
+	ReasonLeaseSuperseded = "LEASE_SUPERSEDED"
+	// ReasonLeaseRequired (FAILED_PRECONDITION): podsyncd runs with
+	// --require-lease and a mutating call carries no epoch, or an epoch of
+	// no held lease (released, or never granted); metadata MetadataEpoch
+	// and MetadataHolder are the current lease's. Acquire the lease first.
+	ReasonLeaseRequired = "LEASE_REQUIRED"
+	// ReasonLeaseHeld (FAILED_PRECONDITION): AcquireLease while another
+	// identity holds an unexpired lease; metadata MetadataHolder,
+	// MetadataEpoch and MetadataExpireTime. Retry after it expires.
+	ReasonLeaseHeld = "LEASE_HELD"
 	// ReasonSyncInProgress (ABORTED): a sync is already running for the
 	// pod. Retry.
 	ReasonSyncInProgress = "SYNC_IN_PROGRESS"
@@ -85,9 +108,6 @@ const (
 	// ReasonObjectNotFound (NOT_FOUND): podsyncd stores no such ConfigMap
 	// or Secret.
 	ReasonObjectNotFound = "OBJECT_NOT_FOUND"
-	// ReasonConflict (ABORTED): a resource_version precondition is not
-	// the stored version: read the object again and retry.
-	ReasonConflict = "CONFLICT"
 	// ReasonOwnedByFile (FAILED_PRECONDITION): the pod or object was read
 	// from a file of podsyncd's manifest directory, which owns it: change
 	// or remove the file.
@@ -112,12 +132,23 @@ const (
 	// after (REVISION_COMPACTED).
 	MetadataCompactRevision = "compact_revision"
 	// MetadataRevision is the last revision sent on a stream
-	// (SLOW_CONSUMER).
+	// (SLOW_CONSUMER), or the current revision of a pod or object
+	// (REVISION_MISMATCH, UID_MISMATCH), "0" when it does not exist.
 	MetadataRevision = "revision"
+	// MetadataEpoch is the epoch of the node's lease (LEASE_SUPERSEDED,
+	// LEASE_REQUIRED, LEASE_HELD).
+	MetadataEpoch = "epoch"
+	// MetadataHolder is the identity holding the node's lease, empty when
+	// nobody does (LEASE_SUPERSEDED, LEASE_REQUIRED, LEASE_HELD).
+	MetadataHolder = "holder"
+	// MetadataExpireTime is when the node's lease expires, RFC 3339
+	// (LEASE_HELD).
+	MetadataExpireTime = "expire_time"
 	// MetadataViolations is the number of field violations
 	// (INVALID_SPEC).
 	MetadataViolations = "violations"
-	// MetadataUID is the uid of the live pod (UID_MISMATCH).
+	// MetadataUID is the uid of the live pod (UID_MISMATCH,
+	// REVISION_MISMATCH).
 	MetadataUID = "uid"
 	// MetadataContainer is the container asked for (CONTAINER_NOT_FOUND).
 	MetadataContainer = "container"

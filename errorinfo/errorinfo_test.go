@@ -22,7 +22,8 @@ func TestReasonsAreDistinct(t *testing.T) {
 		errorinfo.ReasonNoSpace, errorinfo.ReasonRateLimited, errorinfo.ReasonPermissionDenied,
 		errorinfo.ReasonUnauthenticated, errorinfo.ReasonCanceled, errorinfo.ReasonDeadlineExceeded,
 		errorinfo.ReasonInternal, errorinfo.ReasonUnexpectedAdmissionError,
-		errorinfo.ReasonObjectNotFound, errorinfo.ReasonConflict, errorinfo.ReasonOwnedByFile,
+		errorinfo.ReasonObjectNotFound, errorinfo.ReasonRevisionMismatch, errorinfo.ReasonOwnedByFile,
+		errorinfo.ReasonLeaseSuperseded, errorinfo.ReasonLeaseRequired, errorinfo.ReasonLeaseHeld,
 		errorinfo.ReasonContainerNotRunning, errorinfo.ReasonPodNotRunning, errorinfo.ReasonStreamFailed,
 	} {
 		if r == "" || seen[r] {

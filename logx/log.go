@@ -52,8 +52,11 @@ const (
 const (
 	RPCMethod = "rpc_method"
 	RequestID = "request_id"
-	Identity  = "identity"
-	Role      = "role"
+	// TraceID is the W3C trace id of a call's trace (the caller's, when
+	// it sent a traceparent): a log line's link to its spans.
+	TraceID  = "trace_id"
+	Identity = "identity"
+	Role     = "role"
 	// The server's line per call adds these.
 	GRPCCode      = "grpc_code"
 	Error         = "error"

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/logx"
 	"go.uber.org/zap"
@@ -15,8 +17,12 @@ func (s *service) AddEphemeralContainer(ctx context.Context, req *podsyncv1.AddE
 	if err := InvalidRequest(errs); err != nil {
 		return nil, err
 	}
+	pre, perrs := preconditionFromProto(field.NewPath("precondition"), req.GetPrecondition())
+	if err := InvalidRequest(perrs); err != nil {
+		return nil, err
+	}
 	ns := orDefaultNamespace(req.GetNamespace())
-	res, err := s.backend(ctx).Pods.AddEphemeralContainer(ctx, ns, req.GetName(), ec, opts)
+	res, err := s.backend(ctx).Pods.AddEphemeralContainer(ctx, ns, req.GetName(), ec, pre, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -58,19 +58,26 @@ const (
 	// server reflection.
 	RoleRead
 	// RoleExec may call what RoleRead may, and open sessions into pods:
-	// ExecSync, Exec, Attach, PortForward and AddEphemeralContainer.
+	// ExecSync, Exec, Attach and PortForward.
 	RoleExec
+	// RoleDebug may call what RoleExec may, and AddEphemeralContainer: a
+	// debug container changes the pod (any image, with the pod's volumes),
+	// so it is a role of its own, as the ephemeralcontainers subresource is
+	// a permission of its own on an API server.
+	RoleDebug
 	// RoleAdmin may call every method.
 	RoleAdmin
 )
 
-// String returns "none", "read", "exec" or "admin".
+// String returns "none", "read", "exec", "debug" or "admin".
 func (r Role) String() string {
 	switch r {
 	case RoleRead:
 		return "read"
 	case RoleExec:
 		return "exec"
+	case RoleDebug:
+		return "debug"
 	case RoleAdmin:
 		return "admin"
 	}
@@ -93,8 +100,11 @@ type Roles struct {
 	// Read identities may call the methods without side effects.
 	Read []string `json:"read,omitempty"`
 	// Exec identities may call what Read ones may, and ExecSync, Exec,
-	// Attach and PortForward. Admin implies it.
+	// Attach and PortForward. Debug and Admin imply it.
 	Exec []string `json:"exec,omitempty"`
+	// Debug identities may call what Exec ones may, and
+	// AddEphemeralContainer. Admin implies it.
+	Debug []string `json:"debug,omitempty"`
 }
 
 // Validate checks that every entry is a known principal kind with a
@@ -111,6 +121,7 @@ func (r Roles) Validate() error {
 	check("admin", r.Admin)
 	check("read", r.Read)
 	check("exec", r.Exec)
+	check("debug", r.Debug)
 	return errors.Join(errs...)
 }
 
@@ -229,7 +240,7 @@ func CertificateIdentity(leaf *x509.Certificate) Identity {
 
 // authorizer decides roles from Roles.
 type authorizer struct {
-	admin, exec, read map[string]bool
+	admin, debug, exec, read map[string]bool
 	// rootDefault: no entry names root, so uid 0 is admin.
 	rootDefault bool
 }
@@ -238,7 +249,7 @@ func newAuthorizer(r Roles) (*authorizer, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	a := &authorizer{admin: map[string]bool{}, exec: map[string]bool{}, read: map[string]bool{}, rootDefault: true}
+	a := &authorizer{admin: map[string]bool{}, debug: map[string]bool{}, exec: map[string]bool{}, read: map[string]bool{}, rootDefault: true}
 	for _, e := range r.Admin {
 		a.admin[e] = true
 	}
@@ -248,7 +259,10 @@ func newAuthorizer(r Roles) (*authorizer, error) {
 	for _, e := range r.Exec {
 		a.exec[e] = true
 	}
-	for _, e := range slices.Concat(r.Admin, r.Read, r.Exec) {
+	for _, e := range r.Debug {
+		a.debug[e] = true
+	}
+	for _, e := range slices.Concat(r.Admin, r.Read, r.Exec, r.Debug) {
 		if e == PrincipalUID+":0" || e == PrincipalUser+":root" {
 			a.rootDefault = false
 		}
@@ -264,8 +278,10 @@ func (a *authorizer) role(id Identity) Role {
 		switch {
 		case a.admin[p]:
 			return RoleAdmin
+		case a.debug[p]:
+			role = max(role, RoleDebug)
 		case a.exec[p]:
-			role = RoleExec
+			role = max(role, RoleExec)
 		case a.read[p]:
 			role = max(role, RoleRead)
 		}
@@ -292,6 +308,7 @@ var readMethods = map[string]bool{
 	podsyncv1.PodSyncService_WatchObjects_FullMethodName:     true,
 	podsyncv1.PodSyncService_GetPodStats_FullMethodName:      true,
 	podsyncv1.PodSyncService_ListPodStats_FullMethodName:     true,
+	podsyncv1.PodSyncService_ListEvents_FullMethodName:       true,
 }
 
 // execMethods are the methods that open a session into a pod: RoleExec
@@ -301,8 +318,12 @@ var execMethods = map[string]bool{
 	podsyncv1.PodSyncService_Exec_FullMethodName:        true,
 	podsyncv1.PodSyncService_Attach_FullMethodName:      true,
 	podsyncv1.PodSyncService_PortForward_FullMethodName: true,
-	// A debug container is a session into the pod too (kubectl debug
-	// needs the same rights as exec).
+}
+
+// debugMethods are the methods RoleDebug (or RoleAdmin) may call beyond
+// RoleExec's: a debug container is a new container in the pod, run as
+// the node's Pod Security level admits.
+var debugMethods = map[string]bool{
 	podsyncv1.PodSyncService_AddEphemeralContainer_FullMethodName: true,
 }
 
@@ -320,6 +341,9 @@ func requiredRole(fullMethod string) Role {
 	}
 	if execMethods[fullMethod] {
 		return RoleExec
+	}
+	if debugMethods[fullMethod] {
+		return RoleDebug
 	}
 	for _, s := range readServices {
 		if strings.HasPrefix(fullMethod, s) {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -73,6 +72,9 @@ func TestRoles(t *testing.T) {
 		{"exec above read, in either order", Roles{Exec: []string{"cn:ops"}, Read: []string{"dns:ops.example"}}, cert, RoleExec},
 		{"admin above exec", Roles{Exec: []string{"cn:ops"}, Admin: []string{"dns:ops.example"}}, cert, RoleAdmin},
 		{"root made exec-only", Roles{Exec: []string{"uid:0"}}, root, RoleExec},
+		{"debug", Roles{Debug: []string{"cn:ops"}}, cert, RoleDebug},
+		{"debug above exec, in either order", Roles{Debug: []string{"cn:ops"}, Exec: []string{"dns:ops.example"}}, cert, RoleDebug},
+		{"admin above debug", Roles{Debug: []string{"cn:ops"}, Admin: []string{"dns:ops.example"}}, cert, RoleAdmin},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a, err := newAuthorizer(tt.roles)
@@ -86,28 +88,26 @@ func TestRoles(t *testing.T) {
 	}
 }
 
-// TestSessionMethodsNeedExec: ExecSync, Exec, Attach, PortForward and
-// AddEphemeralContainer need
-// the exec role, which admin has and read has not; exec allows the read
-// methods and nothing that changes pods.
+// TestSessionMethodsNeedExec: ExecSync, Exec, Attach and PortForward need
+// the exec role, which debug and admin have and read has not; exec allows
+// the read methods and nothing that changes pods — not even a debug
+// container.
 func TestSessionMethodsNeedExec(t *testing.T) {
 	sessions := []string{
 		podsyncv1.PodSyncService_ExecSync_FullMethodName, podsyncv1.PodSyncService_Exec_FullMethodName,
 		podsyncv1.PodSyncService_Attach_FullMethodName, podsyncv1.PodSyncService_PortForward_FullMethodName,
-		podsyncv1.PodSyncService_AddEphemeralContainer_FullMethodName,
 	}
-	unary := []string{podsyncv1.PodSyncService_ExecSync_FullMethodName, podsyncv1.PodSyncService_AddEphemeralContainer_FullMethodName}
 	id := Identity{Principals: []string{"cn:ops"}}
 	for _, m := range sessions {
 		if err := authorize(m, id, RoleRead); status.Code(err) != codes.PermissionDenied {
 			t.Errorf("%s as read: %v, want PERMISSION_DENIED", m, err)
 		}
-		for _, r := range []Role{RoleExec, RoleAdmin} {
+		for _, r := range []Role{RoleExec, RoleDebug, RoleAdmin} {
 			if err := authorize(m, id, r); err != nil {
 				t.Errorf("%s as %v: %v", m, r, err)
 			}
 		}
-		if !longLived(m) && !slices.Contains(unary, m) {
+		if !counted(m, m != podsyncv1.PodSyncService_ExecSync_FullMethodName) {
 			t.Errorf("%s is not counted against the stream cap", m)
 		}
 		if finishAtShutdown(m) {
@@ -117,9 +117,37 @@ func TestSessionMethodsNeedExec(t *testing.T) {
 	if err := authorize(podsyncv1.PodSyncService_GetPod_FullMethodName, id, RoleExec); err != nil {
 		t.Errorf("GetPod as exec: %v", err)
 	}
-	for _, m := range []string{podsyncv1.PodSyncService_SyncPod_FullMethodName, podsyncv1.PodSyncService_DeletePod_FullMethodName} {
+	for _, m := range []string{podsyncv1.PodSyncService_SyncPod_FullMethodName, podsyncv1.PodSyncService_DeletePod_FullMethodName,
+		podsyncv1.PodSyncService_AddEphemeralContainer_FullMethodName} {
 		if err := authorize(m, id, RoleExec); status.Code(err) != codes.PermissionDenied {
 			t.Errorf("%s as exec: %v, want PERMISSION_DENIED", m, err)
+		}
+	}
+}
+
+// TestDebugContainersNeedDebug: AddEphemeralContainer changes the pod, so
+// it needs the debug role (or admin), never exec; debug may open sessions
+// too, and change nothing else.
+func TestDebugContainersNeedDebug(t *testing.T) {
+	id := Identity{Principals: []string{"cn:oncall"}}
+	m := podsyncv1.PodSyncService_AddEphemeralContainer_FullMethodName
+	for _, r := range []Role{RoleRead, RoleExec} {
+		if err := authorize(m, id, r); status.Code(err) != codes.PermissionDenied {
+			t.Errorf("AddEphemeralContainer as %v: %v, want PERMISSION_DENIED", r, err)
+		}
+	}
+	for _, r := range []Role{RoleDebug, RoleAdmin} {
+		if err := authorize(m, id, r); err != nil {
+			t.Errorf("AddEphemeralContainer as %v: %v", r, err)
+		}
+	}
+	if finishAtShutdown(m) {
+		t.Error("AddEphemeralContainer is let finish at shutdown")
+	}
+	for _, other := range []string{podsyncv1.PodSyncService_SyncPod_FullMethodName, podsyncv1.PodSyncService_DeletePod_FullMethodName,
+		podsyncv1.PodSyncService_ApplyObjects_FullMethodName} {
+		if err := authorize(other, id, RoleDebug); status.Code(err) != codes.PermissionDenied {
+			t.Errorf("%s as debug: %v, want PERMISSION_DENIED", other, err)
 		}
 	}
 }

@@ -24,8 +24,9 @@ import (
 
 // Pods are the node's pods.
 type Pods interface {
-	// Apply stores pod as desired and runs one pass of it (SyncPod).
-	Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(engine.StepResult)) (engine.ApplyResult, error)
+	// ApplyIf stores pod as desired under pre and the fence of ctx, and
+	// runs one pass of it (SyncPod).
+	ApplyIf(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, pre engine.Precondition, emit func(engine.StepResult)) (engine.ApplyResult, error)
 	// Plan says what a pass of pod would do now (PlanPod).
 	Plan(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret) (engine.PodActions, corev1.PodStatus, bool, error)
 	// RunPods runs a batch of pods to a target (RunPods).
@@ -39,10 +40,12 @@ type Pods interface {
 	ListShared(ctx context.Context, f engine.PodFilter) ([]*engine.PodRecord, int64, error)
 	// Watch follows the revision log from after since.
 	Watch(ctx context.Context, since int64) (*engine.Watcher, error)
-	// Delete deletes a pod (DeletePod).
-	Delete(ctx context.Context, namespace, name, uid string, grace *int64) (engine.DeleteResult, error)
+	// DeleteIf deletes a pod under pre and the fence of ctx (DeletePod).
+	DeleteIf(ctx context.Context, namespace, name string, pre engine.Precondition, grace *int64) (engine.DeleteResult, error)
+	// Events lists the pods' events, one per series (ListEvents).
+	Events(ctx context.Context, f engine.EventFilter) ([]engine.Entry, int64, error)
 	// AddEphemeralContainer adds a debug container to a running pod.
-	AddEphemeralContainer(ctx context.Context, namespace, name string, ec corev1.EphemeralContainer, opts validation.Options) (engine.ApplyResult, error)
+	AddEphemeralContainer(ctx context.Context, namespace, name string, ec corev1.EphemeralContainer, pre engine.Precondition, opts validation.Options) (engine.ApplyResult, error)
 	// PodSandbox returns the sandbox the pod's containers ran in after its
 	// last pass.
 	PodSandbox(uid types.UID) (id string, attempt uint32, ok bool)
@@ -80,14 +83,23 @@ type Stats interface {
 // Volumes are the node's named volumes.
 type Volumes interface {
 	List(ctx context.Context) ([]engine.NamedVolume, error)
-	Create(ctx context.Context, name string) (bool, error)
-	Delete(ctx context.Context, name string) (bool, error)
+	Create(ctx context.Context, namespace, name string, mustNotExist bool) (bool, error)
+	Delete(ctx context.Context, namespace, name string) (bool, error)
 }
 
 // Node is what the node says of itself (GetNode).
 type Node interface {
 	// Info is what admission knows of the node.
 	Info() engine.NodeInfo
+}
+
+// Leases are the node's lease (AcquireLease, RenewLease, ReleaseLease,
+// GetNode).
+type Leases interface {
+	Get(ctx context.Context) (engine.Lease, error)
+	Acquire(ctx context.Context, holder string, ttl time.Duration) (engine.Lease, error)
+	Renew(ctx context.Context, holder string, epoch int64, ttl time.Duration) (engine.Lease, error)
+	Release(ctx context.Context, holder string, epoch int64) (bool, error)
 }
 
 // Backend is the node a service answers for, by role. Every role is
@@ -100,11 +112,13 @@ type Backend struct {
 	Stats    Stats
 	Volumes  Volumes
 	Node     Node
+	Leases   Leases
 }
 
 // BackendOf returns the Backend of the engine's node.
 func BackendOf(n *engine.Node) *Backend {
-	return &Backend{Pods: n, Objects: n, Sessions: n.Sessions(), Logs: n.Logs(), Stats: n.Stats(), Volumes: n.Volumes(), Node: n}
+	return &Backend{Pods: n, Objects: n, Sessions: n.Sessions(), Logs: n.Logs(), Stats: n.Stats(), Volumes: n.Volumes(), Node: n,
+		Leases: n.Leases()}
 }
 
 var (
@@ -152,7 +166,8 @@ func ownsMethod(fullMethod string) bool {
 
 // UnaryReady is the service's readiness gate for unary calls: a call is
 // served by the backend current when it arrives, or refused with
-// UNAVAILABLE before the node runs. Calls of other services pass.
+// UNAVAILABLE before the node runs; a mutating call gets its lease
+// condition (withFence). Calls of other services pass.
 func (s *service) UnaryReady() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if !ownsMethod(info.FullMethod) {
@@ -160,6 +175,9 @@ func (s *service) UnaryReady() grpc.UnaryServerInterceptor {
 		}
 		b, err := s.ready()
 		if err != nil {
+			return nil, err
+		}
+		if ctx, err = s.withFence(ctx, info.FullMethod); err != nil {
 			return nil, err
 		}
 		return handler(context.WithValue(ctx, backendKey{}, b), req)
@@ -176,7 +194,11 @@ func (s *service) StreamReady() grpc.StreamServerInterceptor {
 		if err != nil {
 			return err
 		}
-		return handler(srv, &backendStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), backendKey{}, b)})
+		ctx, err := s.withFence(ss.Context(), info.FullMethod)
+		if err != nil {
+			return err
+		}
+		return handler(srv, &backendStream{ServerStream: ss, ctx: context.WithValue(ctx, backendKey{}, b)})
 	}
 }
 

@@ -3,19 +3,28 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 
-	"google.golang.org/grpc/codes"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/errorinfo"
 )
 
 // DeletePod stops and removes a pod; an unknown pod is found = false.
 func (s *service) DeletePod(ctx context.Context, req *podsyncv1.DeletePodRequest) (*podsyncv1.DeletePodResponse, error) {
 	if err := InvalidRequest(s.validator.ValidateDeletePodRequest(req)); err != nil {
+		return nil, err
+	}
+	pre, errs := preconditionFromProto(field.NewPath("precondition"), req.GetPrecondition())
+	if uid := types.UID(req.GetUid()); uid != "" {
+		if pre.UID != "" && pre.UID != uid {
+			errs = append(errs, field.Invalid(field.NewPath("precondition", "uid"), pre.UID, "differs from uid: set one of them"))
+		}
+		pre.UID = uid
+	}
+	if err := InvalidRequest(errs); err != nil {
 		return nil, err
 	}
 	ns, name := orDefaultNamespace(req.GetNamespace()), req.GetName()
@@ -28,12 +37,7 @@ func (s *service) DeletePod(ctx context.Context, req *podsyncv1.DeletePodRequest
 		return nil, err
 	}
 	ref := engine.RefOf(rec.Pod)
-	if uid := req.GetUid(); uid != "" && uid != string(ref.UID) {
-		return nil, NewError(codes.FailedPrecondition, errorinfo.ReasonUIDMismatch,
-			fmt.Sprintf("pod %s/%s has uid %s, not %s", ns, name, ref.UID, uid),
-			map[string]string{errorinfo.MetadataUID: string(ref.UID)})
-	}
-	res, err := s.backend(ctx).Pods.Delete(ctx, ns, name, string(ref.UID), req.GracePeriodSeconds)
+	res, err := s.backend(ctx).Pods.DeleteIf(ctx, ns, name, pre, req.GracePeriodSeconds)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -148,7 +149,10 @@ const unknownMessage = "internal error; podsyncd's log has the details"
 //	*ValidationError, *convert.InvalidError, *field.Error,
 //	errdefs.ErrInvalidSpec               INVALID_ARGUMENT, BadRequest, INVALID_SPEC
 //	errdefs.ErrObjectNotFound            NOT_FOUND, OBJECT_NOT_FOUND
-//	errdefs.ErrStaleVersion              ABORTED, CONFLICT
+//	*errdefs.PreconditionError           ABORTED, REVISION_MISMATCH or UID_MISMATCH,
+//	                                    revision and uid (the current ones)
+//	*errdefs.LeaseError                  FAILED_PRECONDITION, LEASE_SUPERSEDED, LEASE_REQUIRED
+//	                                    or LEASE_HELD, epoch, holder (and expire_time)
 //	errdefs.ErrOwnedByFile               FAILED_PRECONDITION, OWNED_BY_FILE
 //	errdefs.ErrNotFound                  NOT_FOUND, POD_NOT_FOUND
 //	errdefs.ErrAlreadyExists             ALREADY_EXISTS, POD_ALREADY_EXISTS
@@ -202,6 +206,9 @@ func ToStatus(err error) *status.Status {
 		return def
 	}
 
+	if st := contractStatus(err, metadata); st != nil {
+		return st
+	}
 	if violations, ok := fieldViolations(err); ok {
 		return invalidArgument(err.Error(), orDefault(errorinfo.ReasonInvalidSpec), metadata, violations)
 	}
@@ -210,8 +217,6 @@ func ToStatus(err error) *status.Status {
 		return invalidArgument(err.Error(), orDefault(errorinfo.ReasonInvalidSpec), metadata, nil)
 	case errors.Is(err, errdefs.ErrObjectNotFound):
 		return newStatus(codes.NotFound, orDefault(errorinfo.ReasonObjectNotFound), err.Error(), metadata)
-	case errors.Is(err, errdefs.ErrStaleVersion):
-		return newStatus(codes.Aborted, orDefault(errorinfo.ReasonConflict), err.Error(), metadata)
 	case errors.Is(err, errdefs.ErrOwnedByFile):
 		return newStatus(codes.FailedPrecondition, orDefault(errorinfo.ReasonOwnedByFile), err.Error(), metadata)
 	case errors.Is(err, errdefs.ErrNotFound):
@@ -251,6 +256,47 @@ func ToStatus(err error) *status.Status {
 		return newStatus(codes.DeadlineExceeded, orDefault(errorinfo.ReasonDeadlineExceeded), err.Error(), metadata)
 	}
 	return newStatus(codes.Unknown, orDefault(errorinfo.ReasonInternal), unknownMessage, metadata)
+}
+
+// contractStatus maps a failed precondition or a refused lease, or
+// returns nil: their metadata are the current revision and uid, or the
+// current lease, so that the caller can read again and retry.
+func contractStatus(err error, metadata map[string]string) *status.Status {
+	var (
+		pe *errdefs.PreconditionError
+		le *errdefs.LeaseError
+	)
+	md := maps.Clone(metadata)
+	if md == nil {
+		md = map[string]string{}
+	}
+	switch {
+	case errors.As(err, &pe):
+		reason := errorinfo.ReasonRevisionMismatch
+		if pe.Kind == errdefs.UIDMismatch {
+			reason = errorinfo.ReasonUIDMismatch
+		}
+		if pe.Revision != 0 || !pe.Exists {
+			md[errorinfo.MetadataRevision] = strconv.FormatInt(pe.Revision, 10)
+		}
+		if pe.UID != "" {
+			md[errorinfo.MetadataUID] = pe.UID
+		}
+		return newStatus(codes.Aborted, reason, err.Error(), md)
+	case errors.As(err, &le):
+		reason := errorinfo.ReasonLeaseSuperseded
+		switch {
+		case errors.Is(le.Class, errdefs.ErrLeaseRequired):
+			reason = errorinfo.ReasonLeaseRequired
+		case errors.Is(le.Class, errdefs.ErrLeaseHeld):
+			reason = errorinfo.ReasonLeaseHeld
+			md[errorinfo.MetadataExpireTime] = le.Expires.UTC().Format(time.RFC3339)
+		}
+		md[errorinfo.MetadataEpoch] = strconv.FormatInt(le.Current, 10)
+		md[errorinfo.MetadataHolder] = le.Holder
+		return newStatus(codes.FailedPrecondition, reason, err.Error(), md)
+	}
+	return nil
 }
 
 // storeStatus maps the store's own errors (errdefs' ErrCompacted,

@@ -25,6 +25,11 @@ func (s *service) GetNode(ctx context.Context, _ *podsyncv1.GetNodeRequest) (*po
 	for _, t := range n.Taints {
 		out.Taints = append(out.Taints, &podsyncv1.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
 	}
+	l, err := s.backend(ctx).Leases.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out.Lease, out.RequireLease = leaseToProto(l), s.requireLease
 	return &podsyncv1.GetNodeResponse{Node: out}, nil
 }
 

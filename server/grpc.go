@@ -13,6 +13,10 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -21,6 +25,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
@@ -68,15 +73,22 @@ type Options struct {
 	// Health publishes the runtime's health; the caller runs it. Nil means
 	// always SERVING (until Shutdown).
 	Health *HealthChecker
-	// MaxStreamsPerIdentity bounds the long-lived streams (WatchPods,
-	// GetContainerLogs) one identity holds open at once; more are refused
-	// with RESOURCE_EXHAUSTED (TOO_MANY_STREAMS). Zero means
+	// MaxStreamsPerIdentity bounds the streams (watches, logs, sessions,
+	// RunPods, SyncPod, health Watch, reflection) and running ExecSync
+	// calls one identity holds open at once; more are refused with
+	// RESOURCE_EXHAUSTED (TOO_MANY_STREAMS). Zero means
 	// DefaultMaxStreamsPerIdentity.
 	MaxStreamsPerIdentity int
 	// MaxRecvMsgSize is the largest request accepted, in bytes. Zero
 	// means DefaultMaxRecvMsgSize; keep it above the validator's
 	// Limits.MaxRequestBytes.
 	MaxRecvMsgSize int
+	// TracerProvider records a server span per call of the
+	// PodSyncService (otelgrpc), child of the caller's W3C trace context;
+	// the call's context carries it to the node's passes and CRI calls.
+	// Nil records nothing, but the caller's trace context still
+	// propagates.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is podsyncd's gRPC server: the PodSyncService of Options.Service,
@@ -187,8 +199,15 @@ func New(opts Options) (*Server, error) {
 	if maxRecv <= 0 {
 		maxRecv = DefaultMaxRecvMsgSize
 	}
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
 	s.grpc = grpc.NewServer(
 		grpc.Creds(newTransportCredentials(opts.TLS, opts.InsecureLoopback, log)),
+		grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(tp),
+			otelgrpc.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})),
+			otelgrpc.WithFilter(func(ri *stats.RPCTagInfo) bool { return ownsMethod(ri.FullMethodName) }))),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 		grpc.MaxRecvMsgSize(maxRecv),
@@ -307,6 +326,14 @@ func (s *Server) unaryAuthorize(ctx context.Context, req any, info *grpc.UnarySe
 	if err := s.check(ctx, info.FullMethod); err != nil {
 		return nil, err
 	}
+	if counted(info.FullMethod, false) {
+		id, _ := IdentityFromContext(ctx)
+		release, err := s.streams.acquire(id.String())
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	return handler(ctx, req)
 }
 
@@ -314,7 +341,7 @@ func (s *Server) streamAuthorize(srv any, ss grpc.ServerStream, info *grpc.Strea
 	if err := s.check(ss.Context(), info.FullMethod); err != nil {
 		return err
 	}
-	if longLived(info.FullMethod) {
+	if counted(info.FullMethod, true) {
 		id, _ := IdentityFromContext(ss.Context())
 		release, err := s.streams.acquire(id.String())
 		if err != nil {

@@ -417,7 +417,10 @@ func TestLoggingOneLinePerCall(t *testing.T) {
 	h, c, _ := serveUnix(t, server.Options{Roles: server.Roles{Read: []string{"uid:0"}}})
 
 	var header metadata.MD
-	if err := callGetPod(ctx, c, "web", grpc.Header(&header)); err != nil {
+	// The caller's trace id is on the line of its call.
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	traced := metadata.AppendToOutgoingContext(ctx, "traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
+	if err := callGetPod(traced, c, "web", grpc.Header(&header)); err != nil {
 		t.Fatal(err)
 	}
 	wantError(t, callSyncPod(ctx, c), codes.PermissionDenied, errorinfo.ReasonPermissionDenied)
@@ -453,6 +456,9 @@ func TestLoggingOneLinePerCall(t *testing.T) {
 	}
 	if ids := header.Get(server.RequestIDHeader); len(ids) != 1 || ids[0] != get["request_id"] {
 		t.Errorf("x-request-id %v, want the logged request_id %v", ids, get["request_id"])
+	}
+	if get["trace_id"] != traceID {
+		t.Errorf("trace_id %v, want the caller's %s", get["trace_id"], traceID)
 	}
 	if get["request_id"] == sync["request_id"] {
 		t.Error("two calls share a request_id")

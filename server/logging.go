@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
@@ -165,12 +166,19 @@ func (rs requestScope) context(ctx context.Context, base *zap.Logger) context.Co
 		rs.identity.Field(),
 		zap.Stringer(logx.Role, rs.role),
 	}
-	ctx = logx.WithFields(ctx, fields...)
-	ctx = WithLogger(ctx, base.With(fields...))
-	return logging.InjectFields(ctx, logging.Fields{
+	mw := logging.Fields{
 		logx.RPCMethod, rs.method,
 		logx.RequestID, rs.requestID,
 		logx.Identity, rs.identity.String(),
 		logx.Role, rs.role.String(),
-	})
+	}
+	// The call's trace (the otelgrpc stats handler, which runs first,
+	// put the caller's, or its own span, in ctx): lines and spans meet.
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		fields = append(fields, zap.String(logx.TraceID, sc.TraceID().String()))
+		mw = append(mw, logx.TraceID, sc.TraceID().String())
+	}
+	ctx = logx.WithFields(ctx, fields...)
+	ctx = WithLogger(ctx, base.With(fields...))
+	return logging.InjectFields(ctx, mw)
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -90,4 +91,54 @@ func (m *SessionMetrics) bytes(kind, direction string) func(int64) {
 	}
 	c := m.byteCount.WithLabelValues(kind, direction)
 	return func(n int64) { c.Add(float64(n)) }
+}
+
+// leaseCollector describes the node's lease at each scrape:
+// podsync_lease_epoch, podsync_lease_held{holder} (1 while an identity
+// holds it, unexpired or not) and podsync_lease_expiry_timestamp_seconds.
+type leaseCollector struct {
+	svc                   *service
+	epoch, held, expiries *prometheus.Desc
+}
+
+// RegisterLeaseMetrics registers on reg the metrics of the lease of svc's
+// current node (a Service of NewService).
+func RegisterLeaseMetrics(reg prometheus.Registerer, svc Service) error {
+	s, ok := svc.(*service)
+	if !ok {
+		return fmt.Errorf("register lease metrics: %T is not NewService's", svc)
+	}
+	c := &leaseCollector{
+		svc:   s,
+		epoch: prometheus.NewDesc("podsync_lease_epoch", "Epoch of the node's lease (0: never acquired); it grows with every acquisition.", nil, nil),
+		held: prometheus.NewDesc("podsync_lease_held", "1 while the identity of the holder label holds the node's lease (expired or not); absent when released.",
+			[]string{"holder"}, nil),
+		expiries: prometheus.NewDesc("podsync_lease_expiry_timestamp_seconds", "When the node's lease expires unless renewed, in Unix seconds; absent when released.", nil, nil),
+	}
+	if err := reg.Register(c); err != nil {
+		return fmt.Errorf("register lease metrics: %w", err)
+	}
+	return nil
+}
+
+func (c *leaseCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.epoch
+	ch <- c.held
+	ch <- c.expiries
+}
+
+func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
+	b := c.svc.cur.Load()
+	if b == nil || b.Leases == nil {
+		return
+	}
+	l, err := b.Leases.Get(context.Background())
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.epoch, prometheus.GaugeValue, float64(l.Epoch))
+	if l.Held() {
+		ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, 1, l.Holder)
+		ch <- prometheus.MustNewConstMetric(c.expiries, prometheus.GaugeValue, float64(l.Expires().UnixMilli())/1000)
+	}
 }

@@ -2,6 +2,10 @@ package server
 
 import (
 	"google.golang.org/grpc"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"time"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine"
@@ -26,6 +30,10 @@ func (s *service) RunPods(req *podsyncv1.RunPodsRequest, stream grpc.ServerStrea
 	if t := req.GetTimeout(); t != nil {
 		r.Timeout = t.AsDuration()
 	}
+	if r.Preconditions, err = runPreconditions(req.GetPreconditions(), pods); err != nil {
+		return err
+	}
+	r.MinReady = time.Duration(req.GetMinReadySeconds()) * time.Second
 	ctx := stream.Context()
 	node := s.backend(ctx).Pods
 	out := newStreamSender(stream)
@@ -41,6 +49,36 @@ func (s *service) RunPods(req *podsyncv1.RunPodsRequest, stream grpc.ServerStrea
 		return err
 	}
 	return out.send(&podsyncv1.RunPodsResponse{Event: &podsyncv1.RunPodsResponse_Summary{Summary: s.summaryToProto(node, sum)}})
+}
+
+// runPreconditions returns the preconditions of a batch by pod UID: each
+// must name one pod of the batch, once.
+func runPreconditions(in []*podsyncv1.PodPrecondition, pods []*corev1.Pod) (map[types.UID]engine.Precondition, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	byName := make(map[string]types.UID, len(pods))
+	for _, p := range pods {
+		byName[p.Namespace+"/"+p.Name] = p.UID
+	}
+	out := make(map[types.UID]engine.Precondition, len(in))
+	var errs field.ErrorList
+	for i, pp := range in {
+		path := field.NewPath("preconditions").Index(i)
+		uid, ok := byName[orDefaultNamespace(pp.GetNamespace())+"/"+pp.GetName()]
+		if !ok {
+			errs = append(errs, field.NotFound(path.Child("name"), pp.GetName()))
+			continue
+		}
+		if _, dup := out[uid]; dup {
+			errs = append(errs, field.Duplicate(path.Child("name"), pp.GetName()))
+			continue
+		}
+		pre, perrs := preconditionFromProto(path.Child("precondition"), pp.GetPrecondition())
+		errs = append(errs, perrs...)
+		out[uid] = pre
+	}
+	return out, InvalidRequest(errs)
 }
 
 func waitForFromProto(w podsyncv1.WaitFor) engine.WaitFor {

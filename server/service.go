@@ -35,6 +35,10 @@ type ServiceOptions struct {
 	// Logger receives the service's logs; nil discards. Calls log through
 	// the request-scoped logger in their ctx when there is one.
 	Logger *zap.Logger
+	// RequireLease refuses a mutating call that does not carry the current
+	// epoch of the node's held lease (podsyncd --require-lease); without
+	// it leases are advisory: only an older epoch is refused.
+	RequireLease bool
 }
 
 // Service is podsync.v1.PodSyncService on a node's Backend, which may
@@ -68,6 +72,8 @@ type service struct {
 	// Sessions.
 	idleTimeout time.Duration
 	sessions    *SessionMetrics
+	// requireLease is ServiceOptions.RequireLease.
+	requireLease bool
 }
 
 var _ Service = (*service)(nil)
@@ -86,8 +92,9 @@ func NewService(o ServiceOptions) Service {
 		log:       log,
 		pods:      newPodCache(),
 
-		idleTimeout: o.StreamIdleTimeout,
-		sessions:    o.Sessions,
+		idleTimeout:  o.StreamIdleTimeout,
+		sessions:     o.Sessions,
+		requireLease: o.RequireLease,
 	}
 	s.cur.Store(o.Backend)
 	return s

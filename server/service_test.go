@@ -290,7 +290,7 @@ func equalStrings(a, b []string) bool {
 }
 
 // TestDeletePod: an unknown pod is found = false; another uid is
-// FAILED_PRECONDITION and deletes nothing; the pod's uid deletes it, with
+// ABORTED (UID_MISMATCH) and deletes nothing; the pod's uid deletes it, with
 // the steps.
 func TestDeletePod(t *testing.T) {
 	h := newSvcHarness(t)
@@ -300,7 +300,7 @@ func TestDeletePod(t *testing.T) {
 	}
 	_, res := h.sync(testPod(t, "default", "web", nil))
 	_, err = h.c.DeletePod(h.ctx, &podsyncv1.DeletePodRequest{Name: "web", Uid: "6f1e7a4e-1d5b-4a8e-9c3b-2f0a1b2c3d4e"})
-	wantError(t, err, codes.FailedPrecondition, errorinfo.ReasonUIDMismatch)
+	wantError(t, err, codes.Aborted, errorinfo.ReasonUIDMismatch)
 	if _, err := h.c.GetPod(h.ctx, &podsyncv1.GetPodRequest{Name: "web"}); err != nil {
 		t.Fatalf("GetPod after a refused delete: %v", err)
 	}
@@ -585,4 +585,51 @@ func TestUnavailableBeforeReady(t *testing.T) {
 		_, err = stream.Recv()
 	}
 	wantError(t, err, codes.Unavailable, errorinfo.ReasonRuntimeUnavailable)
+}
+
+// TestListEvents: ListEvents lists one entry per event series, its newest
+// occurrence with the series' name, count and first and last timestamps,
+// filtered by pod; a name without its namespace is INVALID_ARGUMENT.
+func TestListEvents(t *testing.T) {
+	h := newSvcHarness(t)
+	h.sync(testPod(t, "default", "web", map[string]string{"app": "web"}))
+	h.sync(testPod(t, "default", "db", map[string]string{"app": "db"}))
+	web, err := h.st.GetByName("default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unhealthy := store.Event{Type: corev1.EventTypeWarning, Reason: "Unhealthy", Container: "app", Message: "Readiness probe failed: "}
+	for range 3 {
+		if _, err := h.st.Append(store.EventChange(web.Ref(), unhealthy)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := h.c.ListEvents(h.ctx, &podsyncv1.ListEventsRequest{Namespace: "default", PodName: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *podsyncv1.ListedEvent
+	for _, e := range resp.GetEvents() {
+		if e.GetPod().GetName() != "web" {
+			t.Errorf("event of %s listed for web", e.GetPod().GetName())
+		}
+		if e.GetEvent().GetReason() == "Unhealthy" {
+			if found != nil {
+				t.Errorf("the Unhealthy series is listed twice")
+			}
+			found = e
+		}
+	}
+	ev := found.GetEvent()
+	if ev.GetCount() != 3 || ev.GetName() == "" || ev.GetType() != podsyncv1.EventType_EVENT_TYPE_WARNING ||
+		ev.GetContainer() != "app" || !ev.GetTime().AsTime().After(ev.GetFirstTimestamp().AsTime()) && !ev.GetTime().AsTime().Equal(ev.GetFirstTimestamp().AsTime()) {
+		t.Errorf("Unhealthy listed as %v: want count 3, a name, the container and first ≤ last", ev)
+	}
+	if found.GetRevision() != h.st.Revision() {
+		t.Errorf("listed at revision %d, want the newest occurrence's %d", found.GetRevision(), h.st.Revision())
+	}
+	_, err = h.c.ListEvents(h.ctx, &podsyncv1.ListEventsRequest{PodName: "web"})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("a name without its namespace: %v, want INVALID_ARGUMENT", err)
+	}
 }

@@ -19,20 +19,20 @@ const DefaultMaxStreamsPerIdentity = 64
 // connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS).
 const DefaultMaxConcurrentStreams = 256
 
-// longLived reports whether fullMethod is a stream that lasts as long as
-// its caller wants (a watch, a followed log): those are counted against
-// their identity's MaxStreamsPerIdentity.
-func longLived(fullMethod string) bool {
-	switch fullMethod {
-	case podsyncv1.PodSyncService_WatchPods_FullMethodName, podsyncv1.PodSyncService_GetContainerLogs_FullMethodName,
-		podsyncv1.PodSyncService_Exec_FullMethodName, podsyncv1.PodSyncService_Attach_FullMethodName,
-		podsyncv1.PodSyncService_PortForward_FullMethodName:
-		return true
-	}
-	return false
+// counted reports whether a call counts against its identity's
+// MaxStreamsPerIdentity while it runs: every stream, of every service
+// (watches of pods, objects and health, followed logs, sessions, RunPods
+// and SyncPod, reflection), which lasts as long as its caller or its work
+// wants, and the unary calls that hold the node's work for as long as
+// their caller asks (ExecSync runs a command up to its timeout). One
+// budget per identity bounds them all: a new kind of stream is counted
+// without being listed.
+func counted(fullMethod string, stream bool) bool {
+	return stream || fullMethod == podsyncv1.PodSyncService_ExecSync_FullMethodName
 }
 
-// streamLimits counts each identity's open long-lived streams.
+// streamLimits counts each identity's open streams and running commands
+// (counted).
 type streamLimits struct {
 	max  int
 	mu   sync.Mutex
@@ -54,7 +54,7 @@ func (l *streamLimits) acquire(identity string) (release func(), err error) {
 	defer l.mu.Unlock()
 	if l.open[identity] >= l.max {
 		return nil, NewError(codes.ResourceExhausted, errorinfo.ReasonTooManyStreams,
-			fmt.Sprintf("%s holds %d watch, log and session streams open, the most one identity may; close one and retry", identity, l.max),
+			fmt.Sprintf("%s holds %d streams and commands open (watches, logs, sessions, ExecSync), the most one identity may; close one and retry", identity, l.max),
 			map[string]string{errorinfo.MetadataIdentity: identity})
 	}
 	l.open[identity]++

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine"
@@ -23,10 +24,14 @@ func (s *service) SyncPod(req *podsyncv1.SyncPodRequest, stream grpc.ServerStrea
 	if len(pods) != 1 {
 		return errNoPod
 	}
+	pre, errs := preconditionFromProto(field.NewPath("precondition"), req.GetPrecondition())
+	if err := InvalidRequest(errs); err != nil {
+		return err
+	}
 	pod := pods[0]
 	ctx := stream.Context()
 	out := newStreamSender(stream)
-	res, err := s.backend(ctx).Pods.Apply(ctx, pod, configMaps, secrets, func(st engine.StepResult) {
+	res, err := s.backend(ctx).Pods.ApplyIf(ctx, pod, configMaps, secrets, pre, func(st engine.StepResult) {
 		// A client that went away stops the sending, not the pass.
 		if ctx.Err() == nil {
 			_ = out.send(&podsyncv1.SyncPodResponse{Event: &podsyncv1.SyncPodResponse_Step{Step: stepToProto(st)}})
@@ -35,11 +40,16 @@ func (s *service) SyncPod(req *podsyncv1.SyncPodRequest, stream grpc.ServerStrea
 	if err != nil {
 		return err
 	}
+	var rev int64
+	if rec, err := s.backend(ctx).Pods.GetShared(ctx, pod.Namespace, pod.Name); err == nil && rec.Pod.UID == pod.UID {
+		rev = rec.ModRevision
+	}
 	return out.send(&podsyncv1.SyncPodResponse{Event: &podsyncv1.SyncPodResponse_Result{Result: &podsyncv1.SyncPodResult{
 		Pod:          podRefToProto(engine.RefOf(pod)),
 		Status:       s.statusToProto(&res.Status, res.Steps, s.currentSandbox(s.backend(ctx).Pods, pod.UID)),
 		Created:      res.Created,
 		NextSyncTime: timeToProto(res.NextSync),
+		Revision:     rev,
 	}}})
 }
 

@@ -291,21 +291,32 @@ func (s *service) entryToProto(e engine.Entry) *podsyncv1.WatchPodsResponse {
 		sb := sandboxRef{id: e.Sandbox.ID, attempt: e.Sandbox.Attempt}
 		out.Change = &podsyncv1.WatchPodsResponse_Status{Status: s.statusToProto(e.Status, nil, sb)}
 	case engine.EntryEvent:
-		ev := &podsyncv1.PodEvent{Type: podsyncv1.EventType_EVENT_TYPE_UNSPECIFIED}
-		if e.Event != nil {
-			ev.Reason, ev.Message, ev.Container, ev.Time = e.Event.Reason, e.Event.Message, e.Event.Container, timeToProto(e.Event.Time)
-			switch e.Event.Type {
-			case corev1.EventTypeNormal:
-				ev.Type = podsyncv1.EventType_EVENT_TYPE_NORMAL
-			case corev1.EventTypeWarning:
-				ev.Type = podsyncv1.EventType_EVENT_TYPE_WARNING
-			}
-		}
-		out.Change = &podsyncv1.WatchPodsResponse_Event{Event: ev}
+		out.Change = &podsyncv1.WatchPodsResponse_Event{Event: eventToProto(e.Event)}
 	case engine.EntryDeleted:
 		out.Change = &podsyncv1.WatchPodsResponse_Deleted{Deleted: &podsyncv1.PodDeleted{Time: timeToProto(e.Time)}}
 	}
 	return out
+}
+
+// eventToProto translates an event of the revision log. An event of an
+// older store has no count: it occurred once.
+func eventToProto(e *engine.Event) *podsyncv1.PodEvent {
+	ev := &podsyncv1.PodEvent{Type: podsyncv1.EventType_EVENT_TYPE_UNSPECIFIED}
+	if e == nil {
+		return ev
+	}
+	ev.Reason, ev.Message, ev.Container, ev.Time = e.Reason, e.Message, e.Container, timeToProto(e.Time)
+	ev.Name, ev.Count, ev.FirstTimestamp = e.Name, max(e.Count, 1), timeToProto(e.FirstTime)
+	if e.FirstTime.IsZero() {
+		ev.FirstTimestamp = ev.Time
+	}
+	switch e.Type {
+	case corev1.EventTypeNormal:
+		ev.Type = podsyncv1.EventType_EVENT_TYPE_NORMAL
+	case corev1.EventTypeWarning:
+		ev.Type = podsyncv1.EventType_EVENT_TYPE_WARNING
+	}
+	return ev
 }
 
 var podOutcomes = map[engine.Outcome]podsyncv1.PodOutcome{

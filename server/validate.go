@@ -38,6 +38,8 @@ const (
 	DefaultRunPodsTimeout = 5 * time.Minute
 	// MaxRunPodsTimeout is the longest timeout a RunPodsRequest may ask for.
 	MaxRunPodsTimeout = 24 * time.Hour
+	// MaxMinReadySeconds bounds RunPodsRequest.min_ready_seconds.
+	MaxMinReadySeconds = 3600
 )
 
 // Limits bound the size of what a request may ask for. A zero (or
@@ -190,8 +192,9 @@ func (v *Validator) PodsFromRequest(req PodsRequest) (pods []*corev1.Pod, config
 // ValidateRunPodsRequest validates a RunPodsRequest: its pods, ConfigMaps
 // and Secrets (see PodsFromRequest), at least one and at most
 // Limits.MaxPodsPerRequest pods, unique by namespace/name and by uid,
-// wait_for and admission_mode known values, and a timeout, when set, above
-// zero and at most MaxRunPodsTimeout.
+// wait_for and admission_mode known values, a timeout, when set, above
+// zero and at most MaxRunPodsTimeout, min_ready_seconds from 0 to
+// MaxMinReadySeconds.
 func (v *Validator) ValidateRunPodsRequest(req *podsyncv1.RunPodsRequest) field.ErrorList {
 	_, errs := v.podsRequest(req)
 	return errs
@@ -226,6 +229,23 @@ func (v *Validator) ValidateListPodsRequest(req *podsyncv1.ListPodsRequest) fiel
 		if !slices.Contains(podPhases, corev1.PodPhase(ph)) {
 			errs = append(errs, field.NotSupported(field.NewPath("phases").Index(i), ph, podPhases))
 		}
+	}
+	return errs
+}
+
+// ValidateListEventsRequest validates a ListEventsRequest: namespace
+// empty or a DNS-1123 label, pod_name empty or a pod name (with a
+// namespace), pod_uid empty or a UUID.
+func (v *Validator) ValidateListEventsRequest(req *podsyncv1.ListEventsRequest) field.ErrorList {
+	errs := validateOptionalNamespace(field.NewPath("namespace"), req.GetNamespace())
+	if req.GetPodName() != "" {
+		if req.GetNamespace() == "" {
+			errs = append(errs, field.Required(field.NewPath("namespace"), "a pod name needs its namespace"))
+		}
+		errs = append(errs, validation.DNS1123Subdomain(field.NewPath("podName"), req.GetPodName())...)
+	}
+	if uid := req.GetPodUid(); uid != "" {
+		errs = append(errs, validation.ValidateUID(uid, field.NewPath("podUID"))...)
 	}
 	return errs
 }
@@ -378,6 +398,9 @@ func validateRunPodsOptions(r *podsyncv1.RunPodsRequest) field.ErrorList {
 		} else if d := t.AsDuration(); d <= 0 || d > MaxRunPodsTimeout {
 			errs = append(errs, field.Invalid(p, d.String(), fmt.Sprintf("must be greater than 0 and at most %s", MaxRunPodsTimeout)))
 		}
+	}
+	if m := r.GetMinReadySeconds(); m < 0 || m > MaxMinReadySeconds {
+		errs = append(errs, field.Invalid(field.NewPath("minReadySeconds"), m, fmt.Sprintf("must be from 0 to %d", MaxMinReadySeconds)))
 	}
 	return errs
 }

@@ -330,6 +330,8 @@ func TestValidateBadRequests(t *testing.T) {
 		}), []string{"pods[1].metadata.uid"}},
 		{"timeout zero", nil, runPods(func(r *podsyncv1.RunPodsRequest) { r.Timeout = durationpb.New(0) }), []string{"timeout"}},
 		{"timeout above 24h", nil, runPods(func(r *podsyncv1.RunPodsRequest) { r.Timeout = durationpb.New(25 * time.Hour) }), []string{"timeout"}},
+		{"minReadySeconds negative", nil, runPods(func(r *podsyncv1.RunPodsRequest) { r.MinReadySeconds = -1 }), []string{"minReadySeconds"}},
+		{"minReadySeconds above an hour", nil, runPods(func(r *podsyncv1.RunPodsRequest) { r.MinReadySeconds = 3601 }), []string{"minReadySeconds"}},
 		{"unknown waitFor", nil, runPods(func(r *podsyncv1.RunPodsRequest) { r.WaitFor = 99 }), []string{"waitFor"}},
 		{"unknown admissionMode", nil, runPods(func(r *podsyncv1.RunPodsRequest) { r.AdmissionMode = 7 }), []string{"admissionMode"}},
 		{"request too large", &server.Validator{Limits: server.Limits{MaxRequestBytes: 100}}, runPods(nop), []string{""}},

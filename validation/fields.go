@@ -15,8 +15,13 @@ func ValidateGracePeriod(seconds int64, fldPath *field.Path, lim Limits) field.E
 }
 
 func gracePeriod(p *field.Path, seconds, minimum, maximum int64) field.ErrorList {
-	if seconds < minimum || seconds > maximum {
-		return field.ErrorList{field.Invalid(p, seconds, validation.InclusiveRangeError(int(minimum), int(maximum)))}
+	switch {
+	case seconds < minimum:
+		return field.ErrorList{field.Invalid(p, seconds, fmt.Sprintf("must be greater than or equal to %d", minimum))}
+	case seconds > maximum:
+		// Kubernetes has no upper bound: say whose this one is.
+		return field.ErrorList{field.Invalid(p, seconds, fmt.Sprintf("must be at most %d: this node's limit, not Kubernetes' "+
+			"(podsyncd --max-grace-period-seconds raises it)", maximum))}
 	}
 	return nil
 }

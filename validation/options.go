@@ -1,6 +1,8 @@
 package validation
 
 import (
+	"math"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -49,6 +51,18 @@ func DefaultLimits() Limits {
 		MaxSecretBytes:          DefaultMaxSecretBytes,
 		MaxGracePeriodSeconds:   DefaultMaxGracePeriodSeconds,
 	}
+}
+
+// ClientLimits are the Limits of a client that does not know the node's:
+// the bounds each node sets for itself (containers per pod, the grace
+// period: podsyncd's --max-containers-per-pod and
+// --max-grace-period-seconds) are left to the node, which reports a
+// violation with its own limit; the rest are the defaults.
+func ClientLimits() Limits {
+	l := DefaultLimits()
+	l.MaxContainersPerPod = math.MaxInt32
+	l.MaxGracePeriodSeconds = math.MaxInt64
+	return l
 }
 
 func (l Limits) withDefaults() Limits {

@@ -199,7 +199,7 @@ func (pv *podValidator) spec(p *field.Path, namespace string, spec *corev1.PodSp
 	}
 	if n := len(spec.Containers) + len(spec.InitContainers); n > pv.lim.MaxContainersPerPod {
 		tooMany := field.TooMany(p.Child("containers"), n, pv.lim.MaxContainersPerPod)
-		tooMany.Detail += ", init and regular containers together"
+		tooMany.Detail += ", init and regular containers together: this node's limit, not Kubernetes' (podsyncd --max-containers-per-pod raises it)"
 		pv.add(tooMany)
 	}
 	pc := &podContainers{
@@ -347,6 +347,9 @@ func (pv *podValidator) podSecurityContext(p *field.Path, sc *corev1.PodSecurity
 	pv.add(userID(p.Child("runAsUser"), sc.RunAsUser)...)
 	pv.add(groupID(p.Child("runAsGroup"), sc.RunAsGroup)...)
 	pv.add(groupID(p.Child("fsGroup"), sc.FSGroup)...)
+	if pol := sc.FSGroupChangePolicy; pol != nil && *pol != corev1.FSGroupChangeAlways && *pol != corev1.FSGroupChangeOnRootMismatch {
+		pv.add(field.NotSupported(p.Child("fsGroupChangePolicy"), *pol, []string{string(corev1.FSGroupChangeAlways), string(corev1.FSGroupChangeOnRootMismatch)}))
+	}
 	pv.add(seccompProfile(p.Child("seccompProfile"), sc.SeccompProfile)...)
 	pv.add(appArmorProfile(p.Child("appArmorProfile"), sc.AppArmorProfile)...)
 	for i, g := range sc.SupplementalGroups {

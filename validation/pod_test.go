@@ -1,6 +1,7 @@
 package validation_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -311,6 +312,10 @@ func TestValidatePodValid(t *testing.T) {
 			c.Env[2].ValueFrom.FieldRef.FieldPath = "metadata.annotations['example.com/owner']"
 		})},
 		{"limits at their bounds", &validation.Options{Limits: validation.Limits{MaxContainersPerPod: 4, MaxEnvVarsPerContainer: 4}}, nop},
+		{"fsGroup and its change policy", nil, pod(func(p *corev1.Pod) {
+			p.Spec.SecurityContext.FSGroup = ptr.To[int64](2000)
+			p.Spec.SecurityContext.FSGroupChangePolicy = ptr.To(corev1.FSGroupChangeOnRootMismatch)
+		})},
 		{"security profiles", nil, pod(func(p *corev1.Pod) {
 			p.Spec.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 			p.Spec.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
@@ -436,6 +441,9 @@ func TestValidatePodInvalid(t *testing.T) {
 		{"duplicate sysctl", nil, pod(func(p *corev1.Pod) {
 			p.Spec.SecurityContext.Sysctls = append(p.Spec.SecurityContext.Sysctls, corev1.Sysctl{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"})
 		}), []string{"spec.securityContext.sysctls[1].name"}},
+		{"fsGroupChangePolicy unknown", nil, pod(func(p *corev1.Pod) {
+			p.Spec.SecurityContext.FSGroupChangePolicy = ptr.To(corev1.PodFSGroupChangePolicy("Sometimes"))
+		}), []string{"spec.securityContext.fsGroupChangePolicy"}},
 		{"negative runAsUser", nil, pod(func(p *corev1.Pod) { p.Spec.SecurityContext.RunAsUser = ptr.To[int64](-1) }),
 			[]string{"spec.securityContext.runAsUser"}},
 		{"other node", nil, pod(func(p *corev1.Pod) { p.Spec.NodeName = "node-2" }), []string{"spec.nodeName"}},
@@ -850,5 +858,35 @@ func TestValidatePodDoesNotChangeThePod(t *testing.T) {
 	_ = validation.ValidatePod(p, nil, validation.Options{})
 	if diff := cmp.Diff(want, p); diff != "" {
 		t.Errorf("pod changed (-before +after):\n%s", diff)
+	}
+}
+
+// TestNodeLimitsSayTheyAreTheNodes: the bounds Kubernetes does not have
+// (containers per pod, the grace period's maximum) say they are this
+// node's and name podsyncd's flag that raises them; a client that does
+// not know the node's limits (ClientLimits) leaves them to the node.
+func TestNodeLimitsSayTheyAreTheNodes(t *testing.T) {
+	p := basePod("web")
+	convert.Default(p)
+	p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](7200)
+	for range 70 {
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: fmt.Sprintf("c%d", len(p.Spec.Containers)), Image: "registry.local/busybox:1.37"})
+	}
+	opts := validation.Options{StoredObjects: true}
+	var msgs []string
+	for _, fe := range validation.ValidatePod(p, nil, opts) {
+		msgs = append(msgs, fe.Error())
+	}
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{"--max-containers-per-pod", "--max-grace-period-seconds", "this node's limit, not Kubernetes'"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the violations do not say %q:\n%s", want, all)
+		}
+	}
+	opts.Limits = validation.ClientLimits()
+	for _, fe := range validation.ValidatePod(p, nil, opts) {
+		if fe.Field == "spec.containers" || fe.Field == "spec.terminationGracePeriodSeconds" {
+			t.Errorf("ClientLimits checks the node's own limit: %v", fe)
+		}
 	}
 }

@@ -200,19 +200,44 @@ func CheckPolicy(pod *corev1.Pod, node Node, p Policy) Result {
 
 // Admit decides whether the node takes pod, given the pods it already runs
 // or has admitted (others). Terminal pods and earlier instances of the same
-// pod (same uid) do not count. The policy is checked first, then, in the
-// kubelet's order, the pod count, cpu, memory and ephemeral storage
-// requests, node selector and required node affinity, host ports, and
-// taints. AppArmor support (the kubelet's AppArmor
-// handler) is checked after the policy.
+// pod (same uid) do not count. The pod alone is checked first (CheckPod),
+// then, in the kubelet's order, the pod count, cpu, memory and ephemeral
+// storage requests, node selector and required node affinity, host ports,
+// and taints.
 func Admit(pod *corev1.Pod, others []*corev1.Pod, node Node, p Policy) Result {
+	return admitPod(pod, others, node, p, true)
+}
+
+// AdmitKnown decides whether the node takes a new spec of a pod it holds
+// (an update, or a stored pod when the node starts): every check Admit
+// makes of a new pod, the same code in the same order, but the fit of CPU
+// and memory, whose change is a resize the node admits when it applies
+// it (the kubelet's allocation manager, engine's AdmitResize). An update
+// may ask for what a new pod may not — a user namespace on a runtime
+// without them, a host port another pod holds — and is refused as a new
+// pod would be.
+func AdmitKnown(pod *corev1.Pod, others []*corev1.Pod, node Node, p Policy) Result {
+	return admitPod(pod, others, node, p, false)
+}
+
+// CheckPod is every check of admission that reads the pod and the node
+// alone: the policy (CheckPolicy), then the runtime's support of what the
+// pod asks for, AppArmor (the kubelet's AppArmor handler) and user
+// namespaces.
+func CheckPod(pod *corev1.Pod, node Node, p Policy) Result {
 	if r := CheckPolicy(pod, node, p); !r.Admit {
 		return r
 	}
 	if r := checkAppArmor(pod, node); !r.Admit {
 		return r
 	}
-	if r := checkUserNamespaces(pod, node); !r.Admit {
+	return checkUserNamespaces(pod, node)
+}
+
+// admitPod is Admit, with the fit of CPU and memory (cpuMemory) or
+// without (AdmitKnown).
+func admitPod(pod *corev1.Pod, others []*corev1.Pod, node Node, p Policy, cpuMemory bool) Result {
+	if r := CheckPod(pod, node, p); !r.Admit {
 		return r
 	}
 	var active []*corev1.Pod
@@ -222,7 +247,7 @@ func Admit(pod *corev1.Pod, others []*corev1.Pod, node Node, p Policy) Result {
 		}
 		active = append(active, o)
 	}
-	if r := fitsResources(pod, active, node); !r.Admit {
+	if r := fitsResources(pod, active, node, cpuMemory); !r.Admit {
 		return r
 	}
 	if r := checkNodeAffinity(pod, node); !r.Admit {
@@ -234,7 +259,9 @@ func Admit(pod *corev1.Pod, others []*corev1.Pod, node Node, p Policy) Result {
 	return checkTaints(pod, node)
 }
 
-func fitsResources(pod *corev1.Pod, active []*corev1.Pod, node Node) Result {
+// fitsResources checks the pod count and the requests of pod beside the
+// active pods; cpuMemory false leaves CPU and memory out.
+func fitsResources(pod *corev1.Pod, active []*corev1.Pod, node Node, cpuMemory bool) Result {
 	maxPods := int64(DefaultMaxPods)
 	if q, ok := node.Allocatable[corev1.ResourcePods]; ok {
 		maxPods = q.Value()
@@ -247,11 +274,11 @@ func fitsResources(pod *corev1.Pod, active []*corev1.Pod, node Node) Result {
 	for _, o := range active {
 		addTo(used, podRequests(o))
 	}
-	checks := []resourceCheck{
-		{corev1.ResourceCPU, ReasonOutOfCPU, true},
-		{corev1.ResourceMemory, ReasonOutOfMemory, false},
-		{corev1.ResourceEphemeralStorage, ReasonOutOfEphemeralStorage, false},
+	var checks []resourceCheck
+	if cpuMemory {
+		checks = append(checks, resourceCheck{corev1.ResourceCPU, ReasonOutOfCPU, true}, resourceCheck{corev1.ResourceMemory, ReasonOutOfMemory, false})
 	}
+	checks = append(checks, resourceCheck{corev1.ResourceEphemeralStorage, ReasonOutOfEphemeralStorage, false})
 	// Extended resources (example.com/foo) follow, in name order.
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		if IsExtendedResource(name) {

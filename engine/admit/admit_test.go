@@ -243,3 +243,50 @@ func TestBatch(t *testing.T) {
 		t.Errorf("against running pods (-want +got):\n%s", diff)
 	}
 }
+
+// TestAdmitKnown: a new spec of a known pod gets every check a new pod
+// gets, the same code in the same order (an update to hostUsers false on
+// a runtime without user namespaces ran the pod as root, unchecked), but
+// the fit of CPU and memory, which is a resize's.
+func TestAdmitKnown(t *testing.T) {
+	userns := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.HostUsers = new(false)
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: new(int64(0))}
+		return p
+	}
+	tests := []struct {
+		name       string
+		pod        *corev1.Pod
+		others     []*corev1.Pod
+		node       Node
+		wantReason string
+	}{
+		{"hostUsers false on a runtime without user namespaces", userns(pod("a", nil)), nil, node, ReasonUserNamespacesUnsupported},
+		{"hostUsers false on a runtime with them", userns(pod("a", nil)), nil, Node{Allocatable: node.Allocatable, UserNamespaces: true}, ""},
+		{"a host port another pod holds", withHostPort(pod("a", nil), 8080, "", corev1.ProtocolTCP),
+			[]*corev1.Pod{withHostPort(pod("b", nil), 8080, "", corev1.ProtocolTCP)}, node, ReasonNodePorts},
+		{"a privileged container", func() *corev1.Pod {
+			p := pod("a", nil)
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(true)}
+			return p
+		}(), nil, node, ReasonPodSecurity},
+		{"more ephemeral storage than the node has", pod("a", rl("ephemeral-storage", "1Ti")), nil,
+			Node{Allocatable: rl("ephemeral-storage", "10Gi")}, ReasonOutOfEphemeralStorage},
+		{"more cpu than allocatable: a resize, not refused here", pod("a", rl("cpu", "3")), nil, node, ""},
+		{"more memory than allocatable: a resize, not refused here", pod("a", rl("memory", "4Gi")), nil, node, ""},
+	}
+	policy := Policy{AllowedHostPorts: []PortRange{{From: 8080, To: 8080}}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := AdmitKnown(tt.pod, tt.others, tt.node, policy); got.Reason != tt.wantReason || got.Admit != (tt.wantReason == "") {
+				t.Errorf("AdmitKnown = %+v, want reason %q", got, tt.wantReason)
+			}
+			if tt.wantReason != "" {
+				// The same refusal as for a new pod.
+				if got := Admit(tt.pod, tt.others, tt.node, policy); got.Reason != tt.wantReason {
+					t.Errorf("Admit = %+v, want the same reason %q", got, tt.wantReason)
+				}
+			}
+		})
+	}
+}

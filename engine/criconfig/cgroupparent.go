@@ -60,6 +60,23 @@ func milliCPUToQuota(milliCPU, period int64) int64 {
 // cgroup root, as a cgroupfs path or, for the systemd driver, the expanded
 // slice path (/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice).
 func PodCgroupParent(pod *corev1.Pod, opts Options) string {
+	return cgroupPath(append(qosCgroupName(model.GetPodQOS(pod), opts), podCgroupPrefix+string(pod.UID)), opts)
+}
+
+// QoSCgroup returns the cgroup under which the pods of a QoS class live,
+// as the kubelet's QoS container manager names it: kubepods under the
+// cgroup root for Guaranteed pods (the kubelet's node-allocatable cgroup,
+// which holds the others), kubepods/burstable and kubepods/besteffort for
+// the others; a cgroupfs path or, for the systemd driver, the expanded
+// slice path. Whoever owns QoSCgroup(Guaranteed) owns every pod cgroup of
+// the node.
+func QoSCgroup(qos corev1.PodQOSClass, opts Options) string {
+	return cgroupPath(qosCgroupName(qos, opts), opts)
+}
+
+// qosCgroupName is the cgroup name (its elements) of a QoS class's
+// cgroup under the cgroup root.
+func qosCgroupName(qos corev1.PodQOSClass, opts Options) []string {
 	opts = opts.WithDefaults()
 	var name []string
 	for _, p := range strings.Split(opts.CgroupRoot, "/") {
@@ -68,14 +85,18 @@ func PodCgroupParent(pod *corev1.Pod, opts Options) string {
 		}
 	}
 	name = append(name, kubepodsCgroup)
-	switch model.GetPodQOS(pod) {
+	switch qos {
 	case corev1.PodQOSBurstable:
 		name = append(name, "burstable")
 	case corev1.PodQOSBestEffort:
 		name = append(name, "besteffort")
 	}
-	name = append(name, podCgroupPrefix+string(pod.UID))
-	if opts.CgroupDriver == systemdDriver {
+	return name
+}
+
+// cgroupPath is a cgroup name as the driver of opts spells it.
+func cgroupPath(name []string, opts Options) string {
+	if opts.WithDefaults().CgroupDriver == systemdDriver {
 		return toSystemd(name)
 	}
 	return "/" + path.Join(name...)

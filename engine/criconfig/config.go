@@ -142,15 +142,25 @@ func VolumeDir(pod *corev1.Pod, plugin, name string, opts Options) string {
 	return filepath.Join(PodDir(pod, opts), "volumes", plugin, name)
 }
 
-// ClaimVolumeDir is <root>/volumes/<claim>, the node-local named volume a
-// persistentVolumeClaim volume of that claimName mounts: created on first
-// use, shared by every pod naming the claim, kept when they are deleted.
-func ClaimVolumeDir(claim string, opts Options) string {
-	return filepath.Join(ClaimVolumesRoot(opts), claim)
+// ClaimVolumeDir is <root>/claims/<namespace>/<claim>, the node-local
+// named volume a persistentVolumeClaim volume of that claimName mounts in
+// a pod of that namespace: created on first use, shared by the pods of
+// the namespace naming the claim (a claim is a namespace's, as a PVC is),
+// kept when they are deleted.
+func ClaimVolumeDir(namespace, claim string, opts Options) string {
+	return filepath.Join(ClaimVolumesRoot(opts), namespace, claim)
 }
 
-// ClaimVolumesRoot is <root>/volumes, which holds the named volumes.
+// ClaimVolumesRoot is <root>/claims, which holds the named volumes, one
+// directory per namespace.
 func ClaimVolumesRoot(opts Options) string {
+	return filepath.Join(opts.WithDefaults().RootDir, "claims")
+}
+
+// LegacyClaimVolumesRoot is <root>/volumes, where podsync kept named
+// volumes before they were a namespace's (<root>/volumes/<claim>); the
+// node moves them to ClaimVolumesRoot when it starts.
+func LegacyClaimVolumesRoot(opts Options) string {
 	return filepath.Join(opts.WithDefaults().RootDir, "volumes")
 }
 

@@ -267,6 +267,28 @@ func TestPodCgroupParentCustomRoot(t *testing.T) {
 	}
 }
 
+// QoSCgroup names the cgroups a pod cgroup lives under, as the kubelet's
+// QoS container manager: kubepods (the node's, Guaranteed pods' parent)
+// and its burstable and besteffort children, below the cgroup root.
+func TestQoSCgroup(t *testing.T) {
+	tests := []struct {
+		qos  corev1.PodQOSClass
+		opts Options
+		want string
+	}{
+		{corev1.PodQOSGuaranteed, Options{}, "/kubepods"},
+		{corev1.PodQOSBestEffort, Options{}, "/kubepods/besteffort"},
+		{corev1.PodQOSBurstable, Options{CgroupRoot: "/podsync-x/"}, "/podsync-x/kubepods/burstable"},
+		{corev1.PodQOSGuaranteed, Options{CgroupDriver: "systemd"}, "/kubepods.slice"},
+		{corev1.PodQOSBestEffort, Options{CgroupDriver: "systemd", CgroupRoot: "/podsync"}, "/podsync.slice/podsync-kubepods.slice/podsync-kubepods-besteffort.slice"},
+	}
+	for _, tt := range tests {
+		if got := QoSCgroup(tt.qos, tt.opts); got != tt.want {
+			t.Errorf("QoSCgroup(%s, %+v) = %q, want %q", tt.qos, tt.opts, got, tt.want)
+		}
+	}
+}
+
 func TestPodDNS(t *testing.T) {
 	host := &runtimeapi.DNSConfig{Servers: []string{"192.0.2.53"}, Searches: []string{"example.internal"}, Options: []string{"rotate"}}
 	tests := []struct {

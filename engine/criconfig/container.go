@@ -444,7 +444,7 @@ func makeMounts(in ContainerConfigInput, env []corev1.EnvVar, opts Options) ([]*
 			// The kubelet mounts volumes of API data read-only.
 			host, mustRO = VolumeDir(pod, VolumePlugin(v), v.Name, opts), true
 		case v.PersistentVolumeClaim != nil:
-			host, mustRO = ClaimVolumeDir(v.PersistentVolumeClaim.ClaimName, opts), v.PersistentVolumeClaim.ReadOnly
+			host, mustRO = ClaimVolumeDir(pod.Namespace, v.PersistentVolumeClaim.ClaimName, opts), v.PersistentVolumeClaim.ReadOnly
 		case v.Image != nil:
 			// The kubelet's image volume: the runtime mounts the image,
 			// read-only, without a host path (KEP-4639).

@@ -163,7 +163,7 @@ func TestClaimAndImageMounts(t *testing.T) {
 		got = append(got, mnt{m.GetContainerPath(), m.GetHostPath(), m.GetImage().GetImage(), m.GetReadonly()})
 	}
 	podDir := "/var/lib/podsync/pods/" + string(pod.UID) + "/volumes/"
-	want := []mnt{{"/data", "/var/lib/podsync/volumes/shared", "", false}, {"/ro", "/var/lib/podsync/volumes/shared", "", true},
+	want := []mnt{{"/data", "/var/lib/podsync/claims/shop/shared", "", false}, {"/ro", "/var/lib/podsync/claims/shop/shared", "", true},
 		{"/model", "", "sha256:abc", true}, {"/info", podDir + "downward-api/info", "", true}, {"/all", podDir + "projected/all", "", true}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mounts (-want +got):\n%s", diff)

@@ -3,6 +3,7 @@ package errdefs
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Errors of the store (engine/store). The first four are of the classes
@@ -33,10 +34,6 @@ var (
 	// ErrObjectNotFound reports that no ConfigMap or Secret of the kind,
 	// namespace and name asked for is stored. It is an ErrNotFound.
 	ErrObjectNotFound error = &classError{"object not found", ErrNotFound}
-	// ErrStaleVersion reports a write of a stored object whose
-	// resourceVersion precondition is not the stored version (If-Match).
-	// It is an ErrConflict.
-	ErrStaleVersion error = &classError{"resource version is stale", ErrConflict}
 	// ErrCompacted reports a read of the revision log from a revision older
 	// than the compaction point. The error is a *CompactedError.
 	ErrCompacted = errors.New("revision compacted")
@@ -98,3 +95,102 @@ func (e *SlowConsumerError) Error() string {
 
 // Unwrap returns ErrSlowConsumer.
 func (e *SlowConsumerError) Unwrap() error { return ErrSlowConsumer }
+
+// ErrPreconditionFailed reports a write whose precondition (a revision, a
+// uid, "does not exist") does not hold: nothing was changed. The error is
+// a *PreconditionError.
+var ErrPreconditionFailed = errors.New("precondition failed")
+
+// PreconditionKind says which part of a precondition failed.
+type PreconditionKind int
+
+const (
+	// RevisionMismatch: the pod or object is not at the revision asked
+	// for (or exists where it must not, or does not where it must).
+	RevisionMismatch PreconditionKind = iota + 1
+	// UIDMismatch: the pod is another incarnation than the uid asked for,
+	// or does not exist.
+	UIDMismatch
+)
+
+// PreconditionError is the error of a failed precondition: what was asked
+// for and what the store holds.
+type PreconditionError struct {
+	// Kind is which check failed.
+	Kind PreconditionKind
+	// What names the pod or object, such as "pod default/web".
+	What string
+	// Revision is the current revision of the pod or object, 0 when it
+	// does not exist.
+	Revision int64
+	// UID is the current uid of the pod, empty when there is none (or for
+	// an object).
+	UID string
+	// Exists says that a thing without revisions (a named volume) exists.
+	Exists bool
+	// Want is what the precondition asked for, as text ("revision 12",
+	// "uid 1234", "does not exist").
+	Want string
+}
+
+func (e *PreconditionError) Error() string {
+	have := "does not exist"
+	if e.Exists {
+		have = "exists"
+	}
+	if e.Revision != 0 {
+		have = fmt.Sprintf("is at revision %d", e.Revision)
+		if e.UID != "" {
+			have += " with uid " + e.UID
+		}
+	}
+	return fmt.Sprintf("%s %s, not %s: precondition failed; read it again and retry", e.What, have, e.Want)
+}
+
+// Unwrap returns ErrPreconditionFailed.
+func (e *PreconditionError) Unwrap() error { return ErrPreconditionFailed }
+
+// Errors of the node's lease (the fencing of remote control planes).
+var (
+	// ErrLeaseSuperseded reports a write carrying an epoch older than the
+	// node's lease, or a lease call of an epoch that is not the current
+	// one. The error is a *LeaseError.
+	ErrLeaseSuperseded = errors.New("lease superseded")
+	// ErrLeaseRequired reports a write without the current epoch of a
+	// held lease on a node that requires one. The error is a *LeaseError.
+	ErrLeaseRequired = errors.New("lease required")
+	// ErrLeaseHeld reports an acquisition of a lease another identity
+	// holds and that has not expired. The error is a *LeaseError.
+	ErrLeaseHeld = errors.New("lease held by another identity")
+)
+
+// LeaseError is the error of a refused write or lease call: its class
+// (ErrLeaseSuperseded, ErrLeaseRequired, ErrLeaseHeld) and the lease as
+// it is.
+type LeaseError struct {
+	// Class is the error's class.
+	Class error
+	// Epoch is the epoch the call carried, 0 for none.
+	Epoch int64
+	// Current is the node's current epoch, Holder its holder ("" when
+	// released) and Expires its expiry.
+	Current int64
+	Holder  string
+	Expires time.Time
+}
+
+func (e *LeaseError) Error() string {
+	switch {
+	case errors.Is(e.Class, ErrLeaseHeld):
+		return fmt.Sprintf("the node's lease is held by %s (epoch %d) until %s", e.Holder, e.Current, e.Expires.UTC().Format(time.RFC3339))
+	case errors.Is(e.Class, ErrLeaseRequired):
+		if e.Epoch == 0 {
+			return fmt.Sprintf("the node requires a lease: the call carries no epoch (current epoch %d, holder %q); acquire the lease", e.Current, e.Holder)
+		}
+		return fmt.Sprintf("the node requires a held lease: epoch %d is not one (current epoch %d, holder %q); acquire the lease", e.Epoch, e.Current, e.Holder)
+	}
+	return fmt.Sprintf("lease epoch %d is superseded by epoch %d (holder %q): another control plane drives the node", e.Epoch, e.Current, e.Holder)
+}
+
+// Unwrap returns the class.
+func (e *LeaseError) Unwrap() error { return e.Class }

@@ -204,7 +204,17 @@ type podStorageUsage struct {
 	// emptyDir and configMap volumes and its hosts file (the kubelet's
 	// calcEphemeralStorage).
 	Total int64
+	// Claims are the bytes of the named volumes (persistentVolumeClaim) the
+	// pod mounts read-write, each counted whole for every pod that writes
+	// it: not ephemeral storage (its limits do not count them), but what
+	// the pod can write to the node's disk, which the store's file system
+	// eviction ranks it by and the pod's local storage reports.
+	Claims int64
 }
+
+// local is all the local storage the pod can fill: its ephemeral storage
+// and the named volumes it writes.
+func (u podStorageUsage) local() int64 { return u.Total + u.Claims }
 
 // localStorageEviction is the kubelet's localStorageEviction for one pod:
 // the emptyDir limits first (emptyDirLimitEviction), then the pod's total
@@ -348,7 +358,7 @@ func (m *Manager) Check(ctx context.Context) {
 			}
 			continue
 		}
-		usage[pod.UID] = u.Total
+		usage[pod.UID] = u.local()
 		if signal, msg := localStorageEviction(pod, u); signal != "" {
 			m.evict(ctx, pod, signal, msg)
 			evicted = true
@@ -356,7 +366,7 @@ func (m *Manager) Check(ctx context.Context) {
 		}
 		if devErr == nil {
 			if dev, err := deviceOf(criconfig.PodDir(pod, m.cfg)); err == nil && dev == storeDev {
-				candidates = append(candidates, storeFsCandidate{pod: pod, used: u.Total})
+				candidates = append(candidates, storeFsCandidate{pod: pod, used: u.local()})
 			}
 		}
 	}

@@ -50,14 +50,25 @@ func (m *Manager) writableLayers(ctx context.Context) (map[string]int64, error) 
 // id of the newest running instance of each container name, as
 // runningContainers lists them), its writable layer (from layers, the
 // round's writableLayers, or, for a container missing there, its own CRI
-// ContainerStats) and log files. Secret and memory emptyDir volumes are
-// tmpfs, counted as memory, not here.
+// ContainerStats) and log files, and apart (Claims) the named volumes it
+// mounts read-write. Secret and memory emptyDir volumes are tmpfs,
+// counted as memory, not here.
 func (m *Manager) measurePod(ctx context.Context, pod *corev1.Pod, running map[string]string, layers map[string]int64) (podStorageUsage, error) {
 	u := podStorageUsage{Volumes: map[string]int64{}, Containers: map[string]int64{}}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		var dir string
 		switch {
+		case v.PersistentVolumeClaim != nil:
+			if !mountsReadWrite(pod, v) {
+				continue
+			}
+			used, err := diskUsage(criconfig.ClaimVolumeDir(pod.Namespace, v.PersistentVolumeClaim.ClaimName, m.cfg))
+			if err != nil {
+				return u, fmt.Errorf("volume %q: %w", v.Name, err)
+			}
+			u.Claims += used
+			continue
 		case v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory:
 			dir = criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, v.Name, m.cfg)
 		case v.ConfigMap != nil:
@@ -102,6 +113,31 @@ func (m *Manager) measurePod(ctx context.Context, pod *corev1.Pod, running map[s
 		u.Total += used
 	}
 	return u, nil
+}
+
+// mountsReadWrite reports whether a container of pod (of any kind) mounts
+// the claim volume v read-write: neither the claim nor the mount says
+// readOnly.
+func mountsReadWrite(pod *corev1.Pod, v *corev1.Volume) bool {
+	if v.PersistentVolumeClaim.ReadOnly {
+		return false
+	}
+	rw := func(mounts []corev1.VolumeMount) bool {
+		return slices.ContainsFunc(mounts, func(m corev1.VolumeMount) bool { return m.Name == v.Name && !m.ReadOnly })
+	}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if rw(cs[i].VolumeMounts) {
+				return true
+			}
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if rw(pod.Spec.EphemeralContainers[i].VolumeMounts) {
+			return true
+		}
+	}
+	return false
 }
 
 // runningContainers lists podsync's running containers in one call: for

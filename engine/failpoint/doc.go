@@ -23,7 +23,9 @@
 //     after CreateContainer kills podsyncd while StartContainer is in
 //     flight;
 //   - sleep(D): the calling goroutine sleeps for D (a time.Duration);
-//   - hang: the calling goroutine blocks until the process ends.
+//   - hang: the calling goroutine blocks until the process ends;
+//   - off: the check the point guards is skipped (Skip reports true; for
+//     points that guard a check, such as skip-preconditions).
 //
 // With @N the action runs on the N-th hit of the point only (counting
 // from 1, across goroutines); without it, on every hit. Before it acts, a

@@ -15,3 +15,11 @@ func TestInjectWithoutTagDoesNothing(t *testing.T) {
 		t.Errorf("Inject allocates %v times per call", n)
 	}
 }
+
+// TestSkipWithoutTagIsFalse: without the tag no check can be turned off.
+func TestSkipWithoutTagIsFalse(t *testing.T) {
+	t.Setenv(EnvVar, SkipPreconditions+"=off")
+	if Skip(SkipPreconditions) {
+		t.Fatal("Skip is true without the failpoints tag")
+	}
+}

@@ -47,6 +47,9 @@ func Inject(name string) {
 	if p == nil {
 		return
 	}
+	if p.Kind == Off {
+		return
+	}
 	n := p.hits.Add(1)
 	if p.Hit > 0 && n != p.Hit {
 		return
@@ -71,6 +74,13 @@ func Inject(name string) {
 			time.Sleep(time.Hour)
 		}
 	}
+}
+
+// Skip reports whether the check the failpoint name guards is turned off
+// (armed "off").
+func Skip(name string) bool {
+	p := armed[name]
+	return p != nil && p.Kind == Off
 }
 
 // die kills the process with SIGKILL.

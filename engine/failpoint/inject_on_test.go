@@ -103,3 +103,18 @@ func TestSleepEveryHit(t *testing.T) {
 		t.Errorf("hits %d, want 2", n)
 	}
 }
+
+// TestOffTurnsTheCheckOff: a point armed "off" makes Skip true for it
+// alone, and its Inject does nothing.
+func TestOffTurnsTheCheckOff(t *testing.T) {
+	saved := armed
+	t.Cleanup(func() { armed = saved })
+	armed = arm(SkipPreconditions + "=off")
+	if !Skip(SkipPreconditions) {
+		t.Error("Skip(skip-preconditions) is false with the point armed off")
+	}
+	if Skip(StoreCommit) {
+		t.Error("Skip(store-commit) is true without the point armed")
+	}
+	Inject(SkipPreconditions) // must return at once
+}

@@ -20,6 +20,10 @@ const (
 	Sleep
 	// Hang blocks the calling goroutine until the process ends.
 	Hang
+	// Off turns off the check a point guards: Skip reports true for it
+	// (a scratch build that must fail a test: the robustness test's
+	// preconditions).
+	Off
 )
 
 // Action is an armed failpoint's action.
@@ -46,6 +50,8 @@ func (a Action) String() string {
 		s = "sleep(" + a.Duration.String() + ")"
 	case Hang:
 		s = "hang"
+	case Off:
+		s = "off"
 	default:
 		s = "unknown"
 	}
@@ -113,10 +119,12 @@ func parseAction(s string) (Action, error) {
 		a.Kind = Exit
 	case name == "hang" && !hasArg:
 		a.Kind = Hang
+	case name == "off" && !hasArg:
+		a.Kind = Off
 	case name == "sleep" && hasArg:
 		a.Kind = Sleep
 	default:
-		return Action{}, errors.New("action " + strconv.Quote(s) + ": want exit, exit(DURATION), sleep(DURATION) or hang")
+		return Action{}, errors.New("action " + strconv.Quote(s) + ": want exit, exit(DURATION), sleep(DURATION), hang or off")
 	}
 	return a, nil
 }

@@ -43,6 +43,13 @@ const (
 	// GCRemoveSandbox: a pass's garbage collection stopped a dead sandbox
 	// and did not remove it yet.
 	GCRemoveSandbox = "gc-remove-sandbox"
+	// StoreCommit: the store is about to commit a write transaction (and
+	// fdatasync it); sleep(D) delays every write by D (test/robustness).
+	StoreCommit = "store-commit"
+	// SkipPreconditions: armed "off", the store does not check the
+	// revision and uid preconditions of pod writes: a scratch build whose
+	// history the robustness test must find wrong.
+	SkipPreconditions = "skip-preconditions"
 )
 
 // Points returns every failpoint's name, in the order of the constants.
@@ -50,6 +57,7 @@ func Points() []string {
 	return []string{
 		RunPodsAdmitted, BeforeStorePut, AfterStorePut, BeforeImagePull, AfterSandboxCreated,
 		AfterContainerCreated, AfterContainerStarted, BeforeStatusAppend, AfterContainerStopped,
-		MidSandboxRemoval, BeforeStoreDelete, GCRemoveContainer, GCRemoveSandbox,
+		MidSandboxRemoval, BeforeStoreDelete, GCRemoveContainer, GCRemoveSandbox, StoreCommit,
+		SkipPreconditions,
 	}
 }

@@ -3,6 +3,8 @@ package model
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -27,6 +29,10 @@ const (
 	// sandbox's own), as JSON, gzipped, in base64 (see EncodePodSpec). A
 	// pod spec holds no Secret or ConfigMap data, only references.
 	AnnotationPodSpec = "podsync.io/pod-spec"
+	// AnnotationPodSpecMAC signs AnnotationPodSpec, with the sandbox's pod
+	// namespace, name and UID, by the node's key (SignPodSpec): adoption
+	// rebuilds only what the node itself recorded.
+	AnnotationPodSpecMAC = "podsync.io/pod-spec-mac"
 	// AnnotationAdopted marks a pod RebuildPod could rebuild only in part
 	// from its containers: its value names what was lost. An apply of the
 	// pod's spec replaces it.
@@ -88,6 +94,43 @@ func DecodePodSpec(s string) (*corev1.Pod, error) {
 	return pod, nil
 }
 
+// SignPodSpec returns the value of AnnotationPodSpecMAC for spec, the
+// value of AnnotationPodSpec of a sandbox of the pod ref: an HMAC-SHA256
+// by key of the pod's namespace, name and UID and spec, in base64.
+func SignPodSpec(key []byte, ref PodRef, spec string) string {
+	m := hmac.New(sha256.New, key)
+	for _, s := range []string{ref.Namespace, ref.Name, string(ref.UID), spec} {
+		m.Write([]byte(s))
+		m.Write([]byte{0})
+	}
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// verifiedPodSpec returns the pod a sandbox's AnnotationPodSpec records,
+// if the node signed it (AnnotationPodSpecMAC by key) for the pod the
+// sandbox's labels name, and the record names that pod too; else why
+// not.
+func verifiedPodSpec(sb RuntimeSandbox, ref PodRef, key []byte) (*corev1.Pod, error) {
+	spec, ok := sb.Annotations[AnnotationPodSpec]
+	if !ok {
+		return nil, errors.New("the sandbox predates podsync's record of the spec, or its spec was too large to record")
+	}
+	mac, err := base64.StdEncoding.DecodeString(sb.Annotations[AnnotationPodSpecMAC])
+	want, _ := base64.StdEncoding.DecodeString(SignPodSpec(key, ref, spec))
+	if err != nil || len(key) == 0 || !hmac.Equal(mac, want) {
+		return nil, errors.New("the sandbox's record of the spec is not signed by this node's key")
+	}
+	p, err := DecodePodSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	if p.Namespace != ref.Namespace || p.Name != ref.Name || p.UID != ref.UID {
+		return nil, fmt.Errorf("the sandbox's record of the spec is of pod %s/%s (%s), its labels name %s/%s (%s)",
+			p.Namespace, p.Name, p.UID, ref.Namespace, ref.Name, ref.UID)
+	}
+	return p, nil
+}
+
 // RuntimePod is what the runtime holds of one pod under podsync's labels,
 // as RebuildPod needs it.
 type RuntimePod struct {
@@ -124,15 +167,17 @@ const rebuildLost = "probes, lifecycle.postStart, restartPolicy (Always assumed)
 	"activeDeadlineSeconds, serviceAccountName, readinessGates, resizePolicy"
 
 // RebuildPod rebuilds the pod rp belongs to. From the newest sandbox's
-// AnnotationPodSpec (sandboxes podsync created since it records it) the pod
-// is what was applied: lost is empty. Otherwise the pod is rebuilt in
-// part from its containers' annotations (the hashed ContainerSpec, the
-// preStop hook, the grace period) and the sandbox's labels, annotations
-// and namespaces, so that the planner finds every running container
-// unchanged; lost says what could not be recovered, and the pod carries
-// it in AnnotationAdopted. The pod's annotations are the sandbox's, which
-// are the pod's as applied. RebuildPod fails when rp holds no sandbox.
-func RebuildPod(rp RuntimePod) (pod *corev1.Pod, lost string, err error) {
+// AnnotationPodSpec (sandboxes podsync created since it records it),
+// signed by key for the pod the sandbox's labels name and naming that pod
+// itself, the pod is what was applied: lost is empty. Otherwise the pod
+// is rebuilt in part from its containers' annotations (the hashed
+// ContainerSpec, the preStop hook, the grace period) and the sandbox's
+// labels, annotations and namespaces, so that the planner finds every
+// running container unchanged; lost says what could not be recovered, and
+// why the record was not used, and the pod carries it in
+// AnnotationAdopted. The pod's annotations are the sandbox's, which are
+// the pod's as applied. RebuildPod fails when rp holds no sandbox.
+func RebuildPod(rp RuntimePod, key []byte) (pod *corev1.Pod, lost string, err error) {
 	if len(rp.Sandboxes) == 0 {
 		return nil, "", errors.New("rebuild pod: no sandbox")
 	}
@@ -148,15 +193,15 @@ func RebuildPod(rp RuntimePod) (pod *corev1.Pod, lost string, err error) {
 	}
 	annotations := maps.Clone(sb.Annotations)
 	delete(annotations, AnnotationPodSpec)
-	if s, ok := sb.Annotations[AnnotationPodSpec]; ok {
-		if p, err := DecodePodSpec(s); err == nil && p.UID == ref.UID {
-			p.Annotations = annotations
-			if len(p.Annotations) == 0 {
-				p.Annotations = nil
-			}
-			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, rebuildEphemeral(p, rp)...)
-			return p, "", nil
+	delete(annotations, AnnotationPodSpecMAC)
+	p, unverified := verifiedPodSpec(sb, ref, key)
+	if unverified == nil {
+		p.Annotations = annotations
+		if len(p.Annotations) == 0 {
+			p.Annotations = nil
 		}
+		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, rebuildEphemeral(p, rp)...)
+		return p, "", nil
 	}
 
 	pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, UID: ref.UID}}
@@ -251,6 +296,7 @@ func RebuildPod(rp RuntimePod) (pod *corev1.Pod, lost string, err error) {
 	if len(noSpec) > 0 {
 		lost += "; the whole spec but the image of containers " + strings.Join(noSpec, ", ")
 	}
+	lost += " (" + unverified.Error() + ")"
 	if annotations == nil {
 		annotations = map[string]string{}
 	}

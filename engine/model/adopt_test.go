@@ -33,9 +33,12 @@ func adoptPod() *corev1.Pod {
 	return pod
 }
 
+// nodeKey is the node key the tests' sandboxes are signed with.
+var nodeKey = []byte("0123456789abcdef0123456789abcdef")
+
 // runtimeOf is what the runtime holds of pod after a start: one sandbox
-// (with the pod-spec annotation if withSpec), the init container exited 0
-// and the others running.
+// (with the pod-spec annotation, signed by nodeKey, if withSpec), the
+// init container exited 0 and the others running.
 func runtimeOf(pod *corev1.Pod, withSpec bool) model.RuntimePod {
 	annotations := model.PodAnnotations(pod)
 	if withSpec {
@@ -44,6 +47,7 @@ func runtimeOf(pod *corev1.Pod, withSpec bool) model.RuntimePod {
 			panic("pod spec too long")
 		}
 		annotations[model.AnnotationPodSpec] = spec
+		annotations[model.AnnotationPodSpecMAC] = model.SignPodSpec(nodeKey, model.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}, spec)
 	}
 	rp := model.RuntimePod{Sandboxes: []model.RuntimeSandbox{{Labels: model.PodLabels(pod), Annotations: annotations,
 		CreatedAt: plantest.T0, Namespaces: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE}}}}
@@ -70,7 +74,7 @@ func TestRebuildPodFromSpecAnnotation(t *testing.T) {
 	if len(spec) > 2048 {
 		t.Errorf("the pod-spec annotation is %d bytes, want it compressed under 2 KiB", len(spec))
 	}
-	got, lost, err := model.RebuildPod(rp)
+	got, lost, err := model.RebuildPod(rp, nodeKey)
 	if err != nil || lost != "" {
 		t.Fatalf("RebuildPod = %v, lost %q", err, lost)
 	}
@@ -89,7 +93,7 @@ func TestRebuildPodFromSpecAnnotation(t *testing.T) {
 // says what was lost.
 func TestRebuildPodInPart(t *testing.T) {
 	pod := adoptPod()
-	got, lost, err := model.RebuildPod(runtimeOf(pod, false))
+	got, lost, err := model.RebuildPod(runtimeOf(pod, false), nodeKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,10 +130,10 @@ func TestRebuildPodInPart(t *testing.T) {
 // TestRebuildPodRefusals: no sandbox, or a sandbox without pod labels, is
 // not a pod.
 func TestRebuildPodRefusals(t *testing.T) {
-	if _, _, err := model.RebuildPod(model.RuntimePod{}); err == nil {
+	if _, _, err := model.RebuildPod(model.RuntimePod{}, nodeKey); err == nil {
 		t.Errorf("RebuildPod of nothing succeeded")
 	}
-	if _, _, err := model.RebuildPod(model.RuntimePod{Sandboxes: []model.RuntimeSandbox{{}}}); err == nil {
+	if _, _, err := model.RebuildPod(model.RuntimePod{Sandboxes: []model.RuntimeSandbox{{}}}, nodeKey); err == nil {
 		t.Errorf("RebuildPod of an unlabelled sandbox succeeded")
 	}
 	if _, err := model.DecodePodSpec("not base64!"); err == nil {
@@ -156,7 +160,7 @@ func TestRebuildPodKeepsDebugContainers(t *testing.T) {
 		if rp.Containers[len(rp.Containers)-1].Labels[model.LabelEphemeral] != "true" {
 			t.Fatal("a debug container's instance is not labelled")
 		}
-		got, _, err := model.RebuildPod(rp)
+		got, _, err := model.RebuildPod(rp, nodeKey)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,5 +171,61 @@ func TestRebuildPodKeepsDebugContainers(t *testing.T) {
 		if model.SpecContainer(got, "debugger") == nil || len(got.Spec.Containers) != len(pod.Spec.Containers) {
 			t.Errorf("withSpec %t: the debugger was taken for a regular container: %d containers", withSpec, len(got.Spec.Containers))
 		}
+	}
+}
+
+// TestRebuildPodTrustsOnlyItsOwnRecord: a sandbox's pod-spec annotation is
+// used only when the node's key signed it for the pod the sandbox's
+// labels name, and it names that pod itself. A tenant's pod carrying its
+// own podsync.io/pod-spec annotation (its real spec too large to record)
+// was adopted as kube-system/stolen, mounting kube-system's Secret; now
+// every forgery is rebuilt in part, as the pod its labels name.
+func TestRebuildPodTrustsOnlyItsOwnRecord(t *testing.T) {
+	tenant := adoptPod()
+	stolen := adoptPod()
+	stolen.Namespace, stolen.Name = "kube-system", "stolen"
+	stolen.Spec.Volumes = append(stolen.Spec.Volumes, corev1.Volume{Name: "token",
+		VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "admin-token"}}})
+	forged, _ := model.EncodePodSpec(stolen)
+	sameUID, _ := model.EncodePodSpec(func() *corev1.Pod { p := stolen.DeepCopy(); p.UID = tenant.UID; return p }())
+	ref := model.PodRef{Namespace: tenant.Namespace, Name: tenant.Name, UID: tenant.UID}
+	for _, tt := range []struct {
+		name string
+		spec string
+		mac  string
+		key  []byte
+		why  string
+	}{
+		{"no signature", forged, "", nodeKey, "not signed by this node's key"},
+		{"another key's signature", forged, model.SignPodSpec([]byte("another node's key, 32 bytes...."), ref, forged), nodeKey, "not signed by this node's key"},
+		{"signed for another pod", forged, model.SignPodSpec(nodeKey, model.PodRef{Namespace: "kube-system", Name: "stolen", UID: stolen.UID}, forged), nodeKey, "not signed by this node's key"},
+		{"signed, but naming another pod", sameUID, model.SignPodSpec(nodeKey, ref, sameUID), nodeKey, "is of pod kube-system/stolen"},
+		{"no key to verify with", forged, model.SignPodSpec(nil, ref, forged), nil, "not signed by this node's key"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rp := runtimeOf(tenant, false)
+			rp.Sandboxes[0].Annotations[model.AnnotationPodSpec] = tt.spec
+			if tt.mac != "" {
+				rp.Sandboxes[0].Annotations[model.AnnotationPodSpecMAC] = tt.mac
+			}
+			got, lost, err := model.RebuildPod(rp, tt.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Namespace != tenant.Namespace || got.Name != tenant.Name || got.UID != tenant.UID {
+				t.Errorf("rebuilt %s/%s (%s), want the tenant's pod %s/%s (%s)", got.Namespace, got.Name, got.UID, tenant.Namespace, tenant.Name, tenant.UID)
+			}
+			if !strings.Contains(lost, tt.why) {
+				t.Errorf("lost %q, want it to say %q", lost, tt.why)
+			}
+			for _, v := range got.Spec.Volumes {
+				if v.Secret != nil && v.Secret.SecretName == "admin-token" {
+					t.Errorf("the forged Secret volume was adopted")
+				}
+			}
+			if _, ok := got.Annotations[model.AnnotationPodSpec]; ok {
+				t.Errorf("the forged record stays in the pod's annotations")
+			}
+		})
 	}
 }

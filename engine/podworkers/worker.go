@@ -260,18 +260,7 @@ func (p *Workers) run(w *worker) {
 			timerC <-chan time.Time
 		)
 		if at := w.nextRetry(); !at.IsZero() {
-			if d := at.Sub(p.clock.Now()); d > 0 {
-				timer = p.clock.NewTimer(d)
-				timerC = timer.C()
-			} else {
-				// Due already (the clock passed it during the pass, or
-				// before this loop came round): no timer, which on a
-				// clock that only moves when stepped would wait for the
-				// next step.
-				now := make(chan time.Time, 1)
-				now <- at
-				timerC = now
-			}
+			timer, timerC = p.timerUntil(at)
 		}
 		fire, due := false, false
 		select {
@@ -291,6 +280,32 @@ func (p *Workers) run(w *worker) {
 		if fire {
 			p.loopPass(w, due)
 		}
+	}
+}
+
+// timerUntil returns a channel that receives once the clock reaches at,
+// and the timer behind it (nil when at is due already). A timer is armed
+// for a duration, at minus now: a clock that moved between reading now and
+// arming (a stepped clock moves all at once) would leave it armed past at,
+// so it is armed again until the clock held still meanwhile. On a real
+// clock the few microseconds between are taken as they are.
+func (p *Workers) timerUntil(at time.Time) (clock.Timer, <-chan time.Time) {
+	for try := 0; ; try++ {
+		now := p.clock.Now()
+		d := at.Sub(now)
+		if d <= 0 {
+			// Due already (the clock passed it during the pass, or
+			// before this loop came round): no timer, which on a clock
+			// that only moves when stepped would wait for the next step.
+			c := make(chan time.Time, 1)
+			c <- at
+			return nil, c
+		}
+		t := p.clock.NewTimer(d)
+		if p.clock.Since(now) < time.Millisecond || try == 3 {
+			return t, t.C()
+		}
+		t.Stop()
 	}
 }
 

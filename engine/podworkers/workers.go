@@ -240,6 +240,23 @@ func (p *Workers) ConsumeProbes(updates <-chan prober.Update) {
 	}
 }
 
+// ConsumeProbeEvents records the events of probe runs (every failure,
+// error and warning the prober reports besides its result changes, which
+// ConsumeProbes records), until events is closed (the prober stops). The
+// store counts the repeats, as the kubelet's event correlator does.
+func (p *Workers) ConsumeProbeEvents(events <-chan prober.Event) {
+	for e := range events {
+		ref, ok := p.workerFor(e.PodUID).podRef()
+		if !ok {
+			continue
+		}
+		ev := store.Event{Type: corev1.EventTypeWarning, Reason: e.Reason, Container: e.ContainerName, Message: e.Message}
+		if _, err := p.store.Append(store.EventChange(ref, ev)); err != nil && !errors.Is(err, errdefs.ErrPodNotFound) {
+			p.log.Warn("record probe event", zap.String(logx.PodUID, string(e.PodUID)), zap.Error(err))
+		}
+	}
+}
+
 // Kick asks the worker of uid for a pass, making the worker if there is
 // none (a pass of a pod the store does not hold removes what the runtime
 // holds for it).

@@ -19,6 +19,11 @@ import (
 // behind slows probing down instead of losing a change.
 const updateBuffer = 64
 
+// eventBuffer is how many probe events wait for their consumer; more are
+// dropped, as the kubelet's event broadcaster drops events when its queue
+// of 1000 is full.
+const eventBuffer = 1000
+
 // Options configure a Manager. Every field is optional.
 type Options struct {
 	// Runtime runs exec probes. Without it, an exec probe errors and its
@@ -61,6 +66,7 @@ type Manager struct {
 	nodeIP  string
 	start   time.Time
 	updates chan Update
+	events  chan Event
 
 	// ctx is the parent of every worker's context; Stop cancels it.
 	ctx      context.Context
@@ -105,6 +111,7 @@ func New(opts Options) *Manager {
 		nodeIP:  opts.NodeIP,
 		start:   opts.Clock.Now(),
 		updates: make(chan Update, updateBuffer),
+		events:  make(chan Event, eventBuffer),
 		ctx:     ctx,
 		cancel:  cancel,
 		pods:    make(map[types.UID]map[string]*instance),
@@ -229,6 +236,7 @@ func (m *Manager) Stop() {
 		m.wg.Wait()
 		m.prober.transport.CloseIdleConnections()
 		close(m.updates)
+		close(m.events)
 	})
 }
 
@@ -318,16 +326,42 @@ func (m *Manager) stopInstanceLocked(inst *instance) {
 	}
 }
 
+// Events returns the events of probe runs (Event): every failure, error
+// and warning, as the kubelet's prober records them. A failure that
+// changes the result to Failure is reported on Updates instead (with its
+// output), so that its consumer records the event before it acts on the
+// change. The channel is closed by Stop. Events are dropped while the
+// channel is full; no probe waits for its consumer.
+func (m *Manager) Events() <-chan Event {
+	return m.events
+}
+
+// event reports an event of w's probe run, or drops it when the channel is
+// full.
+func (m *Manager) event(w *worker, reason, message string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if w.inst.gone || m.stopped {
+		return
+	}
+	select {
+	case m.events <- Event{PodUID: w.inst.podUID, ContainerName: w.inst.container.Name, Reason: reason, Message: message}:
+	default:
+		w.log.Debug("probe event dropped: its consumer is behind", zap.String(logOutput, message))
+	}
+}
+
 // record stores a result that passed its threshold and, when it changed
-// one, reports it on Updates. A startup Success then starts the waiting
-// readiness and liveness workers, so that their updates follow it.
-func (m *Manager) record(w *worker, r Result, output string) {
+// one, reports it on Updates (and says so). A startup Success then starts
+// the waiting readiness and liveness workers, so that their updates follow
+// it.
+func (m *Manager) record(w *worker, r Result, output string) (reported bool) {
 	i := w.typ.index()
 	inst := w.inst
 	m.mu.Lock()
 	if inst.gone {
 		m.mu.Unlock()
-		return
+		return false
 	}
 	changed := inst.results[i] != r
 	inst.results[i] = r
@@ -345,7 +379,7 @@ func (m *Manager) record(w *worker, r Result, output string) {
 			Output:        output,
 		}:
 		case <-w.ctx.Done():
-			return
+			return false
 		}
 	}
 	if w.typ == Startup && r == Success {
@@ -353,6 +387,7 @@ func (m *Manager) record(w *worker, r Result, output string) {
 		m.startupSucceededLocked(inst)
 		m.mu.Unlock()
 	}
+	return changed
 }
 
 // host returns the address probes of inst dial when they name no host.

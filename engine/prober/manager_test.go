@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -393,4 +394,38 @@ func TestProbeErrorsAreNotResults(t *testing.T) {
 	h.wantResult("u1", Readiness, "c1", Failure)
 	h.wantResult("u1", Liveness, "c1", Success)
 	h.noUpdate()
+}
+
+// TestEveryFailureIsAnEvent: as the kubelet's prober records one, every
+// failed probe run is an Unhealthy event on Events — below the failure
+// threshold too — but the failure that changes the result, which its
+// Update carries; a passing probe is none.
+func TestEveryFailureIsAnEvent(t *testing.T) {
+	h := newHarness(t)
+	pod := newPod("u1", corev1.Container{Name: "app", ReadinessProbe: withThresholds(execProbe("ready"), 1, 3)})
+	h.exec.set("ready", errExit1)
+	h.m.Sync(pod, []RunningContainer{running("app", "c1")})
+	h.settle(1) // the first failure: readiness starts as Failure, no change
+	for range 4 {
+		h.step(period, 1)
+	}
+	h.noUpdate()
+	var evs []Event
+	for len(h.m.Events()) > 0 {
+		evs = append(evs, <-h.m.Events())
+	}
+	if len(evs) != 5 {
+		t.Fatalf("%d events for 5 failed probes, want 5: %+v", len(evs), evs)
+	}
+	for _, e := range evs {
+		if e.PodUID != "u1" || e.ContainerName != "app" || e.Reason != EventUnhealthy || !strings.HasPrefix(e.Message, "Readiness probe failed: ") {
+			t.Errorf("event %+v: want app's Unhealthy \"Readiness probe failed: …\"", e)
+		}
+	}
+	h.exec.set("ready", nil)
+	h.step(period, 1)
+	h.wantUpdate("c1", Readiness, Success)
+	if n := len(h.m.Events()); n != 0 {
+		t.Errorf("a passing probe made %d events", n)
+	}
 }

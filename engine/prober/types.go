@@ -91,6 +91,30 @@ type Update struct {
 	Output string
 }
 
+// The kubelet's event reasons of probe runs (pkg/kubelet/events).
+const (
+	// EventUnhealthy: a probe failed, or errored.
+	EventUnhealthy = "Unhealthy"
+	// EventProbeWarning: a probe passed with a warning (an HTTP redirect
+	// to another host).
+	EventProbeWarning = "ProbeWarning"
+)
+
+// Event is what the kubelet's prober records for one probe run that did
+// not pass cleanly: every failure, error and warning, whether or not it
+// changes the result (the recorder counts the repeats). Its type is
+// always Warning.
+type Event struct {
+	PodUID        types.UID
+	ContainerName string
+	// Reason is EventUnhealthy or EventProbeWarning.
+	Reason string
+	// Message is the kubelet's: "Readiness probe failed: <output>",
+	// "Liveness probe errored and resulted in unknown state: <error>",
+	// "Readiness probe warning: <output>".
+	Message string
+}
+
 // RunningContainer is one running container instance of a pod, as the
 // caller last saw it in the runtime.
 type RunningContainer struct {

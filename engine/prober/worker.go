@@ -144,6 +144,7 @@ func (w *worker) probeOnce() (keepGoing bool) {
 		} else {
 			w.log.Debug("probe error", zap.Error(err))
 		}
+		w.m.event(w, EventUnhealthy, fmt.Sprintf("%s probe errored and resulted in unknown state: %s", w.typ, err))
 		return true
 	}
 	w.lastErr = ""
@@ -157,6 +158,7 @@ func (w *worker) probeOnce() (keepGoing bool) {
 		// (the kubelet's ProbeWarning event).
 		result = Success
 		w.log.Warn("probe warning", zap.String(logOutput, output))
+		w.m.event(w, EventProbeWarning, fmt.Sprintf("%s probe warning: %s", w.typ, output))
 	default:
 		w.log.Debug("probe failed", zap.String(logOutput, output))
 	}
@@ -167,12 +169,23 @@ func (w *worker) probeOnce() (keepGoing bool) {
 		w.lastResult = result
 		w.resultRun = 1
 	}
+	// Every failure is an event, as the kubelet's prober records it,
+	// below the threshold too; the one that changes the result is
+	// reported with its update instead.
+	failed := func() {
+		if result == Failure {
+			w.m.event(w, EventUnhealthy, fmt.Sprintf("%s probe failed: %s", w.typ, output))
+		}
+	}
 	if (result == Failure && w.resultRun < threshold(w.spec.FailureThreshold, defaultFailureThreshold)) ||
 		(result == Success && w.resultRun < threshold(w.spec.SuccessThreshold, defaultSuccessThreshold)) {
+		failed()
 		return true
 	}
 
-	w.m.record(w, result, output)
+	if !w.m.record(w, result, output) {
+		failed()
+	}
 
 	switch {
 	case w.typ == Startup:

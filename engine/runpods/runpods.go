@@ -35,6 +35,9 @@ type Pods interface {
 	// ObserveSteps reports the steps of the passes the node runs of a pod
 	// on its own, after Apply's.
 	ObserveSteps(uid types.UID, fn func(syncer.StepResult)) (stop func())
+	// Events lists the pods' events, one per series (the node's Events),
+	// for a timeout's message.
+	Events(ctx context.Context, f store.EventFilter) ([]store.Entry, int64, error)
 }
 
 // AdmitFunc is the node's admission of a batch: one result per pod, in
@@ -102,6 +105,12 @@ const (
 	ReasonPodFailed        = "PodFailed"
 	ReasonPodCompleted     = "PodCompleted"
 	ReasonSyncError        = "SyncError"
+	// ReasonPreconditionFailed rejects a pod whose precondition or whose
+	// call's lease epoch does not hold; nothing of it was stored.
+	ReasonPreconditionFailed = "PreconditionFailed"
+	// ReasonCrashLoopBackOff: a container exited and waits out its
+	// restart back-off before the pod reached Running or Ready.
+	ReasonCrashLoopBackOff = "CrashLoopBackOff"
 )
 
 // DefaultTimeout is a pod's timeout when the request gives none.
@@ -123,6 +132,14 @@ type Request struct {
 	Timeout time.Duration
 	// AllOrNothing runs no pod when any is rejected.
 	AllOrNothing bool
+	// Preconditions are the preconditions of the pods' writes, by pod
+	// UID; a pod whose precondition fails is Rejected with reason
+	// ReasonPreconditionFailed, and nothing of it is stored.
+	Preconditions map[types.UID]store.Precondition
+	// MinReady is how long, for Running, each regular container without a
+	// readiness probe must have run since its last start (one with a
+	// readiness probe: until it is ready); 0: running is enough.
+	MinReady time.Duration
 }
 
 // Options configure Run.
@@ -394,13 +411,26 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod, release func()) Resul
 	})
 	// Stored (or refused by the store): its admission's reservation ends.
 	release()
+	timedOut := func(st corev1.PodStatus) Result {
+		return finish(TimedOut, ReasonDeadlineExceeded, r.timeoutMessage(ctx, pod, &st), st)
+	}
 	switch {
 	case ctx.Err() != nil:
 		return res
-	case err != nil && pctx.Err() != nil:
-		return finish(TimedOut, ReasonDeadlineExceeded, fmt.Sprintf("pod did not reach %s within %s", r.req.WaitFor, r.req.Timeout), st)
+	case pctx.Err() != nil:
+		// The pod's own deadline ended during its pass: a step the
+		// deadline cut short (a sandbox's create, a pull) failed for
+		// that, not for a fault of the pod's.
+		if done, outcome, reason, msg, _ := verdict(pod, &st, r.req.WaitFor, r.opts.Clock.Now(), r.req.MinReady); done && err == nil {
+			return finish(outcome, reason, msg, st)
+		}
+		return timedOut(st)
 	case errors.Is(err, errdefs.ErrRuntimeUnavailable):
 		r.abort(err)
+		return res
+	case errors.Is(err, errdefs.ErrPreconditionFailed), errors.Is(err, errdefs.ErrLeaseSuperseded), errors.Is(err, errdefs.ErrLeaseRequired):
+		res = finish(Rejected, ReasonPreconditionFailed, err.Error(), st)
+		res.Admitted = false
 		return res
 	case err != nil:
 		return finish(Failed, ReasonSyncError, err.Error(), st)
@@ -411,17 +441,30 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod, release func()) Resul
 		}
 	}
 	for {
-		if done, outcome, reason, msg := verdict(pod, &st, r.req.WaitFor); done {
+		done, outcome, reason, msg, recheck := verdict(pod, &st, r.req.WaitFor, r.opts.Clock.Now(), r.req.MinReady)
+		if done {
 			return finish(outcome, reason, msg, st)
+		}
+		// A container settling (MinReady) is looked at again when it
+		// has run long enough, if no status comes first.
+		var settled <-chan time.Time
+		if recheck > 0 {
+			settled = r.opts.Clock.After(recheck)
 		}
 		select {
 		case <-ctx.Done():
 			return res
+		case <-settled:
 		case <-pctx.Done():
-			return finish(TimedOut, ReasonDeadlineExceeded, fmt.Sprintf("pod did not reach %s within %s", r.req.WaitFor, r.req.Timeout), st)
+			return timedOut(st)
 		case s := <-syncFailed:
 			if latest := wt.take(); latest != nil {
 				st = *latest
+			}
+			if pctx.Err() != nil {
+				// The deadline came first: a pass after it may fail
+				// for what the deadline cut short before it.
+				return finish(TimedOut, ReasonDeadlineExceeded, fmt.Sprintf("pod did not reach %s within %s", r.req.WaitFor, r.req.Timeout), st)
 			}
 			return finish(Failed, ReasonSyncError, syncErrorMessage(pod, s), st)
 		case <-wt.notify:
@@ -432,30 +475,148 @@ func (r *run) runPod(ctx context.Context, pod *corev1.Pod, release func()) Resul
 	}
 }
 
-// verdict says whether st decides the pod's run, and how.
-func verdict(pod *corev1.Pod, st *corev1.PodStatus, target WaitFor) (done bool, o Outcome, reason, msg string) {
+// verdict says whether st decides the pod's run at now, and how; when it
+// does not, recheck, if positive, is when a container that runs will have
+// run minReady.
+func verdict(pod *corev1.Pod, st *corev1.PodStatus, target WaitFor, now time.Time, minReady time.Duration) (done bool, o Outcome, reason, msg string, recheck time.Duration) {
 	switch st.Phase {
 	case corev1.PodFailed:
-		return true, Failed, ReasonPodFailed, phaseMessage(st, "pod failed")
+		return true, Failed, ReasonPodFailed, phaseMessage(st, "pod failed"), 0
 	case corev1.PodSucceeded:
 		if target == Succeeded {
-			return true, ReachedTarget, "", ""
+			return true, ReachedTarget, "", "", 0
 		}
-		return true, Failed, ReasonPodCompleted, fmt.Sprintf("pod completed before it was %s", strings.ToLower(target.String()))
+		return true, Failed, ReasonPodCompleted, fmt.Sprintf("pod completed before it was %s", strings.ToLower(target.String())), 0
+	}
+	if target != Succeeded {
+		// A container that exited and waits out its back-off has not
+		// stayed up: the pod will not be running as asked without a
+		// change (a Job's retries are waited for under Succeeded).
+		for _, cs := range slices.Concat(st.InitContainerStatuses, st.ContainerStatuses) {
+			if w := cs.State.Waiting; w != nil && w.Reason == ReasonCrashLoopBackOff {
+				return true, Failed, ReasonCrashLoopBackOff, crashLoopMessage(cs), 0
+			}
+		}
 	}
 	switch target {
 	case Running:
 		if allRunning(pod, st) {
-			return true, ReachedTarget, "", ""
+			if wait := settling(pod, st, now, minReady); wait > 0 {
+				return false, 0, "", "", wait
+			}
+			return true, ReachedTarget, "", "", 0
 		}
 	case Ready:
 		for _, c := range st.Conditions {
 			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				return true, ReachedTarget, "", ""
+				return true, ReachedTarget, "", "", 0
 			}
 		}
 	}
-	return false, 0, "", ""
+	return false, 0, "", "", 0
+}
+
+// settling returns how long, at most, until every regular container has
+// stayed up minReady since its last start, or 0 when all have; a
+// container with a readiness probe settles when it is ready (a status
+// says so), and counts as minReady until then.
+func settling(pod *corev1.Pod, st *corev1.PodStatus, now time.Time, minReady time.Duration) time.Duration {
+	if minReady <= 0 {
+		return 0
+	}
+	var wait time.Duration
+	for _, c := range pod.Spec.Containers {
+		i := slices.IndexFunc(st.ContainerStatuses, func(cs corev1.ContainerStatus) bool { return cs.Name == c.Name })
+		if i < 0 {
+			continue
+		}
+		cs := st.ContainerStatuses[i]
+		if c.ReadinessProbe != nil {
+			if !cs.Ready {
+				wait = max(wait, minReady) // re-looked at on its next status
+			}
+			continue
+		}
+		if up := now.Sub(cs.State.Running.StartedAt.Time); up < minReady {
+			wait = max(wait, minReady-up)
+		}
+	}
+	return wait
+}
+
+// crashLoopMessage says which container crash-loops, how it last ended
+// and how often it was restarted.
+func crashLoopMessage(cs corev1.ContainerStatus) string {
+	msg := fmt.Sprintf("container %s exited", cs.Name)
+	if t := cs.LastTerminationState.Terminated; t != nil {
+		msg += fmt.Sprintf(" with code %d", t.ExitCode)
+		if t.Reason != "" {
+			msg += " (" + t.Reason + ")"
+		}
+		if !t.StartedAt.IsZero() && !t.FinishedAt.IsZero() {
+			msg += fmt.Sprintf(" after %s", t.FinishedAt.Sub(t.StartedAt.Time).Round(100*time.Millisecond))
+		}
+	}
+	return msg + fmt.Sprintf(" and is restarted with back-off (%d restarts)", cs.RestartCount)
+}
+
+// timeoutMessage says what keeps the pod from its target when its timeout
+// expires: for each container not yet there, its state (the waiting
+// reason and message) and its last event.
+func (r *run) timeoutMessage(ctx context.Context, pod *corev1.Pod, st *corev1.PodStatus) string {
+	msg := fmt.Sprintf("pod did not reach %s within %s", r.req.WaitFor, r.req.Timeout)
+	var last map[string]*store.Event
+	if evs, _, err := r.opts.Pods.Events(ctx, store.EventFilter{UID: pod.UID}); err == nil {
+		last = map[string]*store.Event{}
+		for _, e := range evs {
+			last[e.Event.Container] = e.Event // oldest first: the newest stays
+		}
+	}
+	var why []string
+	for _, cs := range slices.Concat(st.InitContainerStatuses, st.ContainerStatuses) {
+		var state string
+		switch {
+		case cs.State.Waiting != nil:
+			state = "waiting"
+			if w := cs.State.Waiting; w.Reason != "" {
+				state += ": " + w.Reason
+				if w.Message != "" {
+					state += ": " + strings.Join(strings.Fields(w.Message), " ")
+				}
+			}
+		case cs.State.Running != nil && r.req.WaitFor == Ready && !cs.Ready:
+			state = "running, not ready"
+		case cs.State.Running != nil && r.req.WaitFor == Running:
+			if settling(pod, &corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{cs}}, r.opts.Clock.Now(), r.req.MinReady) > 0 {
+				state = "running, not settled"
+			}
+		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0:
+			state = fmt.Sprintf("terminated: %s (exit code %d)", cs.State.Terminated.Reason, cs.State.Terminated.ExitCode)
+		}
+		if state == "" {
+			continue
+		}
+		line := fmt.Sprintf("container %s %s", cs.Name, state)
+		if e := last[cs.Name]; e != nil {
+			line += fmt.Sprintf("; last event: %s %s", e.Type, e.Reason)
+			if e.Count > 1 {
+				line += fmt.Sprintf(" (x%d)", e.Count)
+			}
+			if m := strings.Join(strings.Fields(e.Message), " "); m != "" {
+				line += ": " + m
+			}
+		}
+		why = append(why, line)
+	}
+	if len(why) == 0 {
+		if e := last[""]; e != nil {
+			why = append(why, fmt.Sprintf("last event: %s %s: %s", e.Type, e.Reason, strings.Join(strings.Fields(e.Message), " ")))
+		}
+	}
+	if len(why) > 0 {
+		msg += ": " + strings.Join(why, "; ")
+	}
+	return msg
 }
 
 func phaseMessage(st *corev1.PodStatus, def string) string {

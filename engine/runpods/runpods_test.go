@@ -48,6 +48,9 @@ type fakeNode struct {
 	observers  map[types.UID]func(syncer.StepResult)
 	applySteps map[string][]syncer.StepResult
 	laterSteps map[string][]syncer.StepResult
+	// cutShort are the pods whose pass runs until the caller's deadline
+	// and fails its sandbox's create for it.
+	cutShort map[string]bool
 }
 
 func newFakeNode(t *testing.T) *fakeNode {
@@ -55,7 +58,7 @@ func newFakeNode(t *testing.T) *fakeNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &fakeNode{t: t, st: st, scripts: map[string]script{}, applyErr: map[string]error{}, stop: make(chan struct{})}
+	n := &fakeNode{t: t, st: st, scripts: map[string]script{}, applyErr: map[string]error{}, cutShort: map[string]bool{}, stop: make(chan struct{})}
 	t.Cleanup(func() {
 		close(n.stop)
 		n.wg.Wait()
@@ -67,6 +70,16 @@ func newFakeNode(t *testing.T) *fakeNode {
 func (n *fakeNode) Apply(ctx context.Context, pod *corev1.Pod, _ []*corev1.ConfigMap, _ []*corev1.Secret, emit func(syncer.StepResult)) (corev1.PodStatus, []syncer.StepResult, error) {
 	if err := n.applyErr[pod.Name]; err != nil {
 		return corev1.PodStatus{}, nil, err
+	}
+	if n.cutShort[pod.Name] {
+		// A pass whose sandbox create the caller's deadline cuts short:
+		// a failed step, not a failed call.
+		// The CRI client reports its cancelled call as a gRPC status,
+		// which is no context error.
+		<-ctx.Done()
+		cut := errors.New("run pod sandbox: rpc error: code = DeadlineExceeded desc = stream terminated by RST_STREAM with error code: CANCEL")
+		return corev1.PodStatus{Phase: corev1.PodPending}, []syncer.StepResult{{Action: syncer.ActionCreatePodSandbox, Target: pod.Name,
+			Err: cut, Reason: syncer.ReasonCreatePodSandboxError, Message: cut.Error()}}, nil
 	}
 	if _, err := n.st.Put(store.PodRecord{Pod: pod.DeepCopy()}); err != nil {
 		return corev1.PodStatus{}, nil, err
@@ -144,6 +157,10 @@ func (n *fakeNode) ObserveSteps(uid types.UID, fn func(syncer.StepResult)) func(
 
 func (n *fakeNode) ListShared(_ context.Context, f store.Filter) ([]*store.PodRecord, int64, error) {
 	return n.st.ListShared(f)
+}
+
+func (n *fakeNode) Events(_ context.Context, f store.EventFilter) ([]store.Entry, int64, error) {
+	return n.st.Events(f)
 }
 
 func (n *fakeNode) Watch(ctx context.Context, since int64) (*store.Watcher, error) {
@@ -449,5 +466,98 @@ func TestProgressStreamsStepsAndStatuses(t *testing.T) {
 	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("progress (-want +got):\n%s", diff)
+	}
+}
+
+// TestTimeoutDuringThePassIsATimeout: a pod whose deadline ends during
+// its first pass, failing a step the deadline cut short (a sandbox's
+// create on a loaded machine), timed out: it is not failed with a sync
+// error.
+func TestTimeoutDuringThePassIsATimeout(t *testing.T) {
+	n := newFakeNode(t)
+	n.cutShort["slow"] = true
+	s, err := Run(ctx(t), options(n, t.TempDir()), Request{Pods: []*corev1.Pod{pod("slow", "")}, Timeout: 200 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Results[0]; r.Outcome != TimedOut || r.Reason != ReasonDeadlineExceeded {
+		t.Errorf("slow pod: %s %s (%s), want TimedOut DeadlineExceeded", r.Outcome, r.Reason, r.Message)
+	}
+}
+
+// TestRunningMeansStayingUp: with MinReady, a container that exits soon
+// after it started is not reported as running: its crash-loop back-off
+// fails the run with its exit; without MinReady the first running status
+// is enough (the kubelet's run-once rule), and a container that stays up
+// MinReady is running.
+func TestRunningMeansStayingUp(t *testing.T) {
+	startedNow := func() corev1.PodStatus {
+		s := *running.DeepCopy()
+		s.ContainerStatuses[0].State.Running.StartedAt = metav1.Now()
+		return s
+	}
+	crashLoop := corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "app", RestartCount: 1,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s restarting failed container"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error",
+			StartedAt: metav1.NewTime(time.Unix(100, 0)), FinishedAt: metav1.NewTime(time.Unix(101, 0))}},
+	}}}
+	for _, tt := range []struct {
+		name     string
+		minReady time.Duration
+		script   func() script
+		want     string
+	}{
+		{"a crash within MinReady fails the run", 5 * time.Second, func() script { return script{startedNow(), crashLoop} }, "a:Failed:CrashLoopBackOff"},
+		{"without MinReady running is enough", 0, func() script { return script{startedNow(), crashLoop} }, "a:ReachedTarget:"},
+		{"a container up MinReady is running", 100 * time.Millisecond, func() script { return script{startedNow()} }, "a:ReachedTarget:"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newFakeNode(t)
+			n.scripts["a"] = tt.script()
+			s, err := Run(ctx(t), options(n, t.TempDir()), Request{Pods: []*corev1.Pod{pod("a", "")}, WaitFor: Running, Timeout: 5 * time.Second, MinReady: tt.minReady}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := outcomes(s); got[0] != tt.want {
+				t.Fatalf("outcome %s, want %s (%s)", got[0], tt.want, s.Results[0].Message)
+			}
+			if r := s.Results[0]; r.Reason == ReasonCrashLoopBackOff &&
+				r.Message != "container app exited with code 3 (Error) after 1s and is restarted with back-off (1 restarts)" {
+				t.Errorf("message %q", r.Message)
+			}
+		})
+	}
+}
+
+// TestTimeoutNamesWhatBlocks: a pod that misses its timeout is reported
+// with what each container not yet at the target waits for and its last
+// event, not only that it did not get there.
+func TestTimeoutNamesWhatBlocks(t *testing.T) {
+	n := newFakeNode(t)
+	p := pod("a", "")
+	n.scripts["a"] = script{{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "app",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: `secret "creds" not found`}}}}}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// The worker's event, once the pod is stored.
+		for range 100 {
+			if _, err := n.st.Append(store.EventChange(store.RefOf(p), store.Event{Type: corev1.EventTypeWarning, Reason: "Failed", Container: "app",
+				Message: `Error: CreateContainerConfigError: secret "creds" not found`})); err == nil {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	s, err := Run(ctx(t), options(n, t.TempDir()), Request{Pods: []*corev1.Pod{p}, WaitFor: Running, Timeout: 500 * time.Millisecond}, nil)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `pod did not reach Running within 500ms: container app waiting: CreateContainerConfigError: secret "creds" not found; ` +
+		`last event: Warning Failed: Error: CreateContainerConfigError: secret "creds" not found`
+	if r := s.Results[0]; r.Outcome != TimedOut || r.Message != want {
+		t.Errorf("result %s %q\nwant TimedOut %q", r.Outcome, r.Message, want)
 	}
 }

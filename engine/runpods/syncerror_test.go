@@ -37,6 +37,11 @@ func TestSyncErrorsThatWillNotClearFailAtOnce(t *testing.T) {
 	unavailable := sandbox
 	unavailable.Err = fmt.Errorf("run pod sandbox: %w", errdefs.ErrRuntimeUnavailable)
 	missing := start(syncer.ReasonCreateContainerConfigErr, "configmap default/cfg: not found", fmt.Errorf("configmap default/cfg: %w", errdefs.ErrNotFound))
+	notFound := start(podstatus.ReasonErrImagePull, `failed to pull and unpack image "127.0.0.1:5000/nope:v1": failed to resolve reference "127.0.0.1:5000/nope:v1": 127.0.0.1:5000/nope:v1: not found`,
+		errors.New("pull image: rpc error: code = NotFound"))
+	unauthorized := start(podstatus.ReasonErrImagePull, `failed to pull and unpack image "127.0.0.1:5000/private/app:v1": failed to resolve reference: unexpected status from HEAD request to http://127.0.0.1:5000/v2/private/app/manifests/v1: 401 Unauthorized`,
+		errors.New("pull image: rpc error: code = Unknown"))
+	neverPulled := start(syncer.ReasonErrImageNeverPull, `Container image "app:v1" is not present with pull policy of Never`, fmt.Errorf("image app:v1: %w", errdefs.ErrNotFound))
 	hook := start(syncer.ReasonPostStartHookError, `Exec lifecycle hook ([false]) for Container "app" in Pod "a_default(uid-a)" failed`, errors.New("exec hook: exit 1"))
 	never := func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }
 	tests := []struct {
@@ -52,8 +57,12 @@ func TestSyncErrorsThatWillNotClearFailAtOnce(t *testing.T) {
 		// back) holds the name until it ends; the worker retries.
 		{name: "a sandbox name still reserved keeps waiting", apply: []syncer.StepResult{reserved}},
 		{name: "a sandbox the runtime could not be asked for keeps waiting", apply: []syncer.StepResult{unavailable}},
-		{name: "a ConfigMap the node does not hold", apply: []syncer.StepResult{missing}, failed: &missing},
-		{name: "a ConfigMap missing in a later pass", later: []syncer.StepResult{missing}, failed: &missing},
+		// The kubelet waits for it: someone may apply it.
+		{name: "a ConfigMap the node does not hold keeps waiting", apply: []syncer.StepResult{missing}},
+		{name: "a ConfigMap missing in a later pass keeps waiting", later: []syncer.StepResult{missing}},
+		{name: "an image the registry does not have", apply: []syncer.StepResult{notFound}, failed: &notFound},
+		{name: "an image the registry refuses", later: []syncer.StepResult{unauthorized}, failed: &unauthorized},
+		{name: "a Never-pulled image the node does not hold", apply: []syncer.StepResult{neverPulled}, failed: &neverPulled},
 		{
 			name: "a spec the node cannot run",
 			apply: []syncer.StepResult{start(syncer.ReasonCreateContainerConfigErr, "seccomp localhostProfile",

@@ -26,6 +26,11 @@ func openAt(t *testing.T, path string, opts Options) *Store {
 	if opts.Clock == nil {
 		opts.Clock = testclock.NewFakePassiveClock(t0)
 	}
+	if opts.EventBurst == 0 {
+		// The tests of the log append events as cheap entries; the
+		// throttle's own tests ask for it.
+		opts.EventBurst = -1
+	}
 	s, err := Open(path, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)

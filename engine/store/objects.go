@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/failpoint"
 )
 
 // bucketObjects holds the node's stored ConfigMaps and Secrets:
@@ -149,28 +150,76 @@ type ObjectFilter struct {
 // and the next one before a write, and its error refuses the write.
 //
 // PutObjects returns errdefs.ErrInvalidRecord for an object without
-// namespace and name, errdefs.ErrStaleVersion when a ResourceVersion
+// namespace and name, a *errdefs.PreconditionError when a ResourceVersion
 // precondition fails, an errdefs.ErrInvalidSpec with a *field.Error for a
 // change of an immutable object, and errdefs.ErrRecordTooLarge for an
 // object over Options.MaxRecordBytes.
 func (s *Store) PutObjects(objs []ObjectPut, check func(old, next *ObjectRecord) error) ([]ObjectResult, error) {
-	for _, o := range objs {
-		if (o.ConfigMap == nil) == (o.Secret == nil) {
-			return nil, fmt.Errorf("put object: %w: exactly one of ConfigMap and Secret", errdefs.ErrInvalidRecord)
-		}
-		if rec := o.record(); rec.Meta().Namespace == "" || rec.Meta().Name == "" {
-			return nil, fmt.Errorf("put object: %w: namespace and name are required", errdefs.ErrInvalidRecord)
-		}
+	return s.PutObjectsFenced(objs, check, nil)
+}
+
+// PutObjectsFenced is PutObjects under the lease condition f, checked in
+// its transaction (a *errdefs.LeaseError refuses every object).
+func (s *Store) PutObjectsFenced(objs []ObjectPut, check func(old, next *ObjectRecord) error, f *Fence) ([]ObjectResult, error) {
+	if err := validatePuts(objs); err != nil {
+		return nil, err
 	}
 	// A repeated apply (RunPods hands a request's objects to each of its
 	// pods' applies) is answered from a snapshot, without a commit.
-	if res, ok, err := s.unchangedObjects(objs, check); err != nil || ok {
+	if res, ok, err := s.unchangedObjects(objs, check, f); err != nil || ok {
 		return res, err
 	}
 	var datas [][]byte
 	var flags [][2]bool
 	err := s.update(func(tx *bolt.Tx, st *txState) error {
-		datas, flags = datas[:0], flags[:0]
+		if err := checkFence(tx, f); err != nil {
+			return fmt.Errorf("put objects: %w", err)
+		}
+		var err error
+		datas, flags, err = s.putObjectsTx(tx, st, objs, check)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return objectResults(datas, flags)
+}
+
+// validatePuts refuses puts without exactly one object, or of an object
+// without namespace and name.
+func validatePuts(objs []ObjectPut) error {
+	for _, o := range objs {
+		if (o.ConfigMap == nil) == (o.Secret == nil) {
+			return fmt.Errorf("put object: %w: exactly one of ConfigMap and Secret", errdefs.ErrInvalidRecord)
+		}
+		if rec := o.record(); rec.Meta().Namespace == "" || rec.Meta().Name == "" {
+			return fmt.Errorf("put object: %w: namespace and name are required", errdefs.ErrInvalidRecord)
+		}
+	}
+	return nil
+}
+
+// objectResults decodes what putObjectsTx stored.
+func objectResults(datas [][]byte, flags [][2]bool) ([]ObjectResult, error) {
+	out := make([]ObjectResult, len(datas))
+	for i, data := range datas {
+		rec, err := decodeObject(data)
+		if err != nil {
+			return nil, err
+		}
+		redactObject(rec)
+		rec.stamp()
+		out[i] = ObjectResult{Record: rec, Created: flags[i][0], Changed: flags[i][1]}
+	}
+	return out, nil
+}
+
+// putObjectsTx is PutObjects' write in tx: the records as stored and,
+// for each, whether it was created and changed.
+func (s *Store) putObjectsTx(tx *bolt.Tx, st *txState, objs []ObjectPut, check func(old, next *ObjectRecord) error) ([][]byte, [][2]bool, error) {
+	var datas [][]byte
+	var flags [][2]bool
+	err := func() error {
 		b := tx.Bucket(bucketObjects)
 		for _, o := range objs {
 			next := o.record()
@@ -233,29 +282,19 @@ func (s *Store) PutObjects(objs []ObjectPut, check func(old, next *ObjectRecord)
 			flags = append(flags, [2]bool{old == nil, true})
 		}
 		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ObjectResult, len(datas))
-	for i, data := range datas {
-		rec, err := decodeObject(data)
-		if err != nil {
-			return nil, err
-		}
-		redactObject(rec)
-		rec.stamp()
-		out[i] = ObjectResult{Record: rec, Created: flags[i][0], Changed: flags[i][1]}
-	}
-	return out, nil
+	}()
+	return datas, flags, err
 }
 
 // unchangedObjects reports whether every object of objs is stored as
 // given, and then returns PutObjects' results.
-func (s *Store) unchangedObjects(objs []ObjectPut, check func(old, next *ObjectRecord) error) ([]ObjectResult, bool, error) {
+func (s *Store) unchangedObjects(objs []ObjectPut, check func(old, next *ObjectRecord) error, f *Fence) ([]ObjectResult, bool, error) {
 	var out []ObjectResult
 	unchanged := true
 	err := s.view(func(tx *bolt.Tx) error {
+		if err := checkFence(tx, f); err != nil {
+			return fmt.Errorf("put objects: %w", err)
+		}
 		b := tx.Bucket(bucketObjects)
 		for _, o := range objs {
 			next := o.record()
@@ -303,13 +342,18 @@ func checkVersion(ref ObjectRef, old *ObjectRecord, want string) error {
 		return nil
 	}
 	have := "0"
+	var rev int64
 	if old != nil {
-		have = old.ResourceVersion()
+		have, rev = old.ResourceVersion(), old.ModRevision
 	}
-	if have != want {
-		return fmt.Errorf("%s: resourceVersion %s is not the stored one (%s): %w; read it again and retry", ref, want, have, errdefs.ErrStaleVersion)
+	if have == want || failpoint.Skip(failpoint.SkipPreconditions) {
+		return nil
 	}
-	return nil
+	wanted := "at resourceVersion " + want
+	if want == "0" {
+		wanted = "absent"
+	}
+	return &errdefs.PreconditionError{Kind: errdefs.RevisionMismatch, What: ref.String(), Revision: rev, Want: wanted}
 }
 
 // checkImmutable refuses a change of an immutable object's data, as the
@@ -455,11 +499,20 @@ func (s *Store) ListObjects(f ObjectFilter) ([]*ObjectRecord, int64, error) {
 // DeleteObject removes the stored object ref and records the deletion
 // (KindObjectDeleted) in the revision log, in one transaction. It returns
 // the deletion's revision, or errdefs.ErrObjectNotFound; resourceVersion,
-// when not empty, must be the stored one (errdefs.ErrStaleVersion). check,
-// if not nil, may refuse the deletion of the stored record.
+// when not empty, must be the stored one (a *errdefs.PreconditionError).
+// check, if not nil, may refuse the deletion of the stored record.
 func (s *Store) DeleteObject(ref ObjectRef, resourceVersion string, check func(old *ObjectRecord) error) (int64, error) {
+	return s.DeleteObjectFenced(ref, resourceVersion, check, nil)
+}
+
+// DeleteObjectFenced is DeleteObject under the lease condition f, checked
+// in its transaction.
+func (s *Store) DeleteObjectFenced(ref ObjectRef, resourceVersion string, check func(old *ObjectRecord) error, f *Fence) (int64, error) {
 	var rev int64
 	err := s.update(func(tx *bolt.Tx, st *txState) error {
+		if err := checkFence(tx, f); err != nil {
+			return fmt.Errorf("delete %s: %w", ref, err)
+		}
 		b := tx.Bucket(bucketObjects)
 		data := b.Get(ref.key())
 		if data == nil {

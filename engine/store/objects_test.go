@@ -71,7 +71,7 @@ func TestObjectsShareTheRevisionSpace(t *testing.T) {
 // the others.
 func TestObjectPutIsAllOrNothing(t *testing.T) {
 	s := openTest(t, Options{})
-	if _, err := s.PutObjects([]ObjectPut{{ConfigMap: testCM("a", "1")}, {ConfigMap: testCM("b", "1"), ResourceVersion: "7"}}, nil); !errors.Is(err, errdefs.ErrStaleVersion) {
+	if _, err := s.PutObjects([]ObjectPut{{ConfigMap: testCM("a", "1")}, {ConfigMap: testCM("b", "1"), ResourceVersion: "7"}}, nil); !errors.Is(err, errdefs.ErrPreconditionFailed) {
 		t.Fatalf("put with a stale version: %v", err)
 	}
 	if objs, _, _ := s.ListObjects(ObjectFilter{}); len(objs) != 0 {
@@ -81,7 +81,7 @@ func TestObjectPutIsAllOrNothing(t *testing.T) {
 	if _, err := s.PutObjects([]ObjectPut{{ConfigMap: testCM("a", "1"), ResourceVersion: "0"}}, nil); err != nil {
 		t.Errorf("create at version 0: %v", err)
 	}
-	if _, err := s.PutObjects([]ObjectPut{{ConfigMap: testCM("a", "2"), ResourceVersion: "0"}}, nil); !errors.Is(err, errdefs.ErrStaleVersion) {
+	if _, err := s.PutObjects([]ObjectPut{{ConfigMap: testCM("a", "2"), ResourceVersion: "0"}}, nil); !errors.Is(err, errdefs.ErrPreconditionFailed) {
 		t.Errorf("create at version 0 of a stored object: %v", err)
 	}
 }

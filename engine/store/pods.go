@@ -98,12 +98,90 @@ func (f Filter) match(rec *PodRecord) bool {
 // namespace/name is held by another UID; errdefs.ErrPodDeleting if the pod is being
 // deleted.
 func (s *Store) Put(rec PodRecord) (*PodRecord, error) {
+	return s.PutIf(rec, Conditions{})
+}
+
+// PutIf is Put under the conditions c, checked against the pod stored
+// under rec's namespace/name in the write's transaction: it returns c.Fence's
+// *errdefs.LeaseError, or a *errdefs.PreconditionError when the pod is
+// not at c.Revision or not c.UID, and writes nothing, before Put's own
+// errors.
+func (s *Store) PutIf(rec PodRecord, c Conditions) (*PodRecord, error) {
 	if err := validateRecord(rec); err != nil {
 		return nil, err
 	}
-	ref := rec.Ref()
 	var out []byte
 	err := s.update(func(tx *bolt.Tx, st *txState) error {
+		if err := checkPodPut(tx, rec, c); err != nil {
+			return err
+		}
+		var err error
+		out, err = s.putPodTx(tx, st, rec)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return decodeRedacted(out)
+}
+
+// PutWithObjects stores the pod of rec under the conditions c and objs
+// (as PutObjects, check included) in one transaction, all or none: a
+// failed condition or object stores nothing. The objects go first in
+// the revision log.
+func (s *Store) PutWithObjects(rec PodRecord, c Conditions, objs []ObjectPut, check func(old, next *ObjectRecord) error) (*PodRecord, []ObjectResult, error) {
+	if err := validateRecord(rec); err != nil {
+		return nil, nil, err
+	}
+	if err := validatePuts(objs); err != nil {
+		return nil, nil, err
+	}
+	var (
+		out   []byte
+		datas [][]byte
+		flags [][2]bool
+	)
+	err := s.update(func(tx *bolt.Tx, st *txState) error {
+		if err := checkPodPut(tx, rec, c); err != nil {
+			return err
+		}
+		var err error
+		if datas, flags, err = s.putObjectsTx(tx, st, objs, check); err != nil {
+			return err
+		}
+		out, err = s.putPodTx(tx, st, rec)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := objectResults(datas, flags)
+	if err != nil {
+		return nil, nil, err
+	}
+	pod, err := decodeRedacted(out)
+	return pod, res, err
+}
+
+// checkPodPut checks the conditions of rec's put against the pod stored
+// under its namespace/name.
+func checkPodPut(tx *bolt.Tx, rec PodRecord, c Conditions) error {
+	ref := rec.Ref()
+	stored, err := podByName(tx, ref.Namespace, ref.Name)
+	if err != nil {
+		return fmt.Errorf("put pod %s: %w", ref, err)
+	}
+	if err := checkPod(tx, c, "pod "+ref.Namespace+"/"+ref.Name, stored); err != nil {
+		return fmt.Errorf("put pod %s: %w", ref, err)
+	}
+	return nil
+}
+
+// putPodTx is Put's write in tx; it returns the record as stored.
+func (s *Store) putPodTx(tx *bolt.Tx, st *txState, rec PodRecord) ([]byte, error) {
+	ref := rec.Ref()
+	var out []byte
+	err := func() error {
 		pods, names := tx.Bucket(bucketPods), tx.Bucket(bucketNames)
 		if uid := names.Get(nameKey(ref.Namespace, ref.Name)); uid != nil && types.UID(uid) != ref.UID {
 			return fmt.Errorf("put pod %s: %w: held by uid %s", ref, errdefs.ErrPodExists, uid)
@@ -157,11 +235,8 @@ func (s *Store) Put(rec PodRecord) (*PodRecord, error) {
 		}
 		out = data
 		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return decodeRedacted(out)
+	}()
+	return out, err
 }
 
 // checkSize refuses a record of n bytes over Options.MaxRecordBytes.
@@ -317,6 +392,14 @@ func (s *Store) list(f Filter, decode func(uid, data []byte) (*PodRecord, error)
 // again only shortens its grace period. It returns the record (secrets
 // redacted), or errdefs.ErrPodNotFound.
 func (s *Store) MarkDeleting(uid types.UID, gracePeriodSeconds *int64) (*PodRecord, error) {
+	return s.MarkDeletingIf(uid, gracePeriodSeconds, Conditions{})
+}
+
+// MarkDeletingIf is MarkDeleting under the conditions c, checked in its
+// transaction: c.Fence's *errdefs.LeaseError, or a
+// *errdefs.PreconditionError when the pod is not at c.Revision or not
+// c.UID; nothing is written then.
+func (s *Store) MarkDeletingIf(uid types.UID, gracePeriodSeconds *int64, c Conditions) (*PodRecord, error) {
 	if gracePeriodSeconds != nil && *gracePeriodSeconds < 0 {
 		return nil, fmt.Errorf("mark pod uid %s deleting: %w: negative grace period", uid, errdefs.ErrInvalidRecord)
 	}
@@ -330,6 +413,9 @@ func (s *Store) MarkDeleting(uid types.UID, gracePeriodSeconds *int64) (*PodReco
 		rec, err := decodeRecord(data)
 		if err != nil {
 			return err
+		}
+		if err := checkPod(tx, c, "pod "+rec.Pod.Namespace+"/"+rec.Pod.Name, rec); err != nil {
+			return fmt.Errorf("mark pod %s deleting: %w", rec.Ref(), err)
 		}
 		grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
 		switch {
@@ -442,6 +528,19 @@ func (s *Store) ForgetDeleted(rev int64, keep func(types.UID) bool) (int, error)
 		return nil
 	})
 	return n, err
+}
+
+// podByName returns the pod stored under namespace/name in tx, or nil.
+func podByName(tx *bolt.Tx, namespace, name string) (*PodRecord, error) {
+	uid := tx.Bucket(bucketNames).Get(nameKey(namespace, name))
+	if uid == nil {
+		return nil, nil
+	}
+	data := tx.Bucket(bucketPods).Get(uid)
+	if data == nil {
+		return nil, fmt.Errorf("name index names missing uid %s", uid)
+	}
+	return decodeRecord(data)
 }
 
 // nameKey is the key of the name index. NUL separates namespace and name,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -33,7 +34,10 @@ const (
 )
 
 // Event is a Kubernetes-like event about a pod (Pulled, Started, Killing,
-// BackOff, Unhealthy, …).
+// BackOff, Unhealthy, …), one occurrence of a series as core/v1 Event
+// counts them: Append gives a repeat of an event (same pod, container,
+// type, reason and message) its series' Name and FirstTime and a Count
+// one higher, as the kubelet's event correlator does (events.go).
 type Event struct {
 	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning. Required.
 	Type string `json:"type"`
@@ -43,8 +47,20 @@ type Event struct {
 	Message string `json:"message,omitempty"`
 	// Container the event is about, if any.
 	Container string `json:"container,omitempty"`
-	// Time of the event; Append sets it to the append time when zero.
+	// Time of the event, core/v1's lastTimestamp; Append sets it to the
+	// append time when zero.
 	Time time.Time `json:"time"`
+	// Name identifies the event's series, core/v1 Event's metadata.name
+	// ("<pod>.<hex nanoseconds of FirstTime>"): every occurrence of the
+	// series has it. Set by Append; empty in entries of older stores.
+	Name string `json:"name,omitempty"`
+	// Count is how many times the series occurred up to this one (1 for
+	// the first), core/v1's count. Set by Append; 0 in entries of older
+	// stores, which means 1.
+	Count int32 `json:"count,omitempty"`
+	// FirstTime is when the series first occurred, core/v1's
+	// firstTimestamp. Set by Append.
+	FirstTime time.Time `json:"firstTime,omitzero"`
 }
 
 // Change is one change of a pod, as recorded in the revision log.
@@ -108,8 +124,11 @@ type Entry struct {
 // Append records changes, each with its own revision, in one transaction,
 // and returns the store's revision after it. A status change also becomes
 // the pod's stored status (and ModRevision); a status equal to the stored
-// one is dropped, so passes that change nothing add nothing. Append copies
-// what it is given.
+// one is dropped, so passes that change nothing add nothing. An event is
+// correlated first, as the kubelet's recorder correlates it (correlate):
+// a repeat is recorded as the next occurrence of its series, and an
+// event the throttle holds back is not recorded. Append copies what it is
+// given.
 //
 // Append returns errdefs.ErrInvalidRecord for a change that is not a valid status or
 // event, and errdefs.ErrPodNotFound for a pod that is not stored (or no longer is);
@@ -119,6 +138,33 @@ func (s *Store) Append(changes ...Change) (int64, error) {
 		if err := validateChange(c); err != nil {
 			return 0, err
 		}
+	}
+	if slices.ContainsFunc(changes, func(c Change) bool { return c.Kind == KindEvent }) {
+		// An event of a pod that is not stored is refused before the
+		// correlator counts it.
+		if err := s.view(func(tx *bolt.Tx) error {
+			pods := tx.Bucket(bucketPods)
+			for _, c := range changes {
+				if c.Kind == KindEvent && pods.Get([]byte(c.Pod.UID)) == nil {
+					return fmt.Errorf("append %s of pod %s: %w", c.Kind, c.Pod, errdefs.ErrPodNotFound)
+				}
+			}
+			return nil
+		}); err != nil {
+			return 0, err
+		}
+		kept := make([]Change, 0, len(changes))
+		for _, c := range changes {
+			if c.Kind == KindEvent {
+				ev, skip := s.correlate(c.Pod, *c.Event)
+				if skip {
+					continue
+				}
+				c.Event = &ev
+			}
+			kept = append(kept, c)
+		}
+		changes = kept
 	}
 	var rev int64
 	err := s.update(func(tx *bolt.Tx, st *txState) error {

@@ -13,9 +13,11 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 	"go.uber.org/zap"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/podsync/podsync/engine/errdefs"
+	"github.com/podsync/podsync/engine/failpoint"
 )
 
 // Defaults of Options.
@@ -77,6 +79,11 @@ type Options struct {
 	// LockTimeout bounds the wait for the file lock when another process
 	// holds the file. Default DefaultLockTimeout.
 	LockTimeout time.Duration
+	// EventBurst is how many events of one pod and type Append writes
+	// before the kubelet's throttle holds them to one every five minutes
+	// (their counts go on). Default 25, the kubelet's; negative: no
+	// throttle (tests of the log itself).
+	EventBurst int
 	// Clock stamps records and entries. Default the real clock.
 	Clock clock.PassiveClock
 	// Logger logs opening, compaction and slow consumers. Default a no-op
@@ -116,6 +123,8 @@ type Store struct {
 	opts  Options
 	log   *zap.Logger
 	clock clock.PassiveClock
+	// events correlates the events Append records (events.go).
+	events *record.EventCorrelator
 
 	// mu serialises writes with their publication to watchers, so watchers
 	// see entries in revision order, and guards the fields below. Reads do
@@ -140,6 +149,8 @@ type Store struct {
 	// List and GetByName hand out copies rather than decode JSON again
 	// (200 pods: 3 ms and 14k allocations a List).
 	decoded *recordCache
+	// key is NodeKey's.
+	key []byte
 }
 
 // Open opens the store at path, creating the file (mode 0600) and its
@@ -173,6 +184,7 @@ func Open(path string, opts Options) (*Store, error) {
 		opts:     opts,
 		log:      opts.Logger,
 		clock:    opts.Clock,
+		events:   newEventCorrelator(opts.Clock, opts.EventBurst),
 		watchers: map[*Watcher]struct{}{},
 		closing:  make(chan struct{}),
 		decoded:  newRecordCache(),
@@ -180,6 +192,10 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := s.init(); err != nil {
 		_ = db.Close()
 		return nil, err
+	}
+	if s.key, err = loadNodeKey(path); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	s.log.Info("store opened", zap.String("path", path), zap.Int64("revision", s.rev),
 		zap.Int64("compact_revision", s.compact), zap.Int64("log_entries", s.count))
@@ -383,6 +399,7 @@ func (s *Store) commit(fns ...func(tx *bolt.Tx, st *txState) error) error {
 	if s.closed {
 		return errdefs.ErrStoreClosed
 	}
+	failpoint.Inject(failpoint.StoreCommit)
 	st := &txState{s: s, now: s.clock.Now(), rev: s.rev, compact: s.compact, count: s.count, bytes: s.bytes}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, fn := range fns {

@@ -55,6 +55,14 @@ const (
 // planted file, or the files of podsync's earlier file-by-file writer)
 // are replaced.
 func writeAtomic(dir string, files map[string]criconfig.VolumeFile) error {
+	return writeAtomicPerms(dir, files, nil)
+}
+
+// writeAtomicPerms is writeAtomic with the kubelet's setPerms: when a new
+// timestamped directory is written, setPerms (if not nil) runs after its
+// files are and before it is published, so that a reader never sees the
+// new files with other permissions (the volume's ownership, ownership.go).
+func writeAtomicPerms(dir string, files map[string]criconfig.VolumeFile, setPerms func() error) error {
 	payload := make(map[string]criconfig.VolumeFile, len(files))
 	for _, rel := range slices.Sorted(maps.Keys(files)) {
 		if err := checkPayloadPath(rel); err != nil {
@@ -80,6 +88,12 @@ func writeAtomic(dir string, files map[string]criconfig.VolumeFile) error {
 		if err := writePayload(root, ts, payload); err != nil {
 			_ = removeAt(dir, ts)
 			return fmt.Errorf("write %s: %w", ts, err)
+		}
+		if setPerms != nil {
+			if err := setPerms(); err != nil {
+				_ = removeAt(dir, ts)
+				return err
+			}
 		}
 		_ = removeAt(dir, newDataDirName)
 		if err := unix.Symlinkat(ts, root, newDataDirName); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
@@ -19,6 +20,7 @@ import (
 	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
+	"github.com/podsync/podsync/logx"
 )
 
 // referencePattern is the grammar of an image reference
@@ -99,7 +101,11 @@ type imageFailure struct {
 // pull of the same image failing earlier in the pass for another
 // container starts it anew), records failed pulls for the back-off, and
 // returns the image reference (ID) to create the container from, and
-// whether the image was present and not pulled.
+// whether the image was present and not pulled. An image the node holds
+// is run without a pull only if the pod could pull it itself
+// (KubeletEnsureSecretPulledImages, pullRecords.mustPull): else it is
+// pulled with the pod's credentials, as if it were not there, and with
+// pull policy Never refused as not present.
 func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, bool, *imageFailure) {
 	image, err := applyDefaultImageTag(c.Image)
 	if err != nil {
@@ -122,12 +128,15 @@ func (p *pass) ensureImage(ctx context.Context, c *corev1.Container, sbConfig *r
 	ref := resp.GetImage().GetId()
 	present := resp.GetImage() != nil
 	if !shouldPullImage(pullPolicy(c), present) {
-		if present {
+		if present && !p.s.pulls.mustPull(p.s.verify, image, ref, p.podCredentials(image)) {
 			return ref, resp.GetImage(), true, nil
 		}
-		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-		return "", nil, false, &imageFailure{reason: ReasonErrImageNeverPull, message: msg,
-			err: fmt.Errorf("image %q: not present with pull policy Never: %w", c.Image, errdefs.ErrNotFound)}
+		if pullPolicy(c) == corev1.PullNever {
+			// Present, perhaps, but not the pod's to run.
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+			return "", nil, false, &imageFailure{reason: ReasonErrImageNeverPull, message: msg,
+				err: fmt.Errorf("image %q: not present with pull policy Never: %w", c.Image, errdefs.ErrNotFound)}
+		}
 	}
 	f := p.pullFailure(c.Image)
 	if b := plan.ImagePullBackoffOf(p.pod, c.Image, f, p.s.backoff); b.Active(p.s.clock.Now()) {
@@ -172,26 +181,58 @@ func (p *pass) verifyRunAsNonRoot(ctx context.Context, c *corev1.Container, imag
 	return criconfig.VerifyRunAsNonRoot(p.pod, c, uid, username)
 }
 
+// podCredentials are the credentials of the pod's image pull Secrets for
+// image's repository.
+func (p *pass) podCredentials(image string) []Credential {
+	return secretsKeyring(p.pod, p.in.Secrets).Lookup(imageRepository(image))
+}
+
 // pullImage pulls with each credential for the image's repository in
 // turn, as the kubelet's puller does — those of the pod's image pull
 // Secrets, then the node's (--image-credentials), each most specific
 // first (the kubelet's UnionDockerKeyring) — and anonymously when none
-// matches.
+// matches. It records, before the pull, that the node pulls the image,
+// and after it which credentials pulled it (pullRecords): a pod's, or
+// none of a pod's (anonymous, the node's), which every pod may run.
 func (p *pass) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, sbConfig *runtimeapi.PodSandboxConfig) (string, error) {
-	repo := imageRepository(spec.Image)
-	creds := append(secretsKeyring(p.pod, p.in.Secrets).Lookup(repo), p.s.credentials.Lookup(repo)...)
-	if len(creds) == 0 {
-		return p.s.images.PullImage(ctx, spec, nil, sbConfig)
+	if err := p.s.pulls.intend(spec.Image); err != nil {
+		return "", err
+	}
+	podCreds := p.podCredentials(spec.Image)
+	ref, cred, err := p.pullWith(ctx, spec, sbConfig, podCreds, p.s.credentials.Lookup(imageRepository(spec.Image)))
+	if err != nil {
+		if ferr := p.s.pulls.failed(spec.Image); ferr != nil {
+			p.log.Warn("image pull not recorded", zap.String(logx.Image, spec.Image), zap.Error(ferr))
+		}
+		return "", err
+	}
+	if err := p.s.pulls.pulled(spec.Image, ref, cred); err != nil {
+		// The image is there; a pod may have to pull it again.
+		p.log.Warn("image pull not recorded", zap.String(logx.Image, spec.Image), zap.Error(err))
+	}
+	return ref, nil
+}
+
+// pullWith pulls spec with each of the pod's credentials, then each of
+// the node's, and anonymously when there are none; it returns the pod's
+// credential that pulled it (nil for the node's or none).
+func (p *pass) pullWith(ctx context.Context, spec *runtimeapi.ImageSpec, sbConfig *runtimeapi.PodSandboxConfig, podCreds, nodeCreds []Credential) (string, *Credential, error) {
+	if len(podCreds)+len(nodeCreds) == 0 {
+		ref, err := p.s.images.PullImage(ctx, spec, nil, sbConfig)
+		return ref, nil, err
 	}
 	var errs []error
-	for _, c := range creds {
+	for i, c := range append(slices.Clone(podCreds), nodeCreds...) {
 		ref, err := p.s.images.PullImage(ctx, spec, &runtimeapi.AuthConfig{Username: c.Username, Password: c.Password}, sbConfig)
 		if err == nil {
-			return ref, nil
+			if i < len(podCreds) {
+				return ref, &c, nil
+			}
+			return ref, nil, nil
 		}
 		errs = append(errs, err)
 	}
-	return "", errors.Join(errs...)
+	return "", nil, errors.Join(errs...)
 }
 
 // evalPullError is the kubelet's evalCRIPullErr. Like the kubelet it
@@ -275,12 +316,6 @@ func (p *pass) ensureImageVolumes(ctx context.Context, c *corev1.Container, sbCo
 	return out, nil
 }
 
-// versioner is the runtime's CRI Version, an optional capability of a
-// Runtime (the remote runtime and the fake have it).
-type versioner interface {
-	Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error)
-}
-
 // imageVolumesSupported asks the runtime's version whether it mounts
 // image volumes (criconfig.ImageVolumesSupport); an answer is kept, a
 // failed call is asked again next time.
@@ -290,11 +325,14 @@ func (s *Syncer) imageVolumesSupported(ctx context.Context) (bool, string) {
 	if s.imageVolumes.known {
 		return s.imageVolumes.ok, s.imageVolumes.why
 	}
-	v, ok := s.rt.(versioner)
+	v, ok := s.rt.(Versioner)
 	if !ok {
 		return false, "the container runtime does not say its version, so podsync cannot tell whether it supports image volumes"
 	}
 	resp, err := v.Version(ctx, "v1")
+	if errors.Is(err, ErrNoVersion) {
+		return false, "the container runtime does not say its version, so podsync cannot tell whether it supports image volumes"
+	}
 	if err != nil {
 		return false, fmt.Sprintf("the container runtime's version could not be read (%v), so podsync cannot tell whether it supports image volumes", err)
 	}

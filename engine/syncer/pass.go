@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -60,6 +61,9 @@ type recorder struct {
 	emit  func(StepResult)
 	log   *zap.Logger
 	obs   Observer
+	// ctx holds the pass's span, tracer its steps' spans' tracer.
+	ctx    context.Context
+	tracer trace.Tracer
 }
 
 func (r *recorder) add(st StepResult) {
@@ -80,6 +84,7 @@ func (r *recorder) add(st StepResult) {
 		r.log.Log(lvl, stepMessages[st.Action], fields...)
 	}
 	r.obs.ObserveStep(st)
+	traceStep(r.ctx, r.tracer, st)
 	if r.emit != nil {
 		r.emit(st)
 	}
@@ -455,12 +460,18 @@ func (p *pass) createSandbox(ctx context.Context, d plan.SandboxDecision) (strin
 		return fail(fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", model.PodString(p.pod), err), err, err)
 	}
 	// The pod's spec, for a node that loses its store to adopt the pod
-	// (plan.RebuildPod).
-	if spec, ok := model.EncodePodSpec(p.pod); ok {
+	// (model.RebuildPod), signed by the node: adoption rebuilds only what
+	// the node recorded. A pod's own annotations of these names never
+	// reach the sandbox.
+	delete(cfg.Annotations, model.AnnotationPodSpec)
+	delete(cfg.Annotations, model.AnnotationPodSpecMAC)
+	if spec, ok := model.EncodePodSpec(p.pod); ok && len(p.s.podSpecKey) > 0 {
 		if cfg.Annotations == nil {
 			cfg.Annotations = map[string]string{}
 		}
 		cfg.Annotations[model.AnnotationPodSpec] = spec
+		cfg.Annotations[model.AnnotationPodSpecMAC] = model.SignPodSpec(p.s.podSpecKey,
+			model.PodRef{Namespace: p.pod.Namespace, Name: p.pod.Name, UID: p.pod.UID}, spec)
 	}
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return fail(fmt.Sprintf("Failed to create log directory for pod %q: %v", model.PodString(p.pod), err),

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	criclient "k8s.io/cri-client/pkg"
@@ -48,6 +49,17 @@ type ContainerStatsLister interface {
 	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
 }
 
+// Versioner is the optional capability of a Runtime to say what it is
+// (CRI Version): the remote runtime has it, and so must every wrapper of
+// one.
+type Versioner interface {
+	Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error)
+}
+
+// ErrNoVersion is the error of a runtime without Version (a wrapper of
+// one that has none).
+var ErrNoVersion = errors.New("the runtime does not say its version")
+
 // ErrNoContainerStats is the error of a runtime without ContainerStats or
 // ListContainerStats (a wrapper of one that has neither).
 var ErrNoContainerStats = errors.New("the runtime does not report container stats")
@@ -72,8 +84,19 @@ var (
 // DialRuntime connects to the CRI runtime at endpoint (for example
 // "unix:///run/containerd/containerd.sock"). timeout bounds every CRI call
 // but image pulls; zero means DefaultRuntimeTimeout. It fails if the
-// runtime does not answer CRI's Version within the timeout.
+// runtime does not answer CRI's Version within the timeout. Its calls are
+// not traced and carry no trace context: DialRuntimeWith.
 func DialRuntime(ctx context.Context, endpoint string, timeout time.Duration) (*RemoteRuntime, error) {
+	return DialRuntimeWith(ctx, endpoint, timeout, nil)
+}
+
+// DialRuntimeWith is DialRuntime whose CRI calls are traced (otelgrpc,
+// k8s.io/cri-client's instrumentation): each is a client span of tp under
+// the caller's span, and carries its W3C trace context to the runtime,
+// which records spans of its own when its tracing is on (containerd's
+// tracing processor). A no-op tp records nothing but still propagates;
+// nil neither records nor propagates.
+func DialRuntimeWith(ctx context.Context, endpoint string, timeout time.Duration, tp trace.TracerProvider) (*RemoteRuntime, error) {
 	if timeout <= 0 {
 		timeout = DefaultRuntimeTimeout
 	}
@@ -91,7 +114,7 @@ func DialRuntime(ctx context.Context, endpoint string, timeout time.Duration) (*
 	rs, err := criclient.NewRemoteRuntimeServiceBuilder().
 		WithEndpoint(endpoint).
 		WithConnectionTimeout(timeout).
-		WithTracerProvider(nil).
+		WithTracerProvider(tp).
 		Build(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("connect cri runtime service %s: %w", endpoint, errors.Join(errdefs.ErrRuntimeUnavailable, err))
@@ -99,7 +122,7 @@ func DialRuntime(ctx context.Context, endpoint string, timeout time.Duration) (*
 	is, err := criclient.NewRemoteImageServiceBuilder().
 		WithEndpoint(endpoint).
 		WithConnectionTimeout(timeout).
-		WithTracerProvider(nil).
+		WithTracerProvider(tp).
 		Build(ctx)
 	if err != nil {
 		_ = rs.Close(ctx)

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
@@ -62,6 +65,20 @@ type SyncerOptions struct {
 	// --image-credentials), tried after those of a pod's image pull
 	// Secrets; nil holds none.
 	Credentials *Keyring
+	// ImagePullVerification is how a pod's access to an image the node
+	// holds already is verified (the kubelet's
+	// imagePullCredentialsVerificationPolicy): the zero value is
+	// NeverVerifyPreloadedImages. The records of which credentials pulled
+	// each image are kept under Config.RootDir.
+	ImagePullVerification ImagePullVerification
+	// PodSpecKey is the node's key (store.NodeKey), with which a new
+	// sandbox's record of its pod is signed (model.SignPodSpec); without
+	// one no record is written, and a node that loses its store adopts
+	// the pod in part.
+	PodSpecKey []byte
+	// TracerProvider records a span per pass (SpanPass) under the
+	// caller's, with a child per step; nil records none.
+	TracerProvider trace.TracerProvider
 }
 
 // Observer is told of what a Syncer does: every pass as it ends and every
@@ -151,6 +168,14 @@ type Syncer struct {
 	}
 	// credentials is SyncerOptions.Credentials.
 	credentials *Keyring
+	// podSpecKey is SyncerOptions.PodSpecKey.
+	podSpecKey []byte
+	// verify and pulls are SyncerOptions.ImagePullVerification and the
+	// records it decides by.
+	verify ImagePullVerification
+	pulls  *pullRecords
+	// tracer records passes and steps (SyncerOptions.TracerProvider).
+	tracer trace.Tracer
 	// usernsMu serialises the allocation of user namespace ranges.
 	usernsMu sync.Mutex
 }
@@ -172,7 +197,13 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 		// Only the host-path fields of the policy are read.
 		hostPaths:   opts.HostPaths,
 		credentials: opts.Credentials,
+		podSpecKey:  opts.PodSpecKey,
+		verify:      opts.ImagePullVerification,
 	}
+	if err := s.verify.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: %w: %w", err, errdefs.ErrInvalidSpec)
+	}
+	s.pulls = &pullRecords{dir: filepath.Join(s.cfg.RootDir, "image-pulls")}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
 	}
@@ -182,6 +213,11 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 	if s.obs == nil {
 		s.obs = nopObserver{}
 	}
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	s.tracer = tp.Tracer(tracerName)
 	return s, nil
 }
 
@@ -220,12 +256,14 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, in SyncInput, emi
 		return SyncResult{}, fmt.Errorf("sync pod %s: %w", model.PodString(pod), err)
 	}
 	log := logx.From(ctx, s.log).With(logx.Pod(pod)...)
-	p := &pass{s: s, pod: pod, in: in, log: log, rec: &recorder{emit: emit, log: log, obs: s.obs},
+	ctx, span := s.startPass(ctx, pod)
+	p := &pass{s: s, pod: pod, in: in, log: log, rec: &recorder{emit: emit, log: log, obs: s.obs, ctx: ctx, tracer: s.tracer},
 		pulls: model.CurrentPullFailures(pod, in.PullFailures)}
 	start := s.clock.Now()
 	res, err := p.run(ctx)
 	res.PullFailures = p.pulls
 	s.obs.ObservePass(res, err, ctx.Err() != nil, s.clock.Since(start))
+	endPass(span, res, err)
 	return res, err
 }
 

@@ -39,31 +39,32 @@ type tmpfsVolume struct {
 // disk directory its running containers share (a tmpfs over it would split
 // the volume between them). The tmpfs is mounted noswap where the kernel
 // offers it (6.4 and later), so that its pages never reach a disk either.
-func setupTmpfs(v tmpfsVolume, newSandbox bool) error {
+// It reports whether it mounted a new, empty tmpfs.
+func setupTmpfs(v tmpfsVolume, newSandbox bool) (mountedNew bool, err error) {
 	_, statErr := os.Lstat(v.dir)
 	existed := statErr == nil
 	if err := os.MkdirAll(v.dir, v.mode); err != nil {
-		return fmt.Errorf("create volume directory: %w", err)
+		return false, fmt.Errorf("create volume directory: %w", err)
 	}
 	mounted, err := mounttable.IsTmpfs(v.dir)
 	if err != nil {
-		return err
+		return false, err
 	}
 	switch {
 	case mounted:
-		return nil
+		return false, nil
 	case existed && !newSandbox && !v.secret:
 		// NOTE(podsync): a memory emptyDir an older podsync made on disk
 		// becomes a tmpfs with the pod's next sandbox.
-		return os.Chmod(v.dir, v.mode)
+		return false, os.Chmod(v.dir, v.mode)
 	case !existed || newSandbox:
 		entries, err := os.ReadDir(v.dir)
 		if err != nil {
-			return fmt.Errorf("read volume directory: %w", err)
+			return false, fmt.Errorf("read volume directory: %w", err)
 		}
 		for _, e := range entries {
 			if err := os.RemoveAll(filepath.Join(v.dir, e.Name())); err != nil {
-				return fmt.Errorf("clear volume directory: %w", err)
+				return false, fmt.Errorf("clear volume directory: %w", err)
 			}
 		}
 	}
@@ -78,9 +79,9 @@ func setupTmpfs(v tmpfsVolume, newSandbox bool) error {
 		err = unix.Mount("tmpfs", v.dir, "tmpfs", flags, opts)
 	}
 	if err != nil {
-		return fmt.Errorf("mount tmpfs on %s: %w", v.dir, err)
+		return false, fmt.Errorf("mount tmpfs on %s: %w", v.dir, err)
 	}
-	return nil
+	return true, nil
 }
 
 // TearDownVolumes removes the volumes of a pod that no longer runs, as

@@ -14,8 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/engine/criconfig"
-	"github.com/podsync/podsync/engine/errdefs"
-	"github.com/podsync/podsync/validation"
 )
 
 // etcHostsPath is the node's hosts file, copied for host-network pods.
@@ -50,18 +48,13 @@ func (s *Syncer) setupVolumes(pod *corev1.Pod, in SyncInput, newSandbox bool) er
 		var err error
 		switch {
 		case v.EmptyDir != nil:
-			dir := criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, v.Name, s.cfg)
-			if v.EmptyDir.Medium == corev1.StorageMediumMemory {
-				err = setupTmpfs(tmpfsVolume{dir: dir, size: criconfig.TmpfsSize(pod, v.EmptyDir.SizeLimit, s.cfg), mode: 0o777}, newSandbox)
-			} else if err = os.MkdirAll(dir, 0o777); err == nil {
-				err = os.Chmod(dir, 0o777)
-			}
+			err = s.setupEmptyDir(pod, v, newSandbox)
 		case v.HostPath != nil:
 			err = s.checkHostPathVolume(v.HostPath)
 		case criconfig.IsFileVolume(v):
 			err = s.setupFileVolume(pod, v, files, newSandbox)
 		case v.PersistentVolumeClaim != nil:
-			err = s.setupClaimVolume(v.PersistentVolumeClaim.ClaimName)
+			err = s.setupClaimVolume(pod, v.PersistentVolumeClaim, newSandbox)
 		}
 		if err != nil {
 			return fmt.Errorf("volume %q: %w", v.Name, err)
@@ -86,51 +79,63 @@ func (s *Syncer) refreshFileVolumes(pod *corev1.Pod, in SyncInput) error {
 	return errors.Join(errs...)
 }
 
-// setupClaimVolume creates the node-local named volume of a
-// persistentVolumeClaim on first use (EnsureClaimVolume).
-func (s *Syncer) setupClaimVolume(claim string) error {
-	_, err := EnsureClaimVolume(claim, s.cfg)
-	return err
+// setupEmptyDir creates an emptyDir's directory (mode 0777), or mounts
+// its tmpfs for medium Memory. A new one is given the pod's fsGroup as the
+// kubelet's emptyDir SetUpAt gives it once, when it sets the volume up
+// (always, whatever fsGroupChangePolicy says); an existing one is left as
+// its containers made it.
+func (s *Syncer) setupEmptyDir(pod *corev1.Pod, v *corev1.Volume, newSandbox bool) error {
+	dir := criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, v.Name, s.cfg)
+	var fresh bool
+	if v.EmptyDir.Medium == corev1.StorageMediumMemory {
+		var err error
+		if fresh, err = setupTmpfs(tmpfsVolume{dir: dir, size: criconfig.TmpfsSize(pod, v.EmptyDir.SizeLimit, s.cfg), mode: 0o777}, newSandbox); err != nil {
+			return err
+		}
+	} else {
+		_, statErr := os.Lstat(dir)
+		fresh = errors.Is(statErr, fs.ErrNotExist)
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return err
+		}
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return err
+		}
+	}
+	if !fresh {
+		return nil
+	}
+	return ownershipOf(pod, false, false).apply(dir)
 }
 
-// EnsureClaimVolume creates the node-local named volume claim (mode 0777,
-// as an emptyDir's, so that any user of a container may write it), podman
-// kube play's semantics, and reports whether it created it; an existing
-// one is left as it is. Its name, checked by validation, is one path
-// element.
-func EnsureClaimVolume(claim string, opts criconfig.Options) (created bool, err error) {
-	if err := errdefs.InvalidSpec(validation.CheckFileName("claimName", claim)); err != nil {
-		return false, err
+// setupClaimVolume creates the node-local named volume of a
+// persistentVolumeClaim on first use (EnsureClaimVolume) and, when the
+// pod's sandbox is new and the claim is mounted read-write, gives it the
+// pod's fsGroup under its fsGroupChangePolicy, as the kubelet's local
+// volume plugin does on a volume's first mount (OnRootMismatch skips a
+// volume whose root already has the group and mode).
+//
+// NOTE(podsync): the kubelet changes a local volume only when no other
+// pod mounts it; a named volume is changed for each pod that starts
+// with it, so the last pod's fsGroup owns it (with OnRootMismatch, only
+// when the root's group differs).
+func (s *Syncer) setupClaimVolume(pod *corev1.Pod, claim *corev1.PersistentVolumeClaimVolumeSource, newSandbox bool) error {
+	if _, err := EnsureClaimVolume(pod.Namespace, claim.ClaimName, s.cfg); err != nil {
+		return err
 	}
-	if strings.HasPrefix(claim, ".") {
-		return false, fmt.Errorf("claimName %q: must not start with '.': %w", claim, errdefs.ErrInvalidSpec)
+	if !newSandbox || claim.ReadOnly {
+		return nil
 	}
-	root := criconfig.ClaimVolumesRoot(opts)
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return false, fmt.Errorf("create the named volumes' directory: %w", err)
-	}
-	dir := criconfig.ClaimVolumeDir(claim, opts)
-	fi, err := os.Lstat(dir)
-	switch {
-	case err == nil && fi.IsDir():
-		return false, nil
-	case err == nil:
-		return false, fmt.Errorf("named volume %q: %s is not a directory: %w", claim, dir, errdefs.ErrInvalidSpec)
-	case !errors.Is(err, fs.ErrNotExist):
-		return false, err
-	}
-	if err := os.Mkdir(dir, 0o777); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return false, nil
-		}
-		return false, fmt.Errorf("create named volume %q: %w", claim, err)
-	}
-	return true, os.Chmod(dir, 0o777)
+	return ownershipOf(pod, false, true).apply(criconfig.ClaimVolumeDir(pod.Namespace, claim.ClaimName, s.cfg))
 }
 
 // setupFileVolume renders and writes the files of a configMap, secret,
 // downwardAPI or projected volume. All but configMap volumes are a tmpfs
 // without a size limit, as the kubelet's plugins wrap a memory emptyDir.
+// With an fsGroup, what is written is given its group as the kubelet's
+// plugins do from the atomic writer's setPerms: read-only volumes, so the
+// group may read every file (ownership.go), and fsGroupChangePolicy does
+// not apply.
 func (s *Syncer) setupFileVolume(pod *corev1.Pod, v *corev1.Volume, in criconfig.VolumeFilesInput, newSandbox bool) error {
 	files, err := criconfig.VolumeFiles(in, v, s.cfg)
 	if err != nil {
@@ -138,11 +143,30 @@ func (s *Syncer) setupFileVolume(pod *corev1.Pod, v *corev1.Volume, in criconfig
 	}
 	dir := criconfig.VolumeDir(pod, criconfig.VolumePlugin(v), v.Name, s.cfg)
 	if v.ConfigMap == nil {
-		if err := setupTmpfs(tmpfsVolume{dir: dir, size: criconfig.TmpfsSize(pod, nil, s.cfg), mode: 0o755, secret: true}, newSandbox); err != nil {
+		if _, err := setupTmpfs(tmpfsVolume{dir: dir, size: criconfig.TmpfsSize(pod, nil, s.cfg), mode: 0o755, secret: true}, newSandbox); err != nil {
 			return err
 		}
 	}
-	return writeAtomic(dir, files)
+	own := ownershipOf(pod, true, false)
+	if own == nil {
+		return writeAtomic(dir, files)
+	}
+	// The files are written with the group's read bit the ownership adds,
+	// so that an unchanged payload compares equal on the next pass.
+	for rel, f := range files {
+		f.Mode |= ownerROMask
+		files[rel] = f
+	}
+	if err := writeAtomicPerms(dir, files, func() error { return own.apply(dir) }); err != nil {
+		return err
+	}
+	// NOTE(podsync): specs change in place here; a volume written before
+	// the pod had this fsGroup is given it on the next pass, where the
+	// kubelet changes ownership only when it writes.
+	if own.rootMismatch(dir) {
+		return own.apply(dir)
+	}
+	return nil
 }
 
 // ensureHostsFile writes the pod's /etc/hosts, as the kubelet's

@@ -99,13 +99,14 @@ func startEnv(ctx context.Context, log *zap.Logger, repo string, flavour localcr
 		PodLogDir:      filepath.Join(e.dir, "raw", "logs"),
 		ClusterDomain:  "cluster.local",
 		CgroupDriver:   "cgroupfs",
+		CgroupRoot:     inst.CgroupRoot(),
 		NodeName:       benchNode,
 		NodeIPs:        []string{benchNodeIP},
 		MemoryCapacity: memTotal(),
 		// As podsyncd's default --seccomp-default.
 		SeccompDefault: true,
 	}
-	if e.d, err = startPodsyncd(sctx, log, bin, e.dir, filepath.Join(logDir, "podsyncd-"+inst.ID()+".log"), inst.Endpoint()); err != nil {
+	if e.d, err = startPodsyncd(sctx, log, bin, e.dir, filepath.Join(logDir, "podsyncd-"+inst.ID()+".log"), inst); err != nil {
 		return nil, err
 	}
 	log.Info("environment ready", zap.String("flavour", string(flavour)), zap.String("containerd", e.version),
@@ -122,7 +123,7 @@ func (e *env) ensurePodsyncd(ctx context.Context) error {
 		return nil
 	}
 	e.log.Error("podsyncd exited; restarting it", zap.String("log", e.d.logPath))
-	d, err := startPodsyncd(ctx, e.log, e.d.bin, e.dir, e.d.logPath, e.inst.Endpoint())
+	d, err := startPodsyncd(ctx, e.log, e.d.bin, e.dir, e.d.logPath, e.inst)
 	if err != nil {
 		return fmt.Errorf("podsyncd exited and did not restart: %w", err)
 	}
@@ -142,9 +143,10 @@ func (e *env) noteUIDs(uids ...types.UID) {
 	}
 }
 
-// removeCgroups removes the pod cgroups (kubepods/…/pod<uid>) of the
-// pods the run created, in every hierarchy; the runtime leaves them once
-// the pods' containers are gone. Nothing else under kubepods is touched.
+// removeCgroups removes the pod cgroups (kubepods/…/pod<uid> under the
+// instance's cgroup root) of the pods the run created, in every
+// hierarchy; the runtime leaves them once the pods' containers are gone.
+// The teardown removes the root.
 func (e *env) removeCgroups() {
 	e.mu.Lock()
 	uids := make([]types.UID, 0, len(e.uids))
@@ -158,7 +160,7 @@ func (e *env) removeCgroups() {
 		gone := true
 		for _, h := range hierarchies {
 			for _, qos := range []string{"besteffort", "burstable", ""} {
-				d := filepath.Join(h, "kubepods", qos, "pod"+string(u))
+				d := filepath.Join(h, e.inst.CgroupRoot(), "kubepods", qos, "pod"+string(u))
 				if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
 					gone = false
 				}
@@ -215,10 +217,10 @@ type podsyncd struct {
 	api     podsyncv1.PodSyncServiceClient
 }
 
-// startPodsyncd starts podsyncd with its state under dir, its log in
-// logPath and its socket under /run (unix socket paths are short), and
+// startPodsyncd starts podsyncd on inst with its state under dir, its log
+// in logPath and its socket under /run (unix socket paths are short), and
 // waits until it serves.
-func startPodsyncd(ctx context.Context, log *zap.Logger, bin, dir, logPath, endpoint string) (_ *podsyncd, err error) {
+func startPodsyncd(ctx context.Context, log *zap.Logger, bin, dir, logPath string, inst *localcri.Instance) (_ *podsyncd, err error) {
 	sockDir, err := os.MkdirTemp("/run", "psbench-")
 	if err != nil {
 		return nil, err
@@ -230,7 +232,7 @@ func startPodsyncd(ctx context.Context, log *zap.Logger, bin, dir, logPath, endp
 		return nil, err
 	}
 	d := &podsyncd{log: log, bin: bin, sock: filepath.Join(sockDir, "podsync.sock"), logPath: logPath}
-	if err := d.start(cfg, dir, endpoint); err != nil {
+	if err := d.start(cfg, dir, inst); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -246,9 +248,10 @@ func startPodsyncd(ctx context.Context, log *zap.Logger, bin, dir, logPath, endp
 }
 
 // start starts the podsyncd binary, in its own process group, with the
-// config file cfg, its state under dir and the runtime at endpoint,
-// appending its output to d.logPath; d.done is closed when it exits.
-func (d *podsyncd) start(cfg, dir, endpoint string) error {
+// config file cfg, its state under dir, the runtime of inst and its pods'
+// cgroups under inst's cgroup root, appending its output to d.logPath;
+// d.done is closed when it exits.
+func (d *podsyncd) start(cfg, dir string, inst *localcri.Instance) error {
 	logf, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -258,7 +261,8 @@ func (d *podsyncd) start(cfg, dir, endpoint string) error {
 	}
 	cmd := exec.Command(d.bin,
 		"--config", cfg,
-		"--runtime-endpoint", endpoint,
+		"--runtime-endpoint", inst.Endpoint(),
+		"--cgroup-root", inst.CgroupRoot(),
 		"--listen", "unix://"+d.sock,
 		"--root-dir", filepath.Join(dir, "root"),
 		"--pod-log-dir", filepath.Join(dir, "logs"),

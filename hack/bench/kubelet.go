@@ -405,7 +405,7 @@ func (e *env) stopPodsyncd() {
 }
 
 func (e *env) restartPodsyncd(ctx context.Context) error {
-	d, err := startPodsyncd(ctx, e.log, e.d.bin, e.dir, e.d.logPath, e.inst.Endpoint())
+	d, err := startPodsyncd(ctx, e.log, e.d.bin, e.dir, e.d.logPath, e.inst)
 	if err != nil {
 		return fmt.Errorf("restart podsyncd after the kubelet: %w", err)
 	}

@@ -204,7 +204,7 @@ func start(ctx context.Context, repo string, opts localcri.Options) (*instance, 
 	}
 	in.image = img.GetImage().GetId()
 	in.opts = criconfig.Options{RootDir: filepath.Join(in.dir, "raw", "root"), PodLogDir: filepath.Join(in.dir, "raw", "logs"),
-		ClusterDomain: "cluster.local", CgroupDriver: criconfig.CgroupfsDriver, NodeName: "idlecost", NodeIPs: []string{"10.255.255.1"},
+		ClusterDomain: "cluster.local", CgroupDriver: criconfig.CgroupfsDriver, CgroupRoot: inst.CgroupRoot(), NodeName: "idlecost", NodeIPs: []string{"10.255.255.1"},
 		MemoryCapacity: 4 << 30, SeccompDefault: true}
 	return in, nil
 }
@@ -319,7 +319,7 @@ func (in *instance) runPodsyncd(ctx context.Context, bin string, pods []*corev1.
 	defer func() { _ = logf.Close() }()
 	cmd := exec.Command(bin, "--config", cfgPath, "--runtime-endpoint", in.inst.Endpoint(), "--listen", "unix://"+sock,
 		"--root-dir", filepath.Join(dir, "root"), "--pod-log-dir", filepath.Join(dir, "logs"), "--node-name", "idlecost",
-		"--node-ip", "10.255.255.1", "--resolv-conf=", "--shutdown-timeout", "10s")
+		"--node-ip", "10.255.255.1", "--resolv-conf=", "--shutdown-timeout", "10s", "--cgroup-root", in.inst.CgroupRoot())
 	in.daemon = &localcri.Agent{}
 	if err := in.daemon.Start(cmd, logf); err != nil {
 		return fmt.Errorf("start podsyncd: %w", err)
@@ -394,7 +394,7 @@ func (in *instance) clear(ctx context.Context) error {
 	hierarchies, _ := filepath.Glob("/sys/fs/cgroup/*")
 	for _, u := range in.uids {
 		for _, h := range hierarchies {
-			_ = os.Remove(filepath.Join(h, "kubepods", "besteffort", "pod"+string(u)))
+			_ = os.Remove(filepath.Join(h, in.inst.CgroupRoot(), "kubepods", "besteffort", "pod"+string(u)))
 		}
 	}
 	in.uids = nil

@@ -13,20 +13,17 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podsync/podsync/host/cgroupfs"
 	"github.com/podsync/podsync/host/mounttable"
-	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
-// cleanup deletes the pods, stops podsyncd and containerd, removes the
-// pods' cgroups, checks that nothing is left and, when everything went
-// ok, removes the run dir.
+// cleanup deletes the pods, stops podsyncd and containerd (whose teardown
+// removes the pods' cgroups, under the instance's cgroup root), checks
+// that nothing is left and, when everything went ok, removes the run dir.
 func (r *runner) cleanup(ok bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var errs []error
 	if r.daemon != nil && r.api != nil {
-		r.recordUIDs(ctx)
 		if err := r.podsyncctl(ctx, true, "delete", "--all"); err != nil {
 			errs = append(errs, err)
 		}
@@ -46,13 +43,6 @@ func (r *runner) cleanup(ok bool) error {
 			errs = append(errs, err)
 		}
 	}
-	for _, uid := range r.uids {
-		for _, qos := range []string{"", "burstable", "besteffort"} {
-			if err := localcri.RemoveCgroupRoot(filepath.Join("/kubepods", qos, "pod"+uid)); err != nil {
-				errs = append(errs, fmt.Errorf("remove cgroups of pod %s: %w", uid, err))
-			}
-		}
-	}
 	if r.dir != "" {
 		// podsyncd's pod volumes are mounts under its root dir: deleting
 		// the pods unmounts them.
@@ -68,7 +58,6 @@ func (r *runner) cleanup(ok bool) error {
 		}
 	}
 	if r.base != nil {
-		r.removeNewCgroups()
 		if left := r.leftovers(); len(left) > 0 {
 			errs = append(errs, fmt.Errorf("left behind:\n  %s", strings.Join(left, "\n  ")))
 		}
@@ -100,23 +89,10 @@ func stopProcess(p *os.Process, exited <-chan struct{}, grace time.Duration) err
 	return fmt.Errorf("pid %d did not stop within %s and was killed", p.Pid, grace)
 }
 
-// removeNewCgroups removes the kubepods cgroups that did not exist
-// before the run, once empty.
-func (r *runner) removeNewCgroups() {
-	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
-	more, _ := filepath.Glob("/sys/fs/cgroup/kubepods")
-	dirs = append(dirs, more...)
-	for _, d := range dirs {
-		// Fails, as it should, where a cgroup is not empty.
-		_ = cgroupfs.RemoveTree(d, func(p string) bool { return r.base.cgroups[p] })
-	}
-}
-
 // leftovers lists what the run left behind: processes of its binaries or
-// run dir, mounts under the run dir, and pod cgroups. (The containerd
-// instance's processes, mounts, links and network namespaces are checked
-// by its Teardown, which also knows the pods' network namespaces and
-// veths.)
+// run dir. (The containerd instance's processes, mounts, links, network
+// namespaces and cgroup root are checked by its Teardown, which also knows
+// the pods' network namespaces and veths.)
 func (r *runner) leftovers() []string {
 	var out []string
 	now := takeSnapshot()
@@ -129,25 +105,17 @@ func (r *runner) leftovers() []string {
 			out = append(out, fmt.Sprintf("process %d: %s", pid, cmd))
 		}
 	}
-	for _, uid := range r.uids {
-		for p := range now.cgroups {
-			if strings.HasSuffix(p, "/pod"+uid) {
-				out = append(out, "cgroup "+p)
-			}
-		}
-	}
 	slices.Sort(out)
 	return out
 }
 
 // snapshot is what the leak check compares.
 type snapshot struct {
-	procs   map[int]string
-	cgroups map[string]bool // kubepods cgroups
+	procs map[int]string
 }
 
 func takeSnapshot() *snapshot {
-	s := &snapshot{procs: map[int]string{}, cgroups: map[string]bool{}}
+	s := &snapshot{procs: map[int]string{}}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -157,16 +125,6 @@ func takeSnapshot() *snapshot {
 		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && len(b) > 0 {
 			s.procs[pid] = strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
 		}
-	}
-	roots, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
-	more, _ := filepath.Glob("/sys/fs/cgroup/kubepods")
-	for _, root := range append(roots, more...) {
-		_ = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
-			if err == nil && e.IsDir() {
-				s.cgroups[p] = true
-			}
-			return nil
-		})
 	}
 	return s
 }

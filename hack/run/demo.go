@@ -7,11 +7,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
-
-	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 )
 
 // demo runs the examples.
@@ -27,8 +24,6 @@ func (r *runner) demo(ctx context.Context) error {
 			return err
 		}
 	}
-	r.recordUIDs(ctx)
-
 	r.printf("\n")
 	r.say("waiting for crashloop to crash twice and back off (its container exits 1 after 2 s)")
 	if err := r.waitCrashLoop(ctx); err != nil {
@@ -49,21 +44,6 @@ func (r *runner) demo(ctx context.Context) error {
 		return err
 	}
 	return r.podsyncctl(ctx, true, "ls", "-o", "wide")
-}
-
-// recordUIDs remembers the pods' uids, whose cgroups cleanup removes.
-func (r *runner) recordUIDs(ctx context.Context) {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	resp, err := r.api.ListPods(cctx, &podsyncv1.ListPodsRequest{})
-	if err != nil {
-		return
-	}
-	for _, p := range resp.GetPods() {
-		if uid := p.GetMetadata().GetUid(); !slices.Contains(r.uids, uid) {
-			r.uids = append(r.uids, uid)
-		}
-	}
 }
 
 // waitCrashLoop waits until the crashloop pod's container waits in

@@ -38,9 +38,7 @@ type runner struct {
 	daemon *exec.Cmd
 	exited chan struct{} // closed when podsyncd has exited
 	api    *client.Client
-	// uids of the pods the run created, for their cgroups.
-	uids []string
-	base *snapshot
+	base   *snapshot
 }
 
 func (r *runner) address() string { return "unix://" + filepath.Join(r.dir, "podsync.sock") }
@@ -194,6 +192,10 @@ func (r *runner) startDaemon() error {
 		"--runtime-endpoint", r.inst.Endpoint(),
 		"--root-dir", filepath.Join(r.dir, "root"),
 		"--pod-log-dir", filepath.Join(r.dir, "pods"),
+		// The pods' cgroups under the instance's own root: never another
+		// agent's on the host (the kubelet's, another make run's), and
+		// removed with the instance.
+		"--cgroup-root", r.inst.CgroupRoot(),
 		"--log-format", "console",
 		// The default Pod Security level, baseline, refuses host ports;
 		// examples/web.yaml publishes 8080, so the run opens that one.

@@ -67,7 +67,9 @@ func (a *app) main(ctx context.Context, args []string) int {
 	a.colors = newPalette(a.stdout, a.getenv)
 	root := a.newRoot()
 	root.SetArgs(args)
+	ctx, endTrace := a.startTrace(ctx)
 	cmd, err := root.ExecuteContextC(ctx)
+	endTrace(cmd, err)
 	if err == nil {
 		return ExitOK
 	}
@@ -167,7 +169,7 @@ func (a *app) newRoot() *cobra.Command {
 		c.GroupID = "pods"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.newGetCommand(), a.newLogsCommand(), a.newWatchCommand(), a.newNodeCommand(), a.newVolumeCommand(),
+	for _, c := range []*cobra.Command{a.newGetCommand(), a.newDescribeCommand(), a.newLogsCommand(), a.newWatchCommand(), a.newNodeCommand(), a.newVolumeCommand(),
 		a.newTopCommand(), a.newExecCommand(), a.newAttachCommand(), a.newPortForwardCommand(), a.newDebugCommand()} {
 		c.GroupID = "inspect"
 		root.AddCommand(c)

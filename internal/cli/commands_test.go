@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	corev1 "k8s.io/api/core/v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/internal/testing/testdaemon"
@@ -80,7 +82,9 @@ func mustSucceed(t *testing.T, what string, r result) {
 // list them, plan and sync a change, delete.
 func TestRunGetPlanSyncDelete(t *testing.T) {
 	d := startPodsyncd(t)
-	r := d.run(t, "", "run", "-f", "../../examples/web.yaml", "-f", "../../examples/init-sidecar.yaml", "-f", "../../examples/config.yaml")
+	// web's readiness probe never passes on the fake runtime: running is
+	// enough here.
+	r := d.run(t, "", "run", "--min-ready-seconds", "0", "-f", "../../examples/web.yaml", "-f", "../../examples/init-sidecar.yaml", "-f", "../../examples/config.yaml")
 	mustSucceed(t, "run", r)
 	for _, want := range [][]string{
 		{"default/web", "create sandbox", "ok", "attempt 0"},
@@ -113,7 +117,7 @@ func TestRunGetPlanSyncDelete(t *testing.T) {
 		t.Errorf("get -l app=web -o wide:\n%s", r.stdout)
 	}
 	r = d.run(t, "", "get", "-n", "other")
-	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "No pods found in namespace other") {
+	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "No resources found in other namespace.") {
 		t.Errorf("get -n other: %+v", r)
 	}
 
@@ -262,9 +266,18 @@ func TestOutputJSON(t *testing.T) {
 
 	r = d.run(t, "", "get", "config", "-o", "json")
 	mustSucceed(t, "get -o json", r)
+	var kpod corev1.Pod
+	if err := json.Unmarshal([]byte(r.stdout), &kpod); err != nil || kpod.Kind != "Pod" || kpod.APIVersion != "v1" || kpod.Status.Phase != corev1.PodRunning {
+		t.Errorf("get NAME -o json is not a running core/v1 Pod (%v):\n%s", err, r.stdout)
+	}
+	if strings.Contains(r.stdout, "sandboxID") || strings.Contains(r.stdout, `"restartCount": "`) {
+		t.Errorf("get NAME -o json has the API's fields or int64 strings:\n%s", r.stdout)
+	}
+	r = d.run(t, "", "get", "config", "-o", "proto-json")
+	mustSucceed(t, "get -o proto-json", r)
 	var pod podsyncv1.Pod
-	if err := protojson.Unmarshal([]byte(r.stdout), &pod); err != nil || pod.GetStatus().GetPhase() != "Running" {
-		t.Errorf("get NAME -o json is not a running Pod (%v):\n%s", err, r.stdout)
+	if err := protojson.Unmarshal([]byte(r.stdout), &pod); err != nil || pod.GetStatus().GetSandboxId() == "" {
+		t.Errorf("get NAME -o proto-json is not the API's Pod (%v):\n%s", err, r.stdout)
 	}
 	r = d.run(t, "", "ls", "-o", "yaml")
 	mustSucceed(t, "ls -o yaml", r)
@@ -356,7 +369,7 @@ func TestLogsAndWatch(t *testing.T) {
 	stop, wait := d.background(t, out, "logs", "-f", "talker")
 	eventually(t, "logs -f prints the old lines", func() bool { return out.String() == "one\ntwo\n" })
 	var pod podsyncv1.Pod
-	r = d.run(t, "", "get", "talker", "-o", "json")
+	r = d.run(t, "", "get", "talker", "-o", "proto-json")
 	if err := protojson.Unmarshal([]byte(r.stdout), &pod); err != nil {
 		t.Fatal(err)
 	}
@@ -511,6 +524,9 @@ func TestPrintNode(t *testing.T) {
 		Taints:      []*podsyncv1.Taint{{Key: "dedicated", Value: "db", Effect: "NoSchedule"}, {Key: "maintenance", Effect: "NoExecute"}},
 		Capacity:    map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110"},
 		Allocatable: map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110"},
+		Lease: &podsyncv1.Lease{Holder: "cn:controller-a", Epoch: 3,
+			RenewTime: timestamppb.New(fixedNow), ExpireTime: timestamppb.New(fixedNow.Add(15 * time.Second))},
+		RequireLease: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -528,8 +544,34 @@ Allocatable:
   cpu:              3500m
   memory:           7Gi
   pods:             110
+Lease:        cn:controller-a (epoch 3, renewed ` + fixedNow.UTC().Format(time.RFC3339) + `, expires ` + fixedNow.Add(15*time.Second).UTC().Format(time.RFC3339) + `)
+RequireLease: true
 `
 	if b.String() != want {
 		t.Errorf("printNode:\n%s\nwant:\n%s", b.String(), want)
 	}
+}
+
+// TestDeleteByUIDKeepsANewerIncarnation: delete --uid of a pod's old
+// incarnation fails and leaves the new one; its own uid deletes it.
+func TestDeleteByUIDKeepsANewerIncarnation(t *testing.T) {
+	d := startPodsyncd(t)
+	manifest := func(uid string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: web, uid: " + uid + "}\nspec:\n  containers:\n  - name: app\n    image: " + testImage +
+			"\n    command: [sleep, inf]\n"
+	}
+	const old, cur = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+	mustSucceed(t, "sync old", d.run(t, manifest(old), "sync", "-f", "-"))
+	mustSucceed(t, "delete", d.run(t, "", "delete", "web", "--grace-period", "0"))
+	mustSucceed(t, "sync new", d.run(t, manifest(cur), "sync", "-f", "-"))
+	r := d.run(t, "", "delete", "web", "--uid", old)
+	if r.code == 0 || !strings.Contains(r.stderr, cur) {
+		t.Fatalf("delete --uid of the old incarnation: exit %d, stderr %q; want a failure naming %s", r.code, r.stderr, cur)
+	}
+	r = d.run(t, "", "get", "web", "-o", "json")
+	mustSucceed(t, "get after a refused delete", r)
+	if !strings.Contains(r.stdout, cur) {
+		t.Fatalf("get after a refused delete:\n%s", r.stdout)
+	}
+	mustSucceed(t, "delete --uid of the live incarnation", d.run(t, "", "delete", "web", "--uid", cur, "--grace-period", "0"))
 }

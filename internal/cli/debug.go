@@ -38,7 +38,7 @@ func (a *app) newDebugCommand() *cobra.Command {
 			"attaches to it; without -i it prints the container's output until it exits and\n" +
 			"exits with its exit code (--attach=false returns once it runs). The container\n" +
 			"is never restarted and stops with the pod; its status is in the pod's\n" +
-			"ephemeralContainerStatuses. It needs the exec role (or admin).",
+			"ephemeralContainerStatuses. It needs the debug role (or admin).",
 		Example: "  podsyncctl debug web --image registry.local/busybox:local --target httpd -- ps\n" +
 			"  podsyncctl debug -it web --image registry.local/busybox:local --target httpd -- sh",
 		Args: usageArgs(func(cmd *cobra.Command, args []string) error {

@@ -12,7 +12,8 @@ import (
 // field named, and --image is required.
 func TestDebug(t *testing.T) {
 	d := startPodsyncd(t)
-	mustSucceed(t, "run", d.run(t, "", "run", "-f", "../../examples/web.yaml"))
+	// web's readiness probe never passes on the fake runtime.
+	mustSucceed(t, "run", d.run(t, "", "run", "--min-ready-seconds", "0", "-f", "../../examples/web.yaml"))
 
 	r := d.run(t, "", "debug", "web", "--image", testImage, "--target", "httpd", "-c", "dbg", "--", "sh", "-c", "echo hi; exit 3")
 	if r.code != 3 || r.stdout != "hi\n" {

@@ -40,20 +40,18 @@ func (a *app) newDeleteCommand() *cobra.Command {
 			"  podsyncctl delete cm app-config",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				if kind, ok := objectWords[args[0]]; ok {
-					if err := checkFormat(f.output, formatText); err != nil {
-						return err
-					}
-					c, err := a.client(cmd.Context())
-					if err != nil {
-						return err
-					}
-					defer func() { _ = c.Close() }()
-					return a.deleteObjects(cmd.Context(), c, kind, f, args[1:])
+				kind, names, err := parseResourceArgs(args)
+				if err != nil {
+					return err
 				}
-			}
-			if len(args) > 0 && resourceWords[args[0]] {
-				args = args[1:]
+				switch kind {
+				case resourceConfigMaps, resourceSecrets:
+					return a.deleteObjectsArgs(cmd, f, kind, names)
+				case resourcePods:
+				default:
+					return usageErrorf("delete removes pods, configmaps and secrets")
+				}
+				args = names
 			}
 			if err := f.check(args); err != nil {
 				return err
@@ -75,10 +73,24 @@ func (a *app) newDeleteCommand() *cobra.Command {
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", `namespace of the named pods (default "default"); with --all, all namespaces when empty`)
 	cmd.Flags().BoolVar(&f.all, "all", false, "delete every pod of -n, or of every namespace")
 	cmd.Flags().Int64Var(&f.gracePeriod, "grace-period", -1, "seconds given to the containers to stop; 0 kills at once; -1 uses each pod's terminationGracePeriodSeconds")
-	cmd.Flags().StringVar(&f.uid, "uid", "", "delete only this incarnation (uid) of the pod")
+	cmd.Flags().StringVar(&f.uid, "uid", "", "delete only this incarnation (uid) of the pod: another one is left running and the command fails (UID_MISMATCH)")
 	cmd.Flags().BoolVar(&f.ignoreNotFound, "ignore-not-found", false, "a pod that does not exist is not an error")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "output format: json or yaml (the API's DeletePodResponse messages)")
 	return cmd
+}
+
+// deleteObjectsArgs deletes the named stored objects (delete cm NAME,
+// delete secret/NAME).
+func (a *app) deleteObjectsArgs(cmd *cobra.Command, f deleteFlags, kind resKind, names []string) error {
+	if err := checkFormat(f.output, formatText); err != nil {
+		return err
+	}
+	c, err := a.client(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	return a.deleteObjects(cmd.Context(), c, objectKindOf(kind), f, names)
 }
 
 // check checks the output format and that the pods come from exactly one

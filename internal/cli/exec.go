@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -53,6 +54,9 @@ func (a *app) newExecCommand() *cobra.Command {
 				return err
 			}
 			defer func() { _ = c.Close() }()
+			if f.container, err = a.defaultContainer(cmd.Context(), c, f.namespace, args[0], f.container); err != nil {
+				return err
+			}
 			ctx, cancel := a.waitContext(cmd.Context())
 			defer cancel()
 			return a.runSession(ctx, f, func(ctx context.Context, so client.StreamOptions) (int, error) {
@@ -84,6 +88,9 @@ func (a *app) newAttachCommand() *cobra.Command {
 				return err
 			}
 			defer func() { _ = c.Close() }()
+			if f.container, err = a.defaultContainer(cmd.Context(), c, f.namespace, args[0], f.container); err != nil {
+				return err
+			}
 			ctx, cancel := a.waitContext(cmd.Context())
 			defer cancel()
 			err = a.runSession(ctx, f, func(ctx context.Context, so client.StreamOptions) (int, error) {
@@ -159,4 +166,53 @@ func (a *app) runSession(ctx context.Context, f streamFlags, run func(context.Co
 		return &exitError{code: code}
 	}
 	return nil
+}
+
+// defaultContainerAnnotation names a pod's default container, as kubectl
+// reads it.
+const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
+
+// defaultContainer is kubectl's choice of a container when -c is not
+// given: the pod's annotated default, else its first container; when the
+// pod has several, it says so on stderr ("Defaulted container "app" out
+// of: app, sidecar, migrate (init)"), as kubectl does. A named container
+// is returned as it is.
+func (a *app) defaultContainer(ctx context.Context, c *client.Client, namespace, pod, container string) (string, error) {
+	if container != "" {
+		return container, nil
+	}
+	gctx, cancel := a.callContext(ctx)
+	defer cancel()
+	resp, err := c.GetPod(gctx, namespaceOr(namespace), pod)
+	if err != nil {
+		return "", err
+	}
+	p := resp.GetPod()
+	spec := p.GetSpec()
+	var names []string
+	for _, ct := range spec.GetContainers() {
+		names = append(names, ct.GetName())
+	}
+	all := len(names)
+	for _, ct := range spec.GetInitContainers() {
+		names = append(names, ct.GetName()+" (init)")
+	}
+	for _, ct := range spec.GetEphemeralContainers() {
+		names = append(names, ct.GetName()+" (ephem)")
+	}
+	if all == 0 {
+		return "", nil
+	}
+	chosen := spec.GetContainers()[0].GetName()
+	if want := p.GetMetadata().GetAnnotations()[defaultContainerAnnotation]; want != "" {
+		for _, ct := range spec.GetContainers() {
+			if ct.GetName() == want {
+				chosen = want
+			}
+		}
+	}
+	if len(names) > 1 {
+		_, _ = fmt.Fprintf(a.stderr, "Defaulted container %q out of: %s\n", chosen, strings.Join(names, ", "))
+	}
+	return chosen, nil
 }

@@ -51,6 +51,9 @@ func (a *app) newLogsCommand() *cobra.Command {
 				return err
 			}
 			defer func() { _ = c.Close() }()
+			if req.Container, err = a.defaultContainer(cmd.Context(), c, f.namespace, args[0], req.Container); err != nil {
+				return err
+			}
 			ctx, cancel := a.callContext(cmd.Context())
 			if f.follow {
 				ctx, cancel = a.waitContext(cmd.Context())

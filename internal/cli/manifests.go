@@ -49,7 +49,7 @@ func (a *app) readManifests(names []string, decodeOnly bool) (*convert.Manifests
 			sources = append(sources, convert.Source{Name: displayName(p), Data: data})
 		}
 	}
-	m, notices, err := convert.ReadManifests(sources, convert.ReadOptions{DecodeOnly: decodeOnly, Validation: validation.Options{StoredObjects: true}})
+	m, notices, err := convert.ReadManifests(sources, convert.ReadOptions{DecodeOnly: decodeOnly, Validation: validation.Options{StoredObjects: true, Limits: validation.ClientLimits()}})
 	for _, n := range notices {
 		_, _ = fmt.Fprintf(a.stderr, "notice: %s\n", n)
 	}
@@ -100,9 +100,10 @@ func displayName(p string) string {
 // document, as podman kube play does, before the pods that mount it are
 // sent, and says so on w ("volume/data created", or "unchanged" for one
 // that exists).
-func (a *app) createClaims(ctx context.Context, c *client.Client, claims []string, w io.Writer) error {
-	for _, name := range claims {
-		created, err := c.CreateVolume(ctx, name)
+func (a *app) createClaims(ctx context.Context, c *client.Client, claims []convert.ClaimRef, w io.Writer) error {
+	for _, claim := range claims {
+		name := claim.Name
+		created, err := c.CreateVolume(ctx, claim.Namespace, name)
 		if err != nil {
 			return err
 		}

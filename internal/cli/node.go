@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,11 +17,12 @@ func (a *app) newNodeCommand() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "node",
-		Short: "Show the node's labels, taints and resources (GetNode)",
+		Short: "Show the node's labels, taints, resources and lease (GetNode)",
 		Long: "node prints what podsyncd's admission knows of its node, as kubectl describe\n" +
 			"node prints it: the labels pods' nodeSelector and required node affinity must\n" +
 			"match, the taints they must tolerate, and the capacity and allocatable\n" +
-			"resources their requests are admitted against.",
+			"resources their requests are admitted against; then the node's lease: which\n" +
+			"control plane drives it, under which epoch, until when (docs/api.md).",
 		Example: "  podsyncctl node\n" +
 			"  podsyncctl node -o yaml",
 		Args: usageArgs(cobra.NoArgs),
@@ -89,6 +91,17 @@ func printNode(w io.Writer, n *podsyncv1.Node) error {
 			fmt.Fprintf(&b, "  %-18s%s\n", k+":", r.l[k])
 		}
 	}
+	l := n.GetLease()
+	switch {
+	case l == nil:
+		b.WriteString("Lease:        <none>\n")
+	case l.GetHolder() == "":
+		fmt.Fprintf(&b, "Lease:        released (epoch %d)\n", l.GetEpoch())
+	default:
+		fmt.Fprintf(&b, "Lease:        %s (epoch %d, renewed %s, expires %s)\n", l.GetHolder(), l.GetEpoch(),
+			l.GetRenewTime().AsTime().UTC().Format(time.RFC3339), l.GetExpireTime().AsTime().UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(&b, "RequireLease: %t\n", n.GetRequireLease())
 	_, err := io.WriteString(w, b.String())
 	return err
 }

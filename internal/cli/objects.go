@@ -4,20 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
+	"github.com/podsync/podsync/convert"
 )
 
-// objectWords are the resource words of get and delete that name stored
-// objects rather than pods, as kubectl spells them.
-var objectWords = map[string]podsyncv1.ObjectKind{
-	"cm": podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP, "configmap": podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP,
-	"configmaps": podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP,
-	"secret":     podsyncv1.ObjectKind_OBJECT_KIND_SECRET, "secrets": podsyncv1.ObjectKind_OBJECT_KIND_SECRET,
+// objectKindOf is the API's kind of a stored object's resource.
+func objectKindOf(r resKind) podsyncv1.ObjectKind {
+	if r == resourceSecrets {
+		return podsyncv1.ObjectKind_OBJECT_KIND_SECRET
+	}
+	return podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP
 }
 
 // kindWord is how kubectl names a kind in its output ("configmap/cfg").
@@ -32,6 +37,9 @@ func kindWord(k podsyncv1.ObjectKind) string {
 // every one f selects; Secrets' values are never shown (podsyncd never
 // returns them).
 func (a *app) getObjects(ctx context.Context, c *client.Client, kind podsyncv1.ObjectKind, f getFlags, names []string) error {
+	if f.fieldSelector != "" || f.showLabels {
+		return usageErrorf("--field-selector and --show-labels are for pods and events")
+	}
 	if len(f.phases) > 0 {
 		return usageErrorf("--phase selects pods, not %ss", kindWord(kind))
 	}
@@ -51,8 +59,26 @@ func (a *app) getObjects(ctx context.Context, c *client.Client, kind podsyncv1.O
 		objs = append(objs, obj)
 	}
 	switch {
-	case f.output == formatJSON || f.output == formatYAML:
-		mw := &messageWriter{w: a.stdout, format: f.output}
+	case isKubeFormat(f.output):
+		p, err := newKubePrinter(f.output, os.ReadFile)
+		if err != nil {
+			return err
+		}
+		out := make([]runtime.Object, 0, len(objs))
+		for _, o := range objs {
+			if s := o.GetSecret(); s != nil {
+				sec := convert.SecretFromProto(s)
+				sec.APIVersion, sec.Kind = "v1", "Secret"
+				out = append(out, sec)
+				continue
+			}
+			cm := convert.ConfigMapFromProto(o.GetConfigMap())
+			cm.APIVersion, cm.Kind = "v1", "ConfigMap"
+			out = append(out, cm)
+		}
+		return p.print(a.stdout, out, len(names) == 1)
+	case f.output == formatProtoJSON || f.output == formatProtoYAML:
+		mw := &messageWriter{w: a.stdout, format: protoFormat(f.output)}
 		for _, o := range objs {
 			var err error
 			if o.GetSecret() != nil {
@@ -66,12 +92,7 @@ func (a *app) getObjects(ctx context.Context, c *client.Client, kind podsyncv1.O
 		}
 		return nil
 	case len(objs) == 0:
-		where := "in any namespace"
-		if f.namespace != "" {
-			where = "in namespace " + f.namespace
-		}
-		_, err := fmt.Fprintf(a.stderr, "No %ss found %s.\n", kindWord(kind), where)
-		return err
+		return a.noResources(f.namespace)
 	}
 	header := []string{"NAMESPACE", "NAME", "DATA", "AGE"}
 	if kind == podsyncv1.ObjectKind_OBJECT_KIND_SECRET {
@@ -197,13 +218,24 @@ func (a *app) newApplyCommand() *cobra.Command {
 				}
 			}
 			for _, p := range podReq.GetPods() {
+				// kubectl's unchanged: the pod as stored before is the
+				// one sent (a pass runs all the same).
+				var before *podsyncv1.Pod
+				gctx, gcancel := a.callContext(ctx)
+				if resp, err := c.GetPod(gctx, namespaceOr(p.GetMetadata().GetNamespace()), p.GetMetadata().GetName()); err == nil {
+					before = resp.GetPod()
+				}
+				gcancel()
 				res, err := c.SyncPod(ctx, &podsyncv1.SyncPodRequest{Pod: p}, nil)
 				if err != nil {
 					return err
 				}
 				word := "configured"
-				if res.GetCreated() {
+				switch {
+				case res.GetCreated():
 					word = "created"
+				case samePod(before, p):
+					word = "unchanged"
 				}
 				if _, err := fmt.Fprintf(a.stdout, "pod/%s %s\n", p.GetMetadata().GetName(), word); err != nil {
 					return err
@@ -214,4 +246,21 @@ func (a *app) newApplyCommand() *cobra.Command {
 	}
 	addFileFlag(cmd, &files, "manifest file, directory or - for stdin; repeatable")
 	return cmd
+}
+
+// samePod reports whether the stored pod before has the spec (but what
+// podsyncd fills in), labels and annotations of the pod sent.
+func samePod(before, sent *podsyncv1.Pod) bool {
+	if before == nil {
+		return false
+	}
+	spec := proto.Clone(before.GetSpec()).(*podsyncv1.PodSpec)
+	if sent.GetSpec().Priority == nil {
+		// podsyncd sets it from priorityClassName, as the Priority
+		// admission plugin does.
+		spec.Priority = nil
+	}
+	bm, sm := before.GetMetadata(), sent.GetMetadata()
+	return proto.Equal(spec, sent.GetSpec()) && maps.Equal(bm.GetLabels(), sm.GetLabels()) &&
+		maps.Equal(bm.GetAnnotations(), sm.GetAnnotations())
 }

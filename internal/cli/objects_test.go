@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -21,6 +22,14 @@ func TestApplyGetDeleteObjects(t *testing.T) {
 	mustSucceed(t, "apply of a pod whose objects are not stored yet", r)
 	if !strings.Contains(r.stdout, "pod/web created") {
 		t.Errorf("apply output:\n%s", r.stdout)
+	}
+	// kubectl's unchanged for the same pod again, configured for a change.
+	if r = d.run(t, "", "apply", "-f", pod); r.code != 0 || !strings.Contains(r.stdout, "pod/web unchanged") {
+		t.Errorf("apply of the same pod again: %+v", r)
+	}
+	changed := writeManifest(t, "pod2.yaml", strings.Replace(readFile(t, pod), "sleep inf", "sleep 1d", 1))
+	if r = d.run(t, "", "apply", "-f", changed); r.code != 0 || !strings.Contains(r.stdout, "pod/web configured") {
+		t.Errorf("apply of a changed pod: %+v", r)
 	}
 	r = d.run(t, "", "apply", "-f", objects)
 	mustSucceed(t, "apply objects", r)
@@ -55,7 +64,16 @@ func TestApplyGetDeleteObjects(t *testing.T) {
 		t.Errorf("delete of a missing ConfigMap: exit %d, stderr %s", r.code, r.stderr)
 	}
 	mustSucceed(t, "delete --ignore-not-found", d.run(t, "", "delete", "cm", "web-config", "--ignore-not-found"))
-	if r = d.run(t, "", "get", "cm"); !strings.Contains(r.stderr, "No configmaps found") {
+	if r = d.run(t, "", "get", "cm"); !strings.Contains(r.stderr, "No resources found") {
 		t.Errorf("get cm after the delete: %s %s", r.stdout, r.stderr)
 	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,10 +24,14 @@ type portForwardFlags struct {
 // forwardedPort is one LOCAL:REMOTE argument.
 type forwardedPort struct {
 	local, remote uint16
+	// name is the remote port's name (LOCAL:http), resolved to remote
+	// from the pod's container ports (resolvePortNames).
+	name string
 }
 
 // parsePorts reads kubectl's port arguments: REMOTE (the same local
-// port), LOCAL:REMOTE, or :REMOTE (a free local port).
+// port), LOCAL:REMOTE, or :REMOTE (a free local port); REMOTE may be a
+// container port's name when LOCAL is given (18080:http).
 func parsePorts(args []string) ([]forwardedPort, error) {
 	var out []forwardedPort
 	for _, a := range args {
@@ -35,8 +40,16 @@ func parsePorts(args []string) ([]forwardedPort, error) {
 			remote = local
 		}
 		r, err := strconv.ParseUint(remote, 10, 16)
+		if err != nil && found && local != "" && remote != "" && strings.IndexFunc(remote, func(c rune) bool { return c < '0' || c > '9' }) >= 0 {
+			l, lerr := strconv.ParseUint(local, 10, 16)
+			if lerr != nil {
+				return nil, fmt.Errorf("port %q: the local port must be a number from 0 to 65535", a)
+			}
+			out = append(out, forwardedPort{local: uint16(l), name: remote})
+			continue
+		}
 		if err != nil || r == 0 {
-			return nil, fmt.Errorf("port %q: the remote port must be a number from 1 to 65535", a)
+			return nil, fmt.Errorf("port %q: the remote port must be a number from 1 to 65535, or a container port's name after LOCAL: (18080:http)", a)
 		}
 		var l uint64
 		switch {
@@ -77,6 +90,9 @@ func (a *app) newPortForwardCommand() *cobra.Command {
 				return err
 			}
 			defer func() { _ = c.Close() }()
+			if err := a.resolvePortNames(cmd.Context(), c, f.namespace, args[0], ports); err != nil {
+				return err
+			}
 			ctx, cancel := a.waitContext(cmd.Context())
 			defer cancel()
 			err = a.portForward(ctx, c, f, args[0], ports)
@@ -90,6 +106,37 @@ func (a *app) newPortForwardCommand() *cobra.Command {
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", `namespace of the pod (default "default")`)
 	cmd.Flags().StringSliceVar(&f.addresses, "address", []string{"127.0.0.1"}, "local addresses to listen on, comma-separated")
 	return cmd
+}
+
+// resolvePortNames gives each named port the number of the pod's
+// container port of that name, as kubectl looks it up.
+func (a *app) resolvePortNames(ctx context.Context, c *client.Client, namespace, pod string, ports []forwardedPort) error {
+	if !slices.ContainsFunc(ports, func(p forwardedPort) bool { return p.name != "" }) {
+		return nil
+	}
+	gctx, cancel := a.callContext(ctx)
+	defer cancel()
+	resp, err := c.GetPod(gctx, namespaceOr(namespace), pod)
+	if err != nil {
+		return err
+	}
+	spec := resp.GetPod().GetSpec()
+	for i := range ports {
+		if ports[i].name == "" {
+			continue
+		}
+		for _, ct := range slices.Concat(spec.GetInitContainers(), spec.GetContainers()) {
+			for _, cp := range ct.GetPorts() {
+				if cp.GetName() == ports[i].name {
+					ports[i].remote = uint16(cp.GetContainerPort()) //nolint:gosec // a port, validated.
+				}
+			}
+		}
+		if ports[i].remote == 0 {
+			return failed("pod %s/%s has no container port named %q", namespaceOr(namespace), pod, ports[i].name)
+		}
+	}
+	return nil
 }
 
 // portForward listens on every address and port and forwards each

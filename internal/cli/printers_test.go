@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -341,4 +342,33 @@ func TestWatchGolden(t *testing.T) {
 		}
 	}
 	golden(t, "watch.txt", out.String())
+}
+
+// TestRunPrintsARepeatOnce: a back-off's retries — the same failed pull,
+// the same back-off — print once; once the step succeeds, a new failure
+// prints again.
+func TestRunPrintsARepeatOnce(t *testing.T) {
+	var b bytes.Buffer
+	a := &app{stdout: &b, now: func() time.Time { return fixedNow }}
+	ref := &podsyncv1.PodRef{Namespace: "default", Name: "web"}
+	req := &podsyncv1.RunPodsRequest{Pods: []*podsyncv1.Pod{{Metadata: &podsyncv1.ObjectMeta{Namespace: "default", Name: "web"}}}}
+	p := newRunPrinter(a, req, formatText)
+	send := func(s *podsyncv1.SyncStep) {
+		p.progress(&podsyncv1.RunPodsResponse{Event: &podsyncv1.RunPodsResponse_Step{Step: &podsyncv1.PodStep{Pod: ref, Step: s}}})
+	}
+	pull := step(podsyncv1.StepAction_STEP_ACTION_START_CONTAINER, "app", regular, fail, "ErrImagePull", "registry: i/o timeout")
+	wait := step(podsyncv1.StepAction_STEP_ACTION_START_CONTAINER, "app", regular, backoff, "ImagePullBackOff", "Back-off pulling image")
+	for range 3 {
+		send(pull)
+		send(wait)
+		wait.Message += "."
+	}
+	send(step(podsyncv1.StepAction_STEP_ACTION_START_CONTAINER, "app", regular, ok, "NewSandbox", ""))
+	send(pull)
+	if n := strings.Count(b.String(), "ErrImagePull"); n != 2 {
+		t.Errorf("the failed pull printed %d times, want once before the start and once after:\n%s", n, b.String())
+	}
+	if n := strings.Count(b.String(), "ImagePullBackOff"); n != 1 {
+		t.Errorf("the back-off printed %d times, want once:\n%s", n, b.String())
+	}
 }

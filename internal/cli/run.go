@@ -12,6 +12,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
+	"github.com/podsync/podsync/convert"
 )
 
 // waitForValues maps --wait-for to the API.
@@ -27,6 +28,7 @@ type runFlags struct {
 	waitFor      string
 	timeout      time.Duration
 	allOrNothing bool
+	minReady     int32
 	output       string
 }
 
@@ -39,10 +41,15 @@ func (a *app) newRunCommand() *cobra.Command {
 			"podsyncd in one RunPods call. podsyncd admits them in order, starts them and\n" +
 			"waits, per pod, until it reaches --wait-for, fails, or --timeout passes. run\n" +
 			"prints each sync step and status change as it happens, then a summary table.\n\n" +
-			"--wait-for running (the default): every regular container runs;\n" +
+			"--wait-for running (the default): every regular container runs, and has stayed\n" +
+			"up --min-ready-seconds (one with a readiness probe: until it is ready);\n" +
 			"--wait-for ready: the pod is Ready (readiness probes passed);\n" +
 			"--wait-for succeeded: the pod ran to completion (phase Succeeded).\n" +
-			"A pod that fails or crash-loops before its target is reported as failed.\n\n" +
+			"A pod that fails or crash-loops before its target is reported as failed, at\n" +
+			"once, and so is one whose image the registry says is not there or refuses\n" +
+			"(the node goes on retrying it). A pod that waits for a ConfigMap or Secret\n" +
+			"is waited for; at its timeout, the message names what each container waits\n" +
+			"for and its last event. A step that repeats (a back-off) is printed once.\n\n" +
 			"The pods stay on the node after run returns, kept running by podsyncd until\n" +
 			"`podsyncctl delete`. The exit code is 1 when any pod was rejected, failed or\n" +
 			"timed out.",
@@ -87,6 +94,7 @@ func (a *app) newRunCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.waitFor, "wait-for", "running", "what to wait for, per pod: running, ready or succeeded")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for each pod, from its admission (at most 24h)")
 	cmd.Flags().BoolVar(&f.allOrNothing, "all-or-nothing", false, "run no pod when admission refuses any of them")
+	cmd.Flags().Int32Var(&f.minReady, "min-ready-seconds", 3, "with --wait-for running, how long each container must stay up (one with a readiness probe: until it is ready once); 0: running is enough")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "output format: json or yaml (the API's RunPodsResponse messages)")
 	return cmd
 }
@@ -95,7 +103,7 @@ func (a *app) newRunCommand() *cobra.Command {
 // manifests of -f: their Pods, with the ConfigMaps and Secrets they use,
 // the target of --wait-for, --timeout and --all-or-nothing; and returns
 // the claims of their PersistentVolumeClaim documents.
-func (a *app) runRequest(f runFlags) (*podsyncv1.RunPodsRequest, []string, error) {
+func (a *app) runRequest(f runFlags) (*podsyncv1.RunPodsRequest, []convert.ClaimRef, error) {
 	if len(f.files) == 0 {
 		return nil, nil, usageErrorf("run needs at least one -f")
 	}
@@ -125,6 +133,12 @@ func (a *app) runRequest(f runFlags) (*podsyncv1.RunPodsRequest, []string, error
 	if f.allOrNothing {
 		req.AdmissionMode = podsyncv1.AdmissionMode_ADMISSION_MODE_ALL_OR_NOTHING
 	}
+	if f.minReady < 0 {
+		return nil, nil, usageErrorf("--min-ready-seconds %d: must not be negative", f.minReady)
+	}
+	if wf == podsyncv1.WaitFor_WAIT_FOR_RUNNING {
+		req.MinReadySeconds = f.minReady
+	}
 	return req, m.Claims, nil
 }
 
@@ -152,13 +166,17 @@ type runPrinter struct {
 	specs  map[string]*podsyncv1.PodSpec // by namespace/name
 	width  int                           // of the pod column
 	last   map[string]string             // last status line per pod
-	target podsyncv1.WaitFor
-	err    error
+	// failing are the failed and backed-off steps printed, by pod and
+	// step target, so that a back-off's repeats print once; a step that
+	// succeeds clears its target's.
+	failing map[string]map[string]bool
+	target  podsyncv1.WaitFor
+	err     error
 }
 
 func newRunPrinter(a *app, req *podsyncv1.RunPodsRequest, format string) *runPrinter {
 	p := &runPrinter{a: a, w: a.stdout, format: format, mw: &messageWriter{w: a.stdout, format: format},
-		specs: map[string]*podsyncv1.PodSpec{}, last: map[string]string{}, target: req.GetWaitFor()}
+		specs: map[string]*podsyncv1.PodSpec{}, last: map[string]string{}, failing: map[string]map[string]bool{}, target: req.GetWaitFor()}
 	for _, pod := range req.GetPods() {
 		key := pod.GetMetadata().GetNamespace() + "/" + pod.GetMetadata().GetName()
 		p.specs[key] = pod.GetSpec()
@@ -182,6 +200,9 @@ func (p *runPrinter) progress(m *podsyncv1.RunPodsResponse) {
 	switch {
 	case m.GetStep() != nil:
 		s := m.GetStep()
+		if p.repeat(s) {
+			return
+		}
 		p.err = writeStep(p.w, p.prefix(s.GetPod()), s.GetStep(), now, p.a.colors)
 	case m.GetStatus() != nil:
 		u := m.GetStatus()
@@ -197,6 +218,31 @@ func (p *runPrinter) progress(m *podsyncv1.RunPodsResponse) {
 		p.last[key] = line
 		_, p.err = fmt.Fprintf(p.w, "%s%s %s\n", p.prefix(u.GetPod()), p.a.colors.dim("status"), line)
 	}
+}
+
+// repeat reports whether a failed or backed-off step says again what one
+// of its pod and target said since the target last succeeded (a
+// back-off's retries), and then is not printed.
+func (p *runPrinter) repeat(ps *podsyncv1.PodStep) bool {
+	s := ps.GetStep()
+	key := refKey(ps.GetPod()) + "\x00" + s.GetAction().String() + "\x00" + s.GetTarget()
+	if s.GetOutcome() == podsyncv1.StepOutcome_STEP_OUTCOME_SUCCEEDED {
+		delete(p.failing, key)
+		return false
+	}
+	what := s.GetOutcome().String() + "\x00" + s.GetReason() + "\x00" + s.GetMessage()
+	if s.GetOutcome() == podsyncv1.StepOutcome_STEP_OUTCOME_BACKING_OFF {
+		// The message and the next retry change with each back-off.
+		what = s.GetOutcome().String() + "\x00" + s.GetReason()
+	}
+	if p.failing[key][what] {
+		return true
+	}
+	if p.failing[key] == nil {
+		p.failing[key] = map[string]bool{}
+	}
+	p.failing[key][what] = true
+	return false
 }
 
 func (p *runPrinter) prefix(r *podsyncv1.PodRef) string {

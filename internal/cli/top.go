@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 )
@@ -17,14 +18,19 @@ type topFlags struct {
 
 func (a *app) newTopCommand() *cobra.Command {
 	top := &cobra.Command{
-		Use:   "top",
+		Use:   "top (pod|pods|node|nodes)",
 		Short: "Show CPU and memory usage",
 		Args:  usageArgs(cobra.NoArgs),
+		// kubectl exits non-zero without a resource: say what to give.
+		RunE: func(*cobra.Command, []string) error {
+			return usageErrorf("top needs a resource: pod (pods, po) or node (nodes, no)")
+		},
 	}
 	var f topFlags
 	pod := &cobra.Command{
-		Use:   "pod [POD]",
-		Short: "Show the CPU and memory usage of pods",
+		Use:     "pod [POD]",
+		Aliases: []string{"pods", "po"},
+		Short:   "Show the CPU and memory usage of pods",
 		Long: "top pod prints each running pod's CPU (cores, averaged since podsyncd's\n" +
 			"previous sample, at most a second ago on a first call) and memory (working set),\n" +
 			"as kubectl top pod does; --containers prints each container.",
@@ -68,8 +74,61 @@ func (a *app) newTopCommand() *cobra.Command {
 	pod.Flags().StringVarP(&f.namespace, "namespace", "n", "", `namespace of the pods (default "default")`)
 	pod.Flags().BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "pods of every namespace")
 	pod.Flags().BoolVar(&f.containers, "containers", false, "a row per container")
-	top.AddCommand(pod)
+	top.AddCommand(pod, a.newTopNodeCommand())
 	return top
+}
+
+// newTopNodeCommand is kubectl top node's table of the node: NAME
+// CPU(cores) CPU(%) MEMORY(bytes) MEMORY(%), the sums of its running
+// pods' usage against its allocatable resources.
+func (a *app) newTopNodeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "node [NAME]",
+		Aliases: []string{"nodes", "no"},
+		Short:   "Show the CPU and memory usage of the node's pods, against its allocatable resources",
+		Long: "top node prints, as kubectl top node does, the CPU and memory the node's\n" +
+			"running pods use, and their share of what the node allocates to pods.",
+		Args: usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer func() { _ = c.Close() }()
+			ctx, cancel := a.callContext(cmd.Context())
+			defer cancel()
+			n, err := c.GetNode(ctx)
+			if err != nil {
+				return err
+			}
+			if len(args) == 1 && args[0] != n.GetName() {
+				return failed("node %q not found: podsyncd runs node %q", args[0], n.GetName())
+			}
+			pods, err := c.ListPodStats(ctx, "")
+			if err != nil {
+				return err
+			}
+			var nanoCores, bytes uint64
+			for _, p := range pods {
+				nanoCores += p.GetCpu().GetUsageNanoCores()
+				bytes += p.GetMemory().GetWorkingSetBytes()
+			}
+			percent := func(used float64, name string) string {
+				q, err := apiresource.ParseQuantity(n.GetAllocatable()[name])
+				if err != nil || q.IsZero() {
+					return "<unknown>"
+				}
+				if name == "cpu" {
+					return fmt.Sprintf("%d%%", int64(used/float64(q.MilliValue())*100))
+				}
+				return fmt.Sprintf("%d%%", int64(used/float64(q.Value())*100))
+			}
+			t := newTable(a.stdout, "NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)")
+			t.row(n.GetName(), fmt.Sprintf("%dm", nanoCores/1_000_000), percent(float64(nanoCores/1_000_000), "cpu"),
+				fmt.Sprintf("%dMi", bytes>>20), percent(float64(bytes), "memory"))
+			return t.flush()
+		},
+	}
 }
 
 func orDefault(s, def string) string {

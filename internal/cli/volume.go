@@ -16,12 +16,15 @@ func (a *app) newVolumeCommand() *cobra.Command {
 		Use:   "volume (ls | rm NAME...)",
 		Short: "List or remove the node's named volumes (persistentVolumeClaim)",
 		Long: "A pod's persistentVolumeClaim volume is a node-local named volume under\n" +
-			"podsyncd's root directory, one per claimName, as podman kube play makes them:\n" +
-			"created when a pod naming the claim first runs, shared by every pod naming\n" +
-			"it, and kept when they are deleted. volume ls lists them with the pods that\n" +
-			"name them; volume rm removes one and its data, once no pod names it.",
+			"podsyncd's root directory, one per namespace and claimName (a claim is its\n" +
+			"namespace's, as a PersistentVolumeClaim), as podman kube play makes them:\n" +
+			"created when a pod naming the claim first runs, shared by the pods of the\n" +
+			"namespace naming it, and kept when they are deleted. volume ls lists them\n" +
+			"with the pods that name them; volume rm removes one and its data, once no\n" +
+			"pod names it.",
 		Example: "  podsyncctl volume ls\n" +
-			"  podsyncctl volume rm data",
+			"  podsyncctl volume rm data\n" +
+			"  podsyncctl volume rm -n team-a data",
 		Args: usageArgs(cobra.NoArgs),
 	}
 	cmd.AddCommand(a.newVolumeListCommand(), a.newVolumeRemoveCommand())
@@ -57,9 +60,9 @@ func (a *app) newVolumeListCommand() *cobra.Command {
 				_, err := fmt.Fprintln(a.stderr, "No named volumes.")
 				return err
 			}
-			t := newTable(a.stdout, "NAME", "PODS", "PATH")
+			t := newTable(a.stdout, "NAMESPACE", "NAME", "PODS", "PATH")
 			for _, v := range vols {
-				t.row(v.GetName(), orNone(strings.Join(v.GetPods(), ",")), v.GetPath())
+				t.row(v.GetNamespace(), v.GetName(), orNone(strings.Join(v.GetPods(), ",")), v.GetPath())
 			}
 			return t.flush()
 		},
@@ -70,6 +73,7 @@ func (a *app) newVolumeListCommand() *cobra.Command {
 
 func (a *app) newVolumeRemoveCommand() *cobra.Command {
 	var ignoreNotFound bool
+	var namespace string
 	cmd := &cobra.Command{
 		Use:     "rm NAME...",
 		Aliases: []string{"remove", "delete"},
@@ -86,13 +90,13 @@ func (a *app) newVolumeRemoveCommand() *cobra.Command {
 			defer func() { _ = c.Close() }()
 			for _, name := range args {
 				ctx, cancel := a.callContext(cmd.Context())
-				found, err := c.DeleteVolume(ctx, name)
+				found, err := c.DeleteVolume(ctx, namespace, name)
 				cancel()
 				switch {
 				case err != nil:
 					return err
 				case !found && !ignoreNotFound:
-					return failed("volume %q not found; podsyncctl volume ls lists the named volumes", name)
+					return failed("volume %q not found in namespace %q; podsyncctl volume ls lists the named volumes", name, orDefault(namespace, "default"))
 				case found:
 					if _, err := fmt.Fprintf(a.stdout, "volume %q removed\n", name); err != nil {
 						return err
@@ -103,5 +107,6 @@ func (a *app) newVolumeRemoveCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&ignoreNotFound, "ignore-not-found", false, "a volume that does not exist is not an error")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", `namespace of the volumes (default "default")`)
 	return cmd
 }

@@ -121,7 +121,7 @@ func TestPersistentVolumeClaimDocumentCreatesTheVolume(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "volume/cache created\n") || !strings.Contains(r.stderr, `PersistentVolumeClaim/cache: created as the node-local named volume "cache"`) {
 		t.Errorf("apply of a claim and its pod:\nstdout %q\nstderr %q", r.stdout, r.stderr)
 	}
-	if fi, err := os.Stat(filepath.Join(td.RootDir, "volumes", "cache")); err != nil || !fi.IsDir() {
+	if fi, err := os.Stat(filepath.Join(td.RootDir, "claims", "default", "cache")); err != nil || !fi.IsDir() {
 		t.Errorf("named volume directory: %v", err)
 	}
 	r = d.run(t, manifest, "apply", "-f", "-")

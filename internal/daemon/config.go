@@ -24,7 +24,9 @@ import (
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/admit"
+	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/manifestdir"
+	"github.com/podsync/podsync/server"
 )
 
 // Defaults of podsyncd's settings.
@@ -93,6 +95,13 @@ type Config struct {
 	SystemReserved map[string]string `json:"systemReserved,omitempty"`
 	// MaxPods is the most pods the node admits (--max-pods).
 	MaxPods int `json:"maxPods,omitempty"`
+	// MaxContainersPerPod bounds a pod's init and regular containers
+	// together (--max-containers-per-pod): podsync's limit, not
+	// Kubernetes'.
+	MaxContainersPerPod int `json:"maxContainersPerPod,omitempty"`
+	// MaxGracePeriodSeconds bounds terminationGracePeriodSeconds
+	// (--max-grace-period-seconds): podsync's limit; Kubernetes has none.
+	MaxGracePeriodSeconds int64 `json:"maxGracePeriodSeconds,omitempty"`
 	// ShutdownTimeout bounds the graceful shutdown (--shutdown-timeout).
 	ShutdownTimeout metav1.Duration `json:"shutdownTimeout,omitzero"`
 	// SeccompDefault gives containers that name no seccomp profile the
@@ -125,6 +134,11 @@ type Config struct {
 	// without traffic for that long (--stream-idle-timeout, the kubelet's
 	// --streaming-connection-idle-timeout; 4 h).
 	StreamIdleTimeout metav1.Duration `json:"streamIdleTimeout,omitzero"`
+	// RequireLease refuses a mutating call that does not carry the
+	// current epoch of the node's held lease (--require-lease): one
+	// control plane at a time drives the node. Without it leases are
+	// advisory: only a superseded epoch is refused.
+	RequireLease bool `json:"requireLease,omitempty"`
 	// EvictionStoreMinAvailable is the free space the store's file system
 	// keeps: below it the pod using the most local storage there is
 	// evicted (--eviction-store-min-available; "5%", a quantity such as
@@ -150,6 +164,24 @@ type Config struct {
 	// image pull may use, after those of the pod's imagePullSecrets
 	// (--image-credentials); read when podsyncd starts.
 	ImageCredentials string `json:"imageCredentials,omitempty"`
+	// ImagePullCredentialsVerificationPolicy is whether a pod may run an
+	// image the node holds without proving it can pull it, the kubelet's
+	// imagePullCredentialsVerificationPolicy
+	// (--image-pull-credentials-verification-policy): NeverVerify,
+	// NeverVerifyPreloadedImages (the default), NeverVerifyAllowlistedImages
+	// or AlwaysVerify.
+	ImagePullCredentialsVerificationPolicy string `json:"imagePullCredentialsVerificationPolicy,omitempty"`
+	// PreloadedImagesVerificationAllowlist are the images
+	// NeverVerifyAllowlistedImages never verifies, the kubelet's
+	// preloadedImagesVerificationAllowlist
+	// (--preloaded-images-verification-allowlist).
+	PreloadedImagesVerificationAllowlist []string `json:"preloadedImagesVerificationAllowlist,omitempty"`
+}
+
+// ImagePullVerification is the node's verification of pods' access to
+// the images it holds.
+func (c Config) ImagePullVerification() syncer.ImagePullVerification {
+	return syncer.ImagePullVerification{Policy: c.ImagePullCredentialsVerificationPolicy, Allowlist: c.PreloadedImagesVerificationAllowlist}
 }
 
 // Priorities parses PriorityClasses.
@@ -206,9 +238,15 @@ func DefaultConfig() Config {
 		ClusterDomain:   DefaultClusterDomain,
 		ResolvConf:      DefaultResolvConf,
 		CgroupDriver:    DefaultCgroupDriver,
-		LogLevel:        "info",
-		LogFormat:       "json",
-		MaxPods:         DefaultMaxPods,
+		// The kubelet's default since v1.35 (KubeletEnsureSecretPulledImages).
+		ImagePullCredentialsVerificationPolicy: syncer.NeverVerifyPreloadedImages,
+		LogLevel:                               "info",
+		LogFormat:                              "json",
+		MaxPods:                                DefaultMaxPods,
+
+		MaxContainersPerPod:   server.DefaultMaxContainersPerPod,
+		MaxGracePeriodSeconds: server.DefaultMaxGracePeriodSeconds,
+
 		ShutdownTimeout: metav1.Duration{Duration: DefaultShutdownTimeout},
 		SeccompDefault:  true,
 
@@ -263,6 +301,10 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringToStringVar(&c.SystemReserved, "system-reserved", c.SystemReserved,
 		"resources reserved for the system, subtracted from the machine's (e.g. cpu=500m,memory=512Mi)")
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "most pods the node admits")
+	fs.IntVar(&c.MaxContainersPerPod, "max-containers-per-pod", c.MaxContainersPerPod,
+		"most init and regular containers together one pod may have (podsync's limit; Kubernetes has none)")
+	fs.Int64Var(&c.MaxGracePeriodSeconds, "max-grace-period-seconds", c.MaxGracePeriodSeconds,
+		"longest terminationGracePeriodSeconds a pod or probe may ask for (podsync's limit; Kubernetes has none)")
 	fs.DurationVar(&c.ShutdownTimeout.Duration, "shutdown-timeout", c.ShutdownTimeout.Duration,
 		"time calls in flight get to finish on SIGTERM")
 	fs.BoolVar(&c.SeccompDefault, "seccomp-default", c.SeccompDefault,
@@ -285,6 +327,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"period of the manifest directory's full rescan, besides inotify")
 	fs.DurationVar(&c.StreamIdleTimeout.Duration, "stream-idle-timeout", c.StreamIdleTimeout.Duration,
 		"how long an exec, attach or port-forward session may go without traffic before it is ended")
+	fs.BoolVar(&c.RequireLease, "require-lease", c.RequireLease,
+		"refuse SyncPod, RunPods, DeletePod, AddEphemeralContainer, ApplyObjects, DeleteObject, CreateVolume and DeleteVolume "+
+			"unless they carry the current epoch of the node's lease (AcquireLease): one control plane at a time drives the node")
 	fs.StringVar(&c.EvictionStoreMinAvailable, "eviction-store-min-available", c.EvictionStoreMinAvailable,
 		`free space the store's file system keeps: below it the pod using the most there is evicted (e.g. 5%, 2Gi; 0: no check)`)
 	fs.StringToStringVar(&c.PriorityClasses, "priority-classes", c.PriorityClasses,
@@ -293,6 +338,11 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"extended resources of the node and their capacity, which pods' requests are admitted against (e.g. example.com/foo=4)")
 	fs.StringVar(&c.ImageCredentials, "image-credentials", c.ImageCredentials,
 		"docker config.json whose credentials every image pull may use, after those of the pod's imagePullSecrets")
+	fs.StringVar(&c.ImagePullCredentialsVerificationPolicy, "image-pull-credentials-verification-policy", c.ImagePullCredentialsVerificationPolicy,
+		"whether a pod may run an image the node holds without pulling it with its own credentials: NeverVerify, "+
+			"NeverVerifyPreloadedImages (images the node pulled are verified), NeverVerifyAllowlistedImages or AlwaysVerify")
+	fs.StringSliceVar(&c.PreloadedImagesVerificationAllowlist, "preloaded-images-verification-allowlist", c.PreloadedImagesVerificationAllowlist,
+		"images NeverVerifyAllowlistedImages never verifies: repositories without tag (registry.example/app) or prefixes (registry.example/team/*)")
 }
 
 // Validate checks c; it does not touch the file system. Call Complete
@@ -363,6 +413,12 @@ func (c Config) Validate(ctx context.Context) error {
 	if c.MaxPods <= 0 {
 		errs = append(errs, fmt.Errorf("--max-pods %d: must be positive", c.MaxPods))
 	}
+	if c.MaxContainersPerPod <= 0 {
+		errs = append(errs, fmt.Errorf("--max-containers-per-pod %d: must be positive", c.MaxContainersPerPod))
+	}
+	if c.MaxGracePeriodSeconds <= 0 {
+		errs = append(errs, fmt.Errorf("--max-grace-period-seconds %d: must be positive", c.MaxGracePeriodSeconds))
+	}
 	if c.MaxRecordBytes < 0 {
 		errs = append(errs, fmt.Errorf("--max-record-bytes %d: must not be negative", c.MaxRecordBytes))
 	}
@@ -395,6 +451,9 @@ func (c Config) Validate(ctx context.Context) error {
 	}
 	if c.ImageCredentials != "" && !filepath.IsAbs(c.ImageCredentials) {
 		errs = append(errs, fmt.Errorf("--image-credentials %q: want an absolute path", c.ImageCredentials))
+	}
+	if err := c.ImagePullVerification().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--image-pull-credentials-verification-policy: %w", err))
 	}
 	if c.MetricsAddress != "" {
 		host, _, err := net.SplitHostPort(c.MetricsAddress)

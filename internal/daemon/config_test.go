@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -120,5 +121,28 @@ func TestSecurityApply(t *testing.T) {
 	}
 	if _, err := (daemon.Security{TLSCertFile: "/nonexistent.pem"}).Apply(&opts, nil); err == nil {
 		t.Error("Apply with partial TLS: no error")
+	}
+}
+
+// TestNodeLimitFlags: the node's own limits are flags (and config keys),
+// defaulting to the validation defaults, refused when not positive.
+func TestNodeLimitFlags(t *testing.T) {
+	cfg := daemon.DefaultConfig()
+	if cfg.MaxContainersPerPod != server.DefaultMaxContainersPerPod || cfg.MaxGracePeriodSeconds != server.DefaultMaxGracePeriodSeconds {
+		t.Errorf("defaults %d, %d", cfg.MaxContainersPerPod, cfg.MaxGracePeriodSeconds)
+	}
+	fs := pflag.NewFlagSet("podsyncd", pflag.ContinueOnError)
+	cfg.AddFlags(fs)
+	if err := fs.Parse([]string{"--max-containers-per-pod=128", "--max-grace-period-seconds=86400"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxContainersPerPod != 128 || cfg.MaxGracePeriodSeconds != 86400 {
+		t.Errorf("after the flags: %d, %d", cfg.MaxContainersPerPod, cfg.MaxGracePeriodSeconds)
+	}
+	if err := yaml.UnmarshalStrict([]byte("maxContainersPerPod: 0\n"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(testContext(t)); err == nil || !strings.Contains(err.Error(), "--max-containers-per-pod 0") {
+		t.Errorf("Validate of 0 containers: %v", err)
 	}
 }

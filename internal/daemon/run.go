@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc/codes"
@@ -34,6 +35,7 @@ import (
 	"github.com/podsync/podsync/engine/syncer"
 	"github.com/podsync/podsync/internal/ctrdevents"
 	"github.com/podsync/podsync/internal/manifestdir"
+	"github.com/podsync/podsync/internal/tracing"
 	"github.com/podsync/podsync/logx"
 	"github.com/podsync/podsync/server"
 	"github.com/podsync/podsync/validation"
@@ -134,6 +136,10 @@ type daemon struct {
 	credentials *syncer.Keyring
 	// metrics are the engine's, on the registry --metrics-address serves.
 	metrics *metrics.Metrics
+	// tracer is the tracer provider of the OTEL_* environment (a no-op
+	// one when it exports nothing): the server's, the node's and the CRI
+	// client's.
+	tracer *tracing.Provider
 }
 
 func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
@@ -144,6 +150,25 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
 	if err := d.machine(); err != nil {
 		return err
 	}
+	// The pods' cgroups are podsyncd's alone while it runs.
+	cgroupLock, err := claimCgroupRoot(criconfig.DefaultCgroupFS, criconfig.Options{CgroupDriver: cfg.CgroupDriver, CgroupRoot: cfg.CgroupRoot})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cgroupLock.Close() }()
+	if d.tracer, err = tracing.Setup(ctx, "podsyncd", ""); err != nil {
+		return err
+	}
+	if d.tracer.Exporting() {
+		log.Info("tracing: exporting spans over OTLP")
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if serr := d.tracer.Shutdown(sctx); serr != nil {
+			log.Warn("tracing: spans not exported at exit", zap.Error(serr))
+		}
+	}()
 
 	var opts server.Options
 	tlsReloader, err := cfg.Apply(&opts, log.Named("tls"))
@@ -233,13 +258,22 @@ func (d *daemon) newServer(opts server.Options, reg *prometheus.Registry) (*serv
 	}
 	d.health = server.NewHealthChecker(d.probe, 0, d.log.Named("health"))
 	d.svc = server.NewService(server.ServiceOptions{
+		Validator: &server.Validator{Limits: server.Limits{
+			MaxContainersPerPod:   d.cfg.MaxContainersPerPod,
+			MaxGracePeriodSeconds: d.cfg.MaxGracePeriodSeconds,
+		}},
 		Health:            d.health,
 		NodeName:          d.cfg.NodeName,
 		StreamIdleTimeout: d.cfg.StreamIdleTimeout.Duration,
 		Sessions:          sessions,
 		Logger:            d.log.Named("service"),
+		RequireLease:      d.cfg.RequireLease,
 	})
+	if err := server.RegisterLeaseMetrics(reg, d.svc); err != nil {
+		return nil, err
+	}
 	opts.Service = d.svc
+	opts.TracerProvider = d.tracer
 	opts.Logger = d.log.Named("grpc")
 	opts.Registerer = reg
 	opts.Health = d.health
@@ -374,7 +408,7 @@ func (d *daemon) supervise(ctx context.Context) {
 	backoff := dialBackoffMin
 	waiting := false
 	for {
-		rt, closeRT, err := dialRuntime(ctx, d.cfg.RuntimeEndpoint, d.cfg.ImageEndpoint)
+		rt, closeRT, err := dialRuntime(ctx, d.cfg.RuntimeEndpoint, d.cfg.ImageEndpoint, d.tracer)
 		if err == nil {
 			backoff = dialBackoffMin
 			waiting = false
@@ -384,7 +418,12 @@ func (d *daemon) supervise(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, errdefs.ErrInvalidSpec) {
+		// A configuration the node cannot run, or a store it must not
+		// run on (lost: new or emptied while the runtime holds podsync's
+		// pods), is not fixed by waiting: podsyncd exits 1, with the
+		// message that says what to do (--adopt-runtime, --remove-orphans),
+		// as docs/security.md promises and an operator can alert on.
+		if errors.Is(err, errdefs.ErrInvalidSpec) || errors.Is(err, errdefs.ErrStoreLost) || errors.Is(err, errdefs.ErrStoreCorrupt) {
 			d.fail(err)
 			return
 		}
@@ -428,13 +467,14 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 	}
 	defer func() { _ = events.Close() }()
 	node, err := engine.NewNode(engine.NodeOptions{
-		RuntimeEvents: events,
-		Runtime:       d.metrics.InstrumentRuntime(rt),
-		Stats:         rt,
-		Images:        d.metrics.InstrumentImages(rt),
-		Metrics:       d.metrics,
-		Store:         d.store,
-		Logger:        d.log.Named("engine"),
+		TracerProvider: d.tracer,
+		RuntimeEvents:  events,
+		Runtime:        d.metrics.InstrumentRuntime(rt),
+		Stats:          rt,
+		Images:         d.metrics.InstrumentImages(rt),
+		Metrics:        d.metrics,
+		Store:          d.store,
+		Logger:         d.log.Named("engine"),
 		Config: criconfig.Options{
 			RootDir:        d.cfg.RootDir,
 			PodLogDir:      d.cfg.PodLogDir,
@@ -454,6 +494,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		},
 		Admission:          &engine.AdmissionConfig{Node: nodeInfo, Policy: policy},
 		Credentials:        d.credentials,
+		ImagePulls:         d.cfg.ImagePullVerification(),
 		RuntimeUnavailable: runtimeUnavailable,
 		RemoveOrphans:      d.cfg.RemoveOrphans,
 		AdoptRuntime:       d.cfg.AdoptRuntime,
@@ -494,11 +535,11 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 
 // dialRuntime connects to the runtime and, if it is another endpoint, the
 // image service. The returned func closes what was opened.
-func dialRuntime(ctx context.Context, runtimeEP, imageEP string) (*syncer.RemoteRuntime, func(), error) {
+func dialRuntime(ctx context.Context, runtimeEP, imageEP string, tp trace.TracerProvider) (*syncer.RemoteRuntime, func(), error) {
 	closeCtx := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	}
-	rt, err := syncer.DialRuntime(ctx, runtimeEP, 0)
+	rt, err := syncer.DialRuntimeWith(ctx, runtimeEP, 0, tp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -510,7 +551,7 @@ func dialRuntime(ctx context.Context, runtimeEP, imageEP string) (*syncer.Remote
 	if imageEP == "" || imageEP == runtimeEP {
 		return rt, closeRT, nil
 	}
-	img, err := syncer.DialRuntime(ctx, imageEP, 0)
+	img, err := syncer.DialRuntimeWith(ctx, imageEP, 0, tp)
 	if err != nil {
 		closeRT()
 		return nil, nil, fmt.Errorf("image endpoint: %w", err)

@@ -56,8 +56,13 @@ func writeFile(t *testing.T, name, content string) string {
 	return p
 }
 
-// base are flags that keep a config valid on any host.
-var base = []string{"--node-name=node-a", "--node-ip=127.0.0.1", "--resolv-conf="}
+// base are flags that keep a config valid on any host, and keep each run
+// of the tests in a cgroup root of its own (unitCgroupRoot), which
+// podsyncd claims.
+var base = []string{"--node-name=node-a", "--node-ip=127.0.0.1", "--resolv-conf=", "--cgroup-root=" + unitCgroupRoot}
+
+// unitCgroupRoot is this test process's cgroup root; TestMain removes it.
+var unitCgroupRoot = fmt.Sprintf("/podsync-daemon-unit-%d", os.Getpid())
 
 func TestLoadConfigDefaults(t *testing.T) {
 	c, err := daemon.LoadConfig(t.Context(), base)
@@ -193,6 +198,10 @@ func TestRunUsageErrors(t *testing.T) {
 		{name: "cgroup driver", args: []string{"--cgroup-driver=cgroupv3"}, want: []string{`--cgroup-driver "cgroupv3"`}},
 		{name: "cgroup root", args: []string{"--cgroup-root=podsync/../x"}, want: []string{`--cgroup-root "podsync/../x"`}},
 		{name: "log level", args: []string{"--log-level=loud"}, want: []string{`--log-level "loud"`}},
+		{name: "image pull verification policy", args: []string{"--image-pull-credentials-verification-policy=Sometimes"},
+			want: []string{`--image-pull-credentials-verification-policy: image pull credential verification policy "Sometimes": want NeverVerify`}},
+		{name: "allowlist without its policy", args: []string{"--preloaded-images-verification-allowlist=registry.example/app"},
+			want: []string{"an allowlist of preloaded images needs the policy NeverVerifyAllowlistedImages"}},
 		{name: "log format", args: []string{"--log-format=xml"}, want: []string{`--log-format "xml"`}},
 		{name: "node ip", args: []string{"--node-ip=not-an-ip"}, want: []string{`--node-ip "not-an-ip"`}},
 		{name: "cluster dns", args: []string{"--cluster-dns=1.2.3"}, want: []string{`--cluster-dns "1.2.3"`}},

@@ -6,12 +6,14 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -32,6 +34,10 @@ const (
 	// inotify event before it is read: an editor's or a copy's writes
 	// come in bursts.
 	DefaultDebounce = 300 * time.Millisecond
+	// MaxFileBytes is the largest manifest file read: the API's largest
+	// request (server.Limits.MaxRequestBytes). A bigger file is refused
+	// unread.
+	MaxFileBytes = 16 << 20
 )
 
 // Event reasons recorded on the pods of a manifest file.
@@ -74,8 +80,10 @@ type Options struct {
 
 // Source keeps the pods and objects of the files of a directory applied,
 // as the kubelet's file source keeps its static pods: every regular file
-// named *.yaml, *.yml or *.json whose name does not start with a dot
-// holds pods, ConfigMaps and Secrets (multi-document, workload kinds as
+// (or link to one) named *.yaml, *.yml or *.json whose name does not
+// start with a dot, of at most MaxFileBytes, owned by root or podsyncd's
+// user and writable by no one else, in a directory no one else may
+// write, holds pods, ConfigMaps and Secrets (multi-document, workload kinds as
 // podsyncctl reads them); a new file applies its objects, a changed one
 // applies the new content and deletes what it no longer holds, a removed
 // one deletes all it held. A file that does not read, parse or validate
@@ -95,6 +103,9 @@ type Source struct {
 	// reported are the digests of bad contents already reported, by
 	// name, so a rescan does not report one again.
 	reported map[string][sha256.Size]byte
+	// distrusted is the error last logged of a directory the source does
+	// not read (checkTrusted), so a rescan does not log it again.
+	distrusted string
 }
 
 // fileState is what a file's last good content held.
@@ -283,8 +294,16 @@ func isManifest(e fs.DirEntry) bool {
 	return false
 }
 
-// scan reads the directory once and applies what changed.
+// scan reads the directory once and applies what changed. A directory
+// others may write to is not read (checkTrusted): what is applied stays.
 func (s *Source) scan(ctx context.Context) {
+	if fi, err := os.Stat(s.opts.Dir); err == nil {
+		if err := checkTrusted(fi); err != nil {
+			s.distrust(fmt.Errorf("manifest directory %s: %w", s.opts.Dir, err))
+			return
+		}
+	}
+	s.distrust(nil)
 	entries, err := os.ReadDir(s.opts.Dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		// Not knowing the files is not knowing they went: keep all.
@@ -316,7 +335,7 @@ func (s *Source) scan(ctx context.Context) {
 // syncFile applies the file name if its content changed since it was
 // last applied.
 func (s *Source) syncFile(ctx context.Context, name string) {
-	data, err := os.ReadFile(filepath.Join(s.opts.Dir, name))
+	data, err := readManifest(filepath.Join(s.opts.Dir, name))
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			s.report(name, [sha256.Size]byte{}, err)
@@ -469,6 +488,74 @@ func (s *Source) report(name string, digest [sha256.Size]byte, err error) {
 			s.log.Warn("record a manifest file's event", zap.String(logx.PodName, p.Name), zap.Error(err))
 		}
 	}
+}
+
+// distrust logs, once until it changes, why the directory is not read;
+// nil says it is read again.
+func (s *Source) distrust(err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	s.mu.Lock()
+	changed := s.distrusted != msg
+	s.distrusted = msg
+	s.mu.Unlock()
+	if changed && err != nil {
+		s.log.Error("manifest directory not read; what it applied stays applied", zap.Error(err))
+	}
+}
+
+// readManifest reads a manifest file as the kubelet's file source does — a
+// link is followed, to a regular file only — with what sshd's StrictModes
+// adds: the file is refused, unread, when it is not a regular file (a
+// FIFO is opened without blocking, and refused), when it is bigger than
+// MaxFileBytes, or when another user may write it (checkTrusted).
+func readManifest(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s): a manifest is a regular file, or a link to one", path, fi.Mode().Type())
+	}
+	if err := checkTrusted(fi); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if fi.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d a manifest file may hold", path, fi.Size(), MaxFileBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%s grew beyond the %d bytes a manifest file may hold", path, MaxFileBytes)
+	}
+	return data, nil
+}
+
+// checkTrusted refuses a file or directory that a user other than root or
+// podsyncd's own may change: owned by another user, or writable by its
+// group or by others (what is in the directory runs as pods, with the
+// node's Pod Security level but the source's ownership).
+func checkTrusted(fi fs.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("owned by uid %d: it must be owned by root or podsyncd's user (uid %d)", st.Uid, os.Geteuid())
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("mode %04o lets its group or others write it: chmod go-w it", perm)
+	}
+	return nil
 }
 
 // without returns the refs of a that are not in b.

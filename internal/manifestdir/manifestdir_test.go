@@ -3,14 +3,19 @@ package manifestdir_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/criconfig"
@@ -35,6 +40,8 @@ type harness struct {
 	stop   func()
 	dbPath string
 	cfg    criconfig.Options
+	// logs are the source's.
+	logs *observer.ObservedLogs
 }
 
 func newHarness(t *testing.T) *harness {
@@ -65,8 +72,11 @@ func (h *harness) start() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	core, logs := observer.New(zapcore.DebugLevel)
+	h.logs = logs
+	log := zaptest.NewLogger(h.t).Named("manifests").WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, core) }))
 	src, err := manifestdir.New(manifestdir.Options{Dir: h.dir, Node: node, Rescan: 200 * time.Millisecond,
-		Debounce: 20 * time.Millisecond, Logger: zaptest.NewLogger(h.t).Named("manifests")})
+		Debounce: 20 * time.Millisecond, Logger: log})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -261,4 +271,96 @@ func events(t *testing.T, st *store.Store, rec *store.PodRecord) []string {
 		}
 	}
 	return out
+}
+
+// logged reports whether the source logged msg with an error saying
+// each of want.
+func (h *harness) logged(msg string, want ...string) bool {
+	for _, e := range h.logs.FilterMessage(msg).All() {
+		text := fmt.Sprint(e.ContextMap())
+		all := true
+		for _, w := range want {
+			all = all && strings.Contains(text, w)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// TestManifestFilesMustBeTrusted: a link to a FIFO is refused without
+// blocking the source (it stalled it), as are a file over MaxFileBytes, a
+// file others may write, a file of another user, and every file of a
+// directory others may write; a link to a regular root-owned file is
+// followed, as the kubelet follows it. What is refused is reported, and
+// the other files apply.
+func TestManifestFilesMustBeTrusted(t *testing.T) {
+	h := newHarness(t)
+	outside := t.TempDir()
+	fifo := filepath.Join(outside, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(fifo, filepath.Join(h.dir, "fifo.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	write := func(path, content string, mode os.FileMode) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(h.dir, "writable.yaml"), manifest("writable", "sleep, inf"), 0o666)
+	write(filepath.Join(h.dir, "other.yaml"), manifest("other", "sleep, inf"), 0o644)
+	if err := os.Chown(filepath.Join(h.dir, "other.yaml"), 4242, 4242); err != nil {
+		t.Fatalf("chown (the unit tests run as root): %v", err)
+	}
+	big := filepath.Join(h.dir, "big.yaml")
+	write(big, manifest("big", "sleep, inf"), 0o644)
+	if err := os.Truncate(big, manifestdir.MaxFileBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join(outside, "linked.yaml"), manifest("linked", "sleep, inf"), 0o644)
+	if err := os.Symlink(filepath.Join(outside, "linked.yaml"), filepath.Join(h.dir, "linked.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	h.put("good.yaml", manifest("good", "sleep, inf"))
+
+	h.eventually("the good and the linked file apply", func() bool {
+		return runningCommand(h.pod("good")) != "" && runningCommand(h.pod("linked")) != ""
+	})
+	const refused = "manifest file not applied; its last good content stays applied"
+	for _, r := range []struct{ file, why string }{
+		{"fifo.yaml", "is not a regular file"},
+		{"writable.yaml", "lets its group or others write it"},
+		{"other.yaml", "owned by uid 4242"},
+		{"big.yaml", "more than the 16777216 a manifest file may hold"},
+	} {
+		h.eventually(r.file+" reported", func() bool { return h.logged(refused, "file:"+r.file, r.why) })
+		if name := strings.TrimSuffix(r.file, ".yaml"); h.pod(name) != nil {
+			t.Errorf("pod %s of a refused file was applied", name)
+		}
+	}
+
+	// A directory others may write: nothing new is read from it, what it
+	// applied stays.
+	if err := os.Chmod(h.dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join(h.dir, "later.yaml"), manifest("later", "sleep, inf"), 0o644)
+	h.eventually("the directory reported", func() bool {
+		return h.logged("manifest directory not read; what it applied stays applied", "lets its group or others write it")
+	})
+	// chmod came before the write: no scan since has read the directory.
+	if h.pod("later") != nil || h.pod("good") == nil {
+		t.Errorf("in a world-writable directory: later applied %v, good kept %v; want not applied, kept", h.pod("later") != nil, h.pod("good") != nil)
+	}
+	if err := os.Chmod(h.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the file applies once the directory is trusted", func() bool { return runningCommand(h.pod("later")) != "" })
 }

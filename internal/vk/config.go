@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -29,6 +30,11 @@ type Config struct {
 	// DeletePod waits for the containers to stop, so few workers make a
 	// large delete slow.
 	PodSyncWorkers int `yaml:"podSyncWorkers"`
+	// LeaseTTL is the ttl of the podsync lease podsync-vk takes of each
+	// node it serves (DefaultLeaseTTL when 0), renewed every third of it:
+	// a standby podsync-vk takes a node over once the lease expires, and
+	// the calls of the one it replaced are refused from then on.
+	LeaseTTL time.Duration `yaml:"leaseTTL"`
 	// Nodes are the podsync nodes served.
 	Nodes []NodeConfig `yaml:"nodes"`
 }
@@ -37,6 +43,9 @@ type Config struct {
 // that many pods of a node, each waiting out its grace period, runs at
 // once, as a kubelet's pod workers do.
 const DefaultPodSyncWorkers = 32
+
+// DefaultLeaseTTL is Config.LeaseTTL's default.
+const DefaultLeaseTTL = 15 * time.Second
 
 // NodeConfig is one podsync node.
 type NodeConfig struct {
@@ -116,6 +125,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	if len(c.Nodes) == 0 {
 		errs = append(errs, errors.New("no podsync node: give --node (or nodes: in --config)"))
+	}
+	if c.LeaseTTL != 0 && (c.LeaseTTL < time.Second || c.LeaseTTL > time.Hour) {
+		errs = append(errs, fmt.Errorf("--lease-ttl %s: give 1s to 1h", c.LeaseTTL))
 	}
 	if c.PodSyncWorkers < 0 {
 		errs = append(errs, fmt.Errorf("--pod-sync-workers %d: give 1 or more (0: %d)", c.PodSyncWorkers, DefaultPodSyncWorkers))

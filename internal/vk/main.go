@@ -4,10 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/pflag"
+	vktrace "github.com/virtual-kubelet/virtual-kubelet/trace"
+	"github.com/virtual-kubelet/virtual-kubelet/trace/opentelemetry"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/podsync/podsync/internal/tracing"
 )
 
 // Main parses args and runs podsync-vk until ctx ends; it returns the exit
@@ -20,11 +25,12 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 		configFile string
 		nodes      []string
 	)
-	fs.StringVar(&configFile, "config", "", "YAML config file with the same keys as the flags (kubeconfig, listenAddress, clientCAFile, podSyncWorkers, nodes)")
+	fs.StringVar(&configFile, "config", "", "YAML config file with the same keys as the flags (kubeconfig, listenAddress, clientCAFile, podSyncWorkers, leaseTTL, nodes)")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig to reach the API server (default $KUBECONFIG, then in-cluster)")
 	fs.StringVar(&cfg.ListenAddress, "listen-address", "127.0.0.1", "IP the nodes' kubelet APIs listen on and the Nodes report as InternalIP")
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA of the client certificates the kubelet API accepts (the API server's --kubelet-client-certificate)")
 	fs.IntVar(&cfg.PodSyncWorkers, "pod-sync-workers", DefaultPodSyncWorkers, "pods of each node created, updated or deleted at once (a deletion holds one for the pod's grace period)")
+	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", DefaultLeaseTTL, "ttl of the podsync lease taken of each node (renewed every third of it); a standby takes a node over once it expires")
 	fs.StringArrayVar(&nodes, "node", nil, "a podsync node: name=NAME,target=SOCKET|HOST:PORT,port=KUBELET_PORT[,cert=,key=,ca=] (repeat for more)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -45,6 +51,8 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 				file.ClientCAFile = cfg.ClientCAFile
 			case "pod-sync-workers":
 				file.PodSyncWorkers = cfg.PodSyncWorkers
+			case "lease-ttl":
+				file.LeaseTTL = cfg.LeaseTTL
 			}
 		})
 		if file.ListenAddress == "" {
@@ -68,6 +76,22 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(stderr), zap.InfoLevel))
 	defer func() { _ = log.Sync() }()
+	// Spans over OTLP when the OTEL_* environment asks for them; the
+	// node library's spans (its pod controller's) are otel's then, and
+	// every call to podsyncd carries its trace context either way.
+	tp, err := tracing.Setup(ctx, "podsync-vk", "")
+	if err != nil {
+		log.Error("podsync-vk tracing", zap.Error(err))
+		return 1
+	}
+	if tp.Exporting() {
+		vktrace.T = opentelemetry.Adapter{}
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tp.Shutdown(sctx)
+	}()
 	if err := Run(ctx, cfg, log); err != nil {
 		log.Error("podsync-vk stopped", zap.Error(err))
 		return 1

@@ -18,8 +18,12 @@ import (
 	"sync"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	psapi "k8s.io/pod-security-admission/api"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	kubeinformers "k8s.io/client-go/informers"
@@ -29,8 +33,8 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	psapi "k8s.io/pod-security-admission/api"
 
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
 	"github.com/podsync/podsync/internal/vk/provider"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
@@ -84,6 +88,14 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 		return fmt.Errorf("podsync node %s: %w", n.Target, err)
 	}
 	defer func() { _ = ps.Close() }()
+	// The node's podsync lease first: every call of ps carries its epoch,
+	// so a podsync-vk that lost the node to another cannot change it.
+	lctx, stopLease := context.WithCancel(ctx)
+	defer stopLease()
+	leaseErr, err := takeLease(lctx, ps, cmp.Or(cfg.LeaseTTL, DefaultLeaseTTL), log.With(zap.String("target", n.Target)))
+	if err != nil {
+		return fmt.Errorf("podsync node %s: %w", n.Target, err)
+	}
 	np, err := provider.NewNode(ctx, ps, provider.NodeOptions{Name: n.Name, InternalIP: cfg.ListenAddress, Port: int32(n.Port)}, log)
 	if err != nil {
 		return fmt.Errorf("podsync node %s: %w", n.Target, err)
@@ -95,21 +107,39 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	p.UseTokens(kubePods{kc})
 
 	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, time.Minute, nodeutil.PodInformerFilter(name))
-	objInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, objectResync)
+	// The kubelet reads every Service (for the service environment
+	// variables), and of ConfigMaps and Secrets only those its pods
+	// reference, one at a time (objectWatches).
+	svcInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, objectResync)
 	pods := podInformers.Core().V1().Pods()
-	cmInformer, secretInformer := objInformers.Core().V1().ConfigMaps(), objInformers.Core().V1().Secrets()
-	p.UseObjects(listerObjects{cmInformer.Lister(), secretInformer.Lister()})
-	if err := pushChanges(ctx, p, cmInformer.Informer(), secretInformer.Informer()); err != nil {
+	services := svcInformers.Core().V1().Services()
+	p.UseServices(serviceLister{services.Lister()})
+	watchCtx, stopWatches := context.WithCancel(ctx)
+	defer stopWatches()
+	p.UseObjects(newObjectWatches(watchCtx, kc, p.ObjectChanged, p.ObjectDeleted))
+	// The node library wants ConfigMap and Secret informers, which it
+	// reads only to resolve env (SkipDownwardAPIResolution: it does not):
+	// they come from a factory that is never started, so that nothing
+	// lists the cluster's ConfigMaps and Secrets.
+	unstarted := kubeinformers.NewSharedInformerFactory(kc, 0)
+	// The namespaces' Pod Security levels, where podsync-vk may read
+	// them: a node's identity (system:node:NAME) may not, as a kubelet's,
+	// and its pods are then held to the node's level alone.
+	switch ok, err := mayWatchNamespaces(ctx, kc); {
+	case err != nil:
 		return fmt.Errorf("node %s: %w", name, err)
+	case ok:
+		namespaces := svcInformers.Core().V1().Namespaces().Lister()
+		p.UseNamespaceLevels(func(name string) string {
+			ns, err := namespaces.Get(name)
+			if err != nil {
+				return ""
+			}
+			return ns.Labels[psapi.EnforceLevelLabel]
+		})
+	default:
+		log.Info("namespaces' Pod Security levels not read: this identity may not list and watch namespaces; pods are held to the node's level")
 	}
-	namespaces := objInformers.Core().V1().Namespaces().Lister()
-	p.UseNamespaceLevels(func(name string) string {
-		ns, err := namespaces.Get(name)
-		if err != nil {
-			return ""
-		}
-		return ns.Labels[psapi.EnforceLevelLabel]
-	})
 	if err := followReadinessGates(p, pods); err != nil {
 		return fmt.Errorf("node %s: %w", name, err)
 	}
@@ -130,8 +160,13 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	}
 	pc, err := node.NewPodController(node.PodControllerConfig{
 		PodClient: kc.CoreV1(), EventRecorder: recorder, Provider: p,
-		PodInformer: pods, SecretInformer: secretInformer,
-		ConfigMapInformer: cmInformer, ServiceInformer: objInformers.Core().V1().Services(),
+		PodInformer: pods, SecretInformer: unstarted.Core().V1().Secrets(),
+		ConfigMapInformer: unstarted.Core().V1().ConfigMaps(), ServiceInformer: services,
+		// Env stays as the API server stores it: references to
+		// ConfigMaps, Secrets and the downward API, which podsyncd
+		// resolves (no Secret value in the spec it stores); the service
+		// variables the provider adds.
+		SkipDownwardAPIResolution: true,
 	})
 	if err != nil {
 		return fmt.Errorf("node %s: pod controller: %w", name, err)
@@ -143,12 +178,12 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	defer func() { _ = srv.Close() }()
 
 	podInformers.Start(ctx.Done())
-	objInformers.Start(ctx.Done())
-	// The node library resolves service links and env from ConfigMaps
-	// and Secrets through these listers: a pod applied before they are
-	// synced would get fewer variables, and the complete spec applied
-	// later (after a restart of podsync-vk) would restart its containers.
-	for typ, ok := range objInformers.WaitForCacheSync(ctx.Done()) {
+	svcInformers.Start(ctx.Done())
+	// The provider adds the service variables from this lister: a pod
+	// applied before it is synced would get fewer variables, and the
+	// complete spec applied later (after a restart of podsync-vk) would
+	// restart its containers.
+	for typ, ok := range svcInformers.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("node %s: %v informer did not sync", name, typ)
 		}
@@ -156,13 +191,21 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- p.Run(ctx) }()
 	go func() { errc <- nc.Run(ctx) }()
 	go func() { errc <- pc.Run(ctx, cmp.Or(cfg.PodSyncWorkers, DefaultPodSyncWorkers)) }()
+	go func() {
+		select {
+		case err := <-leaseErr:
+			errc <- err
+		case <-ctx.Done():
+			errc <- nil
+		}
+	}()
 	log.Info("serving podsync node", zap.String("target", n.Target), zap.Int("kubelet_port", n.Port))
 	var first error
-	for range 3 {
+	for range 4 {
 		err := <-errc
 		if err != nil && first == nil && ctx.Err() == nil {
 			first = fmt.Errorf("node %s: %w", name, err)
@@ -170,6 +213,35 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 		cancel()
 	}
 	return first
+}
+
+// takeLease holds the node's podsync lease (client.KeepLease) until ctx
+// ends: it returns once the lease is acquired, with the channel that
+// reports why it was lost (another holder took it), or the error of ctx
+// ending first.
+func takeLease(ctx context.Context, ps *client.Client, ttl time.Duration, log *zap.Logger) (<-chan error, error) {
+	acquired := make(chan struct{})
+	var once sync.Once
+	lost := make(chan error, 1)
+	go func() {
+		err := ps.KeepLease(ctx, ttl, func(l *podsyncv1.Lease) {
+			log.Info("podsync lease acquired", zap.Int64("epoch", l.GetEpoch()), zap.String("holder", l.GetHolder()))
+			once.Do(func() { close(acquired) })
+		})
+		if err != nil {
+			err = fmt.Errorf("podsync lease lost: %w", err)
+		}
+		lost <- err
+	}()
+	select {
+	case <-acquired:
+		return lost, nil
+	case err := <-lost:
+		if err == nil {
+			err = ctx.Err()
+		}
+		return nil, err
+	}
 }
 
 // kubeletAPI serves the node's kubelet API (/containerLogs, /exec,
@@ -247,6 +319,24 @@ func selfSigned(name, ip string) (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// mayWatchNamespaces says whether podsync-vk's identity may list and
+// watch namespaces (SelfSubjectAccessReviews, which every authenticated
+// identity may create).
+func mayWatchNamespaces(ctx context.Context, kc kubernetes.Interface) (bool, error) {
+	for _, verb := range []string{"list", "watch"} {
+		r, err := kc.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "namespaces"}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return false, fmt.Errorf("may podsync-vk %s namespaces: %w", verb, err)
+		}
+		if !r.Status.Allowed {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // followReadinessGates gives p the pods' conditions as the API server

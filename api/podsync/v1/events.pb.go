@@ -363,12 +363,16 @@ const (
 	// refused the batch; nothing of it was created.
 	PodOutcome_POD_OUTCOME_REJECTED PodOutcome = 2
 	// POD_OUTCOME_FAILED: the pod reached a phase or state from which the
-	// target cannot be reached: phase Failed, or, at once, a sync error that
-	// is not a back-off and will not clear by itself (reason SyncError: a
-	// sandbox the runtime refuses, a start refused by the spec or for a
-	// ConfigMap, Secret, key or Never-pulled image the node does not hold, a
-	// failed postStart hook of a container that is not restarted). The pod
-	// stays applied either way.
+	// target cannot be reached: phase Failed; a container in
+	// CrashLoopBackOff for WAIT_FOR_RUNNING or READY; or, at once, a sync
+	// error that is not a back-off and will not clear by itself (reason
+	// SyncError: a sandbox the runtime refuses, a start refused by the spec
+	// or for a Never-pulled image the node does not hold, an image the
+	// registry says is not there or refuses to serve (not found,
+	// unauthorized, denied), a failed postStart hook of a container that is
+	// not restarted). A missing ConfigMap, Secret or key is waited for, as
+	// the kubelet waits for it. The pod stays applied either way, and the
+	// node goes on retrying as the kubelet does.
 	PodOutcome_POD_OUTCOME_FAILED PodOutcome = 3
 	// POD_OUTCOME_TIMED_OUT: the pod's timeout expired first. The pod is left
 	// running as it is.
@@ -1288,8 +1292,22 @@ func (x *ContainerBackoff) GetDelay() *durationpb.Duration {
 }
 
 // PodEvent is a Kubernetes-like event about a pod: Scheduled, Pulling,
-// Pulled, Created, Started, Killing, BackOff, Unhealthy, Failed,
-// SandboxChanged, Deleted.
+// Pulled, Created, Started, Killing, BackOff, Unhealthy, ProbeWarning,
+// Failed, SandboxChanged, Deleted.
+//
+// Events repeat as the kubelet's do: podsyncd correlates them as the
+// kubelet's event recorder does (client-go's EventCorrelator with its
+// defaults), so an event identical to an earlier one (same pod,
+// container, type, reason and message) is the next occurrence of that
+// one's series: the same name, count one higher, the same
+// first_timestamp, a later time. Each occurrence is its own WatchPods
+// change; ListEvents lists the newest of each series. More than ten
+// similar events (differing in their message only) within ten minutes
+// are one series with the message "(combined from similar events): …",
+// and the events of one pod and type beyond a burst of 25 are written at
+// most once every five minutes (their count goes on). These are the
+// fields of core/v1 Event: a forwarder creates the Event named name on the
+// first occurrence and updates its count and lastTimestamp on the next.
 type PodEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// type of the event.
@@ -1300,10 +1318,21 @@ type PodEvent struct {
 	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	// container the event is about, if any.
 	Container string `protobuf:"bytes,4,opt,name=container,proto3" json:"container,omitempty"`
-	// time of the event.
-	Time          *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=time,proto3" json:"time,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// time of this occurrence, core/v1 Event's lastTimestamp.
+	Time *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=time,proto3" json:"time,omitempty"`
+	// name of the event's series, core/v1 Event's metadata.name:
+	// "<pod name>.<first_timestamp in hexadecimal nanoseconds>", the same for
+	// every occurrence. Empty for events recorded by a podsyncd older than
+	// the field.
+	Name string `protobuf:"bytes,6,opt,name=name,proto3" json:"name,omitempty"`
+	// count of occurrences of the series up to this one, core/v1 Event's
+	// count: 1 for the first.
+	Count int32 `protobuf:"varint,7,opt,name=count,proto3" json:"count,omitempty"`
+	// first_timestamp is when the series first occurred, core/v1 Event's
+	// firstTimestamp.
+	FirstTimestamp *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=first_timestamp,json=firstTimestamp,proto3" json:"first_timestamp,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PodEvent) Reset() {
@@ -1367,6 +1396,27 @@ func (x *PodEvent) GetContainer() string {
 func (x *PodEvent) GetTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.Time
+	}
+	return nil
+}
+
+func (x *PodEvent) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodEvent) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *PodEvent) GetFirstTimestamp() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstTimestamp
 	}
 	return nil
 }
@@ -1448,9 +1498,12 @@ type PodResult struct {
 	// reason for a rejection or failure: the kubelet's admission reasons
 	// (OutOfcpu, OutOfmemory, OutOfpods, NodePorts, SysctlForbidden), a
 	// policy reason (PodSecurity, PolicyHostPath), or
-	// DeadlineExceeded, PodFailed, SyncError, NotRunAllOrNothing.
+	// DeadlineExceeded, PodFailed, SyncError, CrashLoopBackOff (a container
+	// exited and waits to be restarted before the pod reached RUNNING or
+	// READY), NotRunAllOrNothing.
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	// message for humans.
+	// message for humans. For TIMED_OUT it names what each container not
+	// yet at the target waits for, and its last event.
 	Message string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
 	// failed_containers are the containers that made the pod fail.
 	FailedContainers []*FailedContainer `protobuf:"bytes,6,rep,name=failed_containers,json=failedContainers,proto3" json:"failed_containers,omitempty"`
@@ -1722,13 +1775,16 @@ const file_podsync_v1_events_proto_rawDesc = "" +
 	"\x0econtainer_type\x18\x02 \x01(\x0e2\x19.podsync.v1.ContainerTypeR\rcontainerType\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12B\n" +
 	"\x0fnext_retry_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\rnextRetryTime\x12/\n" +
-	"\x05delay\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x05delay\"\xb5\x01\n" +
+	"\x05delay\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x05delay\"\xa4\x02\n" +
 	"\bPodEvent\x12)\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x15.podsync.v1.EventTypeR\x04type\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x1c\n" +
 	"\tcontainer\x18\x04 \x01(\tR\tcontainer\x12.\n" +
-	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x82\x01\n" +
+	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
+	"\x04name\x18\x06 \x01(\tR\x04name\x12\x14\n" +
+	"\x05count\x18\a \x01(\x05R\x05count\x12C\n" +
+	"\x0ffirst_timestamp\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x0efirstTimestamp\"\x82\x01\n" +
 	"\aLogLine\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12-\n" +
 	"\x06stream\x18\x02 \x01(\x0e2\x15.podsync.v1.LogStreamR\x06stream\x12\x18\n" +
@@ -1857,19 +1913,20 @@ var file_podsync_v1_events_proto_depIdxs = []int32{
 	20, // 20: podsync.v1.ContainerBackoff.delay:type_name -> google.protobuf.Duration
 	3,  // 21: podsync.v1.PodEvent.type:type_name -> podsync.v1.EventType
 	19, // 22: podsync.v1.PodEvent.time:type_name -> google.protobuf.Timestamp
-	19, // 23: podsync.v1.LogLine.time:type_name -> google.protobuf.Timestamp
-	4,  // 24: podsync.v1.LogLine.stream:type_name -> podsync.v1.LogStream
-	7,  // 25: podsync.v1.PodResult.pod:type_name -> podsync.v1.PodRef
-	5,  // 26: podsync.v1.PodResult.outcome:type_name -> podsync.v1.PodOutcome
-	18, // 27: podsync.v1.PodResult.failed_containers:type_name -> podsync.v1.FailedContainer
-	22, // 28: podsync.v1.PodResult.status:type_name -> podsync.v1.PodStatus
-	20, // 29: podsync.v1.PodResult.duration:type_name -> google.protobuf.Duration
-	2,  // 30: podsync.v1.FailedContainer.container_type:type_name -> podsync.v1.ContainerType
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	19, // 23: podsync.v1.PodEvent.first_timestamp:type_name -> google.protobuf.Timestamp
+	19, // 24: podsync.v1.LogLine.time:type_name -> google.protobuf.Timestamp
+	4,  // 25: podsync.v1.LogLine.stream:type_name -> podsync.v1.LogStream
+	7,  // 26: podsync.v1.PodResult.pod:type_name -> podsync.v1.PodRef
+	5,  // 27: podsync.v1.PodResult.outcome:type_name -> podsync.v1.PodOutcome
+	18, // 28: podsync.v1.PodResult.failed_containers:type_name -> podsync.v1.FailedContainer
+	22, // 29: podsync.v1.PodResult.status:type_name -> podsync.v1.PodStatus
+	20, // 30: podsync.v1.PodResult.duration:type_name -> google.protobuf.Duration
+	2,  // 31: podsync.v1.FailedContainer.container_type:type_name -> podsync.v1.ContainerType
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_events_proto_init() }

@@ -1190,8 +1190,10 @@ type AddEphemeralContainerRequest struct {
 	// ephemeral_container to add; defaulted as the API server defaults one.
 	// Required.
 	EphemeralContainer *EphemeralContainer `protobuf:"bytes,3,opt,name=ephemeral_container,json=ephemeralContainer,proto3" json:"ephemeral_container,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// precondition the pod's write requires; none when unset.
+	Precondition  *Precondition `protobuf:"bytes,4,opt,name=precondition,proto3" json:"precondition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AddEphemeralContainerRequest) Reset() {
@@ -1241,6 +1243,13 @@ func (x *AddEphemeralContainerRequest) GetName() string {
 func (x *AddEphemeralContainerRequest) GetEphemeralContainer() *EphemeralContainer {
 	if x != nil {
 		return x.EphemeralContainer
+	}
+	return nil
+}
+
+func (x *AddEphemeralContainerRequest) GetPrecondition() *Precondition {
+	if x != nil {
+		return x.Precondition
 	}
 	return nil
 }
@@ -1297,7 +1306,7 @@ var File_podsync_v1_exec_proto protoreflect.FileDescriptor
 const file_podsync_v1_exec_proto_rawDesc = "" +
 	"\n" +
 	"\x15podsync/v1/exec.proto\x12\n" +
-	"podsync.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x14podsync/v1/pod.proto\"\xb0\x01\n" +
+	"podsync.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x19podsync/v1/contract.proto\x1a\x14podsync/v1/pod.proto\"\xb0\x01\n" +
 	"\x0fExecSyncRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -1366,11 +1375,12 @@ const file_podsync_v1_exec_proto_rawDesc = "" +
 	"\x04data\x18\x02 \x01(\fH\x00R\x04dataB\x05\n" +
 	"\x03msg\")\n" +
 	"\x13PortForwardResponse\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\fR\x04data\"\xa1\x01\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\xdf\x01\n" +
 	"\x1cAddEphemeralContainerRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12O\n" +
-	"\x13ephemeral_container\x18\x03 \x01(\v2\x1e.podsync.v1.EphemeralContainerR\x12ephemeralContainer\"B\n" +
+	"\x13ephemeral_container\x18\x03 \x01(\v2\x1e.podsync.v1.EphemeralContainerR\x12ephemeralContainer\x12<\n" +
+	"\fprecondition\x18\x04 \x01(\v2\x18.podsync.v1.PreconditionR\fprecondition\"B\n" +
 	"\x1dAddEphemeralContainerResponse\x12!\n" +
 	"\x03pod\x18\x01 \x01(\v2\x0f.podsync.v1.PodR\x03podB\x99\x01\n" +
 	"\x0ecom.podsync.v1B\tExecProtoP\x01Z3github.com/podsync/podsync/api/podsync/v1;podsyncv1\xa2\x02\x03PXX\xaa\x02\n" +
@@ -1409,7 +1419,8 @@ var file_podsync_v1_exec_proto_goTypes = []any{
 	(*AddEphemeralContainerResponse)(nil), // 15: podsync.v1.AddEphemeralContainerResponse
 	(*durationpb.Duration)(nil),           // 16: google.protobuf.Duration
 	(*EphemeralContainer)(nil),            // 17: podsync.v1.EphemeralContainer
-	(*Pod)(nil),                           // 18: podsync.v1.Pod
+	(*Precondition)(nil),                  // 18: podsync.v1.Precondition
+	(*Pod)(nil),                           // 19: podsync.v1.Pod
 }
 var file_podsync_v1_exec_proto_depIdxs = []int32{
 	16, // 0: podsync.v1.ExecSyncRequest.timeout:type_name -> google.protobuf.Duration
@@ -1425,12 +1436,13 @@ var file_podsync_v1_exec_proto_depIdxs = []int32{
 	6,  // 10: podsync.v1.AttachResponse.exit:type_name -> podsync.v1.SessionExit
 	11, // 11: podsync.v1.PortForwardRequest.start:type_name -> podsync.v1.PortForwardStart
 	17, // 12: podsync.v1.AddEphemeralContainerRequest.ephemeral_container:type_name -> podsync.v1.EphemeralContainer
-	18, // 13: podsync.v1.AddEphemeralContainerResponse.pod:type_name -> podsync.v1.Pod
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	18, // 13: podsync.v1.AddEphemeralContainerRequest.precondition:type_name -> podsync.v1.Precondition
+	19, // 14: podsync.v1.AddEphemeralContainerResponse.pod:type_name -> podsync.v1.Pod
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_exec_proto_init() }
@@ -1438,6 +1450,7 @@ func file_podsync_v1_exec_proto_init() {
 	if File_podsync_v1_exec_proto != nil {
 		return
 	}
+	file_podsync_v1_contract_proto_init()
 	file_podsync_v1_pod_proto_init()
 	file_podsync_v1_exec_proto_msgTypes[5].OneofWrappers = []any{
 		(*ExecRequest_Start)(nil),

@@ -1522,7 +1522,11 @@ type PodSecurityContext struct {
 	// run_as_non_root refuses to start a container whose user is root.
 	RunAsNonRoot *bool `protobuf:"varint,3,opt,name=run_as_non_root,json=runAsNonRoot,proto3,oneof" json:"run_as_non_root,omitempty"`
 	// fs_group is added to every container's supplemental groups and owns
-	// the pod's volumes.
+	// the pod's volumes: the files and directories of its emptyDir,
+	// configMap, secret, downwardAPI, projected and persistentVolumeClaim
+	// volumes get this group, the group's read bit (read and write for
+	// emptyDir and claims) and, for directories, setgid, as the kubelet's
+	// volume ownership (pkg/volume/volume_linux.go) gives them.
 	FsGroup *int64 `protobuf:"varint,4,opt,name=fs_group,json=fsGroup,proto3,oneof" json:"fs_group,omitempty"`
 	// supplemental_groups are added to every container's process.
 	SupplementalGroups []int64 `protobuf:"varint,5,rep,packed,name=supplemental_groups,json=supplementalGroups,proto3" json:"supplemental_groups,omitempty"`
@@ -1538,8 +1542,15 @@ type PodSecurityContext struct {
 	// app_armor_profile is the default AppArmor profile of every container.
 	// Unset, the runtime applies its default where AppArmor is enabled.
 	AppArmorProfile *AppArmorProfile `protobuf:"bytes,9,opt,name=app_armor_profile,json=appArmorProfile,proto3" json:"app_armor_profile,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// fs_group_change_policy says when a persistentVolumeClaim volume's
+	// ownership is changed to fs_group as a pod with a new sandbox mounts
+	// it: "Always" (the default: every file, on every new sandbox) or
+	// "OnRootMismatch" (only when the volume's root lacks the group or the
+	// mode bits). emptyDir, configMap, secret, downwardAPI and projected
+	// volumes are always given the group, as the kubelet gives it.
+	FsGroupChangePolicy *string `protobuf:"bytes,10,opt,name=fs_group_change_policy,json=fsGroupChangePolicy,proto3,oneof" json:"fs_group_change_policy,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *PodSecurityContext) Reset() {
@@ -1633,6 +1644,13 @@ func (x *PodSecurityContext) GetAppArmorProfile() *AppArmorProfile {
 		return x.AppArmorProfile
 	}
 	return nil
+}
+
+func (x *PodSecurityContext) GetFsGroupChangePolicy() string {
+	if x != nil && x.FsGroupChangePolicy != nil {
+		return *x.FsGroupChangePolicy
+	}
+	return ""
 }
 
 // SeccompProfile mirrors core/v1 SeccompProfile.
@@ -5909,7 +5927,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x06_value\"9\n" +
 	"\tHostAlias\x12\x0e\n" +
 	"\x02ip\x18\x01 \x01(\tR\x02ip\x12\x1c\n" +
-	"\thostnames\x18\x02 \x03(\tR\thostnames\"\xa1\x04\n" +
+	"\thostnames\x18\x02 \x03(\tR\thostnames\"\xf6\x04\n" +
 	"\x12PodSecurityContext\x12#\n" +
 	"\vrun_as_user\x18\x01 \x01(\x03H\x00R\trunAsUser\x88\x01\x01\x12%\n" +
 	"\frun_as_group\x18\x02 \x01(\x03H\x01R\n" +
@@ -5920,11 +5938,14 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\asysctls\x18\x06 \x03(\v2\x12.podsync.v1.SysctlR\asysctls\x12D\n" +
 	"\x10se_linux_options\x18\a \x01(\v2\x1a.podsync.v1.SELinuxOptionsR\x0eseLinuxOptions\x12C\n" +
 	"\x0fseccomp_profile\x18\b \x01(\v2\x1a.podsync.v1.SeccompProfileR\x0eseccompProfile\x12G\n" +
-	"\x11app_armor_profile\x18\t \x01(\v2\x1b.podsync.v1.AppArmorProfileR\x0fappArmorProfileB\x0e\n" +
+	"\x11app_armor_profile\x18\t \x01(\v2\x1b.podsync.v1.AppArmorProfileR\x0fappArmorProfile\x128\n" +
+	"\x16fs_group_change_policy\x18\n" +
+	" \x01(\tH\x04R\x13fsGroupChangePolicy\x88\x01\x01B\x0e\n" +
 	"\f_run_as_userB\x0f\n" +
 	"\r_run_as_groupB\x12\n" +
 	"\x10_run_as_non_rootB\v\n" +
-	"\t_fs_group\"l\n" +
+	"\t_fs_groupB\x19\n" +
+	"\x17_fs_group_change_policy\"l\n" +
 	"\x0eSeccompProfile\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x120\n" +
 	"\x11localhost_profile\x18\x02 \x01(\tH\x00R\x10localhostProfile\x88\x01\x01B\x14\n" +

@@ -208,8 +208,18 @@ type RunPodsRequest struct {
 	Timeout *durationpb.Duration `protobuf:"bytes,5,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	// admission_mode. Default BEST_EFFORT.
 	AdmissionMode AdmissionMode `protobuf:"varint,6,opt,name=admission_mode,json=admissionMode,proto3,enum=podsync.v1.AdmissionMode" json:"admission_mode,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// preconditions of the batch's pods, at most one per pod; a pod without
+	// one is written unconditionally.
+	Preconditions []*PodPrecondition `protobuf:"bytes,7,rep,name=preconditions,proto3" json:"preconditions,omitempty"`
+	// min_ready_seconds is how long, for WAIT_FOR_RUNNING, each regular
+	// container without a readiness probe must have run since its last
+	// start before the pod counts as running (a Deployment's
+	// minReadySeconds); a container with a readiness probe counts once it
+	// is ready. 0 (the default): running is enough, the kubelet's run-once
+	// rule. At most 3600.
+	MinReadySeconds int32 `protobuf:"varint,8,opt,name=min_ready_seconds,json=minReadySeconds,proto3" json:"min_ready_seconds,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *RunPodsRequest) Reset() {
@@ -282,6 +292,20 @@ func (x *RunPodsRequest) GetAdmissionMode() AdmissionMode {
 		return x.AdmissionMode
 	}
 	return AdmissionMode_ADMISSION_MODE_UNSPECIFIED
+}
+
+func (x *RunPodsRequest) GetPreconditions() []*PodPrecondition {
+	if x != nil {
+		return x.Preconditions
+	}
+	return nil
+}
+
+func (x *RunPodsRequest) GetMinReadySeconds() int32 {
+	if x != nil {
+		return x.MinReadySeconds
+	}
+	return 0
 }
 
 // RunPodsResponse is one message of the RunPods stream.
@@ -588,7 +612,9 @@ type SyncPodRequest struct {
 	// config_maps referenced by the pod.
 	ConfigMaps []*ConfigMap `protobuf:"bytes,2,rep,name=config_maps,json=configMaps,proto3" json:"config_maps,omitempty"`
 	// secrets referenced by the pod.
-	Secrets       []*Secret `protobuf:"bytes,3,rep,name=secrets,proto3" json:"secrets,omitempty"`
+	Secrets []*Secret `protobuf:"bytes,3,rep,name=secrets,proto3" json:"secrets,omitempty"`
+	// precondition the pod's write requires; none when unset.
+	Precondition  *Precondition `protobuf:"bytes,4,opt,name=precondition,proto3" json:"precondition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -640,6 +666,13 @@ func (x *SyncPodRequest) GetConfigMaps() []*ConfigMap {
 func (x *SyncPodRequest) GetSecrets() []*Secret {
 	if x != nil {
 		return x.Secrets
+	}
+	return nil
+}
+
+func (x *SyncPodRequest) GetPrecondition() *Precondition {
+	if x != nil {
+		return x.Precondition
 	}
 	return nil
 }
@@ -743,7 +776,10 @@ type SyncPodResult struct {
 	Created bool `protobuf:"varint,3,opt,name=created,proto3" json:"created,omitempty"`
 	// next_sync_time is when podsyncd syncs the pod again on its own, if it
 	// has scheduled that (a back-off or probe).
-	NextSyncTime  *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=next_sync_time,json=nextSyncTime,proto3" json:"next_sync_time,omitempty"`
+	NextSyncTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=next_sync_time,json=nextSyncTime,proto3" json:"next_sync_time,omitempty"`
+	// revision of the pod when the result was read (after the pass): a
+	// precondition for the next write.
+	Revision      int64 `protobuf:"varint,5,opt,name=revision,proto3" json:"revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -804,6 +840,13 @@ func (x *SyncPodResult) GetNextSyncTime() *timestamppb.Timestamp {
 		return x.NextSyncTime
 	}
 	return nil
+}
+
+func (x *SyncPodResult) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
 }
 
 // PlanPodRequest asks what a sync of this spec would do.
@@ -1044,7 +1087,13 @@ type Node struct {
 	Capacity map[string]string `protobuf:"bytes,4,rep,name=capacity,proto3" json:"capacity,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// allocatable is the capacity minus --system-reserved: what pods may
 	// request.
-	Allocatable   map[string]string `protobuf:"bytes,5,rep,name=allocatable,proto3" json:"allocatable,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Allocatable map[string]string `protobuf:"bytes,5,rep,name=allocatable,proto3" json:"allocatable,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// lease is the node's lease (holder, epoch, expiry); unset when it was
+	// never acquired.
+	Lease *Lease `protobuf:"bytes,6,opt,name=lease,proto3" json:"lease,omitempty"`
+	// require_lease is true when podsyncd runs with --require-lease: every
+	// mutating call must carry the current epoch.
+	RequireLease  bool `protobuf:"varint,7,opt,name=require_lease,json=requireLease,proto3" json:"require_lease,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1112,6 +1161,20 @@ func (x *Node) GetAllocatable() map[string]string {
 		return x.Allocatable
 	}
 	return nil
+}
+
+func (x *Node) GetLease() *Lease {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
+}
+
+func (x *Node) GetRequireLease() bool {
+	if x != nil {
+		return x.RequireLease
+	}
+	return false
 }
 
 // Taint mirrors core/v1 Taint.
@@ -1419,8 +1482,12 @@ type DeletePodRequest struct {
 	// grace_period_seconds overrides the pod's terminationGracePeriodSeconds;
 	// 0 kills at once.
 	GracePeriodSeconds *int64 `protobuf:"varint,4,opt,name=grace_period_seconds,json=gracePeriodSeconds,proto3,oneof" json:"grace_period_seconds,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// precondition the deletion requires (revision, uid); the uid field above
+	// is the same precondition as precondition.uid, kept for callers that
+	// set it; when both are set they must agree.
+	Precondition  *Precondition `protobuf:"bytes,5,opt,name=precondition,proto3" json:"precondition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeletePodRequest) Reset() {
@@ -1479,6 +1546,13 @@ func (x *DeletePodRequest) GetGracePeriodSeconds() int64 {
 		return *x.GracePeriodSeconds
 	}
 	return 0
+}
+
+func (x *DeletePodRequest) GetPrecondition() *Precondition {
+	if x != nil {
+		return x.Precondition
+	}
+	return nil
 }
 
 // DeletePodResponse reports the deletion.
@@ -2099,6 +2173,8 @@ func (x *ListVolumesResponse) GetVolumes() []*NamedVolume {
 // NamedVolume is a node-local named volume.
 type NamedVolume struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// namespace is the namespace whose pods mount it.
+	Namespace string `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// name is the claimName pods mount it by.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// path is its directory on the node.
@@ -2139,6 +2215,13 @@ func (*NamedVolume) Descriptor() ([]byte, []int) {
 	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{28}
 }
 
+func (x *NamedVolume) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
 func (x *NamedVolume) GetName() string {
 	if x != nil {
 		return x.Name
@@ -2163,8 +2246,14 @@ func (x *NamedVolume) GetPods() []string {
 // CreateVolumeRequest is the request of CreateVolume.
 type CreateVolumeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// namespace of the volume (of the pods that mount it); empty means
+	// "default", as for a PersistentVolumeClaim.
+	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// name of the volume (the claimName pods mount it by). Required.
-	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// precondition of the creation: only revision 0 (the volume must not
+	// exist yet) is accepted.
+	Precondition  *Precondition `protobuf:"bytes,3,opt,name=precondition,proto3" json:"precondition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2199,11 +2288,25 @@ func (*CreateVolumeRequest) Descriptor() ([]byte, []int) {
 	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{29}
 }
 
+func (x *CreateVolumeRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
 func (x *CreateVolumeRequest) GetName() string {
 	if x != nil {
 		return x.Name
 	}
 	return ""
+}
+
+func (x *CreateVolumeRequest) GetPrecondition() *Precondition {
+	if x != nil {
+		return x.Precondition
+	}
+	return nil
 }
 
 // CreateVolumeResponse is the response of CreateVolume.
@@ -2255,6 +2358,8 @@ func (x *CreateVolumeResponse) GetCreated() bool {
 // DeleteVolumeRequest is the request of DeleteVolume.
 type DeleteVolumeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// namespace of the volume; empty means "default".
+	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// name of the volume (its claimName). Required.
 	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2289,6 +2394,13 @@ func (x *DeleteVolumeRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use DeleteVolumeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteVolumeRequest) Descriptor() ([]byte, []int) {
 	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *DeleteVolumeRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
 }
 
 func (x *DeleteVolumeRequest) GetName() string {
@@ -3272,12 +3384,196 @@ func (x *ObjectDeleted) GetTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// ListEventsRequest selects the events to list.
+type ListEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// namespace of the pods whose events are listed; all when empty.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// pod_name, when set, keeps the events of the pods of that name
+	// (namespace is required with it).
+	PodName string `protobuf:"bytes,2,opt,name=pod_name,json=podName,proto3" json:"pod_name,omitempty"`
+	// pod_uid, when set, keeps the events of that incarnation of the pod.
+	PodUid        string `protobuf:"bytes,3,opt,name=pod_uid,json=podUID,proto3" json:"pod_uid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEventsRequest) Reset() {
+	*x = ListEventsRequest{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEventsRequest) ProtoMessage() {}
+
+func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListEventsRequest) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ListEventsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ListEventsRequest) GetPodName() string {
+	if x != nil {
+		return x.PodName
+	}
+	return ""
+}
+
+func (x *ListEventsRequest) GetPodUid() string {
+	if x != nil {
+		return x.PodUid
+	}
+	return ""
+}
+
+// ListEventsResponse holds the listed events.
+type ListEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// events, one per series, oldest first by last timestamp.
+	Events []*ListedEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// revision of the store when listed: watch from here to miss nothing.
+	Revision      int64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEventsResponse) Reset() {
+	*x = ListEventsResponse{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEventsResponse) ProtoMessage() {}
+
+func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListEventsResponse) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ListEventsResponse) GetEvents() []*ListedEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *ListEventsResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// ListedEvent is the newest occurrence of one event series.
+type ListedEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pod the event is about.
+	Pod *PodRef `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	// event with its series' name, count and timestamps.
+	Event *PodEvent `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	// revision at which this occurrence was recorded.
+	Revision      int64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListedEvent) Reset() {
+	*x = ListedEvent{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListedEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListedEvent) ProtoMessage() {}
+
+func (x *ListedEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListedEvent.ProtoReflect.Descriptor instead.
+func (*ListedEvent) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ListedEvent) GetPod() *PodRef {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+func (x *ListedEvent) GetEvent() *PodEvent {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *ListedEvent) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
 var File_podsync_v1_pod_sync_service_proto protoreflect.FileDescriptor
 
 const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\n" +
 	"!podsync/v1/pod_sync_service.proto\x12\n" +
-	"podsync.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17podsync/v1/events.proto\x1a\x15podsync/v1/exec.proto\x1a\x14podsync/v1/pod.proto\x1a\x16podsync/v1/stats.proto\"\xc2\x02\n" +
+	"podsync.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19podsync/v1/contract.proto\x1a\x17podsync/v1/events.proto\x1a\x15podsync/v1/exec.proto\x1a\x14podsync/v1/pod.proto\x1a\x16podsync/v1/stats.proto\"\xb1\x03\n" +
 	"\x0eRunPodsRequest\x12#\n" +
 	"\x04pods\x18\x01 \x03(\v2\x0f.podsync.v1.PodR\x04pods\x126\n" +
 	"\vconfig_maps\x18\x02 \x03(\v2\x15.podsync.v1.ConfigMapR\n" +
@@ -3285,7 +3581,9 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\asecrets\x18\x03 \x03(\v2\x12.podsync.v1.SecretR\asecrets\x12.\n" +
 	"\bwait_for\x18\x04 \x01(\x0e2\x13.podsync.v1.WaitForR\awaitFor\x123\n" +
 	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12@\n" +
-	"\x0eadmission_mode\x18\x06 \x01(\x0e2\x19.podsync.v1.AdmissionModeR\radmissionMode\"\xb4\x01\n" +
+	"\x0eadmission_mode\x18\x06 \x01(\x0e2\x19.podsync.v1.AdmissionModeR\radmissionMode\x12A\n" +
+	"\rpreconditions\x18\a \x03(\v2\x1b.podsync.v1.PodPreconditionR\rpreconditions\x12*\n" +
+	"\x11min_ready_seconds\x18\b \x01(\x05R\x0fminReadySeconds\"\xb4\x01\n" +
 	"\x0fRunPodsResponse\x12)\n" +
 	"\x04step\x18\x01 \x01(\v2\x13.podsync.v1.PodStepH\x00R\x04step\x125\n" +
 	"\x06status\x18\x02 \x01(\v2\x1b.podsync.v1.PodStatusUpdateH\x00R\x06status\x126\n" +
@@ -3302,21 +3600,23 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x0ereached_target\x18\x02 \x01(\x05R\rreachedTarget\x12\x1a\n" +
 	"\brejected\x18\x03 \x01(\x05R\brejected\x12\x16\n" +
 	"\x06failed\x18\x04 \x01(\x05R\x06failed\x12\x1b\n" +
-	"\ttimed_out\x18\x05 \x01(\x05R\btimedOut\"\x99\x01\n" +
+	"\ttimed_out\x18\x05 \x01(\x05R\btimedOut\"\xd7\x01\n" +
 	"\x0eSyncPodRequest\x12!\n" +
 	"\x03pod\x18\x01 \x01(\v2\x0f.podsync.v1.PodR\x03pod\x126\n" +
 	"\vconfig_maps\x18\x02 \x03(\v2\x15.podsync.v1.ConfigMapR\n" +
 	"configMaps\x12,\n" +
-	"\asecrets\x18\x03 \x03(\v2\x12.podsync.v1.SecretR\asecrets\"{\n" +
+	"\asecrets\x18\x03 \x03(\v2\x12.podsync.v1.SecretR\asecrets\x12<\n" +
+	"\fprecondition\x18\x04 \x01(\v2\x18.podsync.v1.PreconditionR\fprecondition\"{\n" +
 	"\x0fSyncPodResponse\x12*\n" +
 	"\x04step\x18\x01 \x01(\v2\x14.podsync.v1.SyncStepH\x00R\x04step\x123\n" +
 	"\x06result\x18\x02 \x01(\v2\x19.podsync.v1.SyncPodResultH\x00R\x06resultB\a\n" +
-	"\x05event\"\xc0\x01\n" +
+	"\x05event\"\xdc\x01\n" +
 	"\rSyncPodResult\x12$\n" +
 	"\x03pod\x18\x01 \x01(\v2\x12.podsync.v1.PodRefR\x03pod\x12-\n" +
 	"\x06status\x18\x02 \x01(\v2\x15.podsync.v1.PodStatusR\x06status\x12\x18\n" +
 	"\acreated\x18\x03 \x01(\bR\acreated\x12@\n" +
-	"\x0enext_sync_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\fnextSyncTime\"\x99\x01\n" +
+	"\x0enext_sync_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\fnextSyncTime\x12\x1a\n" +
+	"\brevision\x18\x05 \x01(\x03R\brevision\"\x99\x01\n" +
 	"\x0ePlanPodRequest\x12!\n" +
 	"\x03pod\x18\x01 \x01(\v2\x0f.podsync.v1.PodR\x03pod\x126\n" +
 	"\vconfig_maps\x18\x02 \x03(\v2\x15.podsync.v1.ConfigMapR\n" +
@@ -3329,13 +3629,15 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x05known\x18\x04 \x01(\bR\x05known\"\x10\n" +
 	"\x0eGetNodeRequest\"7\n" +
 	"\x0fGetNodeResponse\x12$\n" +
-	"\x04node\x18\x01 \x01(\v2\x10.podsync.v1.NodeR\x04node\"\xb4\x03\n" +
+	"\x04node\x18\x01 \x01(\v2\x10.podsync.v1.NodeR\x04node\"\x82\x04\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
 	"\x06labels\x18\x02 \x03(\v2\x1c.podsync.v1.Node.LabelsEntryR\x06labels\x12)\n" +
 	"\x06taints\x18\x03 \x03(\v2\x11.podsync.v1.TaintR\x06taints\x12:\n" +
 	"\bcapacity\x18\x04 \x03(\v2\x1e.podsync.v1.Node.CapacityEntryR\bcapacity\x12C\n" +
-	"\vallocatable\x18\x05 \x03(\v2!.podsync.v1.Node.AllocatableEntryR\vallocatable\x1a9\n" +
+	"\vallocatable\x18\x05 \x03(\v2!.podsync.v1.Node.AllocatableEntryR\vallocatable\x12'\n" +
+	"\x05lease\x18\x06 \x01(\v2\x11.podsync.v1.LeaseR\x05lease\x12#\n" +
+	"\rrequire_lease\x18\a \x01(\bR\frequireLease\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
@@ -3361,12 +3663,13 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x06phases\x18\x03 \x03(\tR\x06phases\"S\n" +
 	"\x10ListPodsResponse\x12#\n" +
 	"\x04pods\x18\x01 \x03(\v2\x0f.podsync.v1.PodR\x04pods\x12\x1a\n" +
-	"\brevision\x18\x02 \x01(\x03R\brevision\"\xa6\x01\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"\xe4\x01\n" +
 	"\x10DeletePodRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x03 \x01(\tR\x03uid\x125\n" +
-	"\x14grace_period_seconds\x18\x04 \x01(\x03H\x00R\x12gracePeriodSeconds\x88\x01\x01B\x17\n" +
+	"\x14grace_period_seconds\x18\x04 \x01(\x03H\x00R\x12gracePeriodSeconds\x88\x01\x01\x12<\n" +
+	"\fprecondition\x18\x05 \x01(\v2\x18.podsync.v1.PreconditionR\fpreconditionB\x17\n" +
 	"\x15_grace_period_seconds\"\xaa\x01\n" +
 	"\x11DeletePodResponse\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\x12*\n" +
@@ -3410,16 +3713,20 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x05lines\x18\x01 \x03(\v2\x13.podsync.v1.LogLineR\x05lines\"\x14\n" +
 	"\x12ListVolumesRequest\"H\n" +
 	"\x13ListVolumesResponse\x121\n" +
-	"\avolumes\x18\x01 \x03(\v2\x17.podsync.v1.NamedVolumeR\avolumes\"I\n" +
-	"\vNamedVolume\x12\x12\n" +
+	"\avolumes\x18\x01 \x03(\v2\x17.podsync.v1.NamedVolumeR\avolumes\"g\n" +
+	"\vNamedVolume\x12\x1c\n" +
+	"\tnamespace\x18\x04 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
-	"\x04pods\x18\x03 \x03(\tR\x04pods\")\n" +
-	"\x13CreateVolumeRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"0\n" +
+	"\x04pods\x18\x03 \x03(\tR\x04pods\"\x85\x01\n" +
+	"\x13CreateVolumeRequest\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12<\n" +
+	"\fprecondition\x18\x03 \x01(\v2\x18.podsync.v1.PreconditionR\fprecondition\"0\n" +
 	"\x14CreateVolumeResponse\x12\x18\n" +
-	"\acreated\x18\x01 \x01(\bR\acreated\")\n" +
-	"\x13DeleteVolumeRequest\x12\x12\n" +
+	"\acreated\x18\x01 \x01(\bR\acreated\"G\n" +
+	"\x13DeleteVolumeRequest\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\",\n" +
 	"\x14DeleteVolumeResponse\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\"\x94\x01\n" +
@@ -3477,7 +3784,18 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x06synced\x18\x05 \x01(\v2\x17.podsync.v1.WatchSyncedH\x00R\x06syncedB\b\n" +
 	"\x06change\"?\n" +
 	"\rObjectDeleted\x12.\n" +
-	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time*e\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"e\n" +
+	"\x11ListEventsRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x19\n" +
+	"\bpod_name\x18\x02 \x01(\tR\apodName\x12\x17\n" +
+	"\apod_uid\x18\x03 \x01(\tR\x06podUID\"a\n" +
+	"\x12ListEventsResponse\x12/\n" +
+	"\x06events\x18\x01 \x03(\v2\x17.podsync.v1.ListedEventR\x06events\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\"{\n" +
+	"\vListedEvent\x12$\n" +
+	"\x03pod\x18\x01 \x01(\v2\x12.podsync.v1.PodRefR\x03pod\x12*\n" +
+	"\x05event\x18\x02 \x01(\v2\x14.podsync.v1.PodEventR\x05event\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x03R\brevision*e\n" +
 	"\aWaitFor\x12\x18\n" +
 	"\x14WAIT_FOR_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10WAIT_FOR_RUNNING\x10\x01\x12\x12\n" +
@@ -3491,7 +3809,7 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"ObjectKind\x12\x1b\n" +
 	"\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16OBJECT_KIND_CONFIG_MAP\x10\x01\x12\x16\n" +
-	"\x12OBJECT_KIND_SECRET\x10\x022\xb8\x0f\n" +
+	"\x12OBJECT_KIND_SECRET\x10\x022\x87\x12\n" +
 	"\x0ePodSyncService\x12D\n" +
 	"\aRunPods\x12\x1a.podsync.v1.RunPodsRequest\x1a\x1b.podsync.v1.RunPodsResponse0\x01\x12I\n" +
 	"\aSyncPod\x12\x1a.podsync.v1.SyncPodRequest\x1a\x1b.podsync.v1.SyncPodResponse\"\x03\x90\x02\x020\x01\x12G\n" +
@@ -3516,7 +3834,13 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\vPortForward\x12\x1e.podsync.v1.PortForwardRequest\x1a\x1f.podsync.v1.PortForwardResponse(\x010\x01\x12S\n" +
 	"\vGetPodStats\x12\x1e.podsync.v1.GetPodStatsRequest\x1a\x1f.podsync.v1.GetPodStatsResponse\"\x03\x90\x02\x01\x12V\n" +
 	"\fListPodStats\x12\x1f.podsync.v1.ListPodStatsRequest\x1a .podsync.v1.ListPodStatsResponse\"\x03\x90\x02\x01\x12l\n" +
-	"\x15AddEphemeralContainer\x12(.podsync.v1.AddEphemeralContainerRequest\x1a).podsync.v1.AddEphemeralContainerResponseB\xa3\x01\n" +
+	"\x15AddEphemeralContainer\x12(.podsync.v1.AddEphemeralContainerRequest\x1a).podsync.v1.AddEphemeralContainerResponse\x12Q\n" +
+	"\fAcquireLease\x12\x1f.podsync.v1.AcquireLeaseRequest\x1a .podsync.v1.AcquireLeaseResponse\x12P\n" +
+	"\n" +
+	"RenewLease\x12\x1d.podsync.v1.RenewLeaseRequest\x1a\x1e.podsync.v1.RenewLeaseResponse\"\x03\x90\x02\x02\x12V\n" +
+	"\fReleaseLease\x12\x1f.podsync.v1.ReleaseLeaseRequest\x1a .podsync.v1.ReleaseLeaseResponse\"\x03\x90\x02\x02\x12P\n" +
+	"\n" +
+	"ListEvents\x12\x1d.podsync.v1.ListEventsRequest\x1a\x1e.podsync.v1.ListEventsResponse\"\x03\x90\x02\x01B\xa3\x01\n" +
 	"\x0ecom.podsync.v1B\x13PodSyncServiceProtoP\x01Z3github.com/podsync/podsync/api/podsync/v1;podsyncv1\xa2\x02\x03PXX\xaa\x02\n" +
 	"Podsync.V1\xca\x02\n" +
 	"Podsync\\V1\xe2\x02\x16Podsync\\V1\\GPBMetadata\xea\x02\vPodsync::V1b\x06proto3"
@@ -3534,7 +3858,7 @@ func file_podsync_v1_pod_sync_service_proto_rawDescGZIP() []byte {
 }
 
 var file_podsync_v1_pod_sync_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(WaitFor)(0),                          // 0: podsync.v1.WaitFor
 	(AdmissionMode)(0),                    // 1: podsync.v1.AdmissionMode
@@ -3586,155 +3910,183 @@ var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(*WatchObjectsRequest)(nil),           // 47: podsync.v1.WatchObjectsRequest
 	(*WatchObjectsResponse)(nil),          // 48: podsync.v1.WatchObjectsResponse
 	(*ObjectDeleted)(nil),                 // 49: podsync.v1.ObjectDeleted
-	nil,                                   // 50: podsync.v1.Node.LabelsEntry
-	nil,                                   // 51: podsync.v1.Node.CapacityEntry
-	nil,                                   // 52: podsync.v1.Node.AllocatableEntry
-	(*Pod)(nil),                           // 53: podsync.v1.Pod
-	(*ConfigMap)(nil),                     // 54: podsync.v1.ConfigMap
-	(*Secret)(nil),                        // 55: podsync.v1.Secret
-	(*durationpb.Duration)(nil),           // 56: google.protobuf.Duration
-	(*PodRef)(nil),                        // 57: podsync.v1.PodRef
-	(*SyncStep)(nil),                      // 58: podsync.v1.SyncStep
-	(*PodStatus)(nil),                     // 59: podsync.v1.PodStatus
-	(*PodResult)(nil),                     // 60: podsync.v1.PodResult
-	(*timestamppb.Timestamp)(nil),         // 61: google.protobuf.Timestamp
-	(*PodPlan)(nil),                       // 62: podsync.v1.PodPlan
-	(*PodEvent)(nil),                      // 63: podsync.v1.PodEvent
-	(*LogLine)(nil),                       // 64: podsync.v1.LogLine
-	(*ExecSyncRequest)(nil),               // 65: podsync.v1.ExecSyncRequest
-	(*ExecRequest)(nil),                   // 66: podsync.v1.ExecRequest
-	(*AttachRequest)(nil),                 // 67: podsync.v1.AttachRequest
-	(*PortForwardRequest)(nil),            // 68: podsync.v1.PortForwardRequest
-	(*GetPodStatsRequest)(nil),            // 69: podsync.v1.GetPodStatsRequest
-	(*ListPodStatsRequest)(nil),           // 70: podsync.v1.ListPodStatsRequest
-	(*AddEphemeralContainerRequest)(nil),  // 71: podsync.v1.AddEphemeralContainerRequest
-	(*ExecSyncResponse)(nil),              // 72: podsync.v1.ExecSyncResponse
-	(*ExecResponse)(nil),                  // 73: podsync.v1.ExecResponse
-	(*AttachResponse)(nil),                // 74: podsync.v1.AttachResponse
-	(*PortForwardResponse)(nil),           // 75: podsync.v1.PortForwardResponse
-	(*GetPodStatsResponse)(nil),           // 76: podsync.v1.GetPodStatsResponse
-	(*ListPodStatsResponse)(nil),          // 77: podsync.v1.ListPodStatsResponse
-	(*AddEphemeralContainerResponse)(nil), // 78: podsync.v1.AddEphemeralContainerResponse
+	(*ListEventsRequest)(nil),             // 50: podsync.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),            // 51: podsync.v1.ListEventsResponse
+	(*ListedEvent)(nil),                   // 52: podsync.v1.ListedEvent
+	nil,                                   // 53: podsync.v1.Node.LabelsEntry
+	nil,                                   // 54: podsync.v1.Node.CapacityEntry
+	nil,                                   // 55: podsync.v1.Node.AllocatableEntry
+	(*Pod)(nil),                           // 56: podsync.v1.Pod
+	(*ConfigMap)(nil),                     // 57: podsync.v1.ConfigMap
+	(*Secret)(nil),                        // 58: podsync.v1.Secret
+	(*durationpb.Duration)(nil),           // 59: google.protobuf.Duration
+	(*PodPrecondition)(nil),               // 60: podsync.v1.PodPrecondition
+	(*PodRef)(nil),                        // 61: podsync.v1.PodRef
+	(*SyncStep)(nil),                      // 62: podsync.v1.SyncStep
+	(*PodStatus)(nil),                     // 63: podsync.v1.PodStatus
+	(*PodResult)(nil),                     // 64: podsync.v1.PodResult
+	(*Precondition)(nil),                  // 65: podsync.v1.Precondition
+	(*timestamppb.Timestamp)(nil),         // 66: google.protobuf.Timestamp
+	(*PodPlan)(nil),                       // 67: podsync.v1.PodPlan
+	(*Lease)(nil),                         // 68: podsync.v1.Lease
+	(*PodEvent)(nil),                      // 69: podsync.v1.PodEvent
+	(*LogLine)(nil),                       // 70: podsync.v1.LogLine
+	(*ExecSyncRequest)(nil),               // 71: podsync.v1.ExecSyncRequest
+	(*ExecRequest)(nil),                   // 72: podsync.v1.ExecRequest
+	(*AttachRequest)(nil),                 // 73: podsync.v1.AttachRequest
+	(*PortForwardRequest)(nil),            // 74: podsync.v1.PortForwardRequest
+	(*GetPodStatsRequest)(nil),            // 75: podsync.v1.GetPodStatsRequest
+	(*ListPodStatsRequest)(nil),           // 76: podsync.v1.ListPodStatsRequest
+	(*AddEphemeralContainerRequest)(nil),  // 77: podsync.v1.AddEphemeralContainerRequest
+	(*AcquireLeaseRequest)(nil),           // 78: podsync.v1.AcquireLeaseRequest
+	(*RenewLeaseRequest)(nil),             // 79: podsync.v1.RenewLeaseRequest
+	(*ReleaseLeaseRequest)(nil),           // 80: podsync.v1.ReleaseLeaseRequest
+	(*ExecSyncResponse)(nil),              // 81: podsync.v1.ExecSyncResponse
+	(*ExecResponse)(nil),                  // 82: podsync.v1.ExecResponse
+	(*AttachResponse)(nil),                // 83: podsync.v1.AttachResponse
+	(*PortForwardResponse)(nil),           // 84: podsync.v1.PortForwardResponse
+	(*GetPodStatsResponse)(nil),           // 85: podsync.v1.GetPodStatsResponse
+	(*ListPodStatsResponse)(nil),          // 86: podsync.v1.ListPodStatsResponse
+	(*AddEphemeralContainerResponse)(nil), // 87: podsync.v1.AddEphemeralContainerResponse
+	(*AcquireLeaseResponse)(nil),          // 88: podsync.v1.AcquireLeaseResponse
+	(*RenewLeaseResponse)(nil),            // 89: podsync.v1.RenewLeaseResponse
+	(*ReleaseLeaseResponse)(nil),          // 90: podsync.v1.ReleaseLeaseResponse
 }
 var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
-	53, // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
-	54, // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	55, // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
-	0,  // 3: podsync.v1.RunPodsRequest.wait_for:type_name -> podsync.v1.WaitFor
-	56, // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
-	1,  // 5: podsync.v1.RunPodsRequest.admission_mode:type_name -> podsync.v1.AdmissionMode
-	5,  // 6: podsync.v1.RunPodsResponse.step:type_name -> podsync.v1.PodStep
-	6,  // 7: podsync.v1.RunPodsResponse.status:type_name -> podsync.v1.PodStatusUpdate
-	7,  // 8: podsync.v1.RunPodsResponse.summary:type_name -> podsync.v1.RunPodsSummary
-	57, // 9: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
-	58, // 10: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
-	57, // 11: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
-	59, // 12: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
-	60, // 13: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
-	53, // 14: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
-	54, // 15: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	55, // 16: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
-	58, // 17: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
-	10, // 18: podsync.v1.SyncPodResponse.result:type_name -> podsync.v1.SyncPodResult
-	57, // 19: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
-	59, // 20: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
-	61, // 21: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
-	53, // 22: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
-	54, // 23: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	55, // 24: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
-	57, // 25: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
-	62, // 26: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
-	59, // 27: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
-	15, // 28: podsync.v1.GetNodeResponse.node:type_name -> podsync.v1.Node
-	50, // 29: podsync.v1.Node.labels:type_name -> podsync.v1.Node.LabelsEntry
-	16, // 30: podsync.v1.Node.taints:type_name -> podsync.v1.Taint
-	51, // 31: podsync.v1.Node.capacity:type_name -> podsync.v1.Node.CapacityEntry
-	52, // 32: podsync.v1.Node.allocatable:type_name -> podsync.v1.Node.AllocatableEntry
-	53, // 33: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
-	53, // 34: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
-	58, // 35: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
-	57, // 36: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
-	59, // 37: podsync.v1.DeletePodResponse.status:type_name -> podsync.v1.PodStatus
-	57, // 38: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
-	59, // 39: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
-	63, // 40: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
-	26, // 41: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
-	25, // 42: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
-	61, // 43: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
-	61, // 44: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
-	64, // 45: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
-	31, // 46: podsync.v1.ListVolumesResponse.volumes:type_name -> podsync.v1.NamedVolume
-	2,  // 47: podsync.v1.ObjectRef.kind:type_name -> podsync.v1.ObjectKind
-	54, // 48: podsync.v1.Object.config_map:type_name -> podsync.v1.ConfigMap
-	55, // 49: podsync.v1.Object.secret:type_name -> podsync.v1.Secret
-	54, // 50: podsync.v1.ApplyObjectsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	55, // 51: podsync.v1.ApplyObjectsRequest.secrets:type_name -> podsync.v1.Secret
-	40, // 52: podsync.v1.ApplyObjectsResponse.results:type_name -> podsync.v1.ObjectResult
-	36, // 53: podsync.v1.ObjectResult.object:type_name -> podsync.v1.ObjectRef
-	2,  // 54: podsync.v1.GetObjectRequest.kind:type_name -> podsync.v1.ObjectKind
-	37, // 55: podsync.v1.GetObjectResponse.object:type_name -> podsync.v1.Object
-	2,  // 56: podsync.v1.ListObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
-	37, // 57: podsync.v1.ListObjectsResponse.objects:type_name -> podsync.v1.Object
-	2,  // 58: podsync.v1.DeleteObjectRequest.kind:type_name -> podsync.v1.ObjectKind
-	2,  // 59: podsync.v1.WatchObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
-	36, // 60: podsync.v1.WatchObjectsResponse.object:type_name -> podsync.v1.ObjectRef
-	37, // 61: podsync.v1.WatchObjectsResponse.applied:type_name -> podsync.v1.Object
-	49, // 62: podsync.v1.WatchObjectsResponse.deleted:type_name -> podsync.v1.ObjectDeleted
-	25, // 63: podsync.v1.WatchObjectsResponse.synced:type_name -> podsync.v1.WatchSynced
-	61, // 64: podsync.v1.ObjectDeleted.time:type_name -> google.protobuf.Timestamp
-	3,  // 65: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
-	8,  // 66: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
-	11, // 67: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
-	17, // 68: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
-	13, // 69: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
-	19, // 70: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
-	21, // 71: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
-	23, // 72: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
-	27, // 73: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
-	29, // 74: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
-	32, // 75: podsync.v1.PodSyncService.CreateVolume:input_type -> podsync.v1.CreateVolumeRequest
-	34, // 76: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
-	38, // 77: podsync.v1.PodSyncService.ApplyObjects:input_type -> podsync.v1.ApplyObjectsRequest
-	41, // 78: podsync.v1.PodSyncService.GetObject:input_type -> podsync.v1.GetObjectRequest
-	43, // 79: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
-	45, // 80: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
-	47, // 81: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
-	65, // 82: podsync.v1.PodSyncService.ExecSync:input_type -> podsync.v1.ExecSyncRequest
-	66, // 83: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
-	67, // 84: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
-	68, // 85: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
-	69, // 86: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
-	70, // 87: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
-	71, // 88: podsync.v1.PodSyncService.AddEphemeralContainer:input_type -> podsync.v1.AddEphemeralContainerRequest
-	4,  // 89: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
-	9,  // 90: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
-	12, // 91: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
-	18, // 92: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
-	14, // 93: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
-	20, // 94: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
-	22, // 95: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
-	24, // 96: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
-	28, // 97: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
-	30, // 98: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
-	33, // 99: podsync.v1.PodSyncService.CreateVolume:output_type -> podsync.v1.CreateVolumeResponse
-	35, // 100: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
-	39, // 101: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
-	42, // 102: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
-	44, // 103: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
-	46, // 104: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
-	48, // 105: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
-	72, // 106: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
-	73, // 107: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
-	74, // 108: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
-	75, // 109: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
-	76, // 110: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
-	77, // 111: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
-	78, // 112: podsync.v1.PodSyncService.AddEphemeralContainer:output_type -> podsync.v1.AddEphemeralContainerResponse
-	89, // [89:113] is the sub-list for method output_type
-	65, // [65:89] is the sub-list for method input_type
-	65, // [65:65] is the sub-list for extension type_name
-	65, // [65:65] is the sub-list for extension extendee
-	0,  // [0:65] is the sub-list for field type_name
+	56,  // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
+	57,  // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	58,  // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
+	0,   // 3: podsync.v1.RunPodsRequest.wait_for:type_name -> podsync.v1.WaitFor
+	59,  // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
+	1,   // 5: podsync.v1.RunPodsRequest.admission_mode:type_name -> podsync.v1.AdmissionMode
+	60,  // 6: podsync.v1.RunPodsRequest.preconditions:type_name -> podsync.v1.PodPrecondition
+	5,   // 7: podsync.v1.RunPodsResponse.step:type_name -> podsync.v1.PodStep
+	6,   // 8: podsync.v1.RunPodsResponse.status:type_name -> podsync.v1.PodStatusUpdate
+	7,   // 9: podsync.v1.RunPodsResponse.summary:type_name -> podsync.v1.RunPodsSummary
+	61,  // 10: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
+	62,  // 11: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
+	61,  // 12: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
+	63,  // 13: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
+	64,  // 14: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
+	56,  // 15: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
+	57,  // 16: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	58,  // 17: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
+	65,  // 18: podsync.v1.SyncPodRequest.precondition:type_name -> podsync.v1.Precondition
+	62,  // 19: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
+	10,  // 20: podsync.v1.SyncPodResponse.result:type_name -> podsync.v1.SyncPodResult
+	61,  // 21: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
+	63,  // 22: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
+	66,  // 23: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
+	56,  // 24: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
+	57,  // 25: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	58,  // 26: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
+	61,  // 27: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
+	67,  // 28: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
+	63,  // 29: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
+	15,  // 30: podsync.v1.GetNodeResponse.node:type_name -> podsync.v1.Node
+	53,  // 31: podsync.v1.Node.labels:type_name -> podsync.v1.Node.LabelsEntry
+	16,  // 32: podsync.v1.Node.taints:type_name -> podsync.v1.Taint
+	54,  // 33: podsync.v1.Node.capacity:type_name -> podsync.v1.Node.CapacityEntry
+	55,  // 34: podsync.v1.Node.allocatable:type_name -> podsync.v1.Node.AllocatableEntry
+	68,  // 35: podsync.v1.Node.lease:type_name -> podsync.v1.Lease
+	56,  // 36: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
+	56,  // 37: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
+	65,  // 38: podsync.v1.DeletePodRequest.precondition:type_name -> podsync.v1.Precondition
+	62,  // 39: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
+	61,  // 40: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
+	63,  // 41: podsync.v1.DeletePodResponse.status:type_name -> podsync.v1.PodStatus
+	61,  // 42: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
+	63,  // 43: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
+	69,  // 44: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
+	26,  // 45: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
+	25,  // 46: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
+	66,  // 47: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
+	66,  // 48: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
+	70,  // 49: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
+	31,  // 50: podsync.v1.ListVolumesResponse.volumes:type_name -> podsync.v1.NamedVolume
+	65,  // 51: podsync.v1.CreateVolumeRequest.precondition:type_name -> podsync.v1.Precondition
+	2,   // 52: podsync.v1.ObjectRef.kind:type_name -> podsync.v1.ObjectKind
+	57,  // 53: podsync.v1.Object.config_map:type_name -> podsync.v1.ConfigMap
+	58,  // 54: podsync.v1.Object.secret:type_name -> podsync.v1.Secret
+	57,  // 55: podsync.v1.ApplyObjectsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	58,  // 56: podsync.v1.ApplyObjectsRequest.secrets:type_name -> podsync.v1.Secret
+	40,  // 57: podsync.v1.ApplyObjectsResponse.results:type_name -> podsync.v1.ObjectResult
+	36,  // 58: podsync.v1.ObjectResult.object:type_name -> podsync.v1.ObjectRef
+	2,   // 59: podsync.v1.GetObjectRequest.kind:type_name -> podsync.v1.ObjectKind
+	37,  // 60: podsync.v1.GetObjectResponse.object:type_name -> podsync.v1.Object
+	2,   // 61: podsync.v1.ListObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
+	37,  // 62: podsync.v1.ListObjectsResponse.objects:type_name -> podsync.v1.Object
+	2,   // 63: podsync.v1.DeleteObjectRequest.kind:type_name -> podsync.v1.ObjectKind
+	2,   // 64: podsync.v1.WatchObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
+	36,  // 65: podsync.v1.WatchObjectsResponse.object:type_name -> podsync.v1.ObjectRef
+	37,  // 66: podsync.v1.WatchObjectsResponse.applied:type_name -> podsync.v1.Object
+	49,  // 67: podsync.v1.WatchObjectsResponse.deleted:type_name -> podsync.v1.ObjectDeleted
+	25,  // 68: podsync.v1.WatchObjectsResponse.synced:type_name -> podsync.v1.WatchSynced
+	66,  // 69: podsync.v1.ObjectDeleted.time:type_name -> google.protobuf.Timestamp
+	52,  // 70: podsync.v1.ListEventsResponse.events:type_name -> podsync.v1.ListedEvent
+	61,  // 71: podsync.v1.ListedEvent.pod:type_name -> podsync.v1.PodRef
+	69,  // 72: podsync.v1.ListedEvent.event:type_name -> podsync.v1.PodEvent
+	3,   // 73: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
+	8,   // 74: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
+	11,  // 75: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
+	17,  // 76: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
+	13,  // 77: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
+	19,  // 78: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
+	21,  // 79: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
+	23,  // 80: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
+	27,  // 81: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
+	29,  // 82: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
+	32,  // 83: podsync.v1.PodSyncService.CreateVolume:input_type -> podsync.v1.CreateVolumeRequest
+	34,  // 84: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
+	38,  // 85: podsync.v1.PodSyncService.ApplyObjects:input_type -> podsync.v1.ApplyObjectsRequest
+	41,  // 86: podsync.v1.PodSyncService.GetObject:input_type -> podsync.v1.GetObjectRequest
+	43,  // 87: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
+	45,  // 88: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
+	47,  // 89: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
+	71,  // 90: podsync.v1.PodSyncService.ExecSync:input_type -> podsync.v1.ExecSyncRequest
+	72,  // 91: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
+	73,  // 92: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
+	74,  // 93: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
+	75,  // 94: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
+	76,  // 95: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
+	77,  // 96: podsync.v1.PodSyncService.AddEphemeralContainer:input_type -> podsync.v1.AddEphemeralContainerRequest
+	78,  // 97: podsync.v1.PodSyncService.AcquireLease:input_type -> podsync.v1.AcquireLeaseRequest
+	79,  // 98: podsync.v1.PodSyncService.RenewLease:input_type -> podsync.v1.RenewLeaseRequest
+	80,  // 99: podsync.v1.PodSyncService.ReleaseLease:input_type -> podsync.v1.ReleaseLeaseRequest
+	50,  // 100: podsync.v1.PodSyncService.ListEvents:input_type -> podsync.v1.ListEventsRequest
+	4,   // 101: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
+	9,   // 102: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
+	12,  // 103: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
+	18,  // 104: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
+	14,  // 105: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
+	20,  // 106: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
+	22,  // 107: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
+	24,  // 108: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
+	28,  // 109: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
+	30,  // 110: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
+	33,  // 111: podsync.v1.PodSyncService.CreateVolume:output_type -> podsync.v1.CreateVolumeResponse
+	35,  // 112: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
+	39,  // 113: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
+	42,  // 114: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
+	44,  // 115: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
+	46,  // 116: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
+	48,  // 117: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
+	81,  // 118: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
+	82,  // 119: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
+	83,  // 120: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
+	84,  // 121: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
+	85,  // 122: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
+	86,  // 123: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
+	87,  // 124: podsync.v1.PodSyncService.AddEphemeralContainer:output_type -> podsync.v1.AddEphemeralContainerResponse
+	88,  // 125: podsync.v1.PodSyncService.AcquireLease:output_type -> podsync.v1.AcquireLeaseResponse
+	89,  // 126: podsync.v1.PodSyncService.RenewLease:output_type -> podsync.v1.RenewLeaseResponse
+	90,  // 127: podsync.v1.PodSyncService.ReleaseLease:output_type -> podsync.v1.ReleaseLeaseResponse
+	51,  // 128: podsync.v1.PodSyncService.ListEvents:output_type -> podsync.v1.ListEventsResponse
+	101, // [101:129] is the sub-list for method output_type
+	73,  // [73:101] is the sub-list for method input_type
+	73,  // [73:73] is the sub-list for extension type_name
+	73,  // [73:73] is the sub-list for extension extendee
+	0,   // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_sync_service_proto_init() }
@@ -3742,6 +4094,7 @@ func file_podsync_v1_pod_sync_service_proto_init() {
 	if File_podsync_v1_pod_sync_service_proto != nil {
 		return
 	}
+	file_podsync_v1_contract_proto_init()
 	file_podsync_v1_events_proto_init()
 	file_podsync_v1_exec_proto_init()
 	file_podsync_v1_pod_proto_init()
@@ -3778,7 +4131,7 @@ func file_podsync_v1_pod_sync_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_sync_service_proto_rawDesc), len(file_podsync_v1_pod_sync_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   50,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

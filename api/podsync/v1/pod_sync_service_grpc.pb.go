@@ -46,6 +46,10 @@ const (
 	PodSyncService_GetPodStats_FullMethodName           = "/podsync.v1.PodSyncService/GetPodStats"
 	PodSyncService_ListPodStats_FullMethodName          = "/podsync.v1.PodSyncService/ListPodStats"
 	PodSyncService_AddEphemeralContainer_FullMethodName = "/podsync.v1.PodSyncService/AddEphemeralContainer"
+	PodSyncService_AcquireLease_FullMethodName          = "/podsync.v1.PodSyncService/AcquireLease"
+	PodSyncService_RenewLease_FullMethodName            = "/podsync.v1.PodSyncService/RenewLease"
+	PodSyncService_ReleaseLease_FullMethodName          = "/podsync.v1.PodSyncService/ReleaseLease"
+	PodSyncService_ListEvents_FullMethodName            = "/podsync.v1.PodSyncService/ListEvents"
 )
 
 // PodSyncServiceClient is the client API for PodSyncService service.
@@ -74,6 +78,19 @@ const (
 //   - DEADLINE_EXCEEDED, CANCELLED: the caller's deadline or cancellation;
 //     work already done on the node stays done.
 //   - RESOURCE_EXHAUSTED: the caller's rate limit, or a message too large.
+//   - ABORTED, reason REVISION_MISMATCH or UID_MISMATCH: a write's
+//     Precondition does not hold; nothing was changed. Metadata "revision"
+//     and "uid" are the current ones: read again and retry.
+//   - FAILED_PRECONDITION, reason LEASE_SUPERSEDED or LEASE_REQUIRED: a
+//     mutating call carries an epoch older than the node's Lease, or
+//     (--require-lease) none; nothing was changed.
+//
+// A call that ends with UNAVAILABLE (reason RUNTIME_UNAVAILABLE before the
+// handler ran), DEADLINE_EXCEEDED or CANCELLED, or whose connection broke,
+// may or may not have been applied: a write's effect is all or nothing, but
+// only a read tells which. Conditional writes make such a retry safe: a
+// retry of a write that did land fails with REVISION_MISMATCH instead of
+// applying it twice (docs/api.md).
 type PodSyncServiceClient interface {
 	// RunPods runs a batch of pods and reports how each one went: the
 	// kubelet's run-once mode with a real contract.
@@ -99,8 +116,10 @@ type PodSyncServiceClient interface {
 	//
 	// Errors: INVALID_ARGUMENT for a malformed request (nothing is run);
 	// ALREADY_EXISTS when a pod's explicit uid differs from the live pod of
-	// the same namespace/name. Admission refusals are per-pod results, not
-	// errors.
+	// the same namespace/name; ABORTED (REVISION_MISMATCH, UID_MISMATCH)
+	// when a pod's precondition does not hold (the pods before it in the
+	// batch are applied, none after it). Admission refusals are per-pod
+	// results, not errors.
 	//
 	// Idempotency: re-sending the same request applies the same specs again
 	// (no change for pods already as specified) and waits again; safe to
@@ -123,10 +142,14 @@ type PodSyncServiceClient interface {
 	// ObjectMeta.uid); FAILED_PRECONDITION with ErrorInfo reason OutOfcpu,
 	// OutOfmemory, OutOfpods, NodePorts or a policy reason when admission
 	// refuses a new pod (RESOURCE_EXHAUSTED for the capacity reasons);
-	// ABORTED when the pod is being deleted.
+	// ABORTED when the pod is being deleted (POD_TERMINATING) or the
+	// precondition does not hold (REVISION_MISMATCH, UID_MISMATCH, with the
+	// current revision and uid in the metadata; nothing is stored).
 	//
 	// Idempotency: IDEMPOTENT — the same spec twice yields the same pod;
-	// the second pass changes nothing that is already converged.
+	// the second pass changes nothing that is already converged. A retry of
+	// a call with a revision precondition that did land fails with
+	// REVISION_MISMATCH: read the pod to see whether it holds the spec.
 	SyncPod(ctx context.Context, in *SyncPodRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SyncPodResponse], error)
 	// PlanPod says what a sync pass of the given spec would do now — sandbox
 	// decision with attempt and reason, containers to kill with the changed
@@ -163,12 +186,13 @@ type PodSyncServiceClient interface {
 	// the grace period — and removes its containers, sandboxes, volumes and
 	// logs, and forgets it. It returns once everything is gone.
 	//
-	// A pod that does not exist answers OK with found = false, so a retry
-	// after an interrupted call is safe.
+	// A pod that does not exist answers OK with found = false, whatever the
+	// precondition, so a retry after an interrupted call is safe.
 	//
-	// Errors: FAILED_PRECONDITION with ErrorInfo reason UID_MISMATCH (and
-	// metadata "uid", the live pod's) when uid is given and names another
-	// incarnation of the pod.
+	// Errors: ABORTED with ErrorInfo reason UID_MISMATCH (and metadata
+	// "uid", the live pod's) when uid is given and names another incarnation
+	// of the pod; ABORTED, REVISION_MISMATCH, when the precondition's
+	// revision is not the pod's. Nothing is deleted then.
 	//
 	// Idempotency: IDEMPOTENT.
 	DeletePod(ctx context.Context, in *DeletePodRequest, opts ...grpc.CallOption) (*DeletePodResponse, error)
@@ -209,18 +233,22 @@ type PodSyncServiceClient interface {
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetContainerLogs(ctx context.Context, in *GetContainerLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[GetContainerLogsResponse], error)
 	// ListVolumes returns the node's named volumes — the node-local
-	// directories persistentVolumeClaim volumes mount, one per claimName —
-	// ordered by name, each with the stored pods that name it.
+	// directories persistentVolumeClaim volumes mount, one per namespace and
+	// claimName, as a PersistentVolumeClaim is a namespace's — ordered by
+	// namespace and name, each with the stored pods that name it.
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	ListVolumes(ctx context.Context, in *ListVolumesRequest, opts ...grpc.CallOption) (*ListVolumesResponse, error)
 	// CreateVolume creates a named volume, as a pod naming the claim creates
 	// it on its first run: the node-local directory a persistentVolumeClaim
-	// volume of that claimName mounts (what podsyncctl does for a
-	// PersistentVolumeClaim document). An existing volume is left as it is
-	// and answers OK with created = false.
+	// volume of that claimName mounts in the pods of its namespace (what
+	// podsyncctl does for a PersistentVolumeClaim document). An existing
+	// volume is left as it is and answers OK with created = false.
 	//
-	// Errors: INVALID_ARGUMENT for a name that cannot be a volume's.
+	// Errors: INVALID_ARGUMENT for a name that cannot be a volume's;
+	// ABORTED, REVISION_MISMATCH, when the precondition's revision is 0 (the
+	// volume must not exist) and it exists. Volumes have no revisions: 0 is
+	// the only revision a volume's precondition may name.
 	//
 	// Idempotency: IDEMPOTENT.
 	CreateVolume(ctx context.Context, in *CreateVolumeRequest, opts ...grpc.CallOption) (*CreateVolumeResponse, error)
@@ -248,9 +276,10 @@ type PodSyncServiceClient interface {
 	//
 	// Errors: INVALID_ARGUMENT for an invalid object, or a change of an
 	// object stored with immutable = true (field violation "data");
-	// ABORTED, ErrorInfo reason CONFLICT, when an object's
-	// metadata.resource_version is set and is not the stored one (a new
-	// object must then not exist: resource_version "0" is not stored yet);
+	// ABORTED, ErrorInfo reason REVISION_MISMATCH (metadata "revision", the
+	// stored one, "0" for none), when an object's metadata.resource_version
+	// is set and is not the stored one (a new object must then not exist:
+	// resource_version "0" is not stored yet); nothing is stored then;
 	// FAILED_PRECONDITION, reason OWNED_BY_FILE, for an object read from the
 	// manifest directory.
 	//
@@ -273,8 +302,8 @@ type PodSyncServiceClient interface {
 	// object waits for it (CreateContainerConfigError), as on a kubelet.
 	// An object that does not exist answers OK with found = false.
 	//
-	// Errors: ABORTED, reason CONFLICT, when resource_version is set and is
-	// not the stored one; FAILED_PRECONDITION, reason OWNED_BY_FILE, for an
+	// Errors: ABORTED, reason REVISION_MISMATCH (metadata "revision"), when
+	// resource_version is set and is not the stored one; FAILED_PRECONDITION, reason OWNED_BY_FILE, for an
 	// object read from the manifest directory.
 	//
 	// Idempotency: IDEMPOTENT.
@@ -389,11 +418,59 @@ type PodSyncServiceClient interface {
 	// INVALID_ARGUMENT for a name already used by a container of the pod, a
 	// target that is not an init or regular container, or a field a debug
 	// container may not have. PERMISSION_DENIED unless the caller has the
-	// exec role (or admin).
+	// debug role (or admin): a debug container changes the pod, which the
+	// exec role may not. FAILED_PRECONDITION (PodSecurity) for a debug
+	// container the node's Pod Security level refuses.
 	//
 	// Idempotency: none — a retry after success fails with INVALID_ARGUMENT
-	// (duplicate name); a caller that lost the answer reads the pod.
+	// (duplicate name); a caller that lost the answer reads the pod. The
+	// precondition (REVISION_MISMATCH, UID_MISMATCH) is checked as SyncPod's.
 	AddEphemeralContainer(ctx context.Context, in *AddEphemeralContainerRequest, opts ...grpc.CallOption) (*AddEphemeralContainerResponse, error)
+	// AcquireLease makes the caller (its authenticated identity) the holder
+	// of the node's lease, with a new epoch, one more than the last one
+	// granted: when nobody holds it, when it expired, or when the caller
+	// holds it already (an acquisition by the same identity, a standby of
+	// the same control plane, is a takeover too: it fences the calls of the
+	// epoch before). See Lease for what the epoch fences.
+	//
+	// Errors: FAILED_PRECONDITION, ErrorInfo reason LEASE_HELD (metadata
+	// "holder", "epoch" and "expire_time") while another identity holds an
+	// unexpired lease; INVALID_ARGUMENT for a ttl out of range.
+	//
+	// Idempotency: none — every success is a new epoch; a caller that lost
+	// the answer acquires again, which fences the lost epoch.
+	AcquireLease(ctx context.Context, in *AcquireLeaseRequest, opts ...grpc.CallOption) (*AcquireLeaseResponse, error)
+	// RenewLease extends the lease of epoch by ttl from now. A lease that
+	// expired may be renewed while nobody else acquired it.
+	//
+	// Errors: FAILED_PRECONDITION, reason LEASE_SUPERSEDED (metadata
+	// "holder", "epoch"), when epoch is not the current one, or the lease
+	// was released, or another identity holds it.
+	//
+	// Idempotency: IDEMPOTENT.
+	RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error)
+	// ReleaseLease gives up the lease of epoch: anyone may acquire it at
+	// once. The epoch stays counted: the next acquisition gets a greater one.
+	//
+	// Errors: FAILED_PRECONDITION, reason LEASE_SUPERSEDED, when epoch is not
+	// the current one or another identity holds it.
+	//
+	// Idempotency: IDEMPOTENT — releasing a released lease of the same epoch
+	// answers released = false.
+	ReleaseLease(ctx context.Context, in *ReleaseLeaseRequest, opts ...grpc.CallOption) (*ReleaseLeaseResponse, error)
+	// ListEvents returns the pods' events podsyncd still holds in its
+	// revision log (the history WatchPods replays; the oldest go as it is
+	// compacted, as an API server's events expire): one entry per event
+	// series, its newest occurrence with the series' count and first and
+	// last timestamps (core/v1 Event's), oldest first by last timestamp. A
+	// pod's events stay listed after it is deleted until they are
+	// compacted away; pod_uid tells incarnations apart.
+	//
+	// Errors: INVALID_ARGUMENT for a malformed namespace or name, or a name
+	// without a namespace.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error)
 }
 
 type podSyncServiceClient struct {
@@ -698,6 +775,46 @@ func (c *podSyncServiceClient) AddEphemeralContainer(ctx context.Context, in *Ad
 	return out, nil
 }
 
+func (c *podSyncServiceClient) AcquireLease(ctx context.Context, in *AcquireLeaseRequest, opts ...grpc.CallOption) (*AcquireLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AcquireLeaseResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_AcquireLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) RenewLease(ctx context.Context, in *RenewLeaseRequest, opts ...grpc.CallOption) (*RenewLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RenewLeaseResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_RenewLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) ReleaseLease(ctx context.Context, in *ReleaseLeaseRequest, opts ...grpc.CallOption) (*ReleaseLeaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReleaseLeaseResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_ReleaseLease_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *podSyncServiceClient) ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListEventsResponse)
+	err := c.cc.Invoke(ctx, PodSyncService_ListEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PodSyncServiceServer is the server API for PodSyncService service.
 // All implementations must embed UnimplementedPodSyncServiceServer
 // for forward compatibility.
@@ -724,6 +841,19 @@ func (c *podSyncServiceClient) AddEphemeralContainer(ctx context.Context, in *Ad
 //   - DEADLINE_EXCEEDED, CANCELLED: the caller's deadline or cancellation;
 //     work already done on the node stays done.
 //   - RESOURCE_EXHAUSTED: the caller's rate limit, or a message too large.
+//   - ABORTED, reason REVISION_MISMATCH or UID_MISMATCH: a write's
+//     Precondition does not hold; nothing was changed. Metadata "revision"
+//     and "uid" are the current ones: read again and retry.
+//   - FAILED_PRECONDITION, reason LEASE_SUPERSEDED or LEASE_REQUIRED: a
+//     mutating call carries an epoch older than the node's Lease, or
+//     (--require-lease) none; nothing was changed.
+//
+// A call that ends with UNAVAILABLE (reason RUNTIME_UNAVAILABLE before the
+// handler ran), DEADLINE_EXCEEDED or CANCELLED, or whose connection broke,
+// may or may not have been applied: a write's effect is all or nothing, but
+// only a read tells which. Conditional writes make such a retry safe: a
+// retry of a write that did land fails with REVISION_MISMATCH instead of
+// applying it twice (docs/api.md).
 type PodSyncServiceServer interface {
 	// RunPods runs a batch of pods and reports how each one went: the
 	// kubelet's run-once mode with a real contract.
@@ -749,8 +879,10 @@ type PodSyncServiceServer interface {
 	//
 	// Errors: INVALID_ARGUMENT for a malformed request (nothing is run);
 	// ALREADY_EXISTS when a pod's explicit uid differs from the live pod of
-	// the same namespace/name. Admission refusals are per-pod results, not
-	// errors.
+	// the same namespace/name; ABORTED (REVISION_MISMATCH, UID_MISMATCH)
+	// when a pod's precondition does not hold (the pods before it in the
+	// batch are applied, none after it). Admission refusals are per-pod
+	// results, not errors.
 	//
 	// Idempotency: re-sending the same request applies the same specs again
 	// (no change for pods already as specified) and waits again; safe to
@@ -773,10 +905,14 @@ type PodSyncServiceServer interface {
 	// ObjectMeta.uid); FAILED_PRECONDITION with ErrorInfo reason OutOfcpu,
 	// OutOfmemory, OutOfpods, NodePorts or a policy reason when admission
 	// refuses a new pod (RESOURCE_EXHAUSTED for the capacity reasons);
-	// ABORTED when the pod is being deleted.
+	// ABORTED when the pod is being deleted (POD_TERMINATING) or the
+	// precondition does not hold (REVISION_MISMATCH, UID_MISMATCH, with the
+	// current revision and uid in the metadata; nothing is stored).
 	//
 	// Idempotency: IDEMPOTENT — the same spec twice yields the same pod;
-	// the second pass changes nothing that is already converged.
+	// the second pass changes nothing that is already converged. A retry of
+	// a call with a revision precondition that did land fails with
+	// REVISION_MISMATCH: read the pod to see whether it holds the spec.
 	SyncPod(*SyncPodRequest, grpc.ServerStreamingServer[SyncPodResponse]) error
 	// PlanPod says what a sync pass of the given spec would do now — sandbox
 	// decision with attempt and reason, containers to kill with the changed
@@ -813,12 +949,13 @@ type PodSyncServiceServer interface {
 	// the grace period — and removes its containers, sandboxes, volumes and
 	// logs, and forgets it. It returns once everything is gone.
 	//
-	// A pod that does not exist answers OK with found = false, so a retry
-	// after an interrupted call is safe.
+	// A pod that does not exist answers OK with found = false, whatever the
+	// precondition, so a retry after an interrupted call is safe.
 	//
-	// Errors: FAILED_PRECONDITION with ErrorInfo reason UID_MISMATCH (and
-	// metadata "uid", the live pod's) when uid is given and names another
-	// incarnation of the pod.
+	// Errors: ABORTED with ErrorInfo reason UID_MISMATCH (and metadata
+	// "uid", the live pod's) when uid is given and names another incarnation
+	// of the pod; ABORTED, REVISION_MISMATCH, when the precondition's
+	// revision is not the pod's. Nothing is deleted then.
 	//
 	// Idempotency: IDEMPOTENT.
 	DeletePod(context.Context, *DeletePodRequest) (*DeletePodResponse, error)
@@ -859,18 +996,22 @@ type PodSyncServiceServer interface {
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetContainerLogs(*GetContainerLogsRequest, grpc.ServerStreamingServer[GetContainerLogsResponse]) error
 	// ListVolumes returns the node's named volumes — the node-local
-	// directories persistentVolumeClaim volumes mount, one per claimName —
-	// ordered by name, each with the stored pods that name it.
+	// directories persistentVolumeClaim volumes mount, one per namespace and
+	// claimName, as a PersistentVolumeClaim is a namespace's — ordered by
+	// namespace and name, each with the stored pods that name it.
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	ListVolumes(context.Context, *ListVolumesRequest) (*ListVolumesResponse, error)
 	// CreateVolume creates a named volume, as a pod naming the claim creates
 	// it on its first run: the node-local directory a persistentVolumeClaim
-	// volume of that claimName mounts (what podsyncctl does for a
-	// PersistentVolumeClaim document). An existing volume is left as it is
-	// and answers OK with created = false.
+	// volume of that claimName mounts in the pods of its namespace (what
+	// podsyncctl does for a PersistentVolumeClaim document). An existing
+	// volume is left as it is and answers OK with created = false.
 	//
-	// Errors: INVALID_ARGUMENT for a name that cannot be a volume's.
+	// Errors: INVALID_ARGUMENT for a name that cannot be a volume's;
+	// ABORTED, REVISION_MISMATCH, when the precondition's revision is 0 (the
+	// volume must not exist) and it exists. Volumes have no revisions: 0 is
+	// the only revision a volume's precondition may name.
 	//
 	// Idempotency: IDEMPOTENT.
 	CreateVolume(context.Context, *CreateVolumeRequest) (*CreateVolumeResponse, error)
@@ -898,9 +1039,10 @@ type PodSyncServiceServer interface {
 	//
 	// Errors: INVALID_ARGUMENT for an invalid object, or a change of an
 	// object stored with immutable = true (field violation "data");
-	// ABORTED, ErrorInfo reason CONFLICT, when an object's
-	// metadata.resource_version is set and is not the stored one (a new
-	// object must then not exist: resource_version "0" is not stored yet);
+	// ABORTED, ErrorInfo reason REVISION_MISMATCH (metadata "revision", the
+	// stored one, "0" for none), when an object's metadata.resource_version
+	// is set and is not the stored one (a new object must then not exist:
+	// resource_version "0" is not stored yet); nothing is stored then;
 	// FAILED_PRECONDITION, reason OWNED_BY_FILE, for an object read from the
 	// manifest directory.
 	//
@@ -923,8 +1065,8 @@ type PodSyncServiceServer interface {
 	// object waits for it (CreateContainerConfigError), as on a kubelet.
 	// An object that does not exist answers OK with found = false.
 	//
-	// Errors: ABORTED, reason CONFLICT, when resource_version is set and is
-	// not the stored one; FAILED_PRECONDITION, reason OWNED_BY_FILE, for an
+	// Errors: ABORTED, reason REVISION_MISMATCH (metadata "revision"), when
+	// resource_version is set and is not the stored one; FAILED_PRECONDITION, reason OWNED_BY_FILE, for an
 	// object read from the manifest directory.
 	//
 	// Idempotency: IDEMPOTENT.
@@ -1039,11 +1181,59 @@ type PodSyncServiceServer interface {
 	// INVALID_ARGUMENT for a name already used by a container of the pod, a
 	// target that is not an init or regular container, or a field a debug
 	// container may not have. PERMISSION_DENIED unless the caller has the
-	// exec role (or admin).
+	// debug role (or admin): a debug container changes the pod, which the
+	// exec role may not. FAILED_PRECONDITION (PodSecurity) for a debug
+	// container the node's Pod Security level refuses.
 	//
 	// Idempotency: none — a retry after success fails with INVALID_ARGUMENT
-	// (duplicate name); a caller that lost the answer reads the pod.
+	// (duplicate name); a caller that lost the answer reads the pod. The
+	// precondition (REVISION_MISMATCH, UID_MISMATCH) is checked as SyncPod's.
 	AddEphemeralContainer(context.Context, *AddEphemeralContainerRequest) (*AddEphemeralContainerResponse, error)
+	// AcquireLease makes the caller (its authenticated identity) the holder
+	// of the node's lease, with a new epoch, one more than the last one
+	// granted: when nobody holds it, when it expired, or when the caller
+	// holds it already (an acquisition by the same identity, a standby of
+	// the same control plane, is a takeover too: it fences the calls of the
+	// epoch before). See Lease for what the epoch fences.
+	//
+	// Errors: FAILED_PRECONDITION, ErrorInfo reason LEASE_HELD (metadata
+	// "holder", "epoch" and "expire_time") while another identity holds an
+	// unexpired lease; INVALID_ARGUMENT for a ttl out of range.
+	//
+	// Idempotency: none — every success is a new epoch; a caller that lost
+	// the answer acquires again, which fences the lost epoch.
+	AcquireLease(context.Context, *AcquireLeaseRequest) (*AcquireLeaseResponse, error)
+	// RenewLease extends the lease of epoch by ttl from now. A lease that
+	// expired may be renewed while nobody else acquired it.
+	//
+	// Errors: FAILED_PRECONDITION, reason LEASE_SUPERSEDED (metadata
+	// "holder", "epoch"), when epoch is not the current one, or the lease
+	// was released, or another identity holds it.
+	//
+	// Idempotency: IDEMPOTENT.
+	RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error)
+	// ReleaseLease gives up the lease of epoch: anyone may acquire it at
+	// once. The epoch stays counted: the next acquisition gets a greater one.
+	//
+	// Errors: FAILED_PRECONDITION, reason LEASE_SUPERSEDED, when epoch is not
+	// the current one or another identity holds it.
+	//
+	// Idempotency: IDEMPOTENT — releasing a released lease of the same epoch
+	// answers released = false.
+	ReleaseLease(context.Context, *ReleaseLeaseRequest) (*ReleaseLeaseResponse, error)
+	// ListEvents returns the pods' events podsyncd still holds in its
+	// revision log (the history WatchPods replays; the oldest go as it is
+	// compacted, as an API server's events expire): one entry per event
+	// series, its newest occurrence with the series' count and first and
+	// last timestamps (core/v1 Event's), oldest first by last timestamp. A
+	// pod's events stay listed after it is deleted until they are
+	// compacted away; pod_uid tells incarnations apart.
+	//
+	// Errors: INVALID_ARGUMENT for a malformed namespace or name, or a name
+	// without a namespace.
+	//
+	// Idempotency: NO_SIDE_EFFECTS.
+	ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error)
 	mustEmbedUnimplementedPodSyncServiceServer()
 }
 
@@ -1125,6 +1315,18 @@ func (UnimplementedPodSyncServiceServer) ListPodStats(context.Context, *ListPodS
 }
 func (UnimplementedPodSyncServiceServer) AddEphemeralContainer(context.Context, *AddEphemeralContainerRequest) (*AddEphemeralContainerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AddEphemeralContainer not implemented")
+}
+func (UnimplementedPodSyncServiceServer) AcquireLease(context.Context, *AcquireLeaseRequest) (*AcquireLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AcquireLease not implemented")
+}
+func (UnimplementedPodSyncServiceServer) RenewLease(context.Context, *RenewLeaseRequest) (*RenewLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RenewLease not implemented")
+}
+func (UnimplementedPodSyncServiceServer) ReleaseLease(context.Context, *ReleaseLeaseRequest) (*ReleaseLeaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReleaseLease not implemented")
+}
+func (UnimplementedPodSyncServiceServer) ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListEvents not implemented")
 }
 func (UnimplementedPodSyncServiceServer) mustEmbedUnimplementedPodSyncServiceServer() {}
 func (UnimplementedPodSyncServiceServer) testEmbeddedByValue()                        {}
@@ -1511,6 +1713,78 @@ func _PodSyncService_AddEphemeralContainer_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PodSyncService_AcquireLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AcquireLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).AcquireLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_AcquireLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).AcquireLease(ctx, req.(*AcquireLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodSyncService_RenewLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RenewLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).RenewLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_RenewLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).RenewLease(ctx, req.(*RenewLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodSyncService_ReleaseLease_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReleaseLeaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).ReleaseLease(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_ReleaseLease_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).ReleaseLease(ctx, req.(*ReleaseLeaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PodSyncService_ListEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodSyncServiceServer).ListEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PodSyncService_ListEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodSyncServiceServer).ListEvents(ctx, req.(*ListEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PodSyncService_ServiceDesc is the grpc.ServiceDesc for PodSyncService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1581,6 +1855,22 @@ var PodSyncService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AddEphemeralContainer",
 			Handler:    _PodSyncService_AddEphemeralContainer_Handler,
+		},
+		{
+			MethodName: "AcquireLease",
+			Handler:    _PodSyncService_AcquireLease_Handler,
+		},
+		{
+			MethodName: "RenewLease",
+			Handler:    _PodSyncService_RenewLease_Handler,
+		},
+		{
+			MethodName: "ReleaseLease",
+			Handler:    _PodSyncService_ReleaseLease_Handler,
+		},
+		{
+			MethodName: "ListEvents",
+			Handler:    _PodSyncService_ListEvents_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -28,13 +28,21 @@ type Options struct {
 	// RepoDir is the podsync checkout; Start builds podsyncd and
 	// podsync-vk from it into BinDir.
 	RepoDir string
-	// BinDir is where podsyncd and podsync-vk are built.
+	// BinDir is where podsyncd and podsync-vk are built, unless
+	// PodsyncdBin and VKBin name them built already.
 	BinDir string
+	// PodsyncdBin and VKBin, if both set, are the podsyncd and podsync-vk
+	// to run; Start builds neither.
+	PodsyncdBin, VKBin string
 	// KubeBin holds the control plane's binaries (localkube.Build).
 	KubeBin string
 	// Nodes is how many podsync nodes (each a podsyncd on its own private
-	// containerd) podsync-vk serves; zero means 2.
+	// containerd) podsync-vk serves; zero means 2, or len(Runtimes).
 	Nodes int
+	// Runtimes, if set, are the nodes' containerds, one per node, started
+	// by the caller (with DefaultRoute, for the pod network) and left
+	// running by Stop; otherwise Start starts one per node.
+	Runtimes []*localcri.Instance
 	// PodsyncdArgs are further flags of every podsyncd.
 	PodsyncdArgs []string
 	// APIServerArgs are further flags of kube-apiserver.
@@ -49,10 +57,14 @@ type Options struct {
 	Say func(format string, args ...any)
 }
 
-// Images is an image tarball and the names it holds.
+// Images is an image tarball and the names it holds, imported into each
+// node's containerd, and images each node's registry serves under their
+// own names (localcri.Instance.ServeImages): those a pod pulls with
+// imagePullPolicy Always.
 type Images struct {
-	Tar  string
-	Refs []string
+	Tar   string
+	Refs  []string
+	Serve []localcri.ImageSpec
 }
 
 // Node is one podsync node: its containerd and its podsyncd.
@@ -126,6 +138,12 @@ func StartProcess(dir, name, bin string, args ...string) (*Process, error) {
 func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if o.Nodes == 0 {
 		o.Nodes = 2
+		if len(o.Runtimes) > 0 {
+			o.Nodes = len(o.Runtimes)
+		}
+	}
+	if len(o.Runtimes) > 0 && len(o.Runtimes) != o.Nodes {
+		return nil, fmt.Errorf("localcluster: %d runtimes for %d nodes", len(o.Runtimes), o.Nodes)
 	}
 	if o.Nodes < 1 || o.Nodes > 26 {
 		return nil, fmt.Errorf("localcluster: %d nodes: want 1 to 26", o.Nodes)
@@ -139,11 +157,14 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	for _, c := range []string{"podsyncd", "podsync-vk"} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(o.BinDir, c), "./cmd/"+c)
-		cmd.Dir = o.RepoDir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build ./cmd/%s: %w\n%s", c, err, out)
+	if o.PodsyncdBin == "" || o.VKBin == "" {
+		o.PodsyncdBin, o.VKBin = filepath.Join(o.BinDir, "podsyncd"), filepath.Join(o.BinDir, "podsync-vk")
+		for c, bin := range map[string]string{"podsyncd": o.PodsyncdBin, "podsync-vk": o.VKBin} {
+			cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/"+c)
+			cmd.Dir = o.RepoDir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return nil, fmt.Errorf("go build ./cmd/%s: %w\n%s", c, err, out)
+			}
 		}
 	}
 	c := &Cluster{opts: o}
@@ -167,15 +188,22 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		// Every node's pods have a default route through their bridge, so
 		// the host routes between the nodes' pod subnets: one pod network,
 		// as a cluster's CNI makes it across machines.
-		inst, err := localcri.Start(ctx, localcri.Options{Logger: o.Logger, RepoDir: o.RepoDir, LogDir: o.Dir, DefaultRoute: true})
-		if err != nil {
+		var inst *localcri.Instance
+		if len(o.Runtimes) > 0 {
+			inst = o.Runtimes[i]
+		} else if inst, err = localcri.Start(ctx, localcri.Options{Logger: o.Logger, RepoDir: o.RepoDir, LogDir: o.Dir, DefaultRoute: true}); err != nil {
 			return nil, fmt.Errorf("node %s: start containerd: %w", name, err)
 		}
 		n := &Node{Name: name, Runtime: inst}
 		c.Nodes = append(c.Nodes, n)
 		for _, im := range o.Images {
-			if err := inst.ImportImages(ctx, im.Tar, im.Refs); err != nil {
-				return nil, fmt.Errorf("node %s: import images: %w", name, err)
+			if im.Tar != "" {
+				if err := inst.ImportImages(ctx, im.Tar, im.Refs); err != nil {
+					return nil, fmt.Errorf("node %s: import images: %w", name, err)
+				}
+			}
+			if err := inst.ServeImages(ctx, im.Serve); err != nil {
+				return nil, fmt.Errorf("node %s: serve images: %w", name, err)
 			}
 		}
 		nd := filepath.Join(o.Dir, name)
@@ -186,8 +214,12 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		args := append([]string{"--listen", "unix://" + n.Socket,
 			"--runtime-endpoint", inst.Endpoint(), "--root-dir", filepath.Join(nd, "root"),
 			"--pod-log-dir", filepath.Join(nd, "pods"), "--node-name", name, "--node-ip", "127.0.0.1",
+			// Each node's pods under its instance's own cgroup root: the
+			// nodes' default/web are one pod UID, and would be one pod
+			// cgroup under a shared root.
+			"--cgroup-root", inst.CgroupRoot(),
 			"--log-format", "console", "--shutdown-timeout", "10s"}, o.PodsyncdArgs...)
-		if n.Podsyncd, err = StartProcess(o.Dir, name, filepath.Join(o.BinDir, "podsyncd"), args...); err != nil {
+		if n.Podsyncd, err = StartProcess(o.Dir, name, o.PodsyncdBin, args...); err != nil {
 			return nil, err
 		}
 		ports, err := localcri.FreePorts(1)
@@ -200,13 +232,24 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	o.Say("starting podsync-vk")
-	if c.VK, err = StartProcess(o.Dir, "podsync-vk", filepath.Join(o.BinDir, "podsync-vk"), vkArgs...); err != nil {
+	if c.VK, err = StartProcess(o.Dir, "podsync-vk", o.VKBin, vkArgs...); err != nil {
 		return nil, err
 	}
 	if err := c.WaitReady(ctx, 2*time.Minute); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// Podsyncds are the nodes' podsyncd processes.
+func (c *Cluster) Podsyncds() []*Process {
+	var out []*Process
+	for _, n := range c.Nodes {
+		if n.Podsyncd != nil {
+			out = append(out, n.Podsyncd)
+		}
+	}
+	return out
 }
 
 // Kubectl runs kubectl on the cluster with args and returns its combined
@@ -243,10 +286,12 @@ func (c *Cluster) Stop(ctx context.Context) error {
 			p.Stop()
 		}
 	}
-	for _, n := range c.Nodes {
-		tctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		errs = append(errs, n.Runtime.Teardown(tctx))
-		cancel()
+	if len(c.opts.Runtimes) == 0 {
+		for _, n := range c.Nodes {
+			tctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			errs = append(errs, n.Runtime.Teardown(tctx))
+			cancel()
+		}
 	}
 	errs = append(errs, c.api.close())
 	if c.Kube != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -30,6 +31,23 @@ type ImageSpec struct {
 	Ref    string
 	Files  []ImageFile
 	Config v1.Config
+}
+
+// image builds the image of s: one layer of its files, its config.
+func (s ImageSpec) image() (v1.Image, error) {
+	entries := make([]tarEntry, 0, len(s.Files))
+	for _, f := range s.Files {
+		entries = append(entries, tarEntry{name: f.Path, mode: f.Mode, data: f.Data, link: f.Link, dir: strings.HasSuffix(f.Path, "/")})
+	}
+	layer, err := layerOf(entries)
+	if err != nil {
+		return nil, fmt.Errorf("layer of %s: %w", s.Ref, err)
+	}
+	img, err := imageOf(layer, s.Config)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", s.Ref, err)
+	}
+	return img, nil
 }
 
 // BusyboxFiles are the files of BusyboxImage: Debian's static busybox at
@@ -81,17 +99,9 @@ func busyboxEntries(busybox []byte, applets []string) []tarEntry {
 func WriteImageArchive(specs []ImageSpec, layoutDir, tarPath string) error {
 	var imgs []namedImage
 	for _, s := range specs {
-		entries := make([]tarEntry, 0, len(s.Files))
-		for _, f := range s.Files {
-			entries = append(entries, tarEntry{name: f.Path, mode: f.Mode, data: f.Data, link: f.Link, dir: strings.HasSuffix(f.Path, "/")})
-		}
-		layer, err := layerOf(entries)
+		img, err := s.image()
 		if err != nil {
-			return fmt.Errorf("layer of %s: %w", s.Ref, err)
-		}
-		img, err := imageOf(layer, s.Config)
-		if err != nil {
-			return fmt.Errorf("image %s: %w", s.Ref, err)
+			return err
 		}
 		imgs = append(imgs, namedImage{ref: s.Ref, img: img})
 	}
@@ -102,4 +112,37 @@ func WriteImageArchive(specs []ImageSpec, layoutDir, tarPath string) error {
 // instance's containerd and waits until CRI lists each of refs.
 func (i *Instance) ImportImages(ctx context.Context, tarPath string, refs []string) error {
 	return i.importTar(ctx, tarPath, refs)
+}
+
+// ServeImages builds the images of specs and serves them from the
+// instance's registry under their own names: the registry of each name's
+// host (registry.k8s.io, say) is mirrored to the local one, so that a pull
+// of such a name (imagePullPolicy Always, an image volume's) succeeds
+// here as it would on a machine that reaches that registry.
+func (i *Instance) ServeImages(ctx context.Context, specs []ImageSpec) error {
+	hosts := map[string]bool{}
+	for _, s := range specs {
+		host, repoTag, ok := strings.Cut(s.Ref, "/")
+		if !ok || !strings.ContainsAny(host, ".:") {
+			return fmt.Errorf("serve image %q: want a name with its registry's host", s.Ref)
+		}
+		img, err := s.image()
+		if err != nil {
+			return err
+		}
+		if err := i.reg.Push(ctx, repoTag, img); err != nil {
+			return err
+		}
+		if !hosts[host] {
+			hosts[host] = true
+			d := i.path("certs.d", host)
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return fmt.Errorf("create hosts dir: %w", err)
+			}
+			if err := os.WriteFile(filepath.Join(d, "hosts.toml"), hostsTOML(i.rec.RegistryAddr), 0o644); err != nil {
+				return fmt.Errorf("mirror %s to the local registry: %w", host, err)
+			}
+		}
+	}
+	return nil
 }

@@ -325,6 +325,13 @@ func newInstanceDir() (string, string, error) {
 // uses (directories, bridge, CNI network).
 func (i *Instance) ID() string { return i.rec.ID }
 
+// CgroupRoot returns the cgroup root (--cgroup-root) of the agent that
+// runs pods on the instance, a name of its own on the host: the pod
+// cgroups below a shared root are named by pod UID alone, so two agents'
+// pods of one namespace and name (their UIDs derived from both) would share
+// one, and each agent would remove the other's. Teardown removes it.
+func (i *Instance) CgroupRoot() string { return "/localcri-" + i.rec.ID }
+
 // Flavour returns the containerd flavour.
 func (i *Instance) Flavour() Flavour { return i.rec.Flavour }
 

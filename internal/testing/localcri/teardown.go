@@ -27,9 +27,10 @@ const cniCacheDir = "/var/lib/cni/results"
 // Teardown removes the instance completely: it stops and removes every pod
 // through CRI (starting containerd again first if it was stopped), stops
 // containerd by its PID, kills what is left of its shims and containers,
-// unmounts everything under its directory (lazily if needed), deletes its
-// bridge, its CNI cache entries and its claims, stops its registry and
-// removes its directory. It then checks, as Leftovers does, that nothing
+// unmounts everything under its directory (lazily if needed), removes its
+// agent's cgroup root (CgroupRoot), deletes its bridge, its CNI cache
+// entries and its claims, stops its registry and removes its directory.
+// It then checks, as Leftovers does, that nothing
 // tagged with the run id is left, and returns an error naming whatever is.
 // Calling it again does nothing.
 func (i *Instance) Teardown(ctx context.Context) error {
@@ -71,6 +72,16 @@ func (i *Instance) Teardown(ctx context.Context) error {
 	}
 	if err := mounttable.UnmountBelow(i.rec.Dir); err != nil {
 		errs = append(errs, fmt.Errorf("unmount: %w", err))
+	}
+	// The pods' cgroups, which runc leaves behind, with the agent's root;
+	// a process killed above may take a moment to leave its cgroup.
+	cgErr := RemoveCgroupRoot(i.CgroupRoot())
+	for deadline := time.Now().Add(10 * time.Second); cgErr != nil && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		cgErr = RemoveCgroupRoot(i.CgroupRoot())
+	}
+	if cgErr != nil {
+		errs = append(errs, fmt.Errorf("pod cgroups left behind: %w", cgErr))
 	}
 	for _, l := range append([]string{i.rec.Bridge}, veths...) {
 		if err := deleteLink(ctx, l); err != nil {
@@ -362,6 +373,13 @@ func (i *Instance) Leftovers(ctx context.Context) []string {
 				if strings.Contains(line, i.rec.Network) || strings.Contains(line, i.rec.Bridge) {
 					out = append(out, "iptables "+line)
 				}
+			}
+		}
+	}
+	if hs, err := CgroupHierarchies(); err == nil {
+		for _, h := range hs {
+			if p := filepath.Join(h, i.CgroupRoot()); fileExists(p) {
+				out = append(out, "cgroup "+p)
 			}
 		}
 	}

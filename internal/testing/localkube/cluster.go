@@ -248,15 +248,32 @@ func (c *Cluster) httpClient() (*http.Client, error) {
 	}}}, nil
 }
 
+// NodeKubeconfig writes, and returns the path of, a kubeconfig with the
+// identity of the node name's kubelet: a client certificate for
+// system:node:NAME in group system:nodes, which the API server's Node
+// authorizer holds to what a kubelet of that node may read and write.
+func (c *Cluster) NodeKubeconfig(name string) (string, error) {
+	cert := "node-" + name
+	if err := c.pki.issue(cert, leaf{cn: "system:node:" + name, orgs: []string{"system:nodes"}}); err != nil {
+		return "", err
+	}
+	path := filepath.Join(c.opts.Dir, cert+".kubeconfig")
+	return path, c.writeKubeconfigOf(path, cert)
+}
+
 // writeKubeconfig writes an admin kubeconfig with everything embedded.
-func (c *Cluster) writeKubeconfig(path string) error {
+func (c *Cluster) writeKubeconfig(path string) error { return c.writeKubeconfigOf(path, "admin") }
+
+// writeKubeconfigOf writes a kubeconfig of the client certificate cert
+// (cert.crt and cert.key of the PKI) with everything embedded.
+func (c *Cluster) writeKubeconfigOf(path, cert string) error {
 	read := func(name string) (string, error) {
 		b, err := os.ReadFile(c.pki.path(name))
 		return base64.StdEncoding.EncodeToString(b), err
 	}
 	ca, err1 := read("ca.crt")
-	crt, err2 := read("admin.crt")
-	key, err3 := read("admin.key")
+	crt, err2 := read(cert + ".crt")
+	key, err3 := read(cert + ".key")
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return fmt.Errorf("read certificates for the kubeconfig: %w", err)
 	}

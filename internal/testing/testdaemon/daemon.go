@@ -24,6 +24,7 @@ import (
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/store"
+	"github.com/podsync/podsync/host/cgroupfs"
 	"github.com/podsync/podsync/host/mounttable"
 	"github.com/podsync/podsync/server"
 )
@@ -81,7 +82,7 @@ type Options struct {
 	Wrap func(podsyncv1.PodSyncServiceServer) podsyncv1.PodSyncServiceServer
 	// Server are server.New's options, for Unix and TCP; Service and
 	// Logger are the daemon's. Zero Roles mean that this process's uid is
-	// admin (Self).
+	// admin (Self). Its TracerProvider is the node's too.
 	Server server.Options
 	// Dial are further options of Conn, after plaintext credentials.
 	Dial []grpc.DialOption
@@ -110,6 +111,10 @@ type Daemon struct {
 	StorePath string
 	// RootDir and PodLogDir are the node's state and pod log directories.
 	RootDir, PodLogDir string
+	// CgroupRoot is the node's cgroup root, a name of this daemon's own
+	// (its pods' cgroups, made for pods with pod-level resources, are
+	// never another agent's); Close removes it.
+	CgroupRoot string
 	// Socket is the unix socket's path (Unix only).
 	Socket string
 	// Addr is the TCP listener's "127.0.0.1:port" (TCP only).
@@ -176,6 +181,8 @@ func (d *Daemon) start(o Options, log *zap.Logger) error {
 	// removed when the daemon stops.
 	d.closers = append(d.closers, func() error { return errors.Join(mounttable.UnmountBelow(dir), os.RemoveAll(dir)) })
 	d.RootDir, d.PodLogDir = filepath.Join(dir, "root"), filepath.Join(dir, "logs")
+	d.CgroupRoot = "/" + filepath.Base(dir)
+	d.closers = append(d.closers, d.removeCgroupRoot)
 	for _, sub := range []string{d.RootDir, d.PodLogDir} {
 		if err := os.Mkdir(sub, 0o700); err != nil {
 			return err
@@ -218,7 +225,7 @@ func (d *Daemon) start(o Options, log *zap.Logger) error {
 func (d *Daemon) runNode(o Options, log *zap.Logger) (server.Service, error) {
 	nodeOpts := engine.NodeOptions{
 		Runtime: d.Runtime, Images: d.Runtime, Store: d.Store, Logger: log.Named("engine"),
-		Config: criconfig.Options{RootDir: d.RootDir, PodLogDir: d.PodLogDir, NodeIPs: []string{NodeIP}},
+		Config: criconfig.Options{RootDir: d.RootDir, PodLogDir: d.PodLogDir, CgroupRoot: d.CgroupRoot, NodeIPs: []string{NodeIP}},
 		// Nothing periodic during a test: passes run on applies, hints and
 		// timers.
 		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
@@ -226,6 +233,7 @@ func (d *Daemon) runNode(o Options, log *zap.Logger) (server.Service, error) {
 	}
 	info := admit.Node{Name: NodeName, Labels: admit.NodeLabels(NodeName, goruntime.GOOS, goruntime.GOARCH, nil), Allocatable: o.Allocatable}
 	nodeOpts.Admission = &engine.AdmissionConfig{Node: info, Policy: o.policy()}
+	nodeOpts.TracerProvider = o.Server.TracerProvider
 	node, err := engine.NewNode(nodeOpts)
 	if err != nil {
 		return nil, err
@@ -253,7 +261,7 @@ func (d *Daemon) runNode(o Options, log *zap.Logger) (server.Service, error) {
 func (d *Daemon) serve(svc podsyncv1.PodSyncServiceServer, o Options, log *zap.Logger, dir string) error {
 	opts := o.Server
 	opts.Service, opts.Logger = svc, log
-	if len(opts.Roles.Admin) == 0 && len(opts.Roles.Read) == 0 {
+	if len(opts.Roles.Admin)+len(opts.Roles.Debug)+len(opts.Roles.Exec)+len(opts.Roles.Read) == 0 {
 		opts.Roles = server.Roles{Admin: []string{Self()}}
 	}
 	var (
@@ -291,6 +299,17 @@ func (d *Daemon) serve(svc podsyncv1.PodSyncServiceServer, o Options, log *zap.L
 		return err
 	})
 	return d.dial(o.Dial)
+}
+
+// removeCgroupRoot removes the daemon's cgroup root from every hierarchy
+// where the node made it.
+func (d *Daemon) removeCgroupRoot() error {
+	hs, _ := cgroupfs.Hierarchies(criconfig.DefaultCgroupFS) // none to clean without them
+	var errs []error
+	for _, h := range hs {
+		errs = append(errs, cgroupfs.RemoveTree(filepath.Join(h, d.CgroupRoot), nil))
+	}
+	return errors.Join(errs...)
 }
 
 // gated serves a wrapped service behind the readiness gate of the service

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,10 +15,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/engine/criconfig"
+	"github.com/podsync/podsync/host/cgroupfs"
 	"github.com/podsync/podsync/internal/testing/testdaemon"
 	"github.com/podsync/podsync/server"
 )
@@ -119,5 +124,76 @@ func TestWrap(t *testing.T) {
 	}
 	if err := d.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestCgroupRootIsTheDaemons: two daemons have cgroup roots of their own,
+// a pod's cgroup (made for pod-level resources, on the host's cgroup file
+// systems when the test runs as root) lies below its daemon's root and
+// not below the host's /kubepods, and Close removes the root.
+func TestCgroupRootIsTheDaemons(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	d := testdaemon.New(t, testdaemon.Options{Logger: zaptest.NewLogger(t)})
+	other := testdaemon.New(t, testdaemon.Options{})
+	if d.CgroupRoot == "" || d.CgroupRoot == "/" || d.CgroupRoot == other.CgroupRoot {
+		t.Fatalf("cgroup roots %q and %q, want two of their own", d.CgroupRoot, other.CgroupRoot)
+	}
+	pod := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "0f8fad5b-d9cb-469f-a165-70867728950e"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "app", Image: testdaemon.Image, Command: []string{"sleep", "inf"}}},
+			Resources: &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+			},
+		},
+	}
+	p, err := convert.PodToProto(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := d.Client.SyncPod(ctx, &podsyncv1.SyncPodRequest{Pod: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := stream.Recv(); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("SyncPod: %v", err)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("the pod cgroup rows need root (CI runs the unit tests as root)")
+	}
+	hs, err := cgroupfs.Hierarchies(criconfig.DefaultCgroupFS)
+	if err != nil || len(hs) == 0 {
+		t.Fatalf("cgroup hierarchies: %v %v", hs, err)
+	}
+	memory, err := cgroupfs.LockHierarchy(criconfig.DefaultCgroupFS) // memory (v1) or the unified mount
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(memory, d.CgroupRoot, "kubepods", "pod"+string(pod.UID))
+	if _, err := os.Stat(mine); err != nil {
+		t.Errorf("no pod cgroup below the daemon's root: %v", err)
+	}
+	for _, h := range hs {
+		if _, err := os.Stat(filepath.Join(h, "kubepods", "pod"+string(pod.UID))); err == nil {
+			t.Errorf("a pod cgroup below the host's /kubepods in %s", h)
+		}
+	}
+	if _, err := d.Client.DeletePod(ctx, &podsyncv1.DeletePodRequest{Namespace: "default", Name: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		if _, err := os.Stat(filepath.Join(h, d.CgroupRoot)); err == nil {
+			t.Errorf("cgroup root %s left in %s after Close", d.CgroupRoot, h)
+		}
 	}
 }

@@ -23,7 +23,35 @@ type Objects interface {
 
 // UseObjects makes the provider push the ConfigMaps and Secrets each pod
 // references to podsyncd before the pod; call it before the first pod.
+// If o is also an ObjectUser, the provider tells it which objects each
+// pod references, before it reads them.
 func (p *Provider) UseObjects(o Objects) { p.objects = o }
+
+// ObjectUser is an optional capability of Objects: it reads only the
+// objects the node's pods reference, and is told which those are, as the
+// kubelet's secret and configmap managers register each pod's.
+type ObjectUser interface {
+	// Use sets the ConfigMaps and Secrets (of namespace) the pod (its
+	// namespace/name) references, replacing what it used before.
+	Use(pod, namespace string, configMaps, secrets []string)
+	// Release forgets the pod's references.
+	Release(pod string)
+}
+
+// useObjects registers the objects pod references with an ObjectUser.
+func (p *Provider) useObjects(pod *corev1.Pod) {
+	if u, ok := p.objects.(ObjectUser); ok {
+		cms, secrets := references(pod)
+		u.Use(key(pod.Namespace, pod.Name), pod.Namespace, cms, secrets)
+	}
+}
+
+// releaseObjects forgets what the pod (namespace/name) referenced.
+func (p *Provider) releaseObjects(pod string) {
+	if u, ok := p.objects.(ObjectUser); ok {
+		u.Release(pod)
+	}
+}
 
 // references are the names of the ConfigMaps and Secrets a pod uses:
 // volumes (also projected), env, envFrom and imagePullSecrets, as the
@@ -138,6 +166,7 @@ func (p *Provider) pushObjects(ctx context.Context, pod *corev1.Pod) error {
 	if p.objects == nil {
 		return nil
 	}
+	p.useObjects(pod)
 	cms, secrets := references(pod)
 	if len(cms)+len(secrets) == 0 {
 		return nil

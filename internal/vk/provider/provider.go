@@ -64,6 +64,9 @@ type Provider struct {
 	// objects, if set, are where the ConfigMaps and Secrets a pod uses
 	// are read (UseObjects).
 	objects Objects
+	// services, if set, are the Services the service environment
+	// variables of the pods' containers name (UseServices).
+	services Services
 
 	mu sync.Mutex
 	// pods are the Kubernetes pods given to CreatePod/UpdatePod, by
@@ -163,13 +166,19 @@ func key(namespace, name string) string { return namespace + "/" + name }
 func (p *Provider) selector() string { return OwnerLabel + "=" + p.node }
 
 // podsyncPod is the pod as podsync-vk applies it: the owner label added,
-// and what belongs to the API server and its controllers left out — a
+// what belongs to the API server and its controllers left out — a
 // kubelet never acts on it either: the generated name's prefix, the
 // finalizers (the Job controller's tracking finalizer), the readiness
 // gates (reportStatus applies them to the Ready condition, as the kubelet
 // does), and the ephemeral containers, which podsyncd adds one by one
-// (AddEphemeralContainer), as the ephemeralcontainers subresource does.
-func (p *Provider) podsyncPod(pod *corev1.Pod) *corev1.Pod {
+// (AddEphemeralContainer), as the ephemeralcontainers subresource does —
+// service-account token volumes rewritten to the Secrets podsync-vk
+// pushes (tokens.go), and each container's service environment variables
+// added (serviceEnv). Env is otherwise the pod's own, as the API server
+// stores it: references to ConfigMaps, Secrets and the downward API stay
+// references, which podsyncd resolves from the objects pushed to it and
+// from the pod it runs, so that no Secret value is in the spec it stores.
+func (p *Provider) podsyncPod(pod *corev1.Pod) (*corev1.Pod, error) {
 	out := pod.DeepCopy()
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
@@ -183,20 +192,10 @@ func (p *Provider) podsyncPod(pod *corev1.Pod) *corev1.Pod {
 	if p.tokens != nil {
 		rewriteTokens(out)
 	}
-	// The node library resolves every container's env (service links,
-	// envFrom, $(VAR)) into plain values in map order: sorted, the same
-	// pod gives podsyncd the same spec every time, and its containers are
-	// not restarted for a reordering (DefinitionChanged).
-	for _, cs := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
-		for i := range cs {
-			sortEnv(cs[i].Env)
-		}
+	if err := p.addServiceEnv(out); err != nil {
+		return nil, err
 	}
-	return out
-}
-
-func sortEnv(env []corev1.EnvVar) {
-	slices.SortStableFunc(env, func(a, b corev1.EnvVar) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }
 
 // CreatePod applies the pod on podsyncd.
@@ -227,7 +226,10 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) error {
 	if err != nil {
 		return err
 	}
-	pp := p.podsyncPod(pod)
+	pp, err := p.podsyncPod(pod)
+	if err != nil {
+		return fmt.Errorf("apply pod %s on podsync: %w", k, err)
+	}
 	if level != "" {
 		if pp.Annotations == nil {
 			pp.Annotations = map[string]string{}
@@ -354,6 +356,7 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 			final = convert.PodStatusFromProto(resp.GetStatus())
 		}
 	}
+	p.releaseObjects(k)
 	p.mu.Lock()
 	last := p.pods[k]
 	st := final

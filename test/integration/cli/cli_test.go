@@ -126,7 +126,7 @@ func TestExamples(t *testing.T) {
 		t.Fatal("the web pod has no sandbox in the runtime")
 	}
 	var uids []string
-	for _, p := range decodeList(t, d.mustCtl(ctx, "get", "-o", "json")) {
+	for _, p := range decodeList(t, d.mustCtl(ctx, "get", "-o", "proto-json")) {
 		uids = append(uids, p.GetMetadata().GetUid())
 	}
 	out = d.mustCtl(ctx, "delete", "-f", dir)
@@ -138,7 +138,7 @@ func TestExamples(t *testing.T) {
 			t.Errorf("pod %s: sandboxes left in the runtime after delete: %v", uid, ids)
 		}
 	}
-	if r := d.ctl(ctx, "", "get"); r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "No pods found") {
+	if r := d.ctl(ctx, "", "get"); r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "No resources found") {
 		t.Errorf("get after delete: %+v", r)
 	}
 }
@@ -343,7 +343,7 @@ func TestDeploymentAndNodeSelector(t *testing.T) {
 			t.Errorf("run of the Deployment:\n%s", out)
 		}
 		var uids []string
-		for _, p := range decodeList(t, d.mustCtl(ctx, "get", "-l", "podsync.io/workload-name=web", "-o", "json")) {
+		for _, p := range decodeList(t, d.mustCtl(ctx, "get", "-l", "podsync.io/workload-name=web", "-o", "proto-json")) {
 			uids = append(uids, p.GetMetadata().GetUid())
 			if len(sandboxes(ctx, t, p.GetMetadata().GetUid())) == 0 {
 				t.Errorf("pod %s has no sandbox in the runtime", p.GetMetadata().GetName())
@@ -403,7 +403,7 @@ func TestNamedVolumes(t *testing.T) {
 		r := d.ctl(ctx, "", "logs", "reader")
 		return r.code == 0 && strings.TrimSpace(r.stdout) == "hello"
 	})
-	if out := d.mustCtl(ctx, "volume", "ls"); !hasRow(out, "shared", "default/reader,default/writer") {
+	if out := d.mustCtl(ctx, "volume", "ls"); !hasRow(out, "default", "shared", "default/reader,default/writer") {
 		t.Errorf("volume ls with both pods:\n%s", out)
 	}
 	if r := d.ctl(ctx, "", "volume", "rm", "shared"); r.code != 1 || !strings.Contains(r.stderr, "VOLUME_IN_USE") {
@@ -411,10 +411,10 @@ func TestNamedVolumes(t *testing.T) {
 	}
 	d.mustCtl(ctx, "delete", "writer", "reader", "--grace-period", "0")
 	out := d.mustCtl(ctx, "volume", "ls")
-	if !hasRow(out, "shared", "<none>") {
+	if !hasRow(out, "default", "shared", "<none>") {
 		t.Fatalf("volume ls after the pods were deleted:\n%s", out)
 	}
-	path := strings.Fields(strings.Split(strings.TrimSpace(out), "\n")[1])[2]
+	path := strings.Fields(strings.Split(strings.TrimSpace(out), "\n")[1])[3]
 	if data, err := os.ReadFile(filepath.Join(path, "msg")); err != nil || string(data) != "hello\n" {
 		t.Errorf("the claim's data after the pods were deleted: %q, %v", data, err)
 	}

@@ -84,7 +84,7 @@ func (d *podsyncd) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var uids []string
-	if r := d.ctl(ctx, "", "get", "-o", "json"); r.code == 0 {
+	if r := d.ctl(ctx, "", "get", "-o", "proto-json"); r.code == 0 {
 		for _, p := range decodeList(t, r.stdout) {
 			uids = append(uids, p.GetMetadata().GetUid())
 		}
@@ -138,10 +138,10 @@ func (d *podsyncd) mustCtl(ctx context.Context, args ...string) string {
 	return r.stdout
 }
 
-// pod reads a pod with podsyncctl get -o json.
+// pod reads a pod with podsyncctl get -o proto-json.
 func (d *podsyncd) pod(ctx context.Context, name string) *podsyncv1.Pod {
 	d.t.Helper()
-	out := d.mustCtl(ctx, "get", name, "-o", "json")
+	out := d.mustCtl(ctx, "get", name, "-o", "proto-json")
 	var p podsyncv1.Pod
 	if err := protojson.Unmarshal([]byte(out), &p); err != nil {
 		d.t.Fatalf("get %s -o json: %v\n%s", name, err, out)
@@ -149,21 +149,21 @@ func (d *podsyncd) pod(ctx context.Context, name string) *podsyncv1.Pod {
 	return &p
 }
 
-// decodeList decodes get -o json's kind: List.
+// decodeList decodes get -o proto-json's kind: List.
 func decodeList(t *testing.T, out string) []*podsyncv1.Pod {
 	t.Helper()
 	var list struct {
 		Items []json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		t.Errorf("get -o json: %v\n%s", err, out)
+		t.Errorf("get -o proto-json: %v\n%s", err, out)
 		return nil
 	}
 	var pods []*podsyncv1.Pod
 	for _, raw := range list.Items {
 		var p podsyncv1.Pod
 		if err := protojson.Unmarshal(raw, &p); err != nil {
-			t.Errorf("get -o json item: %v", err)
+			t.Errorf("get -o proto-json item: %v", err)
 			continue
 		}
 		pods = append(pods, &p)
@@ -190,12 +190,13 @@ func sandboxes(ctx context.Context, t *testing.T, uid string) []string {
 	return ids
 }
 
-// removePodCgroups removes the pod-level cgroups (kubepods/<qos>/pod<uid>)
-// runc leaves behind as the parents of the containers' cgroups.
+// removePodCgroups removes the pod-level cgroups (kubepods/<qos>/pod<uid>
+// under the instance's cgroup root) runc leaves behind as the parents of
+// the containers' cgroups.
 func removePodCgroups(uid string) error {
 	var errs []error
 	for _, qos := range []string{"", "burstable", "besteffort"} {
-		dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*/kubepods", qos, "pod"+uid))
+		dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", inst.CgroupRoot(), "kubepods", qos, "pod"+uid))
 		for _, d := range dirs {
 			if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("pod cgroup %s: %w", d, err))

@@ -127,10 +127,10 @@ func cgroupCPU(t *testing.T, uid string, ids map[string]string) map[string]uint6
 	for name, id := range ids {
 		var paths []string
 		for _, pat := range []string{
-			"/sys/fs/cgroup/cpuacct/kubepods/pod%s/%s/cpuacct.usage", "/sys/fs/cgroup/cpuacct/kubepods/*/pod%s/%s/cpuacct.usage",
-			"/sys/fs/cgroup/kubepods/pod%s/%s/cpu.stat", "/sys/fs/cgroup/kubepods/*/pod%s/%s/cpu.stat",
+			"/sys/fs/cgroup/cpuacct%s/kubepods/pod%s/%s/cpuacct.usage", "/sys/fs/cgroup/cpuacct%s/kubepods/*/pod%s/%s/cpuacct.usage",
+			"/sys/fs/cgroup%s/kubepods/pod%s/%s/cpu.stat", "/sys/fs/cgroup%s/kubepods/*/pod%s/%s/cpu.stat",
 		} {
-			m, _ := filepath.Glob(fmt.Sprintf(pat, uid, id))
+			m, _ := filepath.Glob(fmt.Sprintf(pat, inst.CgroupRoot(), uid, id))
 			paths = append(paths, m...)
 		}
 		if len(paths) == 0 {

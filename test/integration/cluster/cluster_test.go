@@ -87,7 +87,13 @@ type vkProcess struct {
 
 func startVK(t *testing.T, c *localkube.Cluster, nodes []*node) *vkProcess {
 	t.Helper()
-	args := []string{"--kubeconfig", c.Kubeconfig, "--listen-address", "127.0.0.1", "--client-ca-file", c.CAFile()}
+	return startVKAs(t, c, c.Kubeconfig, nodes)
+}
+
+// startVKAs is startVK with the identity of kubeconfig.
+func startVKAs(t *testing.T, c *localkube.Cluster, kubeconfig string, nodes []*node) *vkProcess {
+	t.Helper()
+	args := []string{"--kubeconfig", kubeconfig, "--listen-address", "127.0.0.1", "--client-ca-file", c.CAFile()}
 	for _, n := range nodes {
 		args = append(args, "--node", fmt.Sprintf("name=%s,target=%s,port=%d", n.name, n.socket, n.port))
 	}
@@ -261,13 +267,13 @@ spec:
     hostPath: {path: /}
 `
 
-// TestDeploymentOverTwoPodsyncNodes is issue 23's acceptance on a real
-// control plane: a Deployment spread by kube-scheduler over two podsync
-// nodes, the ReplicaSet replacing a deleted pod, a podsyncd stopped and
-// started again, podsync-vk restarted, the Deployment deleted, and a pod
-// podsync's Pod Security level refuses.
-func TestDeploymentOverTwoPodsyncNodes(t *testing.T) {
-	dir, err := os.MkdirTemp("", "podsync-cluster-")
+// startCluster starts a control plane for the test, stopped (and its
+// directory dir removed, unless the test failed) when it ends, and
+// returns the admin's REST config and clientset.
+func startCluster(t *testing.T) (dir string, c *localkube.Cluster, cfg *rest.Config, kc kubernetes.Interface) {
+	t.Helper()
+	var err error
+	dir, err = os.MkdirTemp("", "podsync-cluster-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +286,7 @@ func TestDeploymentOverTwoPodsyncNodes(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	c, err := localkube.Start(ctx, localkube.Options{Dir: filepath.Join(dir, "kube"), BinDir: kubeBin, NodeMonitorGracePeriod: 20 * time.Second})
+	c, err = localkube.Start(ctx, localkube.Options{Dir: filepath.Join(dir, "kube"), BinDir: kubeBin, NodeMonitorGracePeriod: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +309,7 @@ func TestDeploymentOverTwoPodsyncNodes(t *testing.T) {
 			t.Errorf("control-plane directory %s left after Stop", c.Dir())
 		}
 	})
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	cfg, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,11 +320,20 @@ func TestDeploymentOverTwoPodsyncNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { utilnet.CloseIdleConnectionsFor(rt) })
-	kc, err := kubernetes.NewForConfigAndClient(cfg, &http.Client{Transport: rt})
+	kc, err = kubernetes.NewForConfigAndClient(cfg, &http.Client{Transport: rt})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, c, cfg, kc
+}
 
+// TestDeploymentOverTwoPodsyncNodes is issue 23's acceptance on a real
+// control plane: a Deployment spread by kube-scheduler over two podsync
+// nodes, the ReplicaSet replacing a deleted pod, a podsyncd stopped and
+// started again, podsync-vk restarted, the Deployment deleted, and a pod
+// podsync's Pod Security level refuses.
+func TestDeploymentOverTwoPodsyncNodes(t *testing.T) {
+	dir, c, cfg, kc := startCluster(t)
 	nodes := []*node{
 		{name: "podsync-a", inst: insts[0], dir: filepath.Join(dir, "a"), port: freePort(t)},
 		{name: "podsync-b", inst: insts[1], dir: filepath.Join(dir, "b"), port: freePort(t)},

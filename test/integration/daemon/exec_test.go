@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -17,6 +18,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/errorinfo"
+	"github.com/podsync/podsync/internal/testing/localcri"
 	"github.com/podsync/podsync/internal/testing/testcert"
 )
 
@@ -63,8 +65,9 @@ func TestGrpcurlExecSyncAndGetPodStats(t *testing.T) {
 
 // TestSessionRoles: exec, attach and port-forward need the exec role: a
 // read identity is refused all four session RPCs, an exec identity may
-// exec but not change pods, and the session is logged with its identity
-// and command.
+// exec but not change pods — nor add a debug container, which needs the
+// debug role and is held to the node's Pod Security level — and the
+// session is logged with its identity and command.
 func TestSessionRoles(t *testing.T) {
 	ctx := testContext(t)
 	dir := t.TempDir()
@@ -79,6 +82,7 @@ security:
   roles:
     admin: ["cn:itest-admin"]
     exec: ["cn:itest-exec"]
+    debug: ["cn:itest-debug"]
     read: ["cn:itest-reader"]
 `,
 		Args: []string{
@@ -97,7 +101,7 @@ security:
 		t.Cleanup(func() { _ = conn.Close() })
 		return podsyncv1.NewPodSyncServiceClient(conn)
 	}
-	admin, execer, reader := dial("itest-admin"), dial("itest-exec"), dial("itest-reader")
+	admin, execer, debugger, reader := dial("itest-admin"), dial("itest-exec"), dial("itest-debug"), dial("itest-reader")
 
 	pod := newPod(t, "", sleeper("app"))
 	ns, name := pod.GetMetadata().GetNamespace(), pod.GetMetadata().GetName()
@@ -146,6 +150,22 @@ security:
 	}
 	if _, err := execer.DeletePod(ctx, &podsyncv1.DeletePodRequest{Namespace: ns, Name: name}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("DeletePod as an exec identity: %v; want PERMISSION_DENIED", err)
+	}
+	debug := func(c podsyncv1.PodSyncServiceClient, name string, sc *podsyncv1.SecurityContext) error {
+		_, err := c.AddEphemeralContainer(ctx, &podsyncv1.AddEphemeralContainerRequest{Namespace: ns, Name: pod.GetMetadata().GetName(),
+			EphemeralContainer: &podsyncv1.EphemeralContainer{Name: name, Image: localcri.BusyboxImage, Command: []string{"sleep", "1"},
+				SecurityContext: sc}})
+		return err
+	}
+	if err := debug(execer, "dbg-exec", nil); status.Code(err) != codes.PermissionDenied || !strings.Contains(status.Convert(err).Message(), "needs debug") {
+		t.Errorf("AddEphemeralContainer as an exec identity: %v; want PERMISSION_DENIED naming the debug role", err)
+	}
+	if err := debug(debugger, "dbg-root", &podsyncv1.SecurityContext{Privileged: ptr.To(true)}); status.Code(err) != codes.FailedPrecondition ||
+		errorReason(err) != "PodSecurity" {
+		t.Errorf("a privileged debug container as a debug identity: %v; want FAILED_PRECONDITION PodSecurity", err)
+	}
+	if err := debug(debugger, "dbg", nil); err != nil {
+		t.Errorf("AddEphemeralContainer as a debug identity: %v", err)
 	}
 	if !d.logHas(`"session ended"`, `"identity":"cn:itest-exec"`, `"role":"exec"`, `"command":["echo","from the exec role"]`, `"pod_name":"`+name+`"`) {
 		t.Errorf("podsyncd did not log the session with its identity and command")

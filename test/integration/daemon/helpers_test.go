@@ -91,14 +91,15 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-// removePodCgroups removes the pod-level cgroups (kubepods/<qos>/pod<uid>)
-// of a deleted pod in every hierarchy. runc creates them as the parents of
-// the containers' cgroups and leaves them behind; podsyncd has no
-// --cgroup-root for a per-run root, so the tests remove their own.
+// removePodCgroups removes the pod-level cgroups (kubepods/<qos>/pod<uid>
+// under the instance's cgroup root) of a deleted pod in every hierarchy.
+// runc creates them as the parents of the containers' cgroups and leaves
+// them behind; the teardown removes the root, the tests that check a pod
+// left nothing remove their own.
 func removePodCgroups(uid string) error {
 	var errs []error
 	for _, qos := range []string{"", "burstable", "besteffort"} {
-		dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*/kubepods", qos, "pod"+uid))
+		dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", inst.CgroupRoot(), "kubepods", qos, "pod"+uid))
 		for _, d := range dirs {
 			// Container cgroups go away with their containers; what is
 			// left must be empty.

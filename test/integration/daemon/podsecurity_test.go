@@ -3,9 +3,13 @@
 package daemon_test
 
 import (
+	"errors"
+	"io"
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -76,5 +80,67 @@ func TestPodSecurityLevels(t *testing.T) {
 			t.Fatalf("restricted pod: phase %q, want Running:\n%s", res.GetStatus().GetPhase(), out)
 		}
 		wantSeccompFilter(ctx, t, rs, res.GetStatus().GetContainerStatuses()[0].GetContainerId())
+	})
+
+	// An update gets every check of a new pod: on a runtime without user
+	// namespaces (containerd 1.6) an update of a compliant running pod
+	// to hostUsers false and runAsUser 0 — which the restricted level
+	// allows in a user namespace — is refused, and the container keeps
+	// running as uid 1000 (it ran as uid 0 with no user namespace); on a
+	// runtime with them the update runs in one.
+	t.Run("restricted update to hostUsers false", func(t *testing.T) {
+		d := startPodsyncd(t, daemonOptions{Args: []string{"--pod-security=restricted"}})
+		c := sleeper("app")
+		c.SecurityContext = &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		}
+		pod := newCorePod(t, "", c)
+		pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(1000)),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+		if _, err := syncPod(t, d, pod); err != nil {
+			t.Fatal(err)
+		}
+		uid := func() string {
+			t.Helper()
+			resp, err := d.client().ExecSync(ctx, &podsyncv1.ExecSyncRequest{Namespace: pod.Namespace, Name: pod.Name, Command: []string{"id", "-u"}})
+			if err != nil {
+				t.Fatalf("ExecSync id -u: %v", err)
+			}
+			return strings.TrimSpace(string(resp.GetStdout()))
+		}
+		if got := uid(); got != "1000" {
+			t.Fatalf("the compliant pod runs as uid %s, want 1000", got)
+		}
+		update := pod.DeepCopy()
+		update.Spec.HostUsers = ptr.To(false)
+		update.Spec.SecurityContext.RunAsNonRoot = nil
+		update.Spec.SecurityContext.RunAsUser = ptr.To(int64(0))
+		stream, err := d.client().SyncPod(ctx, &podsyncv1.SyncPodRequest{Pod: podToProto(t, update)})
+		if err == nil {
+			for err == nil {
+				_, err = stream.Recv()
+			}
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+		}
+		supported := d.logHas(`"runtime features"`, `"userNamespaces":true`)
+		if !supported {
+			if status.Code(err) != codes.FailedPrecondition || errorReason(err) != "UserNamespacesUnsupported" {
+				t.Fatalf("update to hostUsers false on a runtime without user namespaces: %v; want FAILED_PRECONDITION UserNamespacesUnsupported", err)
+			}
+			if got := uid(); got != "1000" {
+				t.Errorf("after the refused update the pod runs as uid %s, want 1000", got)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("update to hostUsers false on a runtime with user namespaces: %v", err)
+		}
+		resp, err := d.client().ExecSync(ctx, &podsyncv1.ExecSyncRequest{Namespace: pod.Namespace, Name: pod.Name, Command: []string{"cat", "/proc/self/uid_map"}})
+		if err != nil || strings.Fields(string(resp.GetStdout()))[1] == "0" {
+			t.Errorf("uid_map after the update: %q %v, want uid 0 mapped to another host uid", resp.GetStdout(), err)
+		}
 	})
 }

@@ -146,3 +146,63 @@ func TestCorruptStoreAdoptRuntime(t *testing.T) {
 		t.Errorf("podsyncd did not log the adoption")
 	}
 }
+
+// TestLostStoreExits1 is the black-box check of what docs/security.md
+// says of a lost store: a pod runs; podsyncd stops and its store file is
+// emptied, then removed. Each time podsyncd exits 1 at once (it did stay
+// up, retrying "waiting for the container runtime" every second), naming
+// the file and --adopt-runtime, and the pod keeps running untouched;
+// --adopt-runtime then takes it back.
+func TestLostStoreExits1(t *testing.T) {
+	ctx := testContext(t)
+	rs := runtimeClient(t)
+	root, logs := t.TempDir(), t.TempDir()
+	d := startPodsyncd(t, daemonOptions{RootDir: root, PodLogDir: logs})
+	pod := newPod(t, "", sleeper("app"))
+	stream, err := d.client().SyncPod(ctx, &podsyncv1.SyncPodRequest{Pod: pod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := lastSyncResult(t, stream).GetStatus()
+	if st.GetPhase() != "Running" {
+		t.Fatalf("pod is %s, want Running", st.GetPhase())
+	}
+	d.Stop()
+
+	path := filepath.Join(root, daemon.StoreFile)
+	for _, lose := range []struct {
+		name string
+		do   func() error
+	}{
+		{"emptied", func() error { return os.Truncate(path, 0) }},
+		{"removed", func() error { return os.Remove(path) }},
+	} {
+		if err := lose.do(); err != nil {
+			t.Fatal(err)
+		}
+		socket := filepath.Join(t.TempDir(), "podsync.sock")
+		code, stderr := runToExit(t, "--runtime-endpoint="+inst.Endpoint(), "--listen=unix://"+socket, "--root-dir="+root,
+			"--pod-log-dir="+logs, "--node-ip=127.0.0.1", "--node-name=itest-"+inst.ID(), "--cgroup-root="+inst.CgroupRoot())
+		if code != daemon.ExitFailure {
+			t.Errorf("podsyncd on a %s store exited %d, want %d:\n%s", lose.name, code, daemon.ExitFailure, stderr)
+		}
+		for _, want := range []string{path, "is new or empty, but the runtime holds 1 of podsync's pods", "--adopt-runtime", "--remove-orphans"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("podsyncd's refusal on a %s store lacks %q:\n%s", lose.name, want, stderr)
+			}
+		}
+		if strings.Contains(stderr, "waiting for the container runtime") {
+			t.Errorf("podsyncd on a %s store waited for the runtime instead of exiting", lose.name)
+		}
+		ready, notReady := sandboxesOf(ctx, t, rs, pod.GetMetadata().GetUid())
+		if len(ready) != 1 || ready[0] != st.GetSandboxId() || len(notReady) != 0 {
+			t.Errorf("after the refusal on a %s store: sandboxes ready %v, not ready %v, want %s alone", lose.name, ready, notReady, st.GetSandboxId())
+		}
+	}
+
+	d = startPodsyncd(t, daemonOptions{RootDir: root, PodLogDir: logs, Args: []string{"--adopt-runtime"}})
+	eventually(ctx, t, "the pod adopted and Running", func() bool {
+		resp, err := d.client().GetPod(ctx, &podsyncv1.GetPodRequest{Namespace: namespace, Name: pod.GetMetadata().GetName()})
+		return err == nil && resp.GetPod().GetStatus().GetPhase() == "Running"
+	})
+}

@@ -4,6 +4,8 @@ package daemon_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/host/mounttable"
+	"github.com/podsync/podsync/internal/testing/localcri"
 	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
@@ -160,5 +163,109 @@ func TestEmptyDirOverSizeLimitIsEvicted(t *testing.T) {
 	}
 	if st := got.GetPod().GetStatus(); st.GetPhase() != "Running" {
 		t.Errorf("the pod within its limit: %s %s %q, want Running", st.GetPhase(), st.GetReason(), st.GetMessage())
+	}
+}
+
+// TestClaimWriterIsEvictedFirst: on containerd, a pod that writes 8 MiB to
+// a named volume it mounts read-write and one that writes 1 MiB to an
+// emptyDir; podsyncd then restarts with the store's file system always
+// below its threshold (--eviction-store-min-available=100%). The claim's
+// writer is evicted first, while the other pod still runs (its writes
+// were not measured, and it went last).
+func TestClaimWriterIsEvictedFirst(t *testing.T) {
+	ctx := testContext(t)
+	root, logs := t.TempDir(), t.TempDir()
+	d := startPodsyncd(t, daemonOptions{RootDir: root, PodLogDir: logs})
+	writer := func(name, volume string, source corev1.VolumeSource, mib int) *corev1.Pod {
+		c := localcritest.Shell("app", "dd if=/dev/urandom of=/data/"+name+" bs=1M count="+strconv.Itoa(mib)+
+			" && touch /data/"+name+".done; while true; do sleep 1; done")
+		c.VolumeMounts = []corev1.VolumeMount{{Name: volume, MountPath: "/data"}}
+		pod := newCorePod(t, name, c)
+		pod.Spec.Volumes = []corev1.Volume{{Name: volume, VolumeSource: source}}
+		return pod
+	}
+	filler := writer("filler", "data", corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}, 8)
+	innocent := writer("innocent", "scratch", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}, 1)
+	for _, w := range []struct {
+		pod  *corev1.Pod
+		name string
+	}{{filler, "filler"}, {innocent, "innocent"}} {
+		d.syncPod(ctx, t, w.pod)
+		eventually(ctx, t, w.name+" wrote its data", func() bool {
+			resp, err := d.client().ExecSync(ctx, &podsyncv1.ExecSyncRequest{Namespace: w.pod.Namespace, Name: w.pod.Name,
+				Command: []string{"test", "-f", "/data/" + w.name + ".done"}})
+			return err == nil && resp.GetExitCode() == 0
+		})
+	}
+	d.Stop()
+
+	d = startPodsyncd(t, daemonOptions{RootDir: root, PodLogDir: logs,
+		Args: []string{"--eviction-store-min-available=100%", "--housekeeping-interval=1s"}})
+	phase := func(p *corev1.Pod) string {
+		got, err := d.client().GetPod(ctx, &podsyncv1.GetPodRequest{Namespace: p.Namespace, Name: p.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.GetPod().GetStatus().GetPhase()
+	}
+	var first string
+	eventually(ctx, t, "a pod evicted", func() bool {
+		switch {
+		case phase(filler) == "Failed":
+			first = "filler"
+		case phase(innocent) == "Failed":
+			first = "innocent"
+		}
+		return first != ""
+	})
+	if first != "filler" || phase(innocent) != "Running" {
+		t.Errorf("evicted first: %s (the other is %s); want the pod that wrote 8 MiB to its claim, the other still running", first, phase(innocent))
+	}
+}
+
+// TestImageVolumeThroughPodsyncd: podsyncd asks its runtime's version
+// through the instrumented runtime it syncs with (a wrapper once hid it,
+// and every image volume failed with "the container runtime does not say
+// its version"): on containerd 2.x the image is mounted read-only; on 1.6
+// the container waits with the runtime's lack of support as its reason.
+func TestImageVolumeThroughPodsyncd(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncd(t, daemonOptions{})
+	app := corev1.Container{Name: "app", Image: localcri.BusyboxImage, Command: []string{"sh", "-c",
+		"test -x /img/bin/busybox || exit 3; touch /img/x 2>/dev/null && exit 4; exec sleep 3600"},
+		VolumeMounts: []corev1.VolumeMount{{Name: "img", MountPath: "/img"}}}
+	pod := newCorePod(t, "", app)
+	pod.Spec.Volumes = []corev1.Volume{{Name: "img", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{
+		Reference: localcri.BusyboxImage, PullPolicy: corev1.PullIfNotPresent}}}}
+	stream, err := d.client().SyncPod(ctx, &podsyncv1.SyncPodRequest{Pod: podToProto(t, pod)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res *podsyncv1.SyncPodResult
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SyncPod: %v", err)
+		}
+		if r := m.GetResult(); r != nil {
+			res = r
+		}
+	}
+	cs := res.GetStatus().GetContainerStatuses()
+	if len(cs) != 1 {
+		t.Fatalf("container statuses = %v", cs)
+	}
+	if inst.Flavour() == localcri.Containerd16 {
+		w := cs[0].GetState().GetWaiting()
+		if w.GetReason() != "CreateContainerConfigError" || !strings.Contains(w.GetMessage(), "does not support image volumes") {
+			t.Errorf("app on containerd 1.6: %v, want waiting on the runtime's lack of image volumes", cs[0].GetState())
+		}
+		return
+	}
+	if cs[0].GetState().GetRunning() == nil {
+		t.Errorf("app with an image volume: %v, want running (the image mounted read-only)", cs[0].GetState())
 	}
 }

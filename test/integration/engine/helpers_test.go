@@ -28,8 +28,9 @@ import (
 // namespace is the namespace of every test pod.
 const namespace = "itest"
 
-// cgroupRoot is the cgroup root of the tests' pods, removed by TestMain.
-func cgroupRoot() string { return localcritest.CgroupRoot(inst) }
+// cgroupRoot is the cgroup root of the tests' pods, the instance's (its
+// teardown removes it).
+func cgroupRoot() string { return inst.CgroupRoot() }
 
 // env is one test's engine: a Syncer on the package's containerd, with
 // its own root and log directories.

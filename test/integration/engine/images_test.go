@@ -4,6 +4,7 @@ package engine_test
 
 import (
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"net/http"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podsync/podsync/internal/testing/localcri"
 )
@@ -113,5 +115,62 @@ func TestFailingRegistry(t *testing.T) {
 	}
 	if len(res.View.PullFailures) != 0 {
 		t.Errorf("pull failures after success: %+v", res.View.PullFailures)
+	}
+}
+
+// TestPresentPrivateImageIsVerified: on containerd, a private image a pod
+// of team-a pulled with its Secret is run by another pod of the node only
+// if that pod can pull it itself (KubeletEnsureSecretPulledImages): one
+// without credentials, with pull policy IfNotPresent, pulls and fails with
+// ErrImagePull (it ran the image with none), one with the same
+// credentials runs without a pull.
+func TestPresentPrivateImageIsVerified(t *testing.T) {
+	t.Parallel()
+	reg := inst.Registry()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	prefix := "verified-" + hex.EncodeToString(b) + "/"
+	reg.RequireBasicAuth(prefix, "puller", "s3cret")
+	imgs, err := localcri.LayoutImages(inst.Images().Layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	if err := reg.Push(e.ctx, prefix+"busybox:v1", imgs[localcri.BusyboxImage]); err != nil {
+		t.Fatal(err)
+	}
+	ref := reg.Ref(prefix + "busybox:v1")
+	auth := base64.StdEncoding.EncodeToString([]byte("puller:s3cret"))
+	regcred := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "regcred", Namespace: namespace}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"` + reg.Addr() + `":{"auth":"` + auth + `"}}}`)}}
+	pod := func(secret bool) *corev1.Pod {
+		p := e.newPod("app")
+		p.Spec.Containers[0].Image = ref
+		p.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
+		if secret {
+			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+		}
+		return p
+	}
+	e.in.Secrets = []*corev1.Secret{regcred}
+	owner := pod(true)
+	e.until(owner, "running", e.running(owner))
+
+	e.in.Secrets = nil
+	other := pod(false)
+	res := e.sync(other)
+	st := res.Step(syncer.ActionPullImage, ref)
+	if st == nil || st.Reason != podstatus.ReasonErrImagePull {
+		t.Fatalf("a pod without credentials: steps %v, want a failed pull (ErrImagePull), not a start of the image the node holds", steps(res.Steps))
+	}
+	if cs := e.status(other, res).ContainerStatuses[0]; cs.State.Running != nil {
+		t.Errorf("the pod without credentials runs the private image")
+	}
+
+	e.in.Secrets = []*corev1.Secret{regcred}
+	same := pod(true)
+	res = e.until(same, "running", e.running(same))
+	if st := res.Step(syncer.ActionPullImage, ref); st != nil {
+		t.Errorf("a pod with the credentials that pulled the image pulled it again: %v", steps(res.Steps))
 	}
 }

@@ -183,7 +183,7 @@ func TestClaimSharedBetweenPods(t *testing.T) {
 	withClaim(b, "while [ ! -f /data/a ]; do sleep 0.1; done; cp /data/a /data/seen-by-b; sleep 3600 & wait")
 	e.until(a, "a running", e.running(a))
 	e.until(b, "b running", e.running(b))
-	dir := criconfig.ClaimVolumeDir(claim, e.cfg)
+	dir := criconfig.ClaimVolumeDir(namespace, claim, e.cfg)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if data, err := os.ReadFile(filepath.Join(dir, "seen-by-b")); err == nil && string(data) == "from-a\n" {

@@ -33,6 +33,10 @@ type runtimeState struct {
 	// reports exited (containerd/containerd#11037; see
 	// restartForLeakedTasks).
 	leaked []string
+	// startFailures counts, by pod UID and container name ("uid/name"),
+	// the exited instances whose start the runtime failed (reason
+	// StartError): each is a restart the runtime caused, not podsync.
+	startFailures map[string]int32
 	// ghosts are the IDs of the tasks containerd holds for no sandbox or
 	// container CRI lists: what RemovePodSandbox leaves when the
 	// sandbox's task is stuck CREATED (containerd/containerd#11037).
@@ -48,7 +52,7 @@ func readRuntime(ctx context.Context) (*runtimeState, error) {
 		return nil, err
 	}
 	defer func() { _ = rs.Close(context.WithoutCancel(ctx)) }()
-	st := &runtimeState{pods: map[string]string{}}
+	st := &runtimeState{pods: map[string]string{}, startFailures: map[string]int32{}}
 	if st.sandboxes, err = rs.ListPodSandbox(ctx, nil); err != nil {
 		return nil, fmt.Errorf("ListPodSandbox: %w", err)
 	}
@@ -70,6 +74,16 @@ func readRuntime(ctx context.Context) (*runtimeState, error) {
 			continue
 		}
 		st.pods[string(info.UID)] += fmt.Sprintf(" container %s %.12s (%s)", info.ContainerName, c.GetId(), c.GetState())
+		if c.GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
+			continue
+		}
+		resp, err := rs.ContainerStatus(ctx, c.GetId(), false)
+		if err != nil {
+			return nil, fmt.Errorf("ContainerStatus %s: %w", c.GetId(), err)
+		}
+		if resp.GetStatus().GetReason() == "StartError" {
+			st.startFailures[string(info.UID)+"/"+info.ContainerName]++
+		}
 	}
 	// containerd's own view: a task running behind what CRI reports
 	// stopped or exited is a process nobody will stop.
@@ -344,8 +358,9 @@ func podProblems(rt *runtimeState, p *testPod, st *podsyncv1.PodStatus, vet *vet
 				bad("veteran: restarts %d in %.12s, want %d in %.12s (it must neither restart nor lose its count)",
 					cs.GetRestartCount(), trimRuntime(cs.GetContainerId()), vet.restartCount, vet.containerID)
 			}
-		case cs.GetRestartCount() > maxRestarts:
-			bad("container %s restarted %d times, more than podsyncd died (%d)", c.Name, cs.GetRestartCount(), maxRestarts)
+		case cs.GetRestartCount() > maxRestarts+rt.startFailures[p.uid()+"/"+c.Name]:
+			bad("container %s restarted %d times, more than podsyncd died (%d) and the runtime failed to start it (%d)",
+				c.Name, cs.GetRestartCount(), maxRestarts, rt.startFailures[p.uid()+"/"+c.Name])
 		}
 	}
 	for _, c := range p.core.Spec.InitContainers {

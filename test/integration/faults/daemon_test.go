@@ -106,9 +106,6 @@ func (n *node) start(armed string) *podsyncd {
 		Bin: podsyncdBin, Instance: inst, Socket: n.socket,
 		RootDir: n.rootDir, PodLogDir: n.podLogDir,
 		NodeName: "faults-" + inst.ID(), Config: n.config,
-		// The pods' cgroups live under the run's own root, which TestMain
-		// removes.
-		Args:  []string{"--cgroup-root=" + localcritest.CgroupRoot(inst)},
 		Unset: []string{failpoint.EnvVar},
 		Log:   filepath.Join(n.logDir, fmt.Sprintf("podsyncd-%02d.log", n.runs)),
 		Name:  fmt.Sprintf("podsyncd run %d", n.runs),

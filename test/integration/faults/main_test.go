@@ -3,7 +3,6 @@
 package faults_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -30,7 +28,7 @@ var (
 func TestMain(m *testing.M) {
 	var binDir string
 	cfg := localcritest.PodPackage("test/integration/faults", func(i *localcri.Instance) { inst = i })
-	started, finished := cfg.Started, cfg.Finished
+	started := cfg.Started
 	cfg.Started = func(i *localcri.Instance) error {
 		if err := started(i); err != nil {
 			return err
@@ -56,26 +54,13 @@ func TestMain(m *testing.M) {
 		// in a container containerd lost (a StartContainer cut short by
 		// podsyncd's death can leave its runc container behind; see
 		// restartForLeakedTasks). The teardown force-deletes those (and
-		// says so), but after this hook removes the cgroups: tear down
-		// first then (Teardown runs once).
+		// says so) before it removes the cgroups; say it here first.
 		if inst != nil {
-			if procs := processesUnder(localcritest.CgroupRoot(inst)); len(procs) > 0 {
-				localcritest.Logger().Warn("containerd left processes in the pods' cgroups; tearing down before removing them",
+			if procs := processesUnder(inst.CgroupRoot()); len(procs) > 0 {
+				localcritest.Logger().Warn("containerd left processes in the pods' cgroups; the teardown kills them",
 					zap.Strings("processes", procs))
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				errs = append(errs, inst.Teardown(ctx))
-				cancel()
 			}
 		}
-		// The runtime removes container cgroups shortly after their
-		// processes end.
-		deadline := time.Now().Add(30 * time.Second)
-		err := finished()
-		for err != nil && time.Now().Before(deadline) {
-			time.Sleep(500 * time.Millisecond)
-			err = finished()
-		}
-		errs = append(errs, err)
 		return errors.Join(errs...)
 	}
 	localcritest.Main(m, cfg)

@@ -25,14 +25,14 @@ import (
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
-	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
 // namespace is the namespace of every test pod.
 const namespace = "itest"
 
-// cgroupRoot is the cgroup root of the tests' pods, removed by TestMain.
-func cgroupRoot() string { return localcritest.CgroupRoot(inst) }
+// cgroupRoot is the cgroup root of the tests' pods, the instance's (its
+// teardown removes it).
+func cgroupRoot() string { return inst.CgroupRoot() }
 
 // env is one test's Node on the package's containerd, with its own store,
 // root and log directories.

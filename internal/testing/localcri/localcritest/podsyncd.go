@@ -41,7 +41,8 @@ type PodsyncdOptions struct {
 	// ShutdownTimeout is --shutdown-timeout; zero means 5 s.
 	ShutdownTimeout time.Duration
 	// Args are further flags, after those above (more --listen, a
-	// --cgroup-root, a --metrics-address, …).
+	// --metrics-address, …); a flag given again overrides the one above
+	// (a --cgroup-root other than the instance's).
 	Args []string
 	// Env are variables ("NAME=value") podsyncd gets over those it
 	// inherits from the test; Unset are inherited variables it does not
@@ -89,6 +90,9 @@ func (o *PodsyncdOptions) flags() []string {
 		"--pod-log-dir=" + o.PodLogDir,
 		"--node-ip=127.0.0.1",
 		"--shutdown-timeout=" + shutdown.String(),
+		// The instance's own cgroup root: pod cgroups are never another
+		// agent's on the host, and Teardown removes them.
+		"--cgroup-root=" + o.Instance.CgroupRoot(),
 	}
 	if o.NodeName != "" {
 		args = append(args, "--node-name="+o.NodeName)
