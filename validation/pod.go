@@ -379,10 +379,7 @@ func (pv *podValidator) podSecurityContext(p *field.Path, sc *corev1.PodSecurity
 // scheduling and resources as the API server does, refusing a value
 // podsync cannot honour with what to do instead.
 func (pv *podValidator) podFields(p *field.Path, spec *corev1.PodSpec) {
-	if o := spec.OS; o != nil && o.Name != corev1.Linux {
-		pv.add(field.Invalid(p.Child("os", "name"), o.Name,
-			"podsync runs Linux containers only; set it to linux or remove spec.os"))
-	}
+	pv.add(podOS(p, spec)...)
 	if spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace && spec.HostPID {
 		pv.add(field.Invalid(p.Child("shareProcessNamespace"), true, "ShareProcessNamespace and HostPID cannot both be enabled"))
 	}
