@@ -183,6 +183,7 @@ func podSpecToProto(in *corev1.PodSpec) *podsyncv1.PodSpec {
 		}),
 		EphemeralContainers: toSlice(in.EphemeralContainers, EphemeralContainerToProto),
 		HostnameOverride:    in.HostnameOverride,
+		RuntimeClassName:    in.RuntimeClassName,
 	}
 }
 

@@ -393,6 +393,10 @@ func (pv *podValidator) podFields(p *field.Path, spec *corev1.PodSpec) {
 			}
 		}
 	}
+	if n := spec.RuntimeClassName; n != nil {
+		// The API server's ValidateRuntimeClassName.
+		pv.add(DNS1123Subdomain(p.Child("runtimeClassName"), *n)...)
+	}
 	if n := spec.PriorityClassName; n != "" {
 		pv.add(DNS1123Subdomain(p.Child("priorityClassName"), n)...)
 	}

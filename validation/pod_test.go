@@ -271,6 +271,7 @@ func TestValidatePodValid(t *testing.T) {
 				corev1.EnvVar{Name: "CPU", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
 				corev1.EnvVar{Name: "MEM", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "setup", Resource: "requests.memory", Divisor: resource.MustParse("1Ki")}}})
 		})},
+		{"runtimeClassName", nil, pod(func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("kata.v2") })},
 		{"hostnameOverride, a subdomain, with hostname and subdomain", nil, pod(func(p *corev1.Pod) {
 			p.Spec.Hostname, p.Spec.Subdomain, p.Spec.HostnameOverride = "custom-host", "t", ptr.To("override.example.host")
 		})},
@@ -480,6 +481,9 @@ func TestValidatePodInvalid(t *testing.T) {
 		{"hostnameOverride empty", nil, pod(func(p *corev1.Pod) { p.Spec.HostnameOverride = ptr.To("") }), []string{"spec.hostnameOverride"}},
 		{"hostnameOverride over 64 characters", nil, pod(func(p *corev1.Pod) { p.Spec.HostnameOverride = ptr.To(strings.Repeat("a", 65)) }),
 			[]string{"spec.hostnameOverride"}},
+		{"runtimeClassName not a DNS subdomain", nil, pod(func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("Kata_V2") }),
+			[]string{"spec.runtimeClassName"}},
+		{"runtimeClassName empty", nil, pod(func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("") }), []string{"spec.runtimeClassName"}},
 		// The API server's validateOS, validateWindows and validateLinux.
 		{"os unknown", nil, pod(func(p *corev1.Pod) { p.Spec.OS = &corev1.PodOS{Name: "plan9"} }), []string{"spec.os"}},
 		{"os without a name", nil, pod(func(p *corev1.Pod) { p.Spec.OS = &corev1.PodOS{} }), []string{"spec.os.name"}},

@@ -87,6 +87,34 @@ func TestHostsFileOfHostnameOverride(t *testing.T) {
 	}
 }
 
+// TestRuntimeClassNameIsTheSandboxHandler: runtimeClassName names the
+// CRI runtime handler the sandbox runs with (the kubelet's
+// createPodSandbox passes its RuntimeClass's handler to RunPodSandbox);
+// without one the runtime's default handler ("").
+func TestRuntimeClassNameIsTheSandboxHandler(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rc   *string
+		want string
+	}{
+		{"default", nil, ""},
+		{"kata", ptr.To("kata"), "kata"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := syncertest.New(t)
+			pod := enginetest.Pod()
+			pod.Spec.RuntimeClassName = tc.rc
+			res := h.Sync(pod)
+			h.RT.Lock()
+			sb := h.RT.Sandboxes[res.SandboxID]
+			h.RT.Unlock()
+			if sb == nil || sb.RuntimeHandler != tc.want {
+				t.Fatalf("sandbox %s: %+v, want runtime handler %q", res.SandboxID, sb, tc.want)
+			}
+		})
+	}
+}
+
 func TestRestartPolicies(t *testing.T) {
 	for _, tc := range []struct {
 		policy   corev1.RestartPolicy

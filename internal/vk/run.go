@@ -114,6 +114,9 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	pods := podInformers.Core().V1().Pods()
 	services := svcInformers.Core().V1().Services()
 	p.UseServices(serviceLister{services.Lister()})
+	// The RuntimeClasses, whose handlers the pods' sandboxes run with,
+	// as the kubelet's runtimeclass manager watches them.
+	p.UseRuntimeClasses(runtimeClassLister{svcInformers.Node().V1().RuntimeClasses().Lister()})
 	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
 	p.UseObjects(newObjectWatches(watchCtx, kc, p.ObjectChanged, p.ObjectDeleted))

@@ -361,6 +361,15 @@ type PodSpec struct {
 	// hostname, and the pod has no domain. Not allowed with host_network or
 	// set_hostname_as_fqdn.
 	HostnameOverride *string `protobuf:"bytes,88,opt,name=hostname_override,json=hostnameOverride,proto3,oneof" json:"hostname_override,omitempty"`
+	// runtime_class_name names the runtime handler the pod's sandbox runs
+	// with (CRI RunPodSandbox's runtime_handler: "runc", "kata", … as the
+	// runtime's configuration names them); podsync has no RuntimeClass
+	// objects, so the name is the handler (podsync-vk sends the handler of
+	// the cluster's RuntimeClass). Unset or empty is the runtime's default
+	// handler. A handler the runtime does not have fails the sandbox's
+	// creation (CreatePodSandboxError, a FailedCreatePodSandBox event), and
+	// the pod stays pending, retried with back-off, as on a kubelet.
+	RuntimeClassName *string `protobuf:"bytes,89,opt,name=runtime_class_name,json=runtimeClassName,proto3,oneof" json:"runtime_class_name,omitempty"`
 	// ephemeral_containers are debug containers added to the running pod by
 	// AddEphemeralContainer (podsyncctl debug), never by RunPods or SyncPod
 	// (they refuse a spec that carries any, as the API server only adds them
@@ -615,6 +624,13 @@ func (x *PodSpec) GetImagePullSecrets() []*LocalObjectReference {
 func (x *PodSpec) GetHostnameOverride() string {
 	if x != nil && x.HostnameOverride != nil {
 		return *x.HostnameOverride
+	}
+	return ""
+}
+
+func (x *PodSpec) GetRuntimeClassName() string {
+	if x != nil && x.RuntimeClassName != nil {
+		return *x.RuntimeClassName
 	}
 	return ""
 }
@@ -5814,7 +5830,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B \n" +
-	"\x1e_deletion_grace_period_seconds\"\xfe\x0e\n" +
+	"\x1e_deletion_grace_period_seconds\"\xc8\x0f\n" +
 	"\aPodSpec\x125\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x15.podsync.v1.ContainerR\n" +
@@ -5852,7 +5868,8 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\bpriority\x18U \x01(\x05H\x06R\bpriority\x88\x01\x01\x12.\n" +
 	"\x13priority_class_name\x18V \x01(\tR\x11priorityClassName\x12N\n" +
 	"\x12image_pull_secrets\x18W \x03(\v2 .podsync.v1.LocalObjectReferenceR\x10imagePullSecrets\x120\n" +
-	"\x11hostname_override\x18X \x01(\tH\aR\x10hostnameOverride\x88\x01\x01\x12Q\n" +
+	"\x11hostname_override\x18X \x01(\tH\aR\x10hostnameOverride\x88\x01\x01\x121\n" +
+	"\x12runtime_class_name\x18Y \x01(\tH\bR\x10runtimeClassName\x88\x01\x01\x12Q\n" +
 	"\x14ephemeral_containers\x18x \x03(\v2\x1e.podsync.v1.EphemeralContainerR\x13ephemeralContainers\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -5864,7 +5881,8 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\v_host_usersB\x17\n" +
 	"\x15_set_hostname_as_fqdnB\v\n" +
 	"\t_priorityB\x14\n" +
-	"\x12_hostname_override\"\x8e\x05\n" +
+	"\x12_hostname_overrideB\x15\n" +
+	"\x13_runtime_class_name\"\x8e\x05\n" +
 	"\x12EphemeralContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12*\n" +

@@ -67,6 +67,9 @@ type Provider struct {
 	// services, if set, are the Services the service environment
 	// variables of the pods' containers name (UseServices).
 	services Services
+	// runtimeClasses, if set, resolve runtimeClassName to its handler
+	// (UseRuntimeClasses).
+	runtimeClasses RuntimeClasses
 
 	mu sync.Mutex
 	// pods are the Kubernetes pods given to CreatePod/UpdatePod, by
@@ -178,8 +181,14 @@ func (p *Provider) selector() string { return OwnerLabel + "=" + p.node }
 // stores it: references to ConfigMaps, Secrets and the downward API stay
 // references, which podsyncd resolves from the objects pushed to it and
 // from the pod it runs, so that no Secret value is in the spec it stores.
+// runtimeClassName becomes its RuntimeClass's handler (runtimeHandler).
 func (p *Provider) podsyncPod(pod *corev1.Pod) (*corev1.Pod, error) {
+	handler, err := p.runtimeHandler(pod)
+	if err != nil {
+		return nil, err
+	}
 	out := pod.DeepCopy()
+	out.Spec.RuntimeClassName = handler
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
