@@ -184,6 +184,7 @@ func podSpecToProto(in *corev1.PodSpec) *podsyncv1.PodSpec {
 		EphemeralContainers: toSlice(in.EphemeralContainers, EphemeralContainerToProto),
 		HostnameOverride:    in.HostnameOverride,
 		RuntimeClassName:    in.RuntimeClassName,
+		Overhead:            resourceListToProto(in.Overhead),
 	}
 }
 

@@ -57,6 +57,7 @@ func (c *fromProto) podSpec(path *field.Path, in *podsyncv1.PodSpec) corev1.PodS
 		EphemeralContainers: c.ephemeralContainers(path.Child("ephemeralContainers"), in.EphemeralContainers),
 		HostnameOverride:    in.HostnameOverride,
 		RuntimeClassName:    in.RuntimeClassName,
+		Overhead:            c.resourceList(path.Child("overhead"), in.Overhead),
 	}
 }
 

@@ -397,6 +397,11 @@ func (pv *podValidator) podFields(p *field.Path, spec *corev1.PodSpec) {
 		// The API server's ValidateRuntimeClassName.
 		pv.add(DNS1123Subdomain(p.Child("runtimeClassName"), *n)...)
 	}
+	if spec.Overhead != nil {
+		// The API server's validateOverhead: the containers' rules for
+		// limits, under spec.overhead.limits.
+		pv.resources(p.Child("overhead"), &corev1.ResourceRequirements{Limits: spec.Overhead})
+	}
 	if n := spec.PriorityClassName; n != "" {
 		pv.add(DNS1123Subdomain(p.Child("priorityClassName"), n)...)
 	}

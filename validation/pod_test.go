@@ -272,6 +272,9 @@ func TestValidatePodValid(t *testing.T) {
 				corev1.EnvVar{Name: "MEM", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "setup", Resource: "requests.memory", Divisor: resource.MustParse("1Ki")}}})
 		})},
 		{"runtimeClassName", nil, pod(func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("kata.v2") })},
+		{"overhead", nil, pod(func(p *corev1.Pod) {
+			p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}
+		})},
 		{"hostnameOverride, a subdomain, with hostname and subdomain", nil, pod(func(p *corev1.Pod) {
 			p.Spec.Hostname, p.Spec.Subdomain, p.Spec.HostnameOverride = "custom-host", "t", ptr.To("override.example.host")
 		})},
@@ -483,6 +486,9 @@ func TestValidatePodInvalid(t *testing.T) {
 			[]string{"spec.hostnameOverride"}},
 		{"runtimeClassName not a DNS subdomain", nil, pod(func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("Kata_V2") }),
 			[]string{"spec.runtimeClassName"}},
+		{"overhead negative or unknown", nil, pod(func(p *corev1.Pod) {
+			p.Spec.Overhead = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1Mi"), "gpus": resource.MustParse("1")}
+		}), []string{"spec.overhead.limits[gpus]", "spec.overhead.limits[memory]"}},
 		{"runtimeClassName empty", nil, pod(func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("") }), []string{"spec.runtimeClassName"}},
 		// The API server's validateOS, validateWindows and validateLinux.
 		{"os unknown", nil, pod(func(p *corev1.Pod) { p.Spec.OS = &corev1.PodOS{Name: "plan9"} }), []string{"spec.os"}},
