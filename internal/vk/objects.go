@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	nodelisters "k8s.io/client-go/listers/node/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/podsync/podsync/internal/vk/provider"
@@ -234,4 +235,18 @@ type serviceLister struct{ l corelisters.ServiceLister }
 
 func (s serviceLister) Services(namespace string) ([]*corev1.Service, error) {
 	return s.l.Services(namespace).List(labels.Everything())
+}
+
+// runtimeClassLister gives the provider the RuntimeClasses of an
+// informer's cache, as the kubelet's runtimeclass manager reads them.
+type runtimeClassLister struct {
+	l nodelisters.RuntimeClassLister
+}
+
+func (r runtimeClassLister) Handler(name string) (string, error) {
+	rc, err := r.l.Get(name)
+	if err != nil {
+		return "", err
+	}
+	return rc.Handler, nil
 }

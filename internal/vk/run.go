@@ -23,11 +23,13 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	kubeinformers "k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	nodeinformers "k8s.io/client-go/informers/node/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -116,6 +118,9 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	p.UseServices(serviceLister{services.Lister()})
 	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
+	if err := followRuntimeClasses(watchCtx, p, svcInformers.Node().V1().RuntimeClasses()); err != nil {
+		return fmt.Errorf("node %s: %w", name, err)
+	}
 	p.UseObjects(newObjectWatches(watchCtx, kc, p.ObjectChanged, p.ObjectDeleted))
 	// The node library wants ConfigMap and Secret informers, which it
 	// reads only to resolve env (SkipDownwardAPIResolution: it does not):
@@ -384,6 +389,27 @@ func condition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition 
 		if pod.Status.Conditions[i].Type == t {
 			return &pod.Status.Conditions[i]
 		}
+	}
+	return nil
+}
+
+// followRuntimeClasses gives p the RuntimeClasses, whose handlers the
+// pods' sandboxes run with, as the kubelet's runtimeclass manager watches
+// them, and tells it of each one created or changed, for the pods that
+// wait for it.
+func followRuntimeClasses(ctx context.Context, p *provider.Provider, rcs nodeinformers.RuntimeClassInformer) error {
+	p.UseRuntimeClasses(runtimeClassLister{rcs.Lister()})
+	changed := func(obj any) {
+		if rc, ok := obj.(*nodev1.RuntimeClass); ok {
+			p.RuntimeClassChanged(ctx, rc.Name)
+		}
+	}
+	_, err := rcs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    changed,
+		UpdateFunc: func(_, obj any) { changed(obj) },
+	})
+	if err != nil {
+		return fmt.Errorf("follow RuntimeClasses: %w", err)
 	}
 	return nil
 }

@@ -67,6 +67,9 @@ type Provider struct {
 	// services, if set, are the Services the service environment
 	// variables of the pods' containers name (UseServices).
 	services Services
+	// runtimeClasses, if set, resolve runtimeClassName to its handler
+	// (UseRuntimeClasses).
+	runtimeClasses RuntimeClasses
 
 	mu sync.Mutex
 	// pods are the Kubernetes pods given to CreatePod/UpdatePod, by
@@ -79,8 +82,11 @@ type Provider struct {
 	// uids are the podsync uids of statuses: a status of an earlier
 	// incarnation of a name is not reported for the new one.
 	uids map[string]string
-	// rejected are the Failed statuses of pods podsyncd refused.
-	rejected map[string]*corev1.PodStatus
+	// rejected are the statuses of pods not applied on podsyncd: Failed
+	// for those it refused, Pending for those waiting for their
+	// RuntimeClass (waitingClass: the name of the RuntimeClass).
+	rejected     map[string]*corev1.PodStatus
+	waitingClass map[string]string
 	// applied are the metadata.generation of the pods as podsyncd last
 	// took them (applied or refused): their statuses' observedGeneration.
 	applied  map[string]int64
@@ -150,13 +156,14 @@ func (p *Provider) UseKube(k Kube) { p.kube = k }
 func New(nodeName string, ps Podsync, log *zap.Logger) *Provider {
 	return &Provider{
 		node: nodeName, ps: ps, log: log,
-		pods:     map[string]*corev1.Pod{},
-		statuses: map[string]*corev1.PodStatus{},
-		uids:     map[string]string{},
-		rejected: map[string]*corev1.PodStatus{},
-		applied:  map[string]int64{},
-		levels:   map[types.UID]string{},
-		notifyCh: make(chan struct{}),
+		pods:         map[string]*corev1.Pod{},
+		statuses:     map[string]*corev1.PodStatus{},
+		uids:         map[string]string{},
+		rejected:     map[string]*corev1.PodStatus{},
+		waitingClass: map[string]string{},
+		applied:      map[string]int64{},
+		levels:       map[types.UID]string{},
+		notifyCh:     make(chan struct{}),
 	}
 }
 
@@ -178,8 +185,14 @@ func (p *Provider) selector() string { return OwnerLabel + "=" + p.node }
 // stores it: references to ConfigMaps, Secrets and the downward API stay
 // references, which podsyncd resolves from the objects pushed to it and
 // from the pod it runs, so that no Secret value is in the spec it stores.
+// runtimeClassName becomes its RuntimeClass's handler (runtimeHandler).
 func (p *Provider) podsyncPod(pod *corev1.Pod) (*corev1.Pod, error) {
+	handler, err := p.runtimeHandler(pod)
+	if err != nil {
+		return nil, err
+	}
 	out := pod.DeepCopy()
+	out.Spec.RuntimeClassName = handler
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
@@ -227,6 +240,10 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	pp, err := p.podsyncPod(pod)
+	if missing := (*missingRuntimeClass)(nil); errors.As(err, &missing) {
+		p.waitForRuntimeClass(k, pod, missing)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("apply pod %s on podsync: %w", k, err)
 	}
@@ -245,6 +262,7 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) error {
 		st := &corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason, Message: message}
 		p.mu.Lock()
 		p.rejected[k] = st
+		delete(p.waitingClass, k)
 		p.applied[k] = pod.Generation
 		p.mu.Unlock()
 		p.changed(k)
@@ -255,6 +273,7 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) error {
 	}
 	p.mu.Lock()
 	delete(p.rejected, k)
+	delete(p.waitingClass, k)
 	p.applied[k] = pod.Generation
 	p.mu.Unlock()
 	if err := p.addEphemeral(ctx, pod); err != nil {
@@ -368,6 +387,7 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	delete(p.uids, k)
 	delete(p.applied, k)
 	delete(p.rejected, k)
+	delete(p.waitingClass, k)
 	notify := p.notify
 	p.mu.Unlock()
 	if last == nil {
