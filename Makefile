@@ -187,6 +187,15 @@ test-cluster: ## podsync-vk on a real control plane (builds the Kubernetes binar
 	$(GO_TEST) -race -tags integration $(CLUSTER_FLAGS) ./test/integration/cluster 2>&1 | tee "$$log" \
 		|| { hack/test-summary.sh "$$log"; exit 1; }
 
+# Arguments of make test-conformance, e.g. CONFORMANCE_ARGS='--focus Probing' or
+# CONFORMANCE_ARGS=--subset=ci (the bounded subset CI runs).
+CONFORMANCE_ARGS ?=
+
+.PHONY: test-conformance
+test-conformance: ## Kubernetes' node-conformance e2e tests on podsync nodes (root; builds e2e.test and its images into .tmp once); results in .tmp/conformance
+	$(GO) build -o $(BIN)/podsync-conformance ./hack/conformance
+	$(BIN)/podsync-conformance $(CONFORMANCE_ARGS)
+
 # Flavours and timeout of make soak.
 SOAK_FLAVOURS ?= 2 1.6
 SOAK_TIMEOUT  ?= 90m

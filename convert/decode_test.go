@@ -59,6 +59,7 @@ func TestDecodeTestdata(t *testing.T) {
 			Pods:    []string{"default/pod-fields"},
 			Secrets: []string{"default/registry-creds"},
 		},
+		"runtime-class.yaml": {Pods: []string{"default/runtime-class"}},
 		"list.yaml": {
 			Pods:       []string{"default/greeter"},
 			ConfigMaps: []string{"default/greeter-config"},

@@ -36,8 +36,7 @@ import (
 //     ScaleIO, ephemeral PVC templates, and image volumes' pullPolicy in
 //     SetDefaults_Volume);
 //   - pod-level resources (defaultHugePagePodLimits, defaultPodRequests,
-//     defaultPodLimits in SetDefaults_Pod) and spec.overhead
-//     (SetDefaults_ResourceList);
+//     defaultPodLimits in SetDefaults_Pod);
 //   - status (SetDefaults_ResourceList on container statuses).
 //
 // Skipped because they belong to a full cluster, not to the API server's
@@ -283,6 +282,8 @@ func defaultPodSpec(spec *corev1.PodSpec) {
 	if spec.SchedulerName == "" {
 		spec.SchedulerName = corev1.DefaultSchedulerName
 	}
+	// SetDefaults_ResourceList of spec.overhead.
+	roundResourceList(spec.Overhead)
 }
 
 // defaultVolume mirrors SetDefaults_Volume and the defaulters of the volume

@@ -952,3 +952,16 @@ func decodeFile(t *testing.T, path string) *Manifests {
 	}
 	return m
 }
+
+// TestDefaultRoundsTheOverhead: spec.overhead is rounded up to milli
+// units, as the API server's SetDefaults_ResourceList rounds it.
+func TestDefaultRoundsTheOverhead(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "c", Image: "i"}},
+		Overhead:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500u"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+	}}
+	Default(pod)
+	if cpu, mem := pod.Spec.Overhead[corev1.ResourceCPU], pod.Spec.Overhead[corev1.ResourceMemory]; cpu.String() != "2m" || mem.String() != "16Mi" {
+		t.Errorf("overhead = %s, %s, want 2m, 16Mi", cpu.String(), mem.String())
+	}
+}

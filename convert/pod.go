@@ -185,6 +185,9 @@ func podSpecToProto(in *corev1.PodSpec) *podsyncv1.PodSpec {
 			return &podsyncv1.LocalObjectReference{Name: r.Name}
 		}),
 		EphemeralContainers: toSlice(in.EphemeralContainers, EphemeralContainerToProto),
+		HostnameOverride:    in.HostnameOverride,
+		RuntimeClassName:    in.RuntimeClassName,
+		Overhead:            resourceListToProto(in.Overhead),
 	}
 }
 

@@ -56,6 +56,9 @@ func (c *fromProto) podSpec(path *field.Path, in *podsyncv1.PodSpec) corev1.PodS
 			return corev1.LocalObjectReference{Name: r.GetName()}
 		}),
 		EphemeralContainers: c.ephemeralContainers(path.Child("ephemeralContainers"), in.EphemeralContainers),
+		HostnameOverride:    in.HostnameOverride,
+		RuntimeClassName:    in.RuntimeClassName,
+		Overhead:            c.resourceList(path.Child("overhead"), in.Overhead),
 	}
 }
 

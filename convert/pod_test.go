@@ -181,7 +181,6 @@ func TestUnsupportedFieldsAreRejected(t *testing.T) {
 		mutate func(*corev1.Pod)
 		want   []string
 	}{
-		{"runtime class", func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("gvisor") }, []string{"spec.runtimeClassName"}},
 		{"ephemeral containers", func(p *corev1.Pod) {
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg", Image: "x"}}}
 		}, []string{"spec.ephemeralContainers"}},
@@ -451,13 +450,13 @@ func TestPodConditionsToProto(t *testing.T) {
 // a scalar, and says why and what to do.
 func TestUnsupportedFieldsSayWhy(t *testing.T) {
 	pod := basePod()
-	pod.Spec.RuntimeClassName = ptr.To("gvisor")
+	pod.GenerateName = "web-"
 	_, err := convert.PodToProto(pod)
 	var inv *convert.InvalidError
 	if !errors.As(err, &inv) || len(inv.Errors) != 1 {
 		t.Fatalf("PodToProto error = %v, want one refusal", err)
 	}
-	if got := inv.Errors[0].Detail; got != `value "gvisor": podsync has no RuntimeClass objects and runs every pod with the runtime's default handler; remove it` {
+	if got := inv.Errors[0].Detail; got != `value "web-": a node has no name generator; give metadata.name` {
 		t.Errorf("detail %q", got)
 	}
 }

@@ -22,8 +22,6 @@ var unsupportedReasons = map[string]string{
 	"spec.volumes[*].projected.sources[*].podCertificate":      noTokens,
 	"metadata.finalizers":                                      "finalizers are for controllers podsync does not run; remove them",
 	"spec.resources.claims":                                    "dynamic resource allocation needs an API server podsync does not have; remove it",
-	"spec.runtimeClassName":                                    "podsync has no RuntimeClass objects and runs every pod with the runtime's default handler; remove it",
-	"spec.overhead":                                            "the pod overhead is set by the RuntimeClass admission plugin, which podsync does not have; remove it",
 	"spec.schedulingGates":                                     "scheduling gates are removed by controllers podsync does not run, so the pod would never start; remove them",
 }
 

@@ -64,13 +64,13 @@ func TestNodeDeleteIfKeepsANewerIncarnation(t *testing.T) {
 	h := newNodeHarness(t)
 	pod := enginetest.Pod()
 	h.apply(pod)
-	if found, _, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", ptr.To[int64](0)); err != nil || !found {
-		t.Fatalf("delete: %v, %v", found, err)
+	if res, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", ptr.To[int64](0)); err != nil || !res.Found {
+		t.Fatalf("delete: %v, %v", res.Found, err)
 	}
 	newer := pod.DeepCopy()
 	newer.UID = "uid-2"
 	h.apply(newer)
-	_, _, err := h.node.DeleteIf(h.ctx, pod.Namespace, pod.Name, engine.Precondition{UID: pod.UID}, ptr.To[int64](0))
+	_, err := h.node.DeleteIf(h.ctx, pod.Namespace, pod.Name, engine.Precondition{UID: pod.UID}, ptr.To[int64](0))
 	var pe *errdefs.PreconditionError
 	if !errors.As(err, &pe) || pe.Kind != errdefs.UIDMismatch || pe.UID != "uid-2" {
 		t.Fatalf("delete by the old uid: %v, want UID_MISMATCH naming uid-2", err)
@@ -80,14 +80,14 @@ func TestNodeDeleteIfKeepsANewerIncarnation(t *testing.T) {
 		t.Fatalf("the new incarnation after a refused delete: %v, deleting %v", err, rec != nil && rec.Deleting)
 	}
 	stale := rec.ModRevision - 1
-	if _, _, err := h.node.DeleteIf(h.ctx, pod.Namespace, pod.Name, engine.Precondition{Revision: &stale}, nil); !errors.Is(err, errdefs.ErrPreconditionFailed) {
+	if _, err := h.node.DeleteIf(h.ctx, pod.Namespace, pod.Name, engine.Precondition{Revision: &stale}, nil); !errors.Is(err, errdefs.ErrPreconditionFailed) {
 		t.Fatalf("delete at a stale revision: %v", err)
 	}
-	if found, _, err := h.node.DeleteIf(h.ctx, pod.Namespace, pod.Name, engine.Precondition{UID: "uid-2", Revision: &rec.ModRevision}, ptr.To[int64](0)); err != nil || !found {
-		t.Fatalf("delete at the current uid and revision: %v, %v", found, err)
+	if res, err := h.node.DeleteIf(h.ctx, pod.Namespace, pod.Name, engine.Precondition{UID: "uid-2", Revision: &rec.ModRevision}, ptr.To[int64](0)); err != nil || !res.Found {
+		t.Fatalf("delete at the current uid and revision: %v, %v", res.Found, err)
 	}
-	if found, _, err := h.node.DeleteIf(h.ctx, pod.Namespace, pod.Name, engine.Precondition{UID: "uid-2"}, nil); err != nil || found {
-		t.Fatalf("a retried delete: %v, %v; want not found", found, err)
+	if res, err := h.node.DeleteIf(h.ctx, pod.Namespace, pod.Name, engine.Precondition{UID: "uid-2"}, nil); err != nil || res.Found {
+		t.Fatalf("a retried delete: %v, %v; want not found", res.Found, err)
 	}
 }
 
@@ -132,7 +132,7 @@ func TestNodeFencesEveryWrite(t *testing.T) {
 	if _, err := h.node.Volumes().Create(h.ctx, "default", "data", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := h.node.DeleteIf(stale, pod.Namespace, pod.Name, engine.Precondition{}, nil); !errors.Is(err, errdefs.ErrLeaseSuperseded) {
+	if _, err := h.node.DeleteIf(stale, pod.Namespace, pod.Name, engine.Precondition{}, nil); !errors.Is(err, errdefs.ErrLeaseSuperseded) {
 		t.Errorf("DeleteIf under a stale epoch: %v", err)
 	}
 	if _, _, err := h.node.DeleteObject(stale, engine.ObjectRef{Kind: engine.KindConfigMap, Namespace: "default", Name: "cfg"}, "", ""); !errors.Is(err, errdefs.ErrLeaseSuperseded) {

@@ -391,7 +391,7 @@ func TestMetricsPodsAndBackoffs(t *testing.T) {
 	h.eventually("no container in back-off", func() bool { return backoffs() == 0 })
 
 	// A deleted pod is no longer counted.
-	if _, _, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", nil); err != nil {
+	if _, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, gotDone := pods(corev1.PodRunning), pods(corev1.PodSucceeded); got != 0 || gotDone != 1 {

@@ -83,7 +83,7 @@ func BenchmarkNodeApplyNewPod(b *testing.B) {
 		}
 		b.StopTimer()
 		total += calls()
-		if _, _, err := node.Delete(ctx, pod.Namespace, pod.Name, "", ptr.To[int64](0)); err != nil {
+		if _, err := node.Delete(ctx, pod.Namespace, pod.Name, "", ptr.To[int64](0)); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()

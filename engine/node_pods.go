@@ -290,17 +290,31 @@ func (n *Node) Events(_ context.Context, f EventFilter) ([]Entry, int64, error) 
 	return n.store.Events(f)
 }
 
+// DeleteResult is what Delete did.
+type DeleteResult struct {
+	// Found is false when no such pod was stored.
+	Found bool
+	// Steps are the steps of the deletion's pass, in the order they
+	// finished.
+	Steps []StepResult
+	// Status is the pod's last status, recorded once its containers had
+	// stopped, before its record went: how each container ended (exit
+	// code, reason, finish time), as the kubelet reports a deleted pod's.
+	// Zero when the pass did not get that far.
+	Status corev1.PodStatus
+}
+
 // Delete deletes the pod namespace/name (and uid, if not empty): it marks
 // the pod deleting in the store, kills it (preStop hooks, then stop, within
 // grace seconds, or the pod's terminationGracePeriodSeconds when nil),
 // removes its containers, sandboxes, pod directory and log directory, and
 // removes it from the store, which records the deletion in the revision
 // log. A sync pass of the pod that is running is cancelled (an Apply
-// waiting for it fails with ErrConflict). found is false, with no error,
-// if no such pod is stored. If ctx
+// waiting for it fails with ErrConflict). The result's Found is false,
+// with no error, if no such pod is stored. If ctx
 // ends first, Delete returns the context's error and the pod's worker
 // finishes the deletion; a deleted pod stays deleted.
-func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *int64) (bool, []StepResult, error) {
+func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *int64) (DeleteResult, error) {
 	return n.DeleteAs(ctx, "", namespace, name, uid, grace)
 }
 
@@ -309,7 +323,7 @@ func (n *Node) Delete(ctx context.Context, namespace, name, uid string, grace *i
 // wrapping a *errdefs.PreconditionError or a *errdefs.LeaseError, and
 // deletes nothing, when they do not hold. A pod that does not exist is
 // found = false whatever pre says.
-func (n *Node) DeleteIf(ctx context.Context, namespace, name string, pre Precondition, grace *int64) (bool, []StepResult, error) {
+func (n *Node) DeleteIf(ctx context.Context, namespace, name string, pre Precondition, grace *int64) (DeleteResult, error) {
 	return n.deleteAs(ctx, "", namespace, name, pre, grace)
 }
 
@@ -317,34 +331,34 @@ func (n *Node) DeleteIf(ctx context.Context, namespace, name string, pre Precond
 // for the manifest directory): it returns an error wrapping
 // ErrOwnedByFile, and deletes nothing, when the pod is owned by another
 // source.
-func (n *Node) DeleteAs(ctx context.Context, source, namespace, name, uid string, grace *int64) (bool, []StepResult, error) {
+func (n *Node) DeleteAs(ctx context.Context, source, namespace, name, uid string, grace *int64) (DeleteResult, error) {
 	rec, err := n.store.GetByName(namespace, name)
 	if err == nil && uid != "" && string(rec.Pod.UID) != uid {
-		return false, nil, nil // the file's pod is gone: not another's
+		return DeleteResult{}, nil // the file's pod is gone: not another's
 	}
 	return n.deleteAs(ctx, source, namespace, name, Precondition{UID: types.UID(uid)}, grace)
 }
 
-func (n *Node) deleteAs(ctx context.Context, source, namespace, name string, pre Precondition, grace *int64) (bool, []StepResult, error) {
+func (n *Node) deleteAs(ctx context.Context, source, namespace, name string, pre Precondition, grace *int64) (DeleteResult, error) {
 	if err := n.waitReady(ctx); err != nil {
-		return false, nil, err
+		return DeleteResult{}, err
 	}
 	rec, err := n.store.GetByName(namespace, name)
 	if errors.Is(err, errdefs.ErrPodNotFound) {
-		return false, nil, nil
+		return DeleteResult{}, nil
 	}
 	cond := pre.With(FenceOf(ctx))
 	if err == nil {
 		if err := n.store.CheckPod(namespace, name, cond); err != nil {
-			return false, nil, fmt.Errorf("delete pod %s/%s: %w", namespace, name, err)
+			return DeleteResult{}, fmt.Errorf("delete pod %s/%s: %w", namespace, name, err)
 		}
 	}
 	if err != nil {
-		return false, nil, fmt.Errorf("delete pod %s/%s: %w", namespace, name, err)
+		return DeleteResult{}, fmt.Errorf("delete pod %s/%s: %w", namespace, name, err)
 	}
 	if have := SourceOf(rec.Pod.Annotations); have != source {
 		if err := ownedBy("pod "+model.PodString(rec.Pod), rec.Pod.Annotations, source); err != nil {
-			return false, nil, err
+			return DeleteResult{}, err
 		}
 	}
 	pod := rec.Pod
@@ -353,14 +367,15 @@ func (n *Node) deleteAs(ctx context.Context, source, namespace, name string, pre
 		_, markErr = n.store.MarkDeletingIf(pod.UID, grace, cond)
 		return markErr
 	}
-	steps, err := n.workers.Terminate(ctx, pod, mark, fmt.Errorf("pod %s: %w", model.PodString(pod), errdefs.ErrTerminating))
+	out, err := n.workers.Terminate(ctx, pod, mark, fmt.Errorf("pod %s: %w", model.PodString(pod), errdefs.ErrTerminating))
+	res := DeleteResult{Found: true, Steps: out.Steps, Status: out.Status}
 	switch {
 	case markErr != nil && errors.Is(markErr, errdefs.ErrPodNotFound):
-		return false, nil, nil
+		return DeleteResult{}, nil
 	case markErr != nil:
-		return false, nil, fmt.Errorf("delete pod %s: %w", model.PodString(pod), markErr)
+		return DeleteResult{}, fmt.Errorf("delete pod %s: %w", model.PodString(pod), markErr)
 	case err != nil:
-		return true, steps, fmt.Errorf("delete pod %s: %w", model.PodString(pod), n.runtimeError(err))
+		return res, fmt.Errorf("delete pod %s: %w", model.PodString(pod), n.runtimeError(err))
 	}
-	return true, steps, nil
+	return res, nil
 }

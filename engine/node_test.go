@@ -538,7 +538,8 @@ func TestNodeDelete(t *testing.T) {
 		t.Fatalf("pod dir: %v", err)
 	}
 	grace := int64(0)
-	found, steps, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, string(pod.UID), &grace)
+	res, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, string(pod.UID), &grace)
+	found, steps := res.Found, res.Steps
 	if err != nil || !found {
 		t.Fatalf("Delete = %v, %v", found, err)
 	}
@@ -562,8 +563,8 @@ func TestNodeDelete(t *testing.T) {
 	if len(entries) == 0 || entries[len(entries)-1].Kind != store.KindDeleted {
 		t.Errorf("revision log does not end with the deletion")
 	}
-	if found, _, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", nil); found || err != nil {
-		t.Errorf("second Delete = %v, %v", found, err)
+	if res, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", nil); res.Found || err != nil {
+		t.Errorf("second Delete = %v, %v", res.Found, err)
 	}
 }
 
@@ -791,7 +792,8 @@ func TestNodeDeleteCancelsARunningPass(t *testing.T) {
 	h.eventually("pass blocked in PullImage", func() bool {
 		return h.rt.pulling.Load()
 	})
-	found, _, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", new(int64))
+	res, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", new(int64))
+	found := res.Found
 	if err != nil || !found {
 		t.Fatalf("Delete = %v, %v", found, err)
 	}
@@ -1006,4 +1008,37 @@ func (s *listSpy) ContainerStats(ctx context.Context, id string) (*runtimeapi.Co
 	return s.Runtime.(interface {
 		ContainerStats(context.Context, string) (*runtimeapi.ContainerStats, error)
 	}).ContainerStats(ctx, id)
+}
+
+// The status says which generation of the pod it is of, as the kubelet's
+// status.observedGeneration: 1 for the pod as first applied, then one
+// more for each change of the stored pod.
+func TestNodeStatusObservesTheGeneration(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	pod := enginetest.Pod()
+	res := h.apply(pod)
+	if res.Status.ObservedGeneration != 1 {
+		t.Errorf("observedGeneration after the first apply = %d, want 1", res.Status.ObservedGeneration)
+	}
+	if got := h.storedStatus(pod); got.ObservedGeneration != 1 {
+		t.Errorf("stored observedGeneration = %d, want 1", got.ObservedGeneration)
+	}
+	// The same pod again is no change.
+	if res := h.apply(pod); res.Status.ObservedGeneration != 1 {
+		t.Errorf("observedGeneration after the same apply = %d, want 1", res.Status.ObservedGeneration)
+	}
+	changed := pod.DeepCopy()
+	ads := int64(600)
+	changed.Spec.ActiveDeadlineSeconds = &ads
+	if res := h.apply(changed); res.Status.ObservedGeneration != 2 {
+		t.Errorf("observedGeneration after a change = %d, want 2", res.Status.ObservedGeneration)
+	}
+	rec, err := h.node.Get(h.ctx, pod.Namespace, pod.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Generation != rec.Pod.Status.ObservedGeneration {
+		t.Errorf("record generation %d, status observedGeneration %d: want equal once converged", rec.Generation, rec.Pod.Status.ObservedGeneration)
+	}
 }

@@ -146,6 +146,24 @@ func (n *Node) objectsChanged(ctx context.Context, changed []store.ObjectResult)
 	}
 }
 
+// kickUsers starts a pass of every live pod that refers to ref.
+func (n *Node) kickUsers(ctx context.Context, ref store.ObjectRef) {
+	recs, _, err := n.store.ListShared(store.Filter{})
+	if err != nil {
+		logx.From(ctx, n.cfg.log).Warn("list pods of a deleted object", zap.Error(err))
+		return
+	}
+	for _, rec := range recs {
+		if rec.Deleting || model.IsTerminal(rec.Pod.Status.Phase) || rec.Pod.Namespace != ref.Namespace {
+			continue
+		}
+		cms, secrets := criconfig.ReferencedNames(rec.Pod)
+		if ref.Kind == store.KindConfigMap && cms[ref.Name] || ref.Kind == store.KindSecret && secrets[ref.Name] {
+			n.workers.Kick(rec.Pod.UID)
+		}
+	}
+}
+
 // GetObject returns the stored object ref, a Secret's values removed, or
 // an error wrapping ErrObjectNotFound.
 func (n *Node) GetObject(_ context.Context, ref store.ObjectRef) (*store.ObjectRecord, error) {
@@ -162,9 +180,12 @@ func (n *Node) ListObjects(_ context.Context, f store.ObjectFilter) ([]*store.Ob
 }
 
 // DeleteObject removes the stored object ref on behalf of source, when
-// resourceVersion (if not empty) is its version. Pods that use it keep
-// their files; a container started later that needs it waits for it.
-// found is false, with no error, when no such object is stored.
+// resourceVersion (if not empty) is its version. Every pod that uses it
+// gets a pass at once, as the kubelet's next volume remount: an optional
+// source's files leave the volume; a required one's stay, its volume
+// failing (FailedMount) until the object is back, and a container
+// started later that needs it waits for it. found is false, with no
+// error, when no such object is stored.
 func (n *Node) DeleteObject(ctx context.Context, ref store.ObjectRef, resourceVersion, source string) (found bool, rev int64, err error) {
 	rev, err = n.store.DeleteObjectFenced(ref, resourceVersion, func(old *store.ObjectRecord) error {
 		return ownedBy(ref.String(), old.Meta().Annotations, source)
@@ -176,6 +197,7 @@ func (n *Node) DeleteObject(ctx context.Context, ref store.ObjectRef, resourceVe
 		return false, 0, fmt.Errorf("delete object: %w", err)
 	}
 	logx.From(ctx, n.cfg.log).Info("object deleted", zap.String(logx.Object, ref.String()))
+	n.kickUsers(ctx, ref)
 	return true, rev, nil
 }
 

@@ -137,6 +137,52 @@ func TestNodeObjectUpdateReachesRunningPods(t *testing.T) {
 	}
 }
 
+// TestNodeDeletedOptionalObjectLeavesTheVolume: deleting an optional
+// ConfigMap source removes its files from the running pod's volume at
+// once, as the kubelet's next remount does; a required one's stay.
+func TestNodeDeletedOptionalObjectLeavesTheVolume(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	opt := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "opt"}, Data: map[string]string{"a.conf": "one"}}
+	req := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "req"}, Data: map[string]string{"b.conf": "two"}}
+	if _, err := h.node.ApplyObjects(h.ctx, engine.ObjectPuts([]*corev1.ConfigMap{opt, req}, nil), ""); err != nil {
+		t.Fatal(err)
+	}
+	pod := enginetest.Pod()
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "opt", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "opt"}, Optional: ptr.To(true)}}},
+		{Name: "req", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "req"}}}},
+	}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "opt", MountPath: "/etc/opt"}, {Name: "req", MountPath: "/etc/req"}}
+	if !running(h.apply(pod).Status, "app") {
+		t.Fatal("pod does not run")
+	}
+	optFile := filepath.Join(criconfig.VolumeDir(pod, criconfig.VolumePluginConfigMap, "opt", h.cfg), "a.conf")
+	reqFile := filepath.Join(criconfig.VolumeDir(pod, criconfig.VolumePluginConfigMap, "req", h.cfg), "b.conf")
+	if _, err := os.Stat(optFile); err != nil {
+		t.Fatalf("optional source's file: %v", err)
+	}
+	for _, name := range []string{"opt", "req"} {
+		found, _, err := h.node.DeleteObject(h.ctx, store.ObjectRef{Kind: store.KindConfigMap, Namespace: "shop", Name: name}, "", "")
+		if err != nil || !found {
+			t.Fatalf("DeleteObject %s = %v, %v", name, found, err)
+		}
+	}
+	h.eventually("the optional source's file leaves the volume", func() bool {
+		_, err := os.Stat(optFile)
+		return errors.Is(err, os.ErrNotExist)
+	})
+	if data, err := os.ReadFile(reqFile); err != nil || string(data) != "two" {
+		t.Errorf("required source's file after its deletion: %q, %v; want it kept", data, err)
+	}
+	if !running(h.storedStatus(pod), "app") {
+		t.Error("the pod stopped running when its objects were deleted")
+	}
+}
+
 // TestNodeObjectPreconditions: an update of an immutable object is
 // refused as the API server refuses it; a stale resourceVersion is
 // ErrPreconditionFailed; an object or pod of a manifest file cannot be changed
@@ -199,11 +245,11 @@ func TestNodeObjectPreconditions(t *testing.T) {
 	if _, err := h.node.Apply(h.ctx, apiPod, nil, nil, nil); !errors.Is(err, errdefs.ErrOwnedByFile) {
 		t.Errorf("API apply of a file's pod: %v, want ErrOwnedByFile", err)
 	}
-	if _, _, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", ptr.To[int64](0)); !errors.Is(err, errdefs.ErrOwnedByFile) {
+	if _, err := h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", ptr.To[int64](0)); !errors.Is(err, errdefs.ErrOwnedByFile) {
 		t.Errorf("API delete of a file's pod: %v, want ErrOwnedByFile", err)
 	}
-	if found, _, err := h.node.DeleteAs(h.ctx, "file:web.yaml", pod.Namespace, pod.Name, "", ptr.To[int64](0)); err != nil || !found {
-		t.Errorf("delete by the file: found %v, %v", found, err)
+	if res, err := h.node.DeleteAs(h.ctx, "file:web.yaml", pod.Namespace, pod.Name, "", ptr.To[int64](0)); err != nil || !res.Found {
+		t.Errorf("delete by the file: found %v, %v", res.Found, err)
 	}
 }
 

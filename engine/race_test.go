@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/model"
@@ -119,7 +120,9 @@ func TestApplyAndDeleteRace(t *testing.T) {
 		}()
 		go func() {
 			defer wg.Done()
-			found, _, delErr = h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", new(int64))
+			var res engine.DeleteResult
+			res, delErr = h.node.Delete(h.ctx, pod.Namespace, pod.Name, "", new(int64))
+			found = res.Found
 		}()
 		wg.Wait()
 		if delErr != nil {

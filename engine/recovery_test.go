@@ -134,8 +134,8 @@ func TestOrphansKeptUnlessRemoveOrphans(t *testing.T) {
 	gone := enginetest.Pod()
 	gone.Name, gone.UID = "gone", "uid-gone"
 	h.apply(gone)
-	if found, _, err := h.node.Delete(h.ctx, gone.Namespace, gone.Name, "", new(int64)); err != nil || !found {
-		t.Fatalf("Delete = %t, %v", found, err)
+	if res, err := h.node.Delete(h.ctx, gone.Namespace, gone.Name, "", new(int64)); err != nil || !res.Found {
+		t.Fatalf("Delete = %t, %v", res.Found, err)
 	}
 	if _, err := s.SyncPod(h.ctx, gone, syncer.SyncInput{}, nil); err != nil {
 		t.Fatal(err)

@@ -128,7 +128,7 @@ func TestWorkersNeverOverlapPassesOfAPod(t *testing.T) {
 	})
 	for range 4 {
 		wg.Go(func() {
-			if _, _, err := h.node.Delete(h.ctx, pods[0].Namespace, pods[0].Name, "", ptr.To(int64(0))); err != nil {
+			if _, err := h.node.Delete(h.ctx, pods[0].Namespace, pods[0].Name, "", ptr.To(int64(0))); err != nil {
 				t.Errorf("Delete: %v", err)
 			}
 		})
@@ -259,7 +259,7 @@ func TestEngineLinesCarryTheRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	dctx := logx.WithFields(h.ctx, zap.String(logx.RequestID, "req-2"))
-	if _, _, err := h.node.Delete(dctx, pod.Namespace, pod.Name, "", ptr.To(int64(0))); err != nil {
+	if _, err := h.node.Delete(dctx, pod.Namespace, pod.Name, "", ptr.To(int64(0))); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"pod stored": "req-1", "sandbox created": "req-1", "container started": "req-1",

@@ -41,7 +41,7 @@ type Pods interface {
 	// Watch follows the revision log from after since.
 	Watch(ctx context.Context, since int64) (*engine.Watcher, error)
 	// DeleteIf deletes a pod under pre and the fence of ctx (DeletePod).
-	DeleteIf(ctx context.Context, namespace, name string, pre engine.Precondition, grace *int64) (bool, []engine.StepResult, error)
+	DeleteIf(ctx context.Context, namespace, name string, pre engine.Precondition, grace *int64) (engine.DeleteResult, error)
 	// Events lists the pods' events, one per series (ListEvents).
 	Events(ctx context.Context, f engine.EventFilter) ([]engine.Entry, int64, error)
 	// AddEphemeralContainer adds a debug container to a running pod.

@@ -37,13 +37,14 @@ func (s *service) DeletePod(ctx context.Context, req *podsyncv1.DeletePodRequest
 		return nil, err
 	}
 	ref := engine.RefOf(rec.Pod)
-	found, steps, err := s.backend(ctx).Pods.DeleteIf(ctx, ns, name, pre, req.GracePeriodSeconds)
+	res, err := s.backend(ctx).Pods.DeleteIf(ctx, ns, name, pre, req.GracePeriodSeconds)
 	if err != nil {
 		return nil, err
 	}
-	resp := &podsyncv1.DeletePodResponse{Found: found, Steps: stepsToProto(steps)}
-	if found {
+	resp := &podsyncv1.DeletePodResponse{Found: res.Found, Steps: stepsToProto(res.Steps)}
+	if res.Found {
 		resp.Pod = podRefToProto(ref)
+		resp.Status = s.statusToProto(&res.Status, res.Steps, sandboxRef{})
 	}
 	return resp, nil
 }

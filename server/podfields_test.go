@@ -99,7 +99,9 @@ func TestPodFieldsThroughTheAPI(t *testing.T) {
 		{"pod-level request beyond the allocatable", func(p *corev1.Pod) {
 			p.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}
 		}, codes.ResourceExhausted, "OutOfcpu"},
-		{"os other than linux", func(p *corev1.Pod) { p.Spec.OS = &corev1.PodOS{Name: corev1.Windows} }, codes.InvalidArgument, errorinfo.ReasonInvalidSpec},
+		// Valid on the API server; a Linux kubelet refuses it at admission.
+		{"os windows", func(p *corev1.Pod) { p.Spec.OS = &corev1.PodOS{Name: corev1.Windows} }, codes.FailedPrecondition, admit.ReasonPodOSNotSupported},
+		{"os unknown", func(p *corev1.Pod) { p.Spec.OS = &corev1.PodOS{Name: "plan9"} }, codes.InvalidArgument, errorinfo.ReasonInvalidSpec},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantError(t, syncErr(h, podFieldsPod(t, "refused", tc.mutate)), tc.code, tc.reason)

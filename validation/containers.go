@@ -315,22 +315,6 @@ func (pv *podValidator) httpGet(p *field.Path, c *corev1.Container, h *corev1.HT
 	}
 }
 
-// stopSignal is the API server's validateStopSignal for Linux: the pod
-// must say its OS, and podsync runs Linux pods only.
-func stopSignal(p *field.Path, sig corev1.Signal, os *corev1.PodOS) field.ErrorList {
-	switch {
-	case os == nil || os.Name == "":
-		return field.ErrorList{field.Forbidden(p,
-			fmt.Sprintf("stopSignal %s needs the pod's operating system: set spec.os.name: linux", sig))}
-	case os.Name != corev1.Linux:
-		// spec.os itself is refused where it is checked.
-		return nil
-	case !slices.Contains(stopSignals, sig):
-		return field.ErrorList{field.NotSupported(p, sig, stopSignals)}
-	}
-	return nil
-}
-
 func (pv *podValidator) probe(p *field.Path, c *corev1.Container, pr *corev1.Probe, stops bool) {
 	if pr == nil {
 		return

@@ -32,7 +32,8 @@ func ValidatePod(pod *corev1.Pod, fldPath *field.Path, opts Options) field.Error
 // (empty, or v1 and Pod), its name (a DNS-1123 subdomain), namespace (a
 // DNS-1123 label), labels, annotations and UID (ValidateUID), that the
 // name of its log directory, <namespace>_<name>_<uid>, is one file name,
-// its backoff limit (AnnotationBackoffLimit), and its legacy seccomp and
+// its backoff limit (AnnotationBackoffLimit), the Pod Security level it
+// asks for (AnnotationPodSecurity), and its legacy seccomp and
 // AppArmor annotations: each must name a valid
 // profile and a container of the pod and agree with the field that
 // convert.Default made of it, or the pod set (the API server's checks,
@@ -62,6 +63,7 @@ func ValidatePodMetadata(pod *corev1.Pod, fldPath *field.Path) field.ErrorList {
 	}
 	errs = append(errs, legacyProfileAnnotations(pod, fldPath)...)
 	errs = append(errs, backoffLimitAnnotation(pod, fldPath)...)
+	errs = append(errs, podSecurityAnnotation(pod, fldPath)...)
 	// The pod's log directory is named <namespace>_<name>_<uid>, one file
 	// name (the kubelet's layout).
 	validNamespace := len(validation.IsDNS1123Label(pod.Namespace)) == 0
@@ -184,6 +186,7 @@ func (pv *podValidator) spec(p *field.Path, namespace string, spec *corev1.PodSp
 	if spec.Subdomain != "" {
 		pv.add(DNS1123Label(p.Child("subdomain"), spec.Subdomain)...)
 	}
+	pv.add(hostnameOverride(p, spec)...)
 	pv.scheduling(p, spec)
 	if n := spec.NodeName; n != "" {
 		if pv.nodeName != "" && n != pv.nodeName {
@@ -233,6 +236,32 @@ func (pv *podValidator) spec(p *field.Path, namespace string, spec *corev1.PodSp
 		pv.container(p.Child("containers").Index(i), &spec.Containers[i], false, pc)
 	}
 	pv.ephemeralContainers(p.Child("ephemeralContainers"), spec, pc)
+}
+
+// maxHostnameOverrideLen is the API server's bound on hostnameOverride.
+const maxHostnameOverrideLen = 64
+
+// hostnameOverride is the API server's validatePodHostName: the override
+// is a DNS-1123 subdomain of at most 64 characters, and a pod that sets
+// its hostname as its FQDN or runs in the node's network namespace (whose
+// hostname is the node's) may not have one.
+func hostnameOverride(p *field.Path, spec *corev1.PodSpec) field.ErrorList {
+	o := spec.HostnameOverride
+	if o == nil {
+		return nil
+	}
+	hp := p.Child("hostnameOverride")
+	var errs field.ErrorList
+	if spec.SetHostnameAsFQDN != nil && *spec.SetHostnameAsFQDN {
+		errs = append(errs, field.Forbidden(hp, "may not be specified when setHostnameAsFQDN is true"))
+	}
+	if spec.HostNetwork {
+		errs = append(errs, field.Forbidden(hp, "may not be specified when hostNetwork is true"))
+	}
+	if len(*o) > maxHostnameOverrideLen {
+		errs = append(errs, field.TooLong(hp, "", maxHostnameOverrideLen))
+	}
+	return append(errs, DNS1123Subdomain(hp, *o)...)
 }
 
 // ephemeralContainers is the API server's validateEphemeralContainers:
@@ -368,10 +397,7 @@ func (pv *podValidator) podSecurityContext(p *field.Path, sc *corev1.PodSecurity
 // scheduling and resources as the API server does, refusing a value
 // podsync cannot honour with what to do instead.
 func (pv *podValidator) podFields(p *field.Path, spec *corev1.PodSpec) {
-	if o := spec.OS; o != nil && o.Name != corev1.Linux {
-		pv.add(field.Invalid(p.Child("os", "name"), o.Name,
-			"podsync runs Linux containers only; set it to linux or remove spec.os"))
-	}
+	pv.add(podOS(p, spec)...)
 	if spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace && spec.HostPID {
 		pv.add(field.Invalid(p.Child("shareProcessNamespace"), true, "ShareProcessNamespace and HostPID cannot both be enabled"))
 	}
@@ -384,6 +410,15 @@ func (pv *podValidator) podFields(p *field.Path, spec *corev1.PodSpec) {
 				pv.add(field.Forbidden(p.Child(ns.name), "when `hostUsers` is false: a pod in a user namespace of its own cannot share the node's namespaces"))
 			}
 		}
+	}
+	if n := spec.RuntimeClassName; n != nil {
+		// The API server's ValidateRuntimeClassName.
+		pv.add(DNS1123Subdomain(p.Child("runtimeClassName"), *n)...)
+	}
+	if spec.Overhead != nil {
+		// The API server's validateOverhead: the containers' rules for
+		// limits, under spec.overhead.limits.
+		pv.resources(p.Child("overhead"), &corev1.ResourceRequirements{Limits: spec.Overhead})
 	}
 	if n := spec.PriorityClassName; n != "" {
 		pv.add(DNS1123Subdomain(p.Child("priorityClassName"), n)...)

@@ -156,6 +156,19 @@ func pod(mutate func(p *corev1.Pod)) mutation {
 	return func(in *input) { mutate(in.pod) }
 }
 
+// windows makes the pod a Windows pod without the fields only a Linux
+// pod may have.
+func windows(p *corev1.Pod) {
+	p.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
+	p.Spec.SecurityContext = nil
+	for i := range p.Spec.InitContainers {
+		p.Spec.InitContainers[i].SecurityContext = nil
+	}
+	for i := range p.Spec.Containers {
+		p.Spec.Containers[i].SecurityContext = nil
+	}
+}
+
 // web and exporter mutate the pod's containers.
 func web(mutate func(c *corev1.Container)) mutation {
 	return pod(func(p *corev1.Pod) { mutate(&p.Spec.Containers[0]) })
@@ -270,6 +283,13 @@ func TestValidatePodValid(t *testing.T) {
 			p.Spec.InitContainers[0].RestartPolicyRules = []corev1.ContainerRestartRule{restartOn(corev1.ContainerRestartRuleOnExitCodesOpNotIn, 2)}
 		})},
 		{"generateName without a name or uid, to be named by RunPods", nil, pod(func(p *corev1.Pod) { p.Name, p.UID, p.GenerateName = "", "", "web-" })},
+		{"runtimeClassName", nil, pod(func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("kata.v2") })},
+		{"overhead", nil, pod(func(p *corev1.Pod) {
+			p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}
+		})},
+		{"hostnameOverride, a subdomain, with hostname and subdomain", nil, pod(func(p *corev1.Pod) {
+			p.Spec.Hostname, p.Spec.Subdomain, p.Spec.HostnameOverride = "custom-host", "t", ptr.To("override.example.host")
+		})},
 		{"zero Options", &validation.Options{}, nop},
 		{"backoff limit under OnFailure", nil, pod(func(p *corev1.Pod) {
 			p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
@@ -347,6 +367,12 @@ func TestValidatePodValid(t *testing.T) {
 			c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090, Service: ptr.To("")}}}
 			c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090, Service: ptr.To("ready"), Mode: ptr.To(corev1.GRPCProbeModeTLS)}}}
 		})},
+		// Valid as on the API server; the node refuses it at admission
+		// (PodOSNotSupported).
+		{"windows pod", nil, pod(func(p *corev1.Pod) {
+			windows(p)
+			p.Spec.Containers[0].Lifecycle.StopSignal = ptr.To(corev1.SIGKILL)
+		})},
 		{"stopSignal on linux", nil, pod(func(p *corev1.Pod) {
 			p.Spec.OS = &corev1.PodOS{Name: corev1.Linux}
 			p.Spec.Containers[0].Lifecycle.StopSignal = ptr.To(corev1.SIGUSR1)
@@ -410,6 +436,9 @@ func TestValidatePodInvalid(t *testing.T) {
 		{"backoff limit under restartPolicy Always", nil, pod(func(p *corev1.Pod) {
 			p.Annotations[validation.AnnotationBackoffLimit] = "3"
 		}), []string{"metadata.annotations[podsync.io/backoff-limit]"}},
+		{"pod security level unknown", nil, pod(func(p *corev1.Pod) {
+			p.Annotations[validation.AnnotationPodSecurity] = "strict"
+		}), []string{"metadata.annotations[podsync.io/pod-security]"}},
 
 		// Spec.
 		{"no containers", nil, pod(func(p *corev1.Pod) { p.Spec.Containers = nil }), []string{"spec.containers"}},
@@ -455,7 +484,43 @@ func TestValidatePodInvalid(t *testing.T) {
 			[]string{"spec.securityContext.runAsUser"}},
 		{"other node", nil, pod(func(p *corev1.Pod) { p.Spec.NodeName = "node-2" }), []string{"spec.nodeName"}},
 		{"hostname", nil, pod(func(p *corev1.Pod) { p.Spec.Hostname = "web.shop" }), []string{"spec.hostname"}},
-		{"os other than linux", nil, pod(func(p *corev1.Pod) { p.Spec.OS = &corev1.PodOS{Name: corev1.Windows} }), []string{"spec.os.name"}},
+		// The API server's validatePodHostName (pod_hostnameoverride.go's
+		// refusals).
+		{"hostnameOverride with setHostnameAsFQDN", nil, pod(func(p *corev1.Pod) {
+			p.Spec.HostnameOverride, p.Spec.SetHostnameAsFQDN = ptr.To("override-host"), ptr.To(true)
+		}), []string{"spec.hostnameOverride"}},
+		{"hostnameOverride with hostNetwork", nil, pod(func(p *corev1.Pod) {
+			p.Spec.HostnameOverride, p.Spec.HostNetwork = ptr.To("override-host"), true
+		}), []string{"spec.hostnameOverride", "spec.containers[0].ports[0].hostPort"}},
+		{"hostnameOverride not a DNS subdomain", nil, pod(func(p *corev1.Pod) { p.Spec.HostnameOverride = ptr.To("Not-RFC1123") }),
+			[]string{"spec.hostnameOverride"}},
+		{"hostnameOverride empty", nil, pod(func(p *corev1.Pod) { p.Spec.HostnameOverride = ptr.To("") }), []string{"spec.hostnameOverride"}},
+		{"hostnameOverride over 64 characters", nil, pod(func(p *corev1.Pod) { p.Spec.HostnameOverride = ptr.To(strings.Repeat("a", 65)) }),
+			[]string{"spec.hostnameOverride"}},
+		{"runtimeClassName not a DNS subdomain", nil, pod(func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("Kata_V2") }),
+			[]string{"spec.runtimeClassName"}},
+		{"overhead negative or unknown", nil, pod(func(p *corev1.Pod) {
+			p.Spec.Overhead = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1Mi"), "gpus": resource.MustParse("1")}
+		}), []string{"spec.overhead.limits[gpus]", "spec.overhead.limits[memory]"}},
+		{"runtimeClassName empty", nil, pod(func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("") }), []string{"spec.runtimeClassName"}},
+		// The API server's validateOS, validateWindows and validateLinux.
+		{"os unknown", nil, pod(func(p *corev1.Pod) { p.Spec.OS = &corev1.PodOS{Name: "plan9"} }), []string{"spec.os"}},
+		{"os without a name", nil, pod(func(p *corev1.Pod) { p.Spec.OS = &corev1.PodOS{} }), []string{"spec.os.name"}},
+		{"windows pod with Linux fields", nil, pod(func(p *corev1.Pod) {
+			windows(p)
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), FSGroup: ptr.To[int64](2000)}
+			p.Spec.HostPID = true
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(false), Capabilities: &corev1.Capabilities{}}
+		}), []string{"spec.securityContext.fsGroup", "spec.securityContext.runAsUser", "spec.hostPID",
+			"spec.containers[0].securityContext.capabilities", "spec.containers[0].securityContext.privileged"}},
+		{"windows pod with a Linux stop signal", nil, pod(func(p *corev1.Pod) {
+			windows(p)
+			p.Spec.Containers[0].Lifecycle.StopSignal = ptr.To(corev1.SIGUSR1)
+		}), []string{"spec.containers[0].lifecycle.stopSignal"}},
+		{"linux pod with windows options", nil, pod(func(p *corev1.Pod) {
+			p.Spec.OS = &corev1.PodOS{Name: corev1.Linux}
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{RunAsUserName: ptr.To("ContainerUser")}}
+		}), []string{"spec.containers[0].securityContext.windowsOptions"}},
 		{"shareProcessNamespace with hostPID", nil, pod(func(p *corev1.Pod) {
 			p.Spec.ShareProcessNamespace, p.Spec.HostPID = ptr.To(true), true
 		}), []string{"spec.shareProcessNamespace"}},

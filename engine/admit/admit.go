@@ -221,11 +221,15 @@ func AdmitKnown(pod *corev1.Pod, others []*corev1.Pod, node Node, p Policy) Resu
 }
 
 // CheckPod is every check of admission that reads the pod and the node
-// alone: the policy (CheckPolicy), then the runtime's support of what the
-// pod asks for, AppArmor (the kubelet's AppArmor handler) and user
-// namespaces.
+// alone: the policy (CheckPolicy), the pod's operating system (the
+// kubelet's predicate handler's first checks), then the runtime's support
+// of what the pod asks for, AppArmor (the kubelet's AppArmor handler) and
+// user namespaces.
 func CheckPod(pod *corev1.Pod, node Node, p Policy) Result {
 	if r := CheckPolicy(pod, node, p); !r.Admit {
+		return r
+	}
+	if r := checkPodOS(pod); !r.Admit {
 		return r
 	}
 	if r := checkAppArmor(pod, node); !r.Admit {

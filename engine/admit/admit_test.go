@@ -2,6 +2,7 @@ package admit
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -288,5 +289,25 @@ func TestAdmitKnown(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAdmitCountsTheOverhead: a pod's requests at admission include its
+// spec.overhead, as the kubelet's (resource.PodRequests without
+// ExcludeOverhead), beside others' with theirs.
+func TestAdmitCountsTheOverhead(t *testing.T) {
+	p := pod("p", rl("cpu", "1500m"))
+	if r := Admit(p, nil, node, Policy{}); !r.Admit {
+		t.Fatalf("without overhead: %+v, want admitted", r)
+	}
+	p.Spec.Overhead = rl("cpu", "600m")
+	r := Admit(p, nil, node, Policy{})
+	if r.Admit || r.Reason != ReasonOutOfCPU || !strings.Contains(r.Message, "requested: 2100") {
+		t.Errorf("with 600m overhead on 2 cpus: %+v, want OutOfcpu for 2100m", r)
+	}
+	other := pod("other", rl("cpu", "100m"))
+	other.Spec.Overhead = rl("cpu", "400m")
+	if r := Admit(pod("q", rl("cpu", "1600m")), []*corev1.Pod{other}, node, Policy{}); r.Admit || !strings.Contains(r.Message, "used: 500") {
+		t.Errorf("beside a pod using 100m and 400m overhead: %+v, want OutOfcpu with 500m used", r)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -28,6 +29,32 @@ const (
 	msgNodeAffinity    = "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
 	msgTaintToleration = "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
 )
+
+// Admission reasons of the pod's operating system, the kubelet's
+// (pkg/kubelet/lifecycle/predicate.go), with its messages.
+const (
+	ReasonPodOSSelectorNodeLabelDoesNotMatch = "PodOSSelectorNodeLabelDoesNotMatch"
+	ReasonPodOSNotSupported                  = "PodOSNotSupported"
+
+	msgPodOSSelector     = "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"
+	msgPodOSNotSupported = "Failed to admit pod as the OS field doesn't match node OS"
+)
+
+// checkPodOS is the kubelet's predicate admit handler's first checks,
+// which no preemption can help: a pod labelled kubernetes.io/os for
+// another OS than the node's (rejectPodAdmissionBasedOnOSSelector: the
+// pod's label, not its node selector), then a pod whose spec.os.name is
+// not the node's (rejectPodAdmissionBasedOnOSField). The node's OS is the
+// one podsyncd runs on, as the kubelet's runtime.GOOS.
+func checkPodOS(pod *corev1.Pod) Result {
+	if os, ok := pod.Labels[corev1.LabelOSStable]; ok && os != runtime.GOOS {
+		return reject(ReasonPodOSSelectorNodeLabelDoesNotMatch, "%s", msgPodOSSelector)
+	}
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != runtime.GOOS {
+		return reject(ReasonPodOSNotSupported, "%s", msgPodOSNotSupported)
+	}
+	return Result{Admit: true}
+}
 
 // v1Node is the core/v1 Node the scheduling helpers match against: the
 // node's name (for matchFields on metadata.name), labels and taints.

@@ -1,11 +1,13 @@
 package admit
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func required(terms ...corev1.NodeSelectorTerm) *corev1.Affinity {
@@ -109,6 +111,56 @@ func TestAdmitNodeFieldMessagesAreTheKubelets(t *testing.T) {
 	r = Admit(pod("p", nil), nil, Node{Taints: []corev1.Taint{{Key: "k", Value: "v", Effect: corev1.TaintEffectNoExecute}}}, Policy{})
 	if want := "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate (k=v:NoExecute)"; r.Message != want {
 		t.Errorf("TaintToleration message = %q, want %q", r.Message, want)
+	}
+}
+
+// TestAdmitPodOS is the kubelet's TestRejectPodAdmissionBasedOnOSField and
+// TestRejectPodAdmissionBasedOnOSSelector (pkg/kubelet/lifecycle/
+// predicate_test.go), through Admit, with the kubelet's reasons and
+// messages (node-conformance's PodOSRejection test waits for the reason);
+// the OS checks come before the resources', which no preemption helps.
+func TestAdmitPodOS(t *testing.T) {
+	node := Node{Name: "n", Labels: NodeLabels("n", runtime.GOOS, runtime.GOARCH, nil), Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}
+	other := "windows"
+	if runtime.GOOS == other {
+		other = "linux"
+	}
+	tests := []struct {
+		name            string
+		mutate          func(*corev1.Pod)
+		reason, message string
+	}{
+		{"no os: the pod count decides", func(*corev1.Pod) {}, ReasonOutOfPods, ""},
+		{"spec.os of the node", func(p *corev1.Pod) { p.Spec.OS = &corev1.PodOS{Name: corev1.OSName(runtime.GOOS)} }, ReasonOutOfPods, ""},
+		{"spec.os of another OS", func(p *corev1.Pod) { p.Spec.OS = &corev1.PodOS{Name: corev1.OSName(other)} },
+			ReasonPodOSNotSupported, "Failed to admit pod as the OS field doesn't match node OS"},
+		{"the os label of the node", func(p *corev1.Pod) { p.Labels = map[string]string{corev1.LabelOSStable: runtime.GOOS} }, ReasonOutOfPods, ""},
+		{"the os label of another OS", func(p *corev1.Pod) { p.Labels = map[string]string{corev1.LabelOSStable: other} },
+			ReasonPodOSSelectorNodeLabelDoesNotMatch, "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"},
+		{"both for another OS: the label first", func(p *corev1.Pod) {
+			p.Labels = map[string]string{corev1.LabelOSStable: other}
+			p.Spec.OS = &corev1.PodOS{Name: corev1.OSName(other)}
+		}, ReasonPodOSSelectorNodeLabelDoesNotMatch, ""},
+		// A nodeSelector is the node affinity check's, as on the kubelet.
+		{"a nodeSelector on another OS", func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{corev1.LabelOSStable: other}
+		}, ReasonOutOfPods, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pod("p", nil)
+			tc.mutate(p)
+			r := Admit(p, nil, node, Policy{})
+			if r.Admit || r.Reason != tc.reason || (tc.message != "" && r.Message != tc.message) {
+				t.Errorf("Admit = %+v, want reason %q, message %q", r, tc.reason, tc.message)
+			}
+			if tc.reason == ReasonOutOfPods {
+				return
+			}
+			if r := CheckPod(p, node, Policy{}); r.Reason != tc.reason {
+				t.Errorf("CheckPod = %+v, want reason %q", r, tc.reason)
+			}
+		})
 	}
 }
 

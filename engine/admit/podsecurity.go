@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
+
+	"github.com/podsync/podsync/validation"
 )
 
 // ReasonPodSecurity is the reason of a pod the node's Pod Security level
@@ -139,13 +141,28 @@ func (p Policy) level() psapi.Level {
 	return p.Level
 }
 
+// strictness orders the levels, privileged first.
+var strictness = map[psapi.Level]int{psapi.LevelPrivileged: 0, psapi.LevelBaseline: 1, psapi.LevelRestricted: 2}
+
+// levelFor returns the level pod is checked at: the policy's, or the one
+// the pod asks for (validation.AnnotationPodSecurity, its namespace's
+// under podsync-vk) when that is stricter. The node's level is the
+// ceiling: a pod cannot loosen it.
+func (p Policy) levelFor(pod *corev1.Pod) psapi.Level {
+	level := p.level()
+	if asked, ok := validation.PodSecurityLevel(pod); ok && strictness[asked] > strictness[level] {
+		return asked
+	}
+	return level
+}
+
 // checkPodSecurity evaluates the pod against the policy's Pod Security
 // level with k8s.io/pod-security-admission's checks, after taking out of
 // a copy of the pod what the operator's exemptions allow: each exemption
 // narrows one check to the values it names, and the rest of the check (and
 // every other check) still applies.
 func checkPodSecurity(pod *corev1.Pod, p Policy) Result {
-	level := p.level()
+	level := p.levelFor(pod)
 	if level == psapi.LevelPrivileged {
 		return Result{Admit: true}
 	}

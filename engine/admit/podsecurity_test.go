@@ -9,6 +9,8 @@ import (
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"k8s.io/utils/ptr"
+
+	"github.com/podsync/podsync/validation"
 )
 
 func withHostPath(p string) func(*corev1.Pod) {
@@ -74,6 +76,19 @@ func TestCheckPolicy(t *testing.T) {
 		{"restricted pod passes restricted", restrictedContainer, restricted, "", nil},
 		{"anything passes privileged", both(withHostPath("/etc"), withCaps("ALL"), hostPort(22),
 			func(p *corev1.Pod) { p.Spec.HostNetwork, p.Spec.HostPID = true, true }), privileged, "", nil},
+
+		// A pod's own level (its namespace's, from podsync-vk): the
+		// stricter of it and the node's applies.
+		{"a pod asking for restricted on a baseline node", asks("restricted"), baseline, ReasonPodSecurity, []string{`"restricted:latest"`}},
+		{"a pod asking for restricted on a privileged node", both(asks("restricted"), withCaps("SYS_ADMIN")), privileged, ReasonPodSecurity,
+			[]string{`"restricted:latest"`}},
+		{"a restricted pod asking for restricted", both(asks("restricted"), restrictedContainer), privileged, "", nil},
+		{"a pod asking for baseline on a privileged node", both(asks("baseline"), withSecurityContext(corev1.SecurityContext{Privileged: ptr.To(true)})),
+			privileged, ReasonPodSecurity, []string{`"baseline:latest"`, "check privileged"}},
+		{"a pod cannot loosen the node's level", both(asks("privileged"), withCaps("SYS_ADMIN")), baseline, ReasonPodSecurity, []string{`"baseline:latest"`}},
+		{"a privileged namespace on a privileged node", both(asks("privileged"), withCaps("SYS_ADMIN")), privileged, "", nil},
+		{"the node's exemptions hold under the pod's level", both(asks("baseline"), withCaps("NET_ADMIN")),
+			Policy{Level: psapi.LevelPrivileged, AllowedCapabilities: []string{"NET_ADMIN"}}, "", nil},
 
 		// Capabilities, each class: the baseline set, beyond it, ALL.
 		{"baseline capability passes", withCaps("NET_BIND_SERVICE", "CHOWN"), baseline, "", nil},
@@ -182,6 +197,16 @@ func TestCheckPolicy(t *testing.T) {
 				t.Errorf("CheckPolicy changed the pod")
 			}
 		})
+	}
+}
+
+// asks sets the Pod Security level the pod asks for.
+func asks(level string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[validation.AnnotationPodSecurity] = level
 	}
 }
 

@@ -494,6 +494,9 @@ func TestSandboxPodFields(t *testing.T) {
 		{"setHostnameAsFQDN without a subdomain", func(p *corev1.Pod) {
 			p.Spec.Hostname, p.Spec.SetHostnameAsFQDN = "web", ptr.To(true)
 		}, runtimeapi.NamespaceMode_CONTAINER, "web", ""},
+		{"hostnameOverride over hostname and subdomain", func(p *corev1.Pod) {
+			p.Spec.Hostname, p.Spec.Subdomain, p.Spec.HostnameOverride = "web", "pods", ptr.To("override.example.host")
+		}, runtimeapi.NamespaceMode_CONTAINER, "override.example.host", ""},
 		{"an FQDN over 64 characters", func(p *corev1.Pod) {
 			p.Spec.Hostname, p.Spec.Subdomain, p.Spec.SetHostnameAsFQDN = strings.Repeat("h", 30), strings.Repeat("s", 20), ptr.To(true)
 		}, 0, "", "FQDN " + strings.Repeat("h", 30) + "." + strings.Repeat("s", 20) + ".default.svc.cluster.local is too long (64 characters is the max, 77 characters requested)"},
@@ -556,5 +559,45 @@ func TestPodLevelResources(t *testing.T) {
 	r := cfg.GetLinux().GetResources()
 	if r.CpuShares != 512 || r.CpuQuota != 50000 || r.MemoryLimitInBytes != 64<<20 {
 		t.Errorf("sandbox resources shares %d quota %d memory %d, want 512, 50000, %d", r.CpuShares, r.CpuQuota, r.MemoryLimitInBytes, 64<<20)
+	}
+}
+
+// TestPodOverhead: spec.overhead (the RuntimeClass's) is the sandbox's
+// overhead, requests equal to limits, and not part of its resources (the
+// kubelet's applySandboxResources: convertOverheadToLinuxResources and
+// calculateSandboxResources with ExcludeOverhead); the pod cgroup's
+// values count it (ResourceConfigForPod); the containers' do not.
+func TestPodOverhead(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u-1"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "i", Resources: corev1.ResourceRequirements{
+				Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+			}}},
+			Overhead: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+		},
+	}
+	pod.Spec.Containers[0].Resources.Requests = pod.Spec.Containers[0].Resources.Limits.DeepCopy()
+	cfg, err := SandboxConfig(pod, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oh, res := cfg.GetLinux().GetOverhead(), cfg.GetLinux().GetResources()
+	if oh.GetMemoryLimitInBytes() != 32<<20 || oh.GetCpuQuota() != 10000 || oh.GetCpuShares() != 102 {
+		t.Errorf("sandbox overhead = %v, want 32Mi, quota 10000, shares 102", oh)
+	}
+	if res.GetMemoryLimitInBytes() != 128<<20 || res.GetCpuQuota() != 50000 || res.GetCpuShares() != 512 {
+		t.Errorf("sandbox resources = %v, want the containers' alone: 128Mi, quota 50000, shares 512", res)
+	}
+	cg := PodCgroupConfig(pod)
+	if cg.Memory == nil || *cg.Memory != 160<<20 || cg.CPUQuota == nil || *cg.CPUQuota != 60000 || cg.CPUShares == nil || *cg.CPUShares != 614 {
+		t.Errorf("pod cgroup = %+v, want the containers' and the overhead: 160Mi, quota 60000, shares 614", cg)
+	}
+	cc, err := ContainerConfig(ContainerConfigInput{Pod: pod, Container: &pod.Spec.Containers[0]}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cc.GetLinux().GetResources(); r.GetMemoryLimitInBytes() != 128<<20 || r.GetCpuQuota() != 50000 {
+		t.Errorf("container resources = %v, want its own", r)
 	}
 }

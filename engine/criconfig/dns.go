@@ -14,31 +14,60 @@ import (
 	"github.com/podsync/podsync/engine/errdefs"
 )
 
-// PodHostnameAndDomain is the kubelet's GeneratePodHostNameAndDomain.
+// PodHostnameAndDomain is the kubelet's GeneratePodHostNameAndDomain: the
+// pod's hostname and domain. spec.hostnameOverride, when set, is the
+// hostname (a DNS-1123 subdomain: dots allowed), without a domain,
+// whatever the name, hostname and subdomain say; otherwise the hostname is
+// spec.hostname or the pod's name, and a subdomain gives the domain
+// <subdomain>.<namespace>.svc.<cluster domain>. A hostname longer than 63
+// characters is truncated as the kubelet truncates it. A value that is not
+// a valid name is an error wrapping ErrInvalidSpec (validation refuses it
+// first).
 func PodHostnameAndDomain(pod *corev1.Pod, opts Options) (string, string, error) {
+	if o := pod.Spec.HostnameOverride; o != nil {
+		if msgs := validation.IsDNS1123Subdomain(*o); len(msgs) != 0 {
+			return "", "", fmt.Errorf("pod HostnameOverride %q is not a valid DNS subdomain: %s: %w", *o, strings.Join(msgs, ";"), errdefs.ErrInvalidSpec)
+		}
+		hostname, err := truncateHostname(pod.Name, *o)
+		return hostname, "", err
+	}
 	hostname := pod.Name
 	if pod.Spec.Hostname != "" {
 		if msgs := validation.IsDNS1123Label(pod.Spec.Hostname); len(msgs) != 0 {
-			return "", "", fmt.Errorf("pod hostname %q: %s: %w", pod.Spec.Hostname, strings.Join(msgs, ";"), errdefs.ErrInvalidSpec)
+			return "", "", fmt.Errorf("pod Hostname %q is not a valid DNS label: %s: %w", pod.Spec.Hostname, strings.Join(msgs, ";"), errdefs.ErrInvalidSpec)
 		}
 		hostname = pod.Spec.Hostname
 	}
-	// truncatePodHostnameIfNeeded
-	const hostnameMaxLen = 63
-	if len(hostname) > hostnameMaxLen {
-		hostname = strings.TrimRight(hostname[:hostnameMaxLen], "-.")
-		if hostname == "" {
-			return "", "", fmt.Errorf("hostname for pod %q was invalid: %w", pod.Name, errdefs.ErrInvalidSpec)
-		}
+	hostname, err := truncateHostname(pod.Name, hostname)
+	if err != nil {
+		return "", "", err
 	}
 	domain := ""
 	if pod.Spec.Subdomain != "" {
 		if msgs := validation.IsDNS1123Label(pod.Spec.Subdomain); len(msgs) != 0 {
-			return "", "", fmt.Errorf("pod subdomain %q: %s: %w", pod.Spec.Subdomain, strings.Join(msgs, ";"), errdefs.ErrInvalidSpec)
+			return "", "", fmt.Errorf("pod Subdomain %q is not a valid DNS label: %s: %w", pod.Spec.Subdomain, strings.Join(msgs, ";"), errdefs.ErrInvalidSpec)
 		}
 		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, opts.ClusterDomain)
 	}
 	return hostname, domain, nil
+}
+
+// hostnameMaxLen is the kubelet's cap on a hostname: the kernel's 64
+// bytes less the terminating NUL.
+const hostnameMaxLen = 63
+
+// truncateHostname is the kubelet's truncatePodHostnameIfNeeded: a
+// hostname over 63 characters is cut there, without a trailing '-' or
+// '.'.
+func truncateHostname(podName, hostname string) (string, error) {
+	if len(hostname) <= hostnameMaxLen {
+		return hostname, nil
+	}
+	truncated := strings.TrimRight(hostname[:hostnameMaxLen], "-.")
+	if truncated == "" {
+		return "", fmt.Errorf("hostname for pod %q was invalid: %q: %w", podName, hostname, errdefs.ErrInvalidSpec)
+	}
+	return truncated, nil
 }
 
 // podDNS is the kubelet's GetPodDNS: the resolver configuration from the

@@ -209,6 +209,16 @@ func (i *timedImages) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoR
 // Close closes the wrapped service; it is not a CRI call and is not timed.
 func (i *timedImages) Close(ctx context.Context) error { return i.is.Close(ctx) }
 
+// Version times the wrapped runtime's Version; a runtime without one
+// gives syncer.ErrNoVersion.
+func (r *timedRuntime) Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error) {
+	v, ok := r.rt.(syncer.Versioner)
+	if !ok {
+		return nil, syncer.ErrNoVersion
+	}
+	return timed(r.m, "Version", func() (*runtimeapi.VersionResponse, error) { return v.Version(ctx, apiVersion) })
+}
+
 // ContainerStats times the wrapped runtime's ContainerStats; a runtime
 // without one gives syncer.ErrNoContainerStats.
 func (r *timedRuntime) ContainerStats(ctx context.Context, containerID string) (*runtimeapi.ContainerStats, error) {

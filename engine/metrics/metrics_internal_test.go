@@ -1,12 +1,14 @@
 package metrics
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podsync/podsync/engine/podstatus"
 	"github.com/podsync/podsync/engine/syncer"
@@ -60,5 +62,34 @@ func TestNilMetrics(t *testing.T) {
 	var is syncer.ImageService = &timedImages{}
 	if got := m.InstrumentImages(is); got != is {
 		t.Errorf("nil Metrics wrapped the image service: %T", got)
+	}
+}
+
+// versionedRuntime is a runtime that says its version.
+type versionedRuntime struct{ syncer.Runtime }
+
+func (versionedRuntime) Version(context.Context, string) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{RuntimeName: "containerd", RuntimeVersion: "v2.4.2"}, nil
+}
+
+// TestInstrumentedRuntimeSaysItsVersion: the instrumented runtime passes
+// CRI Version through (image volumes depend on it), and says when the
+// runtime it wraps has none.
+func TestInstrumentedRuntimeSaysItsVersion(t *testing.T) {
+	m, err := New(prometheus.NewRegistry(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := m.InstrumentRuntime(versionedRuntime{}).(syncer.Versioner)
+	if !ok {
+		t.Fatal("the instrumented runtime hides CRI Version")
+	}
+	resp, err := v.Version(context.Background(), "v1")
+	if err != nil || resp.GetRuntimeVersion() != "v2.4.2" {
+		t.Errorf("Version = %v, %v", resp, err)
+	}
+	type bare struct{ syncer.Runtime }
+	if _, err := m.InstrumentRuntime(bare{}).(syncer.Versioner).Version(context.Background(), "v1"); !errors.Is(err, syncer.ErrNoVersion) {
+		t.Errorf("Version of a runtime without one: %v, want ErrNoVersion", err)
 	}
 }

@@ -163,8 +163,8 @@ type RuntimeContainer struct {
 // value of AnnotationAdopted.
 const rebuildLost = "probes, lifecycle.postStart, restartPolicy (Always assumed), containers' restartPolicy and restartPolicyRules, " +
 	"init containers (inferred from creation order and exit codes), imagePullPolicy (IfNotPresent assumed), " +
-	"dnsPolicy, dnsConfig, hostname, subdomain, hostAliases, nodeSelector, tolerations, affinity, " +
-	"activeDeadlineSeconds, serviceAccountName, readinessGates, resizePolicy"
+	"dnsPolicy, dnsConfig, hostname, subdomain, hostnameOverride, hostAliases, nodeSelector, tolerations, affinity, " +
+	"activeDeadlineSeconds, serviceAccountName, readinessGates, resizePolicy, runtimeClassName, overhead"
 
 // RebuildPod rebuilds the pod rp belongs to. From the newest sandbox's
 // AnnotationPodSpec (sandboxes podsync created since it records it),

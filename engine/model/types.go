@@ -332,12 +332,18 @@ func ContainerStateFromCRI(s runtimeapi.ContainerState) ContainerState {
 
 // NeedsLogFallback reports whether the executor should fill the
 // instance's TerminationMessage from the tail of its log because the
-// termination message file was empty: policy FallbackToLogsOnError and a
-// non-zero exit (the kubelet's getTerminationMessage).
+// termination message file was empty or absent: policy
+// FallbackToLogsOnError and a non-zero exit of a container that ran — one
+// the runtime could not even start (reason ContainerCannotRun) has no log
+// to read (the kubelet's convertToKubeContainerStatus).
 func NeedsLogFallback(c *ContainerInstance) bool {
-	return c.State == ContainerExited && c.ExitCode != 0 &&
+	return c.State == ContainerExited && c.ExitCode != 0 && c.Reason != ReasonContainerCannotRun &&
 		c.TerminationMessagePolicy == "FallbackToLogsOnError" && c.TerminationMessage == ""
 }
+
+// ReasonContainerCannotRun is the reason a runtime gives a container it
+// could not start.
+const ReasonContainerCannotRun = "ContainerCannotRun"
 
 func fromNanos(ns int64) time.Time {
 	if ns == 0 {

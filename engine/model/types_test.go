@@ -36,3 +36,30 @@ func TestSandboxFromCRIKeepsAnAbsentNetworkStatusApart(t *testing.T) {
 		})
 	}
 }
+
+// TestNeedsLogFallback is the kubelet's fallbackToLogs: the log is read
+// for FallbackToLogsOnError, a failed container that ran and no message
+// of its own.
+func TestNeedsLogFallback(t *testing.T) {
+	failed := func(mut func(*model.ContainerInstance)) *model.ContainerInstance {
+		c := &model.ContainerInstance{State: model.ContainerExited, ExitCode: 1, Reason: "Error", TerminationMessagePolicy: "FallbackToLogsOnError"}
+		mut(c)
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		c    *model.ContainerInstance
+		want bool
+	}{
+		{"failed, no message", failed(func(*model.ContainerInstance) {}), true},
+		{"succeeded", failed(func(c *model.ContainerInstance) { c.ExitCode, c.Reason = 0, "Completed" }), false},
+		{"a message of its own", failed(func(c *model.ContainerInstance) { c.TerminationMessage = "disk full" }), false},
+		{"policy File", failed(func(c *model.ContainerInstance) { c.TerminationMessagePolicy = "File" }), false},
+		{"still running", failed(func(c *model.ContainerInstance) { c.State = model.ContainerRunning }), false},
+		{"never ran", failed(func(c *model.ContainerInstance) { c.Reason = model.ReasonContainerCannotRun }), false},
+	} {
+		if got := model.NeedsLogFallback(tc.c); got != tc.want {
+			t.Errorf("%s: NeedsLogFallback = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

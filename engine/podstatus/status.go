@@ -49,6 +49,10 @@ type StatusOptions struct {
 	// ResizeError is the message of the last pass's failed resize step:
 	// the PodResizeInProgress condition's, with reason Error.
 	ResizeError string
+	// Generation is the generation of the pod record the status is of:
+	// the status's observedGeneration, as the kubelet reports the
+	// metadata.generation of the pod it synced.
+	Generation int64
 }
 
 // ComputePodStatus derives pod's status from the runtime view, probe
@@ -59,7 +63,7 @@ type StatusOptions struct {
 // status. It is pure.
 func ComputePodStatus(pod *corev1.Pod, view model.RuntimeView, probes model.ProbeResults, now time.Time, opts StatusOptions) corev1.PodStatus {
 	old := pod.Status
-	s := corev1.PodStatus{QOSClass: model.GetPodQOS(pod)}
+	s := corev1.PodStatus{QOSClass: model.GetPodQOS(pod), ObservedGeneration: opts.Generation}
 	hasInit := len(pod.Spec.InitContainers) > 0
 	sc := statusConverter{pod: pod, view: &view, probes: probes, now: now, opts: opts}
 	reason, _ := plan.PodNotRunnable(pod, &view, now)

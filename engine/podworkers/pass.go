@@ -102,6 +102,7 @@ func (p *Workers) pass(ctx context.Context, w *worker, byLoop bool, emit func(sy
 // status, the events and the next retry. The caller holds w's lock.
 func (p *Workers) sync(ctx context.Context, w *worker, rec *store.PodRecord, emit func(syncer.StepResult)) (passOutcome, error) {
 	pod := rec.Pod
+	w.generation = rec.Generation
 	// A Delete cancels the pass instead of waiting for it.
 	ctx, stop := context.WithCancelCause(ctx)
 	w.mu.Lock()
@@ -154,7 +155,7 @@ func (p *Workers) sync(ctx context.Context, w *worker, rec *store.PodRecord, emi
 // holds w's lock.
 func (p *Workers) record(ctx context.Context, w *worker, pod *corev1.Pod, res syncer.SyncResult, now time.Time) (corev1.PodStatus, error) {
 	w.noteStarts(res.Steps)
-	status := podstatus.ComputePodStatus(pod, res.View, p.prober.Results(pod.UID), now, p.passStatusOptions(w.reasons, res))
+	status := podstatus.ComputePodStatus(pod, res.View, p.prober.Results(pod.UID), now, p.passStatusOptions(w, res))
 	changes := w.stepEvents(pod, res)
 	sb := sandboxIn(res.View, res.SandboxID)
 	if !sameStatus(&pod.Status, &status) {
@@ -290,6 +291,7 @@ func runningContainers(pod *corev1.Pod, view model.RuntimeView, cfg criconfig.Op
 // from the store. The caller holds w's lock.
 func (p *Workers) terminate(ctx context.Context, w *worker, rec *store.PodRecord, emit func(syncer.StepResult)) (passOutcome, error) {
 	pod := rec.Pod
+	w.generation = rec.Generation
 	res, err := p.syncer.SyncPod(ctx, pod, syncer.SyncInput{ConfigMaps: rec.ConfigMaps, Secrets: rec.Secrets,
 		PullFailures: w.pullFailures()}, emit)
 	w.notePulls(res.PullFailures)
@@ -298,9 +300,21 @@ func (p *Workers) terminate(ctx context.Context, w *worker, rec *store.PodRecord
 		w.setRetry(p.failureRetry(w))
 		return out, fmt.Errorf("kill pod: %w", err)
 	}
-	if changes := w.stepEvents(pod, res); len(changes) > 0 {
+	changes := w.stepEvents(pod, res)
+	// The pod's last status, its containers terminated as the kill left
+	// them (exit codes, reasons, finish times), as the kubelet reports a
+	// deleted pod's before its API object goes: watchers and the caller
+	// see how the containers ended, not a guess.
+	final := podstatus.ComputePodStatus(pod, res.View, p.prober.Results(pod.UID), p.clock.Now(), p.passStatusOptions(w, res))
+	if !sameStatus(&pod.Status, &final) {
+		c := store.StatusChange(store.RefOf(pod), &final)
+		c.Sandbox = storedSandbox(sandboxIn(res.View, res.SandboxID))
+		changes = append(changes, c)
+	}
+	out.status = final
+	if len(changes) > 0 {
 		if _, err := p.store.Append(changes...); err != nil && !errors.Is(err, errdefs.ErrPodNotFound) {
-			logx.From(ctx, p.log).Warn("record events", append(logx.Pod(pod), zap.Error(err))...)
+			logx.From(ctx, p.log).Warn("record the events and last status", append(logx.Pod(pod), zap.Error(err))...)
 		}
 	}
 	p.prober.RemovePod(pod.UID)
@@ -361,7 +375,7 @@ func (p *Workers) publishObserved(ctx context.Context, w *worker, pod *corev1.Po
 		return
 	}
 	status := podstatus.ComputePodStatus(pod, view, p.prober.Results(pod.UID), p.clock.Now(),
-		p.passStatusOptions(w.reasons, syncer.SyncResult{Plan: actions}))
+		p.passStatusOptions(w, syncer.SyncResult{Plan: actions}))
 	if sameStatus(&pod.Status, &status) {
 		return
 	}

@@ -21,10 +21,12 @@ func (p *Workers) admitResize(pod *corev1.Pod) (bool, string) {
 	return p.admitter.AdmitResize(pod)
 }
 
-// passStatusOptions are statusOptions with what a pass found of a resize:
-// pending (not admitted), or failed (its ResizePodInPlaceError step).
-func (p *Workers) passStatusOptions(reasons map[string]corev1.ContainerStateWaiting, res syncer.SyncResult) podstatus.StatusOptions {
-	o := p.statusOptions(reasons)
+// passStatusOptions are statusOptions for w's pass: the generation of its
+// pod record, and what it found of a resize: pending (not admitted), or
+// failed (its ResizePodInPlaceError step). The caller holds w's lock.
+func (p *Workers) passStatusOptions(w *worker, res syncer.SyncResult) podstatus.StatusOptions {
+	o := p.statusOptions(w.reasons)
+	o.Generation = w.generation
 	o.ResizePending = res.Plan.ResizePending
 	for _, s := range res.Steps {
 		if s.Reason == syncer.ReasonResizePodInPlaceError {

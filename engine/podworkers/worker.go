@@ -51,6 +51,9 @@ type worker struct {
 	// backoffs is each backed-off container's next retry at its last
 	// BackOff event, so a wait is reported once.
 	backoffs map[string]time.Time
+	// generation is the generation of the pod record of the pass under
+	// way, or of the last one: its statuses' observedGeneration.
+	generation int64
 
 	// deleters counts the Delete callers waiting for or running a pass;
 	// the loop leaves a deletion to them.

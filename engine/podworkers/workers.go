@@ -486,10 +486,12 @@ func (p *Workers) Apply(ctx context.Context, uid types.UID, emit func(syncer.Ste
 // Terminate runs the deletion of pod: mark marks it deleting in the
 // store (its error is returned as it is, and nothing else happens), the
 // pass running, if any, is cancelled with cause, and a pass in the pod's
-// turn kills it within its grace period, removes what the runtime and the
-// node's directories hold for it and then its record. Its steps are
-// returned. If ctx ends first, the worker finishes the deletion.
-func (p *Workers) Terminate(ctx context.Context, pod *corev1.Pod, mark func() error, cause error) ([]syncer.StepResult, error) {
+// turn kills it within its grace period, records its last status (its
+// containers terminated), removes what the runtime and the node's
+// directories hold for it and then its record. The pass's steps and that
+// status are returned. If ctx ends first, the worker finishes the
+// deletion.
+func (p *Workers) Terminate(ctx context.Context, pod *corev1.Pod, mark func() error, cause error) (Result, error) {
 	dw := p.workerFor(pod.UID)
 	dw.deleters.Add(1)
 	defer func() {
@@ -499,19 +501,19 @@ func (p *Workers) Terminate(ctx context.Context, pod *corev1.Pod, mark func() er
 		}
 	}()
 	if err := mark(); err != nil {
-		return nil, err
+		return Result{}, err
 	}
 	logx.From(ctx, p.log).Info("pod deletion requested", logx.Pod(pod)...)
 	// The pass running, if any, would only delay the kill.
 	dw.cancelPass(cause)
 	w, err := p.lockWorker(ctx, pod.UID)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoTurn, err)
+		return Result{}, fmt.Errorf("%w: %w", ErrNoTurn, err)
 	}
 	var steps []syncer.StepResult
-	_, err = p.pass(ctx, w, false, func(s syncer.StepResult) { steps = append(steps, s) })
+	out, err := p.pass(ctx, w, false, func(s syncer.StepResult) { steps = append(steps, s) })
 	w.release()
-	return steps, err
+	return Result{Status: out.status, Steps: steps, Gone: out.gone}, err
 }
 
 // RemoveNow removes what the runtime holds of ref, a pod the store does

@@ -316,12 +316,6 @@ func (p *pass) ensureImageVolumes(ctx context.Context, c *corev1.Container, sbCo
 	return out, nil
 }
 
-// versioner is the runtime's CRI Version, an optional capability of a
-// Runtime (the remote runtime and the fake have it).
-type versioner interface {
-	Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error)
-}
-
 // imageVolumesSupported asks the runtime's version whether it mounts
 // image volumes (criconfig.ImageVolumesSupport); an answer is kept, a
 // failed call is asked again next time.
@@ -331,11 +325,14 @@ func (s *Syncer) imageVolumesSupported(ctx context.Context) (bool, string) {
 	if s.imageVolumes.known {
 		return s.imageVolumes.ok, s.imageVolumes.why
 	}
-	v, ok := s.rt.(versioner)
+	v, ok := s.rt.(Versioner)
 	if !ok {
 		return false, "the container runtime does not say its version, so podsync cannot tell whether it supports image volumes"
 	}
 	resp, err := v.Version(ctx, "v1")
+	if errors.Is(err, ErrNoVersion) {
+		return false, "the container runtime does not say its version, so podsync cannot tell whether it supports image volumes"
+	}
 	if err != nil {
 		return false, fmt.Sprintf("the container runtime's version could not be read (%v), so podsync cannot tell whether it supports image volumes", err)
 	}

@@ -27,7 +27,7 @@ func (p *pass) readState(ctx context.Context) (podState, error) {
 	if err != nil {
 		return podState{}, err
 	}
-	p.s.fillTerminationMessages(p.pod, &st)
+	p.s.fillTerminationMessages(ctx, p.pod, &st)
 	st.view.PullFailures = slices.Clone(p.pulls)
 	return st, nil
 }
@@ -216,7 +216,7 @@ func (p *pass) reread(ctx context.Context) (podState, error) {
 	if err != nil {
 		return podState{}, err
 	}
-	p.s.fillTerminationMessages(p.pod, &st)
+	p.s.fillTerminationMessages(ctx, p.pod, &st)
 	st.view.PullFailures = slices.Clone(p.pulls)
 	return st, nil
 }

@@ -49,6 +49,17 @@ type ContainerStatsLister interface {
 	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
 }
 
+// Versioner is the optional capability of a Runtime to say what it is
+// (CRI Version): the remote runtime has it, and so must every wrapper of
+// one.
+type Versioner interface {
+	Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error)
+}
+
+// ErrNoVersion is the error of a runtime without Version (a wrapper of
+// one that has none).
+var ErrNoVersion = errors.New("the runtime does not say its version")
+
 // ErrNoContainerStats is the error of a runtime without ContainerStats or
 // ListContainerStats (a wrapper of one that has neither).
 var ErrNoContainerStats = errors.New("the runtime does not report container stats")

@@ -70,6 +70,51 @@ func TestNewPodStartsInKubeletOrder(t *testing.T) {
 	h.Converged(pod, res)
 }
 
+// TestHostsFileOfHostnameOverride: the pod's hosts file names the pod by
+// its hostnameOverride, without a domain, as the kubelet's
+// managedHostsFileContent with GeneratePodHostNameAndDomain's result.
+func TestHostsFileOfHostnameOverride(t *testing.T) {
+	h := syncertest.New(t)
+	pod := enginetest.Pod()
+	pod.Spec.Hostname, pod.Spec.Subdomain, pod.Spec.HostnameOverride = "custom-host", "t", ptr.To("override.example.host")
+	res := h.Sync(pod)
+	hosts, err := os.ReadFile(filepath.Join(criconfig.PodDir(pod, h.Cfg), "etc-hosts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(hosts), "\n"+res.PodIPs[0]+"\toverride.example.host\n") || strings.Contains(string(hosts), "custom-host") {
+		t.Errorf("hosts file, want the pod's IP for override.example.host alone:\n%s", hosts)
+	}
+}
+
+// TestRuntimeClassNameIsTheSandboxHandler: runtimeClassName names the
+// CRI runtime handler the sandbox runs with (the kubelet's
+// createPodSandbox passes its RuntimeClass's handler to RunPodSandbox);
+// without one the runtime's default handler ("").
+func TestRuntimeClassNameIsTheSandboxHandler(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rc   *string
+		want string
+	}{
+		{"default", nil, ""},
+		{"kata", ptr.To("kata"), "kata"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := syncertest.New(t)
+			pod := enginetest.Pod()
+			pod.Spec.RuntimeClassName = tc.rc
+			res := h.Sync(pod)
+			h.RT.Lock()
+			sb := h.RT.Sandboxes[res.SandboxID]
+			h.RT.Unlock()
+			if sb == nil || sb.RuntimeHandler != tc.want {
+				t.Fatalf("sandbox %s: %+v, want runtime handler %q", res.SandboxID, sb, tc.want)
+			}
+		})
+	}
+}
+
 func TestRestartPolicies(t *testing.T) {
 	for _, tc := range []struct {
 		policy   corev1.RestartPolicy

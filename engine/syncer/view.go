@@ -1,19 +1,20 @@
 package syncer
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
+	crilogs "k8s.io/cri-client/pkg/logs"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/buffer"
 
 	"github.com/podsync/podsync/engine/criconfig"
 	"github.com/podsync/podsync/engine/model"
@@ -22,9 +23,9 @@ import (
 // The kubelet's limits on termination messages
 // (pkg/kubelet/container/runtime.go).
 const (
-	maxTerminationMessageLength  = 4 * 1024
-	maxTerminationMessageLogLen  = 2 * 1024
-	maxTerminationMessageLogLine = 80
+	maxTerminationMessageLength        = 4 * 1024
+	maxTerminationMessageLogLen        = 2 * 1024
+	maxTerminationMessageLogLine int64 = 80
 )
 
 // PodSelector selects the CRI objects podsync created for the pod uid.
@@ -134,7 +135,7 @@ func readObjects(ctx context.Context, rt Runtime, uid types.UID, objs podObjects
 // instance, as the kubelet's getTerminationMessage: the file mounted at
 // terminationMessagePath, or the tail of the log for FallbackToLogsOnError
 // and a non-zero exit.
-func (s *Syncer) fillTerminationMessages(pod *corev1.Pod, st *podState) {
+func (s *Syncer) fillTerminationMessages(ctx context.Context, pod *corev1.Pod, st *podState) {
 	for i := range st.view.Containers {
 		inst := &st.view.Containers[i]
 		if inst.State != model.ContainerExited {
@@ -153,7 +154,7 @@ func (s *Syncer) fillTerminationMessages(pod *corev1.Pod, st *podState) {
 			}
 		}
 		if model.NeedsLogFallback(inst) {
-			if msg, err := logTail(st.logPath[inst.ID], maxTerminationMessageLogLine, maxTerminationMessageLogLen); err == nil {
+			if msg, err := logTail(ctx, st.logPath[inst.ID], maxTerminationMessageLogLine, maxTerminationMessageLogLen); err == nil {
 				inst.TerminationMessage = msg
 			} else {
 				inst.TerminationMessage = fmt.Sprintf("Error on reading termination message from logs: %v", err)
@@ -181,44 +182,25 @@ func readTail(path string, max int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, max))
 }
 
-// logTail returns the content of the last lines of a CRI-format log
-// ("<time> <stream> <P|F> <text>"), at most maxBytes of it, as the
-// kubelet's readLastStringFromContainerLogs.
-func logTail(path string, lines int, maxBytes int) (string, error) {
+// logTail is the kubelet's readLastStringFromContainerLogs: the CRI log
+// at path read as `kubectl logs --tail=<lines>` reads it (cri-client's
+// ReadLogs: the last lines of the file, each full line with its newline,
+// a partial one without, the runtime's last unterminated write too), of
+// which the last maxBytes are kept.
+func logTail(ctx context.Context, path string, lines int64, maxBytes int) (string, error) {
 	if path == "" {
 		return "", errors.New("container has no log path")
 	}
-	// Read enough of the end of the file for the lines wanted.
-	data, err := readTail(path, 256*1024)
+	buf, err := buffer.NewTypedRingFixed[byte](maxBytes)
 	if err != nil {
 		return "", err
 	}
-	var out []string
-	var partial strings.Builder
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.SplitN(sc.Text(), " ", 4)
-		if len(fields) < 3 {
-			continue
-		}
-		text := ""
-		if len(fields) == 4 {
-			text = fields[3]
-		}
-		partial.WriteString(text)
-		if fields[2] == "P" {
-			continue
-		}
-		out = append(out, partial.String()+"\n")
-		partial.Reset()
+	// ReadLogs logs what it skips through the context's klog logger,
+	// which would otherwise be klog's global one, outside podsyncd's
+	// structured log.
+	ctx = klog.NewContext(ctx, logr.Discard())
+	if err := crilogs.ReadLogs(ctx, path, "", &crilogs.LogOptions{TailLines: &lines}, nil, buf, buf); err != nil {
+		return "", err
 	}
-	if len(out) > lines {
-		out = out[len(out)-lines:]
-	}
-	msg := strings.Join(out, "")
-	if len(msg) > maxBytes {
-		msg = msg[:maxBytes]
-	}
-	return msg, nil
+	return string(buf.Slice()), nil
 }

@@ -2,7 +2,9 @@
 # Builds the Kubernetes binaries podsync's cluster tests and benchmarks
 # run — kubelet, kube-apiserver, kube-scheduler, kube-controller-manager,
 # kubectl (k8s.io/kubernetes, matching the k8s.io/api podsync uses) and
-# etcd — from the Go module proxy into $KUBE_BIN (default
+# etcd, and for make test-conformance the e2e suite (e2e.test), ginkgo and
+# the static programs of the e2e images (agnhost, nnp) — from the Go module
+# proxy into $KUBE_BIN (default
 # .tmp/kube/<version>/bin), and keeps them: a binary already built at this
 # version is not built again. The Go build cache is shared with the rest
 # of the repository, so a rebuild after `rm` is incremental.
@@ -14,7 +16,7 @@
 # release. etcd's server module has replace directives too; a scratch
 # module that requires it builds it.
 #
-# Usage: hack/kube/build.sh [BINARY...]   (default: all six)
+# Usage: hack/kube/build.sh [BINARY...]   (default: the first six)
 set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
@@ -26,9 +28,10 @@ BUILD=$KUBE_DIR/build
 GO=${GO:-go}
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
 
-all=(kubelet kube-apiserver kube-scheduler kube-controller-manager kubectl etcd)
+core=(kubelet kube-apiserver kube-scheduler kube-controller-manager kubectl etcd)
+all=("${core[@]}" e2e.test ginkgo agnhost nnp)
 want=("$@")
-[[ ${#want[@]} -gt 0 ]] || want=("${all[@]}")
+[[ ${#want[@]} -gt 0 ]] || want=("${core[@]}")
 for b in "${want[@]}"; do
 	[[ " ${all[*]} " == *" $b "* ]] || { echo "kube/build.sh: unknown binary $b (want one of: ${all[*]})" >&2; exit 2; }
 done
@@ -65,6 +68,29 @@ build_k8s() {
 	mv "$KUBE_BIN/$b.new" "$KUBE_BIN/$b"
 }
 
+# build_e2e builds the e2e suite (go test -c), ginkgo at the version
+# k8s.io/kubernetes requires, and the static programs of the e2e images.
+build_e2e() {
+	local b=$1 dir=$BUILD/k8s
+	k8s_module
+	local ginkgo
+	ginkgo=$(awk '$1 == "github.com/onsi/ginkgo/v2" {print $2; exit}' "$($GO env GOMODCACHE)/k8s.io/kubernetes@$KUBE_VERSION/go.mod")
+	case $b in
+	e2e.test)
+		(cd "$dir" && $GO get "k8s.io/kubernetes/test/e2e/...@$KUBE_VERSION" &&
+			$GO test -c -o "$KUBE_BIN/e2e.test.new" k8s.io/kubernetes/test/e2e) ;;
+	ginkgo)
+		(cd "$dir" && $GO get "github.com/onsi/ginkgo/v2/ginkgo@$ginkgo" &&
+			$GO build -o "$KUBE_BIN/ginkgo.new" github.com/onsi/ginkgo/v2/ginkgo) ;;
+	agnhost)
+		(cd "$dir" && $GO get "k8s.io/kubernetes/test/images/agnhost/...@$KUBE_VERSION" &&
+			CGO_ENABLED=0 $GO build -ldflags "-s -w" -o "$KUBE_BIN/agnhost.new" k8s.io/kubernetes/test/images/agnhost) ;;
+	nnp)
+		(cd "$dir" && CGO_ENABLED=0 $GO build -ldflags "-s -w" -o "$KUBE_BIN/nnp.new" k8s.io/kubernetes/test/images/nonewprivs) ;;
+	esac
+	mv "$KUBE_BIN/$b.new" "$KUBE_BIN/$b"
+}
+
 build_etcd() {
 	local dir=$BUILD/etcd
 	mkdir -p "$dir"
@@ -81,6 +107,10 @@ for b in "${want[@]}"; do
 	fi
 	start=$SECONDS
 	echo "kube/build.sh: building $b ($([[ $b == etcd ]] && echo "$ETCD_VERSION" || echo "$KUBE_VERSION")) into $KUBE_BIN; the first build takes about 10 minutes on 2 cores" >&2
-	if [[ $b == etcd ]]; then build_etcd; else build_k8s "$b"; fi
+	case $b in
+	etcd) build_etcd ;;
+	e2e.test | ginkgo | agnhost | nnp) build_e2e "$b" ;;
+	*) build_k8s "$b" ;;
+	esac
 	echo "kube/build.sh: $b built in $((SECONDS - start)) s" >&2
 done

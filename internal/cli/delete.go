@@ -32,8 +32,9 @@ func (a *app) newDeleteCommand() *cobra.Command {
 			"everything is gone. Pods are named, taken from manifests (-f), or all the\n" +
 			"pods of -n (every namespace without it) with --all.\n\n" +
 			"A pod that does not exist is an error unless --ignore-not-found.\n\n" +
-			"delete cm NAME... and delete secret NAME... remove stored objects of -n: pods\n" +
-			"that use them keep their files; a container started later waits for them.",
+			"delete cm NAME... and delete secret NAME... remove stored objects of -n: an\n" +
+			"optional source's files leave the volumes of the pods that use it, a required\n" +
+			"one's stay; a container started later waits for it.",
 		Example: "  podsyncctl delete web\n" +
 			"  podsyncctl delete -f examples/ --grace-period 0\n" +
 			"  podsyncctl delete --all -n demo\n" +

@@ -51,7 +51,7 @@ const (
 type Node interface {
 	Apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, emit func(engine.StepResult)) (engine.ApplyResult, error)
 	ApplyObjects(ctx context.Context, objs []engine.ObjectPut, source string) ([]engine.ObjectResult, error)
-	DeleteAs(ctx context.Context, source, namespace, name, uid string, grace *int64) (bool, []engine.StepResult, error)
+	DeleteAs(ctx context.Context, source, namespace, name, uid string, grace *int64) (engine.DeleteResult, error)
 	DeleteObject(ctx context.Context, ref engine.ObjectRef, resourceVersion, source string) (bool, int64, error)
 	ListShared(ctx context.Context, f engine.PodFilter) ([]*engine.PodRecord, int64, error)
 	ListObjects(ctx context.Context, f engine.ObjectFilter) ([]*engine.ObjectRecord, int64, error)
@@ -451,7 +451,7 @@ func (s *Source) removeFile(ctx context.Context, name string) {
 
 func (s *Source) deletePods(ctx context.Context, name string, pods []engine.PodRef) {
 	for _, p := range pods {
-		if _, _, err := s.opts.Node.DeleteAs(ctx, SourceName(name), p.Namespace, p.Name, string(p.UID), nil); err != nil {
+		if _, err := s.opts.Node.DeleteAs(ctx, SourceName(name), p.Namespace, p.Name, string(p.UID), nil); err != nil {
 			s.log.Warn("delete a manifest file's pod", zap.String(logx.Source, SourceName(name)), zap.String(logx.PodNamespace, p.Namespace),
 				zap.String(logx.PodName, p.Name), zap.Error(err))
 		}

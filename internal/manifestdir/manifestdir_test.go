@@ -186,7 +186,7 @@ func TestManifestDirectory(t *testing.T) {
 	}
 
 	// The API refuses to change or delete a file's pod.
-	if _, _, err := h.node.Delete(h.ctx, "default", "web", "", nil); !errors.Is(err, errdefs.ErrOwnedByFile) {
+	if _, err := h.node.Delete(h.ctx, "default", "web", "", nil); !errors.Is(err, errdefs.ErrOwnedByFile) {
 		t.Errorf("API delete of a file's pod: %v, want ErrOwnedByFile", err)
 	}
 	apiPod := h.pod("web").Pod.DeepCopy()

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	nodelisters "k8s.io/client-go/listers/node/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/podsync/podsync/internal/vk/provider"
@@ -50,11 +51,13 @@ type objectWatch struct {
 // no other object of the cluster, as the Node authorizer lets a kubelet
 // read none: under a node's identity (system:node:NAME) the API server
 // holds podsync-vk to its node's pods' objects. It is the provider's
-// Objects and ObjectUser; a change is pushed with changed.
+// Objects and ObjectUser; a change is pushed with changed, a deletion
+// with deleted.
 type objectWatches struct {
 	ctx     context.Context
 	kc      kubernetes.Interface
 	changed func(ctx context.Context, secret bool, namespace, name string)
+	deleted func(ctx context.Context, secret bool, namespace, name string)
 
 	mu      sync.Mutex
 	watches map[objectKey]*objectWatch
@@ -67,8 +70,8 @@ var (
 )
 
 // newObjectWatches returns the watches of a node; they end with ctx.
-func newObjectWatches(ctx context.Context, kc kubernetes.Interface, changed func(ctx context.Context, secret bool, namespace, name string)) *objectWatches {
-	return &objectWatches{ctx: ctx, kc: kc, changed: changed, watches: map[objectKey]*objectWatch{}, refs: map[string][]objectKey{}}
+func newObjectWatches(ctx context.Context, kc kubernetes.Interface, changed, deleted func(ctx context.Context, secret bool, namespace, name string)) *objectWatches {
+	return &objectWatches{ctx: ctx, kc: kc, changed: changed, deleted: deleted, watches: map[objectKey]*objectWatch{}, refs: map[string][]objectKey{}}
 }
 
 // Use sets the objects pod references and watches those no other pod
@@ -153,8 +156,21 @@ func (w *objectWatches) startLocked(k objectKey) *objectWatch {
 		w.changed(ctx, k.secret, k.namespace, k.name)
 	}
 	// Adds, changes and resyncs are pushed (a push that failed is made
-	// again); deletes are not: podsyncd keeps the files, as a kubelet.
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: push, UpdateFunc: func(_, o any) { push(o) }})
+	// again); a deletion is passed on: as the kubelet's volumes, an
+	// optional object's files leave the pods' volumes, and a required
+	// one's keep the pods' new containers waiting until it is back.
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    push,
+		UpdateFunc: func(_, o any) { push(o) },
+		DeleteFunc: func(any) {
+			if w.deleted == nil {
+				return
+			}
+			ctx, cancel := context.WithTimeout(w.ctx, pushTimeout)
+			defer cancel()
+			w.deleted(ctx, k.secret, k.namespace, k.name)
+		},
+	})
 	ctx, stop := context.WithCancel(w.ctx)
 	go inf.RunWithContext(ctx)
 	return &objectWatch{informer: inf, stop: stop}
@@ -219,4 +235,18 @@ type serviceLister struct{ l corelisters.ServiceLister }
 
 func (s serviceLister) Services(namespace string) ([]*corev1.Service, error) {
 	return s.l.Services(namespace).List(labels.Everything())
+}
+
+// runtimeClassLister gives the provider the RuntimeClasses of an
+// informer's cache, as the kubelet's runtimeclass manager reads them.
+type runtimeClassLister struct {
+	l nodelisters.RuntimeClassLister
+}
+
+func (r runtimeClassLister) Handler(name string) (string, error) {
+	rc, err := r.l.Get(name)
+	if err != nil {
+		return "", err
+	}
+	return rc.Handler, nil
 }

@@ -38,7 +38,7 @@ func TestObjectWatchesReadOnlyWhatPodsReference(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		pushed = append(pushed, ns+"/"+name)
-	})
+	}, nil)
 	w.Use("team-a/app", "team-a", []string{"cfg"}, []string{"pw"})
 	w.Use("team-a/other-app", "team-a", nil, []string{"pw"})
 	s, err := w.Secret("team-a", "pw")

@@ -18,14 +18,22 @@ import (
 	"sync"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	psapi "k8s.io/pod-security-admission/api"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	kubeinformers "k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	nodeinformers "k8s.io/client-go/informers/node/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
@@ -97,6 +105,8 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	name := np.Node().Name
 	log = log.With(zap.String("node", name))
 	p := provider.New(name, ps, log)
+	p.UseKube(kubePods{kc})
+	p.UseTokens(kubePods{kc})
 
 	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, time.Minute, nodeutil.PodInformerFilter(name))
 	// The kubelet reads every Service (for the service environment
@@ -108,17 +118,45 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	p.UseServices(serviceLister{services.Lister()})
 	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
-	p.UseObjects(newObjectWatches(watchCtx, kc, p.ObjectChanged))
+	if err := followRuntimeClasses(watchCtx, p, svcInformers.Node().V1().RuntimeClasses()); err != nil {
+		return fmt.Errorf("node %s: %w", name, err)
+	}
+	p.UseObjects(newObjectWatches(watchCtx, kc, p.ObjectChanged, p.ObjectDeleted))
 	// The node library wants ConfigMap and Secret informers, which it
 	// reads only to resolve env (SkipDownwardAPIResolution: it does not):
 	// they come from a factory that is never started, so that nothing
 	// lists the cluster's ConfigMaps and Secrets.
 	unstarted := kubeinformers.NewSharedInformerFactory(kc, 0)
+	// The namespaces' Pod Security levels, where podsync-vk may read
+	// them: a node's identity (system:node:NAME) may not, as a kubelet's,
+	// and its pods are then held to the node's level alone.
+	switch ok, err := mayWatchNamespaces(ctx, kc); {
+	case err != nil:
+		return fmt.Errorf("node %s: %w", name, err)
+	case ok:
+		namespaces := svcInformers.Core().V1().Namespaces().Lister()
+		p.UseNamespaceLevels(func(name string) string {
+			ns, err := namespaces.Get(name)
+			if err != nil {
+				return ""
+			}
+			return ns.Labels[psapi.EnforceLevelLabel]
+		})
+	default:
+		log.Info("namespaces' Pod Security levels not read: this identity may not list and watch namespaces; pods are held to the node's level")
+	}
+	if err := followReadinessGates(p, pods); err != nil {
+		return fmt.Errorf("node %s: %w", name, err)
+	}
 
 	eb := record.NewBroadcaster()
 	eb.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
 	defer eb.Shutdown()
 	recorder := eb.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "podsync-vk", Host: name})
+	// podsyncd's events about the pods are the kubelet's, recorded as a
+	// kubelet records them: source component "kubelet", repeats counted
+	// and bursts limited by the broadcaster's correlator.
+	p.UseEvents(eb.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: name}))
 
 	nc, err := node.NewNodeController(np, np.Node(), kc.CoreV1().Nodes(),
 		node.WithNodeEnableLeaseV1(nodeutil.NodeLeaseV1Client(kc), node.DefaultLeaseDuration))
@@ -286,4 +324,92 @@ func selfSigned(name, ip string) (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// mayWatchNamespaces says whether podsync-vk's identity may list and
+// watch namespaces (SelfSubjectAccessReviews, which every authenticated
+// identity may create).
+func mayWatchNamespaces(ctx context.Context, kc kubernetes.Interface) (bool, error) {
+	for _, verb := range []string{"list", "watch"} {
+		r, err := kc.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "namespaces"}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return false, fmt.Errorf("may podsync-vk %s namespaces: %w", verb, err)
+		}
+		if !r.Status.Allowed {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// followReadinessGates gives p the pods' conditions as the API server
+// holds them, and reports a change of a readiness gate's condition (set
+// by its owner, a load balancer controller say), which the node library
+// does not pass on: only a spec change reaches the provider.
+func followReadinessGates(p *provider.Provider, pods coreinformers.PodInformer) error {
+	lister := pods.Lister()
+	p.UseKubeConditions(func(namespace, name string) []corev1.PodCondition {
+		pod, err := lister.Pods(namespace).Get(name)
+		if err != nil {
+			return nil
+		}
+		return pod.Status.DeepCopy().Conditions
+	})
+	_, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*corev1.Pod)
+			pod, ok2 := newObj.(*corev1.Pod)
+			if ok1 && ok2 && gatesChanged(old, pod) {
+				p.GateChanged(pod.Namespace, pod.Name)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("follow readiness gates: %w", err)
+	}
+	return nil
+}
+
+// gatesChanged says whether a condition of one of pod's readiness gates
+// differs between old and pod.
+func gatesChanged(old, pod *corev1.Pod) bool {
+	for _, g := range pod.Spec.ReadinessGates {
+		a, b := condition(old, g.ConditionType), condition(pod, g.ConditionType)
+		if (a == nil) != (b == nil) || a != nil && a.Status != b.Status {
+			return true
+		}
+	}
+	return false
+}
+
+func condition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == t {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// followRuntimeClasses gives p the RuntimeClasses, whose handlers the
+// pods' sandboxes run with, as the kubelet's runtimeclass manager watches
+// them, and tells it of each one created or changed, for the pods that
+// wait for it.
+func followRuntimeClasses(ctx context.Context, p *provider.Provider, rcs nodeinformers.RuntimeClassInformer) error {
+	p.UseRuntimeClasses(runtimeClassLister{rcs.Lister()})
+	changed := func(obj any) {
+		if rc, ok := obj.(*nodev1.RuntimeClass); ok {
+			p.RuntimeClassChanged(ctx, rc.Name)
+		}
+	}
+	_, err := rcs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    changed,
+		UpdateFunc: func(_, obj any) { changed(obj) },
+	})
+	if err != nil {
+		return fmt.Errorf("follow RuntimeClasses: %w", err)
+	}
+	return nil
 }

@@ -374,7 +374,28 @@ type PodSpec struct {
 	// the downward API's spec.serviceAccountName gives an env var ("default"
 	// when empty, the account the API server's ServiceAccount admission
 	// names). A DNS-1123 subdomain.
-	ServiceAccountName string `protobuf:"bytes,88,opt,name=service_account_name,json=serviceAccountName,proto3" json:"service_account_name,omitempty"`
+	ServiceAccountName string `protobuf:"bytes,91,opt,name=service_account_name,json=serviceAccountName,proto3" json:"service_account_name,omitempty"`
+	// hostname_override, when set, is the pod's hostname, in place of the
+	// name, hostname and subdomain: a DNS-1123 subdomain of at most 64
+	// characters (dots allowed), truncated to 63 as a kubelet truncates a
+	// hostname, and the pod has no domain. Not allowed with host_network or
+	// set_hostname_as_fqdn.
+	HostnameOverride *string `protobuf:"bytes,88,opt,name=hostname_override,json=hostnameOverride,proto3,oneof" json:"hostname_override,omitempty"`
+	// runtime_class_name names the runtime handler the pod's sandbox runs
+	// with (CRI RunPodSandbox's runtime_handler: "runc", "kata", … as the
+	// runtime's configuration names them); podsync has no RuntimeClass
+	// objects, so the name is the handler (podsync-vk sends the handler of
+	// the cluster's RuntimeClass). Unset or empty is the runtime's default
+	// handler. A handler the runtime does not have fails the sandbox's
+	// creation (CreatePodSandboxError, a FailedCreatePodSandBox event), and
+	// the pod stays pending, retried with back-off, as on a kubelet.
+	RuntimeClassName *string `protobuf:"bytes,89,opt,name=runtime_class_name,json=runtimeClassName,proto3,oneof" json:"runtime_class_name,omitempty"`
+	// overhead is what running the pod's sandbox costs beyond its
+	// containers (cpu, memory), as the RuntimeClass admission plugin sets it
+	// from the pod's RuntimeClass: counted in the pod's requests at
+	// admission and in its cgroup's limits, and given to the runtime as the
+	// sandbox's overhead, as the kubelet does.
+	Overhead map[string]string `protobuf:"bytes,90,rep,name=overhead,proto3" json:"overhead,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// ephemeral_containers are debug containers added to the running pod by
 	// AddEphemeralContainer (podsyncctl debug), never by RunPods or SyncPod
 	// (they refuse a spec that carries any, as the API server only adds them
@@ -631,6 +652,27 @@ func (x *PodSpec) GetServiceAccountName() string {
 		return x.ServiceAccountName
 	}
 	return ""
+}
+
+func (x *PodSpec) GetHostnameOverride() string {
+	if x != nil && x.HostnameOverride != nil {
+		return *x.HostnameOverride
+	}
+	return ""
+}
+
+func (x *PodSpec) GetRuntimeClassName() string {
+	if x != nil && x.RuntimeClassName != nil {
+		return *x.RuntimeClassName
+	}
+	return ""
+}
+
+func (x *PodSpec) GetOverhead() map[string]string {
+	if x != nil {
+		return x.Overhead
+	}
+	return nil
 }
 
 func (x *PodSpec) GetEphemeralContainers() []*EphemeralContainer {
@@ -5952,7 +5994,7 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B \n" +
-	"\x1e_deletion_grace_period_seconds\"\xe8\x0e\n" +
+	"\x1e_deletion_grace_period_seconds\"\xf6\x10\n" +
 	"\aPodSpec\x125\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x15.podsync.v1.ContainerR\n" +
@@ -5990,9 +6032,15 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\bpriority\x18U \x01(\x05H\x06R\bpriority\x88\x01\x01\x12.\n" +
 	"\x13priority_class_name\x18V \x01(\tR\x11priorityClassName\x12N\n" +
 	"\x12image_pull_secrets\x18W \x03(\v2 .podsync.v1.LocalObjectReferenceR\x10imagePullSecrets\x120\n" +
-	"\x14service_account_name\x18X \x01(\tR\x12serviceAccountName\x12Q\n" +
+	"\x14service_account_name\x18[ \x01(\tR\x12serviceAccountName\x120\n" +
+	"\x11hostname_override\x18X \x01(\tH\aR\x10hostnameOverride\x88\x01\x01\x121\n" +
+	"\x12runtime_class_name\x18Y \x01(\tH\bR\x10runtimeClassName\x88\x01\x01\x12=\n" +
+	"\boverhead\x18Z \x03(\v2!.podsync.v1.PodSpec.OverheadEntryR\boverhead\x12Q\n" +
 	"\x14ephemeral_containers\x18x \x03(\v2\x1e.podsync.v1.EphemeralContainerR\x13ephemeralContainers\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
+	"\rOverheadEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B#\n" +
 	"!_termination_grace_period_secondsB\x1a\n" +
@@ -6001,7 +6049,9 @@ const file_podsync_v1_pod_proto_rawDesc = "" +
 	"\x18_share_process_namespaceB\r\n" +
 	"\v_host_usersB\x17\n" +
 	"\x15_set_hostname_as_fqdnB\v\n" +
-	"\t_priority\"\x8e\x05\n" +
+	"\t_priorityB\x14\n" +
+	"\x12_hostname_overrideB\x15\n" +
+	"\x13_runtime_class_name\"\x8e\x05\n" +
 	"\x12EphemeralContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12*\n" +
@@ -6485,7 +6535,7 @@ func file_podsync_v1_pod_proto_rawDescGZIP() []byte {
 	return file_podsync_v1_pod_proto_rawDescData
 }
 
-var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 84)
+var file_podsync_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
 var file_podsync_v1_pod_proto_goTypes = []any{
 	(*Pod)(nil),                               // 0: podsync.v1.Pod
 	(*ObjectMeta)(nil),                        // 1: podsync.v1.ObjectMeta
@@ -6564,16 +6614,17 @@ var file_podsync_v1_pod_proto_goTypes = []any{
 	nil,                                       // 74: podsync.v1.ObjectMeta.LabelsEntry
 	nil,                                       // 75: podsync.v1.ObjectMeta.AnnotationsEntry
 	nil,                                       // 76: podsync.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 77: podsync.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 78: podsync.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 79: podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	nil,                                       // 80: podsync.v1.ConfigMap.DataEntry
-	nil,                                       // 81: podsync.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 82: podsync.v1.Secret.DataEntry
-	nil,                                       // 83: podsync.v1.Secret.StringDataEntry
-	(*timestamppb.Timestamp)(nil),             // 84: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),                   // 85: google.protobuf.Struct
-	(*structpb.Value)(nil),                    // 86: google.protobuf.Value
+	nil,                                       // 77: podsync.v1.PodSpec.OverheadEntry
+	nil,                                       // 78: podsync.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 79: podsync.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 80: podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                                       // 81: podsync.v1.ConfigMap.DataEntry
+	nil,                                       // 82: podsync.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 83: podsync.v1.Secret.DataEntry
+	nil,                                       // 84: podsync.v1.Secret.StringDataEntry
+	(*timestamppb.Timestamp)(nil),             // 85: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),                   // 86: google.protobuf.Struct
+	(*structpb.Value)(nil),                    // 87: google.protobuf.Value
 }
 var file_podsync_v1_pod_proto_depIdxs = []int32{
 	1,   // 0: podsync.v1.Pod.metadata:type_name -> podsync.v1.ObjectMeta
@@ -6581,8 +6632,8 @@ var file_podsync_v1_pod_proto_depIdxs = []int32{
 	63,  // 2: podsync.v1.Pod.status:type_name -> podsync.v1.PodStatus
 	74,  // 3: podsync.v1.ObjectMeta.labels:type_name -> podsync.v1.ObjectMeta.LabelsEntry
 	75,  // 4: podsync.v1.ObjectMeta.annotations:type_name -> podsync.v1.ObjectMeta.AnnotationsEntry
-	84,  // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	84,  // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	85,  // 5: podsync.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	85,  // 6: podsync.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
 	37,  // 7: podsync.v1.PodSpec.containers:type_name -> podsync.v1.Container
 	37,  // 8: podsync.v1.PodSpec.init_containers:type_name -> podsync.v1.Container
 	13,  // 9: podsync.v1.PodSpec.dns_config:type_name -> podsync.v1.PodDNSConfig
@@ -6592,117 +6643,118 @@ var file_podsync_v1_pod_proto_depIdxs = []int32{
 	76,  // 13: podsync.v1.PodSpec.node_selector:type_name -> podsync.v1.PodSpec.NodeSelectorEntry
 	6,   // 14: podsync.v1.PodSpec.tolerations:type_name -> podsync.v1.Toleration
 	7,   // 15: podsync.v1.PodSpec.affinity:type_name -> podsync.v1.Affinity
-	85,  // 16: podsync.v1.PodSpec.topology_spread_constraints:type_name -> google.protobuf.Struct
+	86,  // 16: podsync.v1.PodSpec.topology_spread_constraints:type_name -> google.protobuf.Struct
 	4,   // 17: podsync.v1.PodSpec.os:type_name -> podsync.v1.PodOS
 	50,  // 18: podsync.v1.PodSpec.resources:type_name -> podsync.v1.ResourceRequirements
 	5,   // 19: podsync.v1.PodSpec.image_pull_secrets:type_name -> podsync.v1.LocalObjectReference
-	3,   // 20: podsync.v1.PodSpec.ephemeral_containers:type_name -> podsync.v1.EphemeralContainer
-	41,  // 21: podsync.v1.EphemeralContainer.env:type_name -> podsync.v1.EnvVar
-	46,  // 22: podsync.v1.EphemeralContainer.env_from:type_name -> podsync.v1.EnvFromSource
-	51,  // 23: podsync.v1.EphemeralContainer.volume_mounts:type_name -> podsync.v1.VolumeMount
-	61,  // 24: podsync.v1.EphemeralContainer.security_context:type_name -> podsync.v1.SecurityContext
-	8,   // 25: podsync.v1.Affinity.node_affinity:type_name -> podsync.v1.NodeAffinity
-	85,  // 26: podsync.v1.Affinity.pod_affinity:type_name -> google.protobuf.Struct
-	85,  // 27: podsync.v1.Affinity.pod_anti_affinity:type_name -> google.protobuf.Struct
-	9,   // 28: podsync.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podsync.v1.NodeSelector
-	12,  // 29: podsync.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podsync.v1.PreferredSchedulingTerm
-	10,  // 30: podsync.v1.NodeSelector.node_selector_terms:type_name -> podsync.v1.NodeSelectorTerm
-	11,  // 31: podsync.v1.NodeSelectorTerm.match_expressions:type_name -> podsync.v1.NodeSelectorRequirement
-	11,  // 32: podsync.v1.NodeSelectorTerm.match_fields:type_name -> podsync.v1.NodeSelectorRequirement
-	10,  // 33: podsync.v1.PreferredSchedulingTerm.preference:type_name -> podsync.v1.NodeSelectorTerm
-	14,  // 34: podsync.v1.PodDNSConfig.options:type_name -> podsync.v1.PodDNSConfigOption
-	20,  // 35: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
-	19,  // 36: podsync.v1.PodSecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
-	17,  // 37: podsync.v1.PodSecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
-	18,  // 38: podsync.v1.PodSecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
-	32,  // 39: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
-	33,  // 40: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
-	35,  // 41: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
-	36,  // 42: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
-	22,  // 43: podsync.v1.Volume.downward_api:type_name -> podsync.v1.DownwardAPIVolumeSource
-	25,  // 44: podsync.v1.Volume.projected:type_name -> podsync.v1.ProjectedVolumeSource
-	30,  // 45: podsync.v1.Volume.persistent_volume_claim:type_name -> podsync.v1.PersistentVolumeClaimVolumeSource
-	31,  // 46: podsync.v1.Volume.image:type_name -> podsync.v1.ImageVolumeSource
-	23,  // 47: podsync.v1.DownwardAPIVolumeSource.items:type_name -> podsync.v1.DownwardAPIVolumeFile
-	43,  // 48: podsync.v1.DownwardAPIVolumeFile.field_ref:type_name -> podsync.v1.ObjectFieldSelector
-	24,  // 49: podsync.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
-	26,  // 50: podsync.v1.ProjectedVolumeSource.sources:type_name -> podsync.v1.VolumeProjection
-	27,  // 51: podsync.v1.VolumeProjection.config_map:type_name -> podsync.v1.ConfigMapProjection
-	28,  // 52: podsync.v1.VolumeProjection.secret:type_name -> podsync.v1.SecretProjection
-	29,  // 53: podsync.v1.VolumeProjection.downward_api:type_name -> podsync.v1.DownwardAPIProjection
-	34,  // 54: podsync.v1.ConfigMapProjection.items:type_name -> podsync.v1.KeyToPath
-	34,  // 55: podsync.v1.SecretProjection.items:type_name -> podsync.v1.KeyToPath
-	23,  // 56: podsync.v1.DownwardAPIProjection.items:type_name -> podsync.v1.DownwardAPIVolumeFile
-	34,  // 57: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	34,  // 58: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
-	41,  // 59: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
-	46,  // 60: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
-	49,  // 61: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
-	50,  // 62: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
-	51,  // 63: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
-	52,  // 64: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
-	56,  // 65: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
-	56,  // 66: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
-	56,  // 67: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
-	61,  // 68: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
-	40,  // 69: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
-	38,  // 70: podsync.v1.Container.restart_policy_rules:type_name -> podsync.v1.ContainerRestartRule
-	39,  // 71: podsync.v1.ContainerRestartRule.exit_codes:type_name -> podsync.v1.ContainerRestartRuleOnExitCodes
-	42,  // 72: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
-	43,  // 73: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
-	44,  // 74: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
-	45,  // 75: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
-	24,  // 76: podsync.v1.EnvVarSource.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
-	47,  // 77: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
-	48,  // 78: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
-	77,  // 79: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
-	78,  // 80: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
-	53,  // 81: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
-	53,  // 82: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
-	55,  // 83: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
-	58,  // 84: podsync.v1.LifecycleHandler.http_get:type_name -> podsync.v1.HTTPGetAction
-	54,  // 85: podsync.v1.LifecycleHandler.sleep:type_name -> podsync.v1.SleepAction
-	55,  // 86: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
-	58,  // 87: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
-	60,  // 88: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
-	57,  // 89: podsync.v1.Probe.grpc:type_name -> podsync.v1.GRPCAction
-	86,  // 90: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
-	59,  // 91: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
-	86,  // 92: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
-	62,  // 93: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
-	19,  // 94: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
-	17,  // 95: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
-	18,  // 96: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
-	66,  // 97: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
-	64,  // 98: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
-	84,  // 99: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	67,  // 100: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
-	67,  // 101: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
-	65,  // 102: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
-	67,  // 103: podsync.v1.PodStatus.ephemeral_container_statuses:type_name -> podsync.v1.ContainerStatus
-	84,  // 104: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	84,  // 105: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	68,  // 106: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
-	68,  // 107: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
-	50,  // 108: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
-	79,  // 109: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
-	69,  // 110: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
-	70,  // 111: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
-	71,  // 112: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
-	84,  // 113: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	84,  // 114: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	84,  // 115: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	1,   // 116: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
-	80,  // 117: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
-	81,  // 118: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
-	1,   // 119: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
-	82,  // 120: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
-	83,  // 121: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
-	122, // [122:122] is the sub-list for method output_type
-	122, // [122:122] is the sub-list for method input_type
-	122, // [122:122] is the sub-list for extension type_name
-	122, // [122:122] is the sub-list for extension extendee
-	0,   // [0:122] is the sub-list for field type_name
+	77,  // 20: podsync.v1.PodSpec.overhead:type_name -> podsync.v1.PodSpec.OverheadEntry
+	3,   // 21: podsync.v1.PodSpec.ephemeral_containers:type_name -> podsync.v1.EphemeralContainer
+	41,  // 22: podsync.v1.EphemeralContainer.env:type_name -> podsync.v1.EnvVar
+	46,  // 23: podsync.v1.EphemeralContainer.env_from:type_name -> podsync.v1.EnvFromSource
+	51,  // 24: podsync.v1.EphemeralContainer.volume_mounts:type_name -> podsync.v1.VolumeMount
+	61,  // 25: podsync.v1.EphemeralContainer.security_context:type_name -> podsync.v1.SecurityContext
+	8,   // 26: podsync.v1.Affinity.node_affinity:type_name -> podsync.v1.NodeAffinity
+	86,  // 27: podsync.v1.Affinity.pod_affinity:type_name -> google.protobuf.Struct
+	86,  // 28: podsync.v1.Affinity.pod_anti_affinity:type_name -> google.protobuf.Struct
+	9,   // 29: podsync.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podsync.v1.NodeSelector
+	12,  // 30: podsync.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podsync.v1.PreferredSchedulingTerm
+	10,  // 31: podsync.v1.NodeSelector.node_selector_terms:type_name -> podsync.v1.NodeSelectorTerm
+	11,  // 32: podsync.v1.NodeSelectorTerm.match_expressions:type_name -> podsync.v1.NodeSelectorRequirement
+	11,  // 33: podsync.v1.NodeSelectorTerm.match_fields:type_name -> podsync.v1.NodeSelectorRequirement
+	10,  // 34: podsync.v1.PreferredSchedulingTerm.preference:type_name -> podsync.v1.NodeSelectorTerm
+	14,  // 35: podsync.v1.PodDNSConfig.options:type_name -> podsync.v1.PodDNSConfigOption
+	20,  // 36: podsync.v1.PodSecurityContext.sysctls:type_name -> podsync.v1.Sysctl
+	19,  // 37: podsync.v1.PodSecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	17,  // 38: podsync.v1.PodSecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	18,  // 39: podsync.v1.PodSecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	32,  // 40: podsync.v1.Volume.empty_dir:type_name -> podsync.v1.EmptyDirVolumeSource
+	33,  // 41: podsync.v1.Volume.host_path:type_name -> podsync.v1.HostPathVolumeSource
+	35,  // 42: podsync.v1.Volume.config_map:type_name -> podsync.v1.ConfigMapVolumeSource
+	36,  // 43: podsync.v1.Volume.secret:type_name -> podsync.v1.SecretVolumeSource
+	22,  // 44: podsync.v1.Volume.downward_api:type_name -> podsync.v1.DownwardAPIVolumeSource
+	25,  // 45: podsync.v1.Volume.projected:type_name -> podsync.v1.ProjectedVolumeSource
+	30,  // 46: podsync.v1.Volume.persistent_volume_claim:type_name -> podsync.v1.PersistentVolumeClaimVolumeSource
+	31,  // 47: podsync.v1.Volume.image:type_name -> podsync.v1.ImageVolumeSource
+	23,  // 48: podsync.v1.DownwardAPIVolumeSource.items:type_name -> podsync.v1.DownwardAPIVolumeFile
+	43,  // 49: podsync.v1.DownwardAPIVolumeFile.field_ref:type_name -> podsync.v1.ObjectFieldSelector
+	24,  // 50: podsync.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
+	26,  // 51: podsync.v1.ProjectedVolumeSource.sources:type_name -> podsync.v1.VolumeProjection
+	27,  // 52: podsync.v1.VolumeProjection.config_map:type_name -> podsync.v1.ConfigMapProjection
+	28,  // 53: podsync.v1.VolumeProjection.secret:type_name -> podsync.v1.SecretProjection
+	29,  // 54: podsync.v1.VolumeProjection.downward_api:type_name -> podsync.v1.DownwardAPIProjection
+	34,  // 55: podsync.v1.ConfigMapProjection.items:type_name -> podsync.v1.KeyToPath
+	34,  // 56: podsync.v1.SecretProjection.items:type_name -> podsync.v1.KeyToPath
+	23,  // 57: podsync.v1.DownwardAPIProjection.items:type_name -> podsync.v1.DownwardAPIVolumeFile
+	34,  // 58: podsync.v1.ConfigMapVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	34,  // 59: podsync.v1.SecretVolumeSource.items:type_name -> podsync.v1.KeyToPath
+	41,  // 60: podsync.v1.Container.env:type_name -> podsync.v1.EnvVar
+	46,  // 61: podsync.v1.Container.env_from:type_name -> podsync.v1.EnvFromSource
+	49,  // 62: podsync.v1.Container.ports:type_name -> podsync.v1.ContainerPort
+	50,  // 63: podsync.v1.Container.resources:type_name -> podsync.v1.ResourceRequirements
+	51,  // 64: podsync.v1.Container.volume_mounts:type_name -> podsync.v1.VolumeMount
+	52,  // 65: podsync.v1.Container.lifecycle:type_name -> podsync.v1.Lifecycle
+	56,  // 66: podsync.v1.Container.liveness_probe:type_name -> podsync.v1.Probe
+	56,  // 67: podsync.v1.Container.readiness_probe:type_name -> podsync.v1.Probe
+	56,  // 68: podsync.v1.Container.startup_probe:type_name -> podsync.v1.Probe
+	61,  // 69: podsync.v1.Container.security_context:type_name -> podsync.v1.SecurityContext
+	40,  // 70: podsync.v1.Container.resize_policy:type_name -> podsync.v1.ContainerResizePolicy
+	38,  // 71: podsync.v1.Container.restart_policy_rules:type_name -> podsync.v1.ContainerRestartRule
+	39,  // 72: podsync.v1.ContainerRestartRule.exit_codes:type_name -> podsync.v1.ContainerRestartRuleOnExitCodes
+	42,  // 73: podsync.v1.EnvVar.value_from:type_name -> podsync.v1.EnvVarSource
+	43,  // 74: podsync.v1.EnvVarSource.field_ref:type_name -> podsync.v1.ObjectFieldSelector
+	44,  // 75: podsync.v1.EnvVarSource.config_map_key_ref:type_name -> podsync.v1.ConfigMapKeySelector
+	45,  // 76: podsync.v1.EnvVarSource.secret_key_ref:type_name -> podsync.v1.SecretKeySelector
+	24,  // 77: podsync.v1.EnvVarSource.resource_field_ref:type_name -> podsync.v1.ResourceFieldSelector
+	47,  // 78: podsync.v1.EnvFromSource.config_map_ref:type_name -> podsync.v1.ConfigMapEnvSource
+	48,  // 79: podsync.v1.EnvFromSource.secret_ref:type_name -> podsync.v1.SecretEnvSource
+	78,  // 80: podsync.v1.ResourceRequirements.requests:type_name -> podsync.v1.ResourceRequirements.RequestsEntry
+	79,  // 81: podsync.v1.ResourceRequirements.limits:type_name -> podsync.v1.ResourceRequirements.LimitsEntry
+	53,  // 82: podsync.v1.Lifecycle.post_start:type_name -> podsync.v1.LifecycleHandler
+	53,  // 83: podsync.v1.Lifecycle.pre_stop:type_name -> podsync.v1.LifecycleHandler
+	55,  // 84: podsync.v1.LifecycleHandler.exec:type_name -> podsync.v1.ExecAction
+	58,  // 85: podsync.v1.LifecycleHandler.http_get:type_name -> podsync.v1.HTTPGetAction
+	54,  // 86: podsync.v1.LifecycleHandler.sleep:type_name -> podsync.v1.SleepAction
+	55,  // 87: podsync.v1.Probe.exec:type_name -> podsync.v1.ExecAction
+	58,  // 88: podsync.v1.Probe.http_get:type_name -> podsync.v1.HTTPGetAction
+	60,  // 89: podsync.v1.Probe.tcp_socket:type_name -> podsync.v1.TCPSocketAction
+	57,  // 90: podsync.v1.Probe.grpc:type_name -> podsync.v1.GRPCAction
+	87,  // 91: podsync.v1.HTTPGetAction.port:type_name -> google.protobuf.Value
+	59,  // 92: podsync.v1.HTTPGetAction.http_headers:type_name -> podsync.v1.HTTPHeader
+	87,  // 93: podsync.v1.TCPSocketAction.port:type_name -> google.protobuf.Value
+	62,  // 94: podsync.v1.SecurityContext.capabilities:type_name -> podsync.v1.Capabilities
+	19,  // 95: podsync.v1.SecurityContext.se_linux_options:type_name -> podsync.v1.SELinuxOptions
+	17,  // 96: podsync.v1.SecurityContext.seccomp_profile:type_name -> podsync.v1.SeccompProfile
+	18,  // 97: podsync.v1.SecurityContext.app_armor_profile:type_name -> podsync.v1.AppArmorProfile
+	66,  // 98: podsync.v1.PodStatus.conditions:type_name -> podsync.v1.PodCondition
+	64,  // 99: podsync.v1.PodStatus.pod_ips:type_name -> podsync.v1.PodIP
+	85,  // 100: podsync.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	67,  // 101: podsync.v1.PodStatus.init_container_statuses:type_name -> podsync.v1.ContainerStatus
+	67,  // 102: podsync.v1.PodStatus.container_statuses:type_name -> podsync.v1.ContainerStatus
+	65,  // 103: podsync.v1.PodStatus.host_ips:type_name -> podsync.v1.HostIP
+	67,  // 104: podsync.v1.PodStatus.ephemeral_container_statuses:type_name -> podsync.v1.ContainerStatus
+	85,  // 105: podsync.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	85,  // 106: podsync.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	68,  // 107: podsync.v1.ContainerStatus.state:type_name -> podsync.v1.ContainerState
+	68,  // 108: podsync.v1.ContainerStatus.last_state:type_name -> podsync.v1.ContainerState
+	50,  // 109: podsync.v1.ContainerStatus.resources:type_name -> podsync.v1.ResourceRequirements
+	80,  // 110: podsync.v1.ContainerStatus.allocated_resources:type_name -> podsync.v1.ContainerStatus.AllocatedResourcesEntry
+	69,  // 111: podsync.v1.ContainerState.waiting:type_name -> podsync.v1.ContainerStateWaiting
+	70,  // 112: podsync.v1.ContainerState.running:type_name -> podsync.v1.ContainerStateRunning
+	71,  // 113: podsync.v1.ContainerState.terminated:type_name -> podsync.v1.ContainerStateTerminated
+	85,  // 114: podsync.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	85,  // 115: podsync.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	85,  // 116: podsync.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	1,   // 117: podsync.v1.ConfigMap.metadata:type_name -> podsync.v1.ObjectMeta
+	81,  // 118: podsync.v1.ConfigMap.data:type_name -> podsync.v1.ConfigMap.DataEntry
+	82,  // 119: podsync.v1.ConfigMap.binary_data:type_name -> podsync.v1.ConfigMap.BinaryDataEntry
+	1,   // 120: podsync.v1.Secret.metadata:type_name -> podsync.v1.ObjectMeta
+	83,  // 121: podsync.v1.Secret.data:type_name -> podsync.v1.Secret.DataEntry
+	84,  // 122: podsync.v1.Secret.string_data:type_name -> podsync.v1.Secret.StringDataEntry
+	123, // [123:123] is the sub-list for method output_type
+	123, // [123:123] is the sub-list for method input_type
+	123, // [123:123] is the sub-list for extension type_name
+	123, // [123:123] is the sub-list for extension extendee
+	0,   // [0:123] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_proto_init() }
@@ -6745,7 +6797,7 @@ func file_podsync_v1_pod_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_proto_rawDesc), len(file_podsync_v1_pod_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   84,
+			NumMessages:   85,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

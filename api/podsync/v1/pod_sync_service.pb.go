@@ -1564,7 +1564,12 @@ type DeletePodResponse struct {
 	// steps taken to stop and remove the pod.
 	Steps []*SyncStep `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
 	// pod that was deleted.
-	Pod           *PodRef `protobuf:"bytes,3,opt,name=pod,proto3" json:"pod,omitempty"`
+	Pod *PodRef `protobuf:"bytes,3,opt,name=pod,proto3" json:"pod,omitempty"`
+	// status is the pod's last status, recorded once its containers had
+	// stopped and before its record was removed: how each container ended
+	// (its exit code, reason and finish time), as the kubelet reports a
+	// deleted pod's. Unset when the pod was not found.
+	Status        *PodStatus `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1616,6 +1621,13 @@ func (x *DeletePodResponse) GetSteps() []*SyncStep {
 func (x *DeletePodResponse) GetPod() *PodRef {
 	if x != nil {
 		return x.Pod
+	}
+	return nil
+}
+
+func (x *DeletePodResponse) GetStatus() *PodStatus {
+	if x != nil {
+		return x.Status
 	}
 	return nil
 }
@@ -3659,11 +3671,12 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x03uid\x18\x03 \x01(\tR\x03uid\x125\n" +
 	"\x14grace_period_seconds\x18\x04 \x01(\x03H\x00R\x12gracePeriodSeconds\x88\x01\x01\x12<\n" +
 	"\fprecondition\x18\x05 \x01(\v2\x18.podsync.v1.PreconditionR\fpreconditionB\x17\n" +
-	"\x15_grace_period_seconds\"{\n" +
+	"\x15_grace_period_seconds\"\xaa\x01\n" +
 	"\x11DeletePodResponse\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\x12*\n" +
 	"\x05steps\x18\x02 \x03(\v2\x14.podsync.v1.SyncStepR\x05steps\x12$\n" +
-	"\x03pod\x18\x03 \x01(\v2\x12.podsync.v1.PodRefR\x03pod\"~\n" +
+	"\x03pod\x18\x03 \x01(\v2\x12.podsync.v1.PodRefR\x03pod\x12-\n" +
+	"\x06status\x18\x04 \x01(\v2\x15.podsync.v1.PodStatusR\x06status\"~\n" +
 	"\x10WatchPodsRequest\x12%\n" +
 	"\x0esince_revision\x18\x01 \x01(\x03R\rsinceRevision\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -3984,98 +3997,99 @@ var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
 	65,  // 38: podsync.v1.DeletePodRequest.precondition:type_name -> podsync.v1.Precondition
 	62,  // 39: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
 	61,  // 40: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
-	61,  // 41: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
-	63,  // 42: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
-	69,  // 43: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
-	26,  // 44: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
-	25,  // 45: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
-	66,  // 46: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
-	66,  // 47: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
-	70,  // 48: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
-	31,  // 49: podsync.v1.ListVolumesResponse.volumes:type_name -> podsync.v1.NamedVolume
-	65,  // 50: podsync.v1.CreateVolumeRequest.precondition:type_name -> podsync.v1.Precondition
-	2,   // 51: podsync.v1.ObjectRef.kind:type_name -> podsync.v1.ObjectKind
-	57,  // 52: podsync.v1.Object.config_map:type_name -> podsync.v1.ConfigMap
-	58,  // 53: podsync.v1.Object.secret:type_name -> podsync.v1.Secret
-	57,  // 54: podsync.v1.ApplyObjectsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	58,  // 55: podsync.v1.ApplyObjectsRequest.secrets:type_name -> podsync.v1.Secret
-	40,  // 56: podsync.v1.ApplyObjectsResponse.results:type_name -> podsync.v1.ObjectResult
-	36,  // 57: podsync.v1.ObjectResult.object:type_name -> podsync.v1.ObjectRef
-	2,   // 58: podsync.v1.GetObjectRequest.kind:type_name -> podsync.v1.ObjectKind
-	37,  // 59: podsync.v1.GetObjectResponse.object:type_name -> podsync.v1.Object
-	2,   // 60: podsync.v1.ListObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
-	37,  // 61: podsync.v1.ListObjectsResponse.objects:type_name -> podsync.v1.Object
-	2,   // 62: podsync.v1.DeleteObjectRequest.kind:type_name -> podsync.v1.ObjectKind
-	2,   // 63: podsync.v1.WatchObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
-	36,  // 64: podsync.v1.WatchObjectsResponse.object:type_name -> podsync.v1.ObjectRef
-	37,  // 65: podsync.v1.WatchObjectsResponse.applied:type_name -> podsync.v1.Object
-	49,  // 66: podsync.v1.WatchObjectsResponse.deleted:type_name -> podsync.v1.ObjectDeleted
-	25,  // 67: podsync.v1.WatchObjectsResponse.synced:type_name -> podsync.v1.WatchSynced
-	66,  // 68: podsync.v1.ObjectDeleted.time:type_name -> google.protobuf.Timestamp
-	52,  // 69: podsync.v1.ListEventsResponse.events:type_name -> podsync.v1.ListedEvent
-	61,  // 70: podsync.v1.ListedEvent.pod:type_name -> podsync.v1.PodRef
-	69,  // 71: podsync.v1.ListedEvent.event:type_name -> podsync.v1.PodEvent
-	3,   // 72: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
-	8,   // 73: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
-	11,  // 74: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
-	17,  // 75: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
-	13,  // 76: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
-	19,  // 77: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
-	21,  // 78: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
-	23,  // 79: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
-	27,  // 80: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
-	29,  // 81: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
-	32,  // 82: podsync.v1.PodSyncService.CreateVolume:input_type -> podsync.v1.CreateVolumeRequest
-	34,  // 83: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
-	38,  // 84: podsync.v1.PodSyncService.ApplyObjects:input_type -> podsync.v1.ApplyObjectsRequest
-	41,  // 85: podsync.v1.PodSyncService.GetObject:input_type -> podsync.v1.GetObjectRequest
-	43,  // 86: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
-	45,  // 87: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
-	47,  // 88: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
-	71,  // 89: podsync.v1.PodSyncService.ExecSync:input_type -> podsync.v1.ExecSyncRequest
-	72,  // 90: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
-	73,  // 91: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
-	74,  // 92: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
-	75,  // 93: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
-	76,  // 94: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
-	77,  // 95: podsync.v1.PodSyncService.AddEphemeralContainer:input_type -> podsync.v1.AddEphemeralContainerRequest
-	78,  // 96: podsync.v1.PodSyncService.AcquireLease:input_type -> podsync.v1.AcquireLeaseRequest
-	79,  // 97: podsync.v1.PodSyncService.RenewLease:input_type -> podsync.v1.RenewLeaseRequest
-	80,  // 98: podsync.v1.PodSyncService.ReleaseLease:input_type -> podsync.v1.ReleaseLeaseRequest
-	50,  // 99: podsync.v1.PodSyncService.ListEvents:input_type -> podsync.v1.ListEventsRequest
-	4,   // 100: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
-	9,   // 101: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
-	12,  // 102: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
-	18,  // 103: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
-	14,  // 104: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
-	20,  // 105: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
-	22,  // 106: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
-	24,  // 107: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
-	28,  // 108: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
-	30,  // 109: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
-	33,  // 110: podsync.v1.PodSyncService.CreateVolume:output_type -> podsync.v1.CreateVolumeResponse
-	35,  // 111: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
-	39,  // 112: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
-	42,  // 113: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
-	44,  // 114: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
-	46,  // 115: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
-	48,  // 116: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
-	81,  // 117: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
-	82,  // 118: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
-	83,  // 119: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
-	84,  // 120: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
-	85,  // 121: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
-	86,  // 122: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
-	87,  // 123: podsync.v1.PodSyncService.AddEphemeralContainer:output_type -> podsync.v1.AddEphemeralContainerResponse
-	88,  // 124: podsync.v1.PodSyncService.AcquireLease:output_type -> podsync.v1.AcquireLeaseResponse
-	89,  // 125: podsync.v1.PodSyncService.RenewLease:output_type -> podsync.v1.RenewLeaseResponse
-	90,  // 126: podsync.v1.PodSyncService.ReleaseLease:output_type -> podsync.v1.ReleaseLeaseResponse
-	51,  // 127: podsync.v1.PodSyncService.ListEvents:output_type -> podsync.v1.ListEventsResponse
-	100, // [100:128] is the sub-list for method output_type
-	72,  // [72:100] is the sub-list for method input_type
-	72,  // [72:72] is the sub-list for extension type_name
-	72,  // [72:72] is the sub-list for extension extendee
-	0,   // [0:72] is the sub-list for field type_name
+	63,  // 41: podsync.v1.DeletePodResponse.status:type_name -> podsync.v1.PodStatus
+	61,  // 42: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
+	63,  // 43: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
+	69,  // 44: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
+	26,  // 45: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
+	25,  // 46: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
+	66,  // 47: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
+	66,  // 48: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
+	70,  // 49: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
+	31,  // 50: podsync.v1.ListVolumesResponse.volumes:type_name -> podsync.v1.NamedVolume
+	65,  // 51: podsync.v1.CreateVolumeRequest.precondition:type_name -> podsync.v1.Precondition
+	2,   // 52: podsync.v1.ObjectRef.kind:type_name -> podsync.v1.ObjectKind
+	57,  // 53: podsync.v1.Object.config_map:type_name -> podsync.v1.ConfigMap
+	58,  // 54: podsync.v1.Object.secret:type_name -> podsync.v1.Secret
+	57,  // 55: podsync.v1.ApplyObjectsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	58,  // 56: podsync.v1.ApplyObjectsRequest.secrets:type_name -> podsync.v1.Secret
+	40,  // 57: podsync.v1.ApplyObjectsResponse.results:type_name -> podsync.v1.ObjectResult
+	36,  // 58: podsync.v1.ObjectResult.object:type_name -> podsync.v1.ObjectRef
+	2,   // 59: podsync.v1.GetObjectRequest.kind:type_name -> podsync.v1.ObjectKind
+	37,  // 60: podsync.v1.GetObjectResponse.object:type_name -> podsync.v1.Object
+	2,   // 61: podsync.v1.ListObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
+	37,  // 62: podsync.v1.ListObjectsResponse.objects:type_name -> podsync.v1.Object
+	2,   // 63: podsync.v1.DeleteObjectRequest.kind:type_name -> podsync.v1.ObjectKind
+	2,   // 64: podsync.v1.WatchObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
+	36,  // 65: podsync.v1.WatchObjectsResponse.object:type_name -> podsync.v1.ObjectRef
+	37,  // 66: podsync.v1.WatchObjectsResponse.applied:type_name -> podsync.v1.Object
+	49,  // 67: podsync.v1.WatchObjectsResponse.deleted:type_name -> podsync.v1.ObjectDeleted
+	25,  // 68: podsync.v1.WatchObjectsResponse.synced:type_name -> podsync.v1.WatchSynced
+	66,  // 69: podsync.v1.ObjectDeleted.time:type_name -> google.protobuf.Timestamp
+	52,  // 70: podsync.v1.ListEventsResponse.events:type_name -> podsync.v1.ListedEvent
+	61,  // 71: podsync.v1.ListedEvent.pod:type_name -> podsync.v1.PodRef
+	69,  // 72: podsync.v1.ListedEvent.event:type_name -> podsync.v1.PodEvent
+	3,   // 73: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
+	8,   // 74: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
+	11,  // 75: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
+	17,  // 76: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
+	13,  // 77: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
+	19,  // 78: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
+	21,  // 79: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
+	23,  // 80: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
+	27,  // 81: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
+	29,  // 82: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
+	32,  // 83: podsync.v1.PodSyncService.CreateVolume:input_type -> podsync.v1.CreateVolumeRequest
+	34,  // 84: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
+	38,  // 85: podsync.v1.PodSyncService.ApplyObjects:input_type -> podsync.v1.ApplyObjectsRequest
+	41,  // 86: podsync.v1.PodSyncService.GetObject:input_type -> podsync.v1.GetObjectRequest
+	43,  // 87: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
+	45,  // 88: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
+	47,  // 89: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
+	71,  // 90: podsync.v1.PodSyncService.ExecSync:input_type -> podsync.v1.ExecSyncRequest
+	72,  // 91: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
+	73,  // 92: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
+	74,  // 93: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
+	75,  // 94: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
+	76,  // 95: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
+	77,  // 96: podsync.v1.PodSyncService.AddEphemeralContainer:input_type -> podsync.v1.AddEphemeralContainerRequest
+	78,  // 97: podsync.v1.PodSyncService.AcquireLease:input_type -> podsync.v1.AcquireLeaseRequest
+	79,  // 98: podsync.v1.PodSyncService.RenewLease:input_type -> podsync.v1.RenewLeaseRequest
+	80,  // 99: podsync.v1.PodSyncService.ReleaseLease:input_type -> podsync.v1.ReleaseLeaseRequest
+	50,  // 100: podsync.v1.PodSyncService.ListEvents:input_type -> podsync.v1.ListEventsRequest
+	4,   // 101: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
+	9,   // 102: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
+	12,  // 103: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
+	18,  // 104: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
+	14,  // 105: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
+	20,  // 106: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
+	22,  // 107: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
+	24,  // 108: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
+	28,  // 109: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
+	30,  // 110: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
+	33,  // 111: podsync.v1.PodSyncService.CreateVolume:output_type -> podsync.v1.CreateVolumeResponse
+	35,  // 112: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
+	39,  // 113: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
+	42,  // 114: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
+	44,  // 115: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
+	46,  // 116: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
+	48,  // 117: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
+	81,  // 118: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
+	82,  // 119: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
+	83,  // 120: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
+	84,  // 121: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
+	85,  // 122: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
+	86,  // 123: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
+	87,  // 124: podsync.v1.PodSyncService.AddEphemeralContainer:output_type -> podsync.v1.AddEphemeralContainerResponse
+	88,  // 125: podsync.v1.PodSyncService.AcquireLease:output_type -> podsync.v1.AcquireLeaseResponse
+	89,  // 126: podsync.v1.PodSyncService.RenewLease:output_type -> podsync.v1.RenewLeaseResponse
+	90,  // 127: podsync.v1.PodSyncService.ReleaseLease:output_type -> podsync.v1.ReleaseLeaseResponse
+	51,  // 128: podsync.v1.PodSyncService.ListEvents:output_type -> podsync.v1.ListEventsResponse
+	101, // [101:129] is the sub-list for method output_type
+	73,  // [73:101] is the sub-list for method input_type
+	73,  // [73:73] is the sub-list for extension type_name
+	73,  // [73:73] is the sub-list for extension extendee
+	0,   // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_sync_service_proto_init() }

@@ -138,10 +138,22 @@ func setKey(cfg map[string]any, path []string, value any, known bool) error {
 }
 
 // cniConfList is the instance's CNI network: a bridge with host-local IPAM
-// in the instance's own data dir, portmap, and loopback. It sets no default
-// route and no masquerading: pods reach only their subnet.
-func cniConfList(network, bridge, ipamDir string, subnet netip.Prefix) ([]byte, error) {
+// in the instance's own data dir, portmap, and loopback. It sets no
+// masquerading, and no default route unless defaultRoute: pods reach only
+// their subnet, or with it what the host routes them to.
+func cniConfList(network, bridge, ipamDir string, subnet netip.Prefix, defaultRoute bool) ([]byte, error) {
 	gw := subnet.Addr().Next()
+	ipam := map[string]any{
+		"type":    "host-local",
+		"dataDir": ipamDir,
+		"ranges": []any{[]any{map[string]any{
+			"subnet":  subnet.String(),
+			"gateway": gw.String(),
+		}}},
+	}
+	if defaultRoute {
+		ipam["routes"] = []any{map[string]any{"dst": "0.0.0.0/0"}}
+	}
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
 		"name":       network,
@@ -152,14 +164,7 @@ func cniConfList(network, bridge, ipamDir string, subnet netip.Prefix) ([]byte, 
 				"isGateway":   true,
 				"ipMasq":      false,
 				"hairpinMode": true,
-				"ipam": map[string]any{
-					"type":    "host-local",
-					"dataDir": ipamDir,
-					"ranges": []any{[]any{map[string]any{
-						"subnet":  subnet.String(),
-						"gateway": gw.String(),
-					}}},
-				},
+				"ipam":        ipam,
 			},
 			map[string]any{"type": "portmap", "capabilities": map[string]any{"portMappings": true}},
 			map[string]any{"type": "loopback"},
@@ -220,7 +225,7 @@ func (i *Instance) writeConfig(ctx context.Context, subnet netip.Prefix) error {
 	if err := os.WriteFile(i.path("crictl.yaml"), []byte(crictl), 0o644); err != nil {
 		return fmt.Errorf("write crictl config: %w", err)
 	}
-	conflist, err := cniConfList(i.rec.Network, i.rec.Bridge, i.path("cni", "ipam"), subnet)
+	conflist, err := cniConfList(i.rec.Network, i.rec.Bridge, i.path("cni", "ipam"), subnet, i.defaultRoute)
 	if err != nil {
 		return err
 	}

@@ -198,7 +198,7 @@ func TestPatchConfigRejectsUnknownLayouts(t *testing.T) {
 }
 
 func TestCNIConfList(t *testing.T) {
-	b, err := cniConfList("localcri-abc123", "lcri-abc123", "/run/localcri/abc123/cni/ipam", netip.MustParsePrefix("10.100.7.0/24"))
+	b, err := cniConfList("localcri-abc123", "lcri-abc123", "/run/localcri/abc123/cni/ipam", netip.MustParsePrefix("10.100.7.0/24"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,6 +237,28 @@ func TestCNIConfList(t *testing.T) {
 	if br.IPAM.Type != "host-local" || br.IPAM.DataDir != "/run/localcri/abc123/cni/ipam" ||
 		br.IPAM.Ranges[0][0].Subnet != "10.100.7.0/24" || br.IPAM.Ranges[0][0].Gateway != "10.100.7.1" {
 		t.Errorf("ipam = %+v", br.IPAM)
+	}
+	if strings.Contains(string(b), "routes") {
+		t.Errorf("a default route without DefaultRoute:\n%s", b)
+	}
+	routed, err := cniConfList("localcri-abc123", "lcri-abc123", "/run/localcri/abc123/cni/ipam", netip.MustParsePrefix("10.100.7.0/24"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var withRoute struct {
+		Plugins []struct {
+			IPAM struct {
+				Routes []struct {
+					Dst string `json:"dst"`
+				} `json:"routes"`
+			} `json:"ipam"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal(routed, &withRoute); err != nil {
+		t.Fatal(err)
+	}
+	if r := withRoute.Plugins[0].IPAM.Routes; len(r) != 1 || r[0].Dst != "0.0.0.0/0" {
+		t.Errorf("routes with DefaultRoute = %+v, want the default route", r)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
@@ -214,24 +213,7 @@ func buildImages(in imageInputs) ([]namedImage, error) {
 		return nil, fmt.Errorf("pause image: %w", err)
 	}
 
-	entries := []tarEntry{
-		{name: "bin/", mode: 0o755, dir: true},
-		{name: "bin/busybox", mode: 0o755, data: in.busybox},
-		{name: "etc/", mode: 0o755, dir: true},
-		{name: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")},
-		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnogroup:x:65534:\n")},
-		{name: "root/", mode: 0o700, dir: true},
-		{name: "tmp/", mode: 0o1777, dir: true},
-		{name: "var/", mode: 0o755, dir: true},
-	}
-	applets := slices.Clone(in.applets)
-	slices.Sort(applets)
-	for _, a := range slices.Compact(applets) {
-		if a == "busybox" || a == "" || strings.Contains(a, "/") {
-			continue
-		}
-		entries = append(entries, tarEntry{name: "bin/" + a, link: "busybox"})
-	}
+	entries := busyboxEntries(in.busybox, in.applets)
 	bbLayer, err := layerOf(entries)
 	if err != nil {
 		return nil, fmt.Errorf("busybox layer: %w", err)
@@ -254,6 +236,12 @@ func writeImages(in imageInputs, layoutDir, tarPath string) error {
 	if err != nil {
 		return err
 	}
+	return writeLayout(imgs, layoutDir, tarPath)
+}
+
+// writeLayout writes imgs as an OCI image layout directory, each named by
+// its io.containerd.image.name annotation, and as a tarball of it.
+func writeLayout(imgs []namedImage, layoutDir, tarPath string) error {
 	p, err := layout.Write(layoutDir, empty.Index)
 	if err != nil {
 		return fmt.Errorf("create image layout: %w", err)
@@ -449,10 +437,15 @@ func (i *Instance) pushImages(ctx context.Context) error {
 	return nil
 }
 
-// importImages imports the image tarball with ctr and waits until CRI
-// lists every image.
+// importImages imports the local images.
 func (i *Instance) importImages(ctx context.Context) error {
-	cmd := i.CtrCommand("images", "import", i.images.Tar)
+	return i.importTar(ctx, i.images.Tar, i.images.Refs)
+}
+
+// importTar imports an image tarball with ctr and waits until CRI lists
+// every image of refs.
+func (i *Instance) importTar(ctx context.Context, tarPath string, refs []string) error {
+	cmd := i.CtrCommand("images", "import", tarPath)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -465,7 +458,7 @@ func (i *Instance) importImages(ctx context.Context) error {
 	defer func() { _ = conn.Close() }()
 	is := runtimeapi.NewImageServiceClient(conn)
 	return poll(ctx, 50*time.Millisecond, func() (bool, error) {
-		for _, ref := range i.images.Refs {
+		for _, ref := range refs {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			resp, err := is.ImageStatus(cctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
 			cancel()

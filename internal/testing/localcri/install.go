@@ -110,6 +110,37 @@ func ensurePackages(ctx context.Context, log *zap.Logger, f Flavour) error {
 	return nil
 }
 
+// EnsureFile installs the Debian package pkg unless path exists (as root;
+// otherwise it returns an error naming the package), for the tools that
+// need more of Debian than an instance does (bash-static for the
+// conformance images).
+func EnsureFile(ctx context.Context, log *zap.Logger, path, pkg string) error {
+	if fileExists(path) {
+		return nil
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("missing %s: run `apt-get install -y %s` as root", path, pkg)
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log.Info("installing debian packages", zap.Strings("packages", []string{pkg}))
+	install := []string{"-o", "DPkg::Lock::Timeout=300", "install", "-y", "--no-install-recommends", pkg}
+	env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if _, err := runCommand(ctx, env, "", "apt-get", install...); err != nil {
+		if _, uerr := runCommand(ctx, env, "", "apt-get", "-o", "DPkg::Lock::Timeout=300", "update"); uerr != nil {
+			return fmt.Errorf("apt-get update: %w", uerr)
+		}
+		if _, err := runCommand(ctx, env, "", "apt-get", install...); err != nil {
+			return fmt.Errorf("apt-get install %s: %w", pkg, err)
+		}
+	}
+	if !fileExists(path) {
+		return fmt.Errorf("%s still missing after apt-get install %s", path, pkg)
+	}
+	return nil
+}
+
 // ensureContainerd2 builds containerd v2.4.2, its runc shim and ctr into the
 // tools directory unless they are there already. Concurrent callers on the
 // machine wait for one build.

@@ -45,6 +45,12 @@ type Options struct {
 	// containerd's own default (1s). Containerd 1.6 has no such reader and
 	// ignores it.
 	StatsCollectPeriod string
+	// DefaultRoute gives pods a default route through their bridge's
+	// gateway, the host: what a cluster's pod network needs, so that pods
+	// of one instance reach those of another (routed by the host between
+	// the bridges) and Service addresses the host translates. Without it
+	// pods reach only their own subnet.
+	DefaultRoute bool
 }
 
 // DefaultStatsCollectPeriod is the stats_collect_period of an instance:
@@ -69,6 +75,8 @@ type Instance struct {
 	reg    *Registry
 	// statsPeriod is Options.StatsCollectPeriod, with its default.
 	statsPeriod string
+	// defaultRoute is Options.DefaultRoute.
+	defaultRoute bool
 
 	mu       sync.Mutex
 	proc     *os.Process   // the running containerd, nil when stopped
@@ -211,7 +219,7 @@ func newInstance(log *zap.Logger, opts Options, imgs *Images) (*Instance, error)
 		log:         log.With(zap.String("run_id", id)),
 		bins:        flavourBinaries(opts.Flavour, opts.ToolsDir),
 		images:      imgs,
-		statsPeriod: opts.StatsCollectPeriod,
+		statsPeriod: opts.StatsCollectPeriod, defaultRoute: opts.DefaultRoute,
 		rec: record{
 			ID:         id,
 			Flavour:    opts.Flavour,

@@ -24,13 +24,20 @@ func BinDir(repo string) string {
 	return filepath.Join(repo, ".tmp", "kube", Version, "bin")
 }
 
-// Build makes sure the binaries are in BinDir(repo), running
-// hack/kube/build.sh for those missing (it keeps what it built, so this
-// costs nothing after the first time). Its output goes to log.
+// Build makes sure the control plane's binaries (Binaries) are in
+// BinDir(repo), running hack/kube/build.sh for those missing (it keeps
+// what it built, so this costs nothing after the first time). Its output
+// goes to log.
 func Build(ctx context.Context, repo string, log *os.File) (string, error) {
+	return BuildBinaries(ctx, repo, log, Binaries...)
+}
+
+// BuildBinaries is Build for the binaries names (hack/kube/build.sh's
+// names: kubelet, e2e.test, ginkgo, agnhost, …).
+func BuildBinaries(ctx context.Context, repo string, log *os.File, names ...string) (string, error) {
 	dir := BinDir(repo)
 	var missing []string
-	for _, b := range Binaries {
+	for _, b := range names {
 		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
 			missing = append(missing, b)
 		}

@@ -34,6 +34,10 @@ type Options struct {
 	// Timeout bounds the wait for each component's readiness; zero means
 	// 60 s.
 	Timeout time.Duration
+	// APIServerArgs are further flags of kube-apiserver, after the
+	// harness's own (a later flag wins): --allow-privileged=true for the
+	// conformance suite, say.
+	APIServerArgs []string
 }
 
 // Cluster is a running control plane.
@@ -104,18 +108,18 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	}
 	p := c.pki.path
 	c.URL = "https://127.0.0.1:" + strconv.Itoa(apiPort)
-	if err := c.run("kube-apiserver", "--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort),
-		"--tls-cert-file="+p("apiserver.crt"), "--tls-private-key-file="+p("apiserver.key"),
-		"--client-ca-file="+p("ca.crt"), "--authorization-mode=Node,RBAC",
-		"--kubelet-client-certificate="+p("apiserver-kubelet-client.crt"), "--kubelet-client-key="+p("apiserver-kubelet-client.key"),
+	if err := c.run("kube-apiserver", append([]string{"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(apiPort),
+		"--tls-cert-file=" + p("apiserver.crt"), "--tls-private-key-file=" + p("apiserver.key"),
+		"--client-ca-file=" + p("ca.crt"), "--authorization-mode=Node,RBAC",
+		"--kubelet-client-certificate=" + p("apiserver-kubelet-client.crt"), "--kubelet-client-key=" + p("apiserver-kubelet-client.key"),
 		// As kubeadm: nodes here have names no resolver knows.
 		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+p("sa.pub"), "--service-account-signing-key-file="+p("sa.key"),
+		"--service-account-key-file=" + p("sa.pub"), "--service-account-signing-key-file=" + p("sa.key"),
 		"--service-cluster-ip-range=10.250.0.0/16",
-		"--cert-dir="+filepath.Join(o.Dir, "apiserver-certs"), "--endpoint-reconciler-type=none",
-		"--profiling=false", "--v=1"); err != nil {
+		"--cert-dir=" + filepath.Join(o.Dir, "apiserver-certs"), "--endpoint-reconciler-type=none",
+		"--profiling=false", "--v=1"}, o.APIServerArgs...)...); err != nil {
 		return nil, err
 	}
 	if err := c.await(ctx, "kube-apiserver", c.URL+"/readyz"); err != nil {

@@ -181,6 +181,46 @@ func (p *Provider) pushObjects(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
+// usedLocked says whether a pod of this node uses the ConfigMap (secret
+// false) or Secret namespace/name. The caller holds p.mu.
+func (p *Provider) usedLocked(secret bool, namespace, name string) bool {
+	for _, pod := range p.pods {
+		if pod.Namespace != namespace {
+			continue
+		}
+		cms, secrets := references(pod)
+		if (!secret && slices.Contains(cms, name)) || (secret && slices.Contains(secrets, name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// ObjectDeleted deletes on podsyncd a ConfigMap (secret false) or Secret
+// the API server deleted, when a pod of this node uses it: as the
+// kubelet's volumes, an optional one's files then leave the pod's
+// volumes, and a required one stops the pod's new containers
+// (CreateContainerConfigError) until it is back. It is the informers'
+// delete handler.
+func (p *Provider) ObjectDeleted(ctx context.Context, secret bool, namespace, name string) {
+	if p.objects == nil {
+		return
+	}
+	p.mu.Lock()
+	used := p.usedLocked(secret, namespace, name)
+	p.mu.Unlock()
+	if !used {
+		return
+	}
+	kind, k := podsyncv1.ObjectKind_OBJECT_KIND_CONFIG_MAP, "configmap"
+	if secret {
+		kind, k = podsyncv1.ObjectKind_OBJECT_KIND_SECRET, "secret"
+	}
+	if _, err := p.ps.DeleteObject(ctx, &podsyncv1.DeleteObjectRequest{Kind: kind, Namespace: namespace, Name: name}); err != nil {
+		p.log.Warn("could not delete an object on podsync", zap.String("kind", k), zap.String("object", key(namespace, name)), zap.Error(err))
+	}
+}
+
 // ObjectChanged pushes a ConfigMap (secret false) or Secret the API
 // server added or changed to podsyncd when a pod of this node uses it,
 // so that podsyncd rewrites the pod's files as a kubelet does. It is the
@@ -190,17 +230,7 @@ func (p *Provider) ObjectChanged(ctx context.Context, secret bool, namespace, na
 		return
 	}
 	p.mu.Lock()
-	used := false
-	for _, pod := range p.pods {
-		if pod.Namespace != namespace {
-			continue
-		}
-		cms, secrets := references(pod)
-		if (!secret && slices.Contains(cms, name)) || (secret && slices.Contains(secrets, name)) {
-			used = true
-			break
-		}
-	}
+	used := p.usedLocked(secret, namespace, name)
 	p.mu.Unlock()
 	if !used {
 		return

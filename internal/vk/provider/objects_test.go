@@ -18,6 +18,13 @@ import (
 	"github.com/podsync/podsync/client"
 )
 
+func (f *fakePodsync) DeleteObject(_ context.Context, req *podsyncv1.DeleteObjectRequest) (*podsyncv1.DeleteObjectResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.objDeleted = append(f.objDeleted, req.GetKind().String()+" "+req.GetNamespace()+"/"+req.GetName())
+	return &podsyncv1.DeleteObjectResponse{Found: true}, nil
+}
+
 func (f *fakePodsync) ApplyObjects(_ context.Context, req *podsyncv1.ApplyObjectsRequest) (*podsyncv1.ApplyObjectsResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -190,5 +197,24 @@ func TestObjectChangedPushesOnlyObjectsItsPodsUse(t *testing.T) {
 	p.ObjectChanged(t.Context(), false, "default", "web-config")
 	if len(f.applied) != 0 {
 		t.Errorf("pushed %v for a deleted pod", names(f.applied[0]))
+	}
+}
+
+func TestObjectDeletedDeletesOnlyObjectsItsPodsUse(t *testing.T) {
+	f := newFake()
+	p := New("vk-1", f, zap.NewNop())
+	objs := testObjects()
+	p.UseObjects(objs)
+	if err := p.CreatePod(t.Context(), podWithObjects()); err != nil {
+		t.Fatal(err)
+	}
+	p.ObjectDeleted(t.Context(), true, "default", "web-pw")
+	p.ObjectDeleted(t.Context(), false, "default", "unused")
+	p.ObjectDeleted(t.Context(), false, "other", "web-config")
+	p.ObjectDeleted(t.Context(), true, "default", "web-config") // a Secret of that name is not used
+	p.ObjectDeleted(t.Context(), false, "default", "web-config")
+	want := []string{"OBJECT_KIND_SECRET default/web-pw", "OBJECT_KIND_CONFIG_MAP default/web-config"}
+	if diff := cmp.Diff(want, f.objDeleted); diff != "" {
+		t.Errorf("deleted on podsync (-want +got):\n%s", diff)
 	}
 }

@@ -5,16 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
 	"github.com/podsync/podsync/convert"
+	"github.com/podsync/podsync/validation"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 )
@@ -34,6 +39,9 @@ type Podsync interface {
 	GetNode(ctx context.Context) (*podsyncv1.Node, error)
 	Health(ctx context.Context) (healthpb.HealthCheckResponse_ServingStatus, error)
 	ApplyObjects(ctx context.Context, req *podsyncv1.ApplyObjectsRequest) (*podsyncv1.ApplyObjectsResponse, error)
+	DeleteObject(ctx context.Context, req *podsyncv1.DeleteObjectRequest) (*podsyncv1.DeleteObjectResponse, error)
+	GetPod(ctx context.Context, namespace, name string) (*podsyncv1.GetPodResponse, error)
+	AddEphemeralContainer(ctx context.Context, req *podsyncv1.AddEphemeralContainerRequest) (*podsyncv1.AddEphemeralContainerResponse, error)
 	// The kubelet API's sessions and stats.
 	Exec(ctx context.Context, o client.ExecOptions) (int, error)
 	Attach(ctx context.Context, o client.AttachOptions) (int, error)
@@ -59,6 +67,9 @@ type Provider struct {
 	// services, if set, are the Services the service environment
 	// variables of the pods' containers name (UseServices).
 	services Services
+	// runtimeClasses, if set, resolve runtimeClassName to its handler
+	// (UseRuntimeClasses).
+	runtimeClasses RuntimeClasses
 
 	mu sync.Mutex
 	// pods are the Kubernetes pods given to CreatePod/UpdatePod, by
@@ -71,21 +82,88 @@ type Provider struct {
 	// uids are the podsync uids of statuses: a status of an earlier
 	// incarnation of a name is not reported for the new one.
 	uids map[string]string
-	// rejected are the Failed statuses of pods podsyncd refused.
-	rejected map[string]*corev1.PodStatus
+	// rejected are the statuses of pods not applied on podsyncd: Failed
+	// for those it refused, Pending for those waiting for their
+	// RuntimeClass (waitingClass: the name of the RuntimeClass).
+	rejected     map[string]*corev1.PodStatus
+	waitingClass map[string]string
+	// applied are the metadata.generation of the pods as podsyncd last
+	// took them (applied or refused): their statuses' observedGeneration.
+	applied  map[string]int64
 	notify   func(*corev1.Pod)
 	notifyCh chan struct{} // closed once notify is set
+	// nsLevel, if set, is the Pod Security level of a namespace
+	// (UseNamespaceLevels); levels are the levels the pods were first
+	// applied with, by UID.
+	nsLevel func(namespace string) string
+	levels  map[types.UID]string
+	// tokens, if set, serve the pods' service-account tokens (UseTokens).
+	tokens *tokens
+	// kube, if set, finishes deleted pods on the API server (UseKube).
+	kube Kube
+	// events, if set, receives podsyncd's events about the pods
+	// (UseEvents).
+	events EventRecorder
+	// kubeConditions, if set, reads a pod's conditions as the API server
+	// holds them (UseKubeConditions).
+	kubeConditions func(namespace, name string) []corev1.PodCondition
 }
+
+// UseKubeConditions gives the provider the conditions of the pods as the
+// API server holds them (an informer's), for their readiness gates; call
+// it before the first pod. GateChanged reports a change of them.
+func (p *Provider) UseKubeConditions(fn func(namespace, name string) []corev1.PodCondition) {
+	p.kubeConditions = fn
+}
+
+// GateChanged reports that the conditions of pod's readiness gates may
+// have changed on the API server: its status is reported again.
+func (p *Provider) GateChanged(namespace, name string) { p.changed(key(namespace, name)) }
+
+// EventRecorder records Kubernetes events (client-go's
+// record.EventRecorder, with the kubelet's source).
+type EventRecorder interface {
+	Event(object runtime.Object, eventtype, reason, message string)
+}
+
+// UseEvents makes the provider record podsyncd's events about its pods
+// (Pulling, Pulled, Created, Started, Killing, BackOff, Unhealthy,
+// FailedMount, …) as Kubernetes events on the pods, through rec; call it
+// before Run. podsync-vk gives it a recorder whose source is the
+// kubelet's (component "kubelet", host the node), so that kubectl
+// describe and the tools that select events by source show them as a
+// kubelet's.
+func (p *Provider) UseEvents(rec EventRecorder) { p.events = rec }
+
+// Kube is what the provider does on the API server itself, beyond the
+// node library: the kubelet's status manager's last word on a deleted
+// pod.
+type Kube interface {
+	// FinishDeleted reports pod's last status (its containers
+	// terminated) and deletes its object at once (grace period 0, with
+	// pod's UID as precondition), as the kubelet does once a deleted pod's
+	// containers have stopped; a pod already gone is not an error.
+	FinishDeleted(ctx context.Context, pod *corev1.Pod, status *corev1.PodStatus) error
+}
+
+// UseKube makes the provider finish deleted pods on the API server as soon
+// as podsyncd has stopped them, rather than leave the node library to
+// remove the object at the end of the grace period; call it before the
+// first pod.
+func (p *Provider) UseKube(k Kube) { p.kube = k }
 
 // New returns a provider for Kubernetes node nodeName on ps.
 func New(nodeName string, ps Podsync, log *zap.Logger) *Provider {
 	return &Provider{
 		node: nodeName, ps: ps, log: log,
-		pods:     map[string]*corev1.Pod{},
-		statuses: map[string]*corev1.PodStatus{},
-		uids:     map[string]string{},
-		rejected: map[string]*corev1.PodStatus{},
-		notifyCh: make(chan struct{}),
+		pods:         map[string]*corev1.Pod{},
+		statuses:     map[string]*corev1.PodStatus{},
+		uids:         map[string]string{},
+		rejected:     map[string]*corev1.PodStatus{},
+		waitingClass: map[string]string{},
+		applied:      map[string]int64{},
+		levels:       map[types.UID]string{},
+		notifyCh:     make(chan struct{}),
 	}
 }
 
@@ -95,13 +173,26 @@ func key(namespace, name string) string { return namespace + "/" + name }
 func (p *Provider) selector() string { return OwnerLabel + "=" + p.node }
 
 // podsyncPod is the pod as podsync-vk applies it: the owner label added,
-// and each container's service environment variables (serviceEnv). Env
-// is otherwise the pod's own, as the API server stores it: references to
-// ConfigMaps, Secrets and the downward API stay references, which
-// podsyncd resolves from the objects pushed to it and from the pod it
-// runs, so that no Secret value is in the spec it stores.
+// what belongs to the API server and its controllers left out — a
+// kubelet never acts on it either: the generated name's prefix, the
+// finalizers (the Job controller's tracking finalizer), the readiness
+// gates (reportStatus applies them to the Ready condition, as the kubelet
+// does), and the ephemeral containers, which podsyncd adds one by one
+// (AddEphemeralContainer), as the ephemeralcontainers subresource does —
+// service-account token volumes rewritten to the Secrets podsync-vk
+// pushes (tokens.go), and each container's service environment variables
+// added (serviceEnv). Env is otherwise the pod's own, as the API server
+// stores it: references to ConfigMaps, Secrets and the downward API stay
+// references, which podsyncd resolves from the objects pushed to it and
+// from the pod it runs, so that no Secret value is in the spec it stores.
+// runtimeClassName becomes its RuntimeClass's handler (runtimeHandler).
 func (p *Provider) podsyncPod(pod *corev1.Pod) (*corev1.Pod, error) {
+	handler, err := p.runtimeHandler(pod)
+	if err != nil {
+		return nil, err
+	}
 	out := pod.DeepCopy()
+	out.Spec.RuntimeClassName = handler
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
@@ -109,7 +200,13 @@ func (p *Provider) podsyncPod(pod *corev1.Pod) (*corev1.Pod, error) {
 	// The API server has generated the name already: the pod is applied
 	// by it, and podsyncd's own generator is for RunPods only.
 	out.GenerateName = ""
+	out.Finalizers = nil
+	out.Spec.ReadinessGates = nil
+	out.Spec.EphemeralContainers = nil
 	out.Status = corev1.PodStatus{}
+	if p.tokens != nil {
+		rewriteTokens(out)
+	}
 	if err := p.addServiceEnv(out); err != nil {
 		return nil, err
 	}
@@ -132,15 +229,33 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) error {
 	p.mu.Lock()
 	p.pods[k] = pod.DeepCopy()
 	p.mu.Unlock()
-	// The objects first: the pod's pass then finds them stored.
+	// The objects and tokens first: the pod's pass then finds them
+	// stored.
 	if err := p.pushObjects(ctx, pod); err != nil {
 		return err
 	}
-	out, err := p.podsyncPod(pod)
+	if err := p.pushTokens(ctx, pod); err != nil {
+		return err
+	}
+	level, err := p.podLevel(ctx, pod)
+	if err != nil {
+		return err
+	}
+	pp, err := p.podsyncPod(pod)
+	if missing := (*missingRuntimeClass)(nil); errors.As(err, &missing) {
+		p.waitForRuntimeClass(k, pod, missing)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("apply pod %s on podsync: %w", k, err)
 	}
-	req, err := client.SyncPodRequestFromPod(out, nil, nil)
+	if level != "" {
+		if pp.Annotations == nil {
+			pp.Annotations = map[string]string{}
+		}
+		pp.Annotations[validation.AnnotationPodSecurity] = level
+	}
+	req, err := client.SyncPodRequestFromPod(pp, nil, nil)
 	if err == nil {
 		_, err = p.ps.SyncPod(ctx, req, nil)
 	}
@@ -149,6 +264,8 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) error {
 		st := &corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason, Message: message}
 		p.mu.Lock()
 		p.rejected[k] = st
+		delete(p.waitingClass, k)
+		p.applied[k] = pod.Generation
 		p.mu.Unlock()
 		p.changed(k)
 		return nil
@@ -158,8 +275,51 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) error {
 	}
 	p.mu.Lock()
 	delete(p.rejected, k)
+	delete(p.waitingClass, k)
+	p.applied[k] = pod.Generation
 	p.mu.Unlock()
+	if err := p.addEphemeral(ctx, pod); err != nil {
+		return err
+	}
 	p.changed(k)
+	return nil
+}
+
+// addEphemeral adds to podsyncd the ephemeral containers of pod it does
+// not hold yet (kubectl debug, the ephemeralcontainers subresource), in
+// spec order; a refused one (a name clash, a field a debug container may
+// not have, the node's policy) is recorded as a warning event and left
+// out, as the kubelet starts what it can.
+func (p *Provider) addEphemeral(ctx context.Context, pod *corev1.Pod) error {
+	if len(pod.Spec.EphemeralContainers) == 0 {
+		return nil
+	}
+	got, err := p.ps.GetPod(ctx, pod.Namespace, pod.Name)
+	if err != nil {
+		return fmt.Errorf("read pod %s/%s on podsync: %w", pod.Namespace, pod.Name, err)
+	}
+	have := map[string]bool{}
+	for _, ec := range got.GetPod().GetSpec().GetEphemeralContainers() {
+		have[ec.GetName()] = true
+	}
+	for _, ec := range pod.Spec.EphemeralContainers {
+		if have[ec.Name] {
+			continue
+		}
+		_, err := p.ps.AddEphemeralContainer(ctx, &podsyncv1.AddEphemeralContainerRequest{Namespace: pod.Namespace, Name: pod.Name,
+			EphemeralContainer: convert.EphemeralContainerToProto(ec)})
+		if reason, message, ok := refusal(err); ok {
+			p.log.Info("podsyncd refused an ephemeral container", zap.String("pod", key(pod.Namespace, pod.Name)),
+				zap.String("container", ec.Name), zap.String("reason", reason), zap.String("message", message))
+			if p.events != nil {
+				p.events.Event(pod, corev1.EventTypeWarning, "Failed", fmt.Sprintf("Error: ephemeral container %s: %s: %s", ec.Name, reason, message))
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("add ephemeral container %q to pod %s/%s on podsync: %w", ec.Name, pod.Namespace, pod.Name, err)
+		}
+	}
 	return nil
 }
 
@@ -207,20 +367,29 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	p.mu.Lock()
 	_, refused := p.rejected[k]
 	p.mu.Unlock()
+	var final *corev1.PodStatus
 	if !refused {
-		_, err := p.ps.DeletePod(ctx, req)
+		resp, err := p.ps.DeletePod(ctx, req)
 		if err != nil && !errors.Is(err, client.ErrUIDMismatch) {
 			return fmt.Errorf("delete pod %s on podsync: %w", k, err)
+		}
+		if resp.GetStatus() != nil {
+			final = convert.PodStatusFromProto(resp.GetStatus())
 		}
 	}
 	p.releaseObjects(k)
 	p.mu.Lock()
 	last := p.pods[k]
-	st := p.statusLocked(k)
+	st := final
+	if st == nil {
+		st = p.statusLocked(k)
+	}
 	delete(p.pods, k)
 	delete(p.statuses, k)
 	delete(p.uids, k)
+	delete(p.applied, k)
 	delete(p.rejected, k)
+	delete(p.waitingClass, k)
 	notify := p.notify
 	p.mu.Unlock()
 	if last == nil {
@@ -230,6 +399,19 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 		st = pod.Status.DeepCopy()
 	}
 	last.Status = *terminated(st)
+	observe(&last.Status, pod.Generation)
+	p.dropTokens(ctx, pod.Namespace, pod.UID)
+	p.mu.Lock()
+	delete(p.levels, pod.UID)
+	p.mu.Unlock()
+	if p.kube != nil {
+		// As the kubelet: the object goes once the containers have
+		// stopped, not at the end of the grace period.
+		if err := p.kube.FinishDeleted(ctx, last, &last.Status); err != nil {
+			p.log.Warn("finish a deleted pod on the API server; the node library removes it after its grace period",
+				zap.String("pod", k), zap.Error(err))
+		}
+	}
 	if notify != nil {
 		notify(last)
 	}
@@ -340,6 +522,7 @@ func (p *Provider) changed(k string) {
 	p.mu.Lock()
 	pod, ok := p.pods[k]
 	st := p.statusLocked(k)
+	gen := p.applied[k]
 	notify := p.notify
 	p.mu.Unlock()
 	if !ok || st == nil || notify == nil {
@@ -347,7 +530,66 @@ func (p *Provider) changed(k string) {
 	}
 	out := pod.DeepCopy()
 	out.Status = *st
+	observe(&out.Status, gen)
+	applyReadinessGates(out, p.gateConditions(out))
 	notify(out)
+}
+
+// observe sets the observedGeneration of st and of its conditions to gen,
+// the metadata.generation of the pod podsyncd last took, as the kubelet
+// reports the generation of the pod it synced (podsyncd's own counter of
+// its stored pod's changes is another number).
+func observe(st *corev1.PodStatus, gen int64) {
+	st.ObservedGeneration = gen
+	for i := range st.Conditions {
+		st.Conditions[i].ObservedGeneration = gen
+	}
+}
+
+// gateConditions returns the current conditions of pod's readiness gates
+// as the API server holds them (set by whoever owns each gate), or nil.
+func (p *Provider) gateConditions(pod *corev1.Pod) []corev1.PodCondition {
+	if len(pod.Spec.ReadinessGates) == 0 || p.kubeConditions == nil {
+		return nil
+	}
+	return p.kubeConditions(pod.Namespace, pod.Name)
+}
+
+// applyReadinessGates is the kubelet's readiness gates
+// (pkg/kubelet/status.GeneratePodReadyCondition): the status carries the
+// gates' conditions as their owners set them on the API server (current),
+// and a pod whose containers are ready is Ready only when every gate's
+// condition is True; while one is not, Ready is False with reason
+// ReadinessGatesNotReady and the kubelet's message. A pod whose
+// containers are not ready keeps podsyncd's Ready (ContainersNotReady).
+func applyReadinessGates(pod *corev1.Pod, current []corev1.PodCondition) {
+	if len(pod.Spec.ReadinessGates) == 0 {
+		return
+	}
+	st := &pod.Status
+	var unready []string
+	for _, g := range pod.Spec.ReadinessGates {
+		i := slices.IndexFunc(current, func(c corev1.PodCondition) bool { return c.Type == g.ConditionType })
+		if i < 0 {
+			unready = append(unready, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
+			continue
+		}
+		c := current[i]
+		st.Conditions = append(slices.DeleteFunc(st.Conditions, func(x corev1.PodCondition) bool { return x.Type == c.Type }), c)
+		if c.Status != corev1.ConditionTrue {
+			unready = append(unready, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(g.ConditionType), c.Status))
+		}
+	}
+	i := slices.IndexFunc(st.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
+	if i < 0 || len(unready) == 0 {
+		return
+	}
+	ready := &st.Conditions[i]
+	if ready.Status != corev1.ConditionTrue {
+		return // ContainersNotReady (or the pod's end) says more
+	}
+	ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, "ReadinessGatesNotReady", strings.Join(unready, ", ")
+	ready.LastTransitionTime = metav1.Now()
 }
 
 // Run follows the node's pods on podsyncd until ctx ends, notifying every
@@ -359,6 +601,11 @@ func (p *Provider) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	}
+	rotated := make(chan struct{})
+	defer func() { <-rotated }()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { defer close(rotated); p.rotateTokens(ctx) }()
 	err := p.ps.Watch(ctx, &podsyncv1.WatchPodsRequest{LabelSelector: p.selector()}, func(m *podsyncv1.WatchPodsResponse) error {
 		ref := m.GetPod()
 		k := key(ref.GetNamespace(), ref.GetName())
@@ -370,6 +617,8 @@ func (p *Provider) Run(ctx context.Context) error {
 			p.uids[k] = ref.GetUid()
 			p.mu.Unlock()
 			p.changed(k)
+		case m.GetEvent() != nil:
+			p.recordEvent(k, ref.GetUid(), m.GetEvent())
 		case m.GetDeleted() != nil:
 			p.mu.Lock()
 			delete(p.statuses, k)
@@ -382,4 +631,46 @@ func (p *Provider) Run(ctx context.Context) error {
 		return fmt.Errorf("watch pods on podsync: %w", err)
 	}
 	return nil
+}
+
+// recordEvent records a podsyncd event about the pod k (of podsync uid)
+// on its Kubernetes pod, with the field path of its container as the
+// kubelet's (spec.containers{name}, spec.initContainers{name},
+// spec.ephemeralContainers{name}).
+func (p *Provider) recordEvent(k, uid string, ev *podsyncv1.PodEvent) {
+	if p.events == nil {
+		return
+	}
+	p.mu.Lock()
+	pod := p.pods[k]
+	p.mu.Unlock()
+	if pod == nil || string(pod.UID) != uid {
+		return
+	}
+	ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
+		UID: pod.UID, ResourceVersion: pod.ResourceVersion, FieldPath: containerFieldPath(pod, ev.GetContainer())}
+	typ := corev1.EventTypeNormal
+	if ev.GetType() == podsyncv1.EventType_EVENT_TYPE_WARNING {
+		typ = corev1.EventTypeWarning
+	}
+	p.events.Event(ref, typ, ev.GetReason(), ev.GetMessage())
+}
+
+// containerFieldPath is the kubelet's field path of a pod's container
+// (pkg/kubelet/container.GenerateContainerRef); "" for none.
+func containerFieldPath(pod *corev1.Pod, name string) string {
+	if name == "" {
+		return ""
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return "spec.initContainers{" + name + "}"
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		if c.Name == name {
+			return "spec.ephemeralContainers{" + name + "}"
+		}
+	}
+	return "spec.containers{" + name + "}"
 }

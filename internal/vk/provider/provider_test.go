@@ -34,6 +34,17 @@ type fakePodsync struct {
 	applied []*podsyncv1.ApplyObjectsRequest
 	exec    []client.ExecOptions
 	stats   []*podsyncv1.PodStats
+	// ephemeral are the ephemeral containers podsyncd holds, by pod
+	// namespace/name; added counts AddEphemeralContainer calls.
+	ephemeral map[string][]*podsyncv1.EphemeralContainer
+	added     []string
+	addErr    error
+	// held, if set, is the pod GetPod answers with.
+	held *podsyncv1.Pod
+	// objDeleted are the DeleteObject calls, as "KIND namespace/name".
+	objDeleted []string
+	// final is the status DeletePod answers with.
+	final *podsyncv1.PodStatus
 }
 
 func newFake() *fakePodsync {
@@ -53,7 +64,32 @@ func (f *fakePodsync) DeletePod(_ context.Context, req *podsyncv1.DeletePodReque
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.deleted = append(f.deleted, req)
-	return &podsyncv1.DeletePodResponse{Found: true}, nil
+	return &podsyncv1.DeletePodResponse{Found: true, Status: f.final}, nil
+}
+
+func (f *fakePodsync) GetPod(_ context.Context, namespace, name string) (*podsyncv1.GetPodResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held != nil {
+		return &podsyncv1.GetPodResponse{Pod: f.held}, nil
+	}
+	return &podsyncv1.GetPodResponse{Pod: &podsyncv1.Pod{Metadata: &podsyncv1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: &podsyncv1.PodSpec{EphemeralContainers: f.ephemeral[namespace+"/"+name]}}}, nil
+}
+
+func (f *fakePodsync) AddEphemeralContainer(_ context.Context, req *podsyncv1.AddEphemeralContainerRequest) (*podsyncv1.AddEphemeralContainerResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.added = append(f.added, req.GetEphemeralContainer().GetName())
+	if f.addErr != nil {
+		return nil, f.addErr
+	}
+	if f.ephemeral == nil {
+		f.ephemeral = map[string][]*podsyncv1.EphemeralContainer{}
+	}
+	k := req.GetNamespace() + "/" + req.GetName()
+	f.ephemeral[k] = append(f.ephemeral[k], req.GetEphemeralContainer())
+	return &podsyncv1.AddEphemeralContainerResponse{}, nil
 }
 
 func (f *fakePodsync) ListPods(_ context.Context, req *podsyncv1.ListPodsRequest) (*podsyncv1.ListPodsResponse, error) {

@@ -31,6 +31,8 @@ func TestMain(m *testing.M) {
 	var binDir string
 	localcritest.Main(m, localcritest.Config{
 		Package: "test/integration/cluster",
+		// One pod network over both nodes (localcluster's).
+		DefaultRoute: true,
 		Started: func(i *localcri.Instance) error {
 			insts[0] = i
 			repo, err := localcri.RepoDir()
@@ -44,7 +46,7 @@ func TestMain(m *testing.M) {
 			if kubeBin, err = localkube.Build(ctx, repo, os.Stderr); err != nil {
 				return err
 			}
-			if insts[1], err = localcri.Start(ctx, localcri.Options{Logger: localcritest.Logger(), LogDir: filepath.Join(repo, ".tmp", "logs")}); err != nil {
+			if insts[1], err = localcri.Start(ctx, localcri.Options{Logger: localcritest.Logger(), LogDir: filepath.Join(repo, ".tmp", "logs"), DefaultRoute: true}); err != nil {
 				return fmt.Errorf("second containerd: %w", err)
 			}
 			if binDir, err = os.MkdirTemp("", "podsync-cluster-"); err != nil {

@@ -4,6 +4,8 @@ package daemon_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"github.com/podsync/podsync/convert"
 	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/host/mounttable"
+	"github.com/podsync/podsync/internal/testing/localcri"
 	"github.com/podsync/podsync/internal/testing/localcri/localcritest"
 )
 
@@ -217,5 +220,52 @@ func TestClaimWriterIsEvictedFirst(t *testing.T) {
 	})
 	if first != "filler" || phase(innocent) != "Running" {
 		t.Errorf("evicted first: %s (the other is %s); want the pod that wrote 8 MiB to its claim, the other still running", first, phase(innocent))
+	}
+}
+
+// TestImageVolumeThroughPodsyncd: podsyncd asks its runtime's version
+// through the instrumented runtime it syncs with (a wrapper once hid it,
+// and every image volume failed with "the container runtime does not say
+// its version"): on containerd 2.x the image is mounted read-only; on 1.6
+// the container waits with the runtime's lack of support as its reason.
+func TestImageVolumeThroughPodsyncd(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncd(t, daemonOptions{})
+	app := corev1.Container{Name: "app", Image: localcri.BusyboxImage, Command: []string{"sh", "-c",
+		"test -x /img/bin/busybox || exit 3; touch /img/x 2>/dev/null && exit 4; exec sleep 3600"},
+		VolumeMounts: []corev1.VolumeMount{{Name: "img", MountPath: "/img"}}}
+	pod := newCorePod(t, "", app)
+	pod.Spec.Volumes = []corev1.Volume{{Name: "img", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{
+		Reference: localcri.BusyboxImage, PullPolicy: corev1.PullIfNotPresent}}}}
+	stream, err := d.client().SyncPod(ctx, &podsyncv1.SyncPodRequest{Pod: podToProto(t, pod)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res *podsyncv1.SyncPodResult
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SyncPod: %v", err)
+		}
+		if r := m.GetResult(); r != nil {
+			res = r
+		}
+	}
+	cs := res.GetStatus().GetContainerStatuses()
+	if len(cs) != 1 {
+		t.Fatalf("container statuses = %v", cs)
+	}
+	if inst.Flavour() == localcri.Containerd16 {
+		w := cs[0].GetState().GetWaiting()
+		if w.GetReason() != "CreateContainerConfigError" || !strings.Contains(w.GetMessage(), "does not support image volumes") {
+			t.Errorf("app on containerd 1.6: %v, want waiting on the runtime's lack of image volumes", cs[0].GetState())
+		}
+		return
+	}
+	if cs[0].GetState().GetRunning() == nil {
+		t.Errorf("app with an image volume: %v, want running (the image mounted read-only)", cs[0].GetState())
 	}
 }

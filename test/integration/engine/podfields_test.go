@@ -130,6 +130,29 @@ func TestImagePullSecretsBasicAuth(t *testing.T) {
 	}
 }
 
+// TestHostnameOverride: spec.hostnameOverride is the pod's hostname (the
+// kernel's nodename) and its hosts file's name for the pod's IP, with no
+// domain, whatever hostname and subdomain say: `hostname` and
+// `hostname -f` both print it, as pod_hostnameoverride.go's e2e tests
+// expect.
+func TestHostnameOverride(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pod := e.newPod()
+	pod.Spec.Hostname, pod.Spec.Subdomain, pod.Spec.HostnameOverride = "custom-host", "t", ptr.To("override.example.host")
+	pod.Spec.Containers = []corev1.Container{localcritest.Shell("app", "sleep 3600 & wait")}
+	res := e.until(pod, "running", e.running(pod))
+	id := newest(t, res, "app").ID
+	out, stderr, err := e.rt.ExecSync(e.ctx, id, []string{"/bin/sh", "-c", "echo $(hostname)';'$(hostname -f)';'"}, 10*time.Second)
+	if err != nil {
+		t.Fatalf("hostname: %v %s", err, stderr)
+	}
+	if got, want := strings.TrimSpace(string(out)), "override.example.host;override.example.host;"; got != want {
+		hosts, _, _ := e.rt.ExecSync(e.ctx, id, []string{"/bin/cat", "/etc/hosts"}, 10*time.Second)
+		t.Errorf("hostname;hostname -f = %q, want %q; /etc/hosts:\n%s", got, want, hosts)
+	}
+}
+
 // TestHostUsersFalse: a runtime that reports user namespaces (its default
 // handler's user_namespaces feature: containerd 2.x with idmap mounts)
 // runs a hostUsers false pod in a user namespace of its own, container
@@ -216,5 +239,41 @@ func TestPodLevelResourcesCgroup(t *testing.T) {
 	}
 	if got := read(filepath.Join(cpu, parent, "cpu.cfs_quota_us")); got != "50000" {
 		t.Errorf("cpu.cfs_quota_us = %s, want 50000", got)
+	}
+}
+
+// TestOverheadInThePodCgroup: a pod's spec.overhead (its RuntimeClass's)
+// counts in its pod cgroup's limits, beside its pod-level ones, as in the
+// kubelet's ResourceConfigForPod; the pod runs with it on containerd.
+func TestOverheadInThePodCgroup(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pod := e.newPod()
+	pod.Spec.Containers = []corev1.Container{localcritest.Shell("app", "sleep 3600 & wait")}
+	l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("96Mi")}
+	pod.Spec.Resources = &corev1.ResourceRequirements{Requests: l.DeepCopy(), Limits: l}
+	pod.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("16Mi")}
+	e.until(pod, "running", e.running(pod))
+	parent := criconfig.PodCgroupParent(pod, e.cfg)
+	root := "/sys/fs/cgroup"
+	read := func(path string) string {
+		t.Helper()
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(data))
+	}
+	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
+		if got := read(filepath.Join(root, parent, "memory.max")); got != "117440512" {
+			t.Errorf("memory.max = %s, want 112Mi (96Mi and the 16Mi overhead)", got)
+		}
+		if got := read(filepath.Join(root, parent, "cpu.max")); got != "60000 100000" {
+			t.Errorf("cpu.max = %s, want 60000 100000 (500m and the 100m overhead)", got)
+		}
+		return
+	}
+	if got := read(filepath.Join(root, "memory", parent, "memory.limit_in_bytes")); got != "117440512" {
+		t.Errorf("memory.limit_in_bytes = %s, want 112Mi (96Mi and the 16Mi overhead)", got)
 	}
 }

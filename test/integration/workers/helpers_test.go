@@ -90,7 +90,7 @@ func newEnv(t *testing.T, mutate ...func(*engine.NodeOptions)) *env {
 		var wg sync.WaitGroup
 		for _, r := range recs {
 			wg.Go(func() {
-				if _, _, err := e.node.Delete(cctx, r.Pod.Namespace, r.Pod.Name, "", ptr.To[int64](0)); err != nil {
+				if _, err := e.node.Delete(cctx, r.Pod.Namespace, r.Pod.Name, "", ptr.To[int64](0)); err != nil {
 					t.Errorf("delete pod %s: %v", r.Pod.Name, err)
 				}
 			})

@@ -309,8 +309,8 @@ func TestWatchAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A change after the watch started: a's deletion.
-	if found, _, err := e.node.Delete(e.ctx, a.Namespace, a.Name, "", ptr.To[int64](0)); err != nil || !found {
-		t.Fatalf("Delete = %v, %v", found, err)
+	if res, err := e.node.Delete(e.ctx, a.Namespace, a.Name, "", ptr.To[int64](0)); err != nil || !res.Found {
+		t.Fatalf("Delete = %v, %v", res.Found, err)
 	}
 	var got []store.Entry
 	for done := false; !done; {
@@ -403,7 +403,8 @@ func TestDeleteLeavesNothing(t *testing.T) {
 	if len(localcritest.CrictlIDs(t, inst, "pods", "--label", label)) == 0 {
 		t.Fatal("crictl shows no sandbox")
 	}
-	found, steps, err := e.node.Delete(e.ctx, pod.Namespace, pod.Name, string(pod.UID), nil)
+	res, err := e.node.Delete(e.ctx, pod.Namespace, pod.Name, string(pod.UID), nil)
+	found, steps := res.Found, res.Steps
 	if err != nil || !found {
 		t.Fatalf("Delete = %v, %v", found, err)
 	}

@@ -31,6 +31,9 @@ type Config struct {
 	Finished func() error
 	// Logger defaults to Logger().
 	Logger *zap.Logger
+	// DefaultRoute gives the instance's pods a default route
+	// (localcri.Options.DefaultRoute), as a cluster's pod network needs.
+	DefaultRoute bool
 }
 
 // Logger is a console logger to stderr, which go test shows.
@@ -77,7 +80,7 @@ func (r runner) Run() int {
 	logDir := filepath.Join(repo, ".tmp", "logs")
 	// The first start builds containerd v2.4.2 (about 2 minutes).
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	inst, err := localcri.Start(ctx, localcri.Options{Flavour: flavour, Logger: log, LogDir: logDir})
+	inst, err := localcri.Start(ctx, localcri.Options{Flavour: flavour, Logger: log, LogDir: logDir, DefaultRoute: r.cfg.DefaultRoute})
 	cancel()
 	if err != nil {
 		log.Error("FAIL: cannot start the private containerd these tests need; "+
