@@ -450,13 +450,13 @@ func TestPodConditionsToProto(t *testing.T) {
 // a scalar, and says why and what to do.
 func TestUnsupportedFieldsSayWhy(t *testing.T) {
 	pod := basePod()
-	pod.GenerateName = "web-"
+	pod.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/quota"}}
 	_, err := convert.PodToProto(pod)
 	var inv *convert.InvalidError
 	if !errors.As(err, &inv) || len(inv.Errors) != 1 {
 		t.Fatalf("PodToProto error = %v, want one refusal", err)
 	}
-	if got := inv.Errors[0].Detail; got != `value "web-": a node has no name generator; give metadata.name` {
+	if got := inv.Errors[0].Detail; got != `scheduling gates are removed by controllers podsync does not run, so the pod would never start; remove them` {
 		t.Errorf("detail %q", got)
 	}
 }
