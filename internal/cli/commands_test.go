@@ -575,3 +575,78 @@ func TestDeleteByUIDKeepsANewerIncarnation(t *testing.T) {
 	}
 	mustSucceed(t, "delete --uid of the live incarnation", d.run(t, "", "delete", "web", "--uid", cur, "--grace-period", "0"))
 }
+
+// twoContainerPod is a pod of two containers, main and side, labelled
+// tier: multi, each printing its name and the pod's, main then twelve
+// numbered lines.
+func twoContainerPod(name string) string {
+	return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  labels: {tier: multi}\nspec:\n  containers:\n" +
+		"  - name: main\n    image: " + testImage + "\n    command: [sh, -c, " +
+		strconvQuote("echo "+name+"-main; echo 1; echo 2; echo 3; echo 4; echo 5; echo 6; echo 7; echo 8; echo 9; echo 10; echo 11; echo 12; sleep 1000") + "]\n" +
+		"  - name: side\n    image: " + testImage + "\n    command: [sh, -c, " + strconvQuote("echo "+name+"-side; sleep 1000") + "]\n"
+}
+
+// TestLogsSelector: logs -l prints the pods' default containers (said
+// on stderr), the last 10 lines of each, --all-containers every
+// container, --prefix kubectl's [pod/NAME/CONTAINER]; -f follows them
+// side by side within --max-log-requests; pod/NAME names a pod.
+func TestLogsSelector(t *testing.T) {
+	d := startPodsyncd(t)
+	for _, name := range []string{"alpha", "beta"} {
+		m := writeManifest(t, name+".yaml", twoContainerPod(name))
+		mustSucceed(t, "run "+name, d.run(t, "", "run", "-f", m))
+	}
+	tail := func(name string) string {
+		return "[pod/" + name + "/main] 3\n[pod/" + name + "/main] 4\n[pod/" + name + "/main] 5\n[pod/" + name + "/main] 6\n[pod/" + name + "/main] 7\n" +
+			"[pod/" + name + "/main] 8\n[pod/" + name + "/main] 9\n[pod/" + name + "/main] 10\n[pod/" + name + "/main] 11\n[pod/" + name + "/main] 12\n"
+	}
+	r := d.run(t, "", "logs", "-l", "tier=multi", "--prefix")
+	mustSucceed(t, "logs -l --prefix", r)
+	if want := tail("alpha") + tail("beta"); r.stdout != want {
+		t.Errorf("logs -l tier=multi --prefix:\n%s\nwant:\n%s", r.stdout, want)
+	}
+	if want := "Defaulted container \"main\" out of: main, side\nDefaulted container \"main\" out of: main, side\n"; r.stderr != want {
+		t.Errorf("logs -l stderr = %q, want %q", r.stderr, want)
+	}
+
+	r = d.run(t, "", "logs", "-l", "tier=multi", "--all-containers", "--prefix", "--tail", "1")
+	mustSucceed(t, "logs -l --all-containers", r)
+	if want := "[pod/alpha/main] 12\n[pod/alpha/side] alpha-side\n[pod/beta/main] 12\n[pod/beta/side] beta-side\n"; r.stdout != want || r.stderr != "" {
+		t.Errorf("logs -l --all-containers --prefix --tail 1 = %+v, want stdout %q", r, want)
+	}
+	r = d.run(t, "", "logs", "pod/beta", "-c", "side")
+	if r.code != 0 || r.stdout != "beta-side\n" {
+		t.Errorf("logs pod/beta -c side = %+v", r)
+	}
+	r = d.run(t, "", "logs", "-l", "tier=none")
+	if r.code != 0 || r.stdout != "" || r.stderr != "No resources found in default namespace.\n" {
+		t.Errorf("logs -l of no pod = %+v", r)
+	}
+	r = d.run(t, "", "logs", "-f", "-l", "tier=multi", "--all-containers", "--max-log-requests", "3")
+	if r.code != 1 || r.stderr != "error: you are attempting to follow 4 log streams, but maximum allowed concurrency is 3, use --max-log-requests to increase the limit\n" {
+		t.Errorf("logs -f of 4 streams over --max-log-requests 3 = %+v", r)
+	}
+
+	out := &syncBuffer{}
+	stop, wait := d.background(t, out, "logs", "-f", "-l", "tier=multi", "--all-containers", "--prefix", "--tail", "1", "--max-log-requests", "4")
+	eventually(t, "logs -f -l follows every container", func() bool {
+		s := out.String()
+		return strings.Count(s, "\n") == 4 && strings.Contains(s, "[pod/alpha/side] alpha-side\n") && strings.Contains(s, "[pod/beta/main] 12\n")
+	})
+	var pod podsyncv1.Pod
+	if err := protojson.Unmarshal([]byte(d.run(t, "", "get", "beta", "-o", "proto-json").stdout), &pod); err != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range pod.GetStatus().GetContainerStatuses() {
+		if cs.GetName() == "side" {
+			if err := d.rt.WriteLog(strings.TrimPrefix(cs.GetContainerId(), "containerd://"), "stdout", "later"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	eventually(t, "logs -f -l prints a new line with its prefix", func() bool { return strings.Contains(out.String(), "[pod/beta/side] later\n") })
+	stop()
+	if code := wait(); code != 0 {
+		t.Errorf("logs -f -l ended with %d, want 0 on interrupt", code)
+	}
+}
