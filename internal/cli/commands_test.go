@@ -650,3 +650,104 @@ func TestLogsSelector(t *testing.T) {
 		t.Errorf("logs -f -l ended with %d, want 0 on interrupt", code)
 	}
 }
+
+// TestDeleteShowsWaitAndNoWait: a deletion that takes a while (a 2 s
+// preStop sleep) says on stderr which container it stops and how much of
+// the grace period is left, stdout keeping kubectl's line; --wait=false
+// returns while the node is still stopping the pod, which then goes.
+func TestDeleteShowsWaitAndNoWait(t *testing.T) {
+	d := startPodsyncd(t)
+	slow := func(name string) string {
+		return podManifest(name, "sleep 1000", "  terminationGracePeriodSeconds: 30\n") +
+			"    lifecycle: {preStop: {sleep: {seconds: 2}}}\n"
+	}
+	for _, name := range []string{"slow", "later"} {
+		mustSucceed(t, "run "+name, d.run(t, "", "run", "-f", writeManifest(t, name+".yaml", slow(name))))
+	}
+
+	r := d.run(t, "", "delete", "slow")
+	mustSucceed(t, "delete slow", r)
+	if r.stdout != "pod \"default/slow\" deleted\n" {
+		t.Errorf("delete stdout = %q", r.stdout)
+	}
+	if lines := linesWith(r.stderr, `pod "default/slow": stopping container "app" (`, "of the 30s grace period left)"); len(lines) != 1 {
+		t.Errorf("delete stderr = %q; want one line naming the container and the grace period left", r.stderr)
+	}
+
+	r = d.run(t, "", "delete", "later", "--wait=false")
+	mustSucceed(t, "delete --wait=false", r)
+	if r.stdout != "pod \"default/later\" deleted\n" || r.stderr != "" {
+		t.Errorf("delete --wait=false = %+v", r)
+	}
+	var pod podsyncv1.Pod
+	if err := protojson.Unmarshal([]byte(mustGet(t, d, "later")), &pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.GetMetadata().GetDeletionTimestamp() == nil {
+		t.Errorf("after delete --wait=false the pod is not being deleted: %v", pod.GetMetadata())
+	}
+	eventually(t, "the pod goes after delete --wait=false", func() bool {
+		return d.run(t, "", "get", "later").code == 1
+	})
+}
+
+// mustGet is get NAME -o proto-json, which must succeed.
+func mustGet(t *testing.T, d *podsyncd, name string) string {
+	t.Helper()
+	r := d.run(t, "", "get", name, "-o", "proto-json")
+	mustSucceed(t, "get "+name, r)
+	return r.stdout
+}
+
+// TestDeleteWaitNote: what delete says it waits for.
+func TestDeleteWaitNote(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	grace := int64(30)
+	running := &podsyncv1.ContainerState{Running: &podsyncv1.ContainerStateRunning{}}
+	exited := &podsyncv1.ContainerState{Terminated: &podsyncv1.ContainerStateTerminated{}}
+	pod := func(deadline time.Time, states ...*podsyncv1.ContainerState) *podsyncv1.Pod {
+		p := &podsyncv1.Pod{Metadata: &podsyncv1.ObjectMeta{Namespace: "default", Name: "web"}, Status: &podsyncv1.PodStatus{}}
+		if !deadline.IsZero() {
+			p.Metadata.DeletionTimestamp = timestamppb.New(deadline)
+			p.Metadata.DeletionGracePeriodSeconds = &grace
+		}
+		for i, st := range states {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, &podsyncv1.ContainerStatus{Name: []string{"app", "side"}[i], State: st})
+		}
+		p.Status.InitContainerStatuses = []*podsyncv1.ContainerStatus{{Name: "init", State: exited}}
+		return p
+	}
+	for _, tc := range []struct {
+		pod  *podsyncv1.Pod
+		want waitNote
+	}{
+		{pod(now.Add(27*time.Second), running, exited), waitNote{`pod "default/web": stopping container "app"`, "27s of the 30s grace period left"}},
+		{pod(now.Add(5*time.Second), running, running), waitNote{`pod "default/web": stopping containers "app", "side"`, "5s of the 30s grace period left"}},
+		{pod(now.Add(-time.Second), running), waitNote{`pod "default/web": grace period over, killing container "app"`, ""}},
+		{pod(now.Add(time.Second), exited, exited), waitNote{`pod "default/web": containers stopped, removing its sandbox and volumes`, ""}},
+		{pod(time.Time{}, running), waitNote{`pod "default/web": stopping container "app"`, ""}},
+	} {
+		if got := deleteWait(tc.pod, now); got != tc.want {
+			t.Errorf("deleteWait = %+v, want %+v", got, tc.want)
+		}
+	}
+	// Off a terminal, a line each time what it waits for changes.
+	var b strings.Builder
+	p := &progressLine{w: &b}
+	p.show(waitNote{"stopping a", "3s left"})
+	p.show(waitNote{"stopping a", "2s left"})
+	p.show(waitNote{"removing", ""})
+	p.end()
+	if want := "stopping a (3s left)\nremoving\n"; b.String() != want {
+		t.Errorf("progress off a terminal = %q, want %q", b.String(), want)
+	}
+	// On one, a line rewritten, and cleared at the end.
+	b.Reset()
+	p = &progressLine{w: &b, tty: true}
+	p.show(waitNote{"stopping a", "3s left"})
+	p.show(waitNote{"stopping a", "2s left"})
+	p.end()
+	if want := "\r\x1b[Kstopping a (3s left)\r\x1b[Kstopping a (2s left)\r\x1b[K"; b.String() != want {
+		t.Errorf("progress on a terminal = %q, want %q", b.String(), want)
+	}
+}

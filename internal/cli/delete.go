@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +24,7 @@ type deleteFlags struct {
 	uid            string
 	ignoreNotFound bool
 	output         string
+	wait           bool
 }
 
 func (a *app) newDeleteCommand() *cobra.Command {
@@ -29,14 +34,18 @@ func (a *app) newDeleteCommand() *cobra.Command {
 		Short: "Stop and remove pods, or delete stored ConfigMaps and Secrets",
 		Long: "delete stops pods — preStop hooks, SIGTERM, SIGKILL after the grace period —\n" +
 			"and removes their containers, sandboxes, volumes and logs. It returns once\n" +
-			"everything is gone. Pods are named, taken from manifests (-f), or all the\n" +
-			"pods of -n (every namespace without it) with --all.\n\n" +
+			"everything is gone, showing on stderr what it waits for (the containers it is\n" +
+			"stopping and what is left of the grace period); with --wait=false it returns\n" +
+			"once the node has the deletion, and the node goes on stopping the pod. Pods\n" +
+			"are named, taken from manifests (-f), or all the pods of -n (every namespace\n" +
+			"without it) with --all.\n\n" +
 			"A pod that does not exist is an error unless --ignore-not-found.\n\n" +
 			"delete cm NAME... and delete secret NAME... remove stored objects of -n: pods\n" +
 			"that use them keep their files; a container started later waits for them.",
 		Example: "  podsyncctl delete web\n" +
 			"  podsyncctl delete -f examples/ --grace-period 0\n" +
 			"  podsyncctl delete --all -n demo\n" +
+			"  podsyncctl delete web --wait=false\n" +
 			"  podsyncctl delete cm app-config",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
@@ -75,6 +84,7 @@ func (a *app) newDeleteCommand() *cobra.Command {
 	cmd.Flags().Int64Var(&f.gracePeriod, "grace-period", -1, "seconds given to the containers to stop; 0 kills at once; -1 uses each pod's terminationGracePeriodSeconds")
 	cmd.Flags().StringVar(&f.uid, "uid", "", "delete only this incarnation (uid) of the pod: another one is left running and the command fails (UID_MISMATCH)")
 	cmd.Flags().BoolVar(&f.ignoreNotFound, "ignore-not-found", false, "a pod that does not exist is not an error")
+	cmd.Flags().BoolVar(&f.wait, "wait", true, "wait until the pods are gone; false returns once the node is stopping them")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "output format: json or yaml (the API's DeletePodResponse messages)")
 	return cmd
 }
@@ -161,11 +171,7 @@ func (a *app) deletePods(ctx context.Context, c *client.Client, f deleteFlags, r
 		if f.gracePeriod >= 0 {
 			req.GracePeriodSeconds = &f.gracePeriod
 		}
-		// Deleting waits for the grace period: bound it by --timeout
-		// only.
-		dctx, cancel := a.waitContext(ctx)
-		resp, err := c.DeletePod(dctx, req)
-		cancel()
+		resp, err := a.deletePod(ctx, c, req, f.wait)
 		if err != nil {
 			return err
 		}
@@ -193,4 +199,142 @@ func (a *app) deletePods(ctx context.Context, c *client.Client, f deleteFlags, r
 		return failed("pod %q not found", missing[0])
 	}
 	return failed("pods %q not found", missing)
+}
+
+// deletePollInterval is how often delete reads the pod it waits for.
+const deletePollInterval = 500 * time.Millisecond
+
+// deleteQuietFor is how long a deletion runs before delete says what it
+// waits for: a pod that stops at once needs no commentary.
+const deleteQuietFor = time.Second
+
+// deletePod deletes one pod. While DeletePod runs, it reads the pod every
+// deletePollInterval and shows on stderr what the deletion waits for.
+// Without wait it returns as soon as the pod is marked deleting (with the
+// grace period asked for, or a shorter one): the node goes on stopping it
+// on its own, as it does for a DeletePod whose caller went away.
+func (a *app) deletePod(ctx context.Context, c *client.Client, req *podsyncv1.DeletePodRequest, wait bool) (*podsyncv1.DeletePodResponse, error) {
+	// Deleting waits for the grace period: bound it by --timeout only.
+	dctx, cancel := a.waitContext(ctx)
+	defer cancel()
+	type result struct {
+		resp *podsyncv1.DeletePodResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := c.DeletePod(dctx, req)
+		done <- result{resp, err}
+	}()
+	progress := &progressLine{w: a.stderr, tty: isTerminal(a.stderr)}
+	defer progress.end()
+	start := time.Now()
+	tick := time.NewTicker(deletePollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case r := <-done:
+			return r.resp, r.err
+		case <-tick.C:
+		}
+		gctx, gcancel := a.callContext(dctx)
+		resp, err := c.GetPod(gctx, req.GetNamespace(), req.GetName())
+		gcancel()
+		pod := resp.GetPod()
+		if err != nil || (req.GetUid() != "" && pod.GetMetadata().GetUid() != req.GetUid()) {
+			// Gone, or another incarnation: DeletePod's own result says.
+			continue
+		}
+		if !wait && markedDeleting(pod, req.GracePeriodSeconds) {
+			cancel()
+			<-done
+			m := pod.GetMetadata()
+			return &podsyncv1.DeletePodResponse{Found: true,
+				Pod: &podsyncv1.PodRef{Namespace: m.GetNamespace(), Name: m.GetName(), Uid: m.GetUid()}}, nil
+		}
+		if time.Since(start) >= deleteQuietFor {
+			progress.show(deleteWait(pod, time.Now()))
+		}
+	}
+}
+
+// markedDeleting reports whether pod is being deleted with at most the
+// grace period asked for (any, when grace is nil).
+func markedDeleting(pod *podsyncv1.Pod, grace *int64) bool {
+	m := pod.GetMetadata()
+	if m.GetDeletionTimestamp() == nil {
+		return false
+	}
+	return grace == nil || (m.DeletionGracePeriodSeconds != nil && m.GetDeletionGracePeriodSeconds() <= *grace)
+}
+
+// waitNote is what a deletion waits for: what, which changes when the
+// deletion moves on, and detail, which counts down.
+type waitNote struct{ what, detail string }
+
+// deleteWait says what the deletion of pod waits for at now: the
+// containers it is stopping and what is left of the grace period (its
+// deletionTimestamp is the deadline, as the API server sets it), the
+// kill once the grace period is over, or the removal of what is left.
+func deleteWait(pod *podsyncv1.Pod, now time.Time) waitNote {
+	m := pod.GetMetadata()
+	subject := fmt.Sprintf("pod %q", m.GetNamespace()+"/"+m.GetName())
+	var running []string
+	st := pod.GetStatus()
+	for _, list := range [][]*podsyncv1.ContainerStatus{st.GetEphemeralContainerStatuses(), st.GetContainerStatuses(), st.GetInitContainerStatuses()} {
+		for _, cs := range list {
+			if cs.GetState().GetRunning() != nil {
+				running = append(running, strconv.Quote(cs.GetName()))
+			}
+		}
+	}
+	if len(running) == 0 {
+		return waitNote{what: subject + ": containers stopped, removing its sandbox and volumes"}
+	}
+	containers := "container " + running[0]
+	if len(running) > 1 {
+		containers = "containers " + strings.Join(running, ", ")
+	}
+	deadline := m.GetDeletionTimestamp()
+	if deadline == nil {
+		return waitNote{what: subject + ": stopping " + containers}
+	}
+	left := deadline.AsTime().Sub(now).Round(time.Second)
+	if left <= 0 {
+		return waitNote{what: subject + ": grace period over, killing " + containers}
+	}
+	return waitNote{what: subject + ": stopping " + containers,
+		detail: fmt.Sprintf("%s of the %ds grace period left", left, m.GetDeletionGracePeriodSeconds())}
+}
+
+// progressLine shows a waitNote on stderr: on a terminal one line,
+// rewritten as it counts down and cleared at the end; otherwise a line
+// each time what it waits for changes.
+type progressLine struct {
+	w     io.Writer
+	tty   bool
+	last  string
+	drawn bool
+}
+
+func (p *progressLine) show(n waitNote) {
+	text := n.what
+	if n.detail != "" {
+		text += " (" + n.detail + ")"
+	}
+	if p.tty {
+		_, _ = fmt.Fprintf(p.w, "\r\x1b[K%s", text)
+		p.drawn = true
+		return
+	}
+	if n.what != p.last {
+		_, _ = fmt.Fprintln(p.w, text)
+	}
+	p.last = n.what
+}
+
+func (p *progressLine) end() {
+	if p.drawn {
+		_, _ = fmt.Fprint(p.w, "\r\x1b[K")
+	}
 }
