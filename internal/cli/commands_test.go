@@ -689,6 +689,33 @@ func TestDeleteShowsWaitAndNoWait(t *testing.T) {
 	eventually(t, "the pod goes after delete --wait=false", func() bool {
 		return d.run(t, "", "get", "later").code == 1
 	})
+
+	// delete --all stops the pods side by side, as kubectl has the API
+	// server do: at one moment both are being deleted.
+	for _, name := range []string{"one", "two"} {
+		mustSucceed(t, "run "+name, d.run(t, "", "run", "-f", writeManifest(t, name+".yaml", slow(name))))
+	}
+	out := &syncBuffer{}
+	_, wait := d.background(t, out, "delete", "--all")
+	eventually(t, "both pods being deleted at once", func() bool {
+		r := d.run(t, "", "get", "-o", "proto-json")
+		var list struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil || len(list.Items) != 2 {
+			return false
+		}
+		for _, raw := range list.Items {
+			var p podsyncv1.Pod
+			if protojson.Unmarshal(raw, &p) != nil || p.GetMetadata().GetDeletionTimestamp() == nil {
+				return false
+			}
+		}
+		return true
+	})
+	if code := wait(); code != 0 || out.String() != "pod \"default/one\" deleted\npod \"default/two\" deleted\n" {
+		t.Errorf("delete --all = %d, %q", code, out.String())
+	}
 }
 
 // mustGet is get NAME -o proto-json, which must succeed.
@@ -731,23 +758,34 @@ func TestDeleteWaitNote(t *testing.T) {
 			t.Errorf("deleteWait = %+v, want %+v", got, tc.want)
 		}
 	}
-	// Off a terminal, a line each time what it waits for changes.
+	// Off a terminal, a line each time what a pod's deletion waits for
+	// changes.
 	var b strings.Builder
-	p := &progressLine{w: &b}
-	p.show(waitNote{"stopping a", "3s left"})
-	p.show(waitNote{"stopping a", "2s left"})
-	p.show(waitNote{"removing", ""})
-	p.end()
-	if want := "stopping a (3s left)\nremoving\n"; b.String() != want {
+	board := newDeleteBoard(&b, false)
+	board.show("a", waitNote{"stopping a", "3s left"})
+	board.show("b", waitNote{"stopping b", "9s left"})
+	board.show("a", waitNote{"stopping a", "2s left"})
+	board.show("a", waitNote{"removing a", ""})
+	board.done("a")
+	board.end()
+	if want := "stopping a (3s left)\nstopping b (9s left)\nremoving a\n"; b.String() != want {
 		t.Errorf("progress off a terminal = %q, want %q", b.String(), want)
 	}
-	// On one, a line rewritten, and cleared at the end.
+	// On one, a line rewritten, cleared while a result is printed and at
+	// the end.
 	b.Reset()
-	p = &progressLine{w: &b, tty: true}
-	p.show(waitNote{"stopping a", "3s left"})
-	p.show(waitNote{"stopping a", "2s left"})
-	p.end()
-	if want := "\r\x1b[Kstopping a (3s left)\r\x1b[Kstopping a (2s left)\r\x1b[K"; b.String() != want {
+	board = newDeleteBoard(&b, true)
+	board.show("a", waitNote{"stopping a", "3s left"})
+	board.show("b", waitNote{"stopping b", "9s left"})
+	board.show("a", waitNote{"stopping a", "2s left"})
+	board.done("a")
+	if err := board.print(func() error { b.WriteString("pod a deleted\n"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	board.end()
+	want := "\r\x1b[Kstopping a (3s left)\r\x1b[Kstopping a (3s left) — and 1 more\r\x1b[Kstopping a (2s left) — and 1 more" +
+		"\r\x1b[Kstopping b (9s left)\r\x1b[Kpod a deleted\n\r\x1b[Kstopping b (9s left)\r\x1b[K"
+	if b.String() != want {
 		t.Errorf("progress on a terminal = %q, want %q", b.String(), want)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -160,42 +162,75 @@ func (a *app) deleteTargets(ctx context.Context, c *client.Client, f deleteFlags
 	return refs, nil
 }
 
-// deletePods deletes the pods of refs in turn, each bounded by --timeout
-// only, and prints each result. A pod that is not found fails the command
-// after the others are deleted, unless --ignore-not-found.
+// maxParallelDeletes bounds the DeletePod calls delete has open at once.
+const maxParallelDeletes = 16
+
+// deletePods deletes the pods of refs side by side (at most
+// maxParallelDeletes at once), as kubectl's delete has the API server stop
+// them all before it waits, each bounded by --timeout only, and prints
+// each result in the order of refs. A pod that is not found fails the
+// command after the others are deleted, unless --ignore-not-found; the
+// first error ends it after the others are done.
 func (a *app) deletePods(ctx context.Context, c *client.Client, f deleteFlags, refs [][2]string) error {
 	mw := &messageWriter{w: a.stdout, format: f.output}
-	var missing []string
-	for _, ref := range refs {
+	board := newDeleteBoard(a.stderr, isTerminal(a.stderr))
+	defer board.end()
+	type result struct {
+		resp *podsyncv1.DeletePodResponse
+		err  error
+	}
+	results := make([]chan result, len(refs))
+	slots := make(chan struct{}, maxParallelDeletes)
+	for i, ref := range refs {
+		results[i] = make(chan result, 1)
 		req := &podsyncv1.DeletePodRequest{Namespace: ref[0], Name: ref[1], Uid: f.uid}
 		if f.gracePeriod >= 0 {
 			req.GracePeriodSeconds = &f.gracePeriod
 		}
-		resp, err := a.deletePod(ctx, c, req, f.wait)
-		if err != nil {
-			return err
+		go func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			resp, err := a.deletePod(ctx, c, req, f.wait, board)
+			results[i] <- result{resp, err}
+		}()
+	}
+	var missing []string
+	var firstErr error
+	for i, ref := range refs {
+		r := <-results[i]
+		switch {
+		case firstErr != nil:
+			continue
+		case r.err != nil:
+			firstErr = r.err
+			continue
 		}
 		if f.output != formatText {
-			if err := mw.write(resp); err != nil {
-				return err
+			if err := board.print(func() error { return mw.write(r.resp) }); err != nil {
+				firstErr = err
 			}
 		}
-		if !resp.GetFound() {
+		if !r.resp.GetFound() {
 			if !f.ignoreNotFound {
 				missing = append(missing, ref[0]+"/"+ref[1])
 			}
 			continue
 		}
 		if f.output == formatText {
-			if _, err := fmt.Fprintf(a.stdout, "pod %q deleted\n", ref[0]+"/"+ref[1]); err != nil {
+			if err := board.print(func() error {
+				_, err := fmt.Fprintf(a.stdout, "pod %q deleted\n", ref[0]+"/"+ref[1])
 				return err
+			}); err != nil {
+				firstErr = err
 			}
 		}
 	}
-	switch len(missing) {
-	case 0:
+	switch {
+	case firstErr != nil:
+		return firstErr
+	case len(missing) == 0:
 		return nil
-	case 1:
+	case len(missing) == 1:
 		return failed("pod %q not found", missing[0])
 	}
 	return failed("pods %q not found", missing)
@@ -213,7 +248,7 @@ const deleteQuietFor = time.Second
 // Without wait it returns as soon as the pod is marked deleting (with the
 // grace period asked for, or a shorter one): the node goes on stopping it
 // on its own, as it does for a DeletePod whose caller went away.
-func (a *app) deletePod(ctx context.Context, c *client.Client, req *podsyncv1.DeletePodRequest, wait bool) (*podsyncv1.DeletePodResponse, error) {
+func (a *app) deletePod(ctx context.Context, c *client.Client, req *podsyncv1.DeletePodRequest, wait bool, board *deleteBoard) (*podsyncv1.DeletePodResponse, error) {
 	// Deleting waits for the grace period: bound it by --timeout only.
 	dctx, cancel := a.waitContext(ctx)
 	defer cancel()
@@ -226,8 +261,8 @@ func (a *app) deletePod(ctx context.Context, c *client.Client, req *podsyncv1.De
 		resp, err := c.DeletePod(dctx, req)
 		done <- result{resp, err}
 	}()
-	progress := &progressLine{w: a.stderr, tty: isTerminal(a.stderr)}
-	defer progress.end()
+	key := req.GetNamespace() + "/" + req.GetName()
+	defer board.done(key)
 	start := time.Now()
 	tick := time.NewTicker(deletePollInterval)
 	defer tick.Stop()
@@ -253,7 +288,7 @@ func (a *app) deletePod(ctx context.Context, c *client.Client, req *podsyncv1.De
 				Pod: &podsyncv1.PodRef{Namespace: m.GetNamespace(), Name: m.GetName(), Uid: m.GetUid()}}, nil
 		}
 		if time.Since(start) >= deleteQuietFor {
-			progress.show(deleteWait(pod, time.Now()))
+			board.show(key, deleteWait(pod, time.Now()))
 		}
 	}
 }
@@ -271,6 +306,13 @@ func markedDeleting(pod *podsyncv1.Pod, grace *int64) bool {
 // waitNote is what a deletion waits for: what, which changes when the
 // deletion moves on, and detail, which counts down.
 type waitNote struct{ what, detail string }
+
+func (n waitNote) text() string {
+	if n.detail == "" {
+		return n.what
+	}
+	return n.what + " (" + n.detail + ")"
+}
 
 // deleteWait says what the deletion of pod waits for at now: the
 // containers it is stopping and what is left of the grace period (its
@@ -307,34 +349,91 @@ func deleteWait(pod *podsyncv1.Pod, now time.Time) waitNote {
 		detail: fmt.Sprintf("%s of the %ds grace period left", left, m.GetDeletionGracePeriodSeconds())}
 }
 
-// progressLine shows a waitNote on stderr: on a terminal one line,
-// rewritten as it counts down and cleared at the end; otherwise a line
-// each time what it waits for changes.
-type progressLine struct {
+// deleteBoard shows on stderr what the deletions under way wait for:
+// on a terminal one line, rewritten as it counts down (the first pod's
+// note, and how many more pods are being deleted), cleared while a
+// result is printed and at the end; otherwise a line each time what a
+// pod's deletion waits for changes.
+type deleteBoard struct {
+	mu    sync.Mutex
 	w     io.Writer
 	tty   bool
-	last  string
-	drawn bool
+	order []string            // pods with a note, in the order they got one
+	notes map[string]waitNote // by pod
+	last  map[string]string   // the what last printed of each pod, off a terminal
+	line  string              // what the terminal shows
 }
 
-func (p *progressLine) show(n waitNote) {
-	text := n.what
-	if n.detail != "" {
-		text += " (" + n.detail + ")"
-	}
-	if p.tty {
-		_, _ = fmt.Fprintf(p.w, "\r\x1b[K%s", text)
-		p.drawn = true
+func newDeleteBoard(w io.Writer, tty bool) *deleteBoard {
+	return &deleteBoard{w: w, tty: tty, notes: map[string]waitNote{}, last: map[string]string{}}
+}
+
+// show sets what the deletion of pod waits for.
+func (b *deleteBoard) show(pod string, n waitNote) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.tty {
+		if b.last[pod] != n.what {
+			_, _ = fmt.Fprintln(b.w, n.text())
+		}
+		b.last[pod] = n.what
 		return
 	}
-	if n.what != p.last {
-		_, _ = fmt.Fprintln(p.w, text)
+	if _, ok := b.notes[pod]; !ok {
+		b.order = append(b.order, pod)
 	}
-	p.last = n.what
+	b.notes[pod] = n
+	b.draw()
 }
 
-func (p *progressLine) end() {
-	if p.drawn {
-		_, _ = fmt.Fprint(p.w, "\r\x1b[K")
+// done drops the note of pod, whose deletion has ended.
+func (b *deleteBoard) done(pod string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.notes[pod]; !ok {
+		return
+	}
+	delete(b.notes, pod)
+	b.order = slices.DeleteFunc(b.order, func(p string) bool { return p == pod })
+	b.draw()
+}
+
+// print runs write, which prints a result, with the terminal's line
+// cleared.
+func (b *deleteBoard) print(write func() error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	line := b.line
+	b.clear()
+	err := write()
+	if line != "" {
+		b.draw()
+	}
+	return err
+}
+
+func (b *deleteBoard) end() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.clear()
+}
+
+func (b *deleteBoard) draw() {
+	if len(b.order) == 0 {
+		b.clear()
+		return
+	}
+	text := b.notes[b.order[0]].text()
+	if more := len(b.order) - 1; more > 0 {
+		text += fmt.Sprintf(" — and %d more", more)
+	}
+	_, _ = fmt.Fprintf(b.w, "\r\x1b[K%s", text)
+	b.line = text
+}
+
+func (b *deleteBoard) clear() {
+	if b.line != "" {
+		_, _ = fmt.Fprint(b.w, "\r\x1b[K")
+		b.line = ""
 	}
 }
