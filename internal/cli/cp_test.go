@@ -3,6 +3,7 @@ package cli
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +28,7 @@ func TestParseFileSpec(t *testing.T) {
 		{arg: "pod:", want: fileSpec{pod: "pod"}},
 	} {
 		got, err := parseFileSpec(tc.arg)
-		if err != tc.err || got != tc.want {
+		if !errors.Is(err, tc.err) || got != tc.want {
 			t.Errorf("parseFileSpec(%q) = %+v, %v; want %+v, %v", tc.arg, got, err, tc.want, tc.err)
 		}
 	}
