@@ -651,7 +651,7 @@ func TestLogsSelector(t *testing.T) {
 	}
 }
 
-// TestDeleteShowsWaitAndNoWait: a deletion that takes a while (a 2 s
+// TestDeleteShowsWaitAndNoWait: a deletion that takes a while (a 3 s
 // preStop sleep) says on stderr which container it stops and how much of
 // the grace period is left, stdout keeping kubectl's line; --wait=false
 // returns while the node is still stopping the pod, which then goes.
@@ -659,7 +659,7 @@ func TestDeleteShowsWaitAndNoWait(t *testing.T) {
 	d := startPodsyncd(t)
 	slow := func(name string) string {
 		return podManifest(name, "sleep 1000", "  terminationGracePeriodSeconds: 30\n") +
-			"    lifecycle: {preStop: {sleep: {seconds: 2}}}\n"
+			"    lifecycle: {preStop: {sleep: {seconds: 3}}}\n"
 	}
 	for _, name := range []string{"slow", "later"} {
 		mustSucceed(t, "run "+name, d.run(t, "", "run", "-f", writeManifest(t, name+".yaml", slow(name))))
