@@ -225,7 +225,8 @@ bench: ## Benchmarks on a private containerd, the kubelet beside podsync (root, 
 RUN_ARGS ?=
 
 .PHONY: run
-run: ## Build, start a private containerd and podsyncd, run examples/; up until ^C (RUN_ARGS=--once: clean up and exit)
+run: $(STAMPS)/grpcurl-$(GRPCURL_VERSION) $(STAMPS)/crictl-$(CRICTL_VERSION) ## Build, start a private containerd and podsyncd, run examples/; up until ^C (RUN_ARGS=--once: clean up and exit)
+	@# grpcurl and crictl: the hints it prints use them, from .tmp/bin.
 	@# Built, not go run: go run exits 1 after a ^C however its child ends.
 	$(GO) build -o $(BIN)/podsync-run ./hack/run
 	$(BIN)/podsync-run $(RUN_ARGS)

@@ -62,13 +62,46 @@ func (r *runner) cleanup(ok bool) error {
 			errs = append(errs, fmt.Errorf("left behind:\n  %s", strings.Join(left, "\n  ")))
 		}
 	}
-	// The logs stay when something failed.
+	// Everything stays when something failed; otherwise the logs do,
+	// until the next run.
 	if ok && len(errs) == 0 && r.dir != "" {
-		if err := os.RemoveAll(r.dir); err != nil {
+		if err := r.removeAllButLogs(); err != nil {
 			errs = append(errs, fmt.Errorf("remove run dir: %w", err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// removeAllButLogs empties the run dir but for podsyncd's and
+// containerd's logs, and its state file, so that the next run takes it for
+// a clean one (and removes the logs as it starts).
+func (r *runner) removeAllButLogs() error {
+	keep := map[string]bool{"podsyncd.log": true}
+	if r.inst != nil && filepath.Dir(r.inst.LogPath()) == r.dir {
+		keep[filepath.Base(r.inst.LogPath())] = true
+	}
+	entries, err := os.ReadDir(r.dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if keep[e.Name()] {
+			continue
+		}
+		errs = append(errs, os.RemoveAll(filepath.Join(r.dir, e.Name())))
+	}
+	return errors.Join(errs...)
+}
+
+// keptLogs names the logs a run leaves in its run dir, relative to the
+// working directory where they are under it.
+func (r *runner) keptLogs() string {
+	logs := "podsyncd's " + relOrAbs(filepath.Join(r.dir, "podsyncd.log"))
+	if r.inst != nil {
+		logs += ", containerd's " + relOrAbs(r.inst.LogPath())
+	}
+	return logs
 }
 
 // stopProcess sends SIGTERM to p, then SIGKILL after grace, and waits

@@ -123,13 +123,33 @@ Try, in another terminal (as root):
   podsyncctl sync -f examples/web.yaml
   podsyncctl delete crashloop
   podsyncctl delete job && podsyncctl run -f examples/job.yaml --wait-for succeeded
+%[5]s
+Logs: .tmp/run/podsyncd.log (podsyncd), %[6]s (containerd).
+`, r.address(), ctl, r.inst.Endpoint(), r.bin, toolHints(r.bin, sock, r.inst.CrictlHint()), relOrAbs(r.inst.LogPath()))
+}
 
-  grpcurl -unix -plaintext %[5]s list podsync.v1.PodSyncService
-  grpcurl -unix -plaintext -d '{"name": "web"}' %[5]s podsync.v1.PodSyncService/GetPod
-  %[6]s pods
+// toolHints are the lines of the hints that use grpcurl and crictl
+// (crictl is the instance's crictl command line), each only when the tool
+// is in bin (make run installs both): a hint that names a command the
+// machine lacks is no hint.
+func toolHints(bin, sock, crictl string) string {
+	var b strings.Builder
+	if fileExists(filepath.Join(bin, "grpcurl")) {
+		fmt.Fprintf(&b, "\n  grpcurl -unix -plaintext %[1]s list podsync.v1.PodSyncService\n"+
+			"  grpcurl -unix -plaintext -d '{\"name\": \"web\"}' %[1]s podsync.v1.PodSyncService/GetPod\n", sock)
+	}
+	if fileExists(filepath.Join(bin, "crictl")) {
+		if b.Len() == 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "  %s pods\n", crictl)
+	}
+	return b.String()
+}
 
-Logs: .tmp/run/podsyncd.log (podsyncd), %[7]s (containerd).
-`, r.address(), ctl, r.inst.Endpoint(), r.bin, sock, r.inst.CrictlHint(), relOrAbs(r.inst.LogPath()))
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 func mustGetwd() string {

@@ -94,7 +94,7 @@ func run() int {
 		}
 		return 1
 	}
-	r.say("done: nothing left behind")
+	r.say("done: nothing left behind; the logs stay until the next run: %s", r.keptLogs())
 	return 0
 }
 
@@ -142,9 +142,11 @@ func (r *runner) setup(ctx context.Context, f localcri.Flavour) error {
 		}
 	}
 
-	r.say("starting a private %s (the first run installs packages and builds containerd: a few minutes)", f)
+	r.say("starting a private %s (the first run installs packages and builds containerd: 5-10 minutes on 2 cores)", f)
 	start := time.Now()
-	r.inst, err = localcri.Start(ctx, localcri.Options{Flavour: f, Logger: newLogger(), RepoDir: r.repo, LogDir: r.dir})
+	stopTicking := r.tick(start, "still starting containerd")
+	r.inst, err = localcri.Start(ctx, localcri.Options{Flavour: f, Logger: r.progressLogger(), RepoDir: r.repo, LogDir: r.dir})
+	stopTicking()
 	if err != nil {
 		return fmt.Errorf("start containerd: %w", err)
 	}
@@ -239,6 +241,61 @@ func (r *runner) podsyncctl(ctx context.Context, shown bool, args ...string) err
 	if err != nil {
 		return fmt.Errorf("podsyncctl %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
 	}
+	return nil
+}
+
+// tickEvery is how often a slow step says it is still going.
+const tickEvery = 30 * time.Second
+
+// tick says "what: 1m30s so far" every tickEvery from start until the
+// returned func is called.
+func (r *runner) tick(start time.Time, what string) (stop func()) {
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(tickEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				r.say("%s: %s so far", what, time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
+}
+
+// progressLogger shows localcri's slow steps (its info entries: the
+// packages it installs, the containerd build, the image build) as the
+// run's own lines, and its warnings and errors on stderr.
+func (r *runner) progressLogger() *zap.Logger {
+	return zap.New(zapcore.NewTee(newLogger().Core(), sayCore{r: r}))
+}
+
+// sayCore writes info entries as "==>   message" lines. "containerd
+// instance ready" and later entries are left out: the run says that
+// itself.
+type sayCore struct{ r *runner }
+
+func (c sayCore) Enabled(l zapcore.Level) bool      { return l == zapcore.InfoLevel }
+func (c sayCore) With([]zapcore.Field) zapcore.Core { return c }
+func (c sayCore) Sync() error                       { return nil }
+
+func (c sayCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) && !strings.HasPrefix(e.Message, "containerd instance") {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func (c sayCore) Write(e zapcore.Entry, _ []zapcore.Field) error {
+	c.r.say("  %s", e.Message)
 	return nil
 }
 

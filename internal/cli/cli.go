@@ -170,7 +170,7 @@ func (a *app) newRoot() *cobra.Command {
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{a.newGetCommand(), a.newDescribeCommand(), a.newLogsCommand(), a.newWatchCommand(), a.newNodeCommand(), a.newVolumeCommand(),
-		a.newTopCommand(), a.newExecCommand(), a.newAttachCommand(), a.newPortForwardCommand(), a.newDebugCommand()} {
+		a.newTopCommand(), a.newExecCommand(), a.newCpCommand(), a.newAttachCommand(), a.newPortForwardCommand(), a.newDebugCommand()} {
 		c.GroupID = "inspect"
 		root.AddCommand(c)
 	}

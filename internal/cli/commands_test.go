@@ -575,3 +575,217 @@ func TestDeleteByUIDKeepsANewerIncarnation(t *testing.T) {
 	}
 	mustSucceed(t, "delete --uid of the live incarnation", d.run(t, "", "delete", "web", "--uid", cur, "--grace-period", "0"))
 }
+
+// twoContainerPod is a pod of two containers, main and side, labelled
+// tier: multi, each printing its name and the pod's, main then twelve
+// numbered lines.
+func twoContainerPod(name string) string {
+	return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  labels: {tier: multi}\nspec:\n  containers:\n" +
+		"  - name: main\n    image: " + testImage + "\n    command: [sh, -c, " +
+		strconvQuote("echo "+name+"-main; echo 1; echo 2; echo 3; echo 4; echo 5; echo 6; echo 7; echo 8; echo 9; echo 10; echo 11; echo 12; sleep 1000") + "]\n" +
+		"  - name: side\n    image: " + testImage + "\n    command: [sh, -c, " + strconvQuote("echo "+name+"-side; sleep 1000") + "]\n"
+}
+
+// TestLogsSelector: logs -l prints the pods' default containers (said
+// on stderr), the last 10 lines of each, --all-containers every
+// container, --prefix kubectl's [pod/NAME/CONTAINER]; -f follows them
+// side by side within --max-log-requests; pod/NAME names a pod.
+func TestLogsSelector(t *testing.T) {
+	d := startPodsyncd(t)
+	for _, name := range []string{"alpha", "beta"} {
+		m := writeManifest(t, name+".yaml", twoContainerPod(name))
+		mustSucceed(t, "run "+name, d.run(t, "", "run", "-f", m))
+	}
+	tail := func(name string) string {
+		return "[pod/" + name + "/main] 3\n[pod/" + name + "/main] 4\n[pod/" + name + "/main] 5\n[pod/" + name + "/main] 6\n[pod/" + name + "/main] 7\n" +
+			"[pod/" + name + "/main] 8\n[pod/" + name + "/main] 9\n[pod/" + name + "/main] 10\n[pod/" + name + "/main] 11\n[pod/" + name + "/main] 12\n"
+	}
+	r := d.run(t, "", "logs", "-l", "tier=multi", "--prefix")
+	mustSucceed(t, "logs -l --prefix", r)
+	if want := tail("alpha") + tail("beta"); r.stdout != want {
+		t.Errorf("logs -l tier=multi --prefix:\n%s\nwant:\n%s", r.stdout, want)
+	}
+	if want := "Defaulted container \"main\" out of: main, side\nDefaulted container \"main\" out of: main, side\n"; r.stderr != want {
+		t.Errorf("logs -l stderr = %q, want %q", r.stderr, want)
+	}
+
+	r = d.run(t, "", "logs", "-l", "tier=multi", "--all-containers", "--prefix", "--tail", "1")
+	mustSucceed(t, "logs -l --all-containers", r)
+	if want := "[pod/alpha/main] 12\n[pod/alpha/side] alpha-side\n[pod/beta/main] 12\n[pod/beta/side] beta-side\n"; r.stdout != want || r.stderr != "" {
+		t.Errorf("logs -l --all-containers --prefix --tail 1 = %+v, want stdout %q", r, want)
+	}
+	r = d.run(t, "", "logs", "pod/beta", "-c", "side")
+	if r.code != 0 || r.stdout != "beta-side\n" {
+		t.Errorf("logs pod/beta -c side = %+v", r)
+	}
+	r = d.run(t, "", "logs", "-l", "tier=none")
+	if r.code != 0 || r.stdout != "" || r.stderr != "No resources found in default namespace.\n" {
+		t.Errorf("logs -l of no pod = %+v", r)
+	}
+	r = d.run(t, "", "logs", "-f", "-l", "tier=multi", "--all-containers", "--max-log-requests", "3")
+	if r.code != 1 || r.stderr != "error: you are attempting to follow 4 log streams, but maximum allowed concurrency is 3, use --max-log-requests to increase the limit\n" {
+		t.Errorf("logs -f of 4 streams over --max-log-requests 3 = %+v", r)
+	}
+
+	out := &syncBuffer{}
+	stop, wait := d.background(t, out, "logs", "-f", "-l", "tier=multi", "--all-containers", "--prefix", "--tail", "1", "--max-log-requests", "4")
+	eventually(t, "logs -f -l follows every container", func() bool {
+		s := out.String()
+		return strings.Count(s, "\n") == 4 && strings.Contains(s, "[pod/alpha/side] alpha-side\n") && strings.Contains(s, "[pod/beta/main] 12\n")
+	})
+	var pod podsyncv1.Pod
+	if err := protojson.Unmarshal([]byte(d.run(t, "", "get", "beta", "-o", "proto-json").stdout), &pod); err != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range pod.GetStatus().GetContainerStatuses() {
+		if cs.GetName() == "side" {
+			if err := d.rt.WriteLog(strings.TrimPrefix(cs.GetContainerId(), "containerd://"), "stdout", "later"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	eventually(t, "logs -f -l prints a new line with its prefix", func() bool { return strings.Contains(out.String(), "[pod/beta/side] later\n") })
+	stop()
+	if code := wait(); code != 0 {
+		t.Errorf("logs -f -l ended with %d, want 0 on interrupt", code)
+	}
+}
+
+// TestDeleteShowsWaitAndNoWait: a deletion that takes a while (a 3 s
+// preStop sleep) says on stderr which container it stops and how much of
+// the grace period is left, stdout keeping kubectl's line; --wait=false
+// returns while the node is still stopping the pod, which then goes.
+func TestDeleteShowsWaitAndNoWait(t *testing.T) {
+	d := startPodsyncd(t)
+	slow := func(name string) string {
+		return podManifest(name, "sleep 1000", "  terminationGracePeriodSeconds: 30\n") +
+			"    lifecycle: {preStop: {sleep: {seconds: 3}}}\n"
+	}
+	for _, name := range []string{"slow", "later"} {
+		mustSucceed(t, "run "+name, d.run(t, "", "run", "-f", writeManifest(t, name+".yaml", slow(name))))
+	}
+
+	r := d.run(t, "", "delete", "slow")
+	mustSucceed(t, "delete slow", r)
+	if r.stdout != "pod \"default/slow\" deleted\n" {
+		t.Errorf("delete stdout = %q", r.stdout)
+	}
+	if lines := linesWith(r.stderr, `pod "default/slow": stopping container "app" (`, "of the 30s grace period left)"); len(lines) != 1 {
+		t.Errorf("delete stderr = %q; want one line naming the container and the grace period left", r.stderr)
+	}
+
+	r = d.run(t, "", "delete", "later", "--wait=false")
+	mustSucceed(t, "delete --wait=false", r)
+	if r.stdout != "pod \"default/later\" deleted\n" || r.stderr != "" {
+		t.Errorf("delete --wait=false = %+v", r)
+	}
+	var pod podsyncv1.Pod
+	if err := protojson.Unmarshal([]byte(mustGet(t, d, "later")), &pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.GetMetadata().GetDeletionTimestamp() == nil {
+		t.Errorf("after delete --wait=false the pod is not being deleted: %v", pod.GetMetadata())
+	}
+	eventually(t, "the pod goes after delete --wait=false", func() bool {
+		return d.run(t, "", "get", "later").code == 1
+	})
+
+	// delete --all stops the pods side by side, as kubectl has the API
+	// server do: at one moment both are being deleted.
+	for _, name := range []string{"one", "two"} {
+		mustSucceed(t, "run "+name, d.run(t, "", "run", "-f", writeManifest(t, name+".yaml", slow(name))))
+	}
+	out := &syncBuffer{}
+	_, wait := d.background(t, out, "delete", "--all")
+	eventually(t, "both pods being deleted at once", func() bool {
+		r := d.run(t, "", "get", "-o", "proto-json")
+		var list struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil || len(list.Items) != 2 {
+			return false
+		}
+		for _, raw := range list.Items {
+			var p podsyncv1.Pod
+			if protojson.Unmarshal(raw, &p) != nil || p.GetMetadata().GetDeletionTimestamp() == nil {
+				return false
+			}
+		}
+		return true
+	})
+	if code := wait(); code != 0 || out.String() != "pod \"default/one\" deleted\npod \"default/two\" deleted\n" {
+		t.Errorf("delete --all = %d, %q", code, out.String())
+	}
+}
+
+// mustGet is get NAME -o proto-json, which must succeed.
+func mustGet(t *testing.T, d *podsyncd, name string) string {
+	t.Helper()
+	r := d.run(t, "", "get", name, "-o", "proto-json")
+	mustSucceed(t, "get "+name, r)
+	return r.stdout
+}
+
+// TestDeleteWaitNote: what delete says it waits for.
+func TestDeleteWaitNote(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	grace := int64(30)
+	running := &podsyncv1.ContainerState{Running: &podsyncv1.ContainerStateRunning{}}
+	exited := &podsyncv1.ContainerState{Terminated: &podsyncv1.ContainerStateTerminated{}}
+	pod := func(deadline time.Time, states ...*podsyncv1.ContainerState) *podsyncv1.Pod {
+		p := &podsyncv1.Pod{Metadata: &podsyncv1.ObjectMeta{Namespace: "default", Name: "web"}, Status: &podsyncv1.PodStatus{}}
+		if !deadline.IsZero() {
+			p.Metadata.DeletionTimestamp = timestamppb.New(deadline)
+			p.Metadata.DeletionGracePeriodSeconds = &grace
+		}
+		for i, st := range states {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, &podsyncv1.ContainerStatus{Name: []string{"app", "side"}[i], State: st})
+		}
+		p.Status.InitContainerStatuses = []*podsyncv1.ContainerStatus{{Name: "init", State: exited}}
+		return p
+	}
+	for _, tc := range []struct {
+		pod  *podsyncv1.Pod
+		want waitNote
+	}{
+		{pod(now.Add(27*time.Second), running, exited), waitNote{`pod "default/web": stopping container "app"`, "27s of the 30s grace period left"}},
+		{pod(now.Add(5*time.Second), running, running), waitNote{`pod "default/web": stopping containers "app", "side"`, "5s of the 30s grace period left"}},
+		{pod(now.Add(-time.Second), running), waitNote{`pod "default/web": grace period over, killing container "app"`, ""}},
+		{pod(now.Add(time.Second), exited, exited), waitNote{`pod "default/web": containers stopped, removing its sandbox and volumes`, ""}},
+		{pod(time.Time{}, running), waitNote{`pod "default/web": stopping container "app"`, ""}},
+	} {
+		if got := deleteWait(tc.pod, now); got != tc.want {
+			t.Errorf("deleteWait = %+v, want %+v", got, tc.want)
+		}
+	}
+	// Off a terminal, a line each time what a pod's deletion waits for
+	// changes.
+	var b strings.Builder
+	board := newDeleteBoard(&b, false)
+	board.show("a", waitNote{"stopping a", "3s left"})
+	board.show("b", waitNote{"stopping b", "9s left"})
+	board.show("a", waitNote{"stopping a", "2s left"})
+	board.show("a", waitNote{"removing a", ""})
+	board.done("a")
+	board.end()
+	if want := "stopping a (3s left)\nstopping b (9s left)\nremoving a\n"; b.String() != want {
+		t.Errorf("progress off a terminal = %q, want %q", b.String(), want)
+	}
+	// On one, a line rewritten, cleared while a result is printed and at
+	// the end.
+	b.Reset()
+	board = newDeleteBoard(&b, true)
+	board.show("a", waitNote{"stopping a", "3s left"})
+	board.show("b", waitNote{"stopping b", "9s left"})
+	board.show("a", waitNote{"stopping a", "2s left"})
+	board.done("a")
+	if err := board.print(func() error { b.WriteString("pod a deleted\n"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	board.end()
+	want := "\r\x1b[Kstopping a (3s left)\r\x1b[Kstopping a (3s left) — and 1 more\r\x1b[Kstopping a (2s left) — and 1 more" +
+		"\r\x1b[Kstopping b (9s left)\r\x1b[Kpod a deleted\n\r\x1b[Kstopping b (9s left)\r\x1b[K"
+	if b.String() != want {
+		t.Errorf("progress on a terminal = %q, want %q", b.String(), want)
+	}
+}

@@ -51,6 +51,10 @@ func (a *app) newDebugCommand() *cobra.Command {
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if args[0], err = podArg(args[0]); err != nil {
+				return err
+			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err

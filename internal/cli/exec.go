@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
 )
 
@@ -49,6 +50,10 @@ func (a *app) newExecCommand() *cobra.Command {
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if args[0], err = podArg(args[0]); err != nil {
+				return err
+			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
@@ -83,6 +88,10 @@ func (a *app) newAttachCommand() *cobra.Command {
 			"  podsyncctl attach -it shell",
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if args[0], err = podArg(args[0]); err != nil {
+				return err
+			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
@@ -187,7 +196,14 @@ func (a *app) defaultContainer(ctx context.Context, c *client.Client, namespace,
 	if err != nil {
 		return "", err
 	}
-	p := resp.GetPod()
+	return a.podDefaultContainer(resp.GetPod(), "")
+}
+
+// podDefaultContainer is defaultContainer for a pod at hand.
+func (a *app) podDefaultContainer(p *podsyncv1.Pod, container string) (string, error) {
+	if container != "" {
+		return container, nil
+	}
 	spec := p.GetSpec()
 	var names []string
 	for _, ct := range spec.GetContainers() {

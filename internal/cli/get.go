@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
@@ -409,11 +410,23 @@ func (a *app) watchPods(ctx context.Context, c *client.Client, f getFlags, names
 	err = c.Watch(ctx, &podsyncv1.WatchPodsRequest{SinceRevision: rev, Namespace: f.namespace, LabelSelector: f.selector},
 		func(m *podsyncv1.WatchPodsResponse) error {
 			st := m.GetStatus()
+			ref := m.GetPod()
+			p, ok := known[ref.GetUid()]
+			if del := m.GetDeleted(); del != nil && ok {
+				// kubectl prints a deleted pod's last row: Terminating.
+				delete(known, ref.GetUid())
+				if p.GetMetadata().GetDeletionTimestamp() == nil {
+					p = proto.Clone(p).(*podsyncv1.Pod)
+					if p.Metadata == nil {
+						p.Metadata = &podsyncv1.ObjectMeta{}
+					}
+					p.Metadata.DeletionTimestamp = del.GetTime()
+				}
+				st = p.GetStatus()
+			}
 			if st == nil {
 				return nil
 			}
-			ref := m.GetPod()
-			p, ok := known[ref.GetUid()]
 			if !ok {
 				gctx, cancel := a.callContext(ctx)
 				resp, err := c.GetPod(gctx, ref.GetNamespace(), ref.GetName())

@@ -112,3 +112,27 @@ func TestPortForwardNamedPorts(t *testing.T) {
 		t.Errorf("port-forward of an unknown port name: %+v", r)
 	}
 }
+
+// TestGetWatch: get -w prints the list, then a row for each change of
+// the pods it selects, pod/NAME and -l alike, a deleted pod's last row
+// Terminating as kubectl's, and ends with 0 on ^C.
+func TestGetWatch(t *testing.T) {
+	d := startPodsyncd(t)
+	mustSucceed(t, "run", d.run(t, "", "run", "-f", writeManifest(t, "first.yaml", podManifest("first", "sleep 1000", ""))))
+	byName, bySelector := &syncBuffer{}, &syncBuffer{}
+	stopName, waitName := d.background(t, byName, "get", "pod/first", "-w")
+	stopSel, waitSel := d.background(t, bySelector, "get", "-l", "app=second", "-w")
+	eventually(t, "get pod/first -w lists it", func() bool { return hasRow(byName.String(), "default", "first", "1/1", "Running") })
+	mustSucceed(t, "run", d.run(t, "", "run", "-f", writeManifest(t, "second.yaml", podManifest("second", "sleep 1000", ""))))
+	eventually(t, "get -l app=second -w shows the new pod", func() bool { return hasRow(bySelector.String(), "default", "second", "1/1", "Running") })
+	mustSucceed(t, "delete", d.run(t, "", "delete", "first", "--grace-period", "0"))
+	eventually(t, "get pod/first -w shows it Terminating", func() bool { return len(linesWith(byName.String(), "first", "Terminating")) == 1 })
+	if strings.Contains(byName.String(), "second") || strings.Contains(bySelector.String(), "first") {
+		t.Errorf("a watch shows another pod:\n%s\n%s", byName.String(), bySelector.String())
+	}
+	stopName()
+	stopSel()
+	if a, b := waitName(), waitSel(); a != 0 || b != 0 {
+		t.Errorf("get -w ended with %d, %d; want 0 on interrupt", a, b)
+	}
+}

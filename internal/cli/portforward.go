@@ -81,6 +81,11 @@ func (a *app) newPortForwardCommand() *cobra.Command {
 			"  podsyncctl port-forward db :5432 --address 127.0.0.1,::1",
 		Args: usageArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			pod, err := podArg(args[0])
+			if err != nil {
+				return err
+			}
+			args[0] = pod
 			ports, err := parsePorts(args[1:])
 			if err != nil {
 				return usageError{err}

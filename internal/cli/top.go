@@ -49,7 +49,11 @@ func (a *app) newTopCommand() *cobra.Command {
 			var pods []*podsyncv1.PodStats
 			switch {
 			case len(args) == 1:
-				st, err := c.GetPodStats(ctx, f.namespace, args[0])
+				pod, err := podArg(args[0])
+				if err != nil {
+					return err
+				}
+				st, err := c.GetPodStats(ctx, f.namespace, pod)
 				if err != nil {
 					return err
 				}

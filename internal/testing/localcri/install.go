@@ -175,7 +175,7 @@ func ensureContainerd2(ctx context.Context, log *zap.Logger, toolsDir string) er
 	for _, n := range names {
 		pkgs = append(pkgs, "github.com/containerd/containerd/v2/cmd/"+n+"@"+Containerd2Version)
 	}
-	log.Info("building containerd from the go module proxy (once, about 2 minutes)", zap.String("gobin", bin))
+	log.Info("building containerd from the go module proxy (once: 5-10 minutes on 2 cores)", zap.String("gobin", bin))
 	if err := goInstall(ctx, toolsDir, tmp, pkgs...); err != nil {
 		return err
 	}
