@@ -216,7 +216,9 @@ spec:
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, filepath.Join(kubeBin, "kubectl"), "--kubeconfig", u.c.Kube.Kubeconfig,
-			"debug", "-i", "target", "--image="+localcri.BusyboxImage, "--target=app", "--container=debugger", "--", "sh")
+			// The baseline profile: the node enforces Pod Security
+			// baseline, which the default profile's SYS_PTRACE exceeds.
+			"debug", "-i", "target", "--image="+localcri.BusyboxImage, "--target=app", "--container=debugger", "--profile=baseline", "--", "sh")
 		cmd.Stdin = strings.NewReader("echo debugging $(hostname)\nexit\n")
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "debugging target") {
