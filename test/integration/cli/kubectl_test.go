@@ -246,3 +246,60 @@ spec: {minAvailable: 1, selector: {matchLabels: {app: db}}}
 		t.Errorf("db-1's /data/owner = %q, want its own claim", got)
 	}
 }
+
+// TestGeneratedNamesAndOneRoundOfProblems, as a user on containerd: a pod
+// with generateName and no name, run twice, is two pods named as the API
+// server names them, both running; apply of it is refused saying why; a
+// manifest with four problems of different kinds reports all four at once,
+// each with its line and field path.
+func TestGeneratedNamesAndOneRoundOfProblems(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncd(t)
+	const gen = `apiVersion: v1
+kind: Pod
+metadata: {generateName: job-}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: app, image: registry.local/busybox:local, command: ["sleep", "600"]}
+`
+	for range 2 {
+		if r := d.ctl(ctx, gen, "run", "--min-ready-seconds", "0", "-f", "-"); r.code != 0 {
+			t.Fatalf("run of a generateName pod: %+v", r)
+		}
+	}
+	named := regexp.MustCompile(`^job-[a-z0-9]{5}$`)
+	var running []string
+	for _, l := range strings.Split(d.mustCtl(ctx, "get", "pods"), "\n") {
+		if f := strings.Fields(l); len(f) > 3 && named.MatchString(f[1]) && f[3] == "Running" {
+			running = append(running, f[1])
+		}
+	}
+	if len(running) != 2 || running[0] == running[1] {
+		t.Errorf("pods named from job-: %v, want two running under names of their own", running)
+	}
+	if r := d.ctl(ctx, gen, "apply", "-f", "-"); r.code != 1 || !strings.Contains(r.stderr, "a name is generated only by RunPods") {
+		t.Errorf("apply of a generateName pod: %+v, want it refused saying why", r)
+	}
+	const bad = `apiVersion: v1
+kind: Pod
+metadata: {name: bad}
+spec:
+  restartPolicy: Sometimes
+  containers:
+  - name: app
+    image: registry.local/busybox:local
+    imagee: typo
+    resources: {limits: {memory: 12XB}}
+    ports: [{containerPort: "eighty"}]
+`
+	r := d.ctl(ctx, bad, "run", "-f", "-")
+	for _, want := range []string{"spec.restartPolicy", "spec.containers[0].imagee", "spec.containers[0].resources.limits.memory", "spec.containers[0].ports[0].containerPort"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("run of a manifest with four problems: no %s in\n%s", want, r.stderr)
+		}
+	}
+	if r.code == 0 || strings.Contains(d.mustCtl(ctx, "get", "pods"), "bad") {
+		t.Errorf("the manifest with problems ran: %+v", r)
+	}
+}
