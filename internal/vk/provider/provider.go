@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"sync"
 
 	"go.uber.org/zap"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -418,36 +415,6 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-// terminated is st with every container that was not terminated marked
-// so, as a deleted pod's statuses end.
-func terminated(st *corev1.PodStatus) *corev1.PodStatus {
-	st = st.DeepCopy()
-	now := metav1.Now()
-	end := func(cs []corev1.ContainerStatus) {
-		for i := range cs {
-			if cs[i].State.Terminated != nil {
-				continue
-			}
-			cs[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-				ExitCode: 137, Reason: "PodDeleted", Message: "the pod was deleted", FinishedAt: now,
-			}}
-			cs[i].Ready = false
-			cs[i].Started = new(false)
-		}
-	}
-	end(st.ContainerStatuses)
-	end(st.InitContainerStatuses)
-	if st.Phase != corev1.PodSucceeded {
-		st.Phase = corev1.PodFailed
-	}
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == corev1.PodReady || st.Conditions[i].Type == corev1.ContainersReady {
-			st.Conditions[i].Status = corev1.ConditionFalse
-		}
-	}
-	return st
-}
-
 // GetPod returns the pod as given, with its last status; NotFound for a
 // pod this process has not been given (so the node library creates it,
 // which on a pod podsyncd already runs changes nothing).
@@ -535,63 +502,6 @@ func (p *Provider) changed(k string) {
 	notify(out)
 }
 
-// observe sets the observedGeneration of st and of its conditions to gen,
-// the metadata.generation of the pod podsyncd last took, as the kubelet
-// reports the generation of the pod it synced (podsyncd's own counter of
-// its stored pod's changes is another number).
-func observe(st *corev1.PodStatus, gen int64) {
-	st.ObservedGeneration = gen
-	for i := range st.Conditions {
-		st.Conditions[i].ObservedGeneration = gen
-	}
-}
-
-// gateConditions returns the current conditions of pod's readiness gates
-// as the API server holds them (set by whoever owns each gate), or nil.
-func (p *Provider) gateConditions(pod *corev1.Pod) []corev1.PodCondition {
-	if len(pod.Spec.ReadinessGates) == 0 || p.kubeConditions == nil {
-		return nil
-	}
-	return p.kubeConditions(pod.Namespace, pod.Name)
-}
-
-// applyReadinessGates is the kubelet's readiness gates
-// (pkg/kubelet/status.GeneratePodReadyCondition): the status carries the
-// gates' conditions as their owners set them on the API server (current),
-// and a pod whose containers are ready is Ready only when every gate's
-// condition is True; while one is not, Ready is False with reason
-// ReadinessGatesNotReady and the kubelet's message. A pod whose
-// containers are not ready keeps podsyncd's Ready (ContainersNotReady).
-func applyReadinessGates(pod *corev1.Pod, current []corev1.PodCondition) {
-	if len(pod.Spec.ReadinessGates) == 0 {
-		return
-	}
-	st := &pod.Status
-	var unready []string
-	for _, g := range pod.Spec.ReadinessGates {
-		i := slices.IndexFunc(current, func(c corev1.PodCondition) bool { return c.Type == g.ConditionType })
-		if i < 0 {
-			unready = append(unready, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
-			continue
-		}
-		c := current[i]
-		st.Conditions = append(slices.DeleteFunc(st.Conditions, func(x corev1.PodCondition) bool { return x.Type == c.Type }), c)
-		if c.Status != corev1.ConditionTrue {
-			unready = append(unready, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(g.ConditionType), c.Status))
-		}
-	}
-	i := slices.IndexFunc(st.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
-	if i < 0 || len(unready) == 0 {
-		return
-	}
-	ready := &st.Conditions[i]
-	if ready.Status != corev1.ConditionTrue {
-		return // ContainersNotReady (or the pod's end) says more
-	}
-	ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, "ReadinessGatesNotReady", strings.Join(unready, ", ")
-	ready.LastTransitionTime = metav1.Now()
-}
-
 // Run follows the node's pods on podsyncd until ctx ends, notifying every
 // status change. client.Watch resumes after a break from the last
 // revision delivered, and lists again when that is compacted.
@@ -631,46 +541,4 @@ func (p *Provider) Run(ctx context.Context) error {
 		return fmt.Errorf("watch pods on podsync: %w", err)
 	}
 	return nil
-}
-
-// recordEvent records a podsyncd event about the pod k (of podsync uid)
-// on its Kubernetes pod, with the field path of its container as the
-// kubelet's (spec.containers{name}, spec.initContainers{name},
-// spec.ephemeralContainers{name}).
-func (p *Provider) recordEvent(k, uid string, ev *podsyncv1.PodEvent) {
-	if p.events == nil {
-		return
-	}
-	p.mu.Lock()
-	pod := p.pods[k]
-	p.mu.Unlock()
-	if pod == nil || string(pod.UID) != uid {
-		return
-	}
-	ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
-		UID: pod.UID, ResourceVersion: pod.ResourceVersion, FieldPath: containerFieldPath(pod, ev.GetContainer())}
-	typ := corev1.EventTypeNormal
-	if ev.GetType() == podsyncv1.EventType_EVENT_TYPE_WARNING {
-		typ = corev1.EventTypeWarning
-	}
-	p.events.Event(ref, typ, ev.GetReason(), ev.GetMessage())
-}
-
-// containerFieldPath is the kubelet's field path of a pod's container
-// (pkg/kubelet/container.GenerateContainerRef); "" for none.
-func containerFieldPath(pod *corev1.Pod, name string) string {
-	if name == "" {
-		return ""
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
-			return "spec.initContainers{" + name + "}"
-		}
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		if c.Name == name {
-			return "spec.ephemeralContainers{" + name + "}"
-		}
-	}
-	return "spec.containers{" + name + "}"
 }
