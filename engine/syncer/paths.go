@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -67,13 +68,20 @@ func dupFd(fd int) (int, error) {
 // following a symbolic link, creating it as a directory (mode) if it is
 // missing, and checks that it is a directory or, when it is the last
 // element, a directory or a regular file.
+//
+// A directory it creates gets mode whatever podsyncd's umask, as the
+// kubelet's doSafeMakeDir fchmods what mkdirat created: a subPath of an
+// emptyDir (0777) is 0777, with the setgid bit an fsGroup gave the volume.
 func openNoFollow(dirfd int, name string, mode uint32) (int, error) {
+	created := false
 	for range 2 {
 		fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) {
-			if err := unix.Mkdirat(dirfd, name, mode); err != nil && !errors.Is(err, unix.EEXIST) {
+			err := unix.Mkdirat(dirfd, name, mode)
+			if err != nil && !errors.Is(err, unix.EEXIST) {
 				return -1, fmt.Errorf("create directory: %w", err)
 			}
+			created = err == nil
 			continue // open what is there now
 		}
 		if err != nil {
@@ -85,7 +93,17 @@ func openNoFollow(dirfd int, name string, mode uint32) (int, error) {
 			return -1, err
 		}
 		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFDIR, unix.S_IFREG:
+		case unix.S_IFDIR:
+			if created && st.Mode&0o7777 != mode {
+				// An O_PATH descriptor cannot be fchmod'ed; its
+				// /proc/self/fd link names exactly what was opened.
+				if err := unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), mode); err != nil {
+					_ = unix.Close(fd)
+					return -1, fmt.Errorf("set the mode of the created directory: %w", err)
+				}
+			}
+			return fd, nil
+		case unix.S_IFREG:
 			return fd, nil
 		case unix.S_IFLNK:
 			_ = unix.Close(fd)

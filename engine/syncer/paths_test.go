@@ -132,6 +132,45 @@ func TestResolveSubPath(t *testing.T) {
 	}
 }
 
+// TestSubPathCreatedWithTheVolumesMode: missing subPath directories get
+// the volume directory's mode whatever the process umask, setgid included,
+// as the kubelet's doSafeMakeDir chmods them (e2e: EmptyDir volumes when
+// FSGroup is specified, nonexistent volume subPath should have the correct
+// mode and owner).
+func TestSubPathCreatedWithTheVolumesMode(t *testing.T) {
+	vol := filepath.Join(t.TempDir(), "vol")
+	if err := os.Mkdir(vol, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(vol, 0o777|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	if _, err := resolveSubPath(vol, "a/b"); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"a", "a/b"} {
+		fi, err := os.Stat(filepath.Join(vol, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode() & (os.ModePerm | os.ModeSetgid); got != 0o777|os.ModeSetgid {
+			t.Errorf("%s: mode %v, want %v", d, got, 0o777|os.ModeSetgid)
+		}
+	}
+	// A directory that was there keeps its own mode.
+	if err := os.Mkdir(filepath.Join(vol, "kept"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := resolveSubPath(vol, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(vol, "kept")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("an existing directory's mode changed: %v %v", fi.Mode(), err)
+	}
+}
+
 // TestWriteAtomicDoesNotFollowSymlinks: a link planted in a volume of
 // files — where a user-visible name, "..data", "..data_tmp" or a
 // directory goes — is replaced or refused, never written through, and
