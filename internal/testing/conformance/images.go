@@ -32,6 +32,9 @@ const (
 	KittenImage      = "registry.k8s.io/e2e-test-images/kitten:1.8"
 	NautilusImage    = "registry.k8s.io/e2e-test-images/nautilus:1.8"
 	PauseImage       = "registry.k8s.io/pause:3.10.2"
+	// GlibcDNSTestingImage's tests run sh, hostname and hostname -f,
+	// which busybox has.
+	GlibcDNSTestingImage = "registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1"
 )
 
 // bashStatic is Debian's static bash (package bash-static): the agnhost
@@ -39,7 +42,7 @@ const (
 const bashStatic = "/bin/bash-static"
 
 // imagesFormat changes whenever the way the images are built changes.
-const imagesFormat = "conformance-images-v1"
+const imagesFormat = "conformance-images-v2"
 
 // Inputs are the binaries and files the images are built from.
 type Inputs struct {
@@ -184,6 +187,7 @@ func imageSpecs(ctx context.Context, in Inputs) ([]localcri.ImageSpec, error) {
 		{Ref: BusyboxImage, Files: busybox, Config: v1.Config{Cmd: []string{"sh"}, Env: env, WorkingDir: "/"}},
 		{Ref: NginxImage, Files: nginxFiles, Config: nginxCfg},
 		{Ref: NginxNewImage, Files: nginxFiles, Config: nginxCfg},
+		{Ref: GlibcDNSTestingImage, Files: busybox, Config: v1.Config{Cmd: []string{"sh"}, Env: env, WorkingDir: "/"}},
 		{Ref: NonRootImage, Files: busybox, Config: v1.Config{Cmd: []string{"sh"}, Env: env, WorkingDir: "/", User: "1234"}},
 		{Ref: NonewprivsImage, Files: withFiles(busybox, []localcri.ImageFile{
 			{Path: "usr/", Mode: 0o755}, {Path: "usr/local/", Mode: 0o755}, {Path: "usr/local/bin/", Mode: 0o755},
