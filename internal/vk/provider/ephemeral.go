@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -209,7 +208,7 @@ func (p *Provider) addEphemeral(ctx context.Context, pod *corev1.Pod) {
 		if p.events != nil {
 			ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
 				UID: pod.UID, ResourceVersion: pod.ResourceVersion, FieldPath: containerFieldPath(pod, ec.Name)}
-			p.events.Event(ref, corev1.EventTypeWarning, "Failed", fmt.Sprintf("Error: %s: %s", reason, message))
+			p.events.Event(ref, corev1.EventTypeWarning, "Failed", "Error: "+message)
 		}
 	}
 }
