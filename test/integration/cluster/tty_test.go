@@ -3,7 +3,6 @@
 package cluster_test
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -86,7 +85,6 @@ func (term *terminal) wait(timeout time.Duration) error {
 		return err
 	case <-time.After(timeout):
 		_ = term.cmd.Process.Kill()
-		<-term.done
-		return errors.New("did not exit within " + timeout.String())
+		return fmt.Errorf("did not exit within %s (killed: %w)", timeout, <-term.done)
 	}
 }
