@@ -71,13 +71,19 @@ func ComputePodStatus(pod *corev1.Pod, view model.RuntimeView, probes model.Prob
 	s.InitContainerStatuses = sc.convert(pod.Spec.InitContainers, old.InitContainerStatuses, hasInit, true)
 	s.ContainerStatuses = sc.convert(pod.Spec.Containers, old.ContainerStatuses, hasInit, false)
 	// Ephemeral containers as the kubelet's convertToAPIContainerStatuses
-	// shows them: as init containers (never ready, never restarted).
+	// shows them: as init containers (never restarted), but never ready:
+	// the kubelet's prober manager sets the readiness of regular and init
+	// containers only, so a debug container that exited 0 is not ready
+	// either.
 	if n := len(pod.Spec.EphemeralContainers); n > 0 {
 		ecs := make([]corev1.Container, n)
 		for i := range pod.Spec.EphemeralContainers {
 			ecs[i] = corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		}
 		s.EphemeralContainerStatuses = sc.convert(ecs, old.EphemeralContainerStatuses, hasInit, true)
+		for i := range s.EphemeralContainerStatuses {
+			s.EphemeralContainerStatuses[i].Ready = false
+		}
 	}
 
 	podIsTerminal := pod.DeletionTimestamp != nil && !anyRunning(&view)

@@ -631,4 +631,17 @@ func TestEphemeralContainerStatuses(t *testing.T) {
 			t.Errorf("Ready = %s (%s), want True: an exited ephemeral container does not make the pod unready", c.Status, c.Message)
 		}
 	}
+
+	// Never ready, running or exited 0 (an init container's readiness).
+	for _, inst := range []model.ContainerInstance{
+		plantest.Inst(pod, "debug", "c-debug", model.ContainerRunning, 0, time.Minute),
+		plantest.Exited(plantest.Inst(pod, "debug", "c-debug", model.ContainerExited, 0, time.Minute), 0, time.Second),
+	} {
+		view := plantest.BaseView()
+		view.Containers = append([]model.ContainerInstance{inst}, view.Containers...)
+		got := ComputePodStatus(pod, view, model.ProbeResults{}, plantest.T0, StatusOptions{})
+		if st := got.EphemeralContainerStatuses[0]; st.Ready {
+			t.Errorf("debug %s: ready, want never ready, as the kubelet's", inst.State)
+		}
+	}
 }

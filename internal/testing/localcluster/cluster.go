@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,7 +44,8 @@ type Options struct {
 	// by the caller (with DefaultRoute, for the pod network) and left
 	// running by Stop; otherwise Start starts one per node.
 	Runtimes []*localcri.Instance
-	// PodsyncdArgs are further flags of every podsyncd.
+	// PodsyncdArgs are further flags of every podsyncd, after
+	// NodeArgs (a later flag wins).
 	PodsyncdArgs []string
 	// APIServerArgs are further flags of kube-apiserver.
 	APIServerArgs []string
@@ -56,6 +58,17 @@ type Options struct {
 	// Say, if set, is told what is being started.
 	Say func(format string, args ...any)
 }
+
+// NodeArgs are the flags of every podsyncd beyond its endpoints and
+// directories: each node keeps podsyncd's default Pod Security ceiling,
+// baseline (a namespace's own level, enforced by the API server and by
+// podsyncd, may be stricter), with SYS_PTRACE allowed, which kubectl
+// debug's default profile (general) gives the debug container so that it
+// can trace the processes of the container it targets: kubectl debug
+// POD --image=… -- sh runs as on a kubelet's node in the default
+// namespace. Its other profiles beyond baseline (netadmin's NET_ADMIN and
+// NET_RAW) are the node's to refuse.
+var NodeArgs = []string{"--allowed-capabilities=SYS_PTRACE"}
 
 // Images is an image tarball and the names it holds, imported into each
 // node's containerd, and images each node's registry serves under their
@@ -218,7 +231,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 			// nodes' default/web are one pod UID, and would be one pod
 			// cgroup under a shared root.
 			"--cgroup-root", inst.CgroupRoot(),
-			"--log-format", "console", "--shutdown-timeout", "10s"}, o.PodsyncdArgs...)
+			"--log-format", "console", "--shutdown-timeout", "10s"}, append(slices.Clone(NodeArgs), o.PodsyncdArgs...)...)
 		if n.Podsyncd, err = StartProcess(o.Dir, name, o.PodsyncdBin, args...); err != nil {
 			return nil, err
 		}
@@ -286,6 +299,10 @@ func (c *Cluster) Stop(ctx context.Context) error {
 			p.Stop()
 		}
 	}
+	// The kubernetes Service's rules first: they name the nodes'
+	// bridges, and a containerd's teardown reports whatever names its run
+	// as left behind.
+	errs = append(errs, c.api.close())
 	if len(c.opts.Runtimes) == 0 {
 		for _, n := range c.Nodes {
 			tctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -293,7 +310,6 @@ func (c *Cluster) Stop(ctx context.Context) error {
 			cancel()
 		}
 	}
-	errs = append(errs, c.api.close())
 	if c.Kube != nil {
 		errs = append(errs, c.Kube.Stop())
 	}

@@ -110,11 +110,190 @@ func TestEphemeralContainersAreAddedOnce(t *testing.T) {
 	if err := p.UpdatePod(context.Background(), three); err != nil {
 		t.Fatalf("UpdatePod with a refused ephemeral container: %v, want nil", err)
 	}
-	if len(rec.events) != 1 || rec.events[0].typ != corev1.EventTypeWarning || !strings.Contains(rec.events[0].message, "ports: not allowed") {
-		t.Errorf("events = %+v, want one warning with podsyncd's message", rec.events)
+	if len(rec.events) != 1 || rec.events[0].typ != corev1.EventTypeWarning || rec.events[0].reason != "Failed" ||
+		!strings.Contains(rec.events[0].message, "ports: not allowed") {
+		t.Fatalf("events = %+v, want one warning Failed with podsyncd's message", rec.events)
 	}
-	if len(f.synced) != 5 {
-		t.Errorf("SyncPod calls = %d, want 5 (the create and each update applied)", len(f.synced))
+	if ref, ok := rec.events[0].obj.(*corev1.ObjectReference); !ok || ref.FieldPath != "spec.ephemeralContainers{bad}" || ref.UID != pod.UID {
+		t.Errorf("event on %+v, want the pod's ephemeral container bad, as the kubelet's", rec.events[0].obj)
+	}
+	// The refusal is for good: a later update neither adds it again nor
+	// warns again.
+	if err := p.UpdatePod(context.Background(), three); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(f.added, ",") != "debugger-x,debugger-y,bad" || len(rec.events) != 1 {
+		t.Errorf("after another update: added = %v, %d events; want bad tried once, one event", f.added, len(rec.events))
+	}
+	if len(f.synced) != 6 {
+		t.Errorf("SyncPod calls = %d, want 6 (the create and each update applied)", len(f.synced))
+	}
+}
+
+// runProvider runs p (and its fake's watch) until the test ends and
+// returns the pods it notifies.
+func runProvider(t *testing.T, p *Provider, f *fakePodsync) *notified {
+	t.Helper()
+	n := &notified{ch: make(chan *corev1.Pod, 64)}
+	p.NotifyPods(context.Background(), n.fn)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	<-f.watched
+	return n
+}
+
+// statusOf sends podsyncd's status of pod through the fake's watch.
+func statusOf(f *fakePodsync, pod *corev1.Pod, st *podsyncv1.PodStatus) {
+	f.events <- &podsyncv1.WatchPodsResponse{Pod: &podsyncv1.PodRef{Namespace: pod.Namespace, Name: pod.Name, Uid: string(pod.UID)},
+		Change: &podsyncv1.WatchPodsResponse_Status{Status: st}}
+}
+
+// until waits for the notified pod that cond accepts.
+func (n *notified) until(t *testing.T, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	var last *corev1.Pod
+	for {
+		select {
+		case p := <-n.ch:
+			if cond(p) {
+				return p
+			}
+			last = p
+		case <-deadline:
+			if last != nil {
+				t.Fatalf("%s: not within 5s; last status %+v", what, last.Status)
+			}
+			t.Fatalf("%s: nothing notified within 5s", what)
+			return nil
+		}
+	}
+}
+
+func ephemeralWaiting(p *corev1.Pod, name string) *corev1.ContainerStateWaiting {
+	if st := getStatus(p.Status.EphemeralContainerStatuses, name); st != nil {
+		return st.State.Waiting
+	}
+	return nil
+}
+
+// TestRefusedEphemeralContainerWaitsInTheStatus: a debug container
+// podsyncd refuses is, in the pod's ephemeralContainerStatuses, waiting
+// with podsyncd's reason and message (kubectl debug prints the message
+// instead of waiting silently), beside podsyncd's own statuses; the pod
+// stays Running.
+func TestRefusedEphemeralContainerWaitsInTheStatus(t *testing.T) {
+	f := newFake()
+	p := New("vk-1", f, zap.NewNop())
+	n := runProvider(t, p, f)
+	pod := testPod("1")
+	if err := p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	running := &podsyncv1.PodStatus{Phase: "Running", EphemeralContainerStatuses: []*podsyncv1.ContainerStatus{{
+		Name: "ok", State: &podsyncv1.ContainerState{Running: &podsyncv1.ContainerStateRunning{}}}}}
+	statusOf(f, pod, running)
+	n.until(t, "the pod running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+
+	f.mu.Lock()
+	f.addErrs = []error{nil, &client.Error{Op: "AddEphemeralContainer", Code: codes.FailedPrecondition, Reason: "PodSecurity",
+		Message: `violates PodSecurity "baseline:latest": privileged (container "priv" must not set securityContext.privileged=true)`}}
+	f.mu.Unlock()
+	dbg := pod.DeepCopy()
+	dbg.Spec.EphemeralContainers = []corev1.EphemeralContainer{
+		{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "ok", Image: "busybox"}},
+		{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "priv", Image: "busybox",
+			SecurityContext: &corev1.SecurityContext{Privileged: new(true)}}},
+	}
+	if err := p.UpdatePod(context.Background(), dbg); err != nil {
+		t.Fatalf("UpdatePod with a refused ephemeral container: %v, want nil", err)
+	}
+	got := n.until(t, "priv waiting", func(p *corev1.Pod) bool { return ephemeralWaiting(p, "priv") != nil })
+	w := ephemeralWaiting(got, "priv")
+	if w.Reason != "PodSecurity" || !strings.Contains(w.Message, "securityContext.privileged=true") {
+		t.Errorf("priv waiting %+v, want podsyncd's reason and message", w)
+	}
+	if got.Status.Phase != corev1.PodRunning || len(got.Status.EphemeralContainerStatuses) != 2 ||
+		got.Status.EphemeralContainerStatuses[0].Name != "ok" || got.Status.EphemeralContainerStatuses[0].State.Running == nil {
+		t.Errorf("status = %s %+v, want Running with ok running (podsyncd's) and priv waiting", got.Status.Phase, got.Status.EphemeralContainerStatuses)
+	}
+	// A later status from podsyncd keeps the refusal shown.
+	statusOf(f, pod, running)
+	got = n.next(t)
+	if w := ephemeralWaiting(got, "priv"); w == nil || w.Reason != "PodSecurity" {
+		t.Errorf("after podsyncd's next status: %+v, want priv still waiting", got.Status.EphemeralContainerStatuses)
+	}
+	// The pod's end ends it too.
+	if err := p.DeletePod(context.Background(), dbg); err != nil {
+		t.Fatal(err)
+	}
+	last := n.next(t)
+	if st := getStatus(last.Status.EphemeralContainerStatuses, "priv"); st == nil || st.State.Terminated == nil {
+		t.Errorf("deleted pod's statuses %+v, want priv terminated", last.Status.EphemeralContainerStatuses)
+	}
+}
+
+// TestEphemeralContainerOfAPodNotRunningYet: podsyncd adds debug
+// containers to running pods only; one added earlier waits
+// (ContainerCreating) and is added once podsyncd reports the pod
+// running; one a transient error stopped is added again shortly.
+func TestEphemeralContainerOfAPodNotRunningYet(t *testing.T) {
+	f := newFake()
+	p := New("vk-1", f, zap.NewNop())
+	p.debug.retryDelay = 10 * time.Millisecond
+	n := runProvider(t, p, f)
+	pod := testPod("1")
+	if err := p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	statusOf(f, pod, &podsyncv1.PodStatus{Phase: "Pending"})
+	n.until(t, "the pod pending", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodPending })
+
+	f.mu.Lock()
+	f.addErrs = []error{
+		&client.Error{Op: "AddEphemeralContainer", Code: codes.FailedPrecondition, Reason: client.ReasonContainerNotRunning, Message: `pod phase is "Pending"`},
+		&client.Error{Op: "AddEphemeralContainer", Code: codes.Unavailable, Reason: client.ReasonRuntimeUnavailable, Message: "containerd restarting"},
+	}
+	f.mu.Unlock()
+	dbg := pod.DeepCopy()
+	dbg.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg", Image: "busybox"}}}
+	if err := p.UpdatePod(context.Background(), dbg); err != nil {
+		t.Fatal(err)
+	}
+	got := n.until(t, "dbg waiting", func(p *corev1.Pod) bool { return ephemeralWaiting(p, "dbg") != nil })
+	if w := ephemeralWaiting(got, "dbg"); w.Reason != ReasonContainerCreating || w.Message == "" {
+		t.Errorf("dbg waiting %+v, want ContainerCreating, saying why", w)
+	}
+	// Running: added again (refused once more, as unavailable), then again
+	// after the delay: podsyncd holds it.
+	statusOf(f, pod, &podsyncv1.PodStatus{Phase: "Running"})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f.mu.Lock()
+		added := strings.Join(f.added, ",")
+		held := len(f.ephemeral["default/web"])
+		f.mu.Unlock()
+		if held == 1 {
+			if added != "dbg,dbg,dbg" {
+				t.Errorf("AddEphemeralContainer calls = %s, want dbg three times (not running, unavailable, added)", added)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dbg not added within 5s of the pod running: calls %s", added)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	got = n.until(t, "dbg no longer waiting on podsync-vk's account", func(p *corev1.Pod) bool { return ephemeralWaiting(p, "dbg") == nil })
+	if got.Status.Phase != corev1.PodRunning {
+		t.Errorf("phase = %s, want Running", got.Status.Phase)
 	}
 }
 

@@ -104,6 +104,9 @@ type Provider struct {
 	// kubeConditions, if set, reads a pod's conditions as the API server
 	// holds them (UseKubeConditions).
 	kubeConditions func(namespace, name string) []corev1.PodCondition
+	// debug are the ephemeral containers podsyncd has not taken
+	// (ephemeral.go).
+	debug *ephemeral
 }
 
 // UseKubeConditions gives the provider the conditions of the pods as the
@@ -161,6 +164,7 @@ func New(nodeName string, ps Podsync, log *zap.Logger) *Provider {
 		applied:      map[string]int64{},
 		levels:       map[types.UID]string{},
 		notifyCh:     make(chan struct{}),
+		debug:        newEphemeral(),
 	}
 }
 
@@ -275,48 +279,8 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) error {
 	delete(p.waitingClass, k)
 	p.applied[k] = pod.Generation
 	p.mu.Unlock()
-	if err := p.addEphemeral(ctx, pod); err != nil {
-		return err
-	}
+	p.addEphemeral(ctx, pod)
 	p.changed(k)
-	return nil
-}
-
-// addEphemeral adds to podsyncd the ephemeral containers of pod it does
-// not hold yet (kubectl debug, the ephemeralcontainers subresource), in
-// spec order; a refused one (a name clash, a field a debug container may
-// not have, the node's policy) is recorded as a warning event and left
-// out, as the kubelet starts what it can.
-func (p *Provider) addEphemeral(ctx context.Context, pod *corev1.Pod) error {
-	if len(pod.Spec.EphemeralContainers) == 0 {
-		return nil
-	}
-	got, err := p.ps.GetPod(ctx, pod.Namespace, pod.Name)
-	if err != nil {
-		return fmt.Errorf("read pod %s/%s on podsync: %w", pod.Namespace, pod.Name, err)
-	}
-	have := map[string]bool{}
-	for _, ec := range got.GetPod().GetSpec().GetEphemeralContainers() {
-		have[ec.GetName()] = true
-	}
-	for _, ec := range pod.Spec.EphemeralContainers {
-		if have[ec.Name] {
-			continue
-		}
-		_, err := p.ps.AddEphemeralContainer(ctx, &podsyncv1.AddEphemeralContainerRequest{Namespace: pod.Namespace, Name: pod.Name,
-			EphemeralContainer: convert.EphemeralContainerToProto(ec)})
-		if reason, message, ok := refusal(err); ok {
-			p.log.Info("podsyncd refused an ephemeral container", zap.String("pod", key(pod.Namespace, pod.Name)),
-				zap.String("container", ec.Name), zap.String("reason", reason), zap.String("message", message))
-			if p.events != nil {
-				p.events.Event(pod, corev1.EventTypeWarning, "Failed", fmt.Sprintf("Error: ephemeral container %s: %s: %s", ec.Name, reason, message))
-			}
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("add ephemeral container %q to pod %s/%s on podsync: %w", ec.Name, pod.Namespace, pod.Name, err)
-		}
-	}
 	return nil
 }
 
@@ -401,6 +365,7 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	p.mu.Lock()
 	delete(p.levels, pod.UID)
 	p.mu.Unlock()
+	p.debug.forget(k, pod.UID)
 	if p.kube != nil {
 		// As the kubelet: the object goes once the containers have
 		// stopped, not at the end of the grace period.
@@ -461,16 +426,22 @@ func (p *Provider) GetPods(ctx context.Context) ([]*corev1.Pod, error) {
 }
 
 // statusLocked is the status to report for k: a refusal's, else the last
-// one watched.
+// one watched, with the ephemeral containers podsyncd has not taken
+// waiting.
 func (p *Provider) statusLocked(k string) *corev1.PodStatus {
 	if st, ok := p.rejected[k]; ok {
 		return st.DeepCopy()
 	}
 	st, ok := p.statuses[k]
-	if pod := p.pods[k]; !ok || (pod != nil && string(pod.UID) != p.uids[k]) {
+	pod := p.pods[k]
+	if !ok || (pod != nil && string(pod.UID) != p.uids[k]) {
 		return nil
 	}
-	return st.DeepCopy()
+	st = st.DeepCopy()
+	if pod != nil {
+		p.withEphemeralWaits(pod, st)
+	}
+	return st
 }
 
 // NotifyPods registers the node library's callback; Run calls it for
@@ -511,11 +482,12 @@ func (p *Provider) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	}
-	rotated := make(chan struct{})
-	defer func() { <-rotated }()
+	var loops sync.WaitGroup
+	defer loops.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { defer close(rotated); p.rotateTokens(ctx) }()
+	loops.Go(func() { p.rotateTokens(ctx) })
+	loops.Go(func() { p.retryEphemeral(ctx) })
 	err := p.ps.Watch(ctx, &podsyncv1.WatchPodsRequest{LabelSelector: p.selector()}, func(m *podsyncv1.WatchPodsResponse) error {
 		ref := m.GetPod()
 		k := key(ref.GetNamespace(), ref.GetName())
@@ -527,6 +499,9 @@ func (p *Provider) Run(ctx context.Context) error {
 			p.uids[k] = ref.GetUid()
 			p.mu.Unlock()
 			p.changed(k)
+			if st.Phase == corev1.PodRunning && p.debug.pending(types.UID(ref.GetUid())) {
+				p.debug.retry(k)
+			}
 		case m.GetEvent() != nil:
 			p.recordEvent(k, ref.GetUid(), m.GetEvent())
 		case m.GetDeleted() != nil:

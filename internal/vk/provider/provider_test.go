@@ -39,6 +39,9 @@ type fakePodsync struct {
 	ephemeral map[string][]*podsyncv1.EphemeralContainer
 	added     []string
 	addErr    error
+	// addErrs, if any, answer the next AddEphemeralContainer calls, one
+	// each, before addErr.
+	addErrs []error
 	// held, if set, is the pod GetPod answers with.
 	held *podsyncv1.Pod
 	// objDeleted are the DeleteObject calls, as "KIND namespace/name".
@@ -73,7 +76,14 @@ func (f *fakePodsync) GetPod(_ context.Context, namespace, name string) (*podsyn
 	if f.held != nil {
 		return &podsyncv1.GetPodResponse{Pod: f.held}, nil
 	}
-	return &podsyncv1.GetPodResponse{Pod: &podsyncv1.Pod{Metadata: &podsyncv1.ObjectMeta{Namespace: namespace, Name: name},
+	// The incarnation last applied.
+	var uid string
+	for _, r := range f.synced {
+		if m := r.GetPod().GetMetadata(); m.GetNamespace() == namespace && m.GetName() == name {
+			uid = m.GetUid()
+		}
+	}
+	return &podsyncv1.GetPodResponse{Pod: &podsyncv1.Pod{Metadata: &podsyncv1.ObjectMeta{Namespace: namespace, Name: name, Uid: uid},
 		Spec: &podsyncv1.PodSpec{EphemeralContainers: f.ephemeral[namespace+"/"+name]}}}, nil
 }
 
@@ -81,6 +91,11 @@ func (f *fakePodsync) AddEphemeralContainer(_ context.Context, req *podsyncv1.Ad
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.added = append(f.added, req.GetEphemeralContainer().GetName())
+	if len(f.addErrs) > 0 {
+		err := f.addErrs[0]
+		f.addErrs = f.addErrs[1:]
+		return nil, err
+	}
 	if f.addErr != nil {
 		return nil, f.addErr
 	}

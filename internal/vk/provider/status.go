@@ -28,6 +28,7 @@ func terminated(st *corev1.PodStatus) *corev1.PodStatus {
 	}
 	end(st.ContainerStatuses)
 	end(st.InitContainerStatuses)
+	end(st.EphemeralContainerStatuses)
 	if st.Phase != corev1.PodSucceeded {
 		st.Phase = corev1.PodFailed
 	}

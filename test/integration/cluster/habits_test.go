@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,10 +130,92 @@ func (u *clusterUser) eventually(timeout time.Duration, what string, cond func()
 	eventually(u.t, timeout, what, cond)
 }
 
+// sleeper applies a pod name of one busybox container app that sleeps,
+// and waits until it is Ready.
+func (u *clusterUser) sleeper(name string) {
+	u.t.Helper()
+	u.apply(`apiVersion: v1
+kind: Pod
+metadata: {name: ` + name + `, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: ` + localcri.BusyboxImage + `
+    command: ["sleep", "3600"]
+`)
+	u.kubectl("wait", "--for=condition=Ready", "pod/"+name, "--timeout=120s")
+}
+
+// kubectlCmd is a kubectl command on the cluster, ended with ctx.
+func (u *clusterUser) kubectlCmd(ctx context.Context, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, filepath.Join(kubeBin, "kubectl"), append([]string{"--kubeconfig", u.c.Kube.Kubeconfig}, args...)...)
+}
+
+// session runs kubectl (attach, debug -i) with its stdin kept open, as a
+// user at a keyboard: it types line, waits until the output shows want,
+// then types exit and ends stdin, and returns kubectl's output once it
+// exits. A stdin that ended at once would end the session before the
+// shell answers: kubectl debug's container has stdinOnce unset, and
+// containerd detaches an attached client at the end of its stdin (as on a
+// kubelet's node) — the output is then only in the container's log.
+func (u *clusterUser) session(line, want string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(u.t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := u.kubectlCmd(ctx, args...)
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	_, err = io.WriteString(stdin, line+"\n")
+	for err == nil && !strings.Contains(out.String(), want) {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("no %q in the output within 2m", want)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err == nil {
+		_, err = io.WriteString(stdin, "exit\n")
+	}
+	_ = stdin.Close()
+	return out.String(), errors.Join(err, cmd.Wait())
+}
+
+// stillRunning checks that pod name is Running with its container app
+// never restarted, and returns it.
+func (u *clusterUser) stillRunning(name string) *corev1.Pod {
+	u.t.Helper()
+	p := u.pod(name)
+	if p.Status.Phase != corev1.PodRunning {
+		u.t.Errorf("pod %s: %s (%s %s), want Running", name, p.Status.Phase, p.Status.Reason, p.Status.Message)
+	}
+	if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].RestartCount != 0 || p.Status.ContainerStatuses[0].State.Running == nil {
+		u.t.Errorf("pod %s: container statuses %+v, want app running, never restarted", name, p.Status.ContainerStatuses)
+	}
+	return p
+}
+
+// ephemeralStatus is the status of pod's ephemeral container name.
+func ephemeralStatus(p *corev1.Pod, name string) *corev1.ContainerStatus {
+	for i := range p.Status.EphemeralContainerStatuses {
+		if p.Status.EphemeralContainerStatuses[i].Name == name {
+			return &p.Status.EphemeralContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
 // TestWhatAClusterUserDoes is issue 36's acceptance on a real control
 // plane: a cluster user's everyday things on podsync nodes, as on a
-// kubelet's. (kubectl debug -i is not among them yet: its session ends
-// without the shell's output — issue 36 keeps it open.)
+// kubelet's: a Job, a crash loop's events, an in-cluster client, a
+// prompt delete, and kubectl debug (-i, -it on a terminal, kubectl attach
+// to a debug container, and a debug container the node refuses).
 func TestWhatAClusterUserDoes(t *testing.T) {
 	u := startClusterUser(t)
 
@@ -198,6 +282,113 @@ spec:
 		})
 		if out := u.kubectl("describe", "pod", "crasher"); !strings.Contains(out, "Back-off restarting failed container") {
 			t.Errorf("kubectl describe pod shows no back-off:\n%s", out)
+		}
+	})
+
+	t.Run("kubectl debug attaches a shell and the pod keeps running", func(t *testing.T) {
+		u.t = t
+		u.sleeper("target")
+		// kubectl debug's default profile, general: the nodes allow its
+		// SYS_PTRACE (localcluster.NodeArgs), as a kubelet's node in the
+		// default namespace. The output is computed, so an echo of the
+		// input cannot pass for it.
+		start := time.Now()
+		out, err := u.session("echo debugging $(hostname) $((6*7))", "debugging target 42",
+			"debug", "-i", "target", "--image="+localcri.BusyboxImage, "--target=app", "--container=debugger", "--", "sh")
+		if err != nil || !strings.Contains(out, "debugging target 42") {
+			t.Fatalf("kubectl debug -i: %v\n%s", err, out)
+		}
+		t.Logf("kubectl debug -i returned the shell's output after %s", time.Since(start).Round(time.Millisecond))
+		// As kubectl warns, the session is in the container's log.
+		if out := u.kubectl("logs", "target", "-c", "debugger"); !strings.Contains(out, "debugging target 42") {
+			t.Errorf("kubectl logs target -c debugger = %q, want the session's output", out)
+		}
+
+		// -it, on a terminal as in a user's shell.
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		term := startOnTerminal(t, u.kubectlCmd(ctx, "debug", "-it", "target", "--image="+localcri.BusyboxImage, "--container=debugtty", "--", "sh"))
+		if !term.typeUntil("echo tty-$((6*7))", "tty-42", time.Minute) {
+			t.Fatalf("kubectl debug -it: no shell output on the terminal:\n%q", term.out.String())
+		}
+		if _, err := term.ptm.WriteString("exit\r"); err != nil {
+			t.Fatal(err)
+		}
+		if err := term.wait(time.Minute); err != nil {
+			t.Fatalf("kubectl debug -it after exit: %v\n%q", err, term.out.String())
+		}
+
+		// kubectl attach to a debug container started without attaching.
+		u.kubectl("debug", "-i", "--attach=false", "target", "--image="+localcri.BusyboxImage, "--container=attached", "--", "sh")
+		u.eventually(time.Minute, "the debug container attached runs", func() (bool, string) {
+			st := ephemeralStatus(u.pod("target"), "attached")
+			return st != nil && st.State.Running != nil, fmt.Sprintf("%+v", st)
+		})
+		out, err = u.session("echo attached $((6*7))", "attached 42", "attach", "-i", "target", "-c", "attached")
+		if err != nil || !strings.Contains(out, "attached 42") {
+			t.Fatalf("kubectl attach -i to a debug container: %v\n%s", err, out)
+		}
+
+		// The debug containers have ended with their shells; the pod runs
+		// on, its container never restarted.
+		u.eventually(time.Minute, "the debug containers terminated, with exit code 0", func() (bool, string) {
+			p := u.pod("target")
+			for _, name := range []string{"debugger", "debugtty", "attached"} {
+				st := ephemeralStatus(p, name)
+				if st == nil || st.State.Terminated == nil || st.State.Terminated.ExitCode != 0 {
+					return false, fmt.Sprintf("%s: %+v", name, st)
+				}
+			}
+			return true, ""
+		})
+		u.stillRunning("target")
+	})
+
+	t.Run("a debug container the node refuses is reported, not waited for silently", func(t *testing.T) {
+		u.t = t
+		u.sleeper("target2")
+		// The netadmin profile adds NET_ADMIN and NET_RAW: the API server
+		// lets them through in the default namespace (privileged), the
+		// node's Pod Security ceiling, baseline, does not.
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		cmd := u.kubectlCmd(ctx, "debug", "-i", "target2", "--image="+localcri.BusyboxImage, "--container=netdebug", "--profile=netadmin", "--", "sh")
+		var out lockedBuffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		cmd.Stdin = strings.NewReader("echo should not run\nexit\n")
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// kubectl debug prints a waiting debug container's message as a
+		// warning (and, as on a kubelet's node, waits on until ^C).
+		u.eventually(time.Minute, "kubectl debug reports the refusal", func() (bool, string) {
+			s := out.String()
+			return strings.Contains(s, "container netdebug:") && strings.Contains(s, "PodSecurity") && strings.Contains(s, "NET_ADMIN"), s
+		})
+		t.Logf("kubectl debug reported the refusal after %s", time.Since(start).Round(time.Millisecond))
+		cancel()
+		_ = cmd.Wait()
+		if strings.Contains(out.String(), "should not run") {
+			t.Errorf("kubectl debug ran the refused container's input:\n%s", out.String())
+		}
+
+		p := u.stillRunning("target2")
+		st := ephemeralStatus(p, "netdebug")
+		if st == nil || st.State.Waiting == nil || st.State.Waiting.Reason != "PodSecurity" || !strings.Contains(st.State.Waiting.Message, "NET_ADMIN") {
+			t.Errorf("netdebug's status = %+v, want waiting with podsync's reason PodSecurity and a message naming NET_ADMIN", st)
+		}
+		events := u.kubectl("get", "events", "--field-selector", "involvedObject.name=target2,reason=Failed", "-o", "json")
+		var list corev1.EventList
+		if err := json.Unmarshal([]byte(events), &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 1 || list.Items[0].Type != corev1.EventTypeWarning || list.Items[0].InvolvedObject.FieldPath != "spec.ephemeralContainers{netdebug}" ||
+			list.Items[0].Source.Component != "kubelet" || !strings.Contains(list.Items[0].Message, "NET_ADMIN") {
+			t.Errorf("Failed events of target2 = %+v, want one Warning from the kubelet on spec.ephemeralContainers{netdebug} naming NET_ADMIN", list.Items)
+		}
+		if out := u.kubectl("describe", "pod", "target2"); !strings.Contains(out, "PodSecurity") {
+			t.Errorf("kubectl describe pod target2 does not show the refusal:\n%s", out)
 		}
 	})
 
