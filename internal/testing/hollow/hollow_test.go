@@ -239,4 +239,3 @@ func mountsBelow(t *testing.T, dir string) []string {
 	}
 	return out
 }
-
