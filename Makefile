@@ -222,6 +222,18 @@ bench: ## Benchmarks on a private containerd, the kubelet beside podsync (root, 
 	$(GO) build -o $(TMP)/bench/bench ./hack/bench
 	$(TMP)/bench/bench -podsyncd $(TMP)/bench/podsyncd $(if $(BENCH_KUBELET),-kubelet $(BENCH_KUBELET)) $(BENCH_FLAGS)
 
+# Flags of hack/bench -scale, e.g. BENCH_SCALE_FLAGS='-scale-nodes 5 -scale-pods 10' or '-scale-vks 4'.
+BENCH_SCALE_FLAGS ?=
+# The kwok the scale benchmark compares with, built from the Go module proxy into .tmp/kwok
+# (a kwok that cannot be built fails the benchmark, with the reason in the report).
+KWOK_VERSION ?= v0.8.0
+
+.PHONY: bench-scale
+bench-scale: ## Hollow podsync nodes behind podsync-vk against kwok on a real control plane, 25/50/100 nodes × 30 pods (no root); writes BENCHMARKS-scale.md
+	hack/kube/build.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubectl
+	$(GO) build -o $(TMP)/bench/bench ./hack/bench
+	$(TMP)/bench/bench -scale -kwok-version $(KWOK_VERSION) $(BENCH_SCALE_FLAGS)
+
 # Arguments of `make run`, such as RUN_ARGS=--once.
 RUN_ARGS ?=
 

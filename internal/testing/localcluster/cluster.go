@@ -87,6 +87,11 @@ type Images struct {
 	Serve []localcri.ImageSpec
 }
 
+// NodeMonitorGracePeriod is kube-controller-manager's
+// --node-monitor-grace-period in the clusters Start starts (the scale
+// benchmark starts kwok's control plane with it too).
+const NodeMonitorGracePeriod = 20 * time.Second
+
 // MaxHollowNodes bounds Options.Nodes of a hollow cluster.
 const MaxHollowNodes = 999
 
@@ -129,6 +134,9 @@ type Process struct {
 
 // Exited is closed when the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.done }
+
+// Pid is the process's id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Stop sends SIGTERM and waits, then SIGKILL after 30 s.
 func (p *Process) Stop() {
@@ -206,7 +214,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	}()
 	o.Say("starting etcd, kube-apiserver, kube-scheduler and kube-controller-manager %s", localkube.Version)
 	if c.Kube, err = localkube.Start(ctx, localkube.Options{Dir: filepath.Join(o.Dir, "kube"), BinDir: o.KubeBin, Keep: true,
-		NodeMonitorGracePeriod: 20 * time.Second, APIServerArgs: o.APIServerArgs}); err != nil {
+		NodeMonitorGracePeriod: NodeMonitorGracePeriod, APIServerArgs: o.APIServerArgs}); err != nil {
 		return nil, err
 	}
 	if o.Hollow {
