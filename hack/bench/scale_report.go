@@ -281,7 +281,7 @@ func renderScaleMethod(w *strings.Builder, sc scaleConfig) {
 		placement = "spread: one Deployment per node's worth of pods, placed by kube-scheduler"
 	}
 	p("## Method\n\n")
-	p("Each round runs, at each node count N, kwok and then podsync, each on a control plane of its own started\n" +
+	p("Each round runs, at each node count N, kwok and then podsync, each on a control plane of its own started\n"+
 		"the same way (`internal/testing/localkube`: etcd and the Kubernetes %s components on 127.0.0.1,\n"+
 		"`--node-monitor-grace-period` %s) and stopped after the run:\n\n", localkube.Version, localcluster.NodeMonitorGracePeriod)
 	p("- **podsync**: N hollow podsync nodes (`hack/hollow`: podsyncd itself — store, pod workers, planner, syncer,\n" +
