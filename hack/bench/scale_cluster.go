@@ -531,7 +531,10 @@ func waitNodesReady(ctx context.Context, kc kubernetes.Interface, n int, timeout
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d Nodes Ready within %s (last error: %v)", ready, n, timeout, err)
+			if err != nil {
+				return fmt.Errorf("%d of %d Nodes Ready within %s: %w", ready, n, timeout, err)
+			}
+			return fmt.Errorf("%d of %d Nodes Ready within %s", ready, n, timeout)
 		}
 		select {
 		case <-p.Exited():

@@ -62,9 +62,9 @@ func newRuntime(c clock.WithTickerAndDelayedExecution) *Runtime {
 // health) forget, so that the logs never hold more than what happened
 // since the last of them.
 func (r *Runtime) forget() {
-	r.FakeRuntimeService.Lock()
+	r.Lock() // the embedded service's lock
 	r.Called = r.Called[:0]
-	r.FakeRuntimeService.Unlock()
+	r.Unlock()
 	r.Images.Lock()
 	r.Images.Called = r.Images.Called[:0]
 	r.Images.Unlock()
@@ -126,8 +126,8 @@ func (r *Runtime) ContainerStats(ctx context.Context, containerID string) (*runt
 	if err != nil {
 		return nil, err
 	}
-	r.FakeRuntimeService.Lock()
-	defer r.FakeRuntimeService.Unlock()
+	r.Lock() // the embedded service's lock
+	defer r.Unlock()
 	r.addUsage(st)
 	return st, nil
 }
@@ -141,8 +141,8 @@ func (r *Runtime) ListContainerStats(ctx context.Context, filter *runtimeapi.Con
 	if err != nil {
 		return nil, err
 	}
-	r.FakeRuntimeService.Lock()
-	defer r.FakeRuntimeService.Unlock()
+	r.Lock() // the embedded service's lock
+	defer r.Unlock()
 	for _, st := range sts {
 		r.addUsage(st)
 	}
@@ -152,8 +152,8 @@ func (r *Runtime) ListContainerStats(ctx context.Context, filter *runtimeapi.Con
 // PodSandboxStats reports a sandbox's usage: its running containers' and
 // SandboxMemoryBytes while it is ready.
 func (r *Runtime) PodSandboxStats(_ context.Context, podSandboxID string) (*runtimeapi.PodSandboxStats, error) {
-	r.FakeRuntimeService.Lock()
-	defer r.FakeRuntimeService.Unlock()
+	r.Lock() // the embedded service's lock
+	defer r.Unlock()
 	s, ok := r.Sandboxes[podSandboxID]
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "pod sandbox %q not found", podSandboxID)
@@ -165,8 +165,8 @@ func (r *Runtime) PodSandboxStats(_ context.Context, podSandboxID string) (*runt
 // selects, as PodSandboxStats.
 func (r *Runtime) ListPodSandboxStats(_ context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
 	defer r.forget()
-	r.FakeRuntimeService.Lock()
-	defer r.FakeRuntimeService.Unlock()
+	r.Lock() // the embedded service's lock
+	defer r.Unlock()
 	var out []*runtimeapi.PodSandboxStats
 	for _, s := range r.Sandboxes {
 		if filter.GetId() != "" && filter.GetId() != s.Id || !labelsMatch(filter.GetLabelSelector(), s.Labels) {
