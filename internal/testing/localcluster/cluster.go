@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/podsync/podsync/internal/testing/localcri"
 	"github.com/podsync/podsync/internal/testing/localkube"
@@ -236,6 +239,12 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 			return nil, fmt.Errorf("node %s: %w", n.Name, err)
 		}
 	}
+	// podsync-vk gives up on a node that does not answer at its start.
+	for _, n := range c.Nodes {
+		if err := awaitServing(ctx, n, 2*time.Minute); err != nil {
+			return nil, err
+		}
+	}
 	if !o.Hollow {
 		if err := c.serveAPIService(ctx); err != nil {
 			return nil, err
@@ -357,6 +366,39 @@ func (c *Cluster) startNode(ctx context.Context, i int, n *Node) error {
 	p, err := StartProcess(o.Dir, n.Name, o.PodsyncdBin, append(args, o.PodsyncdArgs...)...)
 	n.Podsyncd = p
 	return err
+}
+
+// awaitServing waits until node n's podsyncd reports SERVING (it is
+// connected to its runtime), or its process exits, or timeout passes.
+func awaitServing(ctx context.Context, n *Node, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := grpc.NewClient("unix://"+n.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	defer func() { _ = conn.Close() }()
+	hc := healthpb.NewHealthClient(conn)
+	var last error
+	for {
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		resp, err := hc.Check(cctx, &healthpb.HealthCheckRequest{})
+		ccancel()
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return nil
+		}
+		last = err
+		if err == nil {
+			last = fmt.Errorf("health %s", resp.GetStatus())
+		}
+		select {
+		case <-n.Podsyncd.Exited():
+			return fmt.Errorf("node %s: podsyncd exited before it served (its log: %s)", n.Name, n.Podsyncd.Log)
+		case <-ctx.Done():
+			return fmt.Errorf("node %s: not serving within %s (last: %w; its log: %s)", n.Name, timeout, last, n.Podsyncd.Log)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // VKNodes are the nodes podsync-vk i serves: the i-th of Options.VKs
