@@ -299,7 +299,9 @@ func renderScaleMethod(w *strings.Builder, sc scaleConfig) {
 		"  then of the first showing phase Running; both on the watcher's clock, so neither the 1 s resolution of\n" +
 		"  `creationTimestamp` nor clock skew enters), p50/p90/p99 over the run's pods; **all Running**: the\n" +
 		"  first Deployment's creation → the last pod Running.\n")
-	p("- **agent CPU** (utime + stime from `/proc`, every podsync-vk process summed) over the workload ÷ pods;\n" +
+	p("- **agent CPU** (utime + stime from `/proc`, every podsync-vk process summed) over the workload ÷ pods\n" +
+		"  (the window from the first create to the last pod Running: a slow run adds the agent's per-node\n" +
+		"  background work — leases, health checks, resyncs — for its length);\n" +
 		"  **RSS** (`VmRSS`) before and after it; growth per pod = (after − before) ÷ pods; per node served =\n" +
 		"  before ÷ N.\n")
 	p("- **watch streams**: the API server's open WATCH requests (`apiserver_longrunning_requests`) after the\n" +
