@@ -29,10 +29,11 @@ GO          ?= go
 GO_TEST     ?= $(GO) test
 # Packages with tests that need no runtime (everything but test/integration).
 UNIT_PKGS   := ./...
-# test/integration/cluster runs on a Kubernetes control plane whose first
-# build takes 15-30 minutes on 2 cores: make test-cluster, after make test.
+# test/integration/cluster and test/integration/hollow run on a Kubernetes
+# control plane whose first build takes 15-30 minutes on 2 cores: make
+# test-cluster, after make test.
 # test/integration/clients needs the generated clients: make test-clients.
-INTEG_PKGS  := $(shell $(GO) list -tags integration ./test/integration/... 2>/dev/null | grep -v -e '/test/integration/cluster$$' -e '/test/integration/clients$$')
+INTEG_PKGS  := $(shell $(GO) list -tags integration ./test/integration/... 2>/dev/null | grep -v -e '/test/integration/cluster$$' -e '/test/integration/hollow$$' -e '/test/integration/clients$$')
 CLUSTER_FLAGS ?= -count=1 -timeout 60m
 INTEG_FLAGS ?= -count=1 -timeout 20m
 # How long each fuzz target runs in `make fuzz`, and how many inputs it
@@ -180,11 +181,11 @@ test-clients: clients ## The Python and TypeScript clients against podsyncd on a
 		|| { hack/test-summary.sh "$$log"; exit 1; }
 
 .PHONY: test-cluster
-test-cluster: ## podsync-vk on a real control plane (builds the Kubernetes binaries into .tmp/kube once, about 20 min)
+test-cluster: ## podsync-vk on a real control plane, with podsync nodes and with hollow ones (builds the Kubernetes binaries into .tmp/kube once, about 20 min)
 	@mkdir -p $(TMP)/logs
 	hack/kube/build.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubectl
 	log=$(TMP)/logs/test-cluster-$${PODSYNC_CONTAINERD:-2}.log; \
-	$(GO_TEST) -race -tags integration $(CLUSTER_FLAGS) ./test/integration/cluster 2>&1 | tee "$$log" \
+	$(GO_TEST) -race -tags integration -p 1 $(CLUSTER_FLAGS) ./test/integration/cluster ./test/integration/hollow 2>&1 | tee "$$log" \
 		|| { hack/test-summary.sh "$$log"; exit 1; }
 
 # Arguments of make test-conformance, e.g. CONFORMANCE_ARGS='--focus Probing' or
@@ -220,6 +221,18 @@ bench: ## Benchmarks on a private containerd, the kubelet beside podsync (root, 
 	$(GO) build -o $(TMP)/bench/podsyncd ./cmd/podsyncd
 	$(GO) build -o $(TMP)/bench/bench ./hack/bench
 	$(TMP)/bench/bench -podsyncd $(TMP)/bench/podsyncd $(if $(BENCH_KUBELET),-kubelet $(BENCH_KUBELET)) $(BENCH_FLAGS)
+
+# Flags of hack/bench -scale, e.g. BENCH_SCALE_FLAGS='-scale-nodes 5 -scale-pods 10' or '-scale-vks 4'.
+BENCH_SCALE_FLAGS ?=
+# The kwok the scale benchmark compares with, built from the Go module proxy into .tmp/kwok
+# (a kwok that cannot be built fails the benchmark, with the reason in the report).
+KWOK_VERSION ?= v0.8.0
+
+.PHONY: bench-scale
+bench-scale: ## Hollow podsync nodes behind podsync-vk against kwok on a real control plane, 25/50/100 nodes × 30 pods (no root); writes BENCHMARKS-scale.md
+	hack/kube/build.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubectl
+	$(GO) build -o $(TMP)/bench/bench ./hack/bench
+	$(TMP)/bench/bench -scale -kwok-version $(KWOK_VERSION) $(BENCH_SCALE_FLAGS)
 
 # Arguments of `make run`, such as RUN_ARGS=--once.
 RUN_ARGS ?=

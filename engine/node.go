@@ -139,8 +139,13 @@ type NodeOptions struct {
 	AdoptRuntime bool
 	// Syncer, if set, runs the pod workers' passes in place of a
 	// syncer.Syncer built from Runtime, Images, Clock, Logger, Backoff,
-	// Config and Metrics (tests drive the workers with a scripted one).
+	// Config, Metrics and Mounter (tests drive the workers with a
+	// scripted one).
 	Syncer PodSyncer
+	// Mounter, if set, makes the pods' tmpfs mounts in place of the
+	// kernel (syncer.SyncerOptions.Mounter): a hollow node's keeps plain
+	// directories.
+	Mounter syncer.Mounter
 	// Stats, if set, serves the CRI stats of GetPodStats and ListPodStats
 	// (the runtime's client); without it they are ErrRuntimeUnavailable.
 	Stats cri.ContainerStatsManager
@@ -233,7 +238,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 		sopts := syncer.SyncerOptions{Runtime: opts.Runtime, Images: opts.Images, Clock: opts.Clock,
 			Logger: opts.Logger, Backoff: opts.Backoff, Config: opts.Config, HostPaths: opts.HostPaths, Credentials: opts.Credentials,
 			PodSpecKey: opts.Store.NodeKey(), ImagePullVerification: opts.ImagePulls,
-			TracerProvider: opts.TracerProvider}
+			TracerProvider: opts.TracerProvider, Mounter: opts.Mounter}
 		if opts.Metrics != nil {
 			sopts.Observer = opts.Metrics
 		}

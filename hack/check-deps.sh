@@ -12,6 +12,8 @@
 #  - convert/ is shared by server and client and depends on neither;
 #  - errorinfo/ (the ErrorInfo vocabulary of server and client) depends on
 #    nothing of podsync's;
+#  - the commands that ship (podsyncd, podsyncctl, podsync-vk) link no test
+#    double: not the fake runtime, not the hollow node, not package testing;
 #  - the layout's limits hold (hack/layout: the Node facade's size, no
 #    back-pointer to it, the server's narrow door, a doc.go everywhere).
 # Every pattern must match a package: a boundary over nothing proves
@@ -88,6 +90,16 @@ for p in ./engine/... ./server/... ./client/... ./convert/... ./cmd/podsyncd ./c
 	# (tools/clientcmd/api is the kubeconfig types rest.Config refers to.)
 	bad=$(deps_of "$p" | grep -E "$apiserver_clients" | grep -v '^k8s\.io/client-go/tools/clientcmd/api' | head -3 || true)
 	if [[ -n $bad ]]; then echo "check-deps: $p must not depend on an API server client or virtual-kubelet, but does:"; echo "$bad"; fail=1; fi
+done
+
+# What ships links no test double: the fake runtime (engine/enginetest,
+# cri-api's fakes), the hollow node (internal/testing/hollow, which
+# hack/hollow runs for the scale benchmarks) and the other harnesses stay
+# out of podsyncd, podsyncctl and podsync-vk, and so does package testing.
+doubles='^('"$mod"'/engine/enginetest|'"$mod"'/internal/testing(/.*)?|k8s\.io/cri-api/pkg/apis/testing|testing|github\.com/stretchr/testify(/.*)?)$'
+for p in ./cmd/podsyncd ./cmd/podsyncctl ./cmd/podsync-vk; do
+	bad=$(deps_of "$p" | grep -E "$doubles" | head -3 || true)
+	if [[ -n $bad ]]; then echo "check-deps: $p must not link a test double, but depends on:"; echo "$bad"; fail=1; fi
 done
 
 # The layout of docs/architecture.md, counted with the Go AST: the Node's

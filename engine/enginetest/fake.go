@@ -45,7 +45,8 @@ const (
 //   - sets the container's LogPath (sandbox log directory + config log path)
 //     and writes its output there in CRI format;
 //   - runs no processes but interprets the command (see interpret): a
-//     container may exit right after StartContainer with an exit code;
+//     container may exit right after StartContainer with an exit code,
+//     or, with WithTimedSleeps, after the `sleep`s of its script;
 //   - StopContainer ends a running container as containerd's SIGTERM, grace
 //     period and SIGKILL would: with the `exit N` of its SIGTERM trap; with
 //     KillExitCode when it ignores SIGTERM (`trap "" TERM`, or PID 1 in its own PID
@@ -80,6 +81,8 @@ type FakeRuntime struct {
 	// ignoreStopSignal makes ContainerStatus report no stop signal, as
 	// containerd 1.6 does.
 	ignoreStopSignal bool
+	// sleeps, when set, times the commands' sleeps (WithTimedSleeps).
+	sleeps clock.WithDelayedExecution
 
 	// mu guards the fields below. Lock order: FakeRuntimeService, then mu.
 	mu       sync.Mutex
@@ -92,6 +95,8 @@ type FakeRuntime struct {
 	subs       map[*subscriber]struct{}
 	dropped    int
 	writable   map[string]uint64 // container id → writable layer bytes
+	// timers end the timed sleeps of running containers, by id.
+	timers map[string]clock.Timer
 }
 
 var (
@@ -114,6 +119,19 @@ func WithStopExitCode(code int32) Option {
 // reports none. By default it reports the config's, as containerd 2.x.
 func WithoutStopSignals() Option {
 	return func(r *FakeRuntime) { r.ignoreStopSignal = true }
+}
+
+// WithTimedSleeps makes a container's `sleep N` take N on c (the real
+// clock when nil), so that a command such as `sh -c "sleep 5; exit 3"`
+// exits 3 five seconds after its start (see interpret). Without it a
+// sleep runs until the container is stopped.
+func WithTimedSleeps(c clock.WithDelayedExecution) Option {
+	return func(r *FakeRuntime) {
+		if c == nil {
+			c = clock.RealClock{}
+		}
+		r.sleeps = c
+	}
 }
 
 // WithClock sets the clock that stamps creation, start and finish times.
@@ -144,6 +162,7 @@ func NewRuntime(opts ...Option) *FakeRuntime {
 		namespaces:         map[string]*runtimeapi.NamespaceOption{},
 		logDirs:            map[string]string{},
 		subs:               map[*subscriber]struct{}{},
+		timers:             map[string]clock.Timer{},
 	}
 	r.FakeStatus = &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
 		{Type: runtimeapi.RuntimeReady, Status: true},

@@ -87,7 +87,7 @@ func (r *FakeRuntime) CreateContainer(_ context.Context, podSandboxID string, co
 	}
 	r.Containers[id] = c
 	r.mu.Lock()
-	prog := interpret(append(slices.Clone(config.Command), config.Args...))
+	prog := interpret(append(slices.Clone(config.Command), config.Args...), r.sleeps != nil)
 	prog.pid1 = config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_CONTAINER
 	r.programs[id] = prog
 	if ns != nil {
@@ -138,10 +138,48 @@ func (r *FakeRuntime) StartContainer(_ context.Context, containerID string) erro
 			return fmt.Errorf("write container log: %w", err)
 		}
 	}
-	if p.exits {
+	switch {
+	case p.after > 0:
+		r.sleep(c, p)
+	case p.exits:
 		r.exit(c, p.exitCode)
 	}
 	return nil
+}
+
+// sleep ends the timed sleeps of a started container's program p after
+// p.after: its later lines are written and, if it exits, it exits, unless
+// it was stopped or removed meanwhile. The caller holds the embedded
+// service's lock.
+func (r *FakeRuntime) sleep(c *critest.FakeContainer, p program) {
+	id, started := c.Id, c.StartedAt
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// The timer's function runs the end on a goroutine of its own: a
+	// fake clock calls it with its lock held, which r.now needs.
+	r.timers[id] = r.sleeps.AfterFunc(p.after, func() { go r.endSleep(id, started, p) })
+}
+
+// endSleep ends the timed sleeps of the container id started at
+// started, if it still runs that start.
+func (r *FakeRuntime) endSleep(id string, started int64, p program) {
+	r.Lock()
+	defer r.Unlock()
+	c, ok := r.Containers[id]
+	if !ok || c.State != runtimeapi.ContainerState_CONTAINER_RUNNING || c.StartedAt != started {
+		return
+	}
+	r.mu.Lock()
+	delete(r.timers, id)
+	r.mu.Unlock()
+	if c.LogPath != "" && len(p.later) > 0 {
+		// NOTE(podsync): a failed write loses the lines, as a process's
+		// output is lost when its log cannot be written.
+		_ = appendLog(c.LogPath, p.later, r.clock.Now())
+	}
+	if p.exits {
+		r.exit(c, p.exitCode)
+	}
 }
 
 // StopContainer ends a running container (see FakeRuntime for its exit
@@ -243,7 +281,7 @@ func (r *FakeRuntime) ExecSync(_ context.Context, containerID string, cmd []stri
 	if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return nil, nil, status.Errorf(codes.FailedPrecondition, "container %q is not running", containerID)
 	}
-	p := interpret(cmd)
+	p := interpret(cmd, false)
 	var stdout, stderr []byte
 	for _, l := range p.output {
 		if l.stream == "stderr" {
@@ -282,6 +320,12 @@ func (r *FakeRuntime) ExitContainer(containerID string, exitCode int32, lines ..
 
 // exit ends a container with code; the caller holds the lock.
 func (r *FakeRuntime) exit(c *critest.FakeContainer, code int32) {
+	r.mu.Lock()
+	if t, ok := r.timers[c.Id]; ok {
+		t.Stop()
+		delete(r.timers, c.Id)
+	}
+	r.mu.Unlock()
 	c.State = runtimeapi.ContainerState_CONTAINER_EXITED
 	c.ExitCode = code
 	c.FinishedAt = r.now()

@@ -242,3 +242,77 @@ func TestFakeRuntimeEvents(t *testing.T) {
 		t.Errorf("dropped %d events", rt.DroppedEvents())
 	}
 }
+
+// TestFakeRuntimeTimedSleeps: with timed sleeps a container whose script
+// sleeps exits when the sleep has passed, with the script's code and the
+// lines written after the sleep; one stopped before that keeps the stop's
+// exit code.
+func TestFakeRuntimeTimedSleeps(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	rt := NewRuntime(WithImages(ConformanceImage), WithClock(clk), WithTimedSleeps(clk))
+	pod, cfg := fakePod(ctx, t, rt)
+	start := func(name string, argv ...string) string {
+		t.Helper()
+		id, err := rt.CreateContainer(ctx, pod, fakeContainer(name, argv...), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.StartContainer(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	state := func(id string) *runtimeapi.ContainerStatus {
+		t.Helper()
+		st, err := rt.ContainerStatus(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.GetStatus()
+	}
+	exits := start("exits", "sh", "-c", "echo a; sleep 5; echo b; exit 3")
+	stopped := start("stopped", "sleep", "5")
+	forever := start("forever", "sleep", "infinity")
+	clk.Step(4 * time.Second)
+	for _, id := range []string{exits, stopped, forever} {
+		if s := state(id); s.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Fatalf("%s after 4 s of a 5 s sleep: %s, want running", id, s.GetState())
+		}
+	}
+	if err := rt.StopContainer(ctx, stopped, 0); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Second)
+	// The sleep's end runs on a goroutine of its own.
+	for state(exits).GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		if ctx.Err() != nil {
+			t.Fatal("the container did not exit after its sleep")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s := state(exits)
+	if s.GetExitCode() != 3 || s.GetReason() != "Error" || s.GetFinishedAt() != clk.Now().UnixNano() {
+		t.Errorf("exited with %d (%s) at %d, want 3 (Error) at %d", s.GetExitCode(), s.GetReason(), s.GetFinishedAt(), clk.Now().UnixNano())
+	}
+	b, err := os.ReadFile(s.GetLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); !strings.Contains(got, " stdout F a\n") || !strings.HasSuffix(got, " stdout F b\n") {
+		t.Errorf("log %q, want a, then b", got)
+	}
+	if s := state(stopped); s.GetExitCode() != KillExitCode {
+		t.Errorf("stopped before its sleep ended: exit code %d, want %d", s.GetExitCode(), KillExitCode)
+	}
+	clk.Step(time.Hour)
+	if s := state(forever); s.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("sleep infinity: %s, want running", s.GetState())
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if len(rt.timers) != 0 {
+		t.Errorf("%d timers left, want none", len(rt.timers))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // program is what FakeRuntime makes of a container's command: the lines
@@ -23,6 +24,11 @@ type program struct {
 	// pid1 is true when the container has its own PID namespace, so that
 	// the program is PID 1 and, without a handler, ignores SIGTERM.
 	pid1 bool
+	// after is how long the program's `sleep`s take when sleeps are
+	// timed (WithTimedSleeps): once it has passed, later is written and
+	// exits applies. Zero: everything happens at the start.
+	after time.Duration
+	later []logLine
 }
 
 // stopExitCode is the exit code of a graceful stop (timeout above zero):
@@ -46,7 +52,9 @@ type logLine struct {
 	text   string
 }
 
-// interpret reads argv (command followed by args) as FakeRuntime does:
+// interpret reads argv (command followed by args) as FakeRuntime does;
+// timed says whether `sleep N` takes N (WithTimedSleeps) or runs until
+// the program is stopped:
 //
 //   - `sh -c SCRIPT` (also /bin/sh, ash, bash) runs SCRIPT's statements,
 //     separated by ';' or newlines, in order: `echo WORDS` writes a stdout
@@ -54,18 +62,24 @@ type logLine struct {
 //     `true`, `:` and `false` set the status, `trap 'exit N' TERM` (also
 //     SIGTERM or 15) makes a graceful stop exit with N and `trap "" TERM`
 //     makes it ignore SIGTERM. Any other statement
-//     (sleep, while, wait, …) keeps the program running until it is stopped.
+//     (while, wait, …) keeps the program running until it is stopped, and
+//     so does `sleep` unless timed: a timed `sleep N` (seconds, or with
+//     GNU sleep's suffix s, m, h or d; several arguments add up) delays
+//     what follows it by N, and the lines the statements after the first
+//     sleep write are written when all the script's sleeps have passed;
+//     `sleep infinity` runs until stopped.
 //     A script that runs out of statements exits with the last status.
-//   - `echo WORDS`, `true` and `false` alone do what they say.
+//   - `echo WORDS`, `true` and `false` alone do what they say; `sleep N`
+//     alone, when timed, exits 0 after N.
 //   - Anything else, and an empty command, runs until it is stopped.
-func interpret(argv []string) program {
+func interpret(argv []string, timed bool) program {
 	if len(argv) == 0 {
 		return program{}
 	}
 	switch path.Base(argv[0]) {
 	case "sh", "ash", "bash":
 		if len(argv) >= 3 && argv[1] == "-c" {
-			return interpretScript(argv[2])
+			return interpretScript(argv[2], timed)
 		}
 		return program{}
 	case "echo":
@@ -74,11 +88,15 @@ func interpret(argv []string) program {
 		return program{exits: true}
 	case "false":
 		return program{exits: true, exitCode: 1}
+	case "sleep":
+		if d, ok := sleepDuration(argv[1:]); timed && ok {
+			return program{after: d, exits: true}
+		}
 	}
 	return program{}
 }
 
-func interpretScript(script string) program {
+func interpretScript(script string, timed bool) program {
 	var p program
 	var status int32
 	for _, st := range statements(script) {
@@ -87,7 +105,19 @@ func interpretScript(script string) program {
 		}
 		switch st[0] {
 		case "echo":
-			p.output = append(p.output, echoLine(st[1:]))
+			if p.after > 0 {
+				p.later = append(p.later, echoLine(st[1:]))
+			} else {
+				p.output = append(p.output, echoLine(st[1:]))
+			}
+			status = 0
+		case "sleep":
+			d, ok := sleepDuration(st[1:])
+			if !timed || !ok {
+				// Runs until stopped.
+				return p
+			}
+			p.after += d
 			status = 0
 		case "true", ":":
 			status = 0
@@ -120,6 +150,40 @@ func interpretScript(script string) program {
 	}
 	p.exits, p.exitCode = true, status
 	return p
+}
+
+// maxSleepSeconds bounds a timed sleep (about 31 years): a longer one
+// runs until stopped.
+const maxSleepSeconds = 1e9
+
+// sleepDuration reads the arguments of sleep as GNU sleep does: numbers
+// of seconds, or of minutes, hours or days with the suffix m, h or d,
+// added up. ok is false for infinity and for what sleep would refuse.
+func sleepDuration(args []string) (time.Duration, bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	var total time.Duration
+	for _, a := range args {
+		unit := time.Second
+		switch {
+		case strings.HasSuffix(a, "s"):
+			a = a[:len(a)-1]
+		case strings.HasSuffix(a, "m"):
+			a, unit = a[:len(a)-1], time.Minute
+		case strings.HasSuffix(a, "h"):
+			a, unit = a[:len(a)-1], time.Hour
+		case strings.HasSuffix(a, "d"):
+			a, unit = a[:len(a)-1], 24*time.Hour
+		}
+		n, err := strconv.ParseFloat(a, 64)
+		// (A NaN fails the comparison too.)
+		if err != nil || !(n >= 0 && n*unit.Seconds() <= maxSleepSeconds) {
+			return 0, false
+		}
+		total += time.Duration(n * float64(unit))
+	}
+	return total, true
 }
 
 // trapsTerm reports whether trap's signal list names SIGTERM.

@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
@@ -36,9 +37,38 @@ func TestInterpret(t *testing.T) {
 		{"background job runs", []string{"sh", "-c", "echo a; sleep 1 & wait; echo b"},
 			program{output: []logLine{{"stdout", "a"}}}},
 		{"pipeline runs", []string{"sh", "-c", "echo a | cat"}, program{}},
+		{"untimed script's sleep runs", []string{"sh", "-c", "echo a; sleep 5; exit 3"}, program{output: []logLine{{"stdout", "a"}}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := interpret(c.argv)
+			got := interpret(c.argv, false)
+			if diff := cmp.Diff(c.want, got, cmp.AllowUnexported(program{}, logLine{})); diff != "" {
+				t.Errorf("interpret(%q) (-want +got):\n%s", c.argv, diff)
+			}
+		})
+	}
+}
+
+// TestInterpretTimed: with timed sleeps a sleep delays what follows it,
+// and a sleep that cannot end runs until stopped.
+func TestInterpretTimed(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		argv []string
+		want program
+	}{
+		{"timed sleep exits", []string{"sleep", "2.5"}, program{after: 2500 * time.Millisecond, exits: true}},
+		{"timed sleep adds its arguments", []string{"/bin/sleep", "1m", "30s", "1"}, program{after: 91 * time.Second, exits: true}},
+		{"timed sleep infinity runs", []string{"sleep", "infinity"}, program{}},
+		{"timed sleep of nonsense runs", []string{"sleep", "NaN"}, program{}},
+		{"timed sleep of years runs", []string{"sleep", "99999d"}, program{}},
+		{"timed script", []string{"sh", "-c", "echo a; sleep 5; echo b; sleep 1h; exit 3"},
+			program{output: []logLine{{"stdout", "a"}}, after: time.Hour + 5*time.Second, later: []logLine{{"stdout", "b"}}, exits: true, exitCode: 3}},
+		{"timed script runs on after its sleep", []string{"sh", "-c", "sleep 2; echo up; while true; do sleep 1; done"},
+			program{after: 2 * time.Second, later: []logLine{{"stdout", "up"}}}},
+		{"timed script's status", []string{"sh", "-c", "sleep 1; false"}, program{after: time.Second, exits: true, exitCode: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := interpret(c.argv, true)
 			if diff := cmp.Diff(c.want, got, cmp.AllowUnexported(program{}, logLine{})); diff != "" {
 				t.Errorf("interpret(%q) (-want +got):\n%s", c.argv, diff)
 			}

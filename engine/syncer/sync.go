@@ -24,7 +24,6 @@ import (
 	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/podstatus"
-	"github.com/podsync/podsync/host/mounttable"
 	"github.com/podsync/podsync/logx"
 	"github.com/podsync/podsync/validation"
 )
@@ -79,6 +78,10 @@ type SyncerOptions struct {
 	// TracerProvider records a span per pass (SpanPass) under the
 	// caller's, with a child per step; nil records none.
 	TracerProvider trace.TracerProvider
+	// Mounter makes the pods' tmpfs mounts and undoes the mounts below
+	// a pod's directory; nil means the kernel's. Only a hollow node
+	// (internal/testing/hollow) sets another.
+	Mounter Mounter
 }
 
 // Observer is told of what a Syncer does: every pass as it ends and every
@@ -173,6 +176,8 @@ type Syncer struct {
 	// verify and pulls are SyncerOptions.ImagePullVerification and the
 	// records it decides by.
 	verify ImagePullVerification
+	// mounts makes the tmpfs mounts (SyncerOptions.Mounter).
+	mounts Mounter
 	pulls  *pullRecords
 	// tracer records passes and steps (SyncerOptions.TracerProvider).
 	tracer trace.Tracer
@@ -199,6 +204,10 @@ func NewSyncer(opts SyncerOptions) (*Syncer, error) {
 		credentials: opts.Credentials,
 		podSpecKey:  opts.PodSpecKey,
 		verify:      opts.ImagePullVerification,
+		mounts:      opts.Mounter,
+	}
+	if s.mounts == nil {
+		s.mounts = kernelMounter{}
 	}
 	if err := s.verify.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: %w: %w", err, errdefs.ErrInvalidSpec)
@@ -304,7 +313,7 @@ func (s *Syncer) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 		// Unmount first: removing through a subPath or hostPath bind
 		// mount would remove the host's files, and RemoveAll would empty
 		// the tmpfs volumes and leave the mounts behind.
-		if err := mounttable.UnmountBelow(criconfig.PodDir(pod, s.cfg)); err != nil {
+		if err := s.mounts.UnmountBelow(criconfig.PodDir(pod, s.cfg)); err != nil {
 			errs = append(errs, fmt.Errorf("unmount pod directory: %w", err))
 		} else {
 			errs = append(errs, os.RemoveAll(criconfig.PodDir(pod, s.cfg)))

@@ -16,6 +16,50 @@ import (
 	"github.com/podsync/podsync/validation"
 )
 
+// Mounter makes the tmpfs mounts of the pods' memory-backed volumes and
+// undoes the mounts below a pod's directory before it is removed. The
+// syncer's default is the kernel's: mount(2) and the mount table. A
+// hollow node (internal/testing/hollow, for scale benchmarks) keeps plain
+// directories instead, so that it needs neither root nor the host's mount
+// table; subPath and hostPath bind mounts (mounts.go) are the kernel's
+// whatever the Mounter.
+type Mounter interface {
+	// IsTmpfs reports whether dir is a tmpfs mount point.
+	IsTmpfs(dir string) (bool, error)
+	// MountTmpfs mounts a tmpfs on the directory dir, nosuid and nodev,
+	// with options such as "mode=755,size=65536"; it is not swapped out
+	// where the kernel offers that.
+	MountTmpfs(dir, options string) error
+	// UnmountBelow undoes every mount at or below dir, deepest first.
+	UnmountBelow(dir string) error
+}
+
+// kernelMounter is the Mounter of the host's kernel.
+type kernelMounter struct{}
+
+var _ Mounter = kernelMounter{}
+
+// IsTmpfs reads the mount table.
+func (kernelMounter) IsTmpfs(dir string) (bool, error) { return mounttable.IsTmpfs(dir) }
+
+// MountTmpfs mounts with noswap where the kernel offers it (6.4 and
+// later), so that the tmpfs's pages never reach a disk either.
+func (kernelMounter) MountTmpfs(dir, options string) error {
+	const flags = unix.MS_NOSUID | unix.MS_NODEV
+	err := unix.Mount("tmpfs", dir, "tmpfs", flags, options+",noswap")
+	if errors.Is(err, unix.EINVAL) {
+		// A kernel without noswap.
+		err = unix.Mount("tmpfs", dir, "tmpfs", flags, options)
+	}
+	if err != nil {
+		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
+	}
+	return nil
+}
+
+// UnmountBelow unmounts what the mount table shows below dir.
+func (kernelMounter) UnmountBelow(dir string) error { return mounttable.UnmountBelow(dir) }
+
 // tmpfsVolume is a memory-backed volume of a pod: a secret volume or an
 // emptyDir of medium Memory.
 type tmpfsVolume struct {
@@ -40,13 +84,13 @@ type tmpfsVolume struct {
 // the volume between them). The tmpfs is mounted noswap where the kernel
 // offers it (6.4 and later), so that its pages never reach a disk either.
 // It reports whether it mounted a new, empty tmpfs.
-func setupTmpfs(v tmpfsVolume, newSandbox bool) (mountedNew bool, err error) {
+func (s *Syncer) setupTmpfs(v tmpfsVolume, newSandbox bool) (mountedNew bool, err error) {
 	_, statErr := os.Lstat(v.dir)
 	existed := statErr == nil
 	if err := os.MkdirAll(v.dir, v.mode); err != nil {
 		return false, fmt.Errorf("create volume directory: %w", err)
 	}
-	mounted, err := mounttable.IsTmpfs(v.dir)
+	mounted, err := s.mounts.IsTmpfs(v.dir)
 	if err != nil {
 		return false, err
 	}
@@ -72,14 +116,8 @@ func setupTmpfs(v tmpfsVolume, newSandbox bool) (mountedNew bool, err error) {
 	if v.size > 0 {
 		opts += fmt.Sprintf(",size=%d", v.size)
 	}
-	const flags = unix.MS_NOSUID | unix.MS_NODEV
-	err = unix.Mount("tmpfs", v.dir, "tmpfs", flags, opts+",noswap")
-	if errors.Is(err, unix.EINVAL) {
-		// A kernel without noswap.
-		err = unix.Mount("tmpfs", v.dir, "tmpfs", flags, opts)
-	}
-	if err != nil {
-		return false, fmt.Errorf("mount tmpfs on %s: %w", v.dir, err)
+	if err := s.mounts.MountTmpfs(v.dir, opts); err != nil {
+		return false, err
 	}
 	return true, nil
 }
@@ -95,7 +133,7 @@ func (s *Syncer) TearDownVolumes(pod *corev1.Pod) error {
 		return fmt.Errorf("tear down volumes: %w", errdefs.InvalidSpec(err))
 	}
 	dir := filepath.Join(criconfig.PodDir(pod, s.cfg), "volumes")
-	if err := mounttable.UnmountBelow(dir); err != nil {
+	if err := s.mounts.UnmountBelow(dir); err != nil {
 		return fmt.Errorf("tear down volumes of pod %s: %w", model.PodString(pod), err)
 	}
 	if err := os.RemoveAll(dir); err != nil {

@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -225,5 +227,89 @@ func TestMemoryEmptyDirOnDiskStaysUntilANewSandbox(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(cache); err != nil || len(entries) != 0 {
 		t.Errorf("the disk directory beneath the tmpfs holds %v (%v), want nothing", entries, err)
+	}
+}
+
+// recordingMounter is a Mounter that mounts nothing: it records the
+// tmpfs mounts asked for and which directories count as mounted.
+type recordingMounter struct {
+	mu        sync.Mutex
+	mounted   map[string]string // dir → options
+	mounts    []string          // "dir options", in order
+	unmounted []string
+}
+
+func (m *recordingMounter) IsTmpfs(dir string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.mounted[dir]
+	return ok, nil
+}
+
+func (m *recordingMounter) MountTmpfs(dir, options string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mounted[dir] = options
+	m.mounts = append(m.mounts, dir+" "+options)
+	return nil
+}
+
+func (m *recordingMounter) UnmountBelow(dir string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for d := range m.mounted {
+		if d == dir || strings.HasPrefix(d, dir+"/") {
+			delete(m.mounted, d)
+		}
+	}
+	m.unmounted = append(m.unmounted, dir)
+	return nil
+}
+
+// TestMounterStandsInForTheKernel: with a Mounter of its own the syncer
+// asks it for the tmpfs mounts of a pod's memory volumes, with the
+// kernel's options, once, and for the unmounts before the pod's
+// directory is removed, and mounts nothing itself: the files are written
+// to the directories (a hollow node's, which needs no root).
+func TestMounterStandsInForTheKernel(t *testing.T) {
+	m := &recordingMounter{mounted: map[string]string{}}
+	h := syncertest.New(t, func(o *syncer.SyncerOptions) { o.Mounter = m })
+	pod := enginetest.Pod()
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("8Mi"))}}},
+		{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
+	}
+	h.In.Secrets = []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: pod.Namespace},
+		Data: map[string][]byte{"token": []byte("s3cr3t")}}}
+	cache := criconfig.VolumeDir(pod, criconfig.VolumePluginEmptyDir, "cache", h.Cfg)
+	creds := criconfig.VolumeDir(pod, criconfig.VolumePluginSecret, "creds", h.Cfg)
+
+	res := h.Sync(pod)
+	h.Converged(pod, res)
+	h.Exit(res, "app", 1)
+	h.Clock.Step(10 * time.Minute) // past any back-off
+	res = h.Sync(pod)
+	if got := syncertest.Newest(t, res, "app"); got.State != model.ContainerRunning {
+		t.Fatalf("app is %v after the second pass, want running", got.State)
+	}
+	want := []string{cache + " mode=777,size=8388608", creds + " mode=755"}
+	if diff := cmp.Diff(want, m.mounts); diff != "" {
+		t.Errorf("tmpfs mounts asked for (-want +got):\n%s", diff)
+	}
+	if got := mountTypesBelow(t, h.Cfg.RootDir); len(got) != 0 {
+		t.Errorf("mounts below the root directory: %v, want none", got)
+	}
+	if data, err := os.ReadFile(filepath.Join(creds, "token")); err != nil || string(data) != "s3cr3t" {
+		t.Errorf("secret file = %q, %v", data, err)
+	}
+	if err := h.S.RemovePod(h.Ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{criconfig.PodDir(pod, h.Cfg)}, m.unmounted); diff != "" {
+		t.Errorf("unmounts asked for (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(criconfig.PodDir(pod, h.Cfg)); !os.IsNotExist(err) {
+		t.Errorf("pod directory after RemovePod: %v, want gone", err)
 	}
 }

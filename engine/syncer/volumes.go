@@ -89,7 +89,7 @@ func (s *Syncer) setupEmptyDir(pod *corev1.Pod, v *corev1.Volume, newSandbox boo
 	var fresh bool
 	if v.EmptyDir.Medium == corev1.StorageMediumMemory {
 		var err error
-		if fresh, err = setupTmpfs(tmpfsVolume{dir: dir, size: criconfig.TmpfsSize(pod, v.EmptyDir.SizeLimit, s.cfg), mode: 0o777}, newSandbox); err != nil {
+		if fresh, err = s.setupTmpfs(tmpfsVolume{dir: dir, size: criconfig.TmpfsSize(pod, v.EmptyDir.SizeLimit, s.cfg), mode: 0o777}, newSandbox); err != nil {
 			return err
 		}
 	} else {
@@ -143,7 +143,7 @@ func (s *Syncer) setupFileVolume(pod *corev1.Pod, v *corev1.Volume, in criconfig
 	}
 	dir := criconfig.VolumeDir(pod, criconfig.VolumePlugin(v), v.Name, s.cfg)
 	if v.ConfigMap == nil {
-		if _, err := setupTmpfs(tmpfsVolume{dir: dir, size: criconfig.TmpfsSize(pod, nil, s.cfg), mode: 0o755, secret: true}, newSandbox); err != nil {
+		if _, err := s.setupTmpfs(tmpfsVolume{dir: dir, size: criconfig.TmpfsSize(pod, nil, s.cfg), mode: 0o755, secret: true}, newSandbox); err != nil {
 			return err
 		}
 	}

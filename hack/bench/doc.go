@@ -28,6 +28,19 @@
 //	-deadline D         start no round or section after D (default 30m,
 //	                    quick 8m); what is skipped is reported
 //
+// With -scale (make bench-scale) it measures many nodes instead, and needs
+// neither root nor containerd: hollow podsync nodes (hack/hollow) behind
+// podsync-vk against kwok's simulated nodes, each on a control plane of
+// its own (scale*.go), and writes BENCHMARKS-scale.md:
+//
+//	-scale              run the scale benchmark
+//	-scale-nodes LIST   node counts (default 25,50,100)
+//	-scale-pods N       pods per node (default 30)
+//	-scale-vks N        podsync-vk processes sharing the nodes (default 1)
+//	-scale-placement P  pinned (a Deployment per node) or spread (the scheduler)
+//	-scale-runs N       interleaved rounds per node count (default 1)
+//	-kwok-version V     sigs.k8s.io/kwok built into .tmp/kwok (default v0.8.0)
+//
 // Every run is timed without its cleanup; a row that fails is reported as
 // failed with its error and the rest of the report goes on. The raw CRI
 // baseline builds its configs with the engine's own SandboxConfig and

@@ -447,10 +447,30 @@ func (d *podsyncd) scrapeCounts(ctx context.Context) (map[string]float64, error)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
+	err = metricLines(resp.Body, func(name, labels string, v float64) {
+		switch name {
+		case "podsync_cri_request_duration_seconds_count":
+			out["cri/"+labelValue(labels, "method")] += v
+		case "podsync_sync_pass_duration_seconds_count":
+			out["passes"] += v
+		case "podsync_sync_pass_duration_seconds_sum":
+			out["pass_seconds"] += v
+		}
+	})
+	return out, err
+}
+
+// metricLines calls fn with each sample of a Prometheus text exposition:
+// the metric's name, its labels as written (without the braces) and its
+// value; comments and lines it cannot read are skipped.
+func metricLines(r io.Reader, fn func(name, labels string, v float64)) error {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
 		name, rest, ok := strings.Cut(line, "{")
 		if !ok {
 			name, rest, _ = strings.Cut(line, " ")
@@ -464,16 +484,9 @@ func (d *podsyncd) scrapeCounts(ctx context.Context) (map[string]float64, error)
 		if _, err := fmt.Sscan(strings.TrimSpace(value), &v); err != nil {
 			continue
 		}
-		switch name {
-		case "podsync_cri_request_duration_seconds_count":
-			out["cri/"+labelValue(labels, "method")] += v
-		case "podsync_sync_pass_duration_seconds_count":
-			out["passes"] += v
-		case "podsync_sync_pass_duration_seconds_sum":
-			out["pass_seconds"] += v
-		}
+		fn(name, labels, v)
 	}
-	return out, sc.Err()
+	return sc.Err()
 }
 
 // labelValue returns the value of label name in a Prometheus label list.

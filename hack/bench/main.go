@@ -49,6 +49,7 @@ type config struct {
 	deadline    time.Duration
 	kubelet     string        // -kubelet: the kubelet binary (default: hack/kube/build.sh kubelet)
 	idleWindow  time.Duration // -idle-window
+	scale       scaleConfig   // -scale and its flags (scale.go)
 	args        []string
 }
 
@@ -123,12 +124,16 @@ func run() int {
 		log.Error("bad flags", zap.Error(err))
 		return 2
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if cfg.scale.enabled {
+		// Hollow nodes and kwok: no containerd, no root.
+		return runScaleMain(ctx, log, repo, cfg)
+	}
 	if os.Geteuid() != 0 {
 		log.Error("bench runs containerd and needs root: run it as root (sudo -E make bench)")
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	b := &bench{log: log, cfg: cfg, repo: repo, start: time.Now()}
 	res, err := b.run(ctx)
 	if ctx.Err() != nil {
@@ -187,8 +192,15 @@ func parseFlags(args []string, repo string) (config, error) {
 	fs.DurationVar(&cfg.deadline, "deadline", 0, "skip rounds and sections that would start later than this after the start (default 75m, quick 15m: the kubelet rows, the floor's pieces and N = 100 make a long run)")
 	apiPods := fs.Int("api-pods", 0, "running pods under API load (default 250, quick 40)")
 	nList := fs.String("n", "", "pods per pods-to-running run, comma-separated (default 1,10,30,100; quick 1,10)")
+	parseScale := addScaleFlags(fs, &cfg)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	if err := parseScale(); err != nil {
+		return cfg, err
+	}
+	if cfg.scale.enabled && !flagSet(fs, "out") {
+		cfg.out = filepath.Join(repo, scaleReportFile)
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())

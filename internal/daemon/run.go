@@ -33,6 +33,7 @@ import (
 	"github.com/podsync/podsync/engine/metrics"
 	"github.com/podsync/podsync/engine/store"
 	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/engine/watch"
 	"github.com/podsync/podsync/internal/ctrdevents"
 	"github.com/podsync/podsync/internal/manifestdir"
 	"github.com/podsync/podsync/internal/tracing"
@@ -67,6 +68,11 @@ const (
 // grpc.health.v1 reports NOT_SERVING and calls fail with UNAVAILABLE
 // (reason RUNTIME_UNAVAILABLE).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runMain(ctx, args, stdout, stderr, Host{})
+}
+
+// runMain is Run on host.
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, host Host) int {
 	cfg, err := LoadConfig(ctx, args)
 	if errors.Is(err, pflag.ErrHelp) {
 		_, _ = io.WriteString(stdout, Usage())
@@ -83,7 +89,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer func() { _ = log.Sync() }()
 	defer routeKlog(log.Named("cri"))()
-	if err := run(ctx, cfg, log); err != nil {
+	if err := run(ctx, cfg, host, log); err != nil {
 		log.Error("podsyncd failed", zap.Error(err))
 		return ExitFailure
 	}
@@ -117,10 +123,13 @@ func NewLogger(level, format string, w io.Writer) (*zap.Logger, error) {
 
 // daemon is one run of podsyncd.
 type daemon struct {
-	cfg    Config
-	log    *zap.Logger
-	store  *store.Store
-	health *server.HealthChecker
+	cfg  Config
+	host Host
+	// cgroupFS is where the cgroup file systems are (Host.CgroupFS).
+	cgroupFS string
+	log      *zap.Logger
+	store    *store.Store
+	health   *server.HealthChecker
 	// svc is the service of the node running on the connected runtime,
 	// rt that runtime (nil while there is none).
 	svc   server.Service
@@ -142,16 +151,19 @@ type daemon struct {
 	tracer *tracing.Provider
 }
 
-func run(ctx context.Context, cfg Config, log *zap.Logger) (err error) {
+func run(ctx context.Context, cfg Config, host Host, log *zap.Logger) (err error) {
 	log.Info("podsyncd starting", zap.String("node", cfg.NodeName), zap.Strings("node_ips", cfg.NodeIPs),
 		zap.String("runtime_endpoint", cfg.RuntimeEndpoint), zap.String("image_endpoint", cfg.ImageEndpoint),
 		zap.Strings("listen", cfg.Listen))
-	d := &daemon{cfg: cfg, log: log, fatal: make(chan error, 4), policy: cfg.Policy.Admit()}
+	d := &daemon{cfg: cfg, host: host, log: log, fatal: make(chan error, 4), policy: cfg.Policy.Admit()}
 	if err := d.machine(); err != nil {
 		return err
 	}
+	if d.cgroupFS, err = host.cgroupFS(cfg); err != nil {
+		return err
+	}
 	// The pods' cgroups are podsyncd's alone while it runs.
-	cgroupLock, err := claimCgroupRoot(criconfig.DefaultCgroupFS, criconfig.Options{CgroupDriver: cfg.CgroupDriver, CgroupRoot: cfg.CgroupRoot})
+	cgroupLock, err := claimCgroupRoot(d.cgroupFS, criconfig.Options{CgroupDriver: cfg.CgroupDriver, CgroupRoot: cfg.CgroupRoot})
 	if err != nil {
 		return err
 	}
@@ -408,7 +420,7 @@ func (d *daemon) supervise(ctx context.Context) {
 	backoff := dialBackoffMin
 	waiting := false
 	for {
-		rt, closeRT, err := dialRuntime(ctx, d.cfg.RuntimeEndpoint, d.cfg.ImageEndpoint, d.tracer)
+		rt, closeRT, err := d.dial(ctx)
 		if err == nil {
 			backoff = dialBackoffMin
 			waiting = false
@@ -460,15 +472,20 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		return err
 	}
 	// containerd's own events stand in for CRI's on containerd 1.6,
-	// over the same socket.
-	events, err := ctrdevents.Dial(d.cfg.RuntimeEndpoint)
-	if err != nil {
-		return err
+	// over the same socket; a Host's runtime offers CRI's.
+	var events watch.RuntimeEvents
+	if d.host.Runtime == nil {
+		src, err := ctrdevents.Dial(d.cfg.RuntimeEndpoint)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = src.Close() }()
+		events = src
 	}
-	defer func() { _ = events.Close() }()
 	node, err := engine.NewNode(engine.NodeOptions{
 		TracerProvider: d.tracer,
 		RuntimeEvents:  events,
+		Mounter:        d.host.Mounter,
 		Runtime:        d.metrics.InstrumentRuntime(rt),
 		Stats:          rt,
 		Images:         d.metrics.InstrumentImages(rt),
@@ -483,6 +500,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 			HostDNS:        d.hostDNS,
 			CgroupDriver:   d.cfg.CgroupDriver,
 			CgroupRoot:     d.cfg.CgroupRoot,
+			CgroupFS:       d.cgroupFS,
 			SeccompDefault: d.cfg.SeccompDefault,
 			// Localhost seccomp profiles live in <root-dir>/seccomp, as
 			// the kubelet's in <root-dir>/seccomp (--seccomp-profile-root).

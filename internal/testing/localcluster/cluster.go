@@ -9,13 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/podsync/podsync/internal/testing/localcri"
 	"github.com/podsync/podsync/internal/testing/localkube"
@@ -33,13 +36,32 @@ type Options struct {
 	// PodsyncdBin and VKBin name them built already.
 	BinDir string
 	// PodsyncdBin and VKBin, if both set, are the podsyncd and podsync-vk
-	// to run; Start builds neither.
+	// to run; Start builds neither. Hollow nodes need VKBin alone.
 	PodsyncdBin, VKBin string
 	// KubeBin holds the control plane's binaries (localkube.Build).
 	KubeBin string
 	// Nodes is how many podsync nodes (each a podsyncd on its own private
 	// containerd) podsync-vk serves; zero means 2, or len(Runtimes).
 	Nodes int
+	// Hollow makes every node a hollow podsync node (hack/hollow,
+	// internal/testing/hollow): podsyncd on a simulated runtime, with no
+	// containerd, no pod network and no root, named hollow-001, …; up
+	// to MaxHollowNodes. Runtimes and Images do not apply.
+	Hollow bool
+	// HollowBin is the hollow node to run; empty: Start builds hack/hollow
+	// into BinDir.
+	HollowBin string
+	// VKs is how many podsync-vk processes serve the nodes, each a
+	// contiguous share of them (podsync-vk, podsync-vk-2, …); zero means
+	// one.
+	VKs int
+	// VKArgs are further flags of every podsync-vk.
+	VKArgs []string
+	// BeforeVK, if set, runs once the control plane and the nodes are up,
+	// before podsync-vk starts, and returns the kubeconfig podsync-vk runs
+	// with (empty: the admin's): an identity the caller bound a role to
+	// (the scale benchmark counts its requests).
+	BeforeVK func(ctx context.Context, c *Cluster) (kubeconfig string, err error)
 	// Runtimes, if set, are the nodes' containerds, one per node, started
 	// by the caller (with DefaultRoute, for the pod network) and left
 	// running by Stop; otherwise Start starts one per node.
@@ -80,16 +102,27 @@ type Images struct {
 	Serve []localcri.ImageSpec
 }
 
+// NodeMonitorGracePeriod is kube-controller-manager's
+// --node-monitor-grace-period in the clusters Start starts (the scale
+// benchmark starts kwok's control plane with it too).
+const NodeMonitorGracePeriod = 20 * time.Second
+
+// MaxHollowNodes bounds Options.Nodes of a hollow cluster.
+const MaxHollowNodes = 999
+
 // Node is one podsync node: its containerd and its podsyncd.
 type Node struct {
-	// Name is the Kubernetes Node's name, podsync-a, podsync-b, ….
+	// Name is the Kubernetes Node's name, podsync-a, podsync-b, … (or
+	// hollow-001, … for hollow nodes).
 	Name string
-	// Runtime is the node's private containerd.
+	// Runtime is the node's private containerd (nil for a hollow node).
 	Runtime *localcri.Instance
 	// Socket is podsyncd's unix socket.
 	Socket string
-	// Podsyncd is the podsyncd process.
+	// Podsyncd is the podsyncd process (the hollow node's, for one).
 	Podsyncd *Process
+	// KubeletPort is the port of the node's kubelet API (podsync-vk's).
+	KubeletPort int
 }
 
 // Cluster is a running control plane with podsync nodes behind
@@ -98,7 +131,10 @@ type Cluster struct {
 	opts  Options
 	Kube  *localkube.Cluster
 	Nodes []*Node
-	VK    *Process
+	// VK is the (first) podsync-vk; VKs all of them, VKs[i] serving
+	// VKNodes(i).
+	VK  *Process
+	VKs []*Process
 	// api makes the kubernetes Service reach the API server from pods.
 	api *apiService
 }
@@ -113,6 +149,9 @@ type Process struct {
 
 // Exited is closed when the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.done }
+
+// Pid is the process's id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Stop sends SIGTERM and waits, then SIGKILL after 30 s.
 func (p *Process) Stop() {
@@ -155,11 +194,20 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 			o.Nodes = len(o.Runtimes)
 		}
 	}
-	if len(o.Runtimes) > 0 && len(o.Runtimes) != o.Nodes {
-		return nil, fmt.Errorf("localcluster: %d runtimes for %d nodes", len(o.Runtimes), o.Nodes)
+	if o.VKs == 0 {
+		o.VKs = 1
 	}
-	if o.Nodes < 1 || o.Nodes > 26 {
+	switch {
+	case o.Hollow && (len(o.Runtimes) > 0 || len(o.Images) > 0):
+		return nil, errors.New("localcluster: hollow nodes take no Runtimes or Images")
+	case len(o.Runtimes) > 0 && len(o.Runtimes) != o.Nodes:
+		return nil, fmt.Errorf("localcluster: %d runtimes for %d nodes", len(o.Runtimes), o.Nodes)
+	case o.Hollow && (o.Nodes < 1 || o.Nodes > MaxHollowNodes):
+		return nil, fmt.Errorf("localcluster: %d hollow nodes: want 1 to %d", o.Nodes, MaxHollowNodes)
+	case !o.Hollow && (o.Nodes < 1 || o.Nodes > 26):
 		return nil, fmt.Errorf("localcluster: %d nodes: want 1 to 26", o.Nodes)
+	case o.VKs < 1 || o.VKs > o.Nodes:
+		return nil, fmt.Errorf("localcluster: %d podsync-vk processes for %d nodes", o.VKs, o.Nodes)
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -170,15 +218,8 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	if o.PodsyncdBin == "" || o.VKBin == "" {
-		o.PodsyncdBin, o.VKBin = filepath.Join(o.BinDir, "podsyncd"), filepath.Join(o.BinDir, "podsync-vk")
-		for c, bin := range map[string]string{"podsyncd": o.PodsyncdBin, "podsync-vk": o.VKBin} {
-			cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/"+c)
-			cmd.Dir = o.RepoDir
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return nil, fmt.Errorf("go build ./cmd/%s: %w\n%s", c, err, out)
-			}
-		}
+	if err := o.build(ctx); err != nil {
+		return nil, err
 	}
 	c := &Cluster{opts: o}
 	defer func() {
@@ -188,70 +229,198 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	}()
 	o.Say("starting etcd, kube-apiserver, kube-scheduler and kube-controller-manager %s", localkube.Version)
 	if c.Kube, err = localkube.Start(ctx, localkube.Options{Dir: filepath.Join(o.Dir, "kube"), BinDir: o.KubeBin, Keep: true,
-		NodeMonitorGracePeriod: 20 * time.Second, APIServerArgs: o.APIServerArgs}); err != nil {
+		NodeMonitorGracePeriod: NodeMonitorGracePeriod, APIServerArgs: o.APIServerArgs}); err != nil {
 		return nil, err
 	}
-	if err := enableForwarding(); err != nil {
+	if o.Hollow {
+		o.Say("starting %d hollow podsync nodes", o.Nodes)
+	} else if err := enableForwarding(); err != nil {
 		return nil, err
 	}
-	vkArgs := []string{"--kubeconfig", c.Kube.Kubeconfig, "--client-ca-file", c.Kube.CAFile()}
+	ports, err := localcri.FreePorts(o.Nodes)
+	if err != nil {
+		return nil, err
+	}
 	for i := range o.Nodes {
-		name := "podsync-" + string(rune('a'+i))
-		o.Say("starting node %s: a private containerd and podsyncd", name)
-		// Every node's pods have a default route through their bridge, so
-		// the host routes between the nodes' pod subnets: one pod network,
-		// as a cluster's CNI makes it across machines.
-		var inst *localcri.Instance
-		if len(o.Runtimes) > 0 {
-			inst = o.Runtimes[i]
-		} else if inst, err = localcri.Start(ctx, localcri.Options{Logger: o.Logger, RepoDir: o.RepoDir, LogDir: o.Dir, DefaultRoute: true}); err != nil {
-			return nil, fmt.Errorf("node %s: start containerd: %w", name, err)
+		n := &Node{Name: "podsync-" + string(rune('a'+i)), KubeletPort: ports[i]}
+		if o.Hollow {
+			n.Name = fmt.Sprintf("hollow-%03d", i+1)
 		}
-		n := &Node{Name: name, Runtime: inst}
 		c.Nodes = append(c.Nodes, n)
-		for _, im := range o.Images {
-			if im.Tar != "" {
-				if err := inst.ImportImages(ctx, im.Tar, im.Refs); err != nil {
-					return nil, fmt.Errorf("node %s: import images: %w", name, err)
-				}
-			}
-			if err := inst.ServeImages(ctx, im.Serve); err != nil {
-				return nil, fmt.Errorf("node %s: serve images: %w", name, err)
-			}
+		if err := c.startNode(ctx, i, n); err != nil {
+			return nil, fmt.Errorf("node %s: %w", n.Name, err)
 		}
-		nd := filepath.Join(o.Dir, name)
-		if err := os.MkdirAll(nd, 0o700); err != nil {
+	}
+	// podsync-vk gives up on a node that does not answer at its start.
+	for _, n := range c.Nodes {
+		if err := awaitServing(ctx, n, 2*time.Minute); err != nil {
 			return nil, err
 		}
-		n.Socket = filepath.Join(nd, "podsync.sock")
-		args := append([]string{"--listen", "unix://" + n.Socket,
-			"--runtime-endpoint", inst.Endpoint(), "--root-dir", filepath.Join(nd, "root"),
-			"--pod-log-dir", filepath.Join(nd, "pods"), "--node-name", name, "--node-ip", "127.0.0.1",
-			// Each node's pods under its instance's own cgroup root: the
-			// nodes' default/web are one pod UID, and would be one pod
-			// cgroup under a shared root.
-			"--cgroup-root", inst.CgroupRoot(),
-			"--log-format", "console", "--shutdown-timeout", "10s"}, append(slices.Clone(NodeArgs), o.PodsyncdArgs...)...)
-		if n.Podsyncd, err = StartProcess(o.Dir, name, o.PodsyncdBin, args...); err != nil {
+	}
+	if !o.Hollow {
+		if err := c.serveAPIService(ctx); err != nil {
 			return nil, err
 		}
-		ports, err := localcri.FreePorts(1)
+	}
+	kubeconfig := c.Kube.Kubeconfig
+	if o.BeforeVK != nil {
+		k, err := o.BeforeVK(ctx, c)
 		if err != nil {
 			return nil, err
 		}
-		vkArgs = append(vkArgs, "--node", "name="+name+",target="+n.Socket+",port="+strconv.Itoa(ports[0]))
+		if k != "" {
+			kubeconfig = k
+		}
 	}
-	if err := c.serveAPIService(ctx); err != nil {
-		return nil, err
+	for i := range o.VKs {
+		name := "podsync-vk"
+		if i > 0 {
+			name = fmt.Sprintf("podsync-vk-%d", i+1)
+		}
+		o.Say("starting %s for %d nodes", name, len(c.VKNodes(i)))
+		args := append([]string{"--kubeconfig", kubeconfig, "--client-ca-file", c.Kube.CAFile()}, o.VKArgs...)
+		for _, n := range c.VKNodes(i) {
+			args = append(args, "--node", "name="+n.Name+",target="+n.Socket+",port="+strconv.Itoa(n.KubeletPort))
+		}
+		p, err := StartProcess(o.Dir, name, o.VKBin, args...)
+		if err != nil {
+			return nil, err
+		}
+		c.VKs = append(c.VKs, p)
 	}
-	o.Say("starting podsync-vk")
-	if c.VK, err = StartProcess(o.Dir, "podsync-vk", o.VKBin, vkArgs...); err != nil {
-		return nil, err
-	}
-	if err := c.WaitReady(ctx, 2*time.Minute); err != nil {
+	c.VK = c.VKs[0]
+	// Two minutes, and a second a node beyond 30: a hundred hollow
+	// nodes register on a busy 2-core machine.
+	if err := c.WaitReady(ctx, 2*time.Minute+time.Duration(max(0, o.Nodes-30))*time.Second); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// build builds what Options do not name: podsyncd (or the hollow node)
+// and podsync-vk, into BinDir.
+func (o *Options) build(ctx context.Context) error {
+	type target struct {
+		bin *string
+		pkg string
+	}
+	var targets []target
+	switch {
+	case o.Hollow:
+		if o.VKBin == "" {
+			o.VKBin = filepath.Join(o.BinDir, "podsync-vk")
+			targets = append(targets, target{&o.VKBin, "./cmd/podsync-vk"})
+		}
+		if o.HollowBin == "" {
+			o.HollowBin = filepath.Join(o.BinDir, "podsyncd-hollow")
+			targets = append(targets, target{&o.HollowBin, "./hack/hollow"})
+		}
+	case o.PodsyncdBin == "" || o.VKBin == "":
+		o.PodsyncdBin, o.VKBin = filepath.Join(o.BinDir, "podsyncd"), filepath.Join(o.BinDir, "podsync-vk")
+		targets = append(targets, target{&o.PodsyncdBin, "./cmd/podsyncd"}, target{&o.VKBin, "./cmd/podsync-vk"})
+	}
+	for _, t := range targets {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", *t.bin, t.pkg)
+		cmd.Dir = o.RepoDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %w\n%s", t.pkg, err, out)
+		}
+	}
+	return nil
+}
+
+// startNode starts node i: a private containerd (or the caller's) and
+// podsyncd, or a hollow node.
+func (c *Cluster) startNode(ctx context.Context, i int, n *Node) error {
+	o := c.opts
+	nd := filepath.Join(o.Dir, n.Name)
+	if err := os.MkdirAll(nd, 0o700); err != nil {
+		return err
+	}
+	n.Socket = filepath.Join(nd, "podsync.sock")
+	args := []string{"--listen", "unix://" + n.Socket, "--root-dir", filepath.Join(nd, "root"),
+		"--pod-log-dir", filepath.Join(nd, "pods"), "--node-name", n.Name, "--node-ip", "127.0.0.1",
+		"--log-format", "console", "--shutdown-timeout", "10s"}
+	if o.Hollow {
+		// A cgroup root of its own: locked in the node's directory.
+		args = append(args, "--cgroup-root", "/"+n.Name)
+		p, err := StartProcess(o.Dir, n.Name, o.HollowBin, append(args, o.PodsyncdArgs...)...)
+		n.Podsyncd = p
+		return err
+	}
+	o.Say("starting node %s: a private containerd and podsyncd", n.Name)
+	// Every node's pods have a default route through their bridge, so
+	// the host routes between the nodes' pod subnets: one pod network,
+	// as a cluster's CNI makes it across machines.
+	if len(o.Runtimes) > 0 {
+		n.Runtime = o.Runtimes[i]
+	} else {
+		inst, err := localcri.Start(ctx, localcri.Options{Logger: o.Logger, RepoDir: o.RepoDir, LogDir: o.Dir, DefaultRoute: true})
+		if err != nil {
+			return fmt.Errorf("start containerd: %w", err)
+		}
+		n.Runtime = inst
+	}
+	for _, im := range o.Images {
+		if im.Tar != "" {
+			if err := n.Runtime.ImportImages(ctx, im.Tar, im.Refs); err != nil {
+				return fmt.Errorf("import images: %w", err)
+			}
+		}
+		if err := n.Runtime.ServeImages(ctx, im.Serve); err != nil {
+			return fmt.Errorf("serve images: %w", err)
+		}
+	}
+	// Each node's pods under its instance's own cgroup root: the nodes'
+	// default/web are one pod UID, and would be one pod cgroup under a
+	// shared root.
+	args = append(args, "--runtime-endpoint", n.Runtime.Endpoint(), "--cgroup-root", n.Runtime.CgroupRoot())
+	args = append(append(args, NodeArgs...), o.PodsyncdArgs...)
+	p, err := StartProcess(o.Dir, n.Name, o.PodsyncdBin, args...)
+	n.Podsyncd = p
+	return err
+}
+
+// awaitServing waits until node n's podsyncd reports SERVING (it is
+// connected to its runtime), or its process exits, or timeout passes.
+func awaitServing(ctx context.Context, n *Node, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := grpc.NewClient("unix://"+n.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	defer func() { _ = conn.Close() }()
+	hc := healthpb.NewHealthClient(conn)
+	var last error
+	for {
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		resp, err := hc.Check(cctx, &healthpb.HealthCheckRequest{})
+		ccancel()
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return nil
+		}
+		last = err
+		if err == nil {
+			last = fmt.Errorf("health %s", resp.GetStatus())
+		}
+		select {
+		case <-n.Podsyncd.Exited():
+			return fmt.Errorf("node %s: podsyncd exited before it served (its log: %s)", n.Name, n.Podsyncd.Log)
+		case <-ctx.Done():
+			return fmt.Errorf("node %s: not serving within %s (last: %w; its log: %s)", n.Name, timeout, last, n.Podsyncd.Log)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// VKNodes are the nodes podsync-vk i serves: the i-th of Options.VKs
+// contiguous shares.
+func (c *Cluster) VKNodes(i int) []*Node {
+	vks := max(c.opts.VKs, 1)
+	per := (len(c.Nodes) + vks - 1) / vks
+	lo, hi := min(i*per, len(c.Nodes)), min((i+1)*per, len(c.Nodes))
+	return c.Nodes[lo:hi]
 }
 
 // Podsyncds are the nodes' podsyncd processes.
@@ -291,20 +460,26 @@ func (c *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 // what they ran) and the control plane; the logs stay in Dir.
 func (c *Cluster) Stop(ctx context.Context) error {
 	var errs []error
-	if c.VK != nil {
-		c.VK.Stop()
+	for _, vk := range c.VKs {
+		vk.Stop()
 	}
-	for i := len(c.Nodes) - 1; i >= 0; i-- {
-		if p := c.Nodes[i].Podsyncd; p != nil {
-			p.Stop()
+	// The nodes at once: a hundred hollow ones stop in the time of one.
+	var wg sync.WaitGroup
+	for _, n := range c.Nodes {
+		if p := n.Podsyncd; p != nil {
+			wg.Go(p.Stop)
 		}
 	}
+	wg.Wait()
 	// The kubernetes Service's rules first: they name the nodes'
 	// bridges, and a containerd's teardown reports whatever names its run
 	// as left behind.
 	errs = append(errs, c.api.close())
 	if len(c.opts.Runtimes) == 0 {
 		for _, n := range c.Nodes {
+			if n.Runtime == nil {
+				continue
+			}
 			tctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			errs = append(errs, n.Runtime.Teardown(tctx))
 			cancel()

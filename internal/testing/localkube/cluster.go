@@ -253,12 +253,18 @@ func (c *Cluster) httpClient() (*http.Client, error) {
 // system:node:NAME in group system:nodes, which the API server's Node
 // authorizer holds to what a kubelet of that node may read and write.
 func (c *Cluster) NodeKubeconfig(name string) (string, error) {
-	cert := "node-" + name
-	if err := c.pki.issue(cert, leaf{cn: "system:node:" + name, orgs: []string{"system:nodes"}}); err != nil {
+	return c.UserKubeconfig("node-"+name, "system:node:"+name, "system:nodes")
+}
+
+// UserKubeconfig writes, and returns the path of, a kubeconfig (file
+// name FILE.kubeconfig in Dir) with the identity of a client certificate
+// for user in groups: what RBAC lets it do is the caller's to bind.
+func (c *Cluster) UserKubeconfig(file, user string, groups ...string) (string, error) {
+	if err := c.pki.issue(file, leaf{cn: user, orgs: groups}); err != nil {
 		return "", err
 	}
-	path := filepath.Join(c.opts.Dir, cert+".kubeconfig")
-	return path, c.writeKubeconfigOf(path, cert)
+	path := filepath.Join(c.opts.Dir, file+".kubeconfig")
+	return path, c.writeKubeconfigOf(path, file)
 }
 
 // writeKubeconfig writes an admin kubeconfig with everything embedded.

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestScaleFlags(t *testing.T) {
+	cfg, err := parseFlags([]string{"-scale", "-scale-nodes", "50, 5,5", "-scale-pods", "10", "-scale-vks", "2"}, "/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := cfg.scale
+	if !sc.enabled || strings.Join(strings.Fields(joinInts(sc.nodes)), "") != "5,50" || sc.pods != 10 || sc.vks != 2 || sc.spread ||
+		sc.runs != 1 || sc.kwokVersion != scaleDefaultKwok {
+		t.Errorf("scale config %+v", sc)
+	}
+	if cfg.out != "/repo/"+scaleReportFile {
+		t.Errorf("-out %q, want the scale report", cfg.out)
+	}
+	if cfg, err := parseFlags([]string{"-scale", "-out", "/tmp/x.md"}, "/repo"); err != nil || cfg.out != "/tmp/x.md" {
+		t.Errorf("-out given: %q, %v", cfg.out, err)
+	}
+	if cfg, err := parseFlags(nil, "/repo"); err != nil || cfg.scale.enabled || cfg.out != "/repo/BENCHMARKS.md" {
+		t.Errorf("without -scale: %+v, %q, %v", cfg.scale, cfg.out, err)
+	}
+	for _, bad := range [][]string{
+		{"-scale-nodes", "0"}, {"-scale-nodes", "x"}, {"-scale-pods", "200"}, {"-scale-nodes", "4", "-scale-vks", "5"},
+		{"-scale-placement", "random"}, {"-scale-runs", "0"}, {"-kwok-version", "latest"},
+	} {
+		if _, err := parseFlags(append([]string{"-scale"}, bad...), "/repo"); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestDeployment(t *testing.T) {
+	d := deployment(7, "hollow-008", 30, false)
+	if d.Name != "scale-007" || *d.Spec.Replicas != 30 || d.Spec.Template.Spec.NodeSelector[corev1.LabelHostname] != "hollow-008" ||
+		d.Spec.Selector.MatchLabels["app"] != d.Spec.Template.Labels["app"] {
+		t.Errorf("pinned deployment %+v", d)
+	}
+	if d := deployment(7, "hollow-008", 30, true); d.Spec.Template.Spec.NodeSelector != nil {
+		t.Errorf("spread deployment has a node selector %v", d.Spec.Template.Spec.NodeSelector)
+	}
+}
+
+func TestScrapeAPICounts(t *testing.T) {
+	text := `# HELP apiserver_request_total x
+apiserver_request_total{code="200",verb="GET"} 10
+apiserver_request_total{code="201",verb="POST"} 5
+apiserver_flowcontrol_dispatched_requests_total{flow_schema="exempt",priority_level="exempt"} 100
+apiserver_flowcontrol_dispatched_requests_total{flow_schema="podsync-bench-agent",priority_level="exempt"} 7
+apiserver_longrunning_requests{component="apiserver",resource="pods",verb="WATCH"} 3
+apiserver_longrunning_requests{component="apiserver",resource="pods",verb="CONNECT"} 9
+apiserver_longrunning_requests{component="apiserver",resource="nodes",verb="WATCH"} 2
+`
+	var c apiCounts
+	if err := metricLines(strings.NewReader(text), func(name, labels string, v float64) {
+		switch {
+		case name == "apiserver_request_total":
+			c.requests += v
+		case name == "apiserver_flowcontrol_dispatched_requests_total" && labelValue(labels, "flow_schema") == agentUser:
+			c.agentRequests += v
+		case name == "apiserver_longrunning_requests" && labelValue(labels, "verb") == "WATCH":
+			c.watches += v
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if c != (apiCounts{requests: 15, agentRequests: 7, watches: 5}) {
+		t.Errorf("counts %+v", c)
+	}
+}
+
+func TestPodWatchLatencies(t *testing.T) {
+	w := &podWatch{added: map[types.UID]time.Time{}, running: map[types.UID]time.Time{}}
+	t0 := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	pod := func(uid string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	w.see(pod("a", corev1.PodPending), t0)
+	w.see(pod("b", corev1.PodPending), t0.Add(100*time.Millisecond))
+	w.see(pod("a", corev1.PodRunning), t0.Add(time.Second))
+	w.see(pod("a", corev1.PodRunning), t0.Add(3*time.Second)) // later updates change nothing
+	n, last, err := w.state()
+	if n != 1 || !last.Equal(t0.Add(time.Second)) || err != nil {
+		t.Errorf("state %d, %s, %v; want one Running at 1 s", n, last, err)
+	}
+	w.see(pod("b", corev1.PodRunning), t0.Add(2100*time.Millisecond))
+	lat := w.latencies()
+	if len(lat) != 2 || quantile(lat, 0) != 1000 || quantile(lat, 1) != 2000 {
+		t.Errorf("latencies %v, want 1000 and 2000 ms", lat)
+	}
+}
+
+// scaleRunOf is a run whose pods started in ms each.
+func scaleRunOf(sys scaleSystem, nodes int, cpu float64, rssB, rssA int64, ms ...float64) *scaleRun {
+	return &scaleRun{sys: sys, nodes: nodes, pods: len(ms), latencies: ms, allRunning: ms[len(ms)-1], agentCPU: cpu,
+		agentRSSBefore: rssB, agentRSSAfter: rssA, agentRequests: float64(10 * len(ms)), allRequests: float64(30 * len(ms)), watches: 4}
+}
+
+// TestScaleReport: the report's verdicts follow the figures — p99, the
+// ratio to kwok paired round by round, podsync-vk's per-pod costs and
+// their growth with the node count — and a kwok that failed fails its
+// columns and says why, never drops them.
+func TestScaleReport(t *testing.T) {
+	cfg, err := parseFlags([]string{"-scale", "-scale-nodes", "2,4", "-scale-pods", "2"}, "/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &scaleResults{started: time.Now(), finished: time.Now(), kubeVersion: "v1.37.2", kwokVersion: scaleDefaultKwok,
+		runs: []*scaleRun{
+			scaleRunOf(sysKwok, 2, 1, 10<<20, 10<<20, 100, 200, 300, 400),
+			scaleRunOf(sysPodsync, 2, 2, 20<<20, 21<<20, 100, 200, 300, 440), // p99 ≈ 436 ms: 1.1× kwok
+			scaleRunOf(sysKwok, 4, 1, 10<<20, 10<<20, 100, 100, 100, 100, 100, 100, 100, 1000),
+			scaleRunOf(sysPodsync, 4, 8, 20<<20, 30<<20, 100, 100, 100, 100, 100, 100, 100, 6000),
+		}}
+	out := renderScaleReport(res, cfg)
+	for _, want := range []string{
+		"> **Small run** (2, 4 nodes × 2 pods)",
+		"| pod startup p99 ≤ 5 s, 2 nodes × 2 pods | 436 ms | ✅ within |",
+		"| pod startup p99 ÷ kwok's ≤ 1.2, 2 nodes | 1.10 | ✅ within |",
+		"| pod startup p99 ≤ 5 s, 4 nodes × 2 pods | 5587 ms | ❌ over |",
+		"| pod startup p99 ÷ kwok's ≤ 1.2, 4 nodes | 5.96 | ❌ over |",
+		// 8 ms over 8 pods; 10 MiB over 8 pods.
+		"| podsync-vk RSS ≤ 2 MiB per pod (its growth over the workload), 4 nodes | 1280 KiB | ✅ within |",
+		"| podsync-vk CPU ≤ 1 ms per pod, 4 nodes | 1.00 ms | ✅ within |",
+		"| linear in nodes: podsync-vk CPU per pod at 4 nodes ÷ at 2 ≤ 1.25 | 2.00 | ❌ over |",
+		"| 4 | podsync | 8 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+
+	res.kwokErr = "go install sigs.k8s.io/kwok/cmd/kwok@v0.8.0: no network"
+	for _, r := range res.runs {
+		if r.sys == sysKwok {
+			r.err = "kwok could not be built: " + res.kwokErr
+		}
+	}
+	if !res.failed() {
+		t.Error("a run without kwok does not fail")
+	}
+	out = renderScaleReport(res, cfg)
+	for _, want := range []string{
+		scaleNotAllSystemsBanner,
+		"| pod startup p99 ÷ kwok's ≤ 1.2, 2 nodes | FAILED | — |",
+		"| 2 | kwok | 4 | FAILED: kwok could not be built: go install",
+		"- kwok v0.8.0 could not be built: go install sigs.k8s.io/kwok/cmd/kwok@v0.8.0: no network",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report without kwok lacks %q:\n%s", want, out)
+		}
+	}
+}
