@@ -35,9 +35,25 @@ type Config struct {
 	// a standby podsync-vk takes a node over once the lease expires, and
 	// the calls of the one it replaced are refused from then on.
 	LeaseTTL time.Duration `yaml:"leaseTTL"`
+	// KubeAPIQPS and KubeAPIBurst are the API server requests per second
+	// and the burst each node served may use, as the kubelet's
+	// --kube-api-qps and --kube-api-burst (DefaultKubeAPIQPS and
+	// DefaultKubeAPIBurst when 0): the one client podsync-vk shares
+	// between its nodes gets them times the number of nodes.
+	KubeAPIQPS   float32 `yaml:"kubeAPIQPS"`
+	KubeAPIBurst int     `yaml:"kubeAPIBurst"`
 	// Nodes are the podsync nodes served.
 	Nodes []NodeConfig `yaml:"nodes"`
 }
+
+// DefaultKubeAPIQPS and DefaultKubeAPIBurst are the kubelet's defaults
+// (KubeletConfiguration kubeAPIQPS, kubeAPIBurst), per node: client-go's
+// own (5 and 10) held pod status updates back by seconds once a few dozen
+// pods started at once (make bench-scale).
+const (
+	DefaultKubeAPIQPS   = 50
+	DefaultKubeAPIBurst = 100
+)
 
 // DefaultPodSyncWorkers is Config.PodSyncWorkers' default: a deletion of
 // that many pods of a node, each waiting out its grace period, runs at

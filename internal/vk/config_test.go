@@ -73,3 +73,24 @@ func TestConfigFileAndFlags(t *testing.T) {
 		t.Errorf("stderr = %q", stderr.String())
 	}
 }
+
+// TestClientLimitsAreTheKubeletsPerNode: the client podsync-vk shares
+// between its nodes gets the kubelet's QPS and burst for each of them,
+// not client-go's 5 and 10.
+func TestClientLimitsAreTheKubeletsPerNode(t *testing.T) {
+	for _, tc := range []struct {
+		cfg   Config
+		qps   float32
+		burst int
+	}{
+		{Config{}, 50, 100},
+		{Config{Nodes: make([]NodeConfig, 3)}, 150, 300},
+		{Config{KubeAPIQPS: 10, KubeAPIBurst: 20, Nodes: make([]NodeConfig, 2)}, 20, 40},
+	} {
+		qps, burst := clientLimits(tc.cfg)
+		if qps != tc.qps || burst != tc.burst {
+			t.Errorf("clientLimits(%d nodes, qps %v, burst %d) = %v, %d; want %v, %d",
+				len(tc.cfg.Nodes), tc.cfg.KubeAPIQPS, tc.cfg.KubeAPIBurst, qps, burst, tc.qps, tc.burst)
+		}
+	}
+}

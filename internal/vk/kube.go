@@ -3,7 +3,10 @@ package vk
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/podsync/podsync/internal/vk/provider"
 )
@@ -53,4 +58,45 @@ func (k kubePods) FinishDeleted(ctx context.Context, pod *corev1.Pod, status *co
 		return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
+}
+
+// kubeClient is the API server client of cfg: its kubeconfig (then
+// $KUBECONFIG, then in-cluster, as the node library's ClientsetFromEnv),
+// with cfg's rate limit per node times the nodes served.
+func kubeClient(cfg Config) (*kubernetes.Clientset, error) {
+	rc, err := restConfig(cfg.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.QPS, rc.Burst = clientLimits(cfg)
+	return kubernetes.NewForConfig(rc)
+}
+
+// clientLimits is the QPS and burst of the client shared by cfg's nodes.
+func clientLimits(cfg Config) (float32, int) {
+	qps, burst := cfg.KubeAPIQPS, cfg.KubeAPIBurst
+	if qps <= 0 {
+		qps = DefaultKubeAPIQPS
+	}
+	if burst <= 0 {
+		burst = DefaultKubeAPIBurst
+	}
+	n := max(len(cfg.Nodes), 1)
+	return qps * float32(n), burst * n
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		kubeconfig = os.Getenv("KUBECONFIG")
+	}
+	if kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	if _, err := os.Stat(kubeconfig); errors.Is(err, fs.ErrNotExist) {
+		return rest.InClusterConfig()
+	} else if err != nil {
+		return nil, err
+	}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
 }

@@ -25,12 +25,14 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 		configFile string
 		nodes      []string
 	)
-	fs.StringVar(&configFile, "config", "", "YAML config file with the same keys as the flags (kubeconfig, listenAddress, clientCAFile, podSyncWorkers, leaseTTL, nodes)")
+	fs.StringVar(&configFile, "config", "", "YAML config file with the same keys as the flags (kubeconfig, listenAddress, clientCAFile, podSyncWorkers, leaseTTL, kubeAPIQPS, kubeAPIBurst, nodes)")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig to reach the API server (default $KUBECONFIG, then in-cluster)")
 	fs.StringVar(&cfg.ListenAddress, "listen-address", "127.0.0.1", "IP the nodes' kubelet APIs listen on and the Nodes report as InternalIP")
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA of the client certificates the kubelet API accepts (the API server's --kubelet-client-certificate)")
 	fs.IntVar(&cfg.PodSyncWorkers, "pod-sync-workers", DefaultPodSyncWorkers, "pods of each node created, updated or deleted at once (a deletion holds one for the pod's grace period)")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", DefaultLeaseTTL, "ttl of the podsync lease taken of each node (renewed every third of it); a standby takes a node over once it expires")
+	fs.Float32Var(&cfg.KubeAPIQPS, "kube-api-qps", DefaultKubeAPIQPS, "API server requests per second for each node served, as the kubelet's --kube-api-qps")
+	fs.IntVar(&cfg.KubeAPIBurst, "kube-api-burst", DefaultKubeAPIBurst, "API server request burst for each node served, as the kubelet's --kube-api-burst")
 	fs.StringArrayVar(&nodes, "node", nil, "a podsync node: name=NAME,target=SOCKET|HOST:PORT,port=KUBELET_PORT[,cert=,key=,ca=] (repeat for more)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -53,6 +55,10 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 				file.PodSyncWorkers = cfg.PodSyncWorkers
 			case "lease-ttl":
 				file.LeaseTTL = cfg.LeaseTTL
+			case "kube-api-qps":
+				file.KubeAPIQPS = cfg.KubeAPIQPS
+			case "kube-api-burst":
+				file.KubeAPIBurst = cfg.KubeAPIBurst
 			}
 		})
 		if file.ListenAddress == "" {

@@ -50,7 +50,7 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	kc, err := nodeutil.ClientsetFromEnv(cfg.Kubeconfig)
+	kc, err := kubeClient(cfg)
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
