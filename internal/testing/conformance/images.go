@@ -41,8 +41,27 @@ const (
 // image has a bash, which probe tests run.
 const bashStatic = "/bin/bash-static"
 
+// curlStandIn is the agnhost stand-in's curl: a GET with busybox's wget,
+// in the forms the e2e tests' hooks use; any other option is refused
+// aloud rather than misread.
+const curlStandIn = `#!/bin/sh
+# podsync's stand-in for curl in the agnhost image: GET a URL with busybox wget.
+out=-
+url=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-s | --silent | -sS) ;;
+	-o) out=$2; shift ;;
+	-*) echo "curl (podsync's conformance stand-in): option $1 is not supported" >&2; exit 2 ;;
+	*) url=$1 ;;
+	esac
+	shift
+done
+exec wget -q -O "$out" "$url"
+`
+
 // imagesFormat changes whenever the way the images are built changes.
-const imagesFormat = "conformance-images-v2"
+const imagesFormat = "conformance-images-v3"
 
 // Inputs are the binaries and files the images are built from.
 type Inputs struct {
@@ -163,6 +182,9 @@ func imageSpecs(ctx context.Context, in Inputs) ([]localcri.ImageSpec, error) {
 			"group-defined-in-image:x:50000:user-defined-in-image\n")},
 		{Path: "home/", Mode: 0o755},
 		{Path: "home/user-defined-in-image/", Mode: 0o755},
+		// agnhost's Alpine has curl, which the lifecycle hook tests'
+		// exec hooks run (curl http://IP:8080/echo?msg=prestop).
+		{Path: "usr/bin/curl", Mode: 0o755, Data: []byte(curlStandIn)},
 	})
 	agnhostCfg := v1.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, Env: env, WorkingDir: "/"}
 	// nginx's stand-in: busybox's httpd serving /usr/share/nginx/html on
