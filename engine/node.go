@@ -98,6 +98,9 @@ type NodeOptions struct {
 	// sets Admit, Policy and HostPaths (Admission); nil leaves them as
 	// they are.
 	Admission *AdmissionConfig
+	// SystemInfo is what the node says of its machine, kernel and
+	// runtime (GetNode); the node only reports it.
+	SystemInfo SystemInfo
 	// Admit, if set, is asked about every pod the node does not hold yet
 	// (and every pod of a RunPods batch), before it is stored. Nil admits
 	// every pod.
@@ -196,6 +199,7 @@ type Node struct {
 type nodeConfig struct {
 	// info is NodeOptions.Admission's Node.
 	info        NodeInfo
+	system      SystemInfo
 	log         *zap.Logger
 	clock       clock.WithTicker
 	node        criconfig.Options
@@ -259,7 +263,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 		},
 	})
 	cfg := nodeConfig{log: opts.Logger, clock: opts.Clock, node: opts.Config.WithDefaults(), backoff: opts.Backoff,
-		gcPeriod: opts.GC.Period, unavailable: opts.RuntimeUnavailable}
+		gcPeriod: opts.GC.Period, unavailable: opts.RuntimeUnavailable, system: opts.SystemInfo}
 	if cfg.gcPeriod <= 0 {
 		cfg.gcPeriod = DefaultGCPeriod
 	}
@@ -413,6 +417,10 @@ func (n *Node) PodSandbox(uid types.UID) (id string, attempt uint32, ok bool) {
 // Info is what admission knows of the node (NodeOptions.Admission's
 // Node; the zero value without admission).
 func (n *Node) Info() NodeInfo { return n.cfg.info }
+
+// SystemInfo is what the node says of its machine, kernel and runtime
+// (NodeOptions.SystemInfo).
+func (n *Node) SystemInfo() SystemInfo { return n.cfg.system }
 
 // Sessions are the node's exec, attach and port-forward sessions and
 // ExecSync.
