@@ -400,10 +400,10 @@ const cgroupRoot = "/sys/fs/cgroup"
 // readRootCgroup reads the machine's CPU usage (ns) and memory from the
 // root cgroup under fs (cgroupRoot), as cadvisor reads the root container
 // for the kubelet's node stats. cgroup v2 (fs/cgroup.controllers): CPU is
-// cpu.stat's usage_usec; the root has no memory.current, so the usage is
-// memory.stat's anon plus file (runc's rootStatsFromMeminfo). v1: CPU is
-// cpuacct.usage, memory memory.usage_in_bytes and memory.stat's total_*
-// keys.
+// cpu.stat's usage_usec; the host's root has no memory.current, so the
+// usage is memory.stat's anon plus file (runc's rootStatsFromMeminfo). v1:
+// CPU is cpuacct.usage, memory memory.usage_in_bytes and memory.stat's
+// total_* keys.
 func readRootCgroup(fs string) (uint64, MemoryStats, error) {
 	if _, err := os.Stat(filepath.Join(fs, "cgroup.controllers")); err == nil {
 		cpu, err := os.ReadFile(filepath.Join(fs, "cpu.stat"))
@@ -414,7 +414,10 @@ func readRootCgroup(fs string) (uint64, MemoryStats, error) {
 		if err != nil {
 			return 0, MemoryStats{}, fmt.Errorf("root cgroup memory: %w", err)
 		}
-		return statValue(cpu, "usage_usec") * 1000, rootMemoryV2(ms), nil
+		// A cgroup namespace's root (podsyncd in a container) is a
+		// cgroup of the host's, with a memory.current of its own.
+		cur, err := readUint(filepath.Join(fs, "memory.current"))
+		return statValue(cpu, "usage_usec") * 1000, rootMemoryV2(ms, cur, err == nil), nil
 	}
 	usage, err := readUint(filepath.Join(fs, "cpuacct", "cpuacct.usage"))
 	if err != nil {
@@ -431,11 +434,15 @@ func readRootCgroup(fs string) (uint64, MemoryStats, error) {
 	return usage, memoryV1(cur, ms), nil
 }
 
-// rootMemoryV2 is the root cgroup's memory on cgroup v2 from its
-// memory.stat: usage anon + file, RSS anon, the working set the usage
+// rootMemoryV2 is the root cgroup's memory on cgroup v2: the usage its
+// memory.current where it has one (current, ok), else memory.stat's anon +
+// file as runc reads the host's root; RSS anon, the working set the usage
 // less inactive_file (cadvisor's).
-func rootMemoryV2(memoryStat []byte) MemoryStats {
+func rootMemoryV2(memoryStat []byte, current uint64, ok bool) MemoryStats {
 	usage := statValue(memoryStat, "anon") + statValue(memoryStat, "file")
+	if ok {
+		usage = current
+	}
 	return MemoryStats{UsageBytes: usage, RSSBytes: statValue(memoryStat, "anon"),
 		WorkingSetBytes: usage - min(usage, statValue(memoryStat, "inactive_file"))}
 }

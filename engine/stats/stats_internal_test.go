@@ -85,6 +85,17 @@ func TestReadRootCgroup(t *testing.T) {
 			mem: MemoryStats{UsageBytes: 2705391616, RSSBytes: 466681856, WorkingSetBytes: 2705391616 - 1514475520},
 		},
 		{
+			name: "v2, a cgroup namespace's root",
+			files: map[string]string{
+				"cgroup.controllers": "cpu memory\n",
+				"cpu.stat":           "usage_usec 5\n",
+				"memory.current":     "1000000\n",
+				"memory.stat":        "anon 300000\nfile 600000\ninactive_file 200000\n",
+			},
+			cpu: 5000,
+			mem: MemoryStats{UsageBytes: 1000000, RSSBytes: 300000, WorkingSetBytes: 800000},
+		},
+		{
 			name: "v1",
 			files: map[string]string{
 				"cpuacct/cpuacct.usage":        "301759512040\n",
