@@ -126,10 +126,15 @@ const (
 	EventErrImageNeverPull   = podworkers.EventErrImageNeverPull
 )
 
-// NodeInfo is what admission knows of the node: its name, labels,
-// taints, capacity and allocatable resources, and the runtime's features
-// (Info).
-type NodeInfo = admit.Node
+// NodeInfo is what the node says of itself (Info): what admission knows
+// of it — its name, labels, taints, capacity and allocatable resources,
+// and the runtime's features — and its machine's system info.
+type NodeInfo struct {
+	admit.Node
+	// System is what the node says of its machine, kernel and runtime
+	// (NodeOptions.SystemInfo).
+	System SystemInfo
+}
 
 // SystemInfo is what the node says of its machine, kernel and container
 // runtime: core/v1 NodeSystemInfo's fields that podsyncd reads, as the

@@ -89,11 +89,9 @@ type Volumes interface {
 
 // Node is what the node says of itself (GetNode).
 type Node interface {
-	// Info is what admission knows of the node.
+	// Info is what admission knows of the node and what it says of its
+	// machine.
 	Info() engine.NodeInfo
-	// SystemInfo is what the node says of its machine, kernel and
-	// runtime.
-	SystemInfo() engine.SystemInfo
 }
 
 // Leases are the node's lease (AcquireLease, RenewLease, ReleaseLease,

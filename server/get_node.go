@@ -13,7 +13,8 @@ import (
 // GetNode returns what admission knows of the node and what it says of
 // its machine.
 func (s *service) GetNode(ctx context.Context, _ *podsyncv1.GetNodeRequest) (*podsyncv1.GetNodeResponse, error) {
-	n, si := s.backend(ctx).Node.Info(), s.backend(ctx).Node.SystemInfo()
+	n := s.backend(ctx).Node.Info()
+	si := n.System
 	out := &podsyncv1.Node{
 		Name:        n.Name,
 		Labels:      maps.Clone(n.Labels),
