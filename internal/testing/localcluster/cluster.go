@@ -51,6 +51,10 @@ type Options struct {
 	// every node's containerd before its podsyncd starts, with the names
 	// each holds.
 	Images []Images
+	// MetricsServer, if set, is a metrics-server binary (localkube's
+	// BuildBinaries "metrics-server") Start runs once the nodes are Ready
+	// and registers as the Metrics API, for kubectl top.
+	MetricsServer string
 	// Logger receives the harness's warnings; nil discards.
 	Logger *zap.Logger
 	// Say, if set, is told what is being started.
@@ -86,6 +90,9 @@ type Cluster struct {
 	Kube  *localkube.Cluster
 	Nodes []*Node
 	VK    *Process
+	// MetricsServer is the metrics-server process (Options.MetricsServer),
+	// nil without one.
+	MetricsServer *Process
 	// api makes the kubernetes Service reach the API server from pods.
 	api *apiService
 }
@@ -238,6 +245,12 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err := c.WaitReady(ctx, 2*time.Minute); err != nil {
 		return nil, err
 	}
+	if o.MetricsServer != "" {
+		o.Say("starting metrics-server")
+		if err := c.startMetricsServer(ctx, o.MetricsServer); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -278,6 +291,9 @@ func (c *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 // what they ran) and the control plane; the logs stay in Dir.
 func (c *Cluster) Stop(ctx context.Context) error {
 	var errs []error
+	if c.MetricsServer != nil {
+		c.MetricsServer.Stop()
+	}
 	if c.VK != nil {
 		c.VK.Stop()
 	}
