@@ -181,9 +181,9 @@ test-clients: clients ## The Python and TypeScript clients against podsyncd on a
 		|| { hack/test-summary.sh "$$log"; exit 1; }
 
 .PHONY: test-cluster
-test-cluster: ## podsync-vk on a real control plane, with podsync nodes and with hollow ones (builds the Kubernetes binaries into .tmp/kube once, about 20 min)
+test-cluster: ## podsync-vk on a real control plane, with podsync nodes and with hollow ones (builds the Kubernetes binaries and metrics-server into .tmp/kube once, about 25 min)
 	@mkdir -p $(TMP)/logs
-	hack/kube/build.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubectl
+	hack/kube/build.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubectl metrics-server
 	log=$(TMP)/logs/test-cluster-$${PODSYNC_CONTAINERD:-2}.log; \
 	$(GO_TEST) -race -tags integration -p 1 $(CLUSTER_FLAGS) ./test/integration/cluster ./test/integration/hollow 2>&1 | tee "$$log" \
 		|| { hack/test-summary.sh "$$log"; exit 1; }

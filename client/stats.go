@@ -22,3 +22,12 @@ func (c *Client) ListPodStats(ctx context.Context, namespace string) ([]*podsync
 	resp, err := unary(ctx, c, "ListPodStats", namespace, c.api.ListPodStats, &podsyncv1.ListPodStatsRequest{Namespace: namespace})
 	return resp.GetPods(), err
 }
+
+// StatsSummary returns ListPodStats' whole answer: the usage of every
+// running pod of namespace (all namespaces if empty) and the node's own
+// (the whole machine's; unset when podsyncd cannot read it), as the
+// kubelet's /stats/summary. With WithRetry it is retried on
+// ErrUnavailable.
+func (c *Client) StatsSummary(ctx context.Context, namespace string) (*podsyncv1.ListPodStatsResponse, error) {
+	return unary(ctx, c, "ListPodStats", namespace, c.api.ListPodStats, &podsyncv1.ListPodStatsRequest{Namespace: namespace})
+}

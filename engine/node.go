@@ -98,6 +98,9 @@ type NodeOptions struct {
 	// sets Admit, Policy and HostPaths (Admission); nil leaves them as
 	// they are.
 	Admission *AdmissionConfig
+	// SystemInfo is what the node says of its machine, kernel and
+	// runtime (Info, GetNode); the node only reports it.
+	SystemInfo SystemInfo
 	// Admit, if set, is asked about every pod the node does not hold yet
 	// (and every pod of a RunPods batch), before it is stored. Nil admits
 	// every pod.
@@ -264,12 +267,13 @@ func NewNode(opts NodeOptions) (*Node, error) {
 		},
 	})
 	cfg := nodeConfig{log: opts.Logger, clock: opts.Clock, node: opts.Config.WithDefaults(), backoff: opts.Backoff,
-		gcPeriod: opts.GC.Period, unavailable: opts.RuntimeUnavailable}
+		gcPeriod: opts.GC.Period, unavailable: opts.RuntimeUnavailable,
+		info: NodeInfo{System: opts.SystemInfo}}
 	if cfg.gcPeriod <= 0 {
 		cfg.gcPeriod = DefaultGCPeriod
 	}
 	if opts.Admission != nil {
-		cfg.info = opts.Admission.Node
+		cfg.info.Node = opts.Admission.Node
 	}
 	n := &Node{cfg: cfg, store: opts.Store, syncer: ps, watcher: watcher, prober: pm, metrics: opts.Metrics,
 		life: runState{ready: make(chan struct{})}}
@@ -416,7 +420,8 @@ func (n *Node) PodSandbox(uid types.UID) (id string, attempt uint32, ok bool) {
 }
 
 // Info is what admission knows of the node (NodeOptions.Admission's
-// Node; the zero value without admission).
+// Node; the zero value without admission) and what it says of its machine
+// (NodeOptions.SystemInfo).
 func (n *Node) Info() NodeInfo { return n.cfg.info }
 
 // Sessions are the node's exec, attach and port-forward sessions and

@@ -126,10 +126,36 @@ const (
 	EventErrImageNeverPull   = podworkers.EventErrImageNeverPull
 )
 
-// NodeInfo is what admission knows of the node: its name, labels,
-// taints, capacity and allocatable resources, and the runtime's features
-// (Info).
-type NodeInfo = admit.Node
+// NodeInfo is what the node says of itself (Info): what admission knows
+// of it — its name, labels, taints, capacity and allocatable resources,
+// and the runtime's features — and its machine's system info.
+type NodeInfo struct {
+	admit.Node
+	// System is what the node says of its machine, kernel and runtime
+	// (NodeOptions.SystemInfo).
+	System SystemInfo
+}
+
+// SystemInfo is what the node says of its machine, kernel and container
+// runtime: core/v1 NodeSystemInfo's fields that podsyncd reads, as the
+// kubelet reads them. An empty field is unknown.
+type SystemInfo struct {
+	// MachineID is /etc/machine-id.
+	MachineID string
+	// SystemUUID is the SMBIOS product UUID.
+	SystemUUID string
+	// BootID is /proc/sys/kernel/random/boot_id.
+	BootID string
+	// KernelVersion is the kernel's release (uname -r).
+	KernelVersion string
+	// OSImage is /etc/os-release's PRETTY_NAME.
+	OSImage string
+	// ContainerRuntimeVersion is "<runtime name>://<version>" as CRI
+	// Version answers (the kubelet's form: "containerd://2.1.4").
+	ContainerRuntimeVersion string
+	// OperatingSystem and Architecture are GOOS and GOARCH.
+	OperatingSystem, Architecture string
+}
 
 // RunPods (engine/runpods).
 type (
@@ -173,6 +199,10 @@ type (
 	PodStats = stats.PodStats
 	// ContainerStats is a running container's usage.
 	ContainerStats = stats.ContainerStats
+	// NodeStats is the machine's usage.
+	NodeStats = stats.NodeStats
+	// StatsSummary is the node's usage and its pods' (/stats/summary).
+	StatsSummary = stats.Summary
 	// CPUStats, MemoryStats, NetworkStats and FsStats are parts of a
 	// usage.
 	CPUStats     = stats.CPUStats

@@ -74,10 +74,10 @@ type Logs interface {
 	ContainerLogs(ctx context.Context, req engine.LogsRequest, emit func(engine.LogLine) error) error
 }
 
-// Stats read the pods' usage.
+// Stats read the node's and the pods' usage.
 type Stats interface {
 	PodStats(ctx context.Context, namespace, name string) (engine.PodStats, error)
-	ListPodStats(ctx context.Context, namespace string) ([]engine.PodStats, error)
+	Summary(ctx context.Context, namespace string) (engine.StatsSummary, error)
 }
 
 // Volumes are the node's named volumes.
@@ -89,7 +89,8 @@ type Volumes interface {
 
 // Node is what the node says of itself (GetNode).
 type Node interface {
-	// Info is what admission knows of the node.
+	// Info is what admission knows of the node and what it says of its
+	// machine.
 	Info() engine.NodeInfo
 }
 

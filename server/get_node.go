@@ -10,14 +10,21 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 )
 
-// GetNode returns what admission knows of the node.
+// GetNode returns what admission knows of the node and what it says of
+// its machine.
 func (s *service) GetNode(ctx context.Context, _ *podsyncv1.GetNodeRequest) (*podsyncv1.GetNodeResponse, error) {
 	n := s.backend(ctx).Node.Info()
+	si := n.System
 	out := &podsyncv1.Node{
 		Name:        n.Name,
 		Labels:      maps.Clone(n.Labels),
 		Capacity:    quantities(n.Capacity),
 		Allocatable: quantities(n.Allocatable),
+		SystemInfo: &podsyncv1.NodeSystemInfo{
+			MachineId: si.MachineID, SystemUuid: si.SystemUUID, BootId: si.BootID, KernelVersion: si.KernelVersion,
+			OsImage: si.OSImage, ContainerRuntimeVersion: si.ContainerRuntimeVersion,
+			OperatingSystem: si.OperatingSystem, Architecture: si.Architecture,
+		},
 	}
 	if out.Name == "" {
 		out.Name = s.nodeName

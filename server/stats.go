@@ -5,12 +5,14 @@ import (
 	"errors"
 	"time"
 
+	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/engine"
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/errorinfo"
+	"github.com/podsync/podsync/logx"
 )
 
 // GetPodStats returns one pod's usage.
@@ -28,20 +30,27 @@ func (s *service) GetPodStats(ctx context.Context, req *podsyncv1.GetPodStatsReq
 	return &podsyncv1.GetPodStatsResponse{Stats: podStatsToProto(st)}, nil
 }
 
-// ListPodStats returns the usage of the running pods.
+// ListPodStats returns the usage of the running pods and of the node.
 func (s *service) ListPodStats(ctx context.Context, req *podsyncv1.ListPodStatsRequest) (*podsyncv1.ListPodStatsResponse, error) {
 	if ns := req.GetNamespace(); ns != "" {
 		if err := InvalidRequest(validateOptionalNamespace(nil, ns)); err != nil {
 			return nil, err
 		}
 	}
-	list, err := s.backend(ctx).Stats.ListPodStats(ctx, req.GetNamespace())
+	sum, err := s.backend(ctx).Stats.Summary(ctx, req.GetNamespace())
 	if err != nil {
 		return nil, err
 	}
 	resp := &podsyncv1.ListPodStatsResponse{}
-	for _, st := range list {
+	for _, st := range sum.Pods {
 		resp.Pods = append(resp.Pods, podStatsToProto(st))
+	}
+	if n := sum.Node; n != nil {
+		resp.Node = &podsyncv1.NodeStats{Cpu: cpuToProto(n.CPU), Memory: memoryToProto(n.Memory)}
+	} else if sum.NodeErr != nil {
+		// The pods' usage stands without the node's; the response says
+		// it is unknown, the log why.
+		logx.From(ctx, s.log).Warn("node stats unavailable", zap.Error(sum.NodeErr))
 	}
 	return resp, nil
 }
@@ -67,7 +76,8 @@ func cpuToProto(c engine.CPUStats) *podsyncv1.CPUStats {
 }
 
 func memoryToProto(m engine.MemoryStats) *podsyncv1.MemoryStats {
-	return &podsyncv1.MemoryStats{Time: statsTime(m.Time), WorkingSetBytes: m.WorkingSetBytes, RssBytes: m.RSSBytes, UsageBytes: m.UsageBytes}
+	return &podsyncv1.MemoryStats{Time: statsTime(m.Time), WorkingSetBytes: m.WorkingSetBytes, RssBytes: m.RSSBytes, UsageBytes: m.UsageBytes,
+		AvailableBytes: m.AvailableBytes}
 }
 
 func statsTime(t time.Time) *timestamppb.Timestamp {

@@ -50,6 +50,9 @@ type MemoryStats struct {
 	Time                      time.Time
 	WorkingSetBytes, RSSBytes uint64
 	UsageBytes                uint64
+	// AvailableBytes is the memory left before the limit: set for the
+	// node only (its capacity less the working set).
+	AvailableBytes *uint64
 }
 
 // NetworkStats is the default interface's traffic.
@@ -82,6 +85,24 @@ type PodStats struct {
 	Containers      []ContainerStats
 	// Source is StatsSourceCRI or StatsSourceCgroup.
 	Source string
+}
+
+// NodeStats is the machine's usage, the kubelet's /stats/summary
+// NodeStats: its root cgroup's, as cadvisor reads it for the kubelet.
+type NodeStats struct {
+	CPU    CPUStats
+	Memory MemoryStats
+}
+
+// Summary is the kubelet's /stats/summary: the node's usage and its
+// pods'.
+type Summary struct {
+	// Node is the machine's usage; nil when it could not be read, and
+	// NodeErr says why.
+	Node    *NodeStats
+	NodeErr error
+	// Pods are the pods with a ready sandbox, by namespace and name.
+	Pods []PodStats
 }
 
 // cpuSamples keeps the last cumulative CPU sample of each container and
@@ -169,6 +190,9 @@ type Collector struct {
 	cfg         criconfig.Options
 	clock       clock.Clock
 	unavailable func(error) bool
+	// cgroupFS is where the cgroup file systems are mounted (cgroupRoot;
+	// a directory in tests).
+	cgroupFS string
 	// samples are the last CPU sample of each container and pod.
 	samples cpuSamples
 }
@@ -178,7 +202,8 @@ func New(o Options) *Collector {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	return &Collector{pods: o.Pods, views: o.Views, stats: o.Stats, rt: o.Runtime, cfg: o.Config, clock: o.Clock, unavailable: o.RuntimeUnavailable}
+	return &Collector{pods: o.Pods, views: o.Views, stats: o.Stats, rt: o.Runtime, cfg: o.Config, clock: o.Clock, unavailable: o.RuntimeUnavailable,
+		cgroupFS: cgroupRoot}
 }
 
 // runtimeErr marks err ErrRuntimeUnavailable when the runtime did not
@@ -201,25 +226,34 @@ func (c *Collector) PodStats(ctx context.Context, namespace, name string) (PodSt
 	return st[0], nil
 }
 
-// ListPodStats returns the usage of every pod of namespace (all if
-// empty) with a ready sandbox, by namespace and name.
-func (c *Collector) ListPodStats(ctx context.Context, namespace string) ([]PodStats, error) {
+// Summary returns the node's usage and that of every pod of namespace
+// (all if empty) with a ready sandbox, by namespace and name: the
+// kubelet's /stats/summary. The node's usage is the machine's, whatever
+// the namespace; when it cannot be read, Summary.NodeErr says why and the
+// pods are still returned.
+func (c *Collector) Summary(ctx context.Context, namespace string) (Summary, error) {
 	recs, _, err := c.pods.ListShared(store.Filter{Namespace: namespace})
 	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
+		return Summary{}, fmt.Errorf("list pods: %w", err)
 	}
-	return c.collectStats(ctx, recs, false)
+	return c.collect(ctx, recs, false, true)
 }
 
-// collectStats samples the pods; when a CPU rate is unknown it samples
-// once more after rateWait. With strict, a pod without a ready sandbox is
-// an error; otherwise it is left out.
+// collectStats samples the pods (collect without the node).
 func (c *Collector) collectStats(ctx context.Context, recs []*store.PodRecord, strict bool) ([]PodStats, error) {
+	sum, err := c.collect(ctx, recs, strict, false)
+	return sum.Pods, err
+}
+
+// collect samples the pods and, withNode, the node; when a CPU rate is
+// unknown it samples once more after rateWait. With strict, a pod without
+// a ready sandbox is an error; otherwise it is left out.
+func (c *Collector) collect(ctx context.Context, recs []*store.PodRecord, strict, withNode bool) (Summary, error) {
 	if c.stats == nil {
-		return nil, fmt.Errorf("stats: the runtime serves no CRI stats: %w", errdefs.ErrRuntimeUnavailable)
+		return Summary{}, fmt.Errorf("stats: the runtime serves no CRI stats: %w", errdefs.ErrRuntimeUnavailable)
 	}
-	sample := func() ([]PodStats, bool, error) {
-		var out []PodStats
+	sample := func() (Summary, bool, error) {
+		var out Summary
 		missing := false
 		for _, rec := range recs {
 			ps, err := c.podStats(ctx, rec.Pod)
@@ -227,17 +261,26 @@ func (c *Collector) collectStats(ctx context.Context, recs []*store.PodRecord, s
 				continue
 			}
 			if err != nil {
-				return nil, false, err
+				return Summary{}, false, err
 			}
 			missing = missing || ps.CPU.UsageNanoCores == nil
 			for _, c := range ps.Containers {
 				missing = missing || c.CPU.UsageNanoCores == nil
 			}
-			out = append(out, ps)
+			out.Pods = append(out.Pods, ps)
 		}
-		slices.SortFunc(out, func(a, b PodStats) int {
+		slices.SortFunc(out.Pods, func(a, b PodStats) int {
 			return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 		})
+		if withNode {
+			ns, err := c.nodeStats()
+			if err != nil {
+				out.NodeErr = err
+			} else {
+				out.Node = &ns
+				missing = missing || ns.CPU.UsageNanoCores == nil
+			}
+		}
 		return out, missing, nil
 	}
 	out, missing, err := sample()
@@ -251,6 +294,23 @@ func (c *Collector) collectStats(ctx context.Context, recs []*store.PodRecord, s
 	}
 	out, _, err = sample()
 	return out, err
+}
+
+// nodeStats samples the machine's usage from the root cgroup.
+func (c *Collector) nodeStats() (NodeStats, error) {
+	now := c.clock.Now()
+	usage, mem, err := readRootCgroup(c.cgroupFS)
+	if err != nil {
+		return NodeStats{}, fmt.Errorf("node stats: %w", err)
+	}
+	mem.Time = now
+	if capacity := uint64(max(c.cfg.MemoryCapacity, 0)); capacity > 0 {
+		mem.AvailableBytes = new(capacity - min(capacity, mem.WorkingSetBytes))
+	}
+	return NodeStats{
+		CPU:    CPUStats{Time: now, UsageCoreNanoSeconds: usage, UsageNanoCores: c.samples.rate("node", now, usage, nil)},
+		Memory: mem,
+	}, nil
 }
 
 // podStats samples one pod: its containers through CRI
@@ -337,6 +397,64 @@ func memoryStats(m *runtimeapi.MemoryUsage) MemoryStats {
 // cgroupRoot is where the cgroup file systems are mounted.
 const cgroupRoot = "/sys/fs/cgroup"
 
+// readRootCgroup reads the machine's CPU usage (ns) and memory from the
+// root cgroup under fs (cgroupRoot), as cadvisor reads the root container
+// for the kubelet's node stats. cgroup v2 (fs/cgroup.controllers): CPU is
+// cpu.stat's usage_usec; the host's root has no memory.current, so the
+// usage is memory.stat's anon plus file (runc's rootStatsFromMeminfo). v1:
+// CPU is cpuacct.usage, memory memory.usage_in_bytes and memory.stat's
+// total_* keys.
+func readRootCgroup(fs string) (uint64, MemoryStats, error) {
+	if _, err := os.Stat(filepath.Join(fs, "cgroup.controllers")); err == nil {
+		cpu, err := os.ReadFile(filepath.Join(fs, "cpu.stat"))
+		if err != nil {
+			return 0, MemoryStats{}, fmt.Errorf("root cgroup cpu: %w", err)
+		}
+		ms, err := os.ReadFile(filepath.Join(fs, "memory.stat"))
+		if err != nil {
+			return 0, MemoryStats{}, fmt.Errorf("root cgroup memory: %w", err)
+		}
+		// A cgroup namespace's root (podsyncd in a container) is a
+		// cgroup of the host's, with a memory.current of its own.
+		cur, err := readUint(filepath.Join(fs, "memory.current"))
+		return statValue(cpu, "usage_usec") * 1000, rootMemoryV2(ms, cur, err == nil), nil
+	}
+	usage, err := readUint(filepath.Join(fs, "cpuacct", "cpuacct.usage"))
+	if err != nil {
+		return 0, MemoryStats{}, fmt.Errorf("root cgroup cpu: %w", err)
+	}
+	cur, err := readUint(filepath.Join(fs, "memory", "memory.usage_in_bytes"))
+	if err != nil {
+		return 0, MemoryStats{}, fmt.Errorf("root cgroup memory: %w", err)
+	}
+	ms, err := os.ReadFile(filepath.Join(fs, "memory", "memory.stat"))
+	if err != nil {
+		return 0, MemoryStats{}, fmt.Errorf("root cgroup memory: %w", err)
+	}
+	return usage, memoryV1(cur, ms), nil
+}
+
+// rootMemoryV2 is the root cgroup's memory on cgroup v2: the usage its
+// memory.current where it has one (current, ok), else memory.stat's anon +
+// file as runc reads the host's root; RSS anon, the working set the usage
+// less inactive_file (cadvisor's).
+func rootMemoryV2(memoryStat []byte, current uint64, ok bool) MemoryStats {
+	usage := statValue(memoryStat, "anon") + statValue(memoryStat, "file")
+	if ok {
+		usage = current
+	}
+	return MemoryStats{UsageBytes: usage, RSSBytes: statValue(memoryStat, "anon"),
+		WorkingSetBytes: usage - min(usage, statValue(memoryStat, "inactive_file"))}
+}
+
+// memoryV1 is a cgroup v1 memory cgroup's usage: usage_in_bytes, RSS
+// total_rss, the working set the usage less total_inactive_file
+// (cadvisor's).
+func memoryV1(usage uint64, memoryStat []byte) MemoryStats {
+	return MemoryStats{UsageBytes: usage, RSSBytes: statValue(memoryStat, "total_rss"),
+		WorkingSetBytes: usage - min(usage, statValue(memoryStat, "total_inactive_file"))}
+}
+
 // readPodCgroup reads a pod cgroup's CPU usage (ns) and memory, as the
 // kubelet's cadvisor does: cgroup v2 (cpu.stat, memory.current,
 // memory.stat) or v1 (cpuacct.usage, memory.usage_in_bytes, memory.stat).
@@ -363,9 +481,7 @@ func readPodCgroup(parent string) (uint64, MemoryStats, error) {
 		return 0, mem, err
 	}
 	ms, _ := os.ReadFile(filepath.Join(cgroupRoot, "memory", parent, "memory.stat"))
-	mem.UsageBytes, mem.RSSBytes = cur, statValue(ms, "total_rss")
-	mem.WorkingSetBytes = cur - min(cur, statValue(ms, "total_inactive_file"))
-	return usage, mem, nil
+	return usage, memoryV1(cur, ms), nil
 }
 
 func readUint(path string) (uint64, error) {

@@ -16,11 +16,17 @@
 # release. etcd's server module has replace directives too; a scratch
 # module that requires it builds it.
 #
+# metrics-server (kubectl top's Metrics API, for the cluster tests and
+# make run-cluster) has no replace directives: `go install` builds it
+# from the module proxy as it is. v0.9.0 is the newest whose go.mod this
+# Go accepts (v0.9.1 asks for go 1.26.10).
+#
 # Usage: hack/kube/build.sh [BINARY...]   (default: the first six)
 set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-v3.7.3}
+METRICS_SERVER_VERSION=${METRICS_SERVER_VERSION:-v0.9.0}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 KUBE_DIR=${KUBE_DIR:-$ROOT/.tmp/kube/$KUBE_VERSION}
 KUBE_BIN=${KUBE_BIN:-$KUBE_DIR/bin}
@@ -29,7 +35,7 @@ GO=${GO:-go}
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
 
 core=(kubelet kube-apiserver kube-scheduler kube-controller-manager kubectl etcd)
-all=("${core[@]}" e2e.test ginkgo agnhost nnp)
+all=("${core[@]}" e2e.test ginkgo agnhost nnp metrics-server)
 want=("$@")
 [[ ${#want[@]} -gt 0 ]] || want=("${core[@]}")
 for b in "${want[@]}"; do
@@ -101,14 +107,27 @@ build_etcd() {
 	mv "$KUBE_BIN/etcd.new" "$KUBE_BIN/etcd"
 }
 
+build_metrics_server() {
+	local gobin=$BUILD/metrics-server
+	mkdir -p "$gobin"
+	CGO_ENABLED=0 GOBIN=$gobin $GO install -ldflags "-s -w" "sigs.k8s.io/metrics-server/cmd/metrics-server@$METRICS_SERVER_VERSION"
+	mv "$gobin/metrics-server" "$KUBE_BIN/metrics-server"
+}
+
 for b in "${want[@]}"; do
 	if [[ -x $KUBE_BIN/$b ]]; then
 		continue
 	fi
 	start=$SECONDS
-	echo "kube/build.sh: building $b ($([[ $b == etcd ]] && echo "$ETCD_VERSION" || echo "$KUBE_VERSION")) into $KUBE_BIN; the first build takes about 10 minutes on 2 cores" >&2
+	version=$KUBE_VERSION
+	case $b in
+	etcd) version=$ETCD_VERSION ;;
+	metrics-server) version=$METRICS_SERVER_VERSION ;;
+	esac
+	echo "kube/build.sh: building $b ($version) into $KUBE_BIN; the first build takes about 10 minutes on 2 cores" >&2
 	case $b in
 	etcd) build_etcd ;;
+	metrics-server) build_metrics_server ;;
 	e2e.test | ginkgo | agnhost | nnp) build_e2e "$b" ;;
 	*) build_k8s "$b" ;;
 	esac

@@ -44,21 +44,21 @@ func run() int {
 		dir := filepath.Join(repo, ".tmp", "run-cluster")
 		_ = os.RemoveAll(dir)
 		say("building podsyncd and podsync-vk into .tmp/bin, and the Kubernetes binaries into .tmp/kube (the first time: 15-30 minutes)")
-		kubeBin, err := localkube.Build(ctx, repo, os.Stderr)
+		kubeBin, err := localkube.BuildBinaries(ctx, repo, os.Stderr, append(localkube.Binaries, "metrics-server")...)
 		if err != nil {
 			return err
 		}
 		log := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.Lock(os.Stderr), zap.WarnLevel))
 		cluster, err = localcluster.Start(ctx, localcluster.Options{Dir: dir, RepoDir: repo, BinDir: filepath.Join(repo, ".tmp", "bin"),
-			KubeBin: kubeBin, Nodes: *nodes, Logger: log, Say: say})
+			KubeBin: kubeBin, Nodes: *nodes, Logger: log, Say: say, MetricsServer: filepath.Join(kubeBin, "metrics-server")})
 		if err != nil {
 			return err
 		}
 		out, _ := cluster.Kubectl(ctx, "get", "nodes", "--no-headers")
 		_, _ = os.Stdout.Write(out)
 		say("ready. In another shell:")
-		_, _ = fmt.Fprintf(os.Stdout, "export KUBECONFIG=%s\nexport PATH=%s:$PATH\nkubectl get nodes -o wide\nkubectl create deployment web --image=%s --replicas=4 -- sleep 3600\nkubectl get pods -o wide\n",
-			cluster.Kube.Kubeconfig, kubeBin, localcri.BusyboxImage)
+		_, _ = fmt.Fprintf(os.Stdout, "export KUBECONFIG=%s\nexport PATH=%s:$PATH\nkubectl get nodes -o wide\nkubectl create deployment web --image=%s --replicas=4 -- sleep 3600\nkubectl get pods -o wide\nkubectl top pods   # after metrics-server's first scrapes (%s apart)\n",
+			cluster.Kube.Kubeconfig, kubeBin, localcri.BusyboxImage, localcluster.MetricsResolution)
 		if !*once {
 			say("press ^C to stop podsync-vk, the nodes and the control plane and clean up")
 			<-ctx.Done()

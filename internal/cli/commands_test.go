@@ -503,6 +503,10 @@ func TestNodeShowsLabelsAndResources(t *testing.T) {
 		{"Taints:", "<none>"},
 		{"Capacity:"},
 		{"Allocatable:"},
+		{"System Info:"},
+		{"Kernel Version:", testdaemon.SystemInfo.KernelVersion},
+		{"OS Image:", testdaemon.SystemInfo.OSImage},
+		{"Container Runtime Version:", "fakeRuntime://0.1.0"},
 	} {
 		if len(linesWith(r.stdout, want...)) != 1 {
 			t.Errorf("node output has no line with %q:\n%s", want, r.stdout)
@@ -527,6 +531,9 @@ func TestPrintNode(t *testing.T) {
 		Lease: &podsyncv1.Lease{Holder: "cn:controller-a", Epoch: 3,
 			RenewTime: timestamppb.New(fixedNow), ExpireTime: timestamppb.New(fixedNow.Add(15 * time.Second))},
 		RequireLease: true,
+		SystemInfo: &podsyncv1.NodeSystemInfo{MachineId: "3d1219c7c4c5404aaa1f6d2a48adfda4", BootId: "3834f90e-e1b6-4f78-bff4-79fbb76efc09",
+			KernelVersion: "6.1.0-18-amd64", OsImage: "Debian GNU/Linux 12 (bookworm)", ContainerRuntimeVersion: "containerd://2.1.4",
+			OperatingSystem: "linux", Architecture: "amd64"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -544,6 +551,15 @@ Allocatable:
   cpu:              3500m
   memory:           7Gi
   pods:             110
+System Info:
+  Machine ID:                 3d1219c7c4c5404aaa1f6d2a48adfda4
+  System UUID:
+  Boot ID:                    3834f90e-e1b6-4f78-bff4-79fbb76efc09
+  Kernel Version:             6.1.0-18-amd64
+  OS Image:                   Debian GNU/Linux 12 (bookworm)
+  Operating System:           linux
+  Architecture:               amd64
+  Container Runtime Version:  containerd://2.1.4
 Lease:        cn:controller-a (epoch 3, renewed ` + fixedNow.UTC().Format(time.RFC3339) + `, expires ` + fixedNow.Add(15*time.Second).UTC().Format(time.RFC3339) + `)
 RequireLease: true
 `

@@ -17,11 +17,12 @@ func (a *app) newNodeCommand() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "node",
-		Short: "Show the node's labels, taints, resources and lease (GetNode)",
+		Short: "Show the node's labels, taints, resources, system info and lease (GetNode)",
 		Long: "node prints what podsyncd's admission knows of its node, as kubectl describe\n" +
 			"node prints it: the labels pods' nodeSelector and required node affinity must\n" +
 			"match, the taints they must tolerate, and the capacity and allocatable\n" +
-			"resources their requests are admitted against; then the node's lease: which\n" +
+			"resources their requests are admitted against; its system info (machine and\n" +
+			"boot IDs, kernel, OS image, container runtime); then the node's lease: which\n" +
 			"control plane drives it, under which epoch, until when (docs/api.md).",
 		Example: "  podsyncctl node\n" +
 			"  podsyncctl node -o yaml",
@@ -89,6 +90,17 @@ func printNode(w io.Writer, n *podsyncv1.Node) error {
 		b.WriteString(r.title + "\n")
 		for _, k := range slices.Sorted(maps.Keys(r.l)) {
 			fmt.Fprintf(&b, "  %-18s%s\n", k+":", r.l[k])
+		}
+	}
+	if si := n.GetSystemInfo(); si != nil {
+		b.WriteString("System Info:\n")
+		for _, f := range []struct{ name, value string }{
+			{"Machine ID", si.GetMachineId()}, {"System UUID", si.GetSystemUuid()}, {"Boot ID", si.GetBootId()},
+			{"Kernel Version", si.GetKernelVersion()}, {"OS Image", si.GetOsImage()},
+			{"Operating System", si.GetOperatingSystem()}, {"Architecture", si.GetArchitecture()},
+			{"Container Runtime Version", si.GetContainerRuntimeVersion()},
+		} {
+			b.WriteString(strings.TrimRight(fmt.Sprintf("  %-28s%s", f.name+":", f.value), " ") + "\n")
 		}
 	}
 	l := n.GetLease()

@@ -83,15 +83,17 @@ func (a *app) newTopCommand() *cobra.Command {
 }
 
 // newTopNodeCommand is kubectl top node's table of the node: NAME
-// CPU(cores) CPU(%) MEMORY(bytes) MEMORY(%), the sums of its running
-// pods' usage against its allocatable resources.
+// CPU(cores) CPU(%) MEMORY(bytes) MEMORY(%), the machine's usage (or,
+// from a podsyncd that does not report it, the sums of its running pods')
+// against its allocatable resources.
 func (a *app) newTopNodeCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:     "node [NAME]",
 		Aliases: []string{"nodes", "no"},
-		Short:   "Show the CPU and memory usage of the node's pods, against its allocatable resources",
-		Long: "top node prints, as kubectl top node does, the CPU and memory the node's\n" +
-			"running pods use, and their share of what the node allocates to pods.",
+		Short:   "Show the CPU and memory usage of the node, against its allocatable resources",
+		Long: "top node prints, as kubectl top node does, the CPU and memory the machine\n" +
+			"uses (its root cgroup's, pods and all), and their share of what the node\n" +
+			"allocates to pods.",
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client(cmd.Context())
@@ -108,14 +110,18 @@ func (a *app) newTopNodeCommand() *cobra.Command {
 			if len(args) == 1 && args[0] != n.GetName() {
 				return failed("node %q not found: podsyncd runs node %q", args[0], n.GetName())
 			}
-			pods, err := c.ListPodStats(ctx, "")
+			sum, err := c.StatsSummary(ctx, "")
 			if err != nil {
 				return err
 			}
 			var nanoCores, bytes uint64
-			for _, p := range pods {
-				nanoCores += p.GetCpu().GetUsageNanoCores()
-				bytes += p.GetMemory().GetWorkingSetBytes()
+			if node := sum.GetNode(); node != nil {
+				nanoCores, bytes = node.GetCpu().GetUsageNanoCores(), node.GetMemory().GetWorkingSetBytes()
+			} else {
+				for _, p := range sum.GetPods() {
+					nanoCores += p.GetCpu().GetUsageNanoCores()
+					bytes += p.GetMemory().GetWorkingSetBytes()
+				}
 			}
 			percent := func(used float64, name string) string {
 				q, err := apiresource.ParseQuantity(n.GetAllocatable()[name])

@@ -64,7 +64,9 @@ func (d *daemon) machine() error {
 		Labels: admit.NodeLabels(d.cfg.NodeName, goruntime.GOOS, goruntime.GOARCH, d.cfg.NodeLabels),
 		Taints: taints,
 	}
-	d.log.Info("node", zap.Any("labels", d.hooksFor.Labels), zap.Strings("taints", d.cfg.NodeTaints))
+	d.system = readSystemInfo("/", d.hooksFor.KernelVersion)
+	d.log.Info("node", zap.Any("labels", d.hooksFor.Labels), zap.Strings("taints", d.cfg.NodeTaints),
+		zap.String("osImage", d.system.OSImage), zap.String("kernelVersion", d.system.KernelVersion))
 	cpu, memory := d.alloc[corev1.ResourceCPU], d.alloc[corev1.ResourceMemory]
 	d.log.Info("allocatable", zap.String("cpu", cpu.String()), zap.String("memory", memory.String()),
 		zap.Int("pods", d.cfg.MaxPods))

@@ -141,6 +141,9 @@ type daemon struct {
 	hostDNS  *runtimeapi.DNSConfig
 	policy   admit.Policy
 	hooksFor admit.Node
+	// system is the machine's identity (GetNode's system info), less the
+	// runtime's version, read again at each connection.
+	system engine.SystemInfo
 	// credentials are the node's image credentials (--image-credentials).
 	credentials *syncer.Keyring
 	// metrics are the engine's, on the registry --metrics-address serves.
@@ -467,6 +470,13 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 		d.log.Warn("runtime status unavailable: pods with hostUsers false are refused", zap.Error(err))
 	}
 	d.log.Info("runtime features", zap.Bool("userNamespaces", nodeInfo.UserNamespaces))
+	system := d.system
+	version, err := runtimeVersion(ctx, rt)
+	if err != nil {
+		// The node runs without it: GetNode reports it unknown.
+		d.log.Warn("runtime version unavailable", zap.Error(err))
+	}
+	system.ContainerRuntimeVersion = version
 	threshold, err := d.cfg.StoreThreshold()
 	if err != nil {
 		return err
@@ -511,6 +521,7 @@ func (d *daemon) runNode(ctx context.Context, rt *syncer.RemoteRuntime) error {
 			MemoryCapacity:     d.memory,
 		},
 		Admission:          &engine.AdmissionConfig{Node: nodeInfo, Policy: policy},
+		SystemInfo:         system,
 		Credentials:        d.credentials,
 		ImagePulls:         d.cfg.ImagePullVerification(),
 		RuntimeUnavailable: runtimeUnavailable,

@@ -250,8 +250,9 @@ func takeLease(ctx context.Context, ps *client.Client, ttl time.Duration, log *z
 }
 
 // kubeletAPI serves the node's kubelet API (/containerLogs, /exec,
-// /attach, /portforward, /stats/summary, /pods) on its port, authenticated and authorised by the API
-// server (TokenReview, SubjectAccessReview) as the kubelet's webhook mode.
+// /attach, /portforward, /stats/summary, /metrics/resource, /pods) on its
+// port, authenticated and authorised by the API server (TokenReview,
+// SubjectAccessReview) as the kubelet's webhook mode.
 func kubeletAPI(ctx context.Context, cfg Config, n NodeConfig, name string, kc kubernetes.Interface,
 	p *provider.Provider, fromKube func(labels.Selector) ([]*corev1.Pod, error)) (*http.Server, error) {
 	var opts []nodeutil.WebhookAuthOption
@@ -270,12 +271,13 @@ func kubeletAPI(ctx context.Context, cfg Config, n NodeConfig, name string, kc k
 		return nil, fmt.Errorf("kubelet API authentication: %w", err)
 	}
 	h := api.PodHandler(api.PodHandlerConfig{
-		GetContainerLogs:  p.GetContainerLogs,
-		RunInContainer:    p.RunInContainer,
-		AttachToContainer: p.AttachToContainer,
-		PortForward:       p.PortForward,
-		GetStatsSummary:   p.GetStatsSummary,
-		GetPods:           p.GetPods,
+		GetContainerLogs:   p.GetContainerLogs,
+		RunInContainer:     p.RunInContainer,
+		AttachToContainer:  p.AttachToContainer,
+		PortForward:        p.PortForward,
+		GetStatsSummary:    p.GetStatsSummary,
+		GetMetricsResource: p.GetMetricsResource,
+		GetPods:            p.GetPods,
 		GetPodsFromKubernetes: func(context.Context) ([]*corev1.Pod, error) {
 			return fromKube(labels.Everything())
 		},

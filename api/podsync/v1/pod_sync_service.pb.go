@@ -1094,7 +1094,10 @@ type Node struct {
 	Lease *Lease `protobuf:"bytes,6,opt,name=lease,proto3" json:"lease,omitempty"`
 	// require_lease is true when podsyncd runs with --require-lease: every
 	// mutating call must carry the current epoch.
-	RequireLease  bool `protobuf:"varint,7,opt,name=require_lease,json=requireLease,proto3" json:"require_lease,omitempty"`
+	RequireLease bool `protobuf:"varint,7,opt,name=require_lease,json=requireLease,proto3" json:"require_lease,omitempty"`
+	// system_info is what the node says of its machine, kernel and container
+	// runtime, as a kubelet reports it in its Node's status.nodeInfo.
+	SystemInfo    *NodeSystemInfo `protobuf:"bytes,8,opt,name=system_info,json=systemInfo,proto3" json:"system_info,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1178,6 +1181,132 @@ func (x *Node) GetRequireLease() bool {
 	return false
 }
 
+func (x *Node) GetSystemInfo() *NodeSystemInfo {
+	if x != nil {
+		return x.SystemInfo
+	}
+	return nil
+}
+
+// NodeSystemInfo is the machine's, the kernel's and the container
+// runtime's identity, read as the kubelet reads core/v1 NodeSystemInfo
+// (kubectl get nodes -o wide shows the OS image, the kernel and the
+// runtime). A field podsyncd cannot read is empty.
+type NodeSystemInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// machine_id is /etc/machine-id.
+	MachineId string `protobuf:"bytes,1,opt,name=machine_id,json=machineID,proto3" json:"machine_id,omitempty"`
+	// system_uuid is the machine's SMBIOS product UUID
+	// (/sys/class/dmi/id/product_uuid); empty without one (a VM without
+	// SMBIOS, a container without /sys/class/dmi).
+	SystemUuid string `protobuf:"bytes,2,opt,name=system_uuid,json=systemUUID,proto3" json:"system_uuid,omitempty"`
+	// boot_id is /proc/sys/kernel/random/boot_id: new at each boot.
+	BootId string `protobuf:"bytes,3,opt,name=boot_id,json=bootID,proto3" json:"boot_id,omitempty"`
+	// kernel_version is the running kernel's release (uname -r).
+	KernelVersion string `protobuf:"bytes,4,opt,name=kernel_version,json=kernelVersion,proto3" json:"kernel_version,omitempty"`
+	// os_image is PRETTY_NAME of /etc/os-release ("Debian GNU/Linux 12
+	// (bookworm)"), or "Linux" without one.
+	OsImage string `protobuf:"bytes,5,opt,name=os_image,json=osImage,proto3" json:"os_image,omitempty"`
+	// container_runtime_version is the runtime's name and version as CRI
+	// Version reports them, written as the kubelet writes them:
+	// "containerd://2.1.4". Read again each time podsyncd connects to the
+	// runtime.
+	ContainerRuntimeVersion string `protobuf:"bytes,6,opt,name=container_runtime_version,json=containerRuntimeVersion,proto3" json:"container_runtime_version,omitempty"`
+	// operating_system is the operating system podsyncd runs on ("linux").
+	OperatingSystem string `protobuf:"bytes,7,opt,name=operating_system,json=operatingSystem,proto3" json:"operating_system,omitempty"`
+	// architecture is the machine's architecture in Go's terms ("amd64",
+	// "arm64").
+	Architecture  string `protobuf:"bytes,8,opt,name=architecture,proto3" json:"architecture,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeSystemInfo) Reset() {
+	*x = NodeSystemInfo{}
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeSystemInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeSystemInfo) ProtoMessage() {}
+
+func (x *NodeSystemInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeSystemInfo.ProtoReflect.Descriptor instead.
+func (*NodeSystemInfo) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *NodeSystemInfo) GetMachineId() string {
+	if x != nil {
+		return x.MachineId
+	}
+	return ""
+}
+
+func (x *NodeSystemInfo) GetSystemUuid() string {
+	if x != nil {
+		return x.SystemUuid
+	}
+	return ""
+}
+
+func (x *NodeSystemInfo) GetBootId() string {
+	if x != nil {
+		return x.BootId
+	}
+	return ""
+}
+
+func (x *NodeSystemInfo) GetKernelVersion() string {
+	if x != nil {
+		return x.KernelVersion
+	}
+	return ""
+}
+
+func (x *NodeSystemInfo) GetOsImage() string {
+	if x != nil {
+		return x.OsImage
+	}
+	return ""
+}
+
+func (x *NodeSystemInfo) GetContainerRuntimeVersion() string {
+	if x != nil {
+		return x.ContainerRuntimeVersion
+	}
+	return ""
+}
+
+func (x *NodeSystemInfo) GetOperatingSystem() string {
+	if x != nil {
+		return x.OperatingSystem
+	}
+	return ""
+}
+
+func (x *NodeSystemInfo) GetArchitecture() string {
+	if x != nil {
+		return x.Architecture
+	}
+	return ""
+}
+
 // Taint mirrors core/v1 Taint.
 type Taint struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1193,7 +1322,7 @@ type Taint struct {
 
 func (x *Taint) Reset() {
 	*x = Taint{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[13]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1205,7 +1334,7 @@ func (x *Taint) String() string {
 func (*Taint) ProtoMessage() {}
 
 func (x *Taint) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[13]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1218,7 +1347,7 @@ func (x *Taint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Taint.ProtoReflect.Descriptor instead.
 func (*Taint) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{13}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Taint) GetKey() string {
@@ -1254,7 +1383,7 @@ type GetPodRequest struct {
 
 func (x *GetPodRequest) Reset() {
 	*x = GetPodRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[14]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1395,7 @@ func (x *GetPodRequest) String() string {
 func (*GetPodRequest) ProtoMessage() {}
 
 func (x *GetPodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[14]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1408,7 @@ func (x *GetPodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPodRequest.ProtoReflect.Descriptor instead.
 func (*GetPodRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{14}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetPodRequest) GetNamespace() string {
@@ -1310,7 +1439,7 @@ type GetPodResponse struct {
 
 func (x *GetPodResponse) Reset() {
 	*x = GetPodResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[15]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1322,7 +1451,7 @@ func (x *GetPodResponse) String() string {
 func (*GetPodResponse) ProtoMessage() {}
 
 func (x *GetPodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[15]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1335,7 +1464,7 @@ func (x *GetPodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPodResponse.ProtoReflect.Descriptor instead.
 func (*GetPodResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{15}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetPodResponse) GetPod() *Pod {
@@ -1367,7 +1496,7 @@ type ListPodsRequest struct {
 
 func (x *ListPodsRequest) Reset() {
 	*x = ListPodsRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[16]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1379,7 +1508,7 @@ func (x *ListPodsRequest) String() string {
 func (*ListPodsRequest) ProtoMessage() {}
 
 func (x *ListPodsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[16]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1392,7 +1521,7 @@ func (x *ListPodsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPodsRequest.ProtoReflect.Descriptor instead.
 func (*ListPodsRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{16}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListPodsRequest) GetNamespace() string {
@@ -1429,7 +1558,7 @@ type ListPodsResponse struct {
 
 func (x *ListPodsResponse) Reset() {
 	*x = ListPodsResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[17]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1441,7 +1570,7 @@ func (x *ListPodsResponse) String() string {
 func (*ListPodsResponse) ProtoMessage() {}
 
 func (x *ListPodsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[17]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1454,7 +1583,7 @@ func (x *ListPodsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPodsResponse.ProtoReflect.Descriptor instead.
 func (*ListPodsResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{17}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListPodsResponse) GetPods() []*Pod {
@@ -1493,7 +1622,7 @@ type DeletePodRequest struct {
 
 func (x *DeletePodRequest) Reset() {
 	*x = DeletePodRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1505,7 +1634,7 @@ func (x *DeletePodRequest) String() string {
 func (*DeletePodRequest) ProtoMessage() {}
 
 func (x *DeletePodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[18]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1518,7 +1647,7 @@ func (x *DeletePodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePodRequest.ProtoReflect.Descriptor instead.
 func (*DeletePodRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{18}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeletePodRequest) GetNamespace() string {
@@ -1576,7 +1705,7 @@ type DeletePodResponse struct {
 
 func (x *DeletePodResponse) Reset() {
 	*x = DeletePodResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +1717,7 @@ func (x *DeletePodResponse) String() string {
 func (*DeletePodResponse) ProtoMessage() {}
 
 func (x *DeletePodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[19]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +1730,7 @@ func (x *DeletePodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePodResponse.ProtoReflect.Descriptor instead.
 func (*DeletePodResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{19}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DeletePodResponse) GetFound() bool {
@@ -1647,7 +1776,7 @@ type WatchPodsRequest struct {
 
 func (x *WatchPodsRequest) Reset() {
 	*x = WatchPodsRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1659,7 +1788,7 @@ func (x *WatchPodsRequest) String() string {
 func (*WatchPodsRequest) ProtoMessage() {}
 
 func (x *WatchPodsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[20]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1672,7 +1801,7 @@ func (x *WatchPodsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPodsRequest.ProtoReflect.Descriptor instead.
 func (*WatchPodsRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{20}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WatchPodsRequest) GetSinceRevision() int64 {
@@ -1721,7 +1850,7 @@ type WatchPodsResponse struct {
 
 func (x *WatchPodsResponse) Reset() {
 	*x = WatchPodsResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1733,7 +1862,7 @@ func (x *WatchPodsResponse) String() string {
 func (*WatchPodsResponse) ProtoMessage() {}
 
 func (x *WatchPodsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[21]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1746,7 +1875,7 @@ func (x *WatchPodsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPodsResponse.ProtoReflect.Descriptor instead.
 func (*WatchPodsResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{21}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WatchPodsResponse) GetRevision() int64 {
@@ -1849,7 +1978,7 @@ type WatchSynced struct {
 
 func (x *WatchSynced) Reset() {
 	*x = WatchSynced{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1861,7 +1990,7 @@ func (x *WatchSynced) String() string {
 func (*WatchSynced) ProtoMessage() {}
 
 func (x *WatchSynced) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[22]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1874,7 +2003,7 @@ func (x *WatchSynced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchSynced.ProtoReflect.Descriptor instead.
 func (*WatchSynced) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{22}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{23}
 }
 
 // PodDeleted says a pod is gone.
@@ -1888,7 +2017,7 @@ type PodDeleted struct {
 
 func (x *PodDeleted) Reset() {
 	*x = PodDeleted{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1900,7 +2029,7 @@ func (x *PodDeleted) String() string {
 func (*PodDeleted) ProtoMessage() {}
 
 func (x *PodDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[23]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1913,7 +2042,7 @@ func (x *PodDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDeleted.ProtoReflect.Descriptor instead.
 func (*PodDeleted) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{23}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PodDeleted) GetTime() *timestamppb.Timestamp {
@@ -1951,7 +2080,7 @@ type GetContainerLogsRequest struct {
 
 func (x *GetContainerLogsRequest) Reset() {
 	*x = GetContainerLogsRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1963,7 +2092,7 @@ func (x *GetContainerLogsRequest) String() string {
 func (*GetContainerLogsRequest) ProtoMessage() {}
 
 func (x *GetContainerLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[24]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1976,7 +2105,7 @@ func (x *GetContainerLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetContainerLogsRequest.ProtoReflect.Descriptor instead.
 func (*GetContainerLogsRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{24}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetContainerLogsRequest) GetNamespace() string {
@@ -2053,7 +2182,7 @@ type GetContainerLogsResponse struct {
 
 func (x *GetContainerLogsResponse) Reset() {
 	*x = GetContainerLogsResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2065,7 +2194,7 @@ func (x *GetContainerLogsResponse) String() string {
 func (*GetContainerLogsResponse) ProtoMessage() {}
 
 func (x *GetContainerLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[25]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2078,7 +2207,7 @@ func (x *GetContainerLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetContainerLogsResponse.ProtoReflect.Descriptor instead.
 func (*GetContainerLogsResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{25}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetContainerLogsResponse) GetLines() []*LogLine {
@@ -2097,7 +2226,7 @@ type ListVolumesRequest struct {
 
 func (x *ListVolumesRequest) Reset() {
 	*x = ListVolumesRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2238,7 @@ func (x *ListVolumesRequest) String() string {
 func (*ListVolumesRequest) ProtoMessage() {}
 
 func (x *ListVolumesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[26]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2251,7 @@ func (x *ListVolumesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVolumesRequest.ProtoReflect.Descriptor instead.
 func (*ListVolumesRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{26}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{27}
 }
 
 // ListVolumesResponse is the response of ListVolumes.
@@ -2136,7 +2265,7 @@ type ListVolumesResponse struct {
 
 func (x *ListVolumesResponse) Reset() {
 	*x = ListVolumesResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2148,7 +2277,7 @@ func (x *ListVolumesResponse) String() string {
 func (*ListVolumesResponse) ProtoMessage() {}
 
 func (x *ListVolumesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[27]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2161,7 +2290,7 @@ func (x *ListVolumesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVolumesResponse.ProtoReflect.Descriptor instead.
 func (*ListVolumesResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{27}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListVolumesResponse) GetVolumes() []*NamedVolume {
@@ -2188,7 +2317,7 @@ type NamedVolume struct {
 
 func (x *NamedVolume) Reset() {
 	*x = NamedVolume{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2200,7 +2329,7 @@ func (x *NamedVolume) String() string {
 func (*NamedVolume) ProtoMessage() {}
 
 func (x *NamedVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[28]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2213,7 +2342,7 @@ func (x *NamedVolume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamedVolume.ProtoReflect.Descriptor instead.
 func (*NamedVolume) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{28}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *NamedVolume) GetNamespace() string {
@@ -2261,7 +2390,7 @@ type CreateVolumeRequest struct {
 
 func (x *CreateVolumeRequest) Reset() {
 	*x = CreateVolumeRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2273,7 +2402,7 @@ func (x *CreateVolumeRequest) String() string {
 func (*CreateVolumeRequest) ProtoMessage() {}
 
 func (x *CreateVolumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[29]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2286,7 +2415,7 @@ func (x *CreateVolumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateVolumeRequest.ProtoReflect.Descriptor instead.
 func (*CreateVolumeRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{29}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CreateVolumeRequest) GetNamespace() string {
@@ -2321,7 +2450,7 @@ type CreateVolumeResponse struct {
 
 func (x *CreateVolumeResponse) Reset() {
 	*x = CreateVolumeResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2333,7 +2462,7 @@ func (x *CreateVolumeResponse) String() string {
 func (*CreateVolumeResponse) ProtoMessage() {}
 
 func (x *CreateVolumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[30]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2346,7 +2475,7 @@ func (x *CreateVolumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateVolumeResponse.ProtoReflect.Descriptor instead.
 func (*CreateVolumeResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{30}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CreateVolumeResponse) GetCreated() bool {
@@ -2369,7 +2498,7 @@ type DeleteVolumeRequest struct {
 
 func (x *DeleteVolumeRequest) Reset() {
 	*x = DeleteVolumeRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2381,7 +2510,7 @@ func (x *DeleteVolumeRequest) String() string {
 func (*DeleteVolumeRequest) ProtoMessage() {}
 
 func (x *DeleteVolumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[31]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2394,7 +2523,7 @@ func (x *DeleteVolumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteVolumeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteVolumeRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{31}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DeleteVolumeRequest) GetNamespace() string {
@@ -2422,7 +2551,7 @@ type DeleteVolumeResponse struct {
 
 func (x *DeleteVolumeResponse) Reset() {
 	*x = DeleteVolumeResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2434,7 +2563,7 @@ func (x *DeleteVolumeResponse) String() string {
 func (*DeleteVolumeResponse) ProtoMessage() {}
 
 func (x *DeleteVolumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[32]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2447,7 +2576,7 @@ func (x *DeleteVolumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteVolumeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteVolumeResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{32}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DeleteVolumeResponse) GetFound() bool {
@@ -2475,7 +2604,7 @@ type ObjectRef struct {
 
 func (x *ObjectRef) Reset() {
 	*x = ObjectRef{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2487,7 +2616,7 @@ func (x *ObjectRef) String() string {
 func (*ObjectRef) ProtoMessage() {}
 
 func (x *ObjectRef) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[33]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2500,7 +2629,7 @@ func (x *ObjectRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectRef.ProtoReflect.Descriptor instead.
 func (*ObjectRef) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{33}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ObjectRef) GetKind() ObjectKind {
@@ -2547,7 +2676,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2559,7 +2688,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[34]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2572,7 +2701,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{34}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Object) GetObject() isObject_Object {
@@ -2631,7 +2760,7 @@ type ApplyObjectsRequest struct {
 
 func (x *ApplyObjectsRequest) Reset() {
 	*x = ApplyObjectsRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2643,7 +2772,7 @@ func (x *ApplyObjectsRequest) String() string {
 func (*ApplyObjectsRequest) ProtoMessage() {}
 
 func (x *ApplyObjectsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[35]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2656,7 +2785,7 @@ func (x *ApplyObjectsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyObjectsRequest.ProtoReflect.Descriptor instead.
 func (*ApplyObjectsRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{35}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ApplyObjectsRequest) GetConfigMaps() []*ConfigMap {
@@ -2686,7 +2815,7 @@ type ApplyObjectsResponse struct {
 
 func (x *ApplyObjectsResponse) Reset() {
 	*x = ApplyObjectsResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2698,7 +2827,7 @@ func (x *ApplyObjectsResponse) String() string {
 func (*ApplyObjectsResponse) ProtoMessage() {}
 
 func (x *ApplyObjectsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[36]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2711,7 +2840,7 @@ func (x *ApplyObjectsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyObjectsResponse.ProtoReflect.Descriptor instead.
 func (*ApplyObjectsResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{36}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ApplyObjectsResponse) GetResults() []*ObjectResult {
@@ -2743,7 +2872,7 @@ type ObjectResult struct {
 
 func (x *ObjectResult) Reset() {
 	*x = ObjectResult{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +2884,7 @@ func (x *ObjectResult) String() string {
 func (*ObjectResult) ProtoMessage() {}
 
 func (x *ObjectResult) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[37]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +2897,7 @@ func (x *ObjectResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectResult.ProtoReflect.Descriptor instead.
 func (*ObjectResult) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{37}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ObjectResult) GetObject() *ObjectRef {
@@ -2807,7 +2936,7 @@ type GetObjectRequest struct {
 
 func (x *GetObjectRequest) Reset() {
 	*x = GetObjectRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2819,7 +2948,7 @@ func (x *GetObjectRequest) String() string {
 func (*GetObjectRequest) ProtoMessage() {}
 
 func (x *GetObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[38]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2832,7 +2961,7 @@ func (x *GetObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetObjectRequest.ProtoReflect.Descriptor instead.
 func (*GetObjectRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{38}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetObjectRequest) GetKind() ObjectKind {
@@ -2867,7 +2996,7 @@ type GetObjectResponse struct {
 
 func (x *GetObjectResponse) Reset() {
 	*x = GetObjectResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2879,7 +3008,7 @@ func (x *GetObjectResponse) String() string {
 func (*GetObjectResponse) ProtoMessage() {}
 
 func (x *GetObjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[39]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2892,7 +3021,7 @@ func (x *GetObjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetObjectResponse.ProtoReflect.Descriptor instead.
 func (*GetObjectResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{39}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetObjectResponse) GetObject() *Object {
@@ -2917,7 +3046,7 @@ type ListObjectsRequest struct {
 
 func (x *ListObjectsRequest) Reset() {
 	*x = ListObjectsRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2929,7 +3058,7 @@ func (x *ListObjectsRequest) String() string {
 func (*ListObjectsRequest) ProtoMessage() {}
 
 func (x *ListObjectsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[40]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2942,7 +3071,7 @@ func (x *ListObjectsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObjectsRequest.ProtoReflect.Descriptor instead.
 func (*ListObjectsRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{40}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListObjectsRequest) GetKind() ObjectKind {
@@ -2979,7 +3108,7 @@ type ListObjectsResponse struct {
 
 func (x *ListObjectsResponse) Reset() {
 	*x = ListObjectsResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2991,7 +3120,7 @@ func (x *ListObjectsResponse) String() string {
 func (*ListObjectsResponse) ProtoMessage() {}
 
 func (x *ListObjectsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[41]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3004,7 +3133,7 @@ func (x *ListObjectsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObjectsResponse.ProtoReflect.Descriptor instead.
 func (*ListObjectsResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{41}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListObjectsResponse) GetObjects() []*Object {
@@ -3038,7 +3167,7 @@ type DeleteObjectRequest struct {
 
 func (x *DeleteObjectRequest) Reset() {
 	*x = DeleteObjectRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3050,7 +3179,7 @@ func (x *DeleteObjectRequest) String() string {
 func (*DeleteObjectRequest) ProtoMessage() {}
 
 func (x *DeleteObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[42]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3063,7 +3192,7 @@ func (x *DeleteObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObjectRequest.ProtoReflect.Descriptor instead.
 func (*DeleteObjectRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{42}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DeleteObjectRequest) GetKind() ObjectKind {
@@ -3107,7 +3236,7 @@ type DeleteObjectResponse struct {
 
 func (x *DeleteObjectResponse) Reset() {
 	*x = DeleteObjectResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3119,7 +3248,7 @@ func (x *DeleteObjectResponse) String() string {
 func (*DeleteObjectResponse) ProtoMessage() {}
 
 func (x *DeleteObjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[43]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3132,7 +3261,7 @@ func (x *DeleteObjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObjectResponse.ProtoReflect.Descriptor instead.
 func (*DeleteObjectResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{43}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *DeleteObjectResponse) GetFound() bool {
@@ -3164,7 +3293,7 @@ type WatchObjectsRequest struct {
 
 func (x *WatchObjectsRequest) Reset() {
 	*x = WatchObjectsRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3176,7 +3305,7 @@ func (x *WatchObjectsRequest) String() string {
 func (*WatchObjectsRequest) ProtoMessage() {}
 
 func (x *WatchObjectsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[44]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3189,7 +3318,7 @@ func (x *WatchObjectsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchObjectsRequest.ProtoReflect.Descriptor instead.
 func (*WatchObjectsRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{44}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *WatchObjectsRequest) GetSinceRevision() int64 {
@@ -3236,7 +3365,7 @@ type WatchObjectsResponse struct {
 
 func (x *WatchObjectsResponse) Reset() {
 	*x = WatchObjectsResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3248,7 +3377,7 @@ func (x *WatchObjectsResponse) String() string {
 func (*WatchObjectsResponse) ProtoMessage() {}
 
 func (x *WatchObjectsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[45]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3261,7 +3390,7 @@ func (x *WatchObjectsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchObjectsResponse.ProtoReflect.Descriptor instead.
 func (*WatchObjectsResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{45}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *WatchObjectsResponse) GetRevision() int64 {
@@ -3350,7 +3479,7 @@ type ObjectDeleted struct {
 
 func (x *ObjectDeleted) Reset() {
 	*x = ObjectDeleted{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3362,7 +3491,7 @@ func (x *ObjectDeleted) String() string {
 func (*ObjectDeleted) ProtoMessage() {}
 
 func (x *ObjectDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[46]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3375,7 +3504,7 @@ func (x *ObjectDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectDeleted.ProtoReflect.Descriptor instead.
 func (*ObjectDeleted) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{46}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ObjectDeleted) GetTime() *timestamppb.Timestamp {
@@ -3401,7 +3530,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3413,7 +3542,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[47]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3426,7 +3555,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{47}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListEventsRequest) GetNamespace() string {
@@ -3463,7 +3592,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3475,7 +3604,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[48]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3488,7 +3617,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{48}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListEventsResponse) GetEvents() []*ListedEvent {
@@ -3520,7 +3649,7 @@ type ListedEvent struct {
 
 func (x *ListedEvent) Reset() {
 	*x = ListedEvent{}
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3532,7 +3661,7 @@ func (x *ListedEvent) String() string {
 func (*ListedEvent) ProtoMessage() {}
 
 func (x *ListedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[49]
+	mi := &file_podsync_v1_pod_sync_service_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3545,7 +3674,7 @@ func (x *ListedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListedEvent.ProtoReflect.Descriptor instead.
 func (*ListedEvent) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{49}
+	return file_podsync_v1_pod_sync_service_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListedEvent) GetPod() *PodRef {
@@ -3630,7 +3759,7 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x05known\x18\x04 \x01(\bR\x05known\"\x10\n" +
 	"\x0eGetNodeRequest\"7\n" +
 	"\x0fGetNodeResponse\x12$\n" +
-	"\x04node\x18\x01 \x01(\v2\x10.podsync.v1.NodeR\x04node\"\x82\x04\n" +
+	"\x04node\x18\x01 \x01(\v2\x10.podsync.v1.NodeR\x04node\"\xbf\x04\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
 	"\x06labels\x18\x02 \x03(\v2\x1c.podsync.v1.Node.LabelsEntryR\x06labels\x12)\n" +
@@ -3638,7 +3767,9 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\bcapacity\x18\x04 \x03(\v2\x1e.podsync.v1.Node.CapacityEntryR\bcapacity\x12C\n" +
 	"\vallocatable\x18\x05 \x03(\v2!.podsync.v1.Node.AllocatableEntryR\vallocatable\x12'\n" +
 	"\x05lease\x18\x06 \x01(\v2\x11.podsync.v1.LeaseR\x05lease\x12#\n" +
-	"\rrequire_lease\x18\a \x01(\bR\frequireLease\x1a9\n" +
+	"\rrequire_lease\x18\a \x01(\bR\frequireLease\x12;\n" +
+	"\vsystem_info\x18\b \x01(\v2\x1a.podsync.v1.NodeSystemInfoR\n" +
+	"systemInfo\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
@@ -3647,7 +3778,18 @@ const file_podsync_v1_pod_sync_service_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
 	"\x10AllocatableEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"G\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb6\x02\n" +
+	"\x0eNodeSystemInfo\x12\x1d\n" +
+	"\n" +
+	"machine_id\x18\x01 \x01(\tR\tmachineID\x12\x1f\n" +
+	"\vsystem_uuid\x18\x02 \x01(\tR\n" +
+	"systemUUID\x12\x17\n" +
+	"\aboot_id\x18\x03 \x01(\tR\x06bootID\x12%\n" +
+	"\x0ekernel_version\x18\x04 \x01(\tR\rkernelVersion\x12\x19\n" +
+	"\bos_image\x18\x05 \x01(\tR\aosImage\x12:\n" +
+	"\x19container_runtime_version\x18\x06 \x01(\tR\x17containerRuntimeVersion\x12)\n" +
+	"\x10operating_system\x18\a \x01(\tR\x0foperatingSystem\x12\"\n" +
+	"\farchitecture\x18\b \x01(\tR\farchitecture\"G\n" +
 	"\x05Taint\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
@@ -3861,7 +4003,7 @@ func file_podsync_v1_pod_sync_service_proto_rawDescGZIP() []byte {
 }
 
 var file_podsync_v1_pod_sync_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_podsync_v1_pod_sync_service_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(WaitFor)(0),                          // 0: podsync.v1.WaitFor
 	(AdmissionMode)(0),                    // 1: podsync.v1.AdmissionMode
@@ -3879,217 +4021,219 @@ var file_podsync_v1_pod_sync_service_proto_goTypes = []any{
 	(*GetNodeRequest)(nil),                // 13: podsync.v1.GetNodeRequest
 	(*GetNodeResponse)(nil),               // 14: podsync.v1.GetNodeResponse
 	(*Node)(nil),                          // 15: podsync.v1.Node
-	(*Taint)(nil),                         // 16: podsync.v1.Taint
-	(*GetPodRequest)(nil),                 // 17: podsync.v1.GetPodRequest
-	(*GetPodResponse)(nil),                // 18: podsync.v1.GetPodResponse
-	(*ListPodsRequest)(nil),               // 19: podsync.v1.ListPodsRequest
-	(*ListPodsResponse)(nil),              // 20: podsync.v1.ListPodsResponse
-	(*DeletePodRequest)(nil),              // 21: podsync.v1.DeletePodRequest
-	(*DeletePodResponse)(nil),             // 22: podsync.v1.DeletePodResponse
-	(*WatchPodsRequest)(nil),              // 23: podsync.v1.WatchPodsRequest
-	(*WatchPodsResponse)(nil),             // 24: podsync.v1.WatchPodsResponse
-	(*WatchSynced)(nil),                   // 25: podsync.v1.WatchSynced
-	(*PodDeleted)(nil),                    // 26: podsync.v1.PodDeleted
-	(*GetContainerLogsRequest)(nil),       // 27: podsync.v1.GetContainerLogsRequest
-	(*GetContainerLogsResponse)(nil),      // 28: podsync.v1.GetContainerLogsResponse
-	(*ListVolumesRequest)(nil),            // 29: podsync.v1.ListVolumesRequest
-	(*ListVolumesResponse)(nil),           // 30: podsync.v1.ListVolumesResponse
-	(*NamedVolume)(nil),                   // 31: podsync.v1.NamedVolume
-	(*CreateVolumeRequest)(nil),           // 32: podsync.v1.CreateVolumeRequest
-	(*CreateVolumeResponse)(nil),          // 33: podsync.v1.CreateVolumeResponse
-	(*DeleteVolumeRequest)(nil),           // 34: podsync.v1.DeleteVolumeRequest
-	(*DeleteVolumeResponse)(nil),          // 35: podsync.v1.DeleteVolumeResponse
-	(*ObjectRef)(nil),                     // 36: podsync.v1.ObjectRef
-	(*Object)(nil),                        // 37: podsync.v1.Object
-	(*ApplyObjectsRequest)(nil),           // 38: podsync.v1.ApplyObjectsRequest
-	(*ApplyObjectsResponse)(nil),          // 39: podsync.v1.ApplyObjectsResponse
-	(*ObjectResult)(nil),                  // 40: podsync.v1.ObjectResult
-	(*GetObjectRequest)(nil),              // 41: podsync.v1.GetObjectRequest
-	(*GetObjectResponse)(nil),             // 42: podsync.v1.GetObjectResponse
-	(*ListObjectsRequest)(nil),            // 43: podsync.v1.ListObjectsRequest
-	(*ListObjectsResponse)(nil),           // 44: podsync.v1.ListObjectsResponse
-	(*DeleteObjectRequest)(nil),           // 45: podsync.v1.DeleteObjectRequest
-	(*DeleteObjectResponse)(nil),          // 46: podsync.v1.DeleteObjectResponse
-	(*WatchObjectsRequest)(nil),           // 47: podsync.v1.WatchObjectsRequest
-	(*WatchObjectsResponse)(nil),          // 48: podsync.v1.WatchObjectsResponse
-	(*ObjectDeleted)(nil),                 // 49: podsync.v1.ObjectDeleted
-	(*ListEventsRequest)(nil),             // 50: podsync.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),            // 51: podsync.v1.ListEventsResponse
-	(*ListedEvent)(nil),                   // 52: podsync.v1.ListedEvent
-	nil,                                   // 53: podsync.v1.Node.LabelsEntry
-	nil,                                   // 54: podsync.v1.Node.CapacityEntry
-	nil,                                   // 55: podsync.v1.Node.AllocatableEntry
-	(*Pod)(nil),                           // 56: podsync.v1.Pod
-	(*ConfigMap)(nil),                     // 57: podsync.v1.ConfigMap
-	(*Secret)(nil),                        // 58: podsync.v1.Secret
-	(*durationpb.Duration)(nil),           // 59: google.protobuf.Duration
-	(*PodPrecondition)(nil),               // 60: podsync.v1.PodPrecondition
-	(*PodRef)(nil),                        // 61: podsync.v1.PodRef
-	(*SyncStep)(nil),                      // 62: podsync.v1.SyncStep
-	(*PodStatus)(nil),                     // 63: podsync.v1.PodStatus
-	(*PodResult)(nil),                     // 64: podsync.v1.PodResult
-	(*Precondition)(nil),                  // 65: podsync.v1.Precondition
-	(*timestamppb.Timestamp)(nil),         // 66: google.protobuf.Timestamp
-	(*PodPlan)(nil),                       // 67: podsync.v1.PodPlan
-	(*Lease)(nil),                         // 68: podsync.v1.Lease
-	(*PodEvent)(nil),                      // 69: podsync.v1.PodEvent
-	(*LogLine)(nil),                       // 70: podsync.v1.LogLine
-	(*ExecSyncRequest)(nil),               // 71: podsync.v1.ExecSyncRequest
-	(*ExecRequest)(nil),                   // 72: podsync.v1.ExecRequest
-	(*AttachRequest)(nil),                 // 73: podsync.v1.AttachRequest
-	(*PortForwardRequest)(nil),            // 74: podsync.v1.PortForwardRequest
-	(*GetPodStatsRequest)(nil),            // 75: podsync.v1.GetPodStatsRequest
-	(*ListPodStatsRequest)(nil),           // 76: podsync.v1.ListPodStatsRequest
-	(*AddEphemeralContainerRequest)(nil),  // 77: podsync.v1.AddEphemeralContainerRequest
-	(*AcquireLeaseRequest)(nil),           // 78: podsync.v1.AcquireLeaseRequest
-	(*RenewLeaseRequest)(nil),             // 79: podsync.v1.RenewLeaseRequest
-	(*ReleaseLeaseRequest)(nil),           // 80: podsync.v1.ReleaseLeaseRequest
-	(*ExecSyncResponse)(nil),              // 81: podsync.v1.ExecSyncResponse
-	(*ExecResponse)(nil),                  // 82: podsync.v1.ExecResponse
-	(*AttachResponse)(nil),                // 83: podsync.v1.AttachResponse
-	(*PortForwardResponse)(nil),           // 84: podsync.v1.PortForwardResponse
-	(*GetPodStatsResponse)(nil),           // 85: podsync.v1.GetPodStatsResponse
-	(*ListPodStatsResponse)(nil),          // 86: podsync.v1.ListPodStatsResponse
-	(*AddEphemeralContainerResponse)(nil), // 87: podsync.v1.AddEphemeralContainerResponse
-	(*AcquireLeaseResponse)(nil),          // 88: podsync.v1.AcquireLeaseResponse
-	(*RenewLeaseResponse)(nil),            // 89: podsync.v1.RenewLeaseResponse
-	(*ReleaseLeaseResponse)(nil),          // 90: podsync.v1.ReleaseLeaseResponse
+	(*NodeSystemInfo)(nil),                // 16: podsync.v1.NodeSystemInfo
+	(*Taint)(nil),                         // 17: podsync.v1.Taint
+	(*GetPodRequest)(nil),                 // 18: podsync.v1.GetPodRequest
+	(*GetPodResponse)(nil),                // 19: podsync.v1.GetPodResponse
+	(*ListPodsRequest)(nil),               // 20: podsync.v1.ListPodsRequest
+	(*ListPodsResponse)(nil),              // 21: podsync.v1.ListPodsResponse
+	(*DeletePodRequest)(nil),              // 22: podsync.v1.DeletePodRequest
+	(*DeletePodResponse)(nil),             // 23: podsync.v1.DeletePodResponse
+	(*WatchPodsRequest)(nil),              // 24: podsync.v1.WatchPodsRequest
+	(*WatchPodsResponse)(nil),             // 25: podsync.v1.WatchPodsResponse
+	(*WatchSynced)(nil),                   // 26: podsync.v1.WatchSynced
+	(*PodDeleted)(nil),                    // 27: podsync.v1.PodDeleted
+	(*GetContainerLogsRequest)(nil),       // 28: podsync.v1.GetContainerLogsRequest
+	(*GetContainerLogsResponse)(nil),      // 29: podsync.v1.GetContainerLogsResponse
+	(*ListVolumesRequest)(nil),            // 30: podsync.v1.ListVolumesRequest
+	(*ListVolumesResponse)(nil),           // 31: podsync.v1.ListVolumesResponse
+	(*NamedVolume)(nil),                   // 32: podsync.v1.NamedVolume
+	(*CreateVolumeRequest)(nil),           // 33: podsync.v1.CreateVolumeRequest
+	(*CreateVolumeResponse)(nil),          // 34: podsync.v1.CreateVolumeResponse
+	(*DeleteVolumeRequest)(nil),           // 35: podsync.v1.DeleteVolumeRequest
+	(*DeleteVolumeResponse)(nil),          // 36: podsync.v1.DeleteVolumeResponse
+	(*ObjectRef)(nil),                     // 37: podsync.v1.ObjectRef
+	(*Object)(nil),                        // 38: podsync.v1.Object
+	(*ApplyObjectsRequest)(nil),           // 39: podsync.v1.ApplyObjectsRequest
+	(*ApplyObjectsResponse)(nil),          // 40: podsync.v1.ApplyObjectsResponse
+	(*ObjectResult)(nil),                  // 41: podsync.v1.ObjectResult
+	(*GetObjectRequest)(nil),              // 42: podsync.v1.GetObjectRequest
+	(*GetObjectResponse)(nil),             // 43: podsync.v1.GetObjectResponse
+	(*ListObjectsRequest)(nil),            // 44: podsync.v1.ListObjectsRequest
+	(*ListObjectsResponse)(nil),           // 45: podsync.v1.ListObjectsResponse
+	(*DeleteObjectRequest)(nil),           // 46: podsync.v1.DeleteObjectRequest
+	(*DeleteObjectResponse)(nil),          // 47: podsync.v1.DeleteObjectResponse
+	(*WatchObjectsRequest)(nil),           // 48: podsync.v1.WatchObjectsRequest
+	(*WatchObjectsResponse)(nil),          // 49: podsync.v1.WatchObjectsResponse
+	(*ObjectDeleted)(nil),                 // 50: podsync.v1.ObjectDeleted
+	(*ListEventsRequest)(nil),             // 51: podsync.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),            // 52: podsync.v1.ListEventsResponse
+	(*ListedEvent)(nil),                   // 53: podsync.v1.ListedEvent
+	nil,                                   // 54: podsync.v1.Node.LabelsEntry
+	nil,                                   // 55: podsync.v1.Node.CapacityEntry
+	nil,                                   // 56: podsync.v1.Node.AllocatableEntry
+	(*Pod)(nil),                           // 57: podsync.v1.Pod
+	(*ConfigMap)(nil),                     // 58: podsync.v1.ConfigMap
+	(*Secret)(nil),                        // 59: podsync.v1.Secret
+	(*durationpb.Duration)(nil),           // 60: google.protobuf.Duration
+	(*PodPrecondition)(nil),               // 61: podsync.v1.PodPrecondition
+	(*PodRef)(nil),                        // 62: podsync.v1.PodRef
+	(*SyncStep)(nil),                      // 63: podsync.v1.SyncStep
+	(*PodStatus)(nil),                     // 64: podsync.v1.PodStatus
+	(*PodResult)(nil),                     // 65: podsync.v1.PodResult
+	(*Precondition)(nil),                  // 66: podsync.v1.Precondition
+	(*timestamppb.Timestamp)(nil),         // 67: google.protobuf.Timestamp
+	(*PodPlan)(nil),                       // 68: podsync.v1.PodPlan
+	(*Lease)(nil),                         // 69: podsync.v1.Lease
+	(*PodEvent)(nil),                      // 70: podsync.v1.PodEvent
+	(*LogLine)(nil),                       // 71: podsync.v1.LogLine
+	(*ExecSyncRequest)(nil),               // 72: podsync.v1.ExecSyncRequest
+	(*ExecRequest)(nil),                   // 73: podsync.v1.ExecRequest
+	(*AttachRequest)(nil),                 // 74: podsync.v1.AttachRequest
+	(*PortForwardRequest)(nil),            // 75: podsync.v1.PortForwardRequest
+	(*GetPodStatsRequest)(nil),            // 76: podsync.v1.GetPodStatsRequest
+	(*ListPodStatsRequest)(nil),           // 77: podsync.v1.ListPodStatsRequest
+	(*AddEphemeralContainerRequest)(nil),  // 78: podsync.v1.AddEphemeralContainerRequest
+	(*AcquireLeaseRequest)(nil),           // 79: podsync.v1.AcquireLeaseRequest
+	(*RenewLeaseRequest)(nil),             // 80: podsync.v1.RenewLeaseRequest
+	(*ReleaseLeaseRequest)(nil),           // 81: podsync.v1.ReleaseLeaseRequest
+	(*ExecSyncResponse)(nil),              // 82: podsync.v1.ExecSyncResponse
+	(*ExecResponse)(nil),                  // 83: podsync.v1.ExecResponse
+	(*AttachResponse)(nil),                // 84: podsync.v1.AttachResponse
+	(*PortForwardResponse)(nil),           // 85: podsync.v1.PortForwardResponse
+	(*GetPodStatsResponse)(nil),           // 86: podsync.v1.GetPodStatsResponse
+	(*ListPodStatsResponse)(nil),          // 87: podsync.v1.ListPodStatsResponse
+	(*AddEphemeralContainerResponse)(nil), // 88: podsync.v1.AddEphemeralContainerResponse
+	(*AcquireLeaseResponse)(nil),          // 89: podsync.v1.AcquireLeaseResponse
+	(*RenewLeaseResponse)(nil),            // 90: podsync.v1.RenewLeaseResponse
+	(*ReleaseLeaseResponse)(nil),          // 91: podsync.v1.ReleaseLeaseResponse
 }
 var file_podsync_v1_pod_sync_service_proto_depIdxs = []int32{
-	56,  // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
-	57,  // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	58,  // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
+	57,  // 0: podsync.v1.RunPodsRequest.pods:type_name -> podsync.v1.Pod
+	58,  // 1: podsync.v1.RunPodsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	59,  // 2: podsync.v1.RunPodsRequest.secrets:type_name -> podsync.v1.Secret
 	0,   // 3: podsync.v1.RunPodsRequest.wait_for:type_name -> podsync.v1.WaitFor
-	59,  // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
+	60,  // 4: podsync.v1.RunPodsRequest.timeout:type_name -> google.protobuf.Duration
 	1,   // 5: podsync.v1.RunPodsRequest.admission_mode:type_name -> podsync.v1.AdmissionMode
-	60,  // 6: podsync.v1.RunPodsRequest.preconditions:type_name -> podsync.v1.PodPrecondition
+	61,  // 6: podsync.v1.RunPodsRequest.preconditions:type_name -> podsync.v1.PodPrecondition
 	5,   // 7: podsync.v1.RunPodsResponse.step:type_name -> podsync.v1.PodStep
 	6,   // 8: podsync.v1.RunPodsResponse.status:type_name -> podsync.v1.PodStatusUpdate
 	7,   // 9: podsync.v1.RunPodsResponse.summary:type_name -> podsync.v1.RunPodsSummary
-	61,  // 10: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
-	62,  // 11: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
-	61,  // 12: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
-	63,  // 13: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
-	64,  // 14: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
-	56,  // 15: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
-	57,  // 16: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	58,  // 17: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
-	65,  // 18: podsync.v1.SyncPodRequest.precondition:type_name -> podsync.v1.Precondition
-	62,  // 19: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
+	62,  // 10: podsync.v1.PodStep.pod:type_name -> podsync.v1.PodRef
+	63,  // 11: podsync.v1.PodStep.step:type_name -> podsync.v1.SyncStep
+	62,  // 12: podsync.v1.PodStatusUpdate.pod:type_name -> podsync.v1.PodRef
+	64,  // 13: podsync.v1.PodStatusUpdate.status:type_name -> podsync.v1.PodStatus
+	65,  // 14: podsync.v1.RunPodsSummary.results:type_name -> podsync.v1.PodResult
+	57,  // 15: podsync.v1.SyncPodRequest.pod:type_name -> podsync.v1.Pod
+	58,  // 16: podsync.v1.SyncPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	59,  // 17: podsync.v1.SyncPodRequest.secrets:type_name -> podsync.v1.Secret
+	66,  // 18: podsync.v1.SyncPodRequest.precondition:type_name -> podsync.v1.Precondition
+	63,  // 19: podsync.v1.SyncPodResponse.step:type_name -> podsync.v1.SyncStep
 	10,  // 20: podsync.v1.SyncPodResponse.result:type_name -> podsync.v1.SyncPodResult
-	61,  // 21: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
-	63,  // 22: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
-	66,  // 23: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
-	56,  // 24: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
-	57,  // 25: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	58,  // 26: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
-	61,  // 27: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
-	67,  // 28: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
-	63,  // 29: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
+	62,  // 21: podsync.v1.SyncPodResult.pod:type_name -> podsync.v1.PodRef
+	64,  // 22: podsync.v1.SyncPodResult.status:type_name -> podsync.v1.PodStatus
+	67,  // 23: podsync.v1.SyncPodResult.next_sync_time:type_name -> google.protobuf.Timestamp
+	57,  // 24: podsync.v1.PlanPodRequest.pod:type_name -> podsync.v1.Pod
+	58,  // 25: podsync.v1.PlanPodRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	59,  // 26: podsync.v1.PlanPodRequest.secrets:type_name -> podsync.v1.Secret
+	62,  // 27: podsync.v1.PlanPodResponse.pod:type_name -> podsync.v1.PodRef
+	68,  // 28: podsync.v1.PlanPodResponse.plan:type_name -> podsync.v1.PodPlan
+	64,  // 29: podsync.v1.PlanPodResponse.status:type_name -> podsync.v1.PodStatus
 	15,  // 30: podsync.v1.GetNodeResponse.node:type_name -> podsync.v1.Node
-	53,  // 31: podsync.v1.Node.labels:type_name -> podsync.v1.Node.LabelsEntry
-	16,  // 32: podsync.v1.Node.taints:type_name -> podsync.v1.Taint
-	54,  // 33: podsync.v1.Node.capacity:type_name -> podsync.v1.Node.CapacityEntry
-	55,  // 34: podsync.v1.Node.allocatable:type_name -> podsync.v1.Node.AllocatableEntry
-	68,  // 35: podsync.v1.Node.lease:type_name -> podsync.v1.Lease
-	56,  // 36: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
-	56,  // 37: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
-	65,  // 38: podsync.v1.DeletePodRequest.precondition:type_name -> podsync.v1.Precondition
-	62,  // 39: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
-	61,  // 40: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
-	63,  // 41: podsync.v1.DeletePodResponse.status:type_name -> podsync.v1.PodStatus
-	61,  // 42: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
-	63,  // 43: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
-	69,  // 44: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
-	26,  // 45: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
-	25,  // 46: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
-	66,  // 47: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
-	66,  // 48: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
-	70,  // 49: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
-	31,  // 50: podsync.v1.ListVolumesResponse.volumes:type_name -> podsync.v1.NamedVolume
-	65,  // 51: podsync.v1.CreateVolumeRequest.precondition:type_name -> podsync.v1.Precondition
-	2,   // 52: podsync.v1.ObjectRef.kind:type_name -> podsync.v1.ObjectKind
-	57,  // 53: podsync.v1.Object.config_map:type_name -> podsync.v1.ConfigMap
-	58,  // 54: podsync.v1.Object.secret:type_name -> podsync.v1.Secret
-	57,  // 55: podsync.v1.ApplyObjectsRequest.config_maps:type_name -> podsync.v1.ConfigMap
-	58,  // 56: podsync.v1.ApplyObjectsRequest.secrets:type_name -> podsync.v1.Secret
-	40,  // 57: podsync.v1.ApplyObjectsResponse.results:type_name -> podsync.v1.ObjectResult
-	36,  // 58: podsync.v1.ObjectResult.object:type_name -> podsync.v1.ObjectRef
-	2,   // 59: podsync.v1.GetObjectRequest.kind:type_name -> podsync.v1.ObjectKind
-	37,  // 60: podsync.v1.GetObjectResponse.object:type_name -> podsync.v1.Object
-	2,   // 61: podsync.v1.ListObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
-	37,  // 62: podsync.v1.ListObjectsResponse.objects:type_name -> podsync.v1.Object
-	2,   // 63: podsync.v1.DeleteObjectRequest.kind:type_name -> podsync.v1.ObjectKind
-	2,   // 64: podsync.v1.WatchObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
-	36,  // 65: podsync.v1.WatchObjectsResponse.object:type_name -> podsync.v1.ObjectRef
-	37,  // 66: podsync.v1.WatchObjectsResponse.applied:type_name -> podsync.v1.Object
-	49,  // 67: podsync.v1.WatchObjectsResponse.deleted:type_name -> podsync.v1.ObjectDeleted
-	25,  // 68: podsync.v1.WatchObjectsResponse.synced:type_name -> podsync.v1.WatchSynced
-	66,  // 69: podsync.v1.ObjectDeleted.time:type_name -> google.protobuf.Timestamp
-	52,  // 70: podsync.v1.ListEventsResponse.events:type_name -> podsync.v1.ListedEvent
-	61,  // 71: podsync.v1.ListedEvent.pod:type_name -> podsync.v1.PodRef
-	69,  // 72: podsync.v1.ListedEvent.event:type_name -> podsync.v1.PodEvent
-	3,   // 73: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
-	8,   // 74: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
-	11,  // 75: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
-	17,  // 76: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
-	13,  // 77: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
-	19,  // 78: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
-	21,  // 79: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
-	23,  // 80: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
-	27,  // 81: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
-	29,  // 82: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
-	32,  // 83: podsync.v1.PodSyncService.CreateVolume:input_type -> podsync.v1.CreateVolumeRequest
-	34,  // 84: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
-	38,  // 85: podsync.v1.PodSyncService.ApplyObjects:input_type -> podsync.v1.ApplyObjectsRequest
-	41,  // 86: podsync.v1.PodSyncService.GetObject:input_type -> podsync.v1.GetObjectRequest
-	43,  // 87: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
-	45,  // 88: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
-	47,  // 89: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
-	71,  // 90: podsync.v1.PodSyncService.ExecSync:input_type -> podsync.v1.ExecSyncRequest
-	72,  // 91: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
-	73,  // 92: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
-	74,  // 93: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
-	75,  // 94: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
-	76,  // 95: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
-	77,  // 96: podsync.v1.PodSyncService.AddEphemeralContainer:input_type -> podsync.v1.AddEphemeralContainerRequest
-	78,  // 97: podsync.v1.PodSyncService.AcquireLease:input_type -> podsync.v1.AcquireLeaseRequest
-	79,  // 98: podsync.v1.PodSyncService.RenewLease:input_type -> podsync.v1.RenewLeaseRequest
-	80,  // 99: podsync.v1.PodSyncService.ReleaseLease:input_type -> podsync.v1.ReleaseLeaseRequest
-	50,  // 100: podsync.v1.PodSyncService.ListEvents:input_type -> podsync.v1.ListEventsRequest
-	4,   // 101: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
-	9,   // 102: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
-	12,  // 103: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
-	18,  // 104: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
-	14,  // 105: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
-	20,  // 106: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
-	22,  // 107: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
-	24,  // 108: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
-	28,  // 109: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
-	30,  // 110: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
-	33,  // 111: podsync.v1.PodSyncService.CreateVolume:output_type -> podsync.v1.CreateVolumeResponse
-	35,  // 112: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
-	39,  // 113: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
-	42,  // 114: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
-	44,  // 115: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
-	46,  // 116: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
-	48,  // 117: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
-	81,  // 118: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
-	82,  // 119: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
-	83,  // 120: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
-	84,  // 121: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
-	85,  // 122: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
-	86,  // 123: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
-	87,  // 124: podsync.v1.PodSyncService.AddEphemeralContainer:output_type -> podsync.v1.AddEphemeralContainerResponse
-	88,  // 125: podsync.v1.PodSyncService.AcquireLease:output_type -> podsync.v1.AcquireLeaseResponse
-	89,  // 126: podsync.v1.PodSyncService.RenewLease:output_type -> podsync.v1.RenewLeaseResponse
-	90,  // 127: podsync.v1.PodSyncService.ReleaseLease:output_type -> podsync.v1.ReleaseLeaseResponse
-	51,  // 128: podsync.v1.PodSyncService.ListEvents:output_type -> podsync.v1.ListEventsResponse
-	101, // [101:129] is the sub-list for method output_type
-	73,  // [73:101] is the sub-list for method input_type
-	73,  // [73:73] is the sub-list for extension type_name
-	73,  // [73:73] is the sub-list for extension extendee
-	0,   // [0:73] is the sub-list for field type_name
+	54,  // 31: podsync.v1.Node.labels:type_name -> podsync.v1.Node.LabelsEntry
+	17,  // 32: podsync.v1.Node.taints:type_name -> podsync.v1.Taint
+	55,  // 33: podsync.v1.Node.capacity:type_name -> podsync.v1.Node.CapacityEntry
+	56,  // 34: podsync.v1.Node.allocatable:type_name -> podsync.v1.Node.AllocatableEntry
+	69,  // 35: podsync.v1.Node.lease:type_name -> podsync.v1.Lease
+	16,  // 36: podsync.v1.Node.system_info:type_name -> podsync.v1.NodeSystemInfo
+	57,  // 37: podsync.v1.GetPodResponse.pod:type_name -> podsync.v1.Pod
+	57,  // 38: podsync.v1.ListPodsResponse.pods:type_name -> podsync.v1.Pod
+	66,  // 39: podsync.v1.DeletePodRequest.precondition:type_name -> podsync.v1.Precondition
+	63,  // 40: podsync.v1.DeletePodResponse.steps:type_name -> podsync.v1.SyncStep
+	62,  // 41: podsync.v1.DeletePodResponse.pod:type_name -> podsync.v1.PodRef
+	64,  // 42: podsync.v1.DeletePodResponse.status:type_name -> podsync.v1.PodStatus
+	62,  // 43: podsync.v1.WatchPodsResponse.pod:type_name -> podsync.v1.PodRef
+	64,  // 44: podsync.v1.WatchPodsResponse.status:type_name -> podsync.v1.PodStatus
+	70,  // 45: podsync.v1.WatchPodsResponse.event:type_name -> podsync.v1.PodEvent
+	27,  // 46: podsync.v1.WatchPodsResponse.deleted:type_name -> podsync.v1.PodDeleted
+	26,  // 47: podsync.v1.WatchPodsResponse.synced:type_name -> podsync.v1.WatchSynced
+	67,  // 48: podsync.v1.PodDeleted.time:type_name -> google.protobuf.Timestamp
+	67,  // 49: podsync.v1.GetContainerLogsRequest.since_time:type_name -> google.protobuf.Timestamp
+	71,  // 50: podsync.v1.GetContainerLogsResponse.lines:type_name -> podsync.v1.LogLine
+	32,  // 51: podsync.v1.ListVolumesResponse.volumes:type_name -> podsync.v1.NamedVolume
+	66,  // 52: podsync.v1.CreateVolumeRequest.precondition:type_name -> podsync.v1.Precondition
+	2,   // 53: podsync.v1.ObjectRef.kind:type_name -> podsync.v1.ObjectKind
+	58,  // 54: podsync.v1.Object.config_map:type_name -> podsync.v1.ConfigMap
+	59,  // 55: podsync.v1.Object.secret:type_name -> podsync.v1.Secret
+	58,  // 56: podsync.v1.ApplyObjectsRequest.config_maps:type_name -> podsync.v1.ConfigMap
+	59,  // 57: podsync.v1.ApplyObjectsRequest.secrets:type_name -> podsync.v1.Secret
+	41,  // 58: podsync.v1.ApplyObjectsResponse.results:type_name -> podsync.v1.ObjectResult
+	37,  // 59: podsync.v1.ObjectResult.object:type_name -> podsync.v1.ObjectRef
+	2,   // 60: podsync.v1.GetObjectRequest.kind:type_name -> podsync.v1.ObjectKind
+	38,  // 61: podsync.v1.GetObjectResponse.object:type_name -> podsync.v1.Object
+	2,   // 62: podsync.v1.ListObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
+	38,  // 63: podsync.v1.ListObjectsResponse.objects:type_name -> podsync.v1.Object
+	2,   // 64: podsync.v1.DeleteObjectRequest.kind:type_name -> podsync.v1.ObjectKind
+	2,   // 65: podsync.v1.WatchObjectsRequest.kind:type_name -> podsync.v1.ObjectKind
+	37,  // 66: podsync.v1.WatchObjectsResponse.object:type_name -> podsync.v1.ObjectRef
+	38,  // 67: podsync.v1.WatchObjectsResponse.applied:type_name -> podsync.v1.Object
+	50,  // 68: podsync.v1.WatchObjectsResponse.deleted:type_name -> podsync.v1.ObjectDeleted
+	26,  // 69: podsync.v1.WatchObjectsResponse.synced:type_name -> podsync.v1.WatchSynced
+	67,  // 70: podsync.v1.ObjectDeleted.time:type_name -> google.protobuf.Timestamp
+	53,  // 71: podsync.v1.ListEventsResponse.events:type_name -> podsync.v1.ListedEvent
+	62,  // 72: podsync.v1.ListedEvent.pod:type_name -> podsync.v1.PodRef
+	70,  // 73: podsync.v1.ListedEvent.event:type_name -> podsync.v1.PodEvent
+	3,   // 74: podsync.v1.PodSyncService.RunPods:input_type -> podsync.v1.RunPodsRequest
+	8,   // 75: podsync.v1.PodSyncService.SyncPod:input_type -> podsync.v1.SyncPodRequest
+	11,  // 76: podsync.v1.PodSyncService.PlanPod:input_type -> podsync.v1.PlanPodRequest
+	18,  // 77: podsync.v1.PodSyncService.GetPod:input_type -> podsync.v1.GetPodRequest
+	13,  // 78: podsync.v1.PodSyncService.GetNode:input_type -> podsync.v1.GetNodeRequest
+	20,  // 79: podsync.v1.PodSyncService.ListPods:input_type -> podsync.v1.ListPodsRequest
+	22,  // 80: podsync.v1.PodSyncService.DeletePod:input_type -> podsync.v1.DeletePodRequest
+	24,  // 81: podsync.v1.PodSyncService.WatchPods:input_type -> podsync.v1.WatchPodsRequest
+	28,  // 82: podsync.v1.PodSyncService.GetContainerLogs:input_type -> podsync.v1.GetContainerLogsRequest
+	30,  // 83: podsync.v1.PodSyncService.ListVolumes:input_type -> podsync.v1.ListVolumesRequest
+	33,  // 84: podsync.v1.PodSyncService.CreateVolume:input_type -> podsync.v1.CreateVolumeRequest
+	35,  // 85: podsync.v1.PodSyncService.DeleteVolume:input_type -> podsync.v1.DeleteVolumeRequest
+	39,  // 86: podsync.v1.PodSyncService.ApplyObjects:input_type -> podsync.v1.ApplyObjectsRequest
+	42,  // 87: podsync.v1.PodSyncService.GetObject:input_type -> podsync.v1.GetObjectRequest
+	44,  // 88: podsync.v1.PodSyncService.ListObjects:input_type -> podsync.v1.ListObjectsRequest
+	46,  // 89: podsync.v1.PodSyncService.DeleteObject:input_type -> podsync.v1.DeleteObjectRequest
+	48,  // 90: podsync.v1.PodSyncService.WatchObjects:input_type -> podsync.v1.WatchObjectsRequest
+	72,  // 91: podsync.v1.PodSyncService.ExecSync:input_type -> podsync.v1.ExecSyncRequest
+	73,  // 92: podsync.v1.PodSyncService.Exec:input_type -> podsync.v1.ExecRequest
+	74,  // 93: podsync.v1.PodSyncService.Attach:input_type -> podsync.v1.AttachRequest
+	75,  // 94: podsync.v1.PodSyncService.PortForward:input_type -> podsync.v1.PortForwardRequest
+	76,  // 95: podsync.v1.PodSyncService.GetPodStats:input_type -> podsync.v1.GetPodStatsRequest
+	77,  // 96: podsync.v1.PodSyncService.ListPodStats:input_type -> podsync.v1.ListPodStatsRequest
+	78,  // 97: podsync.v1.PodSyncService.AddEphemeralContainer:input_type -> podsync.v1.AddEphemeralContainerRequest
+	79,  // 98: podsync.v1.PodSyncService.AcquireLease:input_type -> podsync.v1.AcquireLeaseRequest
+	80,  // 99: podsync.v1.PodSyncService.RenewLease:input_type -> podsync.v1.RenewLeaseRequest
+	81,  // 100: podsync.v1.PodSyncService.ReleaseLease:input_type -> podsync.v1.ReleaseLeaseRequest
+	51,  // 101: podsync.v1.PodSyncService.ListEvents:input_type -> podsync.v1.ListEventsRequest
+	4,   // 102: podsync.v1.PodSyncService.RunPods:output_type -> podsync.v1.RunPodsResponse
+	9,   // 103: podsync.v1.PodSyncService.SyncPod:output_type -> podsync.v1.SyncPodResponse
+	12,  // 104: podsync.v1.PodSyncService.PlanPod:output_type -> podsync.v1.PlanPodResponse
+	19,  // 105: podsync.v1.PodSyncService.GetPod:output_type -> podsync.v1.GetPodResponse
+	14,  // 106: podsync.v1.PodSyncService.GetNode:output_type -> podsync.v1.GetNodeResponse
+	21,  // 107: podsync.v1.PodSyncService.ListPods:output_type -> podsync.v1.ListPodsResponse
+	23,  // 108: podsync.v1.PodSyncService.DeletePod:output_type -> podsync.v1.DeletePodResponse
+	25,  // 109: podsync.v1.PodSyncService.WatchPods:output_type -> podsync.v1.WatchPodsResponse
+	29,  // 110: podsync.v1.PodSyncService.GetContainerLogs:output_type -> podsync.v1.GetContainerLogsResponse
+	31,  // 111: podsync.v1.PodSyncService.ListVolumes:output_type -> podsync.v1.ListVolumesResponse
+	34,  // 112: podsync.v1.PodSyncService.CreateVolume:output_type -> podsync.v1.CreateVolumeResponse
+	36,  // 113: podsync.v1.PodSyncService.DeleteVolume:output_type -> podsync.v1.DeleteVolumeResponse
+	40,  // 114: podsync.v1.PodSyncService.ApplyObjects:output_type -> podsync.v1.ApplyObjectsResponse
+	43,  // 115: podsync.v1.PodSyncService.GetObject:output_type -> podsync.v1.GetObjectResponse
+	45,  // 116: podsync.v1.PodSyncService.ListObjects:output_type -> podsync.v1.ListObjectsResponse
+	47,  // 117: podsync.v1.PodSyncService.DeleteObject:output_type -> podsync.v1.DeleteObjectResponse
+	49,  // 118: podsync.v1.PodSyncService.WatchObjects:output_type -> podsync.v1.WatchObjectsResponse
+	82,  // 119: podsync.v1.PodSyncService.ExecSync:output_type -> podsync.v1.ExecSyncResponse
+	83,  // 120: podsync.v1.PodSyncService.Exec:output_type -> podsync.v1.ExecResponse
+	84,  // 121: podsync.v1.PodSyncService.Attach:output_type -> podsync.v1.AttachResponse
+	85,  // 122: podsync.v1.PodSyncService.PortForward:output_type -> podsync.v1.PortForwardResponse
+	86,  // 123: podsync.v1.PodSyncService.GetPodStats:output_type -> podsync.v1.GetPodStatsResponse
+	87,  // 124: podsync.v1.PodSyncService.ListPodStats:output_type -> podsync.v1.ListPodStatsResponse
+	88,  // 125: podsync.v1.PodSyncService.AddEphemeralContainer:output_type -> podsync.v1.AddEphemeralContainerResponse
+	89,  // 126: podsync.v1.PodSyncService.AcquireLease:output_type -> podsync.v1.AcquireLeaseResponse
+	90,  // 127: podsync.v1.PodSyncService.RenewLease:output_type -> podsync.v1.RenewLeaseResponse
+	91,  // 128: podsync.v1.PodSyncService.ReleaseLease:output_type -> podsync.v1.ReleaseLeaseResponse
+	52,  // 129: podsync.v1.PodSyncService.ListEvents:output_type -> podsync.v1.ListEventsResponse
+	102, // [102:130] is the sub-list for method output_type
+	74,  // [74:102] is the sub-list for method input_type
+	74,  // [74:74] is the sub-list for extension type_name
+	74,  // [74:74] is the sub-list for extension extendee
+	0,   // [0:74] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_pod_sync_service_proto_init() }
@@ -4111,19 +4255,19 @@ func file_podsync_v1_pod_sync_service_proto_init() {
 		(*SyncPodResponse_Step)(nil),
 		(*SyncPodResponse_Result)(nil),
 	}
-	file_podsync_v1_pod_sync_service_proto_msgTypes[18].OneofWrappers = []any{}
-	file_podsync_v1_pod_sync_service_proto_msgTypes[21].OneofWrappers = []any{
+	file_podsync_v1_pod_sync_service_proto_msgTypes[19].OneofWrappers = []any{}
+	file_podsync_v1_pod_sync_service_proto_msgTypes[22].OneofWrappers = []any{
 		(*WatchPodsResponse_Status)(nil),
 		(*WatchPodsResponse_Event)(nil),
 		(*WatchPodsResponse_Deleted)(nil),
 		(*WatchPodsResponse_Synced)(nil),
 	}
-	file_podsync_v1_pod_sync_service_proto_msgTypes[24].OneofWrappers = []any{}
-	file_podsync_v1_pod_sync_service_proto_msgTypes[34].OneofWrappers = []any{
+	file_podsync_v1_pod_sync_service_proto_msgTypes[25].OneofWrappers = []any{}
+	file_podsync_v1_pod_sync_service_proto_msgTypes[35].OneofWrappers = []any{
 		(*Object_ConfigMap)(nil),
 		(*Object_Secret)(nil),
 	}
-	file_podsync_v1_pod_sync_service_proto_msgTypes[45].OneofWrappers = []any{
+	file_podsync_v1_pod_sync_service_proto_msgTypes[46].OneofWrappers = []any{
 		(*WatchObjectsResponse_Applied)(nil),
 		(*WatchObjectsResponse_Deleted)(nil),
 		(*WatchObjectsResponse_Synced)(nil),
@@ -4134,7 +4278,7 @@ func file_podsync_v1_pod_sync_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_pod_sync_service_proto_rawDesc), len(file_podsync_v1_pod_sync_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   53,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -170,8 +170,9 @@ type PodSyncServiceClient interface {
 	// GetNode returns what podsyncd's admission knows of its node: its name,
 	// its labels (which pods' nodeSelector and required node affinity must
 	// match), its taints (which pods must tolerate when NoSchedule or
-	// NoExecute), and its capacity and allocatable resources (what pods'
-	// requests are admitted against).
+	// NoExecute), its capacity and allocatable resources (what pods'
+	// requests are admitted against), and its system information (OS image,
+	// kernel, container runtime version, machine and boot IDs).
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetNode(ctx context.Context, in *GetNodeRequest, opts ...grpc.CallOption) (*GetNodeResponse, error)
@@ -400,7 +401,9 @@ type PodSyncServiceClient interface {
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetPodStats(ctx context.Context, in *GetPodStatsRequest, opts ...grpc.CallOption) (*GetPodStatsResponse, error)
 	// ListPodStats returns GetPodStats of every pod with a ready sandbox (of
-	// namespace, if set), by namespace and name.
+	// namespace, if set), by namespace and name, and the node's own usage
+	// (the whole machine's, whatever the namespace): the kubelet's
+	// /stats/summary in one call.
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	ListPodStats(ctx context.Context, in *ListPodStatsRequest, opts ...grpc.CallOption) (*ListPodStatsResponse, error)
@@ -933,8 +936,9 @@ type PodSyncServiceServer interface {
 	// GetNode returns what podsyncd's admission knows of its node: its name,
 	// its labels (which pods' nodeSelector and required node affinity must
 	// match), its taints (which pods must tolerate when NoSchedule or
-	// NoExecute), and its capacity and allocatable resources (what pods'
-	// requests are admitted against).
+	// NoExecute), its capacity and allocatable resources (what pods'
+	// requests are admitted against), and its system information (OS image,
+	// kernel, container runtime version, machine and boot IDs).
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetNode(context.Context, *GetNodeRequest) (*GetNodeResponse, error)
@@ -1163,7 +1167,9 @@ type PodSyncServiceServer interface {
 	// Idempotency: NO_SIDE_EFFECTS.
 	GetPodStats(context.Context, *GetPodStatsRequest) (*GetPodStatsResponse, error)
 	// ListPodStats returns GetPodStats of every pod with a ready sandbox (of
-	// namespace, if set), by namespace and name.
+	// namespace, if set), by namespace and name, and the node's own usage
+	// (the whole machine's, whatever the namespace): the kubelet's
+	// /stats/summary in one call.
 	//
 	// Idempotency: NO_SIDE_EFFECTS.
 	ListPodStats(context.Context, *ListPodStatsRequest) (*ListPodStatsResponse, error)

@@ -172,11 +172,15 @@ func (x *ListPodStatsRequest) GetNamespace() string {
 	return ""
 }
 
-// ListPodStatsResponse is the usage of the pods with a ready sandbox.
+// ListPodStatsResponse is the usage of the pods with a ready sandbox and
+// of the node.
 type ListPodStatsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// pods, by namespace and name.
-	Pods          []*PodStats `protobuf:"bytes,1,rep,name=pods,proto3" json:"pods,omitempty"`
+	Pods []*PodStats `protobuf:"bytes,1,rep,name=pods,proto3" json:"pods,omitempty"`
+	// node is the machine's usage, whatever the namespace asked for; unset
+	// when podsyncd cannot read it (its log says why).
+	Node          *NodeStats `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -218,6 +222,73 @@ func (x *ListPodStatsResponse) GetPods() []*PodStats {
 	return nil
 }
 
+func (x *ListPodStatsResponse) GetNode() *NodeStats {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+// NodeStats is the node's usage, the kubelet's /stats/summary NodeStats:
+// the whole machine's, read from the root cgroup as cadvisor reads it for
+// the kubelet (cgroup v2: cpu.stat, memory.stat's anon and file; v1:
+// cpuacct.usage, memory.usage_in_bytes, memory.stat), so that it counts
+// what runs beside the pods too.
+type NodeStats struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cpu of the machine: all its cores' time.
+	Cpu *CPUStats `protobuf:"bytes,1,opt,name=cpu,proto3" json:"cpu,omitempty"`
+	// memory of the machine; its available_bytes is the machine's memory
+	// less the working set.
+	Memory        *MemoryStats `protobuf:"bytes,2,opt,name=memory,proto3" json:"memory,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeStats) Reset() {
+	*x = NodeStats{}
+	mi := &file_podsync_v1_stats_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeStats) ProtoMessage() {}
+
+func (x *NodeStats) ProtoReflect() protoreflect.Message {
+	mi := &file_podsync_v1_stats_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeStats.ProtoReflect.Descriptor instead.
+func (*NodeStats) Descriptor() ([]byte, []int) {
+	return file_podsync_v1_stats_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *NodeStats) GetCpu() *CPUStats {
+	if x != nil {
+		return x.Cpu
+	}
+	return nil
+}
+
+func (x *NodeStats) GetMemory() *MemoryStats {
+	if x != nil {
+		return x.Memory
+	}
+	return nil
+}
+
 // PodStats is a pod's usage, the shape of the kubelet's /stats/summary
 // PodStats.
 type PodStats struct {
@@ -246,7 +317,7 @@ type PodStats struct {
 
 func (x *PodStats) Reset() {
 	*x = PodStats{}
-	mi := &file_podsync_v1_stats_proto_msgTypes[4]
+	mi := &file_podsync_v1_stats_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -258,7 +329,7 @@ func (x *PodStats) String() string {
 func (*PodStats) ProtoMessage() {}
 
 func (x *PodStats) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_stats_proto_msgTypes[4]
+	mi := &file_podsync_v1_stats_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -271,7 +342,7 @@ func (x *PodStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStats.ProtoReflect.Descriptor instead.
 func (*PodStats) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_stats_proto_rawDescGZIP(), []int{4}
+	return file_podsync_v1_stats_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PodStats) GetNamespace() string {
@@ -347,7 +418,7 @@ type ContainerStats struct {
 
 func (x *ContainerStats) Reset() {
 	*x = ContainerStats{}
-	mi := &file_podsync_v1_stats_proto_msgTypes[5]
+	mi := &file_podsync_v1_stats_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -359,7 +430,7 @@ func (x *ContainerStats) String() string {
 func (*ContainerStats) ProtoMessage() {}
 
 func (x *ContainerStats) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_stats_proto_msgTypes[5]
+	mi := &file_podsync_v1_stats_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -372,7 +443,7 @@ func (x *ContainerStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStats.ProtoReflect.Descriptor instead.
 func (*ContainerStats) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_stats_proto_rawDescGZIP(), []int{5}
+	return file_podsync_v1_stats_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ContainerStats) GetName() string {
@@ -420,7 +491,7 @@ type CPUStats struct {
 
 func (x *CPUStats) Reset() {
 	*x = CPUStats{}
-	mi := &file_podsync_v1_stats_proto_msgTypes[6]
+	mi := &file_podsync_v1_stats_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -432,7 +503,7 @@ func (x *CPUStats) String() string {
 func (*CPUStats) ProtoMessage() {}
 
 func (x *CPUStats) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_stats_proto_msgTypes[6]
+	mi := &file_podsync_v1_stats_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -445,7 +516,7 @@ func (x *CPUStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CPUStats.ProtoReflect.Descriptor instead.
 func (*CPUStats) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_stats_proto_rawDescGZIP(), []int{6}
+	return file_podsync_v1_stats_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CPUStats) GetTime() *timestamppb.Timestamp {
@@ -480,14 +551,17 @@ type MemoryStats struct {
 	// rss_bytes: anonymous memory and swap cache.
 	RssBytes uint64 `protobuf:"varint,3,opt,name=rss_bytes,json=rssBytes,proto3" json:"rss_bytes,omitempty"`
 	// usage_bytes: all memory in use, page cache included.
-	UsageBytes    uint64 `protobuf:"varint,4,opt,name=usage_bytes,json=usageBytes,proto3" json:"usage_bytes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	UsageBytes uint64 `protobuf:"varint,4,opt,name=usage_bytes,json=usageBytes,proto3" json:"usage_bytes,omitempty"`
+	// available_bytes: the memory left before the limit, the node's
+	// capacity less the working set; set for the node only.
+	AvailableBytes *uint64 `protobuf:"varint,5,opt,name=available_bytes,json=availableBytes,proto3,oneof" json:"available_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MemoryStats) Reset() {
 	*x = MemoryStats{}
-	mi := &file_podsync_v1_stats_proto_msgTypes[7]
+	mi := &file_podsync_v1_stats_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -499,7 +573,7 @@ func (x *MemoryStats) String() string {
 func (*MemoryStats) ProtoMessage() {}
 
 func (x *MemoryStats) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_stats_proto_msgTypes[7]
+	mi := &file_podsync_v1_stats_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -512,7 +586,7 @@ func (x *MemoryStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryStats.ProtoReflect.Descriptor instead.
 func (*MemoryStats) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_stats_proto_rawDescGZIP(), []int{7}
+	return file_podsync_v1_stats_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MemoryStats) GetTime() *timestamppb.Timestamp {
@@ -543,6 +617,13 @@ func (x *MemoryStats) GetUsageBytes() uint64 {
 	return 0
 }
 
+func (x *MemoryStats) GetAvailableBytes() uint64 {
+	if x != nil && x.AvailableBytes != nil {
+		return *x.AvailableBytes
+	}
+	return 0
+}
+
 // NetworkStats is a network interface's traffic.
 type NetworkStats struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -562,7 +643,7 @@ type NetworkStats struct {
 
 func (x *NetworkStats) Reset() {
 	*x = NetworkStats{}
-	mi := &file_podsync_v1_stats_proto_msgTypes[8]
+	mi := &file_podsync_v1_stats_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -574,7 +655,7 @@ func (x *NetworkStats) String() string {
 func (*NetworkStats) ProtoMessage() {}
 
 func (x *NetworkStats) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_stats_proto_msgTypes[8]
+	mi := &file_podsync_v1_stats_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -587,7 +668,7 @@ func (x *NetworkStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkStats.ProtoReflect.Descriptor instead.
 func (*NetworkStats) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_stats_proto_rawDescGZIP(), []int{8}
+	return file_podsync_v1_stats_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NetworkStats) GetTime() *timestamppb.Timestamp {
@@ -640,7 +721,7 @@ type FsStats struct {
 
 func (x *FsStats) Reset() {
 	*x = FsStats{}
-	mi := &file_podsync_v1_stats_proto_msgTypes[9]
+	mi := &file_podsync_v1_stats_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +733,7 @@ func (x *FsStats) String() string {
 func (*FsStats) ProtoMessage() {}
 
 func (x *FsStats) ProtoReflect() protoreflect.Message {
-	mi := &file_podsync_v1_stats_proto_msgTypes[9]
+	mi := &file_podsync_v1_stats_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +746,7 @@ func (x *FsStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsStats.ProtoReflect.Descriptor instead.
 func (*FsStats) Descriptor() ([]byte, []int) {
-	return file_podsync_v1_stats_proto_rawDescGZIP(), []int{9}
+	return file_podsync_v1_stats_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FsStats) GetTime() *timestamppb.Timestamp {
@@ -701,9 +782,13 @@ const file_podsync_v1_stats_proto_rawDesc = "" +
 	"\x13GetPodStatsResponse\x12*\n" +
 	"\x05stats\x18\x01 \x01(\v2\x14.podsync.v1.PodStatsR\x05stats\"3\n" +
 	"\x13ListPodStatsRequest\x12\x1c\n" +
-	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"@\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"k\n" +
 	"\x14ListPodStatsResponse\x12(\n" +
-	"\x04pods\x18\x01 \x03(\v2\x14.podsync.v1.PodStatsR\x04pods\"\xaf\x02\n" +
+	"\x04pods\x18\x01 \x03(\v2\x14.podsync.v1.PodStatsR\x04pods\x12)\n" +
+	"\x04node\x18\x02 \x01(\v2\x15.podsync.v1.NodeStatsR\x04node\"d\n" +
+	"\tNodeStats\x12&\n" +
+	"\x03cpu\x18\x01 \x01(\v2\x14.podsync.v1.CPUStatsR\x03cpu\x12/\n" +
+	"\x06memory\x18\x02 \x01(\v2\x17.podsync.v1.MemoryStatsR\x06memory\"\xaf\x02\n" +
 	"\bPodStats\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
@@ -724,13 +809,15 @@ const file_podsync_v1_stats_proto_rawDesc = "" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12-\n" +
 	"\x10usage_nano_cores\x18\x02 \x01(\x04H\x00R\x0eusageNanoCores\x88\x01\x01\x125\n" +
 	"\x17usage_core_nano_seconds\x18\x03 \x01(\x04R\x14usageCoreNanoSecondsB\x13\n" +
-	"\x11_usage_nano_cores\"\xa7\x01\n" +
+	"\x11_usage_nano_cores\"\xe9\x01\n" +
 	"\vMemoryStats\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12*\n" +
 	"\x11working_set_bytes\x18\x02 \x01(\x04R\x0fworkingSetBytes\x12\x1b\n" +
 	"\trss_bytes\x18\x03 \x01(\x04R\brssBytes\x12\x1f\n" +
 	"\vusage_bytes\x18\x04 \x01(\x04R\n" +
-	"usageBytes\"\xae\x01\n" +
+	"usageBytes\x12,\n" +
+	"\x0favailable_bytes\x18\x05 \x01(\x04H\x00R\x0eavailableBytes\x88\x01\x01B\x12\n" +
+	"\x10_available_bytes\"\xae\x01\n" +
 	"\fNetworkStats\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x19\n" +
 	"\brx_bytes\x18\x02 \x01(\x04R\arxBytes\x12\x19\n" +
@@ -760,39 +847,43 @@ func file_podsync_v1_stats_proto_rawDescGZIP() []byte {
 	return file_podsync_v1_stats_proto_rawDescData
 }
 
-var file_podsync_v1_stats_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_podsync_v1_stats_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_podsync_v1_stats_proto_goTypes = []any{
 	(*GetPodStatsRequest)(nil),    // 0: podsync.v1.GetPodStatsRequest
 	(*GetPodStatsResponse)(nil),   // 1: podsync.v1.GetPodStatsResponse
 	(*ListPodStatsRequest)(nil),   // 2: podsync.v1.ListPodStatsRequest
 	(*ListPodStatsResponse)(nil),  // 3: podsync.v1.ListPodStatsResponse
-	(*PodStats)(nil),              // 4: podsync.v1.PodStats
-	(*ContainerStats)(nil),        // 5: podsync.v1.ContainerStats
-	(*CPUStats)(nil),              // 6: podsync.v1.CPUStats
-	(*MemoryStats)(nil),           // 7: podsync.v1.MemoryStats
-	(*NetworkStats)(nil),          // 8: podsync.v1.NetworkStats
-	(*FsStats)(nil),               // 9: podsync.v1.FsStats
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*NodeStats)(nil),             // 4: podsync.v1.NodeStats
+	(*PodStats)(nil),              // 5: podsync.v1.PodStats
+	(*ContainerStats)(nil),        // 6: podsync.v1.ContainerStats
+	(*CPUStats)(nil),              // 7: podsync.v1.CPUStats
+	(*MemoryStats)(nil),           // 8: podsync.v1.MemoryStats
+	(*NetworkStats)(nil),          // 9: podsync.v1.NetworkStats
+	(*FsStats)(nil),               // 10: podsync.v1.FsStats
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
 }
 var file_podsync_v1_stats_proto_depIdxs = []int32{
-	4,  // 0: podsync.v1.GetPodStatsResponse.stats:type_name -> podsync.v1.PodStats
-	4,  // 1: podsync.v1.ListPodStatsResponse.pods:type_name -> podsync.v1.PodStats
-	6,  // 2: podsync.v1.PodStats.cpu:type_name -> podsync.v1.CPUStats
-	7,  // 3: podsync.v1.PodStats.memory:type_name -> podsync.v1.MemoryStats
-	8,  // 4: podsync.v1.PodStats.network:type_name -> podsync.v1.NetworkStats
-	5,  // 5: podsync.v1.PodStats.containers:type_name -> podsync.v1.ContainerStats
-	6,  // 6: podsync.v1.ContainerStats.cpu:type_name -> podsync.v1.CPUStats
-	7,  // 7: podsync.v1.ContainerStats.memory:type_name -> podsync.v1.MemoryStats
-	9,  // 8: podsync.v1.ContainerStats.rootfs:type_name -> podsync.v1.FsStats
-	10, // 9: podsync.v1.CPUStats.time:type_name -> google.protobuf.Timestamp
-	10, // 10: podsync.v1.MemoryStats.time:type_name -> google.protobuf.Timestamp
-	10, // 11: podsync.v1.NetworkStats.time:type_name -> google.protobuf.Timestamp
-	10, // 12: podsync.v1.FsStats.time:type_name -> google.protobuf.Timestamp
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	5,  // 0: podsync.v1.GetPodStatsResponse.stats:type_name -> podsync.v1.PodStats
+	5,  // 1: podsync.v1.ListPodStatsResponse.pods:type_name -> podsync.v1.PodStats
+	4,  // 2: podsync.v1.ListPodStatsResponse.node:type_name -> podsync.v1.NodeStats
+	7,  // 3: podsync.v1.NodeStats.cpu:type_name -> podsync.v1.CPUStats
+	8,  // 4: podsync.v1.NodeStats.memory:type_name -> podsync.v1.MemoryStats
+	7,  // 5: podsync.v1.PodStats.cpu:type_name -> podsync.v1.CPUStats
+	8,  // 6: podsync.v1.PodStats.memory:type_name -> podsync.v1.MemoryStats
+	9,  // 7: podsync.v1.PodStats.network:type_name -> podsync.v1.NetworkStats
+	6,  // 8: podsync.v1.PodStats.containers:type_name -> podsync.v1.ContainerStats
+	7,  // 9: podsync.v1.ContainerStats.cpu:type_name -> podsync.v1.CPUStats
+	8,  // 10: podsync.v1.ContainerStats.memory:type_name -> podsync.v1.MemoryStats
+	10, // 11: podsync.v1.ContainerStats.rootfs:type_name -> podsync.v1.FsStats
+	11, // 12: podsync.v1.CPUStats.time:type_name -> google.protobuf.Timestamp
+	11, // 13: podsync.v1.MemoryStats.time:type_name -> google.protobuf.Timestamp
+	11, // 14: podsync.v1.NetworkStats.time:type_name -> google.protobuf.Timestamp
+	11, // 15: podsync.v1.FsStats.time:type_name -> google.protobuf.Timestamp
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_podsync_v1_stats_proto_init() }
@@ -800,14 +891,15 @@ func file_podsync_v1_stats_proto_init() {
 	if File_podsync_v1_stats_proto != nil {
 		return
 	}
-	file_podsync_v1_stats_proto_msgTypes[6].OneofWrappers = []any{}
+	file_podsync_v1_stats_proto_msgTypes[7].OneofWrappers = []any{}
+	file_podsync_v1_stats_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podsync_v1_stats_proto_rawDesc), len(file_podsync_v1_stats_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

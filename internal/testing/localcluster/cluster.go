@@ -75,6 +75,10 @@ type Options struct {
 	// every node's containerd before its podsyncd starts, with the names
 	// each holds.
 	Images []Images
+	// MetricsServer, if set, is a metrics-server binary (localkube's
+	// BuildBinaries "metrics-server") Start runs once the nodes are Ready
+	// and registers as the Metrics API, for kubectl top.
+	MetricsServer string
 	// Logger receives the harness's warnings; nil discards.
 	Logger *zap.Logger
 	// Say, if set, is told what is being started.
@@ -135,6 +139,9 @@ type Cluster struct {
 	// VKNodes(i).
 	VK  *Process
 	VKs []*Process
+	// MetricsServer is the metrics-server process (Options.MetricsServer),
+	// nil without one.
+	MetricsServer *Process
 	// api makes the kubernetes Service reach the API server from pods.
 	api *apiService
 }
@@ -293,6 +300,12 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	// nodes register on a busy 2-core machine.
 	if err := c.WaitReady(ctx, 2*time.Minute+time.Duration(max(0, o.Nodes-30))*time.Second); err != nil {
 		return nil, err
+	}
+	if o.MetricsServer != "" {
+		o.Say("starting metrics-server")
+		if err := c.startMetricsServer(ctx, o.MetricsServer); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -460,6 +473,9 @@ func (c *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 // what they ran) and the control plane; the logs stay in Dir.
 func (c *Cluster) Stop(ctx context.Context) error {
 	var errs []error
+	if c.MetricsServer != nil {
+		c.MetricsServer.Stop()
+	}
 	for _, vk := range c.VKs {
 		vk.Stop()
 	}

@@ -29,37 +29,23 @@ func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
 // newPKI makes a CA in dir and the certificates the control plane needs:
 // apiserver.{crt,key} (serving 127.0.0.1, localhost and the in-cluster
 // names), admin.{crt,key} (CN admin, O system:masters),
-// apiserver-kubelet-client.{crt,key}, sa.{key,pub}.
+// apiserver-kubelet-client.{crt,key}, sa.{key,pub}; and, as kubeadm makes
+// them for the aggregation layer, front-proxy-ca.{crt,key} and
+// front-proxy-client.{crt,key}, the API server's client certificate
+// towards aggregated API servers (metrics-server).
 func newPKI(dir string) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("make pki directory: %w", err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p, err := newCA(dir, "ca", "localkube-ca")
 	if err != nil {
-		return nil, fmt.Errorf("generate ca key: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "localkube-ca"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, fmt.Errorf("create ca certificate: %w", err)
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("parse ca certificate: %w", err)
-	}
-	p := &pki{dir: dir, ca: ca, key: key}
-	if err := writePEM(p.path("ca.crt"), "CERTIFICATE", der); err != nil {
 		return nil, err
 	}
-	if err := writeKey(p.path("ca.key"), key); err != nil {
+	fp, err := newCA(dir, "front-proxy-ca", "localkube-front-proxy-ca")
+	if err != nil {
+		return nil, err
+	}
+	if err := fp.issue("front-proxy-client", leaf{cn: "front-proxy-client"}); err != nil {
 		return nil, err
 	}
 	if err := p.issue("apiserver", leaf{
@@ -89,6 +75,41 @@ func newPKI(dir string) (*pki, error) {
 		return nil, fmt.Errorf("marshal service-account public key: %w", err)
 	}
 	if err := writePEM(p.path("sa.pub"), "PUBLIC KEY", pub); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newCA makes a self-signed CA, name.crt and name.key in dir, and returns
+// the pki that issues from it.
+func newCA(dir, name, cn string) (*pki, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate %s key: %w", name, err)
+	}
+	serial++
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(serial),
+		Subject:               pkix.Name{CommonName: cn},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("create %s certificate: %w", name, err)
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s certificate: %w", name, err)
+	}
+	p := &pki{dir: dir, ca: ca, key: key}
+	if err := writePEM(p.path(name+".crt"), "CERTIFICATE", der); err != nil {
+		return nil, err
+	}
+	if err := writeKey(p.path(name+".key"), key); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -42,7 +42,25 @@ func TestPKI(t *testing.T) {
 			t.Errorf("%s groups = %v, want system:masters", name, c.Subject.Organization)
 		}
 	}
-	for _, f := range []string{"sa.key", "sa.pub", "ca.key"} {
+	// The aggregation layer's: the API server's client certificate
+	// towards aggregated API servers, of its own CA (the request-header
+	// CA they trust), not the cluster's.
+	fpca, err := os.ReadFile(p.path("front-proxy-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fpPool := x509.NewCertPool()
+	if !fpPool.AppendCertsFromPEM(fpca) {
+		t.Fatal("front-proxy-ca.crt holds no certificate")
+	}
+	fp := load("front-proxy-client")
+	if _, err := fp.Verify(x509.VerifyOptions{Roots: fpPool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil || fp.Subject.CommonName != "front-proxy-client" {
+		t.Errorf("front-proxy-client certificate %q: %v", fp.Subject.CommonName, err)
+	}
+	if _, err := fp.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
+		t.Error("the front-proxy client certificate verifies against the cluster CA: an aggregated API server would take any client of the cluster CA for the API server")
+	}
+	for _, f := range []string{"sa.key", "sa.pub", "ca.key", "front-proxy-ca.key", "front-proxy-client.key"} {
 		st, err := os.Stat(p.path(f))
 		if err != nil {
 			t.Fatal(err)

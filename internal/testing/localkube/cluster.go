@@ -119,6 +119,16 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		"--service-account-key-file=" + p("sa.pub"), "--service-account-signing-key-file=" + p("sa.key"),
 		"--service-cluster-ip-range=10.250.0.0/16",
 		"--cert-dir=" + filepath.Join(o.Dir, "apiserver-certs"), "--endpoint-reconciler-type=none",
+		// The aggregation layer, as kubeadm sets it up (metrics-server's
+		// APIService for kubectl top): the front proxy's client
+		// certificate and the request-header CA aggregated API servers
+		// trust; with no kube-proxy, the API server dials an APIService's
+		// endpoints, not its Service's cluster IP.
+		"--requestheader-client-ca-file=" + p("front-proxy-ca.crt"), "--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + p("front-proxy-client.crt"), "--proxy-client-key-file=" + p("front-proxy-client.key"),
+		"--enable-aggregator-routing=true",
 		"--profiling=false", "--v=1"}, o.APIServerArgs...)...); err != nil {
 		return nil, err
 	}

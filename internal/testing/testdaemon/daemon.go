@@ -36,6 +36,14 @@ const Image = "registry.local/busybox:1"
 // NodeName is the node name every pod status reports.
 const NodeName = "node-1"
 
+// SystemInfo is what the node says of its machine (GetNode's system
+// info); the runtime's version is the fake runtime's CRI Version.
+var SystemInfo = engine.SystemInfo{
+	MachineID: "3d1219c7c4c5404aaa1f6d2a48adfda4", BootID: "3834f90e-e1b6-4f78-bff4-79fbb76efc09",
+	KernelVersion: "6.1.0-18-amd64", OSImage: "Debian GNU/Linux 12 (bookworm)",
+	ContainerRuntimeVersion: "fakeRuntime://0.1.0", OperatingSystem: goruntime.GOOS, Architecture: goruntime.GOARCH,
+}
+
 // NodeIP is the node's address (TEST-NET-1).
 const NodeIP = "192.0.2.10"
 
@@ -230,6 +238,7 @@ func (d *Daemon) runNode(o Options, log *zap.Logger) (server.Service, error) {
 		// timers.
 		RelistPeriod: time.Hour, EventedRelistPeriod: time.Hour,
 		LogRotation: engine.LogRotation{Period: time.Hour}, GC: engine.GCPolicy{Period: time.Hour},
+		SystemInfo: SystemInfo,
 	}
 	info := admit.Node{Name: NodeName, Labels: admit.NodeLabels(NodeName, goruntime.GOOS, goruntime.GOARCH, nil), Allocatable: o.Allocatable}
 	nodeOpts.Admission = &engine.AdmissionConfig{Node: info, Policy: o.policy()}

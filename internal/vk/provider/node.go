@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 )
 
@@ -69,13 +71,10 @@ func NewNode(ctx context.Context, ps Podsync, o NodeOptions, log *zap.Logger) (*
 		}},
 		Spec: corev1.NodeSpec{},
 		Status: corev1.NodeStatus{
-			Phase:       corev1.NodeRunning,
-			Capacity:    corev1.ResourceList{},
-			Allocatable: corev1.ResourceList{},
-			NodeInfo: corev1.NodeSystemInfo{
-				KubeletVersion:  KubeletVersion,
-				OperatingSystem: runtime.GOOS, Architecture: runtime.GOARCH,
-			},
+			Phase:           corev1.NodeRunning,
+			Capacity:        corev1.ResourceList{},
+			Allocatable:     corev1.ResourceList{},
+			NodeInfo:        nodeSystemInfo(pn.GetSystemInfo()),
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: o.Port}},
 		},
 	}
@@ -104,6 +103,19 @@ func NewNode(ctx context.Context, ps Podsync, o NodeOptions, log *zap.Logger) (*
 	}
 	np.setConditions(np.health(ctx))
 	return np, nil
+}
+
+// nodeSystemInfo is the Node's status.nodeInfo from podsyncd's system
+// info, KubeletVersion podsync-vk's; the operating system and
+// architecture are podsync-vk's own when podsyncd does not say (an older
+// podsyncd).
+func nodeSystemInfo(si *podsyncv1.NodeSystemInfo) corev1.NodeSystemInfo {
+	return corev1.NodeSystemInfo{
+		MachineID: si.GetMachineId(), SystemUUID: si.GetSystemUuid(), BootID: si.GetBootId(),
+		KernelVersion: si.GetKernelVersion(), OSImage: si.GetOsImage(), ContainerRuntimeVersion: si.GetContainerRuntimeVersion(),
+		KubeletVersion:  KubeletVersion,
+		OperatingSystem: cmp.Or(si.GetOperatingSystem(), runtime.GOOS), Architecture: cmp.Or(si.GetArchitecture(), runtime.GOARCH),
+	}
 }
 
 // Node is the Node to register.

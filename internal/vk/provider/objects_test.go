@@ -58,8 +58,10 @@ func (f *fakePodsync) PortForward(_ context.Context, _, _ string, _ uint32, conn
 	return err
 }
 
-func (f *fakePodsync) ListPodStats(context.Context, string) ([]*podsyncv1.PodStats, error) {
-	return f.stats, nil
+func (f *fakePodsync) StatsSummary(context.Context, string) (*podsyncv1.ListPodStatsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.summary, f.summaryErr
 }
 
 // fakeObjects is an API server's ConfigMaps and Secrets.

@@ -43,7 +43,7 @@ type Podsync interface {
 	Exec(ctx context.Context, o client.ExecOptions) (int, error)
 	Attach(ctx context.Context, o client.AttachOptions) (int, error)
 	PortForward(ctx context.Context, namespace, name string, port uint32, conn io.ReadWriter) error
-	ListPodStats(ctx context.Context, namespace string) ([]*podsyncv1.PodStats, error)
+	StatsSummary(ctx context.Context, namespace string) (*podsyncv1.ListPodStatsResponse, error)
 }
 
 var _ Podsync = (*client.Client)(nil)

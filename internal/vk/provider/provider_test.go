@@ -33,7 +33,9 @@ type fakePodsync struct {
 	calls   []string // SyncPod and ApplyObjects, in order
 	applied []*podsyncv1.ApplyObjectsRequest
 	exec    []client.ExecOptions
-	stats   []*podsyncv1.PodStats
+	// summary and summaryErr are ListPodStats' answer.
+	summary    *podsyncv1.ListPodStatsResponse
+	summaryErr error
 	// ephemeral are the ephemeral containers podsyncd holds, by pod
 	// namespace/name; added counts AddEphemeralContainer calls.
 	ephemeral map[string][]*podsyncv1.EphemeralContainer
@@ -138,6 +140,9 @@ func (f *fakePodsync) GetNode(context.Context) (*podsyncv1.Node, error) {
 		Taints:      []*podsyncv1.Taint{{Key: "dedicated", Value: "x", Effect: "NoSchedule"}},
 		Capacity:    map[string]string{"cpu": "2", "memory": "4Gi", "pods": "110"},
 		Allocatable: map[string]string{"cpu": "1500m", "memory": "3Gi", "pods": "110"},
+		SystemInfo: &podsyncv1.NodeSystemInfo{MachineId: "3d1219c7c4c5404aaa1f6d2a48adfda4", SystemUuid: "EC2C1B8A-0D4F-4E2B-8E1C-7A3F0A9B5C11",
+			BootId: "3834f90e-e1b6-4f78-bff4-79fbb76efc09", KernelVersion: "6.1.0-18-amd64", OsImage: "Debian GNU/Linux 12 (bookworm)",
+			ContainerRuntimeVersion: "containerd://2.1.4", OperatingSystem: "linux", Architecture: "arm64"},
 	}, nil
 }
 
@@ -322,6 +327,14 @@ func TestNodeFromPodsync(t *testing.T) {
 	}
 	if n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 || n.Status.Addresses[0].Address != "127.0.0.1" {
 		t.Errorf("endpoint %v addresses %v", n.Status.DaemonEndpoints, n.Status.Addresses)
+	}
+	// kubectl get nodes -o wide: OS image, kernel and container runtime
+	// as podsyncd reads them; the kubelet version is podsync-vk's.
+	wantInfo := corev1.NodeSystemInfo{MachineID: "3d1219c7c4c5404aaa1f6d2a48adfda4", SystemUUID: "EC2C1B8A-0D4F-4E2B-8E1C-7A3F0A9B5C11",
+		BootID: "3834f90e-e1b6-4f78-bff4-79fbb76efc09", KernelVersion: "6.1.0-18-amd64", OSImage: "Debian GNU/Linux 12 (bookworm)",
+		ContainerRuntimeVersion: "containerd://2.1.4", KubeletVersion: KubeletVersion, OperatingSystem: "linux", Architecture: "arm64"}
+	if d := cmp.Diff(wantInfo, n.Status.NodeInfo); d != "" {
+		t.Errorf("node info (-want +got):\n%s", d)
 	}
 	if ready(n) != corev1.ConditionTrue {
 		t.Errorf("Ready = %s with podsyncd serving, want True", ready(n))

@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	utilexec "k8s.io/utils/exec"
 
-	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 )
@@ -97,83 +94,4 @@ func (p *Provider) PortForward(ctx context.Context, namespace, podName string, p
 		return fmt.Errorf("port-forward to %s/%s port %d on podsync: %w", namespace, podName, port, err)
 	}
 	return nil
-}
-
-// GetStatsSummary is the kubelet's /stats/summary of this node's pods,
-// from podsyncd's ListPodStats (its own pods only: those podsync-vk
-// created). The node's own numbers are not known to podsyncd and left
-// out.
-func (p *Provider) GetStatsSummary(ctx context.Context) (*statsv1alpha1.Summary, error) {
-	all, err := p.ps.ListPodStats(ctx, "")
-	if err != nil {
-		return nil, fmt.Errorf("pod stats on podsync: %w", err)
-	}
-	p.mu.Lock()
-	starts := map[string]metav1.Time{}
-	for k, pod := range p.pods {
-		if st := p.statusLocked(k); st != nil && st.StartTime != nil {
-			starts[string(pod.UID)] = *st.StartTime
-		}
-	}
-	p.mu.Unlock()
-	out := &statsv1alpha1.Summary{Node: statsv1alpha1.NodeStats{NodeName: p.node}}
-	for _, ps := range all {
-		if !p.owns(ps.GetNamespace(), ps.GetName(), ps.GetUid()) {
-			continue
-		}
-		out.Pods = append(out.Pods, podStats(ps, starts[ps.GetUid()]))
-	}
-	return out, nil
-}
-
-// owns says whether the pod is one this node was given.
-func (p *Provider) owns(namespace, name, uid string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pod, ok := p.pods[key(namespace, name)]
-	return ok && string(pod.UID) == uid
-}
-
-func podStats(in *podsyncv1.PodStats, start metav1.Time) statsv1alpha1.PodStats {
-	out := statsv1alpha1.PodStats{
-		PodRef:    statsv1alpha1.PodReference{Namespace: in.GetNamespace(), Name: in.GetName(), UID: in.GetUid()},
-		StartTime: start,
-		CPU:       cpuStats(in.GetCpu()),
-		Memory:    memoryStats(in.GetMemory()),
-	}
-	if n := in.GetNetwork(); n != nil {
-		out.Network = &statsv1alpha1.NetworkStats{
-			Time: metav1.NewTime(n.GetTime().AsTime()),
-			InterfaceStats: statsv1alpha1.InterfaceStats{Name: "eth0",
-				RxBytes: new(n.GetRxBytes()), TxBytes: new(n.GetTxBytes()),
-				RxErrors: new(n.GetRxErrors()), TxErrors: new(n.GetTxErrors())},
-		}
-	}
-	for _, c := range in.GetContainers() {
-		cs := statsv1alpha1.ContainerStats{Name: c.GetName(), StartTime: start, CPU: cpuStats(c.GetCpu()), Memory: memoryStats(c.GetMemory())}
-		if fs := c.GetRootfs(); fs != nil {
-			cs.Rootfs = &statsv1alpha1.FsStats{Time: metav1.NewTime(fs.GetTime().AsTime()), UsedBytes: new(fs.GetUsedBytes()), InodesUsed: new(fs.GetInodesUsed())}
-		}
-		out.Containers = append(out.Containers, cs)
-	}
-	return out
-}
-
-func cpuStats(in *podsyncv1.CPUStats) *statsv1alpha1.CPUStats {
-	if in == nil {
-		return nil
-	}
-	out := &statsv1alpha1.CPUStats{Time: metav1.NewTime(in.GetTime().AsTime()), UsageCoreNanoSeconds: new(in.GetUsageCoreNanoSeconds())}
-	if in.UsageNanoCores != nil {
-		out.UsageNanoCores = new(in.GetUsageNanoCores())
-	}
-	return out
-}
-
-func memoryStats(in *podsyncv1.MemoryStats) *statsv1alpha1.MemoryStats {
-	if in == nil {
-		return nil
-	}
-	return &statsv1alpha1.MemoryStats{Time: metav1.NewTime(in.GetTime().AsTime()),
-		WorkingSetBytes: new(in.GetWorkingSetBytes()), RSSBytes: new(in.GetRssBytes()), UsageBytes: new(in.GetUsageBytes())}
 }

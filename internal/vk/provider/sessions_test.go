@@ -9,7 +9,6 @@ import (
 	"go.uber.org/zap"
 	utilexec "k8s.io/utils/exec"
 
-	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 )
 
@@ -47,34 +46,6 @@ func TestRunInContainerReportsTheExitCodeAsTheKubelet(t *testing.T) {
 	}
 	if err := p.RunInContainer(t.Context(), "default", "web", "c", []string{"true"}, attachIO{out: out}); err != nil {
 		t.Errorf("RunInContainer of a command exiting 0 = %v", err)
-	}
-}
-
-func TestStatsSummaryHasTheNodesPodsOnly(t *testing.T) {
-	f := newFake()
-	p := New("vk-1", f, zap.NewNop())
-	pod := testPod("1")
-	if err := p.CreatePod(t.Context(), pod); err != nil {
-		t.Fatal(err)
-	}
-	f.stats = []*podsyncv1.PodStats{
-		{Namespace: "default", Name: "web", Uid: string(pod.UID), Cpu: &podsyncv1.CPUStats{UsageCoreNanoSeconds: 7, UsageNanoCores: new(uint64(3))},
-			Memory:     &podsyncv1.MemoryStats{WorkingSetBytes: 1024},
-			Containers: []*podsyncv1.ContainerStats{{Name: "c", Rootfs: &podsyncv1.FsStats{UsedBytes: 5}}}},
-		{Namespace: "default", Name: "web", Uid: uid2},          // an earlier incarnation
-		{Namespace: "default", Name: "podsyncs-own", Uid: uid1}, // not given by Kubernetes
-	}
-	s, err := p.GetStatsSummary(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Node.NodeName != "vk-1" || len(s.Pods) != 1 {
-		t.Fatalf("summary = %+v, want node vk-1 with its one pod", s)
-	}
-	got := s.Pods[0]
-	if got.PodRef.Name != "web" || *got.CPU.UsageNanoCores != 3 || *got.CPU.UsageCoreNanoSeconds != 7 ||
-		*got.Memory.WorkingSetBytes != 1024 || *got.Containers[0].Rootfs.UsedBytes != 5 {
-		t.Errorf("pod stats = %+v", got)
 	}
 }
 

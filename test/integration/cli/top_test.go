@@ -117,6 +117,25 @@ spec:
 	if !hasRow(out, "NAME", "CPU(cores)", "MEMORY(bytes)") || !strings.Contains(out, "busy") {
 		t.Errorf("top pod:\n%s", out)
 	}
+	// top node is the machine's usage, the busy loop and everything
+	// else: at least what the loop took over the narrowest window, less
+	// a margin for the moments top's samples were taken.
+	out = d.mustCtl(ctx, "top", "node")
+	rows := strings.Split(strings.TrimSpace(out), "\n")
+	if len(rows) != 2 || !hasRow(out, "NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)") {
+		t.Fatalf("top node:\n%s", out)
+	}
+	cells := strings.Fields(rows[1])
+	cpu, err1 := strconv.ParseInt(strings.TrimSuffix(cells[1], "m"), 10, 64)
+	mem, err2 := strconv.ParseInt(strings.TrimSuffix(cells[3], "Mi"), 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("top node: cells %q, %q:\n%s", cells[1], cells[3], out)
+	}
+	burn := rate(c1, c2, "burn", c3.t.Sub(c0.t))
+	t.Logf("top node: %dm, %dMi (the busy loop: at least %.0fm)", cpu, mem, burn)
+	if float64(cpu) < 0.5*burn || mem < 10 {
+		t.Errorf("top node: %dm, %dMi; want the machine's, above the busy loop's %.0fm and tens of Mi", cpu, mem, burn)
+	}
 }
 
 // cgroupCPU reads the cumulative CPU usage (ns) of each container from

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podsync/podsync/internal/testing/localcluster"
@@ -67,13 +68,14 @@ func startClusterUser(t *testing.T) *clusterUser {
 	defer cancel()
 	c, err := localcluster.Start(ctx, localcluster.Options{Dir: filepath.Join(dir, "cluster"), RepoDir: repo, KubeBin: kubeBin,
 		Runtimes: insts[:], PodsyncdBin: podsyncdBin, VKBin: vkBin, Logger: localcritest.Logger(),
-		Images: []localcluster.Images{{Tar: tar, Refs: []string{inClusterImage}}}})
+		Images:        []localcluster.Images{{Tar: tar, Refs: []string{inClusterImage}}},
+		MetricsServer: filepath.Join(kubeBin, "metrics-server")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, p := range append([]*localcluster.Process{c.VK}, c.Podsyncds()...) {
+			for _, p := range append([]*localcluster.Process{c.VK, c.MetricsServer}, c.Podsyncds()...) {
 				t.Logf("%s log ends:\n%s", p.Name, tailFile(p.Log, 4000))
 			}
 		}
@@ -428,6 +430,91 @@ spec:
 		}
 	})
 
+	t.Run("kubectl get nodes -o wide shows the OS image, kernel and runtime", func(t *testing.T) {
+		u.t = t
+		osRelease, err := os.ReadFile("/etc/os-release")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var uname unix.Utsname
+		if err := unix.Uname(&uname); err != nil {
+			t.Fatal(err)
+		}
+		wantImage, wantKernel := prettyName(string(osRelease)), unix.ByteSliceToString(uname.Release[:])
+		out := u.kubectl("get", "nodes", "-o", "wide")
+		t.Logf("kubectl get nodes -o wide:\n%s", out)
+		for _, n := range u.c.Nodes {
+			row := rowOf(out, n.Name)
+			if row == "" || strings.Contains(row, "<unknown>") || !strings.Contains(row, wantImage) || !strings.Contains(row, wantKernel) ||
+				!strings.Contains(row, "containerd://") {
+				t.Errorf("node %s's row %q: want OS image %q, kernel %q and containerd://…", n.Name, row, wantImage, wantKernel)
+			}
+			var info corev1.NodeSystemInfo
+			if err := json.Unmarshal([]byte(u.kubectl("get", "node", n.Name, "-o", "jsonpath={.status.nodeInfo}")), &info); err != nil {
+				t.Fatal(err)
+			}
+			if info.MachineID == "" || info.BootID == "" || info.OperatingSystem != "linux" || info.KubeletVersion == "" {
+				t.Errorf("node %s's nodeInfo = %+v: want the machine and boot IDs, linux and the kubelet version", n.Name, info)
+			}
+		}
+	})
+
+	t.Run("kubectl top pods and nodes answer from metrics-server", func(t *testing.T) {
+		u.t = t
+		u.apply(`apiVersion: v1
+kind: Pod
+metadata: {name: topped, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: ` + localcri.BusyboxImage + `
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
+`)
+		u.kubectl("wait", "--for=condition=Ready", "pod/topped", "--timeout=120s")
+		// metrics-server scrapes every 15 s: a container has figures at
+		// the first scrape 10 s after it started, a node at its second.
+		u.eventually(90*time.Second, "kubectl top pod topped", func() (bool, string) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			out, err := u.c.Kubectl(ctx, "top", "pod", "topped", "--containers")
+			return err == nil && rowOf(string(out), "topped") != "", string(out)
+		})
+		out := u.kubectl("top", "pod", "topped", "--containers")
+		t.Logf("kubectl top pod topped --containers:\n%s", out)
+		if f := strings.Fields(rowOf(out, "topped")); len(f) != 4 || f[1] != "c" || !strings.HasSuffix(f[2], "m") || !strings.HasSuffix(f[3], "Mi") {
+			t.Errorf("kubectl top pod topped --containers:\n%s\nwant POD NAME CPU(cores) MEMORY(bytes) of container c", out)
+		}
+		var pm struct {
+			Containers []struct {
+				Name  string            `json:"name"`
+				Usage map[string]string `json:"usage"`
+			} `json:"containers"`
+		}
+		if err := json.Unmarshal([]byte(u.kubectl("get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/topped")), &pm); err != nil {
+			t.Fatal(err)
+		}
+		if len(pm.Containers) != 1 || pm.Containers[0].Usage["memory"] == "" || pm.Containers[0].Usage["memory"] == "0" {
+			t.Errorf("PodMetrics of topped = %+v, want container c's memory", pm)
+		}
+		u.eventually(60*time.Second, "kubectl top nodes lists both podsync nodes", func() (bool, string) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			out, err := u.c.Kubectl(ctx, "top", "nodes")
+			if err != nil {
+				return false, string(out)
+			}
+			for _, n := range u.c.Nodes {
+				f := strings.Fields(rowOf(string(out), n.Name))
+				if len(f) != 5 || f[1] == "<unknown>" || !strings.HasSuffix(f[1], "m") || !strings.HasSuffix(f[3], "Mi") || f[3] == "0Mi" {
+					return false, string(out)
+				}
+			}
+			return true, string(out)
+		})
+		t.Logf("kubectl top nodes:\n%s", u.kubectl("top", "nodes"))
+	})
+
 	t.Run("a deleted pod goes as soon as it has stopped, with its own exit", func(t *testing.T) {
 		u.t = t
 		u.apply(`apiVersion: v1
@@ -463,6 +550,27 @@ spec:
 			t.Errorf("last status reported before the object went: exit %d (found %t), want the container's own 3; watch:\n%s", exit, found, seen.String())
 		}
 	})
+}
+
+// rowOf is the line of a kubectl table whose first column is name, "" if
+// none.
+func rowOf(table, name string) string {
+	for _, l := range strings.Split(table, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == name {
+			return l
+		}
+	}
+	return ""
+}
+
+// prettyName is PRETTY_NAME of an os-release file, unquoted.
+func prettyName(osRelease string) string {
+	for _, l := range strings.Split(osRelease, "\n") {
+		if v, ok := strings.CutPrefix(l, "PRETTY_NAME="); ok {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return "Linux"
 }
 
 // reasons lists the reasons of events.

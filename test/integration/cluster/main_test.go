@@ -23,7 +23,7 @@ var (
 	podsyncdBin string
 	// vkBin is the podsync-vk binary TestMain built.
 	vkBin string
-	// kubeBin holds the Kubernetes binaries.
+	// kubeBin holds the Kubernetes binaries and metrics-server.
 	kubeBin string
 )
 
@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 			defer cancel()
 			// The first build takes about 15 minutes on 2 cores; later
 			// runs find the binaries under .tmp/kube.
-			if kubeBin, err = localkube.Build(ctx, repo, os.Stderr); err != nil {
+			if kubeBin, err = localkube.BuildBinaries(ctx, repo, os.Stderr, append(localkube.Binaries, "metrics-server")...); err != nil {
 				return err
 			}
 			if insts[1], err = localcri.Start(ctx, localcri.Options{Logger: localcritest.Logger(), LogDir: filepath.Join(repo, ".tmp", "logs"), DefaultRoute: true}); err != nil {

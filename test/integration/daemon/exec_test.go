@@ -6,9 +6,12 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -60,6 +63,57 @@ func TestGrpcurlExecSyncAndGetPodStats(t *testing.T) {
 		len(st.GetContainers()) != 1 || st.GetContainers()[0].GetName() != "app" || st.GetContainers()[0].GetCpu().UsageNanoCores == nil ||
 		st.GetSource() == "" {
 		t.Errorf("GetPodStats:\n%s", out)
+	}
+
+	// ListPodStats has the node's own usage beside the pods': the
+	// machine's, at least the pod's.
+	out, err = d.grpcurl(ctx, "{}", nil, "podsync.v1.PodSyncService/ListPodStats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list podsyncv1.ListPodStatsResponse
+	if err := protojson.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	n := list.GetNode()
+	if n.GetCpu().GetUsageCoreNanoSeconds() <= st.GetCpu().GetUsageCoreNanoSeconds() || n.GetCpu().UsageNanoCores == nil ||
+		n.GetMemory().GetWorkingSetBytes() <= st.GetMemory().GetWorkingSetBytes() || n.GetMemory().GetAvailableBytes() == 0 ||
+		n.GetCpu().GetTime() == nil || len(list.GetPods()) != 1 {
+		t.Errorf("ListPodStats: want the machine's usage, above the pod's:\n%s", out)
+	}
+}
+
+// TestGetNodeSystemInfo: GetNode says what a kubelet's NodeSystemInfo
+// says of the machine, its kernel and the runtime.
+func TestGetNodeSystemInfo(t *testing.T) {
+	ctx := testContext(t)
+	d := startPodsyncd(t, daemonOptions{})
+	out, err := d.grpcurl(ctx, "{}", nil, "podsync.v1.PodSyncService/GetNode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp podsyncv1.GetNodeResponse
+	if err := protojson.Unmarshal([]byte(out), &resp); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	var uname unix.Utsname
+	if err := unix.Uname(&uname); err != nil {
+		t.Fatal(err)
+	}
+	machineID, err := os.ReadFile("/etc/machine-id")
+	if err != nil {
+		machineID, _ = os.ReadFile("/var/lib/dbus/machine-id")
+	}
+	bootID, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	si := resp.GetNode().GetSystemInfo()
+	if si.GetKernelVersion() != unix.ByteSliceToString(uname.Release[:]) || si.GetBootId() != strings.TrimSpace(string(bootID)) ||
+		si.GetMachineId() != strings.TrimSpace(string(machineID)) || si.GetOsImage() == "" ||
+		!strings.HasPrefix(si.GetContainerRuntimeVersion(), "containerd://") || si.GetOperatingSystem() != runtime.GOOS ||
+		si.GetArchitecture() != runtime.GOARCH {
+		t.Errorf("GetNode's system info, want the machine's, its kernel's and containerd's:\n%s", out)
 	}
 }
 
