@@ -31,6 +31,8 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA of the client certificates the kubelet API accepts (the API server's --kubelet-client-certificate)")
 	fs.IntVar(&cfg.PodSyncWorkers, "pod-sync-workers", DefaultPodSyncWorkers, "pods of each node created, updated or deleted at once (a deletion holds one for the pod's grace period)")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", DefaultLeaseTTL, "ttl of the podsync lease taken of each node (renewed every third of it); a standby takes a node over once it expires")
+	fs.DurationVar(&cfg.TokenMaxAge, "token-max-age", 0, "age at which a service-account token is renewed whatever its lifetime (0: the kubelet's 24h); for tests")
+	_ = fs.MarkHidden("token-max-age")
 	fs.StringArrayVar(&nodes, "node", nil, "a podsync node: name=NAME,target=SOCKET|HOST:PORT,port=KUBELET_PORT[,cert=,key=,ca=] (repeat for more)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -53,6 +55,8 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 				file.PodSyncWorkers = cfg.PodSyncWorkers
 			case "lease-ttl":
 				file.LeaseTTL = cfg.LeaseTTL
+			case "token-max-age":
+				file.TokenMaxAge = cfg.TokenMaxAge
 			}
 		})
 		if file.ListenAddress == "" {

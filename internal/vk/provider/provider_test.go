@@ -32,8 +32,10 @@ type fakePodsync struct {
 	events  chan *podsyncv1.WatchPodsResponse
 	calls   []string // SyncPod and ApplyObjects, in order
 	applied []*podsyncv1.ApplyObjectsRequest
-	exec    []client.ExecOptions
-	stats   []*podsyncv1.PodStats
+	// applyErr, if set, fails ApplyObjects (not recorded in applied).
+	applyErr error
+	exec     []client.ExecOptions
+	stats    []*podsyncv1.PodStats
 	// ephemeral are the ephemeral containers podsyncd holds, by pod
 	// namespace/name; added counts AddEphemeralContainer calls.
 	ephemeral map[string][]*podsyncv1.EphemeralContainer
