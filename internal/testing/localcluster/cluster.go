@@ -47,6 +47,8 @@ type Options struct {
 	// PodsyncdArgs are further flags of every podsyncd, after
 	// NodeArgs (a later flag wins).
 	PodsyncdArgs []string
+	// VKArgs are further flags of podsync-vk.
+	VKArgs []string
 	// APIServerArgs are further flags of kube-apiserver.
 	APIServerArgs []string
 	// Images are image tarballs (localcri.WriteImageArchive) imported into
@@ -245,7 +247,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	o.Say("starting podsync-vk")
-	if c.VK, err = StartProcess(o.Dir, "podsync-vk", o.VKBin, vkArgs...); err != nil {
+	if c.VK, err = StartProcess(o.Dir, "podsync-vk", o.VKBin, append(vkArgs, o.VKArgs...)...); err != nil {
 		return nil, err
 	}
 	if err := c.WaitReady(ctx, 2*time.Minute); err != nil {
