@@ -137,6 +137,55 @@ func TestNodeObjectUpdateReachesRunningPods(t *testing.T) {
 	}
 }
 
+// TestNodeTokenSecretUpdateRewritesTheProjectedFile: a projected volume
+// as podsync-vk hands the kube-api-access volume over (the token a Secret
+// source, with the namespace from the downward API) follows the Secret: a
+// rotated token replaces the file's content in the running pod, in the
+// volume's mode, its other files kept, without a restart — what the
+// kubelet's remount does with a renewed token.
+func TestNodeTokenSecretUpdateRewritesTheProjectedFile(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	tok := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "podsync-token-uid-1-0-0"}, Data: map[string][]byte{"token": []byte("token-1")}}
+	if _, err := h.node.ApplyObjects(h.ctx, engine.ObjectPuts(nil, []*corev1.Secret{tok}), ""); err != nil {
+		t.Fatal(err)
+	}
+	pod := enginetest.Pod()
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	pod.Spec.Volumes = []corev1.Volume{{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: ptr.To[int32](0o644),
+		Sources: []corev1.VolumeProjection{
+			{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: tok.Name},
+				Items: []corev1.KeyToPath{{Key: "token", Path: "token"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
+				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		}}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "kube-api-access", ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}}
+	if !running(h.apply(pod).Status, "app") {
+		t.Fatal("pod does not run")
+	}
+	dir := criconfig.VolumeDir(pod, criconfig.VolumePluginProjected, "kube-api-access", h.cfg)
+	starts := countCalls(h, "StartContainer")
+
+	tok.Data["token"] = []byte("token-2")
+	if _, err := h.node.ApplyObjects(h.ctx, engine.ObjectPuts(nil, []*corev1.Secret{tok}), ""); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the token file follows the Secret", func() bool {
+		data, _ := os.ReadFile(filepath.Join(dir, "token"))
+		return string(data) == "token-2"
+	})
+	if fi, err := os.Stat(filepath.Join(dir, "token")); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("token file %v, %v: want mode 0644", fi, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "namespace")); err != nil || string(data) != "shop" {
+		t.Errorf("namespace file %q, %v: want it kept", data, err)
+	}
+	if n := countCalls(h, "StartContainer"); n != starts {
+		t.Errorf("StartContainer calls %d after the rotation, want %d: the container was restarted", n, starts)
+	}
+}
+
 // TestNodeDeletedOptionalObjectLeavesTheVolume: deleting an optional
 // ConfigMap source removes its files from the running pod's volume at
 // once, as the kubelet's next remount does; a required one's stay.

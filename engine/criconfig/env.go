@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/podsync/podsync/engine/criconfig/expansion"
 	"github.com/podsync/podsync/engine/errdefs"
@@ -92,7 +93,7 @@ func makeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, er
 			}
 			val = v
 		case from.ResourceFieldRef != nil:
-			v, err := ResourceFieldValue(pod, c, from.ResourceFieldRef, opts.NodeAllocatable)
+			v, err := ResourceFieldValue(pod, c, from.ResourceFieldRef, envAllocatable(pod, opts.NodeAllocatable))
 			if err != nil {
 				return nil, err
 			}
@@ -232,6 +233,30 @@ func formatMap(m map[string]string) string {
 		fmt.Fprintf(&b, "%v=%q\n", k, m[k])
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// envAllocatable is the allocatable an env resourceFieldRef's unset
+// limits are taken from (the kubelet's defaultPodLimitsForDownwardAPI,
+// PodLevelResources): the node's, with the pod-level limits of the
+// resources pod-level resources support (cpu, memory) in place of the
+// node's. downwardAPI volume files keep the node's, as the kubelet's
+// volume plugin does.
+func envAllocatable(pod *corev1.Pod, allocatable corev1.ResourceList) corev1.ResourceList {
+	if !resourcehelper.IsPodLevelLimitsSet(pod) {
+		return allocatable
+	}
+	out := allocatable.DeepCopy()
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+		if !resourcehelper.IsSupportedPodLevelResource(name) {
+			continue
+		}
+		if q, ok := pod.Spec.Resources.Limits[name]; ok && !q.IsZero() {
+			if _, ok := out[name]; ok {
+				out[name] = q.DeepCopy()
+			}
+		}
+	}
+	return out
 }
 
 // ResourceFieldValue is the kubelet's resourceFieldRef value, for env

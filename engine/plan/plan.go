@@ -134,6 +134,15 @@ type PodActions struct {
 	// after the kills and before any start, memory first, each resource's
 	// decreases before its increases (ResizeOrder).
 	Resize []ResizeAction `json:",omitempty"`
+	// StartResized lists the containers of Start, and the sidecars of
+	// StartInit that a resize restarts, which start with other CPU or
+	// memory than their newest instance ran with (ContainerID, Current):
+	// a resize under resizePolicy RestartContainer, or a container
+	// restarted after its resources changed. The pod's aggregate
+	// resources change with them; the executor tells the runtime
+	// (UpdatePodSandboxResources) after the kills and before the starts,
+	// with the in-place resizes: the kubelet's UpdatePodResources.
+	StartResized []ResizeAction `json:",omitempty"`
 	// ResizePending is set, by the executor, when the pod asks for a
 	// resize the node has not admitted: the plan is then the allocated
 	// pod's (AllocatedPod), which does not resize.
@@ -166,6 +175,7 @@ func ComputePodActions(pod *corev1.Pod, view model.RuntimeView, probes model.Pro
 	}
 	a := p.compute()
 	p.finish(&a, now, bo)
+	a.StartResized = p.startResized(&a)
 	if !a.Sandbox.Create {
 		a.PruneInit = p.pruneInitContainers(bo)
 	}
@@ -205,6 +215,7 @@ func (p *planner) killPod(a *PodActions, reason, msg string) {
 	a.StartInit = nil
 	a.StartEphemeral = nil
 	a.Resize = nil
+	a.StartResized = nil
 	for _, s := range p.view.Sandboxes {
 		if s.State == model.SandboxReady {
 			a.Sandbox.KillIDs = append(a.Sandbox.KillIDs, s.ID)

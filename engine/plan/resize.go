@@ -179,6 +179,57 @@ func ActualResources(inst *model.ContainerInstance) (ContainerResources, bool) {
 	return out, true
 }
 
+// comparableResources is ActualResources(inst) to compare with desired:
+// where the runtime applies no CFS quota (podsyncd runs with the quota
+// disabled, or the container has no CPU limit, which a resize cannot
+// add), there is no CPU limit to change, so desired's is taken.
+func comparableResources(inst *model.ContainerInstance, desired ContainerResources) (ContainerResources, bool) {
+	current, ok := ActualResources(inst)
+	if rr := inst.Resources; ok && rr != nil && rr.CPUQuota <= 0 {
+		current.CPULimit = desired.CPULimit
+	}
+	return current, ok
+}
+
+// startResized lists the containers a starts with other CPU or memory
+// than their newest instance ran with (PodActions.StartResized): the
+// kubelet's UpdatePodResources, set by computePodResizeAction for a
+// container a resize restarts and by startingResizedContainer for any
+// regular container it starts. A container that never ran is left out:
+// the sandbox was created with its resources. NOTE(podsync): the kubelet
+// decides before its back-off checks and updates the pod level even for
+// a container that then waits; podsync lists the containers that start
+// in this pass, so a crash loop does not update the pod level at every
+// pass (podsync has no pod cgroup to read the last update back from).
+func (p *planner) startResized(a *PodActions) []ResizeAction {
+	if a.KillPod || a.Sandbox.Create {
+		return nil
+	}
+	var out []ResizeAction
+	add := func(s ContainerAction) {
+		c := model.SpecContainer(p.pod, s.Name)
+		inst := p.view.FindContainer(s.Name)
+		if c == nil || inst == nil {
+			return
+		}
+		desired := ResourcesFromRequirements(&c.Resources)
+		current, ok := comparableResources(inst, desired)
+		if !ok || sameResources(current, desired) {
+			return
+		}
+		out = append(out, ResizeAction{Name: c.Name, ContainerID: inst.ID, Current: current, Desired: desired})
+	}
+	for _, s := range a.StartInit {
+		if s.Reason == ReasonResizeRestart {
+			add(s)
+		}
+	}
+	for _, s := range a.Start {
+		add(s)
+	}
+	return out
+}
+
 // resizeKind is what computeResize decided.
 type resizeKind int
 
@@ -202,14 +253,8 @@ func (p *planner) computeResize(c *corev1.Container, inst *model.ContainerInstan
 	if inst.State != model.ContainerRunning || !p.resourcesOnly(c, inst) {
 		return resizeNotPossible, ResizeAction{}
 	}
-	current, _ := ActualResources(inst)
 	desired := ResourcesFromRequirements(&c.Resources)
-	if rr := inst.Resources; rr != nil && rr.CPUQuota <= 0 {
-		// The runtime applies no CFS quota (podsyncd runs with the
-		// quota disabled, or the container has no CPU limit, which a
-		// resize cannot add): there is no CPU limit to resize.
-		current.CPULimit = desired.CPULimit
-	}
+	current, _ := comparableResources(inst, desired)
 	created := ResourcesFromRequirements(&inst.Spec.Resources)
 	r := ResizeAction{Name: c.Name, ContainerID: inst.ID, Current: current, Desired: desired}
 	policy := func(name corev1.ResourceName) corev1.ResourceResizeRestartPolicy {

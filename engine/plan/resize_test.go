@@ -36,9 +36,10 @@ var (
 
 // resizeSummary is what a resize case asserts on.
 type resizeSummary struct {
-	Kill   []string
-	Start  []string
-	Resize []string
+	Kill         []string
+	Start        []string
+	Resize       []string
+	StartResized []string
 }
 
 func summarizeResize(a plan.PodActions) resizeSummary {
@@ -51,6 +52,9 @@ func summarizeResize(a plan.PodActions) resizeSummary {
 	}
 	for _, r := range a.Resize {
 		s.Resize = append(s.Resize, fmt.Sprintf("%s/%s %+v->%+v", r.Name, r.ContainerID, r.Current, r.Desired))
+	}
+	for _, r := range a.StartResized {
+		s.StartResized = append(s.StartResized, fmt.Sprintf("%s/%s %+v->%+v", r.Name, r.ContainerID, r.Current, r.Desired))
 	}
 	return s
 }
@@ -114,14 +118,14 @@ func TestComputePodActionsForPodResize(t *testing.T) {
 			created: res(nil, rl("cpu", "100m", "memory", "100Mi")),
 			desired: res(nil, rl("cpu", "200m", "memory", "200Mi")),
 			policy:  []corev1.ContainerResizePolicy{cpuRestart, memInPlace},
-			want:    resizeSummary{Kill: []string{"app:ResizeRequiresRestart:" + restartMsg}, Start: []string{"app#1:ResizeRequiresRestart"}},
+			want:    resizeSummary{Kill: []string{"app:ResizeRequiresRestart:" + restartMsg}, Start: []string{"app#1:ResizeRequiresRestart"}, StartResized: []string{fmt.Sprintf("app/c-app {CPURequest:100 CPULimit:100 MemoryRequest:%d MemoryLimit:%d}->{CPURequest:200 CPULimit:200 MemoryRequest:%d MemoryLimit:%d}", 100*mi, 100*mi, 200*mi, 200*mi)}},
 		},
 		{
 			name:    "a CPU and memory change with RestartContainer for memory restarts the container",
 			created: res(nil, rl("cpu", "100m", "memory", "100Mi")),
 			desired: res(nil, rl("cpu", "200m", "memory", "200Mi")),
 			policy:  []corev1.ContainerResizePolicy{cpuInPlace, memRestart},
-			want:    resizeSummary{Kill: []string{"app:ResizeRequiresRestart:" + restartMsg}, Start: []string{"app#1:ResizeRequiresRestart"}},
+			want:    resizeSummary{Kill: []string{"app:ResizeRequiresRestart:" + restartMsg}, Start: []string{"app#1:ResizeRequiresRestart"}, StartResized: []string{fmt.Sprintf("app/c-app {CPURequest:100 CPULimit:100 MemoryRequest:%d MemoryLimit:%d}->{CPURequest:200 CPULimit:200 MemoryRequest:%d MemoryLimit:%d}", 100*mi, 100*mi, 200*mi, 200*mi)}},
 		},
 		{
 			name:    "a memory change with RestartContainer for CPU only is a resize in place",
@@ -142,7 +146,7 @@ func TestComputePodActionsForPodResize(t *testing.T) {
 			created: res(rl("memory", "100Mi"), rl("memory", "300Mi")),
 			desired: res(rl("memory", "200Mi"), rl("memory", "300Mi")),
 			policy:  []corev1.ContainerResizePolicy{memRestart},
-			want:    resizeSummary{Kill: []string{"app:ResizeRequiresRestart:" + restartMsg}, Start: []string{"app#1:ResizeRequiresRestart"}},
+			want:    resizeSummary{Kill: []string{"app:ResizeRequiresRestart:" + restartMsg}, Start: []string{"app#1:ResizeRequiresRestart"}, StartResized: []string{fmt.Sprintf("app/c-app {CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:%d}->{CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:%d}", 100*mi, 300*mi, 200*mi, 300*mi)}},
 		},
 		{
 			name:    "a memory request change with NotRequired changes nothing in the runtime",
@@ -170,7 +174,7 @@ func TestComputePodActionsForPodResize(t *testing.T) {
 			created:   res(nil, rl("memory", "100Mi")),
 			desired:   res(nil, rl("memory", "200Mi")),
 			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[0].Args = []string{"x"} },
-			want:      resizeSummary{Kill: []string{"app:DefinitionChanged:Container app definition changed, will be restarted"}, Start: []string{"app#1:DefinitionChanged"}},
+			want:      resizeSummary{Kill: []string{"app:DefinitionChanged:Container app definition changed, will be restarted"}, Start: []string{"app#1:DefinitionChanged"}, StartResized: []string{fmt.Sprintf("app/c-app {CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:%d}->{CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:%d}", 100*mi, 100*mi, 200*mi, 200*mi)}},
 		},
 		{
 			name:    "a change of a resource other than CPU and memory restarts the container",
@@ -182,13 +186,13 @@ func TestComputePodActionsForPodResize(t *testing.T) {
 			name:    "an added limit restarts the container",
 			created: res(rl("memory", "100Mi"), nil),
 			desired: res(rl("memory", "100Mi"), rl("memory", "200Mi")),
-			want:    resizeSummary{Kill: []string{"app:DefinitionChanged:Container app definition changed, will be restarted"}, Start: []string{"app#1:DefinitionChanged"}},
+			want:    resizeSummary{Kill: []string{"app:DefinitionChanged:Container app definition changed, will be restarted"}, Start: []string{"app#1:DefinitionChanged"}, StartResized: []string{fmt.Sprintf("app/c-app {CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:0}->{CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:%d}", 100*mi, 100*mi, 200*mi)}},
 		},
 		{
 			name:    "a resize that changes the QoS class restarts the container",
 			created: res(nil, nil),
 			desired: res(rl("memory", "100Mi"), nil),
-			want:    resizeSummary{Kill: []string{"app:DefinitionChanged:Container app definition changed, will be restarted"}, Start: []string{"app#1:DefinitionChanged"}},
+			want:    resizeSummary{Kill: []string{"app:DefinitionChanged:Container app definition changed, will be restarted"}, Start: []string{"app#1:DefinitionChanged"}, StartResized: []string{fmt.Sprintf("app/c-app {CPURequest:0 CPULimit:0 MemoryRequest:0 MemoryLimit:0}->{CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:0}", 100*mi)}},
 		},
 		{
 			name:    "a resize of an instance whose spec annotation is lost restarts the container",
@@ -202,7 +206,7 @@ func TestComputePodActionsForPodResize(t *testing.T) {
 			created: res(nil, rl("memory", "100Mi")),
 			desired: res(nil, rl("memory", "200Mi")),
 			probes:  model.ProbeResults{Liveness: map[string]model.ProbeResult{"c-app": model.ProbeFailure}},
-			want:    resizeSummary{Kill: []string{"app:LivenessProbeFailed:Container app failed liveness probe, will be restarted"}, Start: []string{"app#1:LivenessProbeFailed"}},
+			want:    resizeSummary{Kill: []string{"app:LivenessProbeFailed:Container app failed liveness probe, will be restarted"}, Start: []string{"app#1:LivenessProbeFailed"}, StartResized: []string{fmt.Sprintf("app/c-app {CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:%d}->{CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:%d}", 100*mi, 100*mi, 200*mi, 200*mi)}},
 		},
 	}
 	for _, tt := range tests {
@@ -314,5 +318,109 @@ func TestCrashLoopBackOffSurvivesAResize(t *testing.T) {
 	pod.Spec.Containers[0].Image = "busybox:2"
 	if b := plan.CrashLoopBackoff(pod, model.SpecContainer(pod, "app"), &view, plan.BackoffPolicy{}); b.Failures != 0 {
 		t.Errorf("back-off %+v after an image change, want none", b)
+	}
+}
+
+// TestStartResized: the containers a pass starts with other CPU or memory
+// than their newest instance ran with change the pod-level resources (the
+// kubelet's UpdatePodResources: computePodResizeAction for a resize that
+// restarts, startingResizedContainer for any other start); a container
+// that never ran, one that starts with what it had, one that waits in a
+// back-off and a pod whose sandbox is re-created do not.
+func TestStartResized(t *testing.T) {
+	const mi = 1 << 20
+	small, large := res(nil, rl("memory", "64Mi")), res(nil, rl("memory", "128Mi"))
+	grown := fmt.Sprintf("{CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:%d}->{CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:%d}", 64*mi, 64*mi, 128*mi, 128*mi)
+	tests := []struct {
+		name string
+		// build returns the pod and what the runtime holds; old is the pod
+		// as the instances were created.
+		build func(old, pod *corev1.Pod) model.RuntimeView
+		want  []string
+	}{
+		{
+			name: "a resize under RestartContainer",
+			build: func(old, pod *corev1.Pod) model.RuntimeView {
+				pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{memRestart}
+				old.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{memRestart}
+				view := plantest.BaseView()
+				view.Containers[1] = plantest.Inst(old, "app", "c-app", model.ContainerRunning, 0, time.Hour)
+				return view
+			},
+			want: []string{"app/c-app " + grown},
+		},
+		{
+			name: "an exited container restarted after its resources changed",
+			build: func(old, _ *corev1.Pod) model.RuntimeView {
+				view := plantest.BaseView()
+				view.Containers[1] = plantest.Exited(plantest.Inst(old, "app", "c-app", model.ContainerExited, 0, time.Hour), 1, 30*time.Minute)
+				return view
+			},
+			want: []string{"app/c-app " + grown},
+		},
+		{
+			name: "an exited container restarted with what it had",
+			build: func(old, pod *corev1.Pod) model.RuntimeView {
+				pod.Spec.Containers[0].Resources = small
+				view := plantest.BaseView()
+				view.Containers[1] = plantest.Exited(plantest.Inst(old, "app", "c-app", model.ContainerExited, 0, time.Hour), 1, 30*time.Minute)
+				return view
+			},
+		},
+		{
+			name: "a container that never ran",
+			build: func(_, _ *corev1.Pod) model.RuntimeView {
+				view := plantest.BaseView()
+				view.Containers = view.Containers[:1]
+				return view
+			},
+		},
+		{
+			name: "an exited container in a crash-loop back-off",
+			build: func(old, _ *corev1.Pod) model.RuntimeView {
+				view := plantest.BaseView()
+				view.Containers[1] = plantest.Exited(plantest.Inst(old, "app", "c-app-2", model.ContainerExited, 2, 2*time.Minute), 1, time.Second)
+				view.Containers = append(view.Containers, plantest.Exited(plantest.Inst(old, "app", "c-app-1", model.ContainerExited, 1, 5*time.Minute), 1, 3*time.Minute))
+				return view
+			},
+		},
+		{
+			name: "a sidecar resized under RestartContainer",
+			build: func(old, pod *corev1.Pod) model.RuntimeView {
+				for _, p := range []*corev1.Pod{old, pod} {
+					plantest.WithInit("log-sidecar")(p)
+					p.Spec.InitContainers[0].ResizePolicy = []corev1.ContainerResizePolicy{memRestart}
+					p.Spec.Containers[0].Resources = small
+				}
+				old.Spec.InitContainers[0].Resources = small
+				pod.Spec.InitContainers[0].Resources = large
+				view := plantest.BaseView()
+				view.Containers = append(view.Containers, plantest.Inst(old, "log-sidecar", "c-sc", model.ContainerRunning, 0, 58*time.Minute))
+				view.Containers[1] = plantest.Inst(old, "app", "c-app", model.ContainerRunning, 0, 55*time.Minute)
+				return view
+			},
+			want: []string{"log-sidecar/c-sc " + grown},
+		},
+		{
+			name: "a sandbox re-created",
+			build: func(old, _ *corev1.Pod) model.RuntimeView {
+				view := plantest.BaseView()
+				view.Sandboxes[0] = plantest.Sandbox("sb1", 0, false, time.Hour)
+				view.Containers[1] = plantest.Exited(plantest.Inst(old, "app", "c-app", model.ContainerExited, 0, time.Hour), 1, 30*time.Minute)
+				return view
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, pod := plantest.BasePod(), plantest.BasePod()
+			old.Spec.Containers[0].Resources = small
+			pod.Spec.Containers[0].Resources = large
+			view := tt.build(old, pod)
+			got := summarizeResize(plan.ComputePodActions(pod, view, model.ProbeResults{}, plantest.T0, plan.BackoffPolicy{})).StartResized
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("StartResized mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

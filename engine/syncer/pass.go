@@ -243,7 +243,7 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 		// Step 6 of the kubelet's SyncPod: resize running containers
 		// in place (a failure is its step's; the pass goes on, as
 		// upstream).
-		p.resize(ctx, actions.Resize, actions.Sandbox.ID)
+		p.resize(ctx, actions, actions.Sandbox.ID)
 		p.backOffSteps(actions.BackOff, nil)
 		// The volume manager's remount: files follow the pod's labels
 		// and their objects (a ConfigMap applied since the last pass).
@@ -259,7 +259,7 @@ func (p *pass) execute(ctx context.Context, actions plan.PodActions) {
 		return
 	}
 	// Step 6, after the sandbox config (step 5) as in the kubelet.
-	p.resize(ctx, actions.Resize, sb.id)
+	p.resize(ctx, actions, sb.id)
 	p.startContainers(ctx, actions, sb)
 }
 

@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,31 +46,37 @@ func (p *pass) admitResize() *plan.ResizePending {
 }
 
 // resize is the kubelet's doPodResizeAction: memory first, then CPU; for
-// each, the pod-level resources when they grow, the containers (their
-// decreases first), the pod-level resources when they shrink. It stops at
-// the first failure, reported as a ResizePodInPlaceError step (the pass
-// goes on); the next pass retries what is left.
+// each, the pod-level resources when they grow, the containers resized in
+// place (their decreases first), the pod-level resources when they
+// shrink. The containers that start with new resources (StartResized: a
+// resize that restarts them, killed by now) change the pod level too,
+// and start later in the pass. It stops at the first failure, reported
+// as a ResizePodInPlaceError step (the pass goes on); the next pass
+// retries what is left.
 //
 // NOTE(podsync): podsync writes no pod-level cgroup limits (the runtime
 // creates the pod cgroup as the containers' parent), so the pod level is
 // the runtime's UpdatePodSandboxResources, best effort as in the kubelet:
-// a runtime that does not implement it (containerd 1.6) is skipped.
-func (p *pass) resize(ctx context.Context, rs []plan.ResizeAction, sandboxID string) {
-	if len(rs) == 0 || ctx.Err() != nil {
+// a runtime that does not implement it (containerd 1.6) is skipped. What
+// the pod runs with before is read from its containers' instances (the
+// kubelet reads its pod cgroup).
+func (p *pass) resize(ctx context.Context, actions plan.PodActions, sandboxID string) {
+	rs, started := actions.Resize, actions.StartResized
+	if (len(rs) == 0 && len(started) == 0) || ctx.Err() != nil {
 		return
 	}
 	current := map[string]plan.ContainerResources{}
-	for _, r := range rs {
+	for _, r := range slices.Concat(rs, started) {
 		current[r.Name] = r.Current
 	}
 	// What the pod runs with as the resize goes on.
 	running := criconfig.WithResources(p.pod, current)
 	for _, name := range []corev1.ResourceName{corev1.ResourceMemory, corev1.ResourceCPU} {
 		order := plan.ResizeOrder(rs, name)
-		if len(order) == 0 {
+		if len(order) == 0 && len(started) == 0 {
 			continue
 		}
-		for _, r := range order {
+		for _, r := range slices.Concat(order, started) {
 			cur := current[r.Name]
 			switch name {
 			case corev1.ResourceMemory:
@@ -167,7 +174,9 @@ func (p *pass) updatePodSandboxResources(ctx context.Context, req *runtimeapi.Up
 	_, err := p.s.rt.UpdatePodSandboxResources(ctx, req)
 	switch {
 	case err == nil:
-		step.Message = "Updated the pod's resources"
+		lr := req.GetResources()
+		step.Message = fmt.Sprintf("Updated the pod's resources: cpu shares %d, cpu quota %d, memory limit %d",
+			lr.GetCpuShares(), lr.GetCpuQuota(), lr.GetMemoryLimitInBytes())
 	case unimplemented(err):
 		// Best effort, as in the kubelet (containerd 2.2 answers Unknown).
 		step.Message = "The runtime does not implement UpdatePodSandboxResources; skipped"

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -110,24 +111,43 @@ func TestResizeOrder(t *testing.T) {
 	}
 }
 
+// TestResizeRestartContainerPolicyRestarts: a resize under
+// RestartContainer kills the container, tells the runtime the pod's new
+// resources (the kubelet's UpdatePodResources, between the kill and the
+// start) and starts it with the new ones; nothing is resized in place.
 func TestResizeRestartContainerPolicyRestarts(t *testing.T) {
 	h := syncertest.New(t)
 	pod := resizePod(limits("cpu", "100m", "memory", "64Mi"), limits("cpu", "100m", "memory", "64Mi"))
 	pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
 	res := h.Sync(pod)
 	before := syncertest.Newest(t, res, "app")
+	sb := res.SandboxID
 
 	pod.Spec.Containers[0].Resources = limits("cpu", "100m", "memory", "128Mi")
 	h.Calls()
 	res = h.Sync(pod)
-	syncertest.WantSteps(t, res, "KillContainer app ResizeRequiresRestart", "ConfigPodSandbox #0", "StartContainer app ResizeRequiresRestart")
+	syncertest.WantSteps(t, res,
+		"KillContainer app ResizeRequiresRestart",
+		"ConfigPodSandbox #0",
+		"UpdatePodSandboxResources "+sb+" ResizePodInPlace",
+		"StartContainer app ResizeRequiresRestart",
+	)
 	for _, s := range res.Steps {
 		if s.Action == syncer.ActionKillContainer && s.Message != "Container app resize requires restart" {
 			t.Errorf("kill message %q, want the kubelet's", s.Message)
 		}
+		if s.Action == syncer.ActionUpdatePodSandboxResources &&
+			s.Message != "Updated the pod's resources: cpu shares 204, cpu quota 20000, memory limit 201326592" {
+			t.Errorf("pod-level message %q, want the pod's new aggregate: 192Mi of memory", s.Message)
+		}
 	}
-	if calls := callsOf(h.Calls()); len(calls) != 0 {
-		t.Errorf("resize calls %v for a RestartContainer resize", calls)
+	calls := h.Calls()
+	if got := callsOf(slices.Clone(calls)); !slices.Equal(got, []string{"UpdatePodSandboxResources"}) {
+		t.Errorf("resize calls %v, want the pod level only", got)
+	}
+	stop, update, create := slices.Index(calls, "StopContainer"), slices.Index(calls, "UpdatePodSandboxResources"), slices.Index(calls, "CreateContainer")
+	if stop < 0 || stop > update || update > create {
+		t.Errorf("calls %v: want UpdatePodSandboxResources between the kill and the create", calls)
 	}
 	after := syncertest.Newest(t, res, "app")
 	if after.ID == before.ID || after.RestartCount != 1 {
@@ -138,6 +158,126 @@ func TestResizeRestartContainerPolicyRestarts(t *testing.T) {
 	}
 	if again := h.Sync(pod); len(again.Steps) != 0 {
 		t.Errorf("a pass after the restart did %v", syncertest.Summary(again.Steps))
+	}
+}
+
+// TestResizeByRestartShrinksThePod: a decrease under RestartContainer
+// gives the runtime the pod's smaller aggregate, before the start.
+func TestResizeByRestartShrinksThePod(t *testing.T) {
+	h := syncertest.New(t)
+	pod := resizePod(limits("cpu", "200m", "memory", "128Mi"), limits("cpu", "100m", "memory", "64Mi"))
+	pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{
+		{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer},
+		{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer},
+	}
+	sb := h.Sync(pod).SandboxID
+	pod.Spec.Containers[0].Resources = limits("cpu", "100m", "memory", "32Mi")
+	res := h.Sync(pod)
+	// Memory, then CPU: one update each, as the kubelet's
+	// doPodResizeAction updates the pod level per resource.
+	syncertest.WantSteps(t, res,
+		"KillContainer app ResizeRequiresRestart",
+		"ConfigPodSandbox #0",
+		"UpdatePodSandboxResources "+sb+" ResizePodInPlace",
+		"UpdatePodSandboxResources "+sb+" ResizePodInPlace",
+		"StartContainer app ResizeRequiresRestart",
+	)
+	want := []string{
+		"Updated the pod's resources: cpu shares 307, cpu quota 30000, memory limit 100663296",
+		"Updated the pod's resources: cpu shares 204, cpu quota 20000, memory limit 100663296",
+	}
+	var got []string
+	for _, s := range res.Steps {
+		if s.Action == syncer.ActionUpdatePodSandboxResources {
+			got = append(got, s.Message)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("pod-level updates %q, want %q", got, want)
+	}
+}
+
+// TestResizeByRestartWithoutUpdatePodSandboxResources: on a runtime
+// without the call (containerd 1.6) a resize that restarts still
+// restarts the container with its new resources.
+func TestResizeByRestartWithoutUpdatePodSandboxResources(t *testing.T) {
+	h := syncertest.New(t)
+	pod := resizePod(limits("cpu", "100m", "memory", "64Mi"), limits("cpu", "100m", "memory", "64Mi"))
+	pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+	sb := h.Sync(pod).SandboxID
+	pod.Spec.Containers[0].Resources = limits("cpu", "100m", "memory", "128Mi")
+	h.RT.InjectError("UpdatePodSandboxResources", status.Error(codes.Unimplemented, "unknown method UpdatePodSandboxResources"))
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res,
+		"KillContainer app ResizeRequiresRestart",
+		"ConfigPodSandbox #0",
+		"UpdatePodSandboxResources "+sb+" ResizePodInPlace",
+		"StartContainer app ResizeRequiresRestart",
+	)
+	if s := res.Steps[2]; s.Message != "The runtime does not implement UpdatePodSandboxResources; skipped" {
+		t.Errorf("pod-level step message %q, want it skipped", s.Message)
+	}
+	if res.Err() != nil {
+		t.Errorf("pass failed: %v", res.Err())
+	}
+	if lr := runtimeResources(t, h, syncertest.Newest(t, res, "app").ID); lr.GetMemoryLimitInBytes() != 128<<20 {
+		t.Errorf("memory limit %d, want 128Mi", lr.GetMemoryLimitInBytes())
+	}
+}
+
+// TestResizeByRestartPodLevelFailureStillStarts: the runtime refusing
+// the pod's new resources is a ResizePodInPlaceError step; the container
+// starts all the same and the next pass does not ask again, as the
+// kubelet's SyncPod goes on to its starts and its next sync finds the
+// container started.
+func TestResizeByRestartPodLevelFailureStillStarts(t *testing.T) {
+	h := syncertest.New(t)
+	pod := resizePod(limits("cpu", "100m", "memory", "64Mi"), limits("cpu", "100m", "memory", "64Mi"))
+	pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+	sb := h.Sync(pod).SandboxID
+	pod.Spec.Containers[0].Resources = limits("cpu", "100m", "memory", "128Mi")
+	h.RT.InjectError("UpdatePodSandboxResources", errors.New("nri: plugin refused"))
+	res := h.Sync(pod)
+	syncertest.WantSteps(t, res,
+		"KillContainer app ResizeRequiresRestart",
+		"ConfigPodSandbox #0",
+		"UpdatePodSandboxResources "+sb+" !ResizePodInPlaceError",
+		"StartContainer app ResizeRequiresRestart",
+	)
+	step := syncertest.FailedStep(t, res, syncer.ActionUpdatePodSandboxResources, sb)
+	if want := `update resources of sandbox "` + sb + `": nri: plugin refused`; step.Message != want {
+		t.Errorf("message %q, want %q", step.Message, want)
+	}
+	if again := h.Sync(pod); len(again.Steps) != 0 {
+		t.Errorf("a pass after the restart did %v", syncertest.Summary(again.Steps))
+	}
+}
+
+// TestRestartAfterAResizeUpdatesThePod: a container that exited and
+// restarts with resources changed meanwhile changes the pod level first
+// (the kubelet's startingResizedContainer); one that restarts with what
+// it had does not.
+func TestRestartAfterAResizeUpdatesThePod(t *testing.T) {
+	h := syncertest.New(t)
+	pod := resizePod(limits("cpu", "100m", "memory", "64Mi"), limits("cpu", "100m", "memory", "64Mi"))
+	res := h.Sync(pod)
+	sb := res.SandboxID
+
+	h.Exit(res, "app", 1)
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res, "ConfigPodSandbox #0", "StartContainer app Exited")
+
+	h.Exit(res, "app", 1)
+	h.Clock.Step(time.Minute) // past the back-off
+	pod.Spec.Containers[0].Resources = limits("cpu", "100m", "memory", "96Mi")
+	res = h.Sync(pod)
+	syncertest.WantSteps(t, res,
+		"ConfigPodSandbox #0",
+		"UpdatePodSandboxResources "+sb+" ResizePodInPlace",
+		"StartContainer app Exited",
+	)
+	if s := res.Steps[1]; s.Message != "Updated the pod's resources: cpu shares 204, cpu quota 20000, memory limit 167772160" {
+		t.Errorf("pod-level message %q, want 160Mi of memory", s.Message)
 	}
 }
 
@@ -248,11 +388,16 @@ func TestResizeRunsAfterTheSandboxConfigAndBeforeStarts(t *testing.T) {
 	pod.Spec.Containers[0].Resources = limits("cpu", "100m", "memory", "32Mi")
 	pod.Spec.Containers[1].Resources = limits("cpu", "100m", "memory", "128Mi")
 	res := h.Sync(pod)
+	// The pod grows from 128Mi (what both ran with) to 160Mi: the pod
+	// level first, then app shrinks in place, then helper starts.
 	syncertest.WantSteps(t, res,
 		"KillContainer helper ResizeRequiresRestart",
 		"ConfigPodSandbox #0",
-		"UpdateContainerResources app ResizePodInPlace",
 		"UpdatePodSandboxResources "+sb+" ResizePodInPlace",
+		"UpdateContainerResources app ResizePodInPlace",
 		"StartContainer helper ResizeRequiresRestart",
 	)
+	if s := res.Steps[2]; s.Message != "Updated the pod's resources: cpu shares 204, cpu quota 20000, memory limit 167772160" {
+		t.Errorf("pod-level message %q, want 160Mi of memory", s.Message)
+	}
 }

@@ -42,6 +42,14 @@ type Config struct {
 	// between its nodes gets them times the number of nodes.
 	KubeAPIQPS   float32 `yaml:"kubeAPIQPS"`
 	KubeAPIBurst int     `yaml:"kubeAPIBurst"`
+	// TokenMaxAge is the age at which a pod's service-account token is
+	// renewed whatever its lifetime: 0 is the kubelet's 24 hours
+	// (provider.DefaultTokenMaxAge). A token is renewed at 80 % of its
+	// lifetime before that; the API server's shortest is 10 minutes, so
+	// tests give a few seconds here to see a rotation in their time. Not
+	// for production: the API server would mint a token per pod that
+	// often.
+	TokenMaxAge time.Duration `yaml:"tokenMaxAge"`
 	// Nodes are the podsync nodes served.
 	Nodes []NodeConfig `yaml:"nodes"`
 }
@@ -144,6 +152,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LeaseTTL != 0 && (c.LeaseTTL < time.Second || c.LeaseTTL > time.Hour) {
 		errs = append(errs, fmt.Errorf("--lease-ttl %s: give 1s to 1h", c.LeaseTTL))
+	}
+	if c.TokenMaxAge != 0 && (c.TokenMaxAge < 4*time.Second || c.TokenMaxAge > 24*time.Hour) {
+		errs = append(errs, fmt.Errorf("--token-max-age %s: give 4s to 24h", c.TokenMaxAge))
 	}
 	if c.PodSyncWorkers < 0 {
 		errs = append(errs, fmt.Errorf("--pod-sync-workers %d: give 1 or more (0: %d)", c.PodSyncWorkers, DefaultPodSyncWorkers))

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -44,6 +45,15 @@ func TestValidateSaysEverythingAtOnce(t *testing.T) {
 	neg := Config{PodSyncWorkers: -1, Nodes: []NodeConfig{{Target: "s", Port: 1}}}
 	if err := neg.Validate(); err == nil || !strings.Contains(err.Error(), "--pod-sync-workers -1") {
 		t.Errorf("negative pod sync workers: %v", err)
+	}
+	for _, age := range []time.Duration{time.Second, 48 * time.Hour} {
+		c := Config{TokenMaxAge: age, Nodes: []NodeConfig{{Target: "s", Port: 1}}}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--token-max-age "+age.String()+": give 4s to 24h") {
+			t.Errorf("token max age %s: %v", age, err)
+		}
+	}
+	if err := (&Config{TokenMaxAge: 20 * time.Second, Nodes: []NodeConfig{{Target: "s", Port: 1}}}).Validate(); err != nil {
+		t.Errorf("token max age 20s: %v", err)
 	}
 }
 

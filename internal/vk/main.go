@@ -33,6 +33,8 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", DefaultLeaseTTL, "ttl of the podsync lease taken of each node (renewed every third of it); a standby takes a node over once it expires")
 	fs.Float32Var(&cfg.KubeAPIQPS, "kube-api-qps", DefaultKubeAPIQPS, "API server requests per second for each node served, as the kubelet's --kube-api-qps")
 	fs.IntVar(&cfg.KubeAPIBurst, "kube-api-burst", DefaultKubeAPIBurst, "API server request burst for each node served, as the kubelet's --kube-api-burst")
+	fs.DurationVar(&cfg.TokenMaxAge, "token-max-age", 0, "age at which a service-account token is renewed whatever its lifetime (0: the kubelet's 24h); for tests")
+	_ = fs.MarkHidden("token-max-age")
 	fs.StringArrayVar(&nodes, "node", nil, "a podsync node: name=NAME,target=SOCKET|HOST:PORT,port=KUBELET_PORT[,cert=,key=,ca=] (repeat for more)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -59,6 +61,8 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 				file.KubeAPIQPS = cfg.KubeAPIQPS
 			case "kube-api-burst":
 				file.KubeAPIBurst = cfg.KubeAPIBurst
+			case "token-max-age":
+				file.TokenMaxAge = cfg.TokenMaxAge
 			}
 		})
 		if file.ListenAddress == "" {

@@ -106,7 +106,7 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	log = log.With(zap.String("node", name))
 	p := provider.New(name, ps, log)
 	p.UseKube(kubePods{kc})
-	p.UseTokens(kubePods{kc})
+	p.UseTokens(kubePods{kc}, cfg.TokenMaxAge)
 
 	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, time.Minute, nodeutil.PodInformerFilter(name))
 	// The kubelet reads every Service (for the service environment

@@ -10,5 +10,5 @@
 // leaves anything tagged with the run id behind (processes, mounts, links,
 // network namespaces, iptables rules) fails the run. A runtime that cannot
 // start is a failure with the reason, never a skip. The tests need root and
-// build containerd v2.4.2 into .tmp/ on first use (about 2 minutes).
+// build containerd v2.4.2 into .tmp/ on first use (5 to 10 minutes on 2 cores).
 package integration

@@ -28,8 +28,11 @@ func (f *fakePodsync) DeleteObject(_ context.Context, req *podsyncv1.DeleteObjec
 func (f *fakePodsync) ApplyObjects(_ context.Context, req *podsyncv1.ApplyObjectsRequest) (*podsyncv1.ApplyObjectsResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.applied = append(f.applied, req)
 	f.calls = append(f.calls, "ApplyObjects")
+	if f.applyErr != nil {
+		return nil, f.applyErr
+	}
+	f.applied = append(f.applied, req)
 	return &podsyncv1.ApplyObjectsResponse{}, nil
 }
 

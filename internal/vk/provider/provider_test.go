@@ -32,7 +32,9 @@ type fakePodsync struct {
 	events  chan *podsyncv1.WatchPodsResponse
 	calls   []string // SyncPod and ApplyObjects, in order
 	applied []*podsyncv1.ApplyObjectsRequest
-	exec    []client.ExecOptions
+	// applyErr, if set, fails ApplyObjects (not recorded in applied).
+	applyErr error
+	exec     []client.ExecOptions
 	// summary and summaryErr are ListPodStats' answer.
 	summary    *podsyncv1.ListPodStatsResponse
 	summaryErr error

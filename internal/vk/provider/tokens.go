@@ -29,29 +29,39 @@ type TokenIssuer interface {
 // gets, and any other): tokens minted by issuer for the pod's service
 // account, bound to the pod, written with the volume's other sources,
 // and rotated before they expire, as the kubelet's token manager does.
-// Call it before the first pod; Run rotates.
-func (p *Provider) UseTokens(issuer TokenIssuer) {
-	p.tokens = &tokens{issuer: issuer, clock: clock.RealClock{}, held: map[string]*heldToken{}}
+// maxAge is the age at which a token is renewed whatever its lifetime; 0
+// means the kubelet's DefaultTokenMaxAge. Call it before the first pod;
+// Run rotates.
+func (p *Provider) UseTokens(issuer TokenIssuer, maxAge time.Duration) {
+	if maxAge <= 0 {
+		maxAge = DefaultTokenMaxAge
+	}
+	p.tokens = &tokens{issuer: issuer, clock: clock.RealClock{}, maxAge: maxAge, held: map[string]*heldToken{}}
 }
 
 // TokenKey is the key of the token in the Secret a serviceAccountToken
 // source becomes on podsyncd.
 const TokenKey = "token"
 
-// tokenMaxTTL is when the kubelet refreshes a token at the latest, however
-// long it lives (pkg/kubelet/token: maxTTL).
-const tokenMaxTTL = 24 * time.Hour
+// DefaultTokenMaxAge is the age at which the kubelet refreshes a token at
+// the latest, however long it lives (pkg/kubelet/token: maxTTL).
+const DefaultTokenMaxAge = 24 * time.Hour
 
-// tokenMaxJitter spreads the refreshes (pkg/kubelet/token: maxJitter).
+// tokenMaxJitter spreads the refreshes (pkg/kubelet/token: maxJitter);
+// never more than a quarter of the maximum age.
 const tokenMaxJitter = 10 * time.Second
 
-// tokenCheckPeriod is how often Run looks for tokens due for a refresh.
+// tokenCheckPeriod is how often Run looks for tokens due for a refresh;
+// a quarter of the maximum age when that is shorter.
 const tokenCheckPeriod = 10 * time.Second
 
 // tokens are the service-account tokens the provider holds for its pods.
 type tokens struct {
 	issuer TokenIssuer
 	clock  clock.WithTicker
+	// maxAge is the age at which a token is renewed whatever its
+	// lifetime (DefaultTokenMaxAge but in tests).
+	maxAge time.Duration
 
 	mu sync.Mutex
 	// held are the tokens by the name of the Secret they are on podsyncd.
@@ -65,8 +75,11 @@ type heldToken struct {
 	uid                            types.UID
 	audience                       string
 	expirationSeconds              int64
-	// expires is when the current token expires; zero before the first.
+	// expires is when the current token expires, ttl its lifetime as the
+	// API server granted it (it may shorten the one asked for); zero
+	// before the first.
 	expires time.Time
+	ttl     time.Duration
 	token   string
 	// unpushed is set when the current token could not be pushed to
 	// podsyncd: the next check renews it again.
@@ -169,23 +182,27 @@ func (t *tokens) mint(ctx context.Context, h *heldToken) error {
 	if err != nil {
 		return fmt.Errorf("token of service account %s/%s for pod %s: %w", ns, sa, pod, err)
 	}
+	ttl := time.Duration(h.expirationSeconds) * time.Second
+	if got.Spec.ExpirationSeconds != nil {
+		// The kubelet's requiresRefresh reads the lifetime granted.
+		ttl = time.Duration(*got.Spec.ExpirationSeconds) * time.Second
+	}
 	t.mu.Lock()
-	h.token, h.expires = got.Status.Token, got.Status.ExpirationTimestamp.Time
+	h.token, h.expires, h.ttl = got.Status.Token, got.Status.ExpirationTimestamp.Time, ttl
 	t.mu.Unlock()
 	return nil
 }
 
 // due says whether h needs a new token now: as the kubelet's
 // requiresRefresh, when 80 % of its lifetime has passed or it is older
-// than a day, give or take a jitter. The caller holds t.mu.
+// than maxAge (a day), less a jitter. The caller holds t.mu.
 func (t *tokens) due(h *heldToken, now time.Time) bool {
 	if h.token == "" || h.unpushed {
 		return true
 	}
-	ttl := time.Duration(h.expirationSeconds) * time.Second
-	issued := h.expires.Add(-ttl)
-	jitter := time.Duration(rand.Float64() * float64(tokenMaxJitter))
-	return now.After(issued.Add(tokenMaxTTL-jitter)) || now.After(h.expires.Add(-ttl/5-jitter))
+	issued := h.expires.Add(-h.ttl)
+	jitter := time.Duration(rand.Float64() * float64(min(tokenMaxJitter, t.maxAge/4)))
+	return now.After(issued.Add(t.maxAge-jitter)) || now.After(h.expires.Add(-h.ttl/5-jitter))
 }
 
 // forget drops the tokens of the pod uid and returns the names of their
@@ -272,7 +289,7 @@ func (p *Provider) rotateTokens(ctx context.Context) {
 	if p.tokens == nil {
 		return
 	}
-	tick := p.tokens.clock.NewTicker(tokenCheckPeriod)
+	tick := p.tokens.clock.NewTicker(min(tokenCheckPeriod, p.tokens.maxAge/4))
 	defer tick.Stop()
 	for {
 		select {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -17,12 +18,16 @@ import (
 )
 
 // fakeIssuer mints tokens "token-1", "token-2", … that expire after the
-// requested seconds on its clock.
+// requested seconds on its clock, or maxSeconds if fewer, as the API
+// server's --service-account-max-token-expiration shortens them; err, if
+// set, fails the requests (they are counted all the same).
 type fakeIssuer struct {
-	mu    sync.Mutex
-	clock *clocktesting.FakeClock
-	reqs  []*authenticationv1.TokenRequest
-	sas   []string
+	mu         sync.Mutex
+	clock      *clocktesting.FakeClock
+	reqs       []*authenticationv1.TokenRequest
+	sas        []string
+	maxSeconds int64
+	err        error
 }
 
 func (f *fakeIssuer) CreateToken(_ context.Context, namespace, sa string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
@@ -30,10 +35,34 @@ func (f *fakeIssuer) CreateToken(_ context.Context, namespace, sa string, req *a
 	defer f.mu.Unlock()
 	f.reqs = append(f.reqs, req.DeepCopy())
 	f.sas = append(f.sas, namespace+"/"+sa)
+	if f.err != nil {
+		return nil, f.err
+	}
 	out := req.DeepCopy()
+	if f.maxSeconds > 0 && *out.Spec.ExpirationSeconds > f.maxSeconds {
+		out.Spec.ExpirationSeconds = &f.maxSeconds
+	}
 	out.Status.Token = fmt.Sprintf("token-%d", len(f.reqs))
-	out.Status.ExpirationTimestamp = metav1.NewTime(f.clock.Now().Add(time.Duration(*req.Spec.ExpirationSeconds) * time.Second))
+	out.Status.ExpirationTimestamp = metav1.NewTime(f.clock.Now().Add(time.Duration(*out.Spec.ExpirationSeconds) * time.Second))
 	return out, nil
+}
+
+// tokenProvider is a provider on f serving tokens from an issuer on a
+// fake clock, with maxAge (0: the kubelet's).
+func tokenProvider(f *fakePodsync, maxAge time.Duration) (*Provider, *fakeIssuer, *clocktesting.FakeClock) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC))
+	issuer := &fakeIssuer{clock: clk}
+	p := New("vk-1", f, zap.NewNop())
+	p.UseTokens(issuer, maxAge)
+	p.tokens.clock = clk
+	return p, issuer, clk
+}
+
+// requests is how many tokens were asked of f.
+func (f *fakeIssuer) requests() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.reqs)
 }
 
 // kubeAPIAccessPod is a pod as the ServiceAccount admission plugin leaves
@@ -69,11 +98,7 @@ func pushedTokens(f *fakePodsync) []string {
 
 func TestServiceAccountTokensAreMintedBoundAndRotated(t *testing.T) {
 	f := newFake()
-	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC))
-	issuer := &fakeIssuer{clock: clk}
-	p := New("vk-1", f, zap.NewNop())
-	p.UseTokens(issuer)
-	p.tokens.clock = clk
+	p, issuer, clk := tokenProvider(f, 0)
 	pod := kubeAPIAccessPod()
 	if err := p.CreatePod(context.Background(), pod); err != nil {
 		t.Fatal(err)
@@ -151,5 +176,111 @@ func TestWithoutTokensTheKubeAPIAccessVolumeIsLeftOut(t *testing.T) {
 	}
 	if vol := f.synced[0].GetPod().GetSpec().GetVolumes(); len(vol) != 0 {
 		t.Errorf("volumes sent = %v, want the kube-api-access volume left out", vol)
+	}
+}
+
+// TestTokenRefreshPoint is the kubelet's requiresRefresh: a token is
+// renewed once 80 % of the lifetime granted has passed, or once it is
+// older than the maximum age (24 h), each less a jitter of up to 10 s
+// (a quarter of the maximum age when that is shorter), and not before.
+func TestTokenRefreshPoint(t *testing.T) {
+	const jitter = 10 * time.Second
+	tests := []struct {
+		name    string
+		seconds int64         // asked for
+		granted int64         // the API server's maximum, 0: none
+		maxAge  time.Duration // 0: the kubelet's
+		notYet  time.Duration // an age at which it is not due, whatever the jitter
+		due     time.Duration // an age at which it is due, whatever the jitter
+	}{
+		{name: "80 % of an hour", seconds: 3600, notYet: 2880*time.Second - jitter - time.Millisecond, due: 2880*time.Second + time.Millisecond},
+		{name: "80 % of the API server's shortest, 10 minutes", seconds: 600, notYet: 480*time.Second - jitter - time.Millisecond, due: 480*time.Second + time.Millisecond},
+		{name: "a day for a token of two days", seconds: 2 * 86400, notYet: 24*time.Hour - jitter - time.Millisecond, due: 24*time.Hour + time.Millisecond},
+		{name: "80 % of the lifetime granted, not asked for", seconds: 3600, granted: 600, notYet: 480*time.Second - jitter - time.Millisecond, due: 480*time.Second + time.Millisecond},
+		{name: "a shorter maximum age, for tests", seconds: 3600, maxAge: 20 * time.Second, notYet: 15*time.Second - time.Millisecond, due: 20*time.Second + time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake()
+			p, issuer, clk := tokenProvider(f, tt.maxAge)
+			issuer.maxSeconds = tt.granted
+			pod := kubeAPIAccessPod()
+			pod.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken.ExpirationSeconds = &tt.seconds
+			if err := p.CreatePod(context.Background(), pod); err != nil {
+				t.Fatal(err)
+			}
+			// Many checks at the age not yet due: the jitter never makes it so.
+			clk.Step(tt.notYet)
+			for range 50 {
+				p.rotateDue(context.Background())
+			}
+			if n := issuer.requests(); n != 1 {
+				t.Fatalf("%d token requests at age %s, want only the first", n, tt.notYet)
+			}
+			clk.Step(tt.due - tt.notYet)
+			p.rotateDue(context.Background())
+			if n := issuer.requests(); n != 2 {
+				t.Fatalf("%d token requests at age %s, want a renewal", n, tt.due)
+			}
+			if got := pushedTokens(f); got[len(got)-1] != "podsync-token-"+uid1+"-0-0=token-2" {
+				t.Errorf("tokens pushed %v, want the renewed one last", got)
+			}
+			// The renewed token starts its own life.
+			p.rotateDue(context.Background())
+			if n := issuer.requests(); n != 2 {
+				t.Errorf("%d token requests just after the renewal, want 2", n)
+			}
+		})
+	}
+}
+
+// TestTokenRenewalFailureKeepsTheToken: a renewal the API server refuses
+// leaves the current token where it is (still valid until it expires) and
+// is tried again at the next check; a renewed token podsyncd did not take
+// is renewed and pushed again at the next check.
+func TestTokenRenewalFailureKeepsTheToken(t *testing.T) {
+	f := newFake()
+	p, issuer, clk := tokenProvider(f, 0)
+	if err := p.CreatePod(context.Background(), kubeAPIAccessPod()); err != nil {
+		t.Fatal(err)
+	}
+	secret := "podsync-token-" + uid1 + "-0-0"
+	clk.Step(3000 * time.Second) // past 80 % of 3607 s
+
+	issuer.err = errors.New("etcdserver: request timed out")
+	p.rotateDue(context.Background())
+	if n := issuer.requests(); n != 2 {
+		t.Fatalf("%d token requests, want the renewal tried", n)
+	}
+	if diff := cmp.Diff([]string{secret + "=token-1"}, pushedTokens(f)); diff != "" {
+		t.Errorf("tokens pushed after a failed renewal (-want +got):\n%s", diff)
+	}
+	if h := p.tokens.held[secret]; h.token != "token-1" {
+		t.Errorf("held token %q after a failed renewal, want token-1 kept", h.token)
+	}
+
+	issuer.err = nil
+	clk.Step(tokenCheckPeriod)
+	p.rotateDue(context.Background())
+	if diff := cmp.Diff([]string{secret + "=token-1", secret + "=token-3"}, pushedTokens(f)); diff != "" {
+		t.Errorf("tokens pushed after the retry (-want +got):\n%s", diff)
+	}
+
+	// podsyncd refuses the next one: renewed and pushed again.
+	clk.Step(3000 * time.Second)
+	f.mu.Lock()
+	f.applyErr = errors.New("podsync: unavailable")
+	f.mu.Unlock()
+	p.rotateDue(context.Background())
+	f.mu.Lock()
+	f.applyErr = nil
+	f.mu.Unlock()
+	clk.Step(tokenCheckPeriod)
+	p.rotateDue(context.Background())
+	if diff := cmp.Diff([]string{secret + "=token-1", secret + "=token-3", secret + "=token-5"}, pushedTokens(f)); diff != "" {
+		t.Errorf("tokens pushed after podsyncd refused one (-want +got):\n%s", diff)
+	}
+	if n := issuer.requests(); n != 5 {
+		t.Errorf("%d token requests, want 5", n)
 	}
 }

@@ -33,7 +33,10 @@ import (
 // status.podIP, status.hostIP(s) and resourceFieldRef are resolved by
 // podsyncd (the node library resolved them: status.podIP left the pod
 // Pending, resourceFieldRef arrived empty, and the Secret's value was
-// stored in podsyncd's spec, its read API and the CRI annotations). The
+// stored in podsyncd's spec, its read API and the CRI annotations);
+// resourceFieldRef values are the kubelet's, divisor and rounding up
+// included, an unset limit the pod-level one, else the Node's
+// allocatable. The
 // Secret's value is in the container's environment and nowhere else: not
 // in podsyncd's pod, the sandbox's and containers' annotations, the logs
 // of podsyncd and podsync-vk, nor the pod's events.
@@ -109,6 +112,11 @@ func TestEnvReferencesUnderTheNodeIdentity(t *testing.T) {
 					{Name: "HOST_IPS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIPs"}}},
 					{Name: "CPU_LIMIT", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
 					{Name: "MEMORY_REQUEST", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "requests.memory"}}},
+					{Name: "MEMORY_LIMIT", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory"}}},
+					{Name: "MEMORY_LIMIT_MI", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
+						Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
+					{Name: "MEMORY_LIMIT_M", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
+						Resource: "limits.memory", Divisor: resource.MustParse("1M")}}},
 					{Name: "DSN", Value: "db://$(PW)@$(POD_IP)"},
 				},
 			}},
@@ -136,10 +144,71 @@ func TestEnvReferencesUnderTheNodeIdentity(t *testing.T) {
 	for _, w := range []struct{ name, want string }{
 		{"PW", password}, {"MODE", "fast"}, {"POD_IP", running.Status.PodIP}, {"HOST_IP", "127.0.0.1"}, {"HOST_IPS", "127.0.0.1"},
 		{"CPU_LIMIT", "1"}, {"MEMORY_REQUEST", "33554432"}, {"DSN", "db://" + password + "@" + running.Status.PodIP},
+		// The kubelet's ExtractContainerResourceValue: divided by the
+		// divisor and rounded up (64Mi is 67.1 M).
+		{"MEMORY_LIMIT", "67108864"}, {"MEMORY_LIMIT_MI", "64"}, {"MEMORY_LIMIT_M", "68"},
 		{"KUBERNETES_SERVICE_HOST", "10.250.0.1"},
 	} {
 		if env[w.name] != w.want || w.want == "" {
 			t.Errorf("the container's %s = %q, want %q", w.name, env[w.name], w.want)
+		}
+	}
+
+	// A container without limits: the pod-level cpu limit (1.5 cores
+	// above the Node's allocatable, so that it cannot be mistaken for
+	// it), memory the Node's allocatable (as the e2e Downward API tests
+	// for pod level resources check them).
+	nodeObj, err := kc.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocCPU, alloc := nodeObj.Status.Allocatable.Cpu().MilliValue(), nodeObj.Status.Allocatable.Memory().Value()
+	if allocCPU <= 0 || alloc <= 0 {
+		t.Fatalf("node %s reports no allocatable cpu or memory: %v", n.name, nodeObj.Status.Allocatable)
+	}
+	podCPU := allocCPU + 1500
+	defaults := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "envdefaults"},
+		Spec: corev1.PodSpec{
+			NodeName:                      n.name,
+			AutomountServiceAccountToken:  ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Resources: &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(podCPU, resource.DecimalSI)},
+			},
+			Containers: []corev1.Container{{
+				Name: "app", Image: localcri.BusyboxImage, Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
+				Env: []corev1.EnvVar{
+					{Name: "CPU_LIMIT", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+					{Name: "MEMORY_LIMIT", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory"}}},
+					{Name: "MEMORY_LIMIT_MI", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
+						Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
+				},
+			}},
+		},
+	}
+	if _, err := kc.CoreV1().Pods("default").Create(ctx, defaults, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "envdefaults Running", func() (bool, string) {
+		p, err := kc.CoreV1().Pods("default").Get(context.Background(), "envdefaults", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return podReady(p), fmt.Sprintf("%s %s %s", p.Status.Phase, p.Status.Reason, p.Status.Message)
+	})
+	env = map[string]string{}
+	for _, l := range strings.Split(kubectl(t, c, "exec", "envdefaults", "--", "env"), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			env[k] = v
+		}
+	}
+	for _, w := range []struct{ name, want string }{
+		{"CPU_LIMIT", fmt.Sprint((podCPU + 999) / 1000)}, {"MEMORY_LIMIT", fmt.Sprint(alloc)}, {"MEMORY_LIMIT_MI", fmt.Sprint((alloc + 1<<20 - 1) >> 20)},
+	} {
+		if env[w.name] != w.want {
+			t.Errorf("the container without limits: %s = %q, want %q", w.name, env[w.name], w.want)
 		}
 	}
 
@@ -193,5 +262,5 @@ func TestEnvReferencesUnderTheNodeIdentity(t *testing.T) {
 	if strings.Contains(places["podsync-vk's log"], "is forbidden") {
 		t.Errorf("podsync-vk was refused something under the node's identity:\n%s", tailFile(vkp.log, 3000))
 	}
-	kubectl(t, c, "delete", "pod", "envpod", "--wait=true", "--timeout=60s")
+	kubectl(t, c, "delete", "pod", "envpod", "envdefaults", "--wait=true", "--timeout=60s")
 }

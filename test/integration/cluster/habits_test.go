@@ -4,6 +4,7 @@ package cluster_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,10 @@ import (
 
 // inClusterImage runs testdata/incluster, an in-cluster client.
 const inClusterImage = "registry.local/podsync-test/incluster:1"
+
+// tokenMaxAge is podsync-vk's --token-max-age in the cluster user's
+// cluster.
+const tokenMaxAge = 20 * time.Second
 
 // clusterUser is a cluster of two podsync nodes for what a cluster user
 // does every day, with kubectl.
@@ -68,6 +73,10 @@ func startClusterUser(t *testing.T) *clusterUser {
 	defer cancel()
 	c, err := localcluster.Start(ctx, localcluster.Options{Dir: filepath.Join(dir, "cluster"), RepoDir: repo, KubeBin: kubeBin,
 		Runtimes: insts[:], PodsyncdBin: podsyncdBin, VKBin: vkBin, Logger: localcritest.Logger(),
+		// Service-account tokens renewed at 20 s of age at the latest,
+		// so that a rotation happens within a subtest (the API server's
+		// shortest lifetime, 10 minutes, would make it wait 8).
+		VKArgs:        []string{"--token-max-age", tokenMaxAge.String()},
 		Images:        []localcluster.Images{{Tar: tar, Refs: []string{inClusterImage}}},
 		MetricsServer: filepath.Join(kubeBin, "metrics-server")})
 	if err != nil {
@@ -427,6 +436,84 @@ spec:
 		sa, _ := k8s["serviceaccount"].(map[string]any)
 		if p := u.pod("incluster"); pod["name"] != "incluster" || pod["uid"] != string(p.UID) || sa["name"] != "default" {
 			t.Errorf("token claims %v: want bound to pod incluster (%s) of service account default", k8s, p.UID)
+		}
+
+		// The token is rotated in the running pod, as the kubelet's
+		// token manager rotates it (at tokenMaxAge here): the file in
+		// the volume changes, the container is not restarted, and the
+		// client lists pods with the new token.
+		first := strings.TrimSpace(u.kubectl("exec", "incluster", "--", "/incluster", "token"))
+		var second string
+		u.eventually(3*tokenMaxAge, "the token file rotated", func() (bool, string) {
+			second = strings.TrimSpace(u.kubectl("exec", "incluster", "--", "/incluster", "token"))
+			return second != first, "the token file has the same token"
+		})
+		renewed, err := jwtClaims(second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		iat0, _ := claims["iat"].(float64)
+		iat1, _ := renewed["iat"].(float64)
+		exp0, _ := claims["exp"].(float64)
+		exp1, _ := renewed["exp"].(float64)
+		t.Logf("token rotated: iat %.0f exp %.0f, then iat %.0f exp %.0f", iat0, exp0, iat1, exp1)
+		k8s1, _ := renewed["kubernetes.io"].(map[string]any)
+		pod1, _ := k8s1["pod"].(map[string]any)
+		if iat1 <= iat0 || pod1["uid"] != pod["uid"] {
+			t.Errorf("renewed token claims %v (iat %v), want issued after %v for the same pod", k8s1, iat1, iat0)
+		}
+		digest := fmt.Sprintf("%.12x", sha256.Sum256([]byte(second)))
+		u.eventually(time.Minute, "the client lists pods with the new token", func() (bool, string) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			out, err := u.c.Kubectl(ctx, "logs", "incluster", "--tail=3")
+			return err == nil && strings.Contains(string(out), "token "+digest), string(out)
+		})
+		// Once it listed pods (the RoleBinding may come after its first
+		// tries), every try listed them: no error around the rotation.
+		logs := u.kubectl("logs", "incluster")
+		if i := strings.Index(logs, "pods "); i < 0 || strings.Contains(logs[i:], "error:") {
+			t.Errorf("the client failed after it first listed pods:\n%s", logs)
+		}
+		if p := u.pod("incluster"); len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].RestartCount != 0 {
+			t.Errorf("container statuses %+v, want the container never restarted", p.Status.ContainerStatuses)
+		}
+	})
+
+	t.Run("a non-root pod with fsGroup reads its 0440 Secret", func(t *testing.T) {
+		u.t = t
+		u.apply(`apiVersion: v1
+kind: Secret
+metadata: {name: fsgroup-secret, namespace: default}
+stringData: {key: s3cret}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: fsgroup, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 1
+  securityContext: {runAsUser: 1000, runAsNonRoot: true, fsGroup: 2000}
+  containers:
+  - name: c
+    image: ` + localcri.BusyboxImage + `
+    command: ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
+    volumeMounts: [{name: s, mountPath: /etc/secret, readOnly: true}]
+  volumes:
+  - name: s
+    secret: {secretName: fsgroup-secret, defaultMode: 288} # 0440
+`)
+		u.kubectl("wait", "--for=condition=Ready", "pod/fsgroup", "--timeout=120s")
+		if out := u.kubectl("exec", "fsgroup", "--", "cat", "/etc/secret/key"); out != "s3cret" {
+			t.Errorf("the non-root container read %q from its Secret, want s3cret", out)
+		}
+		// Owned by the fsGroup, mode 0440, as the kubelet's
+		// SetVolumeOwnership leaves a read-only volume's files; the
+		// container runs as 1000 with 2000 among its groups.
+		if out := strings.TrimSpace(u.kubectl("exec", "fsgroup", "--", "stat", "-L", "-c", "%a %g", "/etc/secret/key")); out != "440 2000" {
+			t.Errorf("the Secret's file is %q (mode group), want 440 2000", out)
+		}
+		if out := strings.TrimSpace(u.kubectl("exec", "fsgroup", "--", "id")); !strings.HasPrefix(out, "uid=1000 ") || !strings.Contains(out, "2000") {
+			t.Errorf("id = %q, want uid 1000 with group 2000", out)
 		}
 	})
 

@@ -3,6 +3,7 @@
 package engine_test
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/syncer"
+	"github.com/podsync/podsync/internal/testing/localcri"
 )
 
 func memoryLimited(limit string) corev1.ResourceRequirements {
@@ -75,7 +77,9 @@ func TestResizeMemoryLimitInPlace(t *testing.T) {
 
 // TestResizeRestartContainerPolicy: with resizePolicy RestartContainer
 // for memory, the container restarts once, with the kubelet's message,
-// and runs with the new limit.
+// and runs with the new limit; between the kill and the start the
+// runtime is told the pod's new resources (UpdatePodSandboxResources),
+// which containerd 1.6 does not implement: the step is skipped there.
 func TestResizeRestartContainerPolicy(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -90,19 +94,35 @@ func TestResizeRestartContainerPolicy(t *testing.T) {
 		inst := r.View.FindContainer("app")
 		return inst != nil && inst.ID != before.ID && inst.State == model.ContainerRunning
 	})
-	var kills []syncer.StepResult
+	var kills, podLevel []syncer.StepResult
 	for _, r := range all {
+		var order []syncer.StepAction
 		for _, s := range r.Steps {
-			if s.Action == syncer.ActionKillContainer {
+			switch s.Action {
+			case syncer.ActionKillContainer:
 				kills = append(kills, s)
-			}
-			if s.Action == syncer.ActionUpdateContainerResources {
+			case syncer.ActionUpdatePodSandboxResources:
+				podLevel = append(podLevel, s)
+			case syncer.ActionUpdateContainerResources:
 				t.Errorf("RestartContainer resize called UpdateContainerResources")
 			}
+			if s.Action == syncer.ActionKillContainer || s.Action == syncer.ActionUpdatePodSandboxResources || s.Action == syncer.ActionStartContainer {
+				order = append(order, s.Action)
+			}
+		}
+		if len(order) > 0 && !slices.Equal(order, []syncer.StepAction{syncer.ActionKillContainer, syncer.ActionUpdatePodSandboxResources, syncer.ActionStartContainer}) {
+			t.Errorf("pass steps %v: want the kill, the pod's resources, the start", steps(r.Steps))
 		}
 	}
 	if len(kills) != 1 || kills[0].Message != "Container app resize requires restart" || kills[0].Reason != plan.ReasonResizeRestart {
 		t.Errorf("kills %+v, want one with the kubelet's message", kills)
+	}
+	want := "Updated the pod's resources: cpu shares 102, cpu quota 10000, memory limit 134217728"
+	if inst.Flavour() == localcri.Containerd16 {
+		want = "The runtime does not implement UpdatePodSandboxResources; skipped"
+	}
+	if len(podLevel) != 1 || podLevel[0].Err != nil || podLevel[0].Message != want {
+		t.Errorf("pod-level steps %+v, want one: %q", podLevel, want)
 	}
 	after := newest(t, all[len(all)-1], "app")
 	if after.RestartCount != 1 {

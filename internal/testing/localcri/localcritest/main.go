@@ -78,7 +78,8 @@ func (r runner) Run() int {
 		return 1
 	}
 	logDir := filepath.Join(repo, ".tmp", "logs")
-	// The first start builds containerd v2.4.2 (about 2 minutes).
+	// The first start builds containerd v2.4.2 (5 to 10 minutes on 2 cores):
+	// the timeout leaves room for it.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	inst, err := localcri.Start(ctx, localcri.Options{Flavour: flavour, Logger: log, LogDir: logDir, DefaultRoute: r.cfg.DefaultRoute})
 	cancel()
