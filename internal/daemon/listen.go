@@ -331,3 +331,25 @@ func lookupGroup(group string) (int, error) {
 	}
 	return gid, nil
 }
+
+// listenAll listens on every --listen address; if one fails, it closes
+// the listeners it opened.
+func listenAll(ctx context.Context, addrs []string, sec Security) ([]net.Listener, error) {
+	listeners := make([]net.Listener, 0, len(addrs))
+	for _, addr := range addrs {
+		l, err := Listen(ctx, addr, sec)
+		if err != nil {
+			closeAll(listeners)
+			return nil, err
+		}
+		listeners = append(listeners, l)
+	}
+	return listeners, nil
+}
+
+// closeAll closes listeners.
+func closeAll(listeners []net.Listener) {
+	for _, l := range listeners {
+		_ = l.Close()
+	}
+}

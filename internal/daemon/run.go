@@ -295,28 +295,6 @@ func (d *daemon) newServer(opts server.Options, reg *prometheus.Registry) (*serv
 	return server.New(opts)
 }
 
-// listenAll listens on every --listen address; if one fails, it closes
-// the listeners it opened.
-func listenAll(ctx context.Context, addrs []string, sec Security) ([]net.Listener, error) {
-	listeners := make([]net.Listener, 0, len(addrs))
-	for _, addr := range addrs {
-		l, err := Listen(ctx, addr, sec)
-		if err != nil {
-			closeAll(listeners)
-			return nil, err
-		}
-		listeners = append(listeners, l)
-	}
-	return listeners, nil
-}
-
-// closeAll closes listeners.
-func closeAll(listeners []net.Listener) {
-	for _, l := range listeners {
-		_ = l.Close()
-	}
-}
-
 // listenMetrics listens on --metrics-address and returns the HTTP server
 // of /metrics (reg) and, with --enable-profiling, /debug/pprof. Both are
 // nil without --metrics-address.
