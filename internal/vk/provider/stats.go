@@ -22,7 +22,11 @@ func (p *Provider) GetStatsSummary(ctx context.Context) (*statsv1alpha1.Summary,
 	}
 	p.mu.Lock()
 	starts := map[string]startTimes{}
+	// The pods this node was given, by key: their UIDs, read under the
+	// same lock as their start times.
+	owned := make(map[string]string, len(p.pods))
 	for k, pod := range p.pods {
+		owned[k] = string(pod.UID)
 		st := p.statusLocked(k)
 		if st == nil {
 			continue
@@ -44,7 +48,7 @@ func (p *Provider) GetStatsSummary(ctx context.Context) (*statsv1alpha1.Summary,
 		out.Node.CPU, out.Node.Memory = cpuStats(n.GetCpu()), memoryStats(n.GetMemory())
 	}
 	for _, ps := range sum.GetPods() {
-		if !p.owns(ps.GetNamespace(), ps.GetName(), ps.GetUid()) {
+		if uid, ok := owned[key(ps.GetNamespace(), ps.GetName())]; !ok || uid != ps.GetUid() {
 			continue
 		}
 		out.Pods = append(out.Pods, podStats(ps, starts[ps.GetUid()]))
@@ -56,14 +60,6 @@ func (p *Provider) GetStatsSummary(ctx context.Context) (*statsv1alpha1.Summary,
 type startTimes struct {
 	pod        metav1.Time
 	containers map[string]metav1.Time
-}
-
-// owns says whether the pod is one this node was given.
-func (p *Provider) owns(namespace, name, uid string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pod, ok := p.pods[key(namespace, name)]
-	return ok && string(pod.UID) == uid
 }
 
 func podStats(in *podsyncv1.PodStats, starts startTimes) statsv1alpha1.PodStats {
