@@ -29,7 +29,7 @@ func TestStoppedSandboxIsASandboxChange(t *testing.T) {
 	e.eventually("running", func() bool { return e.running(pod, "app") != nil })
 	first := e.running(pod, "app")
 
-	localcritest.Crictl(t, inst, "stopp", first.SandboxID)
+	localcritest.StopSandbox(t, inst, first.SandboxID)
 	deadline := time.Now().Add(15 * time.Second)
 	var again *model.ContainerInstance
 	var v *model.RuntimeView

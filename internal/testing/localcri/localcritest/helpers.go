@@ -48,3 +48,26 @@ func CrictlIDs(t *testing.T, inst *localcri.Instance, args ...string) []string {
 	t.Helper()
 	return strings.Fields(Crictl(t, inst, append(args, "-q")...))
 }
+
+// StopSandbox is `crictl stopp id` on a sandbox a live node also manages.
+// The node, seeing the sandbox's containers die, may stop the sandbox at
+// the same moment; containerd then fails one of the two StopPodSandbox
+// calls on the network teardown the other did ("failed to delete eth0").
+// That is no failure of the test's stop: it fails only if the sandbox is
+// not stopped afterwards.
+func StopSandbox(t *testing.T, inst *localcri.Instance, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	hint := strings.Fields(inst.CrictlHint())
+	out, err := exec.CommandContext(ctx, hint[0], append(hint[1:], "stopp", id)...).CombinedOutput()
+	if err == nil {
+		return
+	}
+	state, ierr := exec.CommandContext(ctx, hint[0], append(hint[1:], "inspectp", "-o", "go-template", "--template", "{{.status.state}}", id)...).CombinedOutput()
+	if ierr == nil && strings.TrimSpace(string(state)) == "SANDBOX_NOTREADY" {
+		t.Logf("crictl stopp %s failed but the sandbox is stopped (the node stopped it too): %v: %s", id, err, out)
+		return
+	}
+	t.Fatalf("crictl stopp %s: %v: %s", id, err, out)
+}
