@@ -293,9 +293,10 @@ func (p *planner) resourcesOnly(c *corev1.Container, inst *model.ContainerInstan
 }
 
 // resizableChange reports whether old and new differ only in CPU and
-// memory values that a resize can change: no other resource, no limit
-// added or removed (the kubelet's validation forbids removing one, and
-// CRI cannot unset one).
+// memory values that a resize can change: no other resource and no limit
+// removed (the API server's validation forbids removing one, and CRI
+// cannot unset one). A limit added is a resize, as on a kubelet since
+// v1.34: it is a change from no limit (0) to one.
 func resizableChange(old, new *corev1.ResourceRequirements) bool {
 	other := func(l corev1.ResourceList) corev1.ResourceList {
 		out := corev1.ResourceList{}
@@ -314,7 +315,7 @@ func resizableChange(old, new *corev1.ResourceRequirements) bool {
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		_, had := old.Limits[name]
 		_, has := new.Limits[name]
-		if had != has {
+		if had && !has {
 			return false
 		}
 	}

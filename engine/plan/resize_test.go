@@ -183,10 +183,25 @@ func TestComputePodActionsForPodResize(t *testing.T) {
 			want:    resizeSummary{Kill: []string{"app:DefinitionChanged:Container app definition changed, will be restarted"}, Start: []string{"app#1:DefinitionChanged"}},
 		},
 		{
-			name:    "an added limit restarts the container",
+			// pod_resize.go's "6 containers - various operations performed
+			// (including adding limits and requests)" [Conformance]: no
+			// restart.
+			name:    "an added memory limit is a resize in place",
 			created: res(rl("memory", "100Mi"), nil),
 			desired: res(rl("memory", "100Mi"), rl("memory", "200Mi")),
-			want:    resizeSummary{Kill: []string{"app:DefinitionChanged:Container app definition changed, will be restarted"}, Start: []string{"app#1:DefinitionChanged"}, StartResized: []string{fmt.Sprintf("app/c-app {CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:0}->{CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:%d}", 100*mi, 100*mi, 200*mi)}},
+			want:    resizeSummary{Resize: []string{fmt.Sprintf("app/c-app {CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:0}->{CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:%d}", 100*mi, 100*mi, 200*mi)}},
+		},
+		{
+			name:    "an added CPU limit is a resize in place",
+			created: res(rl("cpu", "100m"), nil),
+			desired: res(rl("cpu", "200m"), rl("cpu", "400m")),
+			want:    resizeSummary{Resize: []string{"app/c-app {CPURequest:100 CPULimit:0 MemoryRequest:0 MemoryLimit:0}->{CPURequest:200 CPULimit:400 MemoryRequest:0 MemoryLimit:0}"}},
+		},
+		{
+			name:    "a removed limit restarts the container",
+			created: res(rl("memory", "100Mi"), rl("memory", "200Mi")),
+			desired: res(rl("memory", "100Mi"), nil),
+			want:    resizeSummary{Kill: []string{"app:DefinitionChanged:Container app definition changed, will be restarted"}, Start: []string{"app#1:DefinitionChanged"}, StartResized: []string{fmt.Sprintf("app/c-app {CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:%d}->{CPURequest:0 CPULimit:0 MemoryRequest:%d MemoryLimit:0}", 100*mi, 200*mi, 100*mi)}},
 		},
 		{
 			name:    "a resize that changes the QoS class restarts the container",
