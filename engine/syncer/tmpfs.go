@@ -112,7 +112,11 @@ func (s *Syncer) setupTmpfs(v tmpfsVolume, newSandbox bool) (mountedNew bool, er
 			}
 		}
 	}
-	opts := fmt.Sprintf("mode=%o", v.mode.Perm())
+	mode := uint32(v.mode.Perm())
+	if v.mode&os.ModeSticky != 0 {
+		mode |= unix.S_ISVTX
+	}
+	opts := fmt.Sprintf("mode=%o", mode)
 	if v.size > 0 {
 		opts += fmt.Sprintf(",size=%d", v.size)
 	}

@@ -293,7 +293,7 @@ func TestMounterStandsInForTheKernel(t *testing.T) {
 	if got := syncertest.Newest(t, res, "app"); got.State != model.ContainerRunning {
 		t.Fatalf("app is %v after the second pass, want running", got.State)
 	}
-	want := []string{cache + " mode=777,size=8388608", creds + " mode=755"}
+	want := []string{cache + " mode=1777,size=8388608", creds + " mode=755"}
 	if diff := cmp.Diff(want, m.mounts); diff != "" {
 		t.Errorf("tmpfs mounts asked for (-want +got):\n%s", diff)
 	}

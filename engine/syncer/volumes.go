@@ -89,7 +89,10 @@ func (s *Syncer) setupEmptyDir(pod *corev1.Pod, v *corev1.Volume, newSandbox boo
 	var fresh bool
 	if v.EmptyDir.Medium == corev1.StorageMediumMemory {
 		var err error
-		if fresh, err = s.setupTmpfs(tmpfsVolume{dir: dir, size: criconfig.TmpfsSize(pod, v.EmptyDir.SizeLimit, s.cfg), mode: 0o777}, newSandbox); err != nil {
+		// 1777, a tmpfs's own default: the kubelet mounts it with no
+		// mode, and the e2e tests read the sticky bit (a subPath made in
+		// the volume gets the root's mode, dgtrwxrwxrwx with an fsGroup).
+		if fresh, err = s.setupTmpfs(tmpfsVolume{dir: dir, size: criconfig.TmpfsSize(pod, v.EmptyDir.SizeLimit, s.cfg), mode: 0o777 | os.ModeSticky}, newSandbox); err != nil {
 			return err
 		}
 	} else {
