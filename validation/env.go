@@ -28,7 +28,7 @@ func (pv *podValidator) env(p *field.Path, namespace string, c *corev1.Container
 		if e.Name == "" {
 			pv.add(field.Required(vp.Child("name"), ""))
 		} else {
-			pv.add(invalid(vp.Child("name"), e.Name, validation.IsEnvVarName(e.Name))...)
+			pv.add(invalid(vp.Child("name"), e.Name, validation.IsRelaxedEnvVarName(e.Name))...)
 		}
 		if e.ValueFrom == nil {
 			continue
@@ -97,7 +97,7 @@ func (pv *podValidator) envVarSource(p *field.Path, namespace string, from *core
 // envFrom validates one of a container's envFrom sources at p.
 func (pv *podValidator) envFrom(p *field.Path, namespace string, src corev1.EnvFromSource) {
 	if src.Prefix != "" {
-		pv.add(invalid(p.Child("prefix"), src.Prefix, validation.IsEnvVarName(src.Prefix))...)
+		pv.add(invalid(p.Child("prefix"), src.Prefix, validation.IsRelaxedEnvVarName(src.Prefix))...)
 	}
 	var set []string
 	if r := src.ConfigMapRef; r != nil {

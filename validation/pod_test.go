@@ -702,7 +702,12 @@ func TestValidatePodInvalid(t *testing.T) {
 		}), []string{"spec.containers[1].resources.limits[example.com/foo]"}},
 
 		// Env.
-		{"env name", nil, web(func(c *corev1.Container) { c.Env[3].Name = "1GREETING" }), []string{"spec.containers[0].env[3].name"}},
+		// Any printable ASCII but '=' (1GREETING is a name since v1.34).
+		{"env name", nil, web(func(c *corev1.Container) { c.Env[3].Name = "GREETING=1" }), []string{"spec.containers[0].env[3].name"}},
+		{"env name not printable", nil, web(func(c *corev1.Container) { c.Env[3].Name = "GREETING\t" }), []string{"spec.containers[0].env[3].name"}},
+		{"envFrom prefix", nil, web(func(c *corev1.Container) {
+			c.EnvFrom = []corev1.EnvFromSource{{Prefix: "a=", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}}
+		}), []string{"spec.containers[0].envFrom[0].prefix"}},
 		{"too many env vars", &validation.Options{Limits: validation.Limits{MaxEnvVarsPerContainer: 3}}, nop,
 			[]string{"spec.containers[0].env"}},
 		{"env too large", &validation.Options{Limits: validation.Limits{MaxEnvBytesPerContainer: 16}}, nop,

@@ -73,8 +73,10 @@ func makeEnvironment(in ContainerConfigInput, opts Options) ([]corev1.EnvVar, er
 		}
 		for _, k := range slices.Sorted(maps.Keys(data)) {
 			name := from.Prefix + k
-			// The kubelet skips keys that are not valid variable names.
-			if len(validation.IsEnvVarName(name)) != 0 {
+			// Any printable ASCII but '=' names a variable, as the API
+			// server allows since v1.34 (RelaxedEnvironmentVariableValidation);
+			// a key outside that cannot be a variable, and is skipped.
+			if len(validation.IsRelaxedEnvVarName(name)) != 0 {
 				continue
 			}
 			set(name, data[k])
