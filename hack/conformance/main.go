@@ -88,9 +88,11 @@ func run() int {
 			return err
 		}
 		say("running the suite: focus %q, skip %q, %d processes (results: .tmp/conformance)", f, skip, *procs)
+		// ginkgo writes its reports under --output-dir, the report's
+		// name joined to it (an absolute name too).
 		report := filepath.Join(dir, "junit.xml")
 		args := []string{"--procs=" + strconv.Itoa(*procs), "--timeout=" + timeout.String(), "--no-color",
-			"--focus=" + f, "--skip=" + skip, "--junit-report=" + report, "--output-dir=" + dir,
+			"--focus=" + f, "--skip=" + skip, "--junit-report=junit.xml", "--output-dir=" + dir,
 			filepath.Join(kubeBin, "e2e.test"), "--"}
 		args = append(args, conformance.E2EArgs(cluster.Kube.Kubeconfig, dir)...)
 		cmd := exec.CommandContext(ctx, filepath.Join(kubeBin, "ginkgo"), args...)

@@ -61,7 +61,7 @@ exec wget -q -O "$out" "$url"
 `
 
 // imagesFormat changes whenever the way the images are built changes.
-const imagesFormat = "conformance-images-v3"
+const imagesFormat = "conformance-images-v4"
 
 // Inputs are the binaries and files the images are built from.
 type Inputs struct {
@@ -186,6 +186,12 @@ func imageSpecs(ctx context.Context, in Inputs) ([]localcri.ImageSpec, error) {
 		// exec hooks run (curl http://IP:8080/echo?msg=prestop).
 		{Path: "usr/bin/curl", Mode: 0o755, Data: []byte(curlStandIn)},
 	})
+	// busybox's: its sh is bash. Debian's busybox 1.35 sh drops the
+	// environment variables whose names are not shell identifiers
+	// (data-1, p-data-1) from what its children get; the e2e image's
+	// busybox 1.37 passes them on, and the ConfigMap and Secret envFrom
+	// tests (sh -c env) read them. bash passes them on too.
+	busyboxFiles := withFiles(busybox, []localcri.ImageFile{{Path: "bin/sh", Mode: 0o755, Data: bash}})
 	agnhostCfg := v1.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, Env: env, WorkingDir: "/"}
 	// nginx's stand-in: busybox's httpd serving /usr/share/nginx/html on
 	// port 80 until SIGTERM (the tests need a server that runs and stops,
@@ -206,7 +212,7 @@ func imageSpecs(ctx context.Context, in Inputs) ([]localcri.ImageSpec, error) {
 	return []localcri.ImageSpec{
 		{Ref: AgnhostImage, Files: agnhostFiles, Config: agnhostCfg},
 		{Ref: AgnhostPrevImage, Files: agnhostFiles, Config: agnhostCfg},
-		{Ref: BusyboxImage, Files: busybox, Config: v1.Config{Cmd: []string{"sh"}, Env: env, WorkingDir: "/"}},
+		{Ref: BusyboxImage, Files: busyboxFiles, Config: v1.Config{Cmd: []string{"sh"}, Env: env, WorkingDir: "/"}},
 		{Ref: NginxImage, Files: nginxFiles, Config: nginxCfg},
 		{Ref: NginxNewImage, Files: nginxFiles, Config: nginxCfg},
 		{Ref: GlibcDNSTestingImage, Files: busybox, Config: v1.Config{Cmd: []string{"sh"}, Env: env, WorkingDir: "/"}},
