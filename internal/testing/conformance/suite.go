@@ -22,6 +22,7 @@ var ciTests = []string{
 	`\[sig-node\] Pods should be submitted and removed`,
 	`\[sig-node\] Downward API should provide pod name, namespace and IP address as env vars`,
 	`\[sig-node\] Variable Expansion should allow composing env vars into new env vars`,
+	`\[sig-node\] ConfigMap should be consumable via the environment`,
 	`\[sig-storage\] ConfigMap should be consumable from pods in volume \[`,
 	`\[sig-storage\] Secrets should be consumable from pods in volume \[`,
 	`\[sig-storage\] Projected downwardAPI should provide podname only`,
