@@ -34,7 +34,20 @@ func run() int {
 	nodes := flag.Int("nodes", 2, "podsync nodes")
 	keep := flag.Bool("keep", false, "leave the cluster up after the run, until ^C")
 	timeout := flag.Duration("timeout", 3*time.Hour, "the whole suite's timeout")
+	reportOnly := flag.Bool("report-only", false, "only write results.txt and areas.md again from the last run's JUnit report in .tmp/conformance")
 	flag.Parse()
+	if *reportOnly {
+		repo, err := localcri.RepoDir()
+		if err == nil {
+			var sum conformance.Summary
+			if sum, err = writeReports(filepath.Join(repo, ".tmp", "conformance")); err == nil {
+				say("%s (per test: .tmp/conformance/results.txt; per area: .tmp/conformance/areas.md)", sum)
+				return 0
+			}
+		}
+		_, _ = fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
+		return 1
+	}
 	f, skip, ok := conformance.Selection(*subset)
 	if !ok {
 		_, _ = fmt.Fprintf(os.Stderr, "conformance: --subset %q: want full or ci\n", *subset)
@@ -90,7 +103,6 @@ func run() int {
 		say("running the suite: focus %q, skip %q, %d processes (results: .tmp/conformance)", f, skip, *procs)
 		// ginkgo writes its reports under --output-dir, the report's
 		// name joined to it (an absolute name too).
-		report := filepath.Join(dir, "junit.xml")
 		args := []string{"--procs=" + strconv.Itoa(*procs), "--timeout=" + timeout.String(), "--no-color",
 			"--focus=" + f, "--skip=" + skip, "--junit-report=junit.xml", "--output-dir=" + dir,
 			filepath.Join(kubeBin, "e2e.test"), "--"}
@@ -103,25 +115,10 @@ func run() int {
 		defer func() { _ = logf.Close() }()
 		cmd.Stdout, cmd.Stderr = logf, logf
 		runErr := cmd.Run()
-		results, err := conformance.ReadJUnitFile(report)
-		if err != nil {
+		if sum, err = writeReports(dir); err != nil {
 			return errors.Join(fmt.Errorf("ginkgo: %w (its log: %s)", runErr, logf.Name()), err)
 		}
-		out, err := os.Create(filepath.Join(dir, "results.txt"))
-		if err != nil {
-			return err
-		}
-		defer func() { _ = out.Close() }()
-		if err := conformance.WriteResults(out, results); err != nil {
-			return err
-		}
-		sum = conformance.Summarize(results)
-		for _, r := range results {
-			if r.Outcome == conformance.Failed {
-				_, _ = fmt.Fprintf(os.Stdout, "FAIL %s\n     %s\n", r.Name, r.Message)
-			}
-		}
-		say("%s (per test: .tmp/conformance/results.txt; the suite's log: .tmp/conformance/e2e.log)", sum)
+		say("%s (per test: .tmp/conformance/results.txt; per area: .tmp/conformance/areas.md; the suite's log: .tmp/conformance/e2e.log)", sum)
 		if *keep {
 			say("the cluster stays up: export KUBECONFIG=%s; ^C to stop it", cluster.Kube.Kubeconfig)
 			<-ctx.Done()
@@ -169,4 +166,33 @@ func buildPause(ctx context.Context, repo, dir string) ([]byte, error) {
 	}
 	defer func() { _ = os.Remove(bin) }()
 	return os.ReadFile(bin)
+}
+
+// writeReports reads ginkgo's JUnit report in dir and writes there
+// results.txt (a line per test, the summary last) and areas.md (a table
+// of the areas), printing each failure; it returns the summary.
+func writeReports(dir string) (conformance.Summary, error) {
+	results, err := conformance.ReadJUnitFile(filepath.Join(dir, "junit.xml"))
+	if err != nil {
+		return conformance.Summary{}, err
+	}
+	write := func(name string, fn func(*os.File) error) error {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		return errors.Join(fn(f), f.Close())
+	}
+	if err := write("results.txt", func(f *os.File) error { return conformance.WriteResults(f, results) }); err != nil {
+		return conformance.Summary{}, err
+	}
+	if err := write("areas.md", func(f *os.File) error { return conformance.WriteAreas(f, conformance.Areas(results)) }); err != nil {
+		return conformance.Summary{}, err
+	}
+	for _, r := range results {
+		if r.Outcome == conformance.Failed {
+			_, _ = fmt.Fprintf(os.Stdout, "FAIL %s\n     %s\n", r.Name, r.Message)
+		}
+	}
+	return conformance.Summarize(results), nil
 }

@@ -55,3 +55,34 @@ func TestReadJUnit(t *testing.T) {
 		t.Errorf("results file:\n%s", b.String())
 	}
 }
+
+// TestAreas: tests grouped by their sig and subject, skipped ones left
+// out, as the docs' table of what a podsync node supports.
+func TestAreas(t *testing.T) {
+	results := []conformance.Result{
+		{Name: "[sig-node] Container Lifecycle Hook when create a pod with lifecycle hook should execute poststart exec hook properly [NodeConformance] [Conformance]", Outcome: conformance.Passed},
+		{Name: "[sig-node] Container Lifecycle Hook when create a pod with lifecycle hook should execute prestop http hook properly [NodeConformance] [Conformance]", Outcome: conformance.Failed},
+		{Name: "[sig-node] Security Context When creating a container with runAsUser should run the container with uid 65534 [LinuxOnly] [NodeConformance] [Conformance]", Outcome: conformance.Passed},
+		{Name: "[sig-storage] EmptyDir volumes should support (root,0644,tmpfs) [LinuxOnly] [NodeConformance] [Conformance]", Outcome: conformance.Passed},
+		{Name: "[sig-storage] EmptyDir volumes when FSGroup is specified [LinuxOnly] new files should be created with FSGroup ownership when container is root", Outcome: conformance.Passed},
+		{Name: "[sig-storage] HostPath should support r/w [NodeConformance]", Outcome: conformance.Skipped},
+		{Name: "[SynchronizedAfterSuite]", Outcome: conformance.Failed},
+	}
+	got := conformance.Areas(results)
+	want := []conformance.Area{
+		{Name: "[SynchronizedAfterSuite]", Summary: conformance.Summary{Failed: 1}},
+		{Name: "[sig-node] Container Lifecycle Hook", Summary: conformance.Summary{Passed: 1, Failed: 1}},
+		{Name: "[sig-node] Security Context", Summary: conformance.Summary{Passed: 1}},
+		{Name: "[sig-storage] EmptyDir", Summary: conformance.Summary{Passed: 2}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("areas (-want +got):\n%s", diff)
+	}
+	var b strings.Builder
+	if err := conformance.WriteAreas(&b, got); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| [sig-node] Container Lifecycle Hook | 2 | 1 | 1 |\n") || !strings.HasSuffix(b.String(), "| all | 6 | 4 | 2 |\n") {
+		t.Errorf("areas table:\n%s", b.String())
+	}
+}
