@@ -82,14 +82,18 @@ func run() int {
 		if err != nil {
 			return err
 		}
-		pause, err := buildPause(ctx, repo, dir)
+		pause, err := buildStatic(ctx, repo, dir, "./internal/testing/localcri/pause")
+		if err != nil {
+			return err
+		}
+		sh, err := buildStatic(ctx, repo, dir, "./internal/testing/conformance/sh")
 		if err != nil {
 			return err
 		}
 		log := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.Lock(os.Stderr), zap.WarnLevel))
 		say("building the e2e images")
 		imgs, err := conformance.BuildImages(ctx, log, filepath.Join(repo, ".tmp", "conformance-images"), conformance.Inputs{
-			Agnhost: filepath.Join(kubeBin, "agnhost"), Nnp: filepath.Join(kubeBin, "nnp"), Module: module, Pause: pause})
+			Agnhost: filepath.Join(kubeBin, "agnhost"), Nnp: filepath.Join(kubeBin, "nnp"), Module: module, Pause: pause, Sh: sh})
 		if err != nil {
 			return err
 		}
@@ -154,15 +158,15 @@ func kubeModule(ctx context.Context) (string, error) {
 	return dir, nil
 }
 
-// buildPause builds the test images' pause program (statically) and
-// returns it.
-func buildPause(ctx context.Context, repo, dir string) ([]byte, error) {
-	bin := filepath.Join(dir, "pause")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./internal/testing/localcri/pause")
+// buildStatic builds one of the test images' programs (pkg, statically)
+// and returns it.
+func buildStatic(ctx context.Context, repo, dir, pkg string) ([]byte, error) {
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, pkg)
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build pause: %w: %s", err, out)
+		return nil, fmt.Errorf("build %s: %w: %s", pkg, err, out)
 	}
 	defer func() { _ = os.Remove(bin) }()
 	return os.ReadFile(bin)

@@ -61,7 +61,7 @@ exec wget -q -O "$out" "$url"
 `
 
 // imagesFormat changes whenever the way the images are built changes.
-const imagesFormat = "conformance-images-v4"
+const imagesFormat = "conformance-images-v5"
 
 // Inputs are the binaries and files the images are built from.
 type Inputs struct {
@@ -73,6 +73,8 @@ type Inputs struct {
 	Module string
 	// Pause is the localcri pause image's program.
 	Pause []byte
+	// Sh is the busybox stand-in's /bin/sh, a static build of ./sh.
+	Sh []byte
 }
 
 // Images are the built e2e images: an OCI image layout tarball, the
@@ -186,12 +188,15 @@ func imageSpecs(ctx context.Context, in Inputs) ([]localcri.ImageSpec, error) {
 		// exec hooks run (curl http://IP:8080/echo?msg=prestop).
 		{Path: "usr/bin/curl", Mode: 0o755, Data: []byte(curlStandIn)},
 	})
-	// busybox's: its sh is bash. Debian's busybox 1.35 sh drops the
-	// environment variables whose names are not shell identifiers
-	// (data-1, p-data-1) from what its children get; the e2e image's
-	// busybox 1.37 passes them on, and the ConfigMap and Secret envFrom
-	// tests (sh -c env) read them. bash passes them on too.
-	busyboxFiles := withFiles(busybox, []localcri.ImageFile{{Path: "bin/sh", Mode: 0o755, Data: bash}})
+	// busybox's: its sh is the sh shim (./sh): busybox ash, but a `sh -c
+	// CMD` of one plain command executes CMD with the whole environment.
+	// Debian's busybox ash hands its children only the variables whose
+	// names are shell identifiers; the e2e image's busybox passes the
+	// others on too (data-1, 1-data-1), which the ConfigMap and Secret
+	// envFrom tests read with `sh -c env`. Tests that read ash's own
+	// messages ("/bin/sh: can't create /file: Read-only file system")
+	// still get them.
+	busyboxFiles := withFiles(busybox, []localcri.ImageFile{{Path: "bin/sh", Mode: 0o755, Data: in.Sh}})
 	agnhostCfg := v1.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, Env: env, WorkingDir: "/"}
 	// nginx's stand-in: busybox's httpd serving /usr/share/nginx/html on
 	// port 80 until SIGTERM (the tests need a server that runs and stops,
