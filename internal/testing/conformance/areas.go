@@ -19,7 +19,8 @@ type Area struct {
 // Areas groups the tests that ran (passed or failed) by area, in name
 // order. A test's area is its sig and the capitalised words after it,
 // up to the first that is not ("[sig-node] Container Lifecycle Hook when
-// create a pod …" is "[sig-node] Container Lifecycle Hook").
+// create a pod …" is "[sig-node] Container Lifecycle Hook"); a tag such
+// as "[DRA]" counts as capitalised.
 func Areas(results []Result) []Area {
 	byName := map[string]*Summary{}
 	for _, r := range results {
@@ -54,8 +55,8 @@ func areaOf(name string) string {
 	}
 	n := 1
 	for n < len(words) {
-		w := []rune(words[n])
-		if !unicode.IsUpper(w[0]) || words[n] == "When" {
+		w := []rune(strings.TrimPrefix(words[n], "["))
+		if len(w) == 0 || !unicode.IsUpper(w[0]) || words[n] == "When" {
 			break
 		}
 		n++

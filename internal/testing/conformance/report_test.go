@@ -66,6 +66,7 @@ func TestAreas(t *testing.T) {
 		{Name: "[sig-storage] EmptyDir volumes should support (root,0644,tmpfs) [LinuxOnly] [NodeConformance] [Conformance]", Outcome: conformance.Passed},
 		{Name: "[sig-storage] EmptyDir volumes when FSGroup is specified [LinuxOnly] new files should be created with FSGroup ownership when container is root", Outcome: conformance.Passed},
 		{Name: "[sig-storage] HostPath should support r/w [NodeConformance]", Outcome: conformance.Skipped},
+		{Name: "[sig-node] [DRA] CRUD Tests resource.k8s.io/v1 DeviceClass [Conformance] [sig-node, DRA, Conformance]", Outcome: conformance.Passed},
 		{Name: "[SynchronizedAfterSuite]", Outcome: conformance.Failed},
 	}
 	got := conformance.Areas(results)
@@ -73,6 +74,7 @@ func TestAreas(t *testing.T) {
 		{Name: "[SynchronizedAfterSuite]", Summary: conformance.Summary{Failed: 1}},
 		{Name: "[sig-node] Container Lifecycle Hook", Summary: conformance.Summary{Passed: 1, Failed: 1}},
 		{Name: "[sig-node] Security Context", Summary: conformance.Summary{Passed: 1}},
+		{Name: "[sig-node] [DRA] CRUD Tests", Summary: conformance.Summary{Passed: 1}},
 		{Name: "[sig-storage] EmptyDir", Summary: conformance.Summary{Passed: 2}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -82,7 +84,7 @@ func TestAreas(t *testing.T) {
 	if err := conformance.WriteAreas(&b, got); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "| [sig-node] Container Lifecycle Hook | 2 | 1 | 1 |\n") || !strings.HasSuffix(b.String(), "| all | 6 | 4 | 2 |\n") {
+	if !strings.Contains(b.String(), "| [sig-node] Container Lifecycle Hook | 2 | 1 | 1 |\n") || !strings.HasSuffix(b.String(), "| all | 7 | 5 | 2 |\n") {
 		t.Errorf("areas table:\n%s", b.String())
 	}
 }
