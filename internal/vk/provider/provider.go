@@ -225,11 +225,17 @@ func (p *Provider) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 	return p.apply(ctx, pod)
 }
 
-func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) error {
+func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) (err error) {
 	k := key(pod.Namespace, pod.Name)
 	p.mu.Lock()
+	prev, had := p.pods[k]
 	p.pods[k] = pod.DeepCopy()
 	p.mu.Unlock()
+	defer func() {
+		if err != nil {
+			p.forgetFailedApply(k, pod, prev, had)
+		}
+	}()
 	// The objects and tokens first: the pod's pass then finds them
 	// stored.
 	if err := p.pushObjects(ctx, pod); err != nil {
@@ -282,6 +288,25 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) error {
 	p.addEphemeral(ctx, pod)
 	p.changed(k)
 	return nil
+}
+
+// forgetFailedApply puts back what GetPod answered for k before an apply
+// of pod that failed (podsyncd unavailable, rate-limited, a deadline): the
+// node library retries a create or an update only when GetPod shows a pod
+// other than the one it asks for, so a pod kept as if applied would never
+// be retried. A newer apply of the same key is left alone.
+func (p *Provider) forgetFailedApply(k string, pod, prev *corev1.Pod, had bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cur := p.pods[k]
+	if cur == nil || cur.UID != pod.UID || cur.ResourceVersion != pod.ResourceVersion {
+		return
+	}
+	if had {
+		p.pods[k] = prev
+	} else {
+		delete(p.pods, k)
+	}
 }
 
 // refusal says whether err is podsyncd refusing the pod for good, with

@@ -239,6 +239,50 @@ func TestRefusedPodIsFailedWithPodsyncReason(t *testing.T) {
 	}
 }
 
+// TestFailedApplyIsRetried: after a create or an update that failed
+// (podsyncd rate-limited it), GetPod answers as before it, so that the
+// node library, which compares GetPod's pod with the API server's, calls
+// CreatePod or UpdatePod again instead of taking the pod for applied.
+func TestFailedApplyIsRetried(t *testing.T) {
+	f := newFake()
+	p := New("vk-1", f, zap.NewNop())
+	ctx := context.Background()
+	f.syncErr = &client.Error{Op: "SyncPod", Code: codes.ResourceExhausted, Message: "rate limited"}
+	pod := testPod("1")
+	if err := p.CreatePod(ctx, pod); err == nil {
+		t.Fatal("CreatePod rate-limited: nil error, want one to retry")
+	}
+	if got, err := p.GetPod(ctx, "default", "web"); got != nil || !errdefs.IsNotFound(err) {
+		t.Fatalf("GetPod after a failed create = %v, %v; want NotFound, so that the library creates it again", got, err)
+	}
+	f.syncErr = nil
+	if err := p.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	// An update that fails leaves the applied pod, not the new one.
+	f.syncErr = &client.Error{Op: "SyncPod", Code: codes.Unavailable}
+	updated := pod.DeepCopy()
+	updated.ResourceVersion = "2"
+	updated.Spec.Containers[0].Image = "registry.example/app:2"
+	if err := p.UpdatePod(ctx, updated); err == nil {
+		t.Fatal("UpdatePod with podsyncd unavailable: nil error, want one to retry")
+	}
+	got, err := p.GetPod(ctx, "default", "web")
+	if err != nil || got.Spec.Containers[0].Image != "registry.example/app:1" {
+		t.Fatalf("GetPod after a failed update = %v, %v; want the pod applied before it", got, err)
+	}
+	f.syncErr = nil
+	if err := p.UpdatePod(ctx, updated); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := p.GetPod(ctx, "default", "web"); got.Spec.Containers[0].Image != "registry.example/app:2" {
+		t.Errorf("GetPod after the update = image %s, want app:2", got.Spec.Containers[0].Image)
+	}
+	if len(f.synced) != 4 {
+		t.Errorf("SyncPod calls = %d, want 4 (each try reaches podsyncd)", len(f.synced))
+	}
+}
+
 func TestDeletePodUsesGracePeriodAndUID(t *testing.T) {
 	f := newFake()
 	p := New("vk-1", f, zap.NewNop())
