@@ -89,9 +89,17 @@ func (b *clusterBench) setup(ctx context.Context, res *clusterResults) (_ *clust
 		return e, err
 	}
 	say := func(f string, a ...any) { b.log.Info(fmt.Sprintf(f, a...)) }
+	var podsyncdArgs []string
+	if !b.cfg.cluster.rateLimit {
+		cfg := filepath.Join(b.dir, "podsyncd.yaml")
+		if err := os.WriteFile(cfg, []byte(podsyncdNoRateLimit), 0o644); err != nil {
+			return e, err
+		}
+		podsyncdArgs = []string{"--config", cfg}
+	}
 	e.cluster, err = localcluster.Start(ctx, localcluster.Options{Dir: filepath.Join(b.dir, "cluster"), RepoDir: b.repo, KubeBin: kubeBin,
 		PodsyncdBin: podsyncdBin, VKBin: vkBin, Nodes: 1, Runtimes: []*localcri.Instance{e.podsyncRT},
-		Logger: b.log.Named("localcluster"), Say: say})
+		PodsyncdArgs: podsyncdArgs, Logger: b.log.Named("localcluster"), Say: say})
 	if err != nil {
 		return e, fmt.Errorf("start the control plane and the podsync node (logs in %s): %w", b.dir, err)
 	}
@@ -116,6 +124,14 @@ func (b *clusterBench) setup(ctx context.Context, res *clusterResults) (_ *clust
 	time.Sleep(settle)
 	return e, nil
 }
+
+// podsyncdNoRateLimit is the podsync node's configuration without
+// -cluster-rate-limit: podsync-vk (root, admin) unthrottled, as the
+// single-node bench runs podsyncd. With podsyncd's default limit (20
+// mutating calls a second per identity, burst 40) podsync-vk's two or
+// three calls per pod (its objects, its token, SyncPod) are refused
+// RATE_LIMITED past a few dozen pods at once.
+const podsyncdNoRateLimit = "security:\n  roles:\n    admin: [\"uid:0\"]\n  rateLimit:\n    perSecond: -1\n    read: {perSecond: -1}\n"
 
 // runtimeVersion is what inst's CRI says it is.
 func runtimeVersion(ctx context.Context, inst *localcri.Instance) (string, error) {

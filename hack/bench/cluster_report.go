@@ -192,7 +192,13 @@ func renderClusterMethod(w *strings.Builder, cc clusterConfig) {
 	p("One cluster for the whole run: the control plane as `make run-cluster` starts it (`internal/testing/localkube`:\n" +
 		"etcd and the Kubernetes components on 127.0.0.1), and two nodes, each on a private containerd of the same flavour\n" +
 		"(`internal/testing/localcri`, its own bridge CNI network, cgroup root, pause and busybox images):\n\n")
-	p("- **podsync** (`%s`): podsyncd behind podsync-vk, started by `internal/testing/localcluster`.\n", podsyncNodeName)
+	p("- **podsync** (`%s`): podsyncd behind podsync-vk, started by `internal/testing/localcluster`", podsyncNodeName)
+	if cc.rateLimit {
+		p(", podsyncd's default\n  rate limit of mutating calls per identity (20/s, burst 40) applying to podsync-vk.\n")
+	} else {
+		p("; podsyncd's\n  rate limit of calls per identity off for podsync-vk, as in the single-node bench (`-cluster-rate-limit` keeps the\n" +
+			"  default 20 mutating calls/s, burst 40: podsync-vk makes two or three per pod, and a scale to 30 exceeds it).\n")
+	}
 	p("- **kubelet** (`%s`): the kubelet %s (`hack/kube/build.sh kubelet`) in its default configuration\n", kubeletNodeName, kubeletVersion)
 	p("  (cgroupsPerQOS, `seccompDefault: true` as podsyncd; `hack/bench/kubelet.go`), registered with the API server by a\n" +
 		"  kubeconfig whose client certificate, from the control plane's CA, is `system:node:" + kubeletNodeName + "` in `system:nodes`;\n" +

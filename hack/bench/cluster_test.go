@@ -28,6 +28,12 @@ func TestClusterFlags(t *testing.T) {
 	if cfg, err := parseFlags([]string{"-cluster"}, "/repo"); err != nil || joinInts(cfg.cluster.ns) != "30, 100" || cfg.cluster.rounds != 3 {
 		t.Errorf("defaults: %+v, %v", cfg.cluster, err)
 	}
+	if cfg.cluster.rateLimit {
+		t.Error("podsyncd's rate limit kept by default")
+	}
+	if cfg, err := parseFlags([]string{"-cluster", "-cluster-rate-limit"}, "/repo"); err != nil || !cfg.cluster.rateLimit {
+		t.Errorf("-cluster-rate-limit: %+v, %v", cfg.cluster, err)
+	}
 	if cfg, err := parseFlags([]string{"-cluster", "-out", "/tmp/c.md"}, "/repo"); err != nil || cfg.out != "/tmp/c.md" {
 		t.Errorf("-out given: %q, %v", cfg.out, err)
 	}
@@ -158,6 +164,7 @@ func TestClusterReport(t *testing.T) {
 		"| 0 → N, all Ready, N = 100: ≤ 0.85 | 0.95 (0.80–1.00) | ❌ over |",
 		"| one pod deleted → its object gone, N = 30: ≤ 1.00 | 0.80 (0.70–0.90) | ✅ within |",
 		"| N → 0, every pod object gone, N = 100: ≤ 1.00 | 0.95 (0.80–1.00) | ✅ within |",
+		"rate limit of calls per identity off for podsync-vk",
 		"### N = 100",
 		"| 0 → N, all Ready | 4000 ms (1900 ms–5000 ms) | 5000 ms (2000 ms–5000 ms) | 0.95 (0.80–1.00) |",
 		"| kubectl exec | 900 ms (800 ms–1400 ms) | 1000 ms (1000 ms–2000 ms) | 0.80 (0.70–0.90) |",

@@ -101,6 +101,25 @@ func (e *clusterEnv) workload(ctx context.Context, log *zap.Logger, node cluster
 	return nil
 }
 
+// reset scales node's Deployment to 0 after a failed run and waits until
+// none of its pods is left, so that the next run starts from none.
+func (e *clusterEnv) reset(ctx context.Context, node clusterNode) error {
+	name := deploymentName(node)
+	if err := e.scale(ctx, name, 0); err != nil {
+		return err
+	}
+	return waitUntil(ctx, clusterGoneMax+30*time.Second+clusterMaxPods*time.Second, func() (bool, error) {
+		list, err := e.kc.CoreV1().Pods(clusterNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil {
+			return false, err
+		}
+		if n := len(list.Items); n > 0 {
+			return false, fmt.Errorf("%d pods of %s left", n, name)
+		}
+		return true, nil
+	})
+}
+
 // deleteOne deletes one Ready pod (with its grace period, as kubectl
 // delete pod) and waits until its replacement is Ready and its object is
 // gone.
