@@ -36,6 +36,11 @@ type clusterEnv struct {
 // clusterNamespace holds the benchmark's Deployments.
 const clusterNamespace = "default"
 
+// clusterTeardownMax bounds the teardown of each containerd, which stops
+// and removes every pod left (15 minutes, as the single-node bench's
+// removal of the kubelet's hundred pods).
+const clusterTeardownMax = 15 * time.Minute
+
 // clusterNodeReadyMax bounds the wait for the kubelet's Node to be Ready.
 const clusterNodeReadyMax = 2 * time.Minute
 
@@ -214,7 +219,9 @@ func (e *clusterEnv) close(ctx context.Context) error {
 	}
 	for _, rt := range []*localcri.Instance{e.kubeletRT, e.podsyncRT} {
 		if rt != nil {
-			tctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			// A hundred pods on a loaded machine: a teardown cut short
+			// leaves their processes, links and cgroups on the host.
+			tctx, cancel := context.WithTimeout(ctx, clusterTeardownMax)
 			errs = append(errs, rt.Teardown(tctx))
 			cancel()
 		}
