@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -108,6 +109,10 @@ func renderClusterReport(res *clusterResults, cfg config) string {
 	if res.kubeletErr != "" {
 		p(clusterNoKubeletBanner)
 	}
+	if loaded(res.loadBefore, res.machine.cpus) || loaded(res.loadAfter, res.machine.cpus) {
+		p("> **Loaded machine**: load average %s at the start and %s at the end on %d cores (other work shared them):\n"+
+			"> both nodes' times are stretched and the ratios are noisier than on a quiet machine.\n\n", res.loadBefore, res.loadAfter, res.machine.cpus)
+	}
 	if res.setupErr != "" {
 		p("> **Nothing ran**: %s\n\n", oneLine(res.setupErr))
 	}
@@ -132,6 +137,17 @@ func renderClusterReport(res *clusterResults, cfg config) string {
 	p("It needs root (two containerds and their pods). Run it on a quiet machine: the control plane, both nodes and\n" +
 		"their containerds share its cores. The logs of the last run stay in `.tmp/bench-cluster`.\n")
 	return w.String()
+}
+
+// loaded reports whether a load average line ("1 5 15") shows more than
+// twice as many runnable tasks as cores over the last minute.
+func loaded(avg string, cpus int) bool {
+	f := strings.Fields(avg)
+	if len(f) == 0 || cpus < 1 {
+		return false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	return err == nil && v > 2*float64(cpus)
 }
 
 func containsAll(have, want []int) bool {

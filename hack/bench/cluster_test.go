@@ -146,7 +146,8 @@ func TestClusterReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := &clusterResults{started: time.Now(), finished: time.Now(), kubeVersion: "v1.37.2", kubeletVersion: "Kubernetes v1.37.2"}
+	res := &clusterResults{started: time.Now(), finished: time.Now(), kubeVersion: "v1.37.2", kubeletVersion: "Kubernetes v1.37.2",
+		machine: machine{cpus: 2}, loadBefore: "1.00 1.00 1.00", loadAfter: "3.90 2.00 1.00"}
 	// N = 30: podsync 0.80, 0.70 and 0.90 of the kubelet's; N = 100:
 	// 0.80, 1.00, 0.95 — median 0.95, over.
 	for round, pk := range map[int][2]float64{1: {800, 1000}, 2: {1400, 2000}, 3: {900, 1000}} {
@@ -173,9 +174,14 @@ func TestClusterReport(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "Small run") || strings.Contains(out, "## Failures") {
-		t.Errorf("a full run reads as small or failed:\n%s", out)
+	if strings.Contains(out, "Small run") || strings.Contains(out, "## Failures") || strings.Contains(out, "Loaded machine") {
+		t.Errorf("a full run on a quiet machine reads as small, failed or loaded:\n%s", out)
 	}
+	res.loadAfter = "30.5 20.1 10.0"
+	if out := renderClusterReport(res, cfg); !strings.Contains(out, "> **Loaded machine**: load average 1.00 1.00 1.00 at the start and 30.5 20.1 10.0 at the end on 2 cores") {
+		t.Errorf("a loaded run does not say so:\n%s", out)
+	}
+	res.loadAfter = "3.90 2.00 1.00"
 
 	res.kubeletErr = "build the kubelet with hack/kube/build.sh kubelet: exit status 1: no space left on device"
 	for _, r := range res.runs {
