@@ -234,6 +234,15 @@ bench-scale: ## Hollow podsync nodes behind podsync-vk against kwok on a real co
 	$(GO) build -o $(TMP)/bench/bench ./hack/bench
 	$(TMP)/bench/bench -scale -kwok-version $(KWOK_VERSION) $(BENCH_SCALE_FLAGS)
 
+# Flags of hack/bench -cluster, e.g. BENCH_CLUSTER_FLAGS='-cluster-rounds 7' or '-cluster-n 10 -cluster-rounds 1'.
+BENCH_CLUSTER_FLAGS ?=
+
+.PHONY: bench-cluster
+bench-cluster: ## A podsync node and a kubelet node in one cluster, Deployments 0 → 30 and 100, 3 rounds (root, ~30 min); writes BENCHMARKS-cluster.md
+	hack/kube/build.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubectl
+	$(GO) build -o $(TMP)/bench/bench ./hack/bench
+	$(TMP)/bench/bench -cluster $(if $(BENCH_KUBELET),-kubelet $(BENCH_KUBELET)) $(BENCH_CLUSTER_FLAGS)
+
 # Arguments of `make run`, such as RUN_ARGS=--once.
 RUN_ARGS ?=
 

@@ -41,6 +41,17 @@
 //	-scale-runs N       interleaved rounds per node count (default 1)
 //	-kwok-version V     sigs.k8s.io/kwok built into .tmp/kwok (default v0.8.0)
 //
+// With -cluster (make bench-cluster, root) it measures one cluster: the
+// control plane, a podsync node behind podsync-vk and a kubelet node
+// registered with the same API server, each on a private containerd
+// (cluster*.go), and writes BENCHMARKS-cluster.md:
+//
+//	-cluster            run the cluster benchmark
+//	-cluster-n LIST     replicas each node's Deployment is scaled to from 0 (default 30,100)
+//	-cluster-rounds N   interleaved rounds (default 3)
+//	-cluster-samples N  kubectl logs and exec calls timed per run (default 5)
+//	-kubelet PATH       the kubelet (default: built by hack/kube/build.sh kubelet)
+//
 // Every run is timed without its cleanup; a row that fails is reported as
 // failed with its error and the rest of the report goes on. The raw CRI
 // baseline builds its configs with the engine's own SandboxConfig and

@@ -90,7 +90,27 @@ type kubeletSettings struct {
 	endpoint    string // the private containerd
 	port        int
 	healthzPort int
+	// node is the kubelet's node name (--hostname-override); empty means
+	// kubeletNode.
+	node string
+	// kubeconfig, when set, registers the kubelet with an API server (the
+	// cluster benchmark): a client certificate of system:node:<node>.
+	// clientCA then authenticates the API server's requests to the
+	// kubelet (logs, exec), which a SubjectAccessReview authorizes, as on
+	// a kubeadm node; nodeIP is its Node's address (a loopback one is
+	// refused by the kubelet), on which it also serves.
+	kubeconfig, clientCA, nodeIP string
 }
+
+func (s kubeletSettings) nodeName() string {
+	if s.node == "" {
+		return kubeletNode
+	}
+	return s.node
+}
+
+// registered reports whether the kubelet runs with an API server.
+func (s kubeletSettings) registered() bool { return s.kubeconfig != "" }
 
 func (s kubeletSettings) rootDir() string   { return filepath.Join(s.dir, "root") }
 func (s kubeletSettings) staticDir() string { return filepath.Join(s.dir, "manifests") }
@@ -105,7 +125,10 @@ func (s kubeletSettings) stageDir() string  { return filepath.Join(s.dir, "stagi
 // thresholds on disk: this machine's disk is fuller than the defaults
 // allow, and the kubelet would evict the pods measured and delete the
 // runtime's images). seccompDefault is on as it is in podsyncd, so the
-// containers the two create are the same.
+// containers the two create are the same. A registered kubelet
+// (s.registered) serves on its node IP and takes only the API server's
+// requests: client certificates of the cluster's CA, authorized by the
+// API server (webhook), anonymous requests refused.
 func kubeletConfig(s kubeletSettings) ([]byte, error) {
 	cfg := kubeletv1beta1.KubeletConfiguration{
 		TypeMeta:                 metav1.TypeMeta{APIVersion: "kubelet.config.k8s.io/v1beta1", Kind: "KubeletConfiguration"},
@@ -133,6 +156,15 @@ func kubeletConfig(s kubeletSettings) ([]byte, error) {
 		EvictionHard:                map[string]string{"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
 		ImageGCHighThresholdPercent: ptr.To(int32(100)),
 		ImageGCLowThresholdPercent:  ptr.To(int32(99)),
+	}
+	if s.registered() {
+		cfg.Address = s.nodeIP
+		cfg.Authentication = kubeletv1beta1.KubeletAuthentication{
+			X509:      kubeletv1beta1.KubeletX509Authentication{ClientCAFile: s.clientCA},
+			Anonymous: kubeletv1beta1.KubeletAnonymousAuthentication{Enabled: ptr.To(false)},
+			Webhook:   kubeletv1beta1.KubeletWebhookAuthentication{Enabled: ptr.To(true)},
+		}
+		cfg.Authorization = kubeletv1beta1.KubeletAuthorization{Mode: kubeletv1beta1.KubeletAuthorizationModeWebhook}
 	}
 	return yaml.Marshal(&cfg)
 }
@@ -174,18 +206,26 @@ func newToken() string {
 // namespace, with a cgroup root, directories and ports of its own, and
 // waits until it is ready: healthz ok, its sync loop started, a PLEG
 // relist done and its first housekeeping due. The runtime must be empty.
-func (b *bench) startKubelet(ctx context.Context, e *env) (_ *kubelet, err error) {
+func (b *bench) startKubelet(ctx context.Context, e *env) (*kubelet, error) {
 	if b.kubeletBin == "" {
 		return nil, errors.New("no kubelet binary")
 	}
 	e.stopPodsyncd()
 	token := newToken()
-	k := &kubelet{log: b.log.Named("kubelet"), token: token,
-		logPath: filepath.Join(b.repo, ".tmp", "bench", "logs", "kubelet-"+e.inst.ID()+"-"+token+".log"),
+	s := kubeletSettings{dir: filepath.Join(e.dir, "kubelet-"+token), cgroupRoot: "/podsync-bench-" + token, endpoint: e.inst.Endpoint()}
+	logPath := filepath.Join(b.repo, ".tmp", "bench", "logs", "kubelet-"+e.inst.ID()+"-"+token+".log")
+	return launchKubelet(ctx, b.log, b.kubeletBin, s, token, logPath)
+}
+
+// launchKubelet runs the kubelet bin with settings s (its ports are
+// chosen here) and waits until it is ready (waitReady). On failure it
+// stops it and removes its cgroups and files, and the error ends with
+// the end of its log.
+func launchKubelet(ctx context.Context, log *zap.Logger, bin string, s kubeletSettings, token, logPath string) (_ *kubelet, err error) {
+	k := &kubelet{log: log.Named("kubelet"), token: token, logPath: logPath, s: s,
 		http: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 			// The kubelet serves a self-signed certificate of its own.
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}} //nolint:gosec // the kubelet's own self-signed cert on 127.0.0.1
-	k.s = kubeletSettings{dir: filepath.Join(e.dir, "kubelet-"+token), cgroupRoot: "/podsync-bench-" + token, endpoint: e.inst.Endpoint()}
 	ports, err := localcri.FreePorts(2)
 	if err != nil {
 		return nil, err
@@ -202,7 +242,7 @@ func (b *bench) startKubelet(ctx context.Context, e *env) (_ *kubelet, err error
 	if err := k.prepare(); err != nil {
 		return nil, err
 	}
-	if err := k.start(b.kubeletBin); err != nil {
+	if err := k.start(bin); err != nil {
 		return nil, err
 	}
 	if err := k.waitReady(ctx); err != nil {
@@ -272,9 +312,13 @@ func (k *kubelet) start(bin string) error {
 		"--config", filepath.Join(k.s.dir, "config.yaml"),
 		"--root-dir", k.s.rootDir(),
 		"--cert-dir", filepath.Join(k.s.dir, "pki"),
-		// No --node-ip: the kubelet refuses a loopback node IP (an
-		// error a status update) and takes the host's address.
-		"--hostname-override", kubeletNode,
+		// No --node-ip when standalone: the kubelet refuses a loopback
+		// node IP (an error a status update) and takes the host's
+		// address.
+		"--hostname-override", k.s.nodeName(),
+	}
+	if k.s.registered() {
+		args = append(args, "--kubeconfig", k.s.kubeconfig, "--node-ip", k.s.nodeIP)
 	}
 	if err := k.Start(exec.Command("unshare", args...), logf); err != nil {
 		return fmt.Errorf("start: %w", err)
@@ -283,8 +327,10 @@ func (k *kubelet) start(bin string) error {
 }
 
 // waitReady waits until healthz answers ok, the log says the sync loop
-// started, the PLEG relisted at least once (its metric) and the first
-// housekeeping is due.
+// started, the PLEG relisted at least once (its metric; not read from a
+// registered kubelet, which serves its metrics to the API server's
+// identities only: its caller waits for its Node to be Ready instead)
+// and the first housekeeping is due.
 func (k *kubelet) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, kubeletReadyMax)
 	defer cancel()
@@ -308,6 +354,9 @@ func (k *kubelet) waitReady(ctx context.Context) error {
 				continue
 			}
 			loopAt = time.Now()
+		}
+		if k.s.registered() {
+			return nil
 		}
 		relists, err := k.metric(ctx, "kubelet_pleg_relist_duration_seconds_count")
 		if err != nil || relists < 1 {

@@ -50,6 +50,7 @@ type config struct {
 	kubelet     string        // -kubelet: the kubelet binary (default: hack/kube/build.sh kubelet)
 	idleWindow  time.Duration // -idle-window
 	scale       scaleConfig   // -scale and its flags (scale.go)
+	cluster     clusterConfig // -cluster and its flags (cluster.go)
 	args        []string
 }
 
@@ -134,6 +135,10 @@ func run() int {
 		log.Error("bench runs containerd and needs root: run it as root (sudo -E make bench)")
 		return 1
 	}
+	if cfg.cluster.enabled {
+		// A control plane, a podsync node and a kubelet node.
+		return runClusterMain(ctx, log, repo, cfg)
+	}
 	b := &bench{log: log, cfg: cfg, repo: repo, start: time.Now()}
 	res, err := b.run(ctx)
 	if ctx.Err() != nil {
@@ -193,14 +198,19 @@ func parseFlags(args []string, repo string) (config, error) {
 	apiPods := fs.Int("api-pods", 0, "running pods under API load (default 250, quick 40)")
 	nList := fs.String("n", "", "pods per pods-to-running run, comma-separated (default 1,10,30,100; quick 1,10)")
 	parseScale := addScaleFlags(fs, &cfg)
+	parseCluster := addClusterFlags(fs, &cfg)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
-	if err := parseScale(); err != nil {
+	if err := errors.Join(parseScale(), parseCluster()); err != nil {
 		return cfg, err
 	}
-	if cfg.scale.enabled && !flagSet(fs, "out") {
+	switch {
+	case flagSet(fs, "out"):
+	case cfg.scale.enabled:
 		cfg.out = filepath.Join(repo, scaleReportFile)
+	case cfg.cluster.enabled:
+		cfg.out = filepath.Join(repo, clusterReportFile)
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())

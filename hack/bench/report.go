@@ -38,7 +38,8 @@ func renderReport(res *results, cfg config) string {
 		shownArgs(cfg.args), res.started.UTC().Format("2006-01-02 15:04 MST"), res.commit,
 		res.finished.Sub(res.started).Round(time.Second))
 	p("Many nodes under one control plane — hollow podsync nodes behind podsync-vk against kwok — are measured by\n"+
-		"`make bench-scale`: [%s](%s).\n\n", scaleReportFile, scaleReportFile)
+		"`make bench-scale`: [%s](%s). A podsync node beside a kubelet node in one cluster, by\n"+
+		"`make bench-cluster`: [%s](%s).\n\n", scaleReportFile, scaleReportFile, clusterReportFile, clusterReportFile)
 	if cfg.quick {
 		p("> **Quick mode** (`-quick`): runs per row: %d, N = %v, %d pods under API load. The figures are\n"+
 			"> for checking the tooling, not for comparing with the targets.\n\n", cfg.runs, cfg.ns, cfg.apiPods)

@@ -191,27 +191,36 @@ func usageOf(pids []int) (procUsage, error) {
 	return u, nil
 }
 
-// podWatch records, per pod, when a watch of the pods first saw it and
-// first saw it Running.
+// podWatch records, per pod, when a watch of the pods first saw it, first
+// saw it Running, first saw it Ready and saw it deleted.
 type podWatch struct {
 	mu      sync.Mutex
 	added   map[types.UID]time.Time
 	running map[types.UID]time.Time
+	ready   map[types.UID]time.Time
+	gone    map[types.UID]time.Time
+	names   map[types.UID]string
 	err     error
 }
 
-// watchPods watches namespace's pods from now until ctx ends, starting
-// again from the last resource version when the API server ends a watch.
-func watchPods(ctx context.Context, kc kubernetes.Interface, namespace string) (*podWatch, error) {
-	list, err := kc.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+func newPodWatch() *podWatch {
+	return &podWatch{added: map[types.UID]time.Time{}, running: map[types.UID]time.Time{}, ready: map[types.UID]time.Time{},
+		gone: map[types.UID]time.Time{}, names: map[types.UID]string{}}
+}
+
+// watchPods watches namespace's pods (those selector matches; every one
+// when it is empty) from now until ctx ends, starting again from the
+// last resource version when the API server ends a watch.
+func watchPods(ctx context.Context, kc kubernetes.Interface, namespace, selector string) (*podWatch, error) {
+	list, err := kc.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}
-	w := &podWatch{added: map[types.UID]time.Time{}, running: map[types.UID]time.Time{}}
+	w := newPodWatch()
 	rv := list.ResourceVersion
 	go func() {
 		for ctx.Err() == nil {
-			wi, err := kc.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+			wi, err := kc.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv, AllowWatchBookmarks: true})
 			if err != nil {
 				w.fail(err)
 				return
@@ -230,6 +239,9 @@ func watchPods(ctx context.Context, kc kubernetes.Interface, namespace string) (
 					continue
 				}
 				w.see(pod, now)
+				if ev.Type == watch.Deleted {
+					w.deleted(pod, now)
+				}
 			}
 			wi.Stop()
 		}
@@ -246,6 +258,28 @@ func (w *podWatch) see(pod *corev1.Pod, now time.Time) {
 	if _, ok := w.running[pod.UID]; !ok && pod.Status.Phase == corev1.PodRunning {
 		w.running[pod.UID] = now
 	}
+	if _, ok := w.ready[pod.UID]; !ok && podReady(pod) {
+		w.ready[pod.UID] = now
+	}
+	w.names[pod.UID] = pod.Name
+}
+
+func (w *podWatch) deleted(pod *corev1.Pod, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.gone[pod.UID]; !ok {
+		w.gone[pod.UID] = now
+	}
+}
+
+// podReady reports whether pod's Ready condition is True.
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func (w *podWatch) fail(err error) {
@@ -314,7 +348,7 @@ func (w workload) run(ctx context.Context, log *zap.Logger, r *scaleRun) error {
 	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	pw, err := watchPods(wctx, w.kc, "default")
+	pw, err := watchPods(wctx, w.kc, "default", "")
 	if err != nil {
 		return fmt.Errorf("watch pods: %w", err)
 	}

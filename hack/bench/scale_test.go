@@ -79,7 +79,7 @@ apiserver_longrunning_requests{component="apiserver",resource="nodes",verb="WATC
 }
 
 func TestPodWatchLatencies(t *testing.T) {
-	w := &podWatch{added: map[types.UID]time.Time{}, running: map[types.UID]time.Time{}}
+	w := newPodWatch()
 	t0 := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 	pod := func(uid string, phase corev1.PodPhase) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}, Status: corev1.PodStatus{Phase: phase}}
