@@ -35,8 +35,14 @@ func TestSyncTrace(t *testing.T) {
 	env["PODSYNC_ADDRESS"] = d.address
 	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - name: app\n    image: " + testImage + "\n    command: [sleep, inf]\n"
 	mustSucceed(t, "sync", runCLI(t, env, pod, "sync", "-f", "-"))
+	// Each process exports its spans as they end, in batches: the server
+	// span ends after the pass's, and may arrive after it.
 	spans, err := rcv.WaitFor(ctx, func(s []otlptest.Span) bool {
-		return len(otlptest.Named(s, "podsyncctl sync")) == 1 && len(otlptest.Named(s, "sync pass")) > 0
+		server := false
+		for _, sp := range otlptest.Named(s, "podsync.v1.PodSyncService/SyncPod") {
+			server = server || sp.Kind == "server"
+		}
+		return len(otlptest.Named(s, "podsyncctl sync")) == 1 && len(otlptest.Named(s, "sync pass")) > 0 && server
 	})
 	if err != nil {
 		t.Fatal(err)
