@@ -129,12 +129,18 @@ type Store struct {
 	// mu serialises writes with their publication to watchers, so watchers
 	// see entries in revision order, and guards the fields below. Reads do
 	// not take it: they read a bbolt snapshot.
-	mu       sync.Mutex
-	rev      int64 // current revision
-	compact  int64 // compaction point: entries up to it are gone
-	count    int64 // entries in the log
-	bytes    int64 // bytes of the entries in the log
-	groups   int64 // write groups committed (tests see the grouping)
+	mu      sync.Mutex
+	rev     int64 // current revision
+	compact int64 // compaction point: entries up to it are gone
+	count   int64 // entries in the log
+	bytes   int64 // bytes of the entries in the log
+	groups  int64 // write groups committed (tests see the grouping)
+	// stats counts the writes, commits and syncs of the file (Stats);
+	// fileSize is the file's size as the last commit left it, to tell
+	// the commits that grew it (bbolt fsyncs the file after a grow).
+	stats    Stats
+	fileSize int64
+	pageSize int64
 	closed   bool
 	watchers map[*Watcher]struct{} // live watchers, fed by publish
 	closing  chan struct{}         // closed by Close, ends catching-up watchers
@@ -192,6 +198,10 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := s.init(); err != nil {
 		_ = db.Close()
 		return nil, err
+	}
+	s.pageSize = int64(db.Info().PageSize)
+	if fi, err := os.Stat(path); err == nil {
+		s.fileSize = fi.Size()
 	}
 	if s.key, err = loadNodeKey(path); err != nil {
 		_ = db.Close()
@@ -434,6 +444,7 @@ func (s *Store) commit(fns ...func(tx *bolt.Tx, st *txState) error) error {
 			zap.Int64("log_bytes", st.bytes))
 	}
 	s.rev, s.compact, s.count, s.bytes = st.rev, st.compact, st.count, st.bytes
+	s.countCommit(len(fns))
 	s.publish(st.entries)
 	return nil
 }

@@ -267,6 +267,9 @@ func (d *daemon) newServer(opts server.Options, reg *prometheus.Registry) (*serv
 	if err != nil {
 		return nil, err
 	}
+	if err := metrics.RegisterStore(reg, d.store); err != nil {
+		return nil, err
+	}
 	sessions, err := server.NewSessionMetrics(reg)
 	if err != nil {
 		return nil, err
