@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -422,53 +420,6 @@ func renderFailures(w *strings.Builder, res *results) {
 		return
 	}
 	fmt.Fprintf(w, "## Failures\n\n%s\n\n", strings.Join(lines, "\n"))
-}
-
-// renderCalls renders podsyncd's CRI calls and sync passes per pod during
-// the RunPods, from its metrics.
-func renderCalls(w *strings.Builder, fr *flavourResult) {
-	keys := map[string]bool{}
-	for _, rr := range fr.runs {
-		for k := range rr.calls {
-			keys[k] = true
-		}
-	}
-	if len(keys) == 0 {
-		return
-	}
-	sorted := slices.Sorted(maps.Keys(keys))
-	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	p("### podsyncd's work per pod during RunPods — containerd %s\n\n", flavourName(fr.flavour))
-	p("From podsyncd's metrics (`podsync_cri_request_duration_seconds`, `podsync_sync_pass_duration_seconds`),\n" +
-		"counted from the call to the summary. The raw baseline makes 3 CRI calls per pod.\n\n")
-	p("| per pod |")
-	for _, rr := range fr.runs {
-		p(" N = %d |", rr.n)
-	}
-	p("\n|---|")
-	for range fr.runs {
-		p("---|")
-	}
-	p("\n")
-	for _, k := range sorted {
-		name := strings.TrimPrefix(k, "cri/")
-		switch k {
-		case "passes":
-			name = "sync passes"
-		case "pass_seconds":
-			name = "time in sync passes (s)"
-		}
-		p("| %s |", name)
-		for _, rr := range fr.runs {
-			if s := rr.calls[k]; s != nil {
-				p(" %s |", s.num("%.2f"))
-			} else {
-				p(" — |")
-			}
-		}
-		p("\n")
-	}
-	p("\n")
 }
 
 // shownArgs are the flags of the run without -podsyncd (a local path).
