@@ -455,6 +455,12 @@ func (d *podsyncd) scrapeCounts(ctx context.Context) (map[string]float64, error)
 			out["passes"] += v
 		case "podsync_sync_pass_duration_seconds_sum":
 			out["pass_seconds"] += v
+		case "podsync_store_writes_total":
+			out["store/writes"] += v
+		case "podsync_store_commits_total":
+			out["store/commits"] += v
+		case "podsync_store_syncs_total":
+			out["store/syncs"] += v
 		}
 	})
 	return out, err

@@ -46,8 +46,8 @@ func renderKubeletTargets(w *strings.Builder, res *results) {
 					medianOr(&rr.kubeletRatio, "%.2f"))
 				continue
 			}
-			p("| RunPods ÷ kubelet, N = %d, containerd %s: ≤ %.2f | %s | %s |\n", rr.n, flavourName(fr.flavour), targetRunVsKubelet,
-				medianOr(&rr.kubeletRatio, "%.2f"), verdict(rr.kubeletRatio.median(), targetRunVsKubelet))
+			m, v := roundTarget(&rr.kubeletRatio, "%.2f", targetRunVsKubelet)
+			p("| RunPods ÷ kubelet, N = %d, containerd %s: ≤ %.2f | %s | %s |\n", rr.n, flavourName(fr.flavour), targetRunVsKubelet, m, v)
 		}
 	}
 	for _, fr := range res.flavours {
@@ -127,10 +127,12 @@ func renderKubeletMethod(w *strings.Builder, res *results, cfg config) {
 		"  requires `k8s.io/kubernetes %s` and replaces each staging module by its published `v0.x` release,\n"+
 		"  version stamped with `-ldflags -X`; `go install` refuses the module's replace directives), run by\n"+
 		"  the bench itself (so from `make bench`) unless `-kubelet PATH` names one.\n", v, kubeletVersion)
-	p("- **Configuration:** standalone, static pods only, no kubeconfig; the kubelet's defaults (cgroupsPerQOS,\n" +
-		"  the QoS hierarchy; generic PLEG, relist every 1 s; housekeeping every 2 s) with `cgroupDriver: cgroupfs`,\n" +
-		"  `failCgroupV1: false`, `failSwapOn: false`, `seccompDefault: true` (as podsyncd's default, so the\n" +
-		"  containers are the same), `resolvConf: \"\"` (as podsyncd's `--resolv-conf=`), its own root dir,\n" +
+	p("- **Configuration:** standalone, static pods only, no kubeconfig; the kubelet's default configuration —\n" +
+		"  QoS cgroups on (`cgroupsPerQOS` left at its default, true: each pod in `<cgroupRoot>/kubepods/besteffort/pod<uid>`,\n" +
+		"  as podsyncd's `/kubepods/besteffort/pod<uid>`), generic PLEG relisting every 1 s, housekeeping every\n" +
+		"  2 s — with `cgroupDriver: cgroupfs` (the v1beta1 default, named),\n" +
+		"  `failCgroupV1: false`, `failSwapOn: false`, `seccompDefault: true` (the one setting that changes the pods:\n" +
+		"  as podsyncd's default, so the containers are the same), `resolvConf: \"\"` (as podsyncd's `--resolv-conf=`), its own root dir,\n" +
 		"  cert dir, `podLogsDir`, `volumePluginDir`, free ports on 127.0.0.1 (healthz and the kubelet port,\n" +
 		"  `readOnlyPort: 0`), `makeIPTablesUtilChains: false`, anonymous authentication with `AlwaysAllow`, and\n" +
 		"  disk eviction and image GC thresholds out of reach (`evictionHard` memory 100Mi, nodefs/imagefs 1%%;\n" +

@@ -124,11 +124,16 @@ func TestAddKubeletRatios(t *testing.T) {
 }
 
 func TestRenderKubeletTargets(t *testing.T) {
-	r1, r10, r30 := newRunResult(1), newRunResult(10), newRunResult(30)
+	r1, r10, r30, r100 := newRunResult(1), newRunResult(10), newRunResult(30), newRunResult(largeN)
 	r1.kubeletRatio.add(1.5)
-	r10.kubeletRatio.add(0.8)
-	r30.kubeletRatio.add(0.9)
-	fr := &flavourResult{flavour: "2", full: true, runs: []*runResult{r1, r10, r30},
+	for i := range minVerdictRounds {
+		r10.kubeletRatio.add(0.8 - float64(i)/100)
+		r30.kubeletRatio.add(0.9)
+	}
+	// Fewer rounds than a verdict needs: shown, not judged.
+	r100.kubeletRatio.add(0.7)
+	r100.kubeletRatio.add(0.75)
+	fr := &flavourResult{flavour: "2", full: true, runs: []*runResult{r1, r10, r30, r100},
 		restart: &restartResult{podsync: sample{vals: []float64{100}}, kubelet: sample{vals: []float64{600}}},
 		idle: &idleResult{
 			podsyncd: &idleRow{measuredOK: true, agentCPU: 0.1, ctrdCPU: 1, shimCPU: 0.5, rss: 30 << 20},
@@ -140,8 +145,9 @@ func TestRenderKubeletTargets(t *testing.T) {
 	got := w.String()
 	for _, want := range []string{
 		"| RunPods ÷ kubelet, N = 1, containerd 2.x (shown, no target) | 1.50 | — |",
-		"| RunPods ÷ kubelet, N = 10, containerd 2.x: ≤ 0.85 | 0.80 | ✅ within |",
-		"| RunPods ÷ kubelet, N = 30, containerd 2.x: ≤ 0.85 | 0.90 | ❌ over |",
+		"| RunPods ÷ kubelet, N = 10, containerd 2.x: ≤ 0.85 | 0.77 (0.74–0.80), 7 rounds | ✅ within |",
+		"| RunPods ÷ kubelet, N = 30, containerd 2.x: ≤ 0.85 | 0.90 (0.90–0.90), 7 rounds | ❌ over |",
+		"| RunPods ÷ kubelet, N = 100, containerd 2.x: ≤ 0.85 | 0.72 (0.70–0.75), 2 rounds | — (2 rounds; a verdict needs 7) |",
 		"podsync ÷ kubelet (medians), containerd 2.x: ≤ 1/5 | 0.17 | ✅ within |",
 		"podsyncd CPU ÷ kubelet CPU ≤ 1/4, containerd 2.x | 0.20 | ✅ within |",
 		"podsyncd RSS ÷ kubelet RSS ≤ 1/2, containerd 2.x | 0.30 | ✅ within |",

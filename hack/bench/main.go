@@ -185,9 +185,9 @@ func parseFlags(args []string, repo string) (config, error) {
 	cfg := config{args: args}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.BoolVar(&cfg.quick, "quick", false, "fewer runs and smaller N, for development")
-	fs.IntVar(&cfg.runsLarge, "runs-large", 3, "runs per pods-to-running row at N ≥ 100 (at most -runs)")
+	fs.IntVar(&cfg.runsLarge, "runs-large", minVerdictRounds, "runs per pods-to-running row at N ≥ 100 (at most -runs; a target's verdict needs 7)")
 	fs.StringVar(&cfg.out, "out", filepath.Join(repo, "BENCHMARKS.md"), "report file")
-	fs.IntVar(&cfg.runs, "runs", 0, "runs per measured row (default 5, quick 2)")
+	fs.IntVar(&cfg.runs, "runs", 0, "runs per measured row (default 7, the rounds a target's verdict needs; quick 2)")
 	flavours := fs.String("flavours", "2,1.6", "containerd flavours; the full matrix runs on the first")
 	sections := fs.String("sections", strings.Join(allSections, ","), "sections to run")
 	fs.StringVar(&cfg.kubelet, "kubelet", "", "kubelet binary for the run, restart and idle sections (default: built by hack/kube/build.sh kubelet)")
@@ -253,7 +253,7 @@ func parseFlags(args []string, repo string) (config, error) {
 			cfg.deadline = 75 * time.Minute
 		}
 		if cfg.runs == 0 {
-			cfg.runs = 5
+			cfg.runs = minVerdictRounds
 		}
 		if cfg.idleWindow == 0 {
 			cfg.idleWindow = time.Minute

@@ -121,3 +121,22 @@ func oneLine(s string) string {
 	}
 	return s
 }
+
+// minVerdictRounds is how many interleaved rounds a verdict on a target
+// measured round by round needs (issue 40): targets sit close to their
+// line, and one round's drift moves the median of fewer across it.
+const minVerdictRounds = 7
+
+// roundTarget renders a target measured round by round: the median with
+// its spread and the number of rounds, and the verdict on the median —
+// none (a dash saying so) from fewer than minVerdictRounds rounds.
+func roundTarget(s *sample, format string, target float64) (measured, verdictCell string) {
+	if !s.ok() {
+		return s.failed(), "—"
+	}
+	measured = fmt.Sprintf(format+" ("+format+"–"+format+"), %d rounds", s.median(), s.min(), s.max(), len(s.vals))
+	if len(s.vals) < minVerdictRounds {
+		return measured, fmt.Sprintf("— (%d rounds; a verdict needs %d)", len(s.vals), minVerdictRounds)
+	}
+	return measured, verdict(s.median(), target)
+}
