@@ -18,12 +18,15 @@ func TestRenderTargetsRounds(t *testing.T) {
 		r100.podsyncRatio.add(v)
 		r100.podsyncdCPU.add(v * 3)
 	}
-	fr := &flavourResult{flavour: "2", full: true, runs: []*runResult{r10, r100}}
+	r30 := newRunResult(30)
+	r30.podsyncRatio.add(1.2)
+	fr := &flavourResult{flavour: "2", full: true, runs: []*runResult{r10, r30, r100}}
 	var w strings.Builder
 	renderTargets(&w, &results{flavours: []*flavourResult{fr}})
 	got := w.String()
 	for _, want := range []string{
 		"| RunPods ÷ raw floor, N = 10, containerd 2.x: ≤ 1.10 | 1.03 (1.00–1.06), 7 rounds | ✅ within |",
+		"| RunPods ÷ raw floor, N = 30, containerd 2.x: ≤ 1.10 | 1.20 (1.20–1.20), 1 round | — (1 round; a verdict needs 7) |",
 		"| RunPods ÷ raw floor, N = 100, containerd 2.x (shown, no target) | 1.01 | — |",
 		"| podsyncd CPU per pod (N = 100): ≤ 3 ms | 3.03 ms (2.97 ms–3.06 ms), 3 rounds | — (3 rounds; a verdict needs 7) |",
 	} {

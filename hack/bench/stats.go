@@ -134,9 +134,13 @@ func roundTarget(s *sample, format string, target float64) (measured, verdictCel
 	if !s.ok() {
 		return s.failed(), "—"
 	}
-	measured = fmt.Sprintf(format+" ("+format+"–"+format+"), %d rounds", s.median(), s.min(), s.max(), len(s.vals))
+	rounds := fmt.Sprintf("%d rounds", len(s.vals))
+	if len(s.vals) == 1 {
+		rounds = "1 round"
+	}
+	measured = fmt.Sprintf(format+" ("+format+"–"+format+"), %s", s.median(), s.min(), s.max(), rounds)
 	if len(s.vals) < minVerdictRounds {
-		return measured, fmt.Sprintf("— (%d rounds; a verdict needs %d)", len(s.vals), minVerdictRounds)
+		return measured, fmt.Sprintf("— (%s; a verdict needs %d)", rounds, minVerdictRounds)
 	}
 	return measured, verdict(s.median(), target)
 }
