@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -150,20 +149,8 @@ type clusterBench struct {
 func runClusterMain(ctx context.Context, log *zap.Logger, repo string, cfg config) int {
 	b := &clusterBench{log: log, cfg: cfg, repo: repo, dir: filepath.Join(repo, ".tmp", "bench-cluster")}
 	res := b.run(ctx)
-	if ctx.Err() != nil {
-		log.Error("interrupted: no report written")
-		return 1
-	}
-	if err := os.WriteFile(cfg.out, []byte(renderClusterReport(res, cfg)), 0o644); err != nil {
-		log.Error("write report", zap.Error(err))
-		return 1
-	}
-	log.Info("report written", zap.String("path", cfg.out), zap.Duration("took", res.finished.Sub(res.started).Round(time.Second)))
-	if res.failed() {
-		log.Error("the cluster benchmark failed; the report says why")
-		return 1
-	}
-	return 0
+	return writeRunReport(ctx, log, cfg.out, "cluster", func() string { return renderClusterReport(res, cfg) },
+		res.finished.Sub(res.started), res.failed())
 }
 
 // run starts the cluster and runs every round: at each count, both

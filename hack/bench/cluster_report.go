@@ -82,13 +82,7 @@ func (r *clusterResults) ratio(n int, f func(*clusterRun) float64) *sample {
 			continue
 		}
 		k := kubelet[i]
-		if p.err != "" || k.err != "" {
-			s.errs = append(s.errs, firstNonEmpty(p.err, k.err))
-			continue
-		}
-		if den := f(k); den > 0 {
-			s.add(f(p) / den)
-		}
+		s.addRatio(p.err, k.err, func() (float64, float64) { return f(p), f(k) })
 	}
 	return s
 }

@@ -155,17 +155,26 @@ type scaleBench struct {
 func runScaleMain(ctx context.Context, log *zap.Logger, repo string, cfg config) int {
 	b := &scaleBench{log: log, cfg: cfg, repo: repo, dir: filepath.Join(repo, ".tmp", "bench-scale")}
 	res := b.run(ctx)
+	return writeRunReport(ctx, log, cfg.out, "scale", func() string { return renderScaleReport(res, cfg) },
+		res.finished.Sub(res.started), res.failed())
+}
+
+// writeRunReport writes the report of a benchmark run (what: "scale",
+// "cluster") to out and returns the exit code: 1 when the run was
+// interrupted (no report), the report cannot be written or the run
+// failed.
+func writeRunReport(ctx context.Context, log *zap.Logger, out, what string, render func() string, took time.Duration, failed bool) int {
 	if ctx.Err() != nil {
 		log.Error("interrupted: no report written")
 		return 1
 	}
-	if err := os.WriteFile(cfg.out, []byte(renderScaleReport(res, cfg)), 0o644); err != nil {
+	if err := os.WriteFile(out, []byte(render()), 0o644); err != nil {
 		log.Error("write report", zap.Error(err))
 		return 1
 	}
-	log.Info("report written", zap.String("path", cfg.out), zap.Duration("took", res.finished.Sub(res.started).Round(time.Second)))
-	if res.failed() {
-		log.Error("the scale benchmark failed; the report says why")
+	log.Info("report written", zap.String("path", out), zap.Duration("took", took.Round(time.Second)))
+	if failed {
+		log.Error("the " + what + " benchmark failed; the report says why")
 		return 1
 	}
 	return 0

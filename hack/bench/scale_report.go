@@ -96,15 +96,21 @@ func ratio(a, b *scaleCell, f func(*scaleRun) float64) *sample {
 			break
 		}
 		rb := b.runs[i]
-		if ra.err != "" || rb.err != "" {
-			s.errs = append(s.errs, firstNonEmpty(ra.err, rb.err))
-			continue
-		}
-		if den := f(rb); den > 0 {
-			s.add(f(ra) / den)
-		}
+		s.addRatio(ra.err, rb.err, func() (float64, float64) { return f(ra), f(rb) })
 	}
 	return s
+}
+
+// addRatio adds one round's num ÷ den (fig's), or, when either run of
+// the round failed, its error; a zero denominator adds nothing.
+func (s *sample) addRatio(numErr, denErr string, fig func() (num, den float64)) {
+	if numErr != "" || denErr != "" {
+		s.errs = append(s.errs, firstNonEmpty(numErr, denErr))
+		return
+	}
+	if num, den := fig(); den > 0 {
+		s.add(num / den)
+	}
 }
 
 func firstNonEmpty(ss ...string) string {
