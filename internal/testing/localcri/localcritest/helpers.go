@@ -33,14 +33,20 @@ func Shell(name, script string) corev1.Container {
 // really holds — and fails the test if it fails.
 func Crictl(t *testing.T, inst *localcri.Instance, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	hint := strings.Fields(inst.CrictlHint())
-	out, err := exec.CommandContext(ctx, hint[0], append(hint[1:], args...)...).CombinedOutput()
+	out, err := crictl(t, inst, args...)
 	if err != nil {
 		t.Fatalf("crictl %s: %v: %s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// crictl runs crictl against inst, within a minute, and returns its
+// combined output.
+func crictl(t *testing.T, inst *localcri.Instance, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	hint := strings.Fields(inst.CrictlHint())
+	return exec.CommandContext(ctx, hint[0], append(hint[1:], args...)...).CombinedOutput()
 }
 
 // CrictlIDs runs a crictl listing with -q and returns the IDs.
@@ -57,14 +63,11 @@ func CrictlIDs(t *testing.T, inst *localcri.Instance, args ...string) []string {
 // not stopped afterwards.
 func StopSandbox(t *testing.T, inst *localcri.Instance, id string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	hint := strings.Fields(inst.CrictlHint())
-	out, err := exec.CommandContext(ctx, hint[0], append(hint[1:], "stopp", id)...).CombinedOutput()
+	out, err := crictl(t, inst, "stopp", id)
 	if err == nil {
 		return
 	}
-	state, ierr := exec.CommandContext(ctx, hint[0], append(hint[1:], "inspectp", "-o", "go-template", "--template", "{{.status.state}}", id)...).CombinedOutput()
+	state, ierr := crictl(t, inst, "inspectp", "-o", "go-template", "--template", "{{.status.state}}", id)
 	if ierr == nil && strings.TrimSpace(string(state)) == "SANDBOX_NOTREADY" {
 		t.Logf("crictl stopp %s failed but the sandbox is stopped (the node stopped it too): %v: %s", id, err, out)
 		return
