@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Config is podsync-vk's configuration: flags, or the same keys in a YAML
@@ -42,6 +43,11 @@ type Config struct {
 	// between its nodes gets them times the number of nodes.
 	KubeAPIQPS   float32 `yaml:"kubeAPIQPS"`
 	KubeAPIBurst int     `yaml:"kubeAPIBurst"`
+	// KubeAPIContentType is the content type of the requests to the API
+	// server, as the kubelet's --kube-api-content-type
+	// (DefaultKubeAPIContentType when empty). With protobuf, responses
+	// are asked for in protobuf, then JSON, as the kubelet asks.
+	KubeAPIContentType string `yaml:"kubeAPIContentType"`
 	// TokenMaxAge is the age at which a pod's service-account token is
 	// renewed whatever its lifetime: 0 is the kubelet's 24 hours
 	// (provider.DefaultTokenMaxAge). A token is renewed at 80 % of its
@@ -62,6 +68,12 @@ const (
 	DefaultKubeAPIQPS   = 50
 	DefaultKubeAPIBurst = 100
 )
+
+// DefaultKubeAPIContentType is the kubelet's (KubeletConfiguration
+// contentType): the pods, their statuses and events podsync-vk reads
+// and writes cost less to encode and decode in protobuf than in JSON,
+// client-go's default.
+const DefaultKubeAPIContentType = runtime.ContentTypeProtobuf
 
 // DefaultPodSyncWorkers is Config.PodSyncWorkers' default: a deletion of
 // that many pods of a node, each waiting out its grace period, runs at
@@ -158,6 +170,12 @@ func (c *Config) Validate() error {
 	}
 	if c.PodSyncWorkers < 0 {
 		errs = append(errs, fmt.Errorf("--pod-sync-workers %d: give 1 or more (0: %d)", c.PodSyncWorkers, DefaultPodSyncWorkers))
+	}
+	switch c.KubeAPIContentType {
+	case "", runtime.ContentTypeProtobuf, runtime.ContentTypeJSON:
+	default:
+		errs = append(errs, fmt.Errorf("--kube-api-content-type %q: give %s or %s", c.KubeAPIContentType,
+			runtime.ContentTypeProtobuf, runtime.ContentTypeJSON))
 	}
 	ports := map[int]bool{}
 	for i, n := range c.Nodes {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/rest"
 )
 
 func TestParseNode(t *testing.T) {
@@ -102,5 +103,28 @@ func TestClientLimitsAreTheKubeletsPerNode(t *testing.T) {
 			t.Errorf("clientLimits(%d nodes, qps %v, burst %d) = %v, %d; want %v, %d",
 				len(tc.cfg.Nodes), tc.cfg.KubeAPIQPS, tc.cfg.KubeAPIBurst, qps, burst, tc.qps, tc.burst)
 		}
+	}
+}
+
+// TestClientContentTypeIsTheKubelets: podsync-vk's client speaks protobuf
+// and accepts protobuf, then JSON, as the kubelet's; JSON when asked.
+func TestClientContentTypeIsTheKubelets(t *testing.T) {
+	for _, tc := range []struct {
+		contentType, wantType, wantAccept string
+	}{
+		{"", "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf,application/json"},
+		{"application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf,application/json"},
+		{"application/json", "application/json", ""},
+	} {
+		rc := &rest.Config{}
+		setContentType(rc, tc.contentType)
+		if rc.ContentType != tc.wantType || rc.AcceptContentTypes != tc.wantAccept {
+			t.Errorf("setContentType(%q): content type %q, accept %q; want %q, %q", tc.contentType,
+				rc.ContentType, rc.AcceptContentTypes, tc.wantType, tc.wantAccept)
+		}
+	}
+	bad := Config{KubeAPIContentType: "application/yaml", Nodes: []NodeConfig{{Target: "/run/p.sock", Port: 10250}}}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "--kube-api-content-type") {
+		t.Errorf("Validate with application/yaml = %v; want an error naming --kube-api-content-type", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -69,7 +70,22 @@ func kubeClient(cfg Config) (*kubernetes.Clientset, error) {
 		return nil, err
 	}
 	rc.QPS, rc.Burst = clientLimits(cfg)
+	setContentType(rc, cfg.KubeAPIContentType)
 	return kubernetes.NewForConfig(rc)
+}
+
+// setContentType sets rc's request content type, as the kubelet's
+// setContentTypeForClient: with protobuf, responses are accepted in
+// protobuf, then JSON (for the kinds that have no protobuf encoding);
+// with any other type, client-go's defaults.
+func setContentType(rc *rest.Config, contentType string) {
+	if contentType == "" {
+		contentType = DefaultKubeAPIContentType
+	}
+	rc.ContentType = contentType
+	if contentType == runtime.ContentTypeProtobuf {
+		rc.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	}
 }
 
 // clientLimits is the QPS and burst of the client shared by cfg's nodes.

@@ -25,7 +25,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 		configFile string
 		nodes      []string
 	)
-	fs.StringVar(&configFile, "config", "", "YAML config file with the same keys as the flags (kubeconfig, listenAddress, clientCAFile, podSyncWorkers, leaseTTL, kubeAPIQPS, kubeAPIBurst, nodes)")
+	fs.StringVar(&configFile, "config", "", "YAML config file with the same keys as the flags (kubeconfig, listenAddress, clientCAFile, podSyncWorkers, leaseTTL, kubeAPIQPS, kubeAPIBurst, kubeAPIContentType, nodes)")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig to reach the API server (default $KUBECONFIG, then in-cluster)")
 	fs.StringVar(&cfg.ListenAddress, "listen-address", "127.0.0.1", "IP the nodes' kubelet APIs listen on and the Nodes report as InternalIP")
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA of the client certificates the kubelet API accepts (the API server's --kubelet-client-certificate)")
@@ -33,6 +33,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", DefaultLeaseTTL, "ttl of the podsync lease taken of each node (renewed every third of it); a standby takes a node over once it expires")
 	fs.Float32Var(&cfg.KubeAPIQPS, "kube-api-qps", DefaultKubeAPIQPS, "API server requests per second for each node served, as the kubelet's --kube-api-qps")
 	fs.IntVar(&cfg.KubeAPIBurst, "kube-api-burst", DefaultKubeAPIBurst, "API server request burst for each node served, as the kubelet's --kube-api-burst")
+	fs.StringVar(&cfg.KubeAPIContentType, "kube-api-content-type", DefaultKubeAPIContentType, "content type of the requests to the API server, as the kubelet's --kube-api-content-type")
 	fs.DurationVar(&cfg.TokenMaxAge, "token-max-age", 0, "age at which a service-account token is renewed whatever its lifetime (0: the kubelet's 24h); for tests")
 	_ = fs.MarkHidden("token-max-age")
 	fs.StringArrayVar(&nodes, "node", nil, "a podsync node: name=NAME,target=SOCKET|HOST:PORT,port=KUBELET_PORT[,cert=,key=,ca=] (repeat for more)")
@@ -61,6 +62,8 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 				file.KubeAPIQPS = cfg.KubeAPIQPS
 			case "kube-api-burst":
 				file.KubeAPIBurst = cfg.KubeAPIBurst
+			case "kube-api-content-type":
+				file.KubeAPIContentType = cfg.KubeAPIContentType
 			case "token-max-age":
 				file.TokenMaxAge = cfg.TokenMaxAge
 			}
