@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -30,6 +31,16 @@ type apiResult struct {
 	rssBefore, rssAfter, hwm int64
 	profiles                 []string
 	errs                     []string
+}
+
+// rss is podsyncd's RSS with the pods running, for the target: NaN when
+// it was not read (the section skipped or failed before it), so no
+// verdict is given on a figure that was never measured.
+func (a *apiResult) rss() float64 {
+	if a.rssBefore <= 0 {
+		return math.NaN()
+	}
+	return float64(a.rssBefore)
 }
 
 // loadResult is one call's latencies under load.

@@ -294,6 +294,11 @@ func (b *bench) run(ctx context.Context) (*results, error) {
 	defer func() {
 		res.finished = time.Now()
 		res.loadAfter = loadAvg()
+		if res.machine.runc == "" {
+			// runc is installed with the first flavour's runtime, after
+			// the facts above were read on a fresh machine.
+			res.machine.runc = runcVersion()
+		}
 	}()
 	if b.cfg.sections["micro"] {
 		b.log.Info("micro-benchmarks")
@@ -413,10 +418,19 @@ func machineFacts() machine {
 			}
 		}
 	}
-	if out, err := exec.Command("runc", "--version").Output(); err == nil {
-		m.runc, _, _ = strings.Cut(strings.TrimSpace(string(out)), "\n")
-	}
+	m.runc = runcVersion()
 	return m
+}
+
+// runcVersion is the first line of `runc --version`, or "" when there is
+// no runc.
+func runcVersion() string {
+	out, err := exec.Command("runc", "--version").Output()
+	if err != nil {
+		return ""
+	}
+	v, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return v
 }
 
 func loadAvg() string {

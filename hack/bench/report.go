@@ -140,7 +140,7 @@ func renderTargets(w *strings.Builder, res *results) {
 		p("| ListPods p99, %d pods, %d clients: ≤ %.0f ms | %s | %s |\n", a.pods, a.clients, targetListP99MS,
 			fmtMS(a.list.p(0.99)), verdict(a.list.p(0.99), targetListP99MS))
 		p("| podsyncd RSS with %d pods: ≤ %.0f MiB | %s (peak %s) | %s |\n", a.pods, float64(targetRSSBytes)/(1<<20), mib(a.rssBefore), mib(a.hwm),
-			verdict(float64(a.rssBefore), targetRSSBytes))
+			verdict(a.rss(), targetRSSBytes))
 	}
 	renderKubeletTargets(w, res)
 	p("\n")

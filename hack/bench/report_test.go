@@ -38,3 +38,19 @@ func TestRenderTargetsRounds(t *testing.T) {
 		t.Errorf("the raw floor's N = 100 target is back:\n%s", got)
 	}
 }
+
+// TestRenderTargetsSkippedAPILoad: an API load section skipped at the
+// deadline gets no verdict on podsyncd's RSS, which it never read.
+func TestRenderTargetsSkippedAPILoad(t *testing.T) {
+	fr := &flavourResult{flavour: "2", full: true,
+		api: &apiResult{pods: 250, clients: 8, errs: []string{"skipped: the run passed its -deadline"}}}
+	var w strings.Builder
+	renderTargets(&w, &results{flavours: []*flavourResult{fr}})
+	got := w.String()
+	if want := "| podsyncd RSS with 250 pods: ≤ 80 MiB | — (peak —) | — |"; !strings.Contains(got, want) {
+		t.Errorf("targets lack %q:\n%s", want, got)
+	}
+	if strings.Contains(got, "✅") {
+		t.Errorf("a skipped section got a verdict:\n%s", got)
+	}
+}
