@@ -37,7 +37,9 @@ func renderReport(res *results, cfg config) string {
 		res.finished.Sub(res.started).Round(time.Second))
 	p("Many nodes under one control plane — hollow podsync nodes behind podsync-vk against kwok — are measured by\n"+
 		"`make bench-scale`: [%s](%s). A podsync node beside a kubelet node in one cluster, by\n"+
-		"`make bench-cluster`: [%s](%s).\n\n", scaleReportFile, scaleReportFile, clusterReportFile, clusterReportFile)
+		"`make bench-cluster`: [%s](%s). What the three reports say together, and what limits scale next:\n"+
+		"[docs/multi-node.md](docs/multi-node.md#scale-measured-and-what-limits-it-next).\n\n",
+		scaleReportFile, scaleReportFile, clusterReportFile, clusterReportFile)
 	if cfg.quick {
 		p("> **Quick mode** (`-quick`): runs per row: %d, N = %v, %d pods under API load. The figures are\n"+
 			"> for checking the tooling, not for comparing with the targets.\n\n", cfg.runs, cfg.ns, cfg.apiPods)
