@@ -198,6 +198,7 @@ func kubeletFailures(add func(where string, errs []string), res *results) {
 		}
 		if r := fr.idle; r != nil {
 			add(name+", idle node", r.errs)
+			add(name+", idle node", r.skipped)
 			for _, row := range r.rows() {
 				if row.err != "" {
 					add(name+", idle node, "+row.label, []string{row.err})

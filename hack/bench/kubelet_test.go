@@ -204,3 +204,21 @@ func TestParseFlagsKubelet(t *testing.T) {
 		t.Errorf("unknown section: %v", err)
 	}
 }
+
+// TestIdleSkippedAtDeadlineFailsNothing: the idle row the -deadline left
+// out is listed with the failures, but fails neither the kubelet's
+// comparison nor the run.
+func TestIdleSkippedAtDeadlineFailsNothing(t *testing.T) {
+	fr := &flavourResult{flavour: "2", full: true,
+		idle: &idleResult{podsyncd: &idleRow{measuredOK: true}, kubelet: &idleRow{measuredOK: true},
+			skipped: []string{"podsyncd with 250 pods skipped: the run passed its -deadline"}}}
+	res := &results{flavours: []*flavourResult{fr}}
+	if fr.kubeletFailed() || res.sectionFailed() {
+		t.Error("a row skipped at the deadline failed the run")
+	}
+	var w strings.Builder
+	renderFailures(&w, res)
+	if want := "- containerd 2.x, idle node: podsyncd with 250 pods skipped: the run passed its -deadline"; !strings.Contains(w.String(), want) {
+		t.Errorf("failures lack %q:\n%s", want, w.String())
+	}
+}
