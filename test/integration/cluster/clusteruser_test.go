@@ -167,6 +167,14 @@ func (u *clusterUser) kubectlCmd(ctx context.Context, args ...string) *exec.Cmd 
 // shell answers: kubectl debug's container has stdinOnce unset, and
 // containerd detaches an attached client at the end of its stdin (as on a
 // kubelet's node) — the output is then only in the container's log.
+//
+// With no answer after sessionRetype, it types line again, as a user
+// who sees no prompt presses enter (kubectl's own hint): containerd's
+// attach starts copying stdin before it adds the client's stdout
+// (ContainerIO.Attach), so a line typed before the attach is up can be
+// answered before the client listens, and that answer is only in the
+// log — on a kubelet's node too. line's output must be computed, so that
+// no echo of the input passes for it.
 func (u *clusterUser) session(line, want string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(u.t.Context(), 2*time.Minute)
 	defer cancel()
@@ -181,10 +189,16 @@ func (u *clusterUser) session(line, want string, args ...string) (string, error)
 		return "", err
 	}
 	_, err = io.WriteString(stdin, line+"\n")
+	typed := time.Now()
 	for err == nil && !strings.Contains(out.String(), want) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("no %q in the output within 2m", want)
 			break
+		}
+		if time.Since(typed) > sessionRetype {
+			u.t.Logf("kubectl %s: no %q after %s; typing the line again", args[0], want, sessionRetype)
+			_, err = io.WriteString(stdin, line+"\n")
+			typed = time.Now()
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -194,6 +208,10 @@ func (u *clusterUser) session(line, want string, args ...string) (string, error)
 	_ = stdin.Close()
 	return out.String(), errors.Join(err, cmd.Wait())
 }
+
+// sessionRetype is how long session waits for an answer before it types
+// its line again.
+const sessionRetype = 10 * time.Second
 
 // stillRunning checks that pod name is Running with its container app
 // never restarted, and returns it.

@@ -106,7 +106,7 @@ spec:
 		out, err := u.session("echo debugging $(hostname) $((6*7))", "debugging target 42",
 			"debug", "-i", "target", "--image="+localcri.BusyboxImage, "--target=app", "--container=debugger", "--", "sh")
 		if err != nil || !strings.Contains(out, "debugging target 42") {
-			t.Fatalf("kubectl debug -i: %v\n%s", err, out)
+			t.Fatalf("kubectl debug -i: %v\n%s\ndebugger's status: %+v", err, out, ephemeralStatus(u.pod("target"), "debugger"))
 		}
 		t.Logf("kubectl debug -i returned the shell's output after %s", time.Since(start).Round(time.Millisecond))
 		// As kubectl warns, the session is in the container's log.
