@@ -37,53 +37,73 @@ type objectKey struct {
 }
 
 // objectWatch is the watch of one object: an informer of that object
-// alone, shared by the pods that reference it.
+// alone, shared by the pods that reference it, on every node the process
+// serves.
 type objectWatch struct {
 	informer cache.SharedIndexInformer
 	stop     context.CancelFunc
-	pods     int
+	// users counts, by node, the pods that reference the object.
+	users map[*nodeObjects]int
 }
 
 // objectWatches read, and watch, only the ConfigMaps and Secrets the
-// node's pods reference, one object at a time — a list and watch of its
+// nodes' pods reference, one object at a time — a list and watch of its
 // namespace with a metadata.name field selector, as the kubelet's Watch
 // strategy (its secret and configmap managers) — so that podsync-vk reads
 // no other object of the cluster, as the Node authorizer lets a kubelet
 // read none: under a node's identity (system:node:NAME) the API server
-// holds podsync-vk to its node's pods' objects. It is the provider's
-// Objects and ObjectUser; a change is pushed with changed, a deletion
-// with deleted.
+// holds podsync-vk to its node's pods' objects. One watch of an object
+// serves every node of the process (all read with the same identity):
+// the kube-root-ca.crt ConfigMap every pod's token volume references is
+// watched once per namespace, not once per node. Each node reads them
+// through its nodeObjects.
 type objectWatches struct {
-	ctx     context.Context
-	kc      kubernetes.Interface
-	changed func(ctx context.Context, secret bool, namespace, name string)
-	deleted func(ctx context.Context, secret bool, namespace, name string)
+	ctx context.Context
+	kc  kubernetes.Interface
 
 	mu      sync.Mutex
 	watches map[objectKey]*objectWatch
-	refs    map[string][]objectKey // by pod (namespace/name)
+}
+
+// newObjectWatches returns the watches of a process; they end with ctx.
+func newObjectWatches(ctx context.Context, kc kubernetes.Interface) *objectWatches {
+	return &objectWatches{ctx: ctx, kc: kc, watches: map[objectKey]*objectWatch{}}
+}
+
+// nodeObjects is one node's share of the objectWatches: its provider's
+// Objects and ObjectUser. A change of an object its pods reference is
+// pushed with changed, a deletion with deleted, with ctx (the node's).
+type nodeObjects struct {
+	w       *objectWatches
+	ctx     context.Context
+	changed func(ctx context.Context, secret bool, namespace, name string)
+	deleted func(ctx context.Context, secret bool, namespace, name string)
+	// refs are the objects each pod (namespace/name) references; w.mu.
+	refs map[string][]objectKey
 }
 
 var (
-	_ provider.Objects    = (*objectWatches)(nil)
-	_ provider.ObjectUser = (*objectWatches)(nil)
+	_ provider.Objects    = (*nodeObjects)(nil)
+	_ provider.ObjectUser = (*nodeObjects)(nil)
 )
 
-// newObjectWatches returns the watches of a node; they end with ctx.
-func newObjectWatches(ctx context.Context, kc kubernetes.Interface, changed, deleted func(ctx context.Context, secret bool, namespace, name string)) *objectWatches {
-	return &objectWatches{ctx: ctx, kc: kc, changed: changed, deleted: deleted, watches: map[objectKey]*objectWatch{}, refs: map[string][]objectKey{}}
+// node returns a node's share of the watches; call its ReleaseAll when the
+// node ends.
+func (w *objectWatches) node(ctx context.Context, changed, deleted func(ctx context.Context, secret bool, namespace, name string)) *nodeObjects {
+	return &nodeObjects{w: w, ctx: ctx, changed: changed, deleted: deleted, refs: map[string][]objectKey{}}
 }
 
-// Use sets the objects pod references and watches those no other pod
-// did; a watch no pod needs any more ends.
-func (w *objectWatches) Use(pod, namespace string, configMaps, secrets []string) {
+// Use sets the objects pod references and watches those no pod of any
+// node did; a watch no pod needs any more ends.
+func (n *nodeObjects) Use(pod, namespace string, configMaps, secrets []string) {
 	var keys []objectKey
-	for _, n := range configMaps {
-		keys = append(keys, objectKey{false, namespace, n})
+	for _, name := range configMaps {
+		keys = append(keys, objectKey{false, namespace, name})
 	}
-	for _, n := range secrets {
-		keys = append(keys, objectKey{true, namespace, n})
+	for _, name := range secrets {
+		keys = append(keys, objectKey{true, namespace, name})
 	}
+	w := n.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, k := range keys {
@@ -92,31 +112,75 @@ func (w *objectWatches) Use(pod, namespace string, configMaps, secrets []string)
 			ow = w.startLocked(k)
 			w.watches[k] = ow
 		}
-		ow.pods++
+		ow.users[n]++
 	}
-	w.releaseLocked(pod)
-	w.refs[pod] = keys
+	n.releaseLocked(pod)
+	n.refs[pod] = keys
 }
 
 // Release forgets what pod referenced, ending the watches no pod needs.
-func (w *objectWatches) Release(pod string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.releaseLocked(pod)
-	delete(w.refs, pod)
+func (n *nodeObjects) Release(pod string) {
+	n.w.mu.Lock()
+	defer n.w.mu.Unlock()
+	n.releaseLocked(pod)
+	delete(n.refs, pod)
 }
 
-func (w *objectWatches) releaseLocked(pod string) {
-	for _, k := range w.refs[pod] {
+// ReleaseAll forgets what every pod of the node referenced: the node has
+// ended.
+func (n *nodeObjects) ReleaseAll() {
+	n.w.mu.Lock()
+	defer n.w.mu.Unlock()
+	for pod := range n.refs {
+		n.releaseLocked(pod)
+	}
+	clear(n.refs)
+}
+
+func (n *nodeObjects) releaseLocked(pod string) {
+	w := n.w
+	for _, k := range n.refs[pod] {
 		ow := w.watches[k]
 		if ow == nil {
 			continue
 		}
-		if ow.pods--; ow.pods == 0 {
+		if ow.users[n]--; ow.users[n] <= 0 {
+			delete(ow.users, n)
+		}
+		if len(ow.users) == 0 {
 			ow.stop()
 			delete(w.watches, k)
 		}
 	}
+}
+
+// ConfigMap reads a referenced ConfigMap from its watch, or, before the
+// watch has listed it, from the API server (one get of that name).
+func (n *nodeObjects) ConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
+	if inf := n.w.synced(objectKey{false, namespace, name}); inf != nil {
+		return corelisters.NewConfigMapLister(inf.GetIndexer()).ConfigMaps(namespace).Get(name)
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, pushTimeout)
+	defer cancel()
+	cm, err := n.w.kc.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get configmap: %w", err)
+	}
+	return cm, nil
+}
+
+// Secret reads a referenced Secret as ConfigMap reads a ConfigMap.
+func (n *nodeObjects) Secret(namespace, name string) (*corev1.Secret, error) {
+	if inf := n.w.synced(objectKey{true, namespace, name}); inf != nil {
+		return corelisters.NewSecretLister(inf.GetIndexer()).Secrets(namespace).Get(name)
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, pushTimeout)
+	defer cancel()
+	s, err := n.w.kc.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get secret: %w", err)
+	}
+	return s, nil
 }
 
 // startLocked starts the informer of the object k alone.
@@ -150,30 +214,45 @@ func (w *objectWatches) startLocked(k objectKey) *objectWatch {
 		}
 	}
 	inf := cache.NewSharedIndexInformer(lw, obj, objectResync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	push := func(any) {
-		ctx, cancel := context.WithTimeout(w.ctx, pushTimeout)
-		defer cancel()
-		w.changed(ctx, k.secret, k.namespace, k.name)
-	}
-	// Adds, changes and resyncs are pushed (a push that failed is made
-	// again); a deletion is passed on: as the kubelet's volumes, an
-	// optional object's files leave the pods' volumes, and a required
-	// one's keep the pods' new containers waiting until it is back.
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    push,
-		UpdateFunc: func(_, o any) { push(o) },
-		DeleteFunc: func(any) {
-			if w.deleted == nil {
-				return
+	ow := &objectWatch{informer: inf, users: map[*nodeObjects]int{}}
+	// Adds, changes and resyncs are pushed to every node whose pods
+	// reference the object, at once (a push that failed is made again);
+	// a deletion is passed on: as the kubelet's volumes, an optional
+	// object's files leave the pods' volumes, and a required one's keep
+	// the pods' new containers waiting until it is back.
+	tell := func(deleted bool) {
+		w.mu.Lock()
+		users := make([]*nodeObjects, 0, len(ow.users))
+		for n := range ow.users {
+			users = append(users, n)
+		}
+		w.mu.Unlock()
+		var wg sync.WaitGroup
+		for _, n := range users {
+			fn := n.changed
+			if deleted {
+				fn = n.deleted
 			}
-			ctx, cancel := context.WithTimeout(w.ctx, pushTimeout)
-			defer cancel()
-			w.deleted(ctx, k.secret, k.namespace, k.name)
-		},
+			if fn == nil {
+				continue
+			}
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(n.ctx, pushTimeout)
+				defer cancel()
+				fn(ctx, k.secret, k.namespace, k.name)
+			})
+		}
+		wg.Wait()
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { tell(false) },
+		UpdateFunc: func(_, _ any) { tell(false) },
+		DeleteFunc: func(any) { tell(true) },
 	})
 	ctx, stop := context.WithCancel(w.ctx)
+	ow.stop = stop
 	go inf.RunWithContext(ctx)
-	return &objectWatch{informer: inf, stop: stop}
+	return ow
 }
 
 // synced returns the informer of k once it has listed the object, nil
@@ -185,35 +264,6 @@ func (w *objectWatches) synced(k objectKey) cache.SharedIndexInformer {
 		return ow.informer
 	}
 	return nil
-}
-
-// ConfigMap reads a referenced ConfigMap from its watch, or, before the
-// watch has listed it, from the API server (one get of that name).
-func (w *objectWatches) ConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
-	if inf := w.synced(objectKey{false, namespace, name}); inf != nil {
-		return corelisters.NewConfigMapLister(inf.GetIndexer()).ConfigMaps(namespace).Get(name)
-	}
-	ctx, cancel := context.WithTimeout(w.ctx, pushTimeout)
-	defer cancel()
-	cm, err := w.kc.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("get configmap: %w", err)
-	}
-	return cm, nil
-}
-
-// Secret reads a referenced Secret as ConfigMap reads a ConfigMap.
-func (w *objectWatches) Secret(namespace, name string) (*corev1.Secret, error) {
-	if inf := w.synced(objectKey{true, namespace, name}); inf != nil {
-		return corelisters.NewSecretLister(inf.GetIndexer()).Secrets(namespace).Get(name)
-	}
-	ctx, cancel := context.WithTimeout(w.ctx, pushTimeout)
-	defer cancel()
-	s, err := w.kc.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("get secret: %w", err)
-	}
-	return s, nil
 }
 
 // watched lists the objects watched, for tests.

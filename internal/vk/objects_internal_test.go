@@ -34,7 +34,7 @@ func TestObjectWatchesReadOnlyWhatPodsReference(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	var pushed []string
-	w := newObjectWatches(ctx, kc, func(_ context.Context, secret bool, ns, name string) {
+	w := newObjectWatches(ctx, kc).node(ctx, func(_ context.Context, secret bool, ns, name string) {
 		mu.Lock()
 		defer mu.Unlock()
 		pushed = append(pushed, ns+"/"+name)
@@ -82,11 +82,81 @@ func TestObjectWatchesReadOnlyWhatPodsReference(t *testing.T) {
 		}
 	}
 	w.Release("team-a/app")
-	if got := w.watched(); len(got) != 1 || got[0] != (objectKey{true, "team-a", "pw"}) {
+	if got := w.w.watched(); len(got) != 1 || got[0] != (objectKey{true, "team-a", "pw"}) {
 		t.Errorf("watched after one pod went: %v, want the Secret the other pod references", got)
 	}
 	w.Release("team-a/other-app")
-	if got := w.watched(); len(got) != 0 {
+	if got := w.w.watched(); len(got) != 0 {
 		t.Errorf("watched after both pods went: %v", got)
+	}
+}
+
+// TestObjectWatchesSharedByNodes: an object the pods of several nodes
+// reference is watched once, a change of it is pushed to each of those
+// nodes, and its watch ends only when the last of them releases it (a
+// node that ends releases all its pods').
+func TestObjectWatchesSharedByNodes(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	root := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "1"}}
+	kc := fake.NewClientset(root)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	w := newObjectWatches(ctx, kc)
+	var mu sync.Mutex
+	pushed := map[string]int{}
+	nodeObjects := func(node string) *nodeObjects {
+		return w.node(ctx, func(_ context.Context, _ bool, ns, name string) {
+			mu.Lock()
+			defer mu.Unlock()
+			pushed[node]++
+		}, nil)
+	}
+	a, b := nodeObjects("a"), nodeObjects("b")
+	a.Use("default/p1", "default", []string{"kube-root-ca.crt"}, nil)
+	b.Use("default/p2", "default", []string{"kube-root-ca.crt"}, nil)
+	b.Use("default/p3", "default", []string{"kube-root-ca.crt"}, nil)
+	if got := w.watched(); len(got) != 1 {
+		t.Fatalf("watched %v, want the ConfigMap once", got)
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("%s: pushed %v", what, pushed)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// The watch lists the ConfigMap (pushed to the nodes using it then);
+	// a change after that goes to both nodes.
+	waitFor("listed", func() bool { return w.synced(objectKey{false, "default", "kube-root-ca.crt"}) != nil })
+	mu.Lock()
+	before := map[string]int{"a": pushed["a"], "b": pushed["b"]}
+	mu.Unlock()
+	root.Data["ca.crt"] = "2"
+	if _, err := kc.CoreV1().ConfigMaps("default").Update(ctx, root, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the change pushed to both nodes", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return pushed["a"] > before["a"] && pushed["b"] > before["b"]
+	})
+	waitFor("the change in the watch's cache", func() bool {
+		cm, err := b.ConfigMap("default", "kube-root-ca.crt")
+		return err == nil && cm.Data["ca.crt"] == "2"
+	})
+
+	b.ReleaseAll()
+	if got := w.watched(); len(got) != 1 {
+		t.Errorf("watched after node b ended: %v, want the ConfigMap node a's pod references", got)
+	}
+	b.Use("default/p2", "default", nil, nil)
+	a.Release("default/p1")
+	if got := w.watched(); len(got) != 0 {
+		t.Errorf("watched after every pod went: %v", got)
 	}
 }

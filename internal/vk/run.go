@@ -56,6 +56,13 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	cw, err := watchCluster(ctx, kc, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
+		return fmt.Errorf("watch the cluster: %w", err)
+	}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -63,7 +70,7 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	)
 	for _, n := range cfg.Nodes {
 		wg.Go(func() {
-			if err := runNode(ctx, cfg, n, kc, log); err != nil {
+			if err := runNode(ctx, cfg, n, kc, cw, log); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -83,8 +90,51 @@ func dial(ctx context.Context, n NodeConfig) (*client.Client, error) {
 	return client.New(ctx, n.Target, opts...)
 }
 
+// clusterWatches are what every node of the process reads of the
+// cluster, watched once for all of them (a kubelet watches them for its
+// node alone): the Services (the service environment variables), the
+// RuntimeClasses (the sandboxes' handlers), the Namespaces (their Pod
+// Security levels) where podsync-vk may read them, and the ConfigMaps and
+// Secrets the pods reference, one object at a time (objectWatches).
+type clusterWatches struct {
+	informers  kubeinformers.SharedInformerFactory
+	namespaces bool
+	objects    *objectWatches
+}
+
+// watchCluster starts the clusterWatches and waits until the Services,
+// RuntimeClasses and Namespaces are listed: the provider adds the service
+// variables from the Services' lister, so a pod applied before it is
+// synced would get fewer variables, and the complete spec applied later
+// (after a restart of podsync-vk) would restart its containers.
+func watchCluster(ctx context.Context, kc kubernetes.Interface, log *zap.Logger) (*clusterWatches, error) {
+	cw := &clusterWatches{informers: kubeinformers.NewSharedInformerFactoryWithOptions(kc, objectResync), objects: newObjectWatches(ctx, kc)}
+	// The namespaces' Pod Security levels, where podsync-vk may read
+	// them: a node's identity (system:node:NAME) may not, as a kubelet's,
+	// and its pods are then held to the node's level alone.
+	ok, err := mayWatchNamespaces(ctx, kc)
+	if err != nil {
+		return nil, err
+	}
+	cw.namespaces = ok
+	_ = cw.informers.Core().V1().Services().Informer()
+	_ = cw.informers.Node().V1().RuntimeClasses().Informer()
+	if ok {
+		_ = cw.informers.Core().V1().Namespaces().Informer()
+	} else {
+		log.Info("namespaces' Pod Security levels not read: this identity may not list and watch namespaces; pods are held to the node's level")
+	}
+	cw.informers.Start(ctx.Done())
+	for typ, ok := range cw.informers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("%v informer did not sync", typ)
+		}
+	}
+	return cw, nil
+}
+
 // runNode serves one podsync node.
-func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interface, log *zap.Logger) error {
+func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interface, cw *clusterWatches, log *zap.Logger) error {
 	ps, err := dial(ctx, n)
 	if err != nil {
 		return fmt.Errorf("podsync node %s: %w", n.Target, err)
@@ -109,32 +159,27 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	p.UseTokens(kubePods{kc}, cfg.TokenMaxAge)
 
 	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, time.Minute, nodeutil.PodInformerFilter(name))
-	// The kubelet reads every Service (for the service environment
-	// variables), and of ConfigMaps and Secrets only those its pods
-	// reference, one at a time (objectWatches).
-	svcInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, objectResync)
 	pods := podInformers.Core().V1().Pods()
-	services := svcInformers.Core().V1().Services()
+	services := cw.informers.Core().V1().Services()
 	p.UseServices(serviceLister{services.Lister()})
 	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
-	if err := followRuntimeClasses(watchCtx, p, svcInformers.Node().V1().RuntimeClasses()); err != nil {
+	rcs := cw.informers.Node().V1().RuntimeClasses()
+	rcReg, err := followRuntimeClasses(watchCtx, p, rcs)
+	if err != nil {
 		return fmt.Errorf("node %s: %w", name, err)
 	}
-	p.UseObjects(newObjectWatches(watchCtx, kc, p.ObjectChanged, p.ObjectDeleted))
+	defer func() { _ = rcs.Informer().RemoveEventHandler(rcReg) }()
+	objects := cw.objects.node(watchCtx, p.ObjectChanged, p.ObjectDeleted)
+	defer objects.ReleaseAll()
+	p.UseObjects(objects)
 	// The node library wants ConfigMap and Secret informers, which it
 	// reads only to resolve env (SkipDownwardAPIResolution: it does not):
 	// they come from a factory that is never started, so that nothing
 	// lists the cluster's ConfigMaps and Secrets.
 	unstarted := kubeinformers.NewSharedInformerFactory(kc, 0)
-	// The namespaces' Pod Security levels, where podsync-vk may read
-	// them: a node's identity (system:node:NAME) may not, as a kubelet's,
-	// and its pods are then held to the node's level alone.
-	switch ok, err := mayWatchNamespaces(ctx, kc); {
-	case err != nil:
-		return fmt.Errorf("node %s: %w", name, err)
-	case ok:
-		namespaces := svcInformers.Core().V1().Namespaces().Lister()
+	if cw.namespaces {
+		namespaces := cw.informers.Core().V1().Namespaces().Lister()
 		p.UseNamespaceLevels(func(name string) string {
 			ns, err := namespaces.Get(name)
 			if err != nil {
@@ -142,8 +187,6 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 			}
 			return ns.Labels[psapi.EnforceLevelLabel]
 		})
-	default:
-		log.Info("namespaces' Pod Security levels not read: this identity may not list and watch namespaces; pods are held to the node's level")
 	}
 	if err := followReadinessGates(p, pods); err != nil {
 		return fmt.Errorf("node %s: %w", name, err)
@@ -183,16 +226,6 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	defer func() { _ = srv.Close() }()
 
 	podInformers.Start(ctx.Done())
-	svcInformers.Start(ctx.Done())
-	// The provider adds the service variables from this lister: a pod
-	// applied before it is synced would get fewer variables, and the
-	// complete spec applied later (after a restart of podsync-vk) would
-	// restart its containers.
-	for typ, ok := range svcInformers.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("node %s: %v informer did not sync", name, typ)
-		}
-	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -399,19 +432,19 @@ func condition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition 
 // pods' sandboxes run with, as the kubelet's runtimeclass manager watches
 // them, and tells it of each one created or changed, for the pods that
 // wait for it.
-func followRuntimeClasses(ctx context.Context, p *provider.Provider, rcs nodeinformers.RuntimeClassInformer) error {
+func followRuntimeClasses(ctx context.Context, p *provider.Provider, rcs nodeinformers.RuntimeClassInformer) (cache.ResourceEventHandlerRegistration, error) {
 	p.UseRuntimeClasses(runtimeClassLister{rcs.Lister()})
 	changed := func(obj any) {
 		if rc, ok := obj.(*nodev1.RuntimeClass); ok {
 			p.RuntimeClassChanged(ctx, rc.Name)
 		}
 	}
-	_, err := rcs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := rcs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    changed,
 		UpdateFunc: func(_, obj any) { changed(obj) },
 	})
 	if err != nil {
-		return fmt.Errorf("follow RuntimeClasses: %w", err)
+		return nil, fmt.Errorf("follow RuntimeClasses: %w", err)
 	}
-	return nil
+	return reg, nil
 }
