@@ -14,9 +14,10 @@
 // A pod podsyncd refuses (admission, policy, an unsupported field) is
 // reported Failed with podsyncd's reason and message.
 //
-// The ConfigMaps and Secrets a pod references are applied on podsyncd
-// (ApplyObjects) before the pod, and again when the API server changes
-// them (ObjectChanged), so podsyncd rewrites mounted files as a kubelet
-// does. The kubelet API's exec, attach, port-forward and stats summary go
+// The ConfigMaps and Secrets a pod references, and its service-account
+// token Secrets, are stored on podsyncd with the pod (in its SyncPod: one
+// call, one transaction), and again (ApplyObjects) when the API server
+// changes them (ObjectChanged), so podsyncd rewrites mounted files as a
+// kubelet does. The kubelet API's exec, attach, port-forward and stats summary go
 // to podsyncd's Exec, Attach, PortForward and ListPodStats (sessions.go).
 package provider

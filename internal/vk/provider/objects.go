@@ -161,24 +161,22 @@ func (p *Provider) objectsRequest(namespace string, configMaps, secrets []string
 	return req, nil
 }
 
-// pushObjects applies the objects pod references on podsyncd.
-func (p *Provider) pushObjects(ctx context.Context, pod *corev1.Pod) error {
+// referencedObjects are the objects pod references that the API server
+// has, as podsyncd stores them; empty without Objects.
+func (p *Provider) referencedObjects(pod *corev1.Pod) (*podsyncv1.ApplyObjectsRequest, error) {
 	if p.objects == nil {
-		return nil
+		return &podsyncv1.ApplyObjectsRequest{}, nil
 	}
 	p.useObjects(pod)
 	cms, secrets := references(pod)
 	if len(cms)+len(secrets) == 0 {
-		return nil
+		return &podsyncv1.ApplyObjectsRequest{}, nil
 	}
 	req, err := p.objectsRequest(pod.Namespace, cms, secrets)
-	if err != nil || len(req.GetConfigMaps())+len(req.GetSecrets()) == 0 {
-		return err
+	if err != nil {
+		return nil, fmt.Errorf("the objects of pod %s: %w", key(pod.Namespace, pod.Name), err)
 	}
-	if _, err := p.ps.ApplyObjects(ctx, req); err != nil {
-		return fmt.Errorf("apply the objects of pod %s on podsync: %w", key(pod.Namespace, pod.Name), err)
-	}
-	return nil
+	return req, nil
 }
 
 // usedLocked says whether a pod of this node uses the ConfigMap (secret

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,14 +136,15 @@ func names(req *podsyncv1.ApplyObjectsRequest) appliedNames {
 	return n
 }
 
-func TestCreatePodPushesTheObjectsItReferencesFirst(t *testing.T) {
+func TestCreatePodSendsTheObjectsItReferencesWithIt(t *testing.T) {
 	f := newFake()
 	p := New("vk-1", f, zap.NewNop())
 	p.UseObjects(testObjects())
 	if err := p.CreatePod(t.Context(), podWithObjects()); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"ApplyObjects", "SyncPod"}, f.calls); diff != "" {
+	// One call: the pod and its objects are stored in one transaction.
+	if diff := cmp.Diff([]string{"SyncPod"}, f.calls); diff != "" {
 		t.Fatalf("calls (-want +got):\n%s", diff)
 	}
 	// The referenced objects the API server has; "unused" is not
@@ -163,6 +165,49 @@ func TestCreatePodPushesTheObjectsItReferencesFirst(t *testing.T) {
 	}
 	if got := string(f.applied[0].GetSecrets()[2].GetData()["pw"]); got != "p" {
 		t.Errorf("pushed secret data = %q, want p", got)
+	}
+}
+
+// TestPodIsJudgedWithoutItsObjectsWhenTheyAreRefused: a SyncPod with
+// objects that podsyncd refuses as invalid (say a key the pod names is not
+// in the ConfigMap, which the kubelet reports on the container, not the
+// pod) is sent again as ApplyObjects then SyncPod without objects; a
+// refused object is then an error to retry, not the pod's failure.
+func TestPodIsJudgedWithoutItsObjectsWhenTheyAreRefused(t *testing.T) {
+	for _, refused := range []error{
+		&client.Error{Op: "SyncPod", Code: codes.InvalidArgument, Message: "pod.spec.volumes[0].configMap.items[0].key: Not found"},
+		&client.Error{Op: "SyncPod", Code: codes.FailedPrecondition, Reason: client.ReasonOwnedByFile},
+	} {
+		f := newFake()
+		f.withObjectsErr = refused
+		p := New("vk-1", f, zap.NewNop())
+		p.UseObjects(testObjects())
+		if err := p.CreatePod(t.Context(), podWithObjects()); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"SyncPod", "ApplyObjects", "SyncPod"}, f.calls); diff != "" {
+			t.Fatalf("calls after %v (-want +got):\n%s", refused, diff)
+		}
+		if last := f.synced[1]; len(last.GetConfigMaps())+len(last.GetSecrets()) != 0 {
+			t.Errorf("the second SyncPod carries objects: %v", last)
+		}
+		if got, err := p.GetPod(t.Context(), "default", "web"); err != nil || got.Status.Phase == corev1.PodFailed {
+			t.Errorf("pod after its objects were refused = %v, %v; want it applied, not failed", got, err)
+		}
+
+		// podsyncd refuses the objects on their own too: an error, so
+		// that the node library tries the pod again.
+		f = newFake()
+		f.withObjectsErr = refused
+		f.applyErr = refused
+		p = New("vk-1", f, zap.NewNop())
+		p.UseObjects(testObjects())
+		if err := p.CreatePod(t.Context(), podWithObjects()); err == nil {
+			t.Errorf("CreatePod with its objects refused (%v): nil error, want one to retry", refused)
+		}
+		if diff := cmp.Diff([]string{"SyncPod", "ApplyObjects"}, f.calls); diff != "" {
+			t.Errorf("calls (-want +got):\n%s", diff)
+		}
 	}
 }
 

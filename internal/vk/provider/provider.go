@@ -236,14 +236,17 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) (err error) {
 			p.forgetFailedApply(k, pod, prev, had)
 		}
 	}()
-	// The objects and tokens first: the pod's pass then finds them
-	// stored.
-	if err := p.pushObjects(ctx, pod); err != nil {
+	// The objects and tokens go with the pod: the pod's pass then finds
+	// them stored.
+	objs, err := p.referencedObjects(pod)
+	if err != nil {
 		return err
 	}
-	if err := p.pushTokens(ctx, pod); err != nil {
+	tokens, err := p.tokenSecrets(ctx, pod)
+	if err != nil {
 		return err
 	}
+	objs.Secrets = append(objs.Secrets, tokens...)
 	level, err := p.podLevel(ctx, pod)
 	if err != nil {
 		return err
@@ -264,7 +267,10 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) (err error) {
 	}
 	req, err := client.SyncPodRequestFromPod(pp, nil, nil)
 	if err == nil {
-		_, err = p.ps.SyncPod(ctx, req, nil)
+		err = p.syncPod(ctx, req, objs)
+	}
+	if refused := (*objectsError)(nil); errors.As(err, &refused) {
+		return err
 	}
 	if reason, message, ok := refusal(err); ok {
 		p.log.Info("podsyncd refused the pod", zap.String("pod", k), zap.String("reason", reason), zap.String("message", message))
@@ -289,6 +295,39 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) (err error) {
 	p.changed(k)
 	return nil
 }
+
+// syncPod sends the pod of req to podsyncd with its objects (objs): in one
+// SyncPod, one call and one store transaction, so that a Deployment's
+// pods landing together stay within podsyncd's rate limit. A request
+// podsyncd refuses as invalid or whose objects another source owns is
+// sent again as two calls, ApplyObjects then SyncPod without objects: a
+// pod is then judged without its objects, as a kubelet judges it (a
+// ConfigMap key the pod names but the ConfigMap lacks fails its mount or
+// its container, not the pod), and objects podsyncd refuses are an
+// *objectsError, to retry, not a verdict on the pod.
+func (p *Provider) syncPod(ctx context.Context, req *podsyncv1.SyncPodRequest, objs *podsyncv1.ApplyObjectsRequest) error {
+	if len(objs.GetConfigMaps())+len(objs.GetSecrets()) > 0 {
+		req.ConfigMaps, req.Secrets = objs.GetConfigMaps(), objs.GetSecrets()
+		_, err := p.ps.SyncPod(ctx, req, nil)
+		if !errors.Is(err, client.ErrInvalidArgument) && !errors.Is(err, client.ErrOwnedByFile) {
+			return err
+		}
+		req.ConfigMaps, req.Secrets = nil, nil
+		if _, err := p.ps.ApplyObjects(ctx, objs); err != nil {
+			m := req.GetPod().GetMetadata()
+			return &objectsError{fmt.Errorf("apply the objects of pod %s on podsync: %w", key(m.GetNamespace(), m.GetName()), err)}
+		}
+	}
+	_, err := p.ps.SyncPod(ctx, req, nil)
+	return err
+}
+
+// objectsError is podsyncd refusing a pod's ConfigMaps or Secrets on
+// their own.
+type objectsError struct{ err error }
+
+func (e *objectsError) Error() string { return e.err.Error() }
+func (e *objectsError) Unwrap() error { return e.err }
 
 // forgetFailedApply puts back what GetPod answered for k before an apply
 // of pod that failed (podsyncd unavailable, rate-limited, a deadline): the

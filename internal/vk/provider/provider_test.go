@@ -31,7 +31,11 @@ type fakePodsync struct {
 	health  healthpb.HealthCheckResponse_ServingStatus
 	events  chan *podsyncv1.WatchPodsResponse
 	calls   []string // SyncPod and ApplyObjects, in order
+	// applied are the objects stored: each ApplyObjects, and those of
+	// each SyncPod that carries some.
 	applied []*podsyncv1.ApplyObjectsRequest
+	// withObjectsErr, if set, fails a SyncPod that carries objects.
+	withObjectsErr error
 	// applyErr, if set, fails ApplyObjects (not recorded in applied).
 	applyErr error
 	exec     []client.ExecOptions
@@ -64,7 +68,17 @@ func (f *fakePodsync) SyncPod(_ context.Context, req *podsyncv1.SyncPodRequest, 
 	defer f.mu.Unlock()
 	f.synced = append(f.synced, req)
 	f.calls = append(f.calls, "SyncPod")
-	return &podsyncv1.SyncPodResult{}, f.syncErr
+	objects := len(req.GetConfigMaps())+len(req.GetSecrets()) > 0
+	if objects && f.withObjectsErr != nil {
+		return nil, f.withObjectsErr
+	}
+	if f.syncErr != nil {
+		return nil, f.syncErr
+	}
+	if objects {
+		f.applied = append(f.applied, &podsyncv1.ApplyObjectsRequest{ConfigMaps: req.GetConfigMaps(), Secrets: req.GetSecrets()})
+	}
+	return &podsyncv1.SyncPodResult{}, nil
 }
 
 func (f *fakePodsync) DeletePod(_ context.Context, req *podsyncv1.DeletePodRequest) (*podsyncv1.DeletePodResponse, error) {

@@ -229,18 +229,20 @@ func (p *Provider) tokenSecret(name string, h *heldToken) (*podsyncv1.Secret, er
 	return convert.SecretToProto(s)
 }
 
-// pushTokens mints the tokens pod needs and pushes them to podsyncd, before
-// the pod (its volume waits for them otherwise).
-func (p *Provider) pushTokens(ctx context.Context, pod *corev1.Pod) error {
+// tokenSecrets mints the tokens pod needs and returns their Secrets, as
+// podsyncd stores them; they go to podsyncd with the pod (its volume
+// waits for them otherwise).
+func (p *Provider) tokenSecrets(ctx context.Context, pod *corev1.Pod) ([]*podsyncv1.Secret, error) {
 	if p.tokens == nil {
-		return nil
+		return nil, nil
 	}
 	held, err := p.tokens.ensure(ctx, pod)
 	if err != nil || len(held) == 0 {
-		return err
+		return nil, err
 	}
-	req := &podsyncv1.ApplyObjectsRequest{}
+	var out []*podsyncv1.Secret
 	p.tokens.mu.Lock()
+	defer p.tokens.mu.Unlock()
 	for v, vol := range pod.Spec.Volumes {
 		if vol.Projected == nil {
 			continue
@@ -256,17 +258,12 @@ func (p *Provider) pushTokens(ctx context.Context, pod *corev1.Pod) error {
 			}
 			sec, err := p.tokenSecret(name, h)
 			if err != nil {
-				p.tokens.mu.Unlock()
-				return err
+				return nil, err
 			}
-			req.Secrets = append(req.Secrets, sec)
+			out = append(out, sec)
 		}
 	}
-	p.tokens.mu.Unlock()
-	if _, err := p.ps.ApplyObjects(ctx, req); err != nil {
-		return fmt.Errorf("push the service-account tokens of pod %s on podsync: %w", key(pod.Namespace, pod.Name), err)
-	}
-	return nil
+	return out, nil
 }
 
 // dropTokens forgets the tokens of the deleted pod uid and deletes their

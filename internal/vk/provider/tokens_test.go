@@ -107,8 +107,8 @@ func TestServiceAccountTokensAreMintedBoundAndRotated(t *testing.T) {
 	if diff := cmp.Diff([]string{secret + "=token-1"}, pushedTokens(f)); diff != "" {
 		t.Fatalf("tokens pushed (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(f.calls, []string{"ApplyObjects", "SyncPod"}); diff != "" {
-		t.Errorf("calls (-want +got): the token must be on podsyncd before the pod\n%s", diff)
+	if diff := cmp.Diff(f.calls, []string{"SyncPod"}); diff != "" {
+		t.Errorf("calls (-want +got): the token must be stored with the pod\n%s", diff)
 	}
 	req := issuer.reqs[0].Spec
 	if issuer.sas[0] != "default/builder" || *req.ExpirationSeconds != 3607 || len(req.Audiences) != 0 ||
