@@ -7,14 +7,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
 
 	"github.com/podsync/podsync/internal/testing/localkube"
+	"github.com/podsync/podsync/logx"
 )
 
 // The scale benchmark (make bench-scale, -scale): hollow podsync nodes
@@ -111,6 +114,10 @@ type scaleRun struct {
 	// workload and CPU over it (podsync only).
 	nodeRSS int64
 	nodeCPU float64
+	// refused is how many calls the hollow podsyncds refused with
+	// RESOURCE_EXHAUSTED (their per-identity rate limit), from their
+	// logs (podsync only).
+	refused int
 	err     string
 }
 
@@ -264,4 +271,21 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// countRefused counts the calls the podsyncds logging to paths refused
+// with RESOURCE_EXHAUSTED: the gRPC middleware logs each such call at
+// warn, the level the hollow nodes log at (as JSON or, the hollow
+// nodes' default, zap's console format).
+func countRefused(paths []string) (int, error) {
+	n := 0
+	re := regexp.MustCompile(`"` + logx.GRPCCode + `": ?"` + codes.ResourceExhausted.String() + `"`)
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return 0, fmt.Errorf("count the refused calls: %w", err)
+		}
+		n += len(re.FindAllIndex(data, -1))
+	}
+	return n, nil
 }

@@ -477,7 +477,15 @@ func (b *scaleBench) runPodsync(ctx context.Context, r *scaleRun) (err error) {
 			}
 			return pids
 		}}
-	return w.run(ctx, b.log, r)
+	if err := w.run(ctx, b.log, r); err != nil {
+		return err
+	}
+	logs := make([]string, 0, len(c.Nodes))
+	for _, n := range c.Nodes {
+		logs = append(logs, n.Podsyncd.Log)
+	}
+	r.refused, err = countRefused(logs)
+	return err
 }
 
 // runKwok runs r on kwok's simulated nodes.

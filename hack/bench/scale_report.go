@@ -270,12 +270,13 @@ func renderScaleResults(w *strings.Builder, res *scaleResults, sc scaleConfig) {
 			ratio(pc, kc, func(r *scaleRun) float64 { return perPod(r.agentRequests, r) }).ratio())
 	}
 	p("\n**The hollow podsync nodes** (podsyncd on a simulated runtime, one process each; not a target, what a run costs the machine):\n\n")
-	p("| nodes | RSS per hollow node | their CPU per pod |\n|---|---|---|\n")
+	p("| nodes | RSS per hollow node | their CPU per pod | podsync-vk calls they refused (rate limit) |\n|---|---|---|---|\n")
 	for _, n := range sc.nodes {
 		c := res.cell(sysPodsync, n)
-		p("| %d | %s | %s |\n", n,
+		p("| %d | %s | %s | %s |\n", n,
 			c.stat(func(r *scaleRun) float64 { return float64(r.nodeRSS) / float64(r.nodes) / (1 << 20) }).num("%.1f MiB"),
-			c.stat(func(r *scaleRun) float64 { return perPod(r.nodeCPU, r) }).num("%.2f ms"))
+			c.stat(func(r *scaleRun) float64 { return perPod(r.nodeCPU, r) }).num("%.2f ms"),
+			c.stat(func(r *scaleRun) float64 { return float64(r.refused) }).num("%.0f"))
 	}
 	p("\n")
 }

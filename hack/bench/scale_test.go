@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +160,26 @@ func TestScaleReport(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("report without kwok lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+func TestCountRefused(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
+	refused := `{"level":"warn","msg":"finished call","grpc_method":"SyncPod","grpc_code":"ResourceExhausted"}` + "\n"
+	console := "2026-12-05T23:42:28.581Z\tWARN\tgrpc\tlogging/logging.go:220\tfinished call\t" +
+		`{"rpc_method": "/podsync.v1.PodSyncService/SyncPod", "grpc_code": "ResourceExhausted", "error": "rate limit"}` + "\n"
+	other := `{"level":"warn","msg":"finished call","grpc_method":"SyncPod","grpc_code":"Unavailable"}` + "\n"
+	if err := os.WriteFile(a, []byte(refused+other+refused), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, []byte(console), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := countRefused([]string{a, b}); err != nil || n != 3 {
+		t.Errorf("countRefused = %d, %v; want 3 (two JSON lines, one console line)", n, err)
+	}
+	if _, err := countRefused([]string{filepath.Join(dir, "gone.log")}); err == nil {
+		t.Error("countRefused of a missing log: nil error")
 	}
 }
