@@ -24,7 +24,7 @@ import (
 // TestWhatAClusterUserDoes is issue 36's acceptance on a real control
 // plane: a cluster user's everyday things on podsync nodes, as on a
 // kubelet's: a Job, a crash loop's events, an in-cluster client, a
-// prompt delete, and kubectl debug (-i, -it on a terminal, kubectl attach
+// prompt delete, a pod waiting for a ConfigMap key, and kubectl debug (-i, -it on a terminal, kubectl attach
 // to a debug container, and a debug container the node refuses).
 func TestWhatAClusterUserDoes(t *testing.T) {
 	u := startClusterUser(t)
@@ -399,6 +399,48 @@ spec:
 			return true, string(out)
 		})
 		t.Logf("kubectl top nodes:\n%s", u.kubectl("top", "nodes"))
+	})
+
+	// podsync-vk sends a pod's objects with it; podsyncd checks the keys a
+	// pod names in the objects a request carries, where a kubelet fails
+	// the container and starts it once the key is there.
+	t.Run("a pod naming a key its ConfigMap lacks waits for the key, as on a kubelet", func(t *testing.T) {
+		u.t = t
+		u.apply(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: late-key, namespace: default}
+data: {a: "1"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: waits-for-key, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: ` + localcri.BusyboxImage + `
+    command: ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
+    env:
+    - name: B
+      valueFrom: {configMapKeyRef: {name: late-key, key: b}}
+`)
+		u.eventually(2*time.Minute, "the container waiting with CreateContainerConfigError", func() (bool, string) {
+			p := u.pod("waits-for-key")
+			if p.Status.Phase == corev1.PodFailed {
+				t.Fatalf("the pod failed (%s: %s), want it waiting for the key", p.Status.Reason, p.Status.Message)
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				if w := cs.State.Waiting; w != nil && w.Reason == "CreateContainerConfigError" {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%s %v", p.Status.Phase, p.Status.ContainerStatuses)
+		})
+		u.kubectl("patch", "configmap", "late-key", "-p", `{"data":{"b":"2"}}`)
+		u.kubectl("wait", "--for=condition=Ready", "pod/waits-for-key", "--timeout=120s")
+		if got := strings.TrimSpace(u.kubectl("exec", "waits-for-key", "--", "sh", "-c", "echo $B")); got != "2" {
+			t.Errorf("B = %q in the container, want the key's value 2", got)
+		}
 	})
 
 	t.Run("a deleted pod goes as soon as it has stopped, with its own exit", func(t *testing.T) {
