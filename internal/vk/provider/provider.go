@@ -89,6 +89,8 @@ type Provider struct {
 	applied  map[string]int64
 	notify   func(*corev1.Pod)
 	notifyCh chan struct{} // closed once notify is set
+	// notifying serialises the notifications of a pod (notify.go).
+	notifying keyLocks
 	// nsLevel, if set, is the Pod Security level of a namespace
 	// (UseNamespaceLevels); levels are the levels the pods were first
 	// applied with, by UID.
@@ -439,7 +441,9 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 		}
 	}
 	if notify != nil {
+		unlock := p.notifying.lock(k)
 		notify(last)
+		unlock()
 	}
 	return nil
 }
@@ -506,35 +510,6 @@ func (p *Provider) statusLocked(k string) *corev1.PodStatus {
 		p.withEphemeralWaits(pod, st)
 	}
 	return st
-}
-
-// NotifyPods registers the node library's callback; Run calls it for
-// every status change.
-func (p *Provider) NotifyPods(_ context.Context, fn func(*corev1.Pod)) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.notify == nil {
-		p.notify = fn
-		close(p.notifyCh)
-	}
-}
-
-// changed notifies k's current pod and status, if both are known.
-func (p *Provider) changed(k string) {
-	p.mu.Lock()
-	pod, ok := p.pods[k]
-	st := p.statusLocked(k)
-	gen := p.applied[k]
-	notify := p.notify
-	p.mu.Unlock()
-	if !ok || st == nil || notify == nil {
-		return
-	}
-	out := pod.DeepCopy()
-	out.Status = *st
-	observe(&out.Status, gen)
-	applyReadinessGates(out, p.gateConditions(out))
-	notify(out)
 }
 
 // Run follows the node's pods on podsyncd until ctx ends, notifying every

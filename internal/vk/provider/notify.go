@@ -1,0 +1,83 @@
+package provider
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// NotifyPods registers the node library's callback; Run calls it for
+// every status change.
+func (p *Provider) NotifyPods(_ context.Context, fn func(*corev1.Pod)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.notify == nil {
+		p.notify = fn
+		close(p.notifyCh)
+	}
+}
+
+// changed notifies k's current pod and status, if both are known.
+//
+// A pod's notifications are taken and sent one at a time, in order
+// (p.notifying): the node library keeps the last pod it is notified and
+// reports that one to the API server, so a status taken before a newer
+// one must not be sent after it. Without this, a pass's end (apply) and
+// the watch's status of the container it started could cross, and the
+// API server keep the older status until the pod next changed: a debug
+// container shown waiting while it ran, and kubectl debug waiting for it.
+func (p *Provider) changed(k string) {
+	unlock := p.notifying.lock(k)
+	defer unlock()
+	p.mu.Lock()
+	pod, ok := p.pods[k]
+	st := p.statusLocked(k)
+	gen := p.applied[k]
+	notify := p.notify
+	p.mu.Unlock()
+	if !ok || st == nil || notify == nil {
+		return
+	}
+	out := pod.DeepCopy()
+	out.Status = *st
+	observe(&out.Status, gen)
+	applyReadinessGates(out, p.gateConditions(out))
+	notify(out)
+}
+
+// keyLocks are mutexes by key, each kept only while it is held or
+// waited for. The zero value is ready to use.
+type keyLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyLock
+}
+
+type keyLock struct {
+	sync.Mutex
+	users int // holders and waiters
+}
+
+// lock locks k's mutex and returns its unlock.
+func (l *keyLocks) lock(k string) (unlock func()) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*keyLock{}
+	}
+	e := l.m[k]
+	if e == nil {
+		e = &keyLock{}
+		l.m[k] = e
+	}
+	e.users++
+	l.mu.Unlock()
+	e.Lock()
+	return func() {
+		e.Unlock()
+		l.mu.Lock()
+		if e.users--; e.users == 0 {
+			delete(l.m, k)
+		}
+		l.mu.Unlock()
+	}
+}
