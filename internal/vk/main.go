@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	vklog "github.com/virtual-kubelet/virtual-kubelet/log"
 	vktrace "github.com/virtual-kubelet/virtual-kubelet/trace"
 	"github.com/virtual-kubelet/virtual-kubelet/trace/opentelemetry"
 	"go.uber.org/zap"
@@ -89,6 +90,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(stderr), zap.InfoLevel))
 	defer func() { _ = log.Sync() }()
+	vklog.L = newNodeLibraryLogger(log)
 	// Spans over OTLP when the OTEL_* environment asks for them; the
 	// node library's spans (its pod controller's) are otel's then, and
 	// every call to podsyncd carries its trace context either way.

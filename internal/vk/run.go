@@ -21,6 +21,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	psapi "k8s.io/pod-security-admission/api"
 
+	vklog "github.com/virtual-kubelet/virtual-kubelet/log"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -229,6 +230,8 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The node library's lines are this node's, in podsync-vk's log.
+	ctx = vklog.WithLogger(ctx, newNodeLibraryLogger(log))
 	errc := make(chan error, 4)
 	go func() { errc <- p.Run(ctx) }()
 	go func() { errc <- nc.Run(ctx) }()
