@@ -119,7 +119,7 @@ spec:
 		defer cancel()
 		term := startOnTerminal(t, u.kubectlCmd(ctx, "debug", "-it", "target", "--image="+localcri.BusyboxImage, "--container=debugtty", "--", "sh"))
 		if !term.typeUntil("echo tty-$((6*7))", "tty-42", time.Minute) {
-			t.Fatalf("kubectl debug -it: no shell output on the terminal:\n%q", term.out.String())
+			t.Fatalf("kubectl debug -it: no shell output on the terminal:\n%q\ndebugtty's status: %+v", term.out.String(), ephemeralStatus(u.pod("target"), "debugtty"))
 		}
 		if _, err := term.ptm.WriteString("exit\r"); err != nil {
 			t.Fatal(err)
