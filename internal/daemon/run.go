@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os/signal"
 	"path/filepath"
 	"sync"
@@ -36,6 +35,7 @@ import (
 	"github.com/podsync/podsync/engine/watch"
 	"github.com/podsync/podsync/internal/ctrdevents"
 	"github.com/podsync/podsync/internal/manifestdir"
+	"github.com/podsync/podsync/internal/profiling"
 	"github.com/podsync/podsync/internal/tracing"
 	"github.com/podsync/podsync/logx"
 	"github.com/podsync/podsync/server"
@@ -324,11 +324,7 @@ func listenMetrics(ctx context.Context, cfg Config, reg *prometheus.Registry) (*
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", server.MetricsHandler(reg))
 	if cfg.EnableProfiling {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		profiling.Register(mux)
 	}
 	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, l, nil
 }

@@ -39,6 +39,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
+	"github.com/podsync/podsync/internal/profiling"
 	"github.com/podsync/podsync/internal/vk/provider"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
@@ -333,7 +334,14 @@ func kubeletAPI(ctx context.Context, cfg Config, n NodeConfig, name string, kc k
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API: listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: nodeutil.WithAuth(auth, h), ReadHeaderTimeout: 30 * time.Second,
+	// As the kubelet's (enableProfilingHandler, on by default): Go's
+	// profiles of the podsync-vk process, every node it serves, for
+	// whoever may use the node's proxy subresource (nodes/proxy, as
+	// exec).
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	profiling.Register(mux)
+	srv := &http.Server{Handler: nodeutil.WithAuth(auth, mux), ReadHeaderTimeout: 30 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() { _ = srv.Serve(l) }()
 	return srv, nil

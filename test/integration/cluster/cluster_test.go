@@ -454,6 +454,14 @@ func TestDeploymentOverTwoPodsyncNodes(t *testing.T) {
 		if sum.Node.NodeName != n.name || !slices.Equal(got, want) {
 			t.Errorf("stats summary of %s: node %q pods %v, want pods %v", n.name, sum.Node.NodeName, got, want)
 		}
+		// Go's profiles, as the kubelet's enableProfilingHandler: for
+		// whoever may use nodes/proxy, and no one else.
+		if code, raw := kubeletGet(t, cfg, n.port, "/debug/pprof/cmdline"); code != http.StatusOK || !strings.Contains(raw, "podsync-vk") {
+			t.Errorf("kubelet API /debug/pprof/cmdline of %s: %d %q, want podsync-vk's command line", n.name, code, raw)
+		}
+		if code, raw := kubeletGet(t, rest.AnonymousClientConfig(cfg), n.port, "/debug/pprof/cmdline"); code != http.StatusUnauthorized {
+			t.Errorf("kubelet API /debug/pprof/cmdline of %s without credentials: %d %q, want 401", n.name, code, raw)
+		}
 	}
 
 	// A deleted pod is replaced by the ReplicaSet.
