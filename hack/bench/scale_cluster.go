@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,8 +19,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -191,130 +188,6 @@ func usageOf(pids []int) (procUsage, error) {
 	return u, nil
 }
 
-// podWatch records, per pod, when a watch of the pods first saw it, first
-// saw it Running, first saw it Ready and saw it deleted.
-type podWatch struct {
-	mu      sync.Mutex
-	added   map[types.UID]time.Time
-	running map[types.UID]time.Time
-	ready   map[types.UID]time.Time
-	gone    map[types.UID]time.Time
-	names   map[types.UID]string
-	err     error
-}
-
-func newPodWatch() *podWatch {
-	return &podWatch{added: map[types.UID]time.Time{}, running: map[types.UID]time.Time{}, ready: map[types.UID]time.Time{},
-		gone: map[types.UID]time.Time{}, names: map[types.UID]string{}}
-}
-
-// watchPods watches namespace's pods (those selector matches; every one
-// when it is empty) from now until ctx ends, starting again from the
-// last resource version when the API server ends a watch.
-func watchPods(ctx context.Context, kc kubernetes.Interface, namespace, selector string) (*podWatch, error) {
-	list, err := kc.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		return nil, err
-	}
-	w := newPodWatch()
-	rv := list.ResourceVersion
-	go func() {
-		for ctx.Err() == nil {
-			wi, err := kc.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv, AllowWatchBookmarks: true})
-			if err != nil {
-				w.fail(err)
-				return
-			}
-			for ev := range wi.ResultChan() {
-				now := time.Now()
-				pod, ok := ev.Object.(*corev1.Pod)
-				if !ok {
-					if ev.Type == watch.Error {
-						w.fail(fmt.Errorf("pod watch: %v", ev.Object))
-					}
-					continue
-				}
-				rv = pod.ResourceVersion
-				if ev.Type == watch.Bookmark {
-					continue
-				}
-				w.see(pod, now)
-				if ev.Type == watch.Deleted {
-					w.deleted(pod, now)
-				}
-			}
-			wi.Stop()
-		}
-	}()
-	return w, nil
-}
-
-func (w *podWatch) see(pod *corev1.Pod, now time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, ok := w.added[pod.UID]; !ok {
-		w.added[pod.UID] = now
-	}
-	if _, ok := w.running[pod.UID]; !ok && pod.Status.Phase == corev1.PodRunning {
-		w.running[pod.UID] = now
-	}
-	if _, ok := w.ready[pod.UID]; !ok && podReady(pod) {
-		w.ready[pod.UID] = now
-	}
-	w.names[pod.UID] = pod.Name
-}
-
-func (w *podWatch) deleted(pod *corev1.Pod, now time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, ok := w.gone[pod.UID]; !ok {
-		w.gone[pod.UID] = now
-	}
-}
-
-// podReady reports whether pod's Ready condition is True.
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func (w *podWatch) fail(err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err == nil {
-		w.err = err
-	}
-}
-
-// state returns how many pods were seen Running, the last time one was,
-// and the watch's error.
-func (w *podWatch) state() (int, time.Time, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var last time.Time
-	for _, t := range w.running {
-		if t.After(last) {
-			last = t
-		}
-	}
-	return len(w.running), last, w.err
-}
-
-// latencies are each Running pod's creation → Running as watched, in ms.
-func (w *podWatch) latencies() []float64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make([]float64, 0, len(w.running))
-	for uid, t := range w.running {
-		out = append(out, msOf(t.Sub(w.added[uid])))
-	}
-	return out
-}
-
 // workload is one run's measured part: the Deployments created, each
 // pod's creation → Running and the time to all Running, with the agent's
 // and the API server's counters around it.
@@ -326,6 +199,9 @@ type workload struct {
 	agent    func() []int // the agent's processes
 	hollow   func() []int // the hollow nodes' (nil for kwok)
 	watchesB float64      // WATCH requests before the agent started
+	// profile, if set, profiles the agent from the first Deployment's
+	// creation (-profile) and returns where the profile is.
+	profile func(ctx context.Context) (string, error)
 }
 
 // run creates a Deployment of w.pods replicas per node and waits until
@@ -351,6 +227,17 @@ func (w workload) run(ctx context.Context, log *zap.Logger, r *scaleRun) error {
 	pw, err := watchPods(wctx, w.kc, "default", "")
 	if err != nil {
 		return fmt.Errorf("watch pods: %w", err)
+	}
+	var profiled chan error
+	if w.profile != nil {
+		profiled = make(chan error, 1)
+		go func() {
+			path, err := w.profile(wctx)
+			if err == nil {
+				log.Info("podsync-vk profiled", zap.String("profile", path))
+			}
+			profiled <- err
+		}()
 	}
 	start := time.Now()
 	for i, node := range w.nodes {
@@ -401,6 +288,11 @@ func (w workload) run(ctx context.Context, log *zap.Logger, r *scaleRun) error {
 	}
 	r.agentRequests, r.allRequests = apiA.agentRequests-apiB.agentRequests, apiA.requests-apiB.requests
 	r.watches = apiA.watches - w.watchesB
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -477,6 +369,11 @@ func (b *scaleBench) runPodsync(ctx context.Context, r *scaleRun) (err error) {
 			}
 			return pids
 		}}
+	if dir := b.cfg.profileDir; dir != "" {
+		w.profile = func(ctx context.Context) (string, error) {
+			return profileAgent(ctx, c.Kube.Kubeconfig, c.Nodes[0].KubeletPort, agentProfileWindow, dir, r.nodes)
+		}
+	}
 	if err := w.run(ctx, b.log, r); err != nil {
 		return err
 	}

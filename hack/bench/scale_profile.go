@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// agentProfileWindow is how long podsync-vk's CPU is profiled from the
+// first Deployment's creation (-profile): the pods' creation at full
+// rate, which every node count reaches.
+const agentProfileWindow = 10 * time.Second
+
+// profileAgent writes a CPU profile of podsync-vk, taken for d, to a new
+// file of dir named after nodes. It asks the kubelet API of the node on
+// port (/debug/pprof/profile: Go's profiles of the whole process, every
+// node it serves) with the admin's certificate from kubeconfig,
+// authorised as nodes/proxy.
+func profileAgent(ctx context.Context, kubeconfig string, port int, d time.Duration, dir string, nodes int) (string, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return "", fmt.Errorf("admin kubeconfig: %w", err)
+	}
+	c := rest.CopyConfig(cfg)
+	c.Host = "https://127.0.0.1:" + strconv.Itoa(port)
+	c.CAData, c.CAFile = nil, ""
+	c.Insecure = true // podsync-vk's self-signed serving certificate
+	tr, err := rest.TransportFor(c)
+	if err != nil {
+		return "", err
+	}
+	hc := &http.Client{Transport: tr, Timeout: d + 30*time.Second}
+	defer hc.CloseIdleConnections()
+	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", c.Host, int(d.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("profile podsync-vk: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return "", fmt.Errorf("profile podsync-vk: %s: %s", resp.Status, b)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, fmt.Sprintf("podsync-vk-%dnodes-*.pprof", nodes))
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return "", fmt.Errorf("profile podsync-vk: %w", err)
+	}
+	return filepath.Clean(f.Name()), f.Close()
+}
