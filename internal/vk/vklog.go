@@ -78,7 +78,14 @@ func (l nodeLibraryLogger) WithFields(f vklog.Fields) vklog.Logger {
 	return l
 }
 
+// WithError adds err's message only: the library's errors are wrapped
+// with github.com/pkg/errors, whose stack traces zap.Error would add to
+// every line.
 func (l nodeLibraryLogger) WithError(err error) vklog.Logger {
-	l.fields = append(slices.Clip(l.fields), zap.Error(err))
+	msg := "<nil>"
+	if err != nil {
+		msg = err.Error()
+	}
+	l.fields = append(slices.Clip(l.fields), zap.String("error", msg))
 	return l
 }

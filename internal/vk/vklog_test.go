@@ -3,6 +3,8 @@ package vk
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"testing"
 
 	vklog "github.com/virtual-kubelet/virtual-kubelet/log"
@@ -20,7 +22,7 @@ func TestTheNodeLibrarysErrorsAreLogged(t *testing.T) {
 	base := vklog.G(ctx).WithField("key", "default/web")
 	base.Info("Updated k8s pod status")
 	base.Debugf("processing %s", "default/web")
-	base.WithError(errors.New("conflict")).WithFields(vklog.Fields{"method": "updatePodStatus"}).Error("Error processing pod status update")
+	base.WithError(withStack{errors.New("update status: conflict")}).WithFields(vklog.Fields{"method": "updatePodStatus"}).Error("Error processing pod status update")
 	base.Warnf("not enqueuing pod status update due to error from pod lister")
 
 	got := logs.All()
@@ -32,11 +34,17 @@ func TestTheNodeLibrarysErrorsAreLogged(t *testing.T) {
 		t.Errorf("first line %v %q from %q, want the error from node-library", e.Level, e.Message, e.LoggerName)
 	}
 	fields := e.ContextMap()
-	if fields["key"] != "default/web" || fields["method"] != "updatePodStatus" || fields["error"] != "conflict" {
-		t.Errorf("error's fields %v, want key, method and error", fields)
+	if len(fields) != 3 || fields["key"] != "default/web" || fields["method"] != "updatePodStatus" || fields["error"] != "update status: conflict" {
+		t.Errorf("error's fields %v, want key, method and the error's message (no stack trace)", fields)
 	}
 	// A field added to one line's logger is not another's.
 	if w := got[1].ContextMap(); len(w) != 1 || w["key"] != "default/web" {
 		t.Errorf("warning's fields %v, want only key", w)
 	}
 }
+
+// withStack formats with %+v as github.com/pkg/errors' errors do, with a
+// stack trace, which the node library's wrap its errors in.
+type withStack struct{ error }
+
+func (e withStack) Format(s fmt.State, _ rune) { _, _ = io.WriteString(s, e.Error()+"\n\tstack trace") }
