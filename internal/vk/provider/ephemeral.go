@@ -45,9 +45,9 @@ type ephemeral struct {
 	mu sync.Mutex
 	// waits are by pod UID, then container name.
 	waits map[types.UID]map[string]ephemeralWait
-	// locks serialise the adds of one pod (by namespace/name): apply and
-	// the retries must not add one container twice.
-	locks map[string]*sync.Mutex
+	// adding serialises the adds of one pod (by namespace/name): apply
+	// and the retries must not add one container twice.
+	adding keyLocks
 	// due are the pods whose ephemeral containers are to be added again;
 	// kick wakes retryEphemeral.
 	due  map[string]bool
@@ -57,19 +57,8 @@ type ephemeral struct {
 }
 
 func newEphemeral() *ephemeral {
-	return &ephemeral{waits: map[types.UID]map[string]ephemeralWait{}, locks: map[string]*sync.Mutex{},
+	return &ephemeral{waits: map[types.UID]map[string]ephemeralWait{},
 		due: map[string]bool{}, kick: make(chan struct{}, 1), retryDelay: ephemeralRetryDelay}
-}
-
-func (e *ephemeral) lock(k string) *sync.Mutex {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	l := e.locks[k]
-	if l == nil {
-		l = &sync.Mutex{}
-		e.locks[k] = l
-	}
-	return l
 }
 
 func (e *ephemeral) wait(uid types.UID, name string) (ephemeralWait, bool) {
@@ -102,7 +91,6 @@ func (e *ephemeral) forget(k string, uid types.UID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.waits, uid)
-	delete(e.locks, k)
 	delete(e.due, k)
 }
 
@@ -164,9 +152,8 @@ func (p *Provider) addEphemeral(ctx context.Context, pod *corev1.Pod) {
 		return
 	}
 	k := key(pod.Namespace, pod.Name)
-	l := p.debug.lock(k)
-	l.Lock()
-	defer l.Unlock()
+	unlock := p.debug.adding.lock(k)
+	defer unlock()
 	got, err := p.ps.GetPod(ctx, pod.Namespace, pod.Name)
 	if err != nil {
 		p.retryEphemeralLater(k, "", err)
