@@ -7,11 +7,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podsync/podsync/internal/testing/localcluster"
 )
 
 // agentProfileWindow is how long podsync-vk's CPU is profiled from the
@@ -29,10 +30,7 @@ func profileAgent(ctx context.Context, kubeconfig string, port int, d time.Durat
 	if err != nil {
 		return "", fmt.Errorf("admin kubeconfig: %w", err)
 	}
-	c := rest.CopyConfig(cfg)
-	c.Host = "https://127.0.0.1:" + strconv.Itoa(port)
-	c.CAData, c.CAFile = nil, ""
-	c.Insecure = true // podsync-vk's self-signed serving certificate
+	c := localcluster.KubeletConfig(cfg, port)
 	tr, err := rest.TransportFor(c)
 	if err != nil {
 		return "", err

@@ -17,6 +17,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 
+	"github.com/podsync/podsync/internal/testing/localcluster"
 	"github.com/podsync/podsync/internal/testing/localkube"
 )
 
@@ -69,17 +70,11 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// kubeletGet GETs path from a node's kubelet API (podsync-vk's) with the
-// admin's client certificate, authorised by the API server
-// (SubjectAccessReview) as a kubelet's webhook mode does. The API
-// server's node proxy (kubectl get --raw /api/v1/nodes/N/proxy/...)
-// refuses the loopback address the test's nodes have.
+// kubeletGet GETs path from a node's kubelet API (podsync-vk's) with
+// cfg's credentials (localcluster.KubeletConfig).
 func kubeletGet(t *testing.T, cfg *rest.Config, port int, path string) (int, string) {
 	t.Helper()
-	c := rest.CopyConfig(cfg)
-	c.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
-	c.CAData, c.CAFile = nil, ""
-	c.Insecure = true // podsync-vk's self-signed serving certificate
+	c := localcluster.KubeletConfig(cfg, port)
 	tr, err := rest.TransportFor(c)
 	if err != nil {
 		t.Fatal(err)
