@@ -14,6 +14,7 @@ import (
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/client"
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 )
 
 // recorded is one event a provider recorded.
@@ -443,12 +444,27 @@ func TestPodsyncEventsAreTheKubelets(t *testing.T) {
 
 // fakeKube records the pods the provider finishes on the API server.
 type fakeKube struct {
+	mu       sync.Mutex
 	finished []*corev1.PodStatus
+	// ch, if set, is sent each status finished.
+	ch chan *corev1.PodStatus
 }
 
 func (k *fakeKube) FinishDeleted(_ context.Context, pod *corev1.Pod, st *corev1.PodStatus) error {
+	k.mu.Lock()
 	k.finished = append(k.finished, st.DeepCopy())
+	ch := k.ch
+	k.mu.Unlock()
+	if ch != nil {
+		ch <- st.DeepCopy()
+	}
 	return nil
+}
+
+func (k *fakeKube) count() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.finished)
 }
 
 func TestDeletedPodIsFinishedWithItsRealExit(t *testing.T) {
@@ -508,5 +524,69 @@ func TestStatusObservesTheAppliedGeneration(t *testing.T) {
 	}
 	if got := n.next(t); got.Status.ObservedGeneration != 4 {
 		t.Errorf("observedGeneration after an update = %d, want 4", got.Status.ObservedGeneration)
+	}
+}
+
+// TestADeletedPodsObjectGoesOnceItIsKilled: the kill's last status on the
+// watch finishes the pod's object while podsyncd still removes the pod
+// (as the kubelet deletes the object before its garbage collection
+// removes the sandbox), and only a killed status of the pod's own
+// incarnation does; DeletePod still returns only with podsyncd's answer,
+// and the object is finished once.
+func TestADeletedPodsObjectGoesOnceItIsKilled(t *testing.T) {
+	f := newFake()
+	f.deleteCalled = make(chan *podsyncv1.DeletePodRequest, 1)
+	f.deleteGate = make(chan struct{})
+	k := &fakeKube{ch: make(chan *corev1.PodStatus, 2)}
+	p := New("vk-1", f, zap.NewNop())
+	p.UseKube(k)
+	n := &notified{ch: make(chan *corev1.Pod, 16)}
+	p.NotifyPods(context.Background(), n.fn)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = p.Run(ctx) }()
+	<-f.watched
+	pod := testPod("1")
+	if err := p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	deleted := make(chan error, 1)
+	go func() { deleted <- p.DeletePod(context.Background(), pod) }()
+	<-f.deleteCalled
+	status := func(rev int64, uid, phase string, state *podsyncv1.ContainerState) {
+		f.events <- &podsyncv1.WatchPodsResponse{Revision: rev, Pod: &podsyncv1.PodRef{Namespace: "default", Name: "web", Uid: uid},
+			Change: &podsyncv1.WatchPodsResponse_Status{Status: &podsyncv1.PodStatus{Phase: phase,
+				ContainerStatuses: []*podsyncv1.ContainerStatus{{Name: "c", State: state}}}}}
+	}
+	exited := &podsyncv1.ContainerState{Terminated: &podsyncv1.ContainerStateTerminated{ExitCode: 143, Reason: "Error"}}
+	// Not killed: a container still runs; another incarnation's.
+	status(2, uid1, "Running", &podsyncv1.ContainerState{Running: &podsyncv1.ContainerStateRunning{}})
+	status(3, uid2, "Failed", &podsyncv1.ContainerState{Terminated: &podsyncv1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}})
+	// The kill's end.
+	status(4, uid1, "Failed", exited)
+	var st *corev1.PodStatus
+	select {
+	case st = <-k.ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the killed pod's object was not finished while podsyncd removed it")
+	}
+	if st.Phase != corev1.PodFailed || len(st.ContainerStatuses) != 1 || st.ContainerStatuses[0].State.Terminated == nil ||
+		st.ContainerStatuses[0].State.Terminated.ExitCode != 143 {
+		t.Errorf("finished status = %s %+v, want Failed with the kill's exit code 143", st.Phase, st.ContainerStatuses)
+	}
+	select {
+	case err := <-deleted:
+		t.Fatalf("DeletePod returned (%v) before podsyncd answered", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(f.deleteGate)
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	if got := k.count(); got != 1 {
+		t.Errorf("FinishDeleted calls = %d, want 1", got)
+	}
+	if _, err := p.GetPod(context.Background(), "default", "web"); !errdefs.IsNotFound(err) {
+		t.Errorf("GetPod after delete: %v, want NotFound", err)
 	}
 }

@@ -96,6 +96,9 @@ type Provider struct {
 	// applied with, by UID.
 	nsLevel func(namespace string) string
 	levels  map[types.UID]string
+	// deletions are the DeletePod calls in flight, by namespace/name
+	// (deletions.go).
+	deletions map[string]*deletion
 	// tokens, if set, serve the pods' service-account tokens (UseTokens).
 	tokens *tokens
 	// kube, if set, finishes deleted pods on the API server (UseKube).
@@ -165,6 +168,7 @@ func New(nodeName string, ps Podsync, log *zap.Logger) *Provider {
 		waitingClass: map[string]string{},
 		applied:      map[string]int64{},
 		levels:       map[types.UID]string{},
+		deletions:    map[string]*deletion{},
 		notifyCh:     make(chan struct{}),
 		debug:        newEphemeral(),
 	}
@@ -381,7 +385,8 @@ func refusal(err error) (reason, message string, ok bool) {
 }
 
 // DeletePod stops and removes the pod on podsyncd with the pod's grace
-// period, then reports it terminated.
+// period, then reports it terminated. With UseKube, its object goes once
+// podsyncd has killed it (deletions.go).
 func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	k := key(pod.Namespace, pod.Name)
 	req := &podsyncv1.DeletePodRequest{Namespace: pod.Namespace, Name: pod.Name, Uid: string(pod.UID)}
@@ -395,50 +400,41 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	_, refused := p.rejected[k]
 	p.mu.Unlock()
 	var final *corev1.PodStatus
+	var finished bool
 	if !refused {
-		resp, err := p.ps.DeletePod(ctx, req)
+		resp, early, err := p.deleteOnPodsync(ctx, pod, req)
 		if err != nil && !errors.Is(err, client.ErrUIDMismatch) {
 			return fmt.Errorf("delete pod %s on podsync: %w", k, err)
 		}
+		finished = early
 		if resp.GetStatus() != nil {
 			final = convert.PodStatusFromProto(resp.GetStatus())
 		}
 	}
 	p.releaseObjects(k)
 	p.mu.Lock()
-	last := p.pods[k]
 	st := final
 	if st == nil {
 		st = p.statusLocked(k)
 	}
+	notify := p.notify
+	p.mu.Unlock()
+	last := p.lastPod(pod, st)
+	p.mu.Lock()
 	delete(p.pods, k)
 	delete(p.statuses, k)
 	delete(p.uids, k)
 	delete(p.applied, k)
 	delete(p.rejected, k)
 	delete(p.waitingClass, k)
-	notify := p.notify
 	p.mu.Unlock()
-	if last == nil {
-		last = pod.DeepCopy()
-	}
-	if st == nil {
-		st = pod.Status.DeepCopy()
-	}
-	last.Status = *terminated(st)
-	observe(&last.Status, pod.Generation)
 	p.dropTokens(ctx, pod.Namespace, pod.UID)
 	p.mu.Lock()
 	delete(p.levels, pod.UID)
 	p.mu.Unlock()
 	p.debug.forget(k, pod.UID)
-	if p.kube != nil {
-		// As the kubelet: the object goes once the containers have
-		// stopped, not at the end of the grace period.
-		if err := p.kube.FinishDeleted(ctx, last, &last.Status); err != nil {
-			p.log.Warn("finish a deleted pod on the API server; the node library removes it after its grace period",
-				zap.String("pod", k), zap.Error(err))
-		}
+	if !finished {
+		p.finishDeleted(ctx, last)
 	}
 	if notify != nil {
 		unlock := p.notifying.lock(k)
@@ -536,6 +532,7 @@ func (p *Provider) Run(ctx context.Context) error {
 			p.mu.Lock()
 			p.statuses[k] = st
 			p.uids[k] = ref.GetUid()
+			p.noteKilledLocked(k, ref.GetUid(), st)
 			p.mu.Unlock()
 			p.changed(k)
 			if st.Phase == corev1.PodRunning && p.debug.pending(types.UID(ref.GetUid())) {

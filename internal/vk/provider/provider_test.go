@@ -55,6 +55,10 @@ type fakePodsync struct {
 	objDeleted []string
 	// final is the status DeletePod answers with.
 	final *podsyncv1.PodStatus
+	// deleteCalled, if set, is sent each DeletePod's request; deleteGate,
+	// if set, holds DeletePod's answer until it is closed.
+	deleteCalled chan *podsyncv1.DeletePodRequest
+	deleteGate   chan struct{}
 }
 
 func newFake() *fakePodsync {
@@ -82,8 +86,17 @@ func (f *fakePodsync) SyncPod(_ context.Context, req *podsyncv1.SyncPodRequest, 
 
 func (f *fakePodsync) DeletePod(_ context.Context, req *podsyncv1.DeletePodRequest) (*podsyncv1.DeletePodResponse, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.deleted = append(f.deleted, req)
+	called, gate := f.deleteCalled, f.deleteGate
+	f.mu.Unlock()
+	if called != nil {
+		called <- req
+	}
+	if gate != nil {
+		<-gate
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return &podsyncv1.DeletePodResponse{Found: true, Status: f.final}, nil
 }
 
