@@ -106,7 +106,12 @@ type clusterRun struct {
 	logs, exec []float64
 	// scaleDownGone is from the scale to 0 to the last pod object gone.
 	scaleDownGone float64
-	err           string
+	// upCPU and downCPU are where the CPU went from the scale to N to
+	// the last pod Ready, and from the scale to 0 to the last object
+	// gone (cluster_cpu.go); cpuErr says why they are missing.
+	upCPU, downCPU cpuUse
+	cpuErr         string
+	err            string
 }
 
 // clusterResults is what BENCHMARKS-cluster.md is made of.

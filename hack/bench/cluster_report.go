@@ -194,6 +194,7 @@ func renderClusterResults(w *strings.Builder, res *clusterResults, cc clusterCon
 		}
 		p("\n")
 	}
+	renderClusterCPU(w, res, cc)
 }
 
 func renderClusterMethod(w *strings.Builder, cc clusterConfig) {

@@ -40,6 +40,7 @@ func (e *clusterEnv) workload(ctx context.Context, log *zap.Logger, node cluster
 	if err != nil {
 		return fmt.Errorf("watch pods: %w", err)
 	}
+	cpu0 := e.cpuSnapshot(node)
 	start := time.Now()
 	if err := e.scale(ctx, name, r.pods); err != nil {
 		return err
@@ -57,6 +58,7 @@ func (e *clusterEnv) workload(ctx context.Context, log *zap.Logger, node cluster
 		return fmt.Errorf("scale to %d: %w", r.pods, err)
 	}
 	r.allReady, r.latencies = msOf(last.Sub(start)), pw.readyLatencies()
+	r.noteCPU(&r.upCPU, cpu0, e.cpuSnapshot(node))
 	log.Info("all pods ready", zap.Int("pods", r.pods), zap.Duration("took", last.Sub(start).Round(time.Millisecond)))
 
 	if err := e.deleteOne(ctx, pw, r); err != nil {
@@ -79,6 +81,7 @@ func (e *clusterEnv) workload(ctx context.Context, log *zap.Logger, node cluster
 		}
 	}
 
+	cpu0 = e.cpuSnapshot(node)
 	down := time.Now()
 	if err := e.scale(ctx, name, 0); err != nil {
 		return err
@@ -95,6 +98,7 @@ func (e *clusterEnv) workload(ctx context.Context, log *zap.Logger, node cluster
 		return fmt.Errorf("scale to 0: %w", err)
 	}
 	r.scaleDownGone = msOf(last.Sub(down))
+	r.noteCPU(&r.downCPU, cpu0, e.cpuSnapshot(node))
 	// The node's own clean-up of what it ran (sandboxes, cgroups) is not
 	// the next run's.
 	time.Sleep(settle)
