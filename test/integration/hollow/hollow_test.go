@@ -13,6 +13,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -178,11 +179,11 @@ func TestDeploymentOverTwoHollowNodes(t *testing.T) {
 	}
 
 	// Scale down: two pods go from the API server and from the nodes.
-	scale, err := kc.AppsV1().Deployments("default").GetScale(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scale.Spec.Replicas = 2
+	// Unconditionally, as kubectl scale without --resource-version: the
+	// Deployment controller writes the object's status meanwhile, and a
+	// scale carrying the version read before that is refused.
+	scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: autoscalingv1.ScaleSpec{Replicas: 2}}
 	if _, err := kc.AppsV1().Deployments("default").UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
