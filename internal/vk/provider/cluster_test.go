@@ -540,12 +540,7 @@ func TestADeletedPodsObjectGoesOnceItIsKilled(t *testing.T) {
 	k := &fakeKube{ch: make(chan *corev1.PodStatus, 2)}
 	p := New("vk-1", f, zap.NewNop())
 	p.UseKube(k)
-	n := &notified{ch: make(chan *corev1.Pod, 16)}
-	p.NotifyPods(context.Background(), n.fn)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = p.Run(ctx) }()
-	<-f.watched
+	runProvider(t, p, f)
 	pod := testPod("1")
 	if err := p.CreatePod(context.Background(), pod); err != nil {
 		t.Fatal(err)
@@ -553,17 +548,15 @@ func TestADeletedPodsObjectGoesOnceItIsKilled(t *testing.T) {
 	deleted := make(chan error, 1)
 	go func() { deleted <- p.DeletePod(context.Background(), pod) }()
 	<-f.deleteCalled
-	status := func(rev int64, uid, phase string, state *podsyncv1.ContainerState) {
-		f.events <- &podsyncv1.WatchPodsResponse{Revision: rev, Pod: &podsyncv1.PodRef{Namespace: "default", Name: "web", Uid: uid},
-			Change: &podsyncv1.WatchPodsResponse_Status{Status: &podsyncv1.PodStatus{Phase: phase,
-				ContainerStatuses: []*podsyncv1.ContainerStatus{{Name: "c", State: state}}}}}
+	status := func(pod *corev1.Pod, phase string, state *podsyncv1.ContainerState) {
+		statusOf(f, pod, &podsyncv1.PodStatus{Phase: phase, ContainerStatuses: []*podsyncv1.ContainerStatus{{Name: "c", State: state}}})
 	}
 	exited := &podsyncv1.ContainerState{Terminated: &podsyncv1.ContainerStateTerminated{ExitCode: 143, Reason: "Error"}}
 	// Not killed: a container still runs; another incarnation's.
-	status(2, uid1, "Running", &podsyncv1.ContainerState{Running: &podsyncv1.ContainerStateRunning{}})
-	status(3, uid2, "Failed", &podsyncv1.ContainerState{Terminated: &podsyncv1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}})
+	status(pod, "Running", &podsyncv1.ContainerState{Running: &podsyncv1.ContainerStateRunning{}})
+	status(testPod("2"), "Failed", &podsyncv1.ContainerState{Terminated: &podsyncv1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}})
 	// The kill's end.
-	status(4, uid1, "Failed", exited)
+	status(pod, "Failed", exited)
 	var st *corev1.PodStatus
 	select {
 	case st = <-k.ch:
