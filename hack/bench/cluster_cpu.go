@@ -25,15 +25,18 @@ const (
 	cpuAgent
 	cpuRuntime
 	cpuControlPlane
-	cpuParts // how many
+	cpuParts // how many are read
+	// cpuRemainder is not read: the machine's CPU less the parts'.
+	cpuRemainder = cpuParts
 )
 
-// cpuPartNames name the parts in the report.
-var cpuPartNames = [cpuParts]string{
+// cpuPartNames name the report's rows.
+var cpuPartNames = [cpuRemainder + 1]string{
 	cpuMachine:      "the whole machine",
 	cpuAgent:        "the node's agent (podsyncd and podsync-vk; the kubelet)",
 	cpuRuntime:      "the node's containerd and its shims, with runc and the CNI plugins",
 	cpuControlPlane: "the control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager)",
+	cpuRemainder:    "the remainder",
 }
 
 // cpuSnap is a reading of each part, in clock ticks; shims by pid, since
@@ -46,6 +49,14 @@ type cpuSnap struct {
 
 // cpuUse is the CPU of each part over a phase, in ms.
 type cpuUse [cpuParts]float64
+
+// of is part's CPU in u, cpuRemainder's included.
+func (u cpuUse) of(part cpuPart) float64 {
+	if part != cpuRemainder {
+		return u[part]
+	}
+	return u[cpuMachine] - u[cpuAgent] - u[cpuRuntime] - u[cpuControlPlane]
+}
 
 // cpuSnapshot reads the machine and the parts serving node.
 func (e *clusterEnv) cpuSnapshot(node clusterNode) cpuSnap {
@@ -156,36 +167,30 @@ func (r *clusterRun) noteCPU(to *cpuUse, before, after cpuSnap) {
 	*to = u
 }
 
+// phase is the run's time and CPU over the phase up (0 → N) or down
+// (N → 0).
+func (r *clusterRun) phase(up bool) (wall float64, u cpuUse) {
+	if up {
+		return r.allReady, r.upCPU
+	}
+	return r.scaleDownGone, r.downCPU
+}
+
 // cpuStat is part's CPU per pod over node's runs at n, in ms, for the
 // phase up (0 → N) or down (N → 0); a run without its CPU counts its
-// error. part cpuParts is the remainder: the machine less the other
-// parts.
+// error.
 func (r *clusterResults) cpuStat(node clusterNode, n int, up bool, part cpuPart) *sample {
 	s := &sample{}
 	for _, run := range r.runsOf(node, n) {
 		switch {
 		case run.err != "":
 			s.errs = append(s.errs, run.err)
-			continue
 		case run.cpuErr != "":
 			s.errs = append(s.errs, run.cpuErr)
-			continue
+		default:
+			_, u := run.phase(up)
+			s.add(u.of(part) / float64(run.pods))
 		}
-		u := run.upCPU
-		if !up {
-			u = run.downCPU
-		}
-		idx := part
-		if part == cpuParts {
-			idx = cpuMachine
-		}
-		v := u[idx]
-		if part == cpuParts {
-			for _, p := range []cpuPart{cpuAgent, cpuRuntime, cpuControlPlane} {
-				v -= u[p]
-			}
-		}
-		s.add(v / float64(run.pods))
 	}
 	return s
 }
@@ -195,10 +200,7 @@ func (r *clusterResults) cpuStat(node clusterNode, n int, up bool, part cpuPart)
 func (r *clusterResults) coresBusy(node clusterNode, n int, up bool) *sample {
 	s := &sample{}
 	for _, run := range r.runsOf(node, n) {
-		wall, u := run.allReady, run.upCPU
-		if !up {
-			wall, u = run.scaleDownGone, run.downCPU
-		}
+		wall, u := run.phase(up)
 		if run.err != "" || run.cpuErr != "" || wall <= 0 {
 			continue
 		}
@@ -218,16 +220,11 @@ func renderClusterCPU(w *strings.Builder, res *clusterResults, cc clusterConfig)
 		"the phase's time (2.00: both cores busy throughout).\n\n")
 	for _, n := range cc.ns {
 		p("#### N = %d\n\n| per pod | 0 → N, podsync node | 0 → N, kubelet node | N → 0, podsync node | N → 0, kubelet node |\n|---|---|---|---|---|\n", n)
-		rows := []struct {
-			name string
-			part cpuPart
-		}{{cpuPartNames[cpuMachine], cpuMachine}, {cpuPartNames[cpuAgent], cpuAgent}, {cpuPartNames[cpuRuntime], cpuRuntime},
-			{cpuPartNames[cpuControlPlane], cpuControlPlane}, {"the remainder", cpuParts}}
-		for _, row := range rows {
-			p("| %s |", row.name)
+		for part, name := range cpuPartNames {
+			p("| %s |", name)
 			for _, up := range []bool{true, false} {
 				for _, node := range []clusterNode{nodePodsync, nodeKubelet} {
-					p(" %s |", res.cpuStat(node, n, up, row.part).ms())
+					p(" %s |", res.cpuStat(node, n, up, cpuPart(part)).ms())
 				}
 			}
 			p("\n")
