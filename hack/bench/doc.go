@@ -39,6 +39,7 @@
 //	-scale-vks N        podsync-vk processes sharing the nodes (default 1)
 //	-scale-placement P  pinned (a Deployment per node) or spread (the scheduler)
 //	-scale-runs N       interleaved rounds per node count (default 1)
+//	-scale-idle D       the agents' CPU measured idle for D, before the pods and once they run (default 15s; 0: not)
 //	-kwok-version V     sigs.k8s.io/kwok built into .tmp/kwok (default v0.8.0)
 //
 // With -cluster (make bench-cluster, root) it measures one cluster: the

@@ -43,6 +43,9 @@ type scaleConfig struct {
 	// runs is how many interleaved rounds run at each node count.
 	runs        int
 	kwokVersion string
+	// idle is how long the agents' CPU is measured with nothing asked of
+	// them, before the pods and once they all run; 0 skips it.
+	idle time.Duration
 }
 
 // addScaleFlags declares the -scale flags on fs; parse turns them into
@@ -54,6 +57,7 @@ func addScaleFlags(fs *flag.FlagSet, cfg *config) (parse func() error) {
 	fs.IntVar(&cfg.scale.vks, "scale-vks", 1, "podsync-vk processes serving the hollow nodes")
 	placement := fs.String("scale-placement", "pinned", "pinned (a Deployment per node, with a nodeSelector) or spread (by the scheduler)")
 	fs.IntVar(&cfg.scale.runs, "scale-runs", 1, "interleaved rounds at each node count")
+	fs.DurationVar(&cfg.scale.idle, "scale-idle", 15*time.Second, "how long the agents' CPU is measured idle, before the pods and once they run (0: not measured)")
 	fs.StringVar(&cfg.scale.kwokVersion, "kwok-version", scaleDefaultKwok, "sigs.k8s.io/kwok version built from the Go module proxy into .tmp/kwok")
 	return func() error {
 		sc := &cfg.scale
@@ -74,6 +78,8 @@ func addScaleFlags(fs *flag.FlagSet, cfg *config) (parse func() error) {
 			return fmt.Errorf("-scale-vks %d: want 1 to the smallest node count, %d", sc.vks, sc.nodes[0])
 		case sc.runs < 1:
 			return fmt.Errorf("-scale-runs %d: want at least 1", sc.runs)
+		case sc.idle < 0:
+			return fmt.Errorf("-scale-idle %s: want a duration of 0 or more", sc.idle)
 		case *placement != "pinned" && *placement != "spread":
 			return fmt.Errorf("-scale-placement %q: want pinned or spread", *placement)
 		case !strings.HasPrefix(sc.kwokVersion, "v"):
@@ -114,6 +120,11 @@ type scaleRun struct {
 	// workload and CPU over it (podsync only).
 	nodeRSS int64
 	nodeCPU float64
+	// idle is the agent's CPU with nothing asked of it, in ms per second
+	// per node served: before the pods and once they all run;
+	// nodeIdle the same of the hollow podsyncds (podsync only). Unset
+	// (NaN) when not measured.
+	idle, nodeIdle idleCPU
 	// refused is how many calls the hollow podsyncds refused with
 	// RESOURCE_EXHAUSTED (their per-identity rate limit), from their
 	// logs (podsync only).

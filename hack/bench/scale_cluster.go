@@ -199,6 +199,9 @@ type workload struct {
 	agent    func() []int // the agent's processes
 	hollow   func() []int // the hollow nodes' (nil for kwok)
 	watchesB float64      // WATCH requests before the agent started
+	// idle is how long the agents are measured idle, before the pods and
+	// once they run (0: not measured).
+	idle time.Duration
 	// profile, if set, profiles the agent from the first Deployment's
 	// creation (-profile) and returns where the profile is.
 	profile func(ctx context.Context) (string, error)
@@ -208,6 +211,12 @@ type workload struct {
 // every pod is Running, filling r.
 func (w workload) run(ctx context.Context, log *zap.Logger, r *scaleRun) error {
 	time.Sleep(settle)
+	if w.idle > 0 {
+		var err error
+		if r.idle.empty, r.nodeIdle.empty, err = w.idleWindow(ctx); err != nil {
+			return err
+		}
+	}
 	agentB, err := usageOf(w.agent())
 	if err != nil {
 		return fmt.Errorf("agent usage: %w", err)
@@ -293,6 +302,14 @@ func (w workload) run(ctx context.Context, log *zap.Logger, r *scaleRun) error {
 			return err
 		}
 	}
+	if w.idle > 0 {
+		// The last pods' Ready conditions and events trail their Running.
+		time.Sleep(settle)
+		if r.idle.loaded, r.nodeIdle.loaded, err = w.idleWindow(ctx); err != nil {
+			return err
+		}
+		r.idle.ok, r.nodeIdle.ok = true, w.hollow != nil
+	}
 	return nil
 }
 
@@ -354,7 +371,7 @@ func (b *scaleBench) runPodsync(ctx context.Context, r *scaleRun) (err error) {
 	for _, n := range c.Nodes {
 		nodes = append(nodes, n.Name)
 	}
-	w := workload{kc: kc, nodes: nodes, pods: sc.pods, spread: sc.spread, watchesB: watchesB,
+	w := workload{kc: kc, nodes: nodes, pods: sc.pods, spread: sc.spread, watchesB: watchesB, idle: sc.idle,
 		agent: func() []int {
 			var pids []int
 			for _, p := range c.VKs {
@@ -435,7 +452,7 @@ func (b *scaleBench) runKwok(ctx context.Context, r *scaleRun) (err error) {
 	if err := waitNodesReady(ctx, kc, r.nodes, 2*time.Minute, p); err != nil {
 		return fmt.Errorf("%w (kwok's log: %s)", err, p.Log)
 	}
-	w := workload{kc: kc, nodes: nodes, pods: sc.pods, spread: sc.spread, watchesB: before.watches,
+	w := workload{kc: kc, nodes: nodes, pods: sc.pods, spread: sc.spread, watchesB: before.watches, idle: sc.idle,
 		agent: func() []int { return []int{p.Pid()} }}
 	return w.run(ctx, b.log, r)
 }

@@ -269,6 +269,7 @@ func renderScaleResults(w *strings.Builder, res *scaleResults, sc scaleConfig) {
 			ratio(pc, kc, func(r *scaleRun) float64 { return perPod(r.agentCPU, r) }).ratio(),
 			ratio(pc, kc, func(r *scaleRun) float64 { return perPod(r.agentRequests, r) }).ratio())
 	}
+	renderScaleIdle(w, res, sc)
 	p("\n**The hollow podsync nodes** (podsyncd on a simulated runtime, one process each; not a target, what a run costs the machine):\n\n")
 	p("| nodes | RSS per hollow node | their CPU per pod | podsync-vk calls they refused (rate limit) |\n|---|---|---|---|\n")
 	for _, n := range sc.nodes {
@@ -279,6 +280,41 @@ func renderScaleResults(w *strings.Builder, res *scaleResults, sc scaleConfig) {
 			c.stat(func(r *scaleRun) float64 { return float64(r.refused) }).num("%.0f"))
 	}
 	p("\n")
+}
+
+// renderScaleIdle is the agents' CPU with nothing asked of them, per node
+// served: what carrying a node costs while it has no work.
+func renderScaleIdle(w *strings.Builder, res *scaleResults, sc scaleConfig) {
+	if sc.idle <= 0 {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("\n**Idle** (CPU with nothing asked of it, over %s, in ms per second per node served; 10 ms/s per node is a core at 100 nodes):\n\n", sc.idle)
+	p("| nodes | system | agent, no pods | agent, %d pods per node running | hollow node, no pods | hollow node, pods running |\n|---|---|---|---|---|---|\n", sc.pods)
+	for _, c := range res.cells() {
+		if len(c.runs) == 0 {
+			continue
+		}
+		get := func(f func(*scaleRun) (float64, bool)) string {
+			s := &sample{}
+			for _, r := range c.runs {
+				if v, ok := f(r); r.err != "" {
+					s.errs = append(s.errs, r.err)
+				} else if ok {
+					s.add(v)
+				}
+			}
+			return s.num("%.2f")
+		}
+		hollowEmpty, hollowLoaded := "—", "—"
+		if c.sys == sysPodsync {
+			hollowEmpty = get(func(r *scaleRun) (float64, bool) { return r.nodeIdle.empty, r.nodeIdle.ok })
+			hollowLoaded = get(func(r *scaleRun) (float64, bool) { return r.nodeIdle.loaded, r.nodeIdle.ok })
+		}
+		p("| %d | %s | %s | %s | %s | %s |\n", c.nodes, c.sys,
+			get(func(r *scaleRun) (float64, bool) { return r.idle.empty, r.idle.ok }),
+			get(func(r *scaleRun) (float64, bool) { return r.idle.loaded, r.idle.ok }), hollowEmpty, hollowLoaded)
+	}
 }
 
 func renderScaleMethod(w *strings.Builder, sc scaleConfig) {
@@ -311,6 +347,10 @@ func renderScaleMethod(w *strings.Builder, sc scaleConfig) {
 		"  background work — leases, health checks, resyncs — for its length);\n" +
 		"  **RSS** (`VmRSS`) before and after it; growth per pod = (after − before) ÷ pods; per node served =\n" +
 		"  before ÷ N.\n")
+	if sc.idle > 0 {
+		p("- **idle**: the agent's CPU (and the hollow nodes') over %s with nothing asked of it, in ms per second per\n"+
+			"  node served: after the %s settle with no pods yet, and %s after the last pod ran, with every pod running.\n", sc.idle, settle, settle)
+	}
 	p("- **watch streams**: the API server's open WATCH requests (`apiserver_longrunning_requests`) after the\n" +
 		"  workload less those before the agent started (the control plane's own).\n")
 	p("- **API requests per pod**: the agent's (its flow schema's dispatched requests) and everyone's\n" +

@@ -19,7 +19,7 @@ func TestScaleFlags(t *testing.T) {
 	}
 	sc := cfg.scale
 	if !sc.enabled || strings.Join(strings.Fields(joinInts(sc.nodes)), "") != "5,50" || sc.pods != 10 || sc.vks != 2 || sc.spread ||
-		sc.runs != 1 || sc.kwokVersion != scaleDefaultKwok {
+		sc.runs != 1 || sc.kwokVersion != scaleDefaultKwok || sc.idle != 15*time.Second {
 		t.Errorf("scale config %+v", sc)
 	}
 	if cfg.out != "/repo/"+scaleReportFile {
@@ -34,6 +34,7 @@ func TestScaleFlags(t *testing.T) {
 	for _, bad := range [][]string{
 		{"-scale-nodes", "0"}, {"-scale-nodes", "x"}, {"-scale-pods", "200"}, {"-scale-nodes", "4", "-scale-vks", "5"},
 		{"-scale-placement", "random"}, {"-scale-runs", "0"}, {"-kwok-version", "latest"},
+		{"-scale-idle", "-1s"},
 	} {
 		if _, err := parseFlags(append([]string{"-scale"}, bad...), "/repo"); err == nil {
 			t.Errorf("%q: no error", bad)
@@ -123,9 +124,17 @@ func TestScaleReport(t *testing.T) {
 			scaleRunOf(sysKwok, 4, 1, 10<<20, 10<<20, 100, 100, 100, 100, 100, 100, 100, 1000),
 			scaleRunOf(sysPodsync, 4, 8, 20<<20, 30<<20, 100, 100, 100, 100, 100, 100, 100, 6000),
 		}}
+	// Idle CPU per node served, measured in the 4-node runs only.
+	res.runs[2].idle = idleCPU{empty: 0.1, loaded: 0.25, ok: true}
+	res.runs[3].idle = idleCPU{empty: 0.5, loaded: 1.25, ok: true}
+	res.runs[3].nodeIdle = idleCPU{empty: 2, loaded: 3, ok: true}
 	out := renderScaleReport(res, cfg)
 	for _, want := range []string{
 		"> **Small run** (2, 4 nodes × 2 pods)",
+		"**Idle** (CPU with nothing asked of it, over 15s,",
+		"| 2 | podsync | — | — | — | — |",
+		"| 4 | kwok | 0.10 (0.10–0.10) | 0.25 (0.25–0.25) | — | — |",
+		"| 4 | podsync | 0.50 (0.50–0.50) | 1.25 (1.25–1.25) | 2.00 (2.00–2.00) | 3.00 (3.00–3.00) |",
 		"| pod startup p99 ≤ 5 s, 2 nodes × 2 pods | 436 ms | ✅ within |",
 		"| pod startup p99 ÷ kwok's ≤ 1.2, 2 nodes | 1.10 | ✅ within |",
 		"| pod startup p99 ≤ 5 s, 4 nodes × 2 pods | 5587 ms | ❌ over |",
