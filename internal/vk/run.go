@@ -160,7 +160,12 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	p.UseKube(kubePods{kc})
 	p.UseTokens(kubePods{kc}, cfg.TokenMaxAge)
 
-	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, time.Minute, nodeutil.PodInformerFilter(name))
+	// No resync, as the kubelet's reflector of its pods (config.NewSourceApiserver):
+	// the node library acts on a change of a pod's spec or deletion
+	// only, so a resync costs every pod a comparison of its spec each
+	// period (the node's largest idle cost) and changes nothing; the
+	// library's queues retry a failed sync themselves.
+	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, 0, nodeutil.PodInformerFilter(name))
 	pods := podInformers.Core().V1().Pods()
 	services := cw.informers.Core().V1().Services()
 	p.UseServices(serviceLister{services.Lister()})
