@@ -49,6 +49,13 @@ func FuzzDecode(f *testing.F) {
 			if !apiequality.Semantic.DeepEqual(p, again) {
 				t.Fatalf("Default is not idempotent for pod %q", p.Name)
 			}
+			// The check for unsupported fields trusts equal protobuf
+			// encodings only where the JSON forms agree.
+			if back, err := PodFromProto(podToProto(p)); err == nil && sameEncoding(p, back) {
+				if errs := unsupportedJSON(p, back); len(errs) > 0 {
+					t.Fatalf("pod %q: equal encodings, but the JSON forms differ: %v", p.Name, errs)
+				}
+			}
 			out, err := PodToProto(p)
 			if err != nil {
 				continue // a field podsync does not support
