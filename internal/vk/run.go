@@ -209,7 +209,8 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	p.UseEvents(eb.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: name}))
 
 	nc, err := node.NewNodeController(np, np.Node(), kc.CoreV1().Nodes(),
-		node.WithNodeEnableLeaseV1(nodeutil.NodeLeaseV1Client(kc), node.DefaultLeaseDuration))
+		node.WithNodeEnableLeaseV1(nodeutil.NodeLeaseV1Client(kc), node.DefaultLeaseDuration),
+		node.WithNodeStatusUpdateInterval(nodeStatusReportFrequency))
 	if err != nil {
 		return fmt.Errorf("node %s: node controller: %w", name, err)
 	}
@@ -261,6 +262,14 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	}
 	return first
 }
+
+// nodeStatusReportFrequency is how often a Node's unchanged status is
+// written, as the kubelet's default nodeStatusReportFrequency with node
+// leases: the Lease (renewed every 10 s) says the node is alive, and a
+// change of its status (Ready) is written at once. The node library's
+// default is a minute: a write of the whole Node, and an etcd write, per
+// node and minute.
+const nodeStatusReportFrequency = 5 * time.Minute
 
 // takeLease holds the node's podsync lease (client.KeepLease) until ctx
 // ends: it returns once the lease is acquired, with the channel that
