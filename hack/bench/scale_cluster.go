@@ -202,9 +202,10 @@ type workload struct {
 	// idle is how long the agents are measured idle, before the pods and
 	// once they run (0: not measured).
 	idle time.Duration
-	// profile, if set, profiles the agent from the first Deployment's
-	// creation (-profile) and returns where the profile is.
-	profile func(ctx context.Context) (string, error)
+	// profile, if set, profiles the agent for d (-profile): from the
+	// first Deployment's creation ("create") and over the idle window
+	// with the pods running ("idle"); it returns where the profile is.
+	profile func(ctx context.Context, what string, d time.Duration) (string, error)
 }
 
 // run creates a Deployment of w.pods replicas per node and waits until
@@ -213,7 +214,7 @@ func (w workload) run(ctx context.Context, log *zap.Logger, r *scaleRun) error {
 	time.Sleep(settle)
 	if w.idle > 0 {
 		var err error
-		if r.idle.empty, r.nodeIdle.empty, err = w.idleWindow(ctx); err != nil {
+		if r.idle.empty, r.nodeIdle.empty, err = w.idleWindow(ctx, log, false); err != nil {
 			return err
 		}
 	}
@@ -241,7 +242,7 @@ func (w workload) run(ctx context.Context, log *zap.Logger, r *scaleRun) error {
 	if w.profile != nil {
 		profiled = make(chan error, 1)
 		go func() {
-			path, err := w.profile(wctx)
+			path, err := w.profile(wctx, "create", agentProfileWindow)
 			if err == nil {
 				log.Info("podsync-vk profiled", zap.String("profile", path))
 			}
@@ -305,7 +306,7 @@ func (w workload) run(ctx context.Context, log *zap.Logger, r *scaleRun) error {
 	if w.idle > 0 {
 		// The last pods' Ready conditions and events trail their Running.
 		time.Sleep(settle)
-		if r.idle.loaded, r.nodeIdle.loaded, err = w.idleWindow(ctx); err != nil {
+		if r.idle.loaded, r.nodeIdle.loaded, err = w.idleWindow(ctx, log, true); err != nil {
 			return err
 		}
 		r.idle.ok, r.nodeIdle.ok = true, w.hollow != nil
@@ -387,8 +388,8 @@ func (b *scaleBench) runPodsync(ctx context.Context, r *scaleRun) (err error) {
 			return pids
 		}}
 	if dir := b.cfg.profileDir; dir != "" {
-		w.profile = func(ctx context.Context) (string, error) {
-			return profileAgent(ctx, c.Kube.Kubeconfig, c.Nodes[0].KubeletPort, agentProfileWindow, dir, r.nodes)
+		w.profile = func(ctx context.Context, what string, d time.Duration) (string, error) {
+			return profileAgent(ctx, c.Kube.Kubeconfig, c.Nodes[0].KubeletPort, d, dir, fmt.Sprintf("%dnodes-%s", r.nodes, what))
 		}
 	}
 	if err := w.run(ctx, b.log, r); err != nil {

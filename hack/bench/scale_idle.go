@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // idleCPU is a process group's CPU with nothing asked of it, in ms per
@@ -16,8 +18,9 @@ type idleCPU struct {
 
 // idleWindow measures the CPU of the agent's processes (and the hollow
 // nodes', if any) over w.idle with nothing asked of them, in ms per
-// second per node.
-func (w workload) idleWindow(ctx context.Context) (agent, hollow float64, err error) {
+// second per node. With profile, the agent is profiled over the window
+// (-profile).
+func (w workload) idleWindow(ctx context.Context, log *zap.Logger, profile bool) (agent, hollow float64, err error) {
 	per := func(b, a procUsage, d time.Duration) float64 {
 		return (a.cpuMS - b.cpuMS) / d.Seconds() / float64(len(w.nodes))
 	}
@@ -31,6 +34,17 @@ func (w workload) idleWindow(ctx context.Context) (agent, hollow float64, err er
 			return 0, 0, fmt.Errorf("idle usage: %w", err)
 		}
 	}
+	var profiled chan error
+	if profile && w.profile != nil {
+		profiled = make(chan error, 1)
+		go func() {
+			path, err := w.profile(ctx, "idle", w.idle)
+			if err == nil {
+				log.Info("podsync-vk profiled idle", zap.String("profile", path))
+			}
+			profiled <- err
+		}()
+	}
 	start := time.Now()
 	select {
 	case <-ctx.Done():
@@ -38,6 +52,11 @@ func (w workload) idleWindow(ctx context.Context) (agent, hollow float64, err er
 	case <-time.After(w.idle):
 	}
 	took := time.Since(start)
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return 0, 0, err
+		}
+	}
 	got := make([]float64, len(groups))
 	for i, g := range groups {
 		after, err := usageOf(g())

@@ -21,11 +21,11 @@ import (
 const agentProfileWindow = 10 * time.Second
 
 // profileAgent writes a CPU profile of podsync-vk, taken for d, to a new
-// file of dir named after nodes. It asks the kubelet API of the node on
+// file of dir named after what. It asks the kubelet API of the node on
 // port (/debug/pprof/profile: Go's profiles of the whole process, every
 // node it serves) with the admin's certificate from kubeconfig,
 // authorised as nodes/proxy.
-func profileAgent(ctx context.Context, kubeconfig string, port int, d time.Duration, dir string, nodes int) (string, error) {
+func profileAgent(ctx context.Context, kubeconfig string, port int, d time.Duration, dir, what string) (string, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return "", fmt.Errorf("admin kubeconfig: %w", err)
@@ -54,7 +54,7 @@ func profileAgent(ctx context.Context, kubeconfig string, port int, d time.Durat
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	f, err := os.CreateTemp(dir, fmt.Sprintf("podsync-vk-%dnodes-*.pprof", nodes))
+	f, err := os.CreateTemp(dir, "podsync-vk-"+what+"-*.pprof")
 	if err != nil {
 		return "", err
 	}
