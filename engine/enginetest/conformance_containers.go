@@ -81,8 +81,8 @@ func testLogs(t *testing.T, h *Harness) {
 func testStopGraceful(t *testing.T, h *Harness) {
 	cfg := h.PodConfig("")
 	pod := h.RunPod(cfg)
-	id := h.Run(pod, cfg, h.ContainerConfig("traps", 0, "/bin/sh", "-c", TermScript))
-	h.WaitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING)
+	id := h.Run(pod, cfg, h.ContainerConfig("traps", 0, "/bin/sh", "-c", `trap "exit 0" TERM; echo `+trapped+`; while :; do sleep 1 & wait; done`))
+	h.WaitLog(id, trapped)
 	if err := h.RT.StopContainer(h.Ctx, id, 30); err != nil {
 		t.Fatalf("StopContainer: %v", err)
 	}
@@ -96,13 +96,22 @@ func testStopGraceful(t *testing.T, h *Harness) {
 	}
 }
 
+// trapped is what the trap tests' scripts log once their trap is set: a
+// stop sent before the shell ran its first statement would meet SIGTERM's
+// default action (a loaded machine has shown it: exit code 143).
+const trapped = "trapped"
+
 // testStopCode stops a running container made from cfg with a one second
-// grace period and checks its exit code.
-func testStopCode(t *testing.T, h *Harness, cfg *runtimeapi.ContainerConfig, want int32) {
+// grace period and checks its exit code; with ready, once the container
+// has logged that line.
+func testStopCode(t *testing.T, h *Harness, cfg *runtimeapi.ContainerConfig, want int32, ready string) {
 	pod := h.PodConfig("")
 	podID := h.RunPod(pod)
 	id := h.Run(podID, pod, cfg)
 	h.WaitState(id, runtimeapi.ContainerState_CONTAINER_RUNNING)
+	if ready != "" {
+		h.WaitLog(id, ready)
+	}
 	if err := h.RT.StopContainer(h.Ctx, id, 1); err != nil {
 		t.Fatalf("StopContainer: %v", err)
 	}
@@ -120,16 +129,16 @@ func testStopKill(t *testing.T, h *Harness) {
 	cfg.Linux.SecurityContext = &runtimeapi.LinuxContainerSecurityContext{
 		NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER},
 	}
-	testStopCode(t, h, cfg, KillExitCode)
+	testStopCode(t, h, cfg, KillExitCode, "")
 }
 
 func testStopTerm(t *testing.T, h *Harness) {
 	// The default PID namespace mode is POD: the sandbox's pause is PID 1.
-	testStopCode(t, h, h.ContainerConfig("child", 0, "sleep", "3600"), TermExitCode)
+	testStopCode(t, h, h.ContainerConfig("child", 0, "sleep", "3600"), TermExitCode, "")
 }
 
 func testStopIgnored(t *testing.T, h *Harness) {
-	testStopCode(t, h, h.ContainerConfig("ignores", 0, "/bin/sh", "-c", `trap "" TERM; while :; do sleep 1 & wait; done`), KillExitCode)
+	testStopCode(t, h, h.ContainerConfig("ignores", 0, "/bin/sh", "-c", `trap "" TERM; echo `+trapped+`; while :; do sleep 1 & wait; done`), KillExitCode, trapped)
 }
 
 func testAttempts(t *testing.T, h *Harness) {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -164,6 +165,28 @@ func (h *Harness) WaitState(id string, state runtimeapi.ContainerState) *runtime
 		h.t.Fatalf("container %s never reached %s (last %s): %v", id, state, last.GetState(), err)
 	}
 	return last
+}
+
+// WaitLog polls until a line of the container's log (CRI format, at its
+// status's log path) says text.
+func (h *Harness) WaitLog(id, text string) {
+	h.t.Helper()
+	path := h.Status(id).GetLogPath()
+	err := pollUntil(h.Ctx, func() (bool, error) {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return false, nil
+		}
+		for line := range strings.SplitSeq(string(raw), "\n") {
+			if m := criLogLine.FindStringSubmatch(line); m != nil && m[4] == text {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		h.t.Fatalf("container %s never logged %q in %s: %v", id, text, path, err)
+	}
 }
 
 // EnsureImage pulls ref unless the runtime holds it.
