@@ -163,8 +163,8 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	// No resync, as the kubelet's reflector of its pods (config.NewSourceApiserver):
 	// the node library acts on a change of a pod's spec or deletion
 	// only, so a resync costs every pod a comparison of its spec each
-	// period (the node's largest idle cost) and changes nothing; the
-	// library's queues retry a failed sync themselves.
+	// period and changes nothing; the library's queues retry a failed
+	// sync themselves.
 	podInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kc, 0, nodeutil.PodInformerFilter(name))
 	pods := podInformers.Core().V1().Pods()
 	services := cw.informers.Core().V1().Services()
