@@ -116,6 +116,9 @@ type scaleRun struct {
 	// agent's (its flow schema) and everyone's; watches are the WATCH
 	// requests open after the workload beyond the control plane's own.
 	agentRequests, allRequests, watches float64
+	// agentByKind are the agent's requests by kind (they sum to
+	// agentRequests).
+	agentByKind [numRequestKinds]float64
 	// nodeRSS and nodeCPU are the hollow podsyncds' summed RSS after the
 	// workload and CPU over it (podsync only).
 	nodeRSS int64

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +16,6 @@ import (
 	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -119,28 +119,30 @@ func setupAgent(ctx context.Context, kube *localkube.Cluster, kc kubernetes.Inte
 	if _, err := kc.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("bind %s to cluster-admin: %w", agentUser, err)
 	}
-	fs := &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: agentUser},
-		Spec: flowcontrolv1.FlowSchemaSpec{
-			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: flowcontrolv1.PriorityLevelConfigurationNameExempt},
-			MatchingPrecedence:         2,
-			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
-				Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: agentUser}}},
-				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"},
-					ClusterScope: true, Namespaces: []string{"*"}}},
-				NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
-			}},
-		}}
-	if _, err := kc.FlowcontrolV1().FlowSchemas().Create(ctx, fs, metav1.CreateOptions{}); err != nil {
-		return "", fmt.Errorf("flow schema of %s: %w", agentUser, err)
+	for _, fs := range agentFlowSchemas() {
+		if _, err := kc.FlowcontrolV1().FlowSchemas().Create(ctx, fs, metav1.CreateOptions{}); err != nil {
+			return "", fmt.Errorf("flow schema %s of %s: %w", fs.Name, agentUser, err)
+		}
 	}
 	return kubeconfig, nil
 }
 
 // apiCounts are the API server's counters the benchmark reads.
 type apiCounts struct {
-	requests      float64 // apiserver_request_total, every request
-	agentRequests float64 // dispatched in agentUser's flow schema
-	watches       float64 // apiserver_longrunning_requests of verb WATCH
+	requests float64 // apiserver_request_total, every request
+	// agent are the agent's requests by kind, dispatched in agentUser's
+	// flow schemas.
+	agent   [numRequestKinds]float64
+	watches float64 // apiserver_longrunning_requests of verb WATCH
+}
+
+// agentRequests is the agent's requests of every kind.
+func (c apiCounts) agentRequests() float64 {
+	var sum float64
+	for _, v := range c.agent {
+		sum += v
+	}
+	return sum
 }
 
 // scrapeAPI reads the API server's /metrics.
@@ -151,15 +153,24 @@ func scrapeAPI(ctx context.Context, kc kubernetes.Interface) (apiCounts, error) 
 	if err != nil {
 		return apiCounts{}, fmt.Errorf("scrape the API server's metrics: %w", err)
 	}
+	return parseAPICounts(bytes.NewReader(body))
+}
+
+// parseAPICounts reads the counters from the API server's metrics text.
+func parseAPICounts(r io.Reader) (apiCounts, error) {
 	var c apiCounts
-	err = metricLines(bytes.NewReader(body), func(name, labels string, v float64) {
-		switch {
-		case name == "apiserver_request_total":
+	err := metricLines(r, func(name, labels string, v float64) {
+		switch name {
+		case "apiserver_request_total":
 			c.requests += v
-		case name == "apiserver_flowcontrol_dispatched_requests_total" && labelValue(labels, "flow_schema") == agentUser:
-			c.agentRequests += v
-		case name == "apiserver_longrunning_requests" && labelValue(labels, "verb") == "WATCH":
-			c.watches += v
+		case "apiserver_flowcontrol_dispatched_requests_total":
+			if k, ok := requestKindOf(labelValue(labels, "flow_schema")); ok {
+				c.agent[k] += v
+			}
+		case "apiserver_longrunning_requests":
+			if labelValue(labels, "verb") == "WATCH" {
+				c.watches += v
+			}
 		}
 	})
 	return c, err
@@ -296,7 +307,10 @@ func (w workload) run(ctx context.Context, log *zap.Logger, r *scaleRun) error {
 	if err != nil {
 		return err
 	}
-	r.agentRequests, r.allRequests = apiA.agentRequests-apiB.agentRequests, apiA.requests-apiB.requests
+	r.agentRequests, r.allRequests = apiA.agentRequests()-apiB.agentRequests(), apiA.requests-apiB.requests
+	for k := range apiA.agent {
+		r.agentByKind[k] = apiA.agent[k] - apiB.agent[k]
+	}
 	r.watches = apiA.watches - w.watchesB
 	if profiled != nil {
 		if err := <-profiled; err != nil {

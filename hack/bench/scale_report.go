@@ -269,6 +269,7 @@ func renderScaleResults(w *strings.Builder, res *scaleResults, sc scaleConfig) {
 			ratio(pc, kc, func(r *scaleRun) float64 { return perPod(r.agentCPU, r) }).ratio(),
 			ratio(pc, kc, func(r *scaleRun) float64 { return perPod(r.agentRequests, r) }).ratio())
 	}
+	renderScaleRequests(w, res)
 	renderScaleIdle(w, res, sc)
 	p("\n**The hollow podsync nodes** (podsyncd on a simulated runtime, one process each; not a target, what a run costs the machine):\n\n")
 	p("| nodes | RSS per hollow node | their CPU per pod | podsync-vk calls they refused (rate limit) |\n|---|---|---|---|\n")

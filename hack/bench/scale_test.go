@@ -62,22 +62,54 @@ apiserver_flowcontrol_dispatched_requests_total{flow_schema="podsync-bench-agent
 apiserver_longrunning_requests{component="apiserver",resource="pods",verb="WATCH"} 3
 apiserver_longrunning_requests{component="apiserver",resource="pods",verb="CONNECT"} 9
 apiserver_longrunning_requests{component="apiserver",resource="nodes",verb="WATCH"} 2
+apiserver_flowcontrol_dispatched_requests_total{flow_schema="podsync-bench-agent-events",priority_level="exempt"} 3
+apiserver_flowcontrol_dispatched_requests_total{flow_schema="podsync-bench-agent-pod-status",priority_level="exempt"} 2
+apiserver_flowcontrol_dispatched_requests_total{flow_schema="podsync-bench-agent-pod-status",priority_level="workload-low"} 1
+apiserver_flowcontrol_dispatched_requests_total{flow_schema="podsync-bench-agent-else",priority_level="exempt"} 50
 `
-	var c apiCounts
-	if err := metricLines(strings.NewReader(text), func(name, labels string, v float64) {
-		switch {
-		case name == "apiserver_request_total":
-			c.requests += v
-		case name == "apiserver_flowcontrol_dispatched_requests_total" && labelValue(labels, "flow_schema") == agentUser:
-			c.agentRequests += v
-		case name == "apiserver_longrunning_requests" && labelValue(labels, "verb") == "WATCH":
-			c.watches += v
-		}
-	}); err != nil {
+	c, err := parseAPICounts(strings.NewReader(text))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if c != (apiCounts{requests: 15, agentRequests: 7, watches: 5}) {
+	var agent [numRequestKinds]float64
+	agent[reqOther], agent[reqEvents], agent[reqPodStatus] = 7, 3, 3
+	if c != (apiCounts{requests: 15, agent: agent, watches: 5}) || c.agentRequests() != 13 {
 		t.Errorf("counts %+v", c)
+	}
+}
+
+// TestAgentFlowSchemas checks that every kind has a flow schema of its
+// own, named as parseAPICounts reads them, and that the catch-all comes
+// after the others.
+func TestAgentFlowSchemas(t *testing.T) {
+	fss := agentFlowSchemas()
+	if len(fss) != int(numRequestKinds) {
+		t.Fatalf("%d flow schemas for %d kinds", len(fss), numRequestKinds)
+	}
+	seen := map[string]bool{}
+	for _, fs := range fss {
+		k, ok := requestKindOf(fs.Name)
+		if !ok || seen[fs.Name] {
+			t.Errorf("flow schema %q: kind %v, %v, seen %v", fs.Name, k, ok, seen[fs.Name])
+		}
+		seen[fs.Name] = true
+		wantPrec := int32(2)
+		if k == reqOther {
+			wantPrec = 3
+		}
+		if fs.Spec.MatchingPrecedence != wantPrec || fs.Spec.PriorityLevelConfiguration.Name != "exempt" {
+			t.Errorf("flow schema %q: precedence %d, level %q", fs.Name, fs.Spec.MatchingPrecedence, fs.Spec.PriorityLevelConfiguration.Name)
+		}
+		for _, r := range fs.Spec.Rules {
+			if len(r.Subjects) != 1 || r.Subjects[0].User == nil || r.Subjects[0].User.Name != agentUser {
+				t.Errorf("flow schema %q: subjects %+v", fs.Name, r.Subjects)
+			}
+			for _, rr := range r.ResourceRules {
+				if len(rr.Verbs) == 0 || (!rr.ClusterScope && len(rr.Namespaces) == 0) {
+					t.Errorf("flow schema %q: rule %+v matches nothing", fs.Name, rr)
+				}
+			}
+		}
 	}
 }
 
@@ -103,9 +135,14 @@ func TestPodWatchLatencies(t *testing.T) {
 }
 
 // scaleRunOf is a run whose pods started in ms each.
+// Its agent made 10 requests a pod: 3 of events, 2 of pod status, 1 of
+// tokens and 4 others.
 func scaleRunOf(sys scaleSystem, nodes int, cpu float64, rssB, rssA int64, ms ...float64) *scaleRun {
-	return &scaleRun{sys: sys, nodes: nodes, pods: len(ms), latencies: ms, allRunning: ms[len(ms)-1], agentCPU: cpu,
+	r := &scaleRun{sys: sys, nodes: nodes, pods: len(ms), latencies: ms, allRunning: ms[len(ms)-1], agentCPU: cpu,
 		agentRSSBefore: rssB, agentRSSAfter: rssA, agentRequests: float64(10 * len(ms)), allRequests: float64(30 * len(ms)), watches: 4}
+	pods := float64(len(ms))
+	r.agentByKind[reqEvents], r.agentByKind[reqPodStatus], r.agentByKind[reqTokens], r.agentByKind[reqOther] = 3*pods, 2*pods, pods, 4*pods
+	return r
 }
 
 // TestScaleReport: the report's verdicts follow the figures — p99, the
@@ -144,6 +181,8 @@ func TestScaleReport(t *testing.T) {
 		"| podsync-vk CPU ≤ 1 ms per pod, 4 nodes | 1.00 ms | ✅ within |",
 		"| linear in nodes: podsync-vk CPU per pod at 4 nodes ÷ at 2 ≤ 1.25 | 2.00 | ❌ over |",
 		"| 4 | podsync | 8 |",
+		"| nodes | system | pod status | events | tokens | leases | nodes | other |",
+		"| 4 | kwok | 2.00 (2.00–2.00) | 3.00 (3.00–3.00) | 1.00 (1.00–1.00) | 0.00 (0.00–0.00) | 0.00 (0.00–0.00) | 4.00 (4.00–4.00) |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
