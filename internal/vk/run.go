@@ -202,7 +202,7 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 	eb := record.NewBroadcaster()
 	eb.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
 	defer eb.Shutdown()
-	recorder := eb.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "podsync-vk", Host: name})
+	recorder := nodeLibraryRecorder{eb.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "podsync-vk", Host: name})}
 	// podsyncd's events about the pods are the kubelet's, recorded as a
 	// kubelet records them: source component "kubelet", repeats counted
 	// and bursts limited by the broadcaster's correlator.
