@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -226,10 +227,12 @@ func TestRefusedEphemeralContainerWaitsInTheStatus(t *testing.T) {
 		t.Errorf("status = %s %+v, want Running with ok running (podsyncd's) and priv waiting", got.Status.Phase, got.Status.EphemeralContainerStatuses)
 	}
 	// A later status from podsyncd keeps the refusal shown.
-	statusOf(f, pod, running)
+	later := proto.Clone(running).(*podsyncv1.PodStatus)
+	later.PodIp = "10.88.0.9"
+	statusOf(f, pod, later)
 	got = n.next(t)
-	if w := ephemeralWaiting(got, "priv"); w == nil || w.Reason != "PodSecurity" {
-		t.Errorf("after podsyncd's next status: %+v, want priv still waiting", got.Status.EphemeralContainerStatuses)
+	if w := ephemeralWaiting(got, "priv"); w == nil || w.Reason != "PodSecurity" || got.Status.PodIP != "10.88.0.9" {
+		t.Errorf("after podsyncd's next status: IP %q, %+v, want its IP and priv still waiting", got.Status.PodIP, got.Status.EphemeralContainerStatuses)
 	}
 	// The pod's end ends it too.
 	if err := p.DeletePod(context.Background(), dbg); err != nil {

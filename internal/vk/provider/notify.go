@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // NotifyPods registers the node library's callback; Run calls it for
@@ -42,5 +43,23 @@ func (p *Provider) changed(k string) {
 	out.Status = *st
 	observe(&out.Status, gen)
 	applyReadinessGates(out, p.gateConditions(out))
-	notify(out)
+	p.mu.Lock()
+	last := p.notified[k]
+	same := last.pod == pod && last.status != nil && equality.Semantic.DeepEqual(last.status, &out.Status)
+	if !same {
+		// out is the node library's from here on; it copies before it
+		// changes what it was given.
+		p.notified[k] = notice{pod: pod, status: &out.Status}
+	}
+	p.mu.Unlock()
+	if !same {
+		notify(out)
+	}
+}
+
+// notice is what a pod's last notification was made of: the pod as
+// stored (p.pods) and the status sent with it.
+type notice struct {
+	pod    *corev1.Pod
+	status *corev1.PodStatus
 }

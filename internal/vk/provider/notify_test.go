@@ -8,6 +8,8 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+
+	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 )
 
 // The node library reports the last pod it was notified: a status taken
@@ -69,5 +71,39 @@ func TestAStatusTakenEarlierIsNeverNotifiedLater(t *testing.T) {
 	}
 	if n := len(p.notifying.m); n != 0 {
 		t.Errorf("%d key locks kept after the notifications, want none", n)
+	}
+}
+
+// A new pod's status that podsyncd reports while the pod's SyncPod is in
+// flight is notified once, with the pod's generation: the apply's end
+// adds no second notification (the node library would compare it with
+// the first and could write the status twice). A status podsyncd sends
+// again unchanged is not notified again; a changed one is.
+func TestANewPodsStatusIsNotifiedOnce(t *testing.T) {
+	f := newFake()
+	p := New("vk-1", f, zap.NewNop())
+	n := runProvider(t, p, f)
+	pod := testPod("1")
+	pod.Generation = 3
+	running := &podsyncv1.PodStatus{Phase: "Running"}
+	f.onSync = func() {
+		statusOf(f, pod, running)
+		got := n.next(t)
+		if got.Status.Phase != corev1.PodRunning || got.Status.ObservedGeneration != 3 {
+			t.Errorf("status during the SyncPod: %s, observed generation %d; want Running of generation 3",
+				got.Status.Phase, got.Status.ObservedGeneration)
+		}
+	}
+	if err := p.CreatePod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.ch) != 0 {
+		t.Errorf("the apply's end notified again: %+v", (<-n.ch).Status)
+	}
+	statusOf(f, pod, running)
+	later := &podsyncv1.PodStatus{Phase: "Running", PodIp: "10.88.0.9"}
+	statusOf(f, pod, later)
+	if got := n.next(t); got.Status.PodIP != "10.88.0.9" {
+		t.Errorf("notified %+v after a repeated status, want only the changed one (its IP)", got.Status)
 	}
 }

@@ -86,7 +86,9 @@ type Provider struct {
 	waitingClass map[string]string
 	// applied are the metadata.generation of the pods as podsyncd last
 	// took them (applied or refused): their statuses' observedGeneration.
-	applied  map[string]int64
+	applied map[string]int64
+	// notified are the pods' last notifications (notify.go).
+	notified map[string]notice
 	notify   func(*corev1.Pod)
 	notifyCh chan struct{} // closed once notify is set
 	// notifying serialises the notifications of a pod (notify.go).
@@ -167,6 +169,7 @@ func New(nodeName string, ps Podsync, log *zap.Logger) *Provider {
 		rejected:     map[string]*corev1.PodStatus{},
 		waitingClass: map[string]string{},
 		applied:      map[string]int64{},
+		notified:     map[string]notice{},
 		levels:       map[types.UID]string{},
 		deletions:    map[string]*deletion{},
 		notifyCh:     make(chan struct{}),
@@ -236,6 +239,13 @@ func (p *Provider) apply(ctx context.Context, pod *corev1.Pod) (err error) {
 	p.mu.Lock()
 	prev, had := p.pods[k]
 	p.pods[k] = pod.DeepCopy()
+	if !had {
+		// A pod new to this process: what podsyncd reports of it from
+		// here on is of this generation, as the kubelet reports the
+		// generation of the pod it syncs. Its first status is then
+		// notified once, whether the watch or this apply sees it first.
+		p.applied[k] = pod.Generation
+	}
 	p.mu.Unlock()
 	defer func() {
 		if err != nil {
@@ -425,6 +435,7 @@ func (p *Provider) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	delete(p.statuses, k)
 	delete(p.uids, k)
 	delete(p.applied, k)
+	delete(p.notified, k)
 	delete(p.rejected, k)
 	delete(p.waitingClass, k)
 	p.mu.Unlock()

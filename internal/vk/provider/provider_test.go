@@ -59,6 +59,8 @@ type fakePodsync struct {
 	// if set, holds DeletePod's answer until it is closed.
 	deleteCalled chan *podsyncv1.DeletePodRequest
 	deleteGate   chan struct{}
+	// onSync, if set, runs in each SyncPod before it answers.
+	onSync func()
 }
 
 func newFake() *fakePodsync {
@@ -67,6 +69,12 @@ func newFake() *fakePodsync {
 }
 
 func (f *fakePodsync) SyncPod(_ context.Context, req *podsyncv1.SyncPodRequest, _ func(*podsyncv1.SyncStep)) (*podsyncv1.SyncPodResult, error) {
+	f.mu.Lock()
+	onSync := f.onSync
+	f.mu.Unlock()
+	if onSync != nil {
+		onSync()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.synced = append(f.synced, req)
