@@ -223,6 +223,10 @@ func runNode(ctx context.Context, cfg Config, n NodeConfig, kc kubernetes.Interf
 		// resolves (no Secret value in the spec it stores); the service
 		// variables the provider adds.
 		SkipDownwardAPIResolution: true,
+		// Work at once, retries backing off (queues.go).
+		SyncPodsFromKubernetesRateLimiter:    newRetryLimiter(),
+		DeletePodsFromKubernetesRateLimiter:  newRetryLimiter(),
+		SyncPodStatusFromProviderRateLimiter: newRetryLimiter(),
 	})
 	if err != nil {
 		return fmt.Errorf("node %s: pod controller: %w", name, err)
