@@ -192,7 +192,7 @@ func parseFlags(args []string, repo string) (config, error) {
 	sections := fs.String("sections", strings.Join(allSections, ","), "sections to run")
 	fs.StringVar(&cfg.kubelet, "kubelet", "", "kubelet binary for the run, restart and idle sections (default: built by hack/kube/build.sh kubelet)")
 	fs.DurationVar(&cfg.idleWindow, "idle-window", 0, "how long the idle node is measured (default 60s, quick 20s)")
-	fs.StringVar(&cfg.profileDir, "profile", "", "directory for podsyncd CPU and heap profiles, and with -scale podsync-vk's CPU profile of each run's first 10s of pod creation (none when empty)")
+	fs.StringVar(&cfg.profileDir, "profile", "", "directory for podsyncd CPU and heap profiles, and with -scale podsync-vk's CPU profile of each run's first 30s of pod creation (none when empty)")
 	fs.StringVar(&cfg.podsyncd, "podsyncd", "", "podsyncd binary (default: built into .tmp/bench)")
 	fs.DurationVar(&cfg.deadline, "deadline", 0, "skip rounds and sections that would start later than this after the start (default 75m, quick 15m: the kubelet rows, the floor's pieces and N = 100 make a long run)")
 	apiPods := fs.Int("api-pods", 0, "running pods under API load (default 250, quick 40)")
