@@ -113,12 +113,11 @@ type scaleRun struct {
 	agentCPU                      float64
 	agentRSSBefore, agentRSSAfter int64
 	// requests are the API server's requests during the workload: the
-	// agent's (its flow schema) and everyone's; watches are the WATCH
-	// requests open after the workload beyond the control plane's own.
-	agentRequests, allRequests, watches float64
-	// agentByKind are the agent's requests by kind (they sum to
-	// agentRequests).
-	agentByKind [numRequestKinds]float64
+	// agent's by kind (its flow schemas) and everyone's; watches are the
+	// WATCH requests open after the workload beyond the control plane's
+	// own.
+	agentByKind          requestCounts
+	allRequests, watches float64
 	// nodeRSS and nodeCPU are the hollow podsyncds' summed RSS after the
 	// workload and CPU over it (podsync only).
 	nodeRSS int64

@@ -132,17 +132,8 @@ type apiCounts struct {
 	requests float64 // apiserver_request_total, every request
 	// agent are the agent's requests by kind, dispatched in agentUser's
 	// flow schemas.
-	agent   [numRequestKinds]float64
+	agent   requestCounts
 	watches float64 // apiserver_longrunning_requests of verb WATCH
-}
-
-// agentRequests is the agent's requests of every kind.
-func (c apiCounts) agentRequests() float64 {
-	var sum float64
-	for _, v := range c.agent {
-		sum += v
-	}
-	return sum
 }
 
 // scrapeAPI reads the API server's /metrics.
@@ -307,7 +298,7 @@ func (w workload) run(ctx context.Context, log *zap.Logger, r *scaleRun) error {
 	if err != nil {
 		return err
 	}
-	r.agentRequests, r.allRequests = apiA.agentRequests()-apiB.agentRequests(), apiA.requests-apiB.requests
+	r.allRequests = apiA.requests - apiB.requests
 	for k := range apiA.agent {
 		r.agentByKind[k] = apiA.agent[k] - apiB.agent[k]
 	}

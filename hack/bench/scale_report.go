@@ -256,7 +256,7 @@ func renderScaleResults(w *strings.Builder, res *scaleResults, sc scaleConfig) {
 			medianBytes(c.rssPerPod()),
 			medianBytes(c.stat(func(r *scaleRun) float64 { return float64(r.agentRSSBefore) / float64(r.nodes) })),
 			c.stat(func(r *scaleRun) float64 { return r.watches }).num("%.0f"),
-			c.stat(func(r *scaleRun) float64 { return perPod(r.agentRequests, r) }).num("%.1f"),
+			c.stat(func(r *scaleRun) float64 { return perPod(r.agentByKind.total(), r) }).num("%.1f"),
 			c.stat(func(r *scaleRun) float64 { return perPod(r.allRequests, r) }).num("%.1f"))
 	}
 	p("\n**podsync ÷ kwok** (round by round):\n\n| nodes | startup p50 | p99 | all Running | agent CPU per pod | agent API requests per pod |\n|---|---|---|---|---|---|\n")
@@ -267,7 +267,7 @@ func renderScaleResults(w *strings.Builder, res *scaleResults, sc scaleConfig) {
 			ratio(pc, kc, func(r *scaleRun) float64 { return quantile(r.latencies, 0.99) }).ratio(),
 			ratio(pc, kc, func(r *scaleRun) float64 { return r.allRunning }).ratio(),
 			ratio(pc, kc, func(r *scaleRun) float64 { return perPod(r.agentCPU, r) }).ratio(),
-			ratio(pc, kc, func(r *scaleRun) float64 { return perPod(r.agentRequests, r) }).ratio())
+			ratio(pc, kc, func(r *scaleRun) float64 { return perPod(r.agentByKind.total(), r) }).ratio())
 	}
 	renderScaleRequests(w, res)
 	renderScaleIdle(w, res, sc)

@@ -23,6 +23,18 @@ const (
 	numRequestKinds
 )
 
+// requestCounts are requests by kind.
+type requestCounts [numRequestKinds]float64
+
+// total is the requests of every kind.
+func (c requestCounts) total() float64 {
+	var sum float64
+	for _, v := range c {
+		sum += v
+	}
+	return sum
+}
+
 // requestKinds names each kind (its column, and its flow schema's
 // suffix) and the resources it matches; reqOther matches what no other
 // does.

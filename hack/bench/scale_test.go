@@ -71,9 +71,9 @@ apiserver_flowcontrol_dispatched_requests_total{flow_schema="podsync-bench-agent
 	if err != nil {
 		t.Fatal(err)
 	}
-	var agent [numRequestKinds]float64
+	var agent requestCounts
 	agent[reqOther], agent[reqEvents], agent[reqPodStatus] = 7, 3, 3
-	if c != (apiCounts{requests: 15, agent: agent, watches: 5}) || c.agentRequests() != 13 {
+	if c != (apiCounts{requests: 15, agent: agent, watches: 5}) || c.agent.total() != 13 {
 		t.Errorf("counts %+v", c)
 	}
 }
@@ -139,7 +139,7 @@ func TestPodWatchLatencies(t *testing.T) {
 // tokens and 4 others.
 func scaleRunOf(sys scaleSystem, nodes int, cpu float64, rssB, rssA int64, ms ...float64) *scaleRun {
 	r := &scaleRun{sys: sys, nodes: nodes, pods: len(ms), latencies: ms, allRunning: ms[len(ms)-1], agentCPU: cpu,
-		agentRSSBefore: rssB, agentRSSAfter: rssA, agentRequests: float64(10 * len(ms)), allRequests: float64(30 * len(ms)), watches: 4}
+		agentRSSBefore: rssB, agentRSSAfter: rssA, allRequests: float64(30 * len(ms)), watches: 4}
 	pods := float64(len(ms))
 	r.agentByKind[reqEvents], r.agentByKind[reqPodStatus], r.agentByKind[reqTokens], r.agentByKind[reqOther] = 3*pods, 2*pods, pods, 4*pods
 	return r
