@@ -13,11 +13,11 @@ import (
 // 10 ms to 1000 s.
 //
 // The library's default (client-go's controller limiter) delays every
-// item 5 ms, and its bucket lets each queue of a node take 10 items a
-// second after a burst of 100: a Deployment scaled to 100 on one node
-// queues a status two or three times per pod, and the last ones waited
-// seconds behind the bucket. The API server is protected by the client's
-// own limit (--kube-api-qps, as the kubelet's).
+// item 5 ms, twice in a pod's path (to the provider, and its status
+// back), and its bucket lets each queue of a node take 10 new items a
+// second after a burst of 100, a limit the kubelet does not have. The
+// API server is protected by the client's own limit (--kube-api-qps, as
+// the kubelet's).
 type retryLimiter struct {
 	workqueue.TypedRateLimiter[any] // per item, exponential
 }

@@ -45,7 +45,7 @@ func (p *Provider) changed(k string) {
 	applyReadinessGates(out, p.gateConditions(out))
 	p.mu.Lock()
 	last := p.notified[k]
-	same := last.pod == pod && last.status != nil && equality.Semantic.DeepEqual(last.status, &out.Status)
+	same := last.pod == pod && equality.Semantic.DeepEqual(last.status, &out.Status)
 	if !same {
 		// out is the node library's from here on; it copies before it
 		// changes what it was given.
