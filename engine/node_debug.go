@@ -26,13 +26,13 @@ func (n *Node) AddEphemeralContainer(ctx context.Context, namespace, name string
 	if err := n.waitReady(ctx); err != nil {
 		return ApplyResult{}, err
 	}
-	// The spec is read, changed and stored under specMu, so that a
-	// concurrent Apply of the pod keeps the new container.
-	n.specMu.Lock()
+	// The spec is read, changed and stored under the pod's spec lock,
+	// so that a concurrent Apply of the pod keeps the new container.
+	unlock := n.lockSpec(namespace, name)
 	locked := true
 	defer func() {
 		if locked {
-			n.specMu.Unlock()
+			unlock()
 		}
 	}()
 	if err := n.store.CheckPod(namespace, name, pre.With(FenceOf(ctx))); err != nil {
@@ -64,7 +64,7 @@ func (n *Node) AddEphemeralContainer(ctx context.Context, namespace, name string
 		return ApplyResult{}, fmt.Errorf("add ephemeral container %q to pod %s: %w", ec.Name, model.PodString(pod), err)
 	}
 	res, err := n.storePodLocked(ctx, next, nil, nil, pre, false)
-	n.specMu.Unlock()
+	unlock()
 	locked = false
 	if err == nil {
 		res, err = n.applyPass(ctx, next, nil, res)

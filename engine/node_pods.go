@@ -80,17 +80,31 @@ func (n *Node) apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	if err := n.waitReady(ctx); err != nil {
 		return ApplyResult{}, err
 	}
-	n.specMu.Lock()
+	unlock := n.lockSpec(pod.Namespace, pod.Name)
 	res, err := n.storePodLocked(ctx, pod, configMaps, secrets, pre, admitted)
-	n.specMu.Unlock()
+	unlock()
 	if err != nil {
 		return res, err
 	}
 	return n.applyPass(ctx, pod, emit, res)
 }
 
+// specLockCount is the number of spec locks pods hash to: pods of
+// different names rarely wait for each other (two that share a lock wait
+// as all did under one lock).
+const specLockCount = 256
+
+// lockSpec takes the spec lock of pod namespace/name and returns its
+// unlock.
+func (n *Node) lockSpec(namespace, name string) (unlock func()) {
+	key := namespace + "/" + name
+	n.specLocks.LockKey(key)
+	return func() { _ = n.specLocks.UnlockKey(key) }
+}
+
 // storePodLocked admits (unless admitted) and stores pod and the
-// request's objects under pre: the first half of Apply, with specMu held.
+// request's objects under pre: the first half of Apply, with the pod's
+// spec lock held (lockSpec).
 func (n *Node) storePodLocked(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, pre Precondition, admitted bool) (ApplyResult, error) {
 	var res ApplyResult
 	cond := pre.With(FenceOf(ctx))
@@ -154,7 +168,7 @@ func (n *Node) storePodLocked(ctx context.Context, pod *corev1.Pod, configMaps [
 }
 
 // applyPass runs the pass of a pod Apply stored: the second half of
-// Apply, without specMu.
+// Apply, without the spec lock.
 func (n *Node) applyPass(ctx context.Context, pod *corev1.Pod, emit func(StepResult), res ApplyResult) (ApplyResult, error) {
 	out, err := n.workers.Apply(ctx, pod.UID, emit)
 	if errors.Is(err, podworkers.ErrNoTurn) {

@@ -1042,3 +1042,43 @@ func TestNodeStatusObservesTheGeneration(t *testing.T) {
 		t.Errorf("record generation %d, status observedGeneration %d: want equal once converged", rec.Generation, rec.Pod.Status.ObservedGeneration)
 	}
 }
+
+// TestNodeSpecLockIsThePods: the read and store of a pod's spec is
+// serialised with the other applies of that pod only; a pod's store does
+// not wait for another pod's, so the stores of pods applied together can
+// share the store's commits.
+func TestNodeSpecLockIsThePods(t *testing.T) {
+	t.Parallel()
+	h := newNodeHarness(t)
+	held := enginetest.Pod()
+	h.apply(held)
+	other := enginetest.Pod()
+	other.Name, other.UID = "cart", "uid-cart"
+
+	unlock := h.node.LockSpec(held.Namespace, held.Name)
+	update := held.DeepCopy()
+	update.Labels = map[string]string{"rev": "2"}
+	updated := make(chan error, 1)
+	go func() {
+		_, err := h.node.Apply(h.ctx, update, nil, nil, nil)
+		updated <- err
+	}()
+	// Another pod is stored and run while the first pod's lock is held.
+	if res := h.apply(other); !res.Created || res.Status.Phase != corev1.PodRunning {
+		t.Fatalf("Apply of another pod = created %v, phase %s", res.Created, res.Status.Phase)
+	}
+	// The held pod's update waits for its lock.
+	select {
+	case err := <-updated:
+		t.Fatalf("Apply of the held pod returned (%v) while its spec lock was held", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	unlock()
+	if err := <-updated; err != nil {
+		t.Fatalf("Apply of the held pod after its lock: %v", err)
+	}
+	rec, err := h.st.Get(held.UID)
+	if err != nil || rec.Pod.Labels["rev"] != "2" || rec.Generation != 2 {
+		t.Fatalf("stored pod = %+v, %v; want the update at generation 2", rec, err)
+	}
+}
