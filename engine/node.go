@@ -15,7 +15,6 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	criclient "k8s.io/cri-client/pkg"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/keymutex"
 
 	"github.com/podsync/podsync/engine/admit"
 	"github.com/podsync/podsync/engine/criconfig"
@@ -194,14 +193,14 @@ type Node struct {
 	stats     *stats.Collector
 	logs      *logs.Manager
 	metrics   *metrics.Metrics
-	// specLocks serialise the read, change and store of a pod's spec
+	// specs serialise the read, change and store of a pod's spec
 	// (Apply, AddEphemeralContainer) by namespace/name: an update read
 	// before a debug container was added would otherwise store the spec
 	// without it. Different pods do not wait for each other, so the
 	// stores of a batch's pods share commits (the store's group commit)
 	// instead of paying for one each in turn.
-	specLocks keymutex.KeyMutex
-	life      runState
+	specs specLocks
+	life  runState
 }
 
 // nodeConfig are the node's settings, NodeOptions with defaults.
@@ -280,7 +279,7 @@ func NewNode(opts NodeOptions) (*Node, error) {
 		cfg.info.Node = opts.Admission.Node
 	}
 	n := &Node{cfg: cfg, store: opts.Store, syncer: ps, watcher: watcher, prober: pm, metrics: opts.Metrics,
-		specLocks: keymutex.NewHashed(specLockCount), life: runState{ready: make(chan struct{})}}
+		specs: newSpecLocks(), life: runState{ready: make(chan struct{})}}
 	n.orphans = newOrphans(opts.Store, opts.Runtime, opts.Logger, opts.RemoveOrphans, opts.AdoptRuntime)
 	n.admission = newAdmission(opts.Store, opts.Admit, opts.Policy, opts.Logger)
 	var wm podworkers.Metrics

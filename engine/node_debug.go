@@ -28,7 +28,7 @@ func (n *Node) AddEphemeralContainer(ctx context.Context, namespace, name string
 	}
 	// The spec is read, changed and stored under the pod's spec lock,
 	// so that a concurrent Apply of the pod keeps the new container.
-	unlock := n.lockSpec(namespace, name)
+	unlock := n.specs.lock(namespace, name)
 	locked := true
 	defer func() {
 		if locked {

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/keymutex"
 
 	"github.com/podsync/podsync/engine/errdefs"
 	"github.com/podsync/podsync/engine/failpoint"
@@ -80,7 +81,7 @@ func (n *Node) apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 	if err := n.waitReady(ctx); err != nil {
 		return ApplyResult{}, err
 	}
-	unlock := n.lockSpec(pod.Namespace, pod.Name)
+	unlock := n.specs.lock(pod.Namespace, pod.Name)
 	res, err := n.storePodLocked(ctx, pod, configMaps, secrets, pre, admitted)
 	unlock()
 	if err != nil {
@@ -94,17 +95,22 @@ func (n *Node) apply(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.
 // as all did under one lock).
 const specLockCount = 256
 
-// lockSpec takes the spec lock of pod namespace/name and returns its
-// unlock.
-func (n *Node) lockSpec(namespace, name string) (unlock func()) {
+// specLocks serialise the read, change and store of a pod's spec by
+// namespace/name (see Node.specs).
+type specLocks struct{ keys keymutex.KeyMutex }
+
+func newSpecLocks() specLocks { return specLocks{keys: keymutex.NewHashed(specLockCount)} }
+
+// lock takes the spec lock of pod namespace/name and returns its unlock.
+func (l specLocks) lock(namespace, name string) (unlock func()) {
 	key := namespace + "/" + name
-	n.specLocks.LockKey(key)
-	return func() { _ = n.specLocks.UnlockKey(key) }
+	l.keys.LockKey(key)
+	return func() { _ = l.keys.UnlockKey(key) }
 }
 
 // storePodLocked admits (unless admitted) and stores pod and the
 // request's objects under pre: the first half of Apply, with the pod's
-// spec lock held (lockSpec).
+// spec lock held (specLocks).
 func (n *Node) storePodLocked(ctx context.Context, pod *corev1.Pod, configMaps []*corev1.ConfigMap, secrets []*corev1.Secret, pre Precondition, admitted bool) (ApplyResult, error) {
 	var res ApplyResult
 	cond := pre.With(FenceOf(ctx))
