@@ -57,7 +57,7 @@ type env struct {
 // startEnv starts a private containerd of flavour and a podsyncd (binary
 // bin) on it.
 func startEnv(ctx context.Context, log *zap.Logger, repo string, flavour localcri.Flavour, bin string) (_ *env, err error) {
-	logDir := filepath.Join(repo, ".tmp", "bench", "logs")
+	logDir := benchLogDir(repo)
 	sctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
 	inst, err := localcri.Start(sctx, localcri.Options{Flavour: flavour, Logger: log.Named("localcri"), LogDir: logDir})

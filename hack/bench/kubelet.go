@@ -213,7 +213,7 @@ func (b *bench) startKubelet(ctx context.Context, e *env) (*kubelet, error) {
 	e.stopPodsyncd()
 	token := newToken()
 	s := kubeletSettings{dir: filepath.Join(e.dir, "kubelet-"+token), cgroupRoot: "/podsync-bench-" + token, endpoint: e.inst.Endpoint()}
-	logPath := filepath.Join(b.repo, ".tmp", "bench", "logs", "kubelet-"+e.inst.ID()+"-"+token+".log")
+	logPath := filepath.Join(benchLogDir(b.repo), "kubelet-"+e.inst.ID()+"-"+token+".log")
 	return launchKubelet(ctx, b.log, b.kubeletBin, s, token, logPath)
 }
 

@@ -300,15 +300,16 @@ func (b *bench) run(ctx context.Context) (*results, error) {
 			res.machine.runc = runcVersion()
 		}
 	}()
-	if b.cfg.sections["micro"] {
-		b.log.Info("micro-benchmarks")
-		res.micro, res.microErrs = b.microBench(ctx)
-	}
-	// Logs of earlier runs (podsyncd-<id>.log, containerd-<id>.log).
-	if old, err := filepath.Glob(filepath.Join(b.repo, ".tmp", "bench", "logs", "*.log")); err == nil {
+	// Logs of earlier runs (podsyncd-<id>.log, containerd-<id>.log,
+	// micro-<pkg>.log).
+	if old, err := filepath.Glob(filepath.Join(benchLogDir(b.repo), "*.log")); err == nil {
 		for _, f := range old {
 			_ = os.Remove(f)
 		}
+	}
+	if b.cfg.sections["micro"] {
+		b.log.Info("micro-benchmarks")
+		res.micro, res.microErrs = b.microBench(ctx)
 	}
 	needRuntime := b.cfg.sections["run"] || b.cfg.sections["latency"] || b.cfg.sections["api"] ||
 		b.cfg.sections["restart"] || b.cfg.sections["idle"]
@@ -452,3 +453,6 @@ func gitCommit(repo string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// benchLogDir is where a run keeps its logs: .tmp/bench/logs.
+func benchLogDir(repo string) string { return filepath.Join(repo, ".tmp", "bench", "logs") }

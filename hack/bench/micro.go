@@ -3,10 +3,17 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
 )
 
 // microPackages are the Go benchmarks of the report: the planner and the
@@ -39,9 +46,7 @@ func (b *bench) microBench(ctx context.Context) ([]*microResult, []string) {
 	for _, p := range microPackages {
 		args := []string{"test", "-run", "^$", "-bench", p.pattern, "-benchmem",
 			"-count", strconv.Itoa(b.cfg.microCount), "-benchtime", b.cfg.microTime, p.pkg}
-		cmd := exec.CommandContext(ctx, goCmd(), args...)
-		cmd.Dir = b.repo
-		data, err := cmd.CombinedOutput()
+		data, err := b.microPackage(ctx, p.pkg, args)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("go %s: %v: %s", strings.Join(args, " "), err, tailString(string(data), 1500)))
 			continue
@@ -54,6 +59,40 @@ func (b *bench) microBench(ctx context.Context) ([]*microResult, []string) {
 		out = append(out, res...)
 	}
 	return out, errs
+}
+
+// microPackageTimeout bounds one package's go test -bench. Go's
+// -test.timeout does not cover benchmarks, so a benchmark that waits
+// forever would hold the whole report back (BenchmarkIdleWatchPodsStreams
+// did, waiting for an event the store's throttle held back).
+const microPackageTimeout = 10 * time.Minute
+
+// microPackage runs go test args for pkg with microPackageTimeout: past
+// it the test binary gets SIGQUIT (its goroutines' stacks end the output)
+// and is killed 15 s later. The whole output is kept in
+// .tmp/bench/logs/micro-<pkg>.log.
+func (b *bench) microPackage(ctx context.Context, pkg string, args []string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, microPackageTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goCmd(), args...)
+	cmd.Dir = b.repo
+	// go test runs the test binary as its child: the signal goes to the
+	// process group, which reaches both.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGQUIT) }
+	cmd.WaitDelay = 15 * time.Second
+	data, err := cmd.CombinedOutput()
+	logDir := benchLogDir(b.repo)
+	logFile := filepath.Join(logDir, "micro-"+strings.ReplaceAll(strings.Trim(pkg, "./"), "/", "-")+".log")
+	if mkErr := os.MkdirAll(logDir, 0o755); mkErr == nil {
+		if wErr := os.WriteFile(logFile, data, 0o644); wErr != nil {
+			b.log.Warn("keep the benchmark's output", zap.String("file", logFile), zap.Error(wErr))
+		}
+	}
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("stopped after %s (its goroutines' stacks are in %s): %w", microPackageTimeout, logFile, err)
+	}
+	return data, err
 }
 
 // parseBench parses go test -bench -benchmem output.
