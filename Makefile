@@ -217,7 +217,7 @@ BENCH_FLAGS ?=
 BENCH_KUBELET ?=
 
 .PHONY: bench
-bench: ## Benchmarks on a private containerd, the kubelet beside podsync (root, ~20 min); writes BENCHMARKS.md (BENCH_FLAGS=-quick: a few min)
+bench: ## Benchmarks on a private containerd, the kubelet beside podsync (root, about 2 h on 2 cores); writes BENCHMARKS.md (BENCH_FLAGS=-quick: a few min)
 	$(GO) build -o $(TMP)/bench/podsyncd ./cmd/podsyncd
 	$(GO) build -o $(TMP)/bench/bench ./hack/bench
 	$(TMP)/bench/bench -podsyncd $(TMP)/bench/podsyncd $(if $(BENCH_KUBELET),-kubelet $(BENCH_KUBELET)) $(BENCH_FLAGS)

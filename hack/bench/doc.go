@@ -6,27 +6,29 @@
 // conversion micro-benchmarks, and GetPod/ListPods under load with 250
 // pods.
 //
-// Run it as root through `make bench` (about 20 minutes on 2 cores with the
-// minimal floor's pieces and N = 100; -deadline keeps it under 35), or
-// `make bench BENCH_FLAGS=-quick` while developing.
+// Run it as root through `make bench` (about 2 hours on a 2-core machine
+// with 7 rounds, the minimal floor's pieces and N = 100; -deadline trims
+// the last rounds), or `make bench BENCH_FLAGS=-quick` while developing.
 // Flags:
 //
 //	-quick              fewer runs and smaller N, for development
 //	-out FILE           where the report goes (default <repo>/BENCHMARKS.md)
-//	-runs N             runs per measured row (default 5, quick 2)
-//	-runs-large N       runs per pods-to-running row at N ≥ 100 (default 3)
+//	-runs N             runs per measured row (default 7, the rounds a
+//	                    target's verdict needs; quick 2)
+//	-runs-large N       runs per pods-to-running row at N ≥ 100 (default 7)
 //	-n 1,10,30,100      pods per pods-to-running run (quick: 1,10); at N = 10
 //	                    to 30 every round also runs the minimal floor and
 //	                    each piece of podsync's configs (floor.go)
 //	-api-pods N         running pods under API load (default 250, quick 40)
 //	-flavours 2,1.6     containerd flavours: the full matrix runs on the
-//	                    first, the latency rows on the others
-//	-sections LIST      micro,run,latency,api (default all)
+//	                    first, N = 1 and the latency and restart rows on
+//	                    the others (which run first)
+//	-sections LIST      micro,run,latency,api,restart,idle (default all)
 //	-profile DIR        save podsyncd CPU profiles (pprof) of the RunPods of
 //	                    the largest N and of the API load into DIR
 //	-podsyncd PATH      the podsyncd binary (default: built into .tmp/bench)
-//	-deadline D         start no round or section after D (default 30m,
-//	                    quick 8m); what is skipped is reported
+//	-deadline D         start no round or section after D (default 150m,
+//	                    quick 15m); what is skipped is reported
 //
 // With -scale (make bench-scale) it measures many nodes instead, and needs
 // neither root nor containerd: hollow podsync nodes (hack/hollow) behind

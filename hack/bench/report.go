@@ -72,7 +72,7 @@ func renderReport(res *results, cfg config) string {
 	w.WriteString(profileNotes)
 
 	p("## How to rerun\n\n")
-	p("```sh\nsudo -E make bench                        # the full report (~25 min on 2 cores), rewrites BENCHMARKS.md\n")
+	p("```sh\nsudo -E make bench                        # the full report (1.5–2 h on 2 cores), rewrites BENCHMARKS.md\n")
 	p("sudo -E make bench BENCH_FLAGS=-quick      # a few minutes, for development\n")
 	p("sudo -E make bench BENCH_FLAGS='-sections run,latency -flavours 1.6 -out /tmp/b.md'\n")
 	p("sudo -E make bench BENCH_FLAGS='-sections run,restart,idle -idle-window 30s'   # podsync beside the kubelet\n")
@@ -332,7 +332,7 @@ func renderMicro(w *strings.Builder, res *results) {
 	p("\nHeap and goroutine stacks in use after a GC, per idle watch. `store` `IdleWatchers`: 500 live\n" +
 		"watchers of the revision log that received nothing. `server` `IdleWatchPodsStreams`: 200 WatchPods\n" +
 		"streams through `server.New` on a unix socket (every interceptor), each having received one pod, its\n" +
-		"synced message and one event, podsync's server and the in-process client together. Before the\n" +
+		"synced message and one status change, podsync's server and the in-process client together. Before the\n" +
 		"watchers' queues were allocated on demand (issue 17), a watcher made a 1024-entry channel up front:\n" +
 		"151,880 bytes/watcher and 173,998 bytes/stream on the machine above.\n\n")
 }
@@ -561,4 +561,5 @@ store on disk; 3 counts of 5 batches each, on a 2-core machine running CI at the
 | store commits per pod | 1.56–1.71 | 0.21–0.27 |
 | store syncs (fdatasync, fsync) per pod | 3.16–3.45 | 0.44–0.57 |
 | time of a batch of 30 | 0.32–0.57 s | 0.11–0.15 s |
+
 `
