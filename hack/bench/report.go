@@ -199,7 +199,10 @@ func renderMethod(w *strings.Builder, res *results, cfg config) {
 	p("- **N ≥ %d**: at most %d rounds (`-runs-large`), the raw baseline at concurrency N only, and no\n"+
 		"  crictl loop (one pod after another would take minutes).\n", largeN, cfg.runsLarge)
 	p("- **Verdicts:** a target measured round by round (the ratios, podsyncd's CPU per pod) is judged on the\n"+
-		"  median of at least %d interleaved rounds, shown with its spread (min–max) and its number of rounds;\n"+
+		"  median of at least %d interleaved rounds, shown with its spread (min–max) and its number of rounds\n"+
+		"  (a round runs each method once — podsync, the raw floor, the minimal floor and its pieces, crictl,\n"+
+		"  the kubelet — starting one method later each round, so that no method always follows the same\n"+
+		"  one's clean-up);\n"+
 		"  from fewer rounds the median is shown and not judged.\n", minVerdictRounds)
 	p("- **crictl loop:** `crictl runp`, `crictl create`, `crictl start` per pod in turn (crictl %s, as a\n"+
 		"  shell script would), with the same configs as JSON, until every container is RUNNING.\n", "v1.37.0")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -151,33 +152,34 @@ func (b *bench) warmUp(ctx context.Context, e *env) {
 	}
 }
 
-// round is one podsync run, one raw run per concurrency and one crictl
-// run of rr.n pods. A failed run is recorded in its row; an error is
-// returned only when the runtime cannot be cleaned.
+// round is one podsync run, one raw run per concurrency, the minimal
+// floor's runs (floorRuns), one crictl run and one kubelet run of rr.n
+// pods. Each round starts one run later than the one before: a run
+// always coming first would always follow the last run's clean-up
+// (containerd and the kernel still removing its pods, a stopped
+// kubelet's cgroups), and the 12-06 report's N = 100 podsync rounds,
+// always first, had the two slowest of any method. A failed run is
+// recorded in its row; an error is returned only when the runtime
+// cannot be cleaned.
 func (b *bench) round(ctx context.Context, e *env, rr *runResult) error {
-	podsyncMS, err := podsyncRun(ctx, e, rr)
-	if err != nil {
-		return err
+	podsyncMS, minimalMS, crictlMS, kubeletMS := math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	var rawMS map[int]float64
+	runs := []func() error{
+		func() (err error) { podsyncMS, err = podsyncRun(ctx, e, rr); return err },
+		func() (err error) { rawMS, err = rawRuns(ctx, e, rr); return err },
 	}
-	rawMS, err := rawRuns(ctx, e, rr)
-	if err != nil {
-		return err
-	}
-	minimalMS := math.NaN()
 	if hasFloor(rr.n) {
-		if minimalMS, err = floorRuns(ctx, e, rr); err != nil {
-			return err
-		}
+		runs = append(runs, func() (err error) { minimalMS, err = floorRuns(ctx, e, rr); return err })
 	}
-	crictlMS := math.NaN()
 	if rr.n < largeN {
-		if crictlMS, err = crictlRun(ctx, e, rr); err != nil {
+		runs = append(runs, func() (err error) { crictlMS, err = crictlRun(ctx, e, rr); return err })
+	}
+	runs = append(runs, func() (err error) { kubeletMS, err = b.kubeletRun(ctx, e, rr); return err })
+	first := rr.roundsDone % len(runs)
+	for _, run := range slices.Concat(runs[first:], runs[:first]) {
+		if err := run(); err != nil {
 			return err
 		}
-	}
-	kubeletMS, err := b.kubeletRun(ctx, e, rr)
-	if err != nil {
-		return err
 	}
 	rr.addRatios(podsyncMS, crictlMS, rawMS)
 	rr.addKubeletRatios(podsyncMS, kubeletMS, rawMS)
