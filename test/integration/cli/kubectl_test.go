@@ -120,7 +120,10 @@ spec:
     command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
     readinessProbe: {exec: {command: ["false"]}, periodSeconds: 1}
 `
-	r := d.ctl(ctx, pod, "run", "--wait-for", "ready", "--timeout", "6s", "-f", "-")
+	// The timeout covers the pod's start too: on a loaded 2-core machine
+	// its sandbox and container took 7 s, and a 6 s timeout ended before
+	// the first probe.
+	r := d.ctl(ctx, pod, "run", "--wait-for", "ready", "--timeout", "15s", "-f", "-")
 	if r.code != 1 || !strings.Contains(r.stdout, "TimedOut") ||
 		!regexp.MustCompile(`container app running, not ready; last event: Warning Unhealthy( \(x\d+\))?: Readiness probe failed:`).MatchString(r.stdout) {
 		t.Errorf("run --wait-for ready of a pod that never gets ready: %+v\nwant its timeout to name the container and its Unhealthy event", r)
