@@ -3,6 +3,7 @@ package syncer
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"time"
 
 	"go.uber.org/zap"
@@ -31,7 +32,10 @@ import (
 //   - after a refused create or start, reads it again, for a little
 //     while (sandboxSettle): containerd refuses the start once the
 //     sandbox's pause process is gone, a few milliseconds before it has
-//     handled that exit and reports the sandbox not ready;
+//     handled that exit and reports the sandbox not ready — and for
+//     longer (sandboxGoneSettle) when the refusal itself says the pause
+//     process is gone (a namespace of it no longer exists): the sandbox
+//     is dying for certain, and a loaded runtime took seconds to say so;
 //
 // when the sandbox is no longer ready it starts nothing more in it,
 // removes the container the runtime refused to start, reports no failed
@@ -42,10 +46,23 @@ import (
 // start for the sandbox to read not ready, and sandboxSettlePoll is how
 // often it reads it meanwhile. Real time, not the syncer's clock: the wait
 // is for the runtime, which a fake clock does not move.
+// sandboxGoneSettle is the bound instead when the refusal names a
+// namespace of the sandbox's process that no longer exists (pauseGone):
+// in a CI run on a loaded 2-core machine containerd still reported the
+// sandbox ready more than 500 ms after runc had failed to join its IPC
+// namespace, and the container, started into the dead sandbox, was then
+// held in a crash-loop back-off in the next one.
 const (
 	sandboxSettle     = 500 * time.Millisecond
+	sandboxGoneSettle = 10 * time.Second
 	sandboxSettlePoll = 25 * time.Millisecond
 )
+
+// pauseGone matches the runtime's refusal to create a container's task
+// because a namespace of the sandbox's process is gone: runc's "namespace
+// path: lstat /proc/21014/ns/ipc: no such file or directory" (and the
+// same path in other runc versions' words).
+var pauseGone = regexp.MustCompile(`(?i)/proc/\d+/ns/[a-z_]+: no such file or directory`)
 
 // stoppedBeforeCreate reports whether the sandbox with id, which the pass
 // did not create, is no longer ready right before a container is created
@@ -59,13 +76,19 @@ func (p *pass) stoppedBeforeCreate(ctx context.Context, id string) bool {
 }
 
 // stoppedAfterRefusal reports whether the sandbox with id stopped, when
-// the runtime refused to create or start a container in it: it reads the
-// sandbox's status until it is not ready, for at most sandboxSettle.
-func (p *pass) stoppedAfterRefusal(ctx context.Context, id string) bool {
+// the runtime refused to create or start a container in it with
+// refusal: it reads the sandbox's status until it is not ready, for at
+// most sandboxSettle, or sandboxGoneSettle when the refusal says the
+// sandbox's process is gone.
+func (p *pass) stoppedAfterRefusal(ctx context.Context, id string, refusal error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	return p.sandboxStopped(ctx, id, "after a refused start", sandboxSettle)
+	settle := sandboxSettle
+	if refusal != nil && pauseGone.MatchString(refusal.Error()) {
+		settle = sandboxGoneSettle
+	}
+	return p.sandboxStopped(ctx, id, "after a refused start", settle)
 }
 
 // sandboxStopped reports whether the sandbox with id is no longer ready,

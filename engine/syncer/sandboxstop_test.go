@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -33,7 +34,17 @@ const (
 	// more status read (containerd handles the pause's exit a few
 	// milliseconds after it refused the start).
 	afterStartRefused
+	// afterStartRefusedSlowly: as afterStartRefused, the refusal naming
+	// the pause process's namespace that is gone (runc's words), and the
+	// runtime reports the sandbox ready for a second longer than
+	// sandboxSettle's 500 ms (a loaded machine).
+	afterStartRefusedSlowly
 )
+
+// goneRefusal is containerd's refusal of a start into a sandbox whose
+// pause process is gone, as containerd 2.4 and runc reported it.
+const goneRefusal = "failed to create containerd task: failed to create shim task: OCI runtime create failed: " +
+	"runc create failed: unable to create new parent process: namespace path: lstat /proc/21014/ns/ipc: no such file or directory"
 
 // stoppingRuntime is the fake runtime whose sandbox `crictl stopp` stops
 // at one point of a pass, once armed: the container's exit reached the
@@ -46,7 +57,7 @@ type stoppingRuntime struct {
 	armed   bool
 	sandbox string
 	reads   int // PodSandboxStatus reads since a refused start
-	refused bool
+	refused time.Time
 }
 
 func (r *stoppingRuntime) arm(sandboxID string) {
@@ -87,10 +98,11 @@ func (r *stoppingRuntime) StartContainer(ctx context.Context, id string) error {
 		return err
 	}
 	r.mu.Lock()
-	refuse := r.armed && r.at == afterStartRefused
+	refuse := r.armed && (r.at == afterStartRefused || r.at == afterStartRefusedSlowly)
 	if refuse {
-		r.armed, r.refused = false, true
+		r.armed, r.refused = false, time.Now()
 	}
+	at := r.at
 	r.mu.Unlock()
 	if !refuse {
 		return r.FakeRuntime.StartContainer(ctx, id)
@@ -100,16 +112,26 @@ func (r *stoppingRuntime) StartContainer(ctx context.Context, id string) error {
 	c := r.Containers[id]
 	c.State, c.ExitCode, c.Reason = runtimeapi.ContainerState_CONTAINER_EXITED, enginetest.StartErrorExitCode, enginetest.StartErrorReason
 	r.Unlock()
+	if at == afterStartRefusedSlowly {
+		return errors.New(goneRefusal)
+	}
 	return errors.New("failed to create containerd task: OCI runtime create failed: namespace path: no such file or directory")
 }
 
 func (r *stoppingRuntime) PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error) {
 	r.mu.Lock()
 	stop := false
-	if r.refused {
+	if !r.refused.IsZero() {
 		r.reads++
-		// The first read after the refusal still says ready.
-		stop = r.reads == 2
+		if r.at == afterStartRefusedSlowly {
+			stop = time.Since(r.refused) > 1500*time.Millisecond
+		} else {
+			// The first read after the refusal still says ready.
+			stop = r.reads == 2
+		}
+		if stop {
+			r.refused = time.Time{}
+		}
 	}
 	r.mu.Unlock()
 	if stop {
@@ -141,6 +163,7 @@ func TestSandboxStoppedUnderARestartIsASandboxChange(t *testing.T) {
 		{"create refused", atCreate, 2},
 		{"start refused", atStart, 2},
 		{"start refused before the stop is visible", afterStartRefused, 2},
+		{"start refused, the pause gone, the stop visible a second later", afterStartRefusedSlowly, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := &stoppingRuntime{at: tc.at}

@@ -78,7 +78,7 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.Contain
 	id, err := p.s.rt.CreateContainer(ctx, sb.id, cfg, sb.config)
 	if err != nil {
 		p.createsFailed = true
-		if p.stoppedAfterRefusal(ctx, sb.id) {
+		if p.stoppedAfterRefusal(ctx, sb.id, err) {
 			return false
 		}
 		return fail(ReasonCreateContainerError, err.Error(), fmt.Errorf("create container %q: %w", c.Name, err))
@@ -109,7 +109,7 @@ func (p *pass) startContainer(ctx context.Context, sb sandboxRef, a plan.Contain
 				p.log.Warn("remove unstarted container", zap.String(logx.ContainerName, c.Name), zap.String(logx.ContainerID, id), zap.Error(rerr))
 			}
 			cancel()
-		} else if p.stoppedAfterRefusal(ctx, sb.id) {
+		} else if p.stoppedAfterRefusal(ctx, sb.id, err) {
 			p.dropRefused(ctx, c.Name, id)
 			return false
 		}
