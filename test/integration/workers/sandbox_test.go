@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsync/podsync/engine"
+	"github.com/podsync/podsync/engine/enginetest"
 	"github.com/podsync/podsync/engine/model"
 	"github.com/podsync/podsync/engine/plan"
 	"github.com/podsync/podsync/engine/store"
@@ -17,7 +18,8 @@ import (
 // TestStoppedSandboxIsASandboxChange: `crictl stopp` of a running pod's
 // sandbox is the kubelet's sandbox change: the pod is killed, sandbox
 // attempt 1 is created and the container runs again in it at once, as
-// its restart 1 — never started into the dead sandbox (no
+// its restart 1 (2 when a restart in place beat the stop to the sandbox's
+// process, see below) — never started into the dead sandbox (no
 // RunContainerError) and not held in a crash-loop back-off (the back-off
 // base here is 30 s, longer than the test waits).
 func TestStoppedSandboxIsASandboxChange(t *testing.T) {
@@ -47,20 +49,35 @@ func TestStoppedSandboxIsASandboxChange(t *testing.T) {
 	if sb.Attempt != 1 || sb.State != model.SandboxReady {
 		t.Errorf("the container runs in sandbox %+v, want attempt 1, ready", sb)
 	}
-	if again.RestartCount != 1 {
-		t.Errorf("restart count %d in the new sandbox, want 1", again.RestartCount)
-	}
 	// Only the killed instance and the new one: nothing was created into
-	// the dead sandbox.
+	// the dead sandbox. One race is the runtime's, not the node's:
+	// containerd's StopPodSandbox kills the containers it lists, then
+	// tears the network down and stops the sandbox's process, and a pass
+	// woken by the kill may start the container again in between (as the
+	// kubelet's PLEG would); that start succeeds, the instance runs until
+	// the pod is killed for the sandbox change, and the container in the
+	// new sandbox is its restart 2. On a loaded 2-core machine the window
+	// was over a second wide. A start the runtime refused (StartError) is
+	// never allowed.
+	wantRestarts := int32(1)
 	for _, c := range v.Containers {
-		if c.ID != first.ID && c.ID != again.ID {
-			t.Errorf("an instance %s (%s, exit %d, %q) besides the killed and the new one", c.ID, c.Reason, c.ExitCode, c.Message)
+		switch {
+		case c.ID == first.ID || c.ID == again.ID:
+		case wantRestarts == 1 && c.SandboxID == first.SandboxID && !c.StartedAt.IsZero() && c.RestartCount == 1 &&
+			c.Reason != enginetest.StartErrorReason && c.ExitCode != enginetest.StartErrorExitCode:
+			t.Logf("the restart in place (%s, %s, exit %d) started before the stop reached the sandbox", c.ID, c.Reason, c.ExitCode)
+			wantRestarts = 2
+		default:
+			t.Errorf("an instance %s (%s, exit %d, %q, restart %d) besides the killed and the new one", c.ID, c.Reason, c.ExitCode, c.Message, c.RestartCount)
 		}
 	}
+	if again.RestartCount != wantRestarts {
+		t.Errorf("restart count %d in the new sandbox, want %d", again.RestartCount, wantRestarts)
+	}
 	// The pass that started it records its status and events after.
-	e.eventually("restart 1 running in the status", func() bool {
+	e.eventually("the restart running in the status", func() bool {
 		cs := containerStatus(e.status(pod), "app")
-		return cs.RestartCount == 1 && cs.State.Running != nil
+		return cs.RestartCount == wantRestarts && cs.State.Running != nil
 	})
 	entries, err := e.st.Since(e.st.CompactRevision())
 	if err != nil {
