@@ -46,6 +46,7 @@ import (
 // start for the sandbox to read not ready, and sandboxSettlePoll is how
 // often it reads it meanwhile. Real time, not the syncer's clock: the wait
 // is for the runtime, which a fake clock does not move.
+//
 // sandboxGoneSettle is the bound instead when the refusal names a
 // namespace of the sandbox's process that no longer exists (pauseGone):
 // in a CI run on a loaded 2-core machine containerd still reported the
