@@ -108,6 +108,9 @@ type scaleRun struct {
 	// last pod Running, in ms.
 	latencies  []float64
 	allRunning float64
+	// scheduled and started split latencies (podWatch.split): creation →
+	// bound to a node, and bound → Running.
+	scheduled, started []float64
 	// agent is podsync-vk (every process of it) or kwok: its CPU over
 	// the workload (ms) and its RSS before and after it (bytes).
 	agentCPU                      float64

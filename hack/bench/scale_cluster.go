@@ -208,6 +208,9 @@ type workload struct {
 	// first Deployment's creation ("create") and over the idle window
 	// with the pods running ("idle"); it returns where the profile is.
 	profile func(ctx context.Context, what string, d time.Duration) (string, error)
+	// timeline is where each pod's creation, binding and Running are
+	// written once all run (podWatch.writeTimeline).
+	timeline string
 }
 
 // run creates a Deployment of w.pods replicas per node and waits until
@@ -281,6 +284,10 @@ func (w workload) run(ctx context.Context, log *zap.Logger, r *scaleRun) error {
 	}
 	r.allRunning = msOf(last.Sub(start))
 	r.latencies = pw.latencies()
+	r.scheduled, r.started = pw.split()
+	if err := pw.writeTimeline(w.timeline, start); err != nil {
+		return fmt.Errorf("the pods' timeline: %w", err)
+	}
 	log.Info("all pods running", zap.Int("pods", want), zap.Duration("took", last.Sub(start).Round(time.Millisecond)))
 	agentA, err := usageOf(w.agent())
 	if err != nil {
@@ -345,6 +352,10 @@ func deployment(i int, node string, pods int, spread bool) *appsv1.Deployment {
 	return d
 }
 
+// timelineFile is each run's pods, one a line (podWatch.writeTimeline), in
+// its log directory.
+const timelineFile = "pods.tsv"
+
 // runPodsync runs r on hollow podsync nodes behind podsync-vk.
 func (b *scaleBench) runPodsync(ctx context.Context, r *scaleRun) (err error) {
 	sc := b.cfg.scale
@@ -378,6 +389,7 @@ func (b *scaleBench) runPodsync(ctx context.Context, r *scaleRun) (err error) {
 		nodes = append(nodes, n.Name)
 	}
 	w := workload{kc: kc, nodes: nodes, pods: sc.pods, spread: sc.spread, watchesB: watchesB, idle: sc.idle,
+		timeline: filepath.Join(dir, timelineFile),
 		agent: func() []int {
 			var pids []int
 			for _, p := range c.VKs {
@@ -459,7 +471,8 @@ func (b *scaleBench) runKwok(ctx context.Context, r *scaleRun) (err error) {
 		return fmt.Errorf("%w (kwok's log: %s)", err, p.Log)
 	}
 	w := workload{kc: kc, nodes: nodes, pods: sc.pods, spread: sc.spread, watchesB: before.watches, idle: sc.idle,
-		agent: func() []int { return []int{p.Pid()} }}
+		timeline: filepath.Join(dir, timelineFile),
+		agent:    func() []int { return []int{p.Pid()} }}
 	return w.run(ctx, b.log, r)
 }
 

@@ -269,6 +269,7 @@ func renderScaleResults(w *strings.Builder, res *scaleResults, sc scaleConfig) {
 			ratio(pc, kc, func(r *scaleRun) float64 { return perPod(r.agentCPU, r) }).ratio(),
 			ratio(pc, kc, func(r *scaleRun) float64 { return perPod(r.agentByKind.total(), r) }).ratio())
 	}
+	renderScaleSplit(w, res)
 	renderScaleRequests(w, res)
 	renderScaleIdle(w, res, sc)
 	p("\n**The hollow podsync nodes** (podsyncd on a simulated runtime, one process each; not a target, what a run costs the machine):\n\n")
@@ -342,7 +343,8 @@ func renderScaleMethod(w *strings.Builder, sc scaleConfig) {
 	p("- **startup**: each pod's creation → Running as one watch of the pods saw them (the time of its first event,\n" +
 		"  then of the first showing phase Running; both on the watcher's clock, so neither the 1 s resolution of\n" +
 		"  `creationTimestamp` nor clock skew enters), p50/p90/p99 over the run's pods; **all Running**: the\n" +
-		"  first Deployment's creation → the last pod Running.\n")
+		"  first Deployment's creation → the last pod Running. The first event showing the pod bound to a node\n" +
+		"  splits its startup: before it, the scheduler's share; after it, the agent's.\n")
 	p("- **agent CPU** (utime + stime from `/proc`, every podsync-vk process summed) over the workload ÷ pods\n" +
 		"  (the window from the first create to the last pod Running: a slow run adds the agent's per-node\n" +
 		"  background work — leases, health checks, resyncs — for its length);\n" +
@@ -381,4 +383,25 @@ func renderScaleFailures(w *strings.Builder, res *scaleResults) {
 		return
 	}
 	fmt.Fprintf(w, "## Failures\n\n%s\n\n", strings.Join(lines, "\n"))
+}
+
+// renderScaleSplit splits the pods' startup at their binding to a node:
+// the scheduler's share and the agent's.
+func renderScaleSplit(w *strings.Builder, res *scaleResults) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("\n**Where a pod's startup goes** (as the watch saw it: creation → bound to its node is the scheduler's share, bound →\n" +
+		"Running the agent's; each pod's line is in `pods.tsv` of the run's logs):\n\n")
+	p("| nodes | system | creation → bound p50 | p99 | bound → Running p50 | p90 | p99 |\n|---|---|---|---|---|---|---|\n")
+	for _, c := range res.cells() {
+		if len(c.runs) == 0 || !c.stat(func(*scaleRun) float64 { return 0 }).ok() {
+			continue
+		}
+		q := func(get func(*scaleRun) []float64, q float64) string {
+			return c.stat(func(r *scaleRun) float64 { return quantile(get(r), q) }).ms()
+		}
+		sched := func(r *scaleRun) []float64 { return r.scheduled }
+		started := func(r *scaleRun) []float64 { return r.started }
+		p("| %d | %s | %s | %s | %s | %s | %s |\n", c.nodes, c.sys, q(sched, 0.5), q(sched, 0.99),
+			q(started, 0.5), q(started, 0.9), q(started, 0.99))
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,12 +135,58 @@ func TestPodWatchLatencies(t *testing.T) {
 	}
 }
 
+// TestPodWatchSplit: a pod's startup splits at its binding, and the
+// timeline ranks the pods on each node in the order they were bound.
+func TestPodWatchSplit(t *testing.T) {
+	w := newPodWatch()
+	t0 := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	pod := func(name, node string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(name), Name: name}, Spec: corev1.PodSpec{NodeName: node},
+			Status: corev1.PodStatus{Phase: phase}}
+	}
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	w.see(pod("a", "", corev1.PodPending), at(0))
+	w.see(pod("b", "", corev1.PodPending), at(10))
+	w.see(pod("b", "n1", corev1.PodPending), at(20)) // b is bound first
+	w.see(pod("a", "n1", corev1.PodPending), at(30))
+	w.see(pod("c", "n2", corev1.PodRunning), at(40)) // seen bound and Running at once
+	w.see(pod("a", "n1", corev1.PodRunning), at(530))
+	w.see(pod("b", "n1", corev1.PodRunning), at(70))
+	sched, started := w.split()
+	slices.Sort(sched)
+	slices.Sort(started)
+	if want := []float64{0, 10, 30}; !slices.Equal(sched, want) {
+		t.Errorf("creation → bound %v, want %v", sched, want)
+	}
+	if want := []float64{0, 50, 500}; !slices.Equal(started, want) {
+		t.Errorf("bound → Running %v, want %v", started, want)
+	}
+	path := filepath.Join(t.TempDir(), "pods.tsv")
+	if err := w.writeTimeline(path, t0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "pod\tnode\trank\tcreated_ms\tbound_ms\trunning_ms\n" +
+		"a\tn1\t2\t0.0\t30.0\t530.0\n" +
+		"b\tn1\t1\t10.0\t20.0\t70.0\n" +
+		"c\tn2\t1\t40.0\t40.0\t40.0\n"
+	if string(got) != want {
+		t.Errorf("timeline:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 // scaleRunOf is a run whose pods started in ms each.
 // Its agent made 10 requests a pod: 3 of events, 2 of pod status, 1 of
 // tokens and 4 others.
 func scaleRunOf(sys scaleSystem, nodes int, cpu float64, rssB, rssA int64, ms ...float64) *scaleRun {
 	r := &scaleRun{sys: sys, nodes: nodes, pods: len(ms), latencies: ms, allRunning: ms[len(ms)-1], agentCPU: cpu,
 		agentRSSBefore: rssB, agentRSSAfter: rssA, allRequests: float64(30 * len(ms)), watches: 4}
+	for _, v := range ms { // a quarter of each pod's startup is the scheduler's
+		r.scheduled, r.started = append(r.scheduled, v/4), append(r.started, v*3/4)
+	}
 	pods := float64(len(ms))
 	r.agentByKind[reqEvents], r.agentByKind[reqPodStatus], r.agentByKind[reqTokens], r.agentByKind[reqOther] = 3*pods, 2*pods, pods, 4*pods
 	return r
@@ -181,6 +228,7 @@ func TestScaleReport(t *testing.T) {
 		"| podsync-vk CPU ≤ 1 ms per pod, 4 nodes | 1.00 ms | ✅ within |",
 		"| linear in nodes: podsync-vk CPU per pod at 4 nodes ÷ at 2 ≤ 1.25 | 2.00 | ❌ over |",
 		"| 4 | podsync | 8 |",
+		"| 4 | podsync | 25.0 ms (25.0 ms–25.0 ms) | 1397 ms (1397 ms–1397 ms) | 75.0 ms (75.0 ms–75.0 ms) | 1402 ms (1402 ms–1402 ms) | 4190 ms (4190 ms–4190 ms) |",
 		"| nodes | system | pod status | events | tokens | leases | nodes | other |",
 		"| 4 | kwok | 2.00 (2.00–2.00) | 3.00 (3.00–3.00) | 1.00 (1.00–1.00) | 0.00 (0.00–0.00) | 0.00 (0.00–0.00) | 4.00 (4.00–4.00) |",
 	} {
