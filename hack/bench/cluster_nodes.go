@@ -174,19 +174,22 @@ func (e *clusterEnv) startKubelet(ctx context.Context, log *zap.Logger, bin, dir
 	return nil
 }
 
-// waitNodeReady waits until Node name is Ready, or exited is closed.
+// waitNodeReady waits until Node name is Ready and schedulable (untainted
+// by the node-lifecycle controller, as the podsync Nodes:
+// localcluster.WaitReady), or exited is closed.
 func waitNodeReady(ctx context.Context, kc kubernetes.Interface, name string, timeout time.Duration, exited <-chan struct{}) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for {
 		node, err := kc.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
-			last = fmt.Errorf("node %s not Ready", name)
+			ok, why := localcluster.Schedulable(node)
+			if ok {
+				return nil
+			}
+			last = fmt.Errorf("node %s: %s", name, why)
 			for _, c := range node.Status.Conditions {
-				if c.Type == corev1.NodeReady {
-					if c.Status == corev1.ConditionTrue {
-						return nil
-					}
+				if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
 					last = fmt.Errorf("node %s: Ready %s: %s", name, c.Status, c.Message)
 				}
 			}

@@ -487,18 +487,17 @@ func kwokNode(name string) *corev1.Node {
 	}
 }
 
-// waitNodesReady waits until n Nodes are Ready, or p exits.
+// waitNodesReady waits until n Nodes are Ready and schedulable, or p exits.
 func waitNodesReady(ctx context.Context, kc kubernetes.Interface, n int, timeout time.Duration, p *localcluster.Process) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		list, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		ready := 0
 		if err == nil {
-			for _, node := range list.Items {
-				for _, c := range node.Status.Conditions {
-					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-						ready++
-					}
+			for i := range list.Items {
+				// Untainted too, as the hollow nodes (localcluster.WaitReady).
+				if ok, _ := localcluster.Schedulable(&list.Items[i]); ok {
+					ready++
 				}
 			}
 		}
@@ -507,13 +506,13 @@ func waitNodesReady(ctx context.Context, kc kubernetes.Interface, n int, timeout
 		}
 		if time.Now().After(deadline) {
 			if err != nil {
-				return fmt.Errorf("%d of %d Nodes Ready within %s: %w", ready, n, timeout, err)
+				return fmt.Errorf("%d of %d Nodes Ready and schedulable within %s: %w", ready, n, timeout, err)
 			}
-			return fmt.Errorf("%d of %d Nodes Ready within %s", ready, n, timeout)
+			return fmt.Errorf("%d of %d Nodes Ready and schedulable within %s", ready, n, timeout)
 		}
 		select {
 		case <-p.Exited():
-			return fmt.Errorf("%s exited with %d of %d Nodes Ready", p.Name, ready, n)
+			return fmt.Errorf("%s exited with %d of %d Nodes Ready and schedulable", p.Name, ready, n)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(500 * time.Millisecond):

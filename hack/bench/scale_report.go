@@ -337,7 +337,7 @@ func renderScaleMethod(w *strings.Builder, sc scaleConfig) {
 	p("podsync-vk and kwok run as one user, bound to `cluster-admin`, whose requests a flow schema of their own\n" +
 		"puts on the exempt priority level (as the admin's are), so the API server counts them\n" +
 		"(`apiserver_flowcontrol_dispatched_requests_total`) and never queues them.\n\n")
-	p("Once the Nodes are Ready and %s have passed, %d pods per node are created as Deployments (%s),\n", settle, sc.pods, placement)
+	p("Once the Nodes are schedulable (Ready, the not-ready taint gone) and %s have passed, %d pods per node are created as Deployments (%s),\n", settle, sc.pods, placement)
 	p("pause containers requesting 1m CPU and 1 MiB, with the default service-account token volume (podsync-vk\n" +
 		"mints each pod's token and pushes it to its node; kwok mounts nothing). Measured:\n\n")
 	p("- **startup**: each pod's creation → Running as one watch of the pods saw them (the time of its first event,\n" +

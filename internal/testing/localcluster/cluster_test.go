@@ -1,0 +1,36 @@
+package localcluster
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestSchedulable: a Node takes pods once Ready, uncordoned and free of
+// NoSchedule and NoExecute taints — Ready alone is not enough while the
+// node-lifecycle controller still has its not-ready taint on it.
+func TestSchedulable(t *testing.T) {
+	ready := corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
+	notReady := corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}}
+	taint := func(key string, e corev1.TaintEffect) []corev1.Taint { return []corev1.Taint{{Key: key, Effect: e}} }
+	for _, tc := range []struct {
+		name string
+		node corev1.Node
+		want bool
+		why  string
+	}{
+		{"ready", corev1.Node{Status: ready}, true, ""},
+		{"no Ready condition", corev1.Node{}, false, "not Ready"},
+		{"not ready", corev1.Node{Status: notReady}, false, "not Ready"},
+		{"cordoned", corev1.Node{Spec: corev1.NodeSpec{Unschedulable: true}, Status: ready}, false, "cordoned"},
+		{"ready, not-ready taint still on", corev1.Node{Spec: corev1.NodeSpec{Taints: taint("node.kubernetes.io/not-ready", corev1.TaintEffectNoSchedule)}, Status: ready},
+			false, "tainted node.kubernetes.io/not-ready:NoSchedule"},
+		{"NoExecute taint", corev1.Node{Spec: corev1.NodeSpec{Taints: taint("dedicated", corev1.TaintEffectNoExecute)}, Status: ready},
+			false, "tainted dedicated:NoExecute"},
+		{"PreferNoSchedule only", corev1.Node{Spec: corev1.NodeSpec{Taints: taint("soft", corev1.TaintEffectPreferNoSchedule)}, Status: ready}, true, ""},
+	} {
+		if ok, why := Schedulable(&tc.node); ok != tc.want || why != tc.why {
+			t.Errorf("%s: Schedulable = %v, %q; want %v, %q", tc.name, ok, why, tc.want, tc.why)
+		}
+	}
+}
