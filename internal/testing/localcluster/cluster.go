@@ -509,10 +509,13 @@ func (c *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-// Schedulable reports whether node takes new pods that tolerate nothing:
-// Ready, not cordoned, and no taint of effect NoSchedule or NoExecute
-// (as the e2e framework's wait for schedulable nodes); if not, it says
-// why.
+// Schedulable reports whether node takes new pods: Ready, not cordoned,
+// and none of the taints Kubernetes itself puts on a Node for its state
+// (node.kubernetes.io/not-ready, unreachable, unschedulable, the
+// pressures) with effect NoSchedule or NoExecute, as the e2e framework's
+// wait for schedulable nodes; a taint of the node's own configuration
+// (podsyncd's --node-taints) is the pods' to tolerate and does not count.
+// If not, it says why.
 func Schedulable(node *corev1.Node) (bool, string) {
 	ready := false
 	for _, c := range node.Status.Conditions {
@@ -527,7 +530,7 @@ func Schedulable(node *corev1.Node) (bool, string) {
 		return false, "cordoned"
 	}
 	for _, t := range node.Spec.Taints {
-		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+		if strings.HasPrefix(t.Key, "node.kubernetes.io/") && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) {
 			return false, "tainted " + t.ToString()
 		}
 	}

@@ -7,8 +7,9 @@ import (
 )
 
 // TestSchedulable: a Node takes pods once Ready, uncordoned and free of
-// NoSchedule and NoExecute taints — Ready alone is not enough while the
-// node-lifecycle controller still has its not-ready taint on it.
+// Kubernetes' own NoSchedule and NoExecute taints — Ready alone is not
+// enough while the node-lifecycle controller still has its not-ready
+// taint on it; the node's own taints are its pods' to tolerate.
 func TestSchedulable(t *testing.T) {
 	ready := corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
 	notReady := corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}}
@@ -25,9 +26,10 @@ func TestSchedulable(t *testing.T) {
 		{"cordoned", corev1.Node{Spec: corev1.NodeSpec{Unschedulable: true}, Status: ready}, false, "cordoned"},
 		{"ready, not-ready taint still on", corev1.Node{Spec: corev1.NodeSpec{Taints: taint("node.kubernetes.io/not-ready", corev1.TaintEffectNoSchedule)}, Status: ready},
 			false, "tainted node.kubernetes.io/not-ready:NoSchedule"},
-		{"NoExecute taint", corev1.Node{Spec: corev1.NodeSpec{Taints: taint("dedicated", corev1.TaintEffectNoExecute)}, Status: ready},
-			false, "tainted dedicated:NoExecute"},
-		{"PreferNoSchedule only", corev1.Node{Spec: corev1.NodeSpec{Taints: taint("soft", corev1.TaintEffectPreferNoSchedule)}, Status: ready}, true, ""},
+		{"unreachable", corev1.Node{Spec: corev1.NodeSpec{Taints: taint("node.kubernetes.io/unreachable", corev1.TaintEffectNoExecute)}, Status: ready},
+			false, "tainted node.kubernetes.io/unreachable:NoExecute"},
+		{"the node's own taint", corev1.Node{Spec: corev1.NodeSpec{Taints: taint("dedicated", corev1.TaintEffectNoSchedule)}, Status: ready}, true, ""},
+		{"PreferNoSchedule", corev1.Node{Spec: corev1.NodeSpec{Taints: taint("node.kubernetes.io/memory-pressure", corev1.TaintEffectPreferNoSchedule)}, Status: ready}, true, ""},
 	} {
 		if ok, why := Schedulable(&tc.node); ok != tc.want || why != tc.why {
 			t.Errorf("%s: Schedulable = %v, %q; want %v, %q", tc.name, ok, why, tc.want, tc.why)
