@@ -188,11 +188,6 @@ func waitNodeReady(ctx context.Context, kc kubernetes.Interface, name string, ti
 				return nil
 			}
 			last = fmt.Errorf("node %s: %s", name, why)
-			for _, c := range node.Status.Conditions {
-				if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
-					last = fmt.Errorf("node %s: Ready %s: %s", name, c.Status, c.Message)
-				}
-			}
 		} else {
 			last = err
 		}

@@ -71,15 +71,15 @@ func (c *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 // (podsyncd's --node-taints) is the pods' to tolerate and does not count.
 // If not, it says why.
 func Schedulable(node *corev1.Node) (bool, string) {
-	ready := false
+	ready, notReady := false, "no Ready condition"
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			ready = c.Status == corev1.ConditionTrue
+			ready, notReady = c.Status == corev1.ConditionTrue, strings.TrimSuffix(fmt.Sprintf("Ready %s: %s", c.Status, c.Message), ": ")
 		}
 	}
 	switch {
 	case !ready:
-		return false, "not Ready"
+		return false, notReady
 	case node.Spec.Unschedulable:
 		return false, "cordoned"
 	}
