@@ -75,7 +75,12 @@ func (c *scaleCell) stat(f func(*scaleRun) float64) *sample {
 }
 
 func (c *scaleCell) quantile(q float64) *sample {
-	return c.stat(func(r *scaleRun) float64 { return quantile(r.latencies, q) })
+	return c.quantileOf(func(r *scaleRun) []float64 { return r.latencies }, q)
+}
+
+// quantileOf is the q-quantile of each run's values get picks.
+func (c *scaleCell) quantileOf(get func(*scaleRun) []float64, q float64) *sample {
+	return c.stat(func(r *scaleRun) float64 { return quantile(get(r), q) })
 }
 
 func perPod(v float64, r *scaleRun) float64 { return v / float64(r.pods) }
@@ -396,12 +401,9 @@ func renderScaleSplit(w *strings.Builder, res *scaleResults) {
 		if len(c.runs) == 0 || !c.stat(func(*scaleRun) float64 { return 0 }).ok() {
 			continue
 		}
-		q := func(get func(*scaleRun) []float64, q float64) string {
-			return c.stat(func(r *scaleRun) float64 { return quantile(get(r), q) }).ms()
-		}
 		sched := func(r *scaleRun) []float64 { return r.scheduled }
 		started := func(r *scaleRun) []float64 { return r.started }
-		p("| %d | %s | %s | %s | %s | %s | %s |\n", c.nodes, c.sys, q(sched, 0.5), q(sched, 0.99),
-			q(started, 0.5), q(started, 0.9), q(started, 0.99))
+		p("| %d | %s | %s | %s | %s | %s | %s |\n", c.nodes, c.sys, c.quantileOf(sched, 0.5).ms(), c.quantileOf(sched, 0.99).ms(),
+			c.quantileOf(started, 0.5).ms(), c.quantileOf(started, 0.9).ms(), c.quantileOf(started, 0.99).ms())
 	}
 }
