@@ -212,6 +212,9 @@ func checkFile(path string, opts Options) error {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return openError(path, err)
 		}
+		if newer := (*newerSchemaError)(nil); errors.As(err, &newer) {
+			return fmt.Errorf("open store %s: %w", path, err)
+		}
 		return fmt.Errorf("open store %s: %w: %w", path, errdefs.ErrStoreCorrupt, err)
 	}
 	return nil
@@ -306,6 +309,11 @@ func readAll(tx *bolt.Tx) error {
 			return errors.New("the meta bucket is missing")
 		}
 		return nil
+	}
+	// A later podsync's records may not decode here: that is a newer
+	// store, not a corrupt one.
+	if v := getInt(tx.Bucket(bucketMeta), keySchema); v > schemaVersion {
+		return &newerSchemaError{version: v}
 	}
 	pods, names, log := tx.Bucket(bucketPods), tx.Bucket(bucketNames), tx.Bucket(bucketLog)
 	if pods == nil || names == nil || log == nil {

@@ -60,8 +60,8 @@ func TestOpenCorruptFile(t *testing.T) {
 	if len(good) < 8*page {
 		t.Fatalf("the store is %d bytes, want several pages", len(good))
 	}
-	// The page holding the first pod record's JSON, and the last page.
-	recPage := bytes.Index(good, []byte(`"configMaps"`)) / page
+	// The page holding the first pod record, and the last page.
+	recPage := bytes.Index(good, recordMagic) / page
 	if recPage < 2 {
 		t.Fatalf("no record page found")
 	}
@@ -104,9 +104,13 @@ func TestOpenCorruptFile(t *testing.T) {
 		}, "checksum"},
 		{"record page zeroed", overwrite(recPage*page, make([]byte, page)), "bbolt"},
 		{"record page garbage", overwrite(recPage*page, garbage(page)), "bbolt"},
-		{"record JSON overwritten", func(d []byte) []byte {
-			i := bytes.Index(d, []byte(`"configMaps"`))
-			copy(d[i:], "\x00\x01\x02garbage")
+		{"record's fields overwritten", func(d []byte) []byte {
+			i := bytes.Index(d, recordMagic) + len(recordMagic)
+			copy(d[i:], "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01garbage")
+			return d
+		}, "pod uid"},
+		{"record's magic overwritten", func(d []byte) []byte {
+			copy(d[bytes.Index(d, recordMagic):], "\x00\x01\x02garbage")
 			return d
 		}, "pod uid"},
 		{"last page zeroed", overwrite(last*page, make([]byte, page)), ""},

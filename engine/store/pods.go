@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -203,9 +202,16 @@ func (s *Store) putPodTx(tx *bolt.Tx, st *txState, rec PodRecord) ([]byte, error
 			pod.Status = old.Pod.Status
 			next.Generation, next.CreatedAt = old.Generation, old.CreatedAt
 			next.CreateRevision, next.ModRevision = old.CreateRevision, old.ModRevision
-			data, err := json.Marshal(&next)
+			data, err := encodeRecord(&next)
 			if err != nil {
 				return fmt.Errorf("put pod %s: %w", ref, err)
+			}
+			if !bytes.HasPrefix(oldData, recordMagic) {
+				// Stored as JSON (schema 1): compared in the encoding of
+				// today, the same pod is no change.
+				if oldData, err = encodeRecord(old); err != nil {
+					return fmt.Errorf("put pod %s: %w", ref, err)
+				}
 			}
 			if bytes.Equal(data, oldData) {
 				out = bytes.Clone(oldData) // bbolt's memory is valid only in the transaction
@@ -220,7 +226,7 @@ func (s *Store) putPodTx(tx *bolt.Tx, st *txState, rec PodRecord) ([]byte, error
 		if oldData == nil {
 			next.CreateRevision = next.ModRevision
 		}
-		data, err := json.Marshal(&next)
+		data, err := encodeRecord(&next)
 		if err != nil {
 			return fmt.Errorf("put pod %s: %w", ref, err)
 		}
@@ -440,7 +446,7 @@ func (s *Store) MarkDeletingIf(uid types.UID, gracePeriodSeconds *int64, c Condi
 		rec.Pod.DeletionGracePeriodSeconds = &grace
 		rec.Generation++
 		rec.ModRevision = st.bump()
-		if out, err = json.Marshal(rec); err != nil {
+		if out, err = encodeRecord(rec); err != nil {
 			return fmt.Errorf("mark pod %s deleting: %w", rec.Ref(), err)
 		}
 		return pods.Put([]byte(uid), out)
@@ -550,17 +556,6 @@ func nameKey(namespace, name string) []byte {
 	k = append(k, namespace...)
 	k = append(k, 0)
 	return append(k, name...)
-}
-
-func decodeRecord(data []byte) (*PodRecord, error) {
-	rec := &PodRecord{}
-	if err := json.Unmarshal(data, rec); err != nil {
-		return nil, fmt.Errorf("decode pod record: %w", err)
-	}
-	if rec.Pod == nil {
-		return nil, fmt.Errorf("decode pod record: %w: no pod", errdefs.ErrStoreCorrupt)
-	}
-	return rec, nil
 }
 
 func decodeRedacted(data []byte) (*PodRecord, error) {

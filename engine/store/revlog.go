@@ -202,11 +202,13 @@ func (s *Store) Append(changes ...Change) (int64, error) {
 			switch c.Kind {
 			case KindStatus:
 				c.Status = c.Status.DeepCopy()
-				old, err := json.Marshal(&rec.Pod.Status)
+				// Compared in the API's protobuf, which is deterministic
+				// and, as its JSON, keeps times to the second.
+				old, err := rec.Pod.Status.Marshal()
 				if err != nil {
 					return fmt.Errorf("append status of pod %s: %w", c.Pod, err)
 				}
-				next, err := json.Marshal(c.Status)
+				next, err := c.Status.Marshal()
 				if err != nil {
 					return fmt.Errorf("append status of pod %s: %w", c.Pod, err)
 				}
@@ -234,7 +236,7 @@ func (s *Store) Append(changes ...Change) (int64, error) {
 			if !t.changed {
 				continue
 			}
-			data, err := json.Marshal(t.rec)
+			data, err := encodeRecord(t.rec)
 			if err != nil {
 				return fmt.Errorf("append status of pod %s: %w", t.rec.Ref(), err)
 			}

@@ -8,10 +8,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	testclock "k8s.io/utils/clock/testing"
 
@@ -115,6 +117,26 @@ func TestSinceExactlyOnceAfterReopen(t *testing.T) {
 	}
 	if _, err := s.Since(-1); !errors.Is(err, errdefs.ErrInvalidRecord) {
 		t.Errorf("Since(-1): %v, want errdefs.ErrInvalidRecord", err)
+	}
+}
+
+// TestAppendStatusTimesToTheSecond: the store keeps a status's times to
+// the second, as the API's JSON and protobuf keep them: a time within the
+// stored one's second is no change, a second later is one.
+func TestAppendStatusTimesToTheSecond(t *testing.T) {
+	s := openTest(t, Options{})
+	pod := testPod("default", "web", "uid-1")
+	mustPut(t, s, pod)
+	started := time.Date(2026, 12, 7, 3, 4, 5, 0, time.UTC)
+	status := func(d time.Duration) Change {
+		return StatusChange(RefOf(pod), &corev1.PodStatus{Phase: corev1.PodPending, StartTime: &metav1.Time{Time: started.Add(d)}})
+	}
+	rev := mustAppend(t, s, status(0))
+	if again := mustAppend(t, s, status(999*time.Millisecond)); again != rev {
+		t.Errorf("a start time within the same second moved the revision from %d to %d", rev, again)
+	}
+	if later := mustAppend(t, s, status(time.Second)); later == rev {
+		t.Errorf("a start time a second later did not move the revision from %d", rev)
 	}
 }
 

@@ -39,13 +39,21 @@ const (
 	DefaultLockTimeout    = time.Second
 )
 
-// schemaVersion is the layout of the buckets below; Open refuses a file
-// with a newer one.
-const schemaVersion = 1
+// newerSchemaError is a store of a later podsync's schema.
+type newerSchemaError struct{ version int64 }
+
+func (e *newerSchemaError) Error() string {
+	return fmt.Sprintf("schema version %d is newer than this podsync's (%d)", e.version, schemaVersion)
+}
+
+// schemaVersion is the layout of the buckets below and the encoding of
+// their records; Open refuses a file with a newer one. Schema 2 stores pod
+// records in protobuf (codec.go), schema 1 stored them as JSON.
+const schemaVersion = 2
 
 var (
 	bucketMeta  = []byte("meta")
-	bucketPods  = []byte("pods")      // uid -> PodRecord (JSON)
+	bucketPods  = []byte("pods")      // uid -> PodRecord (codec.go)
 	bucketNames = []byte("pod_names") // namespace \x00 name -> uid
 	bucketLog   = []byte("log")       // revision (8 bytes, big endian) -> entry (JSON)
 	// bucketDeleted holds the pods Delete removed (uid -> the deletion's
@@ -152,7 +160,7 @@ type Store struct {
 	queue []*writeReq
 
 	// decoded caches the redacted record decoded from each pod's bytes:
-	// List and GetByName hand out copies rather than decode JSON again
+	// List and GetByName hand out copies rather than decode again
 	// (200 pods: 3 ms and 14k allocations a List).
 	decoded *recordCache
 	// key is NodeKey's.
@@ -248,12 +256,15 @@ func (s *Store) init() (err error) {
 			return fmt.Errorf("open store %s: %w", s.path, err)
 		}
 		switch v := getInt(meta, keySchema); {
-		case v == 0:
+		case v < schemaVersion:
+			// New, or of schema 1, whose JSON records still decode: from
+			// here on records are written in schema 2's encoding, which
+			// a podsync of schema 1 cannot read, and so refuses the file.
 			if err := putInt(meta, keySchema, schemaVersion); err != nil {
 				return fmt.Errorf("open store %s: %w", s.path, err)
 			}
 		case v > schemaVersion:
-			return fmt.Errorf("open store %s: schema version %d is newer than this podsync's (%d)", s.path, v, schemaVersion)
+			return fmt.Errorf("open store %s: %w", s.path, &newerSchemaError{version: v})
 		}
 		for _, b := range [][]byte{bucketPods, bucketNames, bucketLog, bucketDeleted, bucketObjects} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
