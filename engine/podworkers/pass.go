@@ -2,7 +2,6 @@ package podworkers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -254,12 +253,12 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// sameStatus compares statuses as the store does: by their JSON, in which
-// times have a resolution of one second.
+// sameStatus compares statuses as the store does: by their protobuf, which
+// is deterministic and, as their JSON, keeps times to the second.
 func sameStatus(a, b *corev1.PodStatus) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
+	pa, err1 := a.Marshal()
+	pb, err2 := b.Marshal()
+	return err1 == nil && err2 == nil && string(pa) == string(pb)
 }
 
 // runningContainers lists the newest running instance of each container
