@@ -363,8 +363,15 @@ func (b *scaleBench) runPodsync(ctx context.Context, r *scaleRun) (err error) {
 	_ = os.RemoveAll(dir)
 	var kc kubernetes.Interface
 	var watchesB float64
+	var stateDir string
+	if sc.nodeState != "" {
+		if stateDir, err = os.MkdirTemp(sc.nodeState, "podsync-scale-"); err != nil {
+			return fmt.Errorf("the hollow nodes' state directory: %w", err)
+		}
+		defer func() { err = errors.Join(err, os.RemoveAll(stateDir)) }()
+	}
 	c, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, RepoDir: b.repo, KubeBin: b.kubeBin,
-		Hollow: true, Nodes: r.nodes, HollowBin: b.hollowBin, VKBin: b.vkBin, VKs: sc.vks,
+		Hollow: true, Nodes: r.nodes, HollowBin: b.hollowBin, VKBin: b.vkBin, VKs: sc.vks, StateDir: stateDir,
 		// The nodes' own logs: warnings only, a hundred of them share the disk.
 		PodsyncdArgs: []string{"--log-level=warn"},
 		Say:          func(f string, a ...any) { b.log.Info(fmt.Sprintf(f, a...)) },

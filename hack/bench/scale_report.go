@@ -336,7 +336,15 @@ func renderScaleMethod(w *strings.Builder, sc scaleConfig) {
 		"`--node-monitor-grace-period` %s) and stopped after the run:\n\n", localkube.Version, localcluster.NodeMonitorGracePeriod)
 	p("- **podsync**: N hollow podsync nodes (`hack/hollow`: podsyncd itself — store, pod workers, planner, syncer,\n" +
 		"  watcher, server — on an in-process simulated runtime, one process per node, `--log-level=warn`) behind\n")
-	p("  %d podsync-vk process(es), started by `internal/testing/localcluster`.\n", sc.vks)
+	p("  %d podsync-vk process(es), started by `internal/testing/localcluster`. ", sc.vks)
+	if sc.nodeState != "" {
+		p("Each hollow node keeps its state (store, pod\n"+
+			"  directories and volumes, pod logs) in %s, a tmpfs (`-scale-node-state`): a hundred real nodes share no\n"+
+			"  disk, and on this machine's one disk ext4 making the pods' directories and files was most of a hollow node's CPU.\n", sc.nodeState)
+	} else {
+		p("Each hollow node keeps its state (store, pod\n" +
+			"  directories and volumes, pod logs) on the machine's one disk (`-scale-node-state disk`), with all the others.\n")
+	}
 	p("- **kwok**: N Nodes kwok manages (one `kwok` process, its fast node and pod stages and the lease\n" +
 		"  heartbeat, as kwokctl's defaults). kwok fakes the node agents with no work at all: it is the floor.\n\n")
 	p("podsync-vk and kwok run as one user, bound to `cluster-admin`, whose requests a flow schema of their own\n" +

@@ -20,7 +20,7 @@ func TestScaleFlags(t *testing.T) {
 	}
 	sc := cfg.scale
 	if !sc.enabled || strings.Join(strings.Fields(joinInts(sc.nodes)), "") != "5,50" || sc.pods != 10 || sc.vks != 2 || sc.spread ||
-		sc.runs != 1 || sc.kwokVersion != scaleDefaultKwok || sc.idle != 15*time.Second {
+		sc.runs != 1 || sc.kwokVersion != scaleDefaultKwok || sc.idle != 15*time.Second || sc.nodeState != defaultNodeState {
 		t.Errorf("scale config %+v", sc)
 	}
 	if cfg.out != "/repo/"+scaleReportFile {
@@ -32,10 +32,17 @@ func TestScaleFlags(t *testing.T) {
 	if cfg, err := parseFlags(nil, "/repo"); err != nil || cfg.scale.enabled || cfg.out != "/repo/BENCHMARKS.md" {
 		t.Errorf("without -scale: %+v, %q, %v", cfg.scale, cfg.out, err)
 	}
+	if cfg, err := parseFlags([]string{"-scale", "-scale-node-state", "disk"}, "/repo"); err != nil || cfg.scale.nodeState != "" {
+		t.Errorf("-scale-node-state disk: %q, %v; want the state on the disk", cfg.scale.nodeState, err)
+	}
+	dir := t.TempDir()
+	if cfg, err := parseFlags([]string{"-scale", "-scale-node-state", dir}, "/repo"); err != nil || cfg.scale.nodeState != dir {
+		t.Errorf("-scale-node-state %s: %q, %v", dir, cfg.scale.nodeState, err)
+	}
 	for _, bad := range [][]string{
 		{"-scale-nodes", "0"}, {"-scale-nodes", "x"}, {"-scale-pods", "200"}, {"-scale-nodes", "4", "-scale-vks", "5"},
 		{"-scale-placement", "random"}, {"-scale-runs", "0"}, {"-kwok-version", "latest"},
-		{"-scale-idle", "-1s"},
+		{"-scale-idle", "-1s"}, {"-scale-node-state", "/no/such/dir"},
 	} {
 		if _, err := parseFlags(append([]string{"-scale"}, bad...), "/repo"); err == nil {
 			t.Errorf("%q: no error", bad)

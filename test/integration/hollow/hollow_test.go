@@ -28,24 +28,38 @@ import (
 )
 
 // startCluster starts a control plane with two hollow podsync nodes
-// behind one podsync-vk, stopped when the test ends (its directory kept
-// if the test failed), and returns it with the admin's clientset.
+// behind one podsync-vk, their state on /dev/shm as the scale benchmark
+// keeps it, stopped when the test ends (its directory kept if the test
+// failed), and returns it with the admin's clientset.
 func startCluster(t *testing.T) (*localcluster.Cluster, kubernetes.Interface) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "podsync-hollow-")
 	if err != nil {
 		t.Fatal(err)
 	}
+	state, err := os.MkdirTemp("/dev/shm", "podsync-hollow-state-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(state) })
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	c, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, RepoDir: repo, KubeBin: kubeBin,
-		Hollow: true, Nodes: 2, HollowBin: hollowBin, VKBin: vkBin, Say: t.Logf})
+		Hollow: true, Nodes: 2, HollowBin: hollowBin, VKBin: vkBin, StateDir: state, Say: t.Logf})
 	if err != nil {
 		t.Fatalf("start the cluster (logs in %s): %v", dir, err)
+	}
+	for _, n := range c.Nodes {
+		if !strings.HasPrefix(n.Socket, state+"/") {
+			t.Errorf("node %s's socket %s is not in its state directory %s", n.Name, n.Socket, state)
+		}
 	}
 	t.Cleanup(func() {
 		if err := c.Stop(context.WithoutCancel(t.Context())); err != nil {
 			t.Error(err)
+		}
+		if left, err := os.ReadDir(state); err != nil || len(left) > 0 {
+			t.Errorf("the nodes' state directory after Stop: %v, %v; want it empty", left, err)
 		}
 		if t.Failed() {
 			t.Logf("logs kept in %s", dir)
