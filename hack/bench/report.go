@@ -565,4 +565,22 @@ store on disk; 3 counts of 5 batches each, on a 2-core machine running CI at the
 | store syncs (fdatasync, fsync) per pod | 3.16–3.45 | 0.44–0.57 |
 | time of a batch of 30 | 0.32–0.57 s | 0.11–0.15 s |
 
+Round 6 (issue 40, the store's encoding). A pass decodes and encodes its pod's stored record several
+times (Put, the pass's Append, MarkDeleting, Delete, the lookups by name), and encoding/json was a sixth
+of the engine's CPU in ` + "`BenchmarkNodeApplyNewPod`" + ` (decodeRecord alone 15 %). A pod's record is now the
+API's own protobuf (k8s.io/api's generated code, as the API server keeps objects in etcd) in a small
+envelope: the store's schema 2; schema 1's JSON records still read. Before (5c76117) and after (fc3688f)
+in one sitting on a quiet 2-core machine:
+
+| figure | before | after |
+|---|---|---|
+| a record as a hollow node holds it (a pod, its kube-root-ca.crt and token): decode / encode, 3 counts | 66–74 / 18–20 µs | 10–12 / 5.6–6.6 µs |
+| ` + "`BenchmarkNodeApplyNewPod`" + `, time per Apply, median of 5 interleaved runs of 2,000 | 764 µs | 641 µs |
+| the same runs' process CPU (user + system), median | 6.43 s | 5.30 s |
+| allocations per Apply | 1,155 | 1,099 |
+| a hollow podsyncd's CPU per pod, 100 pods through SyncPod with their token and kube-root-ca.crt, its state on /dev/shm, 10 interleaved pairs | 2.2–3.7 ms | 2.5–3.4 ms |
+
+The last row is within its noise (10 ms clock ticks, ±0.1 ms a pod, and the order of a pair moved it
+more): the record's encoding is a small part of a node's work per pod, as round 4 found.
+
 `
