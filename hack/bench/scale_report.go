@@ -162,7 +162,8 @@ func renderScaleReport(res *scaleResults, cfg config) string {
 	p("make bench-scale                                      # 25, 50 and 100 nodes × 30 pods, podsync and kwok; rewrites %s\n", scaleReportFile)
 	p("make bench-scale BENCH_SCALE_FLAGS='-scale-nodes 5 -scale-pods 10 -out /tmp/scale.md'   # a few minutes, for development\n")
 	p("make bench-scale BENCH_SCALE_FLAGS='-scale-vks 4'      # the nodes shared by four podsync-vk\n")
-	p("make bench-scale BENCH_SCALE_FLAGS='-scale-placement spread -scale-runs 3'\n```\n\n")
+	p("make bench-scale BENCH_SCALE_FLAGS='-scale-placement spread -scale-runs 3'\n")
+	p("make bench-scale BENCH_SCALE_FLAGS='-scale-node-state disk'   # the hollow nodes' state on the disk, not /dev/shm\n```\n\n")
 	p("It needs neither root nor containerd; run it on a quiet machine: the control plane, the agents and the\n" +
 		"hollow nodes share its cores. The logs of the last run of each size stay in `.tmp/bench-scale`.\n")
 	return w.String()
