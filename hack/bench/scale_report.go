@@ -89,6 +89,24 @@ func (c *scaleCell) cpuPerPod() *sample {
 	return c.stat(func(r *scaleRun) float64 { return perPod(r.agentCPU, r) })
 }
 
+// workPerPod is cpuPerPod less the agent's idle rate with no pods over
+// the workload's window: its work per pod without the per-node
+// background (leases, health checks) that the window adds, which grows
+// with the nodes as the window does (the controller manager creates
+// pods at its own pace). Runs whose idle was not measured are left out.
+func (c *scaleCell) workPerPod() *sample {
+	s := &sample{}
+	for _, r := range c.runs {
+		switch {
+		case r.err != "":
+			s.errs = append(s.errs, r.err)
+		case r.idle.ok:
+			s.add(perPod(r.agentCPU-r.idle.empty*float64(r.nodes)*r.allRunning/1000, r))
+		}
+	}
+	return s
+}
+
 func (c *scaleCell) rssPerPod() *sample {
 	return c.stat(func(r *scaleRun) float64 { return perPod(float64(r.agentRSSAfter-r.agentRSSBefore), r) })
 }
@@ -214,6 +232,12 @@ func renderScaleTargets(w *strings.Builder, res *scaleResults, sc scaleConfig) {
 		}
 		p("| linear in nodes: %s at %d nodes ÷ at %d ≤ %.2f | %s | %s |\n", f.what, hi.nodes, lo.nodes, targetScaleLinearity,
 			ratioText(v), verdict(v, targetScaleLinearity))
+	}
+	// The CPU less each node's background over the window, which grows
+	// with the nodes: the work per pod, shown beside the target's figure.
+	if w, wl := hi.workPerPod(), lo.workPerPod(); w.ok() && wl.ok() && wl.median() > 0 {
+		p("| podsync-vk CPU per pod less its idle rate over the workload, %d nodes (shown, no target) | %s | — |\n", hi.nodes, medianOr(w, "%.2f ms"))
+		p("| linear in nodes: that figure at %d nodes ÷ at %d (shown, no target) | %.2f | — |\n", hi.nodes, lo.nodes, w.median()/wl.median())
 	}
 	p("\n")
 }
@@ -367,6 +391,9 @@ func renderScaleMethod(w *strings.Builder, sc scaleConfig) {
 	if sc.idle > 0 {
 		p("- **idle**: the agent's CPU (and the hollow nodes') over %s with nothing asked of it, in ms per second per\n"+
 			"  node served: after the %s settle with no pods yet, and %s after the last pod ran, with every pod running.\n", sc.idle, settle, settle)
+		p("  The agent's CPU per pod **less its idle rate** (shown beside the target, no target of its own) takes off\n" +
+			"  that rate with no pods × the nodes × the workload's window: the window grows with the nodes (the controller\n" +
+			"  manager creates pods at its own pace), and with it each node's background.\n")
 	}
 	p("- **watch streams**: the API server's open WATCH requests (`apiserver_longrunning_requests`) after the\n" +
 		"  workload less those before the agent started (the control plane's own).\n")

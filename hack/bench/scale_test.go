@@ -286,3 +286,37 @@ func TestCountRefused(t *testing.T) {
 		t.Error("countRefused of a missing log: nil error")
 	}
 }
+
+// TestScaleReportWorkPerPod: podsync-vk's CPU per pod less its idle rate
+// (no pods) over the workload's window is shown beside the target's
+// figure, with its growth in nodes, and only when idle was measured.
+func TestScaleReportWorkPerPod(t *testing.T) {
+	cfg, err := parseFlags([]string{"-scale", "-scale-nodes", "2,4", "-scale-pods", "2"}, "/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &scaleResults{started: time.Now(), finished: time.Now(), kubeVersion: "v1.37.2", kwokVersion: scaleDefaultKwok,
+		runs: []*scaleRun{
+			scaleRunOf(sysKwok, 2, 1, 10<<20, 10<<20, 100, 200, 300, 400),
+			scaleRunOf(sysPodsync, 2, 20, 20<<20, 21<<20, 100, 200, 300, 400),
+			scaleRunOf(sysKwok, 4, 1, 10<<20, 10<<20, 100, 100, 100, 100, 100, 100, 100, 1000),
+			scaleRunOf(sysPodsync, 4, 80, 20<<20, 30<<20, 100, 100, 100, 100, 100, 100, 100, 1000),
+		}}
+	const row = "| podsync-vk CPU per pod less its idle rate over the workload, 4 nodes (shown, no target) |"
+	if out := renderScaleReport(res, cfg); strings.Contains(out, row) {
+		t.Errorf("without idle figures the report shows %q", row)
+	}
+	res.runs[1].idle = idleCPU{empty: 1, loaded: 1, ok: true}
+	res.runs[3].idle = idleCPU{empty: 1, loaded: 1, ok: true}
+	out := renderScaleReport(res, cfg)
+	for _, want := range []string{
+		// (80 ms − 1 ms/s × 4 nodes × 1 s) ÷ 8 pods; at 2 nodes (20 − 1 × 2 × 0.4) ÷ 4 = 4.80.
+		row + " 9.50 ms | — |",
+		"| linear in nodes: that figure at 4 nodes ÷ at 2 (shown, no target) | 1.98 | — |",
+		"| podsync-vk CPU ≤ 1 ms per pod, 4 nodes | 10.00 ms | ❌ over |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
