@@ -157,7 +157,7 @@ func (p *Workers) record(ctx context.Context, w *worker, pod *corev1.Pod, res sy
 	status := podstatus.ComputePodStatus(pod, res.View, p.prober.Results(pod.UID), now, p.passStatusOptions(w, res))
 	changes := w.stepEvents(pod, res)
 	sb := sandboxIn(res.View, res.SandboxID)
-	if !sameStatus(&pod.Status, &status) {
+	if !store.SameStatus(&pod.Status, &status) {
 		c := store.StatusChange(store.RefOf(pod), &status)
 		c.Sandbox = storedSandbox(sb)
 		changes = append(changes, c)
@@ -253,14 +253,6 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// sameStatus compares statuses as the store does: by their protobuf, which
-// is deterministic and, as their JSON, keeps times to the second.
-func sameStatus(a, b *corev1.PodStatus) bool {
-	pa, err1 := a.Marshal()
-	pb, err2 := b.Marshal()
-	return err1 == nil && err2 == nil && string(pa) == string(pb)
-}
-
 // runningContainers lists the newest running instance of each container
 // for the prober.
 func runningContainers(pod *corev1.Pod, view model.RuntimeView, cfg criconfig.Options) []prober.RunningContainer {
@@ -305,7 +297,7 @@ func (p *Workers) terminate(ctx context.Context, w *worker, rec *store.PodRecord
 	// deleted pod's before its API object goes: watchers and the caller
 	// see how the containers ended, not a guess.
 	final := podstatus.ComputePodStatus(pod, res.View, p.prober.Results(pod.UID), p.clock.Now(), p.passStatusOptions(w, res))
-	if !sameStatus(&pod.Status, &final) {
+	if !store.SameStatus(&pod.Status, &final) {
 		c := store.StatusChange(store.RefOf(pod), &final)
 		c.Sandbox = storedSandbox(sandboxIn(res.View, res.SandboxID))
 		changes = append(changes, c)
@@ -375,7 +367,7 @@ func (p *Workers) publishObserved(ctx context.Context, w *worker, pod *corev1.Po
 	}
 	status := podstatus.ComputePodStatus(pod, view, p.prober.Results(pod.UID), p.clock.Now(),
 		p.passStatusOptions(w, syncer.SyncResult{Plan: actions}))
-	if sameStatus(&pod.Status, &status) {
+	if store.SameStatus(&pod.Status, &status) {
 		return
 	}
 	// The sandbox the containers ran in: the one the plan keeps, else

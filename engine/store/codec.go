@@ -123,6 +123,16 @@ func appendObject(b []byte, n protowire.Number, apiVersion, kind string, obj api
 	return b, nil
 }
 
+// SameStatus reports whether a and b are the same status as the store
+// keeps it: equal in the API's protobuf, which is deterministic and, as
+// its JSON, keeps times to the second. Append drops a status that is the
+// same as the stored one; the pod workers ask it too.
+func SameStatus(a, b *corev1.PodStatus) bool {
+	pa, err1 := a.Marshal()
+	pb, err2 := b.Marshal()
+	return err1 == nil && err2 == nil && bytes.Equal(pa, pb)
+}
+
 // decodeRecord decodes a stored pod record, of either schema.
 func decodeRecord(data []byte) (*PodRecord, error) {
 	rec := &PodRecord{}

@@ -294,3 +294,36 @@ func TestOpenNewerSchema(t *testing.T) {
 		t.Error("the refused store file was written to")
 	}
 }
+
+// TestSameStatus: statuses are the same as the store keeps them: times to
+// the second, an empty list as none; any field changed is a change.
+func TestSameStatus(t *testing.T) {
+	at := time.Date(2026, 12, 7, 3, 4, 5, 0, time.UTC)
+	base := func() *corev1.PodStatus {
+		return &corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.88.0.5", StartTime: &metav1.Time{Time: at},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "web", Ready: true, RestartCount: 1,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}}}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*corev1.PodStatus)
+		same   bool
+	}{
+		{"unchanged", func(*corev1.PodStatus) {}, true},
+		{"a time within its second", func(s *corev1.PodStatus) { s.StartTime = &metav1.Time{Time: at.Add(900 * time.Millisecond)} }, true},
+		{"an empty list for none", func(s *corev1.PodStatus) { s.InitContainerStatuses = []corev1.ContainerStatus{} }, true},
+		{"a time a second later", func(s *corev1.PodStatus) { s.StartTime = &metav1.Time{Time: at.Add(time.Second)} }, false},
+		{"phase", func(s *corev1.PodStatus) { s.Phase = corev1.PodSucceeded }, false},
+		{"a container's readiness", func(s *corev1.PodStatus) { s.ContainerStatuses[0].Ready = false }, false},
+		{"a restart", func(s *corev1.PodStatus) { s.ContainerStatuses[0].RestartCount = 2 }, false},
+		{"a condition's reason", func(s *corev1.PodStatus) { s.Conditions[0].Reason = "PodCompleted" }, false},
+		{"no start time", func(s *corev1.PodStatus) { s.StartTime = nil }, false},
+	} {
+		b := base()
+		tc.change(b)
+		if got := SameStatus(base(), b); got != tc.same {
+			t.Errorf("%s: SameStatus = %v, want %v", tc.name, got, tc.same)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -202,17 +201,7 @@ func (s *Store) Append(changes ...Change) (int64, error) {
 			switch c.Kind {
 			case KindStatus:
 				c.Status = c.Status.DeepCopy()
-				// Compared in the API's protobuf, which is deterministic
-				// and, as its JSON, keeps times to the second.
-				old, err := rec.Pod.Status.Marshal()
-				if err != nil {
-					return fmt.Errorf("append status of pod %s: %w", c.Pod, err)
-				}
-				next, err := c.Status.Marshal()
-				if err != nil {
-					return fmt.Errorf("append status of pod %s: %w", c.Pod, err)
-				}
-				if bytes.Equal(old, next) {
+				if SameStatus(&rec.Pod.Status, c.Status) {
 					continue
 				}
 				rec.Pod.Status = *c.Status
