@@ -43,10 +43,9 @@ const (
 	objRaw            protowire.Number = 3 // bytes, the type's protobuf
 )
 
-// apiObject is what an object of a record is in k8s.io/api: its protobuf
-// methods, and its apiVersion and kind.
+// apiObject is what an object of a record is in k8s.io/api: the protobuf
+// methods the codec calls (its apiVersion and kind go beside it).
 type apiObject interface {
-	Size() int
 	MarshalToSizedBuffer([]byte) (int, error)
 	Unmarshal([]byte) error
 }
@@ -56,19 +55,20 @@ func encodeRecord(rec *PodRecord) ([]byte, error) {
 	if rec.Pod == nil {
 		return nil, fmt.Errorf("encode pod record: %w: no pod", errdefs.ErrInvalidRecord)
 	}
-	b := make([]byte, 0, 64+rec.Pod.Size())
+	podSize := rec.Pod.Size()
+	b := make([]byte, 0, 64+podSize)
 	b = append(b, recordMagic...)
 	var err error
-	if b, err = appendObject(b, recPod, rec.Pod.APIVersion, rec.Pod.Kind, rec.Pod); err != nil {
+	if b, err = appendObject(b, recPod, rec.Pod.APIVersion, rec.Pod.Kind, rec.Pod, podSize); err != nil {
 		return nil, err
 	}
 	for _, cm := range rec.ConfigMaps {
-		if b, err = appendObject(b, recConfigMap, cm.APIVersion, cm.Kind, cm); err != nil {
+		if b, err = appendObject(b, recConfigMap, cm.APIVersion, cm.Kind, cm, cm.Size()); err != nil {
 			return nil, err
 		}
 	}
 	for _, s := range rec.Secrets {
-		if b, err = appendObject(b, recSecret, s.APIVersion, s.Kind, s); err != nil {
+		if b, err = appendObject(b, recSecret, s.APIVersion, s.Kind, s, s.Size()); err != nil {
 			return nil, err
 		}
 	}
@@ -93,8 +93,9 @@ func appendInt(b []byte, n protowire.Number, v int64) []byte {
 	return protowire.AppendVarint(b, uint64(v))
 }
 
-func appendObject(b []byte, n protowire.Number, apiVersion, kind string, obj apiObject) ([]byte, error) {
-	size := obj.Size()
+// appendObject appends obj, whose protobuf is size bytes (its Size), as
+// field n: the caller has its size already.
+func appendObject(b []byte, n protowire.Number, apiVersion, kind string, obj apiObject, size int) ([]byte, error) {
 	inner := 0
 	if apiVersion != "" {
 		inner += protowire.SizeTag(objAPIVersion) + protowire.SizeBytes(len(apiVersion))
@@ -148,8 +149,6 @@ func decodeRecord(data []byte) (*PodRecord, error) {
 	}
 	return rec, nil
 }
-
-var errTruncated = errors.New("truncated field")
 
 func (rec *PodRecord) unmarshal(b []byte) error {
 	var createdSec, createdNsec int64
@@ -243,7 +242,7 @@ func unmarshalObject(b []byte, apiVersion, kind *string, obj apiObject) error {
 		}
 		v, l := protowire.ConsumeBytes(b)
 		if l < 0 {
-			return errTruncated
+			return protowire.ParseError(l)
 		}
 		b = b[l:]
 		switch n {
