@@ -199,22 +199,27 @@ func scaleRunOf(sys scaleSystem, nodes int, cpu float64, rssB, rssA int64, ms ..
 	return r
 }
 
+// smallScaleResults is the config of a small run (2 and 4 nodes × 2
+// pods) and its results made of runs.
+func smallScaleResults(t *testing.T, runs ...*scaleRun) (config, *scaleResults) {
+	t.Helper()
+	cfg, err := parseFlags([]string{"-scale", "-scale-nodes", "2,4", "-scale-pods", "2"}, "/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, &scaleResults{started: time.Now(), finished: time.Now(), kubeVersion: "v1.37.2", kwokVersion: scaleDefaultKwok, runs: runs}
+}
+
 // TestScaleReport: the report's verdicts follow the figures — p99, the
 // ratio to kwok paired round by round, podsync-vk's per-pod costs and
 // their growth with the node count — and a kwok that failed fails its
 // columns and says why, never drops them.
 func TestScaleReport(t *testing.T) {
-	cfg, err := parseFlags([]string{"-scale", "-scale-nodes", "2,4", "-scale-pods", "2"}, "/repo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := &scaleResults{started: time.Now(), finished: time.Now(), kubeVersion: "v1.37.2", kwokVersion: scaleDefaultKwok,
-		runs: []*scaleRun{
-			scaleRunOf(sysKwok, 2, 1, 10<<20, 10<<20, 100, 200, 300, 400),
-			scaleRunOf(sysPodsync, 2, 2, 20<<20, 21<<20, 100, 200, 300, 440), // p99 ≈ 436 ms: 1.1× kwok
-			scaleRunOf(sysKwok, 4, 1, 10<<20, 10<<20, 100, 100, 100, 100, 100, 100, 100, 1000),
-			scaleRunOf(sysPodsync, 4, 8, 20<<20, 30<<20, 100, 100, 100, 100, 100, 100, 100, 6000),
-		}}
+	cfg, res := smallScaleResults(t,
+		scaleRunOf(sysKwok, 2, 1, 10<<20, 10<<20, 100, 200, 300, 400),
+		scaleRunOf(sysPodsync, 2, 2, 20<<20, 21<<20, 100, 200, 300, 440), // p99 ≈ 436 ms: 1.1× kwok
+		scaleRunOf(sysKwok, 4, 1, 10<<20, 10<<20, 100, 100, 100, 100, 100, 100, 100, 1000),
+		scaleRunOf(sysPodsync, 4, 8, 20<<20, 30<<20, 100, 100, 100, 100, 100, 100, 100, 6000))
 	// Idle CPU per node served, measured in the 4-node runs only.
 	res.runs[2].idle = idleCPU{empty: 0.1, loaded: 0.25, ok: true}
 	res.runs[3].idle = idleCPU{empty: 0.5, loaded: 1.25, ok: true}
@@ -291,17 +296,11 @@ func TestCountRefused(t *testing.T) {
 // (no pods) over the workload's window is shown beside the target's
 // figure, with its growth in nodes, and only when idle was measured.
 func TestScaleReportWorkPerPod(t *testing.T) {
-	cfg, err := parseFlags([]string{"-scale", "-scale-nodes", "2,4", "-scale-pods", "2"}, "/repo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := &scaleResults{started: time.Now(), finished: time.Now(), kubeVersion: "v1.37.2", kwokVersion: scaleDefaultKwok,
-		runs: []*scaleRun{
-			scaleRunOf(sysKwok, 2, 1, 10<<20, 10<<20, 100, 200, 300, 400),
-			scaleRunOf(sysPodsync, 2, 20, 20<<20, 21<<20, 100, 200, 300, 400),
-			scaleRunOf(sysKwok, 4, 1, 10<<20, 10<<20, 100, 100, 100, 100, 100, 100, 100, 1000),
-			scaleRunOf(sysPodsync, 4, 80, 20<<20, 30<<20, 100, 100, 100, 100, 100, 100, 100, 1000),
-		}}
+	cfg, res := smallScaleResults(t,
+		scaleRunOf(sysKwok, 2, 1, 10<<20, 10<<20, 100, 200, 300, 400),
+		scaleRunOf(sysPodsync, 2, 20, 20<<20, 21<<20, 100, 200, 300, 400),
+		scaleRunOf(sysKwok, 4, 1, 10<<20, 10<<20, 100, 100, 100, 100, 100, 100, 100, 1000),
+		scaleRunOf(sysPodsync, 4, 80, 20<<20, 30<<20, 100, 100, 100, 100, 100, 100, 100, 1000))
 	const row = "| podsync-vk CPU per pod less its idle rate over the workload, 4 nodes (shown, no target) |"
 	if out := renderScaleReport(res, cfg); strings.Contains(out, row) {
 		t.Errorf("without idle figures the report shows %q", row)
