@@ -160,7 +160,9 @@ func renderKubeletMethod(w *strings.Builder, res *results, cfg config) {
 		"  Its CPU is its threads' schedstat plus its waited-for children's ticks.\n")
 	p("- **Restart after an external stop:** %d pods run (RunPods, restartPolicy Always; or static pods);\n"+
 		"  for each in turn `crictl stop --timeout 0` of its container, timed from the command's return until\n"+
-		"  CRI lists another RUNNING container of the pod (the first restart: no back-off).\n", restartPods)
+		"  CRI lists another RUNNING container of the pod (the first restart: no back-off). The floor: the same\n"+
+		"  pods through CRI as the raw baseline makes them, whose next container the bench itself creates and\n"+
+		"  starts the moment the stop returns (an agent that reacts in no time).\n", restartPods)
 	p("- **Idle node:** %d pods run (RunPods in batches of %d, or static pods), %s to settle, then %s with\n"+
 		"  nothing changing: CPU-seconds per minute of the agent (threads' schedstat + children), of containerd\n"+
 		"  (with its waited-for children) and of its shims (with runc), from CPU time, not wall time; the agent's\n"+

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -220,5 +221,32 @@ func TestIdleSkippedAtDeadlineFailsNothing(t *testing.T) {
 	renderFailures(&w, res)
 	if want := "- containerd 2.x, idle node: podsyncd with 250 pods skipped: the run passed its -deadline"; !strings.Contains(w.String(), want) {
 		t.Errorf("failures lack %q:\n%s", want, w.String())
+	}
+}
+
+// TestRenderRestartFloor: the restart section shows the floor (the bench
+// restarting the container itself) and its ratio to the kubelet beside
+// podsync's, and a floor that failed leaves its ratio unjudged.
+func TestRenderRestartFloor(t *testing.T) {
+	fr := &flavourResult{flavour: "2", version: "containerd 2.x",
+		restart: &restartResult{podsync: sample{vals: []float64{160}}, kubelet: sample{vals: []float64{800}}, floor: sample{vals: []float64{150}}}}
+	var w strings.Builder
+	renderRestart(&w, fr)
+	got := w.String()
+	for _, want := range []string{
+		"| floor: the bench creates and starts the next container itself as the stop returns | 150 ms (150 ms–150 ms) |",
+		"| podsync ÷ kubelet (medians) | 0.20 |",
+		"| floor ÷ kubelet (medians): the least the ratio can be on this runtime | 0.19 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+	fr.restart.floor = sample{}
+	fr.restart.floor.fail(errors.New("RunPodSandbox: refused"))
+	w.Reset()
+	renderRestart(&w, fr)
+	if strings.Contains(w.String(), "the least the ratio can be on this runtime | 0.") {
+		t.Errorf("a failed floor's ratio is shown:\n%s", w.String())
 	}
 }

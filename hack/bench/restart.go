@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/podsync/podsync/engine/model"
 )
 
@@ -24,10 +26,12 @@ const targetRestartVsKubelet = 0.2
 
 // restartResult is the restart-after-an-external-stop rows of one
 // flavour: from the return of `crictl stop -t 0` of a pod's container
-// until a new container of the pod runs (CRI poll), ms.
+// until a new container of the pod runs (CRI poll), ms. floor is the
+// bench itself creating and starting the new container the moment the
+// stop returns: an agent that reacts in no time, the runtime's share.
 type restartResult struct {
-	podsync, kubelet sample
-	errs             []string
+	podsync, kubelet, floor sample
+	errs                    []string
 }
 
 // restartAfterStop runs restartPods pods through podsyncd (RunPods,
@@ -46,7 +50,14 @@ func (b *bench) restartAfterStop(ctx context.Context, e *env) *restartResult {
 			log.Error("restart after stop, kubelet", zap.Error(err))
 		}
 	}
-	log.Info("restart after stop done", zap.String("podsync", res.podsync.ms()), zap.String("kubelet", res.kubelet.ms()))
+	if ctx.Err() == nil {
+		if err := restartFloor(ctx, e, res); err != nil {
+			res.errs = append(res.errs, "floor: "+err.Error())
+			log.Error("restart after stop, floor", zap.Error(err))
+		}
+	}
+	log.Info("restart after stop done", zap.String("podsync", res.podsync.ms()), zap.String("kubelet", res.kubelet.ms()),
+		zap.String("floor", res.floor.ms()))
 	return res
 }
 
@@ -83,11 +94,61 @@ func (b *bench) restartKubelet(ctx context.Context, e *env, res *restartResult) 
 	return errors.Join(err, b.endKubelet(ctx, e, k))
 }
 
+// restartFloor runs restartPods pods through CRI as the raw baseline
+// does (podsyncd leaves them alone), then stops each one's container as
+// the other rows do and, as soon as the stop returns, creates and starts
+// its next attempt itself: what a restart costs with an agent that
+// reacts in no time.
+func restartFloor(ctx context.Context, e *env, res *restartResult) error {
+	raws, err := e.rawPods(newPods("rf", restartPods))
+	if err != nil {
+		res.floor.fail(err)
+		return err
+	}
+	sandboxes := make([]string, len(raws))
+	for i, p := range raws {
+		if sandboxes[i], err = e.rt.RunPodSandbox(ctx, p.sandbox, ""); err != nil {
+			break
+		}
+		var id string
+		if id, err = e.rt.CreateContainer(ctx, sandboxes[i], p.container, p.sandbox); err != nil {
+			break
+		}
+		if err = e.rt.StartContainer(ctx, id); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = e.waitRunning(ctx, rawUIDs(raws))
+	}
+	if err != nil {
+		res.floor.fail(err)
+		return errors.Join(err, e.cleanAll(ctx))
+	}
+	for i, p := range raws {
+		next := proto.CloneOf(p.container)
+		next.Metadata.Attempt = 1
+		ms, err := e.stopAndTime(ctx, p.uid, func(ctx context.Context) error {
+			id, err := e.rt.CreateContainer(ctx, sandboxes[i], next, p.sandbox)
+			if err != nil {
+				return fmt.Errorf("CreateContainer: %w", err)
+			}
+			return e.rt.StartContainer(ctx, id)
+		})
+		if err != nil {
+			res.floor.fail(fmt.Errorf("pod %d: %w", i, err))
+			continue
+		}
+		res.floor.add(ms)
+	}
+	return e.cleanAll(ctx)
+}
+
 // stopEach stops each pod's container in turn and records the time to
 // its restart in s.
 func (e *env) stopEach(ctx context.Context, pods []*corev1.Pod, s *sample) {
 	for _, p := range pods {
-		ms, err := e.stopAndTime(ctx, p.UID)
+		ms, err := e.stopAndTime(ctx, p.UID, nil)
 		if err != nil {
 			s.fail(fmt.Errorf("pod %s: %w", p.Name, err))
 			continue
@@ -99,8 +160,9 @@ func (e *env) stopEach(ctx context.Context, pods []*corev1.Pod, s *sample) {
 // stopAndTime stops the running container of pod uid with `crictl stop
 // -t 0` (SIGKILL at once, as an operator or another tool would) and
 // returns the ms from the command's return until another container of
-// the pod is RUNNING.
-func (e *env) stopAndTime(ctx context.Context, uid types.UID) (float64, error) {
+// the pod is RUNNING. restart, when set, is called as soon as the stop
+// returns (the floor's own create and start).
+func (e *env) stopAndTime(ctx context.Context, uid types.UID, restart func(context.Context) error) (float64, error) {
 	ids, err := e.podRunning(ctx, uid)
 	if err != nil {
 		return 0, err
@@ -115,6 +177,11 @@ func (e *env) stopAndTime(ctx context.Context, uid types.UID) (float64, error) {
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if restart != nil {
+		if err := restart(wctx); err != nil {
+			return 0, err
+		}
+	}
 	for {
 		ids, err := e.podRunning(wctx, uid)
 		if err != nil {
@@ -161,6 +228,9 @@ func renderRestart(w *strings.Builder, fr *flavourResult) {
 	p("| agent | median (min–max) |\n|---|---|\n")
 	p("| **podsyncd** (RunPods, restartPolicy Always) | %s |\n", r.podsync.ms())
 	p("| kubelet (static pods) | %s |\n", r.kubelet.ms())
+	p("| floor: the bench creates and starts the next container itself as the stop returns | %s |\n", r.floor.ms())
 	ratio := r.podsync.median() / r.kubelet.median()
-	p("| podsync ÷ kubelet (medians) | %s |\n\n", ratioOr(ratio, r.podsync.ok() && r.kubelet.ok()))
+	p("| podsync ÷ kubelet (medians) | %s |\n", ratioOr(ratio, r.podsync.ok() && r.kubelet.ok()))
+	floorRatio := r.floor.median() / r.kubelet.median()
+	p("| floor ÷ kubelet (medians): the least the ratio can be on this runtime | %s |\n\n", ratioOr(floorRatio, r.floor.ok() && r.kubelet.ok()))
 }
