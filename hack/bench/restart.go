@@ -8,11 +8,10 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/podsync/podsync/engine/model"
 )
