@@ -385,7 +385,7 @@ func (f *floorResult) addRatios(podsyncMS, shapedMS, minimalMS float64) {
 // returns the time until all are running, ms.
 func timeRaw(ctx context.Context, e *env, pods []rawPod, conc int) (float64, error) {
 	start := time.Now()
-	if err := e.runRaw(ctx, pods, conc); err != nil {
+	if _, err := e.runRaw(ctx, pods, conc); err != nil {
 		return math.NaN(), err
 	}
 	return msOf(time.Since(start)), nil

@@ -341,17 +341,20 @@ func (e *env) rawPods(pods []*corev1.Pod) ([]rawPod, error) {
 
 // runRaw runs pods through CRI, conc at a time: RunPodSandbox,
 // CreateContainer, StartContainer per pod, then waits until every
-// container is running. It returns when they all are.
-func (e *env) runRaw(ctx context.Context, pods []rawPod, conc int) error {
+// container is running. It returns when they all are, with the pods'
+// sandbox IDs.
+func (e *env) runRaw(ctx context.Context, pods []rawPod, conc int) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, runTimeout(len(pods)))
 	defer cancel()
 	ids := make([]string, len(pods))
+	sandboxes := make([]string, len(pods))
 	err := parallel(ctx, conc, len(pods), func(ctx context.Context, i int) error {
 		p := pods[i]
 		sb, err := e.rt.RunPodSandbox(ctx, p.sandbox, "")
 		if err != nil {
 			return fmt.Errorf("RunPodSandbox: %w", err)
 		}
+		sandboxes[i] = sb
 		id, err := e.rt.CreateContainer(ctx, sb, p.container, p.sandbox)
 		if err != nil {
 			return fmt.Errorf("CreateContainer: %w", err)
@@ -363,9 +366,9 @@ func (e *env) runRaw(ctx context.Context, pods []rawPod, conc int) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return e.waitRunningIDs(ctx, ids)
+	return sandboxes, e.waitRunningIDs(ctx, ids)
 }
 
 // waitRunningIDs waits until the runtime reports every container of ids

@@ -104,22 +104,7 @@ func restartFloor(ctx context.Context, e *env, res *restartResult) error {
 		res.floor.fail(err)
 		return err
 	}
-	sandboxes := make([]string, len(raws))
-	for i, p := range raws {
-		if sandboxes[i], err = e.rt.RunPodSandbox(ctx, p.sandbox, ""); err != nil {
-			break
-		}
-		var id string
-		if id, err = e.rt.CreateContainer(ctx, sandboxes[i], p.container, p.sandbox); err != nil {
-			break
-		}
-		if err = e.rt.StartContainer(ctx, id); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		err = e.waitRunning(ctx, rawUIDs(raws))
-	}
+	sandboxes, err := e.runRaw(ctx, raws, 1)
 	if err != nil {
 		res.floor.fail(err)
 		return errors.Join(err, e.cleanAll(ctx))

@@ -144,7 +144,7 @@ func (b *bench) warmUp(ctx context.Context, e *env) {
 		}
 		pods := newPods("warm", 2)
 		if raws, err := e.rawPods(pods); err == nil {
-			_ = e.runRaw(ctx, raws, 2)
+			_, _ = e.runRaw(ctx, raws, 2)
 		}
 		if err := e.cleanAll(ctx); err != nil {
 			b.log.Warn("warm-up cleanup", zap.Error(err))
@@ -262,7 +262,7 @@ func rawRuns(ctx context.Context, e *env, rr *runResult) (map[int]float64, error
 		}
 		rt0 := snapshotRuntime(e.inst.PID(), e.inst.Socket())
 		start := time.Now()
-		err = e.runRaw(ctx, raws, c)
+		_, err = e.runRaw(ctx, raws, c)
 		d := time.Since(start)
 		rt1 := snapshotRuntime(e.inst.PID(), e.inst.Socket())
 		if err != nil {
