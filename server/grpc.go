@@ -218,12 +218,18 @@ func New(opts Options) (*Server, error) {
 		grpc.ChainStreamInterceptor(stream...),
 		grpc.MaxRecvMsgSize(maxRecv),
 	}
-	s.grpc = grpc.NewServer(append(common, grpc.Creds(s.creds),
+	grpcOpts := append(common, grpc.Creds(s.creds),
 		grpc.MaxConcurrentStreams(DefaultMaxConcurrentStreams),
 		// Find callers that vanished without closing their watch streams.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	)...)
+	)
+	if pe, ok := opts.Service.(podEncodings); ok {
+		// gRPC's own callers only: the HTTP/1.x server's requests come
+		// from vanguard, which may ask for another codec.
+		grpcOpts = append(grpcOpts, grpc.ForceServerCodecV2(newPodCodec(pe)))
+	}
+	s.grpc = grpc.NewServer(grpcOpts...)
 	// The server of the calls that arrive over HTTP/1.x (http.go): the
 	// same options and interceptors, no transport of its own.
 	s.httpGRPC = grpc.NewServer(common...)

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"weak"
 
+	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/types"
 
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
@@ -42,6 +43,14 @@ type podCacheEntry struct {
 	rec     weak.Pointer[engine.PodRecord]
 	sandbox sandboxRef
 	pod     *podsyncv1.Pod
+	enc     *podEncoding
+}
+
+// podEncoding is a cached message's protobuf encoding, made by the first
+// response that needs it (podCodec).
+type podEncoding struct {
+	once sync.Once
+	b    []byte
 }
 
 // sandboxRef is the sandbox recordToProto reports for a pod: the zero
@@ -72,9 +81,30 @@ func (c *podCache) get(rec *engine.PodRecord, sb sandboxRef) *podsyncv1.Pod {
 func (c *podCache) add(rec *engine.PodRecord, sb sandboxRef, pod *podsyncv1.Pod) {
 	uid, wp := rec.Pod.UID, weak.Make(rec)
 	c.mu.Lock()
-	c.entries[uid] = podCacheEntry{rec: wp, sandbox: sb, pod: pod}
+	c.entries[uid] = podCacheEntry{rec: wp, sandbox: sb, pod: pod, enc: &podEncoding{}}
 	c.mu.Unlock()
 	runtime.AddCleanup(rec, c.drop, recordRef{uid: uid, rec: wp})
+}
+
+// encoding returns the protobuf encoding of pod if pod is the message an
+// entry holds, encoding it on the first call; nil for a message the cache
+// does not hold (or one that fails to encode, which its caller's own
+// marshalling then reports).
+func (c *podCache) encoding(pod *podsyncv1.Pod) []byte {
+	c.mu.Lock()
+	e, ok := c.entries[types.UID(pod.GetMetadata().GetUid())]
+	c.mu.Unlock()
+	if !ok || e.pod != pod {
+		return nil
+	}
+	e.enc.once.Do(func() {
+		// Encoding only fills the message's size caches, as concurrent
+		// marshalling of a shared message does (see podCache).
+		if b, err := proto.Marshal(pod); err == nil {
+			e.enc.b = b
+		}
+	})
+	return e.enc.b
 }
 
 // recordRef names one record of a pod without keeping it alive.

@@ -109,3 +109,7 @@ func orDefaultNamespace(ns string) string {
 	}
 	return ns
 }
+
+// podEncoding is the encoding of a pod message the service shares
+// between responses (podCodec), nil for any other.
+func (s *service) podEncoding(pod *podsyncv1.Pod) []byte { return s.pods.encoding(pod) }
