@@ -269,8 +269,9 @@ func (s *Server) Serve(l net.Listener) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("serve %s: %w", l.Addr(), err)
-	case gerr != nil && !errors.Is(gerr, net.ErrClosed):
-		// net.ErrClosed: Shutdown's HTTP half closed the listener first.
+	case gerr != nil && !errors.Is(gerr, net.ErrClosed) && !errors.Is(gerr, grpc.ErrServerStopped):
+		// net.ErrClosed: Shutdown's HTTP half closed the listener first;
+		// grpc.ErrServerStopped: Shutdown came before grpc's Serve began.
 		return fmt.Errorf("serve %s: %w", l.Addr(), gerr)
 	case herr != nil && !errors.Is(herr, http.ErrServerClosed) && !errors.Is(herr, net.ErrClosed):
 		return fmt.Errorf("serve %s: %w", l.Addr(), herr)

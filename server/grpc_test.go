@@ -834,3 +834,26 @@ func TestReadsThatSucceedLogAtDebug(t *testing.T) {
 		t.Errorf("levels of finished call lines (-want +got):\n%s", diff)
 	}
 }
+
+// A Shutdown that comes before Serve has begun (a daemon stopped as soon
+// as it started) is a normal end: Serve returns nil at once.
+func TestShutdownBeforeServe(t *testing.T) {
+	l, _ := unixListener(t)
+	srv, err := server.New(server.Options{Service: newTestService(), Logger: zap.NewNop(), Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Shutdown(testContext(t)); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve after Shutdown: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after Shutdown")
+	}
+}

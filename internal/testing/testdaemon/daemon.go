@@ -350,7 +350,8 @@ func (d *Daemon) serveBufconn(svc podsyncv1.PodSyncServiceServer, dial []grpc.Di
 	go func() { served <- srv.Serve(lis) }()
 	d.closers = append(d.closers, func() error {
 		srv.Stop()
-		if err := <-served; err != nil {
+		// ErrServerStopped: Stop came before Serve began.
+		if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			return fmt.Errorf("serve: %w", err)
 		}
 		return nil
