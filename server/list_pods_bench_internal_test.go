@@ -3,9 +3,17 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,6 +130,52 @@ func BenchmarkGetPod200(b *testing.B) {
 			b.Fatal(err)
 		}
 		data.Free()
+		i++
+	}
+}
+
+// BenchmarkGetPod200Served is a GetPod among 200 pods through the whole
+// server — the interceptors (recovery, request scope, logging at info,
+// metrics, authorization; no read rate limit, as make bench sets it) and the transport — from a client
+// on a unix socket, as the API section of make bench calls it. Profile
+// it to see the interceptors' share.
+func BenchmarkGetPod200Served(b *testing.B) {
+	svc, _ := storedPodsService(b, 200)
+	// podsyncd's logger: JSON at info, as the daemon makes it.
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zap.InfoLevel))
+	srv, err := New(Options{Service: svc, Logger: log, Registerer: prometheus.NewRegistry(),
+		RateLimit: RateLimit{Read: ReadRateLimit{PerSecond: -1}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "s.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		if err := <-served; err != nil {
+			b.Errorf("Serve: %v", err)
+		}
+	})
+	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = conn.Close() })
+	c := podsyncv1.NewPodSyncServiceClient(conn)
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := c.GetPod(ctx, &podsyncv1.GetPodRequest{Namespace: "bench", Name: fmt.Sprintf("pod-%03d", i%200)}); err != nil {
+			b.Fatal(err)
+		}
 		i++
 	}
 }
