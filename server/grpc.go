@@ -173,7 +173,7 @@ func New(opts Options) (*Server, error) {
 	unary := []grpc.UnaryServerInterceptor{
 		recovery.UnaryServerInterceptor(recoverOpt),
 		s.unaryScope,
-		logging.UnaryServerInterceptor(logger, loggingOptions()...),
+		quietReads(logging.UnaryServerInterceptor(logger, loggingOptions()...), log),
 	}
 	stream := []grpc.StreamServerInterceptor{
 		recovery.StreamServerInterceptor(recoverOpt),

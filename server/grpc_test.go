@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,11 +35,13 @@ import (
 	podsyncv1 "github.com/podsync/podsync/api/podsync/v1"
 	"github.com/podsync/podsync/errorinfo"
 	"github.com/podsync/podsync/internal/testing/testcert"
+	"github.com/podsync/podsync/logx"
 	"github.com/podsync/podsync/server"
 )
 
 // testService stands in for the real PodSyncService: GetPod answers (or
-// panics for the name "panic"), SyncPod sends one response (or, with
+// panics for the name "panic", fails with NOT_FOUND for "missing" and
+// with UNAVAILABLE after 50 ms for "slow-unavailable"), SyncPod sends one response (or, with
 // block, waits for release or its context), WatchPods waits for its
 // context (or panics for the namespace "panic").
 type testService struct {
@@ -56,8 +60,14 @@ func newTestService() *testService {
 
 func (s *testService) GetPod(_ context.Context, req *podsyncv1.GetPodRequest) (*podsyncv1.GetPodResponse, error) {
 	s.calls.Add(1)
-	if req.GetName() == "panic" {
+	switch req.GetName() {
+	case "panic":
 		panic("boom")
+	case "missing":
+		return nil, status.Error(codes.NotFound, "no such pod")
+	case "slow-unavailable":
+		time.Sleep(50 * time.Millisecond)
+		return nil, status.Error(codes.Unavailable, "runtime down")
 	}
 	return &podsyncv1.GetPodResponse{}, nil
 }
@@ -855,5 +865,81 @@ func TestShutdownBeforeServe(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return after Shutdown")
+	}
+}
+
+// TestReadLinesWithDebugOff: with the log at info, reads that end at the
+// middleware's info level (OK, NOT_FOUND) leave no line, as at debug they
+// leave a debug line; those that end at warn or error leave the same
+// line as with debug on, with the call's own duration.
+func TestReadLinesWithDebugOff(t *testing.T) {
+	lines := func(level zapcore.Level) []observer.LoggedEntry {
+		t.Helper()
+		core, logs := observer.New(level)
+		srv, err := server.New(server.Options{Service: newTestService(), Logger: zap.New(core), Registerer: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, path := unixListener(t)
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(l) }()
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(ctx)
+			if err := <-served; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		}()
+		c := podsyncv1.NewPodSyncServiceClient(dial(t, "unix://"+path, insecure.NewCredentials()))
+		ctx := testContext(t)
+		for _, name := range []string{"web", "missing", "slow-unavailable", "panic"} {
+			_ = callGetPod(ctx, c, name)
+		}
+		if err := callSyncPod(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		return logs.FilterMessage("finished call").AllUntimed()
+	}
+	type line struct {
+		level  zapcore.Level
+		method string
+		code   string
+		keys   []string
+	}
+	summary := func(es []observer.LoggedEntry) []line {
+		var out []line
+		for _, e := range es {
+			m := e.ContextMap()
+			if d, _ := m[logx.Duration].(time.Duration); m[logx.GRPCCode] == "Unavailable" && d < 50*time.Millisecond {
+				t.Errorf("the Unavailable read's duration is %v, want ≥ 50ms (its handler's)", d)
+			}
+			keys := slices.Sorted(maps.Keys(m))
+			method, _ := m[logx.RPCMethod].(string)
+			code, _ := m[logx.GRPCCode].(string)
+			out = append(out, line{level: e.Level, method: method, code: code, keys: keys})
+		}
+		return out
+	}
+	getPod, syncPod := podsyncv1.PodSyncService_GetPod_FullMethodName, podsyncv1.PodSyncService_SyncPod_FullMethodName
+	debug := summary(lines(zapcore.DebugLevel))
+	var wantLevels []string
+	for _, l := range debug {
+		wantLevels = append(wantLevels, l.level.String()+" "+l.method+" "+l.code)
+	}
+	if diff := cmp.Diff([]string{
+		"debug " + getPod + " OK", "debug " + getPod + " NotFound", "warn " + getPod + " Unavailable",
+		"error " + getPod + " Internal", "info " + syncPod + " OK",
+	}, wantLevels); diff != "" {
+		t.Fatalf("lines with debug on (-want +got):\n%s", diff)
+	}
+	var want []line
+	for _, l := range debug {
+		if l.level >= zapcore.InfoLevel {
+			want = append(want, l)
+		}
+	}
+	if diff := cmp.Diff(want, summary(lines(zapcore.InfoLevel)), cmp.AllowUnexported(line{})); diff != "" {
+		t.Errorf("lines with debug off (-want +got):\n%s", diff)
 	}
 }

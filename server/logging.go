@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 
 	"github.com/podsync/podsync/logx"
 )
@@ -60,6 +61,7 @@ func interceptorLogger(l *zap.Logger) logging.Logger {
 			return
 		}
 		f := make([]zap.Field, 0, len(fields)/2)
+		start, replayed := ctx.Value(callStartKey{}).(time.Time)
 		for i := 0; i+1 < len(fields); i += 2 {
 			key, ok := fields[i].(string)
 			if !ok || droppedKeys[key] {
@@ -68,7 +70,11 @@ func interceptorLogger(l *zap.Logger) logging.Logger {
 			if k, ok := upstreamKeys[key]; ok {
 				key = k
 			}
-			switch v := fields[i+1].(type) {
+			v := fields[i+1]
+			if replayed && key == logx.Duration {
+				v = time.Since(start) // the call's, not the replay's
+			}
+			switch v := v.(type) {
 			case string:
 				f = append(f, zap.String(key, v))
 			case int:
@@ -97,6 +103,34 @@ func interceptorLogger(l *zap.Logger) logging.Logger {
 			logger.Error(msg, zap.String("unknown_level", fmt.Sprint(lvl)))
 		}
 	})
+}
+
+// callStartKey carries the start of a read that quietReads replays
+// through the logging middleware.
+type callStartKey struct{}
+
+// quietReads wraps the logging middleware's unary interceptor. A read
+// that ends at the middleware's info level (success, NOT_FOUND, …) is
+// logged at debug (interceptorLogger); with debug off, it logs nothing.
+// Yet the middleware builds its fields for every call before it knows
+// the outcome: with the request scope's logger, a sixth of a GetPod's
+// CPU. So with debug off a read runs without it, and only one that ends
+// at warn or error passes through it afterwards, replayed with the
+// handler's result; its line has the call's own duration.
+func quietReads(logged grpc.UnaryServerInterceptor, l *zap.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if requiredRole(info.FullMethod) != RoleRead || l.Core().Enabled(zapcore.DebugLevel) {
+			return logged(ctx, req, info, handler)
+		}
+		start := time.Now()
+		resp, err := handler(ctx, req)
+		if logging.DefaultServerCodeToLevel(status.Code(err)) < logging.LevelWarn {
+			return resp, err
+		}
+		return logged(context.WithValue(ctx, callStartKey{}, start), req, info, func(context.Context, any) (any, error) {
+			return resp, err
+		})
+	}
 }
 
 // loggingOptions make the middleware write one line per call, "finished
@@ -179,6 +213,7 @@ func (rs requestScope) context(ctx context.Context, base *zap.Logger) context.Co
 		mw = append(mw, logx.TraceID, sc.TraceID().String())
 	}
 	ctx = logx.WithFields(ctx, fields...)
-	ctx = WithLogger(ctx, base.With(fields...))
+	// Lazily: most calls log nothing, and With encodes the fields.
+	ctx = WithLogger(ctx, base.WithLazy(fields...))
 	return logging.InjectFields(ctx, mw)
 }
