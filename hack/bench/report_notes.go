@@ -5,7 +5,7 @@ package main
 // full runs of make bench on this machine kind), and what remains.
 const profileNotes = `## Profiles: before and after
 
-Three rounds. Round 1: the first full run (load average 13–20, so noisier) and the run after its
+Eight rounds. Round 1: the first full run (load average 13–20, so noisier) and the run after its
 fixes (pprof of podsyncd):
 
 | figure | before | after | what changed |
@@ -145,5 +145,38 @@ the server's encoding:
 | GetPod, 250 pods, 8 clients: calls in 10 s / p50 / p99 | 86,251 / 0.70 / 5.06 ms | 105,655 / 0.58 / 4.29 ms |
 | ` + "`BenchmarkListPods200`" + `, handler and encoding, 3 counts | 614–680 µs, 167 KB | 99–105 µs, 28 KB |
 | ` + "`BenchmarkGetPod200`" + `, 5 counts | 6.2–6.5 µs | 2.4–3.0 µs |
+
+Round 8 (issue 40, what the 3 ms a pod would take). podsyncd's CPU per pod at N = 100, its root and
+pod-log directories on the disk (ext4, where a node keeps them) and on /dev/shm (a tmpfs: no fdatasync,
+no journal), in alternating runs of ` + "`-sections run -flavours 2 -n 100 -runs 2`" + ` on a quiet 2-core machine (2a2f239):
+
+| podsyncd's state | rounds | median |
+|---|---|---|
+| on the disk | 5.19, 6.72, 6.28, 6.85, 5.90, 6.43 ms | 6.4 ms |
+| on /dev/shm | 5.44, 5.77, 4.13, 4.92 ms | 5.2 ms |
+
+The disk's whole share — the store's commits (0.96 a pod, 1.95 syncs) and the pod's directories and
+files in the kubelet's layout (in a pprof profile of one run, ` + "`os.MkdirAll`" + ` 17 % of podsyncd's CPU, the hosts
+and termination-message files 8 %) — is about 1.2 ms of the 6.4. A store that cost nothing would leave
+more than 3 ms, so coalescing the status commits cannot reach the target by itself: the rest is CRI over
+gRPC (six calls a new pod and their transport goroutines), Go's scheduler and garbage collection around
+them, and podsync's own planning, statuses, steps and logging (round 4). Publishing a status before its
+commit, the way to coalesce without delaying it, was not done: a crash would lose statuses a watcher had
+already seen, where WatchPods promises every change once across restarts (test/robustness replays the
+log after each kill and compares).
+
+The same round cut the read calls' interceptors: with debug off, a read that ends at the logging
+middleware's info level (it is then logged at debug, so not at all) no longer runs the middleware, which
+built its fields for every call, and the request scope's logger encodes its fields only when used.
+Before (521f1bf) and after (2a2f239), alternating:
+
+| figure | before | after |
+|---|---|---|
+| ` + "`BenchmarkGetPod200Served`" + ` (a served GetPod, JSON log at info): allocations, bytes a call | 404, 26.1 KB | 341, 22.1 KB |
+| the same, process CPU (client and server) a call, 4 runs of 50,000 calls | 153–174 µs, median 163 | 128–161 µs, median 141 |
+| ` + "`-sections api`" + `, GetPod, 250 pods, 8 clients: calls in 10 s / p99, 2 runs | 101,411 / 4.14 ms; 87,445 / 5.06 ms | 95,434 / 4.84 ms; 95,993 / 4.65 ms |
+
+Under 8 clients on 2 cores the benchmark's clients take half the machine, and the API section's spread
+from run to run is larger than the cut.
 
 `
