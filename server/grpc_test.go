@@ -104,10 +104,17 @@ type harness struct {
 }
 
 // start serves opts on l until the test ends. Service defaults to a
-// testService; Logger and Registerer are always the harness's.
+// testService; Logger and Registerer are always the harness's, its log
+// at debug.
 func start(t *testing.T, opts server.Options, l net.Listener) *harness {
 	t.Helper()
-	core, logs := observer.New(zapcore.DebugLevel)
+	return startLogging(t, opts, l, zapcore.DebugLevel)
+}
+
+// startLogging is start with the harness's log at level.
+func startLogging(t *testing.T, opts server.Options, l net.Listener, level zapcore.Level) *harness {
+	t.Helper()
+	core, logs := observer.New(level)
 	h := &harness{logs: logs, reg: prometheus.NewRegistry()}
 	if opts.Service == nil {
 		opts.Service = newTestService()
@@ -875,22 +882,8 @@ func TestShutdownBeforeServe(t *testing.T) {
 func TestReadLinesWithDebugOff(t *testing.T) {
 	lines := func(level zapcore.Level) []observer.LoggedEntry {
 		t.Helper()
-		core, logs := observer.New(level)
-		srv, err := server.New(server.Options{Service: newTestService(), Logger: zap.New(core), Registerer: prometheus.NewRegistry()})
-		if err != nil {
-			t.Fatal(err)
-		}
 		l, path := unixListener(t)
-		served := make(chan error, 1)
-		go func() { served <- srv.Serve(l) }()
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(ctx)
-			if err := <-served; err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		}()
+		h := startLogging(t, server.Options{}, l, level)
 		c := podsyncv1.NewPodSyncServiceClient(dial(t, "unix://"+path, insecure.NewCredentials()))
 		ctx := testContext(t)
 		for _, name := range []string{"web", "missing", "slow-unavailable", "panic"} {
@@ -899,7 +892,7 @@ func TestReadLinesWithDebugOff(t *testing.T) {
 		if err := callSyncPod(ctx, c); err != nil {
 			t.Fatal(err)
 		}
-		return logs.FilterMessage("finished call").AllUntimed()
+		return h.logs.FilterMessage("finished call").AllUntimed()
 	}
 	type line struct {
 		level  zapcore.Level
